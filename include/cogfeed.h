@@ -1,0 +1,234 @@
+/*
+ * cogfeed.h - the one public header of cogfeed.
+ *
+ * cogfeed streams training patches out of Cloud-Optimized GeoTIFFs (COGs)
+ * on local disk or object storage (HTTP(S), S3, Azure Blob, GCS).
+ *
+ * Conventions used throughout:
+ *  - Every function that can fail returns a cf_status and, when `err` is not
+ *    NULL, fills it with the code and a message naming the file, tile or URL
+ *    (never a secret).  `err` may always be NULL.
+ *  - Objects are opaque; each `*_new`/`*_open` has a matching `*_free`/
+ *    `*_close` that accepts NULL.
+ *  - Options structs start with `struct_size` so they can grow: always call
+ *    the matching `*_options_init()` first.
+ *  - Thread safety is stated next to each function.
+ */
+#ifndef COGFEED_H
+#define COGFEED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CF_VERSION_MAJOR 0
+#define CF_VERSION_MINOR 2
+#define CF_VERSION_STRING "0.2.0"
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Stable status codes: values never change once released. */
+typedef enum cf_status {
+    CF_OK = 0,
+    CF_E_ARG = 1,         /* invalid argument from the caller */
+    CF_E_NOMEM = 2,       /* allocation failed */
+    CF_E_IO = 3,          /* local I/O error or network transport failure */
+    CF_E_FORMAT = 4,      /* malformed TIFF / GeoTIFF structure */
+    CF_E_UNSUPPORTED = 5, /* valid but unsupported (or codec not built in) */
+    CF_E_CODEC = 6,       /* corrupt compressed tile data */
+    CF_E_LIMIT = 7,       /* a safety cap was hit (size, count, memory) */
+    CF_E_HTTP = 8,        /* HTTP error status not covered below */
+    CF_E_AUTH = 9,        /* 401/403: missing, wrong or expired credentials */
+    CF_E_NOTFOUND = 10,   /* file or object does not exist (404, ENOENT) */
+    CF_E_CHANGED = 11,    /* object changed while reading (ETag, 412) */
+    CF_E_RANGE = 12,      /* range request failed: 416, no range support,
+                             Content-Range mismatch */
+    CF_E_TIMEOUT = 13,    /* deadline, stall or retry budget exhausted */
+    CF_E_STATE = 14,      /* call not valid in the object's current state */
+    CF_E_END = 15         /* iteration finished (not an error) */
+} cf_status;
+
+/* A short fixed English name for a status ("malformed TIFF", ...).
+ * Never NULL; thread-safe. */
+const char *cf_strerror(cf_status s);
+
+/* Error detail.  Plain struct so that each call (or work item) can carry its
+ * own: there is no global error state. */
+typedef struct cf_error {
+    cf_status code;
+    int http_status; /* last HTTP status involved, 0 if none */
+    char msg[768];   /* NUL-terminated, secrets redacted */
+} cf_error;
+
+/* ------------------------------------------------------------------ */
+/* Data types                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef enum cf_dtype {
+    CF_DT_UNKNOWN = 0,
+    CF_DT_U8 = 1,
+    CF_DT_I8 = 2,
+    CF_DT_U16 = 3,
+    CF_DT_I16 = 4,
+    CF_DT_U32 = 5,
+    CF_DT_I32 = 6,
+    CF_DT_U64 = 7,
+    CF_DT_I64 = 8,
+    CF_DT_F32 = 9,
+    CF_DT_F64 = 10
+} cf_dtype;
+
+/* Bytes per sample (0 for CF_DT_UNKNOWN). */
+size_t cf_dtype_size(cf_dtype t);
+/* NumPy name ("uint8", "float32", ...); "unknown" for CF_DT_UNKNOWN. */
+const char *cf_dtype_name(cf_dtype t);
+
+/* Safety caps applied to everything read from a file.  Documented here so
+ * that users know what a "limit" error means. */
+#define CF_MAX_BANDS 4096                 /* SamplesPerPixel */
+#define CF_MAX_IFDS 256                   /* IFDs in one chain */
+#define CF_MAX_DIMENSION (1u << 24)       /* width or height in pixels */
+#define CF_MAX_CHUNK_BYTES (1ull << 30)   /* one decoded tile or strip */
+#define CF_MAX_HEADER_BYTES (256ull << 20)/* all header bytes of one file */
+#define CF_MAX_CHUNKS (1ull << 26)        /* tiles or strips of one IFD */
+
+/* ------------------------------------------------------------------ */
+/* I/O context: the event loop every remote read goes through          */
+/* ------------------------------------------------------------------ */
+
+typedef struct cf_io cf_io;
+
+typedef struct cf_io_options {
+    size_t struct_size;
+    int max_inflight;          /* concurrent requests (default 64) */
+    size_t header_bytes;       /* speculative first read (default 64 KiB) */
+    size_t merge_gap;          /* merge ranges closer than this (default 64 KiB) */
+    double request_timeout_s;  /* total deadline per request incl. retries (60) */
+    double connect_timeout_s;  /* (10) */
+    double low_speed_time_s;   /* stall: below low_speed_bytes/s this long (15) */
+    long low_speed_bytes;      /* (1024) */
+    int max_retries;           /* per request (6) */
+    int retry_budget;          /* retries shared by all requests of the io (1000) */
+    double retry_base_ms;      /* backoff base (100 ms), jittered, doubling */
+    double retry_max_ms;       /* backoff cap (10 s) */
+    int verify_tls;            /* 1 (default); 0 only by explicit choice */
+    const char *header_cache_dir; /* persist header indexes here (NULL: off) */
+    const char *ca_file;       /* extra CA bundle (NULL: system default) */
+} cf_io_options;
+
+/* I/O statistics (monotonic counters since cf_io_new). */
+typedef struct cf_io_stats {
+    uint64_t requests;        /* requests sent (incl. retries) */
+    uint64_t retries;
+    uint64_t bytes_fetched;   /* body bytes received */
+    uint64_t connect_failures;
+    uint64_t read_failures;
+    uint64_t header_cache_hits;
+    int inflight;             /* requests in flight now */
+    int max_inflight;         /* current limit */
+} cf_io_stats;
+
+void cf_io_options_init(cf_io_options *opt);
+
+/* Create an I/O context: starts its loop thread lazily on the first remote
+ * request.  Thread-safe to use from many threads at once.  Survives fork():
+ * the child detects the pid change and builds a fresh loop. */
+cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err);
+void cf_io_free(cf_io *io);
+void cf_io_get_stats(cf_io *io, cf_io_stats *out);
+/* Change the in-flight limit (used by the adaptive loader). Thread-safe. */
+void cf_io_set_max_inflight(cf_io *io, int n);
+/* Hard ceiling of in-flight requests this io accepts. */
+#define CF_IO_MAX_INFLIGHT 1024
+
+/* ------------------------------------------------------------------ */
+/* COG: one opened (Geo)TIFF                                           */
+/* ------------------------------------------------------------------ */
+
+typedef struct cf_cog cf_cog;
+
+typedef struct cf_level_info {
+    uint32_t width, height;
+    uint32_t tile_width, tile_height; /* strips: width x rows_per_strip */
+    int tiled;
+} cf_level_info;
+
+typedef struct cf_cog_info {
+    uint32_t width, height, count;
+    cf_dtype dtype;
+    uint32_t bits_per_sample;  /* 1 for bit masks */
+    uint32_t tile_width, tile_height;
+    int tiled;                 /* 0: stripped */
+    int compression;           /* TIFF code */
+    const char *compression_name; /* "DEFLATE", "LERC_ZSTD", ... */
+    int predictor;             /* 1, 2 or 3 */
+    int planar;                /* 1 pixel-interleaved, 2 band-interleaved */
+    int photometric;
+    int bigtiff, big_endian;
+    int nlevels;               /* 1 + number of overviews */
+    int has_mask;              /* internal (NewSubfileType) mask present */
+    int has_geotransform;
+    double geotransform[6];    /* GDAL order */
+    int epsg;                  /* 0 when unknown */
+    int has_nodata;
+    double nodata;
+    uint64_t file_size;
+    uint64_t header_bytes;     /* bytes fetched to open */
+    uint32_t header_requests;  /* requests made to open (0: cache hit) */
+    const char *etag;          /* NULL for local files */
+} cf_cog_info;
+
+/* Open a COG (local path, file://, http(s)://, s3://, az://, gs://).
+ * `io` may be NULL for local files (a private io is used for remote ones).
+ * The cf_cog keeps a reference to `io`: free the cog first.
+ * Reads the header with one request of io's header_bytes (more only when the
+ * header is larger). */
+cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out, cf_error *err);
+void cf_cog_close(cf_cog *cog);
+
+/* Information; strings stay valid until cf_cog_close. Thread-safe. */
+void cf_cog_get_info(const cf_cog *cog, cf_cog_info *out);
+/* Level 0 is full resolution; 1.. are overviews. */
+cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
+                            cf_error *err);
+/* Per-band scale/offset from GDAL_METADATA (1 and 0 when absent); band is
+ * 1-based. */
+double cf_cog_band_scale(const cf_cog *cog, int band);
+double cf_cog_band_offset(const cf_cog *cog, int band);
+/* The URL with any query string and credentials removed (for messages). */
+const char *cf_cog_name(const cf_cog *cog);
+
+/* Read a window at a level into `dst`: band-sequential (bands, h, w), the
+ * file's dtype, native byte order.  `bands` are 1-based (NULL, nbands=0: all
+ * bands).  Pixels outside the image are nodata (0 without nodata).  Bit
+ * masks (1 bit) are expanded to one byte per pixel (0/255).
+ * dst_size must be >= nbands*w*h*dtype size.  Thread-safe: many threads may
+ * read from one cog at once.  On error the contents of dst are unspecified
+ * but never stale heap data of another tile (decoders zero on failure). */
+cf_status cf_cog_read(cf_cog *cog, int level, int64_t x, int64_t y,
+                      uint32_t w, uint32_t h, const int *bands, int nbands,
+                      void *dst, size_t dst_size, cf_error *err);
+
+/* Read the internal mask (255 valid, 0 invalid) of a window: one byte per
+ * pixel.  CF_E_STATE when the file has no internal mask. */
+cf_status cf_cog_read_mask(cf_cog *cog, int level, int64_t x, int64_t y,
+                           uint32_t w, uint32_t h, uint8_t *dst,
+                           size_t dst_size, cf_error *err);
+
+/* Open a TIFF held in memory (no copy is made: `data` must outlive the cog).
+ * Used by fuzzers and tests. */
+cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
+                             cf_cog **out, cf_error *err);
+
+/* Requests this cog has sent so far (open + reads).  Thread-safe. */
+uint64_t cf_cog_requests(const cf_cog *cog);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COGFEED_H */

@@ -1,0 +1,58 @@
+/*
+ * codec.h - decode one compressed TIFF chunk (tile or strip) to raw samples.
+ *
+ * Knows nothing of files or I/O: it gets the compressed bytes and the tag
+ * values that describe them, and writes exactly the expected number of
+ * bytes.  Output is capped at that size (decompression bombs stop there),
+ * byte-swapped to native order and with the predictor undone.  On failure
+ * the output is zeroed so no stale heap bytes can leak into a batch.
+ */
+#ifndef CF_CODEC_H
+#define CF_CODEC_H
+
+#include "../common/common.h"
+
+typedef struct cf_codec_params {
+    uint16_t compression;   /* TIFF code, see tiff.h CF_COMP_* */
+    uint16_t lerc_sub;      /* LERC: 0 none, 1 deflate, 2 zstd */
+    uint16_t predictor;     /* 1, 2, 3 */
+    uint16_t bits;          /* bits per sample: 1, 8, 16, 32, 64 */
+    uint16_t sample_format; /* 1 uint, 2 int, 3 float */
+    uint16_t photometric;   /* for JPEG: 6 = YCbCr -> decoded to RGB */
+    uint32_t width;         /* full chunk width (tile width, unclipped) */
+    uint32_t height;        /* rows in this chunk */
+    uint32_t samples;       /* samples per pixel in this chunk */
+    int big_endian;         /* file byte order */
+    const uint8_t *jpeg_tables;
+    size_t jpeg_tables_len;
+    uint16_t ycbcr_sub_h, ycbcr_sub_v;
+} cf_codec_params;
+
+/* Per-thread decoder state and scratch buffers.  Not thread-safe: give each
+ * decoding thread its own. */
+typedef struct cf_codec_ctx cf_codec_ctx;
+cf_codec_ctx *cf_codec_ctx_new(void);
+void cf_codec_ctx_free(cf_codec_ctx *ctx);
+
+/* Bytes one decoded chunk occupies: rows of ceil(width*samples*bits/8)
+ * bytes.  0 on overflow or above CF_MAX_CHUNK_BYTES. */
+uint64_t cf_codec_chunk_bytes(const cf_codec_params *p);
+
+/* Decode `src` into `dst` (dst_len must equal cf_codec_chunk_bytes(p)).
+ * Errors: CF_E_CODEC (corrupt data, message says why), CF_E_UNSUPPORTED
+ * (unknown codec, or "not built with X"), CF_E_FORMAT (codec header
+ * contradicts the tags), CF_E_NOMEM. */
+cf_status cf_codec_decode(cf_codec_ctx *ctx, const cf_codec_params *p,
+                          const uint8_t *src, size_t src_len, uint8_t *dst,
+                          size_t dst_len, cf_error *err);
+
+/* 1 if this build can decode `compression` (with lerc_sub for LERC). */
+int cf_codec_supported(uint16_t compression, uint16_t lerc_sub);
+
+/* Undo predictor 2 or 3 in place on a decoded chunk in native byte order
+ * (predictor 3 expects the byte-planar layout as stored).  Exposed for
+ * tests. */
+cf_status cf_predictor_undo(const cf_codec_params *p, uint8_t *buf,
+                            size_t len, cf_error *err);
+
+#endif

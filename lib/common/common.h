@@ -1,0 +1,75 @@
+/*
+ * common.h - internal helpers shared by every layer: error filling, checked
+ * size arithmetic, byte-order reads, monotonic time.  Depends on nothing but
+ * libc and the public header.
+ */
+#ifndef CF_COMMON_H
+#define CF_COMMON_H
+
+#include "cogfeed.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Internal status (never returned by public functions): the TIFF parser
+ * needs more bytes of the file.  Outside the public enum's range. */
+#define CF__NEED_BYTES ((cf_status)100)
+
+#if defined(__GNUC__)
+#define CF__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define CF__UNUSED __attribute__((unused))
+#else
+#define CF__PRINTF(a, b)
+#define CF__UNUSED
+#endif
+
+/* Fill `err` (may be NULL) and return `code`. */
+cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...)
+    CF__PRINTF(3, 4);
+/* Prefix the existing message with "prefix: " (keeps code). */
+cf_status cf__err_prefix(cf_error *err, const char *fmt, ...) CF__PRINTF(2, 3);
+void cf__err_clear(cf_error *err);
+
+/* Checked arithmetic: return false on overflow. */
+static inline bool cf__mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool cf__add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline bool cf__mul_size(size_t a, size_t b, size_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+/* Byte-order reads from unaligned memory. */
+static inline uint16_t cf__rd16(const uint8_t *p, bool be) {
+    return be ? (uint16_t)(p[0] << 8 | p[1]) : (uint16_t)(p[1] << 8 | p[0]);
+}
+static inline uint32_t cf__rd32(const uint8_t *p, bool be) {
+    return be ? ((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+                 (uint32_t)p[2] << 8 | p[3])
+              : ((uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 |
+                 (uint32_t)p[1] << 8 | p[0]);
+}
+static inline uint64_t cf__rd64(const uint8_t *p, bool be) {
+    uint64_t a = cf__rd32(p, be), b = cf__rd32(p + 4, be);
+    return be ? (a << 32 | b) : (b << 32 | a);
+}
+
+/* Seconds from a monotonic clock. */
+double cf__now(void);
+
+/* Copy `url` into `out` without userinfo, query string or fragment, so
+ * that it can appear in messages. Always NUL-terminates. */
+void cf__redact_url(const char *url, char *out, size_t outlen);
+
+/* Thin wrappers that make failed allocations testable in one place. */
+void *cf__malloc(size_t n);
+void *cf__calloc(size_t n, size_t sz);
+void *cf__realloc(void *p, size_t n);
+char *cf__strdup(const char *s);
+
+#endif

@@ -1,0 +1,100 @@
+/*
+ * error.c - status names and the per-call error struct.  No global state:
+ * every message lives in the caller's cf_error.
+ */
+#include "common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+const char *cf_strerror(cf_status s) {
+    switch (s) {
+    case CF_OK: return "success";
+    case CF_E_ARG: return "invalid argument";
+    case CF_E_NOMEM: return "out of memory";
+    case CF_E_IO: return "I/O error";
+    case CF_E_FORMAT: return "malformed TIFF";
+    case CF_E_UNSUPPORTED: return "unsupported";
+    case CF_E_CODEC: return "corrupt compressed data";
+    case CF_E_LIMIT: return "safety limit exceeded";
+    case CF_E_HTTP: return "HTTP error";
+    case CF_E_AUTH: return "access denied";
+    case CF_E_NOTFOUND: return "not found";
+    case CF_E_CHANGED: return "object changed while reading";
+    case CF_E_RANGE: return "range request failed";
+    case CF_E_TIMEOUT: return "timed out";
+    case CF_E_STATE: return "invalid state";
+    case CF_E_END: return "end of iteration";
+    }
+    if (s == CF__NEED_BYTES) return "more bytes needed";
+    return "unknown error";
+}
+
+cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...) {
+    if (!err) return code;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+cf_status cf__err_prefix(cf_error *err, const char *fmt, ...) {
+    if (!err) return CF_E_ARG;
+    char pre[sizeof err->msg], old[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+    return err->code;
+}
+
+void cf__err_clear(cf_error *err) {
+    if (!err) return;
+    err->code = CF_OK;
+    err->http_status = 0;
+    err->msg[0] = 0;
+}
+
+double cf__now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void cf__redact_url(const char *url, char *out, size_t outlen) {
+    if (!outlen) return;
+    out[0] = 0;
+    if (!url) return;
+    /* Drop user:pass@ after the scheme, then cut at '?' or '#'. */
+    const char *scheme_end = strstr(url, "://");
+    size_t o = 0;
+    const char *p = url;
+    if (scheme_end) {
+        const char *host = scheme_end + 3;
+        const char *slash = strchr(host, '/');
+        const char *at = strchr(host, '@');
+        size_t n = (size_t)(host - url);
+        if (n >= outlen) n = outlen - 1;
+        memcpy(out, url, n);
+        o = n;
+        p = (at && (!slash || at < slash)) ? at + 1 : host;
+    }
+    for (; *p && *p != '?' && *p != '#' && o + 1 < outlen; p++) out[o++] = *p;
+    out[o] = 0;
+}
+
+void *cf__malloc(size_t n) { return malloc(n ? n : 1); }
+void *cf__calloc(size_t n, size_t sz) { return calloc(n ? n : 1, sz ? sz : 1); }
+void *cf__realloc(void *p, size_t n) { return realloc(p, n ? n : 1); }
+char *cf__strdup(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}

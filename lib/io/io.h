@@ -1,0 +1,73 @@
+/*
+ * io.h - the read-ranges interface every backend sits behind.
+ *
+ * A cf_src is one opened object (local file, or HTTP/S3/Azure/GCS object).
+ * Callers ask for byte ranges; local files are served with pread on the
+ * calling thread, remote ones by the cf_io's single libcurl-multi loop
+ * thread with many requests in flight.  Knows nothing of TIFF.
+ *
+ * Validation lives here: range responses are checked against the request
+ * (206 + matching Content-Range, exact length), the ETag of the first
+ * response is pinned and sent as If-Match afterwards, truncated bodies are
+ * resumed, retries follow the io's backoff and shared retry budget.
+ */
+#ifndef CF_IO_H
+#define CF_IO_H
+
+#include "../common/common.h"
+
+typedef struct cf_src cf_src;
+
+/* One byte range to read.  The caller owns dst (len bytes). */
+typedef struct cf_range_req {
+    uint64_t off, len;
+    uint8_t *dst;
+    cf_status status;   /* set on completion */
+    cf_error *err;      /* optional: filled on failure */
+    void *user;         /* caller's tag, untouched */
+} cf_range_req;
+
+/* Parse the URL, pick the backend and credentials (from the environment
+ * variables in design.md).  Local files are opened (size known); remote
+ * objects are not contacted yet.  Thread-safe. */
+cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err);
+void cf_src_free(cf_src *src);
+
+/* First request: read [0, len) (fewer bytes when the object is shorter),
+ * learning the object's size and ETag (which is then pinned).  Exactly one
+ * request unless retried.  *got receives the byte count. */
+cf_status cf_src_read_head(cf_src *src, uint8_t *buf, size_t len, size_t *got,
+                           cf_error *err);
+/* Use a size and ETag known from a header cache instead of a first request. */
+void cf_src_assume(cf_src *src, uint64_t size, const char *etag);
+
+uint64_t cf_src_size(const cf_src *src);      /* UINT64_MAX until known */
+const char *cf_src_etag(const cf_src *src);   /* NULL if none */
+const char *cf_src_name(const cf_src *src);   /* redacted URL */
+const char *cf_src_url(const cf_src *src);    /* full URL (may hold secrets:
+                                                 never print it) */
+int cf_src_is_remote(const cf_src *src);
+uint64_t cf_src_requests(const cf_src *src);  /* requests sent for this src */
+cf_io *cf_src_io(const cf_src *src);
+
+/* Read every range, blocking until all are done.  Nearby ranges (gap below
+ * the io's merge_gap) are fetched as one request.  Returns CF_OK when all
+ * succeeded, else the first failure (each req carries its own status).
+ * Thread-safe: many threads may read one src at once. */
+cf_status cf_src_read(cf_src *src, cf_range_req *reqs, size_t n,
+                      cf_error *err);
+
+/* Asynchronous form: `cb` runs once per request when it completes, on the
+ * io loop thread for remote sources (keep it short: hand work to a pool) or
+ * on the calling thread for local ones.  Ranges submitted together may be
+ * merged.  The reqs array must stay valid until every callback ran. */
+typedef void (*cf_range_cb)(cf_range_req *req, void *user);
+cf_status cf_src_submit(cf_src *src, cf_range_req *reqs, size_t n,
+                        cf_range_cb cb, void *user, cf_error *err);
+
+/* io options as given (defaults filled), for the layers above. */
+const cf_io_options *cf_io_opts(const cf_io *io);
+/* Count a header-cache hit in the io's stats. */
+void cf_io_note_cache_hit(cf_io *io);
+
+#endif

@@ -1,0 +1,112 @@
+/*
+ * tiff.h - TIFF / BigTIFF / GeoTIFF structure parsing on byte buffers.
+ *
+ * No I/O here.  The parser is fed byte ranges of the file; when it runs out
+ * it answers CF__NEED_BYTES with the range [need_off, need_off+need_len) it
+ * wants next, the caller fetches it (from disk or HTTP) and calls again.
+ * Parsing restarts from the top on each call, which is cheap, and keeps the
+ * code a plain recursive-descent reader.  A COG's header normally fits in
+ * the first speculative read, so one request opens a file.
+ *
+ * Every count and size read from the file is checked against the caps in
+ * cogfeed.h and against the file size before anything is allocated.
+ */
+#ifndef CF_TIFF_H
+#define CF_TIFF_H
+
+#include "../common/common.h"
+
+/* TIFF compression codes used across the library. */
+enum {
+    CF_COMP_NONE = 1,
+    CF_COMP_LZW = 5,
+    CF_COMP_OJPEG = 6,
+    CF_COMP_JPEG = 7,
+    CF_COMP_ADOBE_DEFLATE = 8,
+    CF_COMP_PACKBITS = 32773,
+    CF_COMP_DEFLATE = 32946,
+    CF_COMP_LERC = 34887,
+    CF_COMP_ZSTD = 50000,
+    CF_COMP_WEBP = 50001,
+};
+
+/* LERC sub-compression (LercParameters tag 50674, second value). */
+enum { CF_LERC_NONE = 0, CF_LERC_DEFLATE = 1, CF_LERC_ZSTD = 2 };
+
+/* One image file directory, reduced to what reading needs. */
+typedef struct cf_tiff_ifd {
+    uint64_t ifd_offset;
+    uint32_t subfile_type;       /* NewSubfileType: 1 reduced, 4 mask */
+    uint32_t width, height;
+    uint32_t chunk_w, chunk_h;   /* tile size, or width x rows_per_strip */
+    int tiled;
+    uint32_t chunks_across, chunks_down;
+    uint64_t nchunks;            /* across*down (* samples when planar 2) */
+    uint64_t *offsets;           /* nchunks entries, owned */
+    uint64_t *counts;            /* nchunks entries, owned */
+    uint16_t samples;            /* SamplesPerPixel */
+    uint16_t bits;               /* BitsPerSample (same for all samples) */
+    uint16_t sample_format;      /* 1 uint, 2 int, 3 float */
+    uint16_t compression;
+    uint16_t predictor;          /* 1 none, 2 horizontal, 3 float */
+    uint16_t photometric;
+    uint16_t planar;             /* 1 contig, 2 separate */
+    uint16_t ycbcr_sub_h, ycbcr_sub_v; /* YCbCrSubsampling (default 2,2) */
+    uint8_t *jpeg_tables;        /* owned, NULL if absent */
+    size_t jpeg_tables_len;
+    uint32_t lerc_version;       /* LercParameters[0], 0 if absent */
+    uint32_t lerc_sub;           /* LercParameters[1]: CF_LERC_* */
+    uint16_t extra_samples;      /* count of ExtraSamples */
+} cf_tiff_ifd;
+
+/* A parsed file: every IFD plus the GeoTIFF / GDAL metadata of the first. */
+typedef struct cf_tiff {
+    int bigtiff, big_endian;
+    uint64_t file_size;
+    int nifds;
+    cf_tiff_ifd *ifds;           /* file order, owned */
+    /* Image levels: levels[0] = full resolution (first non-mask IFD),
+     * then reduced-resolution non-mask IFDs with the same band layout, in
+     * decreasing size.  mask_of_level[i] is the IFD index of the internal
+     * mask of level i, or -1. */
+    int nlevels;
+    int *levels;                 /* nlevels IFD indexes, owned */
+    int *mask_of_level;          /* nlevels entries, owned */
+    int has_geotransform;
+    double geotransform[6];
+    int pixel_is_point;
+    int epsg;                    /* 0 if unknown */
+    int has_nodata;
+    double nodata;
+    double *scale, *offset;      /* samples of level 0 entries, owned (1, 0 default) */
+    uint64_t header_end;         /* one past the last header byte used */
+} cf_tiff;
+
+typedef struct cf_tiff_parser cf_tiff_parser;
+
+/* `file_size` may be UINT64_MAX while unknown.  `name` (copied) prefixes
+ * error messages. */
+cf_tiff_parser *cf_tiff_parser_new(uint64_t file_size, const char *name);
+void cf_tiff_parser_free(cf_tiff_parser *p);
+/* Hand the parser bytes [off, off+len) of the file (copied).  Fails with
+ * CF_E_LIMIT beyond CF_MAX_HEADER_BYTES in total. */
+cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
+                             const uint8_t *data, size_t len, cf_error *err);
+void cf_tiff_parser_set_size(cf_tiff_parser *p, uint64_t file_size);
+/* Parse.  CF_OK: *out is a new cf_tiff (free with cf_tiff_free).
+ * CF__NEED_BYTES: fetch [*need_off, *need_off + *need_len) and call
+ * cf_tiff_parser_add, then again.  Anything else: error in err. */
+cf_status cf_tiff_parser_run(cf_tiff_parser *p, cf_tiff **out,
+                             uint64_t *need_off, uint64_t *need_len,
+                             cf_error *err);
+/* Convenience for a file held entirely in memory. */
+cf_status cf_tiff_parse_memory(const uint8_t *data, size_t len,
+                               const char *name, cf_tiff **out, cf_error *err);
+void cf_tiff_free(cf_tiff *t);
+
+/* Name for a compression code ("DEFLATE", "LERC_ZSTD" needs the ifd). */
+const char *cf_tiff_compression_name(const cf_tiff_ifd *ifd);
+/* dtype of an IFD's samples (CF_DT_U8 for 1-bit). */
+cf_dtype cf_tiff_dtype(const cf_tiff_ifd *ifd);
+
+#endif
