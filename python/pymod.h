@@ -1,0 +1,38 @@
+/*
+ * pymod.h - what the parts of the _cogfeed extension share: the module's
+ * exception type and the helper that turns a cf_error into it.
+ * _cogfeed.c owns the module; other python/*.c files register their types
+ * through the init functions declared here.
+ */
+#ifndef CF_PYMOD_H
+#define CF_PYMOD_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "cogfeed.h"
+
+/* One numpy C-API table for the whole extension: _cogfeed.c defines
+ * CF_PY_MAIN and calls import_array(); other files only use it. */
+#define PY_ARRAY_UNIQUE_SYMBOL cf_py_ARRAY_API
+#ifndef CF_PY_MAIN
+#define NO_IMPORT_ARRAY
+#endif
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+/* cogfeed.Error (subclass of RuntimeError); attributes: code (int),
+ * name (cf_strerror), http_status (int). */
+extern PyObject *cf_py_Error;
+
+/* Raise cogfeed.Error from err (or from code when err is NULL/empty);
+ * returns NULL for convenience. */
+PyObject *cf_py_raise(cf_status code, const cf_error *err);
+
+/* numpy dtype number for a cf_dtype (NPY_UINT8, ...). */
+int cf_py_npy_type(cf_dtype t);
+
+/* Loader bindings (python/_loader.c): add the Loader type to the module. */
+int cf_py_loader_init(PyObject *module);
+
+#endif
