@@ -1,0 +1,59 @@
+/*
+ * sampler.h - the loader's samplers: pure functions from (seed, epoch,
+ * rank, world_size, sample index) to a window.  Nothing here reads a file,
+ * so resuming (seek to sample j) and sharding (rank r takes its own chunks
+ * of the global index space) are exact by construction.
+ */
+#ifndef CF_PIPELINE_SAMPLER_H
+#define CF_PIPELINE_SAMPLER_H
+
+#include "../common/common.h"
+
+/* What a sampler needs to know about one sample file (level-0 or the
+ * chosen overview level). */
+typedef struct cf__samp_file {
+    uint32_t width, height;
+    uint32_t tile_w, tile_h;
+    double weight;             /* <= 0: by area */
+} cf__samp_file;
+
+typedef struct cf__sampler_config {
+    cf_sampler_kind kind;
+    const cf__samp_file *files;
+    size_t nfiles;
+    uint32_t patch, stride;
+    uint64_t seed, epoch;
+    int rank, world_size;
+    uint64_t length;           /* 0: default */
+    int drop_last;
+    unsigned augment;
+    uint32_t group_tiles;      /* tile-shuffle: tiles mixed per group (>=1) */
+} cf__sampler_config;
+
+typedef struct cf__sampler {
+    cf__sampler_config c;
+    cf__samp_file *files;      /* owned copy */
+    double *cum;               /* cumulative weights, nfiles */
+    uint64_t *grid_cum;        /* cumulative grid windows, nfiles */
+    uint64_t length;           /* global samples per epoch */
+    uint64_t chunk;            /* sharding unit: consecutive global indices
+                                  that go to one rank */
+    uint32_t crops_per_tile;   /* tile-shuffle */
+    uint64_t count;            /* samples of this rank */
+} cf__sampler;
+
+cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
+                           cf_error *err);
+void cf__sampler_free(cf__sampler *s);
+/* Change the epoch (everything else stays). */
+void cf__sampler_set_epoch(cf__sampler *s, uint64_t epoch);
+/* Global index of this rank's sample j (j < s->count). */
+uint64_t cf__sampler_global(const cf__sampler *s, uint64_t j);
+/* Window of this rank's sample j. */
+void cf__sampler_window(const cf__sampler *s, uint64_t j, cf_window *out);
+/* Tile-shuffle only: the tile-aligned cell (file, x, y, w, h) a window was
+ * cropped from, for the tile cache.  Same cell for every crop of it. */
+void cf__sampler_cell(const cf__sampler *s, const cf_window *win, int64_t *cx,
+                      int64_t *cy, uint32_t *cw, uint32_t *ch);
+
+#endif
