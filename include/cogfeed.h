@@ -228,6 +228,156 @@ cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
 /* Requests this cog has sent so far (open + reads).  Thread-safe. */
 uint64_t cf_cog_requests(const cf_cog *cog);
 
+/* ------------------------------------------------------------------ */
+/* Loader: sampler -> parallel reads -> batch ring                     */
+/* ------------------------------------------------------------------ */
+
+typedef struct cf_loader cf_loader;
+
+typedef enum cf_sampler_kind {
+    CF_SAMPLER_RANDOM = 0,       /* uniform windows anywhere in the image */
+    CF_SAMPLER_BLOCKED = 1,      /* each patch inside one tile (or, when
+                                    larger than a tile, aligned to the grid) */
+    CF_SAMPLER_TILE_SHUFFLE = 2, /* crops from a shuffle buffer of whole
+                                    decoded tiles, mixing many tiles a batch */
+    CF_SAMPLER_GRID = 3          /* every patch with a stride, fixed order */
+} cf_sampler_kind;
+
+/* Augmentation flags (cf_loader_options.augment). */
+#define CF_AUG_FLIP 1u  /* random horizontal / vertical flips */
+#define CF_AUG_ROT90 2u /* random rotation by a multiple of 90 degrees */
+
+typedef struct cf_loader_options {
+    size_t struct_size;
+    /* Inputs.  images[f * time_steps + t] is scene t of sample file f. */
+    const char *const *images;
+    size_t nfiles;             /* sample files (images has nfiles*time_steps) */
+    int time_steps;            /* scenes per sample (1): output [T,C,H,W] */
+    const char *const *masks;  /* nfiles entries, aligned; NULL: none */
+    const char *const *layers; /* layers[f * nlayers + l], aligned, stacked
+                                  as channels after the image bands */
+    int nlayers;
+    const double *weights;     /* nfiles sampling weights; NULL: by area */
+    const int *bands;          /* 1-based image bands; NULL/0: all */
+    int nbands;
+    int level;                 /* overview level (0 full resolution) */
+    /* Sampling. */
+    uint32_t patch_size;       /* square patch side in pixels (256) */
+    uint32_t batch_size;       /* samples per batch (32) */
+    cf_sampler_kind sampler;   /* (CF_SAMPLER_RANDOM) */
+    uint32_t stride;           /* grid stride (0: patch_size) */
+    uint64_t seed;
+    uint64_t epoch;
+    int rank, world_size;      /* shard of a distributed epoch (0, 1) */
+    uint64_t epoch_length;     /* samples per epoch over all ranks (0:
+                                  non-overlapping patches; grid: all) */
+    int drop_last;             /* drop a last partial batch, and make every
+                                  rank's shard the same length */
+    unsigned augment;          /* CF_AUG_* flags (0) */
+    /* Output. */
+    cf_dtype out_dtype;        /* CF_DT_UNKNOWN: the files' dtype; CF_DT_F32 */
+    int apply_scale_offset;    /* float32 only: per-band scale/offset (1) */
+    const float *mean, *std;   /* float32 only: per output channel; NULL */
+    int skip_errors;           /* drop and count failed samples (0: fail) */
+    /* Resources: every buffer is sized from these, never from the input. */
+    int prefetch;              /* batch slots in the ring (4) */
+    int threads;               /* reader threads (0: auto) */
+    int max_inflight;          /* patches read at once; 0: adaptive */
+    size_t inflight_bytes;     /* byte budget of patches being read (256 MiB) */
+    size_t cache_bytes;        /* tile-shuffle buffer of decoded tiles (256 MiB) */
+    cf_io *io;                 /* NULL: the loader makes its own */
+} cf_loader_options;
+
+/* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-
+ * clockwise), bit 2 horizontal flip, applied after rotation. */
+typedef struct cf_window {
+    uint64_t index;            /* global sample index in the epoch */
+    uint32_t file;             /* index into the sample files */
+    int64_t x, y;
+    uint32_t w, h;
+    uint32_t aug;
+} cf_window;
+
+/* Shape of what the loader delivers (fixed for its lifetime). */
+typedef struct cf_loader_layout {
+    uint32_t batch_size, patch_size, time_steps, channels;
+    cf_dtype dtype;            /* of "image" */
+    int has_mask;
+    cf_dtype mask_dtype;
+    size_t image_bytes;        /* one slot: batch_size*T*C*P*P*dtype size */
+    size_t mask_bytes;         /* one slot: batch_size*P*P*mask size (0) */
+    int prefetch;
+    uint64_t samples;          /* samples of this rank per epoch */
+    uint64_t batches;          /* batches of this rank per epoch */
+} cf_loader_layout;
+
+/* A batch handed to the consumer; valid until cf_loader_release. */
+typedef struct cf_batch {
+    uint64_t index;            /* batch number in the epoch */
+    uint32_t n;                /* samples (< batch_size: last batch, or
+                                  samples dropped by skip_errors) */
+    int slot;
+    void *image;               /* n x [T, C, P, P], C order */
+    void *mask;                /* n x [1, P, P], or NULL */
+    const cf_window *windows;  /* n windows */
+} cf_batch;
+
+typedef struct cf_loader_stats {
+    uint64_t samples, batches, skipped;
+    uint64_t bytes_fetched;    /* from the io (shared io: all its users) */
+    uint64_t bytes_decoded;    /* raw pixel bytes produced by reads */
+    uint64_t bytes_delivered;  /* bytes of batches handed out */
+    uint64_t requests, retries;
+    int io_inflight;           /* io requests in flight now */
+    int concurrency;           /* patches allowed to be read at once now */
+    int reading;               /* patches being read now */
+    uint64_t cache_hits, cache_misses;
+    double wait_s;             /* consumer waited for data (data stall) */
+    double read_busy_s;        /* summed over threads: reads */
+    double convert_busy_s;     /* summed: dtype conversion, augmentation */
+    double elapsed_s;          /* since the first cf_loader_next */
+} cf_loader_stats;
+
+void cf_loader_options_init(cf_loader_options *opt);
+
+/* Open every file (checking that masks and layers are aligned: same size
+ * and geotransform) and allocate the ring.  Threads start at the first
+ * cf_loader_next.  Strings in opt are copied. */
+cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
+                        cf_error *err);
+void cf_loader_free(cf_loader *ld);
+void cf_loader_get_layout(const cf_loader *ld, cf_loader_layout *out);
+
+/* Use caller memory (e.g. pinned) for ring slot `slot`: image of at least
+ * layout.image_bytes, mask of layout.mask_bytes (NULL when no masks).  Only
+ * before the first cf_loader_next or right after cf_loader_set_epoch; the
+ * memory must outlive the loader.  CF_E_STATE otherwise. */
+cf_status cf_loader_set_buffers(cf_loader *ld, int slot, void *image,
+                                void *mask, cf_error *err);
+
+/* Start epoch `epoch` from batch `batch` (resume): stops the readers,
+ * drops prefetched batches.  Not while a batch is held. */
+cf_status cf_loader_set_epoch(cf_loader *ld, uint64_t epoch, uint64_t batch,
+                              cf_error *err);
+/* Current epoch and the next batch number cf_loader_next will return. */
+void cf_loader_position(const cf_loader *ld, uint64_t *epoch,
+                        uint64_t *next_batch);
+
+/* Next batch, in order; blocks.  CF_E_END after the last batch of the
+ * epoch.  A failed sample (without skip_errors) fails its batch with the
+ * error naming the file and window; the loader then moves past it.  One
+ * consumer thread; hold at most prefetch-1 batches at once. */
+cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err);
+/* Give the slot back to the readers. */
+void cf_loader_release(cf_loader *ld, const cf_batch *b);
+
+/* Windows of this rank's sample j of the current epoch, without reading
+ * (the sampler is a pure function of seed, epoch, rank and world size). */
+cf_status cf_loader_window(const cf_loader *ld, uint64_t j, cf_window *out,
+                           cf_error *err);
+/* Thread-safe. */
+void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out);
+
 #ifdef __cplusplus
 }
 #endif
