@@ -57,6 +57,7 @@ typedef struct cf_tiff_ifd {
     uint32_t lerc_version;       /* LercParameters[0], 0 if absent */
     uint32_t lerc_sub;           /* LercParameters[1]: CF_LERC_* */
     uint16_t extra_samples;      /* count of ExtraSamples */
+    char comp_name[24];          /* what cf_tiff_compression_name returns */
 } cf_tiff_ifd;
 
 /* A parsed file: every IFD plus the GeoTIFF / GDAL metadata of the first. */

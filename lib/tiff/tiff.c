@@ -1,0 +1,1237 @@
+/*
+ * tiff.c - TIFF / BigTIFF / GeoTIFF header parser fed by byte ranges.
+ *
+ * The parser keeps every byte range it was given (sorted and merged) and
+ * re-parses from the top on each run.  Parsing happens in three passes so
+ * that a file needs few round trips:
+ *   1. walk the IFD chain (header, entry tables, next pointers),
+ *   2. list the out-of-line data of the tags we use in every IFD and ask for
+ *      the missing ones in one clustered request,
+ *   3. decode every IFD, then build levels, masks and georeferencing.
+ * Any read outside the known bytes stops the pass with CF__NEED_BYTES and a
+ * generous range to fetch.  Every size that comes from the file is checked
+ * against the file size and the caps of cogfeed.h before it is used.
+ */
+#include "tiff.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Smallest range worth a request: an IFD plus its small arrays. */
+#define TIFF_MIN_READ (16u << 10)
+/* Missing tag data closer than this is fetched in one request. */
+#define TIFF_CLUSTER_GAP (1u << 20)
+#define TIFF_MAX_ENTRIES 65535u
+#define TIFF_MAX_JPEGTABLES (1u << 20)
+#define TIFF_MAX_TEXT (16u << 20)
+#define TIFF_MAX_GEOKEYS (4u * 65536u)
+#define TIFF_OFFSET_LIMIT (UINT64_C(1) << 63)
+
+typedef struct range {
+    uint64_t off;
+    size_t len;
+    uint8_t *data;
+} range;
+
+struct cf_tiff_parser {
+    uint64_t file_size; /* UINT64_MAX while unknown */
+    char *name;
+    range *r;           /* sorted by off, never overlapping or adjacent */
+    size_t nr, cap;
+    uint64_t total;     /* bytes held */
+    bool have_last_need;
+    uint64_t last_need_off;
+};
+
+/* Tags the parser reads.  Only the first occurrence of a tag counts, so
+ * duplicate tags resolve the same way every time. */
+enum {
+    S_SUBFILE, S_WIDTH, S_HEIGHT, S_BITS, S_COMP, S_PHOTO, S_STRIPOFF, S_SPP,
+    S_RPS, S_STRIPCNT, S_PLANAR, S_PRED, S_TW, S_TL, S_TILEOFF, S_TILECNT,
+    S_EXTRA, S_SFMT, S_JPEGTAB, S_YCBCR, S_LERC, S_PSCALE, S_TIE, S_TRANS,
+    S_GEOKEYS, S_GDALMD, S_NODATA, NSLOT
+};
+
+static const struct {
+    uint16_t tag;
+    const char *name;
+} slot_info[NSLOT] = {
+    {254, "NewSubfileType"},  {256, "ImageWidth"},
+    {257, "ImageLength"},     {258, "BitsPerSample"},
+    {259, "Compression"},     {262, "PhotometricInterpretation"},
+    {273, "StripOffsets"},    {277, "SamplesPerPixel"},
+    {278, "RowsPerStrip"},    {279, "StripByteCounts"},
+    {284, "PlanarConfiguration"}, {317, "Predictor"},
+    {322, "TileWidth"},       {323, "TileLength"},
+    {324, "TileOffsets"},     {325, "TileByteCounts"},
+    {338, "ExtraSamples"},    {339, "SampleFormat"},
+    {347, "JPEGTables"},      {530, "YCbCrSubsampling"},
+    {50674, "LercParameters"}, {33550, "ModelPixelScale"},
+    {33922, "ModelTiepoint"}, {34264, "ModelTransformation"},
+    {34735, "GeoKeyDirectory"}, {42112, "GDAL_METADATA"},
+    {42113, "GDAL_NODATA"},
+};
+
+static int slot_of(uint16_t tag) {
+    for (int i = 0; i < NSLOT; i++)
+        if (slot_info[i].tag == tag) return i;
+    return -1;
+}
+
+/* Bytes per value of a TIFF field type; 0 for codes we do not know, whose
+ * entries are skipped. */
+static unsigned type_size(uint16_t t) {
+    switch (t) {
+    case 1: case 2: case 6: case 7: return 1;  /* BYTE ASCII SBYTE UNDEF */
+    case 3: case 8: return 2;                  /* SHORT SSHORT */
+    case 4: case 9: case 11: case 13: return 4; /* LONG SLONG FLOAT IFD */
+    case 5: case 10: case 12: return 8;        /* RATIONAL SRATIONAL DOUBLE */
+    case 16: case 17: case 18: return 8;       /* LONG8 SLONG8 IFD8 */
+    default: return 0;
+    }
+}
+
+static bool is_int_type(uint16_t t) {
+    return t == 1 || t == 3 || t == 4 || t == 6 || t == 8 || t == 9 ||
+           t == 13 || t == 16 || t == 17 || t == 18;
+}
+
+typedef struct ent {
+    bool present;
+    uint16_t type;
+    uint64_t count;
+    uint64_t off;    /* file offset of the data (of the entry's value field
+                        when the data is inline) */
+    uint64_t nbytes; /* UINT64_MAX when count x size overflows */
+} ent;
+
+typedef struct rawifd {
+    uint64_t off, next;
+    ent e[NSLOT];
+} rawifd;
+
+typedef struct ctx {
+    cf_tiff_parser *p;
+    cf_error *err;
+    bool be, big;
+    uint64_t need_off, need_len;
+    uint64_t hdr_end;
+    rawifd *ifds;
+    int nifds;
+} ctx;
+
+/* ------------------------------------------------------------------ */
+/* Byte ranges                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Index of the last range starting at or before `off`, or -1. */
+static long find_range(const cf_tiff_parser *p, uint64_t off) {
+    size_t lo = 0, hi = p->nr;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->r[mid].off <= off) lo = mid + 1;
+        else hi = mid;
+    }
+    return (long)lo - 1;
+}
+
+static const uint8_t *known(const cf_tiff_parser *p, uint64_t off,
+                            uint64_t len) {
+    long i = find_range(p, off);
+    if (i < 0) return NULL;
+    const range *r = &p->r[i];
+    if (off - r->off > r->len || len > r->len - (off - r->off)) return NULL;
+    return r->data + (off - r->off);
+}
+
+/* First byte of [off, end) that is not held (end when all are). */
+static uint64_t first_unknown(const cf_tiff_parser *p, uint64_t off,
+                              uint64_t end) {
+    long i = find_range(p, off);
+    if (i < 0) return off;
+    uint64_t rend = p->r[i].off + p->r[i].len;
+    if (rend <= off) return off;
+    return rend < end ? rend : end;
+}
+
+enum { G_OK, G_NEED, G_EOF };
+
+/* Point *out at bytes [off, off+len).  On G_NEED the context holds the
+ * range to fetch: from the first missing byte to at least off+want and at
+ * least TIFF_MIN_READ long, within the file. */
+static int get(ctx *c, uint64_t off, uint64_t len, uint64_t want,
+               const uint8_t **out) {
+    uint64_t end, fs = c->p->file_size;
+    if (!cf__add_u64(off, len, &end) || end > TIFF_OFFSET_LIMIT) return G_EOF;
+    if (fs != UINT64_MAX && end > fs) return G_EOF;
+    const uint8_t *d = known(c->p, off, len);
+    if (d) {
+        *out = d;
+        if (end > c->hdr_end) c->hdr_end = end;
+        return G_OK;
+    }
+    uint64_t first = first_unknown(c->p, off, end);
+    uint64_t nend = end, w;
+    if (want > len && cf__add_u64(off, want, &w) && w > nend) nend = w;
+    if (nend - first < TIFF_MIN_READ &&
+        cf__add_u64(first, TIFF_MIN_READ, &w))
+        nend = w;
+    if (nend > TIFF_OFFSET_LIMIT) nend = TIFF_OFFSET_LIMIT;
+    if (fs != UINT64_MAX && nend > fs) nend = fs;
+    c->need_off = first;
+    c->need_len = nend - first;
+    return G_NEED;
+}
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                               */
+/* ------------------------------------------------------------------ */
+
+static cf_status ferr(ctx *c, int ifd, cf_status code, const char *fmt, ...)
+    CF__PRINTF(4, 5);
+static cf_status ferr(ctx *c, int ifd, cf_status code, const char *fmt, ...) {
+    char buf[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (ifd >= 0)
+        return cf__err(c->err, code, "%.200s: IFD %d: %s", c->p->name, ifd,
+                       buf);
+    return cf__err(c->err, code, "%.200s: %s", c->p->name, buf);
+}
+
+static const char *eof_note(const ctx *c, char *buf, size_t n) {
+    if (c->p->file_size == UINT64_MAX) snprintf(buf, n, "size unknown");
+    else snprintf(buf, n, "%llu bytes", (unsigned long long)c->p->file_size);
+    return buf;
+}
+
+#define TRY(x)                                                            \
+    do {                                                                  \
+        cf_status s_ = (x);                                               \
+        if (s_ != CF_OK) return s_;                                       \
+    } while (0)
+
+/* ------------------------------------------------------------------ */
+/* Pass 1: the IFD chain                                               */
+/* ------------------------------------------------------------------ */
+
+static cf_status read_entries(ctx *c, rawifd *ri, const uint8_t *d,
+                              uint64_t n, unsigned cntsz) {
+    unsigned esz = c->big ? 20 : 12, inl = c->big ? 8 : 4;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint8_t *q = d + cntsz + i * esz;
+        int s = slot_of(cf__rd16(q, c->be));
+        if (s < 0 || ri->e[s].present) continue;
+        uint16_t type = cf__rd16(q + 2, c->be);
+        unsigned tsz = type_size(type);
+        if (!tsz) continue; /* unknown type code: the entry is skipped */
+        ent *e = &ri->e[s];
+        e->present = true;
+        e->type = type;
+        e->count = c->big ? cf__rd64(q + 4, c->be) : cf__rd32(q + 4, c->be);
+        if (!cf__mul_u64(e->count, tsz, &e->nbytes)) e->nbytes = UINT64_MAX;
+        if (e->nbytes <= inl)
+            e->off = ri->off + cntsz + i * esz + (c->big ? 12 : 8);
+        else
+            e->off = c->big ? cf__rd64(q + 12, c->be) : cf__rd32(q + 8, c->be);
+    }
+    return CF_OK;
+}
+
+static cf_status walk(ctx *c) {
+    const uint8_t *h;
+    char note[48];
+    int g = get(c, 0, 8, TIFF_MIN_READ, &h);
+    if (g == G_NEED) return CF__NEED_BYTES;
+    if (g == G_EOF)
+        return ferr(c, -1, CF_E_FORMAT, "too small to be a TIFF file (%s)",
+                    eof_note(c, note, sizeof note));
+    if (h[0] == 'I' && h[1] == 'I') c->be = false;
+    else if (h[0] == 'M' && h[1] == 'M') c->be = true;
+    else return ferr(c, -1, CF_E_FORMAT, "not a TIFF file (no II/MM mark)");
+    uint16_t magic = cf__rd16(h + 2, c->be);
+    uint64_t first, hsize;
+    if (magic == 42) {
+        c->big = false;
+        first = cf__rd32(h + 4, c->be);
+        hsize = 8;
+    } else if (magic == 43) {
+        c->big = true;
+        g = get(c, 0, 16, TIFF_MIN_READ, &h);
+        if (g == G_NEED) return CF__NEED_BYTES;
+        if (g == G_EOF)
+            return ferr(c, -1, CF_E_FORMAT, "BigTIFF header is truncated (%s)",
+                        eof_note(c, note, sizeof note));
+        if (cf__rd16(h + 4, c->be) != 8 || cf__rd16(h + 6, c->be) != 0)
+            return ferr(c, -1, CF_E_FORMAT,
+                        "BigTIFF header has offset size %u, expected 8",
+                        cf__rd16(h + 4, c->be));
+        first = cf__rd64(h + 8, c->be);
+        hsize = 16;
+    } else {
+        return ferr(c, -1, CF_E_FORMAT, "not a TIFF file (version %u)", magic);
+    }
+    if (first == 0) return ferr(c, -1, CF_E_FORMAT, "the file has no IFD");
+
+    unsigned cntsz = c->big ? 8 : 2, esz = c->big ? 20 : 12;
+    unsigned nextsz = c->big ? 8 : 4;
+    uint64_t off = first;
+    while (off != 0) {
+        int idx = c->nifds;
+        if (idx >= CF_MAX_IFDS)
+            return ferr(c, -1, CF_E_LIMIT,
+                        "more than %d IFDs in the chain (limit)", CF_MAX_IFDS);
+        for (int k = 0; k < idx; k++)
+            if (c->ifds[k].off == off)
+                return ferr(c, idx - 1, CF_E_FORMAT,
+                            "next IFD offset %llu points back to IFD %d (loop)",
+                            (unsigned long long)off, k);
+        if (off < hsize)
+            return ferr(c, idx, CF_E_FORMAT,
+                        "offset %llu points into the file header",
+                        (unsigned long long)off);
+        const uint8_t *d;
+        g = get(c, off, cntsz, TIFF_MIN_READ, &d);
+        if (g == G_NEED) return CF__NEED_BYTES;
+        if (g == G_EOF)
+            return ferr(c, idx, CF_E_FORMAT,
+                        "offset %llu is past end of file (%s)",
+                        (unsigned long long)off, eof_note(c, note, sizeof note));
+        uint64_t n = c->big ? cf__rd64(d, c->be) : cf__rd16(d, c->be);
+        if (n == 0) return ferr(c, idx, CF_E_FORMAT, "IFD has no entries");
+        if (n > TIFF_MAX_ENTRIES)
+            return ferr(c, idx, CF_E_FORMAT,
+                        "entry count %llu is absurd (more than %u)",
+                        (unsigned long long)n, TIFF_MAX_ENTRIES);
+        uint64_t tot = cntsz + n * esz + nextsz;
+        g = get(c, off, tot, tot + TIFF_MIN_READ, &d);
+        if (g == G_NEED) return CF__NEED_BYTES;
+        if (g == G_EOF)
+            return ferr(c, idx, CF_E_FORMAT,
+                        "%llu entries at offset %llu run past end of file (%s)",
+                        (unsigned long long)n, (unsigned long long)off,
+                        eof_note(c, note, sizeof note));
+        rawifd *ri = &c->ifds[idx];
+        memset(ri, 0, sizeof *ri);
+        ri->off = off;
+        c->nifds++;
+        TRY(read_entries(c, ri, d, n, cntsz));
+        const uint8_t *q = d + cntsz + n * esz;
+        ri->next = c->big ? cf__rd64(q, c->be) : cf__rd32(q, c->be);
+        off = ri->next;
+    }
+    return CF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pass 2: fetch missing tag data in clustered requests                */
+/* ------------------------------------------------------------------ */
+
+typedef struct span {
+    uint64_t lo, hi;
+} span;
+
+static int span_cmp(const void *a, const void *b) {
+    const span *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static cf_status fetch_tag_data(ctx *c) {
+    size_t nmiss = 0;
+    span *miss = cf__malloc((size_t)c->nifds * NSLOT * sizeof *miss);
+    if (!miss) return ferr(c, -1, CF_E_NOMEM, "out of memory");
+    uint64_t fs = c->p->file_size;
+    for (int i = 0; i < c->nifds; i++) {
+        for (int s = 0; s < NSLOT; s++) {
+            const ent *e = &c->ifds[i].e[s];
+            uint64_t end;
+            if (!e->present || e->nbytes == 0 || e->nbytes == UINT64_MAX)
+                continue;
+            if (!cf__add_u64(e->off, e->nbytes, &end) ||
+                end > TIFF_OFFSET_LIMIT || (fs != UINT64_MAX && end > fs))
+                continue; /* reported when the tag is decoded */
+            if (known(c->p, e->off, e->nbytes)) continue;
+            miss[nmiss].lo = first_unknown(c->p, e->off, end);
+            miss[nmiss].hi = end;
+            nmiss++;
+        }
+    }
+    if (!nmiss) {
+        free(miss);
+        return CF_OK;
+    }
+    qsort(miss, nmiss, sizeof *miss, span_cmp);
+    uint64_t lo = miss[0].lo, hi = miss[0].hi;
+    for (size_t k = 1; k < nmiss; k++) {
+        if (miss[k].lo > hi && miss[k].lo - hi > TIFF_CLUSTER_GAP) break;
+        if (miss[k].hi > hi) hi = miss[k].hi;
+    }
+    free(miss);
+    const uint8_t *d;
+    int g = get(c, lo, hi - lo, hi - lo, &d);
+    if (g != G_NEED) /* cannot happen: some byte in it is missing */
+        return ferr(c, -1, CF_E_FORMAT, "inconsistent tag data ranges");
+    return CF__NEED_BYTES;
+}
+
+/* ------------------------------------------------------------------ */
+/* Tag values                                                           */
+/* ------------------------------------------------------------------ */
+
+static uint64_t val_u(const uint8_t *d, uint16_t type, bool be) {
+    switch (type_size(type)) {
+    case 1: return d[0];
+    case 2: return cf__rd16(d, be);
+    case 4: return cf__rd32(d, be);
+    default: return cf__rd64(d, be);
+    }
+}
+
+static double val_d(const uint8_t *d, uint16_t type, bool be) {
+    switch (type) {
+    case 11: {
+        uint32_t u = cf__rd32(d, be);
+        float f;
+        memcpy(&f, &u, sizeof f);
+        return f;
+    }
+    case 12: {
+        uint64_t u = cf__rd64(d, be);
+        double f;
+        memcpy(&f, &u, sizeof f);
+        return f;
+    }
+    case 5: { /* zero denominators give NaN, never a trap */
+        uint32_t n = cf__rd32(d, be), m = cf__rd32(d + 4, be);
+        return m ? (double)n / m : NAN;
+    }
+    case 10: {
+        int32_t n = (int32_t)cf__rd32(d, be), m = (int32_t)cf__rd32(d + 4, be);
+        return m ? (double)n / m : NAN;
+    }
+    case 6: return (int8_t)d[0];
+    case 8: return (int16_t)cf__rd16(d, be);
+    case 9: return (int32_t)cf__rd32(d, be);
+    case 17: return (double)(int64_t)cf__rd64(d, be);
+    default: return (double)val_u(d, type, be);
+    }
+}
+
+/* Locate the data of a present tag, checking that all of it lies in the
+ * file.  *d points at the first `nvals` values. */
+static cf_status tag_data(ctx *c, int i, int s, uint64_t nvals,
+                          const uint8_t **d) {
+    const ent *e = &c->ifds[i].e[s];
+    char note[48];
+    uint64_t end;
+    if (e->nbytes == UINT64_MAX || !cf__add_u64(e->off, e->nbytes, &end) ||
+        end > TIFF_OFFSET_LIMIT)
+        return ferr(c, i, CF_E_FORMAT,
+                    "%s has an absurd size (%llu values at offset %llu)",
+                    slot_info[s].name, (unsigned long long)e->count,
+                    (unsigned long long)e->off);
+    if (c->p->file_size != UINT64_MAX && end > c->p->file_size)
+        return ferr(c, i, CF_E_FORMAT,
+                    "%s data (%llu bytes at offset %llu) is past end of file "
+                    "(%s)",
+                    slot_info[s].name, (unsigned long long)e->nbytes,
+                    (unsigned long long)e->off, eof_note(c, note, sizeof note));
+    uint64_t len = nvals * type_size(e->type);
+    if (len == 0) {
+        *d = NULL;
+        return CF_OK;
+    }
+    int g = get(c, e->off, len, e->nbytes, d);
+    if (g == G_NEED) return CF__NEED_BYTES;
+    if (g == G_EOF)
+        return ferr(c, i, CF_E_FORMAT, "%s data is past end of file",
+                    slot_info[s].name);
+    return CF_OK;
+}
+
+/* Read up to `maxn` integer values of a present tag into out. */
+static cf_status tag_uints(ctx *c, int i, int s, uint64_t maxn, uint64_t *out,
+                           uint64_t *n) {
+    const ent *e = &c->ifds[i].e[s];
+    if (!is_int_type(e->type))
+        return ferr(c, i, CF_E_FORMAT, "%s has field type %u, not an integer",
+                    slot_info[s].name, e->type);
+    uint64_t k = e->count < maxn ? e->count : maxn;
+    const uint8_t *d;
+    TRY(tag_data(c, i, s, k, &d));
+    unsigned tsz = type_size(e->type);
+    for (uint64_t j = 0; j < k; j++) out[j] = val_u(d + j * tsz, e->type, c->be);
+    *n = k;
+    return CF_OK;
+}
+
+/* One integer: `def` when the tag is absent. */
+static cf_status tag_u1(ctx *c, int i, int s, uint64_t def, uint64_t *v) {
+    *v = def;
+    if (!c->ifds[i].e[s].present) return CF_OK;
+    uint64_t n;
+    TRY(tag_uints(c, i, s, 1, v, &n));
+    if (n == 0)
+        return ferr(c, i, CF_E_FORMAT, "%s has no value", slot_info[s].name);
+    return CF_OK;
+}
+
+static cf_status tag_doubles(ctx *c, int i, int s, uint64_t maxn, double *out,
+                             uint64_t *n) {
+    const ent *e = &c->ifds[i].e[s];
+    if (e->type == 2 || e->type == 7)
+        return ferr(c, i, CF_E_FORMAT, "%s has field type %u, not a number",
+                    slot_info[s].name, e->type);
+    uint64_t k = e->count < maxn ? e->count : maxn;
+    const uint8_t *d;
+    TRY(tag_data(c, i, s, k, &d));
+    unsigned tsz = type_size(e->type);
+    for (uint64_t j = 0; j < k; j++) out[j] = val_d(d + j * tsz, e->type, c->be);
+    *n = k;
+    return CF_OK;
+}
+
+/* A copy of an ASCII (or byte) tag, NUL-terminated even when the file's
+ * string is not. */
+static cf_status tag_text(ctx *c, int i, int s, char **out) {
+    const ent *e = &c->ifds[i].e[s];
+    *out = NULL;
+    if (e->nbytes != UINT64_MAX && e->nbytes > TIFF_MAX_TEXT)
+        return ferr(c, i, CF_E_LIMIT, "%s is %llu bytes (limit %u)",
+                    slot_info[s].name, (unsigned long long)e->nbytes,
+                    TIFF_MAX_TEXT);
+    if (type_size(e->type) != 1)
+        return ferr(c, i, CF_E_FORMAT, "%s has field type %u, not text",
+                    slot_info[s].name, e->type);
+    const uint8_t *d;
+    TRY(tag_data(c, i, s, e->count, &d));
+    char *t = cf__malloc((size_t)e->count + 1);
+    if (!t) return ferr(c, i, CF_E_NOMEM, "out of memory");
+    if (e->count) memcpy(t, d, (size_t)e->count);
+    t[e->count] = 0;
+    *out = t;
+    return CF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pass 3: one IFD                                                      */
+/* ------------------------------------------------------------------ */
+
+static bool has(const ctx *c, int i, int s) { return c->ifds[i].e[s].present; }
+
+static cf_status missing(ctx *c, int i, int s) {
+    return ferr(c, i, CF_E_FORMAT, "missing required tag %s",
+                slot_info[s].name);
+}
+
+/* All values of a per-sample tag must agree; *v gets the value. */
+static cf_status per_sample(ctx *c, int i, int s, uint64_t spp, uint64_t def,
+                            uint64_t *v) {
+    *v = def;
+    if (!has(c, i, s)) return CF_OK;
+    uint64_t *vals = cf__malloc((size_t)spp * sizeof *vals), n = 0;
+    if (!vals) return ferr(c, i, CF_E_NOMEM, "out of memory");
+    cf_status st = tag_uints(c, i, s, spp, vals, &n);
+    if (st == CF_OK && n == 0)
+        st = ferr(c, i, CF_E_FORMAT, "%s has no value", slot_info[s].name);
+    for (uint64_t k = 1; st == CF_OK && k < n; k++)
+        if (vals[k] != vals[0])
+            st = ferr(c, i, CF_E_UNSUPPORTED,
+                      "%s differs between samples (%llu for sample 0, %llu "
+                      "for sample %llu)",
+                      slot_info[s].name, (unsigned long long)vals[0],
+                      (unsigned long long)vals[k], (unsigned long long)k);
+    if (st == CF_OK) *v = vals[0];
+    free(vals);
+    return st;
+}
+
+static void set_comp_name(cf_tiff_ifd *o) {
+    const char *n = NULL;
+    switch (o->compression) {
+    case CF_COMP_NONE: n = "NONE"; break;
+    case CF_COMP_LZW: n = "LZW"; break;
+    case CF_COMP_OJPEG: n = "OJPEG"; break;
+    case CF_COMP_JPEG: n = "JPEG"; break;
+    /* GDAL writes 8 and calls both codes DEFLATE. */
+    case CF_COMP_ADOBE_DEFLATE: n = "DEFLATE"; break;
+    case CF_COMP_DEFLATE: n = "DEFLATE"; break;
+    case CF_COMP_PACKBITS: n = "PACKBITS"; break;
+    case CF_COMP_LERC:
+        n = o->lerc_sub == CF_LERC_DEFLATE ? "LERC_DEFLATE"
+            : o->lerc_sub == CF_LERC_ZSTD  ? "LERC_ZSTD"
+                                           : "LERC";
+        break;
+    case CF_COMP_ZSTD: n = "ZSTD"; break;
+    case CF_COMP_WEBP: n = "WEBP"; break;
+    case 34925: n = "LZMA"; break;
+    case 34712: n = "JPEG2000"; break;
+    default: break;
+    }
+    if (n) snprintf(o->comp_name, sizeof o->comp_name, "%s", n);
+    else snprintf(o->comp_name, sizeof o->comp_name, "UNKNOWN(%u)",
+                  (unsigned)o->compression);
+}
+
+static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
+    int so, sc;
+    uint64_t cw, ch;
+    o->tiled = has(c, i, S_TW) || has(c, i, S_TL) || has(c, i, S_TILEOFF) ||
+               has(c, i, S_TILECNT);
+    if (o->tiled) {
+        so = S_TILEOFF;
+        sc = S_TILECNT;
+        if (!has(c, i, S_TW)) return missing(c, i, S_TW);
+        if (!has(c, i, S_TL)) return missing(c, i, S_TL);
+        TRY(tag_u1(c, i, S_TW, 0, &cw));
+        TRY(tag_u1(c, i, S_TL, 0, &ch));
+        /* The spec wants multiples of 16; like GDAL we accept any size. */
+        if (cw == 0 || ch == 0)
+            return ferr(c, i, CF_E_FORMAT, "%s is 0",
+                        cw == 0 ? "TileWidth" : "TileLength");
+        if (cw > CF_MAX_DIMENSION || ch > CF_MAX_DIMENSION)
+            return ferr(c, i, CF_E_LIMIT, "tile size %llux%llu exceeds the "
+                        "limit of %u", (unsigned long long)cw,
+                        (unsigned long long)ch, CF_MAX_DIMENSION);
+    } else {
+        so = S_STRIPOFF;
+        sc = S_STRIPCNT;
+        cw = o->width;
+        TRY(tag_u1(c, i, S_RPS, o->height, &ch));
+        if (ch == 0) return ferr(c, i, CF_E_FORMAT, "RowsPerStrip is 0");
+        if (ch > o->height) ch = o->height; /* 2^32-1 means one strip */
+    }
+    if (!has(c, i, so)) return missing(c, i, so);
+    if (!has(c, i, sc)) return missing(c, i, sc);
+    o->chunk_w = (uint32_t)cw;
+    o->chunk_h = (uint32_t)ch;
+    o->chunks_across = (uint32_t)((o->width + cw - 1) / cw);
+    o->chunks_down = (uint32_t)((o->height + ch - 1) / ch);
+
+    /* Decoded bytes of one chunk, rows padded to whole bytes. */
+    uint64_t spc = o->planar == 2 ? 1 : o->samples, rowbits, cb;
+    if (!cf__mul_u64(cw, spc * o->bits, &rowbits) ||
+        !cf__mul_u64((rowbits + 7) / 8, ch, &cb) || cb > CF_MAX_CHUNK_BYTES)
+        return ferr(c, i, CF_E_LIMIT,
+                    "a %s of %llux%llu pixels x %llu samples x %u bits "
+                    "exceeds the limit of %llu bytes",
+                    o->tiled ? "tile" : "strip", (unsigned long long)cw,
+                    (unsigned long long)ch, (unsigned long long)spc, o->bits,
+                    (unsigned long long)CF_MAX_CHUNK_BYTES);
+
+    uint64_t n = (uint64_t)o->chunks_across * o->chunks_down;
+    if (o->planar == 2) n *= o->samples;
+    if (n > CF_MAX_CHUNKS)
+        return ferr(c, i, CF_E_LIMIT, "%llu %s exceed the limit of %llu",
+                    (unsigned long long)n, o->tiled ? "tiles" : "strips",
+                    (unsigned long long)CF_MAX_CHUNKS);
+    const ent *eo = &c->ifds[i].e[so], *ec = &c->ifds[i].e[sc];
+    if (eo->count != ec->count)
+        return ferr(c, i, CF_E_FORMAT, "%s has %llu entries but %s has %llu",
+                    slot_info[so].name, (unsigned long long)eo->count,
+                    slot_info[sc].name, (unsigned long long)ec->count);
+    if (eo->count < n)
+        return ferr(c, i, CF_E_FORMAT, "%s has %llu entries, expected %llu",
+                    slot_info[so].name, (unsigned long long)eo->count,
+                    (unsigned long long)n);
+    /* Each entry takes at least 2 bytes of the file: a huge tile count in a
+     * small file fails here, before the arrays are allocated. */
+    uint64_t fs = c->p->file_size;
+    if (fs != UINT64_MAX && n > fs / 2)
+        return ferr(c, i, CF_E_FORMAT,
+                    "%llu %s cannot fit in a file of %llu bytes",
+                    (unsigned long long)n, o->tiled ? "tiles" : "strips",
+                    (unsigned long long)fs);
+    o->nchunks = n;
+    o->offsets = cf__malloc((size_t)n * sizeof *o->offsets);
+    o->counts = cf__malloc((size_t)n * sizeof *o->counts);
+    if (!o->offsets || !o->counts)
+        return ferr(c, i, CF_E_NOMEM, "out of memory for %llu chunk offsets",
+                    (unsigned long long)n);
+    uint64_t got;
+    TRY(tag_uints(c, i, so, n, o->offsets, &got));
+    TRY(tag_uints(c, i, sc, n, o->counts, &got));
+    const char *what = o->tiled ? "tile" : "strip";
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t cnt = o->counts[k], end;
+        if (cnt == 0) continue; /* sparse chunk: reads as nodata or 0 */
+        if (cnt > CF_MAX_CHUNK_BYTES)
+            return ferr(c, i, CF_E_LIMIT,
+                        "%s %llu is %llu bytes, above the limit of %llu", what,
+                        (unsigned long long)k, (unsigned long long)cnt,
+                        (unsigned long long)CF_MAX_CHUNK_BYTES);
+        if (!cf__add_u64(o->offsets[k], cnt, &end) ||
+            end > TIFF_OFFSET_LIMIT || (fs != UINT64_MAX && end > fs))
+            return ferr(c, i, CF_E_FORMAT,
+                        "%s %llu (%llu bytes at offset %llu) runs past end of "
+                        "file",
+                        what, (unsigned long long)k, (unsigned long long)cnt,
+                        (unsigned long long)o->offsets[k]);
+    }
+    return CF_OK;
+}
+
+static cf_status parse_ifd(ctx *c, int i, cf_tiff_ifd *o) {
+    uint64_t v, w, h, spp;
+    o->ifd_offset = c->ifds[i].off;
+    TRY(tag_u1(c, i, S_SUBFILE, 0, &v));
+    o->subfile_type = (uint32_t)v;
+    if (!has(c, i, S_WIDTH)) return missing(c, i, S_WIDTH);
+    if (!has(c, i, S_HEIGHT)) return missing(c, i, S_HEIGHT);
+    TRY(tag_u1(c, i, S_WIDTH, 0, &w));
+    TRY(tag_u1(c, i, S_HEIGHT, 0, &h));
+    if (w == 0 || h == 0)
+        return ferr(c, i, CF_E_FORMAT, "image size is %llux%llu",
+                    (unsigned long long)w, (unsigned long long)h);
+    if (w > CF_MAX_DIMENSION || h > CF_MAX_DIMENSION)
+        return ferr(c, i, CF_E_LIMIT,
+                    "image size %llux%llu exceeds the limit of %u",
+                    (unsigned long long)w, (unsigned long long)h,
+                    CF_MAX_DIMENSION);
+    o->width = (uint32_t)w;
+    o->height = (uint32_t)h;
+    TRY(tag_u1(c, i, S_SPP, 1, &spp));
+    if (spp == 0) return ferr(c, i, CF_E_FORMAT, "SamplesPerPixel is 0");
+    if (spp > CF_MAX_BANDS)
+        return ferr(c, i, CF_E_LIMIT, "SamplesPerPixel %llu exceeds the "
+                    "limit of %d", (unsigned long long)spp, CF_MAX_BANDS);
+    o->samples = (uint16_t)spp;
+
+    uint64_t bits, sf;
+    TRY(per_sample(c, i, S_BITS, spp, 1, &bits));
+    if (bits == 0 || bits > 64)
+        return ferr(c, i, CF_E_FORMAT, "BitsPerSample %llu is invalid",
+                    (unsigned long long)bits);
+    if (bits != 1 && bits != 8 && bits != 16 && bits != 32 && bits != 64)
+        return ferr(c, i, CF_E_UNSUPPORTED,
+                    "BitsPerSample %llu is not supported (1, 8, 16, 32, 64)",
+                    (unsigned long long)bits);
+    o->bits = (uint16_t)bits;
+    TRY(per_sample(c, i, S_SFMT, spp, 1, &sf));
+    if (sf == 4) sf = 1; /* "void": read as unsigned, like libtiff */
+    if (sf == 0 || sf > 6)
+        return ferr(c, i, CF_E_FORMAT, "SampleFormat %llu is invalid",
+                    (unsigned long long)sf);
+    if (sf >= 5)
+        return ferr(c, i, CF_E_UNSUPPORTED,
+                    "complex SampleFormat %llu is not supported",
+                    (unsigned long long)sf);
+    if (sf == 3 && bits != 32 && bits != 64)
+        return ferr(c, i, CF_E_UNSUPPORTED,
+                    "SampleFormat 3 (float) with BitsPerSample %llu is not "
+                    "supported", (unsigned long long)bits);
+    if (sf == 2 && bits == 1)
+        return ferr(c, i, CF_E_UNSUPPORTED,
+                    "SampleFormat 2 (signed) with BitsPerSample 1");
+    o->sample_format = (uint16_t)sf;
+
+    TRY(tag_u1(c, i, S_COMP, 1, &v));
+    if (v > 0xffff) return ferr(c, i, CF_E_FORMAT, "Compression %llu is "
+                                "invalid", (unsigned long long)v);
+    o->compression = (uint16_t)v;
+    TRY(tag_u1(c, i, S_PHOTO, spp >= 3 ? 2 : 1, &v));
+    if (v > 0xffff) return ferr(c, i, CF_E_FORMAT, "PhotometricInterpretation"
+                                " %llu is invalid", (unsigned long long)v);
+    o->photometric = (uint16_t)v;
+    TRY(tag_u1(c, i, S_PLANAR, 1, &v));
+    if (v != 1 && v != 2)
+        return ferr(c, i, CF_E_FORMAT, "PlanarConfiguration %llu is invalid",
+                    (unsigned long long)v);
+    o->planar = spp == 1 ? 1 : (uint16_t)v;
+    TRY(tag_u1(c, i, S_PRED, 1, &v));
+    if (v < 1 || v > 3)
+        return ferr(c, i, CF_E_UNSUPPORTED, "Predictor %llu is not supported",
+                    (unsigned long long)v);
+    o->predictor = (uint16_t)v;
+    o->extra_samples = 0;
+    if (has(c, i, S_EXTRA)) {
+        uint64_t cnt = c->ifds[i].e[S_EXTRA].count;
+        o->extra_samples = (uint16_t)(cnt > spp ? spp : cnt);
+    }
+
+    o->ycbcr_sub_h = o->ycbcr_sub_v = 2;
+    if (has(c, i, S_YCBCR)) {
+        uint64_t sub[2] = {2, 2}, n;
+        TRY(tag_uints(c, i, S_YCBCR, 2, sub, &n));
+        if (n == 2 && (sub[0] == 1 || sub[0] == 2 || sub[0] == 4) &&
+            (sub[1] == 1 || sub[1] == 2 || sub[1] == 4)) {
+            o->ycbcr_sub_h = (uint16_t)sub[0];
+            o->ycbcr_sub_v = (uint16_t)sub[1];
+        } else if (o->photometric == 6) {
+            return ferr(c, i, CF_E_FORMAT, "YCbCrSubsampling is invalid");
+        }
+    }
+    if (has(c, i, S_LERC)) {
+        uint64_t lp[2] = {0, 0}, n;
+        TRY(tag_uints(c, i, S_LERC, 2, lp, &n));
+        if (n >= 1) o->lerc_version = (uint32_t)lp[0];
+        if (n >= 2) o->lerc_sub = (uint32_t)lp[1];
+    }
+    if (has(c, i, S_JPEGTAB)) {
+        const ent *e = &c->ifds[i].e[S_JPEGTAB];
+        if (e->nbytes != UINT64_MAX && e->nbytes > TIFF_MAX_JPEGTABLES)
+            return ferr(c, i, CF_E_LIMIT, "JPEGTables is %llu bytes (limit "
+                        "%u)", (unsigned long long)e->nbytes,
+                        TIFF_MAX_JPEGTABLES);
+        if (type_size(e->type) != 1)
+            return ferr(c, i, CF_E_FORMAT, "JPEGTables has field type %u",
+                        e->type);
+        const uint8_t *d;
+        TRY(tag_data(c, i, S_JPEGTAB, e->count, &d));
+        if (e->count) {
+            o->jpeg_tables = cf__malloc((size_t)e->count);
+            if (!o->jpeg_tables) return ferr(c, i, CF_E_NOMEM, "out of memory");
+            memcpy(o->jpeg_tables, d, (size_t)e->count);
+            o->jpeg_tables_len = (size_t)e->count;
+        }
+    }
+    set_comp_name(o);
+    return parse_chunks(c, i, o);
+}
+
+/* ------------------------------------------------------------------ */
+/* GeoTIFF and GDAL metadata (best effort: a malformed tag is ignored)  */
+/* ------------------------------------------------------------------ */
+
+/* Keep NEED_BYTES and memory errors; forget format errors of optional
+ * metadata so that a bad GeoKeyDirectory does not hide the pixels. */
+static cf_status soft(ctx *c, cf_status st) {
+    if (st == CF__NEED_BYTES || st == CF_E_NOMEM) return st;
+    if (st != CF_OK) cf__err_clear(c->err);
+    return CF_OK;
+}
+
+static bool all_finite(const double *v, int n) {
+    for (int k = 0; k < n; k++)
+        if (!isfinite(v[k])) return false;
+    return true;
+}
+
+static cf_status parse_geo(ctx *c, int i, cf_tiff *t) {
+    double sc[3] = {0}, tp[6] = {0}, tr[16] = {0};
+    uint64_t nsc = 0, ntp = 0, ntr = 0;
+    cf_status st;
+    if (has(c, i, S_PSCALE) && has(c, i, S_TIE)) {
+        TRY(soft(c, st = tag_doubles(c, i, S_PSCALE, 3, sc, &nsc)));
+        if (st) nsc = 0;
+        TRY(soft(c, st = tag_doubles(c, i, S_TIE, 6, tp, &ntp)));
+        if (st) ntp = 0;
+    }
+    if (has(c, i, S_TRANS)) {
+        TRY(soft(c, st = tag_doubles(c, i, S_TRANS, 16, tr, &ntr)));
+        if (st) ntr = 0;
+    }
+    double *gt = t->geotransform;
+    if (nsc >= 2 && ntp >= 6) {
+        gt[1] = sc[0];
+        gt[2] = 0;
+        gt[4] = 0;
+        gt[5] = -sc[1];
+        gt[0] = tp[3] - tp[0] * gt[1];
+        gt[3] = tp[4] - tp[1] * gt[5];
+        t->has_geotransform = 1;
+    } else if (ntr >= 16) {
+        gt[0] = tr[3];
+        gt[1] = tr[0];
+        gt[2] = tr[1];
+        gt[3] = tr[7];
+        gt[4] = tr[4];
+        gt[5] = tr[5];
+        t->has_geotransform = 1;
+    }
+
+    if (has(c, i, S_GEOKEYS)) {
+        const ent *e = &c->ifds[i].e[S_GEOKEYS];
+        uint64_t n = 0, cap = e->count < TIFF_MAX_GEOKEYS ? e->count
+                                                          : TIFF_MAX_GEOKEYS;
+        uint64_t *k = cf__malloc((size_t)cap * sizeof *k);
+        if (!k) return ferr(c, i, CF_E_NOMEM, "out of memory");
+        st = soft(c, tag_uints(c, i, S_GEOKEYS, cap, k, &n));
+        /* A directory whose key count runs past its data is ignored. */
+        if (st == CF_OK && n >= 4 && k[3] <= (n - 4) / 4) {
+            uint64_t pcs = 0, gcs = 0;
+            for (uint64_t j = 0; j < k[3]; j++) {
+                const uint64_t *key = k + 4 + 4 * j;
+                if (key[1] != 0) continue; /* value stored elsewhere */
+                if (key[0] == 1025) t->pixel_is_point = key[3] == 2;
+                else if (key[0] == 3072) pcs = key[3];
+                else if (key[0] == 2048) gcs = key[3];
+            }
+            if (pcs >= 1 && pcs < 32767) t->epsg = (int)pcs;
+            else if (pcs == 0 && gcs >= 1 && gcs < 32767) t->epsg = (int)gcs;
+        }
+        free(k);
+        TRY(st);
+    }
+    /* GDAL's default (GTIFF_POINT_GEO_IGNORE=FALSE): PixelIsPoint moves the
+     * origin from the pixel centre to its corner. */
+    if (t->has_geotransform && t->pixel_is_point) {
+        gt[0] -= gt[1] * 0.5 + gt[2] * 0.5;
+        gt[3] -= gt[4] * 0.5 + gt[5] * 0.5;
+    }
+    if (t->has_geotransform && !all_finite(gt, 6)) {
+        t->has_geotransform = 0;
+        memset(gt, 0, 6 * sizeof *gt);
+    }
+    return CF_OK;
+}
+
+static cf_status parse_nodata(ctx *c, int i, cf_tiff *t) {
+    if (!has(c, i, S_NODATA)) return CF_OK;
+    char *s = NULL;
+    cf_status st = soft(c, tag_text(c, i, S_NODATA, &s));
+    if (st != CF_OK || !s) return st;
+    const char *q = s;
+    while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r') q++;
+    char *end;
+    double v = strtod(q, &end);
+    if (end != q) {
+        t->has_nodata = 1;
+        t->nodata = v;
+    }
+    free(s);
+    return CF_OK;
+}
+
+/* Value of attribute `key` within [a, e) of an XML start tag, copied into
+ * out; false when absent or longer than out. */
+static bool xml_attr(const char *a, const char *e, const char *key, char *out,
+                     size_t outlen) {
+    size_t kl = strlen(key);
+    for (const char *q = a; q + kl + 2 < e; q++) {
+        if ((q == a || q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\n') &&
+            !memcmp(q, key, kl) && q[kl] == '=' && q[kl + 1] == '"') {
+            const char *v = q + kl + 2, *ve = v;
+            while (ve < e && *ve != '"') ve++;
+            if (ve >= e || (size_t)(ve - v) >= outlen) return false;
+            memcpy(out, v, (size_t)(ve - v));
+            out[ve - v] = 0;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Per-band <Item name="SCALE|OFFSET" sample="N" ...>value</Item>. */
+static void scan_gdal_metadata(const char *xml, cf_tiff *t, uint16_t spp) {
+    const char *s = xml;
+    while ((s = strstr(s, "<Item")) != NULL) {
+        const char *gt = strchr(s, '>');
+        if (!gt) return;
+        if (gt[-1] == '/') { /* empty element */
+            s = gt + 1;
+            continue;
+        }
+        const char *close = strstr(gt, "</Item>");
+        if (!close) return;
+        char name[32], sample[16], val[64];
+        size_t vl = (size_t)(close - gt - 1);
+        if (xml_attr(s + 5, gt, "name", name, sizeof name) &&
+            xml_attr(s + 5, gt, "sample", sample, sizeof sample) &&
+            vl < sizeof val) {
+            memcpy(val, gt + 1, vl);
+            val[vl] = 0;
+            char *e1, *e2;
+            long smp = strtol(sample, &e1, 10);
+            double d = strtod(val, &e2);
+            bool ok = e1 != sample && *e1 == 0 && e2 != val && isfinite(d) &&
+                      smp >= 0 && smp < spp;
+            if (ok && !strcmp(name, "SCALE")) t->scale[smp] = d;
+            else if (ok && !strcmp(name, "OFFSET")) t->offset[smp] = d;
+        }
+        s = close + 7;
+    }
+}
+
+static cf_status parse_gdal_metadata(ctx *c, int i, cf_tiff *t,
+                                     uint16_t spp) {
+    if (!has(c, i, S_GDALMD)) return CF_OK;
+    char *s = NULL;
+    cf_status st = soft(c, tag_text(c, i, S_GDALMD, &s));
+    if (st != CF_OK || !s) return st;
+    scan_gdal_metadata(s, t, spp);
+    free(s);
+    return CF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Levels and the whole file                                            */
+/* ------------------------------------------------------------------ */
+
+static bool is_mask(const cf_tiff_ifd *d) {
+    return (d->subfile_type & 4) && d->photometric == 4 && d->samples == 1 &&
+           (d->bits == 1 || d->bits == 8);
+}
+
+static cf_status build_levels(ctx *c, cf_tiff *t) {
+    int l0 = -1;
+    for (int i = 0; i < t->nifds && l0 < 0; i++)
+        if (!(t->ifds[i].subfile_type & 4)) l0 = i;
+    if (l0 < 0)
+        return ferr(c, -1, CF_E_FORMAT, "no image IFD (every IFD is a mask)");
+    t->levels = cf__malloc((size_t)t->nifds * sizeof *t->levels);
+    t->mask_of_level = cf__malloc((size_t)t->nifds * sizeof *t->mask_of_level);
+    if (!t->levels || !t->mask_of_level)
+        return ferr(c, -1, CF_E_NOMEM, "out of memory");
+    const cf_tiff_ifd *b = &t->ifds[l0];
+    t->levels[0] = l0;
+    t->nlevels = 1;
+    for (int i = 0; i < t->nifds; i++) {
+        const cf_tiff_ifd *d = &t->ifds[i];
+        if (i == l0 || (d->subfile_type & 5) != 1) continue;
+        if (d->samples != b->samples || d->bits != b->bits ||
+            d->sample_format != b->sample_format || d->width > b->width ||
+            d->height > b->height)
+            continue;
+        /* Stable insertion by decreasing width, level 0 stays first. */
+        int k = t->nlevels++;
+        while (k > 1 && t->ifds[t->levels[k - 1]].width < d->width) {
+            t->levels[k] = t->levels[k - 1];
+            k--;
+        }
+        t->levels[k] = i;
+    }
+    for (int l = 0; l < t->nlevels; l++) t->mask_of_level[l] = -1;
+    for (int i = 0; i < t->nifds; i++) {
+        const cf_tiff_ifd *d = &t->ifds[i];
+        if (!is_mask(d)) continue;
+        for (int l = 0; l < t->nlevels; l++) {
+            const cf_tiff_ifd *lv = &t->ifds[t->levels[l]];
+            if (t->mask_of_level[l] < 0 && lv->width == d->width &&
+                lv->height == d->height) {
+                t->mask_of_level[l] = i;
+                break;
+            }
+        }
+    }
+    return CF_OK;
+}
+
+static cf_status parse_all(ctx *c, cf_tiff **out) {
+    TRY(walk(c));
+    TRY(fetch_tag_data(c));
+    cf_tiff *t = cf__calloc(1, sizeof *t);
+    if (!t) return ferr(c, -1, CF_E_NOMEM, "out of memory");
+    t->bigtiff = c->big;
+    t->big_endian = c->be;
+    t->file_size = c->p->file_size;
+    t->ifds = cf__calloc((size_t)c->nifds, sizeof *t->ifds);
+    cf_status st = CF_OK;
+    if (!t->ifds) st = ferr(c, -1, CF_E_NOMEM, "out of memory");
+    for (int i = 0; st == CF_OK && i < c->nifds; i++) {
+        t->nifds = i + 1;
+        st = parse_ifd(c, i, &t->ifds[i]);
+    }
+    if (st == CF_OK) st = build_levels(c, t);
+    if (st == CF_OK) {
+        int l0 = t->levels[0];
+        uint16_t spp = t->ifds[l0].samples;
+        t->scale = cf__malloc(spp * sizeof *t->scale);
+        t->offset = cf__malloc(spp * sizeof *t->offset);
+        if (!t->scale || !t->offset) st = ferr(c, -1, CF_E_NOMEM, "out of memory");
+        for (int k = 0; st == CF_OK && k < spp; k++) {
+            t->scale[k] = 1;
+            t->offset[k] = 0;
+        }
+        if (st == CF_OK) st = parse_geo(c, l0, t);
+        if (st == CF_OK) st = parse_nodata(c, l0, t);
+        if (st == CF_OK) st = parse_gdal_metadata(c, l0, t, spp);
+    }
+    if (st != CF_OK) {
+        cf_tiff_free(t);
+        return st;
+    }
+    t->header_end = c->hdr_end;
+    *out = t;
+    return CF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Public API                                                           */
+/* ------------------------------------------------------------------ */
+
+cf_tiff_parser *cf_tiff_parser_new(uint64_t file_size, const char *name) {
+    cf_tiff_parser *p = cf__calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->file_size = file_size;
+    p->name = cf__strdup(name ? name : "(unnamed)");
+    if (!p->name) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void cf_tiff_parser_free(cf_tiff_parser *p) {
+    if (!p) return;
+    for (size_t i = 0; i < p->nr; i++) free(p->r[i].data);
+    free(p->r);
+    free(p->name);
+    free(p);
+}
+
+void cf_tiff_parser_set_size(cf_tiff_parser *p, uint64_t file_size) {
+    if (p) p->file_size = file_size;
+}
+
+cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
+                             const uint8_t *data, size_t len, cf_error *err) {
+    if (!p || (!data && len))
+        return cf__err(err, CF_E_ARG, "cf_tiff_parser_add: bad argument");
+    uint64_t end;
+    if (!cf__add_u64(off, len, &end))
+        return cf__err(err, CF_E_ARG, "%.200s: range at %llu overflows",
+                       p->name, (unsigned long long)off);
+    if (p->file_size != UINT64_MAX && end > p->file_size) {
+        if (off >= p->file_size) return CF_OK;
+        end = p->file_size;
+        len = (size_t)(end - off);
+    }
+    if (len == 0) return CF_OK;
+    /* Ranges [a, b) that overlap or touch the new one are merged into it. */
+    size_t a = 0;
+    while (a < p->nr && p->r[a].off + p->r[a].len < off) a++;
+    size_t b = a;
+    while (b < p->nr && p->r[b].off <= end) b++;
+    uint64_t lo = off, hi = end, old = 0;
+    if (b > a) {
+        if (p->r[a].off < lo) lo = p->r[a].off;
+        if (p->r[b - 1].off + p->r[b - 1].len > hi)
+            hi = p->r[b - 1].off + p->r[b - 1].len;
+    }
+    for (size_t k = a; k < b; k++) old += p->r[k].len;
+    uint64_t total = p->total - old + (hi - lo);
+    if (total > CF_MAX_HEADER_BYTES)
+        return cf__err(err, CF_E_LIMIT,
+                       "%.200s: header needs more than %llu bytes (limit)",
+                       p->name, (unsigned long long)CF_MAX_HEADER_BYTES);
+    uint8_t *buf = cf__malloc((size_t)(hi - lo));
+    if (!buf) return cf__err(err, CF_E_NOMEM, "%.200s: out of memory", p->name);
+    for (size_t k = a; k < b; k++)
+        memcpy(buf + (p->r[k].off - lo), p->r[k].data, p->r[k].len);
+    memcpy(buf + (off - lo), data, len);
+    if (b == a) { /* insert a new slot at a */
+        if (p->nr == p->cap) {
+            size_t nc = p->cap ? p->cap * 2 : 8;
+            range *nr = cf__realloc(p->r, nc * sizeof *nr);
+            if (!nr) {
+                free(buf);
+                return cf__err(err, CF_E_NOMEM, "%.200s: out of memory",
+                               p->name);
+            }
+            p->r = nr;
+            p->cap = nc;
+        }
+        memmove(p->r + a + 1, p->r + a, (p->nr - a) * sizeof *p->r);
+        p->nr++;
+    } else {
+        for (size_t k = a; k < b; k++) free(p->r[k].data);
+        memmove(p->r + a + 1, p->r + b, (p->nr - b) * sizeof *p->r);
+        p->nr -= b - a - 1;
+    }
+    p->r[a].off = lo;
+    p->r[a].len = (size_t)(hi - lo);
+    p->r[a].data = buf;
+    p->total = total;
+    return CF_OK;
+}
+
+cf_status cf_tiff_parser_run(cf_tiff_parser *p, cf_tiff **out,
+                             uint64_t *need_off, uint64_t *need_len,
+                             cf_error *err) {
+    if (!p || !out || !need_off || !need_len)
+        return cf__err(err, CF_E_ARG, "cf_tiff_parser_run: bad argument");
+    *out = NULL;
+    *need_off = *need_len = 0;
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.err = err;
+    c.ifds = cf__malloc(CF_MAX_IFDS * sizeof *c.ifds);
+    if (!c.ifds) return cf__err(err, CF_E_NOMEM, "%.200s: out of memory", p->name);
+    cf_status st = parse_all(&c, out);
+    free(c.ifds);
+    if (st != CF__NEED_BYTES) {
+        p->have_last_need = false;
+        return st;
+    }
+    /* The same first missing byte twice in a row: the caller could not
+     * provide it (file truncated or changed), so stop instead of looping. */
+    if (p->have_last_need && p->last_need_off == c.need_off) {
+        p->have_last_need = false;
+        return cf__err(err, CF_E_FORMAT,
+                       "%.200s: header bytes at offset %llu are missing (file "
+                       "shorter than its header says?)",
+                       p->name, (unsigned long long)c.need_off);
+    }
+    uint64_t room = CF_MAX_HEADER_BYTES - p->total;
+    if (room == 0)
+        return cf__err(err, CF_E_LIMIT,
+                       "%.200s: header needs more than %llu bytes (limit)",
+                       p->name, (unsigned long long)CF_MAX_HEADER_BYTES);
+    if (c.need_len > room) c.need_len = room;
+    p->have_last_need = true;
+    p->last_need_off = c.need_off;
+    *need_off = c.need_off;
+    *need_len = c.need_len;
+    return CF__NEED_BYTES;
+}
+
+cf_status cf_tiff_parse_memory(const uint8_t *data, size_t len,
+                               const char *name, cf_tiff **out, cf_error *err) {
+    if (!out || (!data && len))
+        return cf__err(err, CF_E_ARG, "cf_tiff_parse_memory: bad argument");
+    *out = NULL;
+    cf_tiff_parser *p = cf_tiff_parser_new(len, name);
+    if (!p) return cf__err(err, CF_E_NOMEM, "out of memory");
+    /* Fed through the same protocol as remote files so that both paths
+     * are exercised by the same tests and fuzzers. */
+    size_t first = len < 65536 ? len : 65536;
+    cf_status st = cf_tiff_parser_add(p, 0, data, first, err);
+    while (st == CF_OK) {
+        uint64_t no, nl;
+        st = cf_tiff_parser_run(p, out, &no, &nl, err);
+        if (st != CF__NEED_BYTES) break;
+        if (no >= len) nl = 0;
+        else if (nl > len - no) nl = len - no;
+        st = cf_tiff_parser_add(p, no, data + (nl ? no : 0), (size_t)nl, err);
+    }
+    cf_tiff_parser_free(p);
+    return st;
+}
+
+void cf_tiff_free(cf_tiff *t) {
+    if (!t) return;
+    for (int i = 0; i < t->nifds; i++) {
+        free(t->ifds[i].offsets);
+        free(t->ifds[i].counts);
+        free(t->ifds[i].jpeg_tables);
+    }
+    free(t->ifds);
+    free(t->levels);
+    free(t->mask_of_level);
+    free(t->scale);
+    free(t->offset);
+    free(t);
+}
+
+const char *cf_tiff_compression_name(const cf_tiff_ifd *ifd) {
+    if (!ifd) return "UNKNOWN";
+    return ifd->comp_name[0] ? ifd->comp_name : "UNKNOWN";
+}
+
+cf_dtype cf_tiff_dtype(const cf_tiff_ifd *ifd) {
+    if (!ifd) return CF_DT_UNKNOWN;
+    bool s = ifd->sample_format == 2, f = ifd->sample_format == 3;
+    switch (ifd->bits) {
+    case 1: return CF_DT_U8;
+    case 8: return s ? CF_DT_I8 : CF_DT_U8;
+    case 16: return s ? CF_DT_I16 : CF_DT_U16;
+    case 32: return f ? CF_DT_F32 : s ? CF_DT_I32 : CF_DT_U32;
+    case 64: return f ? CF_DT_F64 : s ? CF_DT_I64 : CF_DT_U64;
+    default: return CF_DT_UNKNOWN;
+    }
+}
