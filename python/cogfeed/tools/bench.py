@@ -1,0 +1,296 @@
+"""cogfeed bench: stream patches as training would and measure the loader.
+
+Either loader (cogfeed's, or the paper-style baseline of baseline.py) is
+driven the same way: take batches as fast as they come, skip --warmup
+batches, then measure until --batches or --seconds is reached.  Reported:
+
+  mb_per_s          decoded bytes delivered per second (image samples at
+                    the file's own width plus mask bytes, whatever dtype
+                    the loader hands out, so float32 output is not counted
+                    twice)
+  patches_per_s     patches (batch rows) per second
+  requests_per_s    I/O requests per second: HTTP requests from the
+                    server's access log when bench started the server,
+                    the loader's own counters otherwise (cogfeed), or
+                    read() calls from /proc/<pid>/io (baseline, local)
+  bytes_fetched     bytes read from storage or the network in the window;
+                    fetch_ratio = bytes_fetched / bytes_delivered
+  cpu_s_per_gb      CPU seconds of every process of the loader (workers
+                    included) per GB delivered
+  peak_rss_mb       sum of peak resident sets of those processes
+
+--serve-latency-ms N serves the files with the project's nginx launcher
+(tests/servers) adding N ms before the first byte of every response, and
+reads them over http:// (/vsicurl/ for the baseline).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from . import common
+
+FIELDS = ("loader", "transport", "latency_ms", "files", "settings",
+          "batches", "patches", "seconds", "first_batch_s", "mb_per_s",
+          "patches_per_s", "requests", "requests_per_s", "bytes_delivered",
+          "bytes_fetched", "fetch_ratio", "traffic_source", "cpu_seconds",
+          "cpu_s_per_gb", "peak_rss_mb", "loader_stats")
+
+
+def _cogfeed_traffic(st):
+    """(requests, bytes) from a cogfeed Loader.stats() dict."""
+    req = byt = None
+    for k in ("requests", "io_requests", "http_requests", "range_requests"):
+        if isinstance(st.get(k), (int, float)):
+            req = st[k]
+            break
+    for k in ("bytes_fetched", "fetched_bytes", "io_bytes", "bytes_read",
+              "bytes_in"):
+        if isinstance(st.get(k), (int, float)):
+            byt = st[k]
+            break
+    io = st.get("io")
+    if isinstance(io, dict):
+        r2, b2 = _cogfeed_traffic(io)
+        req = req if req is not None else r2
+        byt = byt if byt is not None else b2
+    return req, byt
+
+
+def measure(ld, batches=None, seconds=None, warmup=2, log=None,
+            itemsize=2, on_batch=None):
+    """Drive loader wrapper `ld` and return the measurement dict (without
+    the descriptive fields)."""
+    if batches is None and seconds is None:
+        seconds = 10.0
+    t_start = time.perf_counter()
+    it = iter(ld)
+    first = None
+    n = 0
+    delivered = 0
+    patches = 0
+    t0 = None
+    cpu0 = 0.0
+    st0 = {}
+    logc = None
+    for b in it:
+        now = time.perf_counter()
+        if first is None:
+            first = now - t_start
+        if n == warmup and t0 is None:
+            # Steady state starts now: counters are read afresh.
+            t0 = now
+            cpu0 = common.cpu_seconds(ld.pids())
+            st0 = ld.stats()
+            logc = common.LogCounter(log) if log else None
+        if t0 is not None:
+            img, msk = common.batch_arrays(b)
+            delivered += common.nelem(img) * itemsize
+            if msk is not None:
+                delivered += common.nelem(msk)
+            patches += int(img.shape[0])
+            if on_batch:
+                on_batch(b)
+        n += 1
+        done_b = batches is not None and t0 is not None and \
+            n - warmup >= batches
+        done_s = seconds is not None and t0 is not None and \
+            now - t0 >= seconds
+        if done_b or done_s:
+            break
+    t1 = time.perf_counter()
+    if t0 is None:
+        raise RuntimeError("bench: the loader ended after %d batches, "
+                           "before the %d warm-up batches" % (n, warmup))
+    pids = ld.pids()
+    cpu = common.cpu_seconds(pids) - cpu0
+    rss = common.peak_rss_mb(pids)
+    st1 = ld.stats()
+    el = max(t1 - t0, 1e-9)
+    req = byt = None
+    src = None
+    if logc is not None:
+        req, byt = logc.take()
+        src = "server-access-log"
+    elif ld.kind == "cogfeed":
+        r1, b1 = _cogfeed_traffic(st1)
+        r0, b0 = _cogfeed_traffic(st0)
+        if r1 is not None:
+            req = r1 - (r0 or 0)
+        if b1 is not None:
+            byt = b1 - (b0 or 0)
+        src = "loader-stats"
+    else:
+        if ld.transport == "file":
+            req = st1["local_read_calls"] - st0.get("local_read_calls", 0)
+            byt = st1["local_read_bytes"] - st0.get("local_read_bytes", 0)
+            src = "proc-io"
+    gb = delivered / 1e9
+    return {
+        "batches": n - warmup, "patches": patches, "seconds": el,
+        "first_batch_s": first,
+        "mb_per_s": delivered / 1e6 / el,
+        "patches_per_s": patches / el,
+        "requests": req,
+        "requests_per_s": None if req is None else req / el,
+        "bytes_delivered": delivered,
+        "bytes_fetched": byt,
+        "fetch_ratio": None if (byt is None or not delivered)
+        else byt / delivered,
+        "traffic_source": src,
+        "cpu_seconds": cpu,
+        "cpu_s_per_gb": cpu / gb if gb > 0 else None,
+        "peak_rss_mb": rss,
+        "loader_stats": st1,
+    }
+
+
+def _itemsize(path):
+    from osgeo import gdal
+    gdal.UseExceptions()
+    ds = gdal.Open(path)
+    return gdal.GetDataTypeSize(ds.GetRasterBand(1).DataType) // 8
+
+
+def run(images, masks=None, loader="cogfeed", settings=None, batches=None,
+        seconds=None, warmup=2, serve_latency_ms=None, baseline_workers=4,
+        baseline_prefetch=2):
+    """One benchmark run; returns a dict with every key of FIELDS."""
+    imgs, msks = common.resolve(images, masks) if isinstance(images, str) \
+        else (list(images), list(masks) if masks else None)
+    s = dict(common.LOADER_KEYS)
+    s.update({k: v for k, v in (settings or {}).items()
+              if k in common.LOADER_KEYS})
+    itemsize = _itemsize(imgs[0])
+    base = {"loader": loader, "files": len(imgs), "settings": s,
+            "latency_ms": serve_latency_ms}
+    if loader == "baseline":
+        base["settings"] = dict(s, workers=baseline_workers,
+                                prefetch_factor=baseline_prefetch)
+
+    def go(img_urls, msk_urls, log, transport):
+        ld = common.make_loader(loader, img_urls, msk_urls, s,
+                                baseline_workers, baseline_prefetch)
+        ld.transport = transport
+        try:
+            r = measure(ld, batches, seconds, warmup, log, itemsize)
+        finally:
+            ld.close()
+        r.update(base, transport=transport)
+        return r
+
+    if serve_latency_ms is None:
+        return go(imgs, msks, None, "file")
+    with common.served(imgs + (msks or []), serve_latency_ms) as (srv, url):
+        return go([url(p) for p in imgs],
+                  [url(p) for p in msks] if msks else None,
+                  common.access_log(srv), "http")
+
+
+def _fmt(v, unit=""):
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return "%.3g%s" % (v, unit) if abs(v) < 100 else "%.0f%s" % (v, unit)
+    return "%s%s" % (v, unit)
+
+
+def report(r, out=sys.stdout):
+    s = r["settings"]
+    out.write("%s loader, %s%s, %d files, patch %s, batch %s, sampler %s\n"
+              % (r["loader"], r["transport"],
+                 "" if r["latency_ms"] is None else
+                 " (%d ms latency)" % r["latency_ms"],
+                 r["files"], s["patch_size"], s["batch_size"], s["sampler"]))
+    rows = [("throughput", _fmt(r["mb_per_s"], " MB/s")),
+            ("patches", _fmt(r["patches_per_s"], " /s")),
+            ("requests", _fmt(r["requests_per_s"], " /s")),
+            ("bytes fetched / delivered", "%s / %s (x%s)" % (
+                _fmt(r["bytes_fetched"]), _fmt(r["bytes_delivered"]),
+                _fmt(r["fetch_ratio"]))),
+            ("CPU per GB", _fmt(r["cpu_s_per_gb"], " s")),
+            ("peak RSS", _fmt(r["peak_rss_mb"], " MB")),
+            ("first batch after", _fmt(r["first_batch_s"], " s")),
+            ("measured", "%d batches in %.1f s" % (r["batches"],
+                                                   r["seconds"]))]
+    for k, v in rows:
+        out.write("  %-26s %s\n" % (k, v))
+
+
+def add_loader_flags(p):
+    p.add_argument("--patch-size", type=int)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--sampler",
+                   choices=("random", "blocked", "tile-shuffle", "grid"))
+    p.add_argument("--seed", type=int)
+    p.add_argument("--prefetch", type=int, help="batch slots in flight")
+    p.add_argument("--max-inflight", default=None,
+                   help="concurrent requests, or 'adaptive' (default)")
+    p.add_argument("--decode-threads", type=int)
+    p.add_argument("--cache-bytes", type=int)
+    p.add_argument("--dtype", choices=("raw", "float32"))
+
+
+def settings_from(a, cfg=None):
+    """Loader settings: hard defaults < config file < explicit flags."""
+    s = dict(common.LOADER_KEYS)
+    for k, v in (cfg or {}).items():
+        if k in s:
+            s[k] = v
+    for k in common.LOADER_KEYS:
+        v = getattr(a, k, None)
+        if v is not None:
+            s[k] = v
+    if isinstance(s["max_inflight"], str):
+        s["max_inflight"] = None if s["max_inflight"] == "adaptive" \
+            else int(s["max_inflight"])
+    return s
+
+
+def main(argv):
+    p = argparse.ArgumentParser(
+        prog="cogfeed bench",
+        description="Stream training patches and measure throughput "
+                    "(cogfeed's loader or the paper-style baseline).")
+    p.add_argument("--images", help="folder, glob or file (a dataset "
+                   "folder with images/ and masks/ gives both)")
+    p.add_argument("--masks", help="folder, glob or file")
+    add_loader_flags(p)
+    p.add_argument("--config", help="JSON of Loader settings (tune's "
+                   "best.json); flags override it")
+    p.add_argument("--loader", choices=("cogfeed", "baseline"),
+                   default="cogfeed")
+    p.add_argument("--baseline-workers", type=int, default=4,
+                   help="DataLoader worker processes (baseline)")
+    p.add_argument("--baseline-prefetch", type=int, default=2,
+                   help="DataLoader prefetch_factor (baseline)")
+    p.add_argument("--batches", type=int, help="measured batches")
+    p.add_argument("--seconds", type=float, help="measured seconds "
+                   "(default 10 when --batches is not given)")
+    p.add_argument("--warmup", type=int, default=2,
+                   help="batches skipped before measuring")
+    p.add_argument("--serve-latency-ms", type=int, default=None,
+                   help="serve the files with local nginx at this latency "
+                        "and read them over http")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    cfg = common.load_config(a.config) if a.config else {}
+    images = a.images or cfg.get("images")
+    masks = a.masks or (None if a.images else cfg.get("masks"))
+    if not images:
+        p.error("--images (or a --config with 'images') is required")
+    try:
+        r = run(images, masks, a.loader, settings_from(a, cfg), a.batches,
+                a.seconds, a.warmup, a.serve_latency_ms,
+                a.baseline_workers, a.baseline_prefetch)
+    except (FileNotFoundError, ValueError, RuntimeError) as e:
+        sys.stderr.write("cogfeed bench: %s\n" % e)
+        return 1
+    if a.json:
+        json.dump(r, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        report(r)
+    return 0

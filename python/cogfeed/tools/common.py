@@ -1,0 +1,251 @@
+"""Helpers the research commands share: finding a dataset's files, serving
+them over HTTP with latency, building either loader, and measuring a
+process tree's CPU time, memory and traffic."""
+
+import contextlib
+import glob
+import json
+import os
+import re
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.realpath(__file__)))))
+
+# Loader keyword names a config (best.json) may carry, with the bench
+# defaults.  None means "the loader's own default" (for max_inflight:
+# adaptive).
+LOADER_KEYS = {
+    "patch_size": 256,
+    "batch_size": 32,
+    "sampler": "random",
+    "seed": 0,
+    "prefetch": None,
+    "max_inflight": None,
+    "decode_threads": None,
+    "cache_bytes": None,
+    "dtype": "raw",
+}
+
+
+def _tifs(pattern):
+    if os.path.isdir(pattern):
+        return sorted(glob.glob(os.path.join(pattern, "*.tif")) +
+                      glob.glob(os.path.join(pattern, "*.tiff")))
+    if any(c in pattern for c in "*?["):
+        return sorted(glob.glob(pattern))
+    return [pattern]
+
+
+def resolve(images, masks=None):
+    """(image paths, mask paths or None) from a file, folder or glob.
+
+    A dataset folder holding images/ and masks/ (what synth and convert
+    write) gives both.  Masks pair with images by sorted order.
+    """
+    if masks is None and os.path.isdir(images) and \
+            os.path.isdir(os.path.join(images, "images")):
+        root = images
+        images = os.path.join(root, "images")
+        if os.path.isdir(os.path.join(root, "masks")):
+            masks = os.path.join(root, "masks")
+    imgs = _tifs(images)
+    if not imgs:
+        raise FileNotFoundError("no GeoTIFFs match %s" % images)
+    msks = _tifs(masks) if masks else None
+    if msks is not None and len(msks) != len(imgs):
+        raise ValueError("%d images but %d masks (%s, %s)" % (
+            len(imgs), len(msks), images, masks))
+    return imgs, msks
+
+
+def load_config(path):
+    """A config JSON (e.g. tune's best.json) as a dict."""
+    with open(path) as f:
+        cfg = json.load(f)
+    if not isinstance(cfg, dict):
+        raise ValueError("%s: a config is a JSON object" % path)
+    return cfg
+
+
+def servers_module():
+    """tests/servers/servers.py (the project's nginx launcher)."""
+    d = os.path.join(os.environ.get("CF_SOURCE_DIR", REPO), "tests",
+                     "servers")
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    import servers  # noqa: E402
+    return servers
+
+
+@contextlib.contextmanager
+def served(paths, latency_ms):
+    """Serve the common folder of `paths` with nginx at latency_ms first-byte
+    latency; yields (server, url-of(path) function)."""
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(p))
+                               for p in paths])
+    srv = servers_module().Nginx(root, latency_ms=latency_ms)
+    with srv as s:
+        s = s if s is not None else srv
+
+        def url(p):
+            return s.url(os.path.relpath(os.path.abspath(p), root))
+        yield s, url
+
+
+def access_log(server):
+    """Path of the server's access log, if it exposes one."""
+    for name in ("access_log", "access_log_path", "log_path"):
+        v = getattr(server, name, None)
+        if isinstance(v, str) and os.path.exists(v):
+            return v
+    return None
+
+
+_LOG_RE = re.compile(r'" (\d{3}) (\d+)')
+
+
+class LogCounter:
+    """Requests and body bytes an nginx access log gained between two
+    points (combined log format: ... "GET ..." status bytes ...)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.off = os.path.getsize(path) if path else 0
+
+    def take(self):
+        if not self.path:
+            return None, None
+        n = b = 0
+        with open(self.path, "rb") as f:
+            f.seek(self.off)
+            data = f.read()
+        self.off += len(data)
+        for line in data.decode("latin-1").splitlines():
+            m = _LOG_RE.search(line)
+            if m:
+                n += 1
+                b += int(m.group(2))
+        return n, b
+
+
+def _status_kb(pid, key):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def cpu_seconds(pids):
+    """user + system CPU seconds of the processes (all their threads)."""
+    tck = os.sysconf("SC_CLK_TCK")
+    t = 0.0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+            t += (int(rest[11]) + int(rest[12])) / tck
+        except (OSError, IndexError, ValueError):
+            pass
+    return t
+
+
+def peak_rss_mb(pids):
+    """Sum of peak resident sets (VmHWM) of the processes, MB."""
+    return sum(_status_kb(p, "VmHWM") for p in pids) / 1024.0
+
+
+def import_cogfeed():
+    """The cogfeed extension package, or a clear error saying how to get it."""
+    try:
+        import cogfeed
+        cogfeed.Loader
+    except (ImportError, AttributeError) as e:
+        raise RuntimeError(
+            "cogfeed's Python extension is not importable (%s); build it "
+            "(cmake --build BUILD) and set PYTHONPATH=BUILD/python" % e)
+    return cogfeed
+
+
+def make_loader(kind, images, masks, settings, baseline_workers=4,
+                baseline_prefetch=2, mean=None, std=None):
+    """A loader of either kind from Loader keyword settings."""
+    s = {k: v for k, v in settings.items() if v is not None}
+    if kind == "baseline":
+        return _Baseline(images, masks, s, baseline_workers,
+                         baseline_prefetch, mean, std)
+    if kind != "cogfeed":
+        raise ValueError("unknown loader %r (cogfeed or baseline)" % kind)
+    cf = import_cogfeed()
+    kw = {k: s[k] for k in LOADER_KEYS if k in s}
+    if mean is not None:
+        kw["mean"] = mean
+    if std is not None:
+        kw["std"] = std
+    return _Cogfeed(cf.Loader(images, masks=masks, **kw))
+
+
+class _Cogfeed:
+    kind = "cogfeed"
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def __iter__(self):
+        return iter(self.loader)
+
+    def pids(self):
+        return [os.getpid()]
+
+    def stats(self):
+        return dict(self.loader.stats())
+
+    def close(self):
+        c = getattr(self.loader, "close", None)
+        if c:
+            c()
+
+
+class _Baseline:
+    kind = "baseline"
+
+    def __init__(self, images, masks, s, workers, prefetch, mean, std):
+        from .baseline import BaselineLoader
+        self.loader = BaselineLoader(
+            images, masks, patch_size=s.get("patch_size", 256),
+            batch_size=s.get("batch_size", 32),
+            sampler=s.get("sampler", "random"), seed=s.get("seed", 0),
+            workers=workers, prefetch_factor=prefetch, mean=mean, std=std,
+            dtype=s.get("dtype", "raw"))
+
+    def __iter__(self):
+        return iter(self.loader)
+
+    def pids(self):
+        return [os.getpid()] + self.loader.worker_pids()
+
+    def stats(self):
+        return self.loader.stats()
+
+    def close(self):
+        self.loader.close()
+
+
+def batch_arrays(batch):
+    """(image, mask or None) of a batch dict, tuple or tensor."""
+    if isinstance(batch, dict):
+        return batch["image"], batch.get("mask")
+    if isinstance(batch, (tuple, list)):
+        return batch[0], (batch[1] if len(batch) > 1 else None)
+    return batch, None
+
+
+def nelem(a):
+    n = 1
+    for d in a.shape:
+        n *= int(d)
+    return n

@@ -1,0 +1,212 @@
+"""cogfeed convert: write COG variants through GDAL's COG driver.
+
+One call writes one variant (one codec, one tile size) of every input into
+OUTDIR, keeping the inputs' relative layout (images/..., masks/...), so a
+dataset folder holding several variants looks like DIR/<compress>_<tile>/...
+which is what `cogfeed tune` searches over (see variant_name()).
+
+Masks (any input whose path has a component or name containing "mask") are
+always written losslessly: with the same codec when it is lossless, with
+DEFLATE when the images use JPEG, WebP or LERC with a MAX_Z_ERROR > 0,
+because a label changed by lossy compression is a wrong label.
+
+JPEG and WebP only take 8-bit samples (WebP also only 3 or 4 bands), so
+16-bit images are scaled to 8 bits for them (--scale-max, default 10000,
+the Sentinel-2 reflectance scale); this is lossy twice over and is said on
+stderr when it happens.
+"""
+
+import argparse
+import os
+import sys
+
+CODECS = ("none", "deflate", "lzw", "zstd", "lerc", "lerc_zstd", "jpeg",
+          "webp")
+LOSSY = ("jpeg", "webp")
+
+
+class UsageError(ValueError):
+    """A bad option value (reported without a traceback)."""
+
+
+def variant_name(compress, tile, level=None):
+    """Folder name of one variant, e.g. 'deflate6_512' or 'lerc_zstd_512'."""
+    c = compress.lower()
+    if level is not None and c in ("deflate", "zstd"):
+        c = "%s%d" % (c, level)
+    return "%s_%d" % (c, tile)
+
+
+def is_mask(path):
+    parts = os.path.normpath(path).lower().split(os.sep)
+    return any("mask" in p for p in parts)
+
+
+def creation_options(compress, tile, level=None, overviews="none",
+                     max_z_error=0.0, quality=None, threads=1):
+    c = compress.lower()
+    if c not in CODECS:
+        raise UsageError("convert: unknown --compress %r (one of %s)"
+                         % (compress, ", ".join(CODECS)))
+    if tile < 128 or tile > 1024 or tile % 16:
+        raise UsageError("convert: --tile must be a multiple of 16 in "
+                         "128..1024, got %d" % tile)
+    co = ["COMPRESS=" + c.upper(), "BLOCKSIZE=%d" % tile,
+          "OVERVIEWS=" + overviews.upper(), "NUM_THREADS=%d" % threads]
+    if c in ("deflate", "lzw", "zstd"):
+        co.append("PREDICTOR=YES")
+    if level is not None:
+        if c not in ("deflate", "zstd", "lerc_zstd"):
+            raise UsageError("convert: --level applies to deflate, zstd and "
+                             "lerc_zstd, not %s" % c)
+        co.append("LEVEL=%d" % level)
+    if c in ("lerc", "lerc_zstd"):
+        co.append("MAX_Z_ERROR=%g" % max_z_error)
+    if c in LOSSY and quality is not None:
+        co.append("QUALITY=%d" % quality)
+    return co
+
+
+def mask_codec(compress, max_z_error):
+    """The codec masks get for a given image codec: always lossless."""
+    c = compress.lower()
+    if c in LOSSY or (c in ("lerc", "lerc_zstd") and max_z_error > 0):
+        return "deflate"
+    return c
+
+
+def _inputs(srcs):
+    """(absolute path, path relative to its SRC root) for every .tif."""
+    out = []
+    for s in srcs:
+        if os.path.isdir(s):
+            for root, dirs, files in os.walk(s):
+                dirs.sort()
+                for f in sorted(files):
+                    if f.lower().endswith((".tif", ".tiff")):
+                        p = os.path.join(root, f)
+                        out.append((p, os.path.relpath(p, s)))
+        elif os.path.isfile(s):
+            out.append((s, os.path.basename(s)))
+        else:
+            raise UsageError("convert: %s: no such file or directory" % s)
+    if not out:
+        raise UsageError("convert: no .tif inputs in %s" % " ".join(srcs))
+    return out
+
+
+class _Progress:
+    """A one-line progress bar on stderr spanning all files."""
+
+    def __init__(self, total, enabled):
+        self.total = total
+        self.done = 0
+        self.enabled = enabled and total > 0
+        self.last = -1
+
+    def callback(self, frac, msg, data):
+        if self.enabled:
+            pct = int(100 * (self.done + frac) / self.total)
+            if pct != self.last:
+                self.last = pct
+                n = pct * 30 // 100
+                sys.stderr.write("\rconvert [%s%s] %3d%% (%d/%d files)" % (
+                    "#" * n, "." * (30 - n), pct, self.done, self.total))
+                sys.stderr.flush()
+        return 1
+
+    def file_done(self):
+        self.done += 1
+        self.callback(0.0, None, None)
+        if self.enabled and self.done == self.total:
+            sys.stderr.write("\n")
+
+
+def convert(srcs, outdir, compress, tile, level=None, overviews="none",
+            max_z_error=0.0, quality=None, scale_max=10000, progress=True,
+            threads=1):
+    """Write the variant; return a list of (src, dst, codec used)."""
+    from osgeo import gdal
+    gdal.UseExceptions()
+    c = compress.lower()
+    img_co = creation_options(c, tile, level, overviews, max_z_error,
+                              quality, threads)
+    mc = mask_codec(c, max_z_error)
+    msk_co = creation_options(mc, tile, level if mc == c else None,
+                              overviews, 0.0, None, threads)
+    if mc != c:
+        msk_co = [o for o in msk_co if not o.startswith("PREDICTOR")]
+    files = _inputs(srcs)
+    bar = _Progress(len(files), progress)
+    warned = False
+    out = []
+    for src, rel in files:
+        dst = os.path.join(outdir, rel)
+        os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+        mask = is_mask(rel) or is_mask(src)
+        co = msk_co if mask else img_co
+        kw = {}
+        if not mask and c in LOSSY:
+            ds = gdal.Open(src)
+            dt = ds.GetRasterBand(1).DataType
+            nb = ds.RasterCount
+            ds = None
+            if c == "webp" and nb not in (3, 4):
+                raise UsageError("convert: webp takes 3 or 4 bands; %s has "
+                                 "%d" % (src, nb))
+            if dt != gdal.GDT_Byte:
+                kw = {"outputType": gdal.GDT_Byte,
+                      "scaleParams": [[0, scale_max, 0, 255]]}
+                if not warned and progress:
+                    sys.stderr.write("convert: %s takes 8-bit samples: "
+                                     "scaling 0..%d to 0..255 (lossy)\n"
+                                     % (c, scale_max))
+                    warned = True
+        tmp = dst + ".part"
+        gdal.Translate(tmp, src, format="COG", creationOptions=co,
+                       callback=bar.callback, **kw)
+        os.replace(tmp, dst)
+        bar.file_done()
+        out.append((src, dst, mc if mask else c))
+    if progress and mc != c:
+        sys.stderr.write("convert: masks written with %s (lossless), not "
+                         "%s\n" % (mc, c))
+    return out
+
+
+def main(argv):
+    p = argparse.ArgumentParser(
+        prog="cogfeed convert",
+        description="Write a COG variant (codec, tile size) of GeoTIFFs "
+                    "with GDAL's COG driver; folders keep their layout.")
+    p.add_argument("src", nargs="+", help="GeoTIFF files or folders")
+    p.add_argument("outdir", help="output folder (e.g. DATA/lerc_zstd_512)")
+    p.add_argument("--compress", required=True, choices=CODECS)
+    p.add_argument("--tile", type=int, default=512)
+    p.add_argument("--level", type=int, default=None,
+                   help="deflate/zstd/lerc_zstd level")
+    p.add_argument("--overviews", choices=("none", "auto"), default="none",
+                   help="'auto' adds GDAL's overviews (default none: "
+                        "training reads level 0)")
+    p.add_argument("--max-z-error", type=float, default=0.0,
+                   help="LERC max error (0 = lossless)")
+    p.add_argument("--quality", type=int, default=None,
+                   help="JPEG/WebP quality 1-100 (GDAL default 75)")
+    p.add_argument("--scale-max", type=float, default=10000,
+                   help="value mapped to 255 when 16-bit images are "
+                        "written as jpeg/webp")
+    p.add_argument("--threads", type=int, default=1,
+                   help="GDAL compression threads")
+    p.add_argument("--quiet", action="store_true")
+    a = p.parse_args(argv)
+    try:
+        res = convert(a.src, a.outdir, a.compress, a.tile, a.level,
+                      a.overviews, a.max_z_error, a.quality, a.scale_max,
+                      not a.quiet, a.threads)
+    except UsageError as e:
+        sys.stderr.write("cogfeed %s\n" % e)
+        return 2
+    total = sum(os.path.getsize(d) for _, d, _ in res)
+    print("wrote %d files (%.1f MB) to %s" % (len(res), total / 1e6,
+                                               a.outdir))
+    return 0
