@@ -1,7 +1,7 @@
 /*
  * pymod.h - what the parts of the _cogfeed extension share: the module's
  * exception type and the helper that turns a cf_error into it.
- * _cogfeed.c owns the module; other python/*.c files register their types
+ * _cogfeed.c owns the module; the other C files of python/ register types
  * through the init functions declared here.
  */
 #ifndef CF_PYMOD_H
@@ -31,6 +31,10 @@ PyObject *cf_py_raise(cf_status code, const cf_error *err);
 
 /* numpy dtype number for a cf_dtype (NPY_UINT8, ...). */
 int cf_py_npy_type(cf_dtype t);
+
+/* The cf_io behind a cogfeed.IO object (NULL, with TypeError set, if obj
+ * is not one).  None gives the process-wide default io. */
+cf_io *cf_py_io_get(PyObject *obj);
 
 /* Loader bindings (python/_loader.c): add the Loader type to the module. */
 int cf_py_loader_init(PyObject *module);

@@ -49,7 +49,15 @@ cf_status cf__err_prefix(cf_error *err, const char *fmt, ...) {
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+    /* Truncation is fine: the message is for people and stays terminated. */
+    size_t n = strlen(pre);
+    if (n > sizeof err->msg - 3) n = sizeof err->msg - 3;
+    memcpy(err->msg, pre, n);
+    memcpy(err->msg + n, ": ", 2);
+    size_t room = sizeof err->msg - n - 3, m = strlen(old);
+    if (m > room) m = room;
+    memcpy(err->msg + n + 2, old, m);
+    err->msg[n + 2 + m] = 0;
     return err->code;
 }
 

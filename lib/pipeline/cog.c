@@ -1,0 +1,659 @@
+/*
+ * cog.c - the reader: open a COG (header through the need-bytes parser,
+ * from a header cache when possible) and read windows by fetching the
+ * chunks they touch in one batch, decoding each, and pasting the visible
+ * part into the caller's band-sequential buffer.
+ *
+ * Ties the lower layers together and is the only place that knows about
+ * both TIFF structure and I/O.
+ */
+#include "cog_internal.h"
+#include "header_cache.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------- open */
+
+static cf_status cog_alloc(const char *name, cf_cog **out, cf_error *err) {
+    cf_cog *cog = cf__calloc(1, sizeof *cog);
+    if (!cog) return cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
+    pthread_mutex_init(&cog->lock, NULL);
+    cf__redact_url(name, cog->name, sizeof cog->name);
+    *out = cog;
+    return CF_OK;
+}
+
+/* Everything after the header is known: derive what info needs. */
+static cf_status cog_finish(cf_cog *cog, cf_error *err) {
+    const cf_tiff *t = cog->tiff;
+    if (t->nlevels < 1)
+        return cf__err(err, CF_E_FORMAT, "%s: no image in file", cog->name);
+    const cf_tiff_ifd *ifd = &t->ifds[t->levels[0]];
+    cog->dtype = cf_tiff_dtype(ifd);
+    if (cog->dtype == CF_DT_UNKNOWN)
+        return cf__err(err, CF_E_UNSUPPORTED,
+                       "%s: unsupported sample type (%u bits, format %u)",
+                       cog->name, ifd->bits, ifd->sample_format);
+    return CF_OK;
+}
+
+/* Drive the need-bytes protocol over a source. */
+static cf_status parse_from_src(cf_cog *cog, cf_hc_entry *rec,
+                                cf_error *err) {
+    const cf_io_options *o = cf_io_opts(cog->io);
+    size_t first = o->header_bytes ? o->header_bytes : 65536;
+    uint8_t *buf = cf__malloc(first);
+    if (!buf) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+    size_t got = 0;
+    cf_status st = cf_src_read_head(cog->src, buf, first, &got, err);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    cog->header_requests = 1;
+    cog->header_bytes = got;
+    uint64_t size = cf_src_size(cog->src);
+    cf_tiff_parser *p = cf_tiff_parser_new(size, cog->name);
+    if (!p) {
+        free(buf);
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+    }
+    st = cf_tiff_parser_add(p, 0, buf, got, err);
+    if (!st && rec) st = cf__hc_add_range(rec, 0, buf, got);
+    free(buf);
+    while (!st) {
+        uint64_t off = 0, len = 0;
+        st = cf_tiff_parser_run(p, &cog->tiff, &off, &len, err);
+        if (st != CF__NEED_BYTES) break;
+        if (off >= size) {
+            st = cf__err(err, CF_E_FORMAT,
+                         "%s: header points past the end of the file "
+                         "(offset %llu, size %llu)",
+                         cog->name, (unsigned long long)off,
+                         (unsigned long long)size);
+            break;
+        }
+        if (len > size - off) len = size - off;
+        if (cog->header_bytes + len > CF_MAX_HEADER_BYTES) {
+            st = cf__err(err, CF_E_LIMIT, "%s: header larger than %llu bytes",
+                         cog->name, (unsigned long long)CF_MAX_HEADER_BYTES);
+            break;
+        }
+        uint8_t *more = cf__malloc((size_t)len);
+        if (!more) {
+            st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+            break;
+        }
+        cf_range_req rq = {.off = off, .len = len, .dst = more, .err = err};
+        st = cf_src_read(cog->src, &rq, 1, err);
+        cog->header_requests++;
+        cog->header_bytes += len;
+        if (!st) st = cf_tiff_parser_add(p, off, more, (size_t)len, err);
+        if (!st && rec) st = cf__hc_add_range(rec, off, more, (size_t)len);
+        free(more);
+    }
+    cf_tiff_parser_free(p);
+    return st;
+}
+
+/* Try the header cache: on a hit the file opens without any request. */
+static int parse_from_cache(cf_cog *cog) {
+    cf_hc_entry *e = cf__hc_lookup(cog->io, cf_src_url(cog->src));
+    if (!e) return 0;
+    cf_tiff_parser *p = cf_tiff_parser_new(e->size, cog->name);
+    int ok = p != NULL;
+    for (size_t i = 0; ok && i < e->nranges; i++)
+        ok = cf_tiff_parser_add(p, e->ranges[i].off, e->ranges[i].data,
+                                e->ranges[i].len, NULL) == CF_OK;
+    uint64_t off, len;
+    if (ok) ok = cf_tiff_parser_run(p, &cog->tiff, &off, &len, NULL) == CF_OK;
+    cf_tiff_parser_free(p);
+    if (ok) {
+        cf_src_assume(cog->src, e->size, e->etag);
+        cog->header_requests = 0;
+        cog->header_bytes = 0;
+        cf_io_note_cache_hit(cog->io);
+    }
+    cf__hc_entry_free(e);
+    return ok;
+}
+
+cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out,
+                      cf_error *err) {
+    if (!url || !out) return cf__err(err, CF_E_ARG, "cf_cog_open: NULL argument");
+    *out = NULL;
+    cf_cog *cog;
+    cf_status st = cog_alloc(url, &cog, err);
+    if (st) return st;
+    if (!io) {
+        st = cf_io_new(NULL, &io, err);
+        if (st) {
+            cf_cog_close(cog);
+            return st;
+        }
+        cog->own_io = 1;
+    }
+    cog->io = io;
+    st = cf_src_new(io, url, &cog->src, err);
+    if (!st) {
+        snprintf(cog->name, sizeof cog->name, "%s", cf_src_name(cog->src));
+        int remote = cf_src_is_remote(cog->src);
+        if (!(remote && parse_from_cache(cog))) {
+            cf_hc_entry *rec = remote ? cf__hc_entry_new() : NULL;
+            st = parse_from_src(cog, rec, err);
+            if (!st && rec) {
+                rec->size = cf_src_size(cog->src);
+                cf__hc_store(io, cf_src_url(cog->src), rec,
+                             cf_src_etag(cog->src));
+            }
+            cf__hc_entry_free(rec);
+        }
+    }
+    if (!st) st = cog_finish(cog, err);
+    if (!st && cf_src_etag(cog->src)) cog->etag = cf__strdup(cf_src_etag(cog->src));
+    if (st) {
+        cf_cog_close(cog);
+        return st;
+    }
+    *out = cog;
+    return CF_OK;
+}
+
+cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
+                             cf_cog **out, cf_error *err) {
+    if (!data || !out) return cf__err(err, CF_E_ARG, "cf_cog_open_memory: NULL argument");
+    *out = NULL;
+    if (!name) name = "<memory>";
+    cf_cog *cog;
+    cf_status st = cog_alloc(name, &cog, err);
+    if (st) return st;
+    cog->mem = data;
+    cog->mem_size = size;
+    st = cf_tiff_parse_memory(data, size, cog->name, &cog->tiff, err);
+    if (!st) st = cog_finish(cog, err);
+    if (st) {
+        cf_cog_close(cog);
+        return st;
+    }
+    cog->header_bytes = cog->tiff->header_end;
+    *out = cog;
+    return CF_OK;
+}
+
+void cf_cog_close(cf_cog *cog) {
+    if (!cog) return;
+    for (int i = 0; i < cog->nctx_free; i++) cf_codec_ctx_free(cog->ctx_free[i]);
+    free(cog->ctx_free);
+    cf_tiff_free(cog->tiff);
+    cf_src_free(cog->src);
+    if (cog->own_io) cf_io_free(cog->io);
+    pthread_mutex_destroy(&cog->lock);
+    free(cog->etag);
+    free(cog);
+}
+
+/* ---------------------------------------------------------------- info */
+
+void cf_cog_get_info(const cf_cog *cog, cf_cog_info *o) {
+    memset(o, 0, sizeof *o);
+    if (!cog) return;
+    const cf_tiff *t = cog->tiff;
+    const cf_tiff_ifd *ifd = &t->ifds[t->levels[0]];
+    o->width = ifd->width;
+    o->height = ifd->height;
+    o->count = ifd->samples;
+    o->dtype = cog->dtype;
+    o->bits_per_sample = ifd->bits;
+    o->tile_width = ifd->chunk_w;
+    o->tile_height = ifd->chunk_h;
+    o->tiled = ifd->tiled;
+    o->compression = ifd->compression;
+    o->compression_name = cf_tiff_compression_name(ifd);
+    o->predictor = ifd->predictor;
+    o->planar = ifd->planar;
+    o->photometric = ifd->photometric;
+    o->bigtiff = t->bigtiff;
+    o->big_endian = t->big_endian;
+    o->nlevels = t->nlevels;
+    o->has_mask = t->mask_of_level[0] >= 0;
+    o->has_geotransform = t->has_geotransform;
+    memcpy(o->geotransform, t->geotransform, sizeof o->geotransform);
+    o->epsg = t->epsg;
+    o->has_nodata = t->has_nodata;
+    o->nodata = t->nodata;
+    o->file_size = cog->src ? cf_src_size(cog->src) : cog->mem_size;
+    o->header_bytes = cog->header_bytes;
+    o->header_requests = cog->header_requests;
+    o->etag = cog->etag;
+}
+
+cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
+                            cf_error *err) {
+    if (!cog || !out) return cf__err(err, CF_E_ARG, "cf_cog_level_info: NULL argument");
+    if (level < 0 || level >= cog->tiff->nlevels)
+        return cf__err(err, CF_E_ARG, "%s: level %d does not exist (file has %d)",
+                       cog->name, level, cog->tiff->nlevels);
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[cog->tiff->levels[level]];
+    out->width = ifd->width;
+    out->height = ifd->height;
+    out->tile_width = ifd->chunk_w;
+    out->tile_height = ifd->chunk_h;
+    out->tiled = ifd->tiled;
+    return CF_OK;
+}
+
+double cf_cog_band_scale(const cf_cog *cog, int band) {
+    const cf_tiff *t = cog->tiff;
+    int n = t->ifds[t->levels[0]].samples;
+    return (t->scale && band >= 1 && band <= n) ? t->scale[band - 1] : 1.0;
+}
+
+double cf_cog_band_offset(const cf_cog *cog, int band) {
+    const cf_tiff *t = cog->tiff;
+    int n = t->ifds[t->levels[0]].samples;
+    return (t->offset && band >= 1 && band <= n) ? t->offset[band - 1] : 0.0;
+}
+
+const char *cf_cog_name(const cf_cog *cog) { return cog ? cog->name : ""; }
+
+uint64_t cf_cog_requests(const cf_cog *cog) {
+    return cog && cog->src ? cf_src_requests(cog->src) : 0;
+}
+
+/* -------------------------------------------------------------- chunks */
+
+cf_status cf__cog_chunk(const cf_cog *cog, int ifdi, uint32_t cx, uint32_t cy,
+                        uint32_t plane, cf_chunk *c, cf_error *err) {
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
+    uint64_t per_plane = (uint64_t)ifd->chunks_across * ifd->chunks_down;
+    uint64_t idx = (uint64_t)plane * per_plane + (uint64_t)cy * ifd->chunks_across + cx;
+    if (cx >= ifd->chunks_across || cy >= ifd->chunks_down || idx >= ifd->nchunks)
+        return cf__err(err, CF_E_FORMAT, "%s: tile (%u, %u) plane %u out of range",
+                       cog->name, cx, cy, plane);
+    c->ifd = ifdi;
+    c->cx = cx;
+    c->cy = cy;
+    c->plane = plane;
+    c->index = idx;
+    c->off = ifd->offsets[idx];
+    c->len = ifd->counts[idx];
+    uint64_t size = cog->src ? cf_src_size(cog->src) : cog->mem_size;
+    if (c->len == 0) return CF_OK; /* sparse: reads as nodata */
+    if (c->len > CF_MAX_CHUNK_BYTES)
+        return cf__err(err, CF_E_LIMIT, "%s: tile %llu: byte count %llu above the cap",
+                       cog->name, (unsigned long long)idx, (unsigned long long)c->len);
+    if (c->off == 0 || c->off >= size || c->len > size - c->off)
+        return cf__err(err, CF_E_FORMAT,
+                       "%s: tile %llu: bytes [%llu, +%llu) lie outside the file "
+                       "(size %llu)",
+                       cog->name, (unsigned long long)idx, (unsigned long long)c->off,
+                       (unsigned long long)c->len, (unsigned long long)size);
+    return CF_OK;
+}
+
+void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
+                          cf_codec_params *p) {
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[c->ifd];
+    memset(p, 0, sizeof *p);
+    p->compression = ifd->compression;
+    p->lerc_sub = (uint16_t)ifd->lerc_sub;
+    p->predictor = ifd->predictor;
+    p->bits = ifd->bits;
+    p->sample_format = ifd->sample_format;
+    p->photometric = ifd->photometric;
+    p->width = ifd->chunk_w;
+    p->height = ifd->chunk_h;
+    if (!ifd->tiled) {
+        /* The last strip holds only the rows that remain. */
+        uint64_t y0 = (uint64_t)c->cy * ifd->chunk_h;
+        if (y0 + ifd->chunk_h > ifd->height) p->height = (uint32_t)(ifd->height - y0);
+    }
+    p->samples = ifd->planar == 2 ? 1 : ifd->samples;
+    p->big_endian = cog->tiff->big_endian;
+    p->jpeg_tables = ifd->jpeg_tables;
+    p->jpeg_tables_len = ifd->jpeg_tables_len;
+    p->ycbcr_sub_h = ifd->ycbcr_sub_h;
+    p->ycbcr_sub_v = ifd->ycbcr_sub_v;
+}
+
+cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+                         const uint8_t *src, size_t len, uint8_t *dst,
+                         size_t dst_len, cf_error *err) {
+    cf_codec_params p;
+    cf__cog_chunk_params(cog, c, &p);
+    cf_status st = cf_codec_decode(ctx, &p, src, len, dst, dst_len, err);
+    if (st)
+        cf__err_prefix(err, "%s: tile %llu (col %u, row %u%s) of IFD %d",
+                       cog->name, (unsigned long long)c->index, c->cx, c->cy,
+                       cog->tiff->ifds[c->ifd].planar == 2 ? ", band plane" : "",
+                       c->ifd);
+    return st;
+}
+
+cf_codec_ctx *cf__cog_ctx_get(cf_cog *cog) {
+    cf_codec_ctx *ctx = NULL;
+    pthread_mutex_lock(&cog->lock);
+    if (cog->nctx_free > 0) ctx = cog->ctx_free[--cog->nctx_free];
+    pthread_mutex_unlock(&cog->lock);
+    return ctx ? ctx : cf_codec_ctx_new();
+}
+
+void cf__cog_ctx_put(cf_cog *cog, cf_codec_ctx *ctx) {
+    if (!ctx) return;
+    pthread_mutex_lock(&cog->lock);
+    if (cog->nctx_free == cog->ctx_cap) {
+        int cap = cog->ctx_cap ? cog->ctx_cap * 2 : 8;
+        cf_codec_ctx **n = cf__realloc(cog->ctx_free, (size_t)cap * sizeof *n);
+        if (n) {
+            cog->ctx_free = n;
+            cog->ctx_cap = cap;
+        }
+    }
+    if (cog->nctx_free < cog->ctx_cap) {
+        cog->ctx_free[cog->nctx_free++] = ctx;
+        ctx = NULL;
+    }
+    pthread_mutex_unlock(&cog->lock);
+    cf_codec_ctx_free(ctx); /* pool could not grow: drop it */
+}
+
+/* --------------------------------------------------------------- paste */
+
+void cf__cog_fill_value(const cf_cog *cog, uint8_t out[8]) {
+    memset(out, 0, 8);
+    const cf_tiff *t = cog->tiff;
+    if (!t->has_nodata) return;
+    double v = t->nodata;
+    switch (cog->dtype) {
+#define CF_FILL(T, lo, hi)                                              \
+    {                                                                   \
+        T x = (T)0;                                                     \
+        if (!isnan(v) && v >= (double)(lo) && v <= (double)(hi)) x = (T)v; \
+        memcpy(out, &x, sizeof x);                                      \
+        break;                                                          \
+    }
+    case CF_DT_U8: CF_FILL(uint8_t, 0, UINT8_MAX)
+    case CF_DT_I8: CF_FILL(int8_t, INT8_MIN, INT8_MAX)
+    case CF_DT_U16: CF_FILL(uint16_t, 0, UINT16_MAX)
+    case CF_DT_I16: CF_FILL(int16_t, INT16_MIN, INT16_MAX)
+    case CF_DT_U32: CF_FILL(uint32_t, 0, UINT32_MAX)
+    case CF_DT_I32: CF_FILL(int32_t, INT32_MIN, INT32_MAX)
+    case CF_DT_U64: CF_FILL(uint64_t, 0, 1.8446744073709550e19)
+    case CF_DT_I64: CF_FILL(int64_t, -9.2233720368547758e18, 9.2233720368547748e18)
+#undef CF_FILL
+    case CF_DT_F32: {
+        float f = (float)v;
+        memcpy(out, &f, 4);
+        break;
+    }
+    case CF_DT_F64: memcpy(out, &v, 8); break;
+    default: break;
+    }
+}
+
+static void fill_samples(uint8_t *dst, size_t n, size_t bps, const uint8_t v[8]) {
+    int zero = 1;
+    for (size_t i = 0; i < bps; i++) zero &= v[i] == 0;
+    if (zero || bps == 1) {
+        memset(dst, v[0], n * bps);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) memcpy(dst + i * bps, v, bps);
+}
+
+/* Copy `n` samples with a source stride of `stride` samples. */
+static void copy_strided(uint8_t *d, const uint8_t *s, size_t n, size_t stride,
+                         size_t bps) {
+    if (stride == 1) {
+        memcpy(d, s, n * bps);
+        return;
+    }
+    switch (bps) {
+    case 1:
+        for (size_t i = 0; i < n; i++) d[i] = s[i * stride];
+        break;
+    case 2:
+        for (size_t i = 0; i < n; i++) memcpy(d + 2 * i, s + 2 * i * stride, 2);
+        break;
+    case 4:
+        for (size_t i = 0; i < n; i++) memcpy(d + 4 * i, s + 4 * i * stride, 4);
+        break;
+    default:
+        for (size_t i = 0; i < n; i++) memcpy(d + bps * i, s + bps * i * stride, bps);
+        break;
+    }
+}
+
+void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
+                   int64_t x, int64_t y, uint32_t w, uint32_t h,
+                   const int *bands, int nbands, uint8_t *dst,
+                   int expand_bits) {
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[c->ifd];
+    cf_codec_params p;
+    cf__cog_chunk_params(cog, c, &p);
+    int64_t px0 = (int64_t)c->cx * ifd->chunk_w, py0 = (int64_t)c->cy * ifd->chunk_h;
+    int64_t px1 = px0 + ifd->chunk_w, py1 = py0 + p.height;
+    if (px1 > ifd->width) px1 = ifd->width;
+    if (py1 > ifd->height) py1 = ifd->height;
+    int64_t ix0 = px0 > x ? px0 : x, iy0 = py0 > y ? py0 : y;
+    int64_t ix1 = px1 < x + w ? px1 : x + w, iy1 = py1 < y + h ? py1 : y + h;
+    if (ix0 >= ix1 || iy0 >= iy1) return;
+    size_t spp = p.samples;
+    size_t n = (size_t)(ix1 - ix0);
+    size_t row_bytes = ((size_t)p.width * spp * p.bits + 7) / 8;
+    size_t bps = p.bits >= 8 ? p.bits / 8u : 1;
+    for (int k = 0; k < nbands; k++) {
+        size_t s;
+        if (ifd->planar == 2) {
+            if ((uint32_t)bands[k] != c->plane) continue;
+            s = 0;
+        } else {
+            s = (size_t)bands[k];
+        }
+        for (int64_t r = iy0; r < iy1; r++) {
+            const uint8_t *srow = chunk + (size_t)(r - py0) * row_bytes;
+            uint8_t *drow = dst + (((size_t)k * h + (size_t)(r - y)) * w +
+                                   (size_t)(ix0 - x)) * bps;
+            if (p.bits == 1) {
+                for (size_t i = 0; i < n; i++) {
+                    size_t bit = ((size_t)(ix0 - px0) + i) * spp + s;
+                    int on = (srow[bit >> 3] >> (7 - (bit & 7))) & 1;
+                    drow[i] = on ? (uint8_t)expand_bits : 0;
+                }
+            } else {
+                copy_strided(drow, srow + ((size_t)(ix0 - px0) * spp + s) * bps, n,
+                             spp, bps);
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- read */
+
+/* Read a window of IFD `ifdi` (an image level or a mask). */
+static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
+                          uint32_t w, uint32_t h, const int *bands, int nb,
+                          uint8_t *dst, int expand_bits, const uint8_t fill[8],
+                          cf_error *err) {
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
+    size_t bps = ifd->bits >= 8 ? ifd->bits / 8u : 1;
+    size_t npix = (size_t)w * h;
+    /* Clip the window to the image; what lies outside is fill. */
+    int64_t x0 = x < 0 ? 0 : x, y0 = y < 0 ? 0 : y;
+    int64_t x1 = x + (int64_t)w, y1 = y + (int64_t)h;
+    if (x1 > ifd->width) x1 = ifd->width;
+    if (y1 > ifd->height) y1 = ifd->height;
+    int inside = x >= 0 && y >= 0 && x + (int64_t)w <= ifd->width &&
+                 y + (int64_t)h <= ifd->height;
+    if (!inside) fill_samples(dst, npix * (size_t)nb, bps, fill);
+    if (x0 >= x1 || y0 >= y1) return CF_OK;
+
+    uint32_t cx0 = (uint32_t)(x0 / ifd->chunk_w), cx1 = (uint32_t)((x1 - 1) / ifd->chunk_w);
+    uint32_t cy0 = (uint32_t)(y0 / ifd->chunk_h), cy1 = (uint32_t)((y1 - 1) / ifd->chunk_h);
+    /* Planes to read: all at once for pixel interleave, else one per
+     * distinct requested band. */
+    uint32_t planes[CF_MAX_BANDS];
+    uint32_t nplanes = 0;
+    if (ifd->planar == 2) {
+        for (int k = 0; k < nb; k++) {
+            int dup = 0;
+            for (uint32_t j = 0; j < nplanes; j++) dup |= planes[j] == (uint32_t)bands[k];
+            if (!dup) planes[nplanes++] = (uint32_t)bands[k];
+        }
+    } else {
+        planes[nplanes++] = 0;
+    }
+    uint64_t nchunks = (uint64_t)(cx1 - cx0 + 1) * (cy1 - cy0 + 1) * nplanes;
+    if (nchunks > CF_MAX_CHUNKS)
+        return cf__err(err, CF_E_LIMIT, "%s: window needs %llu tiles", cog->name,
+                       (unsigned long long)nchunks);
+    cf_chunk *chunks = cf__calloc((size_t)nchunks, sizeof *chunks);
+    cf_range_req *reqs = cf__calloc((size_t)nchunks, sizeof *reqs);
+    uint8_t *fetched = NULL, *tile = NULL;
+    cf_codec_ctx *ctx = NULL;
+    cf_status st = CF_OK;
+    if (!chunks || !reqs) {
+        st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+        goto done;
+    }
+    size_t nc = 0, nreq = 0;
+    uint64_t total = 0;
+    int sparse = 0;
+    for (uint32_t pl = 0; pl < nplanes && !st; pl++)
+        for (uint32_t cy = cy0; cy <= cy1 && !st; cy++)
+            for (uint32_t cx = cx0; cx <= cx1 && !st; cx++) {
+                cf_chunk *c = &chunks[nc++];
+                st = cf__cog_chunk(cog, ifdi, cx, cy, planes[pl], c, err);
+                if (st) break;
+                if (c->len == 0) {
+                    sparse = 1;
+                    continue;
+                }
+                if (!cf__add_u64(total, c->len, &total) || total > (4ull << 30)) {
+                    st = cf__err(err, CF_E_LIMIT,
+                                 "%s: window needs more than 4 GiB of tile data",
+                                 cog->name);
+                    break;
+                }
+                reqs[nreq].off = c->off;
+                reqs[nreq].len = c->len;
+                reqs[nreq].user = c;
+                nreq++;
+            }
+    if (st) goto done;
+    if (sparse && inside) fill_samples(dst, npix * (size_t)nb, bps, fill);
+
+    /* Fetch every chunk in one batch (merged and in flight together). */
+    if (cog->src && nreq) {
+        fetched = cf__malloc((size_t)total);
+        if (!fetched) {
+            st = cf__err(err, CF_E_NOMEM, "%s: out of memory (%llu bytes)", cog->name,
+                         (unsigned long long)total);
+            goto done;
+        }
+        size_t pos = 0;
+        for (size_t i = 0; i < nreq; i++) {
+            reqs[i].dst = fetched + pos;
+            pos += (size_t)reqs[i].len;
+        }
+        st = cf_src_read(cog->src, reqs, nreq, err);
+        if (st) goto done;
+    }
+
+    cf_codec_params p0;
+    cf__cog_chunk_params(cog, &chunks[0], &p0);
+    p0.height = ifd->chunk_h;
+    uint64_t tile_bytes = cf_codec_chunk_bytes(&p0);
+    if (!tile_bytes) {
+        st = cf__err(err, CF_E_LIMIT, "%s: tile of %ux%u x %u samples too large",
+                     cog->name, p0.width, p0.height, p0.samples);
+        goto done;
+    }
+    tile = cf__malloc((size_t)tile_bytes);
+    ctx = cf__cog_ctx_get(cog);
+    if (!tile || !ctx) {
+        st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+        goto done;
+    }
+    for (size_t i = 0; i < nreq && !st; i++) {
+        const cf_chunk *c = reqs[i].user;
+        const uint8_t *src = cog->src ? reqs[i].dst : cog->mem + c->off;
+        cf_codec_params p;
+        cf__cog_chunk_params(cog, c, &p);
+        size_t len = (size_t)cf_codec_chunk_bytes(&p);
+        st = cf__cog_decode(cog, ctx, c, src, (size_t)c->len, tile, len, err);
+        if (!st) cf__cog_paste(cog, c, tile, x, y, w, h, bands, nb, dst, expand_bits);
+    }
+done:
+    cf__cog_ctx_put(cog, ctx);
+    free(tile);
+    free(fetched);
+    free(reqs);
+    free(chunks);
+    return st;
+}
+
+static cf_status check_window(const cf_cog *cog, int level, uint32_t w,
+                              uint32_t h, int64_t x, int64_t y, cf_error *err) {
+    if (level < 0 || level >= cog->tiff->nlevels)
+        return cf__err(err, CF_E_ARG, "%s: level %d does not exist (file has %d)",
+                       cog->name, level, cog->tiff->nlevels);
+    if (w == 0 || h == 0 || w > CF_MAX_DIMENSION || h > CF_MAX_DIMENSION)
+        return cf__err(err, CF_E_ARG, "%s: window size %ux%u invalid", cog->name, w, h);
+    if (x < -(int64_t)CF_MAX_DIMENSION || y < -(int64_t)CF_MAX_DIMENSION ||
+        x > 2 * (int64_t)CF_MAX_DIMENSION || y > 2 * (int64_t)CF_MAX_DIMENSION)
+        return cf__err(err, CF_E_ARG, "%s: window origin (%lld, %lld) out of range",
+                       cog->name, (long long)x, (long long)y);
+    return CF_OK;
+}
+
+cf_status cf_cog_read(cf_cog *cog, int level, int64_t x, int64_t y, uint32_t w,
+                      uint32_t h, const int *bands, int nbands, void *dst,
+                      size_t dst_size, cf_error *err) {
+    if (!cog || !dst) return cf__err(err, CF_E_ARG, "cf_cog_read: NULL argument");
+    cf_status st = check_window(cog, level, w, h, x, y, err);
+    if (st) return st;
+    int ifdi = cog->tiff->levels[level];
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
+    int all[CF_MAX_BANDS];
+    int nb = bands ? nbands : ifd->samples;
+    if (nb <= 0 || nb > CF_MAX_BANDS)
+        return cf__err(err, CF_E_ARG, "%s: %d bands requested", cog->name, nb);
+    for (int k = 0; k < nb; k++) {
+        int b = bands ? bands[k] : k + 1;
+        if (b < 1 || b > ifd->samples)
+            return cf__err(err, CF_E_ARG, "%s: band %d does not exist (file has %u)",
+                           cog->name, b, ifd->samples);
+        all[k] = b - 1;
+    }
+    size_t need = (size_t)w * h * (size_t)nb * cf_dtype_size(cog->dtype);
+    if (dst_size < need)
+        return cf__err(err, CF_E_ARG, "%s: buffer of %zu bytes, window needs %zu",
+                       cog->name, dst_size, need);
+    uint8_t fill[8];
+    cf__cog_fill_value(cog, fill);
+    return read_ifd(cog, ifdi, x, y, w, h, all, nb, dst, 1, fill, err);
+}
+
+cf_status cf_cog_read_mask(cf_cog *cog, int level, int64_t x, int64_t y,
+                           uint32_t w, uint32_t h, uint8_t *dst,
+                           size_t dst_size, cf_error *err) {
+    if (!cog || !dst) return cf__err(err, CF_E_ARG, "cf_cog_read_mask: NULL argument");
+    cf_status st = check_window(cog, level, w, h, x, y, err);
+    if (st) return st;
+    int mi = cog->tiff->mask_of_level[level];
+    if (mi < 0)
+        return cf__err(err, CF_E_STATE, "%s: no internal mask at level %d", cog->name,
+                       level);
+    if (dst_size < (size_t)w * h)
+        return cf__err(err, CF_E_ARG, "%s: mask buffer too small", cog->name);
+    const cf_tiff_ifd *m = &cog->tiff->ifds[mi];
+    if (m->bits != 1 && m->bits != 8)
+        return cf__err(err, CF_E_UNSUPPORTED, "%s: mask with %u bits per sample",
+                       cog->name, m->bits);
+    int band0 = 0;
+    uint8_t fill[8] = {0};
+    return read_ifd(cog, mi, x, y, w, h, &band0, 1, dst, 255, fill, err);
+}

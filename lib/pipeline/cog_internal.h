@@ -1,0 +1,71 @@
+/*
+ * cog_internal.h - the reader's internals shared inside lib/pipeline: the
+ * cf_cog struct and chunk-level helpers the loader uses to fetch, decode
+ * and paste tiles itself (so that one decoded tile can feed many patches).
+ */
+#ifndef CF_COG_INTERNAL_H
+#define CF_COG_INTERNAL_H
+
+#include <pthread.h>
+
+#include "../codec/codec.h"
+#include "../io/io.h"
+#include "../tiff/tiff.h"
+
+struct cf_cog {
+    cf_io *io;
+    int own_io;
+    cf_src *src;               /* NULL for in-memory files */
+    const uint8_t *mem;        /* in-memory file, not owned */
+    size_t mem_size;
+    cf_tiff *tiff;
+    cf_dtype dtype;
+    char name[512];            /* redacted URL */
+    char *etag;
+    uint64_t header_bytes;
+    uint32_t header_requests;
+    /* Codec contexts reused across reads: a stack guarded by a mutex so
+     * concurrent readers each take their own. */
+    pthread_mutex_t lock;
+    cf_codec_ctx **ctx_free;
+    int nctx_free, ctx_cap;
+};
+
+/* One chunk (tile or strip) of an IFD. */
+typedef struct cf_chunk {
+    int ifd;                   /* index into tiff->ifds */
+    uint32_t cx, cy;           /* chunk column / row */
+    uint32_t plane;            /* band plane (planar 2), else 0 */
+    uint64_t index;            /* index into offsets/counts */
+    uint64_t off, len;         /* compressed bytes; len 0 = sparse */
+} cf_chunk;
+
+/* Describe chunk (cx, cy, plane) of IFD `ifd`, validating its byte range
+ * against the file size. */
+cf_status cf__cog_chunk(const cf_cog *cog, int ifd, uint32_t cx, uint32_t cy,
+                        uint32_t plane, cf_chunk *out, cf_error *err);
+/* Codec parameters for a chunk and its decoded size in bytes. */
+void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
+                          cf_codec_params *p);
+/* Decode compressed bytes of a chunk into dst (size of
+ * cf_codec_chunk_bytes); errors name the file and tile. */
+cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+                         const uint8_t *src, size_t len, uint8_t *dst,
+                         size_t dst_len, cf_error *err);
+/* Take / give back a codec context from the cog's pool. */
+cf_codec_ctx *cf__cog_ctx_get(cf_cog *cog);
+void cf__cog_ctx_put(cf_cog *cog, cf_codec_ctx *ctx);
+
+/* Paste the part of decoded chunk `c` (buffer `chunk`) that falls inside
+ * the window (x, y, w, h) into band-sequential dst for the 0-based file
+ * bands `bands[0..nbands)`.  `expand_bits` maps 1-bit samples to 0/1 (1)
+ * or 0/255 (255). */
+void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
+                   int64_t x, int64_t y, uint32_t w, uint32_t h,
+                   const int *bands, int nbands, uint8_t *dst,
+                   int expand_bits);
+
+/* Fill value for pixels without data, as one sample of the cog's dtype. */
+void cf__cog_fill_value(const cf_cog *cog, uint8_t out[8]);
+
+#endif

@@ -1,0 +1,605 @@
+/*
+ * _cogfeed.c - the CPython extension: cogfeed.open(url) -> Cog with .read(),
+ * cogfeed.IO (the I/O loop and its options), cogfeed.Error.  Thin: every
+ * byte is moved by the C library, with the GIL released while it works.
+ */
+#define CF_PY_MAIN
+#include "pymod.h"
+
+#include <structmember.h>
+
+PyObject *cf_py_Error = NULL;
+#pragma weak cf_py_loader_init /* INTEGRATION: until python/_loader.c lands */
+
+PyObject *cf_py_raise(cf_status code, const cf_error *err) {
+    const char *msg = err && err->msg[0] ? err->msg : cf_strerror(code);
+    PyObject *exc = PyObject_CallFunction(cf_py_Error, "s", msg);
+    if (!exc) return NULL;
+    PyObject *c = PyLong_FromLong((long)code);
+    PyObject *n = PyUnicode_FromString(cf_strerror(code));
+    PyObject *h = PyLong_FromLong(err ? err->http_status : 0);
+    if (c && n && h) {
+        PyObject_SetAttrString(exc, "code", c);
+        PyObject_SetAttrString(exc, "name", n);
+        PyObject_SetAttrString(exc, "http_status", h);
+    }
+    Py_XDECREF(c);
+    Py_XDECREF(n);
+    Py_XDECREF(h);
+    PyErr_SetObject(cf_py_Error, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+int cf_py_npy_type(cf_dtype t) {
+    switch (t) {
+    case CF_DT_U8: return NPY_UINT8;
+    case CF_DT_I8: return NPY_INT8;
+    case CF_DT_U16: return NPY_UINT16;
+    case CF_DT_I16: return NPY_INT16;
+    case CF_DT_U32: return NPY_UINT32;
+    case CF_DT_I32: return NPY_INT32;
+    case CF_DT_U64: return NPY_UINT64;
+    case CF_DT_I64: return NPY_INT64;
+    case CF_DT_F32: return NPY_FLOAT32;
+    case CF_DT_F64: return NPY_FLOAT64;
+    default: return -1;
+    }
+}
+
+/* ------------------------------------------------------------------ IO */
+
+typedef struct {
+    PyObject_HEAD cf_io *io;
+    PyObject *cache_dir; /* keeps the option string alive */
+} IOObject;
+
+static PyTypeObject IOType;
+static PyObject *default_io = NULL; /* created on first use */
+
+static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"max_inflight", "header_bytes", "merge_gap", "request_timeout_s",
+                             "connect_timeout_s", "low_speed_time_s", "low_speed_bytes",
+                             "max_retries", "retry_budget", "retry_base_ms", "retry_max_ms",
+                             "verify_tls", "header_cache_dir", NULL};
+    cf_io_options o;
+    cf_io_options_init(&o);
+    int max_inflight = o.max_inflight, max_retries = o.max_retries, budget = o.retry_budget;
+    int verify = o.verify_tls;
+    Py_ssize_t header_bytes = (Py_ssize_t)o.header_bytes, merge_gap = (Py_ssize_t)o.merge_gap;
+    long low_bytes = o.low_speed_bytes;
+    double rt = o.request_timeout_s, ct = o.connect_timeout_s, lt = o.low_speed_time_s;
+    double rb = o.retry_base_ms, rm = o.retry_max_ms;
+    PyObject *cache = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$innddddliiddpO", kwlist, &max_inflight,
+                                     &header_bytes, &merge_gap, &rt, &ct, &lt, &low_bytes,
+                                     &max_retries, &budget, &rb, &rm, &verify, &cache))
+        return -1;
+    if (max_inflight < 1 || header_bytes < 16 || merge_gap < 0 || max_retries < 0 || budget < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "max_inflight >= 1, header_bytes >= 16, merge_gap/max_retries/"
+                        "retry_budget >= 0 required");
+        return -1;
+    }
+    o.max_inflight = max_inflight;
+    o.header_bytes = (size_t)header_bytes;
+    o.merge_gap = (size_t)merge_gap;
+    o.request_timeout_s = rt;
+    o.connect_timeout_s = ct;
+    o.low_speed_time_s = lt;
+    o.low_speed_bytes = low_bytes;
+    o.max_retries = max_retries;
+    o.retry_budget = budget;
+    o.retry_base_ms = rb;
+    o.retry_max_ms = rm;
+    o.verify_tls = verify;
+    if (cache != Py_None) {
+        PyObject *b = PyUnicode_EncodeFSDefault(cache);
+        if (!b) return -1;
+        Py_XSETREF(self->cache_dir, b);
+        o.header_cache_dir = PyBytes_AS_STRING(b);
+    }
+    cf_error err = {0};
+    cf_io *io = NULL;
+    cf_status st = cf_io_new(&o, &io, &err);
+    if (st) {
+        cf_py_raise(st, &err);
+        return -1;
+    }
+    cf_io_free(self->io);
+    self->io = io;
+    return 0;
+}
+
+static void IO_dealloc(IOObject *self) {
+    cf_io *io = self->io;
+    self->io = NULL;
+    if (io) {
+        Py_BEGIN_ALLOW_THREADS cf_io_free(io);
+        Py_END_ALLOW_THREADS
+    }
+    Py_XDECREF(self->cache_dir);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *IO_stats(IOObject *self, PyObject *noargs) {
+    cf_io_stats s;
+    cf_io_get_stats(self->io, &s);
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}", "requests",
+                         (unsigned long long)s.requests, "retries", (unsigned long long)s.retries,
+                         "bytes_fetched", (unsigned long long)s.bytes_fetched,
+                         "connect_failures", (unsigned long long)s.connect_failures,
+                         "read_failures", (unsigned long long)s.read_failures,
+                         "header_cache_hits", (unsigned long long)s.header_cache_hits,
+                         "inflight", s.inflight, "max_inflight", s.max_inflight);
+}
+
+static PyObject *IO_set_max_inflight(IOObject *self, PyObject *arg) {
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 1 || n > CF_IO_MAX_INFLIGHT)
+        return PyErr_Format(PyExc_ValueError, "max_inflight must be in 1..%d", CF_IO_MAX_INFLIGHT);
+    cf_io_set_max_inflight(self->io, (int)n);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef IO_methods[] = {
+    {"stats", (PyCFunction)IO_stats, METH_NOARGS,
+     "stats() -> dict: requests, retries, bytes_fetched, connect_failures, read_failures, "
+     "header_cache_hits, inflight, max_inflight"},
+    {"set_max_inflight", (PyCFunction)IO_set_max_inflight, METH_O,
+     "set_max_inflight(n): change the number of requests kept in flight"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject IOType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cogfeed.IO",
+    .tp_basicsize = sizeof(IOObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "IO(*, max_inflight=64, header_bytes=65536, merge_gap=65536, "
+              "request_timeout_s=60, connect_timeout_s=10, low_speed_time_s=15, "
+              "low_speed_bytes=1024, max_retries=6, retry_budget=1000, retry_base_ms=100, "
+              "retry_max_ms=10000, verify_tls=True, header_cache_dir=None)\n\n"
+              "One I/O event loop (libcurl multi) shared by every file opened with it.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)IO_init,
+    .tp_dealloc = (destructor)IO_dealloc,
+    .tp_methods = IO_methods,
+};
+
+cf_io *cf_py_io_get(PyObject *obj) {
+    if (!obj || obj == Py_None) {
+        if (!default_io) {
+            default_io = PyObject_CallObject((PyObject *)&IOType, NULL);
+            if (!default_io) return NULL;
+        }
+        obj = default_io;
+    }
+    if (!PyObject_TypeCheck(obj, &IOType)) {
+        PyErr_SetString(PyExc_TypeError, "io must be a cogfeed.IO or None");
+        return NULL;
+    }
+    return ((IOObject *)obj)->io;
+}
+
+/* ----------------------------------------------------------------- Cog */
+
+typedef struct {
+    PyObject_HEAD cf_cog *cog;
+    PyObject *io; /* keeps the IO alive while the cog uses it */
+    cf_cog_info info;
+} CogObject;
+
+static PyTypeObject CogType;
+
+static void Cog_dealloc(CogObject *self) {
+    cf_cog *c = self->cog;
+    self->cog = NULL;
+    if (c) {
+        Py_BEGIN_ALLOW_THREADS cf_cog_close(c);
+        Py_END_ALLOW_THREADS
+    }
+    Py_XDECREF(self->io);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int check_open(CogObject *self) {
+    if (!self->cog) {
+        PyErr_SetString(PyExc_ValueError, "I/O operation on a closed cogfeed file");
+        return 0;
+    }
+    return 1;
+}
+
+static int parse_window(PyObject *win, long long out[4]) {
+    PyObject *seq = PySequence_Fast(win, "window must be a sequence (x, y, w, h)");
+    if (!seq) return 0;
+    if (PySequence_Fast_GET_SIZE(seq) != 4) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "window must be (x, y, w, h)");
+        return 0;
+    }
+    for (int i = 0; i < 4; i++) {
+        out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (out[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return 0;
+        }
+    }
+    Py_DECREF(seq);
+    if (out[2] <= 0 || out[3] <= 0 || out[2] > CF_MAX_DIMENSION || out[3] > CF_MAX_DIMENSION) {
+        PyErr_SetString(PyExc_ValueError, "window width and height must be positive");
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"window", "bands", "level", "out", NULL};
+    PyObject *win = Py_None, *bands_obj = Py_None, *out = Py_None;
+    int level = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOi$O", kwlist, &win, &bands_obj, &level, &out))
+        return NULL;
+    if (!check_open(self)) return NULL;
+    long long wv[4];
+    cf_level_info li;
+    cf_error err = {0};
+    cf_status st = cf_cog_level_info(self->cog, level, &li, &err);
+    if (st) return cf_py_raise(st, &err);
+    if (win == Py_None) {
+        wv[0] = wv[1] = 0;
+        wv[2] = li.width;
+        wv[3] = li.height;
+    } else if (!parse_window(win, wv)) {
+        return NULL;
+    }
+    int nb = 0, *bands = NULL;
+    if (bands_obj != Py_None) {
+        PyObject *seq = PySequence_Fast(bands_obj, "bands must be a sequence of 1-based ints");
+        if (!seq) return NULL;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        if (n < 1 || n > CF_MAX_BANDS) {
+            Py_DECREF(seq);
+            return PyErr_Format(PyExc_ValueError, "bands: 1 to %d entries", CF_MAX_BANDS);
+        }
+        bands = PyMem_Malloc((size_t)n * sizeof *bands);
+        if (!bands) {
+            Py_DECREF(seq);
+            return PyErr_NoMemory();
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            long b = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+            if (b == -1 && PyErr_Occurred()) {
+                Py_DECREF(seq);
+                PyMem_Free(bands);
+                return NULL;
+            }
+            bands[i] = (int)b;
+        }
+        nb = (int)n;
+        Py_DECREF(seq);
+    }
+    int count = nb ? nb : (int)self->info.count;
+    npy_intp dims[3] = {count, (npy_intp)wv[3], (npy_intp)wv[2]};
+    int typenum = cf_py_npy_type(self->info.dtype);
+    PyArrayObject *arr;
+    if (out != Py_None) {
+        if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
+            !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
+            PyArray_TYPE((PyArrayObject *)out) != typenum ||
+            !PyArray_ISWRITEABLE((PyArrayObject *)out) ||
+            memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
+            PyMem_Free(bands);
+            return PyErr_Format(PyExc_ValueError,
+                                "out must be a writeable C-contiguous %s array of shape "
+                                "(%d, %lld, %lld)",
+                                cf_dtype_name(self->info.dtype), count, wv[3], wv[2]);
+        }
+        arr = (PyArrayObject *)out;
+        Py_INCREF(out);
+    } else {
+        arr = (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
+        if (!arr) {
+            PyMem_Free(bands);
+            return NULL;
+        }
+    }
+    void *dst = PyArray_DATA(arr);
+    size_t size = (size_t)PyArray_NBYTES(arr);
+    Py_BEGIN_ALLOW_THREADS st = cf_cog_read(self->cog, level, wv[0], wv[1], (uint32_t)wv[2],
+                                            (uint32_t)wv[3], bands, nb, dst, size, &err);
+    Py_END_ALLOW_THREADS PyMem_Free(bands);
+    if (st) {
+        Py_DECREF(arr);
+        return cf_py_raise(st, &err);
+    }
+    return (PyObject *)arr;
+}
+
+static PyObject *Cog_read_mask(CogObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"window", "level", NULL};
+    PyObject *win = Py_None;
+    int level = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oi", kwlist, &win, &level)) return NULL;
+    if (!check_open(self)) return NULL;
+    long long wv[4];
+    cf_level_info li;
+    cf_error err = {0};
+    cf_status st = cf_cog_level_info(self->cog, level, &li, &err);
+    if (st) return cf_py_raise(st, &err);
+    if (win == Py_None) {
+        wv[0] = wv[1] = 0;
+        wv[2] = li.width;
+        wv[3] = li.height;
+    } else if (!parse_window(win, wv)) {
+        return NULL;
+    }
+    npy_intp dims[2] = {(npy_intp)wv[3], (npy_intp)wv[2]};
+    PyArrayObject *arr = (PyArrayObject *)PyArray_SimpleNew(2, dims, NPY_UINT8);
+    if (!arr) return NULL;
+    void *dst = PyArray_DATA(arr);
+    size_t size = (size_t)PyArray_NBYTES(arr);
+    Py_BEGIN_ALLOW_THREADS st = cf_cog_read_mask(self->cog, level, wv[0], wv[1], (uint32_t)wv[2],
+                                                 (uint32_t)wv[3], dst, size, &err);
+    Py_END_ALLOW_THREADS if (st) {
+        Py_DECREF(arr);
+        return cf_py_raise(st, &err);
+    }
+    return (PyObject *)arr;
+}
+
+static PyObject *Cog_close(CogObject *self, PyObject *noargs) {
+    cf_cog *c = self->cog;
+    self->cog = NULL;
+    if (c) {
+        Py_BEGIN_ALLOW_THREADS cf_cog_close(c);
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Cog_enter(CogObject *self, PyObject *noargs) {
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *Cog_exit(CogObject *self, PyObject *args) { return Cog_close(self, NULL); }
+
+static PyObject *Cog_level_shape(CogObject *self, PyObject *arg) {
+    if (!check_open(self)) return NULL;
+    long level = PyLong_AsLong(arg);
+    if (level == -1 && PyErr_Occurred()) return NULL;
+    cf_level_info li;
+    cf_error err = {0};
+    cf_status st = cf_cog_level_info(self->cog, (int)level, &li, &err);
+    if (st) return cf_py_raise(st, &err);
+    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:O}", "width", li.width, "height", li.height,
+                         "tile_width", li.tile_width, "tile_height", li.tile_height, "tiled",
+                         li.tiled ? Py_True : Py_False);
+}
+
+static PyMethodDef Cog_methods[] = {
+    {"read", (PyCFunction)(void (*)(void))Cog_read, METH_VARARGS | METH_KEYWORDS,
+     "read(window=None, bands=None, level=0, *, out=None) -> ndarray (bands, h, w)\n\n"
+     "window=(x, y, w, h) in pixels of the level (None: whole level); bands are 1-based;\n"
+     "pixels outside the image are nodata (0 without nodata). The GIL is released."},
+    {"read_mask", (PyCFunction)(void (*)(void))Cog_read_mask, METH_VARARGS | METH_KEYWORDS,
+     "read_mask(window=None, level=0) -> uint8 ndarray (h, w): 255 valid, 0 invalid"},
+    {"level_info", (PyCFunction)Cog_level_shape, METH_O,
+     "level_info(level) -> dict(width, height, tile_width, tile_height, tiled)"},
+    {"close", (PyCFunction)Cog_close, METH_NOARGS, "close the file"},
+    {"__enter__", (PyCFunction)Cog_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)Cog_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+#define CF_INFO(field) ((CogObject *)self)->info.field
+
+static PyObject *get_dtype(PyObject *self, void *c) {
+    return (PyObject *)PyArray_DescrFromType(cf_py_npy_type(CF_INFO(dtype)));
+}
+static PyObject *get_overviews(PyObject *self, void *c) {
+    CogObject *o = (CogObject *)self;
+    if (!check_open(o)) return NULL;
+    PyObject *l = PyList_New(0);
+    for (int i = 1; l && i < o->info.nlevels; i++) {
+        cf_level_info li;
+        cf_cog_level_info(o->cog, i, &li, NULL);
+        PyObject *t = Py_BuildValue("(II)", li.width, li.height);
+        if (!t || PyList_Append(l, t)) {
+            Py_XDECREF(t);
+            Py_DECREF(l);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return l;
+}
+static PyObject *get_geotransform(PyObject *self, void *c) {
+    if (!CF_INFO(has_geotransform)) Py_RETURN_NONE;
+    const double *g = CF_INFO(geotransform);
+    return Py_BuildValue("(dddddd)", g[0], g[1], g[2], g[3], g[4], g[5]);
+}
+static PyObject *get_crs(PyObject *self, void *c) {
+    if (!CF_INFO(epsg)) Py_RETURN_NONE;
+    return PyLong_FromLong(CF_INFO(epsg));
+}
+static PyObject *get_nodata(PyObject *self, void *c) {
+    if (!CF_INFO(has_nodata)) Py_RETURN_NONE;
+    return PyFloat_FromDouble(CF_INFO(nodata));
+}
+static PyObject *get_requests(PyObject *self, void *c) {
+    return PyLong_FromUnsignedLongLong(cf_cog_requests(((CogObject *)self)->cog));
+}
+static PyObject *get_name(PyObject *self, void *c) {
+    return PyUnicode_FromString(cf_cog_name(((CogObject *)self)->cog));
+}
+static PyObject *get_scales(PyObject *self, void *c) {
+    CogObject *o = (CogObject *)self;
+    if (!check_open(o)) return NULL;
+    PyObject *l = PyList_New(o->info.count);
+    for (uint32_t b = 0; l && b < o->info.count; b++)
+        PyList_SET_ITEM(l, b, PyFloat_FromDouble(c ? cf_cog_band_offset(o->cog, (int)b + 1)
+                                                   : cf_cog_band_scale(o->cog, (int)b + 1)));
+    return l;
+}
+static PyObject *get_etag(PyObject *self, void *c) {
+    if (!CF_INFO(etag)) Py_RETURN_NONE;
+    return PyUnicode_FromString(CF_INFO(etag));
+}
+static PyObject *get_closed(PyObject *self, void *c) {
+    return PyBool_FromLong(((CogObject *)self)->cog == NULL);
+}
+
+#define CF_GET_UINT(name, field, doc)                                                  \
+    static PyObject *get_##name(PyObject *self, void *c) {                              \
+        return PyLong_FromUnsignedLongLong((unsigned long long)CF_INFO(field));        \
+    }
+CF_GET_UINT(width, width, )
+CF_GET_UINT(height, height, )
+CF_GET_UINT(count, count, )
+CF_GET_UINT(tile_width, tile_width, )
+CF_GET_UINT(tile_height, tile_height, )
+CF_GET_UINT(predictor, predictor, )
+CF_GET_UINT(bits, bits_per_sample, )
+CF_GET_UINT(file_size, file_size, )
+CF_GET_UINT(header_bytes, header_bytes, )
+CF_GET_UINT(header_requests, header_requests, )
+static PyObject *get_compression(PyObject *self, void *c) {
+    return PyUnicode_FromString(CF_INFO(compression_name));
+}
+static PyObject *get_interleave(PyObject *self, void *c) {
+    return PyUnicode_FromString(CF_INFO(planar) == 2 ? "band" : "pixel");
+}
+static PyObject *get_flag(PyObject *self, void *c) {
+    const char *which = c;
+    int v = !strcmp(which, "tiled")    ? CF_INFO(tiled)
+            : !strcmp(which, "bigtiff") ? CF_INFO(bigtiff)
+            : !strcmp(which, "mask")    ? CF_INFO(has_mask)
+                                        : CF_INFO(big_endian);
+    return PyBool_FromLong(v);
+}
+
+static PyGetSetDef Cog_getset[] = {
+    {"width", get_width, NULL, "width in pixels (level 0)", NULL},
+    {"height", get_height, NULL, "height in pixels (level 0)", NULL},
+    {"count", get_count, NULL, "number of bands", NULL},
+    {"dtype", get_dtype, NULL, "numpy dtype of the samples", NULL},
+    {"bits_per_sample", get_bits, NULL, "bits per sample (1 for bit masks)", NULL},
+    {"tile_width", get_tile_width, NULL, "tile width (strips: image width)", NULL},
+    {"tile_height", get_tile_height, NULL, "tile height (strips: rows per strip)", NULL},
+    {"tiled", get_flag, NULL, "True when tiled, False when stripped", "tiled"},
+    {"bigtiff", get_flag, NULL, "True for BigTIFF", "bigtiff"},
+    {"big_endian", get_flag, NULL, "True for big-endian files", "big_endian"},
+    {"has_mask", get_flag, NULL, "True when an internal mask is present", "mask"},
+    {"compression", get_compression, NULL, "compression name, e.g. 'LERC_ZSTD'", NULL},
+    {"predictor", get_predictor, NULL, "TIFF predictor (1 none, 2 horizontal, 3 float)", NULL},
+    {"interleave", get_interleave, NULL, "'pixel' or 'band'", NULL},
+    {"overviews", get_overviews, NULL, "list of (width, height) of each overview level", NULL},
+    {"geotransform", get_geotransform, NULL, "GDAL geotransform tuple or None", NULL},
+    {"crs", get_crs, NULL, "EPSG code (int) or None", NULL},
+    {"nodata", get_nodata, NULL, "nodata value (float) or None", NULL},
+    {"scales", get_scales, NULL, "per-band scale (GDAL_METADATA), 1.0 when absent", NULL},
+    {"offsets", get_scales, NULL, "per-band offset (GDAL_METADATA), 0.0 when absent", "o"},
+    {"file_size", get_file_size, NULL, "file size in bytes", NULL},
+    {"header_bytes", get_header_bytes, NULL, "bytes fetched to open the file", NULL},
+    {"header_requests", get_header_requests, NULL, "requests made to open (0: header cache hit)", NULL},
+    {"requests", get_requests, NULL, "requests sent for this file so far", NULL},
+    {"etag", get_etag, NULL, "ETag pinned at open (remote files) or None", NULL},
+    {"name", get_name, NULL, "URL without query string or credentials", NULL},
+    {"closed", get_closed, NULL, "True after close()", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyObject *Cog_repr(CogObject *self) {
+    if (!self->cog) return PyUnicode_FromString("<cogfeed.Cog closed>");
+    return PyUnicode_FromFormat("<cogfeed.Cog %s %ux%u x%u %s %s>", cf_cog_name(self->cog),
+                                self->info.width, self->info.height, self->info.count,
+                                cf_dtype_name(self->info.dtype), self->info.compression_name);
+}
+
+static PyTypeObject CogType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cogfeed.Cog",
+    .tp_basicsize = sizeof(CogObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An opened (Geo)TIFF / COG; create with cogfeed.open(url).",
+    .tp_dealloc = (destructor)Cog_dealloc,
+    .tp_methods = Cog_methods,
+    .tp_getset = Cog_getset,
+    .tp_repr = (reprfunc)Cog_repr,
+};
+
+static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"url", "io", NULL};
+    PyObject *url_obj, *io_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwlist, &url_obj, &io_obj)) return NULL;
+    PyObject *url_b = PyUnicode_Check(url_obj) ? PyUnicode_EncodeFSDefault(url_obj)
+                                               : PyOS_FSPath(url_obj);
+    if (!url_b) return NULL;
+    if (PyUnicode_Check(url_b)) Py_SETREF(url_b, PyUnicode_EncodeFSDefault(url_b));
+    if (!url_b) return NULL;
+    cf_io *io = cf_py_io_get(io_obj);
+    if (!io) {
+        Py_DECREF(url_b);
+        return NULL;
+    }
+    PyObject *io_ref = io_obj == Py_None ? default_io : io_obj;
+    const char *url = PyBytes_AsString(url_b);
+    if (!url) {
+        Py_DECREF(url_b);
+        return NULL;
+    }
+    cf_error err = {0};
+    cf_cog *cog = NULL;
+    cf_status st;
+    Py_BEGIN_ALLOW_THREADS st = cf_cog_open(io, url, &cog, &err);
+    Py_END_ALLOW_THREADS Py_DECREF(url_b);
+    if (st) return cf_py_raise(st, &err);
+    CogObject *o = PyObject_New(CogObject, &CogType);
+    if (!o) {
+        cf_cog_close(cog);
+        return NULL;
+    }
+    o->cog = cog;
+    Py_INCREF(io_ref);
+    o->io = io_ref;
+    cf_cog_get_info(cog, &o->info);
+    return (PyObject *)o;
+}
+
+static PyObject *py_default_io(PyObject *mod, PyObject *noargs) {
+    if (!cf_py_io_get(Py_None)) return NULL;
+    Py_INCREF(default_io);
+    return default_io;
+}
+
+static PyMethodDef module_methods[] = {
+    {"open", (PyCFunction)(void (*)(void))py_open, METH_VARARGS | METH_KEYWORDS,
+     "open(url, io=None) -> Cog\n\nOpen a COG: a path, file://, http(s)://, s3://, az://, "
+     "gs:// URL.\nio: a cogfeed.IO (None: the process default)."},
+    {"default_io", (PyCFunction)py_default_io, METH_NOARGS,
+     "default_io() -> IO used when no io is given"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "cogfeed._cogfeed",
+                                       "cogfeed's C core.", -1, module_methods,
+                                       NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__cogfeed(void);
+PyMODINIT_FUNC PyInit__cogfeed(void) {
+    import_array();
+    if (PyType_Ready(&IOType) < 0 || PyType_Ready(&CogType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+    cf_py_Error = PyErr_NewExceptionWithDoc(
+        "cogfeed.Error",
+        "Raised for every cogfeed failure; .code, .name and .http_status say which.",
+        PyExc_RuntimeError, NULL);
+    if (!cf_py_Error) return NULL;
+    Py_INCREF(cf_py_Error);
+    PyModule_AddObject(m, "Error", cf_py_Error);
+    Py_INCREF(&IOType);
+    PyModule_AddObject(m, "IO", (PyObject *)&IOType);
+    Py_INCREF(&CogType);
+    PyModule_AddObject(m, "Cog", (PyObject *)&CogType);
+    PyModule_AddStringConstant(m, "__version__", CF_VERSION_STRING);
+    if (cf_py_loader_init && cf_py_loader_init(m) < 0) return NULL;
+    return m;
+}

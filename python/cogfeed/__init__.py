@@ -1,0 +1,12 @@
+"""cogfeed: stream training patches out of Cloud-Optimized GeoTIFFs.
+
+    import cogfeed
+    with cogfeed.open("s3://bucket/scene.tif") as cog:
+        patch = cog.read(window=(0, 0, 256, 256), bands=[4, 3, 2])
+
+Everything that moves or decodes bytes is C (the ``_cogfeed`` extension);
+this package is a thin layer over it.
+"""
+from ._cogfeed import IO, Cog, Error, open, default_io, __version__
+
+__all__ = ["open", "IO", "Cog", "Error", "default_io", "__version__"]

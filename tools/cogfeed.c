@@ -1,0 +1,411 @@
+/*
+ * cogfeed.c - the command-line tool.  `info` and `read` are C and use only
+ * the public header; the research commands (synth, convert, bench, tune,
+ * experiment, demo) live in the Python package and are handed over to
+ * `python3 -m cogfeed.cli` with the same arguments.
+ */
+#include "cogfeed.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef CF_PYTHON_DIR
+#define CF_PYTHON_DIR ""
+#endif
+
+static const char *usage_text =
+    "usage: cogfeed COMMAND [ARGS]\n"
+    "\n"
+    "  info URL [--json]                   describe a (Geo)TIFF / COG\n"
+    "  read URL --window X,Y,W,H [--level N] [--bands 1,2,...] [--mask]\n"
+    "       -o OUT.npy                     read a window into a NumPy file\n"
+    "  synth | convert | bench | tune | experiment | demo\n"
+    "                                      research commands (see `cogfeed\n"
+    "                                      COMMAND --help`)\n"
+    "\n"
+    "URL: a path, file://, http(s)://, s3://bucket/key, az://container/blob,\n"
+    "     gs://bucket/key.  Credentials come from the usual environment\n"
+    "     variables (AWS_*, AZURE_STORAGE_*, GOOGLE_OAUTH_ACCESS_TOKEN).\n"
+    "I/O options (info and read): --header-bytes N, --max-inflight N,\n"
+    "     --header-cache DIR, --max-retries N, --timeout SECONDS,\n"
+    "     --insecure (do not verify TLS certificates)\n";
+
+static int usage(int rc) {
+    fputs(usage_text, rc ? stderr : stdout);
+    return rc;
+}
+
+static int fail(const char *what, cf_status st, const cf_error *err) {
+    fprintf(stderr, "cogfeed %s: %s\n", what,
+            err && err->msg[0] ? err->msg : cf_strerror(st));
+    return 1;
+}
+
+/* Parse the I/O options shared by info and read; returns 1 if argv[*i] was
+ * one of them (consuming its value), -1 on a bad value. */
+static int io_option(int argc, char **argv, int *i, cf_io_options *o) {
+    const char *a = argv[*i];
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    char *end = NULL;
+    if (!strcmp(a, "--insecure")) {
+        o->verify_tls = 0;
+        return 1;
+    }
+    if (!strcmp(a, "--header-cache")) {
+        if (!v) return -1;
+        o->header_cache_dir = v;
+    } else if (!strcmp(a, "--header-bytes") || !strcmp(a, "--max-inflight") ||
+               !strcmp(a, "--max-retries") || !strcmp(a, "--timeout")) {
+        if (!v) return -1;
+        errno = 0;
+        double d = strtod(v, &end);
+        if (errno || *end || !(d >= 0)) return -1;
+        if (!strcmp(a, "--header-bytes")) o->header_bytes = (size_t)d;
+        else if (!strcmp(a, "--max-inflight")) o->max_inflight = (int)d;
+        else if (!strcmp(a, "--max-retries")) o->max_retries = (int)d;
+        else o->request_timeout_s = d;
+    } else {
+        return 0;
+    }
+    (*i)++;
+    return 1;
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, double v) {
+    if (isnan(v)) fputs("\"nan\"", f);
+    else if (isinf(v)) fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);
+    else fprintf(f, "%.17g", v);
+}
+
+static const char *interleave_name(int planar) { return planar == 2 ? "band" : "pixel"; }
+
+static int cmd_info(int argc, char **argv) {
+    const char *url = NULL;
+    int json = 0;
+    cf_io_options o;
+    cf_io_options_init(&o);
+    for (int i = 0; i < argc; i++) {
+        int r = io_option(argc, argv, &i, &o);
+        if (r < 0) return fprintf(stderr, "cogfeed info: bad value for %s\n", argv[i]), 2;
+        if (r) continue;
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(0);
+        else if (argv[i][0] == '-' && argv[i][1]) return fprintf(stderr, "cogfeed info: unknown option %s\n", argv[i]), 2;
+        else if (!url) url = argv[i];
+        else return usage(2);
+    }
+    if (!url) return usage(2);
+    cf_error err = {0};
+    cf_io *io = NULL;
+    cf_status st = cf_io_new(&o, &io, &err);
+    if (st) return fail("info", st, &err);
+    cf_cog *cog = NULL;
+    st = cf_cog_open(io, url, &cog, &err);
+    if (st) {
+        cf_io_free(io);
+        return fail("info", st, &err);
+    }
+    cf_cog_info in;
+    cf_cog_get_info(cog, &in);
+    FILE *f = stdout;
+    if (json) {
+        fprintf(f, "{\"url\": ");
+        json_str(f, cf_cog_name(cog));
+        fprintf(f, ", \"width\": %u, \"height\": %u, \"count\": %u, \"dtype\": \"%s\"",
+                in.width, in.height, in.count, cf_dtype_name(in.dtype));
+        fprintf(f, ", \"bits_per_sample\": %u, \"tiled\": %s, \"tile_width\": %u, \"tile_height\": %u",
+                in.bits_per_sample, in.tiled ? "true" : "false", in.tile_width, in.tile_height);
+        fprintf(f, ", \"compression\": ");
+        json_str(f, in.compression_name);
+        fprintf(f, ", \"predictor\": %d, \"interleave\": \"%s\", \"photometric\": %d",
+                in.predictor, interleave_name(in.planar), in.photometric);
+        fprintf(f, ", \"bigtiff\": %s, \"byte_order\": \"%s\"", in.bigtiff ? "true" : "false",
+                in.big_endian ? "big" : "little");
+        fprintf(f, ", \"overviews\": [");
+        for (int l = 1; l < in.nlevels; l++) {
+            cf_level_info li;
+            cf_cog_level_info(cog, l, &li, NULL);
+            fprintf(f, "%s[%u, %u]", l > 1 ? ", " : "", li.width, li.height);
+        }
+        fprintf(f, "], \"has_mask\": %s, \"geotransform\": ", in.has_mask ? "true" : "false");
+        if (in.has_geotransform) {
+            fputc('[', f);
+            for (int k = 0; k < 6; k++) {
+                if (k) fputs(", ", f);
+                json_num(f, in.geotransform[k]);
+            }
+            fputc(']', f);
+        } else {
+            fputs("null", f);
+        }
+        if (in.epsg) fprintf(f, ", \"epsg\": %d", in.epsg);
+        else fputs(", \"epsg\": null", f);
+        fputs(", \"nodata\": ", f);
+        if (in.has_nodata) json_num(f, in.nodata);
+        else fputs("null", f);
+        fputs(", \"scale\": [", f);
+        for (uint32_t b = 1; b <= in.count && b <= CF_MAX_BANDS; b++) {
+            if (b > 1) fputs(", ", f);
+            json_num(f, cf_cog_band_scale(cog, (int)b));
+        }
+        fputs("], \"offset\": [", f);
+        for (uint32_t b = 1; b <= in.count && b <= CF_MAX_BANDS; b++) {
+            if (b > 1) fputs(", ", f);
+            json_num(f, cf_cog_band_offset(cog, (int)b));
+        }
+        fprintf(f, "], \"file_size\": %" PRIu64 ", \"header_bytes\": %" PRIu64
+                   ", \"header_requests\": %u}\n",
+                in.file_size, in.header_bytes, in.header_requests);
+    } else {
+        fprintf(f, "URL:          %s\n", cf_cog_name(cog));
+        fprintf(f, "Size:         %u x %u, %u band%s, %s\n", in.width, in.height, in.count,
+                in.count == 1 ? "" : "s", in.bits_per_sample == 1 ? "1-bit" : cf_dtype_name(in.dtype));
+        fprintf(f, "Layout:       %s %u x %u, %s interleave\n", in.tiled ? "tiles" : "strips",
+                in.tile_width, in.tile_height, interleave_name(in.planar));
+        fprintf(f, "Compression:  %s, predictor %d\n", in.compression_name, in.predictor);
+        fprintf(f, "Format:       %s, %s-endian\n", in.bigtiff ? "BigTIFF" : "TIFF",
+                in.big_endian ? "big" : "little");
+        fprintf(f, "Overviews:    ");
+        if (in.nlevels <= 1) fputs("none", f);
+        for (int l = 1; l < in.nlevels; l++) {
+            cf_level_info li;
+            cf_cog_level_info(cog, l, &li, NULL);
+            fprintf(f, "%s%ux%u", l > 1 ? ", " : "", li.width, li.height);
+        }
+        fprintf(f, "\nMask:         %s\n", in.has_mask ? "internal" : "none");
+        if (in.has_geotransform)
+            fprintf(f, "Geotransform: %.10g, %.10g, %.10g, %.10g, %.10g, %.10g\n",
+                    in.geotransform[0], in.geotransform[1], in.geotransform[2],
+                    in.geotransform[3], in.geotransform[4], in.geotransform[5]);
+        else
+            fprintf(f, "Geotransform: none\n");
+        if (in.epsg) fprintf(f, "CRS:          EPSG:%d\n", in.epsg);
+        else fprintf(f, "CRS:          unknown\n");
+        if (in.has_nodata) fprintf(f, "NoData:       %.17g\n", in.nodata);
+        fprintf(f, "File size:    %" PRIu64 " bytes\n", in.file_size);
+        fprintf(f, "Opened with:  %u request%s, %" PRIu64 " header bytes\n", in.header_requests,
+                in.header_requests == 1 ? "" : "s", in.header_bytes);
+    }
+    cf_cog_close(cog);
+    cf_io_free(io);
+    return 0;
+}
+
+static const char *npy_descr(cf_dtype t) {
+    switch (t) {
+    case CF_DT_U8: return "|u1";
+    case CF_DT_I8: return "|i1";
+    case CF_DT_U16: return "<u2";
+    case CF_DT_I16: return "<i2";
+    case CF_DT_U32: return "<u4";
+    case CF_DT_I32: return "<i4";
+    case CF_DT_U64: return "<u8";
+    case CF_DT_I64: return "<i8";
+    case CF_DT_F32: return "<f4";
+    case CF_DT_F64: return "<f8";
+    default: return NULL;
+    }
+}
+
+/* NumPy .npy format 1.0: magic, header length, a dict padded so the data
+ * starts on a 64-byte boundary.  Data is written as the host holds it; the
+ * descriptor says little-endian, so refuse big-endian hosts plainly. */
+static int write_npy(const char *path, cf_dtype t, int nb, uint32_t h, uint32_t w,
+                     const void *data, size_t n) {
+    const uint16_t probe = 1;
+    if (*(const uint8_t *)&probe != 1) {
+        fprintf(stderr, "cogfeed read: big-endian hosts are not supported for .npy output\n");
+        return 1;
+    }
+    char hdr[256];
+    int len = snprintf(hdr, sizeof hdr,
+                       "{'descr': '%s', 'fortran_order': False, 'shape': (%d, %u, %u), }",
+                       npy_descr(t), nb, h, w);
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "cogfeed read: cannot write %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    uint16_t hl = (uint16_t)(len + pad + 1);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                             (unsigned char)(hl & 0xff), (unsigned char)(hl >> 8)};
+    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)len, f) == (size_t)len;
+    for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF && fwrite(data, 1, n, f) == n;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok) {
+        fprintf(stderr, "cogfeed read: writing %s failed: %s\n", path, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+static int parse_ints(const char *s, long long *out, int max) {
+    int n = 0;
+    while (*s && n < max) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno || end == s) return -1;
+        out[n++] = v;
+        if (*end == ',') s = end + 1;
+        else if (*end == 0) s = end;
+        else return -1;
+    }
+    return *s ? -1 : n;
+}
+
+static int cmd_read(int argc, char **argv) {
+    const char *url = NULL, *out = NULL;
+    long long win[4];
+    int have_win = 0, level = 0, mask = 0, nb = 0;
+    static int bands[CF_MAX_BANDS];
+    cf_io_options o;
+    cf_io_options_init(&o);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int r = io_option(argc, argv, &i, &o);
+        if (r < 0) return fprintf(stderr, "cogfeed read: bad value for %s\n", a), 2;
+        if (r) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(0);
+        if (!strcmp(a, "--mask")) {
+            mask = 1;
+            continue;
+        }
+        if (!strcmp(a, "--window") || !strcmp(a, "--level") || !strcmp(a, "--bands") ||
+            !strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!v) return fprintf(stderr, "cogfeed read: %s needs a value\n", a), 2;
+            i++;
+            if (!strcmp(a, "--window")) {
+                if (parse_ints(v, win, 4) != 4 || win[2] <= 0 || win[3] <= 0 ||
+                    win[2] > UINT32_MAX || win[3] > UINT32_MAX)
+                    return fprintf(stderr, "cogfeed read: --window wants X,Y,W,H with W,H > 0\n"), 2;
+                have_win = 1;
+            } else if (!strcmp(a, "--level")) {
+                long long lv;
+                if (parse_ints(v, &lv, 1) != 1 || lv < 0 || lv > 1000)
+                    return fprintf(stderr, "cogfeed read: bad --level %s\n", v), 2;
+                level = (int)lv;
+            } else if (!strcmp(a, "--bands")) {
+                long long tmp[64];
+                int n = parse_ints(v, tmp, 64);
+                if (n <= 0) return fprintf(stderr, "cogfeed read: bad --bands %s\n", v), 2;
+                for (int k = 0; k < n; k++) {
+                    if (tmp[k] < 1 || tmp[k] > CF_MAX_BANDS)
+                        return fprintf(stderr, "cogfeed read: band %lld out of range\n", tmp[k]), 2;
+                    bands[k] = (int)tmp[k];
+                }
+                nb = n;
+            } else {
+                out = v;
+            }
+            continue;
+        }
+        if (a[0] == '-' && a[1]) return fprintf(stderr, "cogfeed read: unknown option %s\n", a), 2;
+        if (!url) url = a;
+        else return usage(2);
+    }
+    if (!url || !have_win || !out) {
+        fprintf(stderr, "cogfeed read: needs URL, --window X,Y,W,H and -o OUT.npy\n");
+        return 2;
+    }
+    cf_error err = {0};
+    cf_io *io = NULL;
+    cf_status st = cf_io_new(&o, &io, &err);
+    if (st) return fail("read", st, &err);
+    cf_cog *cog = NULL;
+    st = cf_cog_open(io, url, &cog, &err);
+    if (st) {
+        cf_io_free(io);
+        return fail("read", st, &err);
+    }
+    cf_cog_info in;
+    cf_cog_get_info(cog, &in);
+    uint32_t w = (uint32_t)win[2], h = (uint32_t)win[3];
+    cf_dtype dt = mask ? CF_DT_U8 : in.dtype;
+    int count = mask ? 1 : (nb ? nb : (int)in.count);
+    size_t n = (size_t)w * h * (size_t)count * cf_dtype_size(dt);
+    if ((double)w * h * count * cf_dtype_size(dt) > 16e9) {
+        fprintf(stderr, "cogfeed read: window of %ux%u x %d bands is larger than 16 GB\n", w, h, count);
+        cf_cog_close(cog);
+        cf_io_free(io);
+        return 2;
+    }
+    void *buf = malloc(n ? n : 1);
+    int rc = 1;
+    if (!buf) {
+        fprintf(stderr, "cogfeed read: out of memory for %zu bytes\n", n);
+    } else {
+        st = mask ? cf_cog_read_mask(cog, level, win[0], win[1], w, h, buf, n, &err)
+                  : cf_cog_read(cog, level, win[0], win[1], w, h, nb ? bands : NULL, nb, buf, n, &err);
+        rc = st ? fail("read", st, &err) : write_npy(out, dt, count, h, w, buf, n);
+    }
+    free(buf);
+    cf_cog_close(cog);
+    cf_io_free(io);
+    return rc;
+}
+
+/* Hand a research command to the Python package, keeping argv as is. */
+static int run_python(int argc, char **argv) {
+    const char *py = getenv("COGFEED_PYTHON");
+    if (!py || !*py) py = "/usr/bin/python3";
+    const char *dir = getenv("COGFEED_PYTHONPATH");
+    if (!dir || !*dir) dir = CF_PYTHON_DIR;
+    if (*dir) {
+        const char *old = getenv("PYTHONPATH");
+        size_t len = strlen(dir) + (old ? strlen(old) : 0) + 2;
+        char *pp = malloc(len);
+        if (pp) {
+            snprintf(pp, len, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+            setenv("PYTHONPATH", pp, 1);
+            free(pp);
+        }
+    }
+    char **args = calloc((size_t)argc + 4, sizeof *args);
+    if (!args) return 1;
+    args[0] = (char *)py;
+    args[1] = "-m";
+    args[2] = "cogfeed.cli";
+    for (int i = 0; i < argc; i++) args[3 + i] = argv[i];
+    execv(py, args);
+    fprintf(stderr, "cogfeed: cannot run %s: %s\n", py, strerror(errno));
+    free(args);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return usage(2);
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) return usage(0);
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("cogfeed %s\n", CF_VERSION_STRING);
+        return 0;
+    }
+    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "read")) return cmd_read(argc - 2, argv + 2);
+    static const char *const py_cmds[] = {"synth", "convert", "bench", "tune", "experiment", "demo"};
+    for (size_t i = 0; i < sizeof py_cmds / sizeof *py_cmds; i++)
+        if (!strcmp(cmd, py_cmds[i])) return run_python(argc - 1, argv + 1);
+    fprintf(stderr, "cogfeed: unknown command '%s'\n\n", cmd);
+    return usage(2);
+}
