@@ -67,6 +67,11 @@ cf_status cf_src_submit(cf_src *src, cf_range_req *reqs, size_t n,
 
 /* io options as given (defaults filled), for the layers above. */
 const cf_io_options *cf_io_opts(const cf_io *io);
+/* Per-io state of the layers above (the reader's header cache): the first
+ * call creates it with create(); cf_io_free destroys it with destroy().
+ * Thread-safe. */
+void *cf_io_upper_state(cf_io *io, void *(*create)(void),
+                        void (*destroy)(void *));
 /* Count a header-cache hit in the io's stats. */
 void cf_io_note_cache_hit(cf_io *io);
 
