@@ -1,0 +1,480 @@
+/*
+ * auth.c - URL forms and the parts every backend shares: scheme dispatch,
+ * plain HTTP(S) pass-through, GCS (public or OAuth bearer), service error
+ * codes, percent-encoding, and the crypto helpers over libcrypto.  S3 SigV4
+ * lives in auth_s3.c, Azure in auth_azure.c.
+ */
+#include "auth_int.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+
+/* ---- growable string ---------------------------------------------- */
+
+static int sb_reserve(cf__sbuf *b, size_t extra) {
+    if (b->oom) return 0;
+    if (b->len + extra + 1 <= b->cap) return 1;
+    size_t cap = b->cap ? b->cap : 128;
+    while (cap < b->len + extra + 1) {
+        if (cap > ((size_t)1 << 30)) { b->oom = 1; return 0; }
+        cap *= 2;
+    }
+    char *s = cf__realloc(b->s, cap);
+    if (!s) { b->oom = 1; return 0; }
+    b->s = s;
+    b->cap = cap;
+    return 1;
+}
+
+void cf__sb_putn(cf__sbuf *b, const char *s, size_t n) {
+    if (!sb_reserve(b, n)) return;
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+void cf__sb_put(cf__sbuf *b, const char *s) { cf__sb_putn(b, s, strlen(s)); }
+
+void cf__sb_printf(cf__sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !sb_reserve(b, (size_t)n)) { b->oom = 1; return; }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void cf__sb_uri(cf__sbuf *b, const char *in, size_t len, int keep_slash) {
+    static const char hx[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
+            (c == '/' && keep_slash)) {
+            char ch = (char)c;
+            cf__sb_putn(b, &ch, 1);
+        } else {
+            char e[3] = {'%', hx[c >> 4], hx[c & 15]};
+            cf__sb_putn(b, e, 3);
+        }
+    }
+}
+
+char *cf__sb_take(cf__sbuf *b) {
+    if (b->oom) { cf__sb_free(b); return NULL; }
+    if (!b->s) {
+        if (!sb_reserve(b, 0)) return NULL;
+        b->s[0] = 0;
+    }
+    char *s = b->s;
+    b->s = NULL;
+    b->len = b->cap = 0;
+    return s;
+}
+
+void cf__sb_free(cf__sbuf *b) {
+    free(b->s);
+    b->s = NULL;
+    b->len = b->cap = 0;
+}
+
+char *cf__uri_encode(const char *in, size_t len, int keep_slash) {
+    cf__sbuf b = {0};
+    cf__sb_uri(&b, in, len, keep_slash);
+    return cf__sb_take(&b);
+}
+
+/* ---- crypto -------------------------------------------------------- */
+
+void cf__hex(const unsigned char *in, size_t n, char *out) {
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[in[i] >> 4];
+        out[2 * i + 1] = hx[in[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+void cf__sha256_hex(const void *data, size_t len, char out[65]) {
+    unsigned char md[32];
+    SHA256(data, len, md);
+    cf__hex(md, 32, out);
+}
+
+void cf__hmac_sha256(const void *key, size_t klen, const void *data,
+                     size_t dlen, unsigned char out[32]) {
+    unsigned int olen = 32;
+    HMAC(EVP_sha256(), key, (int)klen, data, dlen, out, &olen);
+}
+
+static int b64_val(int c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+long cf__b64_decode(const char *in, unsigned char *out, size_t outcap) {
+    size_t n = strlen(in);
+    if (n == 0 || n % 4) return -1;
+    size_t pad = 0;
+    if (in[n - 1] == '=') pad++;
+    if (in[n - 2] == '=') pad++;
+    size_t outlen = n / 4 * 3 - pad;
+    if (outlen > outcap) return -1;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        int v[4];
+        for (int k = 0; k < 4; k++) {
+            int c = (unsigned char)in[i + k];
+            if (c == '=' && i + 4 == n && k >= 4 - (int)pad) {
+                v[k] = 0;
+                continue;
+            }
+            v[k] = b64_val(c);
+            if (v[k] < 0) return -1;
+        }
+        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
+                     (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        unsigned char t[3] = {(unsigned char)(w >> 16),
+                              (unsigned char)(w >> 8), (unsigned char)w};
+        for (int k = 0; k < 3 && o < outlen; k++) out[o++] = t[k];
+    }
+    return (long)outlen;
+}
+
+void cf__b64_encode(const unsigned char *in, size_t n, char *out) {
+    EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+}
+
+int cf__auth_header_safe(const char *v) {
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) return 0;
+    return 1;
+}
+
+/* ---- URL helpers --------------------------------------------------- */
+
+int cf__auth_split_http(const char *url, char **host_out, char **path_out,
+                        int *has_query) {
+    *host_out = *path_out = NULL;
+    int https = !strncasecmp(url, "https://", 8);
+    if (!https && strncasecmp(url, "http://", 7)) return 0;
+    const char *auth = url + (https ? 8 : 7);
+    size_t alen = strcspn(auth, "/?#");
+    if (alen == 0) return 0;
+    /* Drop userinfo: curl does not send it in Host. */
+    const char *at = memchr(auth, '@', alen);
+    const char *h = at ? at + 1 : auth;
+    size_t hlen = (size_t)(auth + alen - h);
+    if (hlen == 0) return 0;
+    /* curl leaves the port out of Host when it is the scheme's default. */
+    const char *colon = NULL;
+    const char *rb = memchr(h, ']', hlen);
+    for (const char *p = rb ? rb : h; p < h + hlen; p++)
+        if (*p == ':') colon = p;
+    if (colon) {
+        const char *port = colon + 1;
+        size_t plen = (size_t)(h + hlen - port);
+        if (plen == 0 || (https && plen == 3 && !memcmp(port, "443", 3)) ||
+            (!https && plen == 2 && !memcmp(port, "80", 2)))
+            hlen = (size_t)(colon - h);
+    }
+    const char *path = auth + alen;
+    size_t plen = strcspn(path, "?#");
+    cf__sbuf hb = {0}, pb = {0};
+    cf__sb_putn(&hb, h, hlen);
+    if (plen == 0 || path[0] != '/') cf__sb_put(&pb, "/");
+    cf__sb_putn(&pb, path, plen);
+    *host_out = cf__sb_take(&hb);
+    *path_out = cf__sb_take(&pb);
+    if (has_query) *has_query = path[plen] == '?';
+    if (!*host_out || !*path_out) {
+        free(*host_out);
+        free(*path_out);
+        *host_out = *path_out = NULL;
+        return -1;
+    }
+    return 1;
+}
+
+static const char *env_getenv(const char *name, void *user) {
+    (void)user;
+    return getenv(name);
+}
+
+/* Host ACCOUNT.blob.core.<suffix>: the Azure https form. */
+static int is_azure_blob_host(const char *url) {
+    int https = !strncasecmp(url, "https://", 8);
+    if (!https && strncasecmp(url, "http://", 7)) return 0;
+    const char *h = url + (https ? 8 : 7);
+    size_t hlen = strcspn(h, "/?#:");
+    const char *dot = memchr(h, '.', hlen);
+    if (!dot || dot == h) return 0;
+    size_t rest = hlen - (size_t)(dot - h);
+    return rest > 11 && !strncasecmp(dot, ".blob.core.", 11);
+}
+
+/* gs://bucket/key -> https://storage.googleapis.com/bucket/key, or the
+ * emulator given by STORAGE_EMULATOR_HOST (with or without a scheme). */
+static cf_status gcs_init(cf_auth *a, const char *url, cf_auth_getenv ge,
+                          void *user, cf_error *err) {
+    const char *p = url + 5;
+    size_t blen = strcspn(p, "/");
+    if (blen == 0 || blen > 222 || p[blen] != '/' || !p[blen + 1])
+        return cf__err(err, CF_E_ARG,
+                       "%s: expected gs://bucket/object", a->redacted);
+    for (size_t i = 0; i < blen; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (!(isalnum(c) || c == '-' || c == '_' || c == '.'))
+            return cf__err(err, CF_E_ARG, "%s: invalid bucket name",
+                           a->redacted);
+    }
+    const char *key = p + blen + 1;
+    const char *emu = ge("STORAGE_EMULATOR_HOST", user);
+    cf__sbuf b = {0};
+    if (emu && *emu) {
+        if (strlen(emu) > 1024 || !cf__auth_header_safe(emu))
+            return cf__err(err, CF_E_ARG,
+                           "%s: STORAGE_EMULATOR_HOST is not a host[:port] "
+                           "or URL", a->redacted);
+        if (!strstr(emu, "://")) cf__sb_put(&b, "http://");
+        cf__sb_put(&b, emu);
+        while (b.len && b.s[b.len - 1] == '/') b.s[--b.len] = 0;
+    } else {
+        cf__sb_put(&b, "https://storage.googleapis.com");
+    }
+    cf__sb_put(&b, "/");
+    cf__sb_putn(&b, p, blen);
+    cf__sb_put(&b, "/");
+    cf__sb_uri(&b, key, strlen(key), 1);
+    a->http_url = cf__sb_take(&b);
+    if (!a->http_url) return cf__err(err, CF_E_NOMEM, "%s: out of memory",
+                                     a->redacted);
+    const char *tok = ge("GOOGLE_OAUTH_ACCESS_TOKEN", user);
+    if (tok && *tok) {
+        if (strlen(tok) > CF__AUTH_MAX_SECRET || !cf__auth_header_safe(tok))
+            return cf__err(err, CF_E_ARG,
+                           "%s: GOOGLE_OAUTH_ACCESS_TOKEN holds characters "
+                           "not allowed in a header", a->redacted);
+        a->bearer = cf__strdup(tok);
+        if (!a->bearer)
+            return cf__err(err, CF_E_NOMEM, "%s: out of memory", a->redacted);
+    }
+    return CF_OK;
+}
+
+/* Keys with "." or ".." segments would be rewritten by HTTP clients
+ * (RFC 3986 dot-segment removal) and so fetch another object than named. */
+static int has_dot_segment(const char *key) {
+    const char *s = key;
+    for (;;) {
+        size_t n = strcspn(s, "/");
+        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return 1;
+        if (!s[n]) return 0;
+        s += n + 1;
+    }
+}
+
+cf_status cf__auth_new_env(const char *url, cf_auth_getenv ge, void *user,
+                           cf_auth **out, cf_error *err) {
+    *out = NULL;
+    if (!url || !*url) return cf__err(err, CF_E_ARG, "empty URL");
+    size_t ulen = strlen(url);
+    char red[1024];
+    cf__redact_url(url, red, sizeof red);
+    if (ulen > CF__AUTH_MAX_URL)
+        return cf__err(err, CF_E_LIMIT, "%.200s...: URL longer than %d bytes",
+                       red, CF__AUTH_MAX_URL);
+    if (!cf__auth_header_safe(url))
+        return cf__err(err, CF_E_ARG, "%s: URL holds control characters",
+                       red);
+    cf_auth *a = cf__calloc(1, sizeof *a);
+    if (!a) return cf__err(err, CF_E_NOMEM, "%s: out of memory", red);
+    a->redacted = cf__strdup(red);
+    if (!a->redacted) {
+        free(a);
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory", red);
+    }
+    cf_status st;
+    int obj_store = 0;
+    const char *key = NULL;
+    if (!strncasecmp(url, "s3://", 5)) {
+        a->kind = CF_AUTH_S3;
+        obj_store = 1;
+        key = strchr(url + 5, '/');
+        st = cf__auth_s3_init(a, url, ge, user, err);
+    } else if (!strncasecmp(url, "az://", 5)) {
+        a->kind = CF_AUTH_AZURE;
+        obj_store = 1;
+        key = strchr(url + 5, '/');
+        st = cf__auth_az_init(a, url, 0, ge, user, err);
+    } else if (!strncasecmp(url, "gs://", 5)) {
+        a->kind = CF_AUTH_GCS;
+        obj_store = 1;
+        key = strchr(url + 5, '/');
+        st = gcs_init(a, url, ge, user, err);
+    } else if (is_azure_blob_host(url)) {
+        a->kind = CF_AUTH_AZURE;
+        st = cf__auth_az_init(a, url, 1, ge, user, err);
+    } else if (!strncasecmp(url, "http://", 7) ||
+               !strncasecmp(url, "https://", 8)) {
+        a->kind = CF_AUTH_HTTP;
+        a->http_url = cf__strdup(url);
+        st = a->http_url ? CF_OK
+                         : cf__err(err, CF_E_NOMEM, "%s: out of memory", red);
+    } else {
+        st = cf__err(err, CF_E_ARG,
+                     "%s: unsupported URL scheme (expected http://, https://, "
+                     "s3://, az://, gs://)", red);
+    }
+    if (st == CF_OK && obj_store && key && has_dot_segment(key + 1))
+        st = cf__err(err, CF_E_ARG,
+                     "%s: object keys with '.' or '..' path segments are not "
+                     "supported (HTTP clients rewrite them)", red);
+    if (st == CF_OK && (!a->host || !a->path)) {
+        int r = cf__auth_split_http(a->http_url, &a->host, &a->path,
+                                    &a->has_query);
+        if (r == 0)
+            st = cf__err(err, CF_E_ARG, "%s: malformed URL", red);
+        else if (r < 0)
+            st = cf__err(err, CF_E_NOMEM, "%s: out of memory", red);
+    }
+    if (st != CF_OK) {
+        cf__auth_free(a);
+        return st;
+    }
+    *out = a;
+    return CF_OK;
+}
+
+cf_status cf__auth_new(const char *url, cf_auth **out, cf_error *err) {
+    return cf__auth_new_env(url, env_getenv, NULL, out, err);
+}
+
+const char *cf__auth_http_url(const cf_auth *a) { return a->http_url; }
+const char *cf__auth_redacted(const cf_auth *a) { return a->redacted; }
+cf_auth_kind cf__auth_kind(const cf_auth *a) { return a->kind; }
+
+int cf__auth_has_credentials(const cf_auth *a) {
+    return a->s3_signed || a->az_shared_key || a->bearer != NULL;
+}
+
+cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
+                           const char *range, const char *if_match,
+                           struct curl_slist **hdrs, cf_error *err) {
+    if ((range && !cf__auth_header_safe(range)) ||
+        (if_match && !cf__auth_header_safe(if_match)))
+        return cf__err(err, CF_E_ARG, "%s: header value with control "
+                       "characters", a->redacted);
+    switch (a->kind) {
+    case CF_AUTH_S3:
+        if (a->s3_signed)
+            return cf__auth_s3_sign(a, now, method, range, if_match, hdrs,
+                                    err);
+        return CF_OK;
+    case CF_AUTH_AZURE:
+        if (a->az_shared_key)
+            return cf__auth_az_sign(a, now, method, range, if_match, hdrs,
+                                    err);
+        return CF_OK;
+    case CF_AUTH_GCS:
+        if (a->bearer) {
+            cf__sbuf b = {0};
+            cf__sb_printf(&b, "Authorization: Bearer %s", a->bearer);
+            struct curl_slist *n = b.oom ? NULL : curl_slist_append(*hdrs, b.s);
+            /* The header held a secret: wipe our copy. */
+            if (b.s) OPENSSL_cleanse(b.s, b.len);
+            cf__sb_free(&b);
+            if (!n) return cf__err(err, CF_E_NOMEM, "%s: out of memory",
+                                   a->redacted);
+            *hdrs = n;
+        }
+        return CF_OK;
+    case CF_AUTH_HTTP:
+        return CF_OK;
+    }
+    return CF_OK;
+}
+
+cf_status cf__auth_sign(cf_auth *a, const char *method, const char *range,
+                        const char *if_match, struct curl_slist **hdrs,
+                        cf_error *err) {
+    return cf__auth_sign_at(a, time(NULL), method, range, if_match, hdrs, err);
+}
+
+/* Find <tag> in a body that need not be NUL-terminated. */
+static const char *find_n(const char *hay, size_t len, const char *needle) {
+    size_t n = strlen(needle);
+    if (n > len) return NULL;
+    for (size_t i = 0; i + n <= len; i++)
+        if (!memcmp(hay + i, needle, n)) return hay + i;
+    return NULL;
+}
+
+static void copy_code(const char *s, size_t n, char *out, size_t outlen) {
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 1 < outlen; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (isalnum(c) || c == '.' || c == '_' || c == '-') out[o++] = (char)c;
+        else break; /* a code is one token; stop at anything else */
+    }
+    out[o] = 0;
+}
+
+void cf__auth_error_code(const cf_auth *a, const char *body, size_t len,
+                         const char *ms_error_code, char *out, size_t outlen) {
+    (void)a;
+    if (!out || !outlen) return;
+    out[0] = 0;
+    if (ms_error_code) {
+        while (*ms_error_code == ' ') ms_error_code++;
+        copy_code(ms_error_code, strlen(ms_error_code), out, outlen);
+        if (out[0]) return;
+    }
+    if (!body || !len) return;
+    const char *c = find_n(body, len, "<Code>");
+    if (!c) return;
+    c += 6;
+    size_t rest = len - (size_t)(c - body);
+    const char *e = find_n(c, rest, "</Code>");
+    if (!e) return;
+    size_t n = (size_t)(e - c);
+    copy_code(c, n, out, outlen);
+    /* Truncated or odd code: say nothing rather than something wrong. */
+    if (strlen(out) != n) out[0] = 0;
+}
+
+static void free_secret(char *s) {
+    if (!s) return;
+    OPENSSL_cleanse(s, strlen(s));
+    free(s);
+}
+
+void cf__auth_free(cf_auth *a) {
+    if (!a) return;
+    free_secret(a->http_url); /* may hold a SAS */
+    free(a->redacted);
+    free(a->host);
+    free(a->path);
+    free(a->access_key);
+    free_secret(a->secret);
+    free_secret(a->token);
+    free(a->region);
+    free(a->account);
+    free_secret(a->bearer);
+    OPENSSL_cleanse(a->key, sizeof a->key);
+    free(a);
+}

@@ -1,0 +1,332 @@
+/*
+ * auth_azure.c - Azure Blob: az://container/blob and
+ * https://ACCOUNT.blob.core.windows.net/... URLs, credentials from
+ * AZURE_STORAGE_* (account + SAS token or access key, or a connection
+ * string, Azurite's UseDevelopmentStorage=true included), and Shared Key
+ * signing of each GET.
+ */
+#include "auth_int.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+
+/* A service version every Azure Blob endpoint and Azurite accept. */
+#define AZ_VERSION "2021-08-06"
+
+/* Azurite's documented development account (public, not a secret). */
+#define DEV_ACCOUNT "devstoreaccount1"
+#define DEV_KEY                                                            \
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZ" \
+    "FPTOtr/KBHBeksoGMGw=="
+#define DEV_BLOB_ENDPOINT "http://127.0.0.1:10000/" DEV_ACCOUNT
+
+/* Parsed connection string; pointers into `buf`. */
+typedef struct conn_str {
+    char *buf;
+    const char *account, *key, *endpoint, *sas, *protocol, *suffix;
+    int dev;
+} conn_str;
+
+static cf_status parse_conn(const char *s, conn_str *c, const char *name,
+                            cf_error *err) {
+    memset(c, 0, sizeof *c);
+    if (strlen(s) > CF__AUTH_MAX_URL || !cf__auth_header_safe(s))
+        return cf__err(err, CF_E_ARG,
+                       "%s: AZURE_STORAGE_CONNECTION_STRING is malformed",
+                       name);
+    c->buf = cf__strdup(s);
+    if (!c->buf) return cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
+    for (char *tok = c->buf; tok && *tok;) {
+        char *next = strchr(tok, ';');
+        if (next) *next++ = 0;
+        while (*tok == ' ') tok++;
+        char *eq = strchr(tok, '=');
+        if (*tok && !eq) {
+            /* No key=value: name the key only, the token may be secret. */
+            return cf__err(err, CF_E_ARG,
+                           "%s: AZURE_STORAGE_CONNECTION_STRING has an entry "
+                           "without '='", name);
+        }
+        if (eq) {
+            *eq = 0;
+            const char *k = tok, *v = eq + 1;
+            if (!strcasecmp(k, "AccountName")) c->account = v;
+            else if (!strcasecmp(k, "AccountKey")) c->key = v;
+            else if (!strcasecmp(k, "BlobEndpoint")) c->endpoint = v;
+            else if (!strcasecmp(k, "SharedAccessSignature")) c->sas = v;
+            else if (!strcasecmp(k, "DefaultEndpointsProtocol")) c->protocol = v;
+            else if (!strcasecmp(k, "EndpointSuffix")) c->suffix = v;
+            else if (!strcasecmp(k, "UseDevelopmentStorage"))
+                c->dev = !strcasecmp(v, "true");
+            /* Other services' endpoints (Queue, Table, File) are ignored. */
+        }
+        tok = next;
+    }
+    if (c->dev) {
+        if (!c->account) c->account = DEV_ACCOUNT;
+        if (!c->key && !c->sas) c->key = DEV_KEY;
+        if (!c->endpoint) c->endpoint = DEV_BLOB_ENDPOINT;
+    }
+    return CF_OK;
+}
+
+static int valid_account(const char *s, size_t n) {
+    if (n == 0 || n > 64) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '-') return 0;
+    return 1;
+}
+
+cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
+                           cf_auth_getenv ge, void *user, cf_error *err) {
+    const char *name = a->redacted;
+    const char *cs_env = ge("AZURE_STORAGE_CONNECTION_STRING", user);
+    conn_str cs = {0};
+    int have_cs = cs_env && *cs_env;
+    cf_status st = CF_OK;
+    if (have_cs && (st = parse_conn(cs_env, &cs, name, err)) != CF_OK) {
+        free(cs.buf);
+        return st;
+    }
+    const char *account, *key, *sas;
+    if (have_cs) {
+        /* A connection string is complete on its own, as in Azure's SDKs:
+         * mixing it with the separate variables would be ambiguous. */
+        account = cs.account;
+        key = cs.key;
+        sas = cs.sas;
+    } else {
+        account = ge("AZURE_STORAGE_ACCOUNT", user);
+        key = ge("AZURE_STORAGE_ACCESS_KEY", user);
+        sas = ge("AZURE_STORAGE_SAS_TOKEN", user);
+    }
+    if (account && !*account) account = NULL;
+    if (key && !*key) key = NULL;
+    if (sas && !*sas) sas = NULL;
+
+    cf__sbuf u = {0};
+    if (!https_form) {
+        const char *p = url + 5;
+        size_t clen = strcspn(p, "/");
+        if (clen == 0 || p[clen] != '/' || !p[clen + 1]) {
+            st = cf__err(err, CF_E_ARG, "%s: expected az://container/blob",
+                         name);
+            goto done;
+        }
+        for (size_t i = 0; i < clen; i++) {
+            unsigned char c = (unsigned char)p[i];
+            if (!(isalnum(c) || c == '-' || c == '$')) {
+                st = cf__err(err, CF_E_ARG, "%s: invalid container name",
+                             name);
+                goto done;
+            }
+        }
+        const char *blob = p + clen + 1;
+        if (strlen(blob) > 1024) {
+            st = cf__err(err, CF_E_ARG, "%s: blob name longer than 1024 "
+                         "bytes", name);
+            goto done;
+        }
+        if (account && !valid_account(account, strlen(account))) {
+            st = cf__err(err, CF_E_ARG, "%s: storage account name is not "
+                         "valid", name);
+            goto done;
+        }
+        const char *ep = have_cs ? cs.endpoint : NULL;
+        if (ep && *ep) {
+            size_t elen = strlen(ep);
+            if ((strncasecmp(ep, "http://", 7) &&
+                 strncasecmp(ep, "https://", 8)) || strpbrk(ep, "?#")) {
+                st = cf__err(err, CF_E_ARG, "%s: BlobEndpoint must be an "
+                             "http(s):// URL without query", name);
+                goto done;
+            }
+            while (elen && ep[elen - 1] == '/') elen--;
+            cf__sb_putn(&u, ep, elen);
+        } else if (account) {
+            const char *proto = have_cs && cs.protocol ? cs.protocol : "https";
+            const char *suffix = have_cs && cs.suffix ? cs.suffix
+                                                      : "core.windows.net";
+            if ((strcasecmp(proto, "https") && strcasecmp(proto, "http")) ||
+                strspn(suffix, "abcdefghijklmnopqrstuvwxyz"
+                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+                    strlen(suffix) || strlen(suffix) > 255) {
+                st = cf__err(err, CF_E_ARG, "%s: connection string has an "
+                             "invalid DefaultEndpointsProtocol or "
+                             "EndpointSuffix", name);
+                goto done;
+            }
+            cf__sb_printf(&u, "%s://%s.blob.%s", proto, account, suffix);
+        } else {
+            st = cf__err(err, CF_E_ARG,
+                         "%s: no storage account: set AZURE_STORAGE_ACCOUNT "
+                         "or AZURE_STORAGE_CONNECTION_STRING", name);
+            goto done;
+        }
+        cf__sb_put(&u, "/");
+        cf__sb_putn(&u, p, clen);
+        cf__sb_put(&u, "/");
+        cf__sb_uri(&u, blob, strlen(blob), 1);
+    } else {
+        /* https://ACCOUNT.blob.core.windows.net/container/blob: the path is
+         * already a URL path, used as given. */
+        const char *h = strstr(url, "://") + 3;
+        size_t alen = strcspn(h, ".");
+        const char *path = h + strcspn(h, "/?#");
+        if (!valid_account(h, alen) || *path != '/' || !path[1] ||
+            path[1] == '/' || path[1] == '?') {
+            st = cf__err(err, CF_E_ARG, "%s: expected https://ACCOUNT.blob."
+                         "core.windows.net/container/blob", name);
+            goto done;
+        }
+        int url_has_query = strchr(url, '?') != NULL;
+        /* Credentials for another account are not sent here. */
+        if (account && (strlen(account) != alen ||
+                        strncasecmp(account, h, alen)))
+            key = sas = NULL;
+        /* A query in the URL is the user's own SAS: add nothing. */
+        if (url_has_query) key = sas = NULL;
+        account = NULL;
+        cf__sb_put(&u, url);
+        cf__sbuf acc = {0};
+        cf__sb_putn(&acc, h, alen);
+        a->account = cf__sb_take(&acc);
+        if (!a->account) {
+            st = cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
+            goto done;
+        }
+    }
+    if (account) {
+        a->account = cf__strdup(account);
+        if (!a->account) {
+            st = cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
+            goto done;
+        }
+    }
+
+    if (sas) {
+        while (*sas == '?') sas++;
+        if (!*sas || strlen(sas) > CF__AUTH_MAX_URL || strpbrk(sas, " #")) {
+            st = cf__err(err, CF_E_AUTH, "%s: SAS token is malformed", name);
+            goto done;
+        }
+        cf__sb_put(&u, "?");
+        cf__sb_put(&u, sas);
+    } else if (key) {
+        if (!a->account) {
+            st = cf__err(err, CF_E_AUTH, "%s: an access key needs the "
+                         "storage account name (AZURE_STORAGE_ACCOUNT or "
+                         "AccountName)", name);
+            goto done;
+        }
+        long n = strlen(key) > 4 * sizeof a->key / 3 + 4
+                     ? -1
+                     : cf__b64_decode(key, a->key, sizeof a->key);
+        if (n <= 0) {
+            st = cf__err(err, CF_E_AUTH, "%s: storage access key is not "
+                         "valid base64", name);
+            goto done;
+        }
+        a->key_len = (size_t)n;
+        a->az_shared_key = 1;
+    }
+    a->http_url = cf__sb_take(&u);
+    if (!a->http_url) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
+done:
+    cf__sb_free(&u);
+    if (cs.buf) {
+        OPENSSL_cleanse(cs.buf, strlen(cs_env));
+        free(cs.buf);
+    }
+    return st;
+}
+
+static void rfc1123(time_t now, char out[40]) {
+    static const char *const wd[] = {"Sun", "Mon", "Tue", "Wed",
+                                     "Thu", "Fri", "Sat"};
+    static const char *const mo[] = {"Jan", "Feb", "Mar", "Apr",
+                                     "May", "Jun", "Jul", "Aug",
+                                     "Sep", "Oct", "Nov", "Dec"};
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    /* Not strftime: %a and %b follow the locale, HTTP dates must not. */
+    snprintf(out, 40, "%s, %02d %s %04d %02d:%02d:%02d GMT", wd[tm.tm_wday],
+             tm.tm_mday, mo[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
+             tm.tm_min, tm.tm_sec);
+}
+
+static void az_sts(cf__sbuf *b, const cf_auth *a, const char *method,
+                   const char *xms_date, const char *range,
+                   const char *if_match) {
+    /* VERB, Content-Encoding, -Language, -Length, -MD5, -Type, Date,
+     * If-Modified-Since, If-Match, If-None-Match, If-Unmodified-Since,
+     * Range, then the x-ms- headers and the resource.  The resource of a
+     * path-style (Azurite) URL names the account twice: "/account" +
+     * "/account/container/blob", as Azure's SDKs and Azurite compute it. */
+    cf__sb_printf(b,
+                  "%s\n\n\n\n\n\n\n\n%s\n\n\n%s\n"
+                  "x-ms-date:%s\nx-ms-version:" AZ_VERSION "\n/%s%s",
+                  method, if_match ? if_match : "", range ? range : "",
+                  xms_date, a->account, a->path);
+}
+
+char *cf__azure_string_to_sign(const cf_auth *a, const char *method,
+                               const char *xms_date, const char *range,
+                               const char *if_match) {
+    if (!a->account || !a->path) return NULL;
+    cf__sbuf b = {0};
+    az_sts(&b, a, method, xms_date, range, if_match);
+    return cf__sb_take(&b);
+}
+
+cf_status cf__azure_sign_string(const char *key_b64, const char *sts,
+                                char *out, size_t outlen) {
+    unsigned char key[128], mac[32];
+    if (outlen < 45 || strlen(key_b64) > 4 * sizeof key / 3 + 4)
+        return CF_E_ARG;
+    long n = cf__b64_decode(key_b64, key, sizeof key);
+    if (n <= 0) return CF_E_ARG;
+    cf__hmac_sha256(key, (size_t)n, sts, strlen(sts), mac);
+    OPENSSL_cleanse(key, sizeof key);
+    cf__b64_encode(mac, 32, out);
+    return CF_OK;
+}
+
+cf_status cf__auth_az_sign(cf_auth *a, time_t now, const char *method,
+                           const char *range, const char *if_match,
+                           struct curl_slist **hdrs, cf_error *err) {
+    char date[40];
+    rfc1123(now, date);
+    cf__sbuf sts = {0}, line = {0};
+    az_sts(&sts, a, method, date, range, if_match);
+    cf_status st = CF_E_NOMEM;
+    if (!sts.oom) {
+        unsigned char mac[32];
+        char sig[48];
+        cf__hmac_sha256(a->key, a->key_len, sts.s, sts.len, mac);
+        cf__b64_encode(mac, 32, sig);
+        struct curl_slist *l;
+        int ok = 1;
+        cf__sb_printf(&line, "x-ms-date: %s", date);
+        ok = ok && !line.oom && (l = curl_slist_append(*hdrs, line.s)) &&
+             (*hdrs = l);
+        ok = ok && (l = curl_slist_append(*hdrs, "x-ms-version: " AZ_VERSION)) &&
+             (*hdrs = l);
+        line.len = 0;
+        cf__sb_printf(&line, "Authorization: SharedKey %s:%s", a->account,
+                      sig);
+        ok = ok && !line.oom && (l = curl_slist_append(*hdrs, line.s)) &&
+             (*hdrs = l);
+        if (ok) st = CF_OK;
+    }
+    cf__sb_free(&sts);
+    cf__sb_free(&line);
+    if (st != CF_OK)
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory signing request",
+                       a->redacted);
+    return CF_OK;
+}

@@ -1,0 +1,86 @@
+/*
+ * auth_int.h - what auth.c, auth_s3.c and auth_azure.c share: the cf_auth
+ * struct, a growable string, and the crypto helpers (SHA-256, HMAC,
+ * base64 over OpenSSL libcrypto).  Private to those files.
+ */
+#ifndef CF_IO_AUTH_INT_H
+#define CF_IO_AUTH_INT_H
+
+#include "auth.h"
+
+/* Caps on what the environment or a URL may hand us; all far above real
+ * values, so that a hostile value cannot make us allocate without bound. */
+#define CF__AUTH_MAX_URL 8192
+#define CF__AUTH_MAX_SECRET 4096
+
+struct cf_auth {
+    cf_auth_kind kind;
+    char *http_url;   /* what to GET; may hold a SAS query */
+    char *redacted;   /* user's URL form, no query or secrets */
+    char *host;       /* Host header exactly as curl sends it */
+    char *path;       /* URI-encoded path as sent (canonical for signing) */
+    int has_query;    /* http_url carries a query (SAS, or user's own) */
+
+    /* S3 */
+    int s3_signed;
+    char *access_key, *secret, *token, *region;
+
+    /* Azure */
+    int az_shared_key;
+    char *account;
+    unsigned char key[128];
+    size_t key_len;
+
+    /* GCS */
+    char *bearer;
+};
+
+/* Growable NUL-terminated string; `oom` latches the first failure so that
+ * callers check once at the end. */
+typedef struct cf__sbuf {
+    char *s;
+    size_t len, cap;
+    int oom;
+} cf__sbuf;
+
+void cf__sb_putn(cf__sbuf *b, const char *s, size_t n);
+void cf__sb_put(cf__sbuf *b, const char *s);
+void cf__sb_printf(cf__sbuf *b, const char *fmt, ...) CF__PRINTF(2, 3);
+/* Percent-encode like cf__uri_encode, appending. */
+void cf__sb_uri(cf__sbuf *b, const char *in, size_t len, int keep_slash);
+/* Take ownership of the string (NULL after an allocation failure). */
+char *cf__sb_take(cf__sbuf *b);
+void cf__sb_free(cf__sbuf *b);
+
+void cf__sha256_hex(const void *data, size_t len, char out[65]);
+void cf__hmac_sha256(const void *key, size_t klen, const void *data,
+                     size_t dlen, unsigned char out[32]);
+void cf__hex(const unsigned char *in, size_t n, char *out);
+/* Strict base64 decode; returns the decoded length or -1. */
+long cf__b64_decode(const char *in, unsigned char *out, size_t outcap);
+/* Base64 encode; out needs 4*ceil(n/3)+1 bytes. */
+void cf__b64_encode(const unsigned char *in, size_t n, char *out);
+
+/* True when `v` is safe in an HTTP header value (no controls, no CR/LF). */
+int cf__auth_header_safe(const char *v);
+
+/* Backends: fill `a` from the parsed URL and environment. */
+cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
+                           void *user, cf_error *err);
+cf_status cf__auth_s3_sign(cf_auth *a, time_t now, const char *method,
+                           const char *range, const char *if_match,
+                           struct curl_slist **hdrs, cf_error *err);
+cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
+                           cf_auth_getenv ge, void *user, cf_error *err);
+cf_status cf__auth_az_sign(cf_auth *a, time_t now, const char *method,
+                           const char *range, const char *if_match,
+                           struct curl_slist **hdrs, cf_error *err);
+
+/* Split "scheme://authority/rest": host_out gets the Host header value
+ * curl would send (userinfo and default port dropped), path_out the path
+ * with its leading '/' (or "/" when empty), without query.  Returns 0 on a
+ * malformed URL. */
+int cf__auth_split_http(const char *url, char **host_out, char **path_out,
+                        int *has_query);
+
+#endif
