@@ -147,7 +147,31 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
     }
 
 
-def _itemsize(path):
+def run_on(img_urls, msk_urls, loader, settings, batches=None, seconds=None,
+           warmup=2, transport="file", log=None, latency_ms=None,
+           baseline_workers=4, baseline_prefetch=2, itemsize=2):
+    """Benchmark a loader over already-resolved URLs (local paths or
+    http://); log is the serving nginx's access log when there is one."""
+    s = dict(common.LOADER_KEYS)
+    s.update({k: v for k, v in (settings or {}).items()
+              if k in common.LOADER_KEYS})
+    ld = common.make_loader(loader, img_urls, msk_urls, s,
+                            baseline_workers, baseline_prefetch)
+    ld.transport = transport
+    try:
+        r = measure(ld, batches, seconds, warmup, log, itemsize)
+    finally:
+        ld.close()
+    if loader == "baseline":
+        s = dict(s, workers=baseline_workers,
+                 prefetch_factor=baseline_prefetch)
+    r.update({"loader": loader, "files": len(img_urls), "settings": s,
+              "latency_ms": latency_ms, "transport": transport})
+    return r
+
+
+def itemsize_of(path):
+    """Bytes per sample of a GeoTIFF's first band."""
     from osgeo import gdal
     gdal.UseExceptions()
     ds = gdal.Open(path)
@@ -157,36 +181,23 @@ def _itemsize(path):
 def run(images, masks=None, loader="cogfeed", settings=None, batches=None,
         seconds=None, warmup=2, serve_latency_ms=None, baseline_workers=4,
         baseline_prefetch=2):
-    """One benchmark run; returns a dict with every key of FIELDS."""
-    imgs, msks = common.resolve(images, masks) if isinstance(images, str) \
-        else (list(images), list(masks) if masks else None)
-    s = dict(common.LOADER_KEYS)
-    s.update({k: v for k, v in (settings or {}).items()
-              if k in common.LOADER_KEYS})
-    itemsize = _itemsize(imgs[0])
-    base = {"loader": loader, "files": len(imgs), "settings": s,
-            "latency_ms": serve_latency_ms}
-    if loader == "baseline":
-        base["settings"] = dict(s, workers=baseline_workers,
-                                prefetch_factor=baseline_prefetch)
-
-    def go(img_urls, msk_urls, log, transport):
-        ld = common.make_loader(loader, img_urls, msk_urls, s,
-                                baseline_workers, baseline_prefetch)
-        ld.transport = transport
-        try:
-            r = measure(ld, batches, seconds, warmup, log, itemsize)
-        finally:
-            ld.close()
-        r.update(base, transport=transport)
-        return r
-
+    """One benchmark run over local files (served over http when
+    serve_latency_ms is set); returns a dict with every key of FIELDS."""
+    if isinstance(images, str):
+        imgs, msks = common.resolve(images, masks)
+    else:
+        imgs, msks = list(images), (list(masks) if masks else None)
+    kw = dict(batches=batches, seconds=seconds, warmup=warmup,
+              latency_ms=serve_latency_ms, baseline_workers=baseline_workers,
+              baseline_prefetch=baseline_prefetch,
+              itemsize=itemsize_of(imgs[0]))
     if serve_latency_ms is None:
-        return go(imgs, msks, None, "file")
+        return run_on(imgs, msks, loader, settings, transport="file", **kw)
     with common.served(imgs + (msks or []), serve_latency_ms) as (srv, url):
-        return go([url(p) for p in imgs],
-                  [url(p) for p in msks] if msks else None,
-                  common.access_log(srv), "http")
+        return run_on([url(p) for p in imgs],
+                      [url(p) for p in msks] if msks else None, loader,
+                      settings, transport="http",
+                      log=common.access_log(srv), **kw)
 
 
 def _fmt(v, unit=""):
