@@ -1,0 +1,181 @@
+/*
+ * codec.c - the codec layer's front door: context lifetime, decoded chunk
+ * size, and cf_codec_decode, which picks the codec from the registry, then
+ * applies libtiff's post-processing in libtiff's order (byte swap for
+ * big-endian files, then predictor) and zeroes the output on any failure.
+ */
+#include "codec_internal.h"
+
+#include <libdeflate.h>
+#include <stdlib.h>
+#include <zstd.h>
+
+cf_codec_ctx *cf_codec_ctx_new(void) {
+    return cf__calloc(1, sizeof(cf_codec_ctx));
+}
+
+void cf_codec_ctx_free(cf_codec_ctx *ctx) {
+    if (!ctx) return;
+    if (ctx->deflate) libdeflate_free_decompressor(ctx->deflate);
+    if (ctx->zstd) ZSTD_freeDCtx(ctx->zstd);
+    free(ctx->outer.p);
+    free(ctx->aux.p);
+    free(ctx->row.p);
+    free(ctx);
+}
+
+cf_status cf__scratch_reserve(cf__scratch *s, size_t n, cf_error *err) {
+    if (s->cap >= n) return CF_OK;
+    /* Grow by half again so a run of slightly larger chunks does not
+     * reallocate every time; free first, the old contents are not needed. */
+    size_t want = n + n / 2;
+    if (want < n) want = n;
+    free(s->p);
+    s->p = cf__malloc(want);
+    if (!s->p) {
+        s->cap = 0;
+        return cf__err(err, CF_E_NOMEM, "codec scratch buffer of %zu bytes",
+                       want);
+    }
+    s->cap = want;
+    return CF_OK;
+}
+
+cf_status cf__ctx_deflate(cf_codec_ctx *ctx,
+                          struct libdeflate_decompressor **out,
+                          cf_error *err) {
+    if (!ctx->deflate) ctx->deflate = libdeflate_alloc_decompressor();
+    if (!ctx->deflate)
+        return cf__err(err, CF_E_NOMEM, "cannot allocate deflate decoder");
+    *out = ctx->deflate;
+    return CF_OK;
+}
+
+cf_status cf__ctx_zstd(cf_codec_ctx *ctx, void **out, cf_error *err) {
+    if (!ctx->zstd) ctx->zstd = ZSTD_createDCtx();
+    if (!ctx->zstd)
+        return cf__err(err, CF_E_NOMEM, "cannot allocate zstd decoder");
+    *out = ctx->zstd;
+    return CF_OK;
+}
+
+uint64_t cf_codec_chunk_bytes(const cf_codec_params *p) {
+    uint64_t bits_row, rows;
+    if (!p || !p->width || !p->height || !p->samples || !p->bits) return 0;
+    if (!cf__mul_u64(p->width, p->samples, &bits_row) ||
+        !cf__mul_u64(bits_row, p->bits, &bits_row))
+        return 0;
+    uint64_t row_bytes = bits_row / 8 + (bits_row % 8 != 0);
+    if (!cf__mul_u64(row_bytes, p->height, &rows)) return 0;
+    if (rows > CF_MAX_CHUNK_BYTES) return 0;
+    return rows;
+}
+
+int cf_codec_supported(uint16_t compression, uint16_t lerc_sub) {
+    const cf__codec_entry *e = cf__codec_find(compression);
+    if (!e || !e->decode) return 0;
+    if (compression == 34887 && lerc_sub > 2) return 0;
+    return 1;
+}
+
+/* In-place byte swap of `n` samples of `bytes` bytes each.  Goes through
+ * memcpy because dst carries no alignment promise. */
+static void swap_samples(uint8_t *buf, size_t len, unsigned bytes) {
+    size_t i;
+    switch (bytes) {
+    case 2:
+        for (i = 0; i + 2 <= len; i += 2) {
+            uint16_t v;
+            memcpy(&v, buf + i, 2);
+            v = __builtin_bswap16(v);
+            memcpy(buf + i, &v, 2);
+        }
+        break;
+    case 4:
+        for (i = 0; i + 4 <= len; i += 4) {
+            uint32_t v;
+            memcpy(&v, buf + i, 4);
+            v = __builtin_bswap32(v);
+            memcpy(buf + i, &v, 4);
+        }
+        break;
+    case 8:
+        for (i = 0; i + 8 <= len; i += 8) {
+            uint64_t v;
+            memcpy(&v, buf + i, 8);
+            v = __builtin_bswap64(v);
+            memcpy(buf + i, &v, 8);
+        }
+        break;
+    default: break;
+    }
+}
+
+static int host_big_endian(void) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static cf_status decode_inner(cf_codec_ctx *ctx, const cf_codec_params *p,
+                              const uint8_t *src, size_t src_len,
+                              uint8_t *dst, size_t dst_len, cf_error *err) {
+    if (p->bits != 1 && p->bits != 8 && p->bits != 16 && p->bits != 32 &&
+        p->bits != 64)
+        return cf__err(err, CF_E_UNSUPPORTED, "%u bits per sample",
+                       (unsigned)p->bits);
+    uint64_t want = cf_codec_chunk_bytes(p);
+    if (!want)
+        return cf__err(err, CF_E_LIMIT,
+                       "chunk of %ux%u x %u samples is empty or larger than "
+                       "%llu bytes",
+                       (unsigned)p->width, (unsigned)p->height,
+                       (unsigned)p->samples, (unsigned long long)CF_MAX_CHUNK_BYTES);
+    if (want != dst_len)
+        return cf__err(err, CF_E_ARG,
+                       "output buffer is %zu bytes, chunk needs %llu", dst_len,
+                       (unsigned long long)want);
+    const cf__codec_entry *e = cf__codec_find(p->compression);
+    if (!e)
+        return cf__err(err, CF_E_UNSUPPORTED, "compression %u",
+                       (unsigned)p->compression);
+    if (!e->decode)
+        return cf__err(err, CF_E_UNSUPPORTED, "%s: not built with %s",
+                       e->name, e->missing);
+    if (p->bits == 1 && !(e->flags & CF__CODEC_BITS1))
+        return cf__err(err, CF_E_UNSUPPORTED, "%s with 1-bit samples",
+                       e->name);
+    int pred = (e->flags & CF__CODEC_PREDICTOR) && p->predictor != 1;
+    if (pred) {
+        cf_status st = cf__predictor_check(p, err);
+        if (st) return st;
+    }
+    if (!src && src_len) return cf__err(err, CF_E_ARG, "NULL input");
+    cf_status st = e->decode(ctx, p, src, src_len, dst, dst_len, err);
+    if (st) return cf__err_prefix(err, "%s", e->name);
+    /* libtiff swabs raw samples before the horizontal predictor; the
+     * floating-point predictor's byte planes are order-free and it
+     * suppresses the swab. */
+    if ((e->flags & CF__CODEC_RAW) && p->bits > 8 &&
+        !!p->big_endian != host_big_endian() && !(pred && p->predictor == 3))
+        swap_samples(dst, dst_len, p->bits / 8);
+    if (pred) {
+        st = cf__predictor_undo(&ctx->row, p, dst, dst_len, err);
+        if (st) return st;
+    }
+    return CF_OK;
+}
+
+cf_status cf_codec_decode(cf_codec_ctx *ctx, const cf_codec_params *p,
+                          const uint8_t *src, size_t src_len, uint8_t *dst,
+                          size_t dst_len, cf_error *err) {
+    if (!ctx || !p || (!dst && dst_len)) {
+        if (dst) memset(dst, 0, dst_len);
+        return cf__err(err, CF_E_ARG, "codec: NULL context or parameters");
+    }
+    cf_status st = decode_inner(ctx, p, src, src_len, dst, dst_len, err);
+    if (st) memset(dst, 0, dst_len);
+    return st;
+}

@@ -1,0 +1,44 @@
+/*
+ * packbits.c - Apple PackBits (TIFF 32773).  Bounds-checked on both sides:
+ * a literal run past the end of the input is corrupt data; a run past the
+ * end of the output is cut there, and decoding stops once the output is
+ * full (libtiff does the same, with a warning).  Input that ends before the
+ * output is full is an error.
+ */
+#include "codec_internal.h"
+
+cf_status cf__decode_packbits(cf_codec_ctx *ctx, const cf_codec_params *p,
+                              const uint8_t *src, size_t src_len,
+                              uint8_t *dst, size_t dst_len, cf_error *err) {
+    size_t in = 0, out = 0;
+    while (out < dst_len && in < src_len) {
+        int n = (int8_t)src[in++];
+        if (n >= 0) {
+            size_t cnt = (size_t)n + 1;
+            if (cnt > src_len - in)
+                return cf__err(err, CF_E_CODEC,
+                               "literal run of %zu bytes at input byte %zu "
+                               "runs past the end of the %zu-byte chunk",
+                               cnt, in - 1, src_len);
+            if (cnt > dst_len - out) cnt = dst_len - out;
+            memcpy(dst + out, src + in, cnt);
+            in += (size_t)n + 1;
+            out += cnt;
+        } else if (n != -128) {
+            size_t cnt = (size_t)(1 - n);
+            if (in >= src_len)
+                return cf__err(err, CF_E_CODEC,
+                               "repeat run at input byte %zu has no byte to "
+                               "repeat",
+                               in - 1);
+            if (cnt > dst_len - out) cnt = dst_len - out;
+            memset(dst + out, src[in++], cnt);
+            out += cnt;
+        }
+    }
+    if (out < dst_len)
+        return cf__err(err, CF_E_CODEC,
+                       "data ends after %zu of %zu decoded bytes", out,
+                       dst_len);
+    return CF_OK;
+}

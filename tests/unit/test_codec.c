@@ -1,0 +1,753 @@
+/*
+ * test_codec.c - codec layer round trips and edge streams: every codec
+ * with an encoder at hand (libdeflate, zstd, liblerc, libwebp, libjpeg, a
+ * libtiff-style LZW encoder and a PackBits encoder written here), the
+ * predictors against forward implementations for every bit depth and both
+ * file byte orders, and the parameter checks of cf_codec_decode.
+ */
+#include "codec/codec.h"
+#include "codec/codec_internal.h"
+#include "cf_test.h"
+
+#include <libdeflate.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#ifdef CF_HAVE_LERC
+#include <Lerc_c_api.h>
+#endif
+#ifdef CF_HAVE_WEBP
+#include <webp/decode.h>
+#include <webp/encode.h>
+#endif
+#ifdef CF_HAVE_JPEG
+#include <jpeglib.h>
+#endif
+
+static uint32_t rng_state = 12345;
+static uint32_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+
+static int all_zero(const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+static cf_codec_params params(uint16_t comp, uint16_t bits, uint32_t w,
+                              uint32_t h, uint32_t spp) {
+    cf_codec_params p;
+    memset(&p, 0, sizeof p);
+    p.compression = comp;
+    p.predictor = 1;
+    p.bits = bits;
+    p.sample_format = 1;
+    p.photometric = 1;
+    p.width = w;
+    p.height = h;
+    p.samples = spp;
+    return p;
+}
+
+/* ---- LZW encoder, libtiff's (tif_lzw.c LZWEncode) code-width rules ---- */
+
+typedef struct lzw_enc {
+    uint8_t *out;
+    size_t n, cap;
+    uint64_t acc;
+    unsigned nacc;
+    unsigned nbits;
+} lzw_enc;
+
+static void put_code(lzw_enc *e, unsigned code) {
+    e->acc = (e->acc << e->nbits) | code;
+    e->nacc += e->nbits;
+    while (e->nacc >= 8) {
+        e->out[e->n++] = (uint8_t)(e->acc >> (e->nacc - 8));
+        e->nacc -= 8;
+    }
+}
+
+/* Encode `in`.  no_clear: never reset the table (it stops growing at 4096
+ * entries); eoi: write the EOI code.  *switched_at_end is set when the
+ * last data code widened the code size just before EOI. */
+static size_t lzw_encode(const uint8_t *in, size_t len, uint8_t *out,
+                         int no_clear, int eoi, int *switched_at_end) {
+    static int16_t table[4096][256]; /* child code or -1 */
+    lzw_enc e = {out, 0, 0, 0, 0, 9};
+    unsigned free_ent = 258, maxcode = 511;
+    memset(table, 0xff, sizeof table);
+    put_code(&e, 256);
+    if (switched_at_end) *switched_at_end = 0;
+    if (len == 0) {
+        if (eoi) put_code(&e, 257);
+        if (e.nacc) out[e.n++] = (uint8_t)(e.acc << (8 - e.nacc));
+        return e.n;
+    }
+    unsigned ent = in[0];
+    for (size_t i = 1; i <= len; i++) {
+        if (i < len && table[ent][in[i]] >= 0) {
+            ent = (unsigned)table[ent][in[i]];
+            continue;
+        }
+        put_code(&e, ent);
+        unsigned before = e.nbits;
+        if (free_ent < 4096 && i < len) table[ent][in[i]] = (int16_t)free_ent;
+        if (free_ent < 4096 || !no_clear) free_ent++;
+        if (!no_clear && free_ent == 4094) {
+            put_code(&e, 256);
+            memset(table, 0xff, sizeof table);
+            e.nbits = 9;
+            maxcode = 511;
+            free_ent = 258;
+        } else if (free_ent > maxcode && e.nbits < 12) {
+            e.nbits++;
+            maxcode = (1u << e.nbits) - 1;
+        }
+        if (i == len && switched_at_end) *switched_at_end = e.nbits != before;
+        if (i < len) ent = in[i];
+    }
+    if (eoi) put_code(&e, 257);
+    if (e.nacc) out[e.n++] = (uint8_t)(e.acc << (8 - e.nacc));
+    return e.n;
+}
+
+static size_t packbits_encode(const uint8_t *in, size_t len, uint8_t *out) {
+    size_t i = 0, n = 0;
+    while (i < len) {
+        size_t run = 1;
+        while (i + run < len && run < 128 && in[i + run] == in[i]) run++;
+        if (run >= 2) {
+            out[n++] = (uint8_t)(int8_t)(1 - (int)run);
+            out[n++] = in[i];
+            i += run;
+            continue;
+        }
+        size_t lit = 1;
+        while (i + lit < len && lit < 128 &&
+               !(i + lit + 1 < len && in[i + lit] == in[i + lit + 1]))
+            lit++;
+        out[n++] = (uint8_t)(lit - 1);
+        memcpy(out + n, in + i, lit);
+        n += lit;
+        i += lit;
+    }
+    return n;
+}
+
+/* Test data with some structure so that every codec compresses it. */
+static void fill(uint8_t *p, size_t n, int mode) {
+    for (size_t i = 0; i < n; i++)
+        p[i] = mode == 0 ? (uint8_t)(rnd() & 7)
+               : mode == 1 ? (uint8_t)rnd()
+                           : (uint8_t)((i / 7) ^ (i % 13));
+}
+
+static void test_lzw(cf_codec_ctx *ctx) {
+    cf_error err;
+    size_t cap = 1 << 20;
+    uint8_t *in = malloc(cap), *enc = malloc(2 * cap + 64), *out = malloc(cap);
+    /* every length around the 9->10 and 10->11 bit switches, so one of them
+     * widens the code right before EOI */
+    int saw_switch_at_end = 0;
+    int fails = 0;
+    for (size_t len = 1; len < 1400; len++) {
+        fill(in, len, 1);
+        int sw;
+        size_t n = lzw_encode(in, len, enc, 0, 1, &sw);
+        saw_switch_at_end |= sw;
+        cf_codec_params p = params(5, 8, (uint32_t)len, 1, 1);
+        memset(out, 0xee, len);
+        cf_status st = cf_codec_decode(ctx, &p, enc, n, out, len, &err);
+        if (st != CF_OK || memcmp(in, out, len)) fails++;
+    }
+    CHECK(fails == 0);
+    CHECK(saw_switch_at_end);
+
+    /* long streams: with CLEAR codes, and with the table full and no CLEAR */
+    for (int mode = 0; mode < 3; mode++)
+        for (int no_clear = 0; no_clear < 2; no_clear++) {
+            size_t len = 256 * 1024;
+            fill(in, len, mode);
+            size_t n = lzw_encode(in, len, enc, no_clear, 1, NULL);
+            cf_codec_params p = params(5, 8, 1024, 256, 1);
+            CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+            CHECK(memcmp(in, out, len) == 0);
+        }
+
+    /* missing EOI: decodes; data after EOI: ignored */
+    fill(in, 5000, 0);
+    size_t n = lzw_encode(in, 5000, enc, 0, 0, NULL);
+    cf_codec_params p = params(5, 8, 100, 50, 1);
+    CHECK(cf_codec_decode(ctx, &p, enc, n, out, 5000, &err) == CF_OK);
+    CHECK(memcmp(in, out, 5000) == 0);
+    n = lzw_encode(in, 5000, enc, 0, 1, NULL);
+    memset(enc + n, 0xa5, 64);
+    CHECK(cf_codec_decode(ctx, &p, enc, n + 64, out, 5000, &err) == CF_OK);
+    CHECK(memcmp(in, out, 5000) == 0);
+    /* more data than the chunk holds: output stops at the chunk size */
+    fill(in, 6000, 0);
+    n = lzw_encode(in, 6000, enc, 0, 1, NULL);
+    CHECK(cf_codec_decode(ctx, &p, enc, n, out, 5000, &err) == CF_OK);
+    CHECK(memcmp(in, out, 5000) == 0);
+
+    /* truncated: error, output zeroed */
+    n = lzw_encode(in, 5000, enc, 0, 1, NULL);
+    memset(out, 0x77, 5000);
+    CHECK(cf_codec_decode(ctx, &p, enc, n / 2, out, 5000, &err) == CF_E_CODEC);
+    CHECK(all_zero(out, 5000));
+    CHECK(strstr(err.msg, "LZW") != NULL);
+    /* a 1-byte strip */
+    uint8_t one = 0x80;
+    memset(out, 0x77, 5000);
+    CHECK(cf_codec_decode(ctx, &p, &one, 1, out, 5000, &err) == CF_E_CODEC);
+    CHECK(all_zero(out, 5000));
+    /* empty input */
+    CHECK(cf_codec_decode(ctx, &p, NULL, 0, out, 5000, &err) == CF_E_CODEC);
+    /* a code far beyond the table: CLEAR, 'A', then 600 */
+    lzw_enc e = {enc, 0, 0, 0, 0, 9};
+    put_code(&e, 256);
+    put_code(&e, 'A');
+    put_code(&e, 300);
+    put_code(&e, 257);
+    enc[e.n++] = (uint8_t)(e.acc << (8 - e.nacc));
+    p = params(5, 8, 4, 1, 1);
+    CHECK(cf_codec_decode(ctx, &p, enc, e.n, out, 4, &err) == CF_E_CODEC);
+    CHECK(strstr(err.msg, "beyond") != NULL);
+    /* KwKwK: CLEAR, 'A', 258 -> "AAA" */
+    e = (lzw_enc){enc, 0, 0, 0, 0, 9};
+    put_code(&e, 256);
+    put_code(&e, 'A');
+    put_code(&e, 258);
+    put_code(&e, 257);
+    enc[e.n++] = (uint8_t)(e.acc << (8 - e.nacc));
+    p = params(5, 8, 3, 1, 1);
+    CHECK(cf_codec_decode(ctx, &p, enc, e.n, out, 3, &err) == CF_OK);
+    CHECK(memcmp(out, "AAA", 3) == 0);
+    /* first code after CLEAR must be a literal */
+    e = (lzw_enc){enc, 0, 0, 0, 0, 9};
+    put_code(&e, 256);
+    put_code(&e, 258);
+    enc[e.n++] = (uint8_t)(e.acc << (8 - e.nacc));
+    CHECK(cf_codec_decode(ctx, &p, enc, e.n, out, 3, &err) == CF_E_CODEC);
+    /* old-style LZW is rejected by name */
+    uint8_t old[8] = {0x00, 0x01, 0x02, 0x03, 0, 0, 0, 0};
+    CHECK(cf_codec_decode(ctx, &p, old, 8, out, 3, &err) == CF_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "old-style") != NULL);
+    /* 1-bit data decodes with packed rows */
+    p = params(5, 1, 13, 7, 1); /* 2 bytes per row */
+    fill(in, 14, 1);
+    n = lzw_encode(in, 14, enc, 0, 1, NULL);
+    CHECK(cf_codec_chunk_bytes(&p) == 14);
+    CHECK(cf_codec_decode(ctx, &p, enc, n, out, 14, &err) == CF_OK);
+    CHECK(memcmp(in, out, 14) == 0);
+    free(in);
+    free(enc);
+    free(out);
+}
+
+static void test_packbits(cf_codec_ctx *ctx) {
+    cf_error err;
+    uint8_t in[4096], enc[8192], out[4096];
+    for (int mode = 0; mode < 3; mode++) {
+        fill(in, sizeof in, mode);
+        size_t n = packbits_encode(in, sizeof in, enc);
+        cf_codec_params p = params(32773, 8, 64, 64, 1);
+        CHECK(cf_codec_decode(ctx, &p, enc, n, out, sizeof out, &err) == CF_OK);
+        CHECK(memcmp(in, out, sizeof in) == 0);
+    }
+    cf_codec_params p = params(32773, 8, 4, 1, 1);
+    /* -128 is a no-op; a repeat run past the output end is cut */
+    uint8_t s1[] = {0x80, 0xfd, 'x', 0xff, 'y'};
+    CHECK(cf_codec_decode(ctx, &p, s1, sizeof s1, out, 4, &err) == CF_OK);
+    CHECK(memcmp(out, "xxxx", 4) == 0);
+    /* literal run past the end of the input */
+    uint8_t s2[] = {0x05, 'a', 'b'};
+    memset(out, 0x55, 4);
+    CHECK(cf_codec_decode(ctx, &p, s2, sizeof s2, out, 4, &err) == CF_E_CODEC);
+    CHECK(all_zero(out, 4));
+    /* literal run past the end of the output: cut */
+    uint8_t s3[] = {0x05, 'a', 'b', 'c', 'd', 'e', 'f'};
+    CHECK(cf_codec_decode(ctx, &p, s3, sizeof s3, out, 4, &err) == CF_OK);
+    CHECK(memcmp(out, "abcd", 4) == 0);
+    /* repeat with nothing to repeat; input shorter than the chunk */
+    uint8_t s4[] = {0x01, 'a', 'b', 0xfe};
+    CHECK(cf_codec_decode(ctx, &p, s4, sizeof s4, out, 4, &err) == CF_E_CODEC);
+    uint8_t s5[] = {0x01, 'a', 'b'};
+    CHECK(cf_codec_decode(ctx, &p, s5, sizeof s5, out, 4, &err) == CF_E_CODEC);
+    CHECK(strstr(err.msg, "PACKBITS") != NULL);
+}
+
+static void test_deflate_zstd(cf_codec_ctx *ctx) {
+    cf_error err;
+    size_t len = 256 * 256 * 2;
+    uint8_t *in = malloc(len), *enc = malloc(2 * len + 1024),
+            *out = malloc(len), *big = calloc(1, 4 * len);
+    fill(in, len, 2);
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
+    for (int adobe = 0; adobe < 2; adobe++) {
+        size_t n = libdeflate_zlib_compress(c, in, len, enc, 2 * len + 1024);
+        cf_codec_params p = params(adobe ? 8 : 32946, 16, 256, 256, 1);
+        CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+        CHECK(memcmp(in, out, len) == 0);
+        /* truncated */
+        memset(out, 1, len);
+        CHECK(cf_codec_decode(ctx, &p, enc, n / 2, out, len, &err) ==
+              CF_E_CODEC);
+        CHECK(all_zero(out, len));
+        /* short: stream of fewer bytes than the chunk */
+        size_t m = libdeflate_zlib_compress(c, in, len - 2, enc, 2 * len);
+        CHECK(cf_codec_decode(ctx, &p, enc, m, out, len, &err) == CF_E_CODEC);
+        /* bomb: 4x the chunk, stops at the cap */
+        m = libdeflate_zlib_compress(c, big, 4 * len, enc, 2 * len);
+        memset(out, 1, len);
+        CHECK(cf_codec_decode(ctx, &p, enc, m, out, len, &err) == CF_E_CODEC);
+        CHECK(strstr(err.msg, "more than") != NULL);
+        CHECK(all_zero(out, len));
+        /* garbage */
+        CHECK(cf_codec_decode(ctx, &p, in, 100, out, len, &err) == CF_E_CODEC);
+    }
+    libdeflate_free_compressor(c);
+
+    size_t n = ZSTD_compress(enc, 2 * len + 1024, in, len, 3);
+    cf_codec_params p = params(50000, 32, 128, 128, 2);
+    CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+    CHECK(memcmp(in, out, len) == 0);
+    CHECK(cf_codec_decode(ctx, &p, enc, n - 5, out, len, &err) == CF_E_CODEC);
+    CHECK(all_zero(out, len));
+    size_t m = ZSTD_compress(enc, 2 * len, big, 4 * len, 3);
+    CHECK(cf_codec_decode(ctx, &p, enc, m, out, len, &err) == CF_E_CODEC);
+    CHECK(strstr(err.msg, "more than") != NULL);
+    m = ZSTD_compress(enc, 2 * len, in, len / 2, 3);
+    CHECK(cf_codec_decode(ctx, &p, enc, m, out, len, &err) == CF_E_CODEC);
+    /* ZSTD with 1-bit data */
+    p = params(50000, 1, 16, 4, 1);
+    m = ZSTD_compress(enc, 2 * len, in, 8, 3);
+    CHECK(cf_codec_decode(ctx, &p, enc, m, out, 8, &err) == CF_OK);
+    CHECK(memcmp(in, out, 8) == 0);
+
+    /* NONE: exact copy, short input is an error, extra bytes ignored */
+    p = params(1, 8, 100, 10, 1);
+    CHECK(cf_codec_decode(ctx, &p, in, 1000, out, 1000, &err) == CF_OK);
+    CHECK(memcmp(in, out, 1000) == 0);
+    CHECK(cf_codec_decode(ctx, &p, in, 1001, out, 1000, &err) == CF_OK);
+    CHECK(cf_codec_decode(ctx, &p, in, 999, out, 1000, &err) == CF_E_CODEC);
+    CHECK(all_zero(out, 1000));
+    free(in);
+    free(enc);
+    free(out);
+    free(big);
+}
+
+/* ---- predictors: forward transforms as a writer applies them ---- */
+
+static void store_be_or_le(uint8_t *p, uint64_t v, unsigned bytes, int be) {
+    for (unsigned i = 0; i < bytes; i++)
+        p[be ? bytes - 1 - i : i] = (uint8_t)(v >> (8 * i));
+}
+static uint64_t load_native(const uint8_t *p, unsigned bytes) {
+    uint64_t v = 0;
+    memcpy(&v, p, bytes); /* little-endian hosts only, checked in main */
+    return v;
+}
+
+/* Native values `vals` (w*h*spp) -> file bytes with predictor 2 applied
+ * in file byte order. */
+static void forward_pred2(const uint64_t *vals, uint8_t *out, uint32_t w,
+                          uint32_t h, uint32_t spp, unsigned bytes, int be) {
+    uint64_t mask = bytes == 8 ? ~0ull : ((1ull << (8 * bytes)) - 1);
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t i = 0; i < w * spp; i++) {
+            size_t k = (size_t)y * w * spp + i;
+            uint64_t d = i < spp ? vals[k] : (vals[k] - vals[k - spp]) & mask;
+            store_be_or_le(out + k * bytes, d, bytes, be);
+        }
+}
+
+/* libtiff fpDiff: per row, split values into byte planes (most significant
+ * first), then difference bytes with stride spp, right to left. */
+static void forward_pred3(const uint8_t *native, uint8_t *out, uint32_t w,
+                          uint32_t h, uint32_t spp, unsigned bytes) {
+    size_t wc = (size_t)w * spp, cc = wc * bytes;
+    for (uint32_t y = 0; y < h; y++) {
+        const uint8_t *src = native + y * cc;
+        uint8_t *row = out + y * cc;
+        for (size_t k = 0; k < wc; k++)
+            for (unsigned b = 0; b < bytes; b++)
+                row[b * wc + k] = src[k * bytes + (bytes - 1 - b)];
+        for (size_t i = cc; i-- > spp;) row[i] = (uint8_t)(row[i] - row[i - spp]);
+    }
+}
+
+static void test_predictors(cf_codec_ctx *ctx) {
+    cf_error err;
+    const uint32_t w = 37, h = 5; /* odd width: edge tiles keep full width */
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(1);
+    uint64_t *vals = malloc(sizeof(uint64_t) * w * h * 4);
+    uint8_t *file = malloc(w * h * 4 * 8), *enc = malloc(w * h * 64 + 1024),
+            *out = malloc(w * h * 4 * 8), *native = malloc(w * h * 4 * 8);
+    unsigned bits_list[] = {8, 16, 32, 64};
+    for (int bi = 0; bi < 4; bi++)
+        for (uint32_t spp = 1; spp <= 4; spp += 3)
+            for (int be = 0; be < 2; be++) {
+                unsigned bytes = bits_list[bi] / 8;
+                size_t nv = (size_t)w * h * spp, len = nv * bytes;
+                for (size_t i = 0; i < nv; i++) {
+                    uint64_t v = ((uint64_t)rnd() << 32) | rnd();
+                    vals[i] = bytes == 8 ? v : v & ((1ull << (8 * bytes)) - 1);
+                }
+                forward_pred2(vals, file, w, h, spp, bytes, be);
+                size_t n = libdeflate_zlib_compress(c, file, len, enc,
+                                                    w * h * 64 + 1024);
+                cf_codec_params p = params(32946, (uint16_t)(bytes * 8), w, h, spp);
+                p.predictor = 2;
+                p.big_endian = be;
+                CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+                int bad = 0;
+                for (size_t i = 0; i < nv; i++)
+                    if (load_native(out + i * bytes, bytes) != vals[i]) bad++;
+                CHECK(bad == 0);
+                /* the same bytes without predictor are only swapped */
+                p.predictor = 1;
+                CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+                bad = 0;
+                for (size_t i = 0; i < nv; i++) {
+                    uint64_t v = 0;
+                    for (unsigned b = 0; b < bytes; b++)
+                        v |= (uint64_t)file[i * bytes + (be ? bytes - 1 - b : b)]
+                             << (8 * b);
+                    if (load_native(out + i * bytes, bytes) != v) bad++;
+                }
+                CHECK(bad == 0);
+            }
+    /* predictor 3 for float16/32/64; file byte order does not matter */
+    for (unsigned bytes = 2; bytes <= 8; bytes *= 2)
+        for (uint32_t spp = 1; spp <= 3; spp += 2)
+            for (int be = 0; be < 2; be++) {
+                size_t len = (size_t)w * h * spp * bytes;
+                for (size_t i = 0; i < len; i++) native[i] = (uint8_t)rnd();
+                forward_pred3(native, file, w, h, spp, bytes);
+                size_t n = ZSTD_compress(enc, w * h * 64 + 1024, file, len, 1);
+                cf_codec_params p = params(50000, (uint16_t)(bytes * 8), w, h, spp);
+                p.predictor = 3;
+                p.sample_format = 3;
+                p.big_endian = be;
+                CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+                CHECK(memcmp(out, native, len) == 0);
+                /* the exposed entry point does the same in place */
+                memcpy(out, file, len);
+                CHECK(cf_predictor_undo(&p, out, len, &err) == CF_OK);
+                CHECK(memcmp(out, native, len) == 0);
+            }
+    /* predictor that cannot apply */
+    cf_codec_params p = params(32946, 1, 64, 1, 1);
+    p.predictor = 2;
+    CHECK(cf_codec_decode(ctx, &p, enc, 10, out, 8, &err) == CF_E_UNSUPPORTED);
+    CHECK(all_zero(out, 8));
+    p = params(32946, 32, 4, 1, 1);
+    p.predictor = 3; /* on integer data */
+    CHECK(cf_codec_decode(ctx, &p, enc, 10, out, 16, &err) == CF_E_UNSUPPORTED);
+    p.predictor = 7;
+    CHECK(cf_codec_decode(ctx, &p, enc, 10, out, 16, &err) == CF_E_UNSUPPORTED);
+    /* NONE ignores the Predictor tag, as libtiff does */
+    p = params(1, 8, 4, 1, 1);
+    p.predictor = 2;
+    uint8_t raw[4] = {1, 2, 3, 4};
+    CHECK(cf_codec_decode(ctx, &p, raw, 4, out, 4, &err) == CF_OK);
+    CHECK(memcmp(out, raw, 4) == 0);
+    libdeflate_free_compressor(c);
+    free(vals);
+    free(file);
+    free(enc);
+    free(out);
+    free(native);
+}
+
+static void test_params(cf_codec_ctx *ctx) {
+    cf_error err;
+    uint8_t out[64];
+    cf_codec_params p = params(1, 8, 4, 4, 1);
+    CHECK(cf_codec_chunk_bytes(&p) == 16);
+    p.bits = 1;
+    p.width = 9;
+    CHECK(cf_codec_chunk_bytes(&p) == 8); /* 2 bytes per row */
+    p = params(1, 64, 1u << 24, 1u << 24, 4096);
+    CHECK(cf_codec_chunk_bytes(&p) == 0);
+    p = params(1, 8, 0, 4, 1);
+    CHECK(cf_codec_chunk_bytes(&p) == 0);
+    p = params(1, 8, 4, 4, 1);
+    memset(out, 9, sizeof out);
+    CHECK(cf_codec_decode(ctx, &p, out, 64, out, 15, &err) == CF_E_ARG);
+    p = params(12345, 8, 4, 4, 1);
+    CHECK(cf_codec_decode(ctx, &p, out, 64, out, 16, &err) == CF_E_UNSUPPORTED);
+    p = params(1, 12, 4, 4, 1);
+    CHECK(cf_codec_decode(ctx, &p, out, 64, out, 24, &err) == CF_E_UNSUPPORTED);
+    p = params(7, 1, 8, 1, 1); /* JPEG cannot carry 1-bit data */
+    CHECK(cf_codec_decode(ctx, &p, out, 64, out, 1, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf_codec_supported(1, 0) && cf_codec_supported(5, 0) &&
+          cf_codec_supported(8, 0) && cf_codec_supported(32946, 0) &&
+          cf_codec_supported(32773, 0) && cf_codec_supported(50000, 0));
+    CHECK(!cf_codec_supported(6, 0) && !cf_codec_supported(34712, 0));
+#ifdef CF_HAVE_LERC
+    CHECK(cf_codec_supported(34887, 2) && !cf_codec_supported(34887, 3));
+#else
+    CHECK(!cf_codec_supported(34887, 0));
+#endif
+    CHECK(cf_codec_decode(NULL, &p, out, 64, out, 16, &err) == CF_E_ARG);
+}
+
+#ifdef CF_HAVE_LERC
+static void test_lerc(cf_codec_ctx *ctx) {
+    cf_error err;
+    const int w = 64, h = 32;
+    float *f = malloc(sizeof(float) * w * h * 3), *out = malloc(sizeof(float) * w * h * 4);
+    uint8_t *blob = malloc(1 << 20), *enc = malloc(1 << 20);
+    for (int i = 0; i < w * h * 3; i++) f[i] = (float)(i % 97) * 0.5f - 3.0f;
+    unsigned nb = 0;
+    CHECK(lerc_encode(f, 6, 3, w, h, 1, 0, NULL, 0.0, blob, 1 << 20, &nb) == 0);
+    size_t len = sizeof(float) * w * h * 3;
+    for (int sub = 0; sub < 3; sub++) {
+        const uint8_t *src = blob;
+        size_t n = nb;
+        if (sub == 1) {
+            struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
+            n = libdeflate_zlib_compress(c, blob, nb, enc, 1 << 20);
+            libdeflate_free_compressor(c);
+            src = enc;
+        } else if (sub == 2) {
+            n = ZSTD_compress(enc, 1 << 20, blob, nb, 3);
+            src = enc;
+        }
+        cf_codec_params p = params(34887, 32, w, h, 3);
+        p.sample_format = 3;
+        p.lerc_sub = (uint16_t)sub;
+        CHECK(cf_codec_decode(ctx, &p, src, n, (uint8_t *)out, len, &err) == CF_OK);
+        CHECK(memcmp(f, out, len) == 0);
+        /* header contradicting the tags: wrong width, wrong type, wrong bands */
+        p.width = w / 2;
+        memset(out, 1, len / 2);
+        CHECK(cf_codec_decode(ctx, &p, src, n, (uint8_t *)out, len / 2, &err) ==
+              CF_E_FORMAT);
+        CHECK(all_zero((uint8_t *)out, len / 2));
+        p.width = w;
+        p.sample_format = 1;
+        CHECK(cf_codec_decode(ctx, &p, src, n, (uint8_t *)out, len, &err) ==
+              CF_E_FORMAT);
+        p.sample_format = 3;
+        p.samples = 4;
+        CHECK(cf_codec_decode(ctx, &p, src, n, (uint8_t *)out, len / 3 * 4, &err) ==
+              CF_E_FORMAT);
+        p.samples = 3;
+        CHECK(cf_codec_decode(ctx, &p, src, n - 7, (uint8_t *)out, len, &err) != CF_OK);
+    }
+    /* float with a mask: invalid pixels read as NaN (libtiff's choice) */
+    uint8_t *valid = malloc((size_t)w * h);
+    for (int i = 0; i < w * h; i++) valid[i] = (uint8_t)(i % 5 != 0);
+    CHECK(lerc_encode(f, 6, 1, w, h, 1, 1, valid, 0.0, blob, 1 << 20, &nb) == 0);
+    cf_codec_params p = params(34887, 32, w, h, 1);
+    p.sample_format = 3;
+    CHECK(cf_codec_decode(ctx, &p, blob, nb, (uint8_t *)out, len / 3, &err) == CF_OK);
+    int bad = 0;
+    for (int i = 0; i < w * h; i++) {
+        if (valid[i] ? out[i] != f[i] : out[i] == out[i]) bad++;
+    }
+    CHECK(bad == 0);
+    /* uint8 with an alpha band carried as the LERC mask */
+    uint8_t *rgb = malloc((size_t)w * h * 3), *rgba = malloc((size_t)w * h * 4);
+    for (int i = 0; i < w * h * 3; i++) rgb[i] = (uint8_t)(i * 7);
+    CHECK(lerc_encode(rgb, 1, 3, w, h, 1, 1, valid, 0.0, blob, 1 << 20, &nb) == 0);
+    p = params(34887, 8, w, h, 4);
+    CHECK(cf_codec_decode(ctx, &p, blob, nb, rgba, (size_t)w * h * 4, &err) == CF_OK);
+    bad = 0;
+    for (int i = 0; i < w * h; i++) {
+        if (rgba[i * 4 + 3] != (valid[i] ? 255 : 0)) bad++;
+        if (valid[i] && memcmp(rgba + i * 4, rgb + i * 3, 3)) bad++;
+    }
+    CHECK(bad == 0);
+    /* outer-layer bomb: deflate expanding far past the cap */
+    uint8_t *zeros = calloc(1, 4 << 20);
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
+    size_t n = libdeflate_zlib_compress(c, zeros, 4 << 20, enc, 1 << 20);
+    libdeflate_free_compressor(c);
+    p = params(34887, 8, 16, 16, 1);
+    p.lerc_sub = 1;
+    CHECK(cf_codec_decode(ctx, &p, enc, n, rgba, 256, &err) == CF_E_CODEC);
+    CHECK(strstr(err.msg, "expands") != NULL);
+    CHECK(all_zero(rgba, 256));
+    /* garbage blob */
+    p.lerc_sub = 0;
+    CHECK(cf_codec_decode(ctx, &p, zeros, 300, rgba, 256, &err) == CF_E_CODEC);
+    free(zeros);
+    free(valid);
+    free(rgb);
+    free(rgba);
+    free(f);
+    free(out);
+    free(blob);
+    free(enc);
+}
+#endif
+
+#ifdef CF_HAVE_WEBP
+static void test_webp(cf_codec_ctx *ctx) {
+    cf_error err;
+    const int w = 48, h = 40;
+    uint8_t *rgba = malloc((size_t)w * h * 4), *out = malloc((size_t)w * h * 4);
+    /* alpha never 0: lossless WebP may rewrite colours under alpha 0 */
+    for (int i = 0; i < w * h * 4; i++)
+        rgba[i] = (uint8_t)(i % 4 == 3 ? 0x80 | i : i * 13 / 7);
+    for (int spp = 3; spp <= 4; spp++) {
+        uint8_t *enc = NULL;
+        size_t n = spp == 4 ? WebPEncodeLosslessRGBA(rgba, w, h, w * 4, &enc)
+                            : WebPEncodeLosslessRGB(rgba, w, h, w * 3, &enc);
+        CHECK(n > 0);
+        cf_codec_params p = params(50001, 8, w, h, (uint32_t)spp);
+        size_t len = (size_t)w * h * spp;
+        CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+        CHECK(memcmp(out, rgba, len) == 0);
+        p.height = h - 1;
+        CHECK(cf_codec_decode(ctx, &p, enc, n, out, len - (size_t)w * spp, &err) ==
+              CF_E_FORMAT);
+        p.height = h;
+        CHECK(cf_codec_decode(ctx, &p, enc, n / 2, out, len, &err) == CF_E_CODEC);
+        CHECK(all_zero(out, len));
+        WebPFree(enc);
+    }
+    cf_codec_params p = params(50001, 8, w, h, 1);
+    CHECK(cf_codec_decode(ctx, &p, rgba, 100, out, (size_t)w * h, &err) ==
+          CF_E_UNSUPPORTED);
+    free(rgba);
+    free(out);
+}
+#endif
+
+#ifdef CF_HAVE_JPEG
+/* Encode an abbreviated JPEG pair the way libtiff writes it: tables in one
+ * stream (JPEGTables), the image without tables in the other. */
+static void jpeg_encode(const uint8_t *px, int w, int h, int comps, int ycbcr,
+                        uint8_t **tables, unsigned long *tlen, uint8_t **img,
+                        unsigned long *ilen) {
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr jerr;
+    ci.err = jpeg_std_error(&jerr);
+    jpeg_create_compress(&ci);
+    ci.image_width = (JDIMENSION)w;
+    ci.image_height = (JDIMENSION)h;
+    ci.input_components = comps;
+    ci.in_color_space = comps == 3 ? JCS_RGB : JCS_GRAYSCALE;
+    jpeg_set_defaults(&ci);
+    if (comps == 3 && !ycbcr) {
+        jpeg_set_colorspace(&ci, JCS_RGB);
+    }
+    jpeg_set_quality(&ci, 90, TRUE);
+    *tables = NULL;
+    *tlen = 0;
+    jpeg_mem_dest(&ci, tables, tlen);
+    jpeg_write_tables(&ci);
+    *img = NULL;
+    *ilen = 0;
+    jpeg_mem_dest(&ci, img, ilen);
+    jpeg_suppress_tables(&ci, TRUE);
+    jpeg_start_compress(&ci, FALSE);
+    while (ci.next_scanline < ci.image_height) {
+        JSAMPROW r = (JSAMPROW)(px + (size_t)ci.next_scanline * w * comps);
+        jpeg_write_scanlines(&ci, &r, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+}
+
+static void test_jpeg(cf_codec_ctx *ctx) {
+    cf_error err;
+    const int w = 64, h = 48;
+    uint8_t *px = malloc((size_t)w * h * 3), *out = malloc((size_t)w * h * 3);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w * 3; x++) px[y * w * 3 + x] = (uint8_t)(x / 3 * 2 + 2 * y + x % 3 * 10);
+    for (int mode = 0; mode < 3; mode++) { /* gray, RGB, YCbCr */
+        int comps = mode ? 3 : 1;
+        uint8_t *t, *im;
+        unsigned long tl, il;
+        jpeg_encode(px, w, h, comps, mode == 2, &t, &tl, &im, &il);
+        cf_codec_params p = params(7, 8, w, h, (uint32_t)comps);
+        p.photometric = mode == 2 ? 6 : mode == 1 ? 2 : 1;
+        p.ycbcr_sub_h = p.ycbcr_sub_v = 2;
+        p.jpeg_tables = t;
+        p.jpeg_tables_len = tl;
+        size_t len = (size_t)w * h * comps;
+        CHECK(cf_codec_decode(ctx, &p, im, il, out, len, &err) == CF_OK);
+        int maxd = 0;
+        for (size_t i = 0; i < len; i++) {
+            int d = abs((int)out[i] - (int)px[i]);
+            if (d > maxd) maxd = d;
+        }
+        CHECK(maxd < 40); /* lossy, but the shape and colours are right */
+        /* without tables the abbreviated stream cannot decode */
+        p.jpeg_tables = NULL;
+        p.jpeg_tables_len = 0;
+        CHECK(cf_codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_CODEC);
+        CHECK(all_zero(out, len));
+        /* JPEGTables of length 1, and garbage tables */
+        uint8_t junk[64];
+        memset(junk, 0x42, sizeof junk);
+        p.jpeg_tables = junk;
+        p.jpeg_tables_len = 1;
+        CHECK(cf_codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_CODEC);
+        p.jpeg_tables_len = sizeof junk;
+        CHECK(cf_codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_CODEC);
+        /* truncated stream: an error, not gray pixels */
+        p.jpeg_tables = t;
+        p.jpeg_tables_len = tl;
+        CHECK(cf_codec_decode(ctx, &p, im, il / 2, out, len, &err) == CF_E_CODEC);
+        CHECK(all_zero(out, len));
+        /* size contradicting the tags */
+        p.width = w * 2;
+        uint8_t *big = malloc(len * 2);
+        CHECK(cf_codec_decode(ctx, &p, im, il, big, len * 2, &err) == CF_E_FORMAT);
+        free(big);
+        p.width = w;
+        if (mode == 2) { /* subsampling mismatch: stream is 2x2 */
+            p.ycbcr_sub_h = p.ycbcr_sub_v = 1;
+            CHECK(cf_codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_FORMAT);
+            CHECK(strstr(err.msg, "sampled") != NULL);
+        }
+        free(t);
+        free(im);
+    }
+    free(px);
+    free(out);
+}
+#endif
+
+int main(void) {
+    uint16_t one = 1;
+    uint8_t first;
+    memcpy(&first, &one, 1);
+    if (!first) {
+        printf("tests assume a little-endian host\n");
+        return 1;
+    }
+    cf_codec_ctx *ctx = cf_codec_ctx_new();
+    CHECK(ctx != NULL);
+    test_params(ctx);
+    test_lzw(ctx);
+    test_packbits(ctx);
+    test_deflate_zstd(ctx);
+    test_predictors(ctx);
+#ifdef CF_HAVE_LERC
+    test_lerc(ctx);
+#endif
+#ifdef CF_HAVE_WEBP
+    test_webp(ctx);
+#endif
+#ifdef CF_HAVE_JPEG
+    test_jpeg(ctx);
+#endif
+    cf_codec_ctx_free(ctx);
+    cf_codec_ctx_free(NULL);
+    return CF_TEST_END();
+}
