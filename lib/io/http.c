@@ -1,0 +1,651 @@
+/*
+ * http.c - one HTTP range transfer on the io loop thread: building the
+ * request (Range, If-Match, auth headers), checking the response against
+ * what was asked (status, Content-Range, length, pinned ETag and size)
+ * before a single byte reaches a caller's buffer, and deciding after each
+ * attempt whether to finish, resume, retry, follow a redirect or fail.
+ *
+ * Bodies are scattered straight into the callers' buffers; a merged
+ * request skips the gap bytes.  A truncated body is resumed from the first
+ * missing byte with If-Match, so a caller never sees a short buffer.
+ */
+#include "io_internal.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int ieq_prefix(const char *s, size_t n, const char *name) {
+    size_t k = strlen(name);
+    return n > k && s[k] == ':' && strncasecmp(s, name, k) == 0;
+}
+
+/* Header value without surrounding blanks / CRLF, copied into out. */
+static void header_value(const char *s, size_t n, size_t skip, char *out,
+                         size_t outlen) {
+    size_t a = skip, b = n;
+    while (a < b && (s[a] == ' ' || s[a] == '\t')) a++;
+    while (b > a && (s[b - 1] == '\r' || s[b - 1] == '\n' || s[b - 1] == ' '))
+        b--;
+    size_t k = b - a;
+    if (k >= outlen) k = outlen - 1;
+    memcpy(out, s + a, k);
+    out[k] = 0;
+}
+
+static int parse_u64(const char **p, uint64_t *v) {
+    const char *s = *p;
+    if (!isdigit((unsigned char)*s)) return 0;
+    uint64_t r = 0;
+    while (isdigit((unsigned char)*s)) {
+        if (r > (UINT64_MAX - 9) / 10) return 0;
+        r = r * 10 + (uint64_t)(*s - '0');
+        s++;
+    }
+    *p = s;
+    *v = r;
+    return 1;
+}
+
+/* "bytes A-B/T", or "bytes A-B/" followed by a star (T = UINT64_MAX). */
+static int parse_content_range(const char *v, uint64_t *a, uint64_t *b,
+                               uint64_t *t) {
+    if (strncasecmp(v, "bytes", 5) != 0) return 0;
+    v += 5;
+    while (*v == ' ') v++;
+    if (!parse_u64(&v, a) || *v++ != '-' || !parse_u64(&v, b) || *v++ != '/')
+        return 0;
+    if (*v == '*') {
+        *t = UINT64_MAX;
+        v++;
+    } else if (!parse_u64(&v, t)) {
+        return 0;
+    }
+    return *v == 0 && *a <= *b && (*t == UINT64_MAX || *b < *t);
+}
+
+static size_t on_header(char *buf, size_t size, size_t nitems, void *ud) {
+    cf__xfer *x = ud;
+    size_t n = size * nitems;
+    char v[1024];
+    if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
+        /* A new response (e.g. after 100 Continue): forget the last. */
+        const char *sp = memchr(buf, ' ', n);
+        x->status = 0;
+        if (sp && (size_t)(sp - buf) + 4 <= n && isdigit((unsigned char)sp[1]) &&
+            isdigit((unsigned char)sp[2]) && isdigit((unsigned char)sp[3]))
+            x->status = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
+        x->have_cr = 0;
+        x->content_length = -1;
+        x->etag[0] = x->ms_code[0] = x->location[0] = 0;
+        x->location_long = 0;
+        x->retry_after = -1;
+        return n;
+    }
+    if (ieq_prefix(buf, n, "content-range")) {
+        header_value(buf, n, 14, v, sizeof v);
+        x->have_cr = parse_content_range(v, &x->cr_start, &x->cr_end,
+                                         &x->cr_total);
+        if (!x->have_cr) x->have_cr = -1; /* present but unreadable */
+    } else if (ieq_prefix(buf, n, "content-length")) {
+        header_value(buf, n, 15, v, sizeof v);
+        const char *p = v;
+        uint64_t cl;
+        if (parse_u64(&p, &cl) && !*p && cl <= INT64_MAX)
+            x->content_length = (int64_t)cl;
+    } else if (ieq_prefix(buf, n, "etag")) {
+        header_value(buf, n, 5, x->etag, sizeof x->etag);
+    } else if (ieq_prefix(buf, n, "retry-after")) {
+        header_value(buf, n, 12, v, sizeof v);
+        const char *p = v;
+        uint64_t secs;
+        if (parse_u64(&p, &secs) && !*p) {
+            x->retry_after = secs > 3600 ? 3600 : (double)secs;
+        } else {
+            time_t when = curl_getdate(v, NULL);
+            time_t now = time(NULL);
+            if (when > 0)
+                x->retry_after = when > now ? (double)(when - now) : 0;
+        }
+    } else if (ieq_prefix(buf, n, "x-ms-error-code")) {
+        header_value(buf, n, 16, x->ms_code, sizeof x->ms_code);
+    } else if (ieq_prefix(buf, n, "location")) {
+        header_value(buf, n, 9, x->location, sizeof x->location);
+        if (n - 9 >= sizeof x->location) x->location_long = 1;
+    }
+    return n;
+}
+
+static void set_abort(cf__xfer *x, enum cf__abort why, const char *fmt, ...)
+    CF__PRINTF(3, 4);
+static void set_abort(cf__xfer *x, enum cf__abort why, const char *fmt, ...) {
+    x->abort = why;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->abort_msg, sizeof x->abort_msg, fmt, ap);
+    va_end(ap);
+}
+
+/* Compare the response's ETag and total size with what the src pinned;
+ * pin them on the first response. */
+static int check_identity(cf__xfer *x, uint64_t total) {
+    cf_src *s = x->src;
+    int ok = 1;
+    pthread_mutex_lock(&s->mu);
+    if (s->etag[0] && x->etag[0] && strcmp(s->etag, x->etag) != 0) {
+        set_abort(x, CF__AB_CHANGED,
+                  "object changed while reading (ETag was %.60s, now %.60s)",
+                  s->etag, x->etag);
+        ok = 0;
+    } else if (total != UINT64_MAX && s->size != UINT64_MAX && total != s->size) {
+        set_abort(x, CF__AB_CHANGED,
+                  "object changed while reading (size was %" PRIu64
+                  ", now %" PRIu64 ")",
+                  s->size, total);
+        ok = 0;
+    } else {
+        if (!s->etag[0] && x->etag[0]) {
+            size_t k = strlen(x->etag);
+            memcpy(s->etag, x->etag, k + 1);
+        }
+        if (s->size == UINT64_MAX && total != UINT64_MAX) s->size = total;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+/* Validate status and headers once, before the first body byte. */
+static int check_headers(cf__xfer *x) {
+    uint64_t want0 = x->off + x->got;
+    if (x->status == 206) {
+        if (x->have_cr != 1) {
+            set_abort(x, CF__AB_MISMATCH,
+                      "HTTP 206 without a readable Content-Range");
+            return 0;
+        }
+        uint64_t want1 = x->off + x->len - 1;
+        if (x->head && x->got == 0) {
+            if (x->cr_total == UINT64_MAX) {
+                set_abort(x, CF__AB_MISMATCH,
+                          "Content-Range does not give the object size");
+                return 0;
+            }
+            if (x->cr_total == 0) {
+                set_abort(x, CF__AB_MISMATCH, "HTTP 206 for an empty object");
+                return 0;
+            }
+            if (x->cr_total < x->len) want1 = x->cr_total - 1;
+        }
+        if (x->cr_total != UINT64_MAX && want1 >= x->cr_total) {
+            set_abort(x, CF__AB_SHORT,
+                      "object shorter than its header says, or it changed: "
+                      "bytes=%" PRIu64 "-%" PRIu64 " asked, object has %" PRIu64
+                      " bytes",
+                      want0, want1, x->cr_total);
+            return 0;
+        }
+        if (x->cr_start != want0 || x->cr_end != want1) {
+            set_abort(x, CF__AB_MISMATCH,
+                      "Content-Range bytes %" PRIu64 "-%" PRIu64
+                      " does not match the requested bytes=%" PRIu64
+                      "-%" PRIu64,
+                      x->cr_start, x->cr_end, want0, want1);
+            return 0;
+        }
+        if (x->content_length >= 0 &&
+            (uint64_t)x->content_length != want1 - want0 + 1) {
+            set_abort(x, CF__AB_MISMATCH,
+                      "Content-Length %" PRId64 " does not match Content-Range",
+                      x->content_length);
+            return 0;
+        }
+        if (!check_identity(x, x->cr_total)) return 0;
+        if (x->head && x->got == 0) x->len = want1 + 1;
+        return 1;
+    }
+    if (x->status == 200) {
+        uint64_t size;
+        pthread_mutex_lock(&x->src->mu);
+        size = x->src->size;
+        pthread_mutex_unlock(&x->src->mu);
+        int whole_ok = 0;
+        if (x->got == 0 && x->off == 0) {
+            if (x->head) {
+                /* A small object sent whole is the answer to a header read
+                 * when it fits in what was asked for. */
+                if (x->content_length >= 0 &&
+                    (uint64_t)x->content_length <= x->len) {
+                    whole_ok = 1;
+                    x->len = (uint64_t)x->content_length;
+                } else if (x->content_length < 0) {
+                    whole_ok = 1;
+                    x->len_open = 1;
+                }
+            } else if (size != UINT64_MAX && x->len == size &&
+                       (x->content_length < 0 ||
+                        (uint64_t)x->content_length == size)) {
+                whole_ok = 1;
+            }
+        }
+        if (!whole_ok) {
+            char cl[32] = "unknown";
+            if (x->content_length >= 0)
+                snprintf(cl, sizeof cl, "%" PRId64, x->content_length);
+            set_abort(x, CF__AB_NORANGE,
+                      "server ignored the Range header (not range-capable): "
+                      "HTTP 200 with %s bytes for bytes=%" PRIu64 "-%" PRIu64,
+                      cl, want0, x->off + x->len - 1);
+            return 0;
+        }
+        if (!check_identity(x, x->content_length >= 0
+                                   ? (uint64_t)x->content_length
+                                   : UINT64_MAX))
+            return 0;
+        return 1;
+    }
+    return 1; /* error statuses: body is kept for the error code */
+}
+
+static size_t on_body(char *buf, size_t size, size_t nitems, void *ud) {
+    cf__xfer *x = ud;
+    size_t n = size * nitems;
+    if (!x->checked) {
+        x->checked = 1;
+        if (!check_headers(x)) return 0; /* aborts the transfer */
+    }
+    if (x->status != 200 && x->status != 206) {
+        size_t room = sizeof x->errbody - x->errbody_len;
+        size_t k = n < room ? n : room;
+        memcpy(x->errbody + x->errbody_len, buf, k);
+        x->errbody_len += k;
+        return n;
+    }
+    if (x->got + n > x->len) {
+        if (x->len_open)
+            set_abort(x, CF__AB_NORANGE,
+                      "server ignored the Range header (not range-capable): "
+                      "HTTP 200 body longer than the %" PRIu64 " bytes asked for",
+                      x->len);
+        else
+            set_abort(x, CF__AB_OVERFLOW,
+                      "server sent more than the %" PRIu64 " bytes asked for",
+                      x->len);
+        return 0;
+    }
+    uint64_t p0 = x->off + x->got, p1 = p0 + n;
+    for (size_t i = 0; i < x->nreq; i++) {
+        cf_range_req *r = x->reqs[i];
+        uint64_t a = r->off > p0 ? r->off : p0;
+        uint64_t b = r->off + r->len < p1 ? r->off + r->len : p1;
+        if (a < b) memcpy(r->dst + (a - r->off), buf + (a - p0), (size_t)(b - a));
+    }
+    x->got += n;
+    x->attempt_got += n;
+    atomic_fetch_add(&x->src->io->n_bytes, n);
+    return n;
+}
+
+static const char *current_url(const cf__xfer *x) {
+    return x->redirect_url ? x->redirect_url : cf__auth_http_url(x->src->auth);
+}
+
+cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
+    cf_src *s = x->src;
+    const cf_io_options *o = &lp->io->opts;
+    x->status = 0;
+    x->checked = 0;
+    x->abort = CF__AB_NONE;
+    x->abort_msg[0] = 0;
+    x->have_cr = 0;
+    x->content_length = -1;
+    x->etag[0] = x->ms_code[0] = x->location[0] = 0;
+    x->location_long = 0;
+    x->retry_after = -1;
+    x->errbody_len = 0;
+    x->attempt_got = 0;
+
+    double left = x->t0 + o->request_timeout_s - cf__now();
+    if (left <= 0)
+        return cf__err(err, CF_E_TIMEOUT,
+                       "%s: request deadline of %g s reached", s->name,
+                       o->request_timeout_s);
+
+    char range[64], ifm[200] = "";
+    snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64,
+             x->off + x->got, x->off + x->len - 1);
+    pthread_mutex_lock(&s->mu);
+    /* A weak ETag can never match If-Match's strong comparison. */
+    if (s->etag[0] && strncmp(s->etag, "W/", 2) != 0)
+        snprintf(ifm, sizeof ifm, "%s", s->etag);
+    pthread_mutex_unlock(&s->mu);
+
+    struct curl_slist *h = NULL, *t;
+    char line[256];
+    snprintf(line, sizeof line, "Range: %s", range);
+    if (!(t = curl_slist_append(h, line))) goto nomem;
+    h = t;
+    if (ifm[0]) {
+        snprintf(line, sizeof line, "If-Match: %s", ifm);
+        if (!(t = curl_slist_append(h, line))) goto nomem;
+        h = t;
+    }
+    /* Credentials never travel to a host the user did not name. */
+    if (!x->foreign_host) {
+        cf_status st = cf__auth_sign(s->auth, "GET", range, ifm[0] ? ifm : NULL,
+                                     &h, err);
+        if (st != CF_OK) {
+            curl_slist_free_all(h);
+            return cf__err_prefix(err, "%s", s->name);
+        }
+    }
+
+    CURL *e = lp->nspare ? lp->spare[--lp->nspare] : curl_easy_init();
+    if (!e) goto nomem;
+    curl_easy_reset(e);
+    x->easy = e;
+    x->hdrs = h;
+    curl_easy_setopt(e, CURLOPT_URL, current_url(x));
+    curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_SHARE, lp->share);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* handled below */
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)CURL_MAX_READ_SIZE);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     (long)(o->connect_timeout_s * 1000.0));
+    long tmo = (long)(left * 1000.0);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo > 0 ? tmo : 1L);
+    if (o->low_speed_time_s > 0 && o->low_speed_bytes > 0) {
+        long secs = (long)(o->low_speed_time_s + 0.999);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, o->low_speed_bytes);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, secs < 1 ? 1L : secs);
+    }
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, o->verify_tls ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, o->verify_tls ? 2L : 0L);
+    if (o->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, o->ca_file);
+    if (curl_multi_add_handle(lp->multi, e) != CURLM_OK) {
+        curl_easy_cleanup(e);
+        x->easy = NULL;
+        curl_slist_free_all(h);
+        x->hdrs = NULL;
+        return cf__err(err, CF_E_IO, "%s: could not start a transfer", s->name);
+    }
+    x->attempts++;
+    atomic_fetch_add(&lp->io->n_requests, 1);
+    atomic_fetch_add(&s->requests, 1);
+    return CF_OK;
+nomem:
+    curl_slist_free_all(h);
+    return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
+}
+
+void cf__xfer_fail(cf__xfer *x, cf_status code, const char *msg) {
+    x->result = code;
+    x->err.code = code;
+    x->err.http_status = (int)x->status;
+    snprintf(x->err.msg, sizeof x->err.msg, "%s", msg);
+}
+
+static int fail(cf__xfer *x, cf_status code, const char *fmt, ...)
+    CF__PRINTF(3, 4);
+static int fail(cf__xfer *x, cf_status code, const char *fmt, ...) {
+    char m[sizeof x->err.msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    cf__xfer_fail(x, code, m);
+    return 1;
+}
+
+/* Schedule another attempt, or fail with `code` and `why` when the
+ * request's retries, its deadline or the io's budget are spent. */
+static int retry(cf__loop *lp, cf__xfer *x, cf_status code, const char *why) {
+    cf_io *io = lp->io;
+    const char *n = x->src->name;
+    char rng[64];
+    snprintf(rng, sizeof rng, "bytes=%" PRIu64 "-%" PRIu64, x->off,
+             x->off + x->len - 1);
+    if (x->attempts > io->opts.max_retries)
+        return fail(x, code, "%s: %s: %s (gave up after %d attempts)", n, rng,
+                    why, x->attempts);
+    double delay = cf__io_backoff(lp, x->attempts - 1, x->retry_after);
+    double now = cf__now();
+    if (now + delay > x->t0 + io->opts.request_timeout_s)
+        return fail(x, CF_E_TIMEOUT,
+                    "%s: %s: %s (request deadline of %g s reached after %d "
+                    "attempts)",
+                    n, rng, why, io->opts.request_timeout_s, x->attempts);
+    if (atomic_fetch_sub(&io->retry_budget, 1) <= 0) {
+        atomic_fetch_add(&io->retry_budget, 1);
+        return fail(x, CF_E_TIMEOUT,
+                    "%s: %s: %s (the I/O context's retry budget of %d is spent)",
+                    n, rng, why, io->opts.retry_budget);
+    }
+    atomic_fetch_add(&io->n_retries, 1);
+    x->due = now + delay;
+    return 0;
+}
+
+/* Hostname and port of a URL, for same-host decisions. */
+static int url_parts(const char *url, char *scheme, size_t sl, char *host,
+                     size_t hl, char *port, size_t pl) {
+    CURLU *u = curl_url();
+    if (!u) return 0;
+    char *sc = NULL, *ho = NULL, *po = NULL;
+    int ok = curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_SCHEME, &sc, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_HOST, &ho, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_PORT, &po, CURLU_DEFAULT_PORT) == CURLUE_OK;
+    if (ok) {
+        snprintf(scheme, sl, "%s", sc);
+        snprintf(host, hl, "%s", ho);
+        snprintf(port, pl, "%s", po);
+    }
+    curl_free(sc);
+    curl_free(ho);
+    curl_free(po);
+    curl_url_cleanup(u);
+    return ok;
+}
+
+static int follow_redirect(cf__loop *lp, cf__xfer *x) {
+    const char *n = x->src->name;
+    if (!x->location[0] || x->location_long)
+        return fail(x, CF_E_HTTP, "%s: HTTP %ld redirect without a usable Location",
+                    n, x->status);
+    if (++x->redirects > CF__MAX_REDIRECTS)
+        return fail(x, CF_E_HTTP, "%s: more than %d redirects", n,
+                    CF__MAX_REDIRECTS);
+    CURLU *u = curl_url();
+    char *target = NULL;
+    int ok = u && curl_url_set(u, CURLUPART_URL, current_url(x), 0) == CURLUE_OK &&
+             curl_url_set(u, CURLUPART_URL, x->location, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_URL, &target, 0) == CURLUE_OK;
+    curl_url_cleanup(u);
+    char red[512];
+    cf__redact_url(ok ? target : x->location, red, sizeof red);
+    char s0[16], h0[256], p0[16], s1[16], h1[256], p1[16];
+    if (!ok || !url_parts(current_url(x), s0, sizeof s0, h0, sizeof h0, p0,
+                          sizeof p0) ||
+        !url_parts(target, s1, sizeof s1, h1, sizeof h1, p1, sizeof p1)) {
+        curl_free(target);
+        return fail(x, CF_E_HTTP, "%s: HTTP %ld redirect to an unreadable URL", n,
+                    x->status);
+    }
+    int same = strcasecmp(s0, s1) == 0 && strcasecmp(h0, h1) == 0 &&
+               strcmp(p0, p1) == 0;
+    if (strcasecmp(s1, "https") != 0 && !same) {
+        curl_free(target);
+        return fail(x, CF_E_HTTP,
+                    "%s: HTTP %ld redirect to %s refused (only https, or the "
+                    "same scheme and host, is followed)",
+                    n, x->status, red);
+    }
+    char *copy = cf__strdup(target);
+    curl_free(target);
+    if (!copy) return fail(x, CF_E_NOMEM, "%s: out of memory", n);
+    free(x->redirect_url);
+    x->redirect_url = copy;
+    /* Once off the original host, stay without credentials. */
+    if (strcasecmp(h0, h1) != 0 || strcmp(p0, p1) != 0) x->foreign_host = 1;
+    x->due = 0;
+    (void)lp;
+    return 0;
+}
+
+int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
+    cf_io *io = lp->io;
+    const char *n = x->src->name;
+    curl_off_t connect_us = 0;
+    curl_easy_getinfo(x->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+    char cerr[128];
+    snprintf(cerr, sizeof cerr, "%s", curl_easy_strerror(rc));
+    if (lp->nspare < CF_IO_MAX_INFLIGHT)
+        lp->spare[lp->nspare++] = x->easy;
+    else
+        curl_easy_cleanup(x->easy);
+    x->easy = NULL;
+    curl_slist_free_all(x->hdrs);
+    x->hdrs = NULL;
+
+    if (rc == CURLE_OK && !x->checked && (x->status == 200 || x->status == 206)) {
+        x->checked = 1;
+        check_headers(x); /* empty body: still validate */
+    }
+    char why[400];
+    switch (x->abort) {
+    case CF__AB_NONE: break;
+    case CF__AB_MISMATCH:
+        snprintf(why, sizeof why, "HTTP %ld: %s", x->status, x->abort_msg);
+        if (x->mismatches++ == 0) return retry(lp, x, CF_E_RANGE, why);
+        return fail(x, CF_E_RANGE, "%s: %s (again after a retry)", n, why);
+    case CF__AB_NORANGE:
+        return fail(x, CF_E_RANGE, "%s: %s", n, x->abort_msg);
+    case CF__AB_CHANGED:
+        return fail(x, CF_E_CHANGED, "%s: HTTP %ld: %s", n, x->status,
+                    x->abort_msg);
+    case CF__AB_SHORT:
+        return fail(x, CF_E_RANGE, "%s: HTTP %ld: %s", n, x->status,
+                    x->abort_msg);
+    case CF__AB_OVERFLOW:
+        return fail(x, CF_E_RANGE, "%s: HTTP %ld: %s", n, x->status,
+                    x->abort_msg);
+    }
+
+    int body_status = x->status == 200 || x->status == 206;
+    if (rc != CURLE_OK && (body_status || x->status == 0)) {
+        /* Transport failure.  Before any response it is a connect failure
+         * unless a connection was made; after headers it is a read failure
+         * and whatever arrived is kept (resumed from the next byte). */
+        int connected = connect_us > 0 || x->status != 0;
+        int stalled = rc == CURLE_OPERATION_TIMEDOUT;
+        if (connected)
+            atomic_fetch_add(&io->n_read_fail, 1);
+        else
+            atomic_fetch_add(&io->n_connect_fail, 1);
+        if (body_status)
+            snprintf(why, sizeof why,
+                     "HTTP %ld body %s after %" PRIu64 " of %" PRIu64
+                     " bytes (%s)",
+                     x->status, stalled ? "stalled" : "truncated", x->got,
+                     x->len, cerr);
+        else
+            snprintf(why, sizeof why, "%s (%s)",
+                     connected ? "no response" : "could not connect", cerr);
+        return retry(lp, x, stalled ? CF_E_TIMEOUT : CF_E_IO, why);
+    }
+    if (body_status) {
+        if (x->len_open) {
+            x->len = x->got;
+            pthread_mutex_lock(&x->src->mu);
+            if (x->src->size == UINT64_MAX) x->src->size = x->got;
+            pthread_mutex_unlock(&x->src->mu);
+        }
+        if (x->got == x->len) {
+            x->result = CF_OK;
+            return 1;
+        }
+        atomic_fetch_add(&io->n_read_fail, 1);
+        snprintf(why, sizeof why,
+                 "HTTP %ld body truncated after %" PRIu64 " of %" PRIu64 " bytes",
+                 x->status, x->got, x->len);
+        return retry(lp, x, CF_E_IO, why);
+    }
+
+    char code[80] = "", codepart[96] = "";
+    cf__auth_error_code(x->src->auth, x->errbody, x->errbody_len,
+                        x->ms_code[0] ? x->ms_code : NULL, code, sizeof code);
+    if (code[0]) snprintf(codepart, sizeof codepart, " (%s)", code);
+    long st = x->status;
+    switch (st) {
+    case 301: case 302: case 303: case 307: case 308:
+        return follow_redirect(lp, x);
+    case 429: case 503: case 500: case 502: case 504: case 408:
+        snprintf(why, sizeof why, "HTTP %ld%s", st, codepart);
+        return retry(lp, x, CF_E_HTTP, why);
+    case 416:
+        return fail(x, CF_E_RANGE,
+                    "%s: HTTP 416: object shorter than its header says, or it "
+                    "changed (bytes=%" PRIu64 "-%" PRIu64 ")",
+                    n, x->off + x->got, x->off + x->len - 1);
+    case 412:
+        return fail(x, CF_E_CHANGED,
+                    "%s: HTTP 412: object changed while reading (its ETag no "
+                    "longer matches)",
+                    n);
+    case 401: case 403:
+        return fail(x, CF_E_AUTH,
+                    "%s: HTTP %ld%s: access denied (missing, wrong or expired "
+                    "credentials)",
+                    n, st, codepart);
+    case 404:
+        return fail(x, CF_E_NOTFOUND, "%s: HTTP 404%s: not found", n, codepart);
+    default:
+        if (st == 0)
+            return fail(x, CF_E_IO, "%s: no HTTP response (%s)", n, cerr);
+        return fail(x, CF_E_HTTP, "%s: HTTP %ld%s", n, st, codepart);
+    }
+}
+
+void cf__xfer_free(cf__xfer *x) {
+    if (!x) return;
+    if (x->easy) curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->hdrs);
+    free(x->redirect_url);
+    free(x->reqs);
+    free(x);
+}
+
+void cf__xfer_finish(cf__xfer *x) {
+    for (size_t i = 0; i < x->nreq; i++) {
+        cf_range_req *r = x->reqs[i];
+        r->status = x->result;
+        if (x->head) r->len = x->len; /* the bytes the object really had */
+        if (r->err) {
+            if (x->result == CF_OK)
+                cf__err_clear(r->err);
+            else
+                *r->err = x->err;
+        }
+    }
+    cf_range_cb cb = x->cb;
+    void *user = x->user;
+    cf_range_req **rs = x->reqs;
+    size_t nr = x->nreq;
+    x->reqs = NULL;
+    cf__xfer_free(x);
+    for (size_t i = 0; i < nr; i++) cb(rs[i], user);
+    free(rs);
+}

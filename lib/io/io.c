@@ -1,0 +1,389 @@
+/*
+ * io.c - the cf_io handle: options, statistics, and its one libcurl-multi
+ * loop thread.
+ *
+ * Callers (any thread) hand transfers to the loop through a bounded queue
+ * and wake it with curl_multi_wakeup; only the loop thread touches curl
+ * handles.  The loop starts lazily on the first remote request.  A forked
+ * child sees a loop whose pid is not its own and builds a fresh one,
+ * abandoning (not cleaning up) the parent's: its sockets and TLS state
+ * belong to the parent process.
+ */
+#include "io_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+void cf_io_options_init(cf_io_options *opt) {
+    if (!opt) return;
+    memset(opt, 0, sizeof *opt);
+    opt->struct_size = sizeof *opt;
+    opt->max_inflight = 64;
+    opt->header_bytes = 64 << 10;
+    opt->merge_gap = 64 << 10;
+    opt->request_timeout_s = 60;
+    opt->connect_timeout_s = 10;
+    opt->low_speed_time_s = 15;
+    opt->low_speed_bytes = 1024;
+    opt->max_retries = 6;
+    opt->retry_budget = 1000;
+    opt->retry_base_ms = 100;
+    opt->retry_max_ms = 10000;
+    opt->verify_tls = 1;
+}
+
+static int clamp_inflight(int n) {
+    if (n < 1) return 1;
+    if (n > CF_IO_MAX_INFLIGHT) return CF_IO_MAX_INFLIGHT;
+    return n;
+}
+
+cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err) {
+    if (!out) return cf__err(err, CF_E_ARG, "cf_io_new: out is NULL");
+    *out = NULL;
+    cf_io_options o;
+    cf_io_options_init(&o);
+    if (opt) {
+        if (opt->struct_size < offsetof(cf_io_options, max_inflight) ||
+            opt->struct_size > sizeof o)
+            return cf__err(err, CF_E_ARG,
+                           "cf_io_new: options struct_size %zu unknown "
+                           "(call cf_io_options_init)",
+                           opt->struct_size);
+        memcpy(&o, opt, opt->struct_size);
+        o.struct_size = sizeof o;
+    }
+    if (!(o.request_timeout_s > 0) || !(o.connect_timeout_s > 0) ||
+        !(o.low_speed_time_s >= 0) || o.low_speed_bytes < 0 ||
+        o.max_retries < 0 || o.retry_budget < 0 || !(o.retry_base_ms >= 0) ||
+        !(o.retry_max_ms >= 0) || o.header_bytes == 0 ||
+        o.header_bytes > CF_MAX_HEADER_BYTES)
+        return cf__err(err, CF_E_ARG,
+                       "cf_io_new: an option is out of range (timeouts must "
+                       "be > 0, counts >= 0, header_bytes in 1..%llu)",
+                       (unsigned long long)CF_MAX_HEADER_BYTES);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return cf__err(err, CF_E_IO, "cf_io_new: libcurl failed to initialise");
+    cf_io *io = cf__calloc(1, sizeof *io);
+    if (!io) {
+        curl_global_cleanup();
+        return cf__err(err, CF_E_NOMEM, "cf_io_new: out of memory");
+    }
+    io->opts = o;
+    if ((o.header_cache_dir &&
+         !(io->header_cache_dir = cf__strdup(o.header_cache_dir))) ||
+        (o.ca_file && !(io->ca_file = cf__strdup(o.ca_file)))) {
+        free(io->header_cache_dir);
+        free(io);
+        curl_global_cleanup();
+        return cf__err(err, CF_E_NOMEM, "cf_io_new: out of memory");
+    }
+    io->opts.header_cache_dir = io->header_cache_dir;
+    io->opts.ca_file = io->ca_file;
+    io->opts.max_inflight = clamp_inflight(o.max_inflight);
+    atomic_init(&io->max_inflight, io->opts.max_inflight);
+    atomic_init(&io->retry_budget, o.retry_budget);
+    atomic_init(&io->loop, NULL);
+    atomic_init(&io->upper, NULL);
+    *out = io;
+    return CF_OK;
+}
+
+const cf_io_options *cf_io_opts(const cf_io *io) { return &io->opts; }
+
+void cf_io_note_cache_hit(cf_io *io) {
+    if (io) atomic_fetch_add(&io->n_cache_hits, 1);
+}
+
+void cf_io_get_stats(cf_io *io, cf_io_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!io) return;
+    out->requests = atomic_load(&io->n_requests);
+    out->retries = atomic_load(&io->n_retries);
+    out->bytes_fetched = atomic_load(&io->n_bytes);
+    out->connect_failures = atomic_load(&io->n_connect_fail);
+    out->read_failures = atomic_load(&io->n_read_fail);
+    out->header_cache_hits = atomic_load(&io->n_cache_hits);
+    out->inflight = atomic_load(&io->inflight);
+    out->max_inflight = atomic_load(&io->max_inflight);
+}
+
+void cf_io_set_max_inflight(cf_io *io, int n) {
+    if (!io) return;
+    atomic_store(&io->max_inflight, clamp_inflight(n));
+    cf__loop *lp = atomic_load(&io->loop);
+    /* Wake the loop so that a raised limit starts queued work now. */
+    if (lp && lp->pid == getpid()) curl_multi_wakeup(lp->multi);
+}
+
+/* ---- backoff ------------------------------------------------------- */
+
+static uint64_t rng_next(cf__loop *lp) {
+    /* xorshift64*: only for jitter, run on the loop thread. */
+    uint64_t x = lp->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    lp->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s) {
+    const cf_io_options *o = &lp->io->opts;
+    double d = o->retry_base_ms * ldexp(1.0, attempt > 30 ? 30 : attempt);
+    if (d > o->retry_max_ms) d = o->retry_max_ms;
+    /* "Equal jitter": half fixed, half random, so that clients that failed
+     * together do not retry together. */
+    double u = (double)(rng_next(lp) >> 11) / 9007199254740992.0;
+    d = d / 2 + u * d / 2;
+    double s = d / 1000.0;
+    if (retry_after_s > s) s = retry_after_s;
+    return s;
+}
+
+/* ---- the loop thread ----------------------------------------------- */
+
+static void pending_push(cf__loop *lp, cf__xfer *x) {
+    /* FIFO: walk to the tail.  Lists are short (bounded by the queue). */
+    x->next = NULL;
+    cf__xfer **pp = &lp->pending;
+    while (*pp) pp = &(*pp)->next;
+    *pp = x;
+}
+
+/* Start pending transfers that are due while slots are free; return the
+ * seconds until the next one is due (or 1 s). */
+static double start_ready(cf__loop *lp) {
+    double now = cf__now(), wait = 1.0;
+    cf__xfer **pp = &lp->pending;
+    while (*pp) {
+        cf__xfer *x = *pp;
+        int limit = atomic_load(&lp->io->max_inflight);
+        if (x->due > now) {
+            if (x->due - now < wait) wait = x->due - now;
+            pp = &x->next;
+            continue;
+        }
+        if (lp->active >= limit) {
+            wait = 1.0; /* a completion will wake us */
+            break;
+        }
+        *pp = x->next;
+        x->next = NULL;
+        cf_error e;
+        cf__err_clear(&e);
+        if (cf__xfer_start(lp, x, &e) != CF_OK) {
+            cf__xfer_fail(x, e.code, e.msg);
+            cf__xfer_finish(x);
+            continue;
+        }
+        x->slot = lp->active;
+        lp->slots[lp->active++] = x;
+        atomic_fetch_add(&lp->io->inflight, 1);
+    }
+    return wait;
+}
+
+/* Active transfers sit in slots[0, active): remove by moving the last. */
+static void slot_remove(cf__loop *lp, cf__xfer *x) {
+    int i = x->slot;
+    lp->slots[i] = lp->slots[--lp->active];
+    lp->slots[i]->slot = i;
+    atomic_fetch_sub(&lp->io->inflight, 1);
+}
+
+static void drain_done(cf__loop *lp) {
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(lp->multi, &left))) {
+        if (m->msg != CURLMSG_DONE) continue;
+        CURL *e = m->easy_handle;
+        CURLcode rc = m->data.result;
+        cf__xfer *x = NULL;
+        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
+        curl_multi_remove_handle(lp->multi, e);
+        slot_remove(lp, x);
+        if (cf__xfer_done(lp, x, rc))
+            cf__xfer_finish(x);
+        else
+            pending_push(lp, x);
+    }
+}
+
+static void fail_all(cf__loop *lp, cf__xfer *list) {
+    while (list) {
+        cf__xfer *n = list->next;
+        cf__xfer_fail(list, CF_E_STATE, "the I/O context was closed");
+        cf__xfer_finish(list);
+        list = n;
+    }
+}
+
+static void *loop_main(void *arg) {
+    cf__loop *lp = arg;
+    for (;;) {
+        pthread_mutex_lock(&lp->mu);
+        int stop = lp->stop;
+        cf__xfer *q = lp->q_head;
+        lp->q_head = lp->q_tail = NULL;
+        lp->queued = 0;
+        pthread_cond_broadcast(&lp->room);
+        pthread_mutex_unlock(&lp->mu);
+        if (stop) {
+            fail_all(lp, q);
+            break;
+        }
+        /* Append the new submissions after older pending work. */
+        cf__xfer **pp = &lp->pending;
+        while (*pp) pp = &(*pp)->next;
+        *pp = q;
+
+        start_ready(lp);
+        int running = 0;
+        curl_multi_perform(lp->multi, &running);
+        drain_done(lp);
+        double wait = start_ready(lp);
+        int ms = (int)ceil(wait * 1000.0);
+        if (ms < 0) ms = 0;
+        if (ms > 1000) ms = 1000;
+        curl_multi_poll(lp->multi, NULL, 0, ms, NULL);
+    }
+    /* Closing: fail whatever is still in flight or waiting. */
+    while (lp->active > 0) {
+        cf__xfer *x = lp->slots[lp->active - 1];
+        curl_multi_remove_handle(lp->multi, x->easy);
+        slot_remove(lp, x);
+        curl_easy_cleanup(x->easy);
+        x->easy = NULL;
+        curl_slist_free_all(x->hdrs);
+        x->hdrs = NULL;
+        x->next = NULL;
+        fail_all(lp, x);
+    }
+    fail_all(lp, lp->pending);
+    lp->pending = NULL;
+    return NULL;
+}
+
+static void loop_destroy(cf__loop *lp) {
+    for (int i = 0; i < lp->nspare; i++) curl_easy_cleanup(lp->spare[i]);
+    free(lp->spare);
+    if (lp->multi) curl_multi_cleanup(lp->multi);
+    if (lp->share) curl_share_cleanup(lp->share);
+    pthread_cond_destroy(&lp->room);
+    pthread_mutex_destroy(&lp->mu);
+    free(lp);
+}
+
+static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
+    cf__loop *lp = cf__calloc(1, sizeof *lp);
+    if (!lp) {
+        cf__err(err, CF_E_NOMEM, "I/O loop: out of memory");
+        return NULL;
+    }
+    lp->io = io;
+    lp->pid = pid;
+    lp->rng = (uint64_t)(cf__now() * 1e9) ^ ((uint64_t)pid << 32) ^
+              (uint64_t)(uintptr_t)lp;
+    if (!lp->rng) lp->rng = 1;
+    pthread_mutex_init(&lp->mu, NULL);
+    pthread_cond_init(&lp->room, NULL);
+    lp->spare = cf__calloc(CF_IO_MAX_INFLIGHT, sizeof *lp->spare);
+    lp->multi = curl_multi_init();
+    lp->share = curl_share_init();
+    if (!lp->spare || !lp->multi || !lp->share) {
+        loop_destroy(lp);
+        cf__err(err, CF_E_NOMEM, "I/O loop: libcurl handles could not be created");
+        return NULL;
+    }
+    /* Handles of one loop share DNS answers and TLS sessions; only the loop
+     * thread uses them, so no share lock callbacks are needed. */
+    curl_share_setopt(lp->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(lp->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_multi_setopt(lp->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(lp->multi, CURLMOPT_MAXCONNECTS, (long)CF_IO_MAX_INFLIGHT);
+    curl_multi_setopt(lp->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 256L);
+    if (pthread_create(&lp->thread, NULL, loop_main, lp) != 0) {
+        loop_destroy(lp);
+        cf__err(err, CF_E_IO, "I/O loop: could not start its thread");
+        return NULL;
+    }
+    return lp;
+}
+
+static void loop_stop(cf__loop *lp) {
+    pthread_mutex_lock(&lp->mu);
+    lp->stop = 1;
+    pthread_mutex_unlock(&lp->mu);
+    curl_multi_wakeup(lp->multi);
+    pthread_join(lp->thread, NULL);
+    loop_destroy(lp);
+}
+
+/* The loop of this process, created on first use or after a fork. */
+static cf__loop *get_loop(cf_io *io, cf_error *err) {
+    pid_t me = getpid();
+    for (;;) {
+        cf__loop *lp = atomic_load(&io->loop);
+        if (lp && lp->pid == me) return lp;
+        cf__loop *nl = loop_new(io, me, err);
+        if (!nl) return NULL;
+        if (atomic_compare_exchange_strong(&io->loop, &lp, nl)) {
+            /* A parent's loop (lp != NULL) is deliberately leaked: its
+             * thread does not exist here and its connections are the
+             * parent's.  Requests in flight there are not ours either. */
+            if (lp) atomic_store(&io->inflight, 0);
+            return nl;
+        }
+        loop_stop(nl); /* another thread won the race */
+    }
+}
+
+static int on_loop_thread(cf__loop *lp) {
+    return pthread_equal(pthread_self(), lp->thread);
+}
+
+cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err) {
+    if (!n) return CF_OK;
+    cf__loop *lp = get_loop(io, err);
+    if (!lp) return err ? err->code : CF_E_IO;
+    double now = cf__now();
+    pthread_mutex_lock(&lp->mu);
+    /* Backpressure: wait while the queue is full, except on the loop
+     * thread itself (a completion callback submitting more work). */
+    while (!lp->stop && lp->queued >= CF__QUEUE_MAX && !on_loop_thread(lp))
+        pthread_cond_wait(&lp->room, &lp->mu);
+    if (lp->stop) {
+        pthread_mutex_unlock(&lp->mu);
+        return cf__err(err, CF_E_STATE, "the I/O context is closing");
+    }
+    for (size_t i = 0; i < n; i++) {
+        cf__xfer *x = xs[i];
+        x->t0 = now;
+        x->due = 0;
+        x->next = NULL;
+        if (lp->q_tail)
+            lp->q_tail->next = x;
+        else
+            lp->q_head = x;
+        lp->q_tail = x;
+        lp->queued++;
+    }
+    pthread_mutex_unlock(&lp->mu);
+    curl_multi_wakeup(lp->multi);
+    return CF_OK;
+}
+
+void cf_io_free(cf_io *io) {
+    if (!io) return;
+    cf__loop *lp = atomic_load(&io->loop);
+    if (lp && lp->pid == getpid()) loop_stop(lp);
+    cf__io_upper_free(io);
+    free(io->header_cache_dir);
+    free(io->ca_file);
+    free(io);
+    curl_global_cleanup();
+}

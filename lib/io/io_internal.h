@@ -1,0 +1,155 @@
+/*
+ * io_internal.h - what io.c (the cf_io handle and its loop thread),
+ * http.c (one HTTP range transfer: setup, validation, retry) and src.c
+ * (cf_src: local files, range merging, blocking reads) share.  Not part of
+ * any other layer's contract: use io.h.
+ */
+#ifndef CF_IO_INTERNAL_H
+#define CF_IO_INTERNAL_H
+
+#include "auth.h"
+#include "io.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+typedef struct cf__loop cf__loop;
+typedef struct cf__xfer cf__xfer;
+
+struct cf_io {
+    cf_io_options opts;       /* strings point at the copies below */
+    char *header_cache_dir;
+    char *ca_file;
+    _Atomic uint64_t n_requests, n_retries, n_bytes, n_connect_fail,
+        n_read_fail, n_cache_hits;
+    _Atomic int inflight;
+    _Atomic int max_inflight;
+    _Atomic int retry_budget; /* retries left for the whole io */
+    /* The loop of the current process.  Replaced (never freed) in a forked
+     * child: its sockets belong to the parent. */
+    _Atomic(cf__loop *) loop;
+    /* State of the layers above (the header cache), see cf_io_upper_state
+     * in upper.c; destroyed by cf_io_free through cf__io_upper_free. */
+    _Atomic(void *) upper;
+    void (*upper_destroy)(void *);
+};
+
+/* upper.c: cf_io_free calls this before freeing the io. */
+void cf__io_upper_free(cf_io *io);
+
+/* One libcurl-multi loop thread, owned by the process that created it. */
+struct cf__loop {
+    cf_io *io;
+    pid_t pid;
+    pthread_t thread;
+    pthread_mutex_t mu;       /* guards the submission queue and stop */
+    pthread_cond_t room;      /* signalled when the queue drains */
+    cf__xfer *q_head, *q_tail; /* submitted by callers, not yet taken */
+    size_t queued;
+    int stop;
+    CURLM *multi;
+    CURLSH *share;
+    /* Loop-thread only. */
+    cf__xfer *pending;        /* waiting for a slot or for their retry time */
+    int active;               /* easy handles inside multi */
+    cf__xfer *slots[CF_IO_MAX_INFLIGHT]; /* the active transfers */
+    CURL **spare;             /* reusable easy handles */
+    int nspare;
+    uint64_t rng;             /* backoff jitter */
+};
+
+/* Most submitted-but-not-started transfers before submitters wait. */
+#define CF__QUEUE_MAX ((size_t)CF_IO_MAX_INFLIGHT * 8)
+/* Largest single merged request. */
+#define CF__MERGE_MAX ((uint64_t)16 << 20)
+/* Redirects followed per request. */
+#define CF__MAX_REDIRECTS 5
+
+struct cf_src {
+    cf_io *io;
+    int remote;
+    int fd;                   /* local files */
+    char *url;                /* as given */
+    char *name;               /* redacted, for messages */
+    cf_auth *auth;            /* remote only */
+    pthread_mutex_t mu;       /* size/etag are written by the loop thread */
+    uint64_t size;            /* UINT64_MAX until known */
+    char etag[160];
+    _Atomic uint64_t requests;
+};
+
+/* Why a transfer was cut short by our own callbacks. */
+enum cf__abort {
+    CF__AB_NONE = 0,
+    CF__AB_MISMATCH,     /* 206 with the wrong Content-Range: retry once */
+    CF__AB_NORANGE,      /* 200 instead of 206: not range-capable */
+    CF__AB_CHANGED,      /* ETag or size differs from the pinned one */
+    CF__AB_OVERFLOW,     /* more body than asked for */
+    CF__AB_SHORT         /* object ends before the requested range does */
+};
+
+/* One HTTP GET for a byte range covering one or more callers' requests. */
+struct cf__xfer {
+    cf__xfer *next;
+    cf_src *src;
+    cf_range_req **reqs;      /* members, sorted by offset */
+    size_t nreq;
+    uint64_t off, len;        /* the range fetched; len may shrink (head) */
+    int head;                 /* first read: size unknown, 200 may be fine */
+    int len_open;             /* head read answered 200 without length */
+    cf_range_cb cb;
+    void *user;
+
+    uint64_t got;             /* bytes received contiguously from off */
+    int attempts;             /* requests sent */
+    int mismatches;           /* Content-Range mismatches seen */
+    int redirects;
+    int slot;                 /* index in loop->slots while active */
+    double t0;                /* submission time: deadline base */
+    double due;               /* not before (backoff) */
+    char *redirect_url;       /* current redirect target, or NULL */
+    int foreign_host;         /* redirect_url is on another host */
+
+    /* Per attempt. */
+    CURL *easy;
+    struct curl_slist *hdrs;
+    long status;
+    int checked;              /* headers validated (first body byte) */
+    enum cf__abort abort;
+    char abort_msg[256];
+    int have_cr;
+    uint64_t cr_start, cr_end, cr_total; /* cr_total UINT64_MAX for '*' */
+    int64_t content_length;   /* -1 unknown */
+    char etag[160];
+    double retry_after;       /* seconds, <0 none */
+    char ms_code[64];
+    char location[1024];
+    int location_long;
+    char errbody[2048];
+    size_t errbody_len;
+    uint64_t attempt_got;     /* bytes received in this attempt */
+
+    cf_status result;
+    cf_error err;
+};
+
+/* upper.c */
+void cf__io_upper_free(cf_io *io);
+
+/* io.c */
+cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err);
+double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s);
+
+/* http.c: loop-thread side of one transfer. */
+cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err);
+/* Called with the curl result when multi reports the transfer done.
+ * Returns 1 when the transfer is finished (x->result set), 0 when it was
+ * re-queued for a retry (x->due set). */
+int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc);
+void cf__xfer_finish(cf__xfer *x); /* run callbacks, free x */
+void cf__xfer_free(cf__xfer *x);
+void cf__xfer_fail(cf__xfer *x, cf_status code, const char *msg);
+
+#endif

@@ -1,0 +1,402 @@
+/*
+ * src.c - cf_src: one opened object.  Local files (plain paths, file://)
+ * are read with pread on the calling thread; remote objects turn each
+ * batch of ranges into as few HTTP requests as the io's merge_gap allows
+ * and hand them to the io loop.  The blocking calls wait on a small
+ * per-call completion counter, so many threads may read one src at once.
+ */
+#include "io_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int is_remote_url(const char *url) {
+    const char *p = strstr(url, "://");
+    if (!p || p == url) return 0;
+    for (const char *c = url; c < p; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9') || *c == '+' || *c == '-' || *c == '.'))
+            return 0;
+    return !(p - url == 4 && strncasecmp(url, "file", 4) == 0);
+}
+
+/* file:///abs/path and file://localhost/abs/path -> /abs/path. */
+static const char *local_path(const char *url) {
+    if (strncasecmp(url, "file://", 7) != 0) return url;
+    const char *p = url + 7;
+    if (strncasecmp(p, "localhost/", 10) == 0) p += 9;
+    return p;
+}
+
+cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
+    if (!out) return cf__err(err, CF_E_ARG, "cf_src_new: out is NULL");
+    *out = NULL;
+    if (!url || !*url) return cf__err(err, CF_E_ARG, "cf_src_new: empty URL");
+    int remote = is_remote_url(url);
+    if (remote && !io)
+        return cf__err(err, CF_E_ARG, "cf_src_new: a remote URL needs a cf_io");
+    cf_src *s = cf__calloc(1, sizeof *s);
+    if (!s) return cf__err(err, CF_E_NOMEM, "cf_src_new: out of memory");
+    s->io = io;
+    s->remote = remote;
+    s->fd = -1;
+    s->size = UINT64_MAX;
+    pthread_mutex_init(&s->mu, NULL);
+    atomic_init(&s->requests, 0);
+    if (!(s->url = cf__strdup(url))) goto nomem;
+    if (remote) {
+        cf_status st = cf__auth_new(url, &s->auth, err);
+        if (st != CF_OK) {
+            cf_src_free(s);
+            return st;
+        }
+        if (!(s->name = cf__strdup(cf__auth_redacted(s->auth)))) goto nomem;
+    } else {
+        const char *path = local_path(url);
+        if (!(s->name = cf__strdup(path))) goto nomem;
+        s->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (s->fd < 0) {
+            int e = errno;
+            cf_src_free(s);
+            return cf__err(err, e == ENOENT ? CF_E_NOTFOUND : CF_E_IO,
+                           "%s: cannot open: %s", path, strerror(e));
+        }
+        struct stat stt;
+        if (fstat(s->fd, &stt) != 0 || !S_ISREG(stt.st_mode)) {
+            cf_src_free(s);
+            return cf__err(err, CF_E_IO, "%s: not a regular file", path);
+        }
+        s->size = (uint64_t)stt.st_size;
+    }
+    *out = s;
+    return CF_OK;
+nomem:
+    cf_src_free(s);
+    return cf__err(err, CF_E_NOMEM, "cf_src_new: out of memory");
+}
+
+void cf_src_free(cf_src *s) {
+    if (!s) return;
+    if (s->fd >= 0) close(s->fd);
+    cf__auth_free(s->auth);
+    free(s->url);
+    free(s->name);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+void cf_src_assume(cf_src *s, uint64_t size, const char *etag) {
+    if (!s || !s->remote) return;
+    pthread_mutex_lock(&s->mu);
+    s->size = size;
+    snprintf(s->etag, sizeof s->etag, "%s", etag ? etag : "");
+    pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t cf_src_size(const cf_src *s) {
+    cf_src *m = (cf_src *)s; /* the lock is not part of the value */
+    pthread_mutex_lock(&m->mu);
+    uint64_t v = s->size;
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
+const char *cf_src_etag(const cf_src *s) {
+    /* Written once (pinned) by the first response, before any caller can
+     * ask: cf_src_read_head returns only after that. */
+    return s->etag[0] ? s->etag : NULL;
+}
+const char *cf_src_name(const cf_src *s) { return s->name; }
+const char *cf_src_url(const cf_src *s) { return s->url; }
+int cf_src_is_remote(const cf_src *s) { return s->remote; }
+uint64_t cf_src_requests(const cf_src *s) {
+    return atomic_load(&((cf_src *)s)->requests);
+}
+cf_io *cf_src_io(const cf_src *s) { return s->io; }
+
+/* ---- local files ----------------------------------------------------- */
+
+static cf_status local_read(cf_src *s, cf_range_req *r) {
+    uint64_t end;
+    if (!cf__add_u64(r->off, r->len, &end) || end > s->size) {
+        r->status = cf__err(r->err, CF_E_RANGE,
+                            "%s: bytes %" PRIu64 "+%" PRIu64
+                            " lie past the end of the file (%" PRIu64 " bytes)",
+                            s->name, r->off, r->len, s->size);
+        return r->status;
+    }
+    uint64_t done = 0;
+    if (r->len) atomic_fetch_add(&s->requests, 1);
+    while (done < r->len) {
+        ssize_t k = pread(s->fd, r->dst + done, (size_t)(r->len - done),
+                          (off_t)(r->off + done));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            r->status = cf__err(r->err, CF_E_IO, "%s: read at %" PRIu64 ": %s",
+                                s->name, r->off + done,
+                                k < 0 ? strerror(errno) : "file shrank");
+            return r->status;
+        }
+        done += (uint64_t)k;
+    }
+    r->status = CF_OK;
+    if (r->err) cf__err_clear(r->err);
+    return CF_OK;
+}
+
+/* ---- remote: batching ----------------------------------------------- */
+
+static int cmp_req(const void *a, const void *b) {
+    const cf_range_req *x = *(cf_range_req *const *)a, *y = *(cf_range_req *const *)b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static cf__xfer *xfer_new(cf_src *s, cf_range_req **rs, size_t n,
+                          cf_range_cb cb, void *user) {
+    cf__xfer *x = cf__calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->reqs = cf__calloc(n, sizeof *x->reqs);
+    if (!x->reqs) {
+        free(x);
+        return NULL;
+    }
+    memcpy(x->reqs, rs, n * sizeof *rs);
+    x->nreq = n;
+    x->src = s;
+    x->cb = cb;
+    x->user = user;
+    x->off = rs[0]->off;
+    uint64_t end = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rs[i]->off + rs[i]->len > end) end = rs[i]->off + rs[i]->len;
+    x->len = end - x->off;
+    x->retry_after = -1;
+    return x;
+}
+
+/* Group the non-empty, in-bounds requests into transfers and submit them.
+ * Requests that fail before any I/O complete through cb right away. */
+static cf_status remote_submit(cf_src *s, cf_range_req *reqs, size_t n,
+                               cf_range_cb cb, void *user, cf_error *err) {
+    const cf_io_options *o = &s->io->opts;
+    uint64_t size = cf_src_size(s);
+    cf_range_req **v = cf__calloc(n, sizeof *v);
+    cf_range_req **imm = cf__calloc(n, sizeof *imm);
+    cf__xfer **xs = cf__calloc(n, sizeof *xs);
+    if (!v || !xs || !imm) {
+        free(v);
+        free(imm);
+        free(xs);
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
+    }
+    size_t nv = 0, nx = 0, ni = 0;
+    for (size_t i = 0; i < n; i++) {
+        cf_range_req *r = &reqs[i];
+        uint64_t end;
+        r->status = CF_OK;
+        if (!cf__add_u64(r->off, r->len, &end) ||
+            (size != UINT64_MAX && end > size)) {
+            r->status = cf__err(r->err, CF_E_RANGE,
+                                "%s: bytes %" PRIu64 "+%" PRIu64
+                                " lie past the end of the object (%" PRIu64
+                                " bytes)",
+                                s->name, r->off, r->len, size);
+            imm[ni++] = r;
+            continue;
+        }
+        if (r->len)
+            v[nv++] = r;
+        else
+            imm[ni++] = r;
+    }
+    qsort(v, nv, sizeof *v, cmp_req);
+    cf_status st = CF_OK;
+    for (size_t i = 0; i < nv && st == CF_OK;) {
+        size_t j = i + 1;
+        uint64_t end = v[i]->off + v[i]->len;
+        while (j < nv && v[j]->off <= end + o->merge_gap) {
+            uint64_t e2 = v[j]->off + v[j]->len;
+            uint64_t nend = e2 > end ? e2 : end;
+            if (nend - v[i]->off > CF__MERGE_MAX) break;
+            end = nend;
+            j++;
+        }
+        cf__xfer *x = xfer_new(s, v + i, j - i, cb, user);
+        if (!x) {
+            st = cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
+            break;
+        }
+        xs[nx++] = x;
+        i = j;
+    }
+    if (st == CF_OK) st = cf__io_submit(s->io, xs, nx, err);
+    if (st != CF_OK) {
+        for (size_t i = 0; i < nx; i++) cf__xfer_free(xs[i]);
+        free(v);
+        free(imm);
+        free(xs);
+        return st;
+    }
+    /* Out-of-bounds and empty requests complete here, on the caller (the
+     * others may already be completing on the loop thread). */
+    for (size_t i = 0; i < ni; i++) cb(imm[i], user);
+    free(v);
+    free(imm);
+    free(xs);
+    return CF_OK;
+}
+
+/* ---- blocking reads -------------------------------------------------- */
+
+typedef struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t left;
+    cf_range_req *first_bad; /* lowest-indexed failure */
+} waiter;
+
+static void waiter_cb(cf_range_req *r, void *user) {
+    waiter *w = user;
+    pthread_mutex_lock(&w->mu);
+    if (r->status != CF_OK && (!w->first_bad || r < w->first_bad))
+        w->first_bad = r;
+    if (--w->left == 0) pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Submit and wait.  Requests without an error slot borrow one from `errs`
+ * so that the first failure's message can be returned. */
+static cf_status remote_read(cf_src *s, cf_range_req *reqs, size_t n,
+                             cf_error *err) {
+    cf_error *errs = NULL;
+    size_t nb = 0;
+    for (size_t i = 0; i < n; i++) nb += reqs[i].err == NULL;
+    if (nb && !(errs = cf__calloc(nb, sizeof *errs)))
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
+    unsigned char *borrowed = cf__calloc(n, 1);
+    if (!borrowed) {
+        free(errs);
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
+    }
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (!reqs[i].err) {
+            reqs[i].err = &errs[k++];
+            borrowed[i] = 1;
+        }
+    waiter w;
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    w.left = n;
+    w.first_bad = NULL;
+    cf_status st = remote_submit(s, reqs, n, waiter_cb, &w, err);
+    if (st == CF_OK) {
+        pthread_mutex_lock(&w.mu);
+        while (w.left) pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        if (w.first_bad) {
+            st = w.first_bad->status;
+            if (err) *err = *w.first_bad->err;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (borrowed[i]) reqs[i].err = NULL;
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    free(borrowed);
+    free(errs);
+    return st;
+}
+
+cf_status cf_src_read(cf_src *s, cf_range_req *reqs, size_t n, cf_error *err) {
+    if (!s || (n && !reqs))
+        return cf__err(err, CF_E_ARG, "cf_src_read: NULL argument");
+    if (!n) return CF_OK;
+    if (s->remote) return remote_read(s, reqs, n, err);
+    cf_status first = CF_OK;
+    for (size_t i = 0; i < n; i++) {
+        cf_status st = local_read(s, &reqs[i]);
+        if (st != CF_OK && first == CF_OK) {
+            first = st;
+            if (err) {
+                if (reqs[i].err)
+                    *err = *reqs[i].err;
+                else
+                    local_read(s, &(cf_range_req){reqs[i].off, reqs[i].len,
+                                                  reqs[i].dst, 0, err, NULL});
+            }
+        }
+    }
+    return first;
+}
+
+cf_status cf_src_submit(cf_src *s, cf_range_req *reqs, size_t n, cf_range_cb cb,
+                        void *user, cf_error *err) {
+    if (!s || !cb || (n && !reqs))
+        return cf__err(err, CF_E_ARG, "cf_src_submit: NULL argument");
+    if (!n) return CF_OK;
+    if (s->remote) return remote_submit(s, reqs, n, cb, user, err);
+    for (size_t i = 0; i < n; i++) {
+        local_read(s, &reqs[i]);
+        cb(&reqs[i], user);
+    }
+    return CF_OK;
+}
+
+cf_status cf_src_read_head(cf_src *s, uint8_t *buf, size_t len, size_t *got,
+                           cf_error *err) {
+    if (got) *got = 0;
+    if (!s || !buf || !len)
+        return cf__err(err, CF_E_ARG, "cf_src_read_head: bad argument");
+    if (!s->remote) {
+        uint64_t n = s->size < len ? s->size : len;
+        cf_range_req r = {0, n, buf, CF_OK, err, NULL};
+        cf_status st = n ? local_read(s, &r) : CF_OK;
+        if (st == CF_OK && got) *got = (size_t)n;
+        return st;
+    }
+    uint64_t size = cf_src_size(s);
+    if (size != UINT64_MAX) {
+        /* Size known (cf_src_assume): an ordinary range read. */
+        uint64_t n = size < len ? size : len;
+        cf_range_req r = {0, n, buf, CF_OK, NULL, NULL};
+        cf_status st = n ? remote_read(s, &r, 1, err) : CF_OK;
+        if (st == CF_OK && got) *got = (size_t)n;
+        return st;
+    }
+    cf_range_req r = {0, len, buf, CF_OK, NULL, NULL};
+    cf_range_req *rp = &r;
+    cf__xfer *x = xfer_new(s, &rp, 1, waiter_cb, NULL);
+    if (!x) return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
+    x->head = 1;
+    cf_error e;
+    cf__err_clear(&e);
+    r.err = &e;
+    waiter w;
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    w.left = 1;
+    w.first_bad = NULL;
+    x->user = &w;
+    cf_status st = cf__io_submit(s->io, &x, 1, err);
+    if (st != CF_OK) {
+        cf__xfer_free(x);
+    } else {
+        pthread_mutex_lock(&w.mu);
+        while (w.left) pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        st = r.status;
+        if (st != CF_OK) {
+            if (err) *err = e;
+        } else if (got) {
+            *got = (size_t)r.len; /* the transfer set it to the bytes read */
+        }
+    }
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    return st;
+}

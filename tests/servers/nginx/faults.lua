@@ -1,0 +1,195 @@
+-- faults.lua - the fault-injecting half of the test nginx.
+--
+-- URLs /fault/<spec>/<path> serve <path> from the root, misbehaving as
+-- <spec> says.  Counters are kept per full URI in the shared dict cf_hits,
+-- so "fail the first N requests, then succeed" is scriptable; /_hits?uri=U
+-- reads one counter and /_reset clears them all.
+--
+--   status-CODE-N     first N requests answer CODE (N = 0: always); 403
+--                     carries an S3 XML <Code>AccessDenied</Code> body
+--   az403             403 with x-ms-error-code: AuthenticationFailed
+--   retryafter-S-N    first N requests: 429 with Retry-After: S
+--   reset-N           first N requests: connection closed, no response
+--   truncate-N        first N requests: half the body, then the connection
+--                     drops (headers announce the full length)
+--   slow-N            first N requests: headers and 1 KiB, then a stall
+--   full200           Range ignored: 200 with the whole object, always
+--   badrange-N        first N requests: 206 whose Content-Range is off by one
+--   etag-change       ETag "v1" for the first request, "v2" after; If-Match
+--                     honoured (412 on mismatch)
+--   etag-ignore       like etag-change but If-Match ignored
+--   redirect-same     302 to /<path> on this server
+--   redirect-other    302 to the same path on host "localhost" (another
+--                     host name for the same server)
+--   redirect-http-other  alias of redirect-other
+local M = {}
+
+local hits = ngx.shared.cf_hits
+
+function M.access()
+    if not ngx.req.is_internal() then
+        local uri = ngx.var.uri
+        hits:incr(uri, 1, 0)
+        hits:incr("__all", 1, 0)
+        local auth = ngx.req.get_headers()["authorization"]
+        if auth then hits:set("auth:" .. uri, auth) end
+    end
+    local lat = tonumber(ngx.var.cf_latency) or 0
+    if lat > 0 and not ngx.req.is_internal() and
+       ngx.var.uri ~= "/_hits" and ngx.var.uri ~= "/_reset" then
+        ngx.sleep(lat)
+    end
+end
+
+function M.hits()
+    local args = ngx.req.get_uri_args()
+    local uri = args.uri or "__all"
+    if args.auth then
+        ngx.say(hits:get("auth:" .. uri) or "")
+        return
+    end
+    ngx.say(hits:get(uri) or 0)
+end
+
+function M.reset()
+    hits:flush_all()
+    ngx.say("ok")
+end
+
+local function read_file(path)
+    local f = io.open(ngx.var.document_root .. "/" .. path, "rb")
+    if not f then return nil end
+    local d = f:read("*a")
+    f:close()
+    return d
+end
+
+-- Parse a single "bytes=a-b" / "bytes=a-" / "bytes=-n" against size.
+local function parse_range(h, size)
+    if not h then return nil end
+    local a, b = h:match("^bytes=(%d*)-(%d*)$")
+    if not a then return nil end
+    if a == "" then
+        local n = tonumber(b)
+        if not n or n == 0 then return nil end
+        if n > size then n = size end
+        return size - n, size - 1
+    end
+    a = tonumber(a)
+    b = (b == "") and size - 1 or tonumber(b)
+    if b >= size then b = size - 1 end
+    if a > b then return "416" end
+    return a, b
+end
+
+-- Serve a range by hand so that headers and body can be bent.
+-- opts: etag, shift (Content-Range off by this), cut (send only this
+-- fraction of the body, then drop), stall (send 1 KiB then sleep).
+local function serve(path, opts)
+    local data = read_file(path)
+    if not data then return ngx.exit(404) end
+    local size = #data
+    local etag = opts.etag or ('"' .. ngx.md5(data) .. '"')
+    local im = ngx.var.http_if_match
+    if im and opts.honour_if_match ~= false and im ~= etag and im ~= "*" then
+        return ngx.exit(412)
+    end
+    local a, b = parse_range(ngx.var.http_range, size)
+    if a == "416" then
+        ngx.header["Content-Range"] = "bytes */" .. size
+        return ngx.exit(416)
+    end
+    ngx.header["ETag"] = etag
+    ngx.header["Accept-Ranges"] = "bytes"
+    local body
+    if a then
+        ngx.status = 206
+        local s = opts.shift or 0
+        ngx.header["Content-Range"] = string.format("bytes %d-%d/%d", a + s, b + s, size)
+        body = data:sub(a + 1, b + 1)
+    else
+        ngx.status = 200
+        body = data
+    end
+    ngx.header["Content-Length"] = #body
+    if opts.cut then
+        ngx.print(body:sub(1, math.floor(#body * opts.cut)))
+        ngx.flush(true)
+        return ngx.exit(ngx.ERROR)
+    end
+    if opts.stall then
+        ngx.print(body:sub(1, 1024))
+        ngx.flush(true)
+        ngx.sleep(opts.stall)
+        return ngx.exit(ngx.ERROR)
+    end
+    ngx.print(body)
+end
+
+local function first_n(n)
+    n = tonumber(n) or 0
+    return n == 0 or (hits:get(ngx.var.uri) or 0) <= n
+end
+
+local function pass(path)
+    return ngx.exec("/_files/" .. path)
+end
+
+function M.fault()
+    local spec, path = ngx.var.uri:match("^/fault/([^/]+)/(.+)$")
+    if not spec then return ngx.exit(400) end
+    local kind, p1, p2 = spec:match("^([%a%d]+)%-?([^-]*)%-?([^-]*)$")
+    if kind == "status" then
+        if first_n(p2) then
+            local code = tonumber(p1)
+            ngx.status = code
+            if code == 403 then
+                ngx.header["Content-Type"] = "application/xml"
+                ngx.print('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>')
+            else
+                ngx.print("fault " .. code)
+            end
+            return ngx.exit(code)
+        end
+        return pass(path)
+    elseif kind == "az403" then
+        ngx.status = 403
+        ngx.header["x-ms-error-code"] = "AuthenticationFailed"
+        ngx.print("<Error><Code>AuthenticationFailed</Code></Error>")
+        return ngx.exit(403)
+    elseif kind == "retryafter" then
+        if first_n(p2) then
+            ngx.status = 429
+            ngx.header["Retry-After"] = p1
+            ngx.print("slow down")
+            return ngx.exit(429)
+        end
+        return pass(path)
+    elseif kind == "reset" then
+        if first_n(p1) then return ngx.exit(444) end
+        return pass(path)
+    elseif kind == "truncate" then
+        if first_n(p1) then return serve(path, {cut = 0.5}) end
+        return serve(path, {})
+    elseif kind == "slow" then
+        if first_n(p1) then return serve(path, {stall = 30}) end
+        return serve(path, {})
+    elseif kind == "full200" then
+        return ngx.exec("/_norange/" .. path)
+    elseif kind == "badrange" then
+        if first_n(p1) then return serve(path, {shift = 1}) end
+        return serve(path, {})
+    elseif kind == "etag" then
+        local n = hits:get(ngx.var.uri) or 0
+        local etag = (n <= 1) and '"v1"' or '"v2"'
+        return serve(path, {etag = etag, honour_if_match = (p1 ~= "ignore")})
+    elseif kind == "redirect" then
+        if p1 == "same" then
+            return ngx.redirect("/" .. path, 302)
+        end
+        return ngx.redirect("http://localhost:" .. ngx.var.server_port .. "/" .. path, 302)
+    end
+    return ngx.exit(400)
+end
+
+return M

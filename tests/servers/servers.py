@@ -1,0 +1,145 @@
+"""Local test servers started by the tests on 127.0.0.1.
+
+``Nginx(root, latency_ms=0, port=0)`` runs /usr/sbin/nginx with the lua
+module on a free port, serving ``root`` with ranges and ETags, an optional
+first-byte latency and the scripted faults of nginx/faults.lua under
+``/fault/<spec>/<path>``.  Everything it writes (config, pid, logs, temp
+dirs) lives in its own temp directory, removed on exit.
+
+    with Nginx(tmpdir, latency_ms=50) as srv:
+        url = srv.url("a.tif")                      # plain
+        bad = srv.url("a.tif", fault="status-503-2") # 503 twice, then OK
+        srv.requests("/fault/status-503-2/a.tif")    # GETs seen for it
+"""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NGINX_BIN = "/usr/sbin/nginx"
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc=None, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc is not None and proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            time.sleep(0.02)
+    return False
+
+
+class Nginx:
+    def __init__(self, root, latency_ms=0, port=0, access_log=False):
+        self.root = os.path.abspath(root)
+        self.latency_ms = float(latency_ms)
+        self.port = int(port) or free_port()
+        self.access_log = access_log
+        self.tmp = None
+        self.proc = None
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self):
+        self.tmp = tempfile.mkdtemp(prefix="cf-nginx-")
+        conf_dir = os.path.join(HERE, "nginx")
+        with open(os.path.join(conf_dir, "nginx.conf.in")) as f:
+            conf = f.read()
+        subs = {
+            "@TMP@": self.tmp,
+            "@ROOT@": self.root,
+            "@PORT@": str(self.port),
+            "@LATENCY_S@": "%.6f" % (self.latency_ms / 1000.0),
+            "@CONF_DIR@": conf_dir,
+            "@ACCESS_LOG@": (os.path.join(self.tmp, "access.log")
+                             if self.access_log else "off"),
+        }
+        for k, v in subs.items():
+            conf = conf.replace(k, v)
+        path = os.path.join(self.tmp, "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        self.proc = subprocess.Popen(
+            [NGINX_BIN, "-p", self.tmp, "-c", path, "-e",
+             os.path.join(self.tmp, "error.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if not wait_port(self.port, self.proc):
+            err = self.error_log()
+            self.stop()
+            raise RuntimeError("nginx did not start: " + err[-2000:])
+        return self
+
+    def stop(self):
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            if self.proc.stderr:
+                self.proc.stderr.close()
+            self.proc = None
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -- helpers -----------------------------------------------------------
+    @property
+    def base(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def url(self, path, fault=None):
+        path = path.lstrip("/")
+        if fault:
+            return "%s/fault/%s/%s" % (self.base, fault, path)
+        return "%s/%s" % (self.base, path)
+
+    def _get(self, path):
+        with urllib.request.urlopen(self.base + path, timeout=10) as r:
+            return r.read().decode()
+
+    def requests(self, path=None):
+        """GETs the server saw for ``path`` (a URL path such as
+        "/fault/reset-1/a.tif" or a full URL), or for everything."""
+        if path is None:
+            return int(self._get("/_hits"))
+        if path.startswith("http"):
+            path = "/" + path.split("/", 3)[3]
+        path = path.split("?")[0]
+        if not path.startswith("/"):
+            path = "/" + path
+        return int(self._get("/_hits?uri=" + urllib.request.quote(path)))
+
+    def last_authorization(self, path):
+        """The Authorization header of the last request for ``path``."""
+        return self._get("/_hits?auth=1&uri=" + urllib.request.quote(path)).strip()
+
+    def reset(self):
+        self._get("/_reset")
+
+    def error_log(self):
+        try:
+            with open(os.path.join(self.tmp, "error.log")) as f:
+                return f.read()
+        except (OSError, TypeError):
+            return ""
