@@ -1,0 +1,1286 @@
+/*
+ * loader.c - the training data pipeline: a sampler hands out windows, a
+ * pool of reader threads reads them (cf_cog_read is thread-safe and, for
+ * remote files, puts every thread's tile requests on the io's one libcurl
+ * multi loop, so N readers = N patches' requests in flight), converts and
+ * augments them in C, and fills a ring of batch slots the consumer takes in
+ * order.  Memory is fixed at creation: slots, per-thread scratch and the
+ * tile-shuffle cache are sized from the options, never from the input.
+ *
+ * How many patches are read at once adapts by hill-climbing on throughput
+ * unless max_inflight fixes it.
+ */
+#include "../common/common.h"
+#include "sampler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define LD_MAX_THREADS 256
+#define LD_MAX_PREFETCH 64
+#define LD_MAX_CACHE_ENTRIES 4096
+#define LD_MAX_GROUP_TILES 256
+
+enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
+
+typedef struct ld_slot {
+    int state;
+    uint64_t batch;
+    uint32_t n, done, failed;
+    uint8_t *image, *mask;
+    int own_buffers;
+    cf_window *windows;
+    uint8_t *ok;              /* per sample: 1 read fine */
+    cf_error err;             /* first failure of the batch */
+} ld_slot;
+
+typedef struct ld_cache_ent {
+    const cf_cog *cog;
+    int64_t x, y;
+    uint32_t w, h;
+    uint8_t *buf;
+    size_t bytes;
+    int loading, refs;
+    uint64_t lru;
+} ld_cache_ent;
+
+/* One member of a sample: an image scene or an extra layer, read into a
+ * range of output channels. */
+typedef struct ld_member {
+    int t;                    /* time step */
+    int layer;                /* -1: the image, else layer index */
+    uint32_t channel;         /* first output channel */
+    uint32_t nb;              /* bands read */
+} ld_member;
+
+typedef struct ld_worker {
+    cf_loader *ld;
+    pthread_t th;
+    uint8_t *scratch;         /* raw member block, then one output plane */
+    size_t scratch_bytes;
+} ld_worker;
+
+struct cf_loader {
+    cf_loader_options o;      /* pointer fields below are owned copies */
+    char **urls;              /* images then masks then layers */
+    size_t nurls;
+    int *bands;
+    float *mean, *std;
+    cf_io *io;
+    int own_io, remote;
+    cf_cog **img;             /* nfiles * T */
+    cf_cog **msk;             /* nfiles or NULL */
+    cf_cog **lay;             /* nfiles * nlayers or NULL */
+    ld_member *members;
+    int nmembers;
+    uint32_t ci;              /* image channels */
+    uint32_t *layer_bands;
+    cf_dtype raw_dt;          /* of the image */
+    cf_dtype *layer_dt;
+    cf_loader_layout lay_out;
+    size_t es;                /* output element size */
+    size_t mask_es;
+    size_t plane;             /* P*P */
+    cf__sampler samp;
+    uint64_t total;           /* samples to deliver this epoch (this rank) */
+
+    ld_slot *slots;
+    ld_worker *workers;
+    int nthreads, running;
+    size_t scratch_bytes;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, ready_cv;
+    int stop;
+    uint64_t next_claim, next_batch, epoch;
+    int reading, conc, max_conc;
+    /* adaptive control window */
+    double win_t0;
+    uint64_t win_done, win_retries;
+    int win_backpressure;
+    double best_rate;
+    int dir;
+
+    pthread_mutex_t cache_mu;
+    pthread_cond_t cache_cv;
+    ld_cache_ent *cache;
+    int ncache;
+    size_t cache_used;
+    uint64_t cache_tick;
+
+    /* stats (under mu, except the cache counters under cache_mu) */
+    uint64_t st_samples, st_batches, st_skipped, st_decoded, st_delivered;
+    uint64_t st_hits, st_misses;
+    double st_wait, st_read, st_convert, t_start;
+};
+
+void cf_loader_options_init(cf_loader_options *opt) {
+    memset(opt, 0, sizeof *opt);
+    opt->struct_size = sizeof *opt;
+    opt->time_steps = 1;
+    opt->patch_size = 256;
+    opt->batch_size = 32;
+    opt->sampler = CF_SAMPLER_RANDOM;
+    opt->world_size = 1;
+    opt->apply_scale_offset = 1;
+    opt->prefetch = 4;
+    opt->inflight_bytes = (size_t)256 << 20;
+    opt->cache_bytes = (size_t)256 << 20;
+}
+
+static int is_remote_url(const char *u) {
+    return strstr(u, "://") && strncmp(u, "file://", 7) != 0;
+}
+
+static size_t ncpu(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (size_t)n;
+}
+
+/* ------------------------------------------------------------------ */
+/* opening and checking inputs                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct open_job {
+    cf_loader *ld;
+    size_t first, step;
+    cf_status st;
+    cf_error err;
+} open_job;
+
+static cf_cog **url_slot(cf_loader *ld, size_t i) {
+    size_t ni = ld->o.nfiles * (size_t)ld->o.time_steps;
+    if (i < ni) return &ld->img[i];
+    i -= ni;
+    if (ld->msk) {
+        if (i < ld->o.nfiles) return &ld->msk[i];
+        i -= ld->o.nfiles;
+    }
+    return &ld->lay[i];
+}
+
+static void *open_some(void *arg) {
+    open_job *j = arg;
+    j->st = CF_OK;
+    for (size_t i = j->first; i < j->ld->nurls; i += j->step) {
+        cf_status st = cf_cog_open(j->ld->io, j->ld->urls[i],
+                                   url_slot(j->ld, i), &j->err);
+        if (st != CF_OK) {
+            j->st = st;
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Opening is latency-bound on remote storage (one header request each):
+ * open files from a few threads at once. */
+static cf_status open_all(cf_loader *ld, cf_error *err) {
+    size_t k = ld->remote ? 16 : 1;
+    if (k > ld->nurls) k = ld->nurls;
+    open_job jobs[16];
+    pthread_t th[16];
+    size_t started = 0;
+    for (size_t i = 0; i < k; i++) {
+        jobs[i].ld = ld;
+        jobs[i].first = i;
+        jobs[i].step = k;
+        cf__err_clear(&jobs[i].err);
+        if (i == 0 || pthread_create(&th[i], NULL, open_some, &jobs[i]) != 0)
+            continue; /* job 0 (or a failed spawn) runs below */
+        started |= (size_t)1 << i;
+    }
+    open_some(&jobs[0]);
+    for (size_t i = 1; i < k; i++) {
+        if (started & ((size_t)1 << i)) pthread_join(th[i], NULL);
+        else open_some(&jobs[i]);
+    }
+    for (size_t i = 0; i < k; i++)
+        if (jobs[i].st != CF_OK) {
+            if (err) *err = jobs[i].err;
+            return cf__err_prefix(err, "loader: opening inputs");
+        }
+    return CF_OK;
+}
+
+static cf_status level_of(const cf_loader *ld, const cf_cog *c,
+                          cf_level_info *li, cf_error *err) {
+    cf_status st = cf_cog_level_info(c, ld->o.level, li, err);
+    if (st != CF_OK)
+        return cf__err_prefix(err, "loader: %s: level %d", cf_cog_name(c),
+                              ld->o.level);
+    return CF_OK;
+}
+
+/* Masks, layers and later scenes must match the first scene pixel for
+ * pixel: same size at the level and, where both have one, the same
+ * geotransform. */
+static cf_status check_aligned(const cf_loader *ld, const cf_cog *ref,
+                               const cf_cog *c, const char *what,
+                               cf_error *err) {
+    cf_level_info a, b;
+    cf_status st = level_of(ld, ref, &a, err);
+    if (st == CF_OK) st = level_of(ld, c, &b, err);
+    if (st != CF_OK) return st;
+    if (a.width != b.width || a.height != b.height)
+        return cf__err(err, CF_E_ARG,
+                       "loader: %s %s is not aligned with image %s: size "
+                       "%ux%u vs %ux%u",
+                       what, cf_cog_name(c), cf_cog_name(ref), b.width,
+                       b.height, a.width, a.height);
+    cf_cog_info ia, ib;
+    cf_cog_get_info(ref, &ia);
+    cf_cog_get_info(c, &ib);
+    if (ia.has_geotransform && ib.has_geotransform) {
+        for (int i = 0; i < 6; i++) {
+            double d = fabs(ia.geotransform[i] - ib.geotransform[i]);
+            double m = fmax(fabs(ia.geotransform[i]),
+                            fabs(ib.geotransform[i]));
+            if (d > 1e-9 * fmax(m, 1.0))
+                return cf__err(err, CF_E_ARG,
+                               "loader: %s %s is not aligned with image %s: "
+                               "geotransform[%d] %.12g vs %.12g",
+                               what, cf_cog_name(c), cf_cog_name(ref), i,
+                               ib.geotransform[i], ia.geotransform[i]);
+        }
+    }
+    return CF_OK;
+}
+
+static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
+                              cf_error *err) {
+    size_t n = opt->struct_size < sizeof ld->o ? opt->struct_size
+                                               : sizeof ld->o;
+    cf_loader_options_init(&ld->o);
+    memcpy(&ld->o, opt, n);
+    ld->o.struct_size = sizeof ld->o;
+    cf_loader_options *o = &ld->o;
+    if (!o->images || !o->nfiles)
+        return cf__err(err, CF_E_ARG, "loader: no images");
+    if (o->time_steps < 1 || o->time_steps > 1024)
+        return cf__err(err, CF_E_ARG, "loader: time_steps %d not in [1, 1024]",
+                       o->time_steps);
+    if (o->nlayers < 0 || o->nlayers > 64 || (o->nlayers && !o->layers))
+        return cf__err(err, CF_E_ARG, "loader: nlayers %d not in [0, 64]",
+                       o->nlayers);
+    if (o->nfiles > ((size_t)1 << 24))
+        return cf__err(err, CF_E_LIMIT, "loader: %zu files (max %d)",
+                       o->nfiles, 1 << 24);
+    if (o->batch_size < 1 || o->batch_size > 65536)
+        return cf__err(err, CF_E_ARG, "loader: batch_size %u not in [1, 65536]",
+                       o->batch_size);
+    if (o->patch_size < 1 || o->patch_size > 65536)
+        return cf__err(err, CF_E_ARG, "loader: patch_size %u not in [1, 65536]",
+                       o->patch_size);
+    if (o->prefetch < 1) o->prefetch = 1;
+    if (o->prefetch > LD_MAX_PREFETCH)
+        return cf__err(err, CF_E_ARG, "loader: prefetch %d > %d", o->prefetch,
+                       LD_MAX_PREFETCH);
+    if (o->threads < 0 || o->threads > LD_MAX_THREADS ||
+        o->max_inflight < 0 || o->max_inflight > LD_MAX_THREADS)
+        return cf__err(err, CF_E_ARG,
+                       "loader: threads / max_inflight not in [0, %d]",
+                       LD_MAX_THREADS);
+    if (o->out_dtype != CF_DT_UNKNOWN && o->out_dtype != CF_DT_F32)
+        return cf__err(err, CF_E_ARG,
+                       "loader: output dtype must be raw or float32");
+    if ((o->mean || o->std) && o->out_dtype != CF_DT_F32)
+        return cf__err(err, CF_E_ARG,
+                       "loader: mean/std normalisation needs float32 output");
+    if (o->nbands < 0 || o->nbands > CF_MAX_BANDS || (o->nbands && !o->bands))
+        return cf__err(err, CF_E_ARG, "loader: nbands %d not in [0, %d]",
+                       o->nbands, CF_MAX_BANDS);
+    /* Copy everything the caller may free after cf_loader_new. */
+    size_t nimg = o->nfiles * (size_t)o->time_steps;
+    ld->nurls = nimg + (o->masks ? o->nfiles : 0) +
+                o->nfiles * (size_t)o->nlayers;
+    ld->urls = cf__calloc(ld->nurls, sizeof *ld->urls);
+    if (!ld->urls) return cf__err(err, CF_E_NOMEM, "loader: url table");
+    for (size_t i = 0; i < ld->nurls; i++) {
+        const char *u;
+        if (i < nimg) u = o->images[i];
+        else if (o->masks && i < nimg + o->nfiles) u = o->masks[i - nimg];
+        else u = o->layers[i - nimg - (o->masks ? o->nfiles : 0)];
+        if (!u) return cf__err(err, CF_E_ARG, "loader: input %zu is NULL", i);
+        ld->urls[i] = cf__strdup(u);
+        if (!ld->urls[i]) return cf__err(err, CF_E_NOMEM, "loader: urls");
+        if (is_remote_url(u)) ld->remote = 1;
+    }
+    o->images = NULL;
+    o->layers = NULL;
+    if (o->nbands) {
+        ld->bands = cf__calloc((size_t)o->nbands, sizeof *ld->bands);
+        if (!ld->bands) return cf__err(err, CF_E_NOMEM, "loader: bands");
+        memcpy(ld->bands, opt->bands, (size_t)o->nbands * sizeof *ld->bands);
+    }
+    o->bands = NULL;
+    return CF_OK;
+}
+
+/* Bands, dtypes and channel layout; all files of a role must agree. */
+static cf_status plan_channels(cf_loader *ld, cf_error *err) {
+    cf_loader_options *o = &ld->o;
+    cf_cog_info inf;
+    cf_cog_get_info(ld->img[0], &inf);
+    ld->raw_dt = inf.dtype;
+    ld->ci = o->nbands ? (uint32_t)o->nbands : inf.count;
+    for (size_t i = 0; i < o->nfiles * (size_t)o->time_steps; i++) {
+        cf_cog_info b;
+        cf_cog_get_info(ld->img[i], &b);
+        if (b.dtype != ld->raw_dt)
+            return cf__err(err, CF_E_ARG,
+                           "loader: image %s is %s but %s is %s",
+                           cf_cog_name(ld->img[i]), cf_dtype_name(b.dtype),
+                           cf_cog_name(ld->img[0]), cf_dtype_name(ld->raw_dt));
+        if (!o->nbands && b.count != inf.count)
+            return cf__err(err, CF_E_ARG,
+                           "loader: image %s has %u bands but %s has %u",
+                           cf_cog_name(ld->img[i]), b.count,
+                           cf_cog_name(ld->img[0]), inf.count);
+        for (int k = 0; k < o->nbands; k++)
+            if (ld->bands[k] < 1 || (uint32_t)ld->bands[k] > b.count)
+                return cf__err(err, CF_E_ARG,
+                               "loader: band %d not in image %s (1..%u)",
+                               ld->bands[k], cf_cog_name(ld->img[i]), b.count);
+    }
+    uint32_t C = ld->ci;
+    if (o->nlayers) {
+        ld->layer_bands = cf__calloc((size_t)o->nlayers, sizeof(uint32_t));
+        ld->layer_dt = cf__calloc((size_t)o->nlayers, sizeof(cf_dtype));
+        if (!ld->layer_bands || !ld->layer_dt)
+            return cf__err(err, CF_E_NOMEM, "loader: layers");
+    }
+    for (int l = 0; l < o->nlayers; l++) {
+        for (size_t f = 0; f < o->nfiles; f++) {
+            const cf_cog *c = ld->lay[f * (size_t)o->nlayers + (size_t)l];
+            cf_cog_get_info(c, &inf);
+            if (f == 0) {
+                ld->layer_bands[l] = inf.count;
+                ld->layer_dt[l] = inf.dtype;
+            } else if (inf.count != ld->layer_bands[l] ||
+                       inf.dtype != ld->layer_dt[l]) {
+                return cf__err(err, CF_E_ARG,
+                               "loader: layer %s differs (bands/dtype) from "
+                               "layer %d of the first file",
+                               cf_cog_name(c), l);
+            }
+        }
+        if (o->out_dtype == CF_DT_UNKNOWN && ld->layer_dt[l] != ld->raw_dt)
+            return cf__err(err, CF_E_ARG,
+                           "loader: layer %d is %s but images are %s: use "
+                           "float32 output to stack them",
+                           l, cf_dtype_name(ld->layer_dt[l]),
+                           cf_dtype_name(ld->raw_dt));
+        C += ld->layer_bands[l];
+    }
+    if (C > CF_MAX_BANDS)
+        return cf__err(err, CF_E_LIMIT, "loader: %u channels (max %d)", C,
+                       CF_MAX_BANDS);
+    ld->nmembers = o->time_steps * (1 + o->nlayers);
+    ld->members = cf__calloc((size_t)ld->nmembers, sizeof *ld->members);
+    if (!ld->members) return cf__err(err, CF_E_NOMEM, "loader: members");
+    int m = 0;
+    for (int t = 0; t < o->time_steps; t++) {
+        uint32_t ch = 0;
+        for (int l = -1; l < o->nlayers; l++) {
+            ld_member *mb = &ld->members[m++];
+            mb->t = t;
+            mb->layer = l;
+            mb->channel = ch;
+            mb->nb = l < 0 ? ld->ci : ld->layer_bands[l];
+            ch += mb->nb;
+        }
+    }
+    for (size_t f = 0; ld->msk && f < o->nfiles; f++) {
+        cf_cog_get_info(ld->msk[f], &inf);
+        cf_cog_info i0;
+        cf_cog_get_info(ld->msk[0], &i0);
+        if (inf.dtype != i0.dtype)
+            return cf__err(err, CF_E_ARG, "loader: mask %s is %s, not %s",
+                           cf_cog_name(ld->msk[f]), cf_dtype_name(inf.dtype),
+                           cf_dtype_name(i0.dtype));
+        /* 1-bit masks are expanded to bytes by the reader. */
+        ld->lay_out.mask_dtype = inf.dtype;
+    }
+    if (o->mean || o->std) {
+        ld->mean = cf__calloc(C, sizeof(float));
+        ld->std = cf__calloc(C, sizeof(float));
+        if (!ld->mean || !ld->std)
+            return cf__err(err, CF_E_NOMEM, "loader: mean/std");
+        for (uint32_t c = 0; c < C; c++) {
+            ld->mean[c] = o->mean ? o->mean[c] : 0.0f;
+            ld->std[c] = o->std ? o->std[c] : 1.0f;
+            if (!(ld->std[c] != 0.0f) || !isfinite(ld->std[c]) ||
+                !isfinite(ld->mean[c]))
+                return cf__err(err, CF_E_ARG,
+                               "loader: channel %u: std must be finite and "
+                               "non-zero, mean finite",
+                               c);
+        }
+    }
+    o->mean = o->std = NULL;
+    ld->lay_out.channels = C;
+    return CF_OK;
+}
+
+static size_t raw_member_bytes(const cf_loader *ld, const ld_member *m,
+                               uint64_t w, uint64_t h) {
+    cf_dtype dt = m->layer < 0 ? ld->raw_dt : ld->layer_dt[m->layer];
+    return (size_t)(m->nb * w * h * cf_dtype_size(dt));
+}
+
+static cf_status build(cf_loader *ld, cf_error *err) {
+    cf_loader_options *o = &ld->o;
+    cf_status st = plan_channels(ld, err);
+    if (st != CF_OK) return st;
+    const uint64_t P = o->patch_size, B = o->batch_size;
+    ld->plane = (size_t)(P * P);
+    cf_loader_layout *L = &ld->lay_out;
+    L->batch_size = o->batch_size;
+    L->patch_size = o->patch_size;
+    L->time_steps = (uint32_t)o->time_steps;
+    L->dtype = o->out_dtype == CF_DT_F32 ? CF_DT_F32 : ld->raw_dt;
+    ld->es = cf_dtype_size(L->dtype);
+    L->has_mask = ld->msk != NULL;
+    ld->mask_es = L->has_mask ? cf_dtype_size(L->mask_dtype) : 0;
+    uint64_t img_bytes, mask_bytes, sample_bytes;
+    if (!cf__mul_u64(B * o->time_steps, L->channels, &img_bytes) ||
+        !cf__mul_u64(img_bytes, P * P, &img_bytes) ||
+        !cf__mul_u64(img_bytes, ld->es, &img_bytes) ||
+        img_bytes > ((uint64_t)1 << 40))
+        return cf__err(err, CF_E_LIMIT, "loader: batch slot too large");
+    mask_bytes = B * P * P * ld->mask_es;
+    L->image_bytes = (size_t)img_bytes;
+    L->mask_bytes = (size_t)mask_bytes;
+    L->prefetch = o->prefetch;
+    sample_bytes = img_bytes / B;
+
+    /* Sampler over the files' sizes at the chosen level. */
+    cf__samp_file *sf = cf__calloc(o->nfiles, sizeof *sf);
+    if (!sf) return cf__err(err, CF_E_NOMEM, "loader: sampler files");
+    uint64_t cell_bytes = 0;
+    for (size_t f = 0; f < o->nfiles; f++) {
+        cf_level_info li;
+        st = level_of(ld, ld->img[f * (size_t)o->time_steps], &li, err);
+        if (st != CF_OK) {
+            free(sf);
+            return st;
+        }
+        sf[f].width = li.width;
+        sf[f].height = li.height;
+        sf[f].tile_w = li.tile_width ? li.tile_width : li.width;
+        sf[f].tile_h = li.tile_height ? li.tile_height : li.height;
+        sf[f].weight = o->weights ? o->weights[f] : 0;
+        if (o->weights && !(o->weights[f] > 0 && isfinite(o->weights[f]))) {
+            free(sf);
+            return cf__err(err, CF_E_ARG,
+                           "loader: weight of file %zu must be > 0", f);
+        }
+        uint64_t cw = (P + sf[f].tile_w - 1) / sf[f].tile_w * sf[f].tile_w;
+        uint64_t ch = (P + sf[f].tile_h - 1) / sf[f].tile_h * sf[f].tile_h;
+        uint64_t cb = 0;
+        for (int m = 0; m < ld->nmembers; m++)
+            cb += raw_member_bytes(ld, &ld->members[m], cw, ch);
+        cb += cw * ch * ld->mask_es;
+        if (cb > cell_bytes) cell_bytes = cb;
+    }
+    cf__sampler_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.kind = o->sampler;
+    sc.files = sf;
+    sc.nfiles = o->nfiles;
+    sc.patch = o->patch_size;
+    sc.stride = o->stride;
+    sc.seed = o->seed;
+    sc.epoch = o->epoch;
+    sc.rank = o->rank;
+    sc.world_size = o->world_size;
+    sc.length = o->epoch_length;
+    sc.drop_last = o->drop_last;
+    sc.augment = o->augment;
+    /* Two groups of cells must fit the cache, because readers cross from
+     * one group into the next while the last crops of the first are read. */
+    uint64_t k = cell_bytes ? o->cache_bytes / (2 * cell_bytes) : 1;
+    sc.group_tiles = (uint32_t)(k < 1 ? 1 : k > LD_MAX_GROUP_TILES
+                                                ? LD_MAX_GROUP_TILES
+                                                : k);
+    st = cf__sampler_init(&ld->samp, &sc, err);
+    free(sf);
+    if (st != CF_OK) return st;
+    uint64_t cnt = ld->samp.count;
+    L->samples = o->drop_last ? cnt / B * B : cnt;
+    L->batches = o->drop_last ? cnt / B : (cnt + B - 1) / B;
+    ld->total = L->samples;
+
+    /* Readers: fixed, or adaptive up to a cap set by the byte budget. */
+    uint64_t per_reader = sample_bytes + ld->mask_es * P * P;
+    uint64_t by_budget = per_reader ? o->inflight_bytes / per_reader : 1;
+    if (by_budget < 1) by_budget = 1;
+    int want;
+    if (o->max_inflight) want = o->max_inflight;
+    else if (o->threads) want = o->threads;
+    else want = ld->remote ? 64 : (int)(2 * ncpu() + 2);
+    if ((uint64_t)want > by_budget) want = (int)by_budget;
+    if (want > LD_MAX_THREADS) want = LD_MAX_THREADS;
+    ld->nthreads = want;
+    ld->max_conc = want;
+    ld->conc = o->max_inflight ? want : (want < 4 ? want : 4);
+    ld->dir = 1;
+    /* Scratch: the largest raw member block (for conversion), at least one
+     * output plane (for augmentation). */
+    size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
+    for (int m = 0; m < ld->nmembers; m++) {
+        size_t b = raw_member_bytes(ld, &ld->members[m], P, P);
+        if (b > sb) sb = b;
+    }
+    ld->scratch_bytes = sb;
+
+    ld->slots = cf__calloc((size_t)o->prefetch, sizeof *ld->slots);
+    if (!ld->slots) return cf__err(err, CF_E_NOMEM, "loader: ring");
+    for (int i = 0; i < o->prefetch; i++) {
+        ld_slot *s = &ld->slots[i];
+        s->windows = cf__calloc(B, sizeof *s->windows);
+        s->ok = cf__calloc(B, 1);
+        s->image = cf__malloc(L->image_bytes);
+        s->mask = L->mask_bytes ? cf__malloc(L->mask_bytes) : NULL;
+        s->own_buffers = 1;
+        if (!s->windows || !s->ok || !s->image ||
+            (L->mask_bytes && !s->mask))
+            return cf__err(err, CF_E_NOMEM,
+                           "loader: ring slot %d (%zu bytes)", i,
+                           L->image_bytes);
+    }
+    if (o->sampler == CF_SAMPLER_TILE_SHUFFLE) {
+        ld->cache = cf__calloc(LD_MAX_CACHE_ENTRIES, sizeof *ld->cache);
+        if (!ld->cache) return cf__err(err, CF_E_NOMEM, "loader: tile cache");
+    }
+    ld->workers = cf__calloc((size_t)ld->nthreads, sizeof *ld->workers);
+    if (!ld->workers) return cf__err(err, CF_E_NOMEM, "loader: workers");
+    return CF_OK;
+}
+
+cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
+                        cf_error *err) {
+    *out = NULL;
+    if (!opt || opt->struct_size < offsetof(cf_loader_options, io))
+        return cf__err(err, CF_E_ARG,
+                       "loader: options not initialised (call "
+                       "cf_loader_options_init)");
+    cf_loader *ld = cf__calloc(1, sizeof *ld);
+    if (!ld) return cf__err(err, CF_E_NOMEM, "loader");
+    pthread_mutex_init(&ld->mu, NULL);
+    pthread_cond_init(&ld->work_cv, NULL);
+    pthread_cond_init(&ld->ready_cv, NULL);
+    pthread_mutex_init(&ld->cache_mu, NULL);
+    pthread_cond_init(&ld->cache_cv, NULL);
+    cf_status st = copy_options(ld, opt, err);
+    if (st == CF_OK) {
+        ld->io = ld->o.io;
+        if (!ld->io) {
+            cf_io_options io;
+            cf_io_options_init(&io);
+            st = cf_io_new(&io, &ld->io, err);
+            ld->own_io = st == CF_OK;
+        }
+    }
+    const cf_loader_options *o = &ld->o;
+    if (st == CF_OK) {
+        ld->img = cf__calloc(o->nfiles * (size_t)o->time_steps,
+                             sizeof *ld->img);
+        if (opt->masks) ld->msk = cf__calloc(o->nfiles, sizeof *ld->msk);
+        if (o->nlayers)
+            ld->lay = cf__calloc(o->nfiles * (size_t)o->nlayers,
+                                 sizeof *ld->lay);
+        if (!ld->img || (opt->masks && !ld->msk) || (o->nlayers && !ld->lay))
+            st = cf__err(err, CF_E_NOMEM, "loader: file table");
+    }
+    if (st == CF_OK) st = open_all(ld, err);
+    for (size_t f = 0; st == CF_OK && f < o->nfiles; f++) {
+        const cf_cog *ref = ld->img[f * (size_t)o->time_steps];
+        for (int t = 1; st == CF_OK && t < o->time_steps; t++)
+            st = check_aligned(ld, ref, ld->img[f * (size_t)o->time_steps +
+                                                (size_t)t],
+                               "scene", err);
+        if (st == CF_OK && ld->msk)
+            st = check_aligned(ld, ref, ld->msk[f], "mask", err);
+        for (int l = 0; st == CF_OK && l < o->nlayers; l++)
+            st = check_aligned(ld, ref, ld->lay[f * (size_t)o->nlayers +
+                                                (size_t)l],
+                               "layer", err);
+    }
+    if (st == CF_OK) st = build(ld, err);
+    ld->o.masks = NULL; /* caller memory: not kept */
+    ld->o.weights = NULL;
+    if (st != CF_OK) {
+        cf_loader_free(ld);
+        return st;
+    }
+    ld->epoch = o->epoch;
+    *out = ld;
+    return CF_OK;
+}
+
+void cf_loader_get_layout(const cf_loader *ld, cf_loader_layout *out) {
+    *out = ld->lay_out;
+}
+
+/* ------------------------------------------------------------------ */
+/* tile-shuffle cache: whole decoded cells, shared by the crops of them */
+/* ------------------------------------------------------------------ */
+
+/* The entry for (cog, cell) with a reference held, loading it if needed;
+ * NULL when it cannot fit in the budget (the caller then reads directly). */
+static ld_cache_ent *cache_get(cf_loader *ld, cf_cog *cog, const int *bands,
+                               int nb, size_t bytes, int64_t cx, int64_t cy,
+                               uint32_t cw, uint32_t ch, int *loaded,
+                               cf_status *st, cf_error *err) {
+    *st = CF_OK;
+    *loaded = 0;
+    if (!ld->cache || bytes > ld->o.cache_bytes) return NULL;
+    pthread_mutex_lock(&ld->cache_mu);
+    for (;;) {
+        ld_cache_ent *hit = NULL;
+        for (int i = 0; i < ld->ncache; i++) {
+            ld_cache_ent *e = &ld->cache[i];
+            if (e->cog == cog && e->x == cx && e->y == cy && e->w == cw &&
+                e->h == ch) {
+                hit = e;
+                break;
+            }
+        }
+        if (hit && hit->loading) {
+            pthread_cond_wait(&ld->cache_cv, &ld->cache_mu);
+            continue; /* it may have failed and gone: search again */
+        }
+        if (hit) {
+            hit->refs++;
+            hit->lru = ++ld->cache_tick;
+            ld->st_hits++;
+            pthread_mutex_unlock(&ld->cache_mu);
+            return hit;
+        }
+        break;
+    }
+    ld->st_misses++;
+    /* Evict least recently used idle entries until the cell fits. */
+    while (ld->cache_used + bytes > ld->o.cache_bytes) {
+        ld_cache_ent *victim = NULL;
+        for (int i = 0; i < ld->ncache; i++) {
+            ld_cache_ent *e = &ld->cache[i];
+            if (e->cog && !e->loading && !e->refs &&
+                (!victim || e->lru < victim->lru))
+                victim = e;
+        }
+        if (!victim) {
+            pthread_mutex_unlock(&ld->cache_mu);
+            return NULL;
+        }
+        free(victim->buf);
+        ld->cache_used -= victim->bytes;
+        memset(victim, 0, sizeof *victim);
+    }
+    ld_cache_ent *e = NULL;
+    for (int i = 0; i < ld->ncache && !e; i++)
+        if (!ld->cache[i].cog) e = &ld->cache[i];
+    if (!e && ld->ncache < LD_MAX_CACHE_ENTRIES) e = &ld->cache[ld->ncache++];
+    if (!e) {
+        pthread_mutex_unlock(&ld->cache_mu);
+        return NULL;
+    }
+    e->cog = cog;
+    e->x = cx;
+    e->y = cy;
+    e->w = cw;
+    e->h = ch;
+    e->bytes = bytes;
+    e->loading = 1;
+    e->refs = 1;
+    e->lru = ++ld->cache_tick;
+    ld->cache_used += bytes;
+    pthread_mutex_unlock(&ld->cache_mu);
+
+    uint8_t *buf = cf__malloc(bytes);
+    if (!buf)
+        *st = cf__err(err, CF_E_NOMEM, "loader: cache cell of %zu bytes",
+                      bytes);
+    else
+        *st = cf_cog_read(cog, ld->o.level, cx, cy, cw, ch, bands, nb, buf,
+                          bytes, err);
+    pthread_mutex_lock(&ld->cache_mu);
+    if (*st != CF_OK) {
+        free(buf);
+        ld->cache_used -= bytes;
+        memset(e, 0, sizeof *e);
+        e = NULL;
+    } else {
+        e->buf = buf;
+        e->loading = 0;
+        *loaded = 1;
+    }
+    pthread_cond_broadcast(&ld->cache_cv);
+    pthread_mutex_unlock(&ld->cache_mu);
+    return e;
+}
+
+static void cache_put(cf_loader *ld, ld_cache_ent *e) {
+    pthread_mutex_lock(&ld->cache_mu);
+    e->refs--;
+    pthread_mutex_unlock(&ld->cache_mu);
+}
+
+/* Read bands of window `w` of `cog` (raw, band-sequential) into dst; with
+ * the tile-shuffle sampler, crop it out of the cached cell.  *decoded
+ * receives the raw bytes the reader produced. */
+static cf_status read_block(cf_loader *ld, cf_cog *cog, const int *bands,
+                            int nb, uint32_t nbands, cf_dtype dt,
+                            const cf_window *w, uint8_t *dst, size_t dst_size,
+                            uint64_t *decoded, cf_error *err) {
+    size_t es = cf_dtype_size(dt);
+    if (ld->o.sampler == CF_SAMPLER_TILE_SHUFFLE) {
+        int64_t cx, cy;
+        uint32_t cw, ch;
+        cf__sampler_cell(&ld->samp, w, &cx, &cy, &cw, &ch);
+        size_t bytes = (size_t)nbands * cw * ch * es;
+        cf_status st;
+        int loaded;
+        ld_cache_ent *e = cache_get(ld, cog, bands, nb, bytes, cx, cy, cw, ch,
+                                    &loaded, &st, err);
+        if (st != CF_OK) return st;
+        if (e) {
+            if (loaded) *decoded += bytes;
+            size_t row = (size_t)w->w * es;
+            for (uint32_t b = 0; b < nbands; b++)
+                for (uint32_t r = 0; r < w->h; r++) {
+                    const uint8_t *s =
+                        e->buf + (((size_t)b * ch + (size_t)(w->y - cy + r)) *
+                                      cw +
+                                  (size_t)(w->x - cx)) *
+                                     es;
+                    memcpy(dst + ((size_t)b * w->h + r) * row, s, row);
+                }
+            cache_put(ld, e);
+            return CF_OK;
+        }
+    }
+    *decoded += dst_size;
+    return cf_cog_read(cog, ld->o.level, w->x, w->y, w->w, w->h, bands, nb,
+                       dst, dst_size, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* conversion and augmentation                                          */
+/* ------------------------------------------------------------------ */
+
+/* dst[i] = src[i] * a + b, from any sample type. */
+static void to_f32(const uint8_t *src, cf_dtype dt, size_t n, float *dst,
+                   double a, double b) {
+#define CONV(T)                                                      \
+    do {                                                             \
+        const T *s = (const T *)(const void *)src;                   \
+        for (size_t i = 0; i < n; i++)                               \
+            dst[i] = (float)((double)s[i] * a + b);                  \
+    } while (0)
+    switch (dt) {
+    case CF_DT_U8: CONV(uint8_t); break;
+    case CF_DT_I8: CONV(int8_t); break;
+    case CF_DT_U16: CONV(uint16_t); break;
+    case CF_DT_I16: CONV(int16_t); break;
+    case CF_DT_U32: CONV(uint32_t); break;
+    case CF_DT_I32: CONV(int32_t); break;
+    case CF_DT_U64: CONV(uint64_t); break;
+    case CF_DT_I64: CONV(int64_t); break;
+    case CF_DT_F32: CONV(float); break;
+    case CF_DT_F64: CONV(double); break;
+    default: memset(dst, 0, n * sizeof *dst); break;
+    }
+#undef CONV
+}
+
+/* Rotate a P x P plane by aug&3 quarter turns counter-clockwise (numpy's
+ * rot90), then flip it left-right when aug&4 (numpy's flip(axis=-1)). */
+static void augment_plane(uint8_t *plane, size_t es, uint32_t P, uint32_t aug,
+                          uint8_t *tmp) {
+    size_t n = (size_t)P * P;
+    memcpy(tmp, plane, n * es);
+    const unsigned k = aug & 3, flip = (aug >> 2) & 1;
+    for (uint32_t i = 0; i < P; i++) {
+        for (uint32_t jj = 0; jj < P; jj++) {
+            uint32_t j = flip ? P - 1 - jj : jj;
+            uint32_t si, sj;
+            switch (k) {
+            case 0: si = i; sj = j; break;
+            case 1: si = j; sj = P - 1 - i; break;
+            case 2: si = P - 1 - i; sj = P - 1 - j; break;
+            default: si = P - 1 - j; sj = i; break;
+            }
+            const uint8_t *s = tmp + ((size_t)si * P + sj) * es;
+            uint8_t *d = plane + ((size_t)i * P + jj) * es;
+            switch (es) {
+            case 1: *d = *s; break;
+            case 2: memcpy(d, s, 2); break;
+            case 4: memcpy(d, s, 4); break;
+            default: memcpy(d, s, es); break;
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* readers                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Read, convert and augment sample j into position i of slot s. */
+static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
+                             uint32_t i, uint64_t j, uint64_t *decoded,
+                             double *t_read, double *t_conv, cf_error *err) {
+    const cf_loader_options *o = &ld->o;
+    const size_t T = (size_t)o->time_steps, C = ld->lay_out.channels;
+    const uint32_t P = o->patch_size;
+    cf_window w;
+    cf__sampler_window(&ld->samp, j, &w);
+    s->windows[i] = w;
+    const size_t f = w.file;
+    uint8_t *img = s->image + (size_t)i * T * C * ld->plane * ld->es;
+    cf_status st = CF_OK;
+    cf_cog *bad = NULL;
+    for (int m = 0; m < ld->nmembers && st == CF_OK; m++) {
+        const ld_member *mb = &ld->members[m];
+        cf_cog *cog = mb->layer < 0
+                          ? ld->img[f * T + (size_t)mb->t]
+                          : ld->lay[f * (size_t)o->nlayers + (size_t)mb->layer];
+        const int *bands = mb->layer < 0 ? ld->bands : NULL;
+        int nb = mb->layer < 0 ? o->nbands : 0;
+        cf_dtype dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+        uint8_t *out =
+            img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
+        size_t raw = raw_member_bytes(ld, mb, P, P);
+        double t0 = cf__now();
+        uint8_t *dst = o->out_dtype == CF_DT_F32 ? wk->scratch : out;
+        st = read_block(ld, cog, bands, nb, mb->nb, dt, &w, dst, raw, decoded,
+                        err);
+        double t1 = cf__now();
+        *t_read += t1 - t0;
+        if (st != CF_OK) {
+            bad = cog;
+            break;
+        }
+        if (o->out_dtype == CF_DT_F32) {
+            for (uint32_t b = 0; b < mb->nb; b++) {
+                int band = bands ? bands[b] : (int)b + 1;
+                double sc = 1, off = 0;
+                if (o->apply_scale_offset) {
+                    sc = cf_cog_band_scale(cog, band);
+                    off = cf_cog_band_offset(cog, band);
+                }
+                uint32_t c = mb->channel + b;
+                double mean = ld->mean ? ld->mean[c] : 0;
+                double sd = ld->std ? ld->std[c] : 1;
+                to_f32(dst + (size_t)b * ld->plane * cf_dtype_size(dt), dt,
+                       ld->plane, (float *)(void *)(out + b * ld->plane * 4),
+                       sc / sd, (off - mean) / sd);
+            }
+        }
+        *t_conv += cf__now() - t1;
+    }
+    uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
+                            : NULL;
+    if (st == CF_OK && mask) {
+        static const int first_band = 1;
+        double t0 = cf__now();
+        st = read_block(ld, ld->msk[f], &first_band, 1, 1,
+                        ld->lay_out.mask_dtype, &w, mask,
+                        ld->plane * ld->mask_es, decoded, err);
+        *t_read += cf__now() - t0;
+        if (st != CF_OK) bad = ld->msk[f];
+    }
+    if (st != CF_OK)
+        return cf__err_prefix(err,
+                              "loader: sample %llu (%s, window %lld,%lld,%u,%u)",
+                              (unsigned long long)w.index,
+                              bad ? cf_cog_name(bad) : "?", (long long)w.x,
+                              (long long)w.y, w.w, w.h);
+    if (w.aug) {
+        double t0 = cf__now();
+        for (size_t p = 0; p < T * C; p++)
+            augment_plane(img + p * ld->plane * ld->es, ld->es, P, w.aug,
+                          wk->scratch);
+        if (mask) augment_plane(mask, ld->mask_es, P, w.aug, wk->scratch);
+        *t_conv += cf__now() - t0;
+    }
+    return CF_OK;
+}
+
+/* Hill-climb the number of patches read at once on delivered samples per
+ * second: keep going while throughput grows, turn around when it drops
+ * (decode- or bandwidth-bound), back off by a quarter when the io saw
+ * retries (throttling), hold while the consumer is the bottleneck.
+ * Called under ld->mu after each sample. */
+static void adapt(cf_loader *ld) {
+    if (ld->o.max_inflight) return;
+    double now = cf__now();
+    if (ld->win_t0 == 0) {
+        cf_io_stats ios;
+        cf_io_get_stats(ld->io, &ios);
+        ld->win_t0 = now;
+        ld->win_done = 0;
+        ld->win_retries = ios.retries;
+        ld->win_backpressure = 0;
+        return;
+    }
+    ld->win_done++;
+    double dt = now - ld->win_t0;
+    if (dt < 0.25 || ld->win_done < (uint64_t)ld->conc * 2) return;
+    double rate = (double)ld->win_done / dt;
+    cf_io_stats ios;
+    cf_io_get_stats(ld->io, &ios);
+    int c = ld->conc, step = c / 4 > 1 ? c / 4 : 1;
+    if (ios.retries > ld->win_retries) {
+        c = c * 3 / 4;
+        ld->dir = 1;
+        ld->best_rate = 0;
+    } else if (!ld->win_backpressure) {
+        if (ld->best_rate > 0 && rate < ld->best_rate * 1.02)
+            ld->dir = -ld->dir;
+        c += ld->dir * step;
+        ld->best_rate = rate;
+    }
+    if (c < 1) c = 1;
+    if (c > ld->max_conc) c = ld->max_conc;
+    if (c > ld->conc) pthread_cond_broadcast(&ld->work_cv);
+    ld->conc = c;
+    if (ld->own_io && ld->remote) {
+        int io_n = c * 4 < 16 ? 16 : c * 4;
+        cf_io_set_max_inflight(ld->io, io_n > CF_IO_MAX_INFLIGHT
+                                           ? CF_IO_MAX_INFLIGHT
+                                           : io_n);
+    }
+    ld->win_t0 = now;
+    ld->win_done = 0;
+    ld->win_retries = ios.retries;
+    ld->win_backpressure = 0;
+}
+
+/* 1: sample next_claim may be read now; 0: wait; -1: epoch done. */
+static int claimable(cf_loader *ld) {
+    if (ld->stop || ld->next_claim >= ld->total) return -1;
+    if (ld->reading >= ld->conc) return 0;
+    uint64_t b = ld->next_claim / ld->o.batch_size;
+    ld_slot *s = &ld->slots[b % (uint64_t)ld->o.prefetch];
+    if (s->state == SLOT_FILLING && s->batch == b) return 1;
+    if (s->state == SLOT_FREE) return 1;
+    ld->win_backpressure = 1;
+    return 0;
+}
+
+static void *worker_main(void *arg) {
+    ld_worker *wk = arg;
+    cf_loader *ld = wk->ld;
+    pthread_mutex_lock(&ld->mu);
+    for (;;) {
+        int c;
+        while ((c = claimable(ld)) == 0)
+            pthread_cond_wait(&ld->work_cv, &ld->mu);
+        if (c < 0) break;
+        uint64_t j = ld->next_claim++;
+        uint64_t b = j / ld->o.batch_size;
+        uint32_t i = (uint32_t)(j % ld->o.batch_size);
+        ld_slot *s = &ld->slots[b % (uint64_t)ld->o.prefetch];
+        if (s->state == SLOT_FREE) {
+            uint64_t left = ld->total - b * ld->o.batch_size;
+            s->state = SLOT_FILLING;
+            s->batch = b;
+            s->n = left < ld->o.batch_size ? (uint32_t)left : ld->o.batch_size;
+            s->done = s->failed = 0;
+            cf__err_clear(&s->err);
+        }
+        ld->reading++;
+        pthread_mutex_unlock(&ld->mu);
+
+        cf_error e;
+        cf__err_clear(&e);
+        uint64_t decoded = 0;
+        double tr = 0, tc = 0;
+        cf_status st = read_sample(ld, wk, s, i, j, &decoded, &tr, &tc, &e);
+
+        pthread_mutex_lock(&ld->mu);
+        ld->reading--;
+        ld->st_decoded += decoded;
+        ld->st_read += tr;
+        ld->st_convert += tc;
+        s->ok[i] = st == CF_OK;
+        if (st != CF_OK && !s->failed++) s->err = e;
+        if (++s->done == s->n) {
+            s->state = SLOT_READY;
+            pthread_cond_broadcast(&ld->ready_cv);
+        }
+        adapt(ld);
+        pthread_cond_signal(&ld->work_cv);
+    }
+    pthread_mutex_unlock(&ld->mu);
+    return NULL;
+}
+
+static cf_status start_threads(cf_loader *ld, cf_error *err) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    /* Readers keep their buffers on the heap: small stacks let many
+     * threads wait on the network cheaply. */
+    pthread_attr_setstacksize(&attr, (size_t)1 << 20);
+    int started = 0;
+    for (int t = 0; t < ld->nthreads; t++) {
+        ld_worker *wk = &ld->workers[t];
+        wk->ld = ld;
+        if (!wk->scratch) {
+            wk->scratch = cf__malloc(ld->scratch_bytes);
+            wk->scratch_bytes = ld->scratch_bytes;
+            if (!wk->scratch) break;
+        }
+        if (pthread_create(&wk->th, &attr, worker_main, wk) != 0) break;
+        started++;
+    }
+    pthread_attr_destroy(&attr);
+    ld->running = started;
+    if (!started)
+        return cf__err(err, CF_E_NOMEM, "loader: cannot start reader threads");
+    /* Fewer threads than planned still work: cap the concurrency. */
+    if (ld->max_conc > started) ld->max_conc = started;
+    if (ld->conc > started) ld->conc = started;
+    return CF_OK;
+}
+
+/* Called without ld->mu held. */
+static void stop_threads(cf_loader *ld) {
+    pthread_mutex_lock(&ld->mu);
+    int n = ld->running;
+    ld->stop = 1;
+    pthread_cond_broadcast(&ld->work_cv);
+    pthread_mutex_unlock(&ld->mu);
+    for (int t = 0; t < n; t++) pthread_join(ld->workers[t].th, NULL);
+    pthread_mutex_lock(&ld->mu);
+    ld->running = 0;
+    ld->stop = 0;
+    pthread_mutex_unlock(&ld->mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* consumer                                                             */
+/* ------------------------------------------------------------------ */
+
+cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
+    memset(out, 0, sizeof *out);
+    out->slot = -1;
+    pthread_mutex_lock(&ld->mu);
+    if (ld->next_batch >= ld->lay_out.batches) {
+        pthread_mutex_unlock(&ld->mu);
+        return cf__err(err, CF_E_END, "loader: end of epoch %llu",
+                       (unsigned long long)ld->epoch);
+    }
+    ld_slot *s = &ld->slots[ld->next_batch % (uint64_t)ld->o.prefetch];
+    if (s->state == SLOT_HELD) {
+        pthread_mutex_unlock(&ld->mu);
+        return cf__err(err, CF_E_STATE,
+                       "loader: all %d ring slots are held: release a batch "
+                       "before taking the next",
+                       ld->o.prefetch);
+    }
+    if (!ld->running) {
+        if (ld->t_start == 0) ld->t_start = cf__now();
+        cf_status st = start_threads(ld, err);
+        if (st != CF_OK) {
+            pthread_mutex_unlock(&ld->mu);
+            return st;
+        }
+    }
+    double t0 = cf__now();
+    while (!(s->state == SLOT_READY && s->batch == ld->next_batch))
+        pthread_cond_wait(&ld->ready_cv, &ld->mu);
+    ld->st_wait += cf__now() - t0;
+    uint64_t b = ld->next_batch++;
+    if (s->failed && !ld->o.skip_errors) {
+        if (err) *err = s->err;
+        cf_status code = s->err.code ? s->err.code : CF_E_IO;
+        s->state = SLOT_FREE;
+        pthread_cond_broadcast(&ld->work_cv);
+        pthread_mutex_unlock(&ld->mu);
+        return code;
+    }
+    const size_t img_b =
+        (size_t)ld->o.time_steps * ld->lay_out.channels * ld->plane * ld->es;
+    const size_t msk_b = ld->plane * ld->mask_es;
+    if (s->failed) {
+        /* Drop failed samples, keeping the order of the others. */
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < s->n; i++) {
+            if (!s->ok[i]) continue;
+            if (k != i) {
+                memmove(s->image + k * img_b, s->image + i * img_b, img_b);
+                if (s->mask)
+                    memmove(s->mask + k * msk_b, s->mask + i * msk_b, msk_b);
+                s->windows[k] = s->windows[i];
+            }
+            k++;
+        }
+        ld->st_skipped += s->failed;
+        s->n = k;
+        s->failed = 0;
+    }
+    s->state = SLOT_HELD;
+    ld->st_batches++;
+    ld->st_samples += s->n;
+    ld->st_delivered += (uint64_t)s->n * (img_b + msk_b);
+    out->index = b;
+    out->n = s->n;
+    out->slot = (int)(s - ld->slots);
+    out->image = s->image;
+    out->mask = s->mask;
+    out->windows = s->windows;
+    pthread_mutex_unlock(&ld->mu);
+    return CF_OK;
+}
+
+void cf_loader_release(cf_loader *ld, const cf_batch *b) {
+    if (!ld || !b || b->slot < 0 || b->slot >= ld->o.prefetch) return;
+    pthread_mutex_lock(&ld->mu);
+    ld_slot *s = &ld->slots[b->slot];
+    if (s->state == SLOT_HELD && s->batch == b->index) {
+        s->state = SLOT_FREE;
+        pthread_cond_broadcast(&ld->work_cv);
+    }
+    pthread_mutex_unlock(&ld->mu);
+}
+
+cf_status cf_loader_set_epoch(cf_loader *ld, uint64_t epoch, uint64_t batch,
+                              cf_error *err) {
+    stop_threads(ld);
+    pthread_mutex_lock(&ld->mu);
+    for (int i = 0; i < ld->o.prefetch; i++) ld->slots[i].state = SLOT_FREE;
+    ld->epoch = epoch;
+    cf__sampler_set_epoch(&ld->samp, epoch);
+    if (batch > ld->lay_out.batches) batch = ld->lay_out.batches;
+    ld->next_batch = batch;
+    ld->next_claim = batch * ld->o.batch_size;
+    if (ld->next_claim > ld->total) ld->next_claim = ld->total;
+    ld->win_t0 = 0;
+    pthread_mutex_unlock(&ld->mu);
+    return CF_OK;
+}
+
+void cf_loader_position(const cf_loader *ld, uint64_t *epoch,
+                        uint64_t *next_batch) {
+    cf_loader *m = (cf_loader *)ld; /* the lock is not part of the value */
+    pthread_mutex_lock(&m->mu);
+    if (epoch) *epoch = ld->epoch;
+    if (next_batch) *next_batch = ld->next_batch;
+    pthread_mutex_unlock(&m->mu);
+}
+
+cf_status cf_loader_set_buffers(cf_loader *ld, int slot, void *image,
+                                void *mask, cf_error *err) {
+    if (slot < 0 || slot >= ld->o.prefetch)
+        return cf__err(err, CF_E_ARG, "loader: slot %d not in [0, %d)", slot,
+                       ld->o.prefetch);
+    if (!image || (ld->lay_out.mask_bytes && !mask))
+        return cf__err(err, CF_E_ARG, "loader: slot %d: buffer missing", slot);
+    pthread_mutex_lock(&ld->mu);
+    ld_slot *s = &ld->slots[slot];
+    if (ld->running || s->state != SLOT_FREE) {
+        pthread_mutex_unlock(&ld->mu);
+        return cf__err(err, CF_E_STATE,
+                       "loader: buffers can only be set before reading "
+                       "starts (or right after set_epoch)");
+    }
+    if (s->own_buffers) {
+        free(s->image);
+        free(s->mask);
+    }
+    s->own_buffers = 0;
+    s->image = image;
+    s->mask = ld->lay_out.mask_bytes ? mask : NULL;
+    pthread_mutex_unlock(&ld->mu);
+    return CF_OK;
+}
+
+cf_status cf_loader_window(const cf_loader *ld, uint64_t j, cf_window *out,
+                           cf_error *err) {
+    if (j >= ld->total)
+        return cf__err(err, CF_E_ARG, "loader: sample %llu >= %llu",
+                       (unsigned long long)j, (unsigned long long)ld->total);
+    cf__sampler_window(&ld->samp, j, out);
+    return CF_OK;
+}
+
+void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
+    memset(out, 0, sizeof *out);
+    cf_io_stats ios;
+    cf_io_get_stats(ld->io, &ios);
+    out->bytes_fetched = ios.bytes_fetched;
+    out->requests = ios.requests;
+    out->retries = ios.retries;
+    out->io_inflight = ios.inflight;
+    pthread_mutex_lock(&ld->mu);
+    out->samples = ld->st_samples;
+    out->batches = ld->st_batches;
+    out->skipped = ld->st_skipped;
+    out->bytes_decoded = ld->st_decoded;
+    out->bytes_delivered = ld->st_delivered;
+    out->concurrency = ld->conc;
+    out->reading = ld->reading;
+    out->wait_s = ld->st_wait;
+    out->read_busy_s = ld->st_read;
+    out->convert_busy_s = ld->st_convert;
+    out->elapsed_s = ld->t_start ? cf__now() - ld->t_start : 0;
+    pthread_mutex_unlock(&ld->mu);
+    pthread_mutex_lock(&ld->cache_mu);
+    out->cache_hits = ld->st_hits;
+    out->cache_misses = ld->st_misses;
+    pthread_mutex_unlock(&ld->cache_mu);
+}
+
+void cf_loader_free(cf_loader *ld) {
+    if (!ld) return;
+    if (ld->workers) stop_threads(ld);
+    for (int t = 0; ld->workers && t < ld->nthreads; t++)
+        free(ld->workers[t].scratch);
+    free(ld->workers);
+    for (int i = 0; ld->slots && i < ld->o.prefetch; i++) {
+        if (ld->slots[i].own_buffers) {
+            free(ld->slots[i].image);
+            free(ld->slots[i].mask);
+        }
+        free(ld->slots[i].windows);
+        free(ld->slots[i].ok);
+    }
+    free(ld->slots);
+    for (int i = 0; i < ld->ncache; i++) free(ld->cache[i].buf);
+    free(ld->cache);
+    size_t nimg = ld->o.nfiles * (size_t)ld->o.time_steps;
+    for (size_t i = 0; ld->img && i < nimg; i++) cf_cog_close(ld->img[i]);
+    for (size_t i = 0; ld->msk && i < ld->o.nfiles; i++)
+        cf_cog_close(ld->msk[i]);
+    for (size_t i = 0; ld->lay && i < ld->o.nfiles * (size_t)ld->o.nlayers;
+         i++)
+        cf_cog_close(ld->lay[i]);
+    free(ld->img);
+    free(ld->msk);
+    free(ld->lay);
+    if (ld->own_io) cf_io_free(ld->io);
+    for (size_t i = 0; ld->urls && i < ld->nurls; i++) free(ld->urls[i]);
+    free(ld->urls);
+    free(ld->bands);
+    free(ld->mean);
+    free(ld->std);
+    free(ld->members);
+    free(ld->layer_bands);
+    free(ld->layer_dt);
+    cf__sampler_free(&ld->samp);
+    pthread_mutex_destroy(&ld->mu);
+    pthread_cond_destroy(&ld->work_cv);
+    pthread_cond_destroy(&ld->ready_cv);
+    pthread_mutex_destroy(&ld->cache_mu);
+    pthread_cond_destroy(&ld->cache_cv);
+    free(ld);
+}
