@@ -43,11 +43,14 @@ def wait_port(port, proc=None, timeout=10.0):
 
 
 class Nginx:
-    def __init__(self, root, latency_ms=0, port=0, access_log=False):
+    def __init__(self, root, latency_ms=0, port=0, access_log=False,
+                 tls=False):
         self.root = os.path.abspath(root)
         self.latency_ms = float(latency_ms)
         self.port = int(port) or free_port()
         self.access_log = access_log
+        self.tls = tls
+        self.ca_file = None
         self.tmp = None
         self.proc = None
 
@@ -65,7 +68,23 @@ class Nginx:
             "@CONF_DIR@": conf_dir,
             "@ACCESS_LOG@": (os.path.join(self.tmp, "access.log")
                              if self.access_log else "off"),
+            "@LISTEN_TLS@": "ssl http2" if self.tls else "",
+            "@TLS_CONF@": "",
         }
+        if self.tls:
+            # A throwaway self-signed certificate for 127.0.0.1 and
+            # localhost; tests pass it as the CA file.
+            key = os.path.join(self.tmp, "key.pem")
+            self.ca_file = os.path.join(self.tmp, "cert.pem")
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                 "-keyout", key, "-out", self.ca_file, "-days", "2",
+                 "-subj", "/CN=127.0.0.1",
+                 "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                check=True, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL)
+            subs["@TLS_CONF@"] = ("ssl_certificate %s; ssl_certificate_key %s;"
+                                  % (self.ca_file, key))
         for k, v in subs.items():
             conf = conf.replace(k, v)
         path = os.path.join(self.tmp, "nginx.conf")
@@ -106,7 +125,8 @@ class Nginx:
     # -- helpers -----------------------------------------------------------
     @property
     def base(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http",
+                                      self.port)
 
     def url(self, path, fault=None):
         path = path.lstrip("/")
@@ -115,7 +135,12 @@ class Nginx:
         return "%s/%s" % (self.base, path)
 
     def _get(self, path):
-        with urllib.request.urlopen(self.base + path, timeout=10) as r:
+        ctx = None
+        if self.tls:
+            import ssl
+            ctx = ssl.create_default_context(cafile=self.ca_file)
+        with urllib.request.urlopen(self.base + path, timeout=10,
+                                    context=ctx) as r:
             return r.read().decode()
 
     def requests(self, path=None):
@@ -130,9 +155,11 @@ class Nginx:
             path = "/" + path
         return int(self._get("/_hits?uri=" + urllib.request.quote(path)))
 
-    def last_authorization(self, path):
-        """The Authorization header of the last request for ``path``."""
-        return self._get("/_hits?auth=1&uri=" + urllib.request.quote(path)).strip()
+    def last_header(self, path, which):
+        """The Authorization ("auth") or If-Match ("im") header of the last
+        request for ``path`` ("" when it had none)."""
+        return self._get("/_hits?%s=1&uri=%s"
+                         % (which, urllib.request.quote(path))).strip()
 
     def reset(self):
         self._get("/_reset")
@@ -143,3 +170,27 @@ class Nginx:
                 return f.read()
         except (OSError, TypeError):
             return ""
+
+
+def find_tool(name):
+    """Path of a test program from tests/tools/ (built into
+    BUILD/testtools): $CF_TOOLS_DIR, else next to $COGFEED_BIN's build
+    directory, else next to a PYTHONPATH entry BUILD/python."""
+    cands = []
+    if os.environ.get("CF_TOOLS_DIR"):
+        cands.append(os.environ["CF_TOOLS_DIR"])
+    if os.environ.get("COGFEED_BIN"):
+        cands.append(os.path.join(
+            os.path.dirname(os.path.abspath(os.environ["COGFEED_BIN"])),
+            "testtools"))
+    for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if p:
+            cands.append(os.path.join(os.path.dirname(os.path.abspath(p)),
+                                      "testtools"))
+    for d in cands:
+        exe = os.path.join(d, name)
+        if os.access(exe, os.X_OK):
+            return exe
+    raise FileNotFoundError(
+        "%s not found (looked in %s): build the tests/tools targets"
+        % (name, ", ".join(cands) or "nothing: set CF_TOOLS_DIR"))

@@ -10,7 +10,7 @@
  *       | inflight:N
  *   --opt names: max_inflight header_bytes merge_gap request_timeout_s
  *       connect_timeout_s low_speed_time_s low_speed_bytes max_retries
- *       retry_budget retry_base_ms retry_max_ms verify_tls
+ *       retry_budget retry_base_ms retry_max_ms verify_tls ca_file
  * Bytes read are appended to FILE (per process: FILE.child in a child).
  */
 #include "io/io.h"
@@ -58,6 +58,7 @@ static int set_opt(cf_io_options *o, const char *kv) {
     OPT(retry_base_ms, o->retry_base_ms = v)
     OPT(retry_max_ms, o->retry_max_ms = v)
     OPT(verify_tls, o->verify_tls = (int)v)
+    OPT(ca_file, o->ca_file = eq + 1)
 #undef OPT
     return 0;
 }
@@ -103,9 +104,13 @@ int main(int argc, char **argv) {
     const char *role = "main";
     char outbuf[4096];
     const char *outp = out;
-    printf("{");
-    FILE *j = stdout;
-    fprintf(j, "\"ops\":[");
+    /* One JSON line per process: built in memory so that a forked child
+     * and its parent never interleave their output. */
+    char *jbuf = NULL;
+    size_t jlen = 0;
+    FILE *j = open_memstream(&jbuf, &jlen);
+    if (!j) return 2;
+    fprintf(j, "{\"ops\":[");
     int nops = 0;
     cf_status st = cf_src_new(io, url, &src, &err);
     if (st != CF_OK) {
@@ -205,6 +210,9 @@ int main(int argc, char **argv) {
             ",\"read_failures\":%" PRIu64 ",\"inflight\":%d,\"max_inflight\":%d}}\n",
             s.requests, s.retries, s.bytes_fetched, s.connect_failures,
             s.read_failures, s.inflight, s.max_inflight);
+    fclose(j);
+    fputs(jbuf, stdout);
+    free(jbuf);
     fflush(stdout);
     cf_src_free(src);
     cf_io_free(io);

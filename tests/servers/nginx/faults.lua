@@ -19,9 +19,10 @@
 --                     honoured (412 on mismatch)
 --   etag-ignore       like etag-change but If-Match ignored
 --   redirect-same     302 to /<path> on this server
---   redirect-other    302 to the same path on host "localhost" (another
---                     host name for the same server)
---   redirect-http-other  alias of redirect-other
+--   redirect-other    302 to the same path and scheme on host "localhost"
+--                     (another host name for the same server)
+-- Each request's Authorization and If-Match headers are kept per URI:
+-- /_hits?auth=1&uri=U and /_hits?im=1&uri=U return the last ones.
 local M = {}
 
 local hits = ngx.shared.cf_hits
@@ -31,8 +32,9 @@ function M.access()
         local uri = ngx.var.uri
         hits:incr(uri, 1, 0)
         hits:incr("__all", 1, 0)
-        local auth = ngx.req.get_headers()["authorization"]
-        if auth then hits:set("auth:" .. uri, auth) end
+        local h = ngx.req.get_headers()
+        hits:set("auth:" .. uri, h["authorization"] or "")
+        hits:set("im:" .. uri, h["if-match"] or "")
     end
     local lat = tonumber(ngx.var.cf_latency) or 0
     if lat > 0 and not ngx.req.is_internal() and
@@ -46,6 +48,10 @@ function M.hits()
     local uri = args.uri or "__all"
     if args.auth then
         ngx.say(hits:get("auth:" .. uri) or "")
+        return
+    end
+    if args.im then
+        ngx.say(hits:get("im:" .. uri) or "")
         return
     end
     ngx.say(hits:get(uri) or 0)
@@ -187,7 +193,7 @@ function M.fault()
         if p1 == "same" then
             return ngx.redirect("/" .. path, 302)
         end
-        return ngx.redirect("http://localhost:" .. ngx.var.server_port .. "/" .. path, 302)
+        return ngx.redirect(ngx.var.scheme .. "://localhost:" .. ngx.var.server_port .. "/" .. path, 302)
     end
     return ngx.exit(400)
 end

@@ -1,0 +1,538 @@
+"""Every row of the network-fault table in reliability.md, each against a
+real local nginx (tests/servers) that injects that fault.
+
+Most tests drive the io layer through tests/tools/cf_fetch (one URL, a
+list of header / range reads, JSON out); the last ones go through the
+public Python API (cogfeed.open / cogfeed.IO) on a real COG to check the
+request counts the reader promises.
+"""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "servers"))
+from servers import Nginx, find_tool, free_port  # noqa: E402
+
+E_IO, E_HTTP, E_AUTH, E_NOTFOUND, E_CHANGED, E_RANGE, E_TIMEOUT = (
+    3, 8, 9, 10, 11, 12, 13)
+
+# Fast retries so that the suite stays quick; the behaviour is the same.
+FAST = ["retry_base_ms=20", "retry_max_ms=200", "low_speed_time_s=1",
+        "request_timeout_s=20", "connect_timeout_s=2"]
+BIG = 300_000
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("remote")
+    rnd = __import__("random").Random(7)
+    (d / "a.bin").write_bytes(bytes(rnd.getrandbits(8) for _ in range(BIG)))
+    (d / "small.bin").write_bytes(bytes(rnd.getrandbits(8) for _ in range(1000)))
+    return d
+
+
+@pytest.fixture(scope="module")
+def srv(data):
+    with Nginx(str(data)) as s:
+        yield s
+
+
+def fetch(url, *ops, opts=(), out=None, env=None, timeout=60):
+    """Run cf_fetch; returns the JSON of each process (one, or two after
+    a fork: child first)."""
+    cmd = [find_tool("cf_fetch")]
+    for o in list(FAST) + list(opts):
+        cmd += ["--opt", o]
+    if out:
+        cmd += ["--out", str(out)]
+    cmd += [url] + list(ops)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env=env)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+    return lines if len(lines) > 1 else lines[0]
+
+
+def blob(data, off, n, name="a.bin"):
+    return (data / name).read_bytes()[off:off + n]
+
+
+def check_ok(r, op=-1):
+    assert r["ops"][op]["status"] == 0, r["ops"][op]["msg"]
+
+
+# -- baseline ------------------------------------------------------------
+
+def test_plain_reads_are_exact_and_counted(srv, data, tmp_path):
+    out = tmp_path / "o"
+    r = fetch(srv.url("a.bin"), "head:65536", "read:70000+100,70300+100,250000+5000",
+              out=out)
+    check_ok(r, 0)
+    check_ok(r, 1)
+    assert r["size"] == BIG and r["etag"]
+    want = blob(data, 0, 65536) + blob(data, 70000, 100) + blob(data, 70300, 100) \
+        + blob(data, 250000, 5000)
+    assert out.read_bytes() == want
+    # head = 1 request; the two nearby ranges merge (gap 200 < merge_gap),
+    # the far one is its own request.
+    assert r["requests"] == 3
+    assert srv.requests("/a.bin") >= 3
+    assert r["stats"]["retries"] == 0
+
+
+def test_merge_gap_zero_keeps_requests_apart(srv):
+    srv.reset()
+    r = fetch(srv.url("a.bin"), "assume:%d" % BIG, "read:0+10,20+10,40+10",
+              opts=["merge_gap=0"])
+    check_ok(r)
+    assert r["requests"] == 3 and srv.requests("/a.bin") == 3
+    r = fetch(srv.url("a.bin"), "assume:%d" % BIG, "read:0+10,20+10,40+10")
+    assert r["requests"] == 1
+
+
+def test_small_object_head_learns_size(srv, data, tmp_path):
+    out = tmp_path / "o"
+    r = fetch(srv.url("small.bin"), "head:65536", out=out)
+    check_ok(r)
+    assert r["ops"][0]["got"] == 1000 and r["size"] == 1000
+    assert out.read_bytes() == (data / "small.bin").read_bytes()
+    assert r["requests"] == 1
+
+
+# -- 429 / 503: backoff, Retry-After, shared budget ----------------------
+
+def test_503_retried_with_backoff(srv, data, tmp_path):
+    out = tmp_path / "o"
+    r = fetch(srv.url("a.bin", "status-503-2"), "head:4096", out=out)
+    check_ok(r)
+    assert out.read_bytes() == blob(data, 0, 4096)
+    assert r["stats"]["retries"] == 2
+    assert srv.requests("/fault/status-503-2/a.bin") == 3
+
+
+def test_429_retry_after_honoured(srv):
+    r = fetch(srv.url("a.bin", "retryafter-1-1"), "head:4096")
+    check_ok(r)
+    assert r["stats"]["retries"] == 1
+    # backoff base is 20 ms: only Retry-After explains a 1 s wait
+    assert r["ops"][0]["secs"] >= 0.95
+
+
+def test_retry_budget_is_shared_by_all_requests(srv):
+    # 10 separate requests, each failing forever, with a budget of 4 retries
+    # for the whole io: at most 10 + 4 requests reach the server.
+    path = "/fault/status-503-0/a.bin"
+    before = srv.requests(path)
+    rng = ",".join("%d+10" % (i * 100_000 // 10 * 3) for i in range(10))
+    r = fetch(srv.url("a.bin", "status-503-0"), "assume:%d" % BIG,
+              "read:" + rng, opts=["retry_budget=4", "merge_gap=0",
+                                   "max_retries=50"])
+    op = r["ops"][1]
+    assert op["status"] in (E_TIMEOUT, E_HTTP)
+    assert "retry budget" in op["msg"]
+    assert r["stats"]["retries"] == 4
+    assert srv.requests(path) - before == 14
+
+
+# -- 500 / 502 / 504 / 408 ----------------------------------------------
+
+@pytest.mark.parametrize("code", [500, 502, 504, 408])
+def test_server_errors_retried(srv, code):
+    r = fetch(srv.url("a.bin", "status-%d-1" % code), "head:1000")
+    check_ok(r)
+    assert r["stats"]["retries"] == 1
+
+
+def test_server_errors_give_up_with_status(srv):
+    r = fetch(srv.url("a.bin", "status-502-0"), "head:1000",
+              opts=["max_retries=2"])
+    op = r["ops"][0]
+    assert op["status"] == E_HTTP and op["http_status"] == 502
+    assert "HTTP 502" in op["msg"] and "gave up after 3 attempts" in op["msg"]
+
+
+# -- connect refused / reset / timeout before headers --------------------
+
+def test_connect_refused_counted_as_connect_failure():
+    port = free_port()
+    r = fetch("http://127.0.0.1:%d/a.bin" % port, "head:100",
+              opts=["max_retries=2"])
+    op = r["ops"][0]
+    assert op["status"] == E_IO and "could not connect" in op["msg"]
+    assert r["stats"]["connect_failures"] == 3
+    assert r["stats"]["read_failures"] == 0
+
+
+def test_connect_refused_then_server_comes_up(data, tmp_path):
+    port = free_port()
+    out = tmp_path / "o"
+    res = {}
+
+    def run():
+        res["r"] = fetch("http://127.0.0.1:%d/a.bin" % port, "head:2048",
+                         opts=["max_retries=12", "retry_base_ms=100",
+                               "retry_max_ms=400"], out=out)
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.4)
+    with Nginx(str(data), port=port):
+        t.join(30)
+    r = res["r"]
+    check_ok(r)
+    assert r["stats"]["connect_failures"] >= 1
+    assert out.read_bytes() == blob(data, 0, 2048)
+
+
+def test_reset_before_headers_counted_as_read_failure(srv, data, tmp_path):
+    out = tmp_path / "o"
+    r = fetch(srv.url("a.bin", "reset-2"), "head:8192", out=out)
+    check_ok(r)
+    assert r["stats"]["read_failures"] == 2
+    assert r["stats"]["connect_failures"] == 0
+    assert out.read_bytes() == blob(data, 0, 8192)
+
+
+# -- truncated body: resumed with If-Match -------------------------------
+
+def test_truncated_body_resumed_with_if_match(srv, data, tmp_path):
+    out = tmp_path / "o"
+    path = "/fault/truncate-1/a.bin"
+    r = fetch(srv.url("a.bin", "truncate-1"), "head:65536", out=out)
+    check_ok(r)
+    assert out.read_bytes() == blob(data, 0, 65536)
+    assert r["stats"]["read_failures"] == 1
+    # Only the missing half was fetched again.
+    assert r["stats"]["bytes_fetched"] == 65536
+    assert srv.requests(path) == 2
+    assert srv.last_header(path, "im") == r["etag"]
+
+
+def test_truncated_forever_never_hands_up_short_buffer(srv):
+    r = fetch(srv.url("a.bin", "truncate-0"), "head:65536",
+              opts=["max_retries=2"])
+    op = r["ops"][0]
+    assert op["status"] == E_IO and "truncated" in op["msg"]
+    assert op["got"] == 0
+
+
+# -- 200 instead of 206 --------------------------------------------------
+
+def test_full_200_rejected_as_not_range_capable(srv):
+    path = "/fault/full200/a.bin"
+    before = srv.requests(path)
+    r = fetch(srv.url("a.bin", "full200"), "head:65536")
+    op = r["ops"][0]
+    assert op["status"] == E_RANGE and op["http_status"] == 200
+    assert "not range-capable" in op["msg"]
+    assert srv.requests(path) - before == 1  # no retry
+    # Aborted: the 300 kB body was not downloaded.
+    assert r["stats"]["bytes_fetched"] == 0
+
+
+def test_full_200_accepted_for_whole_small_object(srv, data, tmp_path):
+    out = tmp_path / "o"
+    r = fetch(srv.url("small.bin", "full200"), "head:65536", out=out)
+    check_ok(r)
+    assert r["size"] == 1000
+    assert out.read_bytes() == (data / "small.bin").read_bytes()
+
+
+# -- 206 with a wrong Content-Range --------------------------------------
+
+def test_bad_content_range_retried_once(srv, data, tmp_path):
+    out = tmp_path / "o"
+    r = fetch(srv.url("a.bin", "badrange-1"), "head:4096", out=out)
+    check_ok(r)
+    assert out.read_bytes() == blob(data, 0, 4096)
+    assert r["stats"]["retries"] == 1
+
+
+def test_bad_content_range_twice_is_an_error(srv):
+    path = "/fault/badrange-0/a.bin"
+    before = srv.requests(path)
+    r = fetch(srv.url("a.bin", "badrange-0"), "head:4096")
+    op = r["ops"][0]
+    assert op["status"] == E_RANGE and "does not match" in op["msg"]
+    assert srv.requests(path) - before == 2
+
+
+# -- 416 -----------------------------------------------------------------
+
+def test_416_not_retried(srv):
+    before = srv.requests("/a.bin")
+    r = fetch(srv.url("a.bin"), "read:400000+100")
+    op = r["ops"][0]
+    assert op["status"] == E_RANGE and op["http_status"] == 416
+    assert "object shorter than its header says, or it changed" in op["msg"]
+    assert srv.requests("/a.bin") - before == 1
+
+
+def test_range_running_past_the_end_is_a_range_error(srv):
+    r = fetch(srv.url("a.bin"), "read:299000+5000")
+    op = r["ops"][0]
+    assert op["status"] == E_RANGE and "object shorter" in op["msg"]
+    assert r["requests"] == 1
+
+
+# -- ETag pinning --------------------------------------------------------
+
+def test_etag_pinned_and_412_reported_as_changed(srv):
+    path = "/fault/etag-change/a.bin"
+    r = fetch(srv.url("a.bin", "etag-change"), "head:4096", "read:100000+10")
+    check_ok(r, 0)
+    assert r["etag"] == '"v1"'
+    op = r["ops"][1]
+    assert op["status"] == E_CHANGED and op["http_status"] == 412
+    assert "changed" in op["msg"]
+    assert srv.last_header(path, "im") == '"v1"'
+    assert r["requests"] == 2  # no retry
+
+
+def test_etag_change_detected_when_server_ignores_if_match(srv):
+    r = fetch(srv.url("a.bin", "etag-ignore"), "head:4096", "read:100000+10")
+    op = r["ops"][1]
+    assert op["status"] == E_CHANGED and '"v2"' in op["msg"]
+
+
+# -- 403 / expired credentials: no retry, code, no secret ----------------
+
+def test_403_reports_service_code_without_secret(srv):
+    path = "/fault/status-403-0/a.bin"
+    before = srv.requests(path)
+    secret = "SUPERSECRETSIG"
+    r = fetch(srv.url("a.bin", "status-403-0") + "?sv=2021&sig=" + secret,
+              "head:4096")
+    op = r["ops"][0]
+    assert op["status"] == E_AUTH and op["http_status"] == 403
+    assert "AccessDenied" in op["msg"] and "403" in op["msg"]
+    assert secret not in op["msg"] and "sig=" not in op["msg"]
+    assert secret not in json.dumps(r)
+    assert srv.requests(path) - before == 1
+
+
+def test_403_azure_error_code_header(srv):
+    r = fetch(srv.url("a.bin", "az403"), "head:4096")
+    op = r["ops"][0]
+    assert op["status"] == E_AUTH and "AuthenticationFailed" in op["msg"]
+
+
+def test_bearer_token_never_in_messages(srv):
+    env = dict(os.environ, STORAGE_EMULATOR_HOST="127.0.0.1:%d" % srv.port,
+               GOOGLE_OAUTH_ACCESS_TOKEN="ya29.TOPSECRETTOKEN")
+    r = fetch("gs://fault/status-403-0/a.bin", "head:4096", env=env)
+    op = r["ops"][0]
+    assert op["status"] == E_AUTH
+    assert "TOPSECRET" not in json.dumps(r)
+    assert srv.last_header("/fault/status-403-0/a.bin", "auth") == \
+        "Bearer ya29.TOPSECRETTOKEN"
+
+
+# -- 404 -----------------------------------------------------------------
+
+def test_404_names_url_without_query(srv):
+    r = fetch(srv.url("nope.tif") + "?X-Amz-Signature=DEADBEEF&X-Amz-Credential=AKIA",
+              "head:100")
+    op = r["ops"][0]
+    assert op["status"] == E_NOTFOUND and op["http_status"] == 404
+    assert "/nope.tif" in op["msg"]
+    assert "DEADBEEF" not in op["msg"] and "?" not in op["msg"]
+    assert r["requests"] == 1
+
+
+# -- stalled body --------------------------------------------------------
+
+def test_stalled_body_aborted_and_resumed(srv, data, tmp_path):
+    out = tmp_path / "o"
+    r = fetch(srv.url("a.bin", "slow-1"), "head:65536", out=out)
+    check_ok(r)
+    assert out.read_bytes() == blob(data, 0, 65536)
+    assert r["stats"]["read_failures"] == 1
+    assert r["ops"][0]["secs"] < 10
+
+
+def test_stall_forever_hits_the_deadline(srv):
+    t0 = time.monotonic()
+    r = fetch(srv.url("a.bin", "slow-0"), "head:65536",
+              opts=["request_timeout_s=4", "max_retries=50"])
+    op = r["ops"][0]
+    assert op["status"] == E_TIMEOUT
+    assert time.monotonic() - t0 < 10
+
+
+# -- retry storm ---------------------------------------------------------
+
+def test_retry_storm_bounded_by_request_deadline(srv):
+    t0 = time.monotonic()
+    r = fetch(srv.url("a.bin", "status-503-0"), "head:100",
+              opts=["max_retries=1000", "retry_base_ms=100", "retry_max_ms=300",
+                    "request_timeout_s=2"])
+    op = r["ops"][0]
+    assert op["status"] == E_TIMEOUT and "deadline" in op["msg"]
+    assert time.monotonic() - t0 < 6
+    assert r["requests"] < 30
+
+
+# -- redirects -----------------------------------------------------------
+
+def test_redirect_same_host_followed(srv, data, tmp_path):
+    out = tmp_path / "o"
+    r = fetch(srv.url("a.bin", "redirect-same"), "head:1000", out=out)
+    check_ok(r)
+    assert out.read_bytes() == blob(data, 0, 1000)
+
+
+def test_plain_http_redirect_to_other_host_refused(srv):
+    r = fetch(srv.url("a.bin", "redirect-other"), "head:1000")
+    op = r["ops"][0]
+    assert op["status"] == E_HTTP and "refused" in op["msg"]
+
+
+# -- TLS -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tls_srv(data):
+    with Nginx(str(data), tls=True) as s:
+        yield s
+
+
+def test_tls_verified_by_default(tls_srv):
+    r = fetch(tls_srv.url("a.bin"), "head:100", opts=["max_retries=0"])
+    assert r["ops"][0]["status"] == E_IO
+
+
+def test_tls_with_ca_file_and_http2(tls_srv, data, tmp_path):
+    out = tmp_path / "o"
+    r = fetch(tls_srv.url("a.bin"), "head:4096",
+              "read:" + ",".join("%d+1000" % (i * 100_000) for i in range(3)),
+              opts=["ca_file=" + tls_srv.ca_file, "merge_gap=0"], out=out)
+    check_ok(r)
+    assert out.read_bytes() == blob(data, 0, 4096) + b"".join(
+        blob(data, i * 100_000, 1000) for i in range(3))
+
+
+def test_tls_verification_off_only_when_asked(tls_srv):
+    r = fetch(tls_srv.url("a.bin"), "head:100", opts=["verify_tls=0"])
+    check_ok(r)
+
+
+def test_https_redirect_to_other_host_drops_credentials(tls_srv, data):
+    env = dict(os.environ, STORAGE_EMULATOR_HOST="https://127.0.0.1:%d" % tls_srv.port,
+               GOOGLE_OAUTH_ACCESS_TOKEN="ya29.SECRET")
+    r = fetch("gs://fault/redirect-other/a.bin", "head:1000",
+              opts=["ca_file=" + tls_srv.ca_file], env=env)
+    check_ok(r)
+    assert tls_srv.last_header("/fault/redirect-other/a.bin", "auth") == \
+        "Bearer ya29.SECRET"
+    # followed to https://localhost (another host): no Authorization there
+    assert tls_srv.last_header("/a.bin", "auth") == ""
+
+
+# -- fork ------------------------------------------------------------------
+
+def test_fork_child_builds_its_own_loop(srv, data, tmp_path):
+    out = tmp_path / "o"
+    child, parent = fetch(srv.url("a.bin"), "head:4096", "read:1000+10",
+                          "fork", "read:200000+4000", out=out)
+    assert child["role"] == "child" and parent["role"] == "parent"
+    check_ok(child)
+    check_ok(parent)
+    assert (tmp_path / "o.child").read_bytes() == blob(data, 200000, 4000)
+    assert out.read_bytes() == blob(data, 0, 4096) + blob(data, 1000, 10) + \
+        blob(data, 200000, 4000)
+
+
+# -- many requests in flight ---------------------------------------------
+
+def test_many_requests_in_flight_hide_latency(data):
+    # 64 separate ranges with 100 ms first-byte latency: in parallel they
+    # take about one latency, serially they would take 6.4 s.
+    with Nginx(str(data), latency_ms=100) as s:
+        rng = ",".join("%d+100" % (i * 4000) for i in range(64))
+        r = fetch(s.url("a.bin"), "assume:%d" % BIG, "read:" + rng,
+                  opts=["merge_gap=0"])
+        check_ok(r)
+        assert r["requests"] == 64
+        assert r["ops"][1]["secs"] < 2.0
+        r = fetch(s.url("a.bin"), "assume:%d" % BIG, "inflight:1",
+                  "read:" + ",".join("%d+100" % (i * 4000) for i in range(5)),
+                  opts=["merge_gap=0"])
+        check_ok(r)
+        assert r["stats"]["max_inflight"] == 1
+        assert r["ops"][2]["secs"] >= 0.45
+
+
+# -- through the public Python API on a real COG -------------------------
+
+@pytest.fixture(scope="module")
+def cog(data):
+    gdal = pytest.importorskip("osgeo.gdal")
+    import numpy as np
+    path = str(data / "cog.tif")
+    rng = np.random.default_rng(3)
+    arr = rng.integers(0, 4000, size=(1024, 1024), dtype=np.uint16)
+    mem = gdal.GetDriverByName("MEM").Create("", 1024, 1024, 1, gdal.GDT_UInt16)
+    mem.GetRasterBand(1).WriteArray(arr)
+    gdal.GetDriverByName("COG").CreateCopy(
+        path, mem, options=["BLOCKSIZE=256", "COMPRESS=DEFLATE", "OVERVIEWS=NONE"])
+    return path, arr
+
+
+def _cogfeed():
+    return pytest.importorskip("cogfeed")
+
+
+def test_cog_open_is_one_request_and_window_one_per_tile(srv, cog):
+    cf = _cogfeed()
+    path, arr = cog
+    io = cf.IO(merge_gap=0)
+    srv.reset()
+    c = cf.open(srv.url("cog.tif"), io=io)
+    assert c.requests == 1 and srv.requests("/cog.tif") == 1
+    # window touching 2 x 2 tiles
+    w = c.read(window=(200, 200, 100, 100))
+    assert (w[0] == arr[200:300, 200:300]).all()
+    assert c.requests - 1 <= 4
+    assert srv.requests("/cog.tif") == c.requests
+
+
+def test_cog_read_through_faults(srv, cog):
+    cf = _cogfeed()
+    path, arr = cog
+    io = cf.IO(retry_base_ms=20)
+    c = cf.open(srv.url("cog.tif", "status-503-1"), io=io)
+    w = c.read(window=(0, 0, 300, 300))
+    assert (w[0] == arr[:300, :300]).all()
+    assert io.stats()["retries"] >= 1
+    with pytest.raises(Exception) as ei:
+        cf.open(srv.url("cog.tif", "full200"), io=io)
+    assert "not range-capable" in str(ei.value)
+
+
+def test_cog_fork_in_python(srv, cog):
+    cf = _cogfeed()
+    path, arr = cog
+    io = cf.IO()
+    c = cf.open(srv.url("cog.tif"), io=io)
+    c.read(window=(0, 0, 10, 10))
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        ok = 0
+        try:
+            x = c.read(window=(700, 700, 64, 64))
+            ok = int((x[0] == arr[700:764, 700:764]).all())
+        finally:
+            os.write(w, b"%d" % ok)
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    assert os.read(r, 10) == b"1"
+    x = c.read(window=(500, 500, 64, 64))
+    assert (x[0] == arr[500:564, 500:564]).all()
