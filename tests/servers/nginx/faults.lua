@@ -28,8 +28,9 @@ local M = {}
 local hits = ngx.shared.cf_hits
 
 function M.access()
-    if not ngx.req.is_internal() then
-        local uri = ngx.var.uri
+    local uri = ngx.var.uri
+    local control = uri == "/_hits" or uri == "/_reset"
+    if not ngx.req.is_internal() and not control then
         hits:incr(uri, 1, 0)
         hits:incr("__all", 1, 0)
         local h = ngx.req.get_headers()
@@ -37,8 +38,7 @@ function M.access()
         hits:set("im:" .. uri, h["if-match"] or "")
     end
     local lat = tonumber(ngx.var.cf_latency) or 0
-    if lat > 0 and not ngx.req.is_internal() and
-       ngx.var.uri ~= "/_hits" and ngx.var.uri ~= "/_reset" then
+    if lat > 0 and not ngx.req.is_internal() and not control then
         ngx.sleep(lat)
     end
 end

@@ -1,0 +1,183 @@
+"""The test nginx itself behaves as the fault tests assume: ranges and
+ETags, the configured latency, request counters, and each scripted fault
+(checked with a plain HTTP client, not with cogfeed)."""
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVERS = os.path.join(HERE, "..", "servers")
+sys.path.insert(0, SERVERS)
+from servers import Nginx, free_port, wait_port  # noqa: E402
+
+SIZE = 200_000
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    d = tmp_path_factory.mktemp("srv")
+    (d / "a.bin").write_bytes(os.urandom(SIZE))
+    return d
+
+
+@pytest.fixture(scope="module")
+def srv(root):
+    with Nginx(str(root)) as s:
+        yield s
+
+
+def get(srv, path, rng=None, headers=None, timeout=10):
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=timeout)
+    h = dict(headers or {})
+    if rng:
+        h["Range"] = "bytes=%d-%d" % rng
+    c.request("GET", path, headers=h)
+    r = c.getresponse()
+    try:
+        body = r.read()
+    except http.client.IncompleteRead as e:
+        body = e.partial
+    c.close()
+    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), body
+
+
+def test_ranges_and_etag(srv, root):
+    data = (root / "a.bin").read_bytes()
+    st, h, b = get(srv, "/a.bin", (100, 199))
+    assert st == 206 and b == data[100:200]
+    assert h["content-range"] == "bytes 100-199/%d" % SIZE
+    assert h["etag"]
+    st, h2, _ = get(srv, "/a.bin", (0, 0), {"If-Match": '"other"'})
+    assert st == 412
+    st, _, _ = get(srv, "/a.bin", (SIZE + 10, SIZE + 20))
+    assert st == 416
+
+
+def test_request_counter_and_reset(srv):
+    srv.reset()
+    for _ in range(3):
+        get(srv, "/a.bin", (0, 9))
+    assert srv.requests("/a.bin") == 3
+    assert srv.requests() == 3
+    srv.reset()
+    assert srv.requests("/a.bin") == 0
+
+
+def test_latency(root):
+    with Nginx(str(root), latency_ms=300) as s:
+        t0 = time.monotonic()
+        st, _, _ = get(s, "/a.bin", (0, 9))
+        assert st == 206 and time.monotonic() - t0 >= 0.29
+
+
+def test_status_fault_then_ok(srv):
+    p = "/fault/status-503-2/a.bin"
+    assert get(srv, p, (0, 9))[0] == 503
+    assert get(srv, p, (0, 9))[0] == 503
+    assert get(srv, p, (0, 9))[0] == 206
+    st, h, b = get(srv, "/fault/status-403-0/a.bin")
+    assert st == 403 and b"<Code>AccessDenied</Code>" in b
+    st, h, b = get(srv, "/fault/az403/a.bin")
+    assert st == 403 and h["x-ms-error-code"] == "AuthenticationFailed"
+
+
+def test_retry_after(srv):
+    st, h, _ = get(srv, "/fault/retryafter-2-1/a.bin", (0, 9))
+    assert st == 429 and h["retry-after"] == "2"
+    assert get(srv, "/fault/retryafter-2-1/a.bin", (0, 9))[0] == 206
+
+
+def test_reset_closes_without_response(srv):
+    with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+        get(srv, "/fault/reset-1/a.bin", (0, 9))
+    assert get(srv, "/fault/reset-1/a.bin", (0, 9))[0] == 206
+
+
+def test_truncate_sends_half(srv, root):
+    data = (root / "a.bin").read_bytes()
+    st, h, b = get(srv, "/fault/truncate-1/a.bin", (0, 9999))
+    assert st == 206 and h["content-length"] == "10000"
+    assert b == data[:5000]
+    st, h, b = get(srv, "/fault/truncate-1/a.bin", (0, 9999))
+    assert b == data[:10000]
+
+
+def test_full200_ignores_range(srv):
+    st, h, b = get(srv, "/fault/full200/a.bin", (0, 9))
+    assert st == 200 and len(b) == SIZE
+
+
+def test_badrange_shifts_content_range(srv):
+    st, h, _ = get(srv, "/fault/badrange-1/a.bin", (10, 19))
+    assert st == 206 and h["content-range"] == "bytes 11-20/%d" % SIZE
+    st, h, _ = get(srv, "/fault/badrange-1/a.bin", (10, 19))
+    assert h["content-range"] == "bytes 10-19/%d" % SIZE
+
+
+def test_etag_change(srv):
+    st, h, _ = get(srv, "/fault/etag-change/a.bin", (0, 9))
+    assert h["etag"] == '"v1"'
+    st, h, _ = get(srv, "/fault/etag-change/a.bin", (0, 9), {"If-Match": '"v1"'})
+    assert st == 412
+    assert srv.last_header("/fault/etag-change/a.bin", "im") == '"v1"'
+    st, h, _ = get(srv, "/fault/etag-ignore/a.bin", (0, 9))
+    st, h, _ = get(srv, "/fault/etag-ignore/a.bin", (0, 9), {"If-Match": '"v1"'})
+    assert st == 206 and h["etag"] == '"v2"'
+
+
+def test_slow_stalls_after_first_kib(srv):
+    with pytest.raises(socket.timeout):
+        get(srv, "/fault/slow-1/a.bin", (0, 99999), timeout=1)
+    st, _, b = get(srv, "/fault/slow-1/a.bin", (0, 99999))
+    assert st == 206 and len(b) == 100000
+
+
+def test_redirects(srv):
+    st, h, _ = get(srv, "/fault/redirect-same/a.bin")
+    assert st == 302 and h["location"].endswith("/a.bin")
+    st, h, _ = get(srv, "/fault/redirect-other/a.bin")
+    assert st == 302 and h["location"].startswith("http://localhost:")
+
+
+def test_authorization_recorded(srv):
+    get(srv, "/a.bin", (0, 1), {"Authorization": "Bearer x"})
+    assert srv.last_header("/a.bin", "auth") == "Bearer x"
+    get(srv, "/a.bin", (0, 1))
+    assert srv.last_header("/a.bin", "auth") == ""
+
+
+def test_tls_http2(root):
+    with Nginx(str(root), tls=True) as s:
+        p = subprocess.run(
+            ["curl", "-s", "--http2", "--cacert", s.ca_file, "-r", "0-9",
+             "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
+             s.url("a.bin")], capture_output=True, text=True, timeout=20)
+        assert p.stdout == "2 206"
+
+
+def test_serve_cli_runs_until_killed(root):
+    port = free_port()
+    p = subprocess.Popen(
+        [sys.executable, os.path.join(SERVERS, "serve.py"), "nginx", "--root",
+         str(root), "--latency-ms", "0", "--port", str(port)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline().strip()
+        assert line == "http://127.0.0.1:%d" % port
+        assert wait_port(port)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        c.request("GET", "/a.bin", headers={"Range": "bytes=0-0"})
+        assert c.getresponse().status == 206
+        c.close()
+    finally:
+        p.terminate()
+        p.wait(10)
+    assert p.returncode == 0
+    time.sleep(0.2)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=0.5)
