@@ -1,0 +1,365 @@
+"""Craft malformed TIFF files (reliability items 1-25) into a folder.
+
+The files are made at test time and never committed.  Each case is a small
+valid 64x64 tiled image (4 uncompressed 32x32 tiles of uint8) that is then
+broken in one way.  `make_all(folder)` returns a list of Case records:
+
+  expect = "open"  cogfeed.open must raise cogfeed.Error (and `cogfeed info`
+                   must exit 1): the header is broken.
+  expect = "read"  the header may pass, but open or read must raise: the
+                   tile data is broken.
+  expect = "ok"    the file is odd but usable: open and read must not crash
+                   or hang; they may succeed.
+
+Usage: python3 make_malformed.py OUTDIR   (writes the files, lists them)
+"""
+
+import os
+import struct
+import sys
+import zlib
+from collections import namedtuple
+
+Case = namedtuple("Case", "name path item expect what")
+
+TYPE_SIZE = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8,
+             11: 4, 12: 8, 13: 4, 16: 8, 17: 8, 18: 8}
+FMT = {1: "B", 3: "H", 4: "I", 16: "Q", 12: "d", 11: "f"}
+
+
+class Tiff:
+    """Minimal TIFF/BigTIFF writer: header | data area | IFD, data | ..."""
+
+    def __init__(self, big=False, be=False):
+        self.big, self.be = big, be
+        self.e = ">" if be else "<"
+        self.area = bytearray()
+        self.ifds = []          # list of lists of (tag, type, count, bytes)
+        self.ifd_off = []
+        self.entry_pos = []     # per IFD: {tag: file offset of the entry}
+        self.next_pos = []
+
+    def hsize(self):
+        return 16 if self.big else 8
+
+    def data(self, b):
+        """Put bytes in the data area; returns their file offset."""
+        off = self.hsize() + len(self.area)
+        self.area += b
+        return off
+
+    def ifd(self):
+        self.ifds.append([])
+
+    def tag(self, tag, typ, values=None, count=None, raw=None):
+        if raw is None:
+            if isinstance(values, (bytes, bytearray)):
+                raw = bytes(values)
+            else:
+                if not isinstance(values, (list, tuple)):
+                    values = [values]
+                raw = struct.pack(self.e + FMT[typ] * len(values), *values)
+        if count is None:
+            count = len(raw) // TYPE_SIZE.get(typ, 1)
+        self.ifds[-1].append((tag, typ, count, raw))
+
+    def build(self):
+        e, big = self.e, self.big
+        inl, esz = (8, 20) if big else (4, 12)
+        cnt_fmt, off_fmt = ("Q", "Q") if big else ("H", "I")
+        out = bytearray(self.hsize()) + self.area
+        if len(out) % 2:
+            out += b"\0"
+        self.ifd_off, self.entry_pos, self.next_pos = [], [], []
+        for tags in self.ifds:
+            pos = len(out)
+            self.ifd_off.append(pos)
+            n = len(tags)
+            data = pos + struct.calcsize(cnt_fmt) + n * esz + inl
+            body = bytearray(struct.pack(e + cnt_fmt, n))
+            extra = bytearray()
+            ent = {}
+            for tag, typ, count, raw in tags:
+                ent.setdefault(tag, pos + len(body))
+                head = struct.pack(e + "HH" + ("Q" if big else "I"), tag, typ,
+                                   count)
+                if len(raw) <= inl:
+                    val = raw + b"\0" * (inl - len(raw))
+                else:
+                    val = struct.pack(e + off_fmt, data + len(extra))
+                    extra += raw + (b"\0" if len(raw) % 2 else b"")
+                body += head + val
+            self.entry_pos.append(ent)
+            self.next_pos.append(pos + len(body))
+            body += b"\0" * inl
+            out += body + extra
+        for i, p in enumerate(self.next_pos):
+            nxt = self.ifd_off[i + 1] if i + 1 < len(self.ifd_off) else 0
+            out[p:p + inl] = struct.pack(e + off_fmt, nxt)
+        out[0:2] = b"MM" if self.be else b"II"
+        if big:
+            out[2:8] = struct.pack(e + "HHH", 43, 8, 0)
+            out[8:16] = struct.pack(e + "Q", self.ifd_off[0])
+        else:
+            out[2:8] = struct.pack(e + "HI", 42, self.ifd_off[0])
+        return out
+
+    def patch(self, buf, pos, value, size):
+        fmt = {2: "H", 4: "I", 8: "Q"}[size]
+        buf[pos:pos + size] = struct.pack(self.e + fmt, value)
+
+    def value_pos(self, i, tag):
+        """Offset of the value/offset field of tag in IFD i."""
+        return self.entry_pos[i][tag] + (12 if self.big else 8)
+
+
+def image(t, width=64, height=64, tile=32, spp=1, bits=8, comp=1,
+          tiles=None, skip=(), subfile=0, photometric=1, planar=1, sf=None,
+          counts=None, offsets=None, extra=()):
+    """Add an image IFD; `tiles` are the tile payloads (default: 32x32 bytes
+    of a gradient).  Returns nothing; tags in `skip` are left out."""
+    across, down = -(-width // tile), -(-height // tile)
+    n = across * down * (spp if planar == 2 else 1)
+    if tiles is None:
+        size = tile * tile * (1 if planar == 2 else spp) * bits // 8
+        tiles = [bytes((k * 7 + j) & 255 for j in range(size)) for k in range(n)]
+    offs = [t.data(b) for b in tiles]
+    cnts = [len(b) for b in tiles]
+    if offsets is not None:
+        offs = offsets
+    if counts is not None:
+        cnts = counts
+    at = 16 if t.big else 4
+    t.ifd()
+    tags = [
+        (254, 4, subfile), (256, 4, width), (257, 4, height),
+        (258, 3, [bits] * spp), (259, 3, comp), (262, 3, photometric),
+        (277, 3, spp), (284, 3, planar), (322, 4, tile), (323, 4, tile),
+        (324, at, offs), (325, at, cnts),
+    ]
+    if sf is not None:
+        tags.append((339, 3, [sf] * spp))
+    for tag, typ, v in tags:
+        if tag not in skip and not (tag == 254 and not subfile):
+            t.tag(tag, typ, v)
+    for tag, typ, v in extra:
+        t.tag(tag, typ, v)
+
+
+def good(big=False, be=False, **kw):
+    t = Tiff(big, be)
+    image(t, **kw)
+    return t, t.build()
+
+
+def cases():
+    """Yield (name, item, expect, what, bytes)."""
+    # 1: IFD loops and long chains
+    t, b = good()
+    t.patch(b, t.next_pos[0], t.ifd_off[0], 4)
+    yield "loop_self", 1, "open", "IFD 0 points to itself", b
+    t = Tiff()
+    image(t)
+    image(t, width=32, height=32, subfile=1)
+    b = t.build()
+    t.patch(b, t.next_pos[1], t.ifd_off[0], 4)
+    yield "loop_ab", 1, "open", "IFD 1 points back to IFD 0", b
+    t = Tiff()
+    for _ in range(400):
+        image(t, width=16, height=16, tile=16, subfile=1, tiles=[b"x" * 256])
+    yield "chain_400", 1, "open", "400 IFDs (above CF_MAX_IFDS)", t.build()
+    # 2: offsets past the end, BigTIFF offsets >= 2^63
+    t, b = good()
+    t.patch(b, t.next_pos[0], len(b) + 4096, 4)
+    yield "next_ifd_past_eof", 2, "open", "next IFD offset past EOF", b
+    t, b = good(big=True)
+    t.patch(b, 8, 1 << 63, 8)
+    yield "bigtiff_offset_2_63", 2, "open", "first IFD at 2^63", b
+    t, b = good()
+    t.patch(b, 4, len(b) - 1, 4)
+    yield "ifd_cut_off", 2, "open", "first IFD at the last byte", b
+    # 3: absurd BigTIFF entry counts
+    t, b = good(big=True)
+    t.patch(b, t.ifd_off[0], 1 << 40, 8)
+    yield "bigtiff_entries_2_40", 3, "open", "IFD entry count 2^40", b
+    t, b = good(big=True)
+    t.patch(b, t.ifd_off[0], 70000, 8)
+    yield "bigtiff_entries_70000", 3, "open", "IFD entry count 70000", b
+    # 4: tag count x size overflow, tag data past EOF
+    t = Tiff(big=True)
+    image(t, skip=(324,))
+    t.tag(324, 16, raw=b"\0" * 8, count=1 << 61)
+    yield "count_overflow", 4, "open", "TileOffsets count 2^61 LONG8", t.build()
+    t, b = good()
+    t.patch(b, t.value_pos(0, 325), len(b) - 6, 4)
+    yield "tagdata_past_eof", 4, "open", "TileByteCounts data past EOF", b
+    # 5: array lengths
+    t = Tiff()
+    image(t, tiles=[b"a" * 1024] * 3)
+    yield "offsets_fewer", 5, "open", "3 TileOffsets for 4 tiles", t.build()
+    t = Tiff()
+    image(t, counts=[1024] * 3)
+    yield "offsets_counts_differ", 5, "open", "4 offsets, 3 counts", t.build()
+    t = Tiff()
+    image(t, spp=3, planar=2, tiles=[b"p" * 1024] * 4)
+    yield "planar_fewer", 5, "open", "planar 2 needs 12 tiles, has 4", t.build()
+    # 6: huge tile counts in a tiny file
+    t = Tiff()
+    image(t, width=1 << 20, height=1 << 20, tile=16, tiles=[b"z" * 256])
+    yield "huge_tile_count", 6, "open", "2^32 tiles in a tiny file", t.build()
+    # 7: byte counts
+    t = Tiff()
+    image(t, counts=[1024, 1024, 1 << 30, 1024])
+    yield "bytecount_past_eof", 7, "open", "ByteCount of 1 GiB", t.build()
+    t = Tiff()
+    image(t, skip=(325,))
+    yield "bytecount_missing", 7, "open", "no TileByteCounts", t.build()
+    t = Tiff()
+    image(t, counts=[1024, 10, 1024, 1024])
+    yield "bytecount_too_small", 7, "read", "uncompressed tile of 10 bytes", \
+        t.build()
+    t = Tiff()
+    image(t, counts=[1024, 0, 1024, 1024], offsets=None)
+    yield "bytecount_zero", 7, "ok", "sparse tile (reads as 0)", t.build()
+    # 8: corrupt arrays in a later IFD
+    t = Tiff()
+    image(t, width=128, height=128)
+    image(t, width=64, height=64, subfile=1)
+    b = t.build()
+    t.patch(b, t.value_pos(1, 324), 0xFFFFFF00, 4)
+    yield "overview_offsets_corrupt", 8, "open", "IFD 1 TileOffsets past EOF", b
+    # 9: IFD inside pixel data, overlapping tiles
+    t = Tiff()
+    image(t, offsets=[8, 8, 8, 8], counts=[1024] * 4)
+    yield "overlapping_tiles", 9, "ok", "all tiles at offset 8", t.build()
+    # 10: huge sizes
+    t = Tiff()
+    image(t, width=1 << 30, height=1 << 30, tiles=[b"q" * 1024])
+    yield "huge_dimensions", 10, "open", "2^30 x 2^30 pixels", t.build()
+    t = Tiff()
+    image(t, spp=1, extra=[], skip=(277,))
+    t.tag(277, 3, 65529)
+    yield "spp_65529", 10, "open", "SamplesPerPixel 65529", t.build()
+    # 11: tile sizes
+    t = Tiff()
+    image(t, skip=(322,))
+    t.tag(322, 4, 0)
+    yield "tilewidth_zero", 11, "open", "TileWidth 0", t.build()
+    t = Tiff()
+    t.data(b"s" * 64 * 64)
+    t.ifd()
+    for tag, typ, v in [(256, 4, 64), (257, 4, 64), (258, 3, 8), (259, 3, 1),
+                        (262, 3, 1), (273, 4, 8), (277, 3, 1), (278, 4, 0),
+                        (279, 4, 4096)]:
+        t.tag(tag, typ, v)
+    yield "rowsperstrip_zero", 11, "open", "RowsPerStrip 0", t.build()
+    # 12: size arithmetic
+    t = Tiff()
+    image(t, tile=65536, spp=4, bits=64, sf=3, tiles=[b"w" * 64])
+    yield "tile_bytes_overflow", 12, "open", "one tile of 128 GiB", t.build()
+    # 13: BitsPerSample
+    for bits, name in [(0, "bits_0"), (65, "bits_65"), (12, "bits_12"),
+                       (24, "bits_24"), (4, "bits_4")]:
+        t = Tiff()
+        image(t, bits=bits, tiles=[b"b" * 512] * 4)
+        yield name, 13, "open", "BitsPerSample %d" % bits, t.build()
+    t = Tiff()
+    image(t, spp=3, skip=(258,), tiles=[b"c" * 3072] * 4)
+    t.tag(258, 3, [8, 8, 16])
+    yield "bits_differ", 13, "open", "BitsPerSample 8,8,16", t.build()
+    # 14: SampleFormat
+    t = Tiff()
+    image(t, bits=16, sf=3)
+    yield "float16", 14, "open", "SampleFormat 3 with 16 bits", t.build()
+    t = Tiff()
+    image(t, sf=9)
+    yield "sampleformat_9", 14, "open", "SampleFormat 9", t.build()
+    # 15: predictor that cannot apply
+    t = Tiff()
+    image(t, extra=[(317, 3, 3)])
+    yield "predictor3_uint8", 15, "read", "floating-point predictor on uint8", \
+        t.build()
+    # 16: LZW garbage
+    t = Tiff()
+    image(t, comp=5, tiles=[bytes([0x80, 0xFF, 0x13, 0x37] * 8)] * 4)
+    yield "lzw_garbage", 16, "read", "LZW tile of noise", t.build()
+    t = Tiff()
+    image(t, comp=5, tiles=[b"\x80"] * 4)
+    yield "lzw_one_byte", 16, "read", "1-byte LZW tiles", t.build()
+    # 17: PackBits runs past the end
+    t = Tiff()
+    image(t, comp=32773, tiles=[b"\x7f" + b"r" * 10] * 4)
+    yield "packbits_overrun", 17, "read", "literal run longer than input", \
+        t.build()
+    # 18: decompression bomb (64 MiB of zeros for a 1 KiB tile)
+    bomb = zlib.compress(b"\0" * (64 << 20), 9)
+    t = Tiff()
+    image(t, comp=8, tiles=[bomb] * 4)
+    yield "deflate_bomb", 18, "ok", "deflate tile inflating to 64 MiB", \
+        t.build()
+    t = Tiff()
+    image(t, comp=8, tiles=[b"\x78\x9c\xff\xff\xff\xff"] * 4)
+    yield "deflate_garbage", 18, "read", "corrupt deflate stream", t.build()
+    # 20: JPEG tables of length 1
+    t = Tiff()
+    image(t, comp=7, tiles=[b"\xff\xd8\xff\xd9"] * 4, extra=[(347, 7, b"\xff")])
+    yield "jpegtables_len1", 20, "read", "JPEGTables of 1 byte", t.build()
+    # 22: NaN / Inf / zero-denominator geotransform
+    t = Tiff()
+    image(t, extra=[(33550, 12, [float("nan"), 1.0, 0.0]),
+                    (33922, 12, [0.0, 0.0, 0.0, float("inf"), 0.0, 0.0])])
+    yield "geotransform_nan", 22, "ok", "NaN pixel scale", t.build()
+    t = Tiff()
+    image(t, extra=[(33922, 12, [0.0] * 6)])
+    t.tag(33550, 5, raw=struct.pack("<IIIIII", 1, 0, 1, 0, 0, 0))
+    yield "rational_zero_den", 22, "ok", "RATIONAL pixel scale 1/0", t.build()
+    # 23: ASCII without NUL, zero count
+    t = Tiff()
+    image(t, extra=[(42113, 2, b"-9999")])
+    yield "ascii_no_nul", 23, "ok", "GDAL_NODATA without NUL", t.build()
+    t = Tiff()
+    image(t)
+    t.tag(42113, 2, raw=b"", count=0)
+    yield "ascii_zero_count", 23, "ok", "GDAL_NODATA with count 0", t.build()
+    # 24: GeoKeyDirectory claiming more keys than it has
+    t = Tiff()
+    image(t, extra=[(34735, 3, [1, 1, 0, 5000, 3072, 0, 1, 32633])])
+    yield "geokeys_corrupt", 24, "ok", "5000 keys claimed, 1 present", t.build()
+    # 25: missing required tags, unknown types, unsorted/duplicate tags
+    t = Tiff()
+    image(t, skip=(256,))
+    yield "missing_width", 25, "open", "no ImageWidth", t.build()
+    t = Tiff()
+    image(t, skip=(324,))
+    yield "missing_tileoffsets", 25, "open", "no TileOffsets", t.build()
+    t = Tiff()
+    image(t)
+    t.tag(305, 99, raw=b"abcd", count=4)
+    yield "unknown_type", 25, "ok", "tag with type code 99", t.build()
+    t = Tiff()
+    image(t, skip=(256,))
+    t.tag(256, 4, 64)
+    t.tag(256, 4, 5000)
+    yield "unsorted_duplicate", 25, "ok", "ImageWidth last and twice", t.build()
+    # Not TIFF at all
+    yield "empty", 0, "open", "0 bytes", b""
+    yield "not_tiff", 0, "open", "PNG signature", b"\x89PNG\r\n\x1a\n" + b"\0" * 64
+    yield "header_only", 0, "open", "8-byte header, no IFD", b"II*\0\x08\0\0\0"
+
+
+def make_all(folder):
+    os.makedirs(folder, exist_ok=True)
+    out = []
+    for name, item, expect, what, data in cases():
+        path = os.path.join(folder, "malformed_%s.tif" % name)
+        with open(path, "wb") as f:
+            f.write(bytes(data))
+        out.append(Case(name, path, item, expect, what))
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_malformed.py OUTDIR")
+    for c in make_all(sys.argv[1]):
+        print("%-28s item %2d  %-5s  %s" % (c.name, c.item, c.expect, c.what))
