@@ -1,0 +1,369 @@
+/*
+ * test_io_core.c - the io layer without external servers: options and
+ * stats, local files (paths and file://), and remote reads against a tiny
+ * in-process HTTP/1.1 range server (keep-alive, 206 + Content-Range,
+ * ETag, If-Match), plus connect failures against a port that refuses.
+ * The fault matrix against nginx lives in tests/python/test_remote_faults.py.
+ */
+#include "cf_test.h"
+#include "io/io.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- a tiny range server -------------------------------------------- */
+
+#define OBJ_SIZE 400000
+static uint8_t g_obj[OBJ_SIZE]; /* test fixture, written once before use */
+
+typedef struct server {
+    int lfd, port;
+    pthread_t th;
+    pthread_t conns[256];
+    int nconns;
+    _Atomic int gets;
+    _Atomic int if_match_seen;
+} server;
+
+typedef struct conn {
+    server *s;
+    int fd;
+} conn;
+
+static void *conn_main(void *arg) {
+    conn *c = arg;
+    char buf[8192];
+    size_t have = 0;
+    for (;;) {
+        char *end = NULL;
+        while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
+            if (have == sizeof buf) goto done;
+            ssize_t k = recv(c->fd, buf + have, sizeof buf - have, 0);
+            if (k <= 0) goto done;
+            have += (size_t)k;
+        }
+        *end = 0;
+        atomic_fetch_add(&c->s->gets, 1);
+        if (strstr(buf, "If-Match: \"t1\"")) atomic_fetch_add(&c->s->if_match_seen, 1);
+        unsigned long long a = 0, b = OBJ_SIZE - 1;
+        const char *r = strstr(buf, "Range: bytes=");
+        char hdr[256];
+        int n;
+        if (r && sscanf(r, "Range: bytes=%llu-%llu", &a, &b) == 2 && a < OBJ_SIZE) {
+            if (b >= OBJ_SIZE) b = OBJ_SIZE - 1;
+            n = snprintf(hdr, sizeof hdr,
+                         "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes "
+                         "%llu-%llu/%d\r\nContent-Length: %llu\r\nETag: \"t1\"\r\n\r\n",
+                         a, b, OBJ_SIZE, b - a + 1);
+        } else {
+            n = snprintf(hdr, sizeof hdr,
+                         "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Length: 0\r\n\r\n");
+            a = 1;
+            b = 0;
+        }
+        if (send(c->fd, hdr, (size_t)n, MSG_NOSIGNAL) != n) goto done;
+        size_t len = (size_t)(b + 1 - a), off = 0;
+        while (off < len) {
+            ssize_t k = send(c->fd, g_obj + a + off, len - off, MSG_NOSIGNAL);
+            if (k <= 0) goto done;
+            off += (size_t)k;
+        }
+        size_t used = (size_t)(end + 4 - buf);
+        memmove(buf, buf + used, have - used);
+        have -= used;
+    }
+done:
+    close(c->fd);
+    free(c);
+    return NULL;
+}
+
+static void *accept_main(void *arg) {
+    server *s = arg;
+    for (;;) {
+        int fd = accept(s->lfd, NULL, NULL);
+        if (fd < 0) break;
+        if (s->nconns == 256) {
+            close(fd);
+            continue;
+        }
+        conn *c = malloc(sizeof *c);
+        c->s = s;
+        c->fd = fd;
+        pthread_create(&s->conns[s->nconns++], NULL, conn_main, c);
+    }
+    return NULL;
+}
+
+static int bind_local(int *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    socklen_t sl = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+static void server_start(server *s) {
+    memset(s, 0, sizeof *s);
+    s->lfd = bind_local(&s->port);
+    listen(s->lfd, 128);
+    pthread_create(&s->th, NULL, accept_main, s);
+}
+
+/* Call after every cf_io using it is freed (connections then close). */
+static void server_stop(server *s) {
+    shutdown(s->lfd, SHUT_RDWR);
+    close(s->lfd);
+    pthread_join(s->th, NULL);
+    for (int i = 0; i < s->nconns; i++) pthread_join(s->conns[i], NULL);
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+static void test_options(void) {
+    cf_io_options o;
+    cf_io_options_init(&o);
+    CHECK(o.struct_size == sizeof o && o.max_inflight == 64 &&
+          o.header_bytes == 65536 && o.verify_tls == 1 && o.max_retries == 6);
+    cf_io *io = NULL;
+    cf_error e;
+    o.struct_size = 3;
+    CHECK(cf_io_new(&o, &io, &e) == CF_E_ARG && !io && strstr(e.msg, "struct_size"));
+    cf_io_options_init(&o);
+    o.request_timeout_s = 0;
+    CHECK(cf_io_new(&o, &io, &e) == CF_E_ARG && !io);
+    cf_io_options_init(&o);
+    o.max_inflight = 100000;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK);
+    cf_io_stats st;
+    cf_io_get_stats(io, &st);
+    CHECK(st.max_inflight == CF_IO_MAX_INFLIGHT && st.requests == 0);
+    cf_io_set_max_inflight(io, 0);
+    cf_io_get_stats(io, &st);
+    CHECK(st.max_inflight == 1);
+    cf_io_set_max_inflight(io, 200);
+    cf_io_get_stats(io, &st);
+    CHECK(st.max_inflight == 200);
+    cf_io_note_cache_hit(io);
+    cf_io_get_stats(io, &st);
+    CHECK(st.header_cache_hits == 1);
+    cf_io_free(io);
+    cf_io_free(NULL);
+    CHECK(cf_io_new(NULL, &io, NULL) == CF_OK && cf_io_opts(io)->merge_gap == 65536);
+    cf_io_free(io);
+}
+
+static int g_cb_calls;
+static void count_cb(cf_range_req *r, void *user) {
+    (void)r;
+    (*(int *)user)++;
+}
+
+static void test_local(const char *dir) {
+    char path[512], url[600];
+    snprintf(path, sizeof path, "%s/io_core_local.bin", dir);
+    FILE *f = fopen(path, "wb");
+    fwrite(g_obj, 1, 100000, f);
+    fclose(f);
+    snprintf(url, sizeof url, "file://%s", path);
+    cf_error e;
+    cf_src *s = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK(cf_src_new(NULL, pass ? url : path, &s, &e) == CF_OK);
+        CHECK(!cf_src_is_remote(s) && cf_src_size(s) == 100000 &&
+              !cf_src_etag(s) && strcmp(cf_src_name(s), path) == 0);
+        uint8_t head[1000];
+        size_t got = 0;
+        CHECK(cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK &&
+              got == 1000 && memcmp(head, g_obj, 1000) == 0);
+        uint8_t a[10], b[300];
+        cf_range_req r[3] = {{5000, 10, a, 0, NULL, NULL},
+                             {99700, 300, b, 0, NULL, NULL},
+                             {99990, 20, b, 0, NULL, NULL}};
+        CHECK(cf_src_read(s, r, 2, &e) == CF_OK && memcmp(a, g_obj + 5000, 10) == 0 &&
+              memcmp(b, g_obj + 99700, 300) == 0);
+        CHECK(cf_src_read(s, r, 3, &e) == CF_E_RANGE && r[2].status == CF_E_RANGE &&
+              r[0].status == CF_OK && strstr(e.msg, "past the end"));
+        int calls = 0;
+        CHECK(cf_src_submit(s, r, 2, count_cb, &calls, &e) == CF_OK && calls == 2);
+        CHECK(cf_src_requests(s) >= 5);
+        cf_src_free(s);
+    }
+    snprintf(path, sizeof path, "%s/io_core_missing.bin", dir);
+    CHECK(cf_src_new(NULL, path, &s, &e) == CF_E_NOTFOUND && !s && strstr(e.msg, path));
+    CHECK(cf_src_new(NULL, dir, &s, &e) == CF_E_IO && !s);
+    CHECK(cf_src_new(NULL, "http://127.0.0.1:1/x", &s, &e) == CF_E_ARG);
+    (void)g_cb_calls;
+}
+
+typedef struct reader_arg {
+    cf_src *src;
+    int seed, ok;
+} reader_arg;
+
+static void *reader_main(void *arg) {
+    reader_arg *ra = arg;
+    uint32_t x = (uint32_t)ra->seed * 2654435761u + 1;
+    ra->ok = 1;
+    for (int it = 0; it < 20; it++) {
+        cf_range_req r[8];
+        uint8_t *bufs[8];
+        for (int k = 0; k < 8; k++) {
+            x = x * 1664525u + 1013904223u;
+            uint64_t off = x % (OBJ_SIZE - 5000);
+            uint64_t len = 1 + (x >> 20) % 4000;
+            bufs[k] = malloc(len);
+            r[k] = (cf_range_req){off, len, bufs[k], 0, NULL, NULL};
+        }
+        cf_error e;
+        if (cf_src_read(ra->src, r, 8, &e) != CF_OK) ra->ok = 0;
+        for (int k = 0; k < 8; k++) {
+            if (memcmp(bufs[k], g_obj + r[k].off, r[k].len) != 0) ra->ok = 0;
+            free(bufs[k]);
+        }
+    }
+    return NULL;
+}
+
+static void test_remote(void) {
+    server srv;
+    server_start(&srv);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/obj?token=SECRET", srv.port);
+    cf_io *io = NULL;
+    cf_error e;
+    CHECK(cf_io_new(NULL, &io, &e) == CF_OK);
+    cf_src *s = NULL;
+    CHECK(cf_src_new(io, url, &s, &e) == CF_OK);
+    CHECK(cf_src_is_remote(s) && cf_src_size(s) == UINT64_MAX &&
+          !strstr(cf_src_name(s), "SECRET") && cf_src_io(s) == io);
+    uint8_t head[65536];
+    size_t got = 0;
+    CHECK(cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK && got == 65536 &&
+          memcmp(head, g_obj, got) == 0);
+    CHECK(cf_src_size(s) == OBJ_SIZE && cf_src_etag(s) &&
+          strcmp(cf_src_etag(s), "\"t1\"") == 0 && cf_src_requests(s) == 1);
+
+    /* Overlapping and adjacent ranges merge into one request and each
+     * buffer gets exactly its bytes. */
+    uint8_t a[100], b[100], c[50];
+    cf_range_req r[3] = {{1000, 100, a, 0, NULL, NULL},
+                         {1050, 100, b, 0, NULL, NULL},
+                         {1300, 50, c, 0, NULL, NULL}};
+    CHECK(cf_src_read(s, r, 3, &e) == CF_OK);
+    CHECK(memcmp(a, g_obj + 1000, 100) == 0 && memcmp(b, g_obj + 1050, 100) == 0 &&
+          memcmp(c, g_obj + 1300, 50) == 0);
+    CHECK(cf_src_requests(s) == 2);
+    CHECK(atomic_load(&srv.if_match_seen) >= 1);
+
+    /* Past the known size: refused before any request. */
+    cf_range_req bad = {OBJ_SIZE - 10, 20, a, 0, NULL, NULL};
+    CHECK(cf_src_read(s, &bad, 1, &e) == CF_E_RANGE && cf_src_requests(s) == 2);
+
+    /* Many threads on one src at once. */
+    pthread_t th[8];
+    reader_arg ra[8];
+    for (int i = 0; i < 8; i++) {
+        ra[i] = (reader_arg){s, i, 0};
+        pthread_create(&th[i], NULL, reader_main, &ra[i]);
+    }
+    int all_ok = 1;
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        all_ok &= ra[i].ok;
+    }
+    CHECK(all_ok);
+    cf_io_stats st;
+    cf_io_get_stats(io, &st);
+    CHECK(st.retries == 0 && st.inflight == 0 && st.requests == cf_src_requests(s) &&
+          st.requests == (uint64_t)atomic_load(&srv.gets));
+
+    /* Asynchronous form: every callback runs once. */
+    int calls = 0;
+    cf_range_req q[4];
+    uint8_t qb[4][10];
+    for (int k = 0; k < 4; k++) q[k] = (cf_range_req){(uint64_t)k * 100000, 10, qb[k], 0, NULL, NULL};
+    CHECK(cf_src_submit(s, q, 4, count_cb, &calls, &e) == CF_OK);
+    for (int w = 0; w < 500 && __atomic_load_n(&calls, __ATOMIC_SEQ_CST) < 4; w++)
+        usleep(10000);
+    CHECK(__atomic_load_n(&calls, __ATOMIC_SEQ_CST) == 4);
+    CHECK(memcmp(qb[3], g_obj + 300000, 10) == 0);
+
+    /* A forked child reads through a fresh loop of its own. */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        uint8_t z[500];
+        cf_range_req zr = {200000, 500, z, 0, NULL, NULL};
+        int ok = cf_src_read(s, &zr, 1, NULL) == CF_OK &&
+                 memcmp(z, g_obj + 200000, 500) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    cf_range_req after = {300, 10, a, 0, NULL, NULL};
+    CHECK(cf_src_read(s, &after, 1, &e) == CF_OK && memcmp(a, g_obj + 300, 10) == 0);
+
+    cf_src_free(s);
+    /* 416 from the server when the size is not known. */
+    CHECK(cf_src_new(io, url, &s, &e) == CF_OK);
+    cf_range_req far = {OBJ_SIZE + 5, 10, a, 0, NULL, NULL};
+    CHECK(cf_src_read(s, &far, 1, &e) == CF_E_RANGE && e.http_status == 416 &&
+          strstr(e.msg, "object shorter than its header says") && !strstr(e.msg, "SECRET"));
+    cf_src_free(s);
+    cf_io_free(io);
+    server_stop(&srv);
+}
+
+static void test_refused(void) {
+    int port;
+    int fd = bind_local(&port); /* bound, never listening: connect is refused */
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", port);
+    cf_io_options o;
+    cf_io_options_init(&o);
+    o.max_retries = 2;
+    o.retry_base_ms = 1;
+    cf_io *io;
+    cf_error e;
+    cf_src *s;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK);
+    uint8_t buf[16];
+    size_t got = 7;
+    CHECK(cf_src_read_head(s, buf, sizeof buf, &got, &e) == CF_E_IO && got == 0 &&
+          strstr(e.msg, "could not connect") && strstr(e.msg, "/x"));
+    cf_io_stats st;
+    cf_io_get_stats(io, &st);
+    CHECK(st.connect_failures == 3 && st.retries == 2 && st.read_failures == 0 &&
+          st.requests == 3);
+    cf_src_free(s);
+    cf_io_free(io);
+    close(fd);
+}
+
+int main(void) {
+    for (size_t i = 0; i < OBJ_SIZE; i++) g_obj[i] = (uint8_t)(i * 131 + (i >> 9));
+    const char *dir = getenv("CF_TEST_DATA");
+    char tmp[] = "/tmp/cf_io_core_XXXXXX";
+    if (!dir || !*dir) dir = mkdtemp(tmp);
+    mkdir(dir, 0755);
+    test_options();
+    test_local(dir);
+    test_remote();
+    test_refused();
+    return CF_TEST_END();
+}
