@@ -25,8 +25,6 @@ SAMPLERS = ("random", "blocked", "grid")
 GDAL_ENV = {
     "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
     "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff",
-    "GDAL_HTTP_MULTIRANGE": "YES",
-    "GDAL_HTTP_MERGE_CONSECUTIVE_RANGES": "YES",
 }
 
 
@@ -70,6 +68,20 @@ class Scene:
                 self.dtype = np.dtype(ds.dtypes[0])
                 bh, bw = ds.block_shapes[0]
                 self.tile_w, self.tile_h = bw, bh
+        _drop_curl_state()
+
+
+def _drop_curl_state():
+    """Forget GDAL's /vsicurl/ connections and cached regions.
+
+    Worker processes are forked from the main process: a curl connection
+    opened there and inherited by several workers is one socket read by
+    many processes, which corrupts responses (GDAL then reports
+    TIFFReadEncodedTile() failed).  The main process drops its state after
+    indexing, and each worker again when it starts.
+    """
+    from osgeo import gdal
+    gdal.VSICurlClearCache()
 
 
 def window_for(scenes, patch, sampler, seed, index):
@@ -168,6 +180,7 @@ def _worker_init(_):
     # One GDAL thread per worker, as in the paper's default; rasterio.Env
     # in __getitem__ supplies the rest of the configuration.
     os.environ.setdefault("GDAL_NUM_THREADS", "1")
+    _drop_curl_state()
     import torch
     torch.set_num_threads(1)
 

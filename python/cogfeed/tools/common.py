@@ -84,21 +84,25 @@ def served(paths, latency_ms):
     latency; yields (server, url-of(path) function)."""
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p))
                                for p in paths])
-    srv = servers_module().Nginx(root, latency_ms=latency_ms)
+    # The access log is what tells bench how many requests and bytes a
+    # loader really cost over http.
+    srv = servers_module().Nginx(root, latency_ms=latency_ms,
+                                 access_log=True)
     with srv as s:
-        s = s if s is not None else srv
-
         def url(p):
             return s.url(os.path.relpath(os.path.abspath(p), root))
         yield s, url
 
 
 def access_log(server):
-    """Path of the server's access log, if it exposes one."""
-    for name in ("access_log", "access_log_path", "log_path"):
-        v = getattr(server, name, None)
-        if isinstance(v, str) and os.path.exists(v):
-            return v
+    """Path of the server's access log (Nginx(access_log=True) writes
+    combined-format lines to TMP/access.log), or None."""
+    tmp = getattr(server, "tmp", None)
+    if getattr(server, "access_log", False) and tmp:
+        p = os.path.join(tmp, "access.log")
+        if not os.path.exists(p):
+            open(p, "a").close()
+        return p
     return None
 
 
