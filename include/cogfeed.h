@@ -281,8 +281,12 @@ typedef struct cf_loader_options {
     int skip_errors;           /* drop and count failed samples (0: fail) */
     /* Resources: every buffer is sized from these, never from the input. */
     int prefetch;              /* batch slots in the ring (4) */
-    int threads;               /* reader threads (0: auto) */
-    int max_inflight;          /* patches read at once; 0: adaptive */
+    int threads;               /* reader threads, each reading and decoding
+                                  one patch at a time (0: auto: 2 x cores
+                                  + 2 local, 64 remote); at least
+                                  max_inflight */
+    int max_inflight;          /* patches read at once; 0: adaptive, up to
+                                  the threads and inflight_bytes */
     size_t inflight_bytes;     /* byte budget of patches being read (256 MiB) */
     size_t cache_bytes;        /* tile-shuffle buffer of decoded tiles (256 MiB) */
     cf_io *io;                 /* NULL: the loader makes its own */

@@ -520,15 +520,17 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     uint64_t per_reader = sample_bytes + ld->mask_es * P * P;
     uint64_t by_budget = per_reader ? o->inflight_bytes / per_reader : 1;
     if (by_budget < 1) by_budget = 1;
-    int want;
-    if (o->max_inflight) want = o->max_inflight;
-    else if (o->threads) want = o->threads;
-    else want = ld->remote ? 64 : (int)(2 * ncpu() + 2);
+    /* A reader thread reads and decodes one patch at a time, so patches
+     * in flight need as many threads. */
+    int want = o->threads > o->max_inflight ? o->threads : o->max_inflight;
+    if (!want) want = ld->remote ? 64 : (int)(2 * ncpu() + 2);
     if ((uint64_t)want > by_budget) want = (int)by_budget;
     if (want > LD_MAX_THREADS) want = LD_MAX_THREADS;
     ld->nthreads = want;
     ld->max_conc = want;
-    ld->conc = o->max_inflight ? want : (want < 4 ? want : 4);
+    ld->conc = o->max_inflight ? (o->max_inflight < want ? o->max_inflight
+                                                        : want)
+                               : (want < 4 ? want : 4);
     ld->dir = 1;
     /* Scratch: the largest raw member block (for conversion), at least one
      * output plane (for augmentation). */

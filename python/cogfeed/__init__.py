@@ -8,5 +8,7 @@ Everything that moves or decodes bytes is C (the ``_cogfeed`` extension);
 this package is a thin layer over it.
 """
 from ._cogfeed import IO, Cog, Error, open, default_io, __version__
+from .loader import Loader
 
-__all__ = ["open", "IO", "Cog", "Error", "default_io", "__version__"]
+__all__ = ["open", "IO", "Cog", "Error", "default_io", "Loader",
+           "__version__"]

@@ -1,0 +1,283 @@
+"""cogfeed.Loader: batches of training patches out of COGs.
+
+The work (sampling, reading, decoding, conversion, augmentation, batching)
+is done in C by reader threads that fill a fixed ring of batch slots; this
+module normalises arguments and turns ring slots into numpy arrays without
+copying.
+"""
+
+import json
+import os
+
+from . import _cogfeed
+
+_MiB = 1 << 20
+
+#: Config keys that describe where a config came from, not how to load.
+_META_KEYS = ("variant",)
+
+
+def _paths(x, what):
+    if isinstance(x, (str, bytes, os.PathLike)):
+        return [os.fspath(x)]
+    try:
+        return [os.fspath(p) for p in x]
+    except TypeError:
+        raise TypeError("%s: expected a path or a sequence of paths" % what)
+
+
+class Loader:
+    """Iterate over batches of patches read from Cloud-Optimized GeoTIFFs.
+
+    Each batch is a dict: ``"image"`` of shape (B, C, H, W) (or
+    (B, T, C, H, W) with time series), ``"mask"`` of shape (B, 1, H, W) when
+    masks are given, ``"windows"`` a list of (file_index, x, y, w, h) in
+    pixels of the chosen level, ``"augment"`` the flip/rotation code of each
+    sample (see below), ``"index"`` the batch number and ``"epoch"``.
+
+    The arrays VIEW the loader's ring memory without copying: they are valid
+    until the next batch is taken (or ``copy=True``).  Iterating runs to the
+    end of the current epoch and then moves to the next epoch (a ``for``
+    loop per epoch gives new samples each time); breaking out and iterating
+    again continues where it stopped.
+
+    Arguments:
+        images: a path/URL or a list of them (local, file://, http(s)://,
+            s3://, az://, gs://); for time series, a list of lists of T
+            aligned scenes each.
+        masks: one mask per image file, aligned pixel for pixel (size and
+            geotransform are checked), or None.
+        patch_size: side of the square patches in pixels (default 256).
+        batch_size: patches per batch (default 32).
+        sampler: "random" (uniform windows anywhere), "blocked" (each patch
+            inside one tile: one tile read per patch), "tile-shuffle" (whole
+            tiles decoded once into a shuffle buffer, random crops from many
+            tiles per batch), or "grid" (every patch in order, for
+            validation/inference).
+        seed: seed of the sampler and augmentation (default 0).
+        layers: extra aligned layers stacked as channels after the image
+            bands: one list of paths per image file (e.g. [dem, landcover]).
+        weights: sampling weight of each image file (default: its area).
+        bands: 1-based image bands to read (default: all).
+        level: overview level (0 = full resolution).
+        stride: grid sampler step in pixels (default patch_size; smaller
+            overlaps; the last row/column is moved back to end at the edge).
+        epoch: epoch to start with (default 0).
+        rank: this process's shard (default 0).
+        world_size: number of shards (default 1); shards are disjoint and
+            together cover the epoch.
+        epoch_length: patches per epoch over all ranks (default: the number
+            of non-overlapping patches of all files; grid: all windows).
+        drop_last: drop a last partial batch, and give every rank the same
+            number of batches (default False).
+        flip: random horizontal/vertical flips, same for image and mask.
+        rot90: random rotations by multiples of 90 degrees, same for image
+            and mask.  Code a of a sample: rotate by a & 3 quarter turns as
+            numpy.rot90, then flip the last axis if a & 4.
+        dtype: "raw" (the files' dtype, default) or "float32".
+        scale_offset: float32 only: apply the files' per-band scale/offset.
+        mean: float32 only: per-channel mean to subtract.
+        std: float32 only: per-channel standard deviation to divide by.
+        skip_errors: drop failed patches from their batch and count them in
+            stats()["skipped"] instead of raising (default False).
+        prefetch: batch slots in the ring (default 4); memory is
+            prefetch x batch bytes.
+        decode_threads: reader threads; each reads and decodes one patch at
+            a time (default: 2 x cores + 2 for local files, 64 for remote).
+        max_inflight: patches read at once (default None: adaptive, raised
+            while throughput grows, lowered on retries).
+        inflight_bytes: byte budget of patches being read (default 256 MiB);
+            caps the reader threads.
+        cache_bytes: tile-shuffle buffer of decoded tiles (default 256 MiB).
+        copy: give each batch its own arrays instead of ring views.
+    """
+
+    def __init__(self, images, masks=None, patch_size=256, batch_size=32,
+                 sampler="random", seed=0, *, layers=None, weights=None,
+                 bands=None, level=0, stride=None, epoch=0, rank=0,
+                 world_size=1, epoch_length=None, drop_last=False,
+                 flip=False, rot90=False, dtype="raw", scale_offset=True,
+                 mean=None, std=None, skip_errors=False, prefetch=4,
+                 decode_threads=None, max_inflight=None,
+                 inflight_bytes=256 * _MiB, cache_bytes=256 * _MiB,
+                 copy=False):
+        if isinstance(images, (str, bytes, os.PathLike)):
+            images = [images]
+        images = list(images)
+        if not images:
+            raise ValueError("images: at least one file is needed")
+        series = [isinstance(i, (list, tuple)) for i in images]
+        if any(series) and not all(series):
+            raise ValueError("images: mix of single scenes and time series")
+        if all(series):
+            t = len(images[0])
+            if t < 1 or any(len(i) != t for i in images):
+                raise ValueError("images: every time series needs the same "
+                                 "number of scenes")
+            flat = [os.fspath(p) for i in images for p in i]
+        else:
+            t = 1
+            flat = [os.fspath(p) for p in images]
+        nfiles = len(flat) // t
+        masks_l = None if masks is None else _paths(masks, "masks")
+        if masks_l is not None and len(masks_l) != nfiles:
+            raise ValueError("%d masks for %d image files" % (len(masks_l),
+                                                             nfiles))
+        nlayers = 0
+        lay = None
+        if layers is not None:
+            layers = list(layers)
+            if len(layers) != nfiles:
+                raise ValueError("layers: one list per image file")
+            per = [_paths(x, "layers") for x in layers]
+            nlayers = len(per[0])
+            if any(len(p) != nlayers for p in per):
+                raise ValueError("layers: every file needs the same layers")
+            lay = [p for x in per for p in x]
+        if dtype in (None, "raw"):
+            f32 = False
+        elif str(dtype) in ("float32", "f4", "<class 'numpy.float32'>"):
+            f32 = True
+        else:
+            raise ValueError("dtype must be 'raw' or 'float32', not %r" %
+                             (dtype,))
+        if max_inflight in (None, "auto", "adaptive", 0):
+            max_inflight = 0
+        self._kw = dict(
+            images=flat, masks=masks_l, layers=lay, nlayers=nlayers,
+            time_steps=t,
+            weights=None if weights is None else [float(w) for w in weights],
+            bands=None if bands is None else [int(b) for b in bands],
+            level=int(level), patch_size=int(patch_size),
+            batch_size=int(batch_size), sampler=str(sampler),
+            stride=int(stride or 0), seed=int(seed), epoch=int(epoch),
+            rank=int(rank), world_size=int(world_size),
+            epoch_length=int(epoch_length or 0), drop_last=bool(drop_last),
+            flip=bool(flip), rot90=bool(rot90), float32=f32,
+            scale_offset=bool(scale_offset),
+            mean=None if mean is None else [float(m) for m in mean],
+            std=None if std is None else [float(s) for s in std],
+            skip_errors=bool(skip_errors), prefetch=int(prefetch),
+            threads=int(decode_threads or 0), max_inflight=int(max_inflight),
+            inflight_bytes=int(inflight_bytes),
+            cache_bytes=int(cache_bytes))
+        self._ld = _cogfeed._Loader(**self._kw)
+        self._layout = self._ld.layout()
+        self._copy = bool(copy)
+        self._time_series = t > 1
+
+    # -- construction from a config ------------------------------------
+
+    @classmethod
+    def from_config(cls, config, **overrides):
+        """A Loader from a dict or a JSON file of Loader keyword arguments
+        (what ``cogfeed tune`` writes as best.json: it holds "images" and,
+        when used, "masks").  Keyword arguments override the config."""
+        if isinstance(config, (str, os.PathLike)):
+            with open(config) as f:
+                config = json.load(f)
+        if not isinstance(config, dict):
+            raise ValueError("a config is a dict (JSON object)")
+        kw = {k: v for k, v in config.items()
+              if k not in _META_KEYS and not k.startswith("_")}
+        kw.update(overrides)
+        if "images" not in kw:
+            raise ValueError("config has no 'images'")
+        import inspect
+        known = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        unknown = sorted(set(kw) - known)
+        if unknown:
+            raise ValueError("unknown Loader settings in config: %s" %
+                             ", ".join(unknown))
+        return cls(**kw)
+
+    # -- iteration ------------------------------------------------------
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        r = self._ld.next()
+        if r is None:
+            epoch, _ = self._ld.position()
+            self._ld.set_epoch(epoch + 1, 0)
+            raise StopIteration
+        index, image, mask, windows, augs = r
+        if not self._time_series:
+            image = image.reshape(image.shape[0], *image.shape[2:])
+        if self._copy:
+            image = image.copy()
+            mask = None if mask is None else mask.copy()
+        batch = {"image": image, "windows": windows, "augment": augs,
+                 "index": index, "epoch": self._ld.position()[0]}
+        if mask is not None:
+            batch["mask"] = mask
+        return batch
+
+    def __len__(self):
+        """Batches of this rank per epoch."""
+        return int(self._layout["batches"])
+
+    # -- epochs and resuming --------------------------------------------
+
+    def set_epoch(self, epoch):
+        """Start epoch ``epoch`` from its first batch (invalidates views)."""
+        self._ld.set_epoch(int(epoch), 0)
+
+    @property
+    def epoch(self):
+        return self._ld.position()[0]
+
+    def state_dict(self):
+        """Where the iteration is: resuming from it continues exactly."""
+        epoch, batch = self._ld.position()
+        return {"epoch": epoch, "batch": batch, "seed": self._kw["seed"],
+                "sampler": self._kw["sampler"], "rank": self._kw["rank"],
+                "world_size": self._kw["world_size"]}
+
+    def load_state_dict(self, state):
+        """Continue from a state_dict() of a loader with the same settings."""
+        for k in ("seed", "sampler", "rank", "world_size"):
+            if k in state and state[k] != self._kw[k]:
+                raise ValueError("state_dict is from a loader with %s=%r, "
+                                 "this one has %r" % (k, state[k],
+                                                      self._kw[k]))
+        self._ld.set_epoch(int(state["epoch"]), int(state["batch"]))
+
+    # -- inspection -----------------------------------------------------
+
+    @property
+    def layout(self):
+        """Shapes and sizes: batch_size, patch_size, time_steps, channels,
+        dtype, has_mask, image_bytes/mask_bytes per slot, prefetch,
+        samples and batches of this rank per epoch."""
+        return dict(self._layout)
+
+    def window(self, j):
+        """((file, x, y, w, h), augment code) of this rank's sample j of
+        the current epoch, computed without reading."""
+        return self._ld.window(int(j))
+
+    def stats(self):
+        """Counters: samples, batches, skipped, bytes_fetched /
+        bytes_decoded / bytes_delivered, requests, retries, io_inflight,
+        concurrency, reading, cache_hits / cache_misses / cache_hit_rate,
+        wait_s (time the consumer waited: data stall), read_busy_s and
+        convert_busy_s (summed over reader threads), elapsed_s."""
+        return self._ld.stats()
+
+    def set_buffers(self, slot, image, mask=None):
+        """Use caller memory (any writable C-contiguous buffer of at least
+        layout["image_bytes"] / ["mask_bytes"], e.g. pinned memory) for ring
+        slot ``slot``.  Only before the first batch of an epoch."""
+        self._ld.set_buffers(int(slot), image, mask)
+
+    def close(self):
+        """Stop the reader threads and free the ring."""
+        self._ld.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
