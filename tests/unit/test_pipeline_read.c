@@ -1,0 +1,255 @@
+/*
+ * test_pipeline_read.c - the reader's window logic on files built in
+ * memory with known pixel values: tiles and strips, pixel and band
+ * interleave, edge tiles, windows crossing tiles and lying outside the
+ * image, band subsets, sparse tiles with nodata, bad requests, and many
+ * threads reading one cog.  (Bit-exactness against GDAL for every codec is
+ * tests/python/test_conformance.py.)
+ */
+#include "cf_test.h"
+#include "test_tiff_writer.h"
+
+#include "cogfeed.h"
+
+#include <pthread.h>
+#include <stdio.h>
+
+#define GARBAGE 0xABCD
+
+static uint16_t val(int b, int64_t x, int64_t y) {
+    return (uint16_t)((b * 7919 + x * 31 + y * 17) & 0x7fff);
+}
+
+typedef struct spec {
+    uint32_t w, h, tw, th; /* tw = 0: strips of th rows */
+    uint16_t spp, planar;
+    int64_t sparse;        /* chunk index stored with byte count 0, or -1 */
+    const char *nodata;    /* GDAL_NODATA or NULL */
+    int64_t bad_offset;    /* chunk index given an offset past EOF, or -1 */
+} spec;
+
+/* Build an uncompressed uint16 TIFF; chunk padding holds GARBAGE so that
+ * clipping mistakes show. */
+static uint8_t *build(const spec *s, size_t *len) {
+    tw w;
+    tw_init(&w, false, false);
+    uint32_t cw = s->tw ? s->tw : s->w, ch = s->th;
+    uint32_t across = (s->w + cw - 1) / cw, down = (s->h + ch - 1) / ch;
+    uint32_t planes = s->planar == 2 ? s->spp : 1, spc = s->planar == 2 ? 1 : s->spp;
+    uint64_t n = (uint64_t)across * down * planes;
+    uint64_t *off = calloc(n, 8), *cnt = calloc(n, 8);
+    size_t *rows_of = calloc(n, sizeof *rows_of);
+    for (uint64_t k = 0; k < n; k++) {
+        uint32_t cy = (uint32_t)((k % ((uint64_t)across * down)) / across);
+        uint32_t rows = ch;
+        if (!s->tw && (uint64_t)cy * ch + ch > s->h) rows = s->h - cy * ch;
+        rows_of[k] = rows;
+        size_t bytes = (size_t)cw * rows * spc * 2;
+        off[k] = tw_reserve(&w, bytes);
+        cnt[k] = (int64_t)k == s->sparse ? 0 : bytes;
+        if ((int64_t)k == s->bad_offset) off[k] = 1u << 30;
+    }
+    tw_new_ifd(&w);
+    uint64_t bits[8] = {16, 16, 16, 16, 16, 16, 16, 16};
+    tw_int(&w, 256, 4, s->w);
+    tw_int(&w, 257, 4, s->h);
+    tw_ints(&w, 258, 3, s->spp, bits);
+    tw_int(&w, 259, 3, 1);
+    tw_int(&w, 262, 3, s->spp >= 3 ? 2 : 1);
+    if (!s->tw) tw_ints(&w, 273, 4, n, off);
+    tw_int(&w, 277, 3, s->spp);
+    if (!s->tw) tw_int(&w, 278, 4, ch);
+    if (!s->tw) tw_ints(&w, 279, 4, n, cnt);
+    tw_int(&w, 284, 3, s->planar);
+    if (s->tw) {
+        tw_int(&w, 322, 4, s->tw);
+        tw_int(&w, 323, 4, s->th);
+        tw_ints(&w, 324, 4, n, off);
+        tw_ints(&w, 325, 4, n, cnt);
+    }
+    if (s->nodata) tw_ascii(&w, 42113, s->nodata, true);
+    size_t flen;
+    tw_finish(&w, &flen);
+    for (uint64_t k = 0; k < n; k++) {
+        if ((int64_t)k == s->bad_offset) continue;
+        uint64_t per_plane = (uint64_t)across * down;
+        uint32_t plane = (uint32_t)(k / per_plane);
+        uint32_t cx = (uint32_t)(k % per_plane % across), cy = (uint32_t)(k % per_plane / across);
+        uint8_t *p = w.out + off[k];
+        for (uint32_t r = 0; r < rows_of[k]; r++)
+            for (uint32_t c = 0; c < cw; c++)
+                for (uint32_t sm = 0; sm < spc; sm++) {
+                    int64_t x = (int64_t)cx * cw + c, y = (int64_t)cy * ch + r;
+                    int b = s->planar == 2 ? (int)plane : (int)sm;
+                    uint16_t v = (x < s->w && y < s->h) ? val(b, x, y) : GARBAGE;
+                    size_t i = (((size_t)r * cw + c) * spc + sm) * 2;
+                    p[i] = (uint8_t)v;
+                    p[i + 1] = (uint8_t)(v >> 8);
+                }
+    }
+    uint8_t *out = malloc(flen);
+    memcpy(out, w.out, flen);
+    *len = flen;
+    free(off);
+    free(cnt);
+    free(rows_of);
+    tw_free(&w);
+    return out;
+}
+
+/* Expected value of output band k at (x, y), given the file's layout. */
+static uint16_t expect(const spec *s, const int *bands, int k, int64_t x, int64_t y,
+                       uint16_t fill) {
+    if (x < 0 || y < 0 || x >= s->w || y >= s->h) return fill;
+    if (s->sparse >= 0) {
+        uint32_t cw = s->tw ? s->tw : s->w;
+        uint32_t across = (s->w + cw - 1) / cw, down = (s->h + s->th - 1) / s->th;
+        uint64_t idx = (uint64_t)(y / s->th) * across + (uint64_t)(x / cw);
+        if (s->planar == 2) idx += (uint64_t)(bands[k] - 1) * across * down;
+        if ((int64_t)idx == s->sparse) return fill;
+    }
+    return val(bands[k] - 1, x, y);
+}
+
+static int check_window(cf_cog *cog, const spec *s, int64_t x, int64_t y, uint32_t w,
+                        uint32_t h, const int *bands, int nb, uint16_t fill) {
+    size_t n = (size_t)w * h * (size_t)nb;
+    uint16_t *buf = malloc(n * 2);
+    cf_error err = {0};
+    cf_status st = cf_cog_read(cog, 0, x, y, w, h, bands, nb, buf, n * 2, &err);
+    int bad = 0;
+    if (st) {
+        fprintf(stderr, "read failed: %s\n", err.msg);
+        bad = 1;
+    }
+    for (int k = 0; k < nb && !bad; k++)
+        for (uint32_t r = 0; r < h && !bad; r++)
+            for (uint32_t c = 0; c < w && !bad; c++) {
+                uint16_t got = buf[((size_t)k * h + r) * w + c];
+                uint16_t want = expect(s, bands, k, x + c, y + r, fill);
+                if (got != want) {
+                    fprintf(stderr, "window (%lld,%lld,%u,%u) band %d at (%u,%u): %u != %u\n",
+                            (long long)x, (long long)y, w, h, bands[k], c, r, got, want);
+                    bad = 1;
+                }
+            }
+    free(buf);
+    return !bad;
+}
+
+static void run_layout(const spec *s, const char *label) {
+    size_t len;
+    uint8_t *file = build(s, &len);
+    cf_cog *cog = NULL;
+    cf_error err = {0};
+    cf_status st = cf_cog_open_memory(file, len, label, &cog, &err);
+    CHECK(st == CF_OK);
+    if (st) {
+        fprintf(stderr, "%s: %s\n", label, err.msg);
+        free(file);
+        return;
+    }
+    cf_cog_info in;
+    cf_cog_get_info(cog, &in);
+    CHECK(in.width == s->w && in.height == s->h && in.count == s->spp);
+    CHECK(in.dtype == CF_DT_U16);
+    uint16_t fill = s->nodata ? (uint16_t)atoi(s->nodata) : 0;
+    int all[3] = {1, 2, 3}, rev[2] = {3, 1}, one[1] = {2};
+    CHECK(check_window(cog, s, 0, 0, s->w, s->h, all, s->spp, fill));
+    CHECK(check_window(cog, s, 5, 7, 40, 30, all, s->spp, fill));
+    CHECK(check_window(cog, s, s->w - 9, s->h - 4, 9, 4, all, s->spp, fill));
+    CHECK(check_window(cog, s, -10, -5, 30, 30, all, s->spp, fill));
+    CHECK(check_window(cog, s, s->w - 5, 3, 20, 8, rev, 2, fill));
+    CHECK(check_window(cog, s, 200, 200, 5, 5, one, 1, fill));
+    CHECK(check_window(cog, s, 33, 17, 1, 1, one, 1, fill));
+    CHECK(check_window(cog, s, -3, -3, s->w + 6, s->h + 6, rev, 2, fill));
+    cf_cog_close(cog);
+    free(file);
+}
+
+typedef struct thread_arg {
+    cf_cog *cog;
+    const spec *s;
+    int seed, ok;
+} thread_arg;
+
+static void *reader(void *p) {
+    thread_arg *a = p;
+    int bands[3] = {1, 2, 3};
+    a->ok = 1;
+    for (int i = 0; i < 50; i++) {
+        int64_t x = (a->seed * 37 + i * 13) % 90 - 5, y = (a->seed * 11 + i * 7) % 60 - 5;
+        a->ok &= check_window(a->cog, a->s, x, y, 17, 23, bands, 3, 0);
+    }
+    return NULL;
+}
+
+static void test_threads(void) {
+    spec s = {100, 70, 32, 16, 3, 1, -1, NULL, -1};
+    size_t len;
+    uint8_t *file = build(&s, &len);
+    cf_cog *cog = NULL;
+    CHECK(cf_cog_open_memory(file, len, "threads.tif", &cog, NULL) == CF_OK);
+    pthread_t th[4];
+    thread_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (thread_arg){cog, &s, i, 0};
+        pthread_create(&th[i], NULL, reader, &args[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(args[i].ok);
+    }
+    cf_cog_close(cog);
+    free(file);
+}
+
+static void test_errors(void) {
+    /* A tile whose bytes lie past the end of the file: the parser checks
+     * every chunk range at open, and says which. */
+    spec bad = {100, 70, 32, 16, 3, 1, -1, NULL, 5};
+    size_t len;
+    uint8_t *file = build(&bad, &len);
+    cf_cog *cog = NULL;
+    cf_error err = {0};
+    CHECK(cf_cog_open_memory(file, len, "bad.tif", &cog, &err) == CF_E_FORMAT);
+    CHECK(cog == NULL);
+    CHECK(strstr(err.msg, "bad.tif") && strstr(err.msg, "tile 5"));
+    free(file);
+
+    spec s = {100, 70, 32, 16, 3, 1, -1, NULL, -1};
+    file = build(&s, &len);
+    CHECK(cf_cog_open_memory(file, len, "args.tif", &cog, &err) == CF_OK);
+    uint16_t buf[64 * 64 * 3];
+    int b0[1] = {0}, b4[1] = {4}, b1[1] = {1};
+    CHECK(cf_cog_read(cog, 0, 0, 0, 8, 8, b0, 1, buf, sizeof buf, &err) == CF_E_ARG);
+    CHECK(strstr(err.msg, "args.tif") != NULL);
+    CHECK(cf_cog_read(cog, 0, 0, 0, 8, 8, b4, 1, buf, sizeof buf, &err) == CF_E_ARG);
+    CHECK(cf_cog_read(cog, 1, 0, 0, 8, 8, b1, 1, buf, sizeof buf, &err) == CF_E_ARG);
+    CHECK(cf_cog_read(cog, 0, 0, 0, 8, 8, b1, 1, buf, 10, &err) == CF_E_ARG);
+    CHECK(cf_cog_read(cog, 0, 0, 0, 0, 8, b1, 1, buf, sizeof buf, &err) == CF_E_ARG);
+    CHECK(cf_cog_read(cog, 0, 0, 0, 8, 8, b1, 1, buf, sizeof buf, &err) == CF_OK);
+    CHECK(cf_cog_read_mask(cog, 0, 0, 0, 8, 8, (uint8_t *)buf, sizeof buf, &err) == CF_E_STATE);
+    cf_cog_close(cog);
+    free(file);
+}
+
+int main(void) {
+    spec tiled = {100, 70, 32, 16, 3, 1, -1, NULL, -1};
+    run_layout(&tiled, "tiled.tif");
+    spec planar = {100, 70, 32, 16, 3, 2, -1, NULL, -1};
+    run_layout(&planar, "planar.tif");
+    spec strips = {100, 75, 0, 10, 3, 1, -1, NULL, -1};
+    run_layout(&strips, "strips.tif");
+    spec strips2 = {100, 75, 0, 10, 3, 2, -1, NULL, -1};
+    run_layout(&strips2, "strips_planar.tif");
+    spec sparse = {100, 70, 32, 16, 3, 1, 5, "9", -1};
+    run_layout(&sparse, "sparse.tif");
+    spec sparse2 = {100, 70, 32, 16, 3, 2, 5 + 20, "77", -1};
+    run_layout(&sparse2, "sparse_planar.tif");
+    spec one_tile = {20, 10, 64, 64, 3, 1, -1, NULL, -1};
+    run_layout(&one_tile, "one_tile.tif");
+    test_threads();
+    test_errors();
+    return CF_TEST_END();
+}
