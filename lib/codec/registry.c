@@ -16,10 +16,13 @@ static const cf__codec_entry cf__codecs[] = {
     {32773, "PACKBITS", cf__decode_packbits, NULL,
      CF__CODEC_RAW | CF__CODEC_BITS1},
     {50000, "ZSTD", cf__decode_zstd, NULL, RAWP},
+    /* LERC is RAW too: libtiff swabs big-endian samples before encoding and
+     * after decoding LERC, so a big-endian file's LERC blob holds
+     * byte-swapped values (tests/python/test_conformance.py, gtiff_be_lerc_*). */
 #ifdef CF_HAVE_LERC
-    {34887, "LERC", cf__decode_lerc, "LERC", 0},
+    {34887, "LERC", cf__decode_lerc, "LERC", CF__CODEC_RAW},
 #else
-    {34887, "LERC", NULL, "LERC", 0},
+    {34887, "LERC", NULL, "LERC", CF__CODEC_RAW},
 #endif
 #ifdef CF_HAVE_JPEG
     {7, "JPEG", cf__decode_jpeg, "JPEG", 0},
