@@ -122,6 +122,19 @@ def test_s3_signed_read_matches_local(moto, cog_file, clean_env):
     check_same("s3://cogs/dir/cog.tif", cog_file)
 
 
+def test_s3_session_token(moto, cog_file, clean_env):
+    kid, secret, token = moto.session
+    for k, v in moto.env(kid, secret, AWS_SESSION_TOKEN=token).items():
+        clean_env.setenv(k, v)
+    check_same("s3://cogs/dir/cog.tif", cog_file)
+    # A wrong token is refused, and named nowhere.
+    clean_env.setenv("AWS_SESSION_TOKEN", "X" + token[1:])
+    e = open_fails("s3://cogs/dir/cog.tif")
+    assert e.code == CF_E_AUTH or e.http_status in (400, 403), str(e)
+    assert "InvalidToken" in str(e) or "InvalidClientTokenId" in str(e), str(e)
+    assert_clean(str(e), token[1:], secret)
+
+
 def test_s3_region_from_default_region(moto, cog_file, clean_env):
     # moto checks the region in the credential scope against its own
     # signature: AWS_DEFAULT_REGION must reach the signer.

@@ -43,11 +43,23 @@ iam.put_user_policy(UserName="cogfeed", PolicyName="s3",
     PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
 key = iam.create_access_key(UserName="cogfeed")["AccessKey"]
+# Temporary credentials (AWS_SESSION_TOKEN): moto checks the token of an
+# assumed role's key against the one it issued.
+iam.create_role(RoleName="cogfeed-reader", AssumeRolePolicyDocument=json.dumps({
+    "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+    "Principal": {"AWS": "arn:aws:iam::123456789012:root"}}]}))
+iam.put_role_policy(RoleName="cogfeed-reader", PolicyName="s3",
+    PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}]}))
+sts = boto3.client("sts", **kw)
+tmp = sts.assume_role(RoleArn="arn:aws:iam::123456789012:role/cogfeed-reader",
+                      RoleSessionName="cogfeed-test", DurationSeconds=3600)["Credentials"]
 s3 = boto3.client("s3", **kw)
 s3.create_bucket(Bucket=cfg["bucket"])
 for name, path in cfg["files"].items():
     s3.upload_file(path, cfg["bucket"], name)
-print(json.dumps([key["AccessKeyId"], key["SecretAccessKey"]]))
+print(json.dumps([key["AccessKeyId"], key["SecretAccessKey"],
+                  tmp["AccessKeyId"], tmp["SecretAccessKey"], tmp["SessionToken"]]))
 """
 
 
@@ -86,6 +98,7 @@ class Moto:
         self.python = moto_python()
         self.proc: subprocess.Popen | None = None
         self.enforcing = False
+        self.session: list[str] = []
 
     def start(self) -> "Moto":
         env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(_FREE_ACTIONS))
@@ -133,7 +146,8 @@ class Moto:
     def setup(self, bucket: str, files: dict[str, str]) -> tuple[str, str]:
         """Create an IAM user allowed s3:*, the bucket, and upload `files`
         (object key -> local path); then enforce SigV4.  Returns the user's
-        (access key id, secret access key)."""
+        (access key id, secret access key); self.session holds temporary
+        (key id, secret, session token) of a role allowed s3:GetObject."""
         if self.enforcing:
             raise RuntimeError("setup must run before signatures are enforced")
         cfg = {"endpoint": self.endpoint, "region": self.region, "bucket": bucket,
@@ -143,7 +157,7 @@ class Moto:
                            capture_output=True, text=True, env=env, timeout=120)
         if r.returncode != 0:
             raise RuntimeError("moto setup failed:\n" + r.stderr[-3000:])
-        key_id, secret = json.loads(r.stdout.strip().splitlines()[-1])
+        key_id, secret, *self.session = json.loads(r.stdout.strip().splitlines()[-1])
         self.set_free_actions(0)
         return key_id, secret
 

@@ -213,6 +213,48 @@ static void test_s3_urls(void) {
     CHECK(!contains(err.msg, "tok") && !contains(err.msg, "S3CR3T"));
 }
 
+/* The Host that is signed must be the one curl sends: no port when it is
+ * the scheme's default, the port otherwise. */
+static void test_s3_host_port(void) {
+    const char *eps[][2] = {{"http://h.example", "http://h.example:80"},
+                            {"https://h.example", "https://h.example:443/"},
+                            {"http://[::1]:9000", "http://[::1]:9000/"}};
+    char *sig[2];
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 2; j++) {
+            env e = {{{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "S3CR3T"},
+                      {"AWS_ENDPOINT_URL", eps[i][j]}}};
+            cf_auth *a = NULL;
+            cf_error err;
+            sig[j] = NULL;
+            CHECK(open_env("s3://b/k", &e, &a, &err) == CF_OK);
+            if (a) sig[j] = sign_join(a, T_2013_05_24, NULL, NULL);
+            cf__auth_free(a);
+        }
+        CHECK(sig[0] && sig[1] && !strcmp(sig[0], sig[1]));
+        free(sig[0]);
+        free(sig[1]);
+    }
+    /* A different port is a different Host, hence another signature. */
+    env e1 = {{{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "S3CR3T"},
+               {"AWS_ENDPOINT_URL", "http://h.example:8080"}}};
+    env e2 = {{{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "S3CR3T"},
+               {"AWS_ENDPOINT_URL", "http://h.example"}}};
+    cf_auth *a1 = NULL, *a2 = NULL;
+    cf_error err;
+    CHECK(open_env("s3://b/k", &e1, &a1, &err) == CF_OK);
+    CHECK(open_env("s3://b/k", &e2, &a2, &err) == CF_OK);
+    if (a1 && a2) {
+        char *s1 = sign_join(a1, T_2013_05_24, NULL, NULL);
+        char *s2 = sign_join(a2, T_2013_05_24, NULL, NULL);
+        CHECK(s1 && s2 && strcmp(s1, s2) != 0);
+        free(s1);
+        free(s2);
+    }
+    cf__auth_free(a1);
+    cf__auth_free(a2);
+}
+
 /* ---- Azure --------------------------------------------------------- */
 
 #define DEV_KEY "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -489,6 +531,7 @@ int main(void) {
     test_uri_encode();
     test_s3_request();
     test_s3_urls();
+    test_s3_host_port();
     test_azure_shared_key();
     test_azure_urls();
     test_gcs_http();
