@@ -276,7 +276,8 @@ def cases():
     yield "sampleformat_9", 14, "open", "SampleFormat 9", t.build()
     # 15: predictor that cannot apply
     t = Tiff()
-    image(t, extra=[(317, 3, 3)])
+    image(t, comp=8, tiles=[zlib.compress(bytes(range(256)) * 4)] * 4,
+          extra=[(317, 3, 3)])
     yield "predictor3_uint8", 15, "read", "floating-point predictor on uint8", \
         t.build()
     # 16: LZW garbage
