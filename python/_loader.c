@@ -9,6 +9,7 @@
 
 typedef struct {
     PyObject_HEAD cf_loader *ld;
+    int closed;           /* readers stopped; freed at dealloc */
     cf_loader_layout lay;
     cf_batch held;        /* the batch the caller holds (slot -1: none) */
     PyObject **buffers;   /* per slot: caller objects kept alive (2 each) */
@@ -293,7 +294,7 @@ static void drop_buffers(LoaderObject *self) {
     }
 }
 
-static void Loader_close_impl(LoaderObject *self) {
+static void Loader_free_impl(LoaderObject *self) {
     if (self->ld) {
         cf_loader *ld = self->ld;
         self->ld = NULL;
@@ -306,22 +307,33 @@ static void Loader_close_impl(LoaderObject *self) {
 }
 
 static void Loader_dealloc(LoaderObject *self) {
-    Loader_close_impl(self);
+    Loader_free_impl(self);
     PyMem_Free(self->buffers);
     PyMem_Free(self->views);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int check_open(LoaderObject *self) {
-    if (!self->ld) {
+    if (!self->ld || self->closed) {
         PyErr_SetString(PyExc_ValueError, "Loader is closed");
         return -1;
     }
     return 0;
 }
 
+/* Stops the readers now; the ring and the files are freed with the
+ * object, i.e. once no array views the ring any more (each holds a
+ * reference), so a batch kept past close() stays valid. */
 static PyObject *Loader_close(LoaderObject *self, PyObject *unused) {
-    Loader_close_impl(self);
+    if (!self->ld || self->closed) Py_RETURN_NONE;
+    release_held(self);
+    uint64_t ep, nb;
+    cf_loader_position(self->ld, &ep, &nb);
+    cf_error e;
+    Py_BEGIN_ALLOW_THREADS
+    cf_loader_set_epoch(self->ld, ep, nb, &e);
+    Py_END_ALLOW_THREADS
+    self->closed = 1;
     Py_RETURN_NONE;
 }
 
@@ -555,7 +567,7 @@ static PyMethodDef Loader_methods[] = {
     {"stats", (PyCFunction)Loader_stats, METH_NOARGS,
      "stats() -> dict of counters and busy times."},
     {"close", (PyCFunction)Loader_close, METH_NOARGS,
-     "close(): stop the readers and free everything."},
+     "close(): stop the readers (memory goes with the last view)."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject LoaderType = {

@@ -1,0 +1,125 @@
+"""cogfeed.torch: cogfeed.Loader as a PyTorch IterableDataset.
+
+    ds = cogfeed.torch.CogDataset(images, masks, patch_size=256,
+                                  batch_size=32, sampler="blocked")
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, pin_memory=True)
+    for epoch in range(epochs):
+        ds.set_epoch(epoch)
+        for batch in dl:
+            x, y = batch["image"].cuda(non_blocking=True), batch["mask"]
+
+The dataset yields whole batches (hence ``batch_size=None``).  One
+cogfeed loader already reads many patches at once from one process, so
+``num_workers=0`` is the intended setting; with workers, every worker
+reads its own disjoint shard.
+"""
+
+import os
+
+import torch
+from torch.utils.data import IterableDataset, get_worker_info
+
+from .loader import Loader
+
+
+def _dist_rank_world():
+    """(rank, world_size) from an initialised process group, else from the
+    RANK / WORLD_SIZE environment variables, else (0, 1)."""
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except Exception:  # torch built without distributed support
+        pass
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
+class CogDataset(IterableDataset):
+    """Batches of COG patches as torch tensors, for
+    ``torch.utils.data.DataLoader(dataset, batch_size=None)``.
+
+    Each item is a dict: ``"image"`` (B, C, H, W) (or (B, T, C, H, W)),
+    ``"mask"`` (B, 1, H, W) when masks are given, ``"windows"``,
+    ``"augment"``, ``"index"``, ``"epoch"`` as in cogfeed.Loader.
+
+    Sharding is automatic: the shard of a DataLoader worker w of W in
+    process rank r of R (rank/world size from torch.distributed when
+    initialised, else RANK/WORLD_SIZE) is r * W + w of R * W; shards are
+    disjoint and together cover the epoch.
+
+    Arguments:
+        images, masks: as cogfeed.Loader.
+        pin_memory: read straight into pinned (page-locked) host memory
+            when CUDA is available, so that ``.cuda(non_blocking=True)``
+            needs no further host copy (main process only; default False).
+        copy: give every batch its own memory.  Default: False in the main
+            process (tensors view the ring: valid until the next batch),
+            True in DataLoader workers (whose batches are sent to the main
+            process after the worker has moved on).
+        epoch: first epoch (default 0); see set_epoch.
+        **loader_kwargs: any other cogfeed.Loader argument (patch_size,
+            batch_size, sampler, seed, flip, rot90, dtype, mean, std,
+            skip_errors, prefetch, max_inflight, ...); rank and world_size
+            are set from the DataLoader and torch.distributed.
+    """
+
+    def __init__(self, images, masks=None, *, pin_memory=False, copy=None,
+                 epoch=0, **loader_kwargs):
+        super().__init__()
+        for k in ("rank", "world_size"):
+            if k in loader_kwargs:
+                raise ValueError("CogDataset sets %s itself (from "
+                                 "torch.distributed / RANK, WORLD_SIZE)" % k)
+        self.images = images
+        self.masks = masks
+        self.pin_memory = bool(pin_memory)
+        self.copy = copy
+        self.epoch = int(epoch)
+        self.loader_kwargs = dict(loader_kwargs)
+
+    def set_epoch(self, epoch):
+        """Use epoch ``epoch`` for the next iteration (call it before each
+        epoch, as with DistributedSampler; with persistent_workers the
+        workers keep the epoch they started with)."""
+        self.epoch = int(epoch)
+
+    def shard(self):
+        """(rank, world_size) this process/worker reads."""
+        info = get_worker_info()
+        nw, wid = (info.num_workers, info.id) if info is not None else (1, 0)
+        rank, world = _dist_rank_world()
+        return rank * nw + wid, world * nw
+
+    def make_loader(self):
+        """The cogfeed.Loader of this process/worker's shard."""
+        rank, world = self.shard()
+        in_worker = get_worker_info() is not None
+        copy = self.copy if self.copy is not None else in_worker
+        ld = Loader(self.images, self.masks, rank=rank, world_size=world,
+                    epoch=self.epoch, copy=copy, **self.loader_kwargs)
+        if self.pin_memory and not in_worker and torch.cuda.is_available():
+            lay = ld.layout
+            for slot in range(lay["prefetch"]):
+                img = torch.empty(lay["image_bytes"], dtype=torch.uint8,
+                                  pin_memory=True)
+                msk = (torch.empty(lay["mask_bytes"], dtype=torch.uint8,
+                                   pin_memory=True)
+                       if lay["has_mask"] else None)
+                ld.set_buffers(slot, img.numpy(),
+                               None if msk is None else msk.numpy())
+                # The loader keeps the numpy views, which keep the tensors'
+                # storage alive.
+        return ld
+
+    def __iter__(self):
+        ld = self.make_loader()
+        try:
+            for b in ld:
+                out = {"image": torch.from_numpy(b["image"]),
+                       "windows": b["windows"], "augment": b["augment"],
+                       "index": b["index"], "epoch": b["epoch"]}
+                if "mask" in b:
+                    out["mask"] = torch.from_numpy(b["mask"])
+                yield out
+        finally:
+            ld.close()

@@ -1,0 +1,403 @@
+"""cogfeed.Loader on small COGs written here with GDAL.
+
+Pixel values are a known function of (x, y, band) and every mask is the low
+byte of band 1, so that windows, alignment and augmentation can be checked
+pixel for pixel.
+"""
+import json
+import multiprocessing as mp
+import os
+import time
+
+import numpy as np
+import pytest
+from osgeo import gdal
+
+import cogfeed
+
+gdal.UseExceptions()
+
+SAMPLERS = ["random", "blocked", "tile-shuffle", "grid"]
+
+
+def value(x, y, b):
+    return ((x * 7 + y * 131 + b * 10007) % 65536).astype(np.uint16)
+
+
+def make_cog(path, arr, block=128, compress="DEFLATE", gt=(500000, 10, 0,
+                                                            4100000, 0, -10)):
+    c, h, w = arr.shape
+    dt = {np.dtype("uint16"): gdal.GDT_UInt16, np.dtype("uint8"): gdal.GDT_Byte,
+          np.dtype("float32"): gdal.GDT_Float32}[arr.dtype]
+    mem = gdal.GetDriverByName("MEM").Create("", w, h, c, dt)
+    mem.SetGeoTransform(gt)
+    for i in range(c):
+        mem.GetRasterBand(i + 1).WriteArray(arr[i])
+    gdal.Translate(str(path), mem, format="COG",
+                   creationOptions=["BLOCKSIZE=%d" % block,
+                                    "COMPRESS=%s" % compress,
+                                    "OVERVIEWS=NONE"])
+    return str(path)
+
+
+def expected(w, h, x0, y0, bands=3):
+    y, x = np.mgrid[y0:y0 + h, x0:x0 + w]
+    return np.stack([value(x, y, b) for b in range(bands)])
+
+
+def make_pair(d, name, w, h, block=128, bands=3, shift=0):
+    img = expected(w, h, shift, 0, bands)
+    ip = make_cog(os.path.join(d, name + ".tif"), img, block)
+    mp_ = make_cog(os.path.join(d, name + "_mask.tif"),
+                   (img[:1] & 0xFF).astype(np.uint8), block)
+    return ip, mp_
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("loader"))
+    a = make_pair(d, "a", 300, 260)
+    b = make_pair(d, "b", 200, 330, shift=1000)
+    return {"dir": d, "images": [a[0], b[0]], "masks": [a[1], b[1]],
+            "shifts": [0, 1000], "sizes": [(300, 260), (200, 330)]}
+
+
+def undo_aug(arr, a):
+    """The un-augmented patch from an augmented one (numpy reference)."""
+    if a & 4:
+        arr = np.flip(arr, -1)
+    return np.rot90(arr, -(a & 3), axes=(-2, -1))
+
+
+def check_batch(data, batch, P, exact=True):
+    img, msk = batch["image"], batch["mask"]
+    assert img.shape[1:] == (3, P, P) and msk.shape[1:] == (1, P, P)
+    assert img.shape[0] == msk.shape[0] == len(batch["windows"])
+    for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+        assert (w, h) == (P, P)
+        # the mask is the low byte of band 1 wherever the pixels went
+        np.testing.assert_array_equal(msk[i, 0], img[i, 0] & 0xFF)
+        if exact:
+            want = expected(P, P, x + data["shifts"][f], y)
+            got = undo_aug(img[i], batch["augment"][i])
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_windows_in_bounds_deterministic_and_values(data, sampler):
+    P = 48
+    kw = dict(patch_size=P, batch_size=5, sampler=sampler, seed=3,
+              epoch_length=60)
+    a = cogfeed.Loader(data["images"], data["masks"], **kw)
+    b = cogfeed.Loader(data["images"], data["masks"], **kw)
+    wins_a = []
+    for batch in a:
+        check_batch(data, batch, P)
+        wins_a += batch["windows"]
+    assert len(wins_a) == a.layout["samples"]
+    wins_b = [w for batch in b for w in batch["windows"]]
+    assert wins_a == wins_b
+    for j, (f, x, y, w, h) in enumerate(wins_a):
+        W, H = data["sizes"][f]
+        assert 0 <= x and x + w <= W and 0 <= y and y + h <= H
+        if sampler in ("blocked", "tile-shuffle"):
+            assert x // 128 == (x + w - 1) // 128
+            assert y // 128 == (y + h - 1) // 128
+    # window(j) predicts the stream without reading
+    a.set_epoch(0)
+    assert [a.window(j)[0] for j in range(len(wins_a))] == wins_a
+
+
+def test_blocked_patch_larger_than_tile_is_grid_aligned(data):
+    ld = cogfeed.Loader(data["images"], patch_size=256, batch_size=2,
+                        sampler="blocked", epoch_length=10)
+    for batch in ld:
+        for f, x, y, w, h in batch["windows"]:
+            assert x % 128 == 0 and y % 128 == 0
+
+
+def test_grid_covers_every_pixel(data):
+    P = 64
+    ld = cogfeed.Loader(data["images"], data["masks"], patch_size=P,
+                        batch_size=7, sampler="grid", stride=50)
+    cover = [np.zeros((h, w), bool) for w, h in data["sizes"]]
+    n = 0
+    for batch in ld:
+        check_batch(data, batch, P)
+        for f, x, y, w, h in batch["windows"]:
+            cover[f][y:y + h, x:x + w] = True
+            n += 1
+    assert all(c.all() for c in cover)
+    assert n == ld.layout["samples"]
+
+
+def test_augmentation_consistent_with_numpy(data):
+    P = 40
+    ld = cogfeed.Loader(data["images"], data["masks"], patch_size=P,
+                        batch_size=8, flip=True, rot90=True, seed=5,
+                        epoch_length=64)
+    codes = set()
+    for batch in ld:
+        check_batch(data, batch, P)
+        codes |= set(batch["augment"])
+    assert codes == set(range(8))
+
+
+def test_flip_only_uses_flips(data):
+    ld = cogfeed.Loader(data["images"], data["masks"], patch_size=32,
+                        batch_size=8, flip=True, epoch_length=64)
+    codes = set()
+    for batch in ld:
+        check_batch(data, batch, 32)
+        codes |= set(batch["augment"])
+    assert codes == {0, 2, 4, 6}
+
+
+def test_resume_continues_exactly(data):
+    kw = dict(patch_size=32, batch_size=4, seed=11, epoch_length=40,
+              flip=True)
+    full = cogfeed.Loader(data["images"], data["masks"], **kw)
+    ref = [(b["windows"], b["image"].copy()) for b in full]
+    part = cogfeed.Loader(data["images"], data["masks"], **kw)
+    it = iter(part)
+    for _ in range(3):
+        next(it)
+    state = part.state_dict()
+    assert state["batch"] == 3 and state["epoch"] == 0
+    json.dumps(state)  # checkpointable
+    resumed = cogfeed.Loader(data["images"], data["masks"], **kw)
+    resumed.load_state_dict(state)
+    rest = [(b["windows"], b["image"].copy()) for b in resumed]
+    assert len(rest) == len(ref) - 3
+    for (wa, ia), (wb, ib) in zip(ref[3:], rest):
+        assert wa == wb
+        np.testing.assert_array_equal(ia, ib)
+    with pytest.raises(ValueError):
+        other = cogfeed.Loader(data["images"], data["masks"],
+                               **dict(kw, seed=12))
+        other.load_state_dict(state)
+
+
+def test_epochs_advance_and_set_epoch_repeats(data):
+    ld = cogfeed.Loader(data["images"], patch_size=32, batch_size=4,
+                        epoch_length=20)
+    e0 = [w for b in ld for w in b["windows"]]
+    assert ld.epoch == 1
+    e1 = [w for b in ld for w in b["windows"]]
+    assert e0 != e1 and len(e0) == len(e1) == 20
+    ld.set_epoch(0)
+    assert [w for b in ld for w in b["windows"]] == e0
+    assert len(ld) == 5
+
+
+def test_float32_scale_and_normalisation(data):
+    mean, std = [100.0, 200.0, 300.0], [2.0, 4.0, 8.0]
+    ld = cogfeed.Loader(data["images"][:1], patch_size=16, batch_size=3,
+                        dtype="float32", mean=mean, std=std, epoch_length=6)
+    for batch in ld:
+        assert batch["image"].dtype == np.float32
+        for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+            raw = expected(16, 16, x, y).astype(np.float32)
+            want = (raw - np.array(mean, np.float32)[:, None, None]) / \
+                np.array(std, np.float32)[:, None, None]
+            np.testing.assert_allclose(batch["image"][i], want, rtol=1e-6)
+    with pytest.raises(ValueError, match="one value per output channel"):
+        cogfeed.Loader(data["images"][:1], dtype="float32", mean=[1.0])
+    with pytest.raises(cogfeed.Error, match="float32"):
+        cogfeed.Loader(data["images"][:1], mean=[1.0, 2.0, 3.0])
+
+
+def test_band_selection(data):
+    ld = cogfeed.Loader(data["images"], patch_size=16, batch_size=2,
+                        bands=[3, 1], epoch_length=4)
+    for batch in ld:
+        for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+            e = expected(16, 16, x + data["shifts"][f], y)
+            np.testing.assert_array_equal(batch["image"][i], e[[2, 0]])
+
+
+def test_time_series_and_extra_layers(tmp_path):
+    d = str(tmp_path)
+    t0 = make_cog(os.path.join(d, "t0.tif"), expected(150, 140, 0, 0, 2))
+    t1 = make_cog(os.path.join(d, "t1.tif"), expected(150, 140, 5000, 0, 2))
+    dem = make_cog(os.path.join(d, "dem.tif"), expected(150, 140, 9, 9, 1))
+    ld = cogfeed.Loader([[t0, t1]], layers=[[dem]], patch_size=20,
+                        batch_size=3, epoch_length=6)
+    assert ld.layout["channels"] == 3 and ld.layout["time_steps"] == 2
+    for batch in ld:
+        img = batch["image"]
+        assert img.shape == (3, 2, 3, 20, 20)
+        for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+            np.testing.assert_array_equal(img[i, 0, :2],
+                                          expected(20, 20, x, y, 2))
+            np.testing.assert_array_equal(img[i, 1, :2],
+                                          expected(20, 20, x + 5000, y, 2))
+            for t in range(2):
+                np.testing.assert_array_equal(
+                    img[i, t, 2], expected(20, 20, x + 9, y + 9, 1)[0])
+
+
+def test_misaligned_mask_is_a_clear_error(tmp_path, data):
+    other = make_cog(os.path.join(str(tmp_path), "shifted.tif"),
+                     expected(300, 260, 0, 0, 1),
+                     gt=(500010, 10, 0, 4100000, 0, -10))
+    with pytest.raises(cogfeed.Error, match="shifted.tif.*not aligned"):
+        cogfeed.Loader(data["images"][:1], masks=[other])
+    with pytest.raises(cogfeed.Error, match="not aligned.*size"):
+        cogfeed.Loader(data["images"][:1], masks=[data["masks"][1]])
+    with pytest.raises(ValueError, match="masks"):
+        cogfeed.Loader(data["images"], masks=data["masks"][:1])
+
+
+def _corrupt_tiles(path):
+    """Overwrite the second half of the file's tile data with garbage (the
+    header stays valid, so the file opens and goes bad on reading)."""
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.seek(size // 2)
+        f.write(bytes([0xA5]) * (size - size // 2))
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_bad_file_mid_epoch(tmp_path, data, skip):
+    bad = make_cog(os.path.join(str(tmp_path), "bad.tif"),
+                   expected(256, 256, 0, 0, 3))
+    ld = cogfeed.Loader([data["images"][0], bad], patch_size=64,
+                        batch_size=4, sampler="grid", skip_errors=skip)
+    _corrupt_tiles(bad)
+    got, errors = 0, []
+    it = iter(ld)
+    while True:
+        try:
+            b = next(it)
+        except StopIteration:
+            break
+        except cogfeed.Error as e:
+            errors.append(str(e))
+            continue
+        got += len(b["windows"])
+    st = ld.stats()
+    if skip:
+        assert not errors
+        assert st["skipped"] > 0
+        assert got + st["skipped"] == ld.layout["samples"]
+    else:
+        assert errors and st["skipped"] == 0
+        assert all("bad.tif" in e and "window" in e for e in errors)
+        assert got < ld.layout["samples"]
+
+
+def _rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def test_slow_consumer_memory_bounded(tmp_path):
+    big = make_cog(os.path.join(str(tmp_path), "big.tif"),
+                   expected(1024, 1024, 0, 0, 3), block=256)
+    P, B, prefetch = 128, 8, 3
+    ld = cogfeed.Loader([big], patch_size=P, batch_size=B, prefetch=prefetch,
+                        epoch_length=B * 120)
+    batch_bytes = B * 3 * P * P * 2
+    it = iter(ld)
+    next(it)
+    base = _rss_mb()
+    peak = base
+    taken = 1
+    for b in it:
+        taken += 1
+        st = ld.stats()
+        # readers never get more than the ring's worth ahead of the consumer
+        assert st["bytes_decoded"] <= (taken + prefetch) * batch_bytes
+        peak = max(peak, _rss_mb())
+        if taken % 10 == 0:
+            time.sleep(0.02)
+    delivered = ld.stats()["bytes_delivered"] / 2**20
+    assert delivered > 80
+    assert peak - base < 40, (base, peak, delivered)
+
+
+def test_copy_gives_independent_arrays(data):
+    ld = cogfeed.Loader(data["images"], patch_size=16, batch_size=2,
+                        epoch_length=8, copy=True)
+    batches = list(ld)
+    for b in batches:
+        for i, (f, x, y, w, h) in enumerate(b["windows"]):
+            np.testing.assert_array_equal(
+                b["image"][i], expected(16, 16, x + data["shifts"][f], y))
+
+
+def test_fixed_inflight_and_stats(data):
+    ld = cogfeed.Loader(data["images"], data["masks"], patch_size=32,
+                        batch_size=4, max_inflight=2, epoch_length=16)
+    n = sum(len(b["windows"]) for b in ld)
+    st = ld.stats()
+    assert n == 16 and st["samples"] == 16 and st["concurrency"] == 2
+    for k in ("bytes_fetched", "bytes_decoded", "bytes_delivered", "requests",
+              "retries", "io_inflight", "cache_hit_rate", "wait_s",
+              "read_busy_s", "convert_busy_s"):
+        assert k in st
+    assert st["bytes_delivered"] == 16 * (3 * 32 * 32 * 2 + 32 * 32)
+
+
+def test_tile_shuffle_reuses_decoded_tiles(data):
+    ld = cogfeed.Loader(data["images"], data["masks"], patch_size=32,
+                        batch_size=8, sampler="tile-shuffle",
+                        epoch_length=128)
+    for batch in ld:
+        check_batch(data, batch, 32)
+    st = ld.stats()
+    assert st["cache_hit_rate"] > 0.5
+
+
+def test_from_config(tmp_path, data):
+    cfg = {"images": data["images"], "masks": data["masks"],
+           "patch_size": 32, "batch_size": 4, "sampler": "blocked",
+           "max_inflight": None, "decode_threads": 2, "cache_bytes": 1 << 24,
+           "dtype": "float32", "prefetch": 2, "seed": 1,
+           "variant": "/somewhere/lerc_zstd_512"}
+    p = tmp_path / "best.json"
+    p.write_text(json.dumps(cfg))
+    ld = cogfeed.Loader.from_config(str(p), epoch_length=8)
+    batches = list(ld)
+    assert len(batches) == 2 and batches[0]["image"].dtype == np.float32
+    assert batches[0]["image"].shape == (4, 3, 32, 32)
+    with pytest.raises(ValueError, match="patch_sise"):
+        cogfeed.Loader.from_config(dict(cfg, patch_sise=3))
+
+
+def _child(images, q):
+    try:
+        ld = cogfeed.Loader(images, patch_size=16, batch_size=2,
+                            epoch_length=6)
+        q.put(sum(len(b["windows"]) for b in ld))
+    except Exception as e:  # reported to the parent
+        q.put(repr(e))
+
+
+def test_loader_created_in_forked_child(data):
+    parent = cogfeed.Loader(data["images"], patch_size=16, batch_size=2,
+                            epoch_length=6)
+    next(iter(parent))  # parent has running reader threads
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(data["images"], q))
+    p.start()
+    p.join(60)
+    assert p.exitcode == 0
+    assert q.get(timeout=5) == 6
+    assert sum(len(b["windows"]) for b in parent) == 4
+
+
+def test_bad_arguments(data):
+    with pytest.raises(ValueError, match="sampler"):
+        cogfeed.Loader(data["images"], sampler="nope")
+    with pytest.raises(cogfeed.Error, match="band 9"):
+        cogfeed.Loader(data["images"], bands=[9])
+    with pytest.raises(cogfeed.Error, match="rank"):
+        cogfeed.Loader(data["images"], rank=2, world_size=2)
+    with pytest.raises(cogfeed.Error, match="nope.tif"):
+        cogfeed.Loader(["/nonexistent/nope.tif"])
