@@ -59,6 +59,11 @@ def _cogfeed_traffic(st):
     return req, byt
 
 
+def _proc_io():
+    from .baseline import _proc_io as p
+    return p()
+
+
 def measure(ld, batches=None, seconds=None, warmup=2, log=None,
             itemsize=2, on_batch=None):
     """Drive loader wrapper `ld` and return the measurement dict (without
@@ -73,6 +78,7 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
     patches = 0
     t0 = None
     cpu0 = 0.0
+    io0 = (0, 0)
     st0 = {}
     logc = None
     for b in it:
@@ -84,6 +90,7 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
             t0 = now
             cpu0 = common.cpu_seconds(ld.pids())
             st0 = ld.stats()
+            io0 = _proc_io()
             logc = common.LogCounter(log) if log else None
         if t0 is not None:
             img, msk = common.batch_arrays(b)
@@ -122,6 +129,12 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
         if b1 is not None:
             byt = b1 - (b0 or 0)
         src = "loader-stats"
+        if ld.transport == "file" and not byt:
+            # The loader counts network traffic only; local reads are the
+            # pread calls of this process (all its threads).
+            io1 = _proc_io()
+            byt, req = io1[0] - io0[0], io1[1] - io0[1]
+            src = "proc-io"
     else:
         if ld.transport == "file":
             req = st1["local_read_calls"] - st0.get("local_read_calls", 0)

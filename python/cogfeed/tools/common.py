@@ -200,7 +200,15 @@ class _Cogfeed:
         self.loader = loader
 
     def __iter__(self):
-        return iter(self.loader)
+        # A cogfeed Loader stops at the end of each epoch and moves to the
+        # next; benchmarks and training runs stream across epochs.
+        while True:
+            got = False
+            for b in self.loader:
+                got = True
+                yield b
+            if not got:
+                raise RuntimeError("cogfeed loader: an epoch with no batch")
 
     def pids(self):
         return [os.getpid()]
@@ -227,7 +235,15 @@ class _Baseline:
             dtype=s.get("dtype", "raw"))
 
     def __iter__(self):
-        return iter(self.loader)
+        # A cogfeed Loader stops at the end of each epoch and moves to the
+        # next; benchmarks and training runs stream across epochs.
+        while True:
+            got = False
+            for b in self.loader:
+                got = True
+                yield b
+            if not got:
+                raise RuntimeError("cogfeed loader: an epoch with no batch")
 
     def pids(self):
         return [os.getpid()] + self.loader.worker_pids()
