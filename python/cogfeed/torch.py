@@ -34,9 +34,31 @@ def _dist_rank_world():
     return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
 
 
+# Unsigned types this torch cannot hold, and the next wider signed type
+# that holds every value.
+_WIDEN = {"uint16": "int32", "uint32": "int64"}
+
+
+def _tensor(arr):
+    """torch.from_numpy without a copy where torch supports the dtype; a
+    lossless widening copy for uint16/uint32 otherwise."""
+    try:
+        return torch.from_numpy(arr)
+    except TypeError:
+        wide = _WIDEN.get(arr.dtype.name)
+        if wide is None:
+            raise TypeError("torch cannot hold %s; use dtype='float32'" %
+                            arr.dtype.name)
+        return torch.from_numpy(arr.astype(wide))
+
+
 class CogDataset(IterableDataset):
     """Batches of COG patches as torch tensors, for
     ``torch.utils.data.DataLoader(dataset, batch_size=None)``.
+
+    Tensors share memory with the loader (torch.from_numpy) except for
+    uint16/uint32 data, which torch cannot hold: those are widened to
+    int32/int64 (a copy); dtype="float32" is the zero-copy path for them.
 
     Each item is a dict: ``"image"`` (B, C, H, W) (or (B, T, C, H, W)),
     ``"mask"`` (B, 1, H, W) when masks are given, ``"windows"``,
@@ -115,11 +137,11 @@ class CogDataset(IterableDataset):
         ld = self.make_loader()
         try:
             for b in ld:
-                out = {"image": torch.from_numpy(b["image"]),
+                out = {"image": _tensor(b["image"]),
                        "windows": b["windows"], "augment": b["augment"],
                        "index": b["index"], "epoch": b["epoch"]}
                 if "mask" in b:
-                    out["mask"] = torch.from_numpy(b["mask"])
+                    out["mask"] = _tensor(b["mask"])
                 yield out
         finally:
             ld.close()

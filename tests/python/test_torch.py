@@ -1,0 +1,153 @@
+"""cogfeed.torch.CogDataset with torch.utils.data.DataLoader and
+torch.distributed (gloo, CPU): shards are disjoint and cover the epoch."""
+import os
+import socket
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as tmp
+from torch.utils.data import DataLoader
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_loader import expected, make_pair  # noqa: E402
+
+import cogfeed  # noqa: E402
+from cogfeed.torch import CogDataset  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("torch"))
+    a = make_pair(d, "a", 260, 200)
+    b = make_pair(d, "b", 150, 170, shift=1000)
+    return {"images": [a[0], b[0]], "masks": [a[1], b[1]],
+            "shifts": [0, 1000]}
+
+
+def all_grid_windows(data, P):
+    ld = cogfeed.Loader(data["images"], patch_size=P, batch_size=5,
+                        sampler="grid")
+    return [w for b in ld for w in b["windows"]]
+
+
+def test_dataloader_main_process(data):
+    ds = CogDataset(data["images"], data["masks"], patch_size=32,
+                    batch_size=4, epoch_length=16, flip=True)
+    dl = DataLoader(ds, batch_size=None)
+    n = 0
+    for batch in dl:
+        img, msk = batch["image"], batch["mask"]
+        # uint16 is widened losslessly (torch 1.13 has no uint16)
+        assert img.dtype == torch.int32 and msk.dtype == torch.uint8
+        assert img.shape == (4, 3, 32, 32) and msk.shape == (4, 1, 32, 32)
+        # mask aligned with the image through the flips
+        assert (msk[:, 0].int() == (img[:, 0] & 0xFF)).all()
+        for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+            if batch["augment"][i] == 0:
+                np.testing.assert_array_equal(
+                    img[i].numpy(), expected(32, 32, x + data["shifts"][f], y))
+        n += img.shape[0]
+    assert n == 16
+
+
+def test_float32_tensors_are_views(data):
+    # One ring slot: the second batch is written where the first was, so a
+    # tensor that views the ring (no copy) shows the second batch's pixels.
+    ds = CogDataset(data["images"], patch_size=16, batch_size=2,
+                    epoch_length=4, dtype="float32", prefetch=1)
+    it = iter(DataLoader(ds, batch_size=None))
+    first = next(it)
+    t0, kept = first["image"], first["image"].clone()
+    assert t0.dtype == torch.float32 and t0.shape == (2, 3, 16, 16)
+    f, x, y, w, h = first["windows"][0]
+    np.testing.assert_array_equal(
+        kept[0].numpy(), expected(16, 16, x + data["shifts"][f], y))
+    second = next(it)
+    assert torch.equal(t0, second["image"])
+    assert not torch.equal(kept, second["image"])
+
+
+def test_workers_get_disjoint_shards(data):
+    P = 40
+    full = all_grid_windows(data, P)
+    ds = CogDataset(data["images"], patch_size=P, batch_size=3,
+                    sampler="grid")
+    dl = DataLoader(ds, batch_size=None, num_workers=2,
+                    multiprocessing_context="fork")
+    got = []
+    for batch in dl:
+        got += [tuple(w) for w in batch["windows"]]
+        f, x, y, w, h = batch["windows"][0]
+        # workers copy their batches: the pixels survive the trip
+        np.testing.assert_array_equal(
+            batch["image"][0].numpy(),
+            expected(P, P, x + data["shifts"][f], y))
+    assert len(got) == len(set(got)) == len(full)
+    assert set(got) == set(map(tuple, full))
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _dist_worker(rank, world, port, images, P, out):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        ds = CogDataset(images, patch_size=P, batch_size=4, sampler="grid",
+                        drop_last=False)
+        assert ds.shard() == (rank, world)
+        wins = [w for b in DataLoader(ds, batch_size=None)
+                for w in b["windows"]]
+        gathered = [None] * world
+        dist.all_gather_object(gathered, wins)
+        if rank == 0:
+            torch.save(gathered, out)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_distributed_two_processes_cover_epoch(data, tmp_path):
+    P = 48
+    out = str(tmp_path / "windows.pt")
+    tmp.spawn(_dist_worker, args=(2, _free_port(), data["images"], P, out),
+              nprocs=2, join=True)
+    shards = torch.load(out)
+    a, b = (set(map(tuple, s)) for s in shards)
+    assert a and b and not (a & b)
+    full = set(map(tuple, all_grid_windows(data, P)))
+    assert a | b == full
+    assert len(shards[0]) + len(shards[1]) == len(full)
+
+
+def test_rank_from_environment(data, monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    ds = CogDataset(data["images"], patch_size=32, batch_size=2,
+                    sampler="grid")
+    assert ds.shard() == (1, 3)
+    ld = ds.make_loader()
+    ref = cogfeed.Loader(data["images"], patch_size=32, batch_size=2,
+                         sampler="grid")
+    full = [w for b in ref for w in b["windows"]]
+    mine = [w for b in ld for w in b["windows"]]
+    assert mine == full[1::3]
+
+
+def test_set_epoch_changes_samples(data):
+    ds = CogDataset(data["images"], patch_size=32, batch_size=4,
+                    epoch_length=8)
+    e0 = [w for b in DataLoader(ds, batch_size=None) for w in b["windows"]]
+    ds.set_epoch(1)
+    e1 = [w for b in DataLoader(ds, batch_size=None) for w in b["windows"]]
+    ds.set_epoch(0)
+    again = [w for b in DataLoader(ds, batch_size=None) for w in b["windows"]]
+    assert e0 != e1 and e0 == again
+    with pytest.raises(ValueError, match="rank"):
+        CogDataset(data["images"], rank=1)
