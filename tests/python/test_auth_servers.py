@@ -276,11 +276,12 @@ def test_azure_use_development_storage(cog_file, clean_env):
     from azurite import Azurite
     if not _port_free(10000):
         pytest.skip("port 10000 is taken")
+    az = Azurite(port=10000)
     try:
-        az = Azurite(port=10000).start()
+        az.start()
     except RuntimeError as e:
         pytest.skip("azurite not available: %s" % e)
-    with az:
+    with az:  # stops it
         az.create_container("dev")
         az.put_file("dev", "cog.tif", cog_file)
         clean_env.setenv("AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true")

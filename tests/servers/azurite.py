@@ -23,6 +23,7 @@ import hmac
 import http.client
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -34,6 +35,17 @@ ACCOUNT = "devstoreaccount1"
 KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
        "KBHBeksoGMGw==")
 VERSION = "2021-08-06"
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the server gets SIGTERM when the
+    process that started it dies, even if that one was killed before its
+    context manager could stop it (a ctest timeout, ^C)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def free_port() -> int:
@@ -69,11 +81,14 @@ class Azurite:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Azurite":
+        if self.proc and self.proc.poll() is None:
+            return self
         node = shutil.which("node") or "node"
         self.proc = subprocess.Popen(
             [node, azurite_bin(), "--blobHost", "127.0.0.1", "--blobPort", str(self.port),
              "--location", self.location, "--silent", "--skipApiVersionCheck", "--loose"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -63,6 +64,17 @@ print(json.dumps([key["AccessKeyId"], key["SecretAccessKey"],
 """
 
 
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the server gets SIGTERM when the
+    process that started it dies, even if that one was killed before its
+    context manager could stop it (a ctest timeout, ^C)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -101,10 +113,13 @@ class Moto:
         self.session: list[str] = []
 
     def start(self) -> "Moto":
+        if self.proc and self.proc.poll() is None:
+            return self
         env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(_FREE_ACTIONS))
         self.proc = subprocess.Popen(
             [self.python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
