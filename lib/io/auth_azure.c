@@ -210,7 +210,8 @@ cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
 
     if (sas) {
         while (*sas == '?') sas++;
-        if (!*sas || strlen(sas) > CF__AUTH_MAX_URL || strpbrk(sas, " #")) {
+        if (!*sas || strlen(sas) > CF__AUTH_MAX_URL || strpbrk(sas, " #") ||
+            !cf__auth_header_safe(sas)) {
             st = cf__err(err, CF_E_AUTH, "%s: SAS token is malformed", name);
             goto done;
         }

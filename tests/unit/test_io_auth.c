@@ -391,6 +391,10 @@ static void test_azure_urls(void) {
         CHECK(open_env(bad[i], &e, &a, &err) == CF_E_ARG);
         CHECK(a == NULL && !contains(err.msg, "SECRETSIG"));
     }
+    env badsas = {{{"AZURE_STORAGE_ACCOUNT", "acct"},
+                   {"AZURE_STORAGE_SAS_TOKEN", "sv=1&sig=SECRETSIG\r\nX: y"}}};
+    CHECK(open_env("az://c/x.tif", &badsas, &a, &err) == CF_E_AUTH);
+    CHECK(contains(err.msg, "SAS token is malformed") && !contains(err.msg, "SECRETSIG"));
     env noacct = {{{"AZURE_STORAGE_SAS_TOKEN", "sv=1&sig=SECRETSIG"}}};
     CHECK(open_env("az://c/x.tif", &noacct, &a, &err) == CF_E_ARG);
     CHECK(contains(err.msg, "AZURE_STORAGE_ACCOUNT"));
