@@ -637,14 +637,18 @@ static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
         return ferr(c, i, CF_E_FORMAT, "%s has %llu entries, expected %llu",
                     slot_info[so].name, (unsigned long long)eo->count,
                     (unsigned long long)n);
-    /* Each entry takes at least 2 bytes of the file: a huge tile count in a
-     * small file fails here, before the arrays are allocated. */
+    /* Each chunk takes at least 4 bytes of the file (two SHORT entries): a
+     * huge tile count in a small file fails here, and both arrays must be
+     * in the file, before anything is allocated. */
     uint64_t fs = c->p->file_size;
-    if (fs != UINT64_MAX && n > fs / 2)
+    if (fs != UINT64_MAX && n > fs / 4)
         return ferr(c, i, CF_E_FORMAT,
                     "%llu %s cannot fit in a file of %llu bytes",
                     (unsigned long long)n, o->tiled ? "tiles" : "strips",
                     (unsigned long long)fs);
+    const uint8_t *dd;
+    TRY(tag_data(c, i, so, n, &dd));
+    TRY(tag_data(c, i, sc, n, &dd));
     o->nchunks = n;
     o->offsets = cf__malloc((size_t)n * sizeof *o->offsets);
     o->counts = cf__malloc((size_t)n * sizeof *o->counts);
