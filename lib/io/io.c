@@ -147,23 +147,25 @@ double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s) {
 /* ---- the loop thread ----------------------------------------------- */
 
 static void pending_push(cf__loop *lp, cf__xfer *x) {
-    /* FIFO: walk to the tail.  Lists are short (bounded by the queue). */
     x->next = NULL;
-    cf__xfer **pp = &lp->pending;
-    while (*pp) pp = &(*pp)->next;
-    *pp = x;
+    if (lp->pending_tail)
+        lp->pending_tail->next = x;
+    else
+        lp->pending = x;
+    lp->pending_tail = x;
 }
 
 /* Start pending transfers that are due while slots are free; return the
  * seconds until the next one is due (or 1 s). */
 static double start_ready(cf__loop *lp) {
     double now = cf__now(), wait = 1.0;
-    cf__xfer **pp = &lp->pending;
+    cf__xfer **pp = &lp->pending, *prev = NULL;
     while (*pp) {
         cf__xfer *x = *pp;
         int limit = atomic_load(&lp->io->max_inflight);
         if (x->due > now) {
             if (x->due - now < wait) wait = x->due - now;
+            prev = x;
             pp = &x->next;
             continue;
         }
@@ -172,6 +174,7 @@ static double start_ready(cf__loop *lp) {
             break;
         }
         *pp = x->next;
+        if (lp->pending_tail == x) lp->pending_tail = prev;
         x->next = NULL;
         cf_error e;
         cf__err_clear(&e);
@@ -237,9 +240,11 @@ static void *loop_main(void *arg) {
             break;
         }
         /* Append the new submissions after older pending work. */
-        cf__xfer **pp = &lp->pending;
-        while (*pp) pp = &(*pp)->next;
-        *pp = q;
+        while (q) {
+            cf__xfer *nx = q->next;
+            pending_push(lp, q);
+            q = nx;
+        }
 
         start_ready(lp);
         int running = 0;
@@ -264,7 +269,7 @@ static void *loop_main(void *arg) {
         fail_all(lp, x);
     }
     fail_all(lp, lp->pending);
-    lp->pending = NULL;
+    lp->pending = lp->pending_tail = NULL;
     return NULL;
 }
 
@@ -362,7 +367,7 @@ cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err) {
     }
     for (size_t i = 0; i < n; i++) {
         cf__xfer *x = xs[i];
-        x->t0 = now;
+        x->t0 = now; /* reset when its first attempt starts */
         x->due = 0;
         x->next = NULL;
         if (lp->q_tail)

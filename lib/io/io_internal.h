@@ -53,6 +53,7 @@ struct cf__loop {
     CURLSH *share;
     /* Loop-thread only. */
     cf__xfer *pending;        /* waiting for a slot or for their retry time */
+    cf__xfer *pending_tail;
     int active;               /* easy handles inside multi */
     cf__xfer *slots[CF_IO_MAX_INFLIGHT]; /* the active transfers */
     CURL **spare;             /* reusable easy handles */
@@ -107,7 +108,7 @@ struct cf__xfer {
     int mismatches;           /* Content-Range mismatches seen */
     int redirects;
     int slot;                 /* index in loop->slots while active */
-    double t0;                /* submission time: deadline base */
+    double t0;                /* first attempt's start: deadline base */
     double due;               /* not before (backoff) */
     char *redirect_url;       /* current redirect target, or NULL */
     int foreign_host;         /* redirect_url is on another host */

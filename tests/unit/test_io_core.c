@@ -169,7 +169,7 @@ static void test_options(void) {
 static int g_cb_calls;
 static void count_cb(cf_range_req *r, void *user) {
     (void)r;
-    (*(int *)user)++;
+    __atomic_fetch_add((int *)user, 1, __ATOMIC_SEQ_CST); /* loop thread */
 }
 
 static void test_local(const char *dir) {
@@ -302,7 +302,9 @@ static void test_remote(void) {
     CHECK(__atomic_load_n(&calls, __ATOMIC_SEQ_CST) == 4);
     CHECK(memcmp(qb[3], g_obj + 300000, 10) == 0);
 
-    /* A forked child reads through a fresh loop of its own. */
+    /* A forked child reads through a fresh loop of its own.  (TSan cannot
+     * start threads after a multi-threaded fork, so its build skips it.) */
+#if !defined(__SANITIZE_THREAD__)
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -315,6 +317,7 @@ static void test_remote(void) {
     int ws = 0;
     waitpid(pid, &ws, 0);
     CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+#endif
     cf_range_req after = {300, 10, a, 0, NULL, NULL};
     CHECK(cf_src_read(s, &after, 1, &e) == CF_OK && memcmp(a, g_obj + 300, 10) == 0);
 
