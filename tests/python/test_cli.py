@@ -1,0 +1,168 @@
+"""CLI golden tests: `cogfeed info` and `cogfeed read` against GDAL.
+
+Runs the built binary ($COGFEED_BIN) on conformance fixtures (see
+conformance.py) and compares `info --json` with what GDAL reports, and the
+.npy written by `read` bit for bit with GDAL's read of the same window
+(nodata, or 0, outside the image).  Also checks exit codes and that error
+messages name the file.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from osgeo import gdal
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import conformance as C  # noqa: E402
+
+BIN = os.environ.get("COGFEED_BIN", "cogfeed")
+
+# A spread of features: codecs, dtypes, interleave, BigTIFF, big-endian,
+# strips, sparse, nodata (incl. NaN), masks, many bands, non-square tiles.
+CLI_NAMES = [
+    "none_u8x3_t256", "deflate_i8_t256", "deflate_f32_p3_t256", "deflate32946_u16_p2_t256",
+    "lzw_i16_p2_t128", "packbits_f32_t128", "zstd_i32_p2_t256", "lerc_zstd_f32_nan_t256",
+    "lerc_deflate_i16_t512", "jpeg_u8x3_ycbcr_t256", "webp_u8x4_lossy_t256",
+    "gtiff_nonsquare_256x128_u16", "gtiff_band_i16_zstd", "gtiff_bigtiff_be_i16_packbits",
+    "gtiff_be_u16_deflate_p2", "strip_f32_lzw_band", "sparse_u16_nodata", "mask_u16_gtiff",
+    "many_bands_u16_band", "deflate_i64_p2_t256",
+]
+
+
+@pytest.fixture(scope="module")
+def paths():
+    return C.generate_all(names=set(CLI_NAMES))
+
+
+def run(*args, check=True):
+    p = subprocess.run([BIN] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=120)
+    if check and p.returncode != 0:
+        raise AssertionError("cogfeed %s failed (%d): %s" % (" ".join(map(str, args)),
+                                                            p.returncode, p.stderr))
+    return p
+
+
+@pytest.mark.parametrize("name", CLI_NAMES)
+def test_info_json_matches_gdal(paths, name):
+    info = json.loads(run("info", paths[name], "--json").stdout)
+    ds = gdal.Open(paths[name])
+    b1 = ds.GetRasterBand(1)
+    md = ds.GetMetadata("IMAGE_STRUCTURE")
+    assert (info["width"], info["height"], info["count"]) == (
+        ds.RasterXSize, ds.RasterYSize, ds.RasterCount)
+    assert info["dtype"] == str(C.numpy_dtype(ds))
+    assert [info["tile_width"], info["tile_height"]] == b1.GetBlockSize()
+    comp = C.gdal_compression(ds).upper()
+    assert info["compression"].upper() == ("JPEG" if "JPEG" in comp else comp)
+    # From the spec: GDAL 3.6 leaves PREDICTOR out of its metadata for the
+    # legacy Deflate code 32946 (while applying it when reading).
+    spec = C.FIXTURES_BY_NAME[name]
+    assert info["predictor"] == int(C._opt(spec, "PREDICTOR", 1))
+    if spec["patch_compression"] is None:
+        assert info["predictor"] == int(md.get("PREDICTOR", 1))
+    if ds.RasterCount > 1:  # GDAL calls every single-band file BAND
+        assert info["interleave"].upper() == md["INTERLEAVE"]
+    assert [tuple(o) for o in info["overviews"]] == [
+        (b1.GetOverview(i).XSize, b1.GetOverview(i).YSize) for i in range(b1.GetOverviewCount())]
+    assert info["geotransform"] == pytest.approx(list(ds.GetGeoTransform()), abs=1e-9)
+    assert info["epsg"] == C.gdal_epsg(ds)
+    nd = b1.GetNoDataValue()
+    if nd is None:
+        assert info["nodata"] is None
+    elif math.isnan(nd):
+        assert str(info["nodata"]).lower() == "nan"
+    else:
+        assert float(info["nodata"]) == nd
+    assert info["has_mask"] == (b1.GetMaskFlags() == gdal.GMF_PER_DATASET)
+    assert info["bigtiff"] == ("BIGTIFF=YES" in spec["options"])
+    assert info["byte_order"] == ("big" if "ENDIANNESS=BIG" in spec["options"] else "little")
+    assert info["file_size"] == os.path.getsize(paths[name])
+    assert info["header_requests"] >= 1 and info["header_bytes"] > 0
+
+
+def test_info_text(paths):
+    p = paths["gtiff_band_i16_zstd"]
+    out = run("info", p).stdout
+    ds = gdal.Open(p)
+    assert "%d x %d" % (ds.RasterXSize, ds.RasterYSize) in out
+    assert "int16" in out and "ZSTD" in out and "EPSG:32633" in out
+
+
+def _cli_read(tmp_path, path, win, bands=None, level=0):
+    out = tmp_path / "out.npy"
+    if out.exists():
+        out.unlink()
+    args = ["read", path, "--window", "%d,%d,%d,%d" % win, "-o", out]
+    if level:
+        args += ["--level", level]
+    if bands:
+        args += ["--bands", ",".join(map(str, bands))]
+    run(*args)
+    return np.load(out)
+
+
+@pytest.mark.parametrize("name", CLI_NAMES)
+def test_read_npy_matches_gdal(paths, name, tmp_path):
+    ds = gdal.Open(paths[name])
+    W, H = ds.RasterXSize, ds.RasterYSize
+    tw, th = ds.GetRasterBand(1).GetBlockSize()
+    n = ds.RasterCount
+    cases = [
+        ((0, 0, W, H), None, 0),
+        ((tw - 7, th - 5, 40, 30), None, 0),
+        ((W - 10, H - 6, 25, 20), [n], 0),  # partly outside, one band
+        ((-4, -9, 12, 15), [n, 1] if n > 1 else None, 0),  # reordered
+        ((W + 5, H + 5, 3, 4), None, 0),  # fully outside
+        ((W // 2, H // 2, 1, 1), None, 0),
+    ]
+    nlev = ds.GetRasterBand(1).GetOverviewCount()
+    if nlev:
+        lw, lh = C.level_size(ds, nlev)
+        cases.append(((0, 0, lw, lh), None, nlev))
+        cases.append(((lw - 3, lh - 3, 9, 9), [1], 1 if nlev == 1 else nlev - 1))
+    fails = []
+    for win, bands, level in cases:
+        got = _cli_read(tmp_path, paths[name], win, bands, level)
+        exp = C.gdal_read(ds, win, bands, level)
+        # .npy may carry an explicit byte order; compare values' bytes natively.
+        got = got.astype(got.dtype.newbyteorder("="), copy=False)
+        if got.shape != exp.shape or got.dtype != exp.dtype or \
+                np.ascontiguousarray(got).tobytes() != exp.tobytes():
+            fails.append("%s level %d window %s bands %s: got %s %s, expected %s %s%s" % (
+                name, level, win, bands, got.shape, got.dtype, exp.shape, exp.dtype,
+                "" if got.shape != exp.shape else " (values differ)"))
+    assert not fails, "\n".join(fails)
+
+
+def test_read_mask_flag(paths, tmp_path):
+    p = paths["mask_u16_gtiff"]
+    out = tmp_path / "m.npy"
+    run("read", p, "--window", "100,200,300,100", "--mask", "-o", out)
+    got = np.load(out)
+    exp = C.gdal_read_mask(gdal.Open(p), (100, 200, 300, 100))
+    assert got.reshape(exp.shape).tobytes() == exp.tobytes() and got.size == exp.size
+
+
+def test_errors_exit_nonzero_and_name_the_file(paths, tmp_path):
+    p = paths["mask_u16_gtiff"]
+    r = run("read", p, "--window", "0,0,2,2", "--bands", "3", "-o", tmp_path / "x.npy", check=False)
+    assert r.returncode != 0 and os.path.basename(p) in r.stderr
+    assert not (tmp_path / "x.npy").exists()
+    missing = str(tmp_path / "no-such-file.tif")
+    r = run("info", missing, check=False)
+    assert r.returncode != 0 and "no-such-file.tif" in r.stderr
+    r = run("read", p, "--window", "0,0,abc", "-o", tmp_path / "y.npy", check=False)
+    assert r.returncode != 0 and r.stderr
+    r = run("read", p, "--window", "0,0,4,4", "--level", "9", "-o", tmp_path / "z.npy",
+            check=False)
+    assert r.returncode != 0 and r.stderr
+    bad = tmp_path / "not-a-tiff.tif"
+    bad.write_bytes(b"this is not a tiff file at all" * 10)
+    r = run("info", bad, check=False)
+    assert r.returncode != 0 and "not-a-tiff.tif" in r.stderr
