@@ -71,7 +71,7 @@ static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
     double rt = o.request_timeout_s, ct = o.connect_timeout_s, lt = o.low_speed_time_s;
     double rb = o.retry_base_ms, rm = o.retry_max_ms;
     PyObject *cache = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$innddddliiddpO", kwlist, &max_inflight,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpO", kwlist, &max_inflight,
                                      &header_bytes, &merge_gap, &rt, &ct, &lt, &low_bytes,
                                      &max_retries, &budget, &rb, &rm, &verify, &cache))
         return -1;
