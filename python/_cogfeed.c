@@ -9,7 +9,6 @@
 #include <structmember.h>
 
 PyObject *cf_py_Error = NULL;
-#pragma weak cf_py_loader_init /* INTEGRATION: until python/_loader.c lands */
 
 PyObject *cf_py_raise(cf_status code, const cf_error *err) {
     const char *msg = err && err->msg[0] ? err->msg : cf_strerror(code);
@@ -600,6 +599,6 @@ PyMODINIT_FUNC PyInit__cogfeed(void) {
     Py_INCREF(&CogType);
     PyModule_AddObject(m, "Cog", (PyObject *)&CogType);
     PyModule_AddStringConstant(m, "__version__", CF_VERSION_STRING);
-    if (cf_py_loader_init && cf_py_loader_init(m) < 0) return NULL;
+    if (cf_py_loader_init(m) < 0) return NULL;
     return m;
 }
