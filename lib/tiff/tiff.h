@@ -96,7 +96,21 @@ cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
 void cf_tiff_parser_set_size(cf_tiff_parser *p, uint64_t file_size);
 /* Parse.  CF_OK: *out is a new cf_tiff (free with cf_tiff_free).
  * CF__NEED_BYTES: fetch [*need_off, *need_off + *need_len) and call
- * cf_tiff_parser_add, then again.  Anything else: error in err. */
+ * cf_tiff_parser_add, then again.  Anything else: error in err.
+ * Behaviour worth knowing:
+ *  - The requested range is generous (>= 16 KiB, or all missing tag arrays
+ *    of every IFD that lie within 1 MiB of each other) and clamped to the
+ *    file size when known; a short response near EOF is fine as long as
+ *    cf_tiff_parser_set_size is called.  Asking for the same first missing
+ *    byte twice in a row (nothing useful added) is a CF_E_FORMAT error, so
+ *    a truncated file can never make the caller loop.
+ *  - Any malformed or unsupported IFD in the chain fails the whole parse
+ *    (the message names "IFD n" and the tag).  Duplicate tags: the first
+ *    wins; entries with unknown type codes are skipped.
+ *  - GeoTIFF and GDAL tags are best effort: a malformed ModelPixelScale,
+ *    GeoKeyDirectory (e.g. more keys than data), GDAL_NODATA or
+ *    GDAL_METADATA is ignored, never an error; a non-finite geotransform is
+ *    reported as absent. */
 cf_status cf_tiff_parser_run(cf_tiff_parser *p, cf_tiff **out,
                              uint64_t *need_off, uint64_t *need_len,
                              cf_error *err);
