@@ -514,7 +514,11 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     cf_io *io = lp->io;
     const char *n = x->src->name;
     curl_off_t connect_us = 0;
+    long sent = 0;
     curl_easy_getinfo(x->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+    /* Bytes of request sent: tells a reused keep-alive connection that
+     * died (read failure) from a connect that never happened. */
+    curl_easy_getinfo(x->easy, CURLINFO_REQUEST_SIZE, &sent);
     char cerr[128];
     snprintf(cerr, sizeof cerr, "%s", curl_easy_strerror(rc));
     if (lp->nspare < CF_IO_MAX_INFLIGHT)
@@ -554,7 +558,7 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
         /* Transport failure.  Before any response it is a connect failure
          * unless a connection was made; after headers it is a read failure
          * and whatever arrived is kept (resumed from the next byte). */
-        int connected = connect_us > 0 || x->status != 0;
+        int connected = connect_us > 0 || sent > 0 || x->status != 0;
         int stalled = rc == CURLE_OPERATION_TIMEDOUT;
         if (connected)
             atomic_fetch_add(&io->n_read_fail, 1);
