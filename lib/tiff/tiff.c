@@ -829,11 +829,13 @@ static cf_status parse_geo(ctx *c, int i, cf_tiff *t) {
         if (st) ntr = 0;
     }
     double *gt = t->geotransform;
-    if (nsc >= 2 && ntp >= 6) {
+    /* Like GDAL: a zero scale means no geotransform, and a negative ScaleY
+     * is taken as north-up (GTIFF_HONOUR_NEGATIVE_SCALEY=NO). */
+    if (nsc >= 2 && ntp >= 6 && sc[0] != 0 && sc[1] != 0) {
         gt[1] = sc[0];
         gt[2] = 0;
         gt[4] = 0;
-        gt[5] = -sc[1];
+        gt[5] = -fabs(sc[1]);
         gt[0] = tp[3] - tp[0] * gt[1];
         gt[3] = tp[4] - tp[1] * gt[5];
         t->has_geotransform = 1;

@@ -325,6 +325,27 @@ static void test_geotiff(void) {
     cf_tiff_free(t);
     tw_free(&w);
 
+    /* Negative ScaleY is read as north-up, zero scale as no transform
+     * (GDAL 3.6 gives (97, 2, 0, 204.5, 0, -3) and none for these). */
+    double negs[3] = {2, -3, 0}, zeros[3] = {0, 3, 0};
+    double tie3[6] = {1, 1, 0, 100, 200, 0};
+    for (int k = 0; k < 2; k++) {
+        tw_init(&w, false, false);
+        tw_image_ifd(&w, &im);
+        tw_doubles(&w, 33550, 3, k ? zeros : negs);
+        tw_doubles(&w, 33922, 6, tie3);
+        uint64_t kvp[] = {1025, 2};
+        geokeys(&w, kvp, 1, 1);
+        t = NULL;
+        CHECK(parse(&w, &t, &err) == CF_OK);
+        if (t && k == 0)
+            CHECK(t->has_geotransform && t->geotransform[0] == 97 &&
+                  t->geotransform[3] == 204.5 && t->geotransform[5] == -3);
+        if (t && k == 1) CHECK(!t->has_geotransform);
+        cf_tiff_free(t);
+        tw_free(&w);
+    }
+
     /* ModelTransformation, nodata "inf", user-defined projected CRS. */
     tw_init(&w, false, true);
     tw_image_ifd(&w, &im);
