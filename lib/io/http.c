@@ -145,7 +145,9 @@ static int check_identity(cf__xfer *x, uint64_t total) {
                   s->size, total);
         ok = 0;
     } else {
-        if (!s->etag[0] && x->etag[0]) {
+        /* Only the first (header) read pins the ETag, so that
+         * cf_src_etag never changes under a reader once it returned. */
+        if (x->head && !s->etag[0] && x->etag[0]) {
             size_t k = strlen(x->etag);
             memcpy(s->etag, x->etag, k + 1);
         }
@@ -554,6 +556,22 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     }
 
     int body_status = x->status == 200 || x->status == 206;
+    switch (rc) {
+    /* Failures that a retry cannot fix. */
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+        return fail(x, CF_E_IO,
+                    "%s: TLS certificate verification failed (%s): give the "
+                    "server's CA with ca_file, or set verify_tls=0 to skip "
+                    "the check",
+                    n, cerr);
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+        return fail(x, CF_E_ARG, "%s: %s", n, cerr);
+    default: break;
+    }
     if (rc != CURLE_OK && (body_status || x->status == 0)) {
         /* Transport failure.  Before any response it is a connect failure
          * unless a connection was made; after headers it is a read failure
