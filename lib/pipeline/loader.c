@@ -103,7 +103,7 @@ struct cf_loader {
     uint64_t win_done, win_retries;
     int win_backpressure;
     double best_rate;
-    int dir;
+    int dir, slow_start;
 
     pthread_mutex_t cache_mu;
     pthread_cond_t cache_cv;
@@ -530,8 +530,9 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     ld->max_conc = want;
     ld->conc = o->max_inflight ? (o->max_inflight < want ? o->max_inflight
                                                         : want)
-                               : (want < 4 ? want : 4);
+                               : (want < 8 ? want : 8);
     ld->dir = 1;
+    ld->slow_start = 1;
     /* Scratch: the largest raw member block (for conversion), at least one
      * output plane (for augmentation). */
     size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
@@ -917,10 +918,11 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
 }
 
 /* Hill-climb the number of patches read at once on delivered samples per
- * second: keep going while throughput grows, turn around when it drops
- * (decode- or bandwidth-bound), back off by a quarter when the io saw
- * retries (throttling), hold while the consumer is the bottleneck.
- * Called under ld->mu after each sample. */
+ * second.  Slow start first (x1.5 while throughput grows by 5%), then small
+ * steps that turn around when throughput drops (decode- or bandwidth-
+ * bound); back off by a quarter when the io saw retries (throttling); hold
+ * while the consumer is the bottleneck (the ring was full).  Called under
+ * ld->mu after each sample. */
 static void adapt(cf_loader *ld) {
     if (ld->o.max_inflight) return;
     double now = cf__now();
@@ -935,19 +937,30 @@ static void adapt(cf_loader *ld) {
     }
     ld->win_done++;
     double dt = now - ld->win_t0;
-    if (dt < 0.25 || ld->win_done < (uint64_t)ld->conc * 2) return;
+    if (dt < 0.2 || ld->win_done < (uint64_t)ld->conc) return;
     double rate = (double)ld->win_done / dt;
     cf_io_stats ios;
     cf_io_get_stats(ld->io, &ios);
-    int c = ld->conc, step = c / 4 > 1 ? c / 4 : 1;
+    int c = ld->conc;
     if (ios.retries > ld->win_retries) {
         c = c * 3 / 4;
+        ld->slow_start = 0;
         ld->dir = 1;
         ld->best_rate = 0;
     } else if (!ld->win_backpressure) {
-        if (ld->best_rate > 0 && rate < ld->best_rate * 1.02)
-            ld->dir = -ld->dir;
-        c += ld->dir * step;
+        int better = ld->best_rate == 0 || rate > ld->best_rate * 1.05;
+        if (ld->slow_start && better) {
+            c = c * 3 / 2 + 1;
+        } else {
+            if (ld->slow_start) {
+                ld->slow_start = 0;
+                ld->dir = -1;
+            } else if (rate < ld->best_rate * 0.98) {
+                ld->dir = -ld->dir;
+            }
+            int step = c / 8 > 1 ? c / 8 : 1;
+            c += ld->dir * step;
+        }
         ld->best_rate = rate;
     }
     if (c < 1) c = 1;
