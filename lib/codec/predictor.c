@@ -57,24 +57,37 @@ static void hor_acc_1(uint8_t *row, size_t n, size_t stride) {
 }
 
 /* Undo predictor 3 on one row of `wc` values of `bps` bytes, using `tmp`
- * (wc * bps bytes) as staging. */
+ * (wc * bps bytes) as staging: the byte accumulation writes into tmp, then
+ * each value is rebuilt from its plane bytes (plane 0 most significant)
+ * and stored whole, which gives native order on any host. */
 static void fp_acc(uint8_t *row, uint8_t *tmp, size_t wc, unsigned bps,
                    size_t stride) {
     size_t cc = wc * bps;
-    for (size_t i = stride; i < cc; i++)
-        row[i] = (uint8_t)(row[i] + row[i - stride]);
-    memcpy(tmp, row, cc);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    for (unsigned b = 0; b < bps; b++) {
-        const uint8_t *plane = tmp + (size_t)b * wc;
-        for (size_t k = 0; k < wc; k++) row[k * bps + b] = plane[k];
+    size_t head = stride < cc ? stride : cc;
+    memcpy(tmp, row, head);
+    for (size_t i = head; i < cc; i++)
+        tmp[i] = (uint8_t)(row[i] + tmp[i - stride]);
+    if (bps == 4) {
+        const uint8_t *p0 = tmp, *p1 = tmp + wc, *p2 = tmp + 2 * wc,
+                      *p3 = tmp + 3 * wc;
+        for (size_t k = 0; k < wc; k++) {
+            uint32_t v = (uint32_t)p0[k] << 24 | (uint32_t)p1[k] << 16 |
+                         (uint32_t)p2[k] << 8 | p3[k];
+            memcpy(row + 4 * k, &v, 4);
+        }
+    } else if (bps == 2) {
+        const uint8_t *p0 = tmp, *p1 = tmp + wc;
+        for (size_t k = 0; k < wc; k++) {
+            uint16_t v = (uint16_t)(p0[k] << 8 | p1[k]);
+            memcpy(row + 2 * k, &v, 2);
+        }
+    } else {
+        for (size_t k = 0; k < wc; k++) {
+            uint64_t v = 0;
+            for (unsigned b = 0; b < bps; b++) v = v << 8 | tmp[b * wc + k];
+            memcpy(row + bps * k, &v, bps);
+        }
     }
-#else
-    for (unsigned b = 0; b < bps; b++) {
-        const uint8_t *plane = tmp + (size_t)(bps - 1 - b) * wc;
-        for (size_t k = 0; k < wc; k++) row[k * bps + b] = plane[k];
-    }
-#endif
 }
 
 cf_status cf__predictor_undo(cf__scratch *rowbuf, const cf_codec_params *p,
