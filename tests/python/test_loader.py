@@ -401,3 +401,37 @@ def test_bad_arguments(data):
         cogfeed.Loader(data["images"], rank=2, world_size=2)
     with pytest.raises(cogfeed.Error, match="nope.tif"):
         cogfeed.Loader(["/nonexistent/nope.tif"])
+
+
+def test_caller_buffers_receive_the_batches(data):
+    P, B = 24, 3
+    ld = cogfeed.Loader(data["images"], data["masks"], patch_size=P,
+                        batch_size=B, prefetch=2, epoch_length=12)
+    lay = ld.layout
+    assert lay["image_bytes"] == B * 3 * P * P * 2
+    bufs = [(np.zeros(lay["image_bytes"], np.uint8),
+             np.zeros(lay["mask_bytes"], np.uint8)) for _ in range(2)]
+    for slot, (im, mk) in enumerate(bufs):
+        ld.set_buffers(slot, im, mk)
+    with pytest.raises(ValueError, match="too small"):
+        ld.set_buffers(0, np.zeros(10, np.uint8), bufs[0][1])
+    for batch in ld:
+        check_batch(data, batch, P)
+        owner = bufs[batch["index"] % 2][0].view(np.uint16).reshape(
+            B, 3, P, P)
+        assert np.shares_memory(batch["image"], owner)
+        np.testing.assert_array_equal(batch["image"], owner)
+    with pytest.raises(cogfeed.Error, match="before reading"):
+        ld2 = cogfeed.Loader(data["images"], patch_size=P, batch_size=B,
+                             epoch_length=12)
+        next(iter(ld2))
+        ld2.set_buffers(1, bufs[1][0])
+
+
+def test_weights_choose_files(data):
+    ld = cogfeed.Loader(data["images"], patch_size=16, batch_size=10,
+                        weights=[1.0, 1e-12], epoch_length=50)
+    files = {w[0] for b in ld for w in b["windows"]}
+    assert files == {0}
+    with pytest.raises(cogfeed.Error, match="weight"):
+        cogfeed.Loader(data["images"], weights=[1.0, 0.0])
