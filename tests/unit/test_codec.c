@@ -662,6 +662,47 @@ static void jpeg_encode(const uint8_t *px, int w, int h, int comps, int ycbcr,
     jpeg_destroy_compress(&ci);
 }
 
+/* A complete (non-abbreviated) grayscale JPEG; progressive with libjpeg's
+ * simple script, or with one scan per coefficient and bit (about 700
+ * scans) when many_scans is set. */
+static void jpeg_encode_progressive(const uint8_t *px, int w, int h,
+                                    int many_scans, uint8_t **img,
+                                    unsigned long *ilen) {
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr jerr;
+    static jpeg_scan_info scans[1 + 63 * 11];
+    ci.err = jpeg_std_error(&jerr);
+    jpeg_create_compress(&ci);
+    ci.image_width = (JDIMENSION)w;
+    ci.image_height = (JDIMENSION)h;
+    ci.input_components = 1;
+    ci.in_color_space = JCS_GRAYSCALE;
+    jpeg_set_defaults(&ci);
+    if (many_scans) {
+        int n = 0;
+        scans[n++] = (jpeg_scan_info){1, {0}, 0, 0, 0, 0};
+        for (int k = 1; k < 64; k++) {
+            scans[n++] = (jpeg_scan_info){1, {0}, k, k, 0, 10};
+            for (int al = 9; al >= 0; al--)
+                scans[n++] = (jpeg_scan_info){1, {0}, k, k, al + 1, al};
+        }
+        ci.scan_info = scans;
+        ci.num_scans = n;
+    } else {
+        jpeg_simple_progression(&ci);
+    }
+    *img = NULL;
+    *ilen = 0;
+    jpeg_mem_dest(&ci, img, ilen);
+    jpeg_start_compress(&ci, TRUE);
+    while (ci.next_scanline < ci.image_height) {
+        JSAMPROW r = (JSAMPROW)(px + (size_t)ci.next_scanline * w);
+        jpeg_write_scanlines(&ci, &r, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+}
+
 static void test_jpeg(cf_codec_ctx *ctx) {
     cf_error err;
     const int w = 64, h = 48;
@@ -716,6 +757,23 @@ static void test_jpeg(cf_codec_ctx *ctx) {
             CHECK(strstr(err.msg, "sampled") != NULL);
         }
         free(t);
+        free(im);
+    }
+    /* progressive: a normal script decodes; ~700 scans hit the scan cap */
+    for (int many = 0; many < 2; many++) {
+        uint8_t *im;
+        unsigned long il;
+        jpeg_encode_progressive(px, 32, 16, many, &im, &il);
+        cf_codec_params p = params(7, 8, 32, 16, 1);
+        memset(out, 0x33, 512);
+        cf_status st = cf_codec_decode(ctx, &p, im, il, out, 512, &err);
+        if (many) {
+            CHECK(st == CF_E_CODEC);
+            CHECK(strstr(err.msg, "progressive scans") != NULL);
+            CHECK(all_zero(out, 512));
+        } else {
+            CHECK(st == CF_OK);
+        }
         free(im);
     }
     free(px);
