@@ -344,7 +344,7 @@ cf_status cf__auth_new_env(const char *url, cf_auth_getenv ge, void *user,
         st = cf__err(err, CF_E_ARG,
                      "%s: object keys with '.' or '..' path segments are not "
                      "supported (HTTP clients rewrite them)", red);
-    if (st == CF_OK && (!a->host || !a->path)) {
+    if (st == CF_OK) {
         int r = cf__auth_split_http(a->http_url, &a->host, &a->path,
                                     &a->has_query);
         if (r == 0)

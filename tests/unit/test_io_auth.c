@@ -530,6 +530,71 @@ static void test_error_code(void) {
     CHECK(!strcmp(code, ""));
 }
 
+/* Mutated URLs and environment values, deterministic: whatever comes in,
+ * no crash (the ASan build checks memory), either an error with a message
+ * or a handle whose URL is usable and whose name has no query. */
+static void test_mutations(void) {
+    static const char *seeds[] = {
+        "s3://bucket/dir/key.tif", "az://container/dir/blob.tif",
+        "gs://bucket/dir/key.tif", "https://acct.blob.core.windows.net/c/b.tif?sv=1&sig=S",
+        "http://[::1]:8080/a/b?x=1#f", "https://u:p@host:443/x", "s3://b.c/k?x#y",
+    };
+    static const char alphabet[] = "/:?#@%.[]=;&+~ aZ9\xc3\xbc";
+    env envs[3] = {
+        {{{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "S3CR3T"},
+          {"AWS_ENDPOINT_URL", "http://[::1]:9000/base/"},
+          {"AZURE_STORAGE_ACCOUNT", "acct"}, {"AZURE_STORAGE_ACCESS_KEY", DEV_KEY},
+          {"GOOGLE_OAUTH_ACCESS_TOKEN", "tok"}}},
+        {{{"AWS_NO_SIGN_REQUEST", "yes"},
+          {"AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true;AccountKey="},
+          {"STORAGE_EMULATOR_HOST", "h:1"}}},
+        {{{"AZURE_STORAGE_CONNECTION_STRING", "BlobEndpoint=http://h/;SharedAccessSignature=?"},
+          {"AWS_ACCESS_KEY_ID", "A"}, {"AWS_SECRET_ACCESS_KEY", "x"}, {"AWS_REGION", ""}}},
+    };
+    uint64_t r = 0x9e3779b97f4a7c15u;
+    int ok = 0, bad = 0;
+    for (int it = 0; it < 20000; it++) {
+        char u[128];
+        snprintf(u, sizeof u, "%s", seeds[it % 7]);
+        int nmut = 1 + it % 4;
+        for (int m = 0; m < nmut; m++) {
+            r = r * 6364136223846793005u + 1442695040888963407u;
+            size_t len = strlen(u), pos = (size_t)(r >> 33) % (len + 1);
+            char c = alphabet[(r >> 20) % (sizeof alphabet - 1)];
+            switch ((r >> 10) % 3) {
+            case 0: if (pos < len) u[pos] = c; break;                 /* replace */
+            case 1: u[pos] = 0; break;                                 /* cut */
+            default:                                                   /* insert */
+                if (len + 2 < sizeof u) {
+                    memmove(u + pos + 1, u + pos, len - pos + 1);
+                    u[pos] = c;
+                }
+            }
+        }
+        cf_auth *a = NULL;
+        cf_error err;
+        cf_status st = open_env(u, &envs[it % 3], &a, &err);
+        if (st != CF_OK) {
+            bad++;
+            if (a || !err.msg[0]) CHECK(!"error without message, or handle");
+            continue;
+        }
+        ok++;
+        if (!cf__auth_http_url(a) || strchr(cf__auth_redacted(a), '?') ||
+            strchr(cf__auth_redacted(a), '#'))
+            CHECK(!"bad handle");
+        struct curl_slist *h = NULL;
+        if (cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-1", "\"e\"", &h, &err) != CF_OK)
+            CHECK(!"sign failed");
+        for (struct curl_slist *p = h; p; p = p->next)
+            if (strpbrk(p->data, "\r\n")) CHECK(!"header with CR/LF");
+        curl_slist_free_all(h);
+        cf__auth_free(a);
+    }
+    printf("mutations: %d opened, %d refused\n", ok, bad);
+    CHECK(ok > 1000 && bad > 1000); /* both paths were exercised */
+}
+
 int main(void) {
     test_sigv4_vectors();
     test_uri_encode();
@@ -541,5 +606,6 @@ int main(void) {
     test_gcs_http();
     test_redaction();
     test_error_code();
+    test_mutations();
     return CF_TEST_END();
 }
