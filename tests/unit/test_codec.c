@@ -499,6 +499,10 @@ static void test_params(cf_codec_ctx *ctx) {
     CHECK(!cf_codec_supported(34887, 0));
 #endif
     CHECK(cf_codec_decode(NULL, &p, out, 64, out, 16, &err) == CF_E_ARG);
+    /* without an error struct the status is still the codec's */
+    p = params(5, 8, 4, 4, 1);
+    uint8_t one = 0x80;
+    CHECK(cf_codec_decode(ctx, &p, &one, 1, out, 16, NULL) == CF_E_CODEC);
 }
 
 #ifdef CF_HAVE_LERC
