@@ -336,6 +336,7 @@ static cf__loop *get_loop(cf_io *io, cf_error *err) {
         if (lp && lp->pid == me) return lp;
         cf__loop *nl = loop_new(io, me, err);
         if (!nl) return NULL;
+        nl->abandoned = lp;
         if (atomic_compare_exchange_strong(&io->loop, &lp, nl)) {
             /* A parent's loop (lp != NULL) is deliberately leaked: its
              * thread does not exist here and its connections are the

@@ -43,6 +43,8 @@ void cf__io_upper_free(cf_io *io);
 struct cf__loop {
     cf_io *io;
     pid_t pid;
+    cf__loop *abandoned;      /* the parent's loop, after a fork: kept
+                                 reachable, never touched */
     pthread_t thread;
     pthread_mutex_t mu;       /* guards the submission queue and stop */
     pthread_cond_t room;      /* signalled when the queue drains */

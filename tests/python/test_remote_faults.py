@@ -443,6 +443,7 @@ def test_fork_child_builds_its_own_loop(srv, data, tmp_path):
     child, parent = fetch(srv.url("a.bin"), "head:4096", "read:1000+10",
                           "fork", "read:200000+4000", out=out)
     assert child["role"] == "child" and parent["role"] == "parent"
+    assert parent["child_exit"] == 0
     check_ok(child)
     check_ok(parent)
     assert (tmp_path / "o.child").read_bytes() == blob(data, 200000, 4000)

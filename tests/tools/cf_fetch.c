@@ -102,6 +102,7 @@ int main(int argc, char **argv) {
     }
     cf_src *src = NULL;
     const char *role = "main";
+    int child_exit = -1; /* parent: the child's exit status after "fork" */
     char outbuf[4096];
     const char *outp = out;
     /* One JSON line per process: built in memory so that a forked child
@@ -177,8 +178,9 @@ int main(int argc, char **argv) {
                     outp = outbuf;
                 }
             } else {
-                int ws;
+                int ws = 0;
                 waitpid(pid, &ws, 0);
+                child_exit = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128;
                 role = "parent";
             }
             st = CF_OK;
@@ -194,7 +196,7 @@ int main(int argc, char **argv) {
     }
     cf_io_stats s;
     cf_io_get_stats(io, &s);
-    fprintf(j, "],\"role\":\"%s\",", role);
+    fprintf(j, "],\"role\":\"%s\",\"child_exit\":%d,", role, child_exit);
     if (src) {
         uint64_t size = cf_src_size(src);
         fprintf(j, "\"size\":%" PRId64 ",\"etag\":",
