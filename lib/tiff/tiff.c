@@ -1114,6 +1114,23 @@ cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
         return cf__err(err, CF_E_LIMIT,
                        "%.200s: header needs more than %llu bytes (limit)",
                        p->name, (unsigned long long)CF_MAX_HEADER_BYTES);
+    if (b == a + 1 && p->r[a].off <= off) {
+        /* Extending one range (the usual case: the next request follows
+         * the bytes already held): grow it in place, so that many small
+         * adds do not copy the whole header each time. */
+        range *r = &p->r[a];
+        if (hi - lo > r->len) {
+            uint8_t *nd = cf__realloc(r->data, (size_t)(hi - lo));
+            if (!nd)
+                return cf__err(err, CF_E_NOMEM, "%.200s: out of memory",
+                               p->name);
+            r->data = nd;
+            r->len = (size_t)(hi - lo);
+        }
+        memcpy(r->data + (off - lo), data, len);
+        p->total = total;
+        return CF_OK;
+    }
     uint8_t *buf = cf__malloc((size_t)(hi - lo));
     if (!buf) return cf__err(err, CF_E_NOMEM, "%.200s: out of memory", p->name);
     for (size_t k = a; k < b; k++)

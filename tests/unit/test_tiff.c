@@ -475,6 +475,48 @@ static void test_need_bytes(void) {
     tw_free(&w);
 }
 
+/* Pieces of random size added in random order must merge into exactly the
+ * file: the parse then needs nothing more and gives the same result. */
+static void test_merge_random(void) {
+    tw w;
+    tw_init(&w, true, true);
+    tw_image im = tw_image_default(3000, 2000);
+    tw_image_ifd(&w, &im);
+    im.width /= 2;
+    im.height /= 2;
+    im.subfile = 1;
+    tw_image_ifd(&w, &im);
+    size_t len;
+    const uint8_t *d = tw_finish(&w, &len);
+    cf_tiff_parser *p = cf_tiff_parser_new(len, "m.tif");
+    cf_error err;
+    uint32_t seed = 12345;
+    uint8_t *seen = calloc(len, 1);
+    size_t covered = 0;
+    for (int k = 0; k < 200000 && covered < len; k++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t off = (seed >> 8) % len;
+        seed = seed * 1103515245u + 12345u;
+        size_t n = 1 + (seed >> 8) % 200;
+        if (n > len - off) n = len - off;
+        CHECK(cf_tiff_parser_add(p, off, d + off, n, &err) == CF_OK);
+        for (size_t j = off; j < off + n; j++) covered += !seen[j], seen[j] = 1;
+    }
+    CHECK(covered == len);
+    cf_tiff *t = NULL;
+    uint64_t no, nl;
+    CHECK(cf_tiff_parser_run(p, &t, &no, &nl, &err) == CF_OK);
+    if (t) {
+        CHECK(t->nlevels == 2 && t->ifds[0].nchunks == 12 * 8);
+        CHECK(t->ifds[1].offsets[0] == 16 + 12 * 8 + 1);
+        CHECK(t->header_end == len);
+    }
+    cf_tiff_free(t);
+    cf_tiff_parser_free(p);
+    free(seen);
+    tw_free(&w);
+}
+
 /* ---- reliability items ------------------------------------------------ */
 
 static void item1_loops(void) {
@@ -1070,6 +1112,7 @@ int main(void) {
     test_levels_and_masks();
     test_geotiff();
     test_need_bytes();
+    test_merge_random();
     item1_loops();
     item2_offsets_past_eof();
     item3_entry_count();
