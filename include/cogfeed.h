@@ -346,7 +346,9 @@ void cf_loader_options_init(cf_loader_options *opt);
 
 /* Open every file (checking that masks and layers are aligned: same size
  * and geotransform) and allocate the ring.  Threads start at the first
- * cf_loader_next.  Strings in opt are copied. */
+ * cf_loader_next.  Strings in opt are copied.  After fork() a loader works
+ * only in the process that created it (CF_E_STATE elsewhere; stats read as
+ * zero there); cf_loader_free is safe in both. */
 cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
                         cf_error *err);
 void cf_loader_free(cf_loader *ld);

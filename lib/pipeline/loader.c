@@ -86,7 +86,8 @@ struct cf_loader {
     size_t mask_es;
     size_t plane;             /* P*P */
     cf__sampler samp;
-    uint64_t total;           /* samples to deliver this epoch (this rank) */
+    uint64_t total;
+    pid_t pid;                /* creator: reader threads exist only there */           /* samples to deliver this epoch (this rank) */
 
     ld_slot *slots;
     ld_worker *workers;
@@ -623,6 +624,7 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
         return st;
     }
     ld->epoch = o->epoch;
+    ld->pid = getpid();
     *out = ld;
     return CF_OK;
 }
@@ -1085,9 +1087,20 @@ static void stop_threads(cf_loader *ld) {
 /* consumer                                                             */
 /* ------------------------------------------------------------------ */
 
+/* After fork() the child has the loader's memory but not its threads
+ * (and maybe a lock held by one of them): refuse to use it there. */
+static cf_status check_pid(const cf_loader *ld, cf_error *err) {
+    if (getpid() == ld->pid) return CF_OK;
+    return cf__err(err, CF_E_STATE,
+                   "loader: created in process %d, used in %d after fork(): "
+                   "create a loader in each process",
+                   (int)ld->pid, (int)getpid());
+}
+
 cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     memset(out, 0, sizeof *out);
     out->slot = -1;
+    if (check_pid(ld, err) != CF_OK) return CF_E_STATE;
     pthread_mutex_lock(&ld->mu);
     if (ld->next_batch >= ld->lay_out.batches) {
         pthread_mutex_unlock(&ld->mu);
@@ -1159,6 +1172,7 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
 
 void cf_loader_release(cf_loader *ld, const cf_batch *b) {
     if (!ld || !b || b->slot < 0 || b->slot >= ld->o.prefetch) return;
+    if (getpid() != ld->pid) return; /* forked child: see check_pid */
     pthread_mutex_lock(&ld->mu);
     ld_slot *s = &ld->slots[b->slot];
     if (s->state == SLOT_HELD && s->batch == b->index) {
@@ -1170,6 +1184,7 @@ void cf_loader_release(cf_loader *ld, const cf_batch *b) {
 
 cf_status cf_loader_set_epoch(cf_loader *ld, uint64_t epoch, uint64_t batch,
                               cf_error *err) {
+    if (check_pid(ld, err) != CF_OK) return CF_E_STATE;
     stop_threads(ld);
     pthread_mutex_lock(&ld->mu);
     for (int i = 0; i < ld->o.prefetch; i++) ld->slots[i].state = SLOT_FREE;
@@ -1187,10 +1202,11 @@ cf_status cf_loader_set_epoch(cf_loader *ld, uint64_t epoch, uint64_t batch,
 void cf_loader_position(const cf_loader *ld, uint64_t *epoch,
                         uint64_t *next_batch) {
     cf_loader *m = (cf_loader *)ld; /* the lock is not part of the value */
-    pthread_mutex_lock(&m->mu);
+    int child = getpid() != ld->pid; /* a copied lock may be held forever */
+    if (!child) pthread_mutex_lock(&m->mu);
     if (epoch) *epoch = ld->epoch;
     if (next_batch) *next_batch = ld->next_batch;
-    pthread_mutex_unlock(&m->mu);
+    if (!child) pthread_mutex_unlock(&m->mu);
 }
 
 cf_status cf_loader_set_buffers(cf_loader *ld, int slot, void *image,
@@ -1230,6 +1246,7 @@ cf_status cf_loader_window(const cf_loader *ld, uint64_t j, cf_window *out,
 
 void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     memset(out, 0, sizeof *out);
+    if (getpid() != ld->pid) return; /* forked child: see check_pid */
     cf_io_stats ios;
     cf_io_get_stats(ld->io, &ios);
     out->bytes_fetched = ios.bytes_fetched;
@@ -1257,7 +1274,10 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
 
 void cf_loader_free(cf_loader *ld) {
     if (!ld) return;
-    if (ld->workers) stop_threads(ld);
+    /* In a forked child there are no reader threads to stop, and a lock may
+     * have been copied while held: free the memory only. */
+    int child = ld->pid && getpid() != ld->pid;
+    if (ld->workers && !child) stop_threads(ld);
     for (int t = 0; ld->workers && t < ld->nthreads; t++)
         free(ld->workers[t].scratch);
     free(ld->workers);
@@ -1292,10 +1312,12 @@ void cf_loader_free(cf_loader *ld) {
     free(ld->layer_bands);
     free(ld->layer_dt);
     cf__sampler_free(&ld->samp);
-    pthread_mutex_destroy(&ld->mu);
-    pthread_cond_destroy(&ld->work_cv);
-    pthread_cond_destroy(&ld->ready_cv);
-    pthread_mutex_destroy(&ld->cache_mu);
-    pthread_cond_destroy(&ld->cache_cv);
+    if (!child) {
+        pthread_mutex_destroy(&ld->mu);
+        pthread_cond_destroy(&ld->work_cv);
+        pthread_cond_destroy(&ld->ready_cv);
+        pthread_mutex_destroy(&ld->cache_mu);
+        pthread_cond_destroy(&ld->cache_cv);
+    }
     free(ld);
 }

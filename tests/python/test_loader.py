@@ -435,3 +435,29 @@ def test_weights_choose_files(data):
     assert files == {0}
     with pytest.raises(cogfeed.Error, match="weight"):
         cogfeed.Loader(data["images"], weights=[1.0, 0.0])
+
+
+def _use_inherited(ld, q):
+    try:
+        next(iter(ld))
+        q.put("no error")
+    except cogfeed.Error as e:
+        q.put(str(e))
+    ld.close()  # and freeing it in the child must not hang
+    del ld
+    q.put("freed")
+
+
+def test_inherited_loader_is_refused_in_child(data):
+    ld = cogfeed.Loader(data["images"], patch_size=16, batch_size=2,
+                        epoch_length=6)
+    next(iter(ld))
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_use_inherited, args=(ld, q))
+    p.start()
+    p.join(60)
+    assert p.exitcode == 0
+    assert "create a loader in each process" in q.get(timeout=5)
+    assert q.get(timeout=5) == "freed"
+    assert sum(len(b["windows"]) for b in ld) == 4
