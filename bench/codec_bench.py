@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""Decode throughput per codec: cogfeed vs GDAL on the same files.
+
+For each codec a SIZE x SIZE image with 512 px tiles is written by GDAL's
+COG driver (cached in $CF_TEST_DATA/bench or /tmp/cogfeed-bench), read once
+so it sits in the page cache, then decoded whole, tile by tile:
+
+  cogfeed 1 thread   one cogfeed.open, cog.read() of every tile in order
+  cogfeed N threads  the same tiles from a thread pool of N (the extension
+                     releases the GIL while reading)
+  GDAL 1 thread      GDAL_NUM_THREADS=1, ReadAsArray of every tile window
+  GDAL N threads     the best of two ways to use all cores with GDAL:
+                     (a) GDAL_NUM_THREADS=ALL_CPUS and one whole-image
+                     ReadAsArray (GDAL decodes the tiles of one request on
+                     its own pool; tile-sized requests would stay serial);
+                     (b) a pool of N threads, each with its own dataset,
+                     reading tile windows
+
+Throughput is MB/s of decoded pixels (width x height x bands x sample
+size), the best of --repeat rounds; each round runs every variant in turn
+so that load from other processes is shared fairly.  GDAL's datasets are
+reopened each run so its block cache never serves a tile twice.  Every cogfeed result is checked
+bit-exact against GDAL's decoded image.  This is a benchmark, not a test:
+run it by hand, e.g.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/codec_bench.py [--json]
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from osgeo import gdal
+
+import cogfeed
+
+gdal.UseExceptions()
+
+# codec -> (dtype, bands, creation options): the type each codec is
+# typically used with.
+CODECS = {
+    "NONE": ("uint16", 1, []),
+    "DEFLATE": ("uint16", 1, ["PREDICTOR=2"]),
+    "LZW": ("uint16", 1, ["PREDICTOR=2"]),
+    "PACKBITS": ("uint8", 1, []),
+    "ZSTD": ("uint16", 1, ["PREDICTOR=2"]),
+    "DEFLATE_F32": ("float32", 1, ["PREDICTOR=3"]),
+    "LERC": ("float32", 1, []),
+    "LERC_DEFLATE": ("float32", 1, []),
+    "LERC_ZSTD": ("float32", 1, []),
+    "JPEG": ("uint8", 3, ["QUALITY=85"]),
+    "WEBP": ("uint8", 3, ["QUALITY=80"]),
+}
+GDT = {"uint8": gdal.GDT_Byte, "uint16": gdal.GDT_UInt16, "float32": gdal.GDT_Float32}
+
+
+def pixels(size, dtype, bands):
+    """Smooth terrain-like content plus sensor noise (compresses like real data)."""
+    rng = np.random.default_rng(1)
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
+    out = np.empty((bands, size, size), dtype=dtype)
+    for b in range(bands):
+        f = (np.sin(xx / (97.0 + 11 * b)) * np.cos(yy / 131.0) + 0.4 * np.sin((xx + yy) / 29.0)
+             + 1.5) / 3.0
+        f += rng.normal(0, 0.01, size=f.shape).astype(np.float32)
+        f = np.clip(f, 0, 1)
+        if dtype == "uint8":
+            out[b] = (f * 255).astype(np.uint8)
+        elif dtype == "uint16":
+            out[b] = (f * 4000).astype(np.uint16)
+        else:
+            out[b] = f * 1000.0
+    return out
+
+
+def make_file(codec, size, tile, directory):
+    dtype, bands, opts = CODECS[codec]
+    comp = codec.split("_F32")[0] if codec.endswith("_F32") else codec
+    key = hashlib.sha256(json.dumps([codec, size, tile, dtype, bands, opts, 1,
+                                     gdal.__version__]).encode()).hexdigest()[:12]
+    path = os.path.join(directory, "%s_%d_%s.tif" % (codec, size, key))
+    if os.path.exists(path):
+        return path
+    data = pixels(size, dtype, bands)
+    mem = gdal.GetDriverByName("MEM").Create("", size, size, bands, GDT[dtype])
+    for b in range(bands):
+        mem.GetRasterBand(b + 1).WriteArray(data[b])
+    tmp = path + ".tmp.tif"
+    gdal.GetDriverByName("COG").CreateCopy(
+        tmp, mem, options=["COMPRESS=" + comp, "BLOCKSIZE=%d" % tile, "OVERVIEWS=NONE",
+                           "NUM_THREADS=ALL_CPUS"] + opts)
+    os.replace(tmp, path)
+    return path
+
+
+def tiles(size, tile):
+    return [(x, y, min(tile, size - x), min(tile, size - y))
+            for y in range(0, size, tile) for x in range(0, size, tile)]
+
+
+def interleaved_best(repeat, variants):
+    """Best time of each variant over `repeat` rounds; every round runs all
+    variants one after the other, so a burst of load from other processes
+    hits cogfeed and GDAL alike instead of one of them."""
+    best, result = {}, {}
+    for _ in range(repeat):
+        for name, fn in variants:
+            t0 = time.perf_counter()
+            result[name] = fn()
+            dt = time.perf_counter() - t0
+            best[name] = min(dt, best.get(name, dt))
+    return best, result
+
+
+def assemble(parts, wins, shape, dtype):
+    out = np.empty(shape, dtype=dtype)
+    for (x, y, w, h), a in zip(wins, parts):
+        out[:, y:y + h, x:x + w] = a
+    return out
+
+
+def bench_codec(codec, args):
+    path = make_file(codec, args.size, args.tile, args.dir)
+    with open(path, "rb") as f:  # into the page cache
+        while f.read(1 << 24):
+            pass
+    wins = tiles(args.size, args.tile)
+    cog = cogfeed.open(path)
+    shape = (cog.count, cog.height, cog.width)
+    nbytes = cog.count * cog.height * cog.width * np.dtype(cog.dtype).itemsize
+    res = {"codec": codec, "dtype": str(cog.dtype), "bands": cog.count, "size": args.size,
+           "tile": args.tile, "file_mb": os.path.getsize(path) / 1e6, "decoded_mb": nbytes / 1e6,
+           "threads": args.threads}
+
+    chunks = [wins[i::args.threads] for i in range(args.threads)]
+
+    def gdal_tiles():
+        ds = gdal.Open(path)  # reopened: its block cache starts empty
+        return [ds.ReadAsArray(*w) for w in wins]
+
+    def gdal_whole_all_cpus():
+        gdal.SetConfigOption("GDAL_NUM_THREADS", "ALL_CPUS")
+        try:
+            return gdal.Open(path).ReadAsArray()
+        finally:
+            gdal.SetConfigOption("GDAL_NUM_THREADS", "1")
+
+    def gdal_pool_worker(ws):
+        ds = gdal.Open(path)  # GDAL datasets are not thread-safe: one each
+        return [ds.ReadAsArray(*w) for w in ws]
+
+    gdal.SetConfigOption("GDAL_NUM_THREADS", "1")
+    with ThreadPoolExecutor(args.threads) as ex:
+        variants = [
+            ("cogfeed_1t", lambda: [cog.read(window=w) for w in wins]),
+            ("gdal_1t", gdal_tiles),
+            ("cogfeed_mt", lambda: list(ex.map(lambda w: cog.read(window=w), wins))),
+            ("gdal_mt_whole", gdal_whole_all_cpus),
+            ("gdal_mt_pool", lambda: list(ex.map(gdal_pool_worker, chunks))),
+        ]
+        best, out = interleaved_best(args.repeat, variants)
+    gdal.SetConfigOption("GDAL_NUM_THREADS", None)
+    cog.close()
+    for k, t in best.items():
+        res[k] = nbytes / t / 1e6
+    mine = assemble(out["cogfeed_1t"], wins, shape, cog.dtype)
+    mine_mt = assemble(out["cogfeed_mt"], wins, shape, cog.dtype)
+    ref = assemble([p.reshape((cog.count,) + p.shape[-2:]) for p in out["gdal_1t"]], wins,
+                   shape, mine.dtype)
+    whole = out["gdal_mt_whole"]
+    res["gdal_mt"] = max(res["gdal_mt_whole"], res["gdal_mt_pool"])
+    res["ratio_1t"] = res["cogfeed_1t"] / res["gdal_1t"]
+    res["ratio_mt"] = res["cogfeed_mt"] / res["gdal_mt"]
+    whole = whole.reshape(shape)
+    res["bit_exact"] = bool(mine.tobytes() == ref.tobytes() == whole.tobytes() ==
+                            mine_mt.tobytes())
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--tile", type=int, default=512)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--codecs", default=",".join(CODECS))
+    ap.add_argument("--dir", default=os.path.join(
+        os.environ.get("CF_TEST_DATA") or os.path.join(tempfile.gettempdir(), "cogfeed-testdata"),
+        "bench"))
+    ap.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    args = ap.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    results = []
+    load_before = os.getloadavg()[0]
+    if not args.json:
+        print("%d x %d, %d px tiles, %d threads, best of %d; MB/s of decoded pixels" % (
+            args.size, args.size, args.tile, args.threads, args.repeat))
+        print("%-13s %-8s %8s %9s %9s %7s %9s %9s %7s %s" % (
+            "codec", "dtype", "file MB", "cf 1t", "gdal 1t", "ratio", "cf %dt" % args.threads,
+            "gdal %dt" % args.threads, "ratio", "exact"))
+    for codec in args.codecs.split(","):
+        r = bench_codec(codec, args)
+        results.append(r)
+        if not args.json:
+            print("%-13s %-8s %8.1f %9.0f %9.0f %7.2f %9.0f %9.0f %7.2f %s" % (
+                codec, "%sx%d" % (r["dtype"], r["bands"]) if r["bands"] > 1 else r["dtype"],
+                r["file_mb"], r["cogfeed_1t"], r["gdal_1t"], r["ratio_1t"], r["cogfeed_mt"],
+                r["gdal_mt"], r["ratio_mt"], "yes" if r["bit_exact"] else "NO"), flush=True)
+    # The load average says how much other work shared the cores: numbers
+    # taken on a busy machine are only comparable within one run.
+    load = [load_before, os.getloadavg()[0]]
+    if args.json:
+        json.dump({"gdal": gdal.__version__, "cogfeed": cogfeed.__version__,
+                   "cpus": os.cpu_count(), "loadavg_before_after": load, "results": results},
+                  sys.stdout, indent=1)
+        print()
+    else:
+        print("load average before/after: %.1f / %.1f on %d CPUs" % (load[0], load[1],
+                                                                    os.cpu_count()))
+    return 0 if all(r["bit_exact"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
