@@ -461,3 +461,29 @@ def test_inherited_loader_is_refused_in_child(data):
     assert "create a loader in each process" in q.get(timeout=5)
     assert q.get(timeout=5) == "freed"
     assert sum(len(b["windows"]) for b in ld) == 4
+
+
+def test_overview_level_matches_gdal(tmp_path):
+    p = os.path.join(str(tmp_path), "ov.tif")
+    mem = gdal.GetDriverByName("MEM").Create("", 512, 400, 2, gdal.GDT_UInt16)
+    arr = expected(512, 400, 0, 0, 2)
+    for i in range(2):
+        mem.GetRasterBand(i + 1).WriteArray(arr[i])
+    gdal.Translate(p, mem, format="COG",
+                   creationOptions=["BLOCKSIZE=128", "COMPRESS=DEFLATE",
+                                    "OVERVIEWS=AUTO", "OVERVIEW_COUNT=2"])
+    ds = gdal.Open(p)
+    ov = [ds.GetRasterBand(b + 1).GetOverview(0) for b in range(2)]
+    ld = cogfeed.Loader([p], patch_size=32, batch_size=4, level=1,
+                        sampler="grid")
+    n = 0
+    for batch in ld:
+        for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+            assert x + w <= ov[0].XSize and y + h <= ov[0].YSize
+            for b in range(2):
+                np.testing.assert_array_equal(
+                    batch["image"][i, b], ov[b].ReadAsArray(x, y, w, h))
+            n += 1
+    assert n == ld.layout["samples"] > 0
+    with pytest.raises(cogfeed.Error, match="level"):
+        cogfeed.Loader([p], level=5)
