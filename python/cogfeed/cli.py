@@ -8,6 +8,7 @@ so `cogfeed synth` does not pay for importing torch.
 """
 
 import importlib
+import signal
 import sys
 
 COMMANDS = {
@@ -39,6 +40,9 @@ def main(argv=None):
         sys.stderr.write("cogfeed: unknown command %r\n" % cmd)
         usage(sys.stderr)
         return 2
+    # SIGTERM unwinds like Ctrl-C, so that servers the command started
+    # (nginx) and loader workers are stopped by their context managers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     mod = importlib.import_module("cogfeed.tools." + COMMANDS[cmd][0])
     return mod.main(argv[1:])
 

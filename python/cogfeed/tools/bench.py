@@ -26,7 +26,6 @@ reads them over http:// (/vsicurl/ for the baseline).
 
 import argparse
 import json
-import os
 import sys
 import time
 

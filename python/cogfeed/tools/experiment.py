@@ -167,7 +167,7 @@ def train(name, ld, val, device, budget=None, steps=None, snap_every=None,
     lossf = torch.nn.CrossEntropyLoss()
     cuda = device.type == "cuda"
     snaps = []
-    stall = compute = 0.0
+    stall = compute = step_cpu = 0.0
     n = 0
     delivered = 0
     next_snap = snap_every or float("inf")
@@ -188,6 +188,7 @@ def train(name, ld, val, device, budget=None, steps=None, snap_every=None,
             x = _to_tensor(img, device, torch.float32)
             y = _to_tensor(msk, device, torch.long)[:, 0]
             t1 = time.perf_counter()
+            c1 = time.thread_time()
             stall += t1 - t0
             opt.zero_grad(set_to_none=True)
             loss = lossf(model(x), y)
@@ -197,6 +198,7 @@ def train(name, ld, val, device, budget=None, steps=None, snap_every=None,
                 torch.cuda.synchronize()
             t2 = time.perf_counter()
             compute += t2 - t1
+            step_cpu += time.thread_time() - c1
             n += 1
             delivered += common.nelem(img) * 2 + common.nelem(msk)
             if t2 - t_start >= next_snap or \
@@ -219,11 +221,12 @@ def train(name, ld, val, device, budget=None, steps=None, snap_every=None,
     rec = {"setup": name, "steps": n, "wall_s": wall,
            "steps_per_s": n / wall if wall else 0.0,
            "stall_s": stall, "stall_frac": stall / wall if wall else 0.0,
-           "compute_s": compute,
+           "compute_s": compute, "busy_frac": compute / wall if wall
+           else 0.0, "step_cpu_s": step_cpu,
            "utilisation": (util / 100.0 if util is not None
-                           else compute / wall if wall else 0.0),
+                           else cpu_util(step_cpu, compute, wall)),
            "utilisation_source": (mon.source if mon and mon.source else
-                                  "step-time/wall (CPU)"),
+                                  "step CPU time/wall (CPU)"),
            "mb_per_s": delivered / 1e6 / wall if wall else 0.0,
            "cpu_s": cpu, "final_miou": curve[-1]["miou"],
            "final_loss": curve[-1]["loss"], "curve": curve}
@@ -233,6 +236,21 @@ def train(name, ld, val, device, budget=None, steps=None, snap_every=None,
                       name, n, wall, 100 * rec["stall_frac"],
                       100 * rec["utilisation"], rec["final_miou"]))
     return rec
+
+
+def cpu_util(step_cpu, compute, wall):
+    """Utilisation of a CPU "accelerator": CPU time the training step got
+    over wall time.  It is lower than the step's share of wall time when
+    the loader's processes or threads take the cores from the model.
+    With one torch thread the step runs on this thread, so its thread CPU
+    time is the step's CPU time; with more, intra-op threads are not
+    counted and the step's wall-time share is used instead."""
+    import torch
+    if not wall:
+        return 0.0
+    if torch.get_num_threads() == 1:
+        return step_cpu / wall
+    return compute / wall
 
 
 class _Null:
@@ -299,7 +317,7 @@ def _plots(out, runs, sampler_runs):
 
 
 COLS = ("setup", "steps", "wall_s", "steps_per_s", "stall_frac",
-        "utilisation", "utilisation_source", "mb_per_s", "cpu_s",
+        "busy_frac", "utilisation", "utilisation_source", "mb_per_s", "cpu_s",
         "final_miou", "final_loss")
 
 
@@ -321,15 +339,19 @@ def _write_tables(out, runs, sampler_runs, meta):
                  meta["batch_size"], meta["sampler"], meta["unet_base"],
                  meta["latency_ms"]),
              "",
-             "| set-up | steps | steps/s | data stall | utilisation | "
-             "MB/s to model | loader CPU s | final mIoU |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| set-up | steps | steps/s | data stall | step busy | "
+             "utilisation | MB/s to model | CPU s (all processes) | "
+             "final mIoU |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
-        lines.append("| %s | %d | %.2f | %.0f%% | %.0f%% | %.1f | %.1f | "
-                     "%.3f |" % (r["setup"], r["steps"], r["steps_per_s"],
-                                 100 * r["stall_frac"],
-                                 100 * r["utilisation"], r["mb_per_s"],
-                                 r["cpu_s"], r["final_miou"]))
+        lines.append("| %s | %d | %.2f | %.0f%% | %.0f%% | %.0f%% | %.2f | "
+                     "%.1f | %.3f |" % (
+                         r["setup"], r["steps"], r["steps_per_s"],
+                         100 * r["stall_frac"], 100 * r["busy_frac"],
+                         100 * r["utilisation"], r["mb_per_s"],
+                         r["cpu_s"], r["final_miou"]))
+    lines += ["", "utilisation: %s" % (runs[0]["utilisation_source"]
+                                       if runs else "")]
     by = {r["setup"]: r for r in runs}
     lines += ["", "Remote vs local at equal patch size and sampler "
               "(steps remote / steps local):", ""]
