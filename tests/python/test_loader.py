@@ -487,3 +487,73 @@ def test_overview_level_matches_gdal(tmp_path):
     assert n == ld.layout["samples"] > 0
     with pytest.raises(cogfeed.Error, match="level"):
         cogfeed.Loader([p], level=5)
+
+
+# -- over HTTP (the project's nginx, 127.0.0.1) ----------------------------
+
+def _servers():
+    import sys
+    d = os.path.join(os.environ.get(
+        "CF_SOURCE_DIR",
+        os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))), "tests", "servers")
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    import servers
+    return servers
+
+
+@pytest.fixture(scope="module")
+def remote(data):
+    import shutil
+    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
+        pytest.skip("nginx not installed")
+    with _servers().Nginx(data["dir"], latency_ms=30) as srv:
+        yield srv
+
+
+def test_remote_values_and_adaptive_concurrency(data, remote):
+    urls = [remote.url(os.path.basename(p)) for p in data["images"]]
+    murls = [remote.url(os.path.basename(p)) for p in data["masks"]]
+    ld = cogfeed.Loader(urls, murls, patch_size=32, batch_size=8,
+                        epoch_length=8 * 60, flip=True)
+    first = None
+    for batch in ld:
+        check_batch(data, batch, 32)
+        first = first or ld.stats()["concurrency"]
+    st = ld.stats()
+    assert st["requests"] > 0 and st["bytes_fetched"] > 0
+    # latency-bound reads: the slow start raised the concurrency
+    assert st["concurrency"] > first, st
+
+
+def test_remote_object_changed_mid_epoch(data, remote):
+    """The server changes a file's ETag after it was opened: its patches
+    fail with "changed" (or are skipped and counted)."""
+    good = remote.url(os.path.basename(data["images"][0]))
+    for skip in (False, True):
+        remote.reset()
+        bad = remote.url(os.path.basename(data["images"][1]),
+                         fault="etag-change")
+        ld = cogfeed.Loader([good, bad], patch_size=32, batch_size=4,
+                            sampler="grid", skip_errors=skip)
+        got, errors = 0, []
+        it = iter(ld)
+        while True:
+            try:
+                b = next(it)
+            except StopIteration:
+                break
+            except cogfeed.Error as e:
+                errors.append(e)
+                continue
+            got += len(b["windows"])
+            assert all(w[0] == 0 for w in b["windows"])
+        n1 = sum(1 for j in range(ld.layout["samples"])
+                 if ld.window(j)[0][0] == 1)
+        if skip:
+            assert not errors and ld.stats()["skipped"] == n1 > 0
+            assert got == ld.layout["samples"] - n1
+        else:
+            assert errors
+            assert all(e.code == 11 and "b.tif" in str(e) for e in errors)
