@@ -25,6 +25,9 @@
  * stream with thousands of tiny scans burns CPU (libjpeg-turbo's own
  * advice is to cap them). */
 #define CF_JPEG_MAX_SCANS 500
+#define CF_JPEG_ROWS 16
+
+
 
 typedef struct jerr_state {
     struct jpeg_error_mgr pub;
@@ -94,6 +97,8 @@ static int run(jpeg_job *j, const cf_codec_params *p, const uint8_t *src,
         snprintf(j->why, sizeof j->why, "no image in the stream");
         return 0;
     }
+    /* the scan cap only concerns multi-scan streams */
+    if (jpeg_has_multiple_scans(ci)) ci->progress = &j->progress;
     if (ci->data_precision != 8) {
         j->code = CF_E_UNSUPPORTED;
         snprintf(j->why, sizeof j->why, "%d-bit JPEG", ci->data_precision);
@@ -153,9 +158,9 @@ static int run(jpeg_job *j, const cf_codec_params *p, const uint8_t *src,
     }
     size_t pitch = (size_t)p->width * p->samples;
     while (ci->output_scanline < p->height) {
-        JSAMPROW rows[16];
+        JSAMPROW rows[CF_JPEG_ROWS];
         unsigned n = 0, y0 = ci->output_scanline;
-        while (n < 16 && y0 + n < p->height) {
+        while (n < CF_JPEG_ROWS && y0 + n < p->height) {
             rows[n] = dst + (size_t)(y0 + n) * pitch;
             n++;
         }
@@ -196,7 +201,6 @@ cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
     if (setjmp(j->jerr.jb) == 0) {
         jpeg_create_decompress(&j->ci);
         j->created = 1;
-        j->ci.progress = &j->progress;
         j->ok = run(j, p, src, src_len, dst, dst_len);
     } else {
         j->code = CF_E_CODEC;
