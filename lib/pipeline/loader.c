@@ -11,6 +11,7 @@
  * unless max_inflight fixes it.
  */
 #include "../common/common.h"
+#include "loader_adapt.h"
 #include "sampler.h"
 
 #include <errno.h>
@@ -98,13 +99,12 @@ struct cf_loader {
     pthread_cond_t work_cv, ready_cv;
     int stop;
     uint64_t next_claim, next_batch, epoch;
-    int reading, conc, max_conc;
+    int reading;
     /* adaptive control window */
     double win_t0;
     uint64_t win_done, win_retries;
     int win_backpressure;
-    double best_rate;
-    int dir, slow_start;
+    cf__adapt ctl;             /* ctl.conc: patches read at once */
 
     pthread_mutex_t cache_mu;
     pthread_cond_t cache_cv;
@@ -528,12 +528,7 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     if ((uint64_t)want > by_budget) want = (int)by_budget;
     if (want > LD_MAX_THREADS) want = LD_MAX_THREADS;
     ld->nthreads = want;
-    ld->max_conc = want;
-    ld->conc = o->max_inflight ? (o->max_inflight < want ? o->max_inflight
-                                                        : want)
-                               : (want < 8 ? want : 8);
-    ld->dir = 1;
-    ld->slow_start = 1;
+    cf__adapt_init(&ld->ctl, o->max_inflight ? o->max_inflight : 8, want);
     /* Scratch: the largest raw member block (for conversion), at least one
      * output plane (for augmentation). */
     size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
@@ -919,12 +914,8 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     return CF_OK;
 }
 
-/* Hill-climb the number of patches read at once on delivered samples per
- * second.  Slow start first (x1.5 while throughput grows by 5%), then small
- * steps that turn around when throughput drops (decode- or bandwidth-
- * bound); back off by a quarter when the io saw retries (throttling); hold
- * while the consumer is the bottleneck (the ring was full).  Called under
- * ld->mu after each sample. */
+/* Feed the controller (loader_adapt.c) one window of at least 0.2 s and
+ * `conc` samples.  Called under ld->mu after each sample. */
 static void adapt(cf_loader *ld) {
     if (ld->o.max_inflight) return;
     double now = cf__now();
@@ -939,36 +930,14 @@ static void adapt(cf_loader *ld) {
     }
     ld->win_done++;
     double dt = now - ld->win_t0;
-    if (dt < 0.2 || ld->win_done < (uint64_t)ld->conc) return;
-    double rate = (double)ld->win_done / dt;
+    if (dt < 0.2 || ld->win_done < (uint64_t)ld->ctl.conc) return;
     cf_io_stats ios;
     cf_io_get_stats(ld->io, &ios);
-    int c = ld->conc;
-    if (ios.retries > ld->win_retries) {
-        c = c * 3 / 4;
-        ld->slow_start = 0;
-        ld->dir = 1;
-        ld->best_rate = 0;
-    } else if (!ld->win_backpressure) {
-        int better = ld->best_rate == 0 || rate > ld->best_rate * 1.05;
-        if (ld->slow_start && better) {
-            c = c * 3 / 2 + 1;
-        } else {
-            if (ld->slow_start) {
-                ld->slow_start = 0;
-                ld->dir = -1;
-            } else if (rate < ld->best_rate * 0.98) {
-                ld->dir = -ld->dir;
-            }
-            int step = c / 8 > 1 ? c / 8 : 1;
-            c += ld->dir * step;
-        }
-        ld->best_rate = rate;
-    }
-    if (c < 1) c = 1;
-    if (c > ld->max_conc) c = ld->max_conc;
-    if (c > ld->conc) pthread_cond_broadcast(&ld->work_cv);
-    ld->conc = c;
+    int before = ld->ctl.conc;
+    int c = cf__adapt_step(&ld->ctl, (double)ld->win_done / dt,
+                           ios.retries > ld->win_retries,
+                           ld->win_backpressure);
+    if (c > before) pthread_cond_broadcast(&ld->work_cv);
     if (ld->own_io && ld->remote) {
         int io_n = c * 4 < 16 ? 16 : c * 4;
         cf_io_set_max_inflight(ld->io, io_n > CF_IO_MAX_INFLIGHT
@@ -984,7 +953,7 @@ static void adapt(cf_loader *ld) {
 /* 1: sample next_claim may be read now; 0: wait; -1: epoch done. */
 static int claimable(cf_loader *ld) {
     if (ld->stop || ld->next_claim >= ld->total) return -1;
-    if (ld->reading >= ld->conc) return 0;
+    if (ld->reading >= ld->ctl.conc) return 0;
     uint64_t b = ld->next_claim / ld->o.batch_size;
     ld_slot *s = &ld->slots[b % (uint64_t)ld->o.prefetch];
     if (s->state == SLOT_FILLING && s->batch == b) return 1;
@@ -1064,8 +1033,8 @@ static cf_status start_threads(cf_loader *ld, cf_error *err) {
     if (!started)
         return cf__err(err, CF_E_NOMEM, "loader: cannot start reader threads");
     /* Fewer threads than planned still work: cap the concurrency. */
-    if (ld->max_conc > started) ld->max_conc = started;
-    if (ld->conc > started) ld->conc = started;
+    if (ld->ctl.max_conc > started) ld->ctl.max_conc = started;
+    if (ld->ctl.conc > started) ld->ctl.conc = started;
     return CF_OK;
 }
 
@@ -1259,7 +1228,7 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     out->skipped = ld->st_skipped;
     out->bytes_decoded = ld->st_decoded;
     out->bytes_delivered = ld->st_delivered;
-    out->concurrency = ld->conc;
+    out->concurrency = ld->ctl.conc;
     out->reading = ld->reading;
     out->wait_s = ld->st_wait;
     out->read_busy_s = ld->st_read;
