@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <zstd.h>
 
+/* Scratch buffers above this size shrink again when later chunks need far
+ * less. */
+#define CF__SCRATCH_KEEP ((size_t)64 << 20)
+
 cf_codec_ctx *cf_codec_ctx_new(void) {
     return cf__calloc(1, sizeof(cf_codec_ctx));
 }
@@ -25,7 +29,10 @@ void cf_codec_ctx_free(cf_codec_ctx *ctx) {
 }
 
 cf_status cf__scratch_reserve(cf__scratch *s, size_t n, cf_error *err) {
-    if (s->cap >= n) return CF_OK;
+    /* Keep the buffer across calls, but do not let one huge chunk pin
+     * memory for the rest of a thread's life. */
+    if (s->cap >= n && !(s->cap > CF__SCRATCH_KEEP && s->cap / 4 > n))
+        return CF_OK;
     /* Grow by half again so a run of slightly larger chunks does not
      * reallocate every time; free first, the old contents are not needed. */
     size_t want = n + n / 2;
