@@ -151,6 +151,14 @@ def test_authorization_recorded(srv):
     assert srv.last_header("/a.bin", "auth") == ""
 
 
+def test_several_workers_share_counters(root):
+    with Nginx(str(root), workers=2) as s:
+        for _ in range(6):
+            assert get(s, "/fault/status-503-2/a.bin", (0, 9))[0] in (503, 206)
+        assert s.requests("/fault/status-503-2/a.bin") == 6
+        assert get(s, "/fault/status-503-2/a.bin", (0, 9))[0] == 206
+
+
 def test_tls_http2(root):
     with Nginx(str(root), tls=True) as s:
         p = subprocess.run(

@@ -1,6 +1,6 @@
 """Run one of the test servers until killed (benchmarks, the demo).
 
-    /usr/bin/python3 tests/servers/serve.py nginx --root DIR --latency-ms 164 --port 8080
+    /usr/bin/python3 tests/servers/serve.py nginx --root DIR --latency-ms 164 --port 8080 [--workers 2]
 
 Prints the base URL on stdout once the server accepts connections.
 """
@@ -21,11 +21,14 @@ def main():
     ap.add_argument("--latency-ms", type=float, default=0.0,
                     help="first-byte latency added to every request")
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
+    ap.add_argument("--workers", type=int, default=2,
+                    help="nginx worker processes")
     a = ap.parse_args()
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
-    with Nginx(a.root, latency_ms=a.latency_ms, port=a.port) as srv:
+    with Nginx(a.root, latency_ms=a.latency_ms, port=a.port,
+               workers=a.workers) as srv:
         print(srv.base, flush=True)
         while not stop and srv.proc.poll() is None:
             time.sleep(0.2)

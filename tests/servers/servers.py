@@ -12,6 +12,7 @@ dirs) lives in its own temp directory, removed on exit.
         srv.requests("/fault/status-503-2/a.tif")    # GETs seen for it
 """
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -44,12 +45,15 @@ def wait_port(port, proc=None, timeout=10.0):
 
 class Nginx:
     def __init__(self, root, latency_ms=0, port=0, access_log=False,
-                 tls=False):
+                 tls=False, workers=1):
         self.root = os.path.abspath(root)
         self.latency_ms = float(latency_ms)
         self.port = int(port) or free_port()
         self.access_log = access_log
         self.tls = tls
+        # One process by default (tests); benchmarks may want more.  The
+        # hit counters live in shared memory, so they count across workers.
+        self.workers = max(1, int(workers))
         self.ca_file = None
         self.tmp = None
         self.proc = None
@@ -69,6 +73,12 @@ class Nginx:
             "@ACCESS_LOG@": (os.path.join(self.tmp, "access.log")
                              if self.access_log else "off"),
             "@LISTEN_TLS@": "ssl http2" if self.tls else "",
+            "@MASTER@": "on" if self.workers > 1 else "off",
+            "@WORKERS@": str(self.workers),
+            # Workers under root's master would drop to "nobody", which
+            # cannot read a private temp dir: keep our own user.
+            "@USER@": ("user %s;" % pwd.getpwuid(os.getuid()).pw_name
+                       if self.workers > 1 and os.getuid() == 0 else ""),
             "@TLS_CONF@": "",
         }
         if self.tls:
