@@ -14,7 +14,6 @@
 #include "loader_adapt.h"
 #include "sampler.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
