@@ -16,8 +16,9 @@
  *    most 12 bits, so libtiff's entries past 4095 are unreachable anyway);
  *  - a code beyond the next free entry, or a non-literal first code after
  *    CLEAR: corrupt;
- *  - old-style (pre-TIFF 6, LSB-first) LZW, recognised like libtiff by a
- *    stream starting 0x00 0x01: unsupported.
+ *  - old-style (pre-TIFF 6) LZW, recognised like libtiff by a stream
+ *    starting 0x00 0x01: codes are packed LSB-first and widen one entry
+ *    later (libtiff's LZWDecodeCompat); decoded the same way otherwise.
  */
 #include "codec_internal.h"
 
@@ -26,9 +27,12 @@ enum { LZW_CLEAR = 256, LZW_EOI = 257, LZW_FIRST = 258, LZW_MAXCODES = 4096 };
 cf_status cf__decode_lzw(cf_codec_ctx *ctx, const cf_codec_params *p,
                          const uint8_t *src, size_t src_len, uint8_t *dst,
                          size_t dst_len, cf_error *err) {
-    if (src_len >= 2 && src[0] == 0 && (src[1] & 1))
-        return cf__err(err, CF_E_UNSUPPORTED,
-                       "old-style (LSB-first) LZW is not supported");
+    /* libtiff's test for the old bit-reversed codes: a new-style stream
+     * starts with CLEAR, whose first byte is 0x80 */
+    const int compat = src_len >= 2 && src[0] == 0 && (src[1] & 1);
+    /* the new-style decoder widens when the next free entry reaches
+     * 2^nbits - 1, the old-style one at 2^nbits */
+    const unsigned late = compat ? 1 : 0;
     /* Entry i >= LZW_FIRST: string is dst[pos[i] .. pos[i] + len[i]). */
     uint32_t pos[LZW_MAXCODES];
     uint32_t len[LZW_MAXCODES];
@@ -44,13 +48,25 @@ cf_status cf__decode_lzw(cf_codec_ctx *ctx, const cf_codec_params *p,
     int old = -1; /* previous code; -1 right after CLEAR / at start */
 
     while (out < dst_len) {
-        while (nbuf < nbits && in < src_len) {
-            bitbuf = (bitbuf << 8) | src[in++];
-            nbuf += 8;
+        unsigned code;
+        if (!compat) {
+            while (nbuf < nbits && in < src_len) {
+                bitbuf = (bitbuf << 8) | src[in++];
+                nbuf += 8;
+            }
+            if (nbuf < nbits) break; /* out of input: implicit EOI */
+            code = (unsigned)(bitbuf >> (nbuf - nbits)) & ((1u << nbits) - 1);
+            nbuf -= nbits;
+        } else {
+            while (nbuf < nbits && in < src_len) {
+                bitbuf |= (uint64_t)src[in++] << nbuf;
+                nbuf += 8;
+            }
+            if (nbuf < nbits) break;
+            code = (unsigned)bitbuf & ((1u << nbits) - 1);
+            bitbuf >>= nbits;
+            nbuf -= nbits;
         }
-        if (nbuf < nbits) break; /* out of input: implicit EOI */
-        unsigned code = (unsigned)(bitbuf >> (nbuf - nbits)) & ((1u << nbits) - 1);
-        nbuf -= nbits;
 
         if (code == LZW_EOI) break;
         if (code == LZW_CLEAR) {
@@ -96,9 +112,9 @@ cf_status cf__decode_lzw(cf_codec_ctx *ctx, const cf_codec_params *p,
             pos[free_ent] = old_pos;
             len[free_ent] = old_len + 1;
             free_ent++;
-            /* libtiff's decoder widens one entry early (its table lags the
-             * encoder's by one). */
-            if (free_ent > (1u << nbits) - 2 && nbits < 12) nbits++;
+            /* the decoder's table lags the encoder's by one entry, so a
+             * new-style decoder widens one entry "early" */
+            if (free_ent + 1 - late > (1u << nbits) - 1 && nbits < 12) nbits++;
         }
         size_t room = dst_len - out;
         if (code < LZW_FIRST) {

@@ -64,13 +64,33 @@ typedef struct lzw_enc {
     unsigned nbits;
 } lzw_enc;
 
+/* Old-style (pre-TIFF 6) LZW: LSB-first codes, widened one entry later. */
+static int lzw_old_style;
+
 static void put_code(lzw_enc *e, unsigned code) {
+    if (lzw_old_style) {
+        e->acc |= (uint64_t)code << e->nacc;
+        e->nacc += e->nbits;
+        while (e->nacc >= 8) {
+            e->out[e->n++] = (uint8_t)e->acc;
+            e->acc >>= 8;
+            e->nacc -= 8;
+        }
+        return;
+    }
     e->acc = (e->acc << e->nbits) | code;
     e->nacc += e->nbits;
     while (e->nacc >= 8) {
         e->out[e->n++] = (uint8_t)(e->acc >> (e->nacc - 8));
         e->nacc -= 8;
     }
+}
+
+static void lzw_flush(lzw_enc *e) {
+    if (e->nacc)
+        e->out[e->n++] =
+            lzw_old_style ? (uint8_t)e->acc : (uint8_t)(e->acc << (8 - e->nacc));
+    e->nacc = 0;
 }
 
 /* Encode `in`.  no_clear: never reset the table (it stops growing at 4096
@@ -86,7 +106,7 @@ static size_t lzw_encode(const uint8_t *in, size_t len, uint8_t *out,
     if (switched_at_end) *switched_at_end = 0;
     if (len == 0) {
         if (eoi) put_code(&e, 257);
-        if (e.nacc) out[e.n++] = (uint8_t)(e.acc << (8 - e.nacc));
+        lzw_flush(&e);
         return e.n;
     }
     unsigned ent = in[0];
@@ -105,7 +125,7 @@ static size_t lzw_encode(const uint8_t *in, size_t len, uint8_t *out,
             e.nbits = 9;
             maxcode = 511;
             free_ent = 258;
-        } else if (free_ent > maxcode && e.nbits < 12) {
+        } else if (free_ent > maxcode + (unsigned)lzw_old_style && e.nbits < 12) {
             e.nbits++;
             maxcode = (1u << e.nbits) - 1;
         }
@@ -113,7 +133,7 @@ static size_t lzw_encode(const uint8_t *in, size_t len, uint8_t *out,
         if (i < len) ent = in[i];
     }
     if (eoi) put_code(&e, 257);
-    if (e.nacc) out[e.n++] = (uint8_t)(e.acc << (8 - e.nacc));
+    lzw_flush(&e);
     return e.n;
 }
 
@@ -215,7 +235,7 @@ static void test_lzw(cf_codec_ctx *ctx) {
     put_code(&e, 'A');
     put_code(&e, 300);
     put_code(&e, 257);
-    enc[e.n++] = (uint8_t)(e.acc << (8 - e.nacc));
+    lzw_flush(&e);
     p = params(5, 8, 4, 1, 1);
     CHECK(cf_codec_decode(ctx, &p, enc, e.n, out, 4, &err) == CF_E_CODEC);
     CHECK(strstr(err.msg, "beyond") != NULL);
@@ -225,7 +245,7 @@ static void test_lzw(cf_codec_ctx *ctx) {
     put_code(&e, 'A');
     put_code(&e, 258);
     put_code(&e, 257);
-    enc[e.n++] = (uint8_t)(e.acc << (8 - e.nacc));
+    lzw_flush(&e);
     p = params(5, 8, 3, 1, 1);
     CHECK(cf_codec_decode(ctx, &p, enc, e.n, out, 3, &err) == CF_OK);
     CHECK(memcmp(out, "AAA", 3) == 0);
@@ -233,12 +253,31 @@ static void test_lzw(cf_codec_ctx *ctx) {
     e = (lzw_enc){enc, 0, 0, 0, 0, 9};
     put_code(&e, 256);
     put_code(&e, 258);
-    enc[e.n++] = (uint8_t)(e.acc << (8 - e.nacc));
+    lzw_flush(&e);
     CHECK(cf_codec_decode(ctx, &p, enc, e.n, out, 3, &err) == CF_E_CODEC);
-    /* old-style LZW is rejected by name */
-    uint8_t old[8] = {0x00, 0x01, 0x02, 0x03, 0, 0, 0, 0};
-    CHECK(cf_codec_decode(ctx, &p, old, 8, out, 3, &err) == CF_E_UNSUPPORTED);
-    CHECK(strstr(err.msg, "old-style") != NULL);
+    /* old-style LZW (LSB-first, late widening) round trips too, with the
+     * table reset and without */
+    lzw_old_style = 1;
+    for (int mode = 0; mode < 3; mode++) {
+        size_t len = 64 * 1024;
+        fill(in, len, mode);
+        n = lzw_encode(in, len, enc, mode == 2, 1, NULL);
+        CHECK(enc[0] == 0 && (enc[1] & 1));
+        cf_codec_params q = params(5, 8, 256, 256, 1);
+        CHECK(cf_codec_decode(ctx, &q, enc, n, out, len, &err) == CF_OK);
+        CHECK(memcmp(in, out, len) == 0);
+    }
+    int old_fails = 0;
+    for (size_t len = 1; len < 1100; len += 3) {
+        fill(in, len, 1);
+        n = lzw_encode(in, len, enc, 0, 1, NULL);
+        cf_codec_params q = params(5, 8, (uint32_t)len, 1, 1);
+        if (cf_codec_decode(ctx, &q, enc, n, out, len, &err) != CF_OK ||
+            memcmp(in, out, len))
+            old_fails++;
+    }
+    CHECK(old_fails == 0);
+    lzw_old_style = 0;
     /* 1-bit data decodes with packed rows */
     p = params(5, 1, 13, 7, 1); /* 2 bytes per row */
     fill(in, 14, 1);
