@@ -618,9 +618,70 @@ def generate_all(directory=None, names=None):
     return paths
 
 
+def write_fuzz_seeds(directory):
+    """The small seeds of fuzz/seeds/open/ (40x30 images, 16 px tiles)."""
+    os.makedirs(directory, exist_ok=True)
+    t = ["TILED=YES", "BLOCKXSIZE=16", "BLOCKYSIZE=16"]
+    seeds = [
+        ("u16_deflate_p2_ovr_mask", gdal.GDT_UInt16, 2, t + ["COMPRESS=DEFLATE", "PREDICTOR=2"],
+         None, True, True),
+        ("f32_lzw_p3_nodata", gdal.GDT_Float32, 1, t + ["COMPRESS=LZW", "PREDICTOR=3"],
+         -1, False, False),
+        ("i16_zstd_band_bigtiff_be", gdal.GDT_Int16, 3,
+         t + ["COMPRESS=ZSTD", "INTERLEAVE=BAND", "BIGTIFF=YES", "ENDIANNESS=BIG"],
+         None, False, False),
+        ("u8_packbits_strips", gdal.GDT_Byte, 1, ["TILED=NO", "BLOCKYSIZE=4", "COMPRESS=PACKBITS"],
+         None, False, False),
+        ("u8x3_jpeg_ycbcr", gdal.GDT_Byte, 3, t + ["COMPRESS=JPEG", "PHOTOMETRIC=YCBCR"],
+         None, False, False),
+        ("u8x3_webp", gdal.GDT_Byte, 3, t + ["COMPRESS=WEBP", "WEBP_LOSSLESS=TRUE"],
+         None, False, False),
+        ("f32_lerc_zstd", gdal.GDT_Float32, 1, t + ["COMPRESS=LERC_ZSTD"], None, False, False),
+        ("u8_sparse", gdal.GDT_Byte, 1, t + ["SPARSE_OK=TRUE"], 0, False, False),
+    ]
+    w, h = 40, 30
+    for name, dt, nb, opts, nodata, mask, ovr in seeds:
+        rng = np.random.default_rng(len(name))
+        mem = gdal.GetDriverByName("MEM").Create("", w, h, nb, dt)
+        mem.SetGeoTransform([0, 1, 0, 0, 0, -1])
+        srs = osr.SpatialReference()
+        srs.ImportFromEPSG(4326)
+        mem.SetProjection(srs.ExportToWkt())
+        for b in range(nb):
+            a = np.add.outer(np.arange(h), np.arange(w)) * 3 + rng.integers(0, 4, (h, w))
+            mem.GetRasterBand(b + 1).WriteArray(a)
+            if nodata is not None:
+                mem.GetRasterBand(b + 1).SetNoDataValue(nodata)
+        if mask:
+            mem.CreateMaskBand(gdal.GMF_PER_DATASET)
+            m = np.full((h, w), 255, np.uint8)
+            m[:10, :10] = 0
+            mem.GetRasterBand(1).GetMaskBand().WriteArray(m)
+        tmp = os.path.join(directory, ".src.tif")
+        if ovr:
+            src = gdal.GetDriverByName("GTiff").CreateCopy(
+                tmp, mem, options=["TILED=YES", "BLOCKXSIZE=16", "BLOCKYSIZE=16"])
+            src.BuildOverviews("NEAREST", [2])
+            src = None
+            mem = gdal.Open(tmp)
+            opts = opts + ["COPY_SRC_OVERVIEWS=YES"]
+        gdal.SetConfigOption("GDAL_TIFF_INTERNAL_MASK", "YES")
+        try:
+            gdal.GetDriverByName("GTiff").CreateCopy(os.path.join(directory, name), mem,
+                                                     options=opts)
+        finally:
+            gdal.SetConfigOption("GDAL_TIFF_INTERNAL_MASK", None)
+            mem = None
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
 if __name__ == "__main__":
     import sys
     import time
+    if len(sys.argv) > 2 and sys.argv[1] == "--fuzz-seeds":
+        write_fuzz_seeds(sys.argv[2])
+        sys.exit(0)
     t0 = time.time()
     ps = generate_all(sys.argv[1] if len(sys.argv) > 1 else None)
     total = sum(os.path.getsize(p) for p in ps.values())
