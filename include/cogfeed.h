@@ -374,6 +374,12 @@ void cf_loader_position(const cf_loader *ld, uint64_t *epoch,
  * error naming the file and window; the loader then moves past it.  One
  * consumer thread; hold at most prefetch-1 batches at once. */
 cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err);
+/* Wait at most timeout_s seconds for the next batch: 1 when
+ * cf_loader_next would now return without blocking (a batch, the end of
+ * the epoch, or an error), 0 on timeout.  Starts the readers like
+ * cf_loader_next; waiting counts as data stall.  Lets a caller stay
+ * responsive (e.g. to signals) during long stalls. */
+int cf_loader_wait(cf_loader *ld, double timeout_s);
 /* Give the slot back to the readers. */
 void cf_loader_release(cf_loader *ld, const cf_batch *b);
 

@@ -438,6 +438,15 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused) {
     cf_batch b;
     cf_error e;
     cf_status st;
+    /* Wait in short slices so that Ctrl-C works during a data stall. */
+    for (;;) {
+        int ready;
+        Py_BEGIN_ALLOW_THREADS
+        ready = cf_loader_wait(self->ld, 0.1);
+        Py_END_ALLOW_THREADS
+        if (ready) break;
+        if (PyErr_CheckSignals() < 0) return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     st = cf_loader_next(self->ld, &b, &e);
     Py_END_ALLOW_THREADS

@@ -14,10 +14,12 @@
 #include "loader_adapt.h"
 #include "sampler.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LD_MAX_THREADS 256
@@ -572,7 +574,12 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
     if (!ld) return cf__err(err, CF_E_NOMEM, "loader");
     pthread_mutex_init(&ld->mu, NULL);
     pthread_cond_init(&ld->work_cv, NULL);
-    pthread_cond_init(&ld->ready_cv, NULL);
+    /* Timed waits of cf_loader_next_wait run on the monotonic clock. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ld->ready_cv, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_mutex_init(&ld->cache_mu, NULL);
     pthread_cond_init(&ld->cache_cv, NULL);
     cf_status st = copy_options(ld, opt, err);
@@ -1065,36 +1072,76 @@ static cf_status check_pid(const cf_loader *ld, cf_error *err) {
                    (int)ld->pid, (int)getpid());
 }
 
+/* Under ld->mu: 1 when cf_loader_next would return at once (batch ready,
+ * end of epoch, or an error), else 0 after starting the readers if
+ * needed.  *s receives the slot of the next batch. */
+static int next_ready(cf_loader *ld, ld_slot **s, cf_status *st,
+                      cf_error *err) {
+    *st = CF_OK;
+    if (ld->next_batch >= ld->lay_out.batches) {
+        *st = cf__err(err, CF_E_END, "loader: end of epoch %llu",
+                      (unsigned long long)ld->epoch);
+        return 1;
+    }
+    *s = &ld->slots[ld->next_batch % (uint64_t)ld->o.prefetch];
+    if ((*s)->state == SLOT_HELD) {
+        *st = cf__err(err, CF_E_STATE,
+                      "loader: all %d ring slots are held: release a batch "
+                      "before taking the next",
+                      ld->o.prefetch);
+        return 1;
+    }
+    if (!ld->running) {
+        if (ld->t_start == 0) ld->t_start = cf__now();
+        *st = start_threads(ld, err);
+        if (*st != CF_OK) return 1;
+    }
+    return (*s)->state == SLOT_READY && (*s)->batch == ld->next_batch;
+}
+
+int cf_loader_wait(cf_loader *ld, double timeout_s) {
+    if (getpid() != ld->pid) return 1; /* next() reports the misuse */
+    pthread_mutex_lock(&ld->mu);
+    ld_slot *s;
+    cf_status st;
+    int ready = next_ready(ld, &s, &st, NULL);
+    if (!ready) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        double t0 = (double)until.tv_sec + until.tv_nsec * 1e-9;
+        double end = t0 + (timeout_s > 0 ? timeout_s : 0);
+        until.tv_sec = (time_t)end;
+        until.tv_nsec = (long)((end - (double)until.tv_sec) * 1e9);
+        while (!ready) {
+            if (pthread_cond_timedwait(&ld->ready_cv, &ld->mu, &until) ==
+                ETIMEDOUT) {
+                ready = s->state == SLOT_READY && s->batch == ld->next_batch;
+                break;
+            }
+            ready = s->state == SLOT_READY && s->batch == ld->next_batch;
+        }
+        ld->st_wait += cf__now() - t0;
+    }
+    pthread_mutex_unlock(&ld->mu);
+    return ready;
+}
+
 cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     memset(out, 0, sizeof *out);
     out->slot = -1;
     if (check_pid(ld, err) != CF_OK) return CF_E_STATE;
     pthread_mutex_lock(&ld->mu);
-    if (ld->next_batch >= ld->lay_out.batches) {
+    ld_slot *s = NULL;
+    cf_status st;
+    if (!next_ready(ld, &s, &st, err)) {
+        double t0 = cf__now();
+        while (!(s->state == SLOT_READY && s->batch == ld->next_batch))
+            pthread_cond_wait(&ld->ready_cv, &ld->mu);
+        ld->st_wait += cf__now() - t0;
+    } else if (st != CF_OK) {
         pthread_mutex_unlock(&ld->mu);
-        return cf__err(err, CF_E_END, "loader: end of epoch %llu",
-                       (unsigned long long)ld->epoch);
+        return st;
     }
-    ld_slot *s = &ld->slots[ld->next_batch % (uint64_t)ld->o.prefetch];
-    if (s->state == SLOT_HELD) {
-        pthread_mutex_unlock(&ld->mu);
-        return cf__err(err, CF_E_STATE,
-                       "loader: all %d ring slots are held: release a batch "
-                       "before taking the next",
-                       ld->o.prefetch);
-    }
-    if (!ld->running) {
-        if (ld->t_start == 0) ld->t_start = cf__now();
-        cf_status st = start_threads(ld, err);
-        if (st != CF_OK) {
-            pthread_mutex_unlock(&ld->mu);
-            return st;
-        }
-    }
-    double t0 = cf__now();
-    while (!(s->state == SLOT_READY && s->batch == ld->next_batch))
-        pthread_cond_wait(&ld->ready_cv, &ld->mu);
-    ld->st_wait += cf__now() - t0;
     uint64_t b = ld->next_batch++;
     if (s->failed && !ld->o.skip_errors) {
         if (err) *err = s->err;

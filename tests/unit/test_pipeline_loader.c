@@ -259,6 +259,27 @@ static void test_backpressure(void) {
 
 /* The file goes bad after it was opened (truncated: its last 4 tiles are
  * gone), as when an object is replaced mid-epoch. */
+/* cf_loader_wait: bounded waits, then the batch comes without blocking;
+ * at the end of the epoch it reports "ready" (next returns CF_E_END). */
+static void test_wait(void) {
+    cf_loader *ld = make(CF_SAMPLER_GRID, 0, 2, 2, 0);
+    if (!ld) return;
+    cf_loader_layout L;
+    cf_loader_get_layout(ld, &L);
+    cf_batch b;
+    cf_error e;
+    for (uint64_t i = 0; i < L.batches; i++) {
+        int spins = 0;
+        while (!cf_loader_wait(ld, 0.001) && spins < 100000) spins++;
+        CHECK(spins < 100000);
+        CHECK(cf_loader_next(ld, &b, &e) == CF_OK && b.index == i);
+        cf_loader_release(ld, &b);
+    }
+    CHECK(cf_loader_wait(ld, 10) == 1);
+    CHECK(cf_loader_next(ld, &b, &e) == CF_E_END);
+    cf_loader_free(ld);
+}
+
 static void test_bad_tile(int skip) {
     write_tiff(bad, 128, 128, 32, 0, -1);
     const char *imgs[] = {img_a, bad};
@@ -375,6 +396,7 @@ int main(void) {
     test_augment_consistency();
     test_resume();
     test_backpressure();
+    test_wait();
     test_bad_tile(0);
     test_bad_tile(1);
     test_misaligned();
