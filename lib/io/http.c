@@ -623,6 +623,10 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
         snprintf(why, sizeof why, "HTTP %ld%s", st, codepart);
         return retry(lp, x, CF_E_HTTP, why);
     case 416:
+        if (x->head && x->got == 0)
+            return fail(x, CF_E_RANGE,
+                        "%s: HTTP 416 to the first bytes: the object is empty",
+                        n);
         return fail(x, CF_E_RANGE,
                     "%s: HTTP 416: object shorter than its header says, or it "
                     "changed (bytes=%" PRIu64 "-%" PRIu64 ")",
