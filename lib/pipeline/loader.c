@@ -102,7 +102,7 @@ struct cf_loader {
     uint64_t next_claim, next_batch, epoch;
     int reading;
     /* adaptive control window */
-    double win_t0;
+    double win_t0, win_cpu0;
     uint64_t win_done, win_retries;
     int win_backpressure;
     cf__adapt ctl;             /* ctl.conc: patches read at once */
@@ -920,8 +920,15 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     return CF_OK;
 }
 
-/* Feed the controller (loader_adapt.c) one window of at least 0.2 s and
- * `conc` samples.  Called under ld->mu after each sample. */
+static double process_cpu_s(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Feed the controller (loader_adapt.c) one window of at least 0.25 s and
+ * `conc` samples: throughput, CPU use of the process, retries, whether the
+ * ring was full.  Called under ld->mu after each sample. */
 static void adapt(cf_loader *ld) {
     if (ld->o.max_inflight) return;
     double now = cf__now();
@@ -929,6 +936,7 @@ static void adapt(cf_loader *ld) {
         cf_io_stats ios;
         cf_io_get_stats(ld->io, &ios);
         ld->win_t0 = now;
+        ld->win_cpu0 = process_cpu_s();
         ld->win_done = 0;
         ld->win_retries = ios.retries;
         ld->win_backpressure = 0;
@@ -936,11 +944,13 @@ static void adapt(cf_loader *ld) {
     }
     ld->win_done++;
     double dt = now - ld->win_t0;
-    if (dt < 0.2 || ld->win_done < (uint64_t)ld->ctl.conc) return;
+    if (dt < 0.25 || ld->win_done < (uint64_t)ld->ctl.conc) return;
     cf_io_stats ios;
     cf_io_get_stats(ld->io, &ios);
+    double cpu_now = process_cpu_s();
+    double cpu = (cpu_now - ld->win_cpu0) / (dt * (double)ncpu());
     int before = ld->ctl.conc;
-    int c = cf__adapt_step(&ld->ctl, (double)ld->win_done / dt,
+    int c = cf__adapt_step(&ld->ctl, (double)ld->win_done / dt, cpu,
                            ios.retries > ld->win_retries,
                            ld->win_backpressure);
     if (c > before) pthread_cond_broadcast(&ld->work_cv);
@@ -951,6 +961,7 @@ static void adapt(cf_loader *ld) {
                                            : io_n);
     }
     ld->win_t0 = now;
+    ld->win_cpu0 = cpu_now;
     ld->win_done = 0;
     ld->win_retries = ios.retries;
     ld->win_backpressure = 0;
