@@ -40,7 +40,8 @@ cf_status cf__decode_lzw(cf_codec_ctx *ctx, const cf_codec_params *p,
         return cf__err(err, CF_E_LIMIT, "chunk of %zu bytes too large for LZW",
                        dst_len);
 
-    uint64_t bitbuf = 0; /* next bits, MSB-aligned at bit (nbuf - 1) */
+    uint64_t bitbuf = 0; /* unread bits: the low nbuf (new style: read from
+                          * the top of those; old style: from bit 0) */
     unsigned nbuf = 0;
     size_t in = 0, out = 0;
     unsigned nbits = 9;
@@ -121,7 +122,11 @@ cf_status cf__decode_lzw(cf_codec_ctx *ctx, const cf_codec_params *p,
             dst[out++] = (uint8_t)code;
         } else {
             size_t n = slen < room ? slen : room;
-            if (spos + n <= out) {
+            if (n <= 16 && spos + 16 <= out && room >= 16) {
+                /* most strings are short: one fixed-size move (bytes past
+                 * the string are rewritten by what follows) */
+                memcpy(dst + out, dst + spos, 16);
+            } else if (spos + n <= out) {
                 memcpy(dst + out, dst + spos, n);
             } else {
                 /* overlapping (KwKwK): forward byte copy repeats the
