@@ -39,6 +39,15 @@ void cf_codec_ctx_free(cf_codec_ctx *ctx);
 uint64_t cf_codec_chunk_bytes(const cf_codec_params *p);
 
 /* Decode `src` into `dst` (dst_len must equal cf_codec_chunk_bytes(p)).
+ *
+ * Parameters as libtiff sees a chunk: width is the full tile width (or the
+ * image width for strips), height the tile height (or the rows of this
+ * strip, fewer for the last one), samples 1 for PlanarConfiguration 2.
+ * Values match GDAL's bit for bit (tests/unit/test_codec_gdal.c), which
+ * fixes some choices: the Predictor tag applies to LZW, DEFLATE and ZSTD
+ * only (libtiff ignores it for the others); LERC float pixels that the
+ * LERC mask marks invalid read as NaN (integer ones as 0); JPEG and WebP
+ * carry 8-bit samples only, YCbCr JPEG comes out as RGB. */
  * Errors: CF_E_CODEC (corrupt data, message says why), CF_E_UNSUPPORTED
  * (unknown codec, or "not built with X"), CF_E_FORMAT (codec header
  * contradicts the tags), CF_E_NOMEM. */
