@@ -47,7 +47,8 @@ uint64_t cf_codec_chunk_bytes(const cf_codec_params *p);
  * fixes some choices: the Predictor tag applies to LZW, DEFLATE and ZSTD
  * only (libtiff ignores it for the others); LERC float pixels that the
  * LERC mask marks invalid read as NaN (integer ones as 0); JPEG and WebP
- * carry 8-bit samples only, YCbCr JPEG comes out as RGB. */
+ * carry 8-bit samples only, YCbCr JPEG comes out as RGB.
+ *
  * Errors: CF_E_CODEC (corrupt data, message says why), CF_E_UNSUPPORTED
  * (unknown codec, or "not built with X"), CF_E_FORMAT (codec header
  * contradicts the tags), CF_E_NOMEM. */
