@@ -51,7 +51,8 @@ uint64_t cf_codec_chunk_bytes(const cf_codec_params *p);
  *
  * Errors: CF_E_CODEC (corrupt data, message says why), CF_E_UNSUPPORTED
  * (unknown codec, or "not built with X"), CF_E_FORMAT (codec header
- * contradicts the tags), CF_E_NOMEM. */
+ * contradicts the tags), CF_E_NOMEM, CF_E_LIMIT (chunk larger than
+ * CF_MAX_CHUNK_BYTES), CF_E_ARG (dst_len is not the chunk size). */
 cf_status cf_codec_decode(cf_codec_ctx *ctx, const cf_codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err);
