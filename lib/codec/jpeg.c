@@ -203,7 +203,9 @@ cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
         j->created = 1;
         j->ok = run(j, p, src, src_len, dst, dst_len);
     } else {
-        j->code = CF_E_CODEC;
+        /* 12-bit streams are valid JPEG this build cannot decode */
+        j->code = j->jerr.pub.msg_code == JERR_BAD_PRECISION ? CF_E_UNSUPPORTED
+                                                             : CF_E_CODEC;
         snprintf(j->why, sizeof j->why, "%s", j->jerr.msg);
     }
     /* jpeg_destroy cannot fail; it frees whatever create/start allocated,

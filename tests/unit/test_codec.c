@@ -816,6 +816,14 @@ static void test_jpeg(cf_codec_ctx *ctx) {
             CHECK(all_zero(out, 512));
         } else {
             CHECK(st == CF_OK);
+            /* the same stream claiming 12-bit precision: unsupported */
+            for (unsigned long k = 0; k + 4 < il; k++)
+                if (im[k] == 0xff && (im[k + 1] == 0xc0 || im[k + 1] == 0xc2)) {
+                    im[k + 4] = 12;
+                    break;
+                }
+            CHECK(cf_codec_decode(ctx, &p, im, il, out, 512, &err) ==
+                  CF_E_UNSUPPORTED);
         }
         free(im);
     }
