@@ -11,7 +11,9 @@
  *    invalid reads as 0 (dst is zeroed first: liblerc leaves them alone);
  *  - 8-bit data with one LERC depth fewer than samples per pixel carries an
  *    alpha band as the LERC mask: alpha = 255 * valid.
- * LERC output is native-endian, and libtiff runs no predictor for it.
+ * libtiff swabs the decoded samples of a big-endian file like raw data
+ * (its writer swabbed them before encoding), NaN fill included, so the
+ * registry marks LERC as RAW; it runs no predictor for LERC.
  */
 #include "codec_internal.h"
 
