@@ -146,7 +146,7 @@ static cf_status decode_inner(cf_codec_ctx *ctx, const cf_codec_params *p,
                        (unsigned long long)want);
     const cf__codec_entry *e = cf__codec_find(p->compression);
     if (!e)
-        return cf__err(err, CF_E_UNSUPPORTED, "compression %u",
+        return cf__err(err, CF_E_UNSUPPORTED, "unknown compression code %u",
                        (unsigned)p->compression);
     if (!e->decode)
         return cf__err(err, CF_E_UNSUPPORTED, "%s: not built with %s",
