@@ -183,6 +183,23 @@ def bench_codec(codec, args):
     return res
 
 
+def print_markdown(doc):
+    res = doc["results"]
+    n = res[0]["threads"] if res else 0
+    print("| codec | dtype | file MB | cogfeed 1 thread | GDAL 1 thread | ratio | "
+          "cogfeed %d threads | GDAL %d threads (whole / pool) | ratio | bit-exact |" % (n, n))
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in res:
+        print("| %s | %s | %.1f | %.0f | %.0f | %.2f | %.0f | %.0f (%.0f / %.0f) | %.2f | %s |" % (
+            r["codec"], "%sx%d" % (r["dtype"], r["bands"]) if r["bands"] > 1 else r["dtype"],
+            r["file_mb"], r["cogfeed_1t"], r["gdal_1t"], r["ratio_1t"], r["cogfeed_mt"],
+            r["gdal_mt"], r["gdal_mt_whole"], r["gdal_mt_pool"], r["ratio_mt"],
+            "yes" if r["bit_exact"] else "NO"))
+    print()
+    print("GDAL %s, cogfeed %s, %d CPUs, load average before/after %.1f / %.1f." % (
+        doc["gdal"], doc["cogfeed"], doc["cpus"], *doc["loadavg_before_after"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=int, default=4096)
@@ -194,7 +211,13 @@ def main():
         os.environ.get("CF_TEST_DATA") or os.path.join(tempfile.gettempdir(), "cogfeed-testdata"),
         "bench"))
     ap.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    ap.add_argument("--markdown", metavar="JSON",
+                    help="print the table of a saved --json result as Markdown, run nothing")
     args = ap.parse_args()
+    if args.markdown:
+        with open(args.markdown) as f:
+            print_markdown(json.load(f))
+        return 0
     os.makedirs(args.dir, exist_ok=True)
     results = []
     load_before = os.getloadavg()[0]
