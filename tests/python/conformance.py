@@ -68,6 +68,7 @@ def _spec(name, **kw):
         # False where GDAL 3.6 does not read back what it wrote (see
         # docs/conformance.md); cogfeed must still match GDAL's read.
         "gdal_roundtrip": True,
+        "scale_offset": None,  # per-band (scale, offset) written to GDAL_METADATA
     }
     s.update(kw)
     return s
@@ -84,7 +85,7 @@ FIXTURES = [
     _spec("deflate_u16_p2_t512", dtype="uint16", bands=2, width=1300, height=900,
           compress="DEFLATE", options=["BLOCKSIZE=512", "PREDICTOR=2"]),
     _spec("deflate_i16_p2_t256", dtype="int16", compress="DEFLATE", nodata=-9999,
-          options=["BLOCKSIZE=256", "PREDICTOR=2"]),
+          options=["BLOCKSIZE=256", "PREDICTOR=2"], scale_offset=[(0.01, -50.0)]),
     _spec("deflate_u32_p2_t256", dtype="uint32", compress="DEFLATE",
           options=["BLOCKSIZE=256", "PREDICTOR=2"]),
     _spec("deflate_i32_t256", dtype="int32", compress="DEFLATE", options=["BLOCKSIZE=256"]),
@@ -151,7 +152,7 @@ FIXTURES = [
     _spec("gtiff_nonsquare_256x128_u16", driver="GTiff", dtype="uint16", bands=2, compress="DEFLATE",
           options=["TILED=YES", "BLOCKXSIZE=256", "BLOCKYSIZE=128", "PREDICTOR=2"], overviews=[2, 4]),
     _spec("gtiff_band_i16_zstd", driver="GTiff", dtype="int16", bands=3, compress="ZSTD",
-          nodata=-32768,
+          nodata=-32768, scale_offset=[(0.5, 0.0), (1.0, 10.0), (2.5e-4, -3.25)],
           options=["TILED=YES", "BLOCKXSIZE=256", "BLOCKYSIZE=256", "INTERLEAVE=BAND", "PREDICTOR=2"],
           overviews=[2]),
     _spec("gtiff_band_f32_lzw", driver="GTiff", dtype="float32", bands=3, compress="LZW",
@@ -346,6 +347,9 @@ def _mem_source(spec, data):
         band.WriteArray(arr)
         if spec["nodata"] is not None:
             band.SetNoDataValue(float("nan") if spec["nodata"] == "nan" else spec["nodata"])
+        if spec["scale_offset"]:
+            band.SetScale(spec["scale_offset"][b][0])
+            band.SetOffset(spec["scale_offset"][b][1])
     if spec["mask"]:
         mem.CreateMaskBand(gdal.GMF_PER_DATASET)
         mem.GetRasterBand(1).GetMaskBand().WriteArray(_mask_array(spec))

@@ -82,6 +82,9 @@ def test_info_json_matches_gdal(paths, name):
     assert info["has_mask"] == (b1.GetMaskFlags() == gdal.GMF_PER_DATASET)
     assert info["bigtiff"] == ("BIGTIFF=YES" in spec["options"])
     assert info["byte_order"] == ("big" if "ENDIANNESS=BIG" in spec["options"] else "little")
+    bands = [ds.GetRasterBand(i + 1) for i in range(ds.RasterCount)]
+    assert info["scale"] == [b.GetScale() if b.GetScale() is not None else 1.0 for b in bands]
+    assert info["offset"] == [b.GetOffset() if b.GetOffset() is not None else 0.0 for b in bands]
     assert info["file_size"] == os.path.getsize(paths[name])
     assert info["header_requests"] >= 1 and info["header_bytes"] > 0
 

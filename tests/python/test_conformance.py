@@ -95,6 +95,11 @@ def test_metadata(paths, name):
     exp = C.gdal_compression(ds).upper()
     exp = "JPEG" if "JPEG" in exp else exp
     assert str(cog.compression).upper() == exp
+    # Per-band scale/offset from GDAL_METADATA (1 and 0 when absent).
+    bands = [ds.GetRasterBand(i + 1) for i in range(ds.RasterCount)]
+    assert list(cog.scales) == [b.GetScale() if b.GetScale() is not None else 1.0 for b in bands]
+    assert list(cog.offsets) == [b.GetOffset() if b.GetOffset() is not None else 0.0
+                                 for b in bands]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -213,6 +218,7 @@ def test_fixture_matrix_covers_the_brief():
         assert any(t in o for o in opts), t
     assert any(f["mask"] for f in fx) and any(f["bands"] >= 200 for f in fx)
     assert any(f["nodata"] == "nan" for f in fx)
+    assert any(f["scale_offset"] and len(f["scale_offset"]) > 1 for f in fx)
     assert any("PHOTOMETRIC=YCBCR" in o for o in opts)
 
 
