@@ -472,6 +472,15 @@ void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
 
 /* ---------------------------------------------------------------- read */
 
+/* An uncompressed chunk already in host byte order needs no decode step
+ * (the predictor tag does not apply to uncompressed data, as in libtiff). */
+static int raw_usable(const cf_codec_params *p, uint64_t have, size_t need) {
+    const uint16_t probe = 1;
+    int host_be = *(const uint8_t *)&probe == 0;
+    return p->compression == CF_COMP_NONE && have >= need &&
+           (p->bits <= 8 || !!p->big_endian == host_be);
+}
+
 /* Read a window of IFD `ifdi` (an image level or a mask). */
 static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
                           uint32_t w, uint32_t h, const int *bands, int nb,
@@ -583,6 +592,11 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         cf_codec_params p;
         cf__cog_chunk_params(cog, c, &p);
         size_t len = (size_t)cf_codec_chunk_bytes(&p);
+        if (raw_usable(&p, c->len, len)) {
+            /* Uncompressed in host order: paste from the fetched bytes. */
+            cf__cog_paste(cog, c, src, x, y, w, h, bands, nb, dst, expand_bits);
+            continue;
+        }
         st = cf__cog_decode(cog, ctx, c, src, (size_t)c->len, tile, len, err);
         if (!st) cf__cog_paste(cog, c, tile, x, y, w, h, bands, nb, dst, expand_bits);
     }
