@@ -266,41 +266,45 @@ def _plots(out, runs, sampler_runs):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     paths = []
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    for r in runs:
-        ax.plot([c["t"] for c in r["curve"]], [c["miou"] for c in r["curve"]],
-                "o-", label=r["setup"], ms=3)
-    ax.set_xlabel("training wall time (s)")
-    ax.set_ylabel("validation mIoU (held-out scene)")
-    ax.set_title("IoU over time, equal budget")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    p = os.path.join(out, "iou_over_time.png")
-    fig.savefig(p, dpi=80)
-    plt.close(fig)
-    paths.append(p)
+    if runs:
+        fig, ax = plt.subplots(figsize=(6.4, 3.8))
+        for r in runs:
+            ax.plot([c["t"] for c in r["curve"]],
+                    [c["miou"] for c in r["curve"]], "o-", label=r["setup"],
+                    ms=3)
+        ax.set_xlabel("training wall time (s)")
+        ax.set_ylabel("validation mIoU (held-out scene)")
+        ax.set_title("IoU over time, equal budget")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        p = os.path.join(out, "iou_over_time.png")
+        fig.savefig(p, dpi=80)
+        plt.close(fig)
+        paths.append(p)
 
-    fig, axs = plt.subplots(1, 2, figsize=(8, 3.4))
-    names = [r["setup"] for r in runs]
-    axs[0].bar(names, [r["steps"] for r in runs], color="tab:blue")
-    axs[0].set_title("optimizer steps in budget")
-    axs[1].bar(names, [100 * r["stall_frac"] for r in runs],
-               color="tab:red", label="data stall")
-    axs[1].bar(names, [100 * r["utilisation"] for r in runs],
-               color="tab:green", alpha=0.5, label="utilisation")
-    axs[1].set_title("% of wall time")
-    axs[1].legend(fontsize=7)
-    for a in axs:
-        a.tick_params(axis="x", labelrotation=30, labelsize=7)
-    fig.tight_layout()
-    p = os.path.join(out, "throughput.png")
-    fig.savefig(p, dpi=80)
-    plt.close(fig)
-    paths.append(p)
+        fig, axs = plt.subplots(1, 2, figsize=(8, 3.4))
+        names = [r["setup"] for r in runs]
+        axs[0].bar(names, [r["steps"] for r in runs], color="tab:blue")
+        axs[0].set_title("optimizer steps in budget")
+        axs[1].bar(names, [100 * r["stall_frac"] for r in runs],
+                   color="tab:red", label="data stall")
+        axs[1].bar(names, [100 * r["utilisation"] for r in runs],
+                   color="tab:green", alpha=0.5, label="utilisation")
+        axs[1].set_title("% of wall time")
+        axs[1].legend(fontsize=7)
+        for a in axs:
+            a.tick_params(axis="x", labelrotation=30, labelsize=7)
+        fig.tight_layout()
+        p = os.path.join(out, "throughput.png")
+        fig.savefig(p, dpi=80)
+        plt.close(fig)
+        paths.append(p)
 
     if sampler_runs:
         fig, ax = plt.subplots(figsize=(6.4, 3.8))
         for r in sampler_runs:
+            if r.get("seed", 0):
+                continue
             ax.plot([c["steps"] for c in r["curve"]],
                     [c["miou"] for c in r["curve"]], "o-", ms=3,
                     label=r["setup"])
@@ -316,7 +320,7 @@ def _plots(out, runs, sampler_runs):
     return paths
 
 
-COLS = ("setup", "steps", "wall_s", "steps_per_s", "stall_frac",
+COLS = ("setup", "seed", "steps", "wall_s", "steps_per_s", "stall_frac",
         "busy_frac", "utilisation", "utilisation_source", "mb_per_s", "cpu_s",
         "final_miou", "final_loss")
 
@@ -329,8 +333,9 @@ def _write_tables(out, runs, sampler_runs, meta):
             w = csv.writer(f)
             w.writerow(COLS)
             for r in rs:
-                w.writerow([("%.4g" % r[k]) if isinstance(r[k], float)
-                            else r[k] for k in COLS])
+                w.writerow([("%.4g" % r.get(k)) if isinstance(r.get(k),
+                                                              float)
+                            else r.get(k, 0) for k in COLS])
     lines = ["# cogfeed experiment results", "",
              "device: %s; budget %s s per set-up; patch %d, batch %d, "
              "sampler %s; UNet base %d; remote = nginx with %d ms "
@@ -360,15 +365,25 @@ def _write_tables(out, runs, sampler_runs, meta):
         if lo and re_ and lo["steps"]:
             lines.append("- %s: %d / %d = %.2f" % (
                 k, re_["steps"], lo["steps"], re_["steps"] / lo["steps"]))
+    if not runs:
+        lines = lines[:2]       # only the sampler comparison was run
     if sampler_runs:
-        lines += ["", "Samplers at equal steps (%d), cogfeed, local:" %
-                  sampler_runs[0]["steps"], "",
-                  "| sampler | steps | wall s | data stall | final mIoU |",
-                  "|---|---|---|---|---|"]
-        for r in sampler_runs:
-            lines.append("| %s | %d | %.1f | %.0f%% | %.3f |" % (
-                r["setup"], r["steps"], r["wall_s"], 100 * r["stall_frac"],
-                r["final_miou"]))
+        seeds = sorted({r.get("seed", 0) for r in sampler_runs})
+        lines += ["", "Samplers at equal steps (%d), cogfeed, local, "
+                  "seeds %s:" % (sampler_runs[0]["steps"],
+                                 ",".join(map(str, seeds))), "",
+                  "| sampler | steps | wall s | data stall | final mIoU "
+                  "per seed | mean mIoU | sd |",
+                  "|---|---|---|---|---|---|---|"]
+        for smp in dict.fromkeys(r["setup"] for r in sampler_runs):
+            rs = [r for r in sampler_runs if r["setup"] == smp]
+            m = [r["final_miou"] for r in rs]
+            lines.append("| %s | %d | %.1f | %.0f%% | %s | %.3f | %s |" % (
+                smp, rs[0]["steps"], float(np.mean([r["wall_s"]
+                                                    for r in rs])),
+                100 * float(np.mean([r["stall_frac"] for r in rs])),
+                " ".join("%.3f" % v for v in m), float(np.mean(m)),
+                "%.3f" % float(np.std(m, ddof=1)) if len(m) > 1 else "-"))
     p = os.path.join(out, "results.md")
     with open(p, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -380,7 +395,7 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
         baseline_prefetch=2, cogfeed_settings=None, sampler_steps=None,
         samplers=("random", "blocked", "tile-shuffle"), snapshots=6,
         loaders=("baseline", "cogfeed"), device=None, base=None,
-        log=sys.stderr):
+        sampler_seeds=1, log=sys.stderr):
     import torch
     os.makedirs(out, exist_ok=True)
     imgs, msks = common.resolve(data)
@@ -415,14 +430,14 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
             torch.get_num_threads(), "cpus": os.cpu_count()}
 
     def one(kind, name, ti, tm, s, steps=None, bud=None, sn=None,
-            sn_steps=None):
+            sn_steps=None, seed=0):
         ld = common.make_loader(kind, ti, tm, s if kind == "cogfeed"
                                 else settings, baseline_workers,
                                 baseline_prefetch, mean=mean, std=std)
         try:
             return train(name, ld, val, device, budget=bud, steps=steps,
                          snap_every=sn, snap_steps=sn_steps, base=base,
-                         log=log)
+                         seed=seed, log=log)
         finally:
             ld.close()
 
@@ -430,7 +445,9 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
     for kind in loaders:
         runs.append(one(kind, kind + "-local", train_i, train_m,
                         cf_settings, bud=budget, sn=snap))
-    with common.served(imgs + msks, latency_ms) as (srv, url):
+    with common.served(imgs + msks, latency_ms) if loaders else \
+            _Null() as served:
+        srv, url = served if loaders else (None, None)
         for kind in loaders:
             runs.append(one(kind, kind + "-remote",
                             [url(p) for p in train_i],
@@ -439,14 +456,22 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
     runs.sort(key=lambda r: (r["setup"].split("-")[0],
                              r["setup"].endswith("remote")))
     sampler_runs = []
-    if "cogfeed" in loaders and samplers:
-        ref = next(r for r in runs if r["setup"] == "cogfeed-local")
-        n = sampler_steps or max(10, ref["steps"])
-        for smp in samplers:
-            s = dict(cf_settings, sampler=smp)
-            sampler_runs.append(one(
-                "cogfeed", smp, train_i, train_m, s, steps=n,
-                sn_steps=max(1, n // max(1, snapshots))))
+    if samplers:
+        ref = [r for r in runs if r["setup"] == "cogfeed-local"]
+        if not ref and not sampler_steps:
+            raise ValueError("experiment: the sampler comparison needs "
+                             "--sampler-steps when cogfeed-local is not run")
+        n = sampler_steps or max(10, ref[0]["steps"])
+        # Seed k changes the sampler's windows and the model's
+        # initialisation together: the spread over seeds is the noise
+        # level a sampler difference must beat.
+        for k in range(max(1, sampler_seeds)):
+            for smp in samplers:
+                s = dict(cf_settings, sampler=smp, seed=k)
+                r = one("cogfeed", smp, train_i, train_m, s, steps=n,
+                        sn_steps=max(1, n // max(1, snapshots)), seed=k)
+                r["seed"] = k
+                sampler_runs.append(r)
     plots = _plots(out, runs, sampler_runs)
     md = _write_tables(out, runs, sampler_runs, meta)
     with open(os.path.join(out, "run.json"), "w") as f:
@@ -484,9 +509,14 @@ def main(argv):
                         "what cogfeed-local reached in the budget)")
     p.add_argument("--samplers", default="random,blocked,tile-shuffle",
                    help="comma list, or 'none' to skip the comparison")
+    p.add_argument("--sampler-seeds", type=int, default=1,
+                   help="repeat the sampler comparison with seeds "
+                        "0..N-1 (sampler windows and model init)")
     p.add_argument("--snapshots", type=int, default=6,
                    help="IoU points per set-up")
-    p.add_argument("--loaders", default="baseline,cogfeed")
+    p.add_argument("--loaders", default="baseline,cogfeed",
+                   help="loaders of the four set-ups; 'none' runs only "
+                        "the sampler comparison (needs --sampler-steps)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: "
                    "cuda when available)")
     p.add_argument("--unet-base", type=int, default=None,
@@ -502,8 +532,9 @@ def main(argv):
                 a.sampler, a.latency_ms, a.baseline_workers,
                 a.baseline_prefetch, cfg, a.sampler_steps,
                 () if a.samplers == "none" else tuple(a.samplers.split(",")),
-                a.snapshots, tuple(a.loaders.split(",")), a.device,
-                a.unet_base)
+                a.snapshots,
+                () if a.loaders == "none" else tuple(a.loaders.split(",")),
+                a.device, a.unet_base, a.sampler_seeds)
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         sys.stderr.write("cogfeed experiment: %s\n" % e)
         return 1

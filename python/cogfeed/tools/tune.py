@@ -29,7 +29,7 @@ import optuna
 from . import bench, common
 
 MAX_INFLIGHT = ("adaptive", "4", "16", "64", "256")
-CACHE_MB = (32, 128, 512)
+CACHE_MB = (8, 32, 128, 512)
 
 
 def variants(dataset):
@@ -46,6 +46,31 @@ def variants(dataset):
             "%s holds no dataset variant (a folder with images/; "
             "`cogfeed convert` writes them)" % dataset)
     return out
+
+
+def decoded_bytes(paths):
+    """Bytes the images hold decoded (all bands, full resolution)."""
+    from osgeo import gdal
+    gdal.UseExceptions()
+    n = 0
+    for p in paths:
+        ds = gdal.Open(p)
+        n += ds.RasterXSize * ds.RasterYSize * ds.RasterCount * \
+            gdal.GetDataTypeSize(ds.GetRasterBand(1).DataType) // 8
+    return n
+
+
+def cache_choices(dataset_bytes, frac):
+    """Tile-cache sizes (MB) to try: at most `frac` of the decoded dataset.
+
+    A cache as large as the dataset turns tile-shuffle into "everything in
+    RAM after the first epoch", which a small test dataset allows and a
+    real one does not; bounding the cache by a fraction of the data keeps
+    the winner valid for datasets larger than memory.
+    """
+    cap = dataset_bytes * frac / (1 << 20)
+    ok = [c for c in CACHE_MB if c <= cap]
+    return ok or [max(1, int(cap))]
 
 
 def _min_side(path):
@@ -147,7 +172,8 @@ def plot(study, out):
 def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
          serve_latency_ms=None, loader="cogfeed", batch_size=32,
          patch_sizes=(128, 256, 512), samplers=None, seed=0,
-         baseline_workers=(1, 2, 4, 8), log=sys.stderr):
+         baseline_workers=(1, 2, 4, 8), max_cache_frac=0.25,
+         log=sys.stderr):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     os.makedirs(out, exist_ok=True)
     var = variants(dataset)
@@ -158,6 +184,8 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
         samplers = ("random", "blocked", "grid") if loader == "baseline" \
             else ("random", "blocked", "tile-shuffle")
     ncpu = os.cpu_count() or 2
+    cache_mb = cache_choices(min(decoded_bytes(v[0]) for v in var.values()),
+                             max_cache_frac)
     # jpeg/webp variants hold 8-bit samples, the others 16-bit.
     itemsize = {n: bench.itemsize_of(v[0][0]) for n, v in var.items()}
 
@@ -177,7 +205,7 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
                                                         max(1, ncpu))
                 s["prefetch"] = trial.suggest_int("prefetch", 2, 8)
                 s["cache_bytes"] = trial.suggest_categorical(
-                    "cache_mb", list(CACHE_MB)) << 20
+                    "cache_mb", cache_mb) << 20
             else:
                 kw["baseline_workers"] = trial.suggest_categorical(
                     "workers", list(baseline_workers))
@@ -192,9 +220,12 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
                              itemsize=itemsize[vname],
                              **kw)
             trial.set_user_attr("settings", r["settings"])
-            trial.set_user_attr("result", {k: r[k] for k in (
+            res = {k: r[k] for k in (
                 "mb_per_s", "patches_per_s", "requests_per_s",
-                "cpu_s_per_gb", "peak_rss_mb", "fetch_ratio")})
+                "cpu_s_per_gb", "peak_rss_mb", "fetch_ratio")}
+            st = r.get("loader_stats") or {}
+            res["cache_hit_rate"] = st.get("cache_hit_rate")
+            trial.set_user_attr("result", res)
             if log:
                 log.write("tune: trial %d: %.1f MB/s  %s\n" % (
                     trial.number, r["mb_per_s"], json.dumps(trial.params)))
@@ -231,13 +262,20 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
     keys = sorted({k for t in study.trials for k in t.params})
     with open(os.path.join(out, "trials.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["number", "state", "mb_per_s", "seconds"] + keys)
+        # (No per-trial RSS: all trials share one process.)
+        extra = ("fetch_ratio", "cache_hit_rate", "requests_per_s",
+                 "cpu_s_per_gb")
+        w.writerow(["number", "state", "mb_per_s", "seconds"] + keys +
+                   list(extra))
         for t in study.trials:
             dur = t.duration.total_seconds() if t.duration else ""
+            res = t.user_attrs.get("result", {})
             w.writerow([t.number, t.state.name,
                         "" if t.value is None else "%.3f" % t.value,
                         "%.2f" % dur if dur != "" else ""] +
-                       [t.params.get(k, "") for k in keys])
+                       [t.params.get(k, "") for k in keys] +
+                       ["" if res.get(k) is None else "%.4g" % res[k]
+                        for k in extra])
     plots = plot(study, out)
     return {"best": cfg, "best_mb_per_s": best.value,
             "best_params": best.params, "trials": len(study.trials),
@@ -266,13 +304,17 @@ def main(argv):
     p.add_argument("--samplers", default=None,
                    help="comma list (default: random,blocked,tile-shuffle)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-cache-frac", type=float, default=0.25,
+                   help="largest tile cache tried, as a fraction of the "
+                        "decoded dataset (default 0.25, so that a small "
+                        "dataset cannot win by fitting in the cache)")
     a = p.parse_args(argv)
     try:
         r = tune(a.dataset, a.out, a.trials, a.trial_seconds, a.warmup,
                  a.serve_latency_ms, a.loader, a.batch_size,
                  tuple(int(x) for x in a.patch_sizes.split(",")),
                  tuple(a.samplers.split(",")) if a.samplers else None,
-                 a.seed)
+                 a.seed, max_cache_frac=a.max_cache_frac)
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         sys.stderr.write("cogfeed tune: %s\n" % e)
         return 1
