@@ -209,8 +209,9 @@ def train(name, ld, val, device, budget=None, steps=None, snap_every=None,
                     next_snap += snap_every
     wall = time.perf_counter() - t_start
     cpu = common.cpu_seconds(ld.pids()) - cpu0
-    snaps.append((wall, n, float(loss) if n else None,
-                  copy.deepcopy(model.state_dict())))
+    if not snaps or snaps[-1][1] != n:
+        snaps.append((wall, n, float(loss) if n else None,
+                      copy.deepcopy(model.state_dict())))
     curve = []
     for t, k, lv, sd in snaps:
         model.load_state_dict(sd)
