@@ -237,3 +237,27 @@ def test_c_tool_hands_research_commands_to_python(tmp):
                        text=True, env=ENV, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (tmp / "c" / "images" / "scene_000.tif").exists()
+
+
+def test_baseline_samplers_windows(data):
+    """The paper-style loader's windows: blocked patches stay inside one
+    tile, random ones inside the image, grid sweeps without overlap, and
+    every worker derives the same window from (seed, index)."""
+    from cogfeed.tools import baseline
+    imgs = sorted(str(p) for p in (data / "images").glob("*.tif"))
+    scenes = [baseline.Scene(p) for p in imgs]
+    assert (scenes[0].tile_w, scenes[0].tile_h) == (128, 128)
+    for i in range(200):
+        si, x, y = baseline.window_for(scenes, 64, "blocked", 3, i)
+        assert x // 128 == (x + 63) // 128 and y // 128 == (y + 63) // 128
+        si, x, y = baseline.window_for(scenes, 100, "random", 3, i)
+        assert 0 <= x <= 156 and 0 <= y <= 156 and 0 <= si < 3
+        assert baseline.window_for(scenes, 100, "random", 3, i) == \
+            (si, x, y)
+    grid = [baseline.window_for(scenes, 128, "grid", 0, i)
+            for i in range(12)]
+    assert grid[:4] == [(0, 0, 0), (0, 128, 0), (0, 0, 128),
+                        (0, 128, 128)]
+    assert len(set(grid)) == 12 and grid[4][0] == 1
+    with pytest.raises(ValueError, match="tile-shuffle"):
+        baseline.PatchDataset(imgs, None, 64, "tile-shuffle", 0, 10)
