@@ -2,7 +2,8 @@
 
 Either loader (cogfeed's, or the paper-style baseline of baseline.py) is
 driven the same way: take batches as fast as they come, skip --warmup
-batches, then measure until --batches or --seconds is reached.  Reported:
+batches, start the clock when the next one arrives, then measure the
+batches after it until --batches or --seconds is reached.  Reported:
 
   mb_per_s          decoded bytes delivered per second (image samples at
                     the file's own width plus mask bytes, whatever dtype
@@ -80,36 +81,39 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
     io0 = (0, 0)
     st0 = {}
     logc = None
+    measured = 0
     for b in it:
         now = time.perf_counter()
         if first is None:
             first = now - t_start
-        if n == warmup and t0 is None:
-            # Steady state starts now: counters are read afresh.
-            t0 = now
-            cpu0 = common.cpu_seconds(ld.pids())
-            st0 = ld.stats()
-            io0 = _proc_io()
-            logc = common.LogCounter(log) if log else None
-        if t0 is not None:
-            img, msk = common.batch_arrays(b)
-            delivered += common.nelem(img) * itemsize
-            if msk is not None:
-                delivered += common.nelem(msk)
-            patches += int(img.shape[0])
-            if on_batch:
-                on_batch(b)
+        if t0 is None:
+            if n == warmup:
+                # This batch's arrival starts the clock; what arrives after
+                # it is measured (so N batches span N intervals).
+                t0 = now
+                cpu0 = common.cpu_seconds(ld.pids())
+                st0 = ld.stats()
+                io0 = _proc_io()
+                logc = common.LogCounter(log) if log else None
+            n += 1
+            continue
+        img, msk = common.batch_arrays(b)
+        delivered += common.nelem(img) * itemsize
+        if msk is not None:
+            delivered += common.nelem(msk)
+        patches += int(img.shape[0])
+        if on_batch:
+            on_batch(b)
         n += 1
-        done_b = batches is not None and t0 is not None and \
-            n - warmup >= batches
-        done_s = seconds is not None and t0 is not None and \
-            now - t0 >= seconds
-        if done_b or done_s:
+        measured += 1
+        if (batches is not None and measured >= batches) or \
+                (seconds is not None and now - t0 >= seconds):
             break
     t1 = time.perf_counter()
-    if t0 is None:
+    if t0 is None or not measured:
         raise RuntimeError("bench: the loader ended after %d batches, "
-                           "before the %d warm-up batches" % (n, warmup))
+                           "before measuring (%d warm-up batches)"
+                           % (n, warmup))
     pids = ld.pids()
     cpu = common.cpu_seconds(pids) - cpu0
     rss = common.peak_rss_mb(pids)
@@ -141,7 +145,7 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
             src = "proc-io"
     gb = delivered / 1e9
     return {
-        "batches": n - warmup, "patches": patches, "seconds": el,
+        "batches": measured, "patches": patches, "seconds": el,
         "first_batch_s": first,
         "mb_per_s": delivered / 1e6 / el,
         "patches_per_s": patches / el,
@@ -293,7 +297,7 @@ def main(argv):
     p.add_argument("--seconds", type=float, help="measured seconds "
                    "(default 10 when --batches is not given)")
     p.add_argument("--warmup", type=int, default=2,
-                   help="batches skipped before measuring")
+                   help="batches skipped before the clock starts")
     p.add_argument("--serve-latency-ms", type=int, default=None,
                    help="serve the files with local nginx at this latency "
                         "and read them over http")

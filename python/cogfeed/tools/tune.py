@@ -30,6 +30,7 @@ from . import bench, common
 
 MAX_INFLIGHT = ("adaptive", "4", "16", "64", "256")
 CACHE_MB = (8, 32, 128, 512)
+DECODE_THREADS = ("auto", "2", "8", "32", "64")
 
 
 def variants(dataset):
@@ -183,7 +184,6 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
     if samplers is None:
         samplers = ("random", "blocked", "grid") if loader == "baseline" \
             else ("random", "blocked", "tile-shuffle")
-    ncpu = os.cpu_count() or 2
     cache_mb = cache_choices(min(decoded_bytes(v[0]) for v in var.values()),
                              max_cache_frac)
     # jpeg/webp variants hold 8-bit samples, the others 16-bit.
@@ -201,8 +201,13 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
                 mi = trial.suggest_categorical("max_inflight",
                                                list(MAX_INFLIGHT))
                 s["max_inflight"] = None if mi == "adaptive" else int(mi)
-                s["decode_threads"] = trial.suggest_int("decode_threads", 1,
-                                                        max(1, ncpu))
+                # cogfeed's reader threads each read and decode one patch
+                # at a time, so with adaptive concurrency they bound the
+                # patches in flight: "auto" (the loader's default: 64 for
+                # remote files) must be among the choices.
+                dt = trial.suggest_categorical("decode_threads",
+                                               list(DECODE_THREADS))
+                s["decode_threads"] = None if dt == "auto" else int(dt)
                 s["prefetch"] = trial.suggest_int("prefetch", 2, 8)
                 s["cache_bytes"] = trial.suggest_categorical(
                     "cache_mb", cache_mb) << 20
