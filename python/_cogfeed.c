@@ -232,6 +232,22 @@ static int parse_window(PyObject *win, long long out[4]) {
     return 1;
 }
 
+/* The window to read: `win` parsed, or the whole level when it is None. */
+static int resolve_window(CogObject *self, PyObject *win, int level, long long wv[4]) {
+    if (win != Py_None) return parse_window(win, wv);
+    cf_level_info li;
+    cf_error err = {0};
+    cf_status st = cf_cog_level_info(self->cog, level, &li, &err);
+    if (st) {
+        cf_py_raise(st, &err);
+        return 0;
+    }
+    wv[0] = wv[1] = 0;
+    wv[2] = li.width;
+    wv[3] = li.height;
+    return 1;
+}
+
 static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"window", "bands", "level", "out", NULL};
     PyObject *win = Py_None, *bands_obj = Py_None, *out = Py_None;
@@ -240,17 +256,9 @@ static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     if (!check_open(self)) return NULL;
     long long wv[4];
-    cf_level_info li;
     cf_error err = {0};
-    cf_status st = cf_cog_level_info(self->cog, level, &li, &err);
-    if (st) return cf_py_raise(st, &err);
-    if (win == Py_None) {
-        wv[0] = wv[1] = 0;
-        wv[2] = li.width;
-        wv[3] = li.height;
-    } else if (!parse_window(win, wv)) {
-        return NULL;
-    }
+    cf_status st;
+    if (!resolve_window(self, win, level, wv)) return NULL;
     int nb = 0, *bands = NULL;
     if (bands_obj != Py_None) {
         PyObject *seq = PySequence_Fast(bands_obj, "bands must be a sequence of 1-based ints");
@@ -321,17 +329,9 @@ static PyObject *Cog_read_mask(CogObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oi", kwlist, &win, &level)) return NULL;
     if (!check_open(self)) return NULL;
     long long wv[4];
-    cf_level_info li;
     cf_error err = {0};
-    cf_status st = cf_cog_level_info(self->cog, level, &li, &err);
-    if (st) return cf_py_raise(st, &err);
-    if (win == Py_None) {
-        wv[0] = wv[1] = 0;
-        wv[2] = li.width;
-        wv[3] = li.height;
-    } else if (!parse_window(win, wv)) {
-        return NULL;
-    }
+    cf_status st;
+    if (!resolve_window(self, win, level, wv)) return NULL;
     npy_intp dims[2] = {(npy_intp)wv[3], (npy_intp)wv[2]};
     PyArrayObject *arr = (PyArrayObject *)PyArray_SimpleNew(2, dims, NPY_UINT8);
     if (!arr) return NULL;
