@@ -446,14 +446,13 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
     for kind in loaders:
         runs.append(one(kind, kind + "-local", train_i, train_m,
                         cf_settings, bud=budget, sn=snap))
-    with common.served(imgs + msks, latency_ms) if loaders else \
-            _Null() as served:
-        srv, url = served if loaders else (None, None)
-        for kind in loaders:
-            runs.append(one(kind, kind + "-remote",
-                            [url(p) for p in train_i],
-                            [url(p) for p in train_m],
-                            cf_settings, bud=budget, sn=snap))
+    if loaders:
+        with common.served(imgs + msks, latency_ms) as (_, url):
+            for kind in loaders:
+                runs.append(one(kind, kind + "-remote",
+                                [url(p) for p in train_i],
+                                [url(p) for p in train_m],
+                                cf_settings, bud=budget, sn=snap))
     runs.sort(key=lambda r: (r["setup"].split("-")[0],
                              r["setup"].endswith("remote")))
     sampler_runs = []
