@@ -91,7 +91,7 @@ case "${1:-}" in
     run_tests build
     log "ASan + UBSan build: C tests and the reader/remote Python tests"
     build build-asan -DCF_SANITIZE=ON -DCF_WERROR=ON
-    run_tests build-asan -LE slow
+    run_tests build-asan -LE 'slow|plain'
     log "short fuzzing runs"
     fuzz "${FUZZ_SECS:-10}"
     log "all tests passed"
