@@ -22,7 +22,6 @@ void cf_codec_ctx_free(cf_codec_ctx *ctx) {
     if (!ctx) return;
     if (ctx->deflate) libdeflate_free_decompressor(ctx->deflate);
     if (ctx->zstd) ZSTD_freeDCtx(ctx->zstd);
-    cf__jpeg_state_free(ctx->jpeg);
     free(ctx->outer.p);
     free(ctx->aux.p);
     free(ctx->row.p);

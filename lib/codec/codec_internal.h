@@ -23,7 +23,6 @@ struct cf_codec_ctx {
     cf__scratch outer;  /* LERC: blob after the outer deflate/zstd layer */
     cf__scratch aux;    /* LERC masks, band-sequential staging */
     cf__scratch row;    /* predictor 3 row staging */
-    struct cf__jpeg_state *jpeg; /* kept libjpeg decompressor, lazily */
 };
 
 /* Make `s` hold at least `n` bytes.  CF_E_NOMEM on failure. */
@@ -33,8 +32,6 @@ cf_status cf__scratch_reserve(cf__scratch *s, size_t n, cf_error *err);
 cf_status cf__ctx_deflate(cf_codec_ctx *ctx,
                           struct libdeflate_decompressor **out, cf_error *err);
 cf_status cf__ctx_zstd(cf_codec_ctx *ctx, void **out, cf_error *err);
-/* Release the JPEG decoder state kept in a context (NULL is fine). */
-void cf__jpeg_state_free(struct cf__jpeg_state *s);
 
 /* Every decoder writes exactly dst_len bytes on success.  On failure it may
  * leave garbage: cf_codec_decode zeroes dst afterwards. */

@@ -17,7 +17,6 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <jerror.h>
 #include <jpeglib.h>
@@ -71,96 +70,35 @@ static void on_progress(j_common_ptr ci) {
     }
 }
 
-/* The decompressor a context keeps between chunks, as libtiff keeps one
- * per file: creating one and parsing JPEGTables for every 512 x 512 tile
- * cost about as much as a tenth of the tile's decoding.  State the
- * setjmp'ed region modifies lives here, reached through a pointer, so
- * nothing needs `volatile`.
- *
- * Reuse must give exactly what a fresh decompressor would: libjpeg keeps
- * quantisation and Huffman tables across images, so the kept one is only
- * reused while it holds nothing but the JPEGTables below.  A chunk stream
- * that defines tables of its own (or may, between scans), a change of
- * JPEGTables, or any error, and the next chunk starts from a new one. */
-struct cf__jpeg_state {
+/* State the setjmp'ed region modifies lives in this struct, reached through
+ * a pointer, so nothing needs `volatile`. */
+typedef struct jpeg_job {
     struct jpeg_decompress_struct ci;
     jerr_state jerr;
     struct jpeg_progress_mgr progress;
     cf_status code;
-    int created; /* ci exists */
-    int clean;   /* ci holds only the tables of `tables` (none if len 0) */
-    int ok;
-    uint8_t *tables; /* copy of the JPEGTables ci was loaded with */
-    size_t tables_len;
+    int created, ok;
     char why[JMSG_LENGTH_MAX + 40];
-};
-typedef struct cf__jpeg_state jpeg_job;
-
-/* Real JPEGTables hold at most 4 quantisation and 8 Huffman tables, a few
- * KB; longer ones are not kept (they are then re-read for every chunk). */
-#define CF_JPEG_TABLES_KEEP 65536
-
-/* Does the chunk stream define quantisation, Huffman or arithmetic tables
- * before its first scan?  Anything that is not a plain marker walk up to
- * SOS answers yes, which only costs a fresh decompressor next time. */
-static int stream_defines_tables(const uint8_t *src, size_t len) {
-    if (len < 4 || src[0] != 0xff || src[1] != 0xd8) return 1;
-    size_t i = 2;
-    for (;;) {
-        if (i >= len || src[i] != 0xff) return 1;
-        while (i < len && src[i] == 0xff) i++; /* fill bytes */
-        if (i >= len) return 1;
-        unsigned m = src[i++];
-        if (m == 0xda) return 0;                           /* SOS */
-        if (m == 0xdb || m == 0xc4 || m == 0xcc) return 1; /* DQT DHT DAC */
-        if (m == 0x01 || (m >= 0xd0 && m <= 0xd8)) return 1;
-        if (i + 2 > len) return 1;
-        size_t seg = ((size_t)src[i] << 8) | src[i + 1];
-        if (seg < 2) return 1;
-        i += seg;
-    }
-}
-
-/* Does `j`'s decompressor hold exactly the tables of this chunk's
- * JPEGTables? */
-static int same_tables(const jpeg_job *j, const cf_codec_params *p) {
-    size_t n = p->jpeg_tables ? p->jpeg_tables_len : 0;
-    if (n != j->tables_len) return 0;
-    return n == 0 || memcmp(j->tables, p->jpeg_tables, n) == 0;
-}
+} jpeg_job;
 
 static int run(jpeg_job *j, const cf_codec_params *p, const uint8_t *src,
                size_t src_len, uint8_t *dst, size_t dst_len) {
     j_decompress_ptr ci = &j->ci;
-    if (!j->created) {
-        jpeg_create_decompress(ci);
-        j->created = 1;
-        if (p->jpeg_tables && p->jpeg_tables_len) {
-            jpeg_mem_src(ci, p->jpeg_tables,
-                         (unsigned long)p->jpeg_tables_len);
-            if (jpeg_read_header(ci, FALSE) != JPEG_HEADER_TABLES_ONLY) {
-                snprintf(j->why, sizeof j->why,
-                         "JPEGTables is not a tables-only stream");
-                return 0;
-            }
+    if (p->jpeg_tables && p->jpeg_tables_len) {
+        jpeg_mem_src(ci, p->jpeg_tables, (unsigned long)p->jpeg_tables_len);
+        if (jpeg_read_header(ci, FALSE) != JPEG_HEADER_TABLES_ONLY) {
+            snprintf(j->why, sizeof j->why,
+                     "JPEGTables is not a tables-only stream");
+            return 0;
         }
-    } else {
-        /* back to the start state; tables stay, as after JPEGTables */
-        jpeg_abort_decompress(ci);
     }
     jpeg_mem_src(ci, src, (unsigned long)src_len);
     if (jpeg_read_header(ci, TRUE) != JPEG_HEADER_OK) {
         snprintf(j->why, sizeof j->why, "no image in the stream");
         return 0;
     }
-    /* the scan cap only concerns multi-scan streams, which may also carry
-     * tables between their scans */
-    if (jpeg_has_multiple_scans(ci)) {
-        ci->progress = &j->progress;
-        j->clean = 0;
-    } else {
-        ci->progress = NULL;
-    }
+    /* the scan cap only concerns multi-scan streams */
+    if (jpeg_has_multiple_scans(ci)) ci->progress = &j->progress;
     if (ci->data_precision != 8) {
         j->code = CF_E_UNSUPPORTED;
         snprintf(j->why, sizeof j->why, "%d-bit JPEG", ci->data_precision);
@@ -240,15 +178,6 @@ static int run(jpeg_job *j, const cf_codec_params *p, const uint8_t *src,
     return 1;
 }
 
-void cf__jpeg_state_free(struct cf__jpeg_state *j) {
-    if (!j) return;
-    /* jpeg_destroy cannot fail; it frees whatever create/start allocated,
-     * also after a longjmp out of the middle of decoding. */
-    if (j->created) jpeg_destroy_decompress(&j->ci);
-    free(j->tables);
-    free(j);
-}
-
 cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
@@ -262,47 +191,16 @@ cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
         return cf__err(err, CF_E_CODEC, "stream of %zu bytes", src_len);
     if (src_len > 0xffffffffu || p->jpeg_tables_len > 0xffffffffu)
         return cf__err(err, CF_E_LIMIT, "stream of %zu bytes", src_len);
-    jpeg_job *j = ctx->jpeg;
-    if (!j) {
-        j = cf__calloc(1, sizeof *j);
-        if (!j) return cf__err(err, CF_E_NOMEM, "JPEG decoder state");
-        j->ci.err = jpeg_std_error(&j->jerr.pub);
-        j->jerr.pub.error_exit = on_error_exit;
-        j->jerr.pub.emit_message = on_emit;
-        j->progress.progress_monitor = on_progress;
-        ctx->jpeg = j;
-    }
-    if (j->created && !(j->clean && same_tables(j, p))) {
-        jpeg_destroy_decompress(&j->ci);
-        j->created = 0;
-    }
-    if (!j->created) {
-        /* remember which tables the new decompressor gets; unkept (too
-         * long) tables leave it unclean, so it is rebuilt next time */
-        size_t n = p->jpeg_tables ? p->jpeg_tables_len : 0;
-        j->clean = 0;
-        j->tables_len = 0;
-        if (n <= CF_JPEG_TABLES_KEEP) {
-            if (n) {
-                uint8_t *t = cf__realloc(j->tables, n);
-                if (t) {
-                    memcpy(t, p->jpeg_tables, n);
-                    j->tables = t;
-                    j->tables_len = n;
-                    j->clean = 1;
-                }
-            } else {
-                j->clean = 1;
-            }
-        }
-    }
-    if (stream_defines_tables(src, src_len)) j->clean = 0;
+    jpeg_job *j = cf__calloc(1, sizeof *j);
+    if (!j) return cf__err(err, CF_E_NOMEM, "JPEG decoder state");
     j->code = CF_E_CODEC;
-    j->ok = 0;
-    j->why[0] = 0;
-    j->jerr.corrupt = 0;
-    j->jerr.msg[0] = 0;
+    j->ci.err = jpeg_std_error(&j->jerr.pub);
+    j->jerr.pub.error_exit = on_error_exit;
+    j->jerr.pub.emit_message = on_emit;
+    j->progress.progress_monitor = on_progress;
     if (setjmp(j->jerr.jb) == 0) {
+        jpeg_create_decompress(&j->ci);
+        j->created = 1;
         j->ok = run(j, p, src, src_len, dst, dst_len);
     } else {
         /* 12-bit streams are valid JPEG this build cannot decode */
@@ -310,16 +208,14 @@ cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
                                                              : CF_E_CODEC;
         snprintf(j->why, sizeof j->why, "%s", j->jerr.msg);
     }
-    if (!j->ok) {
-        /* after a failure libjpeg's state is only good for destroying */
-        if (j->created) jpeg_destroy_decompress(&j->ci);
-        j->created = 0;
-        return cf__err(err, j->code, "%s", j->why);
-    }
-    return CF_OK;
+    /* jpeg_destroy cannot fail; it frees whatever create/start allocated,
+     * also after a longjmp out of the middle of decoding. */
+    if (j->created) jpeg_destroy_decompress(&j->ci);
+    cf_status st = j->ok ? CF_OK : cf__err(err, j->code, "%s", j->why);
+    free(j);
+    return st;
 }
 #else
-/* Built without libjpeg: the registry reports "not built with JPEG"; no
- * context ever holds decoder state. */
-void cf__jpeg_state_free(struct cf__jpeg_state *j) { (void)j; }
+/* Built without libjpeg: the registry reports "not built with JPEG". */
+typedef int cf__jpeg_absent;
 #endif
