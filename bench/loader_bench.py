@@ -1,14 +1,39 @@
 #!/usr/bin/python3
 """cogfeed's loader vs the paper-style baseline, side by side.
 
-For each storage (local files; nginx with --latency-ms first-byte latency)
-and each sampler, runs `cogfeed bench` for both loaders with the same patch
-size, batch size and seed, and prints throughput, requests, CPU per GB and
-peak memory with the cogfeed/baseline ratios.  Makes its own synthetic
-dataset when --data is not given.
+Two modes.
 
-  PYTHONPATH=BUILD/python /usr/bin/python3 bench/loader_bench.py \
-      [--data DIR] [--seconds 8] [--latency-ms 164] [--samplers random,blocked]
+--targets (issue 4's benchmark): one run over the same files and the same
+nginx link (--latency-ms, default 164 ms first-byte latency), in this
+order:
+
+  baseline default  remote LERC_ZSTD, random 256 px, 4 workers, prefetch 2
+  baseline best     remote LERC_ZSTD, blocked 512 px, prefetch 8, the best
+                    of --best-workers worker counts
+  cogfeed default   remote LERC_ZSTD, blocked 512 px, Loader defaults
+  cogfeed tuned     remote LERC_ZSTD, blocked 512 px, --tuned settings
+  cogfeed local     the same LERC_ZSTD files read locally, defaults
+  baseline best     local uncompressed (NONE), blocked 512 px, prefetch 8,
+                    best of --best-workers-local
+  cogfeed local     local NONE, blocked 512 px, defaults
+
+and prints MB/s, patches/s, CPU s/GB and peak RSS of each, then the
+targets: remote >= 3x the baseline's best remote, remote >= 90% of
+cogfeed's local on the same files, local NONE >= 4x the baseline's best
+local NONE, cogfeed peak RSS <= 1 GiB.  Every run is its own process
+(`cogfeed bench --json`), so peak RSS is that run's alone.  Without
+--data it makes --scenes synthetic scenes of --size px (LERC_ZSTD and
+NONE, 512 px tiles) in a temporary folder.
+
+  PYTHONPATH=BUILD/python /usr/bin/python3 bench/loader_bench.py --targets \
+      [--data DIR] [--seconds 10] [--json FILE]
+
+(--data DIR: DIR/lerc_zstd_512 and DIR/none_512, each with images/ and
+masks/, as `cogfeed convert` writes them.)
+
+Without --targets (the sweep): for each storage (local; nginx at
+--latency-ms) and each sampler, `cogfeed bench` of both loaders with the
+same patch size, batch size and seed, with the cogfeed/baseline ratios.
 
 --json FILE writes every run's full result.
 """
@@ -16,34 +41,166 @@ dataset when --data is not given.
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
 from cogfeed.tools import bench, common, convert, synth
 
 
-def dataset(tmp, compress, tile):
+def dataset(tmp, compress, tile, scenes=4, size=1024):
     raw = os.path.join(tmp, "raw")
-    synth.synth(raw, scenes=4, size=1024, seed=0, progress=False)
+    if not os.path.isdir(raw):
+        synth.synth(raw, scenes=scenes, size=size, seed=0, progress=False)
     out = os.path.join(tmp, convert.variant_name(compress, tile))
-    convert.convert([raw], out, compress, tile, progress=False)
+    if not os.path.isdir(out):
+        convert.convert([raw], out, compress, tile, progress=False)
     return out
 
 
-def main(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", help="dataset folder (images/, masks/)")
-    p.add_argument("--compress", default="lerc_zstd")
-    p.add_argument("--tile", type=int, default=512)
-    p.add_argument("--patch-size", type=int, default=256)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--samplers", default="random,blocked")
-    p.add_argument("--seconds", type=float, default=8.0)
-    p.add_argument("--latency-ms", type=int, default=164,
-                   help="remote latency; -1 to skip the remote runs")
-    p.add_argument("--baseline-workers", type=int, default=4)
-    p.add_argument("--json", help="write all results here")
-    a = p.parse_args(argv)
+# -- --targets --------------------------------------------------------------
+
+def bench_child(data, loader, settings, seconds, warmup, latency_ms=None,
+                workers=None, prefetch=None):
+    """One `cogfeed bench --json` run in a fresh process (peak RSS is then
+    this run's own); returns its result dict."""
+    args = ["--images", data, "--loader", loader, "--json",
+            "--seconds", str(seconds), "--warmup", str(warmup)]
+    flag = {"patch_size": "--patch-size", "batch_size": "--batch-size",
+            "sampler": "--sampler", "seed": "--seed",
+            "prefetch": "--prefetch", "max_inflight": "--max-inflight",
+            "decode_threads": "--decode-threads"}
+    for k, v in settings.items():
+        if v is not None:
+            args += [flag[k], str(v)]
+    if latency_ms is not None:
+        args += ["--serve-latency-ms", str(latency_ms)]
+    if workers is not None:
+        args += ["--baseline-workers", str(workers)]
+    if prefetch is not None:
+        args += ["--baseline-prefetch", str(prefetch)]
+    code = ("import sys; from cogfeed.tools import bench; "
+            "sys.exit(bench.main(sys.argv[1:]))")
+    p = subprocess.run([sys.executable, "-c", code] + args,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    if p.returncode != 0:
+        raise RuntimeError("bench %s %s failed: %s" % (
+            loader, " ".join(args), p.stderr.strip()[-2000:]))
+    r = json.loads(p.stdout)
+    r["load_avg"] = os.getloadavg()[0]
+    return r
+
+
+def _row(name, where, r):
+    s = r["settings"]
+    extra = ""
+    if r["loader"] == "baseline":
+        extra = "w%s p%s" % (s.get("workers"), s.get("prefetch_factor"))
+    else:
+        st = r.get("loader_stats") or {}
+        extra = "conc %s" % st.get("concurrency", "?")
+    print("%-17s %-14s %-8s %4s %9.1f %9.1f %9.2f %8.0f %6.1f  %s" % (
+        name, where, s["sampler"], s["patch_size"], r["mb_per_s"],
+        r["patches_per_s"], r["cpu_s_per_gb"] or 0.0, r["peak_rss_mb"],
+        r["load_avg"], extra))
+
+
+def _verdict(what, got, need):
+    ok = got >= need
+    print("  %-52s %6.2f (need >= %.2f)  %s" % (what, got, need,
+                                                "met" if ok else "NOT MET"))
+    return ok
+
+
+def targets(a):
+    tmp = None
+    if a.data:
+        root = a.data
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="cf-loader-bench-")
+        root = tmp.name
+        for c in ("lerc_zstd", "none"):
+            dataset(root, c, 512, a.scenes, a.size)
+    lz = os.path.join(root, "lerc_zstd_512")
+    nn = os.path.join(root, "none_512")
+    lat = a.latency_ms
+    B = a.batch_size
+    dflt = {"patch_size": 256, "batch_size": B, "sampler": "random",
+            "seed": 0}
+    blk = {"patch_size": 512, "batch_size": B, "sampler": "blocked",
+           "seed": 0}
+    tuned = dict(blk, **json.loads(a.tuned))
+    res = {}
+    print("%-17s %-14s %-8s %4s %9s %9s %9s %8s %6s" % (
+        "run", "storage", "sampler", "px", "MB/s", "patch/s", "CPU s/GB",
+        "RSS MB", "load"))
+
+    def run(key, name, where, data, loader, s, latency=None, workers=None,
+            prefetch=None):
+        r = bench_child(data, loader, s, a.seconds, a.warmup, latency,
+                        workers, prefetch)
+        r["run"] = key
+        res.setdefault(key, []).append(r)
+        _row(name, where, r)
+        return r
+
+    def best_of(key, name, where, data, s, latency, workers):
+        best = None
+        for w in workers:
+            r = run(key, name, where, data, "baseline", s, latency, w, 8)
+            if best is None or r["mb_per_s"] > best["mb_per_s"]:
+                best = r
+        return best
+
+    remote = "%d ms LERC" % lat
+    bd = run("baseline_default", "baseline default", remote, lz, "baseline",
+             dflt, lat, 4, 2)
+    bb = best_of("baseline_best_remote", "baseline best", remote, lz, blk,
+                 lat, [int(w) for w in a.best_workers.split(",")])
+    cd = run("cogfeed_default_remote", "cogfeed default", remote, lz,
+             "cogfeed", blk, lat)
+    ct = run("cogfeed_tuned_remote", "cogfeed tuned", remote, lz, "cogfeed",
+             tuned, lat)
+    cl = run("cogfeed_local_lerc", "cogfeed default", "local LERC", lz,
+             "cogfeed", blk)
+    bn = best_of("baseline_best_local_none", "baseline best", "local NONE",
+                 nn, blk, None,
+                 [int(w) for w in a.best_workers_local.split(",")])
+    cn = run("cogfeed_local_none", "cogfeed default", "local NONE", nn,
+             "cogfeed", blk)
+    rem = max(cd["mb_per_s"], ct["mb_per_s"])
+    print("\ntargets (cogfeed remote = the better of default and tuned: "
+          "%.1f MB/s; default alone %.1f):" % (rem, cd["mb_per_s"]))
+    v = [_verdict("remote LERC_ZSTD blocked 512 / baseline best remote",
+                  rem / bb["mb_per_s"], 3.0),
+         _verdict("  (cogfeed defaults only)", cd["mb_per_s"] /
+                  bb["mb_per_s"], 3.0),
+         _verdict("remote / cogfeed local, same LERC_ZSTD files",
+                  rem / cl["mb_per_s"], 0.9),
+         _verdict("  (cogfeed defaults only)", cd["mb_per_s"] /
+                  cl["mb_per_s"], 0.9),
+         _verdict("local NONE blocked 512 / baseline best local NONE",
+                  cn["mb_per_s"] / bn["mb_per_s"], 4.0)]
+    peak = max(r["peak_rss_mb"] for k, rs in res.items()
+               if k.startswith("cogfeed") for r in rs)
+    v.append(peak <= 1024)
+    print("  %-52s %6.0f MB (need <= 1024)  %s" % (
+        "cogfeed peak RSS, worst run", peak, "met" if peak <= 1024
+        else "NOT MET"))
+    print("  baseline default for reference: %.1f MB/s (cogfeed remote "
+          "%.1fx)" % (bd["mb_per_s"], rem / bd["mb_per_s"]))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1, default=str)
+    if tmp is not None:
+        tmp.cleanup()
+    return 0
+
+
+# -- the sweep --------------------------------------------------------------
+
+def sweep(a):
     with tempfile.TemporaryDirectory(prefix="cf-loader-bench-") as tmp:
         data = a.data or dataset(tmp, a.compress, a.tile)
         imgs, msks = common.resolve(data)
@@ -83,6 +240,43 @@ def main(argv):
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1, default=str)
     return 0
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--targets", action="store_true",
+                   help="issue 4's side-by-side matrix and targets")
+    p.add_argument("--data", help="dataset folder (sweep: images/, masks/; "
+                   "--targets: lerc_zstd_512/ and none_512/)")
+    p.add_argument("--scenes", type=int, default=8,
+                   help="--targets: synthetic scenes to make")
+    p.add_argument("--size", type=int, default=2048,
+                   help="--targets: side of each synthetic scene")
+    p.add_argument("--best-workers", default="8,16,32",
+                   help="--targets: baseline worker counts tried remotely")
+    p.add_argument("--best-workers-local", default="2,4,8",
+                   help="--targets: baseline worker counts tried locally")
+    p.add_argument("--tuned", default='{"max_inflight": 64, '
+                   '"decode_threads": 64, "prefetch": 6}',
+                   help="--targets: JSON of cogfeed's tuned settings")
+    p.add_argument("--warmup", type=int, default=3,
+                   help="--targets: batches before the clock starts")
+    p.add_argument("--compress", default="lerc_zstd")
+    p.add_argument("--tile", type=int, default=512)
+    p.add_argument("--patch-size", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--samplers", default="random,blocked")
+    p.add_argument("--seconds", type=float, default=8.0)
+    p.add_argument("--latency-ms", type=int, default=164,
+                   help="remote latency; -1 to skip the remote runs (sweep)")
+    p.add_argument("--baseline-workers", type=int, default=4)
+    p.add_argument("--json", help="write all results here")
+    a = p.parse_args(argv)
+    if a.targets:
+        if a.latency_ms < 0:
+            p.error("--targets needs the remote runs (--latency-ms >= 0)")
+        return targets(a)
+    return sweep(a)
 
 
 if __name__ == "__main__":

@@ -101,7 +101,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     const char *sampler = "random";
     unsigned long long seed = 0, epoch = 0, epoch_length = 0;
     int drop_last = 0, flip = 0, rot90 = 0, f32 = 0, scale_offset = 1,
-        skip = 0, prefetch = 4, threads = 0, max_inflight = 0;
+        skip = 0, prefetch = 0, threads = 0, max_inflight = 0;
     Py_ssize_t inflight_bytes = (Py_ssize_t)256 << 20,
                cache_bytes = (Py_ssize_t)256 << 20;
     if (!PyArg_ParseTupleAndKeywords(

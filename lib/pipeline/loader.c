@@ -11,6 +11,7 @@
  * unless max_inflight fixes it.
  */
 #include "../common/common.h"
+#include "cog_internal.h"
 #include "loader_adapt.h"
 #include "sampler.h"
 
@@ -26,6 +27,9 @@
 #define LD_MAX_PREFETCH 64
 #define LD_MAX_CACHE_ENTRIES 4096
 #define LD_MAX_GROUP_TILES 256
+#define LD_REMOTE_THREADS 128 /* default reader threads for remote files */
+#define LD_PART_CHUNKS 64      /* chunks of one sample on the direct path */
+#define LD_MAX_FETCH ((size_t)1 << 30) /* compressed bytes of one sample */
 
 enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
@@ -62,9 +66,38 @@ typedef struct ld_member {
 typedef struct ld_worker {
     cf_loader *ld;
     pthread_t th;
-    uint8_t *scratch;         /* raw member block, then one output plane */
+    uint8_t *scratch;         /* raw member blocks, then one output plane */
     size_t scratch_bytes;
+    /* Direct path (see read_parts): the compressed bytes of every chunk of
+     * one sample, fetched together; grown on demand, kept. */
+    uint8_t *fetch;
+    size_t fetch_cap;
+    cf_chunk chunks[LD_PART_CHUNKS];
+    cf_range_req reqs[LD_PART_CHUNKS];
+    cf_error errs[LD_PART_CHUNKS];
 } ld_worker;
+
+/* What decoding needs, lent to a reader only while it decodes: a codec
+ * context and a tile buffer.  Readers mostly wait on I/O, so a handful of
+ * kits serve a hundred readers and keep their memory warm. */
+typedef struct ld_kit {
+    cf_codec_ctx *ctx;
+    uint8_t *tile;
+    size_t cap;
+} ld_kit;
+
+/* One file read of a sample: an image member or the mask. */
+typedef struct ld_part {
+    cf_cog *cog;
+    const int *bands;         /* 1-based, or NULL: all */
+    int nb;
+    uint32_t nbands;          /* bands produced */
+    cf_dtype dt;
+    uint8_t *dst;             /* raw, band-sequential */
+    size_t bytes;
+    int fast;                 /* read by read_parts */
+    size_t c0, nc;            /* its chunks in the worker's arrays */
+} ld_part;
 
 struct cf_loader {
     cf_loader_options o;      /* pointer fields below are owned copies */
@@ -107,6 +140,11 @@ struct cf_loader {
     int win_backpressure;
     cf__adapt ctl;             /* ctl.conc: patches read at once */
 
+    pthread_mutex_t kit_mu;
+    ld_kit *kits;             /* nthreads kits; free ones stacked below */
+    int *kit_free, nkit_free;
+    int ident[CF_MAX_BANDS];  /* 0, 1, 2, ...: "all bands" for the paste */
+
     pthread_mutex_t cache_mu;
     pthread_cond_t cache_cv;
     ld_cache_ent *cache;
@@ -129,7 +167,7 @@ void cf_loader_options_init(cf_loader_options *opt) {
     opt->sampler = CF_SAMPLER_RANDOM;
     opt->world_size = 1;
     opt->apply_scale_offset = 1;
-    opt->prefetch = 4;
+    opt->prefetch = 0; /* auto: see build() */
     opt->inflight_bytes = (size_t)256 << 20;
     opt->cache_bytes = (size_t)256 << 20;
 }
@@ -278,7 +316,8 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     if (o->patch_size < 1 || o->patch_size > 65536)
         return cf__err(err, CF_E_ARG, "loader: patch_size %u not in [1, 65536]",
                        o->patch_size);
-    if (o->prefetch < 1) o->prefetch = 1;
+    if (o->prefetch < 0) o->prefetch = 1;
+    /* 0 stays: auto, sized in build() once the reader count is known. */
     if (o->prefetch > LD_MAX_PREFETCH)
         return cf__err(err, CF_E_ARG, "loader: prefetch %d > %d", o->prefetch,
                        LD_MAX_PREFETCH);
@@ -458,7 +497,6 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     mask_bytes = B * P * P * ld->mask_es;
     L->image_bytes = (size_t)img_bytes;
     L->mask_bytes = (size_t)mask_bytes;
-    L->prefetch = o->prefetch;
     sample_bytes = img_bytes / B;
 
     /* Sampler over the files' sizes at the chosen level. */
@@ -525,19 +563,42 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     /* A reader thread reads and decodes one patch at a time, so patches
      * in flight need as many threads. */
     int want = o->threads > o->max_inflight ? o->threads : o->max_inflight;
-    if (!want) want = ld->remote ? 64 : (int)(2 * ncpu() + 2);
+    /* Remote: a reader spends ~2 round trips per patch (image, then mask)
+     * waiting, so covering 164 ms at a few hundred patches/s takes 100+
+     * patches in flight; waiting threads cost only their stacks. */
+    if (!want) want = ld->remote ? LD_REMOTE_THREADS : (int)(2 * ncpu() + 2);
     if ((uint64_t)want > by_budget) want = (int)by_budget;
     if (want > LD_MAX_THREADS) want = LD_MAX_THREADS;
     ld->nthreads = want;
-    cf__adapt_init(&ld->ctl, o->max_inflight ? o->max_inflight : 8, want);
-    /* Scratch: the largest raw member block (for conversion), at least one
-     * output plane (for augmentation). */
-    size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
-    for (int m = 0; m < ld->nmembers; m++) {
-        size_t b = raw_member_bytes(ld, &ld->members[m], P, P);
-        if (b > sb) sb = b;
+    /* Remote starts at a quarter of the readers: the fast phase of the
+     * controller doubles from there within a second or two. */
+    int start = o->max_inflight ? o->max_inflight
+                                : ld->remote ? (want / 4 > 8 ? want / 4 : 8)
+                                             : 8;
+    cf__adapt_init(&ld->ctl, start, want);
+    if (!o->prefetch) {
+        /* Auto ring: batches are handed out in order, so the slots must
+         * hold every patch being read plus the batch the consumer holds
+         * and one ready to take, or readers idle behind a slow patch.
+         * Capped at twice the in-flight byte budget, at least 4 slots. */
+        uint64_t n = ((uint64_t)want + B - 1) / B + 2;
+        uint64_t slot = img_bytes + mask_bytes;
+        uint64_t cap = slot ? 2 * (uint64_t)o->inflight_bytes / slot : n;
+        if (n > cap) n = cap;
+        if (n < 4) n = 4;
+        if (n > LD_MAX_PREFETCH) n = LD_MAX_PREFETCH;
+        o->prefetch = (int)n;
     }
-    ld->scratch_bytes = sb;
+    L->prefetch = o->prefetch;
+    /* Scratch: every raw member block of a sample (float32 output: they
+     * are read at once, then converted), at least one output plane (for
+     * augmentation). */
+    size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
+    size_t sum = 0;
+    for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
+        sum += raw_member_bytes(ld, &ld->members[m], P, P);
+    ld->scratch_bytes = sum > sb ? sum : sb;
+    for (int i = 0; i < CF_MAX_BANDS; i++) ld->ident[i] = i;
 
     ld->slots = cf__calloc((size_t)o->prefetch, sizeof *ld->slots);
     if (!ld->slots) return cf__err(err, CF_E_NOMEM, "loader: ring");
@@ -559,7 +620,14 @@ static cf_status build(cf_loader *ld, cf_error *err) {
         if (!ld->cache) return cf__err(err, CF_E_NOMEM, "loader: tile cache");
     }
     ld->workers = cf__calloc((size_t)ld->nthreads, sizeof *ld->workers);
-    if (!ld->workers) return cf__err(err, CF_E_NOMEM, "loader: workers");
+    ld->kits = cf__calloc((size_t)ld->nthreads, sizeof *ld->kits);
+    ld->kit_free = cf__calloc((size_t)ld->nthreads, sizeof *ld->kit_free);
+    if (!ld->workers || !ld->kits || !ld->kit_free)
+        return cf__err(err, CF_E_NOMEM, "loader: workers");
+    /* Kit 0 on top: the same few kits are reused while others stay cold. */
+    for (int i = 0; i < ld->nthreads; i++)
+        ld->kit_free[i] = ld->nthreads - 1 - i;
+    ld->nkit_free = ld->nthreads;
     return CF_OK;
 }
 
@@ -582,6 +650,7 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&ld->cache_mu, NULL);
     pthread_cond_init(&ld->cache_cv, NULL);
+    pthread_mutex_init(&ld->kit_mu, NULL);
     cf_status st = copy_options(ld, opt, err);
     if (st == CF_OK) {
         ld->io = ld->o.io;
@@ -778,6 +847,236 @@ static cf_status read_block(cf_loader *ld, cf_cog *cog, const int *bands,
 }
 
 /* ------------------------------------------------------------------ */
+/* direct path: all of a sample's chunks fetched at once                */
+/* ------------------------------------------------------------------ */
+
+/* Why not cf_cog_read per part: it reads one file at a time (image, then
+ * mask: two round trips per patch on remote storage) and allocates its
+ * fetch and tile buffers on every call (page faults on every patch).
+ * Here every chunk of every part is submitted together, so a sample costs
+ * one round trip, and the buffers are kept.  Parts this path does not
+ * cover (windows crossing the image edge, sparse chunks, sub-byte samples,
+ * more than LD_PART_CHUNKS chunks) go through cf_cog_read. */
+
+typedef struct ld_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t left;
+} ld_wait;
+
+static void wait_cb(cf_range_req *r, void *user) {
+    ld_wait *w = user;
+    (void)r;
+    pthread_mutex_lock(&w->mu);
+    if (--w->left == 0) pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static ld_kit *kit_get(cf_loader *ld) {
+    ld_kit *k = NULL;
+    pthread_mutex_lock(&ld->kit_mu);
+    if (ld->nkit_free) k = &ld->kits[ld->kit_free[--ld->nkit_free]];
+    pthread_mutex_unlock(&ld->kit_mu);
+    if (k && !k->ctx) k->ctx = cf_codec_ctx_new();
+    return k;
+}
+
+static void kit_put(cf_loader *ld, ld_kit *k) {
+    if (!k) return;
+    pthread_mutex_lock(&ld->kit_mu);
+    ld->kit_free[ld->nkit_free++] = (int)(k - ld->kits);
+    pthread_mutex_unlock(&ld->kit_mu);
+}
+
+/* Plan part p's chunks into the worker's arrays from *k on; 0 when the
+ * direct path does not cover it. */
+static int plan_part(cf_loader *ld, ld_worker *wk, ld_part *p,
+                     const cf_window *w, size_t *k, uint64_t *total) {
+    const cf_cog *cog = p->cog;
+    if (!cog->src || ld->o.level < 0 || ld->o.level >= cog->tiff->nlevels)
+        return 0;
+    int ifdi = cog->tiff->levels[ld->o.level];
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
+    if (ifd->bits < 8 || w->x < 0 || w->y < 0 || !w->w || !w->h ||
+        w->x + (int64_t)w->w > (int64_t)ifd->width ||
+        w->y + (int64_t)w->h > (int64_t)ifd->height ||
+        p->nbands != (uint32_t)(p->bands ? p->nb : ifd->samples))
+        return 0;
+    uint32_t cx0 = (uint32_t)(w->x / ifd->chunk_w);
+    uint32_t cx1 = (uint32_t)((w->x + w->w - 1) / ifd->chunk_w);
+    uint32_t cy0 = (uint32_t)(w->y / ifd->chunk_h);
+    uint32_t cy1 = (uint32_t)((w->y + w->h - 1) / ifd->chunk_h);
+    uint32_t planes[LD_PART_CHUNKS];
+    uint32_t np = 0;
+    if (ifd->planar == 2) {
+        for (uint32_t b = 0; b < p->nbands; b++) {
+            uint32_t pl = p->bands ? (uint32_t)(p->bands[b] - 1) : b;
+            int dup = 0;
+            for (uint32_t j = 0; j < np; j++) dup |= planes[j] == pl;
+            if (dup) continue;
+            if (np == LD_PART_CHUNKS) return 0;
+            planes[np++] = pl;
+        }
+    } else {
+        planes[np++] = 0;
+    }
+    uint64_t n = (uint64_t)(cx1 - cx0 + 1) * (cy1 - cy0 + 1) * np;
+    if (n > LD_PART_CHUNKS - *k) return 0;
+    size_t k0 = *k;
+    uint64_t t = *total;
+    for (uint32_t pl = 0; pl < np; pl++)
+        for (uint32_t cy = cy0; cy <= cy1; cy++)
+            for (uint32_t cx = cx0; cx <= cx1; cx++) {
+                cf_chunk *c = &wk->chunks[*k];
+                cf_error e;
+                if (cf__cog_chunk(cog, ifdi, cx, cy, planes[pl], c, &e) !=
+                        CF_OK ||
+                    c->len == 0 || c->len > LD_MAX_FETCH - t) {
+                    *k = k0; /* cf_cog_read reports it or fills it */
+                    return 0;
+                }
+                t += c->len;
+                (*k)++;
+            }
+    p->c0 = k0;
+    p->nc = *k - k0;
+    *total = t;
+    return 1;
+}
+
+/* Decode (or take as is) and paste chunk c of part p. */
+static cf_status paste_chunk(cf_loader *ld, ld_kit **kit, ld_part *p,
+                             const cf_chunk *c, const uint8_t *src,
+                             const cf_window *w, const int *bands0,
+                             cf_error *err) {
+    cf_codec_params cp;
+    cf__cog_chunk_params(p->cog, c, &cp);
+    size_t len = (size_t)cf_codec_chunk_bytes(&cp);
+    if (!len)
+        return cf__err(err, CF_E_LIMIT, "%s: tile %u,%u too large",
+                       cf_cog_name(p->cog), c->cx, c->cy);
+    const uint16_t probe = 1;
+    int host_be = *(const uint8_t *)&probe == 0;
+    if (cp.compression == CF_COMP_NONE && c->len >= len &&
+        (cp.bits <= 8 || !!cp.big_endian == host_be)) {
+        /* Uncompressed in host order: no decode step. */
+        cf__cog_paste(p->cog, c, src, w->x, w->y, w->w, w->h, bands0,
+                      (int)p->nbands, p->dst, 1);
+        return CF_OK;
+    }
+    if (!*kit) *kit = kit_get(ld);
+    ld_kit *k = *kit;
+    if (!k || !k->ctx)
+        return cf__err(err, CF_E_NOMEM, "loader: %s: codec context",
+                       cf_cog_name(p->cog));
+    if (k->cap < len) {
+        uint8_t *t = realloc(k->tile, len);
+        if (!t)
+            return cf__err(err, CF_E_NOMEM, "loader: %s: tile of %zu bytes",
+                           cf_cog_name(p->cog), len);
+        k->tile = t;
+        k->cap = len;
+    }
+    cf_status st = cf__cog_decode(p->cog, k->ctx, c, src, (size_t)c->len,
+                                  k->tile, len, err);
+    if (st == CF_OK)
+        cf__cog_paste(p->cog, c, k->tile, w->x, w->y, w->w, w->h, bands0,
+                      (int)p->nbands, p->dst, 1);
+    return st;
+}
+
+/* Read the parts the direct path covers (marking them fast); the others
+ * are left to the caller.  On failure *bad names the part's file. */
+static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
+                            int np, const cf_window *w, cf_cog **bad,
+                            cf_error *err) {
+    size_t k = 0;
+    uint64_t total = 0;
+    for (int i = 0; i < np; i++)
+        parts[i].fast = plan_part(ld, wk, &parts[i], w, &k, &total);
+    if (!k) return CF_OK;
+    if (wk->fetch_cap < total) {
+        free(wk->fetch);
+        wk->fetch_cap = 0;
+        wk->fetch = cf__malloc((size_t)total);
+        if (!wk->fetch)
+            return cf__err(err, CF_E_NOMEM,
+                           "loader: fetch buffer of %llu bytes",
+                           (unsigned long long)total);
+        wk->fetch_cap = (size_t)total;
+    }
+    size_t pos = 0;
+    for (size_t i = 0; i < k; i++) {
+        cf_range_req *r = &wk->reqs[i];
+        memset(r, 0, sizeof *r);
+        r->off = wk->chunks[i].off;
+        r->len = wk->chunks[i].len;
+        r->dst = wk->fetch + pos;
+        r->err = &wk->errs[i];
+        r->status = CF_E_IO;
+        cf__err_clear(r->err);
+        pos += (size_t)r->len;
+    }
+    /* Every part's chunks go out before waiting for any. */
+    ld_wait wt;
+    pthread_mutex_init(&wt.mu, NULL);
+    pthread_cond_init(&wt.cv, NULL);
+    wt.left = k;
+    cf_status st = CF_OK;
+    for (int i = 0; i < np; i++) {
+        if (!parts[i].fast) continue;
+        cf_status s2 = cf_src_submit(parts[i].cog->src, &wk->reqs[parts[i].c0],
+                                     parts[i].nc, wait_cb, &wt, err);
+        if (s2 != CF_OK) {
+            /* Nothing of this part was submitted: no callbacks to wait. */
+            pthread_mutex_lock(&wt.mu);
+            wt.left -= parts[i].nc;
+            pthread_mutex_unlock(&wt.mu);
+            if (st == CF_OK) {
+                st = s2;
+                *bad = parts[i].cog;
+            }
+            for (size_t j = 0; j < parts[i].nc; j++)
+                wk->reqs[parts[i].c0 + j].status = CF_OK;
+        }
+    }
+    pthread_mutex_lock(&wt.mu);
+    while (wt.left) pthread_cond_wait(&wt.cv, &wt.mu);
+    pthread_mutex_unlock(&wt.mu);
+    pthread_cond_destroy(&wt.cv);
+    pthread_mutex_destroy(&wt.mu);
+    if (st != CF_OK) return st;
+    ld_kit *kit = NULL;
+    for (int i = 0; i < np && st == CF_OK; i++) {
+        ld_part *p = &parts[i];
+        if (!p->fast) continue;
+        int b0[CF_MAX_BANDS > 64 ? 64 : CF_MAX_BANDS];
+        const int *bands0 = ld->ident;
+        if (p->bands) {
+            if (p->nb > (int)(sizeof b0 / sizeof b0[0])) {
+                p->fast = 0; /* fetched for nothing: cf_cog_read does it */
+                continue;
+            }
+            for (int b = 0; b < p->nb; b++) b0[b] = p->bands[b] - 1;
+            bands0 = b0;
+        }
+        for (size_t j = 0; j < p->nc && st == CF_OK; j++) {
+            cf_range_req *r = &wk->reqs[p->c0 + j];
+            if (r->status != CF_OK) {
+                if (err) *err = *r->err;
+                st = r->status;
+            } else {
+                st = paste_chunk(ld, &kit, p, &wk->chunks[p->c0 + j], r->dst,
+                                 w, bands0, err);
+            }
+            if (st != CF_OK) *bad = p->cog;
+        }
+    }
+    kit_put(ld, kit);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
 /* conversion and augmentation                                          */
 /* ------------------------------------------------------------------ */
 
@@ -839,6 +1138,30 @@ static void augment_plane(uint8_t *plane, size_t es, uint32_t P, uint32_t aug,
 /* readers                                                              */
 /* ------------------------------------------------------------------ */
 
+/* Member mb's raw block `raw` to float32 planes at `out`, with the
+ * file's scale/offset (when asked) and the channels' mean/std. */
+static void convert_member(const cf_loader *ld, const ld_member *mb,
+                           const cf_cog *cog, const uint8_t *raw,
+                           uint8_t *out) {
+    const cf_loader_options *o = &ld->o;
+    cf_dtype dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+    const int *bands = mb->layer < 0 ? ld->bands : NULL;
+    for (uint32_t b = 0; b < mb->nb; b++) {
+        int band = bands ? bands[b] : (int)b + 1;
+        double sc = 1, off = 0;
+        if (o->apply_scale_offset) {
+            sc = cf_cog_band_scale(cog, band);
+            off = cf_cog_band_offset(cog, band);
+        }
+        uint32_t c = mb->channel + b;
+        double mean = ld->mean ? ld->mean[c] : 0;
+        double sd = ld->std ? ld->std[c] : 1;
+        to_f32(raw + (size_t)b * ld->plane * cf_dtype_size(dt), dt, ld->plane,
+               (float *)(void *)(out + b * ld->plane * 4), sc / sd,
+               (off - mean) / sd);
+    }
+}
+
 /* Read, convert and augment sample j into position i of slot s. */
 static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
                              uint32_t i, uint64_t j, uint64_t *decoded,
@@ -846,61 +1169,89 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     const cf_loader_options *o = &ld->o;
     const size_t T = (size_t)o->time_steps, C = ld->lay_out.channels;
     const uint32_t P = o->patch_size;
+    const int f32 = o->out_dtype == CF_DT_F32;
+    static const int first_band = 1;
     cf_window w;
     cf__sampler_window(&ld->samp, j, &w);
     s->windows[i] = w;
     const size_t f = w.file;
     uint8_t *img = s->image + (size_t)i * T * C * ld->plane * ld->es;
+    uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
+                            : NULL;
+    /* The parts: image members (raw into the slot, or into scratch when
+     * converted to float32), then the mask. */
+    ld_part parts[LD_PART_CHUNKS];
+    int np = ld->nmembers + (mask != NULL);
+    if (np > LD_PART_CHUNKS) np = 0; /* long series: one by one below */
+    size_t off = 0;
+    for (int m = 0; m < np; m++) {
+        ld_part *p = &parts[m];
+        memset(p, 0, sizeof *p);
+        if (m == ld->nmembers) {
+            p->cog = ld->msk[f];
+            p->bands = &first_band;
+            p->nb = 1;
+            p->nbands = 1;
+            p->dt = ld->lay_out.mask_dtype;
+            p->dst = mask;
+            p->bytes = ld->plane * ld->mask_es;
+            continue;
+        }
+        const ld_member *mb = &ld->members[m];
+        p->cog = mb->layer < 0
+                     ? ld->img[f * T + (size_t)mb->t]
+                     : ld->lay[f * (size_t)o->nlayers + (size_t)mb->layer];
+        p->bands = mb->layer < 0 ? ld->bands : NULL;
+        p->nb = mb->layer < 0 ? o->nbands : 0;
+        p->nbands = mb->nb;
+        p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+        p->bytes = raw_member_bytes(ld, mb, P, P);
+        p->dst = f32 ? wk->scratch + off
+                     : img + ((size_t)mb->t * C + mb->channel) * ld->plane *
+                                 ld->es;
+        off += p->bytes;
+    }
     cf_status st = CF_OK;
     cf_cog *bad = NULL;
-    for (int m = 0; m < ld->nmembers && st == CF_OK; m++) {
+    double t0 = cf__now();
+    if (np && o->sampler != CF_SAMPLER_TILE_SHUFFLE)
+        st = read_parts(ld, wk, parts, np, &w, &bad, err);
+    for (int m = 0; m < np && st == CF_OK; m++) {
+        ld_part *p = &parts[m];
+        if (p->fast) {
+            *decoded += p->bytes;
+            continue;
+        }
+        st = read_block(ld, p->cog, p->bands, p->nb, p->nbands, p->dt, &w,
+                        p->dst, p->bytes, decoded, err);
+        if (st != CF_OK) bad = p->cog;
+    }
+    double t1 = cf__now();
+    *t_read += t1 - t0;
+    /* Long time series (more parts than fit): one member at a time. */
+    for (int m = 0; !np && m < ld->nmembers && st == CF_OK; m++) {
         const ld_member *mb = &ld->members[m];
         cf_cog *cog = mb->layer < 0
                           ? ld->img[f * T + (size_t)mb->t]
                           : ld->lay[f * (size_t)o->nlayers + (size_t)mb->layer];
-        const int *bands = mb->layer < 0 ? ld->bands : NULL;
-        int nb = mb->layer < 0 ? o->nbands : 0;
-        cf_dtype dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
         uint8_t *out =
             img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
-        size_t raw = raw_member_bytes(ld, mb, P, P);
-        double t0 = cf__now();
-        uint8_t *dst = o->out_dtype == CF_DT_F32 ? wk->scratch : out;
-        st = read_block(ld, cog, bands, nb, mb->nb, dt, &w, dst, raw, decoded,
-                        err);
-        double t1 = cf__now();
-        *t_read += t1 - t0;
-        if (st != CF_OK) {
-            bad = cog;
-            break;
-        }
-        if (o->out_dtype == CF_DT_F32) {
-            for (uint32_t b = 0; b < mb->nb; b++) {
-                int band = bands ? bands[b] : (int)b + 1;
-                double sc = 1, off = 0;
-                if (o->apply_scale_offset) {
-                    sc = cf_cog_band_scale(cog, band);
-                    off = cf_cog_band_offset(cog, band);
-                }
-                uint32_t c = mb->channel + b;
-                double mean = ld->mean ? ld->mean[c] : 0;
-                double sd = ld->std ? ld->std[c] : 1;
-                to_f32(dst + (size_t)b * ld->plane * cf_dtype_size(dt), dt,
-                       ld->plane, (float *)(void *)(out + b * ld->plane * 4),
-                       sc / sd, (off - mean) / sd);
-            }
-        }
-        *t_conv += cf__now() - t1;
+        double ta = cf__now();
+        st = read_block(ld, cog, mb->layer < 0 ? ld->bands : NULL,
+                        mb->layer < 0 ? o->nbands : 0, mb->nb,
+                        mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer],
+                        &w, f32 ? wk->scratch : out,
+                        raw_member_bytes(ld, mb, P, P), decoded, err);
+        *t_read += cf__now() - ta;
+        if (st != CF_OK) bad = cog;
+        else if (f32) convert_member(ld, mb, cog, wk->scratch, out);
     }
-    uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
-                            : NULL;
-    if (st == CF_OK && mask) {
-        static const int first_band = 1;
-        double t0 = cf__now();
+    if (!np && st == CF_OK && mask) {
+        double ta = cf__now();
         st = read_block(ld, ld->msk[f], &first_band, 1, 1,
                         ld->lay_out.mask_dtype, &w, mask,
                         ld->plane * ld->mask_es, decoded, err);
-        *t_read += cf__now() - t0;
+        *t_read += cf__now() - ta;
         if (st != CF_OK) bad = ld->msk[f];
     }
     if (st != CF_OK)
@@ -909,14 +1260,20 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
                               (unsigned long long)w.index,
                               bad ? cf_cog_name(bad) : "?", (long long)w.x,
                               (long long)w.y, w.w, w.h);
+    double t2 = cf__now();
+    for (int m = 0; f32 && np && m < ld->nmembers; m++) {
+        const ld_member *mb = &ld->members[m];
+        convert_member(ld, mb, parts[m].cog, parts[m].dst,
+                       img + ((size_t)mb->t * C + mb->channel) * ld->plane *
+                                 ld->es);
+    }
     if (w.aug) {
-        double t0 = cf__now();
         for (size_t p = 0; p < T * C; p++)
             augment_plane(img + p * ld->plane * ld->es, ld->es, P, w.aug,
                           wk->scratch);
         if (mask) augment_plane(mask, ld->mask_es, P, w.aug, wk->scratch);
-        *t_conv += cf__now() - t0;
     }
+    *t_conv += cf__now() - t2;
     return CF_OK;
 }
 
@@ -1304,9 +1661,17 @@ void cf_loader_free(cf_loader *ld) {
      * have been copied while held: free the memory only. */
     int child = ld->pid && getpid() != ld->pid;
     if (ld->workers && !child) stop_threads(ld);
-    for (int t = 0; ld->workers && t < ld->nthreads; t++)
+    for (int t = 0; ld->workers && t < ld->nthreads; t++) {
         free(ld->workers[t].scratch);
+        free(ld->workers[t].fetch);
+    }
     free(ld->workers);
+    for (int t = 0; ld->kits && t < ld->nthreads; t++) {
+        if (ld->kits[t].ctx) cf_codec_ctx_free(ld->kits[t].ctx);
+        free(ld->kits[t].tile);
+    }
+    free(ld->kits);
+    free(ld->kit_free);
     for (int i = 0; ld->slots && i < ld->o.prefetch; i++) {
         if (ld->slots[i].own_buffers) {
             free(ld->slots[i].image);
@@ -1344,6 +1709,7 @@ void cf_loader_free(cf_loader *ld) {
         pthread_cond_destroy(&ld->ready_cv);
         pthread_mutex_destroy(&ld->cache_mu);
         pthread_cond_destroy(&ld->cache_cv);
+        pthread_mutex_destroy(&ld->kit_mu);
     }
     free(ld);
 }

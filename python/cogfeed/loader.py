@@ -80,10 +80,12 @@ class Loader:
         std: float32 only: per-channel standard deviation to divide by.
         skip_errors: drop failed patches from their batch and count them in
             stats()["skipped"] instead of raising (default False).
-        prefetch: batch slots in the ring (default 4); memory is
-            prefetch x batch bytes.
+        prefetch: batch slots in the ring (default None: enough for every
+            patch being read plus two batches, at least 4, at most
+            2 x inflight_bytes); memory is prefetch x batch bytes.
         decode_threads: reader threads; each reads and decodes one patch at
-            a time (default: 2 x cores + 2 for local files, 64 for remote).
+            a time (default: 2 x cores + 2 for local files, 128 for remote,
+            capped by inflight_bytes).
         max_inflight: patches read at once (default None: adaptive, raised
             while throughput grows, lowered on retries).
         inflight_bytes: byte budget of patches being read (default 256 MiB);
@@ -97,7 +99,7 @@ class Loader:
                  bands=None, level=0, stride=None, epoch=0, rank=0,
                  world_size=1, epoch_length=None, drop_last=False,
                  flip=False, rot90=False, dtype="raw", scale_offset=True,
-                 mean=None, std=None, skip_errors=False, prefetch=4,
+                 mean=None, std=None, skip_errors=False, prefetch=None,
                  decode_threads=None, max_inflight=None,
                  inflight_bytes=256 * _MiB, cache_bytes=256 * _MiB,
                  copy=False):
@@ -157,7 +159,7 @@ class Loader:
             scale_offset=bool(scale_offset),
             mean=None if mean is None else [float(m) for m in mean],
             std=None if std is None else [float(s) for s in std],
-            skip_errors=bool(skip_errors), prefetch=int(prefetch),
+            skip_errors=bool(skip_errors), prefetch=int(prefetch or 0),
             threads=int(decode_threads or 0), max_inflight=int(max_inflight),
             inflight_bytes=int(inflight_bytes),
             cache_bytes=int(cache_bytes))
