@@ -6,8 +6,22 @@ Side by side in one run, on the same files and the same windows:
   * cogfeed reading the same files through nginx with a first-byte latency
     (164 ms by default, what the paper measured to Azure Blob),
   * GDAL's /vsicurl/ through the same nginx, with the best settings found
-    (HTTP/2 multiplexing where offered, merged consecutive ranges, VSI cache,
-    one dataset per thread, several thread counts tried).
+    (merged consecutive ranges, VSI cache, multiplexing where offered, one
+    dataset per thread, several thread counts tried).
+
+Fairness:
+  * The windows of one pass never share a tile, so no reader can serve a
+    tile from a cache (GDAL's block cache, its /vsicurl/ region cache or
+    VSI_CACHE): every reader fetches and decodes every tile once.  Each
+    round draws new windows; GDAL datasets are reopened each pass.
+  * Every reader first reads a few warm-up windows (connections open,
+    headers parsed, threads started) that are not timed.
+  * Each reader runs at several thread counts; the best is reported.  A
+    round runs local, remote and GDAL back to back, so they see the same
+    machine load; rounds are repeated and the median round is reported.
+  * CPU seconds are counted for the benchmark process and for nginx, per
+    GB of decoded pixels: on a small shared machine the server, the HTTP
+    receive path and the decoders compete for the same cores.
 
 Prints MB/s of decoded pixels delivered, windows/s, requests per window and
 the ratios; --json for machines.  Not a test: it measures.
@@ -19,7 +33,9 @@ import concurrent.futures as cf
 import json
 import os
 import random
+import statistics
 import sys
+import threading
 import time
 
 import numpy as np
@@ -30,28 +46,33 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "servers"))
 import cogfeed  # noqa: E402
 from servers import Nginx  # noqa: E402
 
+CLK = os.sysconf("SC_CLK_TCK")
+
 
 def make_files(folder, n, size, tile, compress, bands=4):
     """Smooth, noisy uint16 scenes written as COGs by GDAL (cached)."""
     from osgeo import gdal
     gdal.UseExceptions()
     os.makedirs(folder, exist_ok=True)
-    paths = []
+    paths = ["%s/scene_%02d_%s_%d_%d.tif" % (folder, i, compress.lower(), size, tile)
+             for i in range(n)]
+    todo = [p for p in paths if not os.path.exists(p)]
+    if not todo:
+        return paths
     rng = np.random.default_rng(7)
-    for i in range(n):
-        p = os.path.join(folder, "scene_%02d_%s_%d.tif" % (i, compress.lower(), tile))
-        paths.append(p)
-        if os.path.exists(p):
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size
+    noise = rng.normal(0, 60, (size, size)).astype(np.float32)
+    for i, p in enumerate(paths):
+        if p not in todo:
             continue
-        yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size
-        data = np.empty((bands, size, size), np.uint16)
-        for b in range(bands):
-            f = rng.uniform(2, 12, 4)
-            base = (np.sin(xx * f[0] + b) + np.cos(yy * f[1]) + np.sin((xx + yy) * f[2])) * 800 + 2000
-            data[b] = np.clip(base + rng.normal(0, 60, (size, size)), 0, 65535).astype(np.uint16)
         mem = gdal.GetDriverByName("MEM").Create("", size, size, bands, gdal.GDT_UInt16)
         for b in range(bands):
-            mem.GetRasterBand(b + 1).WriteArray(data[b])
+            f = rng.uniform(2, 12, 3)
+            base = (np.sin(xx * f[0] + b) + np.cos(yy * f[1]) + np.sin((xx + yy) * f[2])) * 800 + 2000
+            # The same noise field, shifted per file and band: cheap to make,
+            # and compresses like fresh noise.
+            nz = np.roll(noise, (i * 977 + b * 131, i * 373 + b * 59), (0, 1))
+            mem.GetRasterBand(b + 1).WriteArray(np.clip(base + nz, 0, 65535).astype(np.uint16))
         opts = ["COMPRESS=%s" % compress, "BLOCKSIZE=%d" % tile, "OVERVIEWS=NONE"]
         if compress in ("ZSTD", "DEFLATE", "LZW"):
             opts.append("PREDICTOR=2")
@@ -60,47 +81,111 @@ def make_files(folder, n, size, tile, compress, bands=4):
     return paths
 
 
-def windows_for(paths, size, count, win, seed):
+def disjoint_windows(nfiles, size, tile, win, count, seed):
+    """Up to `count` random windows (file, x, y) no two of which touch the
+    same tile, and the number of tiles they touch."""
     rng = random.Random(seed)
+    used = set()
     out = []
-    for _ in range(count):
-        i = rng.randrange(len(paths))
-        out.append((i, rng.randrange(0, size - win + 1), rng.randrange(0, size - win + 1)))
-    return out
+    tiles = 0
+    tries = 0
+    while len(out) < count and tries < count * 200:
+        tries += 1
+        i = rng.randrange(nfiles)
+        x = rng.randrange(0, size - win + 1)
+        y = rng.randrange(0, size - win + 1)
+        ts = {(i, tx, ty) for tx in range(x // tile, (x + win - 1) // tile + 1)
+              for ty in range(y // tile, (y + win - 1) // tile + 1)}
+        if ts & used:
+            continue
+        used |= ts
+        tiles += len(ts)
+        out.append((i, x, y))
+    return out, tiles
 
 
-def run_cogfeed(urls, windows, win, threads, io):
+class Cpu:
+    """CPU seconds (user + system) of this process and of nginx."""
+
+    def __init__(self, srv=None):
+        self.srv = srv
+
+    def _nginx(self):
+        if self.srv is None or self.srv.proc is None:
+            return 0.0
+        root = self.srv.proc.pid
+        total = 0
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            # st[1] is ppid; st[11], st[12] utime, stime (fields 14, 15).
+            if int(d) == root or int(st[1]) == root:
+                total += int(st[11]) + int(st[12])
+        return total / CLK
+
+    def snap(self):
+        t = os.times()
+        return (t.user + t.system, self._nginx())
+
+
+def timed(fn, items, threads, cpu):
+    c0 = cpu.snap()
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(threads) as ex:
+        nbytes = sum(ex.map(fn, items))
+    dt = time.perf_counter() - t0
+    c1 = cpu.snap()
+    return {"seconds": dt, "bytes": nbytes, "threads": threads,
+            "cpu_client_s": c1[0] - c0[0], "cpu_server_s": c1[1] - c0[1]}
+
+
+def run_cogfeed(urls, warm, windows, win, threads, io, cpu):
     cogs = [cogfeed.open(u, io=io) for u in urls]
-    before = sum(c.requests for c in cogs)
 
     def one(w):
         i, x, y = w
         return cogs[i].read(window=(x, y, win, win)).nbytes
 
-    t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(threads) as ex:
-        nbytes = sum(ex.map(one, windows))
-    dt = time.perf_counter() - t0
-    reqs = sum(c.requests for c in cogs) - before
-    return {"seconds": dt, "bytes": nbytes, "requests": reqs}
+        list(ex.map(one, warm))
+    req0 = sum(c.requests for c in cogs)
+    fetched0 = io.stats()["bytes_fetched"] if io is not None else 0
+    r = timed(one, windows, threads, cpu)
+    r["requests"] = sum(c.requests for c in cogs) - req0
+    if io is not None:
+        r["bytes_fetched"] = io.stats()["bytes_fetched"] - fetched0
+    for c in cogs:
+        c.close()
+    return r
 
 
-def run_gdal(urls, windows, win, threads):
+GDAL_OPTIONS = {
+    # Plain HTTP/1.1 from nginx here: multiplexing applies only where the
+    # server speaks HTTP/2; asking costs nothing.
+    "GDAL_HTTP_MULTIPLEX": "YES",
+    "GDAL_HTTP_VERSION": "2",
+    "GDAL_HTTP_MERGE_CONSECUTIVE_RANGES": "YES",
+    "GDAL_NUM_THREADS": "ALL_CPUS",
+    "VSI_CACHE": "TRUE",
+    "VSI_CACHE_SIZE": str(64 << 20),
+    "CPL_VSIL_CURL_CACHE_SIZE": str(256 << 20),
+    "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
+    "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif",
+    "GDAL_HTTP_MAX_RETRY": "3",
+    "GDAL_INGESTED_BYTES_AT_OPEN": "65536",
+}
+
+
+def run_gdal(urls, warm, windows, win, threads, cpu):
     from osgeo import gdal
     gdal.UseExceptions()
-    for k, v in {
-        "GDAL_HTTP_MULTIPLEX": "YES",
-        "GDAL_HTTP_VERSION": "2",
-        "GDAL_HTTP_MERGE_CONSECUTIVE_RANGES": "YES",
-        "GDAL_NUM_THREADS": "1",
-        "VSI_CACHE": "TRUE",
-        "VSI_CACHE_SIZE": str(256 << 20),
-        "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
-        "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif",
-        "GDAL_HTTP_MAX_RETRY": "3",
-    }.items():
+    for k, v in GDAL_OPTIONS.items():
         gdal.SetConfigOption(k, v)
-    import threading
     local = threading.local()
 
     def one(w):
@@ -112,85 +197,154 @@ def run_gdal(urls, windows, win, threads):
             ds[i] = gdal.Open("/vsicurl/" + urls[i])
         return ds[i].ReadAsArray(x, y, win, win).nbytes
 
-    t0 = time.perf_counter()
+    # Warm-up: every worker thread opens every dataset (headers come from
+    # GDAL's cache after the first), then the warm-up windows are read.
     with cf.ThreadPoolExecutor(threads) as ex:
+        barrier = threading.Barrier(threads)
+
+        def opener(_):
+            for i in range(len(urls)):
+                ds = getattr(local, "ds", None)
+                if ds is None:
+                    ds = local.ds = {}
+                if i not in ds:
+                    ds[i] = gdal.Open("/vsicurl/" + urls[i])
+            barrier.wait()
+            return 0
+
+        list(ex.map(opener, range(threads)))
+        list(ex.map(one, warm))
+        c0 = cpu.snap()
+        t0 = time.perf_counter()
         nbytes = sum(ex.map(one, windows))
-    return {"seconds": time.perf_counter() - t0, "bytes": nbytes}
+        dt = time.perf_counter() - t0
+        c1 = cpu.snap()
+    gdal.VSICurlClearCache()
+    return {"seconds": dt, "bytes": nbytes, "threads": threads,
+            "cpu_client_s": c1[0] - c0[0], "cpu_server_s": c1[1] - c0[1]}
+
+
+def run_local(paths, warm, windows, win, threads, cpu):
+    return run_cogfeed(paths, warm, windows, win, threads, None, cpu)
+
+
+def ints(s):
+    return [int(x) for x in s.split(",") if x]
+
+
+def derive(r, nwin):
+    r["MBps"] = r["bytes"] / r["seconds"] / 1e6
+    r["windows_per_s"] = nwin / r["seconds"]
+    gb = r["bytes"] / 1e9
+    r["cpu_client_s_per_GB"] = r["cpu_client_s"] / gb
+    r["cpu_server_s_per_GB"] = r["cpu_server_s"] / gb
+    return r
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=os.path.join(HERE, "..", "build", "bench-data", "remote"))
-    ap.add_argument("--files", type=int, default=8)
-    ap.add_argument("--size", type=int, default=2048)
+    ap.add_argument("--files", type=int, default=16)
+    ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--tile", type=int, default=512)
     ap.add_argument("--compress", default="ZSTD")
     ap.add_argument("--window", type=int, default=512)
-    ap.add_argument("--windows", type=int, default=400)
+    ap.add_argument("--windows", type=int, default=200,
+                    help="windows per round (fewer if the tiles run out)")
+    ap.add_argument("--warmup", type=int, default=12, help="untimed windows per reader")
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--latency-ms", type=float, default=164.0)
-    ap.add_argument("--threads", type=int, default=96, help="cogfeed reader threads")
-    ap.add_argument("--gdal-threads", default="16,64", help="GDAL thread counts to try")
+    ap.add_argument("--nginx-workers", type=int, default=1)
+    ap.add_argument("--max-inflight", type=int, default=256)
+    ap.add_argument("--threads", default="32,96", help="cogfeed remote thread counts")
+    ap.add_argument("--local-threads", default="2,4", help="cogfeed local thread counts")
+    ap.add_argument("--gdal-threads", default="16,64", help="GDAL thread counts")
+    ap.add_argument("--no-gdal", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
     paths = make_files(a.data, a.files, a.size, a.tile, a.compress)
-    wins = windows_for(paths, a.size, a.windows, a.window, a.seed)
-    res = {"config": vars(a).copy()}
-    # Local: warm the page cache with one pass, then measure.
-    run_cogfeed(paths, wins[: len(wins) // 4], a.window, 2, None)
-    res["cogfeed_local"] = run_cogfeed(paths, wins, a.window, max(2, os.cpu_count() or 2), None)
-    with Nginx(a.data, latency_ms=a.latency_ms) as srv:
+    res = {"config": vars(a).copy(), "rounds": []}
+    with Nginx(a.data, latency_ms=a.latency_ms, workers=a.nginx_workers) as srv:
         urls = [srv.url(os.path.basename(p)) for p in paths]
-        io = cogfeed.IO(max_inflight=min(1024, a.threads * 4))
+        io = cogfeed.IO(max_inflight=a.max_inflight)
         t0 = time.perf_counter()
         opened = [cogfeed.open(u, io=io) for u in urls]
         res["open_seconds_per_file"] = (time.perf_counter() - t0) / len(urls)
         res["open_requests_per_file"] = sum(c.header_requests for c in opened) / len(opened)
-        del opened
-        res["cogfeed_remote"] = run_cogfeed(urls, wins, a.window, a.threads, io)
-        best = None
-        for t in [int(x) for x in a.gdal_threads.split(",") if x]:
-            r = run_gdal(urls, wins, a.window, t)
-            r["threads"] = t
-            res.setdefault("gdal_vsicurl", []).append(r)
-            if best is None or r["seconds"] < best["seconds"]:
-                best = r
-        res["gdal_best"] = best
-    # Bit-exact spot check between local and remote reads.
-    with Nginx(a.data) as srv:
+        for c in opened:
+            c.close()
+        cpu_local, cpu_remote = Cpu(), Cpu(srv)
+        for rnd in range(a.rounds):
+            allw, tiles = disjoint_windows(len(paths), a.size, a.tile, a.window,
+                                           a.windows + a.warmup, a.seed + rnd)
+            warm, wins = allw[: a.warmup], allw[a.warmup:]
+            rr = {"windows": len(wins), "tiles": tiles, "local": [], "remote": [], "gdal": []}
+            for t in ints(a.local_threads):
+                rr["local"].append(derive(run_local(paths, warm, wins, a.window, t, cpu_local),
+                                          len(wins)))
+            for t in ints(a.threads):
+                rr["remote"].append(derive(run_cogfeed(urls, warm, wins, a.window, t, io,
+                                                       cpu_remote), len(wins)))
+            if not a.no_gdal:
+                for t in ints(a.gdal_threads):
+                    rr["gdal"].append(derive(run_gdal(urls, warm, wins, a.window, t,
+                                                      cpu_remote), len(wins)))
+            for k in ("local", "remote", "gdal"):
+                rr[k + "_best"] = max(rr[k], key=lambda r: r["MBps"]) if rr[k] else None
+            rr["remote_vs_local"] = rr["remote_best"]["MBps"] / rr["local_best"]["MBps"]
+            if rr["gdal_best"]:
+                rr["remote_vs_gdal"] = rr["remote_best"]["MBps"] / rr["gdal_best"]["MBps"]
+            res["rounds"].append(rr)
+            if not a.json:
+                print_round(rnd, rr, a, file=sys.stderr)
+        # Bit-exact spot check between local and remote reads.
         i, x, y = wins[0]
         la = cogfeed.open(paths[i]).read(window=(x, y, a.window, a.window))
-        ra = cogfeed.open(srv.url(os.path.basename(paths[i]))).read(window=(x, y, a.window, a.window))
+        ra = cogfeed.open(urls[i], io=io).read(window=(x, y, a.window, a.window))
         res["remote_equals_local"] = bool(np.array_equal(la, ra))
 
-    def mbps(r):
-        return r["bytes"] / r["seconds"] / 1e6
-
-    for k in ("cogfeed_local", "cogfeed_remote", "gdal_best"):
-        res[k]["MBps"] = mbps(res[k])
-        res[k]["windows_per_s"] = len(wins) / res[k]["seconds"]
-    res["cogfeed_remote"]["requests_per_window"] = res["cogfeed_remote"]["requests"] / len(wins)
-    res["remote_vs_local"] = res["cogfeed_remote"]["MBps"] / res["cogfeed_local"]["MBps"]
-    res["remote_vs_gdal_best"] = res["cogfeed_remote"]["MBps"] / res["gdal_best"]["MBps"]
+    rounds = sorted(res["rounds"], key=lambda r: r["remote_vs_local"])
+    res["median_round"] = rounds[len(rounds) // 2]
+    res["remote_vs_local_all"] = [r["remote_vs_local"] for r in res["rounds"]]
+    if not a.no_gdal:
+        res["remote_vs_gdal_all"] = [r["remote_vs_gdal"] for r in res["rounds"]]
     if a.json:
         print(json.dumps(res, indent=1))
         return
-    print("%d windows of %d px over %d %s COGs (%d px, %d px tiles), nginx latency %.0f ms"
-          % (len(wins), a.window, a.files, a.compress, a.size, a.tile, a.latency_ms))
-    print("%-28s %10s %12s" % ("reader", "MB/s", "windows/s"))
-    for k, label in (("cogfeed_local", "cogfeed local"),
-                     ("cogfeed_remote", "cogfeed remote (%d threads)" % a.threads),
-                     ("gdal_best", "GDAL /vsicurl/ best (%d thr)" % res["gdal_best"]["threads"])):
-        print("%-28s %10.1f %12.1f" % (label, res[k]["MBps"], res[k]["windows_per_s"]))
-    for r in res["gdal_vsicurl"]:
-        print("  GDAL %3d threads: %.1f MB/s" % (r["threads"], mbps(r)))
-    print("remote / local      = %.2fx" % res["remote_vs_local"])
-    print("remote / GDAL best  = %.2fx" % res["remote_vs_gdal_best"])
-    print("requests per window = %.2f (open: %.1f request per file, %.0f ms)"
-          % (res["cogfeed_remote"]["requests_per_window"], res["open_requests_per_file"],
-             res["open_seconds_per_file"] * 1000))
+    print("%d rounds of ~%d windows of %d px (disjoint tiles) over %d %s COGs (%d px, %d px "
+          "tiles), nginx latency %.0f ms, %d worker(s)"
+          % (a.rounds, len(wins), a.window, a.files, a.compress, a.size, a.tile,
+             a.latency_ms, a.nginx_workers))
+    print("median round:")
+    print_round(None, res["median_round"], a)
+    print("remote / local per round: %s" % ", ".join("%.2f" % v for v in res["remote_vs_local_all"]))
+    if not a.no_gdal:
+        print("remote / GDAL per round:  %s" % ", ".join("%.2f" % v for v in res["remote_vs_gdal_all"]))
+    print("open: %.1f request per file, %.0f ms" % (res["open_requests_per_file"],
+                                                     res["open_seconds_per_file"] * 1000))
     print("remote bytes identical to local: %s" % res["remote_equals_local"])
+
+
+def print_round(rnd, rr, a, file=sys.stdout):
+    if rnd is not None:
+        print("round %d: %d windows, %d tiles" % (rnd, rr["windows"], rr["tiles"]), file=file)
+    print("  %-26s %8s %9s %9s %10s %10s" % ("reader", "MB/s", "windows/s", "req/win",
+                                           "cpu s/GB", "nginx s/GB"), file=file)
+    for k, label in (("local", "cogfeed local"), ("remote", "cogfeed remote"),
+                     ("gdal", "GDAL /vsicurl/")):
+        for r in rr[k]:
+            rq = "%.2f" % (r["requests"] / rr["windows"]) if "requests" in r and k != "local" else "-"
+            srv = "%.1f" % r["cpu_server_s_per_GB"] if k != "local" else "-"
+            print("  %-26s %8.1f %9.1f %9s %10.1f %10s%s"
+                  % ("%s (%d thr)" % (label, r["threads"]), r["MBps"], r["windows_per_s"], rq,
+                     r["cpu_client_s_per_GB"], srv, " *" if r is rr[k + "_best"] else ""),
+                  file=file)
+    line = "  remote/local %.2fx" % rr["remote_vs_local"]
+    if rr.get("gdal_best"):
+        line += ", remote/GDAL best %.2fx" % rr["remote_vs_gdal"]
+    print(line, file=file)
 
 
 if __name__ == "__main__":
