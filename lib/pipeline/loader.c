@@ -28,6 +28,7 @@
 #define LD_MAX_CACHE_ENTRIES 4096
 #define LD_MAX_GROUP_TILES 256
 #define LD_REMOTE_THREADS 128 /* default reader threads for remote files */
+#define LD_MAX_IOS 8           /* io loops of a loader's own (remote) */
 #define LD_PART_CHUNKS 64      /* chunks of one sample on the direct path */
 #define LD_MAX_FETCH ((size_t)1 << 30) /* compressed bytes of one sample */
 
@@ -105,8 +106,9 @@ struct cf_loader {
     size_t nurls;
     int *bands;
     float *mean, *std;
-    cf_io *io;
-    int own_io, remote;
+    cf_io *io;                /* ios[0] */
+    cf_io *ios[LD_MAX_IOS];   /* files are spread over these */
+    int nios, own_io, remote;
     cf_cog **img;             /* nfiles * T */
     cf_cog **msk;             /* nfiles or NULL */
     cf_cog **lay;             /* nfiles * nlayers or NULL */
@@ -207,7 +209,8 @@ static void *open_some(void *arg) {
     open_job *j = arg;
     j->st = CF_OK;
     for (size_t i = j->first; i < j->ld->nurls; i += j->step) {
-        cf_status st = cf_cog_open(j->ld->io, j->ld->urls[i],
+        cf_status st = cf_cog_open(j->ld->ios[i % (size_t)j->ld->nios],
+                                   j->ld->urls[i],
                                    url_slot(j->ld, i), &j->err);
         if (st != CF_OK) {
             j->st = st;
@@ -654,11 +657,27 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
     cf_status st = copy_options(ld, opt, err);
     if (st == CF_OK) {
         ld->io = ld->o.io;
+        ld->ios[0] = ld->io;
+        ld->nios = 1;
         if (!ld->io) {
+            /* One io loop thread receives every response of its files: at
+             * a few hundred MB/s it is a core's worth of recv() and copies,
+             * and on a busy machine one thread gets one thread's share.
+             * Remote files are spread over one loop per core. */
             cf_io_options io;
             cf_io_options_init(&io);
-            st = cf_io_new(&io, &ld->io, err);
-            ld->own_io = st == CF_OK;
+            int k = ld->remote ? (int)ncpu() : 1;
+            if (k < 1) k = 1;
+            if (k > LD_MAX_IOS) k = LD_MAX_IOS;
+            if ((size_t)k > ld->nurls) k = (int)ld->nurls;
+            ld->nios = 0;
+            for (int i = 0; i < k && st == CF_OK; i++) {
+                st = cf_io_new(&io, &ld->ios[i], err);
+                if (st == CF_OK) ld->nios++;
+            }
+            ld->io = ld->ios[0];
+            ld->own_io = ld->nios > 0;
+            if (st != CF_OK && ld->nios) st = CF_OK; /* fewer loops work */
         }
     }
     const cf_loader_options *o = &ld->o;
@@ -1277,6 +1296,23 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     return CF_OK;
 }
 
+/* The loader's io counters: the sum over its io loops. */
+static void io_stats(cf_loader *ld, cf_io_stats *out) {
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < ld->nios; i++) {
+        cf_io_stats s;
+        cf_io_get_stats(ld->ios[i], &s);
+        out->requests += s.requests;
+        out->retries += s.retries;
+        out->bytes_fetched += s.bytes_fetched;
+        out->connect_failures += s.connect_failures;
+        out->read_failures += s.read_failures;
+        out->header_cache_hits += s.header_cache_hits;
+        out->inflight += s.inflight;
+        out->max_inflight += s.max_inflight;
+    }
+}
+
 static double process_cpu_s(void) {
     struct timespec ts;
     if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
@@ -1291,7 +1327,7 @@ static void adapt(cf_loader *ld) {
     double now = cf__now();
     if (ld->win_t0 == 0) {
         cf_io_stats ios;
-        cf_io_get_stats(ld->io, &ios);
+        io_stats(ld, &ios);
         ld->win_t0 = now;
         ld->win_cpu0 = process_cpu_s();
         ld->win_done = 0;
@@ -1303,7 +1339,7 @@ static void adapt(cf_loader *ld) {
     double dt = now - ld->win_t0;
     if (dt < 0.25 || ld->win_done < (uint64_t)ld->ctl.conc) return;
     cf_io_stats ios;
-    cf_io_get_stats(ld->io, &ios);
+    io_stats(ld, &ios);
     double cpu_now = process_cpu_s();
     double cpu = (cpu_now - ld->win_cpu0) / (dt * (double)ncpu());
     int before = ld->ctl.conc;
@@ -1313,9 +1349,10 @@ static void adapt(cf_loader *ld) {
     if (c > before) pthread_cond_broadcast(&ld->work_cv);
     if (ld->own_io && ld->remote) {
         int io_n = c * 4 < 16 ? 16 : c * 4;
-        cf_io_set_max_inflight(ld->io, io_n > CF_IO_MAX_INFLIGHT
-                                           ? CF_IO_MAX_INFLIGHT
-                                           : io_n);
+        for (int i = 0; i < ld->nios; i++)
+            cf_io_set_max_inflight(ld->ios[i], io_n > CF_IO_MAX_INFLIGHT
+                                                   ? CF_IO_MAX_INFLIGHT
+                                                   : io_n);
     }
     ld->win_t0 = now;
     ld->win_cpu0 = cpu_now;
@@ -1631,7 +1668,7 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     memset(out, 0, sizeof *out);
     if (getpid() != ld->pid) return; /* forked child: see check_pid */
     cf_io_stats ios;
-    cf_io_get_stats(ld->io, &ios);
+    io_stats(ld, &ios);
     out->bytes_fetched = ios.bytes_fetched;
     out->requests = ios.requests;
     out->retries = ios.retries;
@@ -1693,7 +1730,7 @@ void cf_loader_free(cf_loader *ld) {
     free(ld->img);
     free(ld->msk);
     free(ld->lay);
-    if (ld->own_io) cf_io_free(ld->io);
+    for (int i = 0; ld->own_io && i < ld->nios; i++) cf_io_free(ld->ios[i]);
     for (size_t i = 0; ld->urls && i < ld->nurls; i++) free(ld->urls[i]);
     free(ld->urls);
     free(ld->bands);
