@@ -80,7 +80,9 @@ typedef struct ld_worker {
 
 /* What decoding needs, lent to a reader only while it decodes: a codec
  * context and a tile buffer.  Readers mostly wait on I/O, so a handful of
- * kits serve a hundred readers and keep their memory warm. */
+ * kits (2 x cores + 2) serve a hundred readers: decoding more tiles at
+ * once than there are cores buys nothing, and each kit holds a decoded
+ * tile's memory. */
 typedef struct ld_kit {
     cf_codec_ctx *ctx;
     uint8_t *tile;
@@ -143,8 +145,9 @@ struct cf_loader {
     cf__adapt ctl;             /* ctl.conc: patches read at once */
 
     pthread_mutex_t kit_mu;
-    ld_kit *kits;             /* nthreads kits; free ones stacked below */
-    int *kit_free, nkit_free;
+    pthread_cond_t kit_cv;
+    ld_kit *kits;             /* nkits kits; free ones stacked below */
+    int *kit_free, nkit_free, nkits;
     int ident[CF_MAX_BANDS];  /* 0, 1, 2, ...: "all bands" for the paste */
 
     pthread_mutex_t cache_mu;
@@ -623,14 +626,15 @@ static cf_status build(cf_loader *ld, cf_error *err) {
         if (!ld->cache) return cf__err(err, CF_E_NOMEM, "loader: tile cache");
     }
     ld->workers = cf__calloc((size_t)ld->nthreads, sizeof *ld->workers);
-    ld->kits = cf__calloc((size_t)ld->nthreads, sizeof *ld->kits);
-    ld->kit_free = cf__calloc((size_t)ld->nthreads, sizeof *ld->kit_free);
+    ld->nkits = (int)(2 * ncpu() + 2);
+    if (ld->nkits > ld->nthreads) ld->nkits = ld->nthreads;
+    ld->kits = cf__calloc((size_t)ld->nkits, sizeof *ld->kits);
+    ld->kit_free = cf__calloc((size_t)ld->nkits, sizeof *ld->kit_free);
     if (!ld->workers || !ld->kits || !ld->kit_free)
         return cf__err(err, CF_E_NOMEM, "loader: workers");
     /* Kit 0 on top: the same few kits are reused while others stay cold. */
-    for (int i = 0; i < ld->nthreads; i++)
-        ld->kit_free[i] = ld->nthreads - 1 - i;
-    ld->nkit_free = ld->nthreads;
+    for (int i = 0; i < ld->nkits; i++) ld->kit_free[i] = ld->nkits - 1 - i;
+    ld->nkit_free = ld->nkits;
     return CF_OK;
 }
 
@@ -654,6 +658,7 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
     pthread_mutex_init(&ld->cache_mu, NULL);
     pthread_cond_init(&ld->cache_cv, NULL);
     pthread_mutex_init(&ld->kit_mu, NULL);
+    pthread_cond_init(&ld->kit_cv, NULL);
     cf_status st = copy_options(ld, opt, err);
     if (st == CF_OK) {
         ld->io = ld->o.io;
@@ -892,9 +897,9 @@ static void wait_cb(cf_range_req *r, void *user) {
 }
 
 static ld_kit *kit_get(cf_loader *ld) {
-    ld_kit *k = NULL;
     pthread_mutex_lock(&ld->kit_mu);
-    if (ld->nkit_free) k = &ld->kits[ld->kit_free[--ld->nkit_free]];
+    while (!ld->nkit_free) pthread_cond_wait(&ld->kit_cv, &ld->kit_mu);
+    ld_kit *k = &ld->kits[ld->kit_free[--ld->nkit_free]];
     pthread_mutex_unlock(&ld->kit_mu);
     if (k && !k->ctx) k->ctx = cf_codec_ctx_new();
     return k;
@@ -904,6 +909,7 @@ static void kit_put(cf_loader *ld, ld_kit *k) {
     if (!k) return;
     pthread_mutex_lock(&ld->kit_mu);
     ld->kit_free[ld->nkit_free++] = (int)(k - ld->kits);
+    pthread_cond_signal(&ld->kit_cv);
     pthread_mutex_unlock(&ld->kit_mu);
 }
 
@@ -1703,7 +1709,7 @@ void cf_loader_free(cf_loader *ld) {
         free(ld->workers[t].fetch);
     }
     free(ld->workers);
-    for (int t = 0; ld->kits && t < ld->nthreads; t++) {
+    for (int t = 0; ld->kits && t < ld->nkits; t++) {
         if (ld->kits[t].ctx) cf_codec_ctx_free(ld->kits[t].ctx);
         free(ld->kits[t].tile);
     }
@@ -1747,6 +1753,7 @@ void cf_loader_free(cf_loader *ld) {
         pthread_mutex_destroy(&ld->cache_mu);
         pthread_cond_destroy(&ld->cache_cv);
         pthread_mutex_destroy(&ld->kit_mu);
+        pthread_cond_destroy(&ld->kit_cv);
     }
     free(ld);
 }
