@@ -25,6 +25,7 @@ void cf_codec_ctx_free(cf_codec_ctx *ctx) {
     free(ctx->outer.p);
     free(ctx->aux.p);
     free(ctx->row.p);
+    free(ctx->tile.p);
     free(ctx);
 }
 
@@ -46,6 +47,11 @@ cf_status cf__scratch_reserve(cf__scratch *s, size_t n, cf_error *err) {
     }
     s->cap = want;
     return CF_OK;
+}
+
+uint8_t *cf_codec_ctx_tile(cf_codec_ctx *ctx, size_t n, cf_error *err) {
+    if (cf__scratch_reserve(&ctx->tile, n, err)) return NULL;
+    return ctx->tile.p;
 }
 
 cf_status cf__ctx_deflate(cf_codec_ctx *ctx,

@@ -33,6 +33,11 @@ typedef struct cf_codec_params {
 typedef struct cf_codec_ctx cf_codec_ctx;
 cf_codec_ctx *cf_codec_ctx_new(void);
 void cf_codec_ctx_free(cf_codec_ctx *ctx);
+/* A buffer of at least n bytes owned by ctx, for the caller to decode a
+ * chunk into: kept across calls (a fresh malloc of a 768 KB tile per read
+ * costs ~190 page faults), invalidated by the next call; NULL and
+ * CF_E_NOMEM in err if it cannot grow. */
+uint8_t *cf_codec_ctx_tile(cf_codec_ctx *ctx, size_t n, cf_error *err);
 
 /* Bytes one decoded chunk occupies: rows of ceil(width*samples*bits/8)
  * bytes.  0 on overflow or above CF_MAX_CHUNK_BYTES. */

@@ -23,6 +23,7 @@ struct cf_codec_ctx {
     cf__scratch outer;  /* LERC: blob after the outer deflate/zstd layer */
     cf__scratch aux;    /* LERC masks, band-sequential staging */
     cf__scratch row;    /* predictor 3 row staging */
+    cf__scratch tile;   /* cf_codec_ctx_tile: the caller's decode target */
 };
 
 /* Make `s` hold at least `n` bytes.  CF_E_NOMEM on failure. */

@@ -19,7 +19,8 @@
 static cf_status cog_alloc(const char *name, cf_cog **out, cf_error *err) {
     cf_cog *cog = cf__calloc(1, sizeof *cog);
     if (!cog) return cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
-    pthread_mutex_init(&cog->lock, NULL);
+    cf__pool_init(&cog->own_pool);
+    cog->pool = &cog->own_pool;
     cf__redact_url(name, cog->name, sizeof cog->name);
     *out = cog;
     return CF_OK;
@@ -136,6 +137,8 @@ cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out,
         cog->own_io = 1;
     }
     cog->io = io;
+    cf_io_state *state = cf__io_state(io);
+    if (state) cog->pool = &state->pool;
     st = cf_src_new(io, url, &cog->src, err);
     if (!st) {
         snprintf(cog->name, sizeof cog->name, "%s", cf_src_name(cog->src));
@@ -184,12 +187,10 @@ cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
 
 void cf_cog_close(cf_cog *cog) {
     if (!cog) return;
-    for (int i = 0; i < cog->nctx_free; i++) cf_codec_ctx_free(cog->ctx_free[i]);
-    free(cog->ctx_free);
+    cf__pool_destroy(&cog->own_pool);
     cf_tiff_free(cog->tiff);
     cf_src_free(cog->src);
     if (cog->own_io) cf_io_free(cog->io);
-    pthread_mutex_destroy(&cog->lock);
     free(cog->etag);
     free(cog);
 }
@@ -332,32 +333,9 @@ cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
     return st;
 }
 
-cf_codec_ctx *cf__cog_ctx_get(cf_cog *cog) {
-    cf_codec_ctx *ctx = NULL;
-    pthread_mutex_lock(&cog->lock);
-    if (cog->nctx_free > 0) ctx = cog->ctx_free[--cog->nctx_free];
-    pthread_mutex_unlock(&cog->lock);
-    return ctx ? ctx : cf_codec_ctx_new();
-}
+cf_codec_ctx *cf__cog_ctx_get(cf_cog *cog) { return cf__pool_get(cog->pool); }
 
-void cf__cog_ctx_put(cf_cog *cog, cf_codec_ctx *ctx) {
-    if (!ctx) return;
-    pthread_mutex_lock(&cog->lock);
-    if (cog->nctx_free == cog->ctx_cap) {
-        int cap = cog->ctx_cap ? cog->ctx_cap * 2 : 8;
-        cf_codec_ctx **n = cf__realloc(cog->ctx_free, (size_t)cap * sizeof *n);
-        if (n) {
-            cog->ctx_free = n;
-            cog->ctx_cap = cap;
-        }
-    }
-    if (cog->nctx_free < cog->ctx_cap) {
-        cog->ctx_free[cog->nctx_free++] = ctx;
-        ctx = NULL;
-    }
-    pthread_mutex_unlock(&cog->lock);
-    cf_codec_ctx_free(ctx); /* pool could not grow: drop it */
-}
+void cf__cog_ctx_put(cf_cog *cog, cf_codec_ctx *ctx) { cf__pool_put(cog->pool, ctx); }
 
 /* --------------------------------------------------------------- paste */
 
@@ -426,6 +404,53 @@ static void copy_strided(uint8_t *d, const uint8_t *s, size_t n, size_t stride,
     }
 }
 
+/* Split n RGB pixels into three planes.  With SSSE3 (checked at run time)
+ * 16 pixels take nine byte shuffles, as GDAL's GDALDeinterleave does. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <tmmintrin.h>
+__attribute__((target("ssse3"))) static size_t split3_ssse3(
+    const uint8_t *s, uint8_t *d0, uint8_t *d1, uint8_t *d2, size_t n) {
+    const __m128i ra = _mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i rb = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1);
+    const __m128i rc = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 4, 7, 10, 13);
+    const __m128i ga = _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i gb = _mm_setr_epi8(-1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1);
+    const __m128i gc = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14);
+    const __m128i ba = _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i bb = _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1);
+    const __m128i bc = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16, s += 48) {
+        __m128i a = _mm_loadu_si128((const __m128i *)s);
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+        __m128i r = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, ra), _mm_shuffle_epi8(b, rb)),
+                                 _mm_shuffle_epi8(c, rc));
+        __m128i g = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, ga), _mm_shuffle_epi8(b, gb)),
+                                 _mm_shuffle_epi8(c, gc));
+        __m128i bl = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, ba), _mm_shuffle_epi8(b, bb)),
+                                  _mm_shuffle_epi8(c, bc));
+        _mm_storeu_si128((__m128i *)(d0 + i), r);
+        _mm_storeu_si128((__m128i *)(d1 + i), g);
+        _mm_storeu_si128((__m128i *)(d2 + i), bl);
+    }
+    return i;
+}
+#endif
+
+static void split3(const uint8_t *s, uint8_t *d0, uint8_t *d1, uint8_t *d2,
+                   size_t n) {
+    size_t i = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_cpu_supports("ssse3")) i = split3_ssse3(s, d0, d1, d2, n);
+#endif
+    for (s += 3 * i; i < n; i++, s += 3) {
+        d0[i] = s[0];
+        d1[i] = s[1];
+        d2[i] = s[2];
+    }
+}
+
 void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
                    int64_t x, int64_t y, uint32_t w, uint32_t h,
                    const int *bands, int nbands, uint8_t *dst,
@@ -444,6 +469,34 @@ void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
     size_t n = (size_t)(ix1 - ix0);
     size_t row_bytes = ((size_t)p.width * spp * p.bits + 7) / 8;
     size_t bps = p.bits >= 8 ? p.bits / 8u : 1;
+    if (ifd->planar != 2 && p.bits == 8 && (spp == 3 || spp == 4) &&
+        (size_t)nbands == spp) {
+        /* all bands of 8-bit RGB(A) in file order (JPEG, WebP): split each
+         * row in one pass instead of one strided pass per band */
+        int inorder = 1;
+        for (int k = 0; k < nbands; k++) inorder &= bands[k] == k;
+        if (inorder) {
+            size_t plane = (size_t)h * w;
+            for (int64_t r = iy0; r < iy1; r++) {
+                const uint8_t *s = chunk + (size_t)(r - py0) * row_bytes +
+                                   (size_t)(ix0 - px0) * spp;
+                uint8_t *d0 = dst + (size_t)(r - y) * w + (size_t)(ix0 - x);
+                uint8_t *d1 = d0 + plane, *d2 = d1 + plane;
+                if (spp == 3) {
+                    split3(s, d0, d1, d2, n);
+                } else {
+                    uint8_t *d3 = d2 + plane;
+                    for (size_t i = 0; i < n; i++, s += 4) {
+                        d0[i] = s[0];
+                        d1[i] = s[1];
+                        d2[i] = s[2];
+                        d3[i] = s[3];
+                    }
+                }
+            }
+            return;
+        }
+    }
     for (int k = 0; k < nbands; k++) {
         size_t s;
         if (ifd->planar == 2) {
@@ -580,10 +633,16 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
                      cog->name, p0.width, p0.height, p0.samples);
         goto done;
     }
-    tile = cf__malloc((size_t)tile_bytes);
     ctx = cf__cog_ctx_get(cog);
-    if (!tile || !ctx) {
+    if (!ctx) {
         st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+        goto done;
+    }
+    /* the context's buffer: reused read after read, no fresh pages */
+    tile = cf_codec_ctx_tile(ctx, (size_t)tile_bytes, err);
+    if (!tile) {
+        cf__err_prefix(err, "%s", cog->name);
+        st = CF_E_NOMEM;
         goto done;
     }
     for (size_t i = 0; i < nreq && !st; i++) {
@@ -602,7 +661,6 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
     }
 done:
     cf__cog_ctx_put(cog, ctx);
-    free(tile);
     free(fetched);
     free(reqs);
     free(chunks);

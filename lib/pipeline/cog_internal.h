@@ -11,6 +11,7 @@
 #include "../codec/codec.h"
 #include "../io/io.h"
 #include "../tiff/tiff.h"
+#include "io_state.h"
 
 struct cf_cog {
     cf_io *io;
@@ -24,11 +25,10 @@ struct cf_cog {
     char *etag;
     uint64_t header_bytes;
     uint32_t header_requests;
-    /* Codec contexts reused across reads: a stack guarded by a mutex so
-     * concurrent readers each take their own. */
-    pthread_mutex_t lock;
-    cf_codec_ctx **ctx_free;
-    int nctx_free, ctx_cap;
+    /* Codec contexts reused across reads: the io's pool (shared by every
+     * file opened with it), or own_pool for in-memory files. */
+    cf_ctx_pool *pool;
+    cf_ctx_pool own_pool;
 };
 
 /* One chunk (tile or strip) of an IFD. */
@@ -52,7 +52,8 @@ void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
 cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
                          const uint8_t *src, size_t len, uint8_t *dst,
                          size_t dst_len, cf_error *err);
-/* Take / give back a codec context from the cog's pool. */
+/* Take / give back a codec context from the cog's pool (get: NULL when
+ * out of memory). */
 cf_codec_ctx *cf__cog_ctx_get(cf_cog *cog);
 void cf__cog_ctx_put(cf_cog *cog, cf_codec_ctx *ctx);
 

@@ -4,6 +4,7 @@
  * hashes of the URL, so no URL (which may hold a SAS token) is written.
  */
 #include "header_cache.h"
+#include "io_state.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -21,20 +22,19 @@ typedef struct hc_item {
     cf_hc_entry *e;
 } hc_item;
 
-typedef struct hc_table {
+typedef struct cf_hc_table {
     pthread_mutex_t mu;
     hc_item *head; /* newest first */
     size_t bytes;
 } hc_table;
 
-static void *hc_create(void) {
+hc_table *cf__hc_table_new(void) {
     hc_table *t = cf__calloc(1, sizeof *t);
     if (t) pthread_mutex_init(&t->mu, NULL);
     return t;
 }
 
-static void hc_destroy(void *p) {
-    hc_table *t = p;
+void cf__hc_table_free(hc_table *t) {
     for (hc_item *it = t->head, *nx; it; it = nx) {
         nx = it->next;
         free(it->url);
@@ -160,7 +160,8 @@ static void disk_store(const char *dir, const char *url, const cf_hc_entry *e) {
 }
 
 cf_hc_entry *cf__hc_lookup(cf_io *io, const char *url) {
-    hc_table *t = cf_io_upper_state(io, hc_create, hc_destroy);
+    cf_io_state *state = cf__io_state(io);
+    hc_table *t = state ? state->hc : NULL;
     cf_hc_entry *found = NULL;
     if (t) {
         pthread_mutex_lock(&t->mu);
@@ -192,7 +193,8 @@ void cf__hc_store(cf_io *io, const char *url, const cf_hc_entry *e,
 
 static void mem_store(cf_io *io, const char *url, const cf_hc_entry *e,
                       const char *etag) {
-    hc_table *t = cf_io_upper_state(io, hc_create, hc_destroy);
+    cf_io_state *state = cf__io_state(io);
+    hc_table *t = state ? state->hc : NULL;
     cf_hc_entry *c = entry_copy(e, etag);
     if (!t || !c || c->bytes > HC_MEM_MAX / 4) {
         cf__hc_entry_free(c);

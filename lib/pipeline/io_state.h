@@ -1,0 +1,43 @@
+/*
+ * io_state.h - what the reader keeps per cf_io (through the io's slot for
+ * the layers above): the header cache and a pool of codec contexts.  The
+ * pool lives on the io, not on each file, so that the contexts in use are
+ * bounded by how many reads run at once, not by files x threads.
+ */
+#ifndef CF_IO_STATE_H
+#define CF_IO_STATE_H
+
+#include <pthread.h>
+
+#include "../codec/codec.h"
+#include "../io/io.h"
+
+/* Idle contexts kept per pool; more are freed when given back. */
+#define CF__POOL_MAX_IDLE 64
+
+typedef struct cf_ctx_pool {
+    pthread_mutex_t mu;
+    cf_codec_ctx *idle[CF__POOL_MAX_IDLE];
+    int n;
+} cf_ctx_pool;
+
+void cf__pool_init(cf_ctx_pool *p);
+void cf__pool_destroy(cf_ctx_pool *p);
+/* A context from the pool, or a new one (NULL when out of memory). */
+cf_codec_ctx *cf__pool_get(cf_ctx_pool *p);
+void cf__pool_put(cf_ctx_pool *p, cf_codec_ctx *ctx);
+
+struct cf_hc_table;
+typedef struct cf_io_state {
+    struct cf_hc_table *hc;
+    cf_ctx_pool pool;
+} cf_io_state;
+
+/* The io's state, created on first use; NULL when out of memory. */
+cf_io_state *cf__io_state(cf_io *io);
+
+/* header_cache.c */
+struct cf_hc_table *cf__hc_table_new(void);
+void cf__hc_table_free(struct cf_hc_table *t);
+
+#endif
