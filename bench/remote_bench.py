@@ -193,7 +193,7 @@ GDAL_OPTIONS = {
 }
 
 
-def run_gdal(urls, warm, windows, win, threads, cpu, num_threads="1"):
+def run_gdal(urls, warm, windows, win, threads, cpu, num_threads="1", count=None):
     from osgeo import gdal
     gdal.UseExceptions()
     for k, v in GDAL_OPTIONS.items():
@@ -227,14 +227,19 @@ def run_gdal(urls, warm, windows, win, threads, cpu, num_threads="1"):
 
         list(ex.map(opener, range(threads)))
         list(ex.map(one, warm))
+        n0 = count() if count else 0
         c0 = cpu.snap()
         t0 = time.perf_counter()
         nbytes = sum(ex.map(one, windows))
         dt = time.perf_counter() - t0
         c1 = cpu.snap()
+        n1 = count() if count else 0
     gdal.VSICurlClearCache()
-    return {"seconds": dt, "bytes": nbytes, "threads": threads, "num_threads": num_threads,
-            "cpu_client_s": c1[0] - c0[0], "cpu_server_s": c1[1] - c0[1]}
+    r = {"seconds": dt, "bytes": nbytes, "threads": threads, "num_threads": num_threads,
+         "cpu_client_s": c1[0] - c0[0], "cpu_server_s": c1[1] - c0[1]}
+    if count:
+        r["requests"] = n1 - n0  # nginx does not count /_hits itself
+    return r
 
 
 def run_local(paths, warm, windows, win, threads, cpu, reuse_out=False):
@@ -278,7 +283,7 @@ def main():
     ap.add_argument("--reuse-out", action="store_true",
                     help="cogfeed reads into one reused output array per thread (both sides)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", metavar="PATH", help="also write every number as JSON to PATH")
     a = ap.parse_args()
 
     paths = make_files(a.data, a.files, a.size, a.tile, a.compress)
@@ -298,26 +303,33 @@ def main():
                                            a.windows + a.warmup, a.seed + rnd)
             warm, wins = allw[: a.warmup], allw[a.warmup:]
             rr = {"windows": len(wins), "tiles": tiles, "local": [], "remote": [], "gdal": []}
-            for t in ints(a.local_threads):
-                rr["local"].append(derive(run_local(paths, warm, wins, a.window, t, cpu_local,
-                                                    a.reuse_out),
-                                          len(wins)))
-            for t in ints(a.threads):
-                rr["remote"].append(derive(run_cogfeed(urls, warm, wins, a.window, t, io,
-                                                       cpu_remote, a.reuse_out), len(wins)))
+            def do_local():
+                for t in ints(a.local_threads):
+                    rr["local"].append(derive(run_local(paths, warm, wins, a.window, t,
+                                                        cpu_local, a.reuse_out), len(wins)))
+
+            def do_remote():
+                for t in ints(a.threads):
+                    rr["remote"].append(derive(run_cogfeed(urls, warm, wins, a.window, t, io,
+                                                           cpu_remote, a.reuse_out), len(wins)))
+
+            # Alternate the order so that neither side always runs first
+            # into whatever the machine's other users are doing.
+            for step in ((do_local, do_remote) if rnd % 2 == 0 else (do_remote, do_local)):
+                step()
             if not a.no_gdal:
                 for nt in a.gdal_num_threads.split(","):
                     for t in ints(a.gdal_threads):
                         rr["gdal"].append(derive(run_gdal(urls, warm, wins, a.window, t,
-                                                          cpu_remote, nt), len(wins)))
+                                                          cpu_remote, nt, srv.requests),
+                                                 len(wins)))
             for k in ("local", "remote", "gdal"):
                 rr[k + "_best"] = max(rr[k], key=lambda r: r["MBps"]) if rr[k] else None
             rr["remote_vs_local"] = rr["remote_best"]["MBps"] / rr["local_best"]["MBps"]
             if rr["gdal_best"]:
                 rr["remote_vs_gdal"] = rr["remote_best"]["MBps"] / rr["gdal_best"]["MBps"]
             res["rounds"].append(rr)
-            if not a.json:
-                print_round(rnd, rr, a, file=sys.stderr)
+            print_round(rnd, rr, a, file=sys.stderr)
         # Bit-exact spot check between local and remote reads.
         i, x, y = wins[0]
         la = cogfeed.open(paths[i]).read(window=(x, y, a.window, a.window))
@@ -330,8 +342,8 @@ def main():
     if not a.no_gdal:
         res["remote_vs_gdal_all"] = [r["remote_vs_gdal"] for r in res["rounds"]]
     if a.json:
-        print(json.dumps(res, indent=1))
-        return
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
     print("%d rounds of ~%d windows of %d px (disjoint tiles) over %d %s COGs (%d px, %d px "
           "tiles), nginx latency %.0f ms, %d worker(s)"
           % (a.rounds, len(wins), a.window, a.files, a.compress, a.size, a.tile,

@@ -279,6 +279,7 @@ static void loop_destroy(cf__loop *lp) {
     if (lp->multi) curl_multi_cleanup(lp->multi);
     if (lp->share) curl_share_cleanup(lp->share);
     pthread_cond_destroy(&lp->room);
+    pthread_cond_destroy(&lp->decode_room);
     pthread_mutex_destroy(&lp->mu);
     free(lp);
 }
@@ -296,6 +297,9 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
     if (!lp->rng) lp->rng = 1;
     pthread_mutex_init(&lp->mu, NULL);
     pthread_cond_init(&lp->room, NULL);
+    pthread_cond_init(&lp->decode_room, NULL);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    lp->decode_max = ncpu < 1 ? 1 : ncpu > 1024 ? 1024 : (int)ncpu;
     lp->spare = cf__calloc(CF_IO_MAX_INFLIGHT, sizeof *lp->spare);
     lp->multi = curl_multi_init();
     lp->share = curl_share_init();
@@ -381,6 +385,29 @@ cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err) {
     pthread_mutex_unlock(&lp->mu);
     curl_multi_wakeup(lp->multi);
     return CF_OK;
+}
+
+void *cf_io_decode_enter(cf_io *io) {
+    if (!io) return NULL;
+    cf_error e;
+    cf__err_clear(&e);
+    cf__loop *lp = get_loop(io, &e);
+    if (!lp) return NULL; /* no loop, nothing to protect */
+    pthread_mutex_lock(&lp->mu);
+    while (lp->decoding >= lp->decode_max && !lp->stop)
+        pthread_cond_wait(&lp->decode_room, &lp->mu);
+    lp->decoding++;
+    pthread_mutex_unlock(&lp->mu);
+    return lp;
+}
+
+void cf_io_decode_leave(void *token) {
+    cf__loop *lp = token;
+    if (!lp) return;
+    pthread_mutex_lock(&lp->mu);
+    lp->decoding--;
+    pthread_cond_signal(&lp->decode_room);
+    pthread_mutex_unlock(&lp->mu);
 }
 
 void cf_io_free(cf_io *io) {

@@ -65,6 +65,15 @@ typedef void (*cf_range_cb)(cf_range_req *req, void *user);
 cf_status cf_src_submit(cf_src *src, cf_range_req *reqs, size_t n,
                         cf_range_cb cb, void *user, cf_error *err);
 
+/* Decode gate.  Callers may wait on the network in any number, but only
+ * as many as there are CPUs decode at once: a crowd of runnable decoders
+ * starves the one I/O loop thread of CPU, so bodies sit in socket buffers
+ * and every window waits longer.  Enter after the bytes arrived, leave when
+ * decoded; the token goes to cf_io_decode_leave (NULL: no gate, fine to
+ * pass back).  Per process: a forked child gets its own gate. */
+void *cf_io_decode_enter(cf_io *io);
+void cf_io_decode_leave(void *token);
+
 /* io options as given (defaults filled), for the layers above. */
 const cf_io_options *cf_io_opts(const cf_io *io);
 /* Per-io state of the layers above (the reader's header cache): the first

@@ -48,6 +48,8 @@ struct cf__loop {
     pthread_t thread;
     pthread_mutex_t mu;       /* guards the submission queue and stop */
     pthread_cond_t room;      /* signalled when the queue drains */
+    pthread_cond_t decode_room; /* signalled when a decoder leaves */
+    int decoding, decode_max; /* callers inside cf_io_decode_enter/leave */
     cf__xfer *q_head, *q_tail; /* submitted by callers, not yet taken */
     size_t queued;
     int stop;

@@ -574,6 +574,7 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
     cf_chunk *chunks = cf__calloc((size_t)nchunks, sizeof *chunks);
     cf_range_req *reqs = cf__calloc((size_t)nchunks, sizeof *reqs);
     uint8_t *fetched = NULL, *tile = NULL;
+    void *gate = NULL; /* decode gate token (remote) */
     cf_codec_ctx *ctx = NULL;
     cf_status st = CF_OK;
     if (!chunks || !reqs) {
@@ -622,6 +623,8 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         }
         st = cf_src_read(cog->src, reqs, nreq, err);
         if (st) goto done;
+        /* Remote: at most one decoder per CPU, see cf_io_decode_enter. */
+        if (cf_src_is_remote(cog->src)) gate = cf_io_decode_enter(cf_src_io(cog->src));
     }
 
     cf_codec_params p0;
@@ -660,6 +663,7 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         if (!st) cf__cog_paste(cog, c, tile, x, y, w, h, bands, nb, dst, expand_bits);
     }
 done:
+    cf_io_decode_leave(gate);
     cf__cog_ctx_put(cog, ctx);
     free(fetched);
     free(reqs);
