@@ -621,6 +621,12 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
             reqs[i].dst = fetched + pos;
             pos += (size_t)reqs[i].len;
         }
+        /* Remote bodies are written by the one I/O loop thread: fault the
+         * fresh pages in here, on the calling thread, so that the loop does
+         * not pay every reader's page faults one after another (they were
+         * a fifth of its time on uncompressed tiles). */
+        if (cf_src_is_remote(cog->src))
+            for (size_t o = 0; o < (size_t)total; o += 4096) fetched[o] = 0;
         st = cf_src_read(cog->src, reqs, nreq, err);
         if (st) goto done;
         /* Remote: at most one decoder per CPU, see cf_io_decode_enter. */
