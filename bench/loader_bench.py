@@ -26,7 +26,7 @@ local NONE, cogfeed peak RSS <= 1 GiB.  Every run is its own process
 NONE, 512 px tiles) in a temporary folder.
 
   PYTHONPATH=BUILD/python /usr/bin/python3 bench/loader_bench.py --targets \
-      [--data DIR] [--seconds 10] [--json FILE]
+      [--data DIR] [--seconds 10] [--warmup 24] [--json FILE]
 
 (--data DIR: DIR/lerc_zstd_512 and DIR/none_512, each with images/ and
 masks/, as `cogfeed convert` writes them.)
@@ -259,8 +259,10 @@ def main(argv):
     p.add_argument("--tuned", default='{"max_inflight": 64, '
                    '"decode_threads": 64, "prefetch": 6}',
                    help="--targets: JSON of cogfeed's tuned settings")
-    p.add_argument("--warmup", type=int, default=3,
-                   help="--targets: batches before the clock starts")
+    p.add_argument("--warmup", type=int, default=24,
+                   help="--targets: batches before the clock starts (the "
+                   "steady state is measured: cogfeed's controller ramps "
+                   "up, the baseline's workers fill their queues)")
     p.add_argument("--compress", default="lerc_zstd")
     p.add_argument("--tile", type=int, default=512)
     p.add_argument("--patch-size", type=int, default=256)
