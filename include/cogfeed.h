@@ -280,10 +280,12 @@ typedef struct cf_loader_options {
     const float *mean, *std;   /* float32 only: per output channel; NULL */
     int skip_errors;           /* drop and count failed samples (0: fail) */
     /* Resources: every buffer is sized from these, never from the input. */
-    int prefetch;              /* batch slots in the ring (4) */
+    int prefetch;              /* batch slots in the ring (0: auto:
+                                  ceil(threads / batch_size) + 2, at least
+                                  4, at most 2 x inflight_bytes of slots) */
     int threads;               /* reader threads, each reading and decoding
                                   one patch at a time (0: auto: 2 x cores
-                                  + 2 local, 64 remote); at least
+                                  + 2 local, 128 remote); at least
                                   max_inflight */
     int max_inflight;          /* patches read at once; 0: adaptive, up to
                                   the threads and inflight_bytes */
