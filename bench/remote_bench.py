@@ -262,12 +262,12 @@ def derive(r, nwin):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=os.path.join(HERE, "..", "build", "bench-data", "remote"))
-    ap.add_argument("--files", type=int, default=16)
+    ap.add_argument("--files", type=int, default=32)
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--tile", type=int, default=512)
     ap.add_argument("--compress", default="ZSTD")
     ap.add_argument("--window", type=int, default=512)
-    ap.add_argument("--windows", type=int, default=200,
+    ap.add_argument("--windows", type=int, default=300,
                     help="windows per round (fewer if the tiles run out)")
     ap.add_argument("--warmup", type=int, default=12, help="untimed windows per reader")
     ap.add_argument("--rounds", type=int, default=3)
