@@ -274,7 +274,7 @@ def main():
     ap.add_argument("--latency-ms", type=float, default=164.0)
     ap.add_argument("--nginx-workers", type=int, default=1)
     ap.add_argument("--max-inflight", type=int, default=256)
-    ap.add_argument("--threads", default="32,96", help="cogfeed remote thread counts")
+    ap.add_argument("--threads", default="16,32,64", help="cogfeed remote thread counts")
     ap.add_argument("--local-threads", default="2,4", help="cogfeed local thread counts")
     ap.add_argument("--gdal-threads", default="16,64", help="GDAL thread counts")
     ap.add_argument("--gdal-num-threads", default="1",
