@@ -60,11 +60,39 @@ static void hor_acc_1(uint8_t *row, size_t n, size_t stride) {
  * (wc * bps bytes) as staging: the byte accumulation writes into tmp, then
  * each value is rebuilt from its plane bytes (plane 0 most significant)
  * and stored whole, which gives native order on any host. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* Running byte sum (mod 256) of row into tmp, 16 bytes at a time: a prefix
+ * sum inside the register in four shift-adds, plus the carry of the block
+ * before.  The scalar loop is one long add chain; this halves its cost for
+ * the common single-band case (stride 1). */
+static size_t prefix_sum_u8(const uint8_t *row, uint8_t *tmp, size_t n) {
+    __m128i carry = _mm_setzero_si128();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(row + i));
+        x = _mm_add_epi8(x, _mm_slli_si128(x, 1));
+        x = _mm_add_epi8(x, _mm_slli_si128(x, 2));
+        x = _mm_add_epi8(x, _mm_slli_si128(x, 4));
+        x = _mm_add_epi8(x, _mm_slli_si128(x, 8));
+        x = _mm_add_epi8(x, carry);
+        _mm_storeu_si128((__m128i *)(tmp + i), x);
+        carry = _mm_set1_epi8((char)(_mm_extract_epi16(x, 7) >> 8));
+    }
+    return i;
+}
+#endif
+
 static void fp_acc(uint8_t *row, uint8_t *tmp, size_t wc, unsigned bps,
                    size_t stride) {
     size_t cc = wc * bps;
     size_t head = stride < cc ? stride : cc;
-    memcpy(tmp, row, head);
+#if defined(__SSE2__)
+    if (stride == 1 && cc >= 16) {
+        head = prefix_sum_u8(row, tmp, cc);
+    } else
+#endif
+        memcpy(tmp, row, head);
     for (size_t i = head; i < cc; i++)
         tmp[i] = (uint8_t)(row[i] + tmp[i - stride]);
     if (bps == 4) {
