@@ -23,35 +23,21 @@ import hmac
 import http.client
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
+import sys
 import time
 import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from servers import die_with_parent, free_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ACCOUNT = "devstoreaccount1"
 KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
        "KBHBeksoGMGw==")
 VERSION = "2021-08-06"
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the server gets SIGTERM when the
-    process that started it dies, even if that one was killed before its
-    context manager could stop it (a ctest timeout, ^C)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def azurite_bin() -> str:
@@ -88,7 +74,7 @@ class Azurite:
             [node, azurite_bin(), "--blobHost", "127.0.0.1", "--blobPort", str(self.port),
              "--location", self.location, "--silent", "--skipApiVersionCheck", "--loose"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent)
+            preexec_fn=die_with_parent)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

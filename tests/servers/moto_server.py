@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from servers import die_with_parent, free_port  # noqa: E402
 
 # The setup actions above fit easily below this; reset-auth then enforces.
 _FREE_ACTIONS = 1000
@@ -35,6 +36,7 @@ _FREE_ACTIONS = 1000
 _SETUP = r"""
 import json, sys
 import boto3
+
 cfg = json.loads(sys.stdin.read())
 kw = dict(endpoint_url=cfg["endpoint"], region_name=cfg["region"],
           aws_access_key_id="setup", aws_secret_access_key="setup")
@@ -62,23 +64,6 @@ for name, path in cfg["files"].items():
 print(json.dumps([key["AccessKeyId"], key["SecretAccessKey"],
                   tmp["AccessKeyId"], tmp["SecretAccessKey"], tmp["SessionToken"]]))
 """
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the server gets SIGTERM when the
-    process that started it dies, even if that one was killed before its
-    context manager could stop it (a ctest timeout, ^C)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def moto_python() -> str:
@@ -119,7 +104,7 @@ class Moto:
         self.proc = subprocess.Popen(
             [self.python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent)
+            preexec_fn=die_with_parent)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -14,6 +14,7 @@ dirs) lives in its own temp directory, removed on exit.
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -22,6 +23,17 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NGINX_BIN = "/usr/sbin/nginx"
+
+
+def die_with_parent():
+    """For Popen(preexec_fn=...): the child gets SIGTERM when the process
+    that started it dies, even if that one was killed before its context
+    manager could stop it (a ctest timeout, ^C)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def free_port():
