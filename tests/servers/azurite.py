@@ -31,7 +31,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from servers import die_with_parent, free_port  # noqa: E402
+from servers import die_with_parent, free_port, stop_process  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ACCOUNT = "devstoreaccount1"
@@ -88,13 +88,7 @@ class Azurite:
         raise RuntimeError("azurite did not start within 60 s")
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.proc = None
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)

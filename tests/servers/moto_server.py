@@ -28,7 +28,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from servers import die_with_parent, free_port  # noqa: E402
+from servers import die_with_parent, free_port, stop_process  # noqa: E402
 
 # The setup actions above fit easily below this; reset-auth then enforces.
 _FREE_ACTIONS = 1000
@@ -118,13 +118,7 @@ class Moto:
         raise RuntimeError("moto server did not start within 60 s")
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.proc = None
 
     def __enter__(self) -> "Moto":

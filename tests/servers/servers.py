@@ -36,6 +36,17 @@ def die_with_parent():
         pass
 
 
+def stop_process(proc, timeout=10):
+    """Terminate a server process and wait for it (kill it if it lingers)."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -124,13 +135,7 @@ class Nginx:
 
     def stop(self):
         if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
+            stop_process(self.proc, 5)
             if self.proc.stderr:
                 self.proc.stderr.close()
             self.proc = None
