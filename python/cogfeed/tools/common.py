@@ -193,22 +193,25 @@ def make_loader(kind, images, masks, settings, baseline_workers=4,
     return _Cogfeed(cf.Loader(images, masks=masks, **kw))
 
 
-class _Cogfeed:
-    kind = "cogfeed"
-
-    def __init__(self, loader):
-        self.loader = loader
+class _Stream:
+    """Both loaders stop at the end of each epoch and go on with the next;
+    benchmarks and training runs stream across epochs."""
 
     def __iter__(self):
-        # A cogfeed Loader stops at the end of each epoch and moves to the
-        # next; benchmarks and training runs stream across epochs.
         while True:
             got = False
             for b in self.loader:
                 got = True
                 yield b
             if not got:
-                raise RuntimeError("cogfeed loader: an epoch with no batch")
+                raise RuntimeError("%s loader: an epoch with no batch" % self.kind)
+
+
+class _Cogfeed(_Stream):
+    kind = "cogfeed"
+
+    def __init__(self, loader):
+        self.loader = loader
 
     def pids(self):
         return [os.getpid()]
@@ -222,7 +225,7 @@ class _Cogfeed:
             c()
 
 
-class _Baseline:
+class _Baseline(_Stream):
     kind = "baseline"
 
     def __init__(self, images, masks, s, workers, prefetch, mean, std):
@@ -233,17 +236,6 @@ class _Baseline:
             sampler=s.get("sampler", "random"), seed=s.get("seed", 0),
             workers=workers, prefetch_factor=prefetch, mean=mean, std=std,
             dtype=s.get("dtype", "raw"))
-
-    def __iter__(self):
-        # A cogfeed Loader stops at the end of each epoch and moves to the
-        # next; benchmarks and training runs stream across epochs.
-        while True:
-            got = False
-            for b in self.loader:
-                got = True
-                yield b
-            if not got:
-                raise RuntimeError("cogfeed loader: an epoch with no batch")
 
     def pids(self):
         return [os.getpid()] + self.loader.worker_pids()
