@@ -1,12 +1,13 @@
 """cogfeed.torch: cogfeed.Loader as a PyTorch IterableDataset.
 
     ds = cogfeed.torch.CogDataset(images, masks, patch_size=256,
-                                  batch_size=32, sampler="blocked")
-    dl = torch.utils.data.DataLoader(ds, batch_size=None, pin_memory=True)
+                                  batch_size=32, sampler="blocked",
+                                  dtype="float32", device="cuda")
+    dl = torch.utils.data.DataLoader(ds, batch_size=None)
     for epoch in range(epochs):
         ds.set_epoch(epoch)
         for batch in dl:
-            x, y = batch["image"].cuda(non_blocking=True), batch["mask"]
+            x, y = batch["image"], batch["mask"]   # already on the GPU
 
 The dataset yields whole batches (hence ``batch_size=None``).  One
 cogfeed loader already reads many patches at once from one process, so
@@ -40,16 +41,18 @@ _WIDEN = {"uint16": "int32", "uint32": "int64"}
 
 
 def _tensor(arr):
-    """torch.from_numpy without a copy where torch supports the dtype; a
-    lossless widening copy for uint16/uint32 otherwise."""
+    """torch.from_numpy without a copy; a lossless widening copy for
+    uint16/uint32.  Widened on every torch version: torch >= 2.3 can hold
+    uint16 but few operations accept it, and a batch's dtype should not
+    depend on the torch version."""
+    wide = _WIDEN.get(arr.dtype.name)
+    if wide is not None:
+        return torch.from_numpy(arr.astype(wide))
     try:
         return torch.from_numpy(arr)
     except TypeError:
-        wide = _WIDEN.get(arr.dtype.name)
-        if wide is None:
-            raise TypeError("torch cannot hold %s; use dtype='float32'" %
-                            arr.dtype.name)
-        return torch.from_numpy(arr.astype(wide))
+        raise TypeError("torch cannot hold %s; use dtype='float32'" %
+                        arr.dtype.name) from None
 
 
 class CogDataset(IterableDataset):
@@ -74,6 +77,15 @@ class CogDataset(IterableDataset):
         pin_memory: read straight into pinned (page-locked) host memory
             when CUDA is available, so that ``.cuda(non_blocking=True)``
             needs no further host copy (main process only; default False).
+            A ring slot is reused as soon as the next batch is asked for,
+            so before that the dataset waits for the work queued on the
+            current CUDA stream (which holds your copy of the batch).
+        device: "cuda" / a torch.device: copy each batch to that device on
+            a side stream, from pinned ring memory (implies pin_memory),
+            and hand out device tensors; the consumer's stream waits for
+            the copy, and a ring slot is reused once its copy is done
+            (not the whole training step).  Main process only; default
+            None (CPU tensors).
         copy: give every batch its own memory.  Default: False in the main
             process (tensors view the ring: valid until the next batch),
             True in DataLoader workers (whose batches are sent to the main
@@ -85,8 +97,8 @@ class CogDataset(IterableDataset):
             are set from the DataLoader and torch.distributed.
     """
 
-    def __init__(self, images, masks=None, *, pin_memory=False, copy=None,
-                 epoch=0, **loader_kwargs):
+    def __init__(self, images, masks=None, *, pin_memory=False, device=None,
+                 copy=None, epoch=0, **loader_kwargs):
         super().__init__()
         for k in ("rank", "world_size"):
             if k in loader_kwargs:
@@ -94,7 +106,10 @@ class CogDataset(IterableDataset):
                                  "torch.distributed / RANK, WORLD_SIZE)" % k)
         self.images = images
         self.masks = masks
-        self.pin_memory = bool(pin_memory)
+        self.device = None if device is None else torch.device(device)
+        if self.device is not None and self.device.type == "cpu":
+            self.device = None
+        self.pin_memory = bool(pin_memory) or self.device is not None
         self.copy = copy
         self.epoch = int(epoch)
         self.loader_kwargs = dict(loader_kwargs)
@@ -119,7 +134,16 @@ class CogDataset(IterableDataset):
         copy = self.copy if self.copy is not None else in_worker
         ld = Loader(self.images, self.masks, rank=rank, world_size=world,
                     epoch=self.epoch, copy=copy, **self.loader_kwargs)
-        if self.pin_memory and not in_worker and torch.cuda.is_available():
+        if self.device is not None and in_worker:
+            raise ValueError("CogDataset(device=...) works in the main "
+                             "process only (num_workers=0)")
+        if self.device is not None and self.device.type != "cuda":
+            raise ValueError("CogDataset: device %s is not a CUDA device"
+                             % self.device)
+        if self.device is not None and not torch.cuda.is_available():
+            raise ValueError("CogDataset(device=%r): torch sees no CUDA "
+                             "device" % str(self.device))
+        if self.pinned(in_worker):
             lay = ld.layout
             for slot in range(lay["prefetch"]):
                 img = torch.empty(lay["image_bytes"], dtype=torch.uint8,
@@ -133,15 +157,59 @@ class CogDataset(IterableDataset):
                 # storage alive.
         return ld
 
+    def pinned(self, in_worker=None):
+        """Whether the ring slots are pinned host memory."""
+        if in_worker is None:
+            in_worker = get_worker_info() is not None
+        return self.pin_memory and not in_worker and torch.cuda.is_available()
+
     def __iter__(self):
         ld = self.make_loader()
+        pinned = self.pinned()
+        dev = self.device
+        stream = torch.cuda.Stream(dev) if dev is not None else None
+        # CUDA work that may still read the ring slot of the batch handed
+        # out last; the loader reuses that slot when asked for the next.
+        done = None
         try:
-            for b in ld:
+            while True:
+                if done is not None:
+                    done.synchronize()
+                elif pinned:
+                    # The caller's non_blocking copy is somewhere in the
+                    # current stream's queue: wait for all of it.
+                    torch.cuda.current_stream().synchronize()
+                try:
+                    b = next(ld)
+                except StopIteration:
+                    return
                 out = {"image": _tensor(b["image"]),
                        "windows": b["windows"], "augment": b["augment"],
                        "index": b["index"], "epoch": b["epoch"]}
                 if "mask" in b:
                     out["mask"] = _tensor(b["mask"])
+                if stream is not None:
+                    done = self._to_device(out, stream)
                 yield out
         finally:
             ld.close()
+
+    def _to_device(self, out, stream):
+        """Copy the batch's tensors to self.device on `stream`; the
+        consumer's stream waits for them.  Returns the copy's event."""
+        consumer = torch.cuda.current_stream(self.device)
+        stream.wait_stream(consumer)  # the copies' memory may be reused
+        with torch.cuda.stream(stream):
+            for k in ("image", "mask"):
+                if k in out:
+                    out[k] = out[k].to(self.device, non_blocking=True)
+            ev = torch.cuda.Event()
+            ev.record(stream)
+        consumer.wait_event(ev)
+        for k in ("image", "mask"):
+            if k in out:
+                # Allocated on the side stream, used on the consumer's:
+                # the caching allocator must not reuse it before that
+                # use is done.
+                out[k].record_stream(consumer)
+        return ev

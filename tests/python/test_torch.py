@@ -151,3 +151,77 @@ def test_set_epoch_changes_samples(data):
     assert e0 != e1 and e0 == again
     with pytest.raises(ValueError, match="rank"):
         CogDataset(data["images"], rank=1)
+
+
+def test_uint16_is_widened_on_every_torch(data):
+    # The same dtype whether or not this torch has uint16 (2.3+ does, but
+    # few operations accept it).
+    ds = CogDataset(data["images"], patch_size=8, batch_size=2, epoch_length=2)
+    b = next(iter(DataLoader(ds, batch_size=None)))
+    assert b["image"].dtype == torch.int32
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_device_without_cuda_is_a_clear_error(data):
+    ds = CogDataset(data["images"], patch_size=8, batch_size=2,
+                    epoch_length=2, dtype="float32", device="cuda")
+    with pytest.raises(ValueError, match="no CUDA device"):
+        next(iter(ds))
+    # device="cpu" is the plain CPU path
+    ds = CogDataset(data["images"], patch_size=8, batch_size=2,
+                    epoch_length=2, dtype="float32", device="cpu")
+    assert next(iter(ds))["image"].device.type == "cpu"
+
+
+def check_batches(data, batches, P):
+    """Every patch (kept on the GPU or CPU) holds its window's pixels and
+    its mask the image's low byte, flips included."""
+    for img, msk, windows, augs in batches:
+        img, msk = img.cpu(), msk.cpu()
+        assert (msk[:, 0].int() == (img[:, 0].int() & 0xFF)).all()
+        for i, (f, x, y, w, h) in enumerate(windows):
+            if augs[i] == 0:
+                np.testing.assert_array_equal(
+                    img[i].numpy(), expected(P, P, x + data["shifts"][f], y))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_pin_memory_cuda_copies_are_intact(data):
+    # The documented pattern: pinned ring slots, non_blocking copies, and a
+    # slow GPU step queued after each copy.  The ring has 2 slots, so a
+    # slot is refilled right after the next batch is asked for: a copy
+    # still in flight then would show another batch's pixels.
+    P = 32
+    ds = CogDataset(data["images"], data["masks"], patch_size=P,
+                    batch_size=4, epoch_length=64, flip=True,
+                    dtype="float32", pin_memory=True, prefetch=2)
+    kept = []
+    big = torch.randn(4096, 4096, device="cuda")
+    for b in DataLoader(ds, batch_size=None):
+        assert b["image"].is_pinned() and b["mask"].is_pinned()
+        x = b["image"].cuda(non_blocking=True)
+        y = b["mask"].cuda(non_blocking=True)
+        big = big @ big / 4096  # keeps the stream busy after the copy
+        kept.append((x, y, b["windows"], b["augment"]))
+    torch.cuda.synchronize()
+    assert len(kept) == 16
+    check_batches(data, kept, P)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_device_cuda_batches_arrive_on_the_gpu(data):
+    P = 32
+    ds = CogDataset(data["images"], data["masks"], patch_size=P,
+                    batch_size=4, epoch_length=64, rot90=True,
+                    dtype="float32", device="cuda", prefetch=2)
+    kept = []
+    big = torch.randn(4096, 4096, device="cuda")
+    for b in DataLoader(ds, batch_size=None):
+        assert b["image"].device.type == "cuda"
+        assert b["mask"].device.type == "cuda"
+        big = big @ big / 4096
+        # used on the consumer's stream right away: must see the copy
+        kept.append((b["image"] * 1, b["mask"] * 1, b["windows"], b["augment"]))
+    torch.cuda.synchronize()
+    assert len(kept) == 16
+    check_batches(data, kept, P)
