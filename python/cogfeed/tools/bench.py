@@ -202,11 +202,13 @@ def run_on(img_urls, msk_urls, loader, settings, batches=None, seconds=None,
 
 
 def itemsize_of(path):
-    """Bytes per sample of a GeoTIFF's first band."""
-    from osgeo import gdal
-    gdal.UseExceptions()
-    ds = gdal.Open(path)
-    return gdal.GetDataTypeSize(ds.GetRasterBand(1).DataType) // 8
+    """Bytes per sample of a GeoTIFF's bands."""
+    import cogfeed
+    c = cogfeed.open(path)
+    try:
+        return c.dtype.itemsize
+    finally:
+        c.close()
 
 
 def run(images, masks=None, loader="cogfeed", settings=None, batches=None,

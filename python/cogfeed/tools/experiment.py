@@ -100,14 +100,23 @@ class UtilMonitor:
 
 
 def band_stats(images, decim=8):
-    """Per-band mean and std of the training images (decimated read)."""
-    import rasterio
+    """Per-band mean and std of the training images, from the first
+    overview at least `decim` times smaller (else every decim-th pixel of
+    the full image)."""
+    import cogfeed
     acc = []
     for p in images:
-        with rasterio.open(p) as ds:
-            a = ds.read(out_shape=(ds.count, max(1, ds.height // decim),
-                                   max(1, ds.width // decim)))
-            acc.append(a.reshape(ds.count, -1).astype(np.float64))
+        c = cogfeed.open(p)
+        try:
+            lvl = next((i + 1 for i, (w, h) in enumerate(c.overviews)
+                        if w * decim <= c.width), None)
+            if lvl is None:
+                a = c.read()[:, ::decim, ::decim]
+            else:
+                a = c.read(level=lvl)
+            acc.append(a.reshape(c.count, -1).astype(np.float64))
+        finally:
+            c.close()
     a = np.concatenate(acc, axis=1)
     return [float(x) for x in a.mean(1)], \
         [float(max(x, 1.0)) for x in a.std(1)]
@@ -115,11 +124,11 @@ def band_stats(images, decim=8):
 
 def validation_set(image, mask, patch, mean, std):
     """The held-out scene as non-overlapping patches (N,C,P,P), (N,P,P)."""
-    import rasterio
-    with rasterio.open(image) as ds:
-        a = ds.read().astype(np.float32)
-    with rasterio.open(mask) as ds:
-        m = ds.read(1)
+    import cogfeed
+    with cogfeed.open(image) as c:
+        a = c.read().astype(np.float32)
+    with cogfeed.open(mask) as c:
+        m = c.read(bands=[1])[0]
     c, h, w = a.shape
     a = (a - np.asarray(mean, np.float32)[:, None, None]) / \
         np.asarray(std, np.float32)[:, None, None]
