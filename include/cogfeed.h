@@ -285,11 +285,14 @@ typedef struct cf_loader_options {
                                   4, at most 2 x inflight_bytes of slots) */
     int threads;               /* reader threads, each reading and decoding
                                   one patch at a time (0: auto: 2 x cores
-                                  + 2 local, 128 remote); at least
+                                  + 2 local; remote 128, or 32 per
+                                  core where that is more); at least
                                   max_inflight */
     int max_inflight;          /* patches read at once; 0: adaptive, up to
                                   the threads and inflight_bytes */
-    size_t inflight_bytes;     /* byte budget of patches being read (256 MiB) */
+    size_t inflight_bytes;     /* byte budget of patches being read (0:
+                                  auto: 256 MiB, 64 MiB per core on
+                                  machines of more than 4 cores) */
     size_t cache_bytes;        /* tile-shuffle buffer of decoded tiles (256 MiB) */
     cf_io *io;                 /* NULL: the loader makes its own */
 } cf_loader_options;

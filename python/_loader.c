@@ -102,7 +102,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     unsigned long long seed = 0, epoch = 0, epoch_length = 0;
     int drop_last = 0, flip = 0, rot90 = 0, f32 = 0, scale_offset = 1,
         skip = 0, prefetch = 0, threads = 0, max_inflight = 0;
-    Py_ssize_t inflight_bytes = (Py_ssize_t)256 << 20,
+    Py_ssize_t inflight_bytes = 0, /* auto */
                cache_bytes = (Py_ssize_t)256 << 20;
     if (!PyArg_ParseTupleAndKeywords(
             args, kw, "O|$OOiiOOiIIsIKKiiKpppppOOpiiinn", kwlist, &images,

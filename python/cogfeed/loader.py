@@ -84,11 +84,12 @@ class Loader:
             patch being read plus two batches, at least 4, at most
             2 x inflight_bytes); memory is prefetch x batch bytes.
         decode_threads: reader threads; each reads and decodes one patch at
-            a time (default: 2 x cores + 2 for local files, 128 for remote,
-            capped by inflight_bytes).
+            a time (default: 2 x cores + 2 for local files; for remote 128,
+            or 32 per core where that is more; capped by inflight_bytes).
         max_inflight: patches read at once (default None: adaptive, raised
             while throughput grows, lowered on retries).
-        inflight_bytes: byte budget of patches being read (default 256 MiB);
+        inflight_bytes: byte budget of patches being read (default None:
+            256 MiB, or 64 MiB per core on machines of more than 4 cores);
             caps the reader threads.
         cache_bytes: tile-shuffle buffer of decoded tiles (default 256 MiB).
         copy: give each batch its own arrays instead of ring views.
@@ -101,7 +102,7 @@ class Loader:
                  flip=False, rot90=False, dtype="raw", scale_offset=True,
                  mean=None, std=None, skip_errors=False, prefetch=None,
                  decode_threads=None, max_inflight=None,
-                 inflight_bytes=256 * _MiB, cache_bytes=256 * _MiB,
+                 inflight_bytes=None, cache_bytes=256 * _MiB,
                  copy=False):
         if isinstance(images, (str, bytes, os.PathLike)):
             images = [images]
@@ -161,7 +162,7 @@ class Loader:
             std=None if std is None else [float(s) for s in std],
             skip_errors=bool(skip_errors), prefetch=int(prefetch or 0),
             threads=int(decode_threads or 0), max_inflight=int(max_inflight),
-            inflight_bytes=int(inflight_bytes),
+            inflight_bytes=int(inflight_bytes or 0),
             cache_bytes=int(cache_bytes))
         self._ld = _cogfeed._Loader(**self._kw)
         self._layout = self._ld.layout()
