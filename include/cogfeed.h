@@ -220,6 +220,32 @@ cf_status cf_cog_read_mask(cf_cog *cog, int level, int64_t x, int64_t y,
                            uint32_t w, uint32_t h, uint8_t *dst,
                            size_t dst_size, cf_error *err);
 
+/* One window of cf_cog_read_many: the arguments of cf_cog_read, and its
+ * result. */
+typedef struct cf_read_req {
+    cf_cog *cog;
+    int level;
+    int64_t x, y;
+    uint32_t w, h;
+    const int *bands;          /* 1-based; NULL with nbands 0: all */
+    int nbands;
+    void *dst;
+    size_t dst_size;
+    cf_status status;          /* out: this window's result */
+    cf_error *err;             /* out, optional: this window's error */
+} cf_read_req;
+
+/* Read many windows, of one file or many, at once: every window's tiles
+ * are requested together (remote ones all in flight on their io loops,
+ * local ones read by the calling thread) and decoded by `threads` threads
+ * (0: one per CPU) as they arrive, straight into each window's dst.
+ * Compressed tile bytes held at once are capped by `inflight_bytes`
+ * (0: 256 MiB; a window larger than the cap is read alone).  Each req gets
+ * its own status; returns CF_OK when every window was read, else the first
+ * failure (err: its message).  Same output as cf_cog_read per window. */
+cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
+                           size_t inflight_bytes, cf_error *err);
+
 /* Open a TIFF held in memory (no copy is made: `data` must outlive the cog).
  * Used by fuzzers and tests. */
 cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,

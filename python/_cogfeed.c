@@ -569,10 +569,121 @@ static PyObject *py_default_io(PyObject *mod, PyObject *noargs) {
     return default_io;
 }
 
+/* read_many(items, bands=None, level=0, *, threads=0, inflight_bytes=0):
+ * items are (Cog, (x, y, w, h)) pairs. */
+static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"items", "bands", "level", "threads", "inflight_bytes", NULL};
+    PyObject *items, *bands_obj = Py_None;
+    int level = 0, threads = 0;
+    Py_ssize_t inflight = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Oi$in", kwlist, &items, &bands_obj, &level,
+                                     &threads, &inflight))
+        return NULL;
+    if (inflight < 0) return PyErr_Format(PyExc_ValueError, "inflight_bytes must be >= 0");
+    PyObject *seq = PySequence_Fast(items, "items must be a sequence of (Cog, window) pairs");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int nb = 0, *bands = NULL;
+    cf_read_req *reqs = NULL;
+    PyObject *out = NULL, *ret = NULL;
+    if (bands_obj != Py_None) {
+        PyObject *bs = PySequence_Fast(bands_obj, "bands must be a sequence of 1-based ints");
+        if (!bs) goto done;
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(bs);
+        if (m < 1 || m > CF_MAX_BANDS) {
+            Py_DECREF(bs);
+            PyErr_Format(PyExc_ValueError, "bands: 1 to %d entries", CF_MAX_BANDS);
+            goto done;
+        }
+        bands = PyMem_Malloc((size_t)m * sizeof *bands);
+        if (!bands) {
+            Py_DECREF(bs);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < m; i++) {
+            long b = PyLong_AsLong(PySequence_Fast_GET_ITEM(bs, i));
+            if (b == -1 && PyErr_Occurred()) {
+                Py_DECREF(bs);
+                goto done;
+            }
+            bands[i] = (int)b;
+        }
+        nb = (int)m;
+        Py_DECREF(bs);
+    }
+    reqs = PyMem_Calloc(n ? (size_t)n : 1, sizeof *reqs);
+    out = PyList_New(n);
+    if (!reqs || !out) {
+        if (!reqs) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *cog_obj, *win;
+        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2) {
+            PyErr_Format(PyExc_TypeError, "items[%zd] must be a (Cog, window) pair", i);
+            goto done;
+        }
+        cog_obj = PyTuple_GET_ITEM(it, 0);
+        win = PyTuple_GET_ITEM(it, 1);
+        if (!PyObject_TypeCheck(cog_obj, &CogType)) {
+            PyErr_Format(PyExc_TypeError, "items[%zd][0] must be a cogfeed.Cog", i);
+            goto done;
+        }
+        CogObject *co = (CogObject *)cog_obj;
+        if (!check_open(co)) goto done;
+        long long wv[4];
+        if (!resolve_window(co, win, level, wv)) goto done;
+        int count = nb ? nb : (int)co->info.count;
+        npy_intp dims[3] = {count, (npy_intp)wv[3], (npy_intp)wv[2]};
+        PyObject *arr = PyArray_SimpleNew(3, dims, cf_py_npy_type(co->info.dtype));
+        if (!arr) goto done;
+        PyList_SET_ITEM(out, i, arr);
+        cf_read_req *q = &reqs[i];
+        q->cog = co->cog;
+        q->level = level;
+        q->x = wv[0];
+        q->y = wv[1];
+        q->w = (uint32_t)wv[2];
+        q->h = (uint32_t)wv[3];
+        q->bands = bands;
+        q->nbands = nb;
+        q->dst = PyArray_DATA((PyArrayObject *)arr);
+        q->dst_size = (size_t)PyArray_NBYTES((PyArrayObject *)arr);
+    }
+    {
+        /* `seq` holds the Cog objects alive while the GIL is released. */
+        cf_error err = {0};
+        cf_status st;
+        Py_BEGIN_ALLOW_THREADS st = cf_cog_read_many(reqs, (size_t)n, threads, (size_t)inflight,
+                                                    &err);
+        Py_END_ALLOW_THREADS if (st) {
+            cf_py_raise(st, &err);
+            goto done;
+        }
+    }
+    ret = out;
+    out = NULL;
+done:
+    Py_XDECREF(out);
+    PyMem_Free(reqs);
+    PyMem_Free(bands);
+    Py_DECREF(seq);
+    return ret;
+}
+
 static PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))py_open, METH_VARARGS | METH_KEYWORDS,
      "open(url, io=None) -> Cog\n\nOpen a COG: a path, file://, http(s)://, s3://, az://, "
      "gs:// URL.\nio: a cogfeed.IO (None: the process default)."},
+    {"read_many", (PyCFunction)(void (*)(void))py_read_many, METH_VARARGS | METH_KEYWORDS,
+     "read_many(items, bands=None, level=0, *, threads=0, inflight_bytes=0) -> list of ndarray\n\n"
+     "Read many windows at once: items are (Cog, (x, y, w, h)) pairs (window None: the\n"
+     "whole level).  Every window's tiles are requested together and decoded by\n"
+     "`threads` threads (0: one per CPU) as they arrive; at most inflight_bytes of\n"
+     "compressed tiles are held at once (0: 256 MiB).  Raises cogfeed.Error for the\n"
+     "first window that failed.  The GIL is released."},
     {"default_io", (PyCFunction)py_default_io, METH_NOARGS,
      "default_io() -> IO used when no io is given"},
     {NULL, NULL, 0, NULL}};

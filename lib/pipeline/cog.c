@@ -534,14 +534,16 @@ static int raw_usable(const cf_codec_params *p, uint64_t have, size_t need) {
            (p->bits <= 8 || !!p->big_endian == host_be);
 }
 
-/* Read a window of IFD `ifdi` (an image level or a mask). */
-static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
-                          uint32_t w, uint32_t h, const int *bands, int nb,
-                          uint8_t *dst, int expand_bits, const uint8_t fill[8],
-                          cf_error *err) {
+cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t y,
+                                uint32_t w, uint32_t h, const int *bands, int nb,
+                                uint8_t *dst, const uint8_t fill[8], cf_chunk **out,
+                                size_t *nout, uint64_t *total, cf_error *err) {
     const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
     size_t bps = ifd->bits >= 8 ? ifd->bits / 8u : 1;
     size_t npix = (size_t)w * h;
+    *out = NULL;
+    *nout = 0;
+    *total = 0;
     /* Clip the window to the image; what lies outside is fill. */
     int64_t x0 = x < 0 ? 0 : x, y0 = y < 0 ? 0 : y;
     int64_t x1 = x + (int64_t)w, y1 = y + (int64_t)h;
@@ -572,44 +574,98 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         return cf__err(err, CF_E_LIMIT, "%s: window needs %llu tiles", cog->name,
                        (unsigned long long)nchunks);
     cf_chunk *chunks = cf__calloc((size_t)nchunks, sizeof *chunks);
-    cf_range_req *reqs = cf__calloc((size_t)nchunks, sizeof *reqs);
-    uint8_t *fetched = NULL, *tile = NULL;
-    void *gate = NULL; /* decode gate token (remote) */
-    cf_codec_ctx *ctx = NULL;
-    cf_status st = CF_OK;
-    if (!chunks || !reqs) {
-        st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
-        goto done;
-    }
-    size_t nc = 0, nreq = 0;
-    uint64_t total = 0;
+    if (!chunks) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+    size_t nc = 0;
     int sparse = 0;
+    cf_status st = CF_OK;
     for (uint32_t pl = 0; pl < nplanes && !st; pl++)
         for (uint32_t cy = cy0; cy <= cy1 && !st; cy++)
             for (uint32_t cx = cx0; cx <= cx1 && !st; cx++) {
-                cf_chunk *c = &chunks[nc++];
+                cf_chunk *c = &chunks[nc];
                 st = cf__cog_chunk(cog, ifdi, cx, cy, planes[pl], c, err);
                 if (st) break;
                 if (c->len == 0) {
                     sparse = 1;
                     continue;
                 }
-                if (!cf__add_u64(total, c->len, &total) || total > (4ull << 30)) {
+                if (!cf__add_u64(*total, c->len, total) || *total > (4ull << 30)) {
                     st = cf__err(err, CF_E_LIMIT,
                                  "%s: window needs more than 4 GiB of tile data",
                                  cog->name);
                     break;
                 }
-                reqs[nreq].off = c->off;
-                reqs[nreq].len = c->len;
-                reqs[nreq].user = c;
-                nreq++;
+                nc++;
             }
-    if (st) goto done;
+    if (st) {
+        free(chunks);
+        return st;
+    }
     if (sparse && inside) fill_samples(dst, npix * (size_t)nb, bps, fill);
+    *out = chunks;
+    *nout = nc;
+    return CF_OK;
+}
+
+cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+                               const uint8_t *src, int64_t x, int64_t y, uint32_t w,
+                               uint32_t h, const int *bands, int nb, uint8_t *dst,
+                               int expand_bits, cf_error *err) {
+    cf_codec_params p;
+    cf__cog_chunk_params(cog, c, &p);
+    size_t len = (size_t)cf_codec_chunk_bytes(&p);
+    if (raw_usable(&p, c->len, len)) {
+        /* Uncompressed in host order: paste from the fetched bytes. */
+        cf__cog_paste(cog, c, src, x, y, w, h, bands, nb, dst, expand_bits);
+        return CF_OK;
+    }
+    /* Every chunk of an IFD fits a full-height tile: the context's
+     * buffer is sized for that, reused read after read (no fresh pages). */
+    cf_codec_params p0 = p;
+    p0.height = cog->tiff->ifds[c->ifd].chunk_h;
+    uint64_t tile_bytes = cf_codec_chunk_bytes(&p0);
+    if (!tile_bytes || tile_bytes < len)
+        return cf__err(err, CF_E_LIMIT, "%s: tile of %ux%u x %u samples too large",
+                       cog->name, p0.width, p0.height, p0.samples);
+    uint8_t *tile = cf_codec_ctx_tile(ctx, (size_t)tile_bytes, err);
+    if (!tile) {
+        cf__err_prefix(err, "%s", cog->name);
+        return CF_E_NOMEM;
+    }
+    cf_status st = cf__cog_decode(cog, ctx, c, src, (size_t)c->len, tile, len, err);
+    if (!st) cf__cog_paste(cog, c, tile, x, y, w, h, bands, nb, dst, expand_bits);
+    return st;
+}
+
+/* Read a window of IFD `ifdi` (an image level or a mask). */
+static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
+                          uint32_t w, uint32_t h, const int *bands, int nb,
+                          uint8_t *dst, int expand_bits, const uint8_t fill[8],
+                          cf_error *err) {
+    cf_chunk *chunks = NULL;
+    size_t nreq = 0;
+    uint64_t total = 0;
+    cf_status st = cf__cog_window_chunks(cog, ifdi, x, y, w, h, bands, nb, dst, fill,
+                                         &chunks, &nreq, &total, err);
+    if (st || !nreq) {
+        free(chunks);
+        return st;
+    }
+    cf_range_req *reqs = cf__calloc(nreq, sizeof *reqs);
+    uint8_t *fetched = NULL;
+    void *gate = NULL; /* decode gate token (remote) */
+    cf_codec_ctx *ctx = NULL;
+    if (!reqs) {
+        st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+        goto done;
+    }
+    for (size_t i = 0; i < nreq; i++) {
+        reqs[i].off = chunks[i].off;
+        reqs[i].len = chunks[i].len;
+        reqs[i].user = &chunks[i];
+    }
 
     /* Fetch every chunk in one batch (merged and in flight together). */
-    if (cog->src && nreq) {
+    if (cog->src) {
         fetched = cf__malloc((size_t)total);
         if (!fetched) {
             st = cf__err(err, CF_E_NOMEM, "%s: out of memory (%llu bytes)", cog->name,
@@ -632,41 +688,16 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         /* Remote: at most one decoder per CPU, see cf_io_decode_enter. */
         if (cf_src_is_remote(cog->src)) gate = cf_io_decode_enter(cf_src_io(cog->src));
     }
-
-    cf_codec_params p0;
-    cf__cog_chunk_params(cog, &chunks[0], &p0);
-    p0.height = ifd->chunk_h;
-    uint64_t tile_bytes = cf_codec_chunk_bytes(&p0);
-    if (!tile_bytes) {
-        st = cf__err(err, CF_E_LIMIT, "%s: tile of %ux%u x %u samples too large",
-                     cog->name, p0.width, p0.height, p0.samples);
-        goto done;
-    }
     ctx = cf__cog_ctx_get(cog);
     if (!ctx) {
         st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
         goto done;
     }
-    /* the context's buffer: reused read after read, no fresh pages */
-    tile = cf_codec_ctx_tile(ctx, (size_t)tile_bytes, err);
-    if (!tile) {
-        cf__err_prefix(err, "%s", cog->name);
-        st = CF_E_NOMEM;
-        goto done;
-    }
     for (size_t i = 0; i < nreq && !st; i++) {
         const cf_chunk *c = reqs[i].user;
         const uint8_t *src = cog->src ? reqs[i].dst : cog->mem + c->off;
-        cf_codec_params p;
-        cf__cog_chunk_params(cog, c, &p);
-        size_t len = (size_t)cf_codec_chunk_bytes(&p);
-        if (raw_usable(&p, c->len, len)) {
-            /* Uncompressed in host order: paste from the fetched bytes. */
-            cf__cog_paste(cog, c, src, x, y, w, h, bands, nb, dst, expand_bits);
-            continue;
-        }
-        st = cf__cog_decode(cog, ctx, c, src, (size_t)c->len, tile, len, err);
-        if (!st) cf__cog_paste(cog, c, tile, x, y, w, h, bands, nb, dst, expand_bits);
+        st = cf__cog_decode_paste(cog, ctx, c, src, x, y, w, h, bands, nb, dst,
+                                  expand_bits, err);
     }
 done:
     cf_io_decode_leave(gate);
@@ -691,15 +722,14 @@ static cf_status check_window(const cf_cog *cog, int level, uint32_t w,
     return CF_OK;
 }
 
-cf_status cf_cog_read(cf_cog *cog, int level, int64_t x, int64_t y, uint32_t w,
-                      uint32_t h, const int *bands, int nbands, void *dst,
-                      size_t dst_size, cf_error *err) {
-    if (!cog || !dst) return cf__err(err, CF_E_ARG, "cf_cog_read: NULL argument");
+cf_status cf__cog_prepare_read(const cf_cog *cog, int level, int64_t x, int64_t y,
+                               uint32_t w, uint32_t h, const int *bands, int nbands,
+                               size_t dst_size, int *all, int *nb_out, int *ifdi_out,
+                               uint8_t fill[8], cf_error *err) {
     cf_status st = check_window(cog, level, w, h, x, y, err);
     if (st) return st;
     int ifdi = cog->tiff->levels[level];
     const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
-    int all[CF_MAX_BANDS];
     int nb = bands ? nbands : ifd->samples;
     if (nb <= 0 || nb > CF_MAX_BANDS)
         return cf__err(err, CF_E_ARG, "%s: %d bands requested", cog->name, nb);
@@ -714,8 +744,21 @@ cf_status cf_cog_read(cf_cog *cog, int level, int64_t x, int64_t y, uint32_t w,
     if (dst_size < need)
         return cf__err(err, CF_E_ARG, "%s: buffer of %zu bytes, window needs %zu",
                        cog->name, dst_size, need);
-    uint8_t fill[8];
     cf__cog_fill_value(cog, fill);
+    *nb_out = nb;
+    *ifdi_out = ifdi;
+    return CF_OK;
+}
+
+cf_status cf_cog_read(cf_cog *cog, int level, int64_t x, int64_t y, uint32_t w,
+                      uint32_t h, const int *bands, int nbands, void *dst,
+                      size_t dst_size, cf_error *err) {
+    if (!cog || !dst) return cf__err(err, CF_E_ARG, "cf_cog_read: NULL argument");
+    int all[CF_MAX_BANDS], nb, ifdi;
+    uint8_t fill[8];
+    cf_status st = cf__cog_prepare_read(cog, level, x, y, w, h, bands, nbands, dst_size,
+                                        all, &nb, &ifdi, fill, err);
+    if (st) return st;
     return read_ifd(cog, ifdi, x, y, w, h, all, nb, dst, 1, fill, err);
 }
 

@@ -69,4 +69,27 @@ void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
 /* Fill value for pixels without data, as one sample of the cog's dtype. */
 void cf__cog_fill_value(const cf_cog *cog, uint8_t out[8]);
 
+/* Check a cf_cog_read request; on success all[0..*nb) are the 0-based
+ * bands, *ifdi the level's IFD and fill the nodata sample. */
+cf_status cf__cog_prepare_read(const cf_cog *cog, int level, int64_t x, int64_t y,
+                               uint32_t w, uint32_t h, const int *bands, int nbands,
+                               size_t dst_size, int *all, int *nb_out, int *ifdi_out,
+                               uint8_t fill[8], cf_error *err);
+
+/* The chunks a window of IFD `ifdi` needs (clipped to the image), with
+ * their compressed bytes summed in *total; dst is first filled with
+ * `fill` where the window lies outside the image or a chunk is sparse.
+ * *out (malloc'd, the caller frees) lists the non-sparse chunks. */
+cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t y,
+                                uint32_t w, uint32_t h, const int *bands, int nb,
+                                uint8_t *dst, const uint8_t fill[8], cf_chunk **out,
+                                size_t *nout, uint64_t *total, cf_error *err);
+
+/* Decode one fetched chunk with `ctx` and paste its part of the window
+ * (uncompressed host-order chunks are pasted straight from src). */
+cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+                               const uint8_t *src, int64_t x, int64_t y, uint32_t w,
+                               uint32_t h, const int *bands, int nb, uint8_t *dst,
+                               int expand_bits, cf_error *err);
+
 #endif

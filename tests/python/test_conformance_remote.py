@@ -154,3 +154,47 @@ def test_request_counts(paths, folder, tmp_path):
         before = srv.requests("/" + base)
         cog.read(window=(0, 0, tw, th), bands=[1])
         assert srv.requests("/" + base) - before == 1
+
+
+def test_read_many_identical_over_http(paths, folder):
+    """cogfeed.read_many: every fixture window of every file in one call,
+    locally and over HTTP, with a tiny in-flight budget (windows wait for
+    room) and with the default; each equals Cog.read.  Requests stay at
+    most one per tile."""
+    with Nginx(folder) as srv:
+        io = cogfeed.IO(max_inflight=64)
+        local, remote, wins = [], [], []
+        for name in NAMES:
+            lc = cogfeed.open(paths[name])
+            rc = cogfeed.open(srv.url(os.path.basename(paths[name])), io=io)
+            for win in windows(lc):
+                local.append((lc, win))
+                remote.append((rc, win))
+        want = [c.read(window=w) for c, w in local]
+        tiles = 0
+        for c, (x, y, w, h) in local:
+            x0, y0 = max(x, 0), max(y, 0)
+            x1, y1 = min(x + w, c.width), min(y + h, c.height)
+            if x0 < x1 and y0 < y1:
+                n = ((x1 - 1) // c.tile_width - x0 // c.tile_width + 1) * \
+                    ((y1 - 1) // c.tile_height - y0 // c.tile_height + 1)
+                tiles += n * (1 if c.interleave == "pixel" else c.count)
+        for kw in ({}, {"inflight_bytes": 1, "threads": 3}):
+            got = cogfeed.read_many(local, **kw)
+            assert all(a.tobytes() == b.tobytes() for a, b in zip(want, got))
+            before = srv.requests()
+            got = cogfeed.read_many(remote, **kw)
+            used = srv.requests() - before
+            bad = [i for i, (a, b) in enumerate(zip(want, got))
+                   if a.tobytes() != b.tobytes()]
+            assert not bad, [remote[i][1] for i in bad[:5]]
+            assert 0 < used <= tiles
+        # Band subsets and a failing window: the error names the file.
+        got = cogfeed.read_many(remote[:20], bands=[1])
+        assert all(a.tobytes() == c.read(window=w, bands=[1]).tobytes()
+                   for a, (c, w) in zip(got, local[:20]))
+        with pytest.raises(cogfeed.Error, match="band 5000 does not exist"):
+            cogfeed.read_many(remote[:3], bands=[5000])
+        with pytest.raises(TypeError):
+            cogfeed.read_many([(remote[0][1], remote[0][0])])
+        assert cogfeed.read_many([]) == []
