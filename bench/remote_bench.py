@@ -2,7 +2,8 @@
 """Remote vs local vs GDAL /vsicurl/: many random windows over a set of COGs.
 
 Side by side in one run, on the same files and the same windows:
-  * cogfeed reading from local disk (page cache warm),
+  * cogfeed reading from local disk (page cache warm), with Python threads
+    each calling Cog.read, and with one cogfeed.read_many call,
   * cogfeed reading the same files through nginx with a first-byte latency
     (164 ms by default, what the paper measured to Azure Blob),
   * GDAL's /vsicurl/ through the same nginx, with the best settings found
@@ -144,7 +145,32 @@ def timed(fn, items, threads, cpu):
             "cpu_client_s": c1[0] - c0[0], "cpu_server_s": c1[1] - c0[1]}
 
 
+def run_cogfeed_many(urls, warm, windows, win, io, cpu):
+    """All windows in one cogfeed.read_many call: every tile requested at
+    once, decoded by one thread per CPU as the bytes arrive."""
+    cogs = [cogfeed.open(u, io=io) for u in urls]
+    cogfeed.read_many([(cogs[i], (x, y, win, win)) for i, x, y in warm])
+    req0 = sum(c.requests for c in cogs)
+    fetched0 = io.stats()["bytes_fetched"] if io is not None else 0
+    items = [(cogs[i], (x, y, win, win)) for i, x, y in windows]
+    c0 = cpu.snap()
+    t0 = time.perf_counter()
+    nbytes = sum(a.nbytes for a in cogfeed.read_many(items))
+    dt = time.perf_counter() - t0
+    c1 = cpu.snap()
+    r = {"seconds": dt, "bytes": nbytes, "threads": 0,
+         "cpu_client_s": c1[0] - c0[0], "cpu_server_s": c1[1] - c0[1],
+         "requests": sum(c.requests for c in cogs) - req0}
+    if io is not None:
+        r["bytes_fetched"] = io.stats()["bytes_fetched"] - fetched0
+    for c in cogs:
+        c.close()
+    return r
+
+
 def run_cogfeed(urls, warm, windows, win, threads, io, cpu, reuse_out=False):
+    if threads == 0:
+        return run_cogfeed_many(urls, warm, windows, win, io, cpu)
     cogs = [cogfeed.open(u, io=io) for u in urls]
     local = threading.local()
 
@@ -274,8 +300,10 @@ def main():
     ap.add_argument("--latency-ms", type=float, default=164.0)
     ap.add_argument("--nginx-workers", type=int, default=1)
     ap.add_argument("--max-inflight", type=int, default=256)
-    ap.add_argument("--threads", default="16,32,64", help="cogfeed remote thread counts")
-    ap.add_argument("--local-threads", default="2,4", help="cogfeed local thread counts")
+    ap.add_argument("--threads", default="16,32,64,0",
+                    help="cogfeed remote thread counts (0: one read_many call)")
+    ap.add_argument("--local-threads", default="2,4,0",
+                    help="cogfeed local thread counts (0: one read_many call)")
     ap.add_argument("--gdal-threads", default="16,64", help="GDAL thread counts")
     ap.add_argument("--gdal-num-threads", default="1",
                     help="GDAL_NUM_THREADS values to try (e.g. 1,ALL_CPUS)")
@@ -369,8 +397,9 @@ def print_round(rnd, rr, a, file=sys.stdout):
             rq = "%.2f" % (r["requests"] / rr["windows"]) if "requests" in r and k != "local" else "-"
             srv = "%.1f" % r["cpu_server_s_per_GB"] if k != "local" else "-"
             nt = "" if r.get("num_threads", "1") == "1" else ", NUM_THREADS=%s" % r["num_threads"]
+            how = "read_many" if r["threads"] == 0 else "%d thr%s" % (r["threads"], nt)
             print("  %-26s %8.1f %9.1f %9s %10.1f %10s%s"
-                  % ("%s (%d thr%s)" % (label, r["threads"], nt), r["MBps"], r["windows_per_s"], rq,
+                  % ("%s (%s)" % (label, how), r["MBps"], r["windows_per_s"], rq,
                      r["cpu_client_s_per_GB"], srv, " *" if r is rr[k + "_best"] else ""),
                   file=file)
     line = "  remote/local %.2fx" % rr["remote_vs_local"]
