@@ -3,7 +3,7 @@
  * memory with known pixel values: tiles and strips, pixel and band
  * interleave, edge tiles, windows crossing tiles and lying outside the
  * image, band subsets, sparse tiles with nodata, bad requests, and many
- * threads reading one cog.  (Bit-exactness against GDAL for every codec is
+ * threads reading one cog; cf_cog_read_many on the same windows.  (Bit-exactness against GDAL for every codec is
  * tests/python/test_conformance.py.)
  */
 #include "cf_test.h"
@@ -111,17 +111,10 @@ static uint16_t expect(const spec *s, const int *bands, int k, int64_t x, int64_
     return val(bands[k] - 1, x, y);
 }
 
-static int check_window(cf_cog *cog, const spec *s, int64_t x, int64_t y, uint32_t w,
-                        uint32_t h, const int *bands, int nb, uint16_t fill) {
-    size_t n = (size_t)w * h * (size_t)nb;
-    uint16_t *buf = malloc(n * 2);
-    cf_error err = {0};
-    cf_status st = cf_cog_read(cog, 0, x, y, w, h, bands, nb, buf, n * 2, &err);
+/* Whether buf holds window (x, y, w, h) of bands. */
+static int verify(const spec *s, int64_t x, int64_t y, uint32_t w, uint32_t h,
+                  const int *bands, int nb, uint16_t fill, const uint16_t *buf) {
     int bad = 0;
-    if (st) {
-        fprintf(stderr, "read failed: %s\n", err.msg);
-        bad = 1;
-    }
     for (int k = 0; k < nb && !bad; k++)
         for (uint32_t r = 0; r < h && !bad; r++)
             for (uint32_t c = 0; c < w && !bad; c++) {
@@ -133,8 +126,68 @@ static int check_window(cf_cog *cog, const spec *s, int64_t x, int64_t y, uint32
                     bad = 1;
                 }
             }
-    free(buf);
     return !bad;
+}
+
+static int check_window(cf_cog *cog, const spec *s, int64_t x, int64_t y, uint32_t w,
+                        uint32_t h, const int *bands, int nb, uint16_t fill) {
+    size_t n = (size_t)w * h * (size_t)nb;
+    uint16_t *buf = malloc(n * 2);
+    cf_error err = {0};
+    cf_status st = cf_cog_read(cog, 0, x, y, w, h, bands, nb, buf, n * 2, &err);
+    if (st) fprintf(stderr, "read failed: %s\n", err.msg);
+    int ok = !st && verify(s, x, y, w, h, bands, nb, fill, buf);
+    free(buf);
+    return ok;
+}
+
+/* cf_cog_read_many: 40 windows of one file at once (edges, outside, band
+ * subsets), with 1 and 3 decoders and a 1-byte in-flight budget (windows
+ * then go one at a time); one bad window fails alone. */
+static void check_many(cf_cog *cog, const spec *s, uint16_t fill, const char *label) {
+    enum { N = 40 };
+    static const int all[3] = {1, 2, 3}, rev[2] = {3, 1}, bad[1] = {9};
+    cf_read_req q[N];
+    uint16_t *bufs[N];
+    for (int run = 0; run < 3; run++) {
+        memset(q, 0, sizeof q);
+        cf_error errs[N], err = {0};
+        for (int i = 0; i < N; i++) {
+            cf_read_req *r = &q[i];
+            r->cog = cog;
+            r->x = (int64_t)((i * 37) % (s->w + 20)) - 10;
+            r->y = (int64_t)((i * 23) % (s->h + 20)) - 10;
+            r->w = 1 + (uint32_t)(i * 7) % 45;
+            r->h = 1 + (uint32_t)(i * 11) % 33;
+            r->bands = i % 3 == 0 ? NULL : i % 3 == 1 ? rev : all;
+            r->nbands = i % 3 == 0 ? 0 : i % 3 == 1 ? 2 : s->spp;
+            if (run == 2 && i == 17) {
+                r->bands = bad;
+                r->nbands = 1;
+            }
+            r->dst_size = (size_t)r->w * r->h * 3 * 2;
+            r->dst = bufs[i] = malloc(r->dst_size);
+            r->err = &errs[i];
+        }
+        int threads = run == 1 ? 1 : 3;
+        size_t budget = run == 1 ? 1 : 0;
+        cf_status st = cf_cog_read_many(q, N, threads, budget, &err);
+        CHECK(st == (run == 2 ? CF_E_ARG : CF_OK));
+        if (run == 2) CHECK(strstr(err.msg, label) && strstr(err.msg, "band 9"));
+        for (int i = 0; i < N; i++) {
+            if (run == 2 && i == 17) {
+                CHECK(q[i].status == CF_E_ARG && strstr(errs[i].msg, "band 9"));
+            } else {
+                CHECK(q[i].status == CF_OK);
+                CHECK(verify(s, q[i].x, q[i].y, q[i].w, q[i].h, q[i].bands ? q[i].bands : all,
+                             q[i].bands ? q[i].nbands : s->spp, fill, bufs[i]));
+            }
+            free(bufs[i]);
+        }
+    }
+    cf_error err = {0};
+    CHECK(cf_cog_read_many(NULL, 0, 0, 0, &err) == CF_OK);
+    CHECK(cf_cog_read_many(q, 1, -1, 0, &err) == CF_E_ARG);
 }
 
 static void run_layout(const spec *s, const char *label) {
@@ -163,6 +216,7 @@ static void run_layout(const spec *s, const char *label) {
     CHECK(check_window(cog, s, 200, 200, 5, 5, one, 1, fill));
     CHECK(check_window(cog, s, 33, 17, 1, 1, one, 1, fill));
     CHECK(check_window(cog, s, -3, -3, s->w + 6, s->h + 6, rev, 2, fill));
+    check_many(cog, s, fill, label);
     cf_cog_close(cog);
     free(file);
 }
