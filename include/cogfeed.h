@@ -349,6 +349,7 @@ typedef struct cf_loader_layout {
 /* A batch handed to the consumer; valid until cf_loader_release. */
 typedef struct cf_batch {
     uint64_t index;            /* batch number in the epoch */
+    uint64_t seq;              /* the loader's own count (for release) */
     uint32_t n;                /* samples (< batch_size: last batch, or
                                   samples dropped by skip_errors) */
     int slot;

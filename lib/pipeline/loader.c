@@ -41,7 +41,7 @@ enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
 typedef struct ld_slot {
     int state;
-    uint64_t batch;
+    uint64_t batch;           /* sequence number: see cf_loader.seq_base */
     uint32_t n, done, failed;
     uint8_t *image, *mask;
     int own_buffers;
@@ -142,6 +142,13 @@ struct cf_loader {
     pthread_cond_t work_cv, ready_cv;
     int stop;
     uint64_t next_claim, next_batch, epoch;
+    /* Readers claim samples of claim_epoch: the consumer's epoch, or the
+     * next one once every sample of this one is claimed (read-ahead, so
+     * the ring is full when the consumer turns the epoch).  Batches are
+     * numbered across epochs: batch b of the consumer's epoch is sequence
+     * number seq_base + b, batch b of the next one seq_base + batches + b;
+     * a slot holds sequence number s at index s % prefetch. */
+    uint64_t claim_epoch, seq_base;
     int reading;
     /* adaptive control window */
     double win_t0, win_cpu0;
@@ -731,7 +738,7 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
         cf_loader_free(ld);
         return st;
     }
-    ld->epoch = o->epoch;
+    ld->epoch = ld->claim_epoch = o->epoch;
     ld->pid = getpid();
     *out = ld;
     return CF_OK;
@@ -1203,7 +1210,8 @@ static void convert_member(const cf_loader *ld, const ld_member *mb,
 
 /* Read, convert and augment sample j into position i of slot s. */
 static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
-                             uint32_t i, uint64_t j, uint64_t *decoded,
+                             uint32_t i, uint64_t epoch, uint64_t j,
+                             uint64_t *decoded,
                              double *t_read, double *t_conv, cf_error *err) {
     const cf_loader_options *o = &ld->o;
     const size_t T = (size_t)o->time_steps, C = ld->lay_out.channels;
@@ -1211,7 +1219,7 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     const int f32 = o->out_dtype == CF_DT_F32;
     static const int first_band = 1;
     cf_window w;
-    cf__sampler_window(&ld->samp, j, &w);
+    cf__sampler_window_at(&ld->samp, epoch, j, &w);
     s->windows[i] = w;
     const size_t f = w.file;
     uint8_t *img = s->image + (size_t)i * T * C * ld->plane * ld->es;
@@ -1382,12 +1390,26 @@ static void adapt(cf_loader *ld) {
 }
 
 /* 1: sample next_claim may be read now; 0: wait; -1: epoch done. */
-static int claimable(cf_loader *ld) {
-    if (ld->stop || ld->next_claim >= ld->total) return -1;
-    if (ld->reading >= ld->ctl.conc) return 0;
+static uint64_t claim_seq(const cf_loader *ld) {
     uint64_t b = ld->next_claim / ld->o.batch_size;
-    ld_slot *s = &ld->slots[b % (uint64_t)ld->o.prefetch];
-    if (s->state == SLOT_FILLING && s->batch == b) return 1;
+    return ld->seq_base + b +
+           (ld->claim_epoch != ld->epoch ? ld->lay_out.batches : 0);
+}
+
+static int claimable(cf_loader *ld) {
+    if (ld->stop || !ld->total) return -1;
+    if (ld->next_claim >= ld->total) {
+        /* This epoch is all claimed: go on into the next one, which the
+         * consumer starts with cf_loader_set_epoch(epoch + 1, 0); one
+         * epoch ahead at most. */
+        if (ld->claim_epoch != ld->epoch) return 0;
+        ld->claim_epoch = ld->epoch + 1;
+        ld->next_claim = 0;
+    }
+    if (ld->reading >= ld->ctl.conc) return 0;
+    uint64_t q = claim_seq(ld);
+    ld_slot *s = &ld->slots[q % (uint64_t)ld->o.prefetch];
+    if (s->state == SLOT_FILLING && s->batch == q) return 1;
     if (s->state == SLOT_FREE) return 1;
     ld->win_backpressure = 1;
     return 0;
@@ -1402,14 +1424,15 @@ static void *worker_main(void *arg) {
         while ((c = claimable(ld)) == 0)
             pthread_cond_wait(&ld->work_cv, &ld->mu);
         if (c < 0) break;
+        uint64_t q = claim_seq(ld), ep = ld->claim_epoch;
         uint64_t j = ld->next_claim++;
         uint64_t b = j / ld->o.batch_size;
         uint32_t i = (uint32_t)(j % ld->o.batch_size);
-        ld_slot *s = &ld->slots[b % (uint64_t)ld->o.prefetch];
+        ld_slot *s = &ld->slots[q % (uint64_t)ld->o.prefetch];
         if (s->state == SLOT_FREE) {
             uint64_t left = ld->total - b * ld->o.batch_size;
             s->state = SLOT_FILLING;
-            s->batch = b;
+            s->batch = q;
             s->n = left < ld->o.batch_size ? (uint32_t)left : ld->o.batch_size;
             s->done = s->failed = 0;
             cf__err_clear(&s->err);
@@ -1421,7 +1444,7 @@ static void *worker_main(void *arg) {
         cf__err_clear(&e);
         uint64_t decoded = 0;
         double tr = 0, tc = 0;
-        cf_status st = read_sample(ld, wk, s, i, j, &decoded, &tr, &tc, &e);
+        cf_status st = read_sample(ld, wk, s, i, ep, j, &decoded, &tr, &tc, &e);
 
         pthread_mutex_lock(&ld->mu);
         ld->reading--;
@@ -1508,7 +1531,7 @@ static int next_ready(cf_loader *ld, ld_slot **s, cf_status *st,
                       (unsigned long long)ld->epoch);
         return 1;
     }
-    *s = &ld->slots[ld->next_batch % (uint64_t)ld->o.prefetch];
+    *s = &ld->slots[(ld->seq_base + ld->next_batch) % (uint64_t)ld->o.prefetch];
     if ((*s)->state == SLOT_HELD) {
         *st = cf__err(err, CF_E_STATE,
                       "loader: all %d ring slots are held: release a batch "
@@ -1521,7 +1544,7 @@ static int next_ready(cf_loader *ld, ld_slot **s, cf_status *st,
         *st = start_threads(ld, err);
         if (*st != CF_OK) return 1;
     }
-    return (*s)->state == SLOT_READY && (*s)->batch == ld->next_batch;
+    return (*s)->state == SLOT_READY && (*s)->batch == ld->seq_base + ld->next_batch;
 }
 
 int cf_loader_wait(cf_loader *ld, double timeout_s) {
@@ -1540,10 +1563,10 @@ int cf_loader_wait(cf_loader *ld, double timeout_s) {
         while (!ready) {
             if (pthread_cond_timedwait(&ld->ready_cv, &ld->mu, &until) ==
                 ETIMEDOUT) {
-                ready = s->state == SLOT_READY && s->batch == ld->next_batch;
+                ready = s->state == SLOT_READY && s->batch == ld->seq_base + ld->next_batch;
                 break;
             }
-            ready = s->state == SLOT_READY && s->batch == ld->next_batch;
+            ready = s->state == SLOT_READY && s->batch == ld->seq_base + ld->next_batch;
         }
         ld->st_wait += cf__now() - t0;
     }
@@ -1560,7 +1583,7 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     cf_status st;
     if (!next_ready(ld, &s, &st, err)) {
         double t0 = cf__now();
-        while (!(s->state == SLOT_READY && s->batch == ld->next_batch))
+        while (!(s->state == SLOT_READY && s->batch == ld->seq_base + ld->next_batch))
             pthread_cond_wait(&ld->ready_cv, &ld->mu);
         ld->st_wait += cf__now() - t0;
     } else if (st != CF_OK) {
@@ -1601,6 +1624,7 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     ld->st_samples += s->n;
     ld->st_delivered += (uint64_t)s->n * (img_b + msk_b);
     out->index = b;
+    out->seq = s->batch;
     out->n = s->n;
     out->slot = (int)(s - ld->slots);
     out->image = s->image;
@@ -1615,7 +1639,7 @@ void cf_loader_release(cf_loader *ld, const cf_batch *b) {
     if (getpid() != ld->pid) return; /* forked child: see check_pid */
     pthread_mutex_lock(&ld->mu);
     ld_slot *s = &ld->slots[b->slot];
-    if (s->state == SLOT_HELD && s->batch == b->index) {
+    if (s->state == SLOT_HELD && s->batch == b->seq) {
         s->state = SLOT_FREE;
         pthread_cond_broadcast(&ld->work_cv);
     }
@@ -1625,10 +1649,35 @@ void cf_loader_release(cf_loader *ld, const cf_batch *b) {
 cf_status cf_loader_set_epoch(cf_loader *ld, uint64_t epoch, uint64_t batch,
                               cf_error *err) {
     if (check_pid(ld, err) != CF_OK) return CF_E_STATE;
+    pthread_mutex_lock(&ld->mu);
+    if (ld->running && epoch == ld->epoch + 1 && batch == 0 &&
+        ld->next_batch >= ld->lay_out.batches) {
+        /* The usual turn of the epoch: every batch of this one was taken,
+         * and the readers are already reading the next one.  Keep their
+         * work; only the batches still held are given back (their views
+         * end here, as documented). */
+        for (int i = 0; i < ld->o.prefetch; i++)
+            if (ld->slots[i].state == SLOT_HELD) ld->slots[i].state = SLOT_FREE;
+        if (ld->claim_epoch != epoch) {
+            ld->claim_epoch = epoch;
+            ld->next_claim = 0;
+        }
+        ld->seq_base += ld->lay_out.batches;
+        ld->epoch = epoch;
+        cf__sampler_set_epoch(&ld->samp, epoch);
+        ld->next_batch = 0;
+        pthread_cond_broadcast(&ld->work_cv);
+        pthread_mutex_unlock(&ld->mu);
+        return CF_OK;
+    }
+    pthread_mutex_unlock(&ld->mu);
     stop_threads(ld);
     pthread_mutex_lock(&ld->mu);
     for (int i = 0; i < ld->o.prefetch; i++) ld->slots[i].state = SLOT_FREE;
-    ld->epoch = epoch;
+    /* Past every sequence number in use (read-ahead reaches two epochs),
+     * so that a stale release cannot match a new batch. */
+    ld->seq_base += 2 * ld->lay_out.batches + 1;
+    ld->epoch = ld->claim_epoch = epoch;
     cf__sampler_set_epoch(&ld->samp, epoch);
     if (batch > ld->lay_out.batches) batch = ld->lay_out.batches;
     ld->next_batch = batch;

@@ -161,10 +161,10 @@ static int64_t blocked_axis(uint32_t n, uint32_t tile, uint32_t P,
     return (int64_t)(start + below(h_off, ext - P + 1));
 }
 
-static uint32_t draw_aug(const cf__sampler *s, uint64_t g) {
+static uint32_t draw_aug(const cf__sampler *s, uint64_t ep, uint64_t g) {
     unsigned a = s->c.augment & (CF_AUG_FLIP | CF_AUG_ROT90);
     if (!a) return 0;
-    uint64_t h = hash4(s->c.seed, s->c.epoch, g, 0xa0a0);
+    uint64_t h = hash4(s->c.seed, ep, g, 0xa0a0);
     if (a == CF_AUG_ROT90) return (uint32_t)(h & 3);
     if (a == CF_AUG_FLIP) {
         /* identity, horizontal, vertical (= rot180 + h), both (= rot180) */
@@ -175,12 +175,17 @@ static uint32_t draw_aug(const cf__sampler *s, uint64_t g) {
 }
 
 void cf__sampler_window(const cf__sampler *s, uint64_t j, cf_window *out) {
+    cf__sampler_window_at(s, s->c.epoch, j, out);
+}
+
+void cf__sampler_window_at(const cf__sampler *s, uint64_t ep, uint64_t j,
+                           cf_window *out) {
     uint64_t g = cf__sampler_global(s, j);
     const uint32_t P = s->c.patch;
     memset(out, 0, sizeof *out);
     out->index = g;
     out->w = out->h = P;
-    uint64_t seed = s->c.seed, ep = s->c.epoch;
+    uint64_t seed = s->c.seed;
     switch (s->c.kind) {
     case CF_SAMPLER_RANDOM: {
         uint32_t f = pick_file(s, hash4(seed, ep, g, 1));
@@ -247,7 +252,7 @@ void cf__sampler_window(const cf__sampler *s, uint64_t j, cf_window *out) {
         break;
     }
     }
-    out->aug = draw_aug(s, g);
+    out->aug = draw_aug(s, ep, g);
 }
 
 void cf__sampler_cell(const cf__sampler *s, const cf_window *win, int64_t *cx,

@@ -51,6 +51,10 @@ void cf__sampler_set_epoch(cf__sampler *s, uint64_t epoch);
 uint64_t cf__sampler_global(const cf__sampler *s, uint64_t j);
 /* Window of this rank's sample j. */
 void cf__sampler_window(const cf__sampler *s, uint64_t j, cf_window *out);
+/* The same in epoch `epoch` (whatever the sampler's own epoch): readers
+ * read ahead into the next epoch with it. */
+void cf__sampler_window_at(const cf__sampler *s, uint64_t epoch, uint64_t j,
+                           cf_window *out);
 /* Tile-shuffle only: the tile-aligned cell (file, x, y, w, h) a window was
  * cropped from, for the tile cache.  Same cell for every crop of it. */
 void cf__sampler_cell(const cf__sampler *s, const cf_window *win, int64_t *cx,

@@ -178,9 +178,9 @@ def run_on(img_urls, msk_urls, loader, settings, batches=None, seconds=None,
     s.update({k: v for k, v in (settings or {}).items()
               if k in common.LOADER_KEYS})
     if loader == "cogfeed":
-        # One long epoch, as the baseline's dataset (length 10**9): an
-        # epoch boundary stops and restarts the readers, which with a small
-        # dataset would measure the refill after each epoch, not streaming.
+        # One long epoch, as the baseline's dataset (length 10**9), so that
+        # both loaders stream the same way (cogfeed's readers would run
+        # into the next epoch anyway; the baseline's workers would not).
         cf = common.import_cogfeed()
         kw = {k: v for k, v in s.items() if v is not None}
         ld = common._Cogfeed(cf.Loader(img_urls, masks=msk_urls,
