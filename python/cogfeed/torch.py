@@ -113,6 +113,11 @@ class CogDataset(IterableDataset):
         self.copy = copy
         self.epoch = int(epoch)
         self.loader_kwargs = dict(loader_kwargs)
+        # The main process keeps its loader from one iteration to the next,
+        # so that epochs run into each other (see Loader); workers make
+        # theirs per iteration.
+        self._ld, self._ld_pid = None, None
+        self._iterating = False
 
     def set_epoch(self, epoch):
         """Use epoch ``epoch`` for the next iteration (call it before each
@@ -163,8 +168,51 @@ class CogDataset(IterableDataset):
             in_worker = get_worker_info() is not None
         return self.pin_memory and not in_worker and torch.cuda.is_available()
 
+    def _loader(self):
+        """This process's loader for self.epoch from its first batch: the
+        one kept from the last iteration in the main process (its readers
+        have been reading this epoch ahead when it is the next one), or a
+        new one."""
+        in_worker = get_worker_info() is not None
+        if self._iterating:
+            return self.make_loader()  # a second iterator at once: its own
+        ld = self._ld
+        if ld is not None and (in_worker or self._ld_pid != os.getpid()):
+            ld = None  # a copy inherited by a worker / forked process
+        if ld is None:
+            ld = self.make_loader()
+            if not in_worker:
+                self._ld, self._ld_pid = ld, os.getpid()
+            return ld
+        st = ld.state_dict()
+        if st["epoch"] != self.epoch or st["batch"] != 0:
+            ld.set_epoch(self.epoch)
+        return ld
+
+    def __getstate__(self):
+        # Sent to spawned DataLoader workers: they make their own loader.
+        d = self.__dict__.copy()
+        d["_ld"] = d["_ld_pid"] = None
+        d["_iterating"] = False
+        return d
+
+    def close(self):
+        """Stop the kept loader's readers and free its ring."""
+        ld, self._ld = self._ld, None
+        if ld is not None and self._ld_pid == os.getpid():
+            ld.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
     def __iter__(self):
-        ld = self.make_loader()
+        ld = self._loader()
+        kept = ld is self._ld
+        if kept:
+            self._iterating = True
         pinned = self.pinned()
         dev = self.device
         stream = torch.cuda.Stream(dev) if dev is not None else None
@@ -192,7 +240,10 @@ class CogDataset(IterableDataset):
                     done = self._to_device(out, stream)
                 yield out
         finally:
-            ld.close()
+            if kept:
+                self._iterating = False
+            else:
+                ld.close()
 
     def _to_device(self, out, stream):
         """Copy the batch's tensors to self.device on `stream`; the

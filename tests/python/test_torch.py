@@ -225,3 +225,39 @@ def test_device_cuda_batches_arrive_on_the_gpu(data):
     torch.cuda.synchronize()
     assert len(kept) == 16
     check_batches(data, kept, P)
+
+
+def test_epochs_keep_one_loader_in_the_main_process(data):
+    # The main process keeps its loader between epochs (so its readers run
+    # into the next epoch); each epoch still equals a fresh loader's, a
+    # repeated epoch repeats, and a broken-off epoch restarts from its start.
+    kw = dict(patch_size=16, batch_size=3, epoch_length=7, seed=3)
+    ds = CogDataset(data["images"], **kw)
+
+    def windows(it):
+        return [tuple(int(v) for v in w) for b in it for w in b["windows"]]
+
+    def fresh(e):
+        return windows(cogfeed.Loader(data["images"], epoch=e, **kw))
+
+    dl = DataLoader(ds, batch_size=None)
+    ds.set_epoch(0)
+    assert windows(dl) == fresh(0)
+    first = ds._ld
+    ds.set_epoch(1)
+    assert windows(dl) == fresh(1)
+    assert ds._ld is first
+    assert windows(dl) == fresh(1)  # set_epoch not called: same epoch again
+    it = iter(dl)
+    next(it)
+    del it
+    assert windows(dl) == fresh(1)
+    # Two iterators at once do not share a loader.
+    a, b = iter(ds), iter(ds)
+    assert next(a)["windows"] == next(b)["windows"]
+    a.close()
+    b.close()
+    import pickle
+    assert pickle.loads(pickle.dumps(ds))._ld is None
+    ds.close()
+    assert ds._ld is None
