@@ -248,6 +248,40 @@ static int resolve_window(CogObject *self, PyObject *win, int level, long long w
     return 1;
 }
 
+/* bands=None or a sequence of 1-based ints: *bands (PyMem_Malloc'd, NULL
+ * for None) and *nb (0 for None).  0 with an exception set on error. */
+static int parse_bands(PyObject *obj, int **bands, int *nb) {
+    *bands = NULL;
+    *nb = 0;
+    if (obj == Py_None) return 1;
+    PyObject *seq = PySequence_Fast(obj, "bands must be a sequence of 1-based ints");
+    if (!seq) return 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int *b = NULL;
+    if (n < 1 || n > CF_MAX_BANDS) {
+        PyErr_Format(PyExc_ValueError, "bands: 1 to %d entries", CF_MAX_BANDS);
+        goto fail;
+    }
+    b = PyMem_Malloc((size_t)n * sizeof *b);
+    if (!b) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) goto fail;
+        b[i] = (int)v;
+    }
+    Py_DECREF(seq);
+    *bands = b;
+    *nb = (int)n;
+    return 1;
+fail:
+    PyMem_Free(b);
+    Py_DECREF(seq);
+    return 0;
+}
+
 static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"window", "bands", "level", "out", NULL};
     PyObject *win = Py_None, *bands_obj = Py_None, *out = Py_None;
@@ -260,31 +294,7 @@ static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
     cf_status st;
     if (!resolve_window(self, win, level, wv)) return NULL;
     int nb = 0, *bands = NULL;
-    if (bands_obj != Py_None) {
-        PyObject *seq = PySequence_Fast(bands_obj, "bands must be a sequence of 1-based ints");
-        if (!seq) return NULL;
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-        if (n < 1 || n > CF_MAX_BANDS) {
-            Py_DECREF(seq);
-            return PyErr_Format(PyExc_ValueError, "bands: 1 to %d entries", CF_MAX_BANDS);
-        }
-        bands = PyMem_Malloc((size_t)n * sizeof *bands);
-        if (!bands) {
-            Py_DECREF(seq);
-            return PyErr_NoMemory();
-        }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            long b = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-            if (b == -1 && PyErr_Occurred()) {
-                Py_DECREF(seq);
-                PyMem_Free(bands);
-                return NULL;
-            }
-            bands[i] = (int)b;
-        }
-        nb = (int)n;
-        Py_DECREF(seq);
-    }
+    if (!parse_bands(bands_obj, &bands, &nb)) return NULL;
     int count = nb ? nb : (int)self->info.count;
     npy_intp dims[3] = {count, (npy_intp)wv[3], (npy_intp)wv[2]};
     int typenum = cf_py_npy_type(self->info.dtype);
@@ -586,32 +596,7 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
     int nb = 0, *bands = NULL;
     cf_read_req *reqs = NULL;
     PyObject *out = NULL, *ret = NULL;
-    if (bands_obj != Py_None) {
-        PyObject *bs = PySequence_Fast(bands_obj, "bands must be a sequence of 1-based ints");
-        if (!bs) goto done;
-        Py_ssize_t m = PySequence_Fast_GET_SIZE(bs);
-        if (m < 1 || m > CF_MAX_BANDS) {
-            Py_DECREF(bs);
-            PyErr_Format(PyExc_ValueError, "bands: 1 to %d entries", CF_MAX_BANDS);
-            goto done;
-        }
-        bands = PyMem_Malloc((size_t)m * sizeof *bands);
-        if (!bands) {
-            Py_DECREF(bs);
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t i = 0; i < m; i++) {
-            long b = PyLong_AsLong(PySequence_Fast_GET_ITEM(bs, i));
-            if (b == -1 && PyErr_Occurred()) {
-                Py_DECREF(bs);
-                goto done;
-            }
-            bands[i] = (int)b;
-        }
-        nb = (int)m;
-        Py_DECREF(bs);
-    }
+    if (!parse_bands(bands_obj, &bands, &nb)) goto done;
     reqs = PyMem_Calloc(n ? (size_t)n : 1, sizeof *reqs);
     out = PyList_New(n);
     if (!reqs || !out) {
