@@ -198,3 +198,14 @@ def test_read_many_identical_over_http(paths, folder):
         with pytest.raises(TypeError):
             cogfeed.read_many([(remote[0][1], remote[0][0])])
         assert cogfeed.read_many([]) == []
+        # A file that changes on the server after it was opened fails its
+        # windows with "changed", naming it; the batch's other windows
+        # are read (C gives each window its own status).
+        srv.reset()
+        lc, win = local[0]
+        base = os.path.basename(paths[NAMES[0]])
+        changed = cogfeed.open(srv.url(base, fault="etag-change"), io=io)
+        good = cogfeed.open(srv.url(base), io=io)
+        with pytest.raises(cogfeed.Error) as ei:
+            cogfeed.read_many([(good, win), (changed, win), (good, win)])
+        assert ei.value.code == 11 and base in str(ei.value)
