@@ -5,22 +5,13 @@
  * resume continues exactly, a slow consumer bounds the work done ahead, a
  * bad tile fails its batch or is skipped and counted.
  */
+#include "cf_test.h"
 #include "common/common.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-static int failures;
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 static char dir[512];
 
@@ -299,7 +290,7 @@ static void test_bad_tile(int skip) {
     cf_status st = cf_loader_new(&o, &ld, &e);
     if (st != CF_OK) {
         fprintf(stderr, "loader_new: %s\n", e.msg);
-        failures++;
+        CHECK(st == CF_OK);
         return;
     }
     /* 16 tiles of 32x32x2x2 bytes end the file. */
@@ -404,10 +395,5 @@ int main(void) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    if (failures) {
-        fprintf(stderr, "%d failures\n", failures);
-        return 1;
-    }
-    printf("loader: all tests passed\n");
-    return 0;
+    return CF_TEST_END();
 }

@@ -4,19 +4,10 @@
  * saturates at `cap` samples/s (the knee).  Also throttling (retries) and
  * consumer-bound windows.
  */
+#include "cf_test.h"
 #include "pipeline/loader_adapt.h"
 
 #include <stdio.h>
-
-static int failures;
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 /* One window on the simulated storage; returns the new concurrency. */
 static int window(cf__adapt *a, double lat, double cap) {
@@ -85,10 +76,5 @@ int main(void) {
     test_retries_back_off();
     test_consumer_bound_holds();
     test_bounds();
-    if (failures) {
-        fprintf(stderr, "%d failures\n", failures);
-        return 1;
-    }
-    printf("loader_adapt: all tests passed\n");
-    return 0;
+    return CF_TEST_END();
 }

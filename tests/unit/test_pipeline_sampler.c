@@ -3,20 +3,11 @@
  * determinism, blocked windows inside one tile, grid coverage, exact
  * sharding across ranks, tile-shuffle groups.
  */
+#include "cf_test.h"
 #include "pipeline/sampler.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-static int failures;
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 static const cf__samp_file FILES[3] = {
     {1000, 700, 256, 256, 0},
@@ -251,10 +242,5 @@ int main(void) {
     test_drop_last_equal();
     test_tile_shuffle_groups();
     test_bad_args();
-    if (failures) {
-        fprintf(stderr, "%d failures\n", failures);
-        return 1;
-    }
-    printf("sampler: all tests passed\n");
-    return 0;
+    return CF_TEST_END();
 }
