@@ -27,23 +27,6 @@ static int sh(const char *fmt, ...) {
     return rc;
 }
 
-static uint8_t *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *d = malloc((size_t)n + 1);
-    if (d && fread(d, 1, (size_t)n, f) != (size_t)n) {
-        free(d);
-        d = NULL;
-    }
-    if (d) d[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return d;
-}
-
 /* Numbers after `"key":[` (or `"key":`) in gdalinfo's JSON. */
 static int json_nums(const char *js, const char *key, double *out, int max) {
     char pat[64];
@@ -91,8 +74,8 @@ static void one(const char *src, const expect *x) {
         return;
     }
     size_t len, jlen;
-    uint8_t *d = slurp(path, &len);
-    char *js = (char *)slurp(jpath, &jlen);
+    uint8_t *d = cf_test_slurp(path, &len);
+    char *js = (char *)cf_test_slurp(jpath, &jlen);
     CHECK(d && js);
     if (!d || !js) return;
     cf_tiff *t = NULL;

@@ -15,22 +15,6 @@
 
 #include "cf_test.h"
 
-static uint8_t *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *d = malloc((size_t)n + 1);
-    if (d && n && fread(d, 1, (size_t)n, f) != (size_t)n) {
-        free(d);
-        d = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return d;
-}
-
 /* Remote-style parse: 16 bytes first, size learnt from that response. */
 static cf_status parse_remote(const uint8_t *d, size_t len, const char *name,
                               cf_error *err) {
@@ -78,7 +62,7 @@ int main(void) {
         snprintf(fname, sizeof fname, "malformed_%s.tif", name);
         snprintf(path, sizeof path, "%s/%s", dir, fname);
         size_t len = 0;
-        uint8_t *d = slurp(path, &len);
+        uint8_t *d = cf_test_slurp(path, &len);
         CHECK(d != NULL || len == 0);
         cf_tiff *t = NULL;
         cf_error err;
