@@ -280,6 +280,22 @@ def _corrupt_tiles(path):
         f.write(bytes([0xA5]) * (size - size // 2))
 
 
+def _drain(ld):
+    """One epoch, going on past failed batches: the windows of every batch
+    delivered, and the errors raised."""
+    batches, errors = [], []
+    it = iter(ld)
+    while True:
+        try:
+            b = next(it)
+        except StopIteration:
+            return batches, errors
+        except cogfeed.Error as e:
+            errors.append(e)
+            continue
+        batches.append(list(b["windows"]))
+
+
 @pytest.mark.parametrize("skip", [False, True])
 def test_bad_file_mid_epoch(tmp_path, data, skip):
     if gdal is None:
@@ -289,17 +305,9 @@ def test_bad_file_mid_epoch(tmp_path, data, skip):
     ld = cogfeed.Loader([data["images"][0], bad], patch_size=64,
                         batch_size=4, sampler="grid", skip_errors=skip)
     _corrupt_tiles(bad)
-    got, errors = 0, []
-    it = iter(ld)
-    while True:
-        try:
-            b = next(it)
-        except StopIteration:
-            break
-        except cogfeed.Error as e:
-            errors.append(str(e))
-            continue
-        got += len(b["windows"])
+    batches, errs = _drain(ld)
+    got = sum(len(w) for w in batches)
+    errors = [str(e) for e in errs]
     st = ld.stats()
     if skip:
         assert not errors
@@ -563,18 +571,9 @@ def test_remote_object_changed_mid_epoch(data, remote):
                          fault="etag-change")
         ld = cogfeed.Loader([good, bad], patch_size=32, batch_size=4,
                             sampler="grid", skip_errors=skip)
-        got, errors = 0, []
-        it = iter(ld)
-        while True:
-            try:
-                b = next(it)
-            except StopIteration:
-                break
-            except cogfeed.Error as e:
-                errors.append(e)
-                continue
-            got += len(b["windows"])
-            assert all(w[0] == 0 for w in b["windows"])
+        batches, errors = _drain(ld)
+        got = sum(len(w) for w in batches)
+        assert all(w[0] == 0 for ws in batches for w in ws)
         n1 = sum(1 for j in range(ld.layout["samples"])
                  if ld.window(j)[0][0] == 1)
         if skip:
