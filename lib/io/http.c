@@ -339,9 +339,9 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     if (!x->foreign_host) {
         cf_status st = cf__auth_sign(s->auth, "GET", range, ifm[0] ? ifm : NULL,
                                      &h, err);
-        if (st != CF_OK) {
+        if (st != CF_OK) { /* its message names the URL already */
             curl_slist_free_all(h);
-            return cf__err_prefix(err, "%s", s->name);
+            return st;
         }
     }
 
@@ -554,8 +554,6 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
         return fail(x, CF_E_CHANGED, "%s: HTTP %ld: %s", n, x->status,
                     x->abort_msg);
     case CF__AB_SHORT:
-        return fail(x, CF_E_RANGE, "%s: HTTP %ld: %s", n, x->status,
-                    x->abort_msg);
     case CF__AB_OVERFLOW:
         return fail(x, CF_E_RANGE, "%s: HTTP %ld: %s", n, x->status,
                     x->abort_msg);

@@ -140,9 +140,6 @@ struct cf__xfer {
     cf_error err;
 };
 
-/* upper.c */
-void cf__io_upper_free(cf_io *io);
-
 /* io.c */
 cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err);
 double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s);

@@ -319,17 +319,17 @@ cf_status cf_src_read(cf_src *s, cf_range_req *reqs, size_t n, cf_error *err) {
     if (s->remote) return remote_read(s, reqs, n, err);
     cf_status first = CF_OK;
     for (size_t i = 0; i < n; i++) {
+        /* A request without an error slot borrows one, so that the first
+         * failure's message reaches err without reading again. */
+        cf_error tmp;
+        int borrowed = !reqs[i].err;
+        if (borrowed) reqs[i].err = &tmp;
         cf_status st = local_read(s, &reqs[i]);
         if (st != CF_OK && first == CF_OK) {
             first = st;
-            if (err) {
-                if (reqs[i].err)
-                    *err = *reqs[i].err;
-                else
-                    local_read(s, &(cf_range_req){reqs[i].off, reqs[i].len,
-                                                  reqs[i].dst, 0, err, NULL});
-            }
+            if (err) *err = *reqs[i].err;
         }
+        if (borrowed) reqs[i].err = NULL;
     }
     return first;
 }
