@@ -146,13 +146,19 @@ double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s) {
 
 /* ---- the loop thread ----------------------------------------------- */
 
-static void pending_push(cf__loop *lp, cf__xfer *x) {
-    x->next = NULL;
-    if (lp->pending_tail)
-        lp->pending_tail->next = x;
+/* Append the list head..tail to the queue *qh..*qt. */
+static void xq_append(cf__xfer **qh, cf__xfer **qt, cf__xfer *head,
+                      cf__xfer *tail) {
+    tail->next = NULL;
+    if (*qt)
+        (*qt)->next = head;
     else
-        lp->pending = x;
-    lp->pending_tail = x;
+        *qh = head;
+    *qt = tail;
+}
+
+static void pending_push(cf__loop *lp, cf__xfer *x) {
+    xq_append(&lp->pending, &lp->pending_tail, x, x);
 }
 
 /* Start pending transfers that are due while slots are free; return the
@@ -230,7 +236,7 @@ static void *loop_main(void *arg) {
     for (;;) {
         pthread_mutex_lock(&lp->mu);
         int stop = lp->stop;
-        cf__xfer *q = lp->q_head;
+        cf__xfer *q = lp->q_head, *qt = lp->q_tail;
         lp->q_head = lp->q_tail = NULL;
         lp->queued = 0;
         pthread_cond_broadcast(&lp->room);
@@ -240,11 +246,7 @@ static void *loop_main(void *arg) {
             break;
         }
         /* Append the new submissions after older pending work. */
-        while (q) {
-            cf__xfer *nx = q->next;
-            pending_push(lp, q);
-            q = nx;
-        }
+        if (q) xq_append(&lp->pending, &lp->pending_tail, q, qt);
 
         start_ready(lp);
         int running = 0;
@@ -374,12 +376,7 @@ cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err) {
         cf__xfer *x = xs[i];
         x->t0 = now; /* reset when its first attempt starts */
         x->due = 0;
-        x->next = NULL;
-        if (lp->q_tail)
-            lp->q_tail->next = x;
-        else
-            lp->q_head = x;
-        lp->q_tail = x;
+        xq_append(&lp->q_head, &lp->q_tail, x, x);
         lp->queued++;
     }
     pthread_mutex_unlock(&lp->mu);
