@@ -62,6 +62,9 @@ static inline uint64_t cf__rd64(const uint8_t *p, bool be) {
 /* Seconds from a monotonic clock. */
 double cf__now(void);
 
+/* CPUs online (at least 1). */
+size_t cf__ncpu(void);
+
 /* Copy `url` into `out` without userinfo, query string or fragment, so
  * that it can appear in messages. Always NUL-terminates. */
 void cf__redact_url(const char *url, char *out, size_t outlen);

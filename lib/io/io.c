@@ -300,8 +300,8 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
     pthread_mutex_init(&lp->mu, NULL);
     pthread_cond_init(&lp->room, NULL);
     pthread_cond_init(&lp->decode_room, NULL);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    lp->decode_max = ncpu < 1 ? 1 : ncpu > 1024 ? 1024 : (int)ncpu;
+    size_t ncpu = cf__ncpu();
+    lp->decode_max = ncpu > 1024 ? 1024 : (int)ncpu;
     lp->spare = cf__calloc(CF_IO_MAX_INFLIGHT, sizeof *lp->spare);
     lp->multi = curl_multi_init();
     lp->share = curl_share_init();

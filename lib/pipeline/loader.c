@@ -193,11 +193,6 @@ static int is_remote_url(const char *u) {
     return strstr(u, "://") && strncmp(u, "file://", 7) != 0;
 }
 
-static size_t ncpu(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (size_t)n;
-}
-
 /* ------------------------------------------------------------------ */
 /* opening and checking inputs                                          */
 /* ------------------------------------------------------------------ */
@@ -578,7 +573,7 @@ static cf_status build(cf_loader *ld, cf_error *err) {
      * (auto: 256 MiB, or 64 MiB per core on machines of more than 4). */
     if (!o->inflight_bytes) {
         uint64_t b = (uint64_t)64 << 20;
-        o->inflight_bytes = (size_t)(ncpu() > 4 ? b * ncpu() : 4 * b);
+        o->inflight_bytes = (size_t)(cf__ncpu() > 4 ? b * cf__ncpu() : 4 * b);
     }
     uint64_t per_reader = sample_bytes + ld->mask_es * P * P;
     uint64_t by_budget = per_reader ? o->inflight_bytes / per_reader : 1;
@@ -590,9 +585,9 @@ static cf_status build(cf_loader *ld, cf_error *err) {
      * waiting, so covering 164 ms at a few hundred patches/s takes 100+
      * patches in flight; waiting threads cost only their stacks. */
     if (!want) {
-        size_t r = LD_REMOTE_THREADS_PER_CORE * ncpu();
+        size_t r = LD_REMOTE_THREADS_PER_CORE * cf__ncpu();
         want = ld->remote ? (int)(r > LD_REMOTE_THREADS_MIN ? r : LD_REMOTE_THREADS_MIN)
-                          : (int)(2 * ncpu() + 2);
+                          : (int)(2 * cf__ncpu() + 2);
     }
     if ((uint64_t)want > by_budget) want = (int)by_budget;
     if (want > LD_MAX_THREADS) want = LD_MAX_THREADS;
@@ -647,7 +642,7 @@ static cf_status build(cf_loader *ld, cf_error *err) {
         if (!ld->cache) return cf__err(err, CF_E_NOMEM, "loader: tile cache");
     }
     ld->workers = cf__calloc((size_t)ld->nthreads, sizeof *ld->workers);
-    ld->nkits = (int)(2 * ncpu() + 2);
+    ld->nkits = (int)(2 * cf__ncpu() + 2);
     if (ld->nkits > ld->nthreads) ld->nkits = ld->nthreads;
     ld->kits = cf__calloc((size_t)ld->nkits, sizeof *ld->kits);
     ld->kit_free = cf__calloc((size_t)ld->nkits, sizeof *ld->kit_free);
@@ -692,7 +687,7 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
              * Remote files are spread over one loop per core. */
             cf_io_options io;
             cf_io_options_init(&io);
-            int k = ld->remote ? (int)ncpu() : 1;
+            int k = ld->remote ? (int)cf__ncpu() : 1;
             if (k < 1) k = 1;
             if (k > LD_MAX_IOS) k = LD_MAX_IOS;
             if ((size_t)k > ld->nurls) k = (int)ld->nurls;
@@ -1369,7 +1364,7 @@ static void adapt(cf_loader *ld) {
     cf_io_stats ios;
     io_stats(ld, &ios);
     double cpu_now = process_cpu_s();
-    double cpu = (cpu_now - ld->win_cpu0) / (dt * (double)ncpu());
+    double cpu = (cpu_now - ld->win_cpu0) / (dt * (double)cf__ncpu());
     int before = ld->ctl.conc;
     int c = cf__adapt_step(&ld->ctl, (double)ld->win_done / dt, cpu,
                            ios.retries > ld->win_retries,

@@ -17,7 +17,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cog_internal.h"
 
@@ -145,11 +144,6 @@ static void *decoder(void *arg) {
     }
 }
 
-static size_t ncpu(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (size_t)n;
-}
-
 /* Set up window i and hand its chunks to the io (or straight to the
  * decoders for in-memory files).  Returns the window's failure, if any,
  * before anything of it was queued. */
@@ -241,7 +235,7 @@ cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
         return cf__err(err, CF_E_ARG, "cf_cog_read_many: threads %d not in [0, %d]",
                        threads, RM_MAX_THREADS);
     if (!n) return CF_OK;
-    if (!threads) threads = (int)(ncpu() < RM_MAX_THREADS ? ncpu() : RM_MAX_THREADS);
+    if (!threads) threads = (int)(cf__ncpu() < RM_MAX_THREADS ? cf__ncpu() : RM_MAX_THREADS);
     rm r;
     memset(&r, 0, sizeof r);
     pthread_mutex_init(&r.mu, NULL);
