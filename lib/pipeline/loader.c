@@ -98,6 +98,7 @@ typedef struct ld_kit {
 typedef struct ld_part {
     cf_cog *cog;
     const int *bands;         /* 1-based, or NULL: all */
+    const int *bands0;        /* the same 0-based, for the paste (ident: all) */
     int nb;
     uint32_t nbands;          /* bands produced */
     cf_dtype dt;
@@ -111,7 +112,7 @@ struct cf_loader {
     cf_loader_options o;      /* pointer fields below are owned copies */
     char **urls;              /* images then masks then layers */
     size_t nurls;
-    int *bands;
+    int *bands, *bands0;      /* as given (1-based), and 0-based */
     float *mean, *std;
     cf_io *io;                /* ios[0] */
     cf_io *ios[LD_MAX_IOS];   /* files are spread over these */
@@ -368,8 +369,11 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     o->layers = NULL;
     if (o->nbands) {
         ld->bands = cf__calloc((size_t)o->nbands, sizeof *ld->bands);
-        if (!ld->bands) return cf__err(err, CF_E_NOMEM, "loader: bands");
+        ld->bands0 = cf__calloc((size_t)o->nbands, sizeof *ld->bands0);
+        if (!ld->bands || !ld->bands0)
+            return cf__err(err, CF_E_NOMEM, "loader: bands");
         memcpy(ld->bands, opt->bands, (size_t)o->nbands * sizeof *ld->bands);
+        for (int b = 0; b < o->nbands; b++) ld->bands0[b] = ld->bands[b] - 1;
     }
     o->bands = NULL;
     return CF_OK;
@@ -1091,16 +1095,6 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
     for (int i = 0; i < np && st == CF_OK; i++) {
         ld_part *p = &parts[i];
         if (!p->fast) continue;
-        int b0[CF_MAX_BANDS > 64 ? 64 : CF_MAX_BANDS];
-        const int *bands0 = ld->ident;
-        if (p->bands) {
-            if (p->nb > (int)(sizeof b0 / sizeof b0[0])) {
-                p->fast = 0; /* fetched for nothing: cf_cog_read does it */
-                continue;
-            }
-            for (int b = 0; b < p->nb; b++) b0[b] = p->bands[b] - 1;
-            bands0 = b0;
-        }
         for (size_t j = 0; j < p->nc && st == CF_OK; j++) {
             cf_range_req *r = &wk->reqs[p->c0 + j];
             if (r->status != CF_OK) {
@@ -1108,7 +1102,7 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
                 st = r->status;
             } else {
                 st = paste_chunk(ld, &kit, p, &wk->chunks[p->c0 + j], r->dst,
-                                 w, bands0, err);
+                                 w, p->bands0, err);
             }
             if (st != CF_OK) *bad = p->cog;
         }
@@ -1232,6 +1226,7 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
         if (m == ld->nmembers) {
             p->cog = ld->msk[f];
             p->bands = &first_band;
+            p->bands0 = ld->ident;
             p->nb = 1;
             p->nbands = 1;
             p->dt = ld->lay_out.mask_dtype;
@@ -1244,6 +1239,7 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
                      ? ld->img[f * T + (size_t)mb->t]
                      : ld->lay[f * (size_t)o->nlayers + (size_t)mb->layer];
         p->bands = mb->layer < 0 ? ld->bands : NULL;
+        p->bands0 = p->bands ? ld->bands0 : ld->ident;
         p->nb = mb->layer < 0 ? o->nbands : 0;
         p->nbands = mb->nb;
         p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
@@ -1798,6 +1794,7 @@ void cf_loader_free(cf_loader *ld) {
     for (size_t i = 0; ld->urls && i < ld->nurls; i++) free(ld->urls[i]);
     free(ld->urls);
     free(ld->bands);
+    free(ld->bands0);
     free(ld->mean);
     free(ld->std);
     free(ld->members);

@@ -638,3 +638,21 @@ def test_readers_read_ahead_into_the_next_epoch(data):
     ref = _stream(cogfeed.Loader(data["images"], patch_size=32, batch_size=4,
                                  epoch_length=8, epoch=5))[1:]
     assert [w for b in got for w in b[0]] == [w for b in ref for w in b[0]]
+
+
+def test_many_bands_selected(tmp_path):
+    # More than 64 selected bands (once read twice, now once): the same
+    # pixels as Cog.read, bands in the order given.
+    arr = expected(96, 80, 0, 0, 70)
+    p = make_cog(os.path.join(str(tmp_path), "b70.tif"), arr, 32)
+    bands = list(range(70, 0, -1))
+    ld = cogfeed.Loader([p], patch_size=32, batch_size=4, sampler="grid",
+                        bands=bands)
+    c = cogfeed.open(p)
+    n = 0
+    for b in ld:
+        for i, (f, x, y, w, h) in enumerate(b["windows"]):
+            np.testing.assert_array_equal(
+                b["image"][i], c.read(window=(x, y, w, h), bands=bands))
+            n += 1
+    assert n == ld.layout["samples"] > 0
