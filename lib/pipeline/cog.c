@@ -606,6 +606,12 @@ cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t 
     return CF_OK;
 }
 
+int cf__cog_chunk_raw(const cf_cog *cog, const cf_chunk *c) {
+    cf_codec_params p;
+    cf__cog_chunk_params(cog, c, &p);
+    return raw_usable(&p, c->len, (size_t)cf_codec_chunk_bytes(&p));
+}
+
 cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
                                const uint8_t *src, int64_t x, int64_t y, uint32_t w,
                                uint32_t h, const int *bands, int nb, uint8_t *dst,
@@ -613,6 +619,9 @@ cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c
     cf_codec_params p;
     cf__cog_chunk_params(cog, c, &p);
     size_t len = (size_t)cf_codec_chunk_bytes(&p);
+    if (!len)
+        return cf__err(err, CF_E_LIMIT, "%s: tile %u,%u too large", cog->name,
+                       c->cx, c->cy);
     if (raw_usable(&p, c->len, len)) {
         /* Uncompressed in host order: paste from the fetched bytes. */
         cf__cog_paste(cog, c, src, x, y, w, h, bands, nb, dst, expand_bits);

@@ -85,8 +85,13 @@ cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t 
                                 uint8_t *dst, const uint8_t fill[8], cf_chunk **out,
                                 size_t *nout, uint64_t *total, cf_error *err);
 
+/* Whether chunk c is uncompressed in host order: pasted straight from its
+ * fetched bytes, with no decode step (and no codec context). */
+int cf__cog_chunk_raw(const cf_cog *cog, const cf_chunk *c);
+
 /* Decode one fetched chunk with `ctx` and paste its part of the window
- * (uncompressed host-order chunks are pasted straight from src). */
+ * (uncompressed host-order chunks are pasted straight from src; ctx may
+ * then be NULL). */
 cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
                                const uint8_t *src, int64_t x, int64_t y, uint32_t w,
                                uint32_t h, const int *bands, int nb, uint8_t *dst,

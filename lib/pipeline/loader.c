@@ -84,14 +84,12 @@ typedef struct ld_worker {
 } ld_worker;
 
 /* What decoding needs, lent to a reader only while it decodes: a codec
- * context and a tile buffer.  Readers mostly wait on I/O, so a handful of
- * kits (2 x cores + 2) serve a hundred readers: decoding more tiles at
- * once than there are cores buys nothing, and each kit holds a decoded
- * tile's memory. */
+ * context (which also keeps the decoded tile's buffer).  Readers mostly
+ * wait on I/O, so a handful of kits (2 x cores + 2) serve a hundred
+ * readers: decoding more tiles at once than there are cores buys nothing,
+ * and each kit holds a decoded tile's memory. */
 typedef struct ld_kit {
     cf_codec_ctx *ctx;
-    uint8_t *tile;
-    size_t cap;
 } ld_kit;
 
 /* One file read of a sample: an image member or the mask. */
@@ -989,45 +987,21 @@ static int plan_part(cf_loader *ld, ld_worker *wk, ld_part *p,
     return 1;
 }
 
-/* Decode (or take as is) and paste chunk c of part p. */
+/* Decode (or take as is) and paste chunk c of part p; a kit is borrowed
+ * at the first chunk that needs decoding. */
 static cf_status paste_chunk(cf_loader *ld, ld_kit **kit, ld_part *p,
                              const cf_chunk *c, const uint8_t *src,
-                             const cf_window *w, const int *bands0,
-                             cf_error *err) {
-    cf_codec_params cp;
-    cf__cog_chunk_params(p->cog, c, &cp);
-    size_t len = (size_t)cf_codec_chunk_bytes(&cp);
-    if (!len)
-        return cf__err(err, CF_E_LIMIT, "%s: tile %u,%u too large",
-                       cf_cog_name(p->cog), c->cx, c->cy);
-    const uint16_t probe = 1;
-    int host_be = *(const uint8_t *)&probe == 0;
-    if (cp.compression == CF_COMP_NONE && c->len >= len &&
-        (cp.bits <= 8 || !!cp.big_endian == host_be)) {
-        /* Uncompressed in host order: no decode step. */
-        cf__cog_paste(p->cog, c, src, w->x, w->y, w->w, w->h, bands0,
-                      (int)p->nbands, p->dst, 1);
-        return CF_OK;
+                             const cf_window *w, cf_error *err) {
+    cf_codec_ctx *ctx = NULL;
+    if (!cf__cog_chunk_raw(p->cog, c)) {
+        if (!*kit) *kit = kit_get(ld);
+        if (!*kit || !(*kit)->ctx)
+            return cf__err(err, CF_E_NOMEM, "loader: %s: codec context",
+                           cf_cog_name(p->cog));
+        ctx = (*kit)->ctx;
     }
-    if (!*kit) *kit = kit_get(ld);
-    ld_kit *k = *kit;
-    if (!k || !k->ctx)
-        return cf__err(err, CF_E_NOMEM, "loader: %s: codec context",
-                       cf_cog_name(p->cog));
-    if (k->cap < len) {
-        uint8_t *t = realloc(k->tile, len);
-        if (!t)
-            return cf__err(err, CF_E_NOMEM, "loader: %s: tile of %zu bytes",
-                           cf_cog_name(p->cog), len);
-        k->tile = t;
-        k->cap = len;
-    }
-    cf_status st = cf__cog_decode(p->cog, k->ctx, c, src, (size_t)c->len,
-                                  k->tile, len, err);
-    if (st == CF_OK)
-        cf__cog_paste(p->cog, c, k->tile, w->x, w->y, w->w, w->h, bands0,
-                      (int)p->nbands, p->dst, 1);
-    return st;
+    return cf__cog_decode_paste(p->cog, ctx, c, src, w->x, w->y, w->w, w->h,
+                                p->bands0, (int)p->nbands, p->dst, 1, err);
 }
 
 /* Read the parts the direct path covers (marking them fast); the others
@@ -1102,7 +1076,7 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
                 st = r->status;
             } else {
                 st = paste_chunk(ld, &kit, p, &wk->chunks[p->c0 + j], r->dst,
-                                 w, p->bands0, err);
+                                 w, err);
             }
             if (st != CF_OK) *bad = p->cog;
         }
@@ -1763,10 +1737,8 @@ void cf_loader_free(cf_loader *ld) {
         free(ld->workers[t].fetch);
     }
     free(ld->workers);
-    for (int t = 0; ld->kits && t < ld->nkits; t++) {
+    for (int t = 0; ld->kits && t < ld->nkits; t++)
         if (ld->kits[t].ctx) cf_codec_ctx_free(ld->kits[t].ctx);
-        free(ld->kits[t].tile);
-    }
     free(ld->kits);
     free(ld->kit_free);
     for (int i = 0; ld->slots && i < ld->o.prefetch; i++) {
