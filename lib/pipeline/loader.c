@@ -451,16 +451,19 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
             ch += mb->nb;
         }
     }
-    for (size_t f = 0; ld->msk && f < o->nfiles; f++) {
-        cf_cog_get_info(ld->msk[f], &inf);
+    if (ld->msk) {
         cf_cog_info i0;
         cf_cog_get_info(ld->msk[0], &i0);
-        if (inf.dtype != i0.dtype)
-            return cf__err(err, CF_E_ARG, "loader: mask %s is %s, not %s",
-                           cf_cog_name(ld->msk[f]), cf_dtype_name(inf.dtype),
-                           cf_dtype_name(i0.dtype));
         /* 1-bit masks are expanded to bytes by the reader. */
-        ld->lay_out.mask_dtype = inf.dtype;
+        ld->lay_out.mask_dtype = i0.dtype;
+        for (size_t f = 1; f < o->nfiles; f++) {
+            cf_cog_get_info(ld->msk[f], &inf);
+            if (inf.dtype != i0.dtype)
+                return cf__err(err, CF_E_ARG, "loader: mask %s is %s, not %s",
+                               cf_cog_name(ld->msk[f]),
+                               cf_dtype_name(inf.dtype),
+                               cf_dtype_name(i0.dtype));
+        }
     }
     if (o->mean || o->std) {
         ld->mean = cf__calloc(C, sizeof(float));
@@ -1485,6 +1488,11 @@ static cf_status check_pid(const cf_loader *ld, cf_error *err) {
                    (int)ld->pid, (int)getpid());
 }
 
+/* Under ld->mu: slot s holds the consumer's next batch, complete. */
+static int slot_ready(const cf_loader *ld, const ld_slot *s) {
+    return s->state == SLOT_READY && s->batch == ld->seq_base + ld->next_batch;
+}
+
 /* Under ld->mu: 1 when cf_loader_next would return at once (batch ready,
  * end of epoch, or an error), else 0 after starting the readers if
  * needed.  *s receives the slot of the next batch. */
@@ -1509,7 +1517,7 @@ static int next_ready(cf_loader *ld, ld_slot **s, cf_status *st,
         *st = start_threads(ld, err);
         if (*st != CF_OK) return 1;
     }
-    return (*s)->state == SLOT_READY && (*s)->batch == ld->seq_base + ld->next_batch;
+    return slot_ready(ld, *s);
 }
 
 int cf_loader_wait(cf_loader *ld, double timeout_s) {
@@ -1528,10 +1536,10 @@ int cf_loader_wait(cf_loader *ld, double timeout_s) {
         while (!ready) {
             if (pthread_cond_timedwait(&ld->ready_cv, &ld->mu, &until) ==
                 ETIMEDOUT) {
-                ready = s->state == SLOT_READY && s->batch == ld->seq_base + ld->next_batch;
+                ready = slot_ready(ld, s);
                 break;
             }
-            ready = s->state == SLOT_READY && s->batch == ld->seq_base + ld->next_batch;
+            ready = slot_ready(ld, s);
         }
         ld->st_wait += cf__now() - t0;
     }
@@ -1548,7 +1556,7 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     cf_status st;
     if (!next_ready(ld, &s, &st, err)) {
         double t0 = cf__now();
-        while (!(s->state == SLOT_READY && s->batch == ld->seq_base + ld->next_batch))
+        while (!slot_ready(ld, s))
             pthread_cond_wait(&ld->ready_cv, &ld->mu);
         ld->st_wait += cf__now() - t0;
     } else if (st != CF_OK) {
