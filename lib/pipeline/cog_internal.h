@@ -85,6 +85,13 @@ cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t 
                                 uint8_t *dst, const uint8_t fill[8], cf_chunk **out,
                                 size_t *nout, uint64_t *total, cf_error *err);
 
+/* Point reqs[0..n) at the chunks' bytes, packed one after another in buf
+ * (a buffer of their summed lengths); other fields are left alone. */
+void cf__cog_chunk_reqs(const cf_chunk *chunks, size_t n, uint8_t *buf,
+                        cf_range_req *reqs);
+/* For a remote cog, touch every page of a fresh fetch buffer (see cog.c). */
+void cf__cog_prefault(const cf_cog *cog, uint8_t *buf, size_t len);
+
 /* Whether chunk c is uncompressed in host order: pasted straight from its
  * fetched bytes, with no decode step (and no codec context). */
 int cf__cog_chunk_raw(const cf_cog *cog, const cf_chunk *c);

@@ -1027,17 +1027,14 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
                            (unsigned long long)total);
         wk->fetch_cap = (size_t)total;
     }
-    size_t pos = 0;
+    /* The fetch buffer is kept from patch to patch: no fresh pages. */
+    memset(wk->reqs, 0, k * sizeof *wk->reqs);
+    cf__cog_chunk_reqs(wk->chunks, k, wk->fetch, wk->reqs);
     for (size_t i = 0; i < k; i++) {
         cf_range_req *r = &wk->reqs[i];
-        memset(r, 0, sizeof *r);
-        r->off = wk->chunks[i].off;
-        r->len = wk->chunks[i].len;
-        r->dst = wk->fetch + pos;
         r->err = &wk->errs[i];
         r->status = CF_E_IO;
         cf__err_clear(r->err);
-        pos += (size_t)r->len;
     }
     /* Every part's chunks go out before waiting for any. */
     ld_wait wt;

@@ -183,22 +183,17 @@ static cf_status submit_window(rm *r, cf_read_req *q, size_t i, cf_error *e) {
                        total);
     }
     memcpy(w->bands, all, (size_t)nb * sizeof *w->bands);
-    size_t pos = 0;
+    if (w->rr) {
+        cf__cog_chunk_reqs(w->chunks, w->nchunks, w->fetched, w->rr);
+        cf__cog_prefault(cog, w->fetched, (size_t)w->total);
+    }
     for (size_t k = 0; k < w->nchunks; k++) {
         w->jobs[k].win = w;
         w->jobs[k].k = k;
         if (!w->rr) continue;
-        w->rr[k].off = w->chunks[k].off;
-        w->rr[k].len = w->chunks[k].len;
-        w->rr[k].dst = w->fetched + pos;
         w->rr[k].err = &w->errs[k];
         w->rr[k].user = &w->jobs[k];
-        pos += (size_t)w->chunks[k].len;
     }
-    /* Remote bodies are written by the io loop thread: fault the pages in
-     * here rather than there (see read_ifd). */
-    if (cog->src && cf_src_is_remote(cog->src))
-        for (size_t o = 0; o < (size_t)w->total; o += 4096) w->fetched[o] = 0;
 
     pthread_mutex_lock(&r->mu);
     while (r->busy && r->inflight + w->total > r->cap)
