@@ -137,8 +137,6 @@ class CogDataset(IterableDataset):
         rank, world = self.shard()
         in_worker = get_worker_info() is not None
         copy = self.copy if self.copy is not None else in_worker
-        ld = Loader(self.images, self.masks, rank=rank, world_size=world,
-                    epoch=self.epoch, copy=copy, **self.loader_kwargs)
         if self.device is not None and in_worker:
             raise ValueError("CogDataset(device=...) works in the main "
                              "process only (num_workers=0)")
@@ -148,6 +146,8 @@ class CogDataset(IterableDataset):
         if self.device is not None and not torch.cuda.is_available():
             raise ValueError("CogDataset(device=%r): torch sees no CUDA "
                              "device" % str(self.device))
+        ld = Loader(self.images, self.masks, rank=rank, world_size=world,
+                    epoch=self.epoch, copy=copy, **self.loader_kwargs)
         if self.pinned(in_worker):
             lay = ld.layout
             for slot in range(lay["prefetch"]):
@@ -249,7 +249,9 @@ class CogDataset(IterableDataset):
         """Copy the batch's tensors to self.device on `stream`; the
         consumer's stream waits for them.  Returns the copy's event."""
         consumer = torch.cuda.current_stream(self.device)
-        stream.wait_stream(consumer)  # the copies' memory may be reused
+        # The copy does not wait for the consumer's queued work, so it
+        # overlaps the training step; record_stream below keeps the
+        # allocator from reusing the new tensors before the consumer is done.
         with torch.cuda.stream(stream):
             for k in ("image", "mask"):
                 if k in out:
