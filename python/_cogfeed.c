@@ -50,7 +50,6 @@ int cf_py_npy_type(cf_dtype t) {
 
 typedef struct {
     PyObject_HEAD cf_io *io;
-    PyObject *cache_dir; /* keeps the option string alive */
 } IOObject;
 
 static PyTypeObject IOType;
@@ -74,6 +73,11 @@ static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
                                      &header_bytes, &merge_gap, &rt, &ct, &lt, &low_bytes,
                                      &max_retries, &budget, &rb, &rm, &verify, &cache))
         return -1;
+    if (self->io) {
+        /* Cogs opened with this IO use it: it cannot be replaced. */
+        PyErr_SetString(PyExc_RuntimeError, "cogfeed.IO is already initialised");
+        return -1;
+    }
     if (max_inflight < 1 || header_bytes < 16 || merge_gap < 0 || max_retries < 0 || budget < 0) {
         PyErr_SetString(PyExc_ValueError,
                         "max_inflight >= 1, header_bytes >= 16, merge_gap/max_retries/"
@@ -92,21 +96,18 @@ static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
     o.retry_base_ms = rb;
     o.retry_max_ms = rm;
     o.verify_tls = verify;
+    PyObject *cache_b = NULL; /* cf_io_new keeps its own copy */
     if (cache != Py_None) {
-        PyObject *b = PyUnicode_EncodeFSDefault(cache);
-        if (!b) return -1;
-        Py_XSETREF(self->cache_dir, b);
-        o.header_cache_dir = PyBytes_AS_STRING(b);
+        if (!PyUnicode_FSConverter(cache, &cache_b)) return -1;
+        o.header_cache_dir = PyBytes_AS_STRING(cache_b);
     }
     cf_error err = {0};
-    cf_io *io = NULL;
-    cf_status st = cf_io_new(&o, &io, &err);
+    cf_status st = cf_io_new(&o, &self->io, &err);
+    Py_XDECREF(cache_b);
     if (st) {
         cf_py_raise(st, &err);
         return -1;
     }
-    cf_io_free(self->io);
-    self->io = io;
     return 0;
 }
 
@@ -117,7 +118,6 @@ static void IO_dealloc(IOObject *self) {
         Py_BEGIN_ALLOW_THREADS cf_io_free(io);
         Py_END_ALLOW_THREADS
     }
-    Py_XDECREF(self->cache_dir);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -177,7 +177,9 @@ cf_io *cf_py_io_get(PyObject *obj) {
         PyErr_SetString(PyExc_TypeError, "io must be a cogfeed.IO or None");
         return NULL;
     }
-    return ((IOObject *)obj)->io;
+    cf_io *io = ((IOObject *)obj)->io;
+    if (!io) PyErr_SetString(PyExc_ValueError, "cogfeed.IO was not initialised");
+    return io;
 }
 
 /* ----------------------------------------------------------------- Cog */
@@ -190,13 +192,18 @@ typedef struct {
 
 static PyTypeObject CogType;
 
-static void Cog_dealloc(CogObject *self) {
+/* Close the file (once); the GIL is released while its reads finish. */
+static void close_cog(CogObject *self) {
     cf_cog *c = self->cog;
     self->cog = NULL;
     if (c) {
         Py_BEGIN_ALLOW_THREADS cf_cog_close(c);
         Py_END_ALLOW_THREADS
     }
+}
+
+static void Cog_dealloc(CogObject *self) {
+    close_cog(self);
     Py_XDECREF(self->io);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -357,12 +364,7 @@ static PyObject *Cog_read_mask(CogObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *Cog_close(CogObject *self, PyObject *noargs) {
-    cf_cog *c = self->cog;
-    self->cog = NULL;
-    if (c) {
-        Py_BEGIN_ALLOW_THREADS cf_cog_close(c);
-        Py_END_ALLOW_THREADS
-    }
+    close_cog(self);
     Py_RETURN_NONE;
 }
 
@@ -539,11 +541,8 @@ static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"url", "io", NULL};
     PyObject *url_obj, *io_obj = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwlist, &url_obj, &io_obj)) return NULL;
-    PyObject *url_b = PyUnicode_Check(url_obj) ? PyUnicode_EncodeFSDefault(url_obj)
-                                               : PyOS_FSPath(url_obj);
-    if (!url_b) return NULL;
-    if (PyUnicode_Check(url_b)) Py_SETREF(url_b, PyUnicode_EncodeFSDefault(url_b));
-    if (!url_b) return NULL;
+    PyObject *url_b;
+    if (!PyUnicode_FSConverter(url_obj, &url_b)) return NULL;
     cf_io *io = cf_py_io_get(io_obj);
     if (!io) {
         Py_DECREF(url_b);

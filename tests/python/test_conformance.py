@@ -238,3 +238,12 @@ def test_gdal_reference_is_lossless(paths, name):
     ds = gdal.Open(paths[name])
     got = C.gdal_read(ds, (0, 0, ds.RasterXSize, ds.RasterYSize))
     assert bit_equal(got, C.make_pixels(C.FIXTURES_BY_NAME[name]))
+
+
+def test_io_object_lifecycle(tmp_path):
+    # Re-initialising an IO would free the context its open files use.
+    io = cogfeed.IO(header_cache_dir=str(tmp_path))
+    with pytest.raises(RuntimeError, match="already initialised"):
+        io.__init__()
+    with pytest.raises(ValueError, match="not initialised"):
+        cogfeed.open("x.tif", io=cogfeed.IO.__new__(cogfeed.IO))
