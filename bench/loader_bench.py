@@ -106,13 +106,6 @@ def _row(name, where, r):
         r["load_avg"], extra))
 
 
-def _verdict(what, got, need):
-    ok = got >= need
-    print("  %-52s %6.2f (need >= %.2f)  %s" % (what, got, need,
-                                                "met" if ok else "NOT MET"))
-    return ok
-
-
 def targets(a):
     tmp = None
     if a.data:
@@ -172,19 +165,19 @@ def targets(a):
     rem = max(cd["mb_per_s"], ct["mb_per_s"])
     print("\ntargets (cogfeed remote = the better of default and tuned: "
           "%.1f MB/s; default alone %.1f):" % (rem, cd["mb_per_s"]))
-    v = [_verdict("remote LERC_ZSTD blocked 512 / baseline best remote",
-                  rem / bb["mb_per_s"], 3.0),
-         _verdict("  (cogfeed defaults only)", cd["mb_per_s"] /
-                  bb["mb_per_s"], 3.0),
-         _verdict("remote / cogfeed local, same LERC_ZSTD files",
-                  rem / cl["mb_per_s"], 0.9),
-         _verdict("  (cogfeed defaults only)", cd["mb_per_s"] /
-                  cl["mb_per_s"], 0.9),
-         _verdict("local NONE blocked 512 / baseline best local NONE",
-                  cn["mb_per_s"] / bn["mb_per_s"], 4.0)]
+    for what, got, need in (
+            ("remote LERC_ZSTD blocked 512 / baseline best remote",
+             rem / bb["mb_per_s"], 3.0),
+            ("  (cogfeed defaults only)", cd["mb_per_s"] / bb["mb_per_s"], 3.0),
+            ("remote / cogfeed local, same LERC_ZSTD files",
+             rem / cl["mb_per_s"], 0.9),
+            ("  (cogfeed defaults only)", cd["mb_per_s"] / cl["mb_per_s"], 0.9),
+            ("local NONE blocked 512 / baseline best local NONE",
+             cn["mb_per_s"] / bn["mb_per_s"], 4.0)):
+        print("  %-52s %6.2f (need >= %.2f)  %s" % (
+            what, got, need, "met" if got >= need else "NOT MET"))
     peak = max(r["peak_rss_mb"] for k, rs in res.items()
                if k.startswith("cogfeed") for r in rs)
-    v.append(peak <= 1024)
     print("  %-52s %6.0f MB (need <= 1024)  %s" % (
         "cogfeed peak RSS, worst run", peak, "met" if peak <= 1024
         else "NOT MET"))

@@ -34,7 +34,6 @@ import concurrent.futures as cf
 import json
 import os
 import random
-import statistics
 import sys
 import threading
 import time

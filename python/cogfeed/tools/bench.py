@@ -47,22 +47,7 @@ FIELDS = ("loader", "transport", "latency_ms", "files", "settings",
 
 def _cogfeed_traffic(st):
     """(requests, bytes) from a cogfeed Loader.stats() dict."""
-    req = byt = None
-    for k in ("requests", "io_requests", "http_requests", "range_requests"):
-        if isinstance(st.get(k), (int, float)):
-            req = st[k]
-            break
-    for k in ("bytes_fetched", "fetched_bytes", "io_bytes", "bytes_read",
-              "bytes_in"):
-        if isinstance(st.get(k), (int, float)):
-            byt = st[k]
-            break
-    io = st.get("io")
-    if isinstance(io, dict):
-        r2, b2 = _cogfeed_traffic(io)
-        req = req if req is not None else r2
-        byt = byt if byt is not None else b2
-    return req, byt
+    return st.get("requests"), st.get("bytes_fetched")
 
 
 def _proc_io():
@@ -181,10 +166,8 @@ def run_on(img_urls, msk_urls, loader, settings, batches=None, seconds=None,
         # One long epoch, as the baseline's dataset (length 10**9), so that
         # both loaders stream the same way (cogfeed's readers would run
         # into the next epoch anyway; the baseline's workers would not).
-        cf = common.import_cogfeed()
-        kw = {k: v for k, v in s.items() if v is not None}
-        ld = common._Cogfeed(cf.Loader(img_urls, masks=msk_urls,
-                                       epoch_length=STREAM_EPOCH, **kw))
+        ld = common.make_loader(loader, img_urls, msk_urls, s,
+                                epoch_length=STREAM_EPOCH)
     else:
         ld = common.make_loader(loader, img_urls, msk_urls, s,
                                 baseline_workers, baseline_prefetch)

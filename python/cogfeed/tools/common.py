@@ -179,8 +179,9 @@ def import_cogfeed():
 
 
 def make_loader(kind, images, masks, settings, baseline_workers=4,
-                baseline_prefetch=2, mean=None, std=None):
-    """A loader of either kind from Loader keyword settings."""
+                baseline_prefetch=2, mean=None, std=None, **cogfeed_extra):
+    """A loader of either kind from Loader keyword settings
+    (cogfeed_extra: more cf.Loader arguments, e.g. epoch_length)."""
     s = {k: v for k, v in settings.items() if v is not None}
     if kind == "baseline":
         return _Baseline(images, masks, s, baseline_workers,
@@ -193,6 +194,7 @@ def make_loader(kind, images, masks, settings, baseline_workers=4,
         kw["mean"] = mean
     if std is not None:
         kw["std"] = std
+    kw.update(cogfeed_extra)
     return _Cogfeed(cf.Loader(images, masks=masks, **kw))
 
 
@@ -264,3 +266,14 @@ def nelem(a):
     for d in a.shape:
         n *= int(d)
     return n
+
+
+def save_fig(fig, out, name):
+    """Lay out, write out/name (80 dpi) and close a matplotlib figure;
+    returns the path."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    path = os.path.join(out, name)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path

@@ -37,10 +37,7 @@ def _plot(out, rows):
     ax.set_ylabel("MB/s delivered")
     ax.set_title("Streaming throughput (bench)")
     ax.tick_params(axis="x", labelrotation=20, labelsize=8)
-    fig.tight_layout()
-    p = os.path.join(out, "bench.png")
-    fig.savefig(p, dpi=80)
-    plt.close(fig)
+    p = common.save_fig(fig, out, "bench.png")
     return p
 
 

@@ -32,6 +32,7 @@ samplers.png.
 """
 
 import argparse
+import contextlib
 import copy
 import csv
 import json
@@ -184,7 +185,7 @@ def train(name, ld, val, device, budget=None, steps=None, snap_every=None,
     mon = UtilMonitor(device.index or 0) if cuda else None
     cpu0 = common.cpu_seconds(ld.pids())
     t_start = time.perf_counter()
-    with (mon if mon else _Null()):
+    with (mon if mon else contextlib.nullcontext()):
         while True:
             t0 = time.perf_counter()
             el = t0 - t_start
@@ -263,14 +264,6 @@ def cpu_util(step_cpu, compute, wall):
     return compute / wall
 
 
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _plots(out, runs, sampler_runs):
     import matplotlib
     matplotlib.use("Agg")
@@ -286,10 +279,7 @@ def _plots(out, runs, sampler_runs):
         ax.set_ylabel("validation mIoU (held-out scene)")
         ax.set_title("IoU over time, equal budget")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        p = os.path.join(out, "iou_over_time.png")
-        fig.savefig(p, dpi=80)
-        plt.close(fig)
+        p = common.save_fig(fig, out, "iou_over_time.png")
         paths.append(p)
 
         fig, axs = plt.subplots(1, 2, figsize=(8, 3.4))
@@ -304,10 +294,7 @@ def _plots(out, runs, sampler_runs):
         axs[1].legend(fontsize=7)
         for a in axs:
             a.tick_params(axis="x", labelrotation=30, labelsize=7)
-        fig.tight_layout()
-        p = os.path.join(out, "throughput.png")
-        fig.savefig(p, dpi=80)
-        plt.close(fig)
+        p = common.save_fig(fig, out, "throughput.png")
         paths.append(p)
 
     if sampler_runs:
@@ -322,10 +309,7 @@ def _plots(out, runs, sampler_runs):
         ax.set_ylabel("validation mIoU")
         ax.set_title("Samplers at equal steps (cogfeed, local)")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        p = os.path.join(out, "samplers.png")
-        fig.savefig(p, dpi=80)
-        plt.close(fig)
+        p = common.save_fig(fig, out, "samplers.png")
         paths.append(p)
     return paths
 
@@ -407,6 +391,9 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
         loaders=("baseline", "cogfeed"), device=None, base=None,
         sampler_seeds=1, log=sys.stderr):
     import torch
+    if sampler not in ("random", "blocked", "grid"):
+        raise ValueError("experiment: the four set-ups need a sampler both "
+                         "loaders have (random, blocked, grid)")
     os.makedirs(out, exist_ok=True)
     imgs, msks = common.resolve(data)
     if not msks or len(imgs) < 2:
@@ -426,9 +413,6 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
                 "sampler": sampler, "seed": 0, "dtype": "float32"}
     cf_settings = dict(cogfeed_settings or {}, **settings)
     snap = budget / snapshots if snapshots else None
-    if sampler not in ("random", "blocked", "grid"):
-        raise ValueError("experiment: the four set-ups need a sampler both "
-                         "loaders have (random, blocked, grid)")
     meta = {"device": str(device), "budget": budget,
             "patch_size": patch_size, "batch_size": batch_size,
             "sampler": sampler, "latency_ms": latency_ms,

@@ -150,10 +150,7 @@ def plot(study, out):
     ax.set_ylabel("throughput (MB/s)")
     ax.set_title("Optimisation history (TPE)")
     ax.legend()
-    fig.tight_layout()
-    p = os.path.join(out, "history.png")
-    fig.savefig(p, dpi=80)
-    plt.close(fig)
+    p = common.save_fig(fig, out, "history.png")
     paths.append(p)
     if len(done) >= 2:
         imp = importances(study)
@@ -162,10 +159,7 @@ def plot(study, out):
         ax.barh(names, [imp[n] for n in names])
         ax.set_xlabel("importance (share of throughput variance)")
         ax.set_title("Parameter importance")
-        fig.tight_layout()
-        p = os.path.join(out, "importance.png")
-        fig.savefig(p, dpi=80)
-        plt.close(fig)
+        p = common.save_fig(fig, out, "importance.png")
         paths.append(p)
     return paths
 
