@@ -87,6 +87,29 @@ void cf__sb_free(cf__sbuf *b) {
     b->len = b->cap = 0;
 }
 
+int cf__auth_add_hdrf(struct curl_slist **hdrs, const char *fmt, ...) {
+    cf__sbuf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !sb_reserve(&b, (size_t)n)) b.oom = 1;
+    struct curl_slist *l = NULL;
+    if (!b.oom) {
+        va_start(ap, fmt);
+        vsnprintf(b.s, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        b.len = (size_t)n;
+        l = curl_slist_append(*hdrs, b.s);
+    }
+    /* The line may hold a secret (a token, a signature): wipe our copy. */
+    if (b.s) OPENSSL_cleanse(b.s, b.cap);
+    cf__sb_free(&b);
+    if (!l) return 0;
+    *hdrs = l;
+    return 1;
+}
+
 char *cf__uri_encode(const char *in, size_t len, int keep_slash) {
     cf__sbuf b = {0};
     cf__sb_uri(&b, in, len, keep_slash);
@@ -391,17 +414,9 @@ cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
                                     err);
         return CF_OK;
     case CF_AUTH_GCS:
-        if (a->bearer) {
-            cf__sbuf b = {0};
-            cf__sb_printf(&b, "Authorization: Bearer %s", a->bearer);
-            struct curl_slist *n = b.oom ? NULL : curl_slist_append(*hdrs, b.s);
-            /* The header held a secret: wipe our copy. */
-            if (b.s) OPENSSL_cleanse(b.s, b.len);
-            cf__sb_free(&b);
-            if (!n) return cf__err(err, CF_E_NOMEM, "%s: out of memory",
-                                   a->redacted);
-            *hdrs = n;
-        }
+        if (a->bearer &&
+            !cf__auth_add_hdrf(hdrs, "Authorization: Bearer %s", a->bearer))
+            return cf__err(err, CF_E_NOMEM, "%s: out of memory", a->redacted);
         return CF_OK;
     case CF_AUTH_HTTP:
         return CF_OK;

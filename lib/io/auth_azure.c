@@ -300,7 +300,7 @@ cf_status cf__auth_az_sign(cf_auth *a, time_t now, const char *method,
                            struct curl_slist **hdrs, cf_error *err) {
     char date[40];
     rfc1123(now, date);
-    cf__sbuf sts = {0}, line = {0};
+    cf__sbuf sts = {0};
     az_sts(&sts, a, method, date, range, if_match);
     cf_status st = CF_E_NOMEM;
     if (!sts.oom) {
@@ -308,22 +308,13 @@ cf_status cf__auth_az_sign(cf_auth *a, time_t now, const char *method,
         char sig[48];
         cf__hmac_sha256(a->key, a->key_len, sts.s, sts.len, mac);
         cf__b64_encode(mac, 32, sig);
-        struct curl_slist *l;
-        int ok = 1;
-        cf__sb_printf(&line, "x-ms-date: %s", date);
-        ok = ok && !line.oom && (l = curl_slist_append(*hdrs, line.s)) &&
-             (*hdrs = l);
-        ok = ok && (l = curl_slist_append(*hdrs, "x-ms-version: " AZ_VERSION)) &&
-             (*hdrs = l);
-        line.len = 0;
-        cf__sb_printf(&line, "Authorization: SharedKey %s:%s", a->account,
-                      sig);
-        ok = ok && !line.oom && (l = curl_slist_append(*hdrs, line.s)) &&
-             (*hdrs = l);
-        if (ok) st = CF_OK;
+        if (cf__auth_add_hdrf(hdrs, "x-ms-date: %s", date) &&
+            cf__auth_add_hdrf(hdrs, "x-ms-version: %s", AZ_VERSION) &&
+            cf__auth_add_hdrf(hdrs, "Authorization: SharedKey %s:%s",
+                              a->account, sig))
+            st = CF_OK;
     }
     cf__sb_free(&sts);
-    cf__sb_free(&line);
     if (st != CF_OK)
         return cf__err(err, CF_E_NOMEM, "%s: out of memory signing request",
                        a->redacted);

@@ -52,6 +52,11 @@ void cf__sb_uri(cf__sbuf *b, const char *in, size_t len, int keep_slash);
 char *cf__sb_take(cf__sbuf *b);
 void cf__sb_free(cf__sbuf *b);
 
+/* Append a formatted "Name: value" line to a curl header list (its
+ * formatted copy is wiped); 0 on allocation failure, the list unchanged. */
+int cf__auth_add_hdrf(struct curl_slist **hdrs, const char *fmt, ...)
+    CF__PRINTF(2, 3);
+
 void cf__sha256_hex(const void *data, size_t len, char out[65]);
 void cf__hmac_sha256(const void *key, size_t klen, const void *data,
                      size_t dlen, unsigned char out[32]);

@@ -159,14 +159,6 @@ cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
     return CF_OK;
 }
 
-/* Append "Name: value" to the list; 0 on allocation failure. */
-static int add_hdr(struct curl_slist **hdrs, const char *line) {
-    struct curl_slist *n = curl_slist_append(*hdrs, line);
-    if (!n) return 0;
-    *hdrs = n;
-    return 1;
-}
-
 cf_status cf__auth_s3_sign(cf_auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
                            struct curl_slist **hdrs, cf_error *err) {
@@ -179,7 +171,7 @@ cf_status cf__auth_s3_sign(cf_auth *a, time_t now, const char *method,
     /* Canonical headers in sorted name order.  Range and If-Match are
      * signed too, so that a captured request cannot be replayed for other
      * bytes or another version of the object. */
-    cf__sbuf ch = {0}, names = {0}, line = {0};
+    cf__sbuf ch = {0}, names = {0};
     cf__sb_printf(&ch, "host:%s\n", a->host);
     cf__sb_put(&names, "host");
     if (if_match) {
@@ -203,30 +195,23 @@ cf_status cf__auth_s3_sign(cf_auth *a, time_t now, const char *method,
         cf__sigv4_signature(a->secret, date8, amzdate, a->region, "s3",
                             method, a->path, "", ch.s, names.s, EMPTY_SHA256,
                             sig) == CF_OK) {
-        int ok = 1;
-        cf__sb_printf(&line, "x-amz-date: %s", amzdate);
-        ok = ok && !line.oom && add_hdr(hdrs, line.s);
-        line.len = 0;
-        cf__sb_printf(&line, "x-amz-content-sha256: %s", EMPTY_SHA256);
-        ok = ok && !line.oom && add_hdr(hdrs, line.s);
-        if (a->token) {
-            line.len = 0;
-            cf__sb_printf(&line, "x-amz-security-token: %s", a->token);
-            ok = ok && !line.oom && add_hdr(hdrs, line.s);
-        }
-        line.len = 0;
-        cf__sb_printf(&line,
-                      "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s/%s/s3/"
-                      "aws4_request, SignedHeaders=%s, Signature=%s",
-                      a->access_key, date8, a->region, names.s, sig);
-        ok = ok && !line.oom && add_hdr(hdrs, line.s);
+        int ok = cf__auth_add_hdrf(hdrs, "x-amz-date: %s", amzdate) &&
+                 cf__auth_add_hdrf(hdrs, "x-amz-content-sha256: %s",
+                                   EMPTY_SHA256) &&
+                 (!a->token || cf__auth_add_hdrf(hdrs,
+                                                 "x-amz-security-token: %s",
+                                                 a->token)) &&
+                 cf__auth_add_hdrf(hdrs,
+                                   "Authorization: AWS4-HMAC-SHA256 "
+                                   "Credential=%s/%s/%s/s3/aws4_request, "
+                                   "SignedHeaders=%s, Signature=%s",
+                                   a->access_key, date8, a->region, names.s,
+                                   sig);
         if (ok) st = CF_OK;
     }
     if (ch.s) OPENSSL_cleanse(ch.s, ch.len); /* held the session token */
-    if (line.s) OPENSSL_cleanse(line.s, line.cap);
     cf__sb_free(&ch);
     cf__sb_free(&names);
-    cf__sb_free(&line);
     if (st != CF_OK)
         return cf__err(err, CF_E_NOMEM, "%s: out of memory signing request",
                        a->redacted);
