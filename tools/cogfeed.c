@@ -95,6 +95,22 @@ static void json_num(FILE *f, double v) {
 
 static const char *interleave_name(int planar) { return planar == 2 ? "band" : "pixel"; }
 
+/* An io with options `o` and the cog at `url` on it; 0, or the exit code
+ * after reporting the failure (nothing left open). */
+static int open_cog(const char *cmd, const cf_io_options *o, const char *url,
+                    cf_io **io, cf_cog **cog) {
+    cf_error err = {0};
+    cf_status st = cf_io_new(o, io, &err);
+    if (st) return fail(cmd, st, &err);
+    st = cf_cog_open(*io, url, cog, &err);
+    if (st) {
+        cf_io_free(*io);
+        *io = NULL;
+        return fail(cmd, st, &err);
+    }
+    return 0;
+}
+
 static int cmd_info(int argc, char **argv) {
     const char *url = NULL;
     int json = 0;
@@ -111,16 +127,10 @@ static int cmd_info(int argc, char **argv) {
         else return usage(2);
     }
     if (!url) return usage(2);
-    cf_error err = {0};
     cf_io *io = NULL;
-    cf_status st = cf_io_new(&o, &io, &err);
-    if (st) return fail("info", st, &err);
     cf_cog *cog = NULL;
-    st = cf_cog_open(io, url, &cog, &err);
-    if (st) {
-        cf_io_free(io);
-        return fail("info", st, &err);
-    }
+    int rc = open_cog("info", &o, url, &io, &cog);
+    if (rc) return rc;
     cf_cog_info in;
     cf_cog_get_info(cog, &in);
     FILE *f = stdout;
@@ -306,8 +316,8 @@ static int cmd_read(int argc, char **argv) {
                     return fprintf(stderr, "cogfeed read: bad --level %s\n", v), 2;
                 level = (int)lv;
             } else if (!strcmp(a, "--bands")) {
-                long long tmp[64];
-                int n = parse_ints(v, tmp, 64);
+                static long long tmp[CF_MAX_BANDS];
+                int n = parse_ints(v, tmp, CF_MAX_BANDS);
                 if (n <= 0) return fprintf(stderr, "cogfeed read: bad --bands %s\n", v), 2;
                 for (int k = 0; k < n; k++) {
                     if (tmp[k] < 1 || tmp[k] > CF_MAX_BANDS)
@@ -328,16 +338,10 @@ static int cmd_read(int argc, char **argv) {
         fprintf(stderr, "cogfeed read: needs URL, --window X,Y,W,H and -o OUT.npy\n");
         return 2;
     }
-    cf_error err = {0};
     cf_io *io = NULL;
-    cf_status st = cf_io_new(&o, &io, &err);
-    if (st) return fail("read", st, &err);
     cf_cog *cog = NULL;
-    st = cf_cog_open(io, url, &cog, &err);
-    if (st) {
-        cf_io_free(io);
-        return fail("read", st, &err);
-    }
+    int rc = open_cog("read", &o, url, &io, &cog);
+    if (rc) return rc;
     cf_cog_info in;
     cf_cog_get_info(cog, &in);
     uint32_t w = (uint32_t)win[2], h = (uint32_t)win[3];
@@ -351,7 +355,9 @@ static int cmd_read(int argc, char **argv) {
         return 2;
     }
     void *buf = malloc(n ? n : 1);
-    int rc = 1;
+    cf_error err = {0};
+    cf_status st;
+    rc = 1;
     if (!buf) {
         fprintf(stderr, "cogfeed read: out of memory for %zu bytes\n", n);
     } else {

@@ -169,3 +169,16 @@ def test_errors_exit_nonzero_and_name_the_file(paths, tmp_path):
     bad.write_bytes(b"this is not a tiff file at all" * 10)
     r = run("info", bad, check=False)
     assert r.returncode != 0 and "not-a-tiff.tif" in r.stderr
+
+
+def test_read_more_than_64_bands(paths, tmp_path):
+    # --bands takes as many bands as a file may have (once capped at 64).
+    p = paths["many_bands_u16_band"]
+    n = gdal.Open(p).RasterCount
+    assert n > 64
+    order = list(range(n, 0, -1))
+    out = tmp_path / "b.npy"
+    run("read", p, "--window", "0,0,16,8", "--bands", ",".join(map(str, order)),
+        "-o", out)
+    want = gdal.Open(p).ReadAsArray(0, 0, 16, 8)[[b - 1 for b in order]]
+    np.testing.assert_array_equal(np.load(out), want)
