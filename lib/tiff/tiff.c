@@ -49,7 +49,7 @@ struct cf_tiff_parser {
 enum {
     S_SUBFILE, S_WIDTH, S_HEIGHT, S_BITS, S_COMP, S_PHOTO, S_STRIPOFF, S_SPP,
     S_RPS, S_STRIPCNT, S_PLANAR, S_PRED, S_TW, S_TL, S_TILEOFF, S_TILECNT,
-    S_EXTRA, S_SFMT, S_JPEGTAB, S_YCBCR, S_LERC, S_PSCALE, S_TIE, S_TRANS,
+    S_SFMT, S_JPEGTAB, S_YCBCR, S_LERC, S_PSCALE, S_TIE, S_TRANS,
     S_GEOKEYS, S_GDALMD, S_NODATA, NSLOT
 };
 
@@ -65,7 +65,7 @@ static const struct {
     {284, "PlanarConfiguration"}, {317, "Predictor"},
     {322, "TileWidth"},       {323, "TileLength"},
     {324, "TileOffsets"},     {325, "TileByteCounts"},
-    {338, "ExtraSamples"},    {339, "SampleFormat"},
+    {339, "SampleFormat"},
     {347, "JPEGTables"},      {530, "YCbCrSubsampling"},
     {50674, "LercParameters"}, {33550, "ModelPixelScale"},
     {33922, "ModelTiepoint"}, {34264, "ModelTransformation"},
@@ -218,8 +218,8 @@ static const char *eof_note(const ctx *c, char *buf, size_t n) {
 /* Pass 1: the IFD chain                                               */
 /* ------------------------------------------------------------------ */
 
-static cf_status read_entries(ctx *c, rawifd *ri, const uint8_t *d,
-                              uint64_t n, unsigned cntsz) {
+static void read_entries(ctx *c, rawifd *ri, const uint8_t *d, uint64_t n,
+                         unsigned cntsz) {
     unsigned esz = c->big ? 20 : 12, inl = c->big ? 8 : 4;
     for (uint64_t i = 0; i < n; i++) {
         const uint8_t *q = d + cntsz + i * esz;
@@ -238,7 +238,6 @@ static cf_status read_entries(ctx *c, rawifd *ri, const uint8_t *d,
         else
             e->off = c->big ? cf__rd64(q + 12, c->be) : cf__rd32(q + 8, c->be);
     }
-    return CF_OK;
 }
 
 static cf_status walk(ctx *c) {
@@ -318,7 +317,7 @@ static cf_status walk(ctx *c) {
         memset(ri, 0, sizeof *ri);
         ri->off = off;
         c->nifds++;
-        TRY(read_entries(c, ri, d, n, cntsz));
+        read_entries(c, ri, d, n, cntsz);
         const uint8_t *q = d + cntsz + n * esz;
         ri->next = c->big ? cf__rd64(q, c->be) : cf__rd32(q, c->be);
         off = ri->next;
@@ -750,11 +749,6 @@ static cf_status parse_ifd(ctx *c, int i, cf_tiff_ifd *o) {
         return ferr(c, i, CF_E_UNSUPPORTED, "Predictor %llu is not supported",
                     (unsigned long long)v);
     o->predictor = (uint16_t)v;
-    o->extra_samples = 0;
-    if (has(c, i, S_EXTRA)) {
-        uint64_t cnt = c->ifds[i].e[S_EXTRA].count;
-        o->extra_samples = (uint16_t)(cnt > spp ? spp : cnt);
-    }
 
     o->ycbcr_sub_h = o->ycbcr_sub_v = 2;
     if (has(c, i, S_YCBCR)) {

@@ -56,7 +56,6 @@ typedef struct cf_tiff_ifd {
     size_t jpeg_tables_len;
     uint32_t lerc_version;       /* LercParameters[0], 0 if absent */
     uint32_t lerc_sub;           /* LercParameters[1]: CF_LERC_* */
-    uint16_t extra_samples;      /* count of ExtraSamples */
     char comp_name[24];          /* what cf_tiff_compression_name returns */
 } cf_tiff_ifd;
 
