@@ -49,15 +49,18 @@ def variants(dataset):
     return out
 
 
+def _shape(path):
+    """(width, height, bands, bytes per sample) of a COG."""
+    with common.import_cogfeed().open(path) as c:
+        return c.width, c.height, c.count, c.dtype.itemsize
+
+
 def decoded_bytes(paths):
     """Bytes the images hold decoded (all bands, full resolution)."""
-    from osgeo import gdal
-    gdal.UseExceptions()
     n = 0
     for p in paths:
-        ds = gdal.Open(p)
-        n += ds.RasterXSize * ds.RasterYSize * ds.RasterCount * \
-            gdal.GetDataTypeSize(ds.GetRasterBand(1).DataType) // 8
+        w, h, b, isz = _shape(p)
+        n += w * h * b * isz
     return n
 
 
@@ -72,13 +75,6 @@ def cache_choices(dataset_bytes, frac):
     cap = dataset_bytes * frac / (1 << 20)
     ok = [c for c in CACHE_MB if c <= cap]
     return ok or [max(1, int(cap))]
-
-
-def _min_side(path):
-    from osgeo import gdal
-    gdal.UseExceptions()
-    ds = gdal.Open(path)
-    return min(ds.RasterXSize, ds.RasterYSize)
 
 
 class AnovaImportance(optuna.importance.BaseImportanceEvaluator):
@@ -173,7 +169,8 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
     os.makedirs(out, exist_ok=True)
     var = variants(dataset)
     names = sorted(var)
-    side = min(_min_side(v[0][0]) for v in var.values())
+    first = {n: _shape(v[0][0]) for n, v in var.items()}
+    side = min(min(s[0], s[1]) for s in first.values())
     psz = [p for p in patch_sizes if p <= side] or [side]
     if samplers is None:
         samplers = ("random", "blocked", "grid") if loader == "baseline" \
@@ -181,7 +178,7 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
     cache_mb = cache_choices(min(decoded_bytes(v[0]) for v in var.values()),
                              max_cache_frac)
     # jpeg/webp variants hold 8-bit samples, the others 16-bit.
-    itemsize = {n: bench.itemsize_of(v[0][0]) for n, v in var.items()}
+    itemsize = {n: s[3] for n, s in first.items()}
 
     def objective_with(url, logpath, transport):
         def objective(trial):
