@@ -65,6 +65,11 @@ double cf__now(void);
 /* CPUs online (at least 1). */
 size_t cf__ncpu(void);
 
+/* The whole machine's CPU time so far, in clock ticks: *busy (all but
+ * idle and iowait) and *total.  0 where it cannot be read (no /proc/stat):
+ * callers then fall back to their own process's CPU time. */
+int cf__cpu_ticks(uint64_t *busy, uint64_t *total);
+
 /* Copy `url` into `out` without userinfo, query string or fragment, so
  * that it can appear in messages. Always NUL-terminates. */
 void cf__redact_url(const char *url, char *out, size_t outlen);

@@ -69,17 +69,6 @@ void cf__err_clear(cf_error *err) {
     err->msg[0] = 0;
 }
 
-double cf__now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-size_t cf__ncpu(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (size_t)n;
-}
-
 void cf__redact_url(const char *url, char *out, size_t outlen) {
     if (!outlen) return;
     out[0] = 0;

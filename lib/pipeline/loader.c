@@ -7,8 +7,8 @@
  * order.  Memory is fixed at creation: slots, per-thread scratch and the
  * tile-shuffle cache are sized from the options, never from the input.
  *
- * How many patches are read at once adapts by hill-climbing on throughput
- * unless max_inflight fixes it.
+ * How many patches are read at once adapts to how busy the CPUs are
+ * (loader_adapt.c) unless max_inflight fixes it.
  */
 #include "../common/common.h"
 #include "cog_internal.h"
@@ -151,6 +151,8 @@ struct cf_loader {
     int reading;
     /* adaptive control window */
     double win_t0, win_cpu0;
+    uint64_t win_sys_busy0, win_sys_total0; /* machine CPU ticks */
+    int win_sys;                            /* 1: they were read */
     uint64_t win_done, win_retries;
     int win_backpressure;
     cf__adapt ctl;             /* ctl.conc: patches read at once */
@@ -1313,8 +1315,8 @@ static double process_cpu_s(void) {
 }
 
 /* Feed the controller (loader_adapt.c) one window of at least 0.25 s and
- * `conc` samples: throughput, CPU use of the process, retries, whether the
- * ring was full.  Called under ld->mu after each sample. */
+ * `conc` samples: how busy the CPUs were, retries, whether the ring was
+ * full.  Called under ld->mu after each sample. */
 static void adapt(cf_loader *ld) {
     if (ld->o.max_inflight) return;
     double now = cf__now();
@@ -1323,6 +1325,7 @@ static void adapt(cf_loader *ld) {
         io_stats(ld, &ios);
         ld->win_t0 = now;
         ld->win_cpu0 = process_cpu_s();
+        ld->win_sys = cf__cpu_ticks(&ld->win_sys_busy0, &ld->win_sys_total0);
         ld->win_done = 0;
         ld->win_retries = ios.retries;
         ld->win_backpressure = 0;
@@ -1333,11 +1336,20 @@ static void adapt(cf_loader *ld) {
     if (dt < 0.25 || ld->win_done < (uint64_t)ld->ctl.conc) return;
     cf_io_stats ios;
     io_stats(ld, &ios);
+    /* Busy: this process's share of all cores, or the whole machine's
+     * where /proc/stat tells it (a local server, the training step and
+     * other processes use the same cores), whichever is larger. */
     double cpu_now = process_cpu_s();
-    double cpu = (cpu_now - ld->win_cpu0) / (dt * (double)cf__ncpu());
+    double busy = (cpu_now - ld->win_cpu0) / (dt * (double)cf__ncpu());
+    uint64_t sb = 0, stot = 0;
+    int sys = cf__cpu_ticks(&sb, &stot);
+    if (sys && ld->win_sys && stot > ld->win_sys_total0) {
+        double m = (double)(sb - ld->win_sys_busy0) /
+                   (double)(stot - ld->win_sys_total0);
+        if (m > busy) busy = m;
+    }
     int before = ld->ctl.conc;
-    int c = cf__adapt_step(&ld->ctl, (double)ld->win_done / dt, cpu,
-                           ios.retries > ld->win_retries,
+    int c = cf__adapt_step(&ld->ctl, busy, ios.retries > ld->win_retries,
                            ld->win_backpressure);
     if (c > before) pthread_cond_broadcast(&ld->work_cv);
     if (ld->own_io && ld->remote) {
@@ -1349,6 +1361,9 @@ static void adapt(cf_loader *ld) {
     }
     ld->win_t0 = now;
     ld->win_cpu0 = cpu_now;
+    ld->win_sys = sys;
+    ld->win_sys_busy0 = sb;
+    ld->win_sys_total0 = stot;
     ld->win_done = 0;
     ld->win_retries = ios.retries;
     ld->win_backpressure = 0;

@@ -3,10 +3,15 @@
  * are latency-bound: each reader mostly waits, so while the CPU has room
  * more readers mean proportionally more throughput and the controller
  * grows fast.  Once decoding keeps the cores busy, more readers only add
- * memory and contention: it then hill-climbs on measured throughput with
- * small steps, preferring fewer readers on a plateau.  Throughput alone is
- * too noisy a signal at 100+ ms per read to drive the fast phase, which is
- * why CPU use decides which phase applies.
+ * memory; it then holds, and now and then gives a few readers back to
+ * find out whether it still needs them.
+ *
+ * Why idle CPU and not throughput decides: at 100+ ms per read, the
+ * throughput of a quarter-second window varies by +-15% at a fixed
+ * concurrency (measured on the 164 ms benchmark), so hill-climbing on it
+ * random-walks, and below the knee every reader lost costs throughput
+ * (32 readers gave 420 MB/s, 64 gave 610-680 there).  Idle cores are a
+ * direct and far steadier sign that more patches in flight would help.
  */
 #include "loader_adapt.h"
 
@@ -16,32 +21,27 @@ void cf__adapt_init(cf__adapt *a, int start, int max_conc) {
     if (start > max_conc) start = max_conc;
     a->conc = start;
     a->max_conc = max_conc;
-    a->dir = 1;
-    a->last_rate = 0;
+    a->calm = 0;
 }
 
-int cf__adapt_step(cf__adapt *a, double rate, double cpu, int retried,
+int cf__adapt_step(cf__adapt *a, double busy, int retried,
                    int consumer_bound) {
     int c = a->conc;
     if (retried) {
         c = c * 3 / 4;
-        a->dir = -1;
-        a->last_rate = 0;
+        a->calm = 0;
     } else if (consumer_bound) {
         /* hold: the ring is full, readers are ahead of the consumer */
-    } else if (cpu < 0.75) {
+        a->calm = 0;
+    } else if (busy < 0.75) {
         c = c * 3 / 2 + 1;
-        a->dir = 1;
-        a->last_rate = rate;
-    } else {
-        /* Going up must pay (+2%), going down may cost nothing (-2%). */
-        if (a->last_rate > 0) {
-            if (a->dir > 0 && !(rate > a->last_rate * 1.02)) a->dir = -1;
-            else if (a->dir < 0 && rate < a->last_rate * 0.98) a->dir = 1;
-        }
-        int step = c / 8 > 1 ? c / 8 : 1;
-        c += a->dir * step;
-        a->last_rate = rate;
+        a->calm = 0;
+    } else if (busy < 0.95) {
+        c += c / 8 > 1 ? c / 8 : 1;
+        a->calm = 0;
+    } else if (++a->calm >= CF__ADAPT_CALM) {
+        c -= c / 16 > 1 ? c / 16 : 1;
+        a->calm = 0;
     }
     if (c < 1) c = 1;
     if (c > a->max_conc) c = a->max_conc;

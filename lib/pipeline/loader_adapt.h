@@ -9,24 +9,26 @@
 typedef struct cf__adapt {
     int conc;          /* patches read at once now */
     int max_conc;      /* upper bound (threads, byte budget) */
-    int dir;           /* +1 / -1: direction of the next small step */
-    double last_rate;  /* samples/s of the previous window (0: none) */
+    int calm;          /* busy windows in a row since the last change */
 } cf__adapt;
 
 void cf__adapt_init(cf__adapt *a, int start, int max_conc);
 
-/* One control window: `rate` samples/s delivered by the readers, `cpu`
- * the process's CPU use as a fraction of all cores (0..1), `retried`
- * whether the io retried requests (throttling, errors), `consumer_bound`
- * whether readers waited for a free ring slot.  Returns the new
- * concurrency (also in a->conc), in [1, max_conc]:
+/* One control window: `busy` the fraction of the machine's CPU time that
+ * was used (0..1: the larger of the whole machine's and this process's
+ * share), `retried` whether the io retried requests (throttling, errors),
+ * `consumer_bound` whether readers waited for a free ring slot.  Returns
+ * the new concurrency (also in a->conc), in [1, max_conc]:
  *  - retries: back off by a quarter;
  *  - consumer-bound: hold (more readers cannot help);
- *  - CPU below 75%: readers wait on latency, not on work: x1.5 + 1;
- *  - CPU busy (decode-bound): steps of conc/8 (at least 1), up while the
- *    rate grows by more than 2%, down while it falls by less than 2%, so
- *    that it settles at the fewest readers that give the full rate. */
-int cf__adapt_step(cf__adapt *a, double rate, double cpu, int retried,
-                   int consumer_bound);
+ *  - busy below 75%: readers wait on latency, not on work: x1.5 + 1;
+ *  - busy below 95%: cores still idle now and then: up by conc/8;
+ *  - busy (decode-bound): hold, and every CF__ADAPT_CALM windows in a row
+ *    step down by conc/16, so that readers beyond what keeps the cores
+ *    busy are given back; the first window with idle cores steps up
+ *    again (by twice as much), so it settles just above the knee. */
+int cf__adapt_step(cf__adapt *a, double busy, int retried, int consumer_bound);
+
+#define CF__ADAPT_CALM 8
 
 #endif

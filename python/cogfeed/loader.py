@@ -87,7 +87,7 @@ class Loader:
             a time (default: 2 x cores + 2 for local files; for remote 128,
             or 32 per core where that is more; capped by inflight_bytes).
         max_inflight: patches read at once (default None: adaptive, raised
-            while throughput grows, lowered on retries).
+            while CPU cores sit idle, lowered on retries).
         inflight_bytes: byte budget of patches being read (default None:
             256 MiB, or 64 MiB per core on machines of more than 4 cores);
             caps the reader threads.

@@ -1,0 +1,40 @@
+/*
+ * cpu.c - clocks and CPU counts: what the loader's concurrency controller
+ * measures itself by.
+ */
+#include "common.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+double cf__now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+size_t cf__ncpu(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (size_t)n;
+}
+
+int cf__cpu_ticks(uint64_t *busy, uint64_t *total) {
+    /* First line of /proc/stat: "cpu  user nice system idle iowait irq
+     * softirq steal guest guest_nice".  Guest time is already inside user
+     * and nice, so only the first eight fields are summed. */
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return 0;
+    uint64_t v[8] = {0};
+    int n = fscanf(f, "cpu %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+                      " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
+                   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 4) return 0;
+    uint64_t t = 0;
+    for (int i = 0; i < 8; i++) t += v[i];
+    *total = t;
+    *busy = t - v[3] - v[4];
+    return 1;
+}
