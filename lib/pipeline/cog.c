@@ -62,7 +62,9 @@ static cf_status parse_from_src(cf_cog *cog, cf_hc_entry *rec,
         return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
     }
     st = cf_tiff_parser_add(p, 0, buf, got, err);
-    if (!st && rec) st = cf__hc_add_range(rec, 0, buf, got);
+    /* Recording for the header cache may leave a range out (the entry is
+     * then not stored); it never fails the open. */
+    if (!st && rec) (void)cf__hc_add_range(rec, 0, buf, got);
     free(buf);
     while (!st) {
         uint64_t off = 0, len = 0;
@@ -92,7 +94,7 @@ static cf_status parse_from_src(cf_cog *cog, cf_hc_entry *rec,
         cog->header_requests++;
         cog->header_bytes += len;
         if (!st) st = cf_tiff_parser_add(p, off, more, (size_t)len, err);
-        if (!st && rec) st = cf__hc_add_range(rec, off, more, (size_t)len);
+        if (!st && rec) (void)cf__hc_add_range(rec, off, more, (size_t)len);
         free(more);
     }
     cf_tiff_parser_free(p);

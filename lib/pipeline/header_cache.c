@@ -57,16 +57,25 @@ void cf__hc_entry_free(cf_hc_entry *e) {
 
 cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
                            size_t len) {
-    if (e->nranges >= HC_MAX_RANGES) return CF_OK; /* too scattered: not kept */
+    if (e->nranges >= HC_MAX_RANGES) {
+        e->incomplete = 1;
+        return CF_E_LIMIT;
+    }
     if (e->nranges == e->cap) {
         size_t cap = e->cap ? e->cap * 2 : 4;
         cf_hc_range *r = cf__realloc(e->ranges, cap * sizeof *r);
-        if (!r) return CF_E_NOMEM;
+        if (!r) {
+            e->incomplete = 1;
+            return CF_E_NOMEM;
+        }
         e->ranges = r;
         e->cap = cap;
     }
     uint8_t *d = cf__malloc(len);
-    if (!d) return CF_E_NOMEM;
+    if (!d) {
+        e->incomplete = 1;
+        return CF_E_NOMEM;
+    }
     memcpy(d, data, len);
     e->ranges[e->nranges++] = (cf_hc_range){off, len, d};
     e->bytes += len;
@@ -101,6 +110,7 @@ static void disk_path(const char *dir, const char *url, char *out, size_t n) {
 
 static void mem_store(cf_io *io, const char *url, const cf_hc_entry *e,
                       const char *etag);
+static void mem_drop(cf_io *io, const char *url);
 
 static int rd(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
 
@@ -183,12 +193,44 @@ cf_hc_entry *cf__hc_lookup(cf_io *io, const char *url) {
 void cf__hc_store(cf_io *io, const char *url, const cf_hc_entry *e,
                   const char *etag) {
     const char *dir = cf_io_opts(io)->header_cache_dir;
+    if (e->incomplete) {
+        mem_drop(io, url);
+        if (dir && *dir) {
+            char path[4096];
+            disk_path(dir, url, path, sizeof path);
+            unlink(path);
+        }
+        return;
+    }
     if (dir && *dir) {
         cf_hc_entry *c = entry_copy(e, etag);
         if (c) disk_store(dir, url, c);
         cf__hc_entry_free(c);
     }
     mem_store(io, url, e, etag);
+}
+
+/* Remove url's item from t, if any; t->mu held. */
+static void unlink_url(hc_table *t, const char *url) {
+    for (hc_item **pp = &t->head; *pp; pp = &(*pp)->next)
+        if (!strcmp((*pp)->url, url)) {
+            hc_item *old = *pp;
+            *pp = old->next;
+            t->bytes -= old->e->bytes;
+            free(old->url);
+            cf__hc_entry_free(old->e);
+            free(old);
+            return;
+        }
+}
+
+static void mem_drop(cf_io *io, const char *url) {
+    cf_io_state *state = cf__io_state(io);
+    hc_table *t = state ? state->hc : NULL;
+    if (!t) return;
+    pthread_mutex_lock(&t->mu);
+    unlink_url(t, url);
+    pthread_mutex_unlock(&t->mu);
 }
 
 static void mem_store(cf_io *io, const char *url, const cf_hc_entry *e,
@@ -209,16 +251,7 @@ static void mem_store(cf_io *io, const char *url, const cf_hc_entry *e,
     it->e = c;
     pthread_mutex_lock(&t->mu);
     /* Replace an older entry for the same URL, then trim to the budget. */
-    for (hc_item **pp = &t->head; *pp; pp = &(*pp)->next)
-        if (!strcmp((*pp)->url, url)) {
-            hc_item *old = *pp;
-            *pp = old->next;
-            t->bytes -= old->e->bytes;
-            free(old->url);
-            cf__hc_entry_free(old->e);
-            free(old);
-            break;
-        }
+    unlink_url(t, url);
     it->next = t->head;
     t->head = it;
     t->bytes += c->bytes;

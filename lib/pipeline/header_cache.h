@@ -22,15 +22,23 @@ typedef struct cf_hc_entry {
     cf_hc_range *ranges;
     size_t nranges, cap;
     size_t bytes;
+    int incomplete;       /* a range was left out (too many, or no memory):
+                           * such an entry is never stored */
 } cf_hc_entry;
 
 cf_hc_entry *cf__hc_entry_new(void);
 void cf__hc_entry_free(cf_hc_entry *e);
+/* Append a copy of one header range.  Past HC_MAX_RANGES ranges (a header
+ * too scattered to be worth keeping) or out of memory the range is left
+ * out, the entry marked incomplete, and CF_E_LIMIT / CF_E_NOMEM returned:
+ * recording for the cache never fails an open. */
 cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
                            size_t len);
 /* A private copy of the cached entry for url, or NULL. */
 cf_hc_entry *cf__hc_lookup(cf_io *io, const char *url);
-/* Remember e (copied) for url with the given ETag (may be NULL). */
+/* Remember e (copied) for url with the given ETag (may be NULL); an
+ * incomplete entry is not stored, and one already stored is dropped, so
+ * that every open does not copy and write it again for nothing. */
 void cf__hc_store(cf_io *io, const char *url, const cf_hc_entry *e,
                   const char *etag);
 
