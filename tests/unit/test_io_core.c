@@ -341,9 +341,9 @@ static void test_refused(void) {
     cf_io_options_init(&o);
     o.max_retries = 2;
     o.retry_base_ms = 1;
-    cf_io *io;
+    cf_io *io = NULL;
     cf_error e;
-    cf_src *s;
+    cf_src *s = NULL;
     CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK);
     uint8_t buf[16];
     size_t got = 7;
