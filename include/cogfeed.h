@@ -238,9 +238,11 @@ typedef struct cf_read_req {
 /* Read many windows, of one file or many, at once: every window's tiles
  * are requested together (remote ones all in flight on their io loops,
  * local ones read by the calling thread) and decoded by `threads` threads
- * (0: one per CPU) as they arrive, straight into each window's dst.
- * Compressed tile bytes held at once are capped by `inflight_bytes`
- * (0: 256 MiB; a window larger than the cap is read alone).  Each req gets
+ * (0: one per CPU) as they arrive, straight into each window's dst.  A
+ * tile several windows need (same cog, level and tile) is fetched and
+ * decoded once and pasted into each.  Compressed tile bytes held at once
+ * are capped by `inflight_bytes` (0: 256 MiB; a tile larger than the cap
+ * is read alone).  Each req gets
  * its own status; returns CF_OK when every window was read, else the first
  * failure (err: its message).  Same output as cf_cog_read per window. */
 cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,

@@ -614,10 +614,9 @@ int cf__cog_chunk_raw(const cf_cog *cog, const cf_chunk *c) {
     return raw_usable(&p, c->len, (size_t)cf_codec_chunk_bytes(&p));
 }
 
-cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
-                               const uint8_t *src, int64_t x, int64_t y, uint32_t w,
-                               uint32_t h, const int *bands, int nb, uint8_t *dst,
-                               int expand_bits, cf_error *err) {
+cf_status cf__cog_decode_chunk(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+                               const uint8_t *src, const uint8_t **out,
+                               cf_error *err) {
     cf_codec_params p;
     cf__cog_chunk_params(cog, c, &p);
     size_t len = (size_t)cf_codec_chunk_bytes(&p);
@@ -625,8 +624,8 @@ cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c
         return cf__err(err, CF_E_LIMIT, "%s: tile %u,%u too large", cog->name,
                        c->cx, c->cy);
     if (raw_usable(&p, c->len, len)) {
-        /* Uncompressed in host order: paste from the fetched bytes. */
-        cf__cog_paste(cog, c, src, x, y, w, h, bands, nb, dst, expand_bits);
+        /* Uncompressed in host order: pasted from the fetched bytes. */
+        *out = src;
         return CF_OK;
     }
     /* Every chunk of an IFD fits a full-height tile: the context's
@@ -637,13 +636,24 @@ cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c
     if (!tile_bytes || tile_bytes < len)
         return cf__err(err, CF_E_LIMIT, "%s: tile of %ux%u x %u samples too large",
                        cog->name, p0.width, p0.height, p0.samples);
+    if (!ctx) return cf__err(err, CF_E_NOMEM, "%s: no codec context", cog->name);
     uint8_t *tile = cf_codec_ctx_tile(ctx, (size_t)tile_bytes, err);
     if (!tile) {
         cf__err_prefix(err, "%s", cog->name);
         return CF_E_NOMEM;
     }
     cf_status st = cf__cog_decode(cog, ctx, c, src, (size_t)c->len, tile, len, err);
-    if (!st) cf__cog_paste(cog, c, tile, x, y, w, h, bands, nb, dst, expand_bits);
+    if (!st) *out = tile;
+    return st;
+}
+
+cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+                               const uint8_t *src, int64_t x, int64_t y, uint32_t w,
+                               uint32_t h, const int *bands, int nb, uint8_t *dst,
+                               int expand_bits, cf_error *err) {
+    const uint8_t *chunk = NULL;
+    cf_status st = cf__cog_decode_chunk(cog, ctx, c, src, &chunk, err);
+    if (!st) cf__cog_paste(cog, c, chunk, x, y, w, h, bands, nb, dst, expand_bits);
     return st;
 }
 

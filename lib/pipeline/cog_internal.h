@@ -96,6 +96,12 @@ void cf__cog_prefault(const cf_cog *cog, uint8_t *buf, size_t len);
  * fetched bytes, with no decode step (and no codec context). */
 int cf__cog_chunk_raw(const cf_cog *cog, const cf_chunk *c);
 
+/* Decode one fetched chunk with `ctx`: *out is then the decoded chunk (the
+ * context's buffer, valid until the context's next use, or src itself for
+ * uncompressed host-order chunks, which need no ctx). */
+cf_status cf__cog_decode_chunk(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+                               const uint8_t *src, const uint8_t **out,
+                               cf_error *err);
 /* Decode one fetched chunk with `ctx` and paste its part of the window
  * (uncompressed host-order chunks are pasted straight from src; ctx may
  * then be NULL). */

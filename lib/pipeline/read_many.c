@@ -10,7 +10,14 @@
  * queued, and a pool of one thread per CPU decodes them straight into the
  * windows' buffers in the order they arrive.
  *
- * Memory is bounded: a window's compressed tiles occupy one buffer from
+ * A tile several windows need (crops of one tile, overlapping windows) is
+ * fetched once and decoded once, then pasted into each of them: the
+ * windows' tiles are listed first, identical ones (same cog, IFD and
+ * chunk) merged, and the tiles requested in the order of the first window
+ * that needs them, in batches of neighbours the io can merge into one
+ * request.
+ *
+ * Memory is bounded: a batch's compressed tiles occupy one buffer from
  * submission until its last tile is decoded, and the submitter waits while
  * the buffers in use exceed inflight_bytes.
  */
@@ -22,51 +29,60 @@
 
 #define RM_MAX_THREADS 256
 #define RM_DEFAULT_INFLIGHT ((uint64_t)256 << 20)
-
-typedef struct rm rm;
-typedef struct rm_job rm_job;
+#define RM_BATCH_TILES 64      /* tiles per submission (merged by the io) */
 
 typedef struct rm_win {
     cf_read_req *req;
     size_t at;                 /* index of req */
     int *bands, nb;
-    cf_chunk *chunks;
-    size_t nchunks, left;      /* left: chunks not decoded yet (under mu) */
-    cf_range_req *rr;
-    rm_job *jobs;
-    cf_error *errs;            /* one per chunk: completions may race */
-    uint8_t *fetched;
-    uint64_t total;
+    size_t left;               /* tiles not pasted yet (under mu) */
     int failed;
 } rm_win;
 
-struct rm_job {
-    rm_win *win;
-    size_t k;                  /* chunk index in win */
-    rm_job *next;              /* completion queue */
-};
+typedef struct rm_batch {
+    uint8_t *fetched;
+    uint64_t total;
+    size_t left;               /* tiles not decoded yet (under mu) */
+} rm_batch;
 
-struct rm {
+typedef struct rm_tile {
+    cf_cog *cog;
+    size_t i;                  /* index in chunks / rr / errs */
+    rm_win **uses;             /* the windows it is pasted into */
+    size_t nuses;
+    size_t first;              /* lowest index of those windows */
+    uint64_t off;              /* file offset (submission order) */
+    rm_batch *batch;           /* NULL: in-memory file */
+    struct rm_tile *next;      /* completion queue */
+} rm_tile;
+
+/* One (window, tile) need, before identical tiles are merged. */
+typedef struct rm_need {
+    cf_cog *cog;
+    cf_chunk c;
+    rm_win *win;
+} rm_need;
+
+typedef struct rm {
     pthread_mutex_t mu;
-    pthread_cond_t work_cv;    /* decoders: a job arrived, or stop */
-    pthread_cond_t room_cv;    /* submitter: a window finished */
-    rm_job *head, *tail;
+    pthread_cond_t work_cv;    /* decoders: a tile arrived, or stop */
+    pthread_cond_t room_cv;    /* submitter: a batch or the last tile done */
+    rm_tile *head, *tail;
     uint64_t inflight, cap;
-    size_t busy;               /* windows submitted, not finished */
+    size_t busy;               /* batches submitted, not finished */
+    size_t pending;            /* tiles not finished */
     int stop;
     cf_status first;           /* first failure, in window order */
     size_t first_at;
     cf_error *err;
-};
+    cf_chunk *chunks;          /* per tile, in submission order */
+    cf_range_req *rr;
+    cf_error *errs;            /* per tile: completions may race */
+} rm;
 
 static void win_free(rm_win *w) {
     free(w->bands);
-    free(w->chunks);
-    free(w->rr);
-    free(w->jobs);
-    free(w->errs);
-    free(w->fetched);
-    memset(w, 0, sizeof *w);
+    free(w);
 }
 
 /* Under r->mu: record a window's result; the lowest window index wins. */
@@ -82,14 +98,35 @@ static void note_result(rm *r, cf_read_req *req, size_t at, cf_status st,
     }
 }
 
-static void push(rm *r, rm_job *j) {
+/* Under r->mu: tile t is finished (pasted, or failed with st / e). */
+static void tile_done(rm *r, rm_tile *t, cf_status st, const cf_error *e) {
+    for (size_t u = 0; u < t->nuses; u++) {
+        rm_win *w = t->uses[u];
+        if (st != CF_OK && !w->failed) {
+            w->failed = 1;
+            note_result(r, w->req, w->at, st, e);
+        }
+        if (--w->left == 0) win_free(w);
+    }
+    rm_batch *b = t->batch;
+    if (b && --b->left == 0) {
+        r->inflight -= b->total;
+        r->busy--;
+        free(b->fetched);
+        free(b);
+        pthread_cond_broadcast(&r->room_cv);
+    }
+    if (--r->pending == 0) pthread_cond_broadcast(&r->room_cv);
+}
+
+static void push(rm *r, rm_tile *t) {
     pthread_mutex_lock(&r->mu);
-    j->next = NULL;
+    t->next = NULL;
     if (r->tail)
-        r->tail->next = j;
+        r->tail->next = t;
     else
-        r->head = j;
-    r->tail = j;
+        r->head = t;
+    r->tail = t;
     pthread_cond_signal(&r->work_cv);
     pthread_mutex_unlock(&r->mu);
 }
@@ -102,52 +139,47 @@ static void *decoder(void *arg) {
     for (;;) {
         pthread_mutex_lock(&r->mu);
         while (!r->head && !r->stop) pthread_cond_wait(&r->work_cv, &r->mu);
-        rm_job *j = r->head;
-        if (!j) {
+        rm_tile *t = r->head;
+        if (!t) {
             pthread_mutex_unlock(&r->mu);
             return NULL;
         }
-        r->head = j->next;
+        r->head = t->next;
         if (!r->head) r->tail = NULL;
         pthread_mutex_unlock(&r->mu);
 
-        rm_win *w = j->win;
-        cf_read_req *q = w->req;
-        cf_chunk *c = &w->chunks[j->k];
-        cf_range_req *rr = &w->rr[j->k];
-        cf_error *e = &w->errs[j->k];
-        cf_status st = w->rr ? rr->status : CF_OK;
+        const cf_chunk *c = &r->chunks[t->i];
+        cf_error *e = &r->errs[t->i];
+        cf_status st = t->batch ? r->rr[t->i].status : CF_OK;
         if (st == CF_OK) {
-            cf_codec_ctx *ctx = cf__cog_ctx_get(q->cog);
+            cf_codec_ctx *ctx = cf__cog_ctx_get(t->cog);
             if (!ctx) {
-                st = cf__err(e, CF_E_NOMEM, "%s: out of memory", q->cog->name);
+                st = cf__err(e, CF_E_NOMEM, "%s: out of memory", t->cog->name);
             } else {
-                const uint8_t *src = w->rr ? rr->dst : q->cog->mem + c->off;
-                st = cf__cog_decode_paste(q->cog, ctx, c, src, q->x, q->y, q->w, q->h,
-                                          w->bands, w->nb, q->dst, 1, e);
-                cf__cog_ctx_put(q->cog, ctx);
+                const uint8_t *src = t->batch ? r->rr[t->i].dst : t->cog->mem + c->off;
+                const uint8_t *chunk = NULL;
+                st = cf__cog_decode_chunk(t->cog, ctx, c, src, &chunk, e);
+                /* Each window gets its own part of the tile: disjoint
+                 * regions of different buffers, no lock needed. */
+                for (size_t u = 0; st == CF_OK && u < t->nuses; u++) {
+                    const rm_win *w = t->uses[u];
+                    const cf_read_req *q = w->req;
+                    cf__cog_paste(t->cog, c, chunk, q->x, q->y, q->w, q->h, w->bands,
+                                  w->nb, q->dst, 1);
+                }
+                cf__cog_ctx_put(t->cog, ctx);
             }
         }
         pthread_mutex_lock(&r->mu);
-        if (st != CF_OK && !w->failed) {
-            w->failed = 1;
-            note_result(r, q, w->at, st, e);
-        }
-        if (--w->left == 0) {
-            r->inflight -= w->total;
-            r->busy--;
-            win_free(w);
-            free(w);
-            pthread_cond_broadcast(&r->room_cv);
-        }
+        tile_done(r, t, st, e);
         pthread_mutex_unlock(&r->mu);
     }
 }
 
-/* Set up window i and hand its chunks to the io (or straight to the
- * decoders for in-memory files).  Returns the window's failure, if any,
- * before anything of it was queued. */
-static cf_status submit_window(rm *r, cf_read_req *q, size_t i, cf_error *e) {
+/* Check window i, pre-fill what has no tile, and append its tile needs.
+ * Returns the window's failure, if any (then nothing of it was added). */
+static cf_status list_window(cf_read_req *q, size_t i, rm_need **needs, size_t *nneeds,
+                             size_t *cap, cf_error *e) {
     cf_cog *cog = q->cog;
     if (!cog || !q->dst) return cf__err(e, CF_E_ARG, "cf_cog_read_many: window %zu: NULL cog or dst", i);
     int all[CF_MAX_BANDS], nb, ifdi;
@@ -155,72 +187,151 @@ static cf_status submit_window(rm *r, cf_read_req *q, size_t i, cf_error *e) {
     cf_status st = cf__cog_prepare_read(cog, q->level, q->x, q->y, q->w, q->h, q->bands,
                                         q->nbands, q->dst_size, all, &nb, &ifdi, fill, e);
     if (st) return st;
-    rm_win *w = cf__calloc(1, sizeof *w);
-    if (!w) return cf__err(e, CF_E_NOMEM, "%s: out of memory", cog->name);
-    w->req = q;
-    w->at = i;
+    cf_chunk *chunks = NULL;
+    size_t n = 0;
+    uint64_t total = 0;
     st = cf__cog_window_chunks(cog, ifdi, q->x, q->y, q->w, q->h, all, nb, q->dst, fill,
-                               &w->chunks, &w->nchunks, &w->total, e);
-    if (st || !w->nchunks) {
-        win_free(w);
-        free(w);
+                               &chunks, &n, &total, e);
+    if (st || !n) {
+        free(chunks);
         return st;
     }
-    w->nb = nb;
-    w->left = w->nchunks;
-    w->bands = cf__malloc((size_t)nb * sizeof *w->bands);
-    w->jobs = cf__calloc(w->nchunks, sizeof *w->jobs);
-    w->errs = cf__calloc(w->nchunks, sizeof *w->errs);
-    if (cog->src) {
-        w->rr = cf__calloc(w->nchunks, sizeof *w->rr);
-        w->fetched = cf__malloc((size_t)w->total);
+    rm_win *w = cf__calloc(1, sizeof *w);
+    if (w) w->bands = cf__malloc((size_t)nb * sizeof *w->bands);
+    if (*nneeds + n > *cap) {
+        size_t nc = (*nneeds + n) * 2;
+        rm_need *p = cf__realloc(*needs, nc * sizeof *p);
+        if (p) {
+            *needs = p;
+            *cap = nc;
+        }
     }
-    if (!w->bands || !w->jobs || !w->errs || (cog->src && (!w->rr || !w->fetched))) {
-        unsigned long long total = w->total;
-        win_free(w);
-        free(w);
-        return cf__err(e, CF_E_NOMEM, "%s: out of memory (%llu bytes of tiles)", cog->name,
-                       total);
+    if (!w || !w->bands || *nneeds + n > *cap) {
+        free(chunks);
+        if (w) win_free(w);
+        return cf__err(e, CF_E_NOMEM, "%s: out of memory", cog->name);
     }
     memcpy(w->bands, all, (size_t)nb * sizeof *w->bands);
-    if (w->rr) {
-        cf__cog_chunk_reqs(w->chunks, w->nchunks, w->fetched, w->rr);
-        cf__cog_prefault(cog, w->fetched, (size_t)w->total);
+    w->nb = nb;
+    w->req = q;
+    w->at = i;
+    w->left = n;
+    for (size_t k = 0; k < n; k++) (*needs)[(*nneeds)++] = (rm_need){cog, chunks[k], w};
+    free(chunks);
+    return CF_OK;
+}
+
+static int same_tile(const rm_need *x, const rm_need *y) {
+    return x->cog == y->cog && x->c.ifd == y->c.ifd && x->c.index == y->c.index;
+}
+
+/* Needs grouped by tile, each tile's windows in window order. */
+static int cmp_need(const void *a, const void *b) {
+    const rm_need *x = a, *y = b;
+    uintptr_t cx = (uintptr_t)x->cog, cy = (uintptr_t)y->cog;
+    if (cx != cy) return cx < cy ? -1 : 1;
+    if (x->c.ifd != y->c.ifd) return x->c.ifd < y->c.ifd ? -1 : 1;
+    if (x->c.index != y->c.index) return x->c.index < y->c.index ? -1 : 1;
+    return x->win->at < y->win->at ? -1 : x->win->at > y->win->at;
+}
+
+/* Tiles in the order of the first window needing them; then by file and
+ * offset, so that a batch holds neighbours the io can merge. */
+static int cmp_tile(const void *a, const void *b) {
+    const rm_tile *x = a, *y = b;
+    if (x->first != y->first) return x->first < y->first ? -1 : 1;
+    uintptr_t cx = (uintptr_t)x->cog, cy = (uintptr_t)y->cog;
+    if (cx != cy) return cx < cy ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Merge identical needs into tiles, ordered for submission: fills
+ * r->chunks / rr / errs (tile k's at index k), *tiles and *uses (the
+ * tiles' window lists).  CF_E_NOMEM leaves nothing allocated. */
+static cf_status plan(rm *r, rm_need *needs, size_t nneeds, rm_tile **tiles_out,
+                      size_t *ntiles_out, rm_win ***uses_out) {
+    qsort(needs, nneeds, sizeof *needs, cmp_need);
+    size_t nt = 0;
+    for (size_t k = 0; k < nneeds; k++) nt += !k || !same_tile(&needs[k - 1], &needs[k]);
+    rm_tile *tiles = cf__calloc(nt, sizeof *tiles);
+    rm_win **uses = cf__calloc(nneeds, sizeof *uses);
+    cf_chunk *by_tile = cf__calloc(nt, sizeof *by_tile);
+    r->chunks = cf__calloc(nt, sizeof *r->chunks);
+    r->rr = cf__calloc(nt, sizeof *r->rr);
+    r->errs = cf__calloc(nt, sizeof *r->errs);
+    if (!tiles || !uses || !by_tile || !r->chunks || !r->rr || !r->errs) {
+        free(tiles);
+        free(uses);
+        free(by_tile);
+        return CF_E_NOMEM; /* r's arrays are freed by the caller */
     }
-    for (size_t k = 0; k < w->nchunks; k++) {
-        w->jobs[k].win = w;
-        w->jobs[k].k = k;
-        if (!w->rr) continue;
-        w->rr[k].err = &w->errs[k];
-        w->rr[k].user = &w->jobs[k];
+    size_t t = 0;
+    for (size_t k = 0; k < nneeds; k++) {
+        const rm_need *n = &needs[k];
+        if (k && !same_tile(&needs[k - 1], n)) t++;
+        if (!tiles[t].nuses) {
+            tiles[t].cog = n->cog;
+            tiles[t].i = t;
+            tiles[t].uses = &uses[k];
+            tiles[t].first = n->win->at;
+            tiles[t].off = n->c.off;
+            by_tile[t] = n->c;
+        }
+        uses[k] = n->win;
+        tiles[t].nuses++;
     }
+    qsort(tiles, nt, sizeof *tiles, cmp_tile);
+    for (size_t k = 0; k < nt; k++) {
+        r->chunks[k] = by_tile[tiles[k].i];
+        tiles[k].i = k;
+        r->rr[k].user = &tiles[k];
+        r->rr[k].err = &r->errs[k];
+    }
+    free(by_tile);
+    *tiles_out = tiles;
+    *ntiles_out = nt;
+    *uses_out = uses;
+    return CF_OK;
+}
+
+/* Submit tiles [t, end) of one file (remote or local) as one batch; on
+ * failure they are finished with the error (none of them was queued). */
+static void submit_batch(rm *r, rm_tile *tiles, size_t t, size_t end, uint64_t total) {
+    cf_cog *cog = tiles[t].cog;
+    cf_error e;
+    cf__err_clear(&e);
+    rm_batch *b = cf__calloc(1, sizeof *b);
+    uint8_t *buf = b ? cf__malloc((size_t)total) : NULL;
+    if (!buf) {
+        free(b);
+        cf__err(&e, CF_E_NOMEM, "%s: out of memory (%llu bytes of tiles)", cog->name,
+                (unsigned long long)total);
+        pthread_mutex_lock(&r->mu);
+        for (size_t k = t; k < end; k++) tile_done(r, &tiles[k], CF_E_NOMEM, &e);
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    b->fetched = buf;
+    b->total = total;
+    b->left = end - t;
+    cf__cog_chunk_reqs(&r->chunks[t], end - t, buf, &r->rr[t]);
+    cf__cog_prefault(cog, buf, (size_t)total);
+    for (size_t k = t; k < end; k++) tiles[k].batch = b;
 
     pthread_mutex_lock(&r->mu);
-    while (r->busy && r->inflight + w->total > r->cap)
+    while (r->busy && r->inflight + total > r->cap)
         pthread_cond_wait(&r->room_cv, &r->mu);
-    r->inflight += w->total;
+    r->inflight += total;
     r->busy++;
     pthread_mutex_unlock(&r->mu);
-
-    if (!cog->src) {
-        /* The last push may let the decoders finish and free w. */
-        size_t nchunks = w->nchunks;
-        rm_job *jobs = w->jobs;
-        for (size_t k = 0; k < nchunks; k++) push(r, &jobs[k]);
-        return CF_OK;
-    }
-    /* After this call succeeds the window belongs to the decoders (the last
-     * one frees it); on failure no callback ran and it is still ours. */
-    st = cf_src_submit(cog->src, w->rr, w->nchunks, on_fetched, r, e);
+    /* Once this call succeeds the tiles belong to the decoders (the last
+     * one frees the batch); on failure no callback ran. */
+    cf_status st = cf_src_submit(cog->src, &r->rr[t], end - t, on_fetched, r, &e);
     if (st) {
         pthread_mutex_lock(&r->mu);
-        r->inflight -= w->total;
-        r->busy--;
+        for (size_t k = t; k < end; k++) tile_done(r, &tiles[k], st, &e);
         pthread_mutex_unlock(&r->mu);
-        win_free(w);
-        free(w);
     }
-    return st;
 }
 
 cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
@@ -240,32 +351,75 @@ cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
     r.err = err;
     for (size_t i = 0; i < n; i++) reqs[i].status = CF_OK; /* failures overwrite */
 
-    pthread_t tid[RM_MAX_THREADS];
-    int started = 0;
-    for (; started < threads; started++)
-        if (pthread_create(&tid[started], NULL, decoder, &r) != 0) break;
-    cf_status st = CF_OK;
-    if (!started) {
-        st = cf__err(err, CF_E_NOMEM, "cf_cog_read_many: cannot start a decoder thread");
-        for (size_t i = 0; i < n; i++) reqs[i].status = st;
-    }
-    for (size_t i = 0; started && i < n; i++) {
+    /* 1. Every window's tiles (windows without any are done here). */
+    rm_need *needs = NULL;
+    size_t nneeds = 0, cap = 0;
+    for (size_t i = 0; i < n; i++) {
         cf_error e;
         cf__err_clear(&e);
-        cf_status s = submit_window(&r, &reqs[i], i, &e);
-        if (s != CF_OK) {
-            pthread_mutex_lock(&r.mu);
-            note_result(&r, &reqs[i], i, s, &e);
-            pthread_mutex_unlock(&r.mu);
+        cf_status s = list_window(&reqs[i], i, &needs, &nneeds, &cap, &e);
+        if (s != CF_OK) note_result(&r, &reqs[i], i, s, &e);
+    }
+    /* 2. One tile per distinct chunk, in submission order. */
+    rm_tile *tiles = NULL;
+    rm_win **uses = NULL;
+    size_t nt = 0;
+    cf_status st = nneeds ? plan(&r, needs, nneeds, &tiles, &nt, &uses) : CF_OK;
+    if (st != CF_OK) {
+        cf_error e;
+        cf__err(&e, CF_E_NOMEM, "cf_cog_read_many: out of memory (%zu tiles)", nneeds);
+        for (size_t k = 0; k < nneeds; k++) {
+            rm_win *w = needs[k].win;
+            if (!w->failed) {
+                w->failed = 1;
+                note_result(&r, w->req, w->at, st, &e);
+            }
+            if (--w->left == 0) win_free(w);
         }
+        nt = 0;
+    }
+    free(needs);
+    r.pending = nt;
+
+    /* 3. Decoders, then the tiles: remote and local ones in batches through
+     * their sources, in-memory ones straight to the decoders. */
+    pthread_t tid[RM_MAX_THREADS];
+    int started = 0;
+    for (; nt && started < threads; started++)
+        if (pthread_create(&tid[started], NULL, decoder, &r) != 0) break;
+    if (nt && !started) {
+        cf_error e;
+        cf__err(&e, CF_E_NOMEM, "cf_cog_read_many: cannot start a decoder thread");
+        for (size_t k = 0; k < nt; k++) tile_done(&r, &tiles[k], CF_E_NOMEM, &e);
+    }
+    for (size_t t = 0; started && t < nt;) {
+        cf_cog *cog = tiles[t].cog;
+        if (!cog->src) {
+            push(&r, &tiles[t++]);
+            continue;
+        }
+        /* A batch: up to RM_BATCH_TILES tiles of one cog, within half the
+         * byte budget (at least one tile), so that batches overlap. */
+        size_t end = t;
+        uint64_t total = 0;
+        while (end < nt && tiles[end].cog == cog && end - t < RM_BATCH_TILES &&
+               (end == t || total + r.chunks[end].len <= r.cap / 2))
+            total += r.chunks[end++].len;
+        submit_batch(&r, tiles, t, end, total);
+        t = end;
     }
     pthread_mutex_lock(&r.mu);
-    while (r.busy) pthread_cond_wait(&r.room_cv, &r.mu);
+    while (r.pending) pthread_cond_wait(&r.room_cv, &r.mu);
     r.stop = 1;
     pthread_cond_broadcast(&r.work_cv);
     pthread_mutex_unlock(&r.mu);
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
-    if (started) st = r.first;
+    st = r.first;
+    free(tiles);
+    free(uses);
+    free(r.chunks);
+    free(r.rr);
+    free(r.errs);
     pthread_cond_destroy(&r.room_cv);
     pthread_cond_destroy(&r.work_cv);
     pthread_mutex_destroy(&r.mu);
