@@ -70,6 +70,10 @@ size_t cf__ncpu(void);
  * callers then fall back to their own process's CPU time. */
 int cf__cpu_ticks(uint64_t *busy, uint64_t *total);
 
+/* Name the calling thread ("cf-io", "cf-reader", ...) for top and perf;
+ * at most 15 characters.  No-op where unsupported. */
+void cf__thread_name(const char *name);
+
 /* Copy `url` into `out` without userinfo, query string or fragment, so
  * that it can appear in messages. Always NUL-terminates. */
 void cf__redact_url(const char *url, char *out, size_t outlen);

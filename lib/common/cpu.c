@@ -1,10 +1,12 @@
 /*
- * cpu.c - clocks and CPU counts: what the loader's concurrency controller
- * measures itself by.
+ * cpu.c - clocks, CPU counts and thread names: what the loader's
+ * concurrency controller measures itself by, and what top, perf and
+ * py-spy show for cogfeed's threads.
  */
 #include "common.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,4 +39,13 @@ int cf__cpu_ticks(uint64_t *busy, uint64_t *total) {
     *total = t;
     *busy = t - v[3] - v[4];
     return 1;
+}
+
+void cf__thread_name(const char *name) {
+#if defined(__linux__)
+    /* Linux keeps 15 characters; the names are shorter. */
+    pthread_setname_np(pthread_self(), name);
+#else
+    (void)name;
+#endif
 }

@@ -233,6 +233,7 @@ static void fail_all(cf__loop *lp, cf__xfer *list) {
 
 static void *loop_main(void *arg) {
     cf__loop *lp = arg;
+    cf__thread_name("cf-io");
     for (;;) {
         pthread_mutex_lock(&lp->mu);
         int stop = lp->stop;

@@ -1397,6 +1397,7 @@ static int claimable(cf_loader *ld) {
 
 static void *worker_main(void *arg) {
     ld_worker *wk = arg;
+    cf__thread_name("cf-reader");
     cf_loader *ld = wk->ld;
     pthread_mutex_lock(&ld->mu);
     for (;;) {

@@ -136,6 +136,7 @@ static void on_fetched(cf_range_req *req, void *user) { push(user, req->user); }
 
 static void *decoder(void *arg) {
     rm *r = arg;
+    cf__thread_name("cf-decode");
     for (;;) {
         pthread_mutex_lock(&r->mu);
         while (!r->head && !r->stop) pthread_cond_wait(&r->work_cv, &r->mu);

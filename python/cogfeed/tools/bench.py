@@ -18,6 +18,8 @@ batches after it until --batches or --seconds is reached.  Reported:
                     fetch_ratio = bytes_fetched / bytes_delivered
   cpu_s_per_gb      CPU seconds of every process of the loader (workers
                     included) per GB delivered
+  cpu_s_per_gb_by_thread  the same split by thread name (cogfeed's
+                    cf-reader, cf-io, cf-decode; python3 the consumer)
   peak_rss_mb       sum of peak resident sets of those processes
 
 Both loaders stream one long epoch (STREAM_EPOCH patches), so a small
@@ -42,7 +44,8 @@ FIELDS = ("loader", "transport", "latency_ms", "files", "settings",
           "batches", "patches", "seconds", "first_batch_s", "mb_per_s",
           "patches_per_s", "requests", "requests_per_s", "bytes_delivered",
           "bytes_fetched", "fetch_ratio", "traffic_source", "cpu_seconds",
-          "cpu_s_per_gb", "peak_rss_mb", "loader_stats")
+          "cpu_s_per_gb", "cpu_s_per_gb_by_thread", "peak_rss_mb",
+          "loader_stats")
 
 
 def _cogfeed_traffic(st):
@@ -69,6 +72,7 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
     patches = 0
     t0 = None
     cpu0 = 0.0
+    thr0 = {}
     io0 = (0, 0)
     st0 = {}
     logc = None
@@ -83,6 +87,7 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
                 # it is measured (so N batches span N intervals).
                 t0 = now
                 cpu0 = common.cpu_seconds(ld.pids())
+                thr0 = common.cpu_by_thread(ld.pids())
                 st0 = ld.stats()
                 io0 = _proc_io()
                 logc = common.LogCounter(log) if log else None
@@ -107,6 +112,8 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
                            % (n, warmup))
     pids = ld.pids()
     cpu = common.cpu_seconds(pids) - cpu0
+    thr = {k: v - thr0.get(k, 0.0)
+           for k, v in common.cpu_by_thread(pids).items()}
     rss = common.peak_rss_mb(pids)
     st1 = ld.stats()
     el = max(t1 - t0, 1e-9)
@@ -149,6 +156,8 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
         "traffic_source": src,
         "cpu_seconds": cpu,
         "cpu_s_per_gb": cpu / gb if gb > 0 else None,
+        "cpu_s_per_gb_by_thread": {k: round(v / gb, 3) for k, v in thr.items()
+                                   if gb > 0 and v > 0},
         "peak_rss_mb": rss,
         "loader_stats": st1,
     }
@@ -238,6 +247,10 @@ def report(r, out=sys.stdout):
                 _fmt(r["bytes_fetched"]), _fmt(r["bytes_delivered"]),
                 _fmt(r["fetch_ratio"]))),
             ("CPU per GB", _fmt(r["cpu_s_per_gb"], " s")),
+            ("  by thread", ", ".join(
+                "%s %.2f" % kv for kv in sorted(
+                    (r.get("cpu_s_per_gb_by_thread") or {}).items(),
+                    key=lambda kv: -kv[1])) or "n/a"),
             ("peak RSS", _fmt(r["peak_rss_mb"], " MB")),
             ("first batch after", _fmt(r["first_batch_s"], " s")),
             ("measured", "%d batches in %.1f s" % (r["batches"],

@@ -147,6 +147,30 @@ def _status_kb(pid, key):
     return 0
 
 
+def cpu_by_thread(pids):
+    """{thread name: user + system CPU seconds} over the processes' live
+    threads (cogfeed names its own: cf-reader, cf-io, cf-decode), for
+    telling where a loader's CPU goes; {} where /proc has no tasks."""
+    tck = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in pids:
+        try:
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                    line = f.read()
+                name = line[line.index("(") + 1:line.rindex(")")]
+                rest = line.rsplit(")", 1)[1].split()
+                t = (int(rest[11]) + int(rest[12])) / tck
+            except (OSError, IndexError, ValueError):
+                continue
+            out[name] = out.get(name, 0.0) + t
+    return out
+
+
 def cpu_seconds(pids):
     """user + system CPU seconds of the processes (all their threads)."""
     tck = os.sysconf("SC_CLK_TCK")
