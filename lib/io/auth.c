@@ -249,22 +249,48 @@ static int is_azure_blob_host(const char *url) {
     return rest > 11 && !strncasecmp(dot, ".blob.core.", 11);
 }
 
+int cf__auth_endpoint_ok(const char *ep) {
+    return strlen(ep) <= 1024 && cf__auth_header_safe(ep) &&
+           (!strncasecmp(ep, "http://", 7) || !strncasecmp(ep, "https://", 8)) &&
+           !strpbrk(ep, "?#");
+}
+
+cf_status cf__auth_split_url(const char *url, size_t skip, size_t max_store,
+                             const char *extra, const char *form,
+                             const char *store, const char *name,
+                             size_t *store_len, const char **key,
+                             cf_error *err) {
+    const char *p = url + skip;
+    size_t n = strcspn(p, "/");
+    if (n == 0 || p[n] != '/' || !p[n + 1])
+        return cf__err(err, CF_E_ARG, "%s: expected %s", name, form);
+    if (n > max_store)
+        return cf__err(err, CF_E_ARG, "%s: %s name longer than %zu bytes", name,
+                       store, max_store);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (!isalnum(c) && !strchr(extra, c))
+            return cf__err(err, CF_E_ARG, "%s: invalid %s name", name, store);
+    }
+    if (strlen(p + n + 1) > 1024)
+        return cf__err(err, CF_E_ARG, "%s: object name longer than 1024 bytes",
+                       name);
+    *store_len = n;
+    *key = p + n + 1;
+    return CF_OK;
+}
+
 /* gs://bucket/key -> https://storage.googleapis.com/bucket/key, or the
  * emulator given by STORAGE_EMULATOR_HOST (with or without a scheme). */
 static cf_status gcs_init(cf_auth *a, const char *url, cf_auth_getenv ge,
                           void *user, cf_error *err) {
+    /* GCS: bucket names up to 222 bytes (dotted), objects up to 1024. */
+    size_t blen;
+    const char *key;
+    cf_status st = cf__auth_split_url(url, 5, 222, "-_.", "gs://bucket/object",
+                                      "bucket", a->redacted, &blen, &key, err);
+    if (st) return st;
     const char *p = url + 5;
-    size_t blen = strcspn(p, "/");
-    if (blen == 0 || blen > 222 || p[blen] != '/' || !p[blen + 1])
-        return cf__err(err, CF_E_ARG,
-                       "%s: expected gs://bucket/object", a->redacted);
-    for (size_t i = 0; i < blen; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (!(isalnum(c) || c == '-' || c == '_' || c == '.'))
-            return cf__err(err, CF_E_ARG, "%s: invalid bucket name",
-                           a->redacted);
-    }
-    const char *key = p + blen + 1;
     const char *emu = ge("STORAGE_EMULATOR_HOST", user);
     cf__sbuf b = {0};
     if (emu && *emu) {

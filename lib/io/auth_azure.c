@@ -110,27 +110,12 @@ cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
 
     cf__sbuf u = {0};
     if (!https_form) {
-        const char *p = url + 5;
-        size_t clen = strcspn(p, "/");
-        if (clen == 0 || p[clen] != '/' || !p[clen + 1]) {
-            st = cf__err(err, CF_E_ARG, "%s: expected az://container/blob",
-                         name);
-            goto done;
-        }
-        for (size_t i = 0; i < clen; i++) {
-            unsigned char c = (unsigned char)p[i];
-            if (!(isalnum(c) || c == '-' || c == '$')) {
-                st = cf__err(err, CF_E_ARG, "%s: invalid container name",
-                             name);
-                goto done;
-            }
-        }
-        const char *blob = p + clen + 1;
-        if (strlen(blob) > 1024) {
-            st = cf__err(err, CF_E_ARG, "%s: blob name longer than 1024 "
-                         "bytes", name);
-            goto done;
-        }
+        /* Container names: up to 63 letters, digits and dashes, or $root. */
+        const char *p = url + 5, *blob;
+        size_t clen;
+        st = cf__auth_split_url(url, 5, 63, "-$", "az://container/blob", "container",
+                                name, &clen, &blob, err);
+        if (st) goto done;
         if (account && !valid_account(account, strlen(account))) {
             st = cf__err(err, CF_E_ARG, "%s: storage account name is not "
                          "valid", name);
@@ -139,8 +124,7 @@ cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
         const char *ep = have_cs ? cs.endpoint : NULL;
         if (ep && *ep) {
             size_t elen = strlen(ep);
-            if ((strncasecmp(ep, "http://", 7) &&
-                 strncasecmp(ep, "https://", 8)) || strpbrk(ep, "?#")) {
+            if (!cf__auth_endpoint_ok(ep)) {
                 st = cf__err(err, CF_E_ARG, "%s: BlobEndpoint must be an "
                              "http(s):// URL without query", name);
                 goto done;

@@ -69,6 +69,21 @@ void cf__b64_encode(const unsigned char *in, size_t n, char *out);
 /* True when `v` is safe in an HTTP header value (no controls, no CR/LF). */
 int cf__auth_header_safe(const char *v);
 
+/* True when `ep` can serve as a store's endpoint: an http(s):// URL of at
+ * most 1024 bytes, without query, fragment or control characters. */
+int cf__auth_endpoint_ok(const char *ep);
+
+/* Split "SCHEME://STORE/KEY" (`url` + `skip` is STORE's first byte): STORE
+ * non-empty, at most `max_store` bytes of letters, digits and `extra`;
+ * KEY non-empty and at most 1024 bytes.  `form` names the expected form
+ * in the error ("s3://bucket/key"), `store` the store ("bucket").  On
+ * success *store_len and *key are set. */
+cf_status cf__auth_split_url(const char *url, size_t skip, size_t max_store,
+                             const char *extra, const char *form,
+                             const char *store, const char *name,
+                             size_t *store_len, const char **key,
+                             cf_error *err);
+
 /* Backends: fill `a` from the parsed URL and environment. */
 cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
                            void *user, cf_error *err);

@@ -66,21 +66,12 @@ cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
                            void *user, cf_error *err) {
     const char *name = a->redacted;
     const char *p = url + 5;
-    size_t blen = strcspn(p, "/");
-    if (blen == 0 || p[blen] != '/' || !p[blen + 1])
-        return cf__err(err, CF_E_ARG, "%s: expected s3://bucket/key", name);
-    if (blen > 255)
-        return cf__err(err, CF_E_ARG, "%s: bucket name too long", name);
-    int dotted = 0;
-    for (size_t i = 0; i < blen; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '.') dotted = 1;
-        if (!(isalnum(c) || c == '-' || c == '_' || c == '.'))
-            return cf__err(err, CF_E_ARG, "%s: invalid bucket name", name);
-    }
-    const char *key = p + blen + 1;
-    if (strlen(key) > 1024)
-        return cf__err(err, CF_E_ARG, "%s: key longer than 1024 bytes", name);
+    size_t blen;
+    const char *key;
+    cf_status st = cf__auth_split_url(url, 5, 255, "-_.", "s3://bucket/key", "bucket",
+                                      name, &blen, &key, err);
+    if (st) return st;
+    int dotted = memchr(p, '.', blen) != NULL;
 
     const char *region = nonempty(ge("AWS_REGION", user));
     if (!region) region = nonempty(ge("AWS_DEFAULT_REGION", user));
@@ -98,9 +89,7 @@ cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
     cf__sbuf u = {0};
     if (ep) {
         size_t elen = strlen(ep);
-        if (elen > 1024 || !cf__auth_header_safe(ep) ||
-            (strncasecmp(ep, "http://", 7) && strncasecmp(ep, "https://", 8)) ||
-            strpbrk(ep, "?#"))
+        if (!cf__auth_endpoint_ok(ep))
             return cf__err(err, CF_E_ARG,
                            "%s: AWS_ENDPOINT_URL must be an http(s):// URL "
                            "without query", name);

@@ -438,6 +438,35 @@ static void test_gcs_http(void) {
     CHECK(open_env("gs://bucket", &none, &a, &err) == CF_E_ARG);
     CHECK(open_env("gs://b!d/k", &none, &a, &err) == CF_E_ARG);
 
+    /* One rule for every store's URL (cf__auth_split_url): the store name's
+     * length and characters, and object names up to 1024 bytes. */
+    char longkey[1100], longstore[300];
+    memset(longkey, 'k', sizeof longkey);
+    memset(longstore, 'b', sizeof longstore);
+    const struct { const char *fmt; size_t n; const char *want; } lim[] = {
+        {"gs://bucket/%.*s", 1025, "object name longer than 1024"},
+        {"s3://bucket/%.*s", 1025, "object name longer than 1024"},
+        {"az://c/%.*s", 1025, "object name longer than 1024"},
+        {"gs://%.*s/k", 223, "bucket name longer than 222"},
+        {"s3://%.*s/k", 256, "bucket name longer than 255"},
+        {"az://%.*s/k", 64, "container name longer than 63"},
+    };
+    env azl = {{{"AZURE_STORAGE_ACCOUNT", "acct"}, {"AZURE_STORAGE_SAS_TOKEN", "sv=1&sig=x"},
+                {"AWS_NO_SIGN_REQUEST", "YES"}}};
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+        char u[1400];
+        const char *fill = strstr(lim[i].fmt, "%.*s/") ? longstore : longkey;
+        snprintf(u, sizeof u, lim[i].fmt, (int)lim[i].n, fill);
+        CHECK(open_env(u, &azl, &a, &err) == CF_E_ARG && a == NULL);
+        /* (a message naming a 1 KB URL is cut before its reason) */
+        CHECK(fill == longkey || contains(err.msg, lim[i].want));
+        /* one byte shorter is accepted */
+        snprintf(u, sizeof u, lim[i].fmt, (int)lim[i].n - 1, fill);
+        CHECK(open_env(u, &azl, &a, &err) == CF_OK);
+        cf__auth_free(a);
+        a = NULL;
+    }
+
     /* Plain HTTP(S) passes through, unsigned, whatever the environment. */
     env aws = {{{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "S3CR3T"}}};
     CHECK(open_env("http://127.0.0.1:8080/data/x.tif", &aws, &a, &err) == CF_OK);
