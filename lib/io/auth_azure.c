@@ -267,15 +267,22 @@ char *cf__azure_string_to_sign(const cf_auth *a, const char *method,
     return cf__sb_take(&b);
 }
 
+/* The SharedKey signature: base64(HMAC-SHA256(key, string to sign)). */
+static void az_signature(const void *key, size_t klen, const char *sts, size_t len,
+                         char out[45]) {
+    unsigned char mac[32];
+    cf__hmac_sha256(key, klen, sts, len, mac);
+    cf__b64_encode(mac, 32, out);
+}
+
 cf_status cf__azure_sign_string(const char *key_b64, const char *sts,
                                 char *out, size_t outlen) {
-    unsigned char key[128], mac[32];
+    unsigned char key[128];
     if (outlen < 45) return CF_E_ARG;
     long n = cf__b64_decode(key_b64, key, sizeof key);
     if (n <= 0) return CF_E_ARG;
-    cf__hmac_sha256(key, (size_t)n, sts, strlen(sts), mac);
+    az_signature(key, (size_t)n, sts, strlen(sts), out);
     OPENSSL_cleanse(key, sizeof key);
-    cf__b64_encode(mac, 32, out);
     return CF_OK;
 }
 
@@ -288,10 +295,8 @@ cf_status cf__auth_az_sign(cf_auth *a, time_t now, const char *method,
     az_sts(&sts, a, method, date, range, if_match);
     cf_status st = CF_E_NOMEM;
     if (!sts.oom) {
-        unsigned char mac[32];
         char sig[48];
-        cf__hmac_sha256(a->key, a->key_len, sts.s, sts.len, mac);
-        cf__b64_encode(mac, 32, sig);
+        az_signature(a->key, a->key_len, sts.s, sts.len, sig);
         if (cf__auth_add_hdrf(hdrs, "x-ms-date: %s", date) &&
             cf__auth_add_hdrf(hdrs, "x-ms-version: %s", AZ_VERSION) &&
             cf__auth_add_hdrf(hdrs, "Authorization: SharedKey %s:%s",

@@ -65,6 +65,17 @@ static int parse_content_range(const char *v, uint64_t *a, uint64_t *b,
     return *v == 0 && *a <= *b && (*t == UINT64_MAX || *b < *t);
 }
 
+/* Forget what the last response's headers said (a new attempt, or a new
+ * response within one, e.g. after 100 Continue). */
+static void reset_response(cf__xfer *x) {
+    x->status = 0;
+    x->have_cr = 0;
+    x->content_length = -1;
+    x->etag[0] = x->ms_code[0] = x->location[0] = 0;
+    x->location_long = 0;
+    x->retry_after = -1;
+}
+
 static size_t on_header(char *buf, size_t size, size_t nitems, void *ud) {
     cf__xfer *x = ud;
     size_t n = size * nitems;
@@ -72,15 +83,10 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud) {
     if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
         /* A new response (e.g. after 100 Continue): forget the last. */
         const char *sp = memchr(buf, ' ', n);
-        x->status = 0;
+        reset_response(x);
         if (sp && (size_t)(sp - buf) + 4 <= n && isdigit((unsigned char)sp[1]) &&
             isdigit((unsigned char)sp[2]) && isdigit((unsigned char)sp[3]))
             x->status = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
-        x->have_cr = 0;
-        x->content_length = -1;
-        x->etag[0] = x->ms_code[0] = x->location[0] = 0;
-        x->location_long = 0;
-        x->retry_after = -1;
         return n;
     }
     if (ieq_prefix(buf, n, "content-range")) {
@@ -295,15 +301,10 @@ static const char *current_url(const cf__xfer *x) {
 cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     cf_src *s = x->src;
     const cf_io_options *o = &lp->io->opts;
-    x->status = 0;
+    reset_response(x);
     x->checked = 0;
     x->abort = CF__AB_NONE;
     x->abort_msg[0] = 0;
-    x->have_cr = 0;
-    x->content_length = -1;
-    x->etag[0] = x->ms_code[0] = x->location[0] = 0;
-    x->location_long = 0;
-    x->retry_after = -1;
     x->errbody_len = 0;
     x->attempt_got = 0;
 
@@ -452,24 +453,21 @@ static int retry(cf__loop *lp, cf__xfer *x, cf_status code, const char *why) {
 }
 
 /* Hostname and port of a URL, for same-host decisions. */
-static int url_parts(const char *url, char *scheme, size_t sl, char *host,
-                     size_t hl, char *port, size_t pl) {
-    CURLU *u = curl_url();
-    if (!u) return 0;
+/* Scheme, host and port (the scheme's default when absent) of the URL
+ * held by u. */
+static int url_parts(CURLU *u, char scheme[16], char host[256], char port[16]) {
     char *sc = NULL, *ho = NULL, *po = NULL;
-    int ok = curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-             curl_url_get(u, CURLUPART_SCHEME, &sc, 0) == CURLUE_OK &&
+    int ok = curl_url_get(u, CURLUPART_SCHEME, &sc, 0) == CURLUE_OK &&
              curl_url_get(u, CURLUPART_HOST, &ho, 0) == CURLUE_OK &&
              curl_url_get(u, CURLUPART_PORT, &po, CURLU_DEFAULT_PORT) == CURLUE_OK;
     if (ok) {
-        snprintf(scheme, sl, "%s", sc);
-        snprintf(host, hl, "%s", ho);
-        snprintf(port, pl, "%s", po);
+        snprintf(scheme, 16, "%s", sc);
+        snprintf(host, 256, "%s", ho);
+        snprintf(port, 16, "%s", po);
     }
     curl_free(sc);
     curl_free(ho);
     curl_free(po);
-    curl_url_cleanup(u);
     return ok;
 }
 
@@ -481,18 +479,20 @@ static int follow_redirect(cf__loop *lp, cf__xfer *x) {
     if (++x->redirects > CF__MAX_REDIRECTS)
         return fail(x, CF_E_HTTP, "%s: more than %d redirects", n,
                     CF__MAX_REDIRECTS);
+    /* One parse of the current URL: its parts, then the Location resolved
+     * against it (relative ones included) and the target's parts. */
     CURLU *u = curl_url();
     char *target = NULL;
+    char s0[16], h0[256], p0[16], s1[16], h1[256], p1[16];
     int ok = u && curl_url_set(u, CURLUPART_URL, current_url(x), 0) == CURLUE_OK &&
+             url_parts(u, s0, h0, p0) &&
              curl_url_set(u, CURLUPART_URL, x->location, 0) == CURLUE_OK &&
-             curl_url_get(u, CURLUPART_URL, &target, 0) == CURLUE_OK;
+             curl_url_get(u, CURLUPART_URL, &target, 0) == CURLUE_OK &&
+             url_parts(u, s1, h1, p1);
     curl_url_cleanup(u);
     char red[512];
-    cf__redact_url(ok ? target : x->location, red, sizeof red);
-    char s0[16], h0[256], p0[16], s1[16], h1[256], p1[16];
-    if (!ok || !url_parts(current_url(x), s0, sizeof s0, h0, sizeof h0, p0,
-                          sizeof p0) ||
-        !url_parts(target, s1, sizeof s1, h1, sizeof h1, p1, sizeof p1)) {
+    cf__redact_url(target ? target : x->location, red, sizeof red);
+    if (!ok) {
         curl_free(target);
         return fail(x, CF_E_HTTP, "%s: HTTP %ld redirect to an unreadable URL", n,
                     x->status);

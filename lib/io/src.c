@@ -269,6 +269,22 @@ static void waiter_cb(cf_range_req *r, void *user) {
     pthread_mutex_unlock(&w->mu);
 }
 
+static void waiter_init(waiter *w, size_t n) {
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->left = n;
+    w->first_bad = NULL;
+}
+
+/* Wait for every callback when `submitted`, then release w. */
+static void waiter_finish(waiter *w, int submitted) {
+    pthread_mutex_lock(&w->mu);
+    while (submitted && w->left) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+}
+
 /* Submit and wait.  Requests without an error slot borrow one from `errs`
  * so that the first failure's message can be returned. */
 static cf_status remote_read(cf_src *s, cf_range_req *reqs, size_t n,
@@ -289,24 +305,15 @@ static cf_status remote_read(cf_src *s, cf_range_req *reqs, size_t n,
             borrowed[i] = 1;
         }
     waiter w;
-    pthread_mutex_init(&w.mu, NULL);
-    pthread_cond_init(&w.cv, NULL);
-    w.left = n;
-    w.first_bad = NULL;
+    waiter_init(&w, n);
     cf_status st = remote_submit(s, reqs, n, waiter_cb, &w, err);
-    if (st == CF_OK) {
-        pthread_mutex_lock(&w.mu);
-        while (w.left) pthread_cond_wait(&w.cv, &w.mu);
-        pthread_mutex_unlock(&w.mu);
-        if (w.first_bad) {
-            st = w.first_bad->status;
-            if (err) *err = *w.first_bad->err;
-        }
+    waiter_finish(&w, st == CF_OK);
+    if (st == CF_OK && w.first_bad) {
+        st = w.first_bad->status;
+        if (err) *err = *w.first_bad->err;
     }
     for (size_t i = 0; i < n; i++)
         if (borrowed[i]) reqs[i].err = NULL;
-    pthread_cond_destroy(&w.cv);
-    pthread_mutex_destroy(&w.mu);
     free(borrowed);
     free(errs);
     return st;
@@ -377,18 +384,12 @@ cf_status cf_src_read_head(cf_src *s, uint8_t *buf, size_t len, size_t *got,
     cf__err_clear(&e);
     r.err = &e;
     waiter w;
-    pthread_mutex_init(&w.mu, NULL);
-    pthread_cond_init(&w.cv, NULL);
-    w.left = 1;
-    w.first_bad = NULL;
+    waiter_init(&w, 1);
     x->user = &w;
     cf_status st = cf__io_submit(s->io, &x, 1, err);
-    if (st != CF_OK) {
-        cf__xfer_free(x);
-    } else {
-        pthread_mutex_lock(&w.mu);
-        while (w.left) pthread_cond_wait(&w.cv, &w.mu);
-        pthread_mutex_unlock(&w.mu);
+    if (st != CF_OK) cf__xfer_free(x);
+    waiter_finish(&w, st == CF_OK);
+    if (st == CF_OK) {
         st = r.status;
         if (st != CF_OK) {
             if (err) *err = e;
@@ -396,7 +397,5 @@ cf_status cf_src_read_head(cf_src *s, uint8_t *buf, size_t len, size_t *got,
             *got = (size_t)r.len; /* the transfer set it to the bytes read */
         }
     }
-    pthread_cond_destroy(&w.cv);
-    pthread_mutex_destroy(&w.mu);
     return st;
 }
