@@ -44,9 +44,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "servers"))
 
 import cogfeed  # noqa: E402
+from cogfeed.tools import common  # noqa: E402
 from servers import Nginx  # noqa: E402
-
-CLK = os.sysconf("SC_CLK_TCK")
 
 
 def make_files(folder, n, size, tile, compress, bands=4):
@@ -114,34 +113,35 @@ class Cpu:
         if self.srv is None or self.srv.proc is None:
             return 0.0
         root = self.srv.proc.pid
-        total = 0
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
+        pids = [root]
+        for d in os.listdir("/proc"):  # its workers: children of the master
             try:
                 with open("/proc/%s/stat" % d) as f:
-                    st = f.read().rsplit(")", 1)[1].split()
-            except OSError:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == root:
+                        pids.append(int(d))
+            except (OSError, ValueError, IndexError):
                 continue
-            # st[1] is ppid; st[11], st[12] utime, stime (fields 14, 15).
-            if int(d) == root or int(st[1]) == root:
-                total += int(st[11]) + int(st[12])
-        return total / CLK
+        return common.cpu_seconds(pids)
 
     def snap(self):
         t = os.times()
         return (t.user + t.system, self._nginx())
 
+    def measure(self, fn, **extra):
+        """Run fn() (which returns the bytes it read) and time it: wall
+        seconds, bytes, and the CPU of this process and of nginx."""
+        c0 = self.snap()
+        t0 = time.perf_counter()
+        nbytes = fn()
+        dt = time.perf_counter() - t0
+        c1 = self.snap()
+        return dict({"seconds": dt, "bytes": nbytes, "cpu_client_s": c1[0] - c0[0],
+                     "cpu_server_s": c1[1] - c0[1]}, **extra)
+
 
 def timed(fn, items, threads, cpu):
-    c0 = cpu.snap()
-    t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(threads) as ex:
-        nbytes = sum(ex.map(fn, items))
-    dt = time.perf_counter() - t0
-    c1 = cpu.snap()
-    return {"seconds": dt, "bytes": nbytes, "threads": threads,
-            "cpu_client_s": c1[0] - c0[0], "cpu_server_s": c1[1] - c0[1]}
+        return cpu.measure(lambda: sum(ex.map(fn, items)), threads=threads)
 
 
 def run_cogfeed_many(urls, warm, windows, win, io, cpu):
@@ -152,14 +152,8 @@ def run_cogfeed_many(urls, warm, windows, win, io, cpu):
     req0 = sum(c.requests for c in cogs)
     fetched0 = io.stats()["bytes_fetched"] if io is not None else 0
     items = [(cogs[i], (x, y, win, win)) for i, x, y in windows]
-    c0 = cpu.snap()
-    t0 = time.perf_counter()
-    nbytes = sum(a.nbytes for a in cogfeed.read_many(items))
-    dt = time.perf_counter() - t0
-    c1 = cpu.snap()
-    r = {"seconds": dt, "bytes": nbytes, "threads": 0,
-         "cpu_client_s": c1[0] - c0[0], "cpu_server_s": c1[1] - c0[1],
-         "requests": sum(c.requests for c in cogs) - req0}
+    r = cpu.measure(lambda: sum(a.nbytes for a in cogfeed.read_many(items)), threads=0)
+    r["requests"] = sum(c.requests for c in cogs) - req0
     if io is not None:
         r["bytes_fetched"] = io.stats()["bytes_fetched"] - fetched0
     for c in cogs:
@@ -253,15 +247,10 @@ def run_gdal(urls, warm, windows, win, threads, cpu, num_threads="1", count=None
         list(ex.map(opener, range(threads)))
         list(ex.map(one, warm))
         n0 = count() if count else 0
-        c0 = cpu.snap()
-        t0 = time.perf_counter()
-        nbytes = sum(ex.map(one, windows))
-        dt = time.perf_counter() - t0
-        c1 = cpu.snap()
+        r = cpu.measure(lambda: sum(ex.map(one, windows)), threads=threads,
+                        num_threads=num_threads)
         n1 = count() if count else 0
     gdal.VSICurlClearCache()
-    r = {"seconds": dt, "bytes": nbytes, "threads": threads, "num_threads": num_threads,
-         "cpu_client_s": c1[0] - c0[0], "cpu_server_s": c1[1] - c0[1]}
     if count:
         r["requests"] = n1 - n0  # nginx does not count /_hits itself
     return r
