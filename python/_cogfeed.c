@@ -255,9 +255,7 @@ static int resolve_window(CogObject *self, PyObject *win, int level, long long w
     return 1;
 }
 
-/* bands=None or a sequence of 1-based ints: *bands (PyMem_Malloc'd, NULL
- * for None) and *nb (0 for None).  0 with an exception set on error. */
-static int parse_bands(PyObject *obj, int **bands, int *nb) {
+int cf_py_parse_bands(PyObject *obj, int **bands, int *nb) {
     *bands = NULL;
     *nb = 0;
     if (obj == Py_None) return 1;
@@ -301,7 +299,7 @@ static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
     cf_status st;
     if (!resolve_window(self, win, level, wv)) return NULL;
     int nb = 0, *bands = NULL;
-    if (!parse_bands(bands_obj, &bands, &nb)) return NULL;
+    if (!cf_py_parse_bands(bands_obj, &bands, &nb)) return NULL;
     int count = nb ? nb : (int)self->info.count;
     npy_intp dims[3] = {count, (npy_intp)wv[3], (npy_intp)wv[2]};
     int typenum = cf_py_npy_type(self->info.dtype);
@@ -595,7 +593,7 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
     int nb = 0, *bands = NULL;
     cf_read_req *reqs = NULL;
     PyObject *out = NULL, *ret = NULL;
-    if (!parse_bands(bands_obj, &bands, &nb)) goto done;
+    if (!cf_py_parse_bands(bands_obj, &bands, &nb)) goto done;
     reqs = PyMem_Calloc(n ? (size_t)n : 1, sizeof *reqs);
     out = PyList_New(n);
     if (!reqs || !out) {

@@ -134,10 +134,10 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     }
     PyObject *keep = PyList_New(0);
     if (!keep) return -1;
-    Py_ssize_t nimg = 0, nmask = 0, nlay = 0, nw = 0, nb = 0, nmean = 0,
-               nstd = 0;
+    Py_ssize_t nimg = 0, nmask = 0, nlay = 0, nw = 0, nmean = 0, nstd = 0;
+    int nb = 0;
     const char **img = NULL, **msk = NULL, **lay = NULL;
-    double *w = NULL, *bd = NULL, *mn = NULL, *sd = NULL;
+    double *w = NULL, *mn = NULL, *sd = NULL;
     int *bi = NULL;
     float *mf = NULL, *sf = NULL;
     int rc = -1;
@@ -152,9 +152,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     if (weights != Py_None &&
         !(w = num_array(weights, &nw, "weights must be a sequence")))
         goto done;
-    if (bands != Py_None &&
-        !(bd = num_array(bands, &nb, "bands must be a sequence")))
-        goto done;
+    if (!cf_py_parse_bands(bands, &bi, &nb)) goto done;
     if (mean != Py_None &&
         !(mn = num_array(mean, &nmean, "mean must be a sequence")))
         goto done;
@@ -172,14 +170,6 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
                         "masks, weights and layers must have one entry per "
                         "sample file (layers: nlayers per file)");
         goto done;
-    }
-    if (nb) {
-        bi = PyMem_Calloc((size_t)nb, sizeof *bi);
-        if (!bi) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t i = 0; i < nb; i++) bi[i] = (int)bd[i];
     }
     if (mn || sd) {
         /* The channel count is known only once the files are open, and
@@ -209,7 +199,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     o.nlayers = nlayers;
     o.weights = w;
     o.bands = bi;
-    o.nbands = (int)nb;
+    o.nbands = nb;
     o.level = level;
     o.patch_size = patch;
     o.batch_size = batch;
@@ -268,7 +258,6 @@ done:
     PyMem_Free(msk);
     PyMem_Free(lay);
     PyMem_Free(w);
-    PyMem_Free(bd);
     PyMem_Free(bi);
     PyMem_Free(mn);
     PyMem_Free(sd);

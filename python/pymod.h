@@ -36,6 +36,10 @@ int cf_py_npy_type(cf_dtype t);
  * is not one).  None gives the process-wide default io. */
 cf_io *cf_py_io_get(PyObject *obj);
 
+/* bands=None or a sequence of 1-based ints: *bands (PyMem_Malloc'd, NULL
+ * for None) and *nb (0 for None).  0 with an exception set on error. */
+int cf_py_parse_bands(PyObject *obj, int **bands, int *nb);
+
 /* Loader bindings (python/_loader.c): add the Loader type to the module. */
 int cf_py_loader_init(PyObject *module);
 
