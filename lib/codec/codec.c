@@ -73,15 +73,7 @@ cf_status cf__ctx_zstd(cf_codec_ctx *ctx, void **out, cf_error *err) {
 }
 
 uint64_t cf_codec_chunk_bytes(const cf_codec_params *p) {
-    uint64_t bits_row, rows;
-    if (!p || !p->width || !p->height || !p->samples || !p->bits) return 0;
-    if (!cf__mul_u64(p->width, p->samples, &bits_row) ||
-        !cf__mul_u64(bits_row, p->bits, &bits_row))
-        return 0;
-    uint64_t row_bytes = bits_row / 8 + (bits_row % 8 != 0);
-    if (!cf__mul_u64(row_bytes, p->height, &rows)) return 0;
-    if (rows > CF_MAX_CHUNK_BYTES) return 0;
-    return rows;
+    return p ? cf__chunk_bytes(p->width, p->samples, p->bits, p->height) : 0;
 }
 
 int cf_codec_supported(uint16_t compression, uint16_t lerc_sub) {
@@ -178,7 +170,8 @@ static cf_status decode_inner(cf_codec_ctx *ctx, const cf_codec_params *p,
         !!p->big_endian != host_big_endian() && !(pred && p->predictor == 3))
         swap_samples(dst, dst_len, p->bits / 8);
     if (pred) {
-        st = cf__predictor_undo(&ctx->row, p, dst, dst_len, err);
+        /* checked above, and dst_len == the chunk's size */
+        st = cf__predictor_apply(&ctx->row, p, dst, err);
         if (st) return st;
     }
     return CF_OK;

@@ -95,5 +95,9 @@ cf_status cf__predictor_undo(cf__scratch *row, const cf_codec_params *p,
                              uint8_t *buf, size_t len, cf_error *err);
 /* Check that predictor p->predictor can apply to these samples. */
 cf_status cf__predictor_check(const cf_codec_params *p, cf_error *err);
+/* Undo the predictor on a whole decoded chunk, without the checks: for
+ * callers that made them (cf__predictor_check, the chunk's size). */
+cf_status cf__predictor_apply(cf__scratch *row, const cf_codec_params *p,
+                              uint8_t *buf, cf_error *err);
 
 #endif

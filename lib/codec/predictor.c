@@ -118,21 +118,15 @@ static void fp_acc(uint8_t *row, uint8_t *tmp, size_t wc, unsigned bps,
     }
 }
 
-cf_status cf__predictor_undo(cf__scratch *rowbuf, const cf_codec_params *p,
-                             uint8_t *buf, size_t len, cf_error *err) {
-    cf_status st = cf__predictor_check(p, err);
-    if (st || p->predictor == 1) return st;
-    uint64_t want = cf_codec_chunk_bytes(p);
-    if (!want || want != len)
-        return cf__err(err, CF_E_ARG,
-                       "predictor: buffer of %zu bytes for a %ux%u chunk", len,
-                       (unsigned)p->width, (unsigned)p->height);
+cf_status cf__predictor_apply(cf__scratch *rowbuf, const cf_codec_params *p,
+                              uint8_t *buf, cf_error *err) {
+    if (p->predictor == 1) return CF_OK;
     size_t bps = p->bits / 8;
     size_t wc = (size_t)p->width * p->samples; /* values per row */
     size_t row_bytes = wc * bps;
     size_t stride = p->samples;
     if (p->predictor == 3) {
-        st = cf__scratch_reserve(rowbuf, row_bytes, err);
+        cf_status st = cf__scratch_reserve(rowbuf, row_bytes, err);
         if (st) return st;
     }
     for (uint32_t y = 0; y < p->height; y++) {
@@ -149,6 +143,18 @@ cf_status cf__predictor_undo(cf__scratch *rowbuf, const cf_codec_params *p,
         }
     }
     return CF_OK;
+}
+
+cf_status cf__predictor_undo(cf__scratch *rowbuf, const cf_codec_params *p,
+                             uint8_t *buf, size_t len, cf_error *err) {
+    cf_status st = cf__predictor_check(p, err);
+    if (st || p->predictor == 1) return st;
+    uint64_t want = cf_codec_chunk_bytes(p);
+    if (!want || want != len)
+        return cf__err(err, CF_E_ARG,
+                       "predictor: buffer of %zu bytes for a %ux%u chunk", len,
+                       (unsigned)p->width, (unsigned)p->height);
+    return cf__predictor_apply(rowbuf, p, buf, err);
 }
 
 cf_status cf_predictor_undo(const cf_codec_params *p, uint8_t *buf,

@@ -59,6 +59,22 @@ static inline uint64_t cf__rd64(const uint8_t *p, bool be) {
     return be ? (a << 32 | b) : (b << 32 | a);
 }
 
+/* Decoded bytes of a chunk (tile or strip) of width x height pixels of
+ * `samples` samples of `bits` bits, rows padded to whole bytes; 0 when
+ * a factor is 0, on overflow, or above CF_MAX_CHUNK_BYTES.  The one rule
+ * the TIFF parser checks against and the codecs size buffers by. */
+static inline uint64_t cf__chunk_bytes(uint64_t width, uint64_t samples,
+                                       uint64_t bits, uint64_t height) {
+    uint64_t rowbits, total;
+    if (!width || !samples || !bits || !height ||
+        !cf__mul_u64(width, samples, &rowbits) ||
+        !cf__mul_u64(rowbits, bits, &rowbits) ||
+        !cf__mul_u64(rowbits / 8 + (rowbits % 8 != 0), height, &total) ||
+        total > CF_MAX_CHUNK_BYTES)
+        return 0;
+    return total;
+}
+
 /* Seconds from a monotonic clock. */
 double cf__now(void);
 

@@ -611,9 +611,8 @@ static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
     o->chunks_down = (uint32_t)((o->height + ch - 1) / ch);
 
     /* Decoded bytes of one chunk, rows padded to whole bytes. */
-    uint64_t spc = o->planar == 2 ? 1 : o->samples, rowbits, cb;
-    if (!cf__mul_u64(cw, spc * o->bits, &rowbits) ||
-        !cf__mul_u64((rowbits + 7) / 8, ch, &cb) || cb > CF_MAX_CHUNK_BYTES)
+    uint64_t spc = o->planar == 2 ? 1 : o->samples;
+    if (!cf__chunk_bytes(cw, spc, o->bits, ch))
         return ferr(c, i, CF_E_LIMIT,
                     "a %s of %llux%llu pixels x %llu samples x %u bits "
                     "exceeds the limit of %llu bytes",
