@@ -493,17 +493,19 @@ static cf_status tag_doubles(ctx *c, int i, int s, uint64_t maxn, double *out,
     return CF_OK;
 }
 
-/* A copy of an ASCII (or byte) tag, NUL-terminated even when the file's
- * string is not. */
-static cf_status tag_text(ctx *c, int i, int s, char **out) {
+/* A copy of a byte or ASCII tag of at most `limit` bytes, NUL-terminated
+ * even when the file's string is not; *len is its length (without the
+ * NUL).  An empty tag gives an empty string. */
+static cf_status tag_bytes(ctx *c, int i, int s, uint32_t limit, char **out,
+                           size_t *len) {
     const ent *e = &c->ifds[i].e[s];
     *out = NULL;
-    if (e->nbytes != UINT64_MAX && e->nbytes > TIFF_MAX_TEXT)
+    *len = 0;
+    if (e->nbytes != UINT64_MAX && e->nbytes > limit)
         return ferr(c, i, CF_E_LIMIT, "%s is %llu bytes (limit %u)",
-                    slot_info[s].name, (unsigned long long)e->nbytes,
-                    TIFF_MAX_TEXT);
+                    slot_info[s].name, (unsigned long long)e->nbytes, limit);
     if (type_size(e->type) != 1)
-        return ferr(c, i, CF_E_FORMAT, "%s has field type %u, not text",
+        return ferr(c, i, CF_E_FORMAT, "%s has field type %u, not bytes or text",
                     slot_info[s].name, e->type);
     const uint8_t *d;
     TRY(tag_data(c, i, s, e->count, &d));
@@ -512,7 +514,13 @@ static cf_status tag_text(ctx *c, int i, int s, char **out) {
     if (e->count) memcpy(t, d, (size_t)e->count);
     t[e->count] = 0;
     *out = t;
+    *len = (size_t)e->count;
     return CF_OK;
+}
+
+static cf_status tag_text(ctx *c, int i, int s, char **out) {
+    size_t len;
+    return tag_bytes(c, i, s, TIFF_MAX_TEXT, out, &len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -768,21 +776,14 @@ static cf_status parse_ifd(ctx *c, int i, cf_tiff_ifd *o) {
         if (n >= 2) o->lerc_sub = (uint32_t)lp[1];
     }
     if (has(c, i, S_JPEGTAB)) {
-        const ent *e = &c->ifds[i].e[S_JPEGTAB];
-        if (e->nbytes != UINT64_MAX && e->nbytes > TIFF_MAX_JPEGTABLES)
-            return ferr(c, i, CF_E_LIMIT, "JPEGTables is %llu bytes (limit "
-                        "%u)", (unsigned long long)e->nbytes,
-                        TIFF_MAX_JPEGTABLES);
-        if (type_size(e->type) != 1)
-            return ferr(c, i, CF_E_FORMAT, "JPEGTables has field type %u",
-                        e->type);
-        const uint8_t *d;
-        TRY(tag_data(c, i, S_JPEGTAB, e->count, &d));
-        if (e->count) {
-            o->jpeg_tables = cf__malloc((size_t)e->count);
-            if (!o->jpeg_tables) return ferr(c, i, CF_E_NOMEM, "out of memory");
-            memcpy(o->jpeg_tables, d, (size_t)e->count);
-            o->jpeg_tables_len = (size_t)e->count;
+        char *t;
+        size_t len;
+        TRY(tag_bytes(c, i, S_JPEGTAB, TIFF_MAX_JPEGTABLES, &t, &len));
+        if (len) {
+            o->jpeg_tables = (uint8_t *)t;
+            o->jpeg_tables_len = len;
+        } else {
+            free(t);
         }
     }
     set_comp_name(o);
