@@ -103,6 +103,9 @@ def _row(name, where, r):
     else:
         st = r.get("loader_stats") or {}
         extra = "conc %s" % st.get("concurrency", "?")
+        io = (r.get("cpu_s_per_gb_by_thread") or {}).get("cf-io")
+        if io:
+            extra += ", io thread %.2f CPU s/GB" % io
     print("%-17s %-14s %-8s %4s %9.1f %9.1f %9.2f %8.0f %6.1f  %s" % (
         name, where, s["sampler"], s["patch_size"], r["mb_per_s"],
         r["patches_per_s"], r["cpu_s_per_gb"] or 0.0, r["peak_rss_mb"],
