@@ -536,6 +536,31 @@ static int raw_usable(const cf_codec_params *p, uint64_t have, size_t need) {
            (p->bits <= 8 || !!p->big_endian == host_be);
 }
 
+int cf__cog_chunk_grid(const cf_tiff_ifd *ifd, int64_t x0, int64_t y0, int64_t x1,
+                       int64_t y1, const int *bands0, int nb, uint32_t *planes,
+                       uint32_t max_planes, cf_chunk_grid *g) {
+    g->cx0 = (uint32_t)(x0 / ifd->chunk_w);
+    g->cx1 = (uint32_t)((x1 - 1) / ifd->chunk_w);
+    g->cy0 = (uint32_t)(y0 / ifd->chunk_h);
+    g->cy1 = (uint32_t)((y1 - 1) / ifd->chunk_h);
+    /* Planes to read: all at once for pixel interleave, else one per
+     * distinct requested band. */
+    g->nplanes = 0;
+    if (ifd->planar == 2) {
+        for (int k = 0; k < nb; k++) {
+            int dup = 0;
+            for (uint32_t j = 0; j < g->nplanes; j++) dup |= planes[j] == (uint32_t)bands0[k];
+            if (dup) continue;
+            if (g->nplanes == max_planes) return 0;
+            planes[g->nplanes++] = (uint32_t)bands0[k];
+        }
+    } else {
+        planes[g->nplanes++] = 0;
+    }
+    g->count = (uint64_t)(g->cx1 - g->cx0 + 1) * (g->cy1 - g->cy0 + 1) * g->nplanes;
+    return 1;
+}
+
 cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t y,
                                 uint32_t w, uint32_t h, const int *bands, int nb,
                                 uint8_t *dst, const uint8_t fill[8], cf_chunk **out,
@@ -556,22 +581,10 @@ cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t 
     if (!inside) fill_samples(dst, npix * (size_t)nb, bps, fill);
     if (x0 >= x1 || y0 >= y1) return CF_OK;
 
-    uint32_t cx0 = (uint32_t)(x0 / ifd->chunk_w), cx1 = (uint32_t)((x1 - 1) / ifd->chunk_w);
-    uint32_t cy0 = (uint32_t)(y0 / ifd->chunk_h), cy1 = (uint32_t)((y1 - 1) / ifd->chunk_h);
-    /* Planes to read: all at once for pixel interleave, else one per
-     * distinct requested band. */
     uint32_t planes[CF_MAX_BANDS];
-    uint32_t nplanes = 0;
-    if (ifd->planar == 2) {
-        for (int k = 0; k < nb; k++) {
-            int dup = 0;
-            for (uint32_t j = 0; j < nplanes; j++) dup |= planes[j] == (uint32_t)bands[k];
-            if (!dup) planes[nplanes++] = (uint32_t)bands[k];
-        }
-    } else {
-        planes[nplanes++] = 0;
-    }
-    uint64_t nchunks = (uint64_t)(cx1 - cx0 + 1) * (cy1 - cy0 + 1) * nplanes;
+    cf_chunk_grid g;
+    cf__cog_chunk_grid(ifd, x0, y0, x1, y1, bands, nb, planes, CF_MAX_BANDS, &g);
+    uint64_t nchunks = g.count;
     if (nchunks > CF_MAX_CHUNKS)
         return cf__err(err, CF_E_LIMIT, "%s: window needs %llu tiles", cog->name,
                        (unsigned long long)nchunks);
@@ -580,9 +593,9 @@ cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t 
     size_t nc = 0;
     int sparse = 0;
     cf_status st = CF_OK;
-    for (uint32_t pl = 0; pl < nplanes && !st; pl++)
-        for (uint32_t cy = cy0; cy <= cy1 && !st; cy++)
-            for (uint32_t cx = cx0; cx <= cx1 && !st; cx++) {
+    for (uint32_t pl = 0; pl < g.nplanes && !st; pl++)
+        for (uint32_t cy = g.cy0; cy <= g.cy1 && !st; cy++)
+            for (uint32_t cx = g.cx0; cx <= g.cx1 && !st; cx++) {
                 cf_chunk *c = &chunks[nc];
                 st = cf__cog_chunk(cog, ifdi, cx, cy, planes[pl], c, err);
                 if (st) break;

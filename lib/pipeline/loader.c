@@ -950,31 +950,17 @@ static int plan_part(cf_loader *ld, ld_worker *wk, ld_part *p,
         w->y + (int64_t)w->h > (int64_t)ifd->height ||
         p->nbands != (uint32_t)(p->bands ? p->nb : ifd->samples))
         return 0;
-    uint32_t cx0 = (uint32_t)(w->x / ifd->chunk_w);
-    uint32_t cx1 = (uint32_t)((w->x + w->w - 1) / ifd->chunk_w);
-    uint32_t cy0 = (uint32_t)(w->y / ifd->chunk_h);
-    uint32_t cy1 = (uint32_t)((w->y + w->h - 1) / ifd->chunk_h);
     uint32_t planes[LD_PART_CHUNKS];
-    uint32_t np = 0;
-    if (ifd->planar == 2) {
-        for (uint32_t b = 0; b < p->nbands; b++) {
-            uint32_t pl = p->bands ? (uint32_t)(p->bands[b] - 1) : b;
-            int dup = 0;
-            for (uint32_t j = 0; j < np; j++) dup |= planes[j] == pl;
-            if (dup) continue;
-            if (np == LD_PART_CHUNKS) return 0;
-            planes[np++] = pl;
-        }
-    } else {
-        planes[np++] = 0;
-    }
-    uint64_t n = (uint64_t)(cx1 - cx0 + 1) * (cy1 - cy0 + 1) * np;
-    if (n > LD_PART_CHUNKS - *k) return 0;
+    cf_chunk_grid g;
+    if (!cf__cog_chunk_grid(ifd, w->x, w->y, w->x + w->w, w->y + w->h, p->bands0,
+                            (int)p->nbands, planes, LD_PART_CHUNKS, &g) ||
+        g.count > LD_PART_CHUNKS - *k)
+        return 0;
     size_t k0 = *k;
     uint64_t t = *total;
-    for (uint32_t pl = 0; pl < np; pl++)
-        for (uint32_t cy = cy0; cy <= cy1; cy++)
-            for (uint32_t cx = cx0; cx <= cx1; cx++) {
+    for (uint32_t pl = 0; pl < g.nplanes; pl++)
+        for (uint32_t cy = g.cy0; cy <= g.cy1; cy++)
+            for (uint32_t cx = g.cx0; cx <= g.cx1; cx++) {
                 cf_chunk *c = &wk->chunks[*k];
                 cf_error e;
                 if (cf__cog_chunk(cog, ifdi, cx, cy, planes[pl], c, &e) !=
