@@ -20,6 +20,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* GCC says __SANITIZE_THREAD__, clang __has_feature(thread_sanitizer). */
+#if defined(__SANITIZE_THREAD__)
+#define CF_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CF_TEST_TSAN 1
+#endif
+#endif
+#ifndef CF_TEST_TSAN
+#define CF_TEST_TSAN 0
+#endif
+
 /* ---- a tiny range server -------------------------------------------- */
 
 #define OBJ_SIZE 400000
@@ -304,7 +316,7 @@ static void test_remote(void) {
 
     /* A forked child reads through a fresh loop of its own.  (TSan cannot
      * start threads after a multi-threaded fork, so its build skips it.) */
-#if !defined(__SANITIZE_THREAD__)
+#if !CF_TEST_TSAN
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
