@@ -139,9 +139,18 @@ class Cpu:
                      "cpu_server_s": c1[1] - c0[1]}, **extra)
 
 
-def timed(fn, items, threads, cpu):
-    with cf.ThreadPoolExecutor(threads) as ex:
-        return cpu.measure(lambda: sum(ex.map(fn, items)), threads=threads)
+def measure_cogs(cogs, io, cpu, fn, **extra):
+    """cpu.measure(fn, **extra) plus the requests the cogs sent and the
+    bytes io fetched meanwhile; closes the cogs."""
+    req0 = sum(c.requests for c in cogs)
+    fetched0 = io.stats()["bytes_fetched"] if io is not None else 0
+    r = cpu.measure(fn, **extra)
+    r["requests"] = sum(c.requests for c in cogs) - req0
+    if io is not None:
+        r["bytes_fetched"] = io.stats()["bytes_fetched"] - fetched0
+    for c in cogs:
+        c.close()
+    return r
 
 
 def run_cogfeed_many(urls, warm, windows, win, io, cpu):
@@ -149,16 +158,10 @@ def run_cogfeed_many(urls, warm, windows, win, io, cpu):
     once, decoded by one thread per CPU as the bytes arrive."""
     cogs = [cogfeed.open(u, io=io) for u in urls]
     cogfeed.read_many([(cogs[i], (x, y, win, win)) for i, x, y in warm])
-    req0 = sum(c.requests for c in cogs)
-    fetched0 = io.stats()["bytes_fetched"] if io is not None else 0
     items = [(cogs[i], (x, y, win, win)) for i, x, y in windows]
-    r = cpu.measure(lambda: sum(a.nbytes for a in cogfeed.read_many(items)), threads=0)
-    r["requests"] = sum(c.requests for c in cogs) - req0
-    if io is not None:
-        r["bytes_fetched"] = io.stats()["bytes_fetched"] - fetched0
-    for c in cogs:
-        c.close()
-    return r
+    return measure_cogs(cogs, io, cpu,
+                        lambda: sum(a.nbytes for a in cogfeed.read_many(items)),
+                        threads=0)
 
 
 def run_cogfeed(urls, warm, windows, win, threads, io, cpu, reuse_out=False):
@@ -181,15 +184,8 @@ def run_cogfeed(urls, warm, windows, win, threads, io, cpu, reuse_out=False):
 
     with cf.ThreadPoolExecutor(threads) as ex:
         list(ex.map(one, warm))
-    req0 = sum(c.requests for c in cogs)
-    fetched0 = io.stats()["bytes_fetched"] if io is not None else 0
-    r = timed(one, windows, threads, cpu)
-    r["requests"] = sum(c.requests for c in cogs) - req0
-    if io is not None:
-        r["bytes_fetched"] = io.stats()["bytes_fetched"] - fetched0
-    for c in cogs:
-        c.close()
-    return r
+        return measure_cogs(cogs, io, cpu, lambda: sum(ex.map(one, windows)),
+                            threads=threads)
 
 
 GDAL_OPTIONS = {
