@@ -704,20 +704,16 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         free(chunks);
         return st;
     }
-    cf_range_req *reqs = cf__calloc(nreq, sizeof *reqs);
+    cf_range_req *reqs = NULL; /* files only: in-memory chunks need none */
     uint8_t *fetched = NULL;
     void *gate = NULL; /* decode gate token (remote) */
     cf_codec_ctx *ctx = NULL;
-    if (!reqs) {
-        st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
-        goto done;
-    }
-    for (size_t i = 0; i < nreq; i++) reqs[i].user = &chunks[i];
 
     /* Fetch every chunk in one batch (merged and in flight together). */
     if (cog->src) {
+        reqs = cf__calloc(nreq, sizeof *reqs);
         fetched = cf__malloc((size_t)total);
-        if (!fetched) {
+        if (!reqs || !fetched) {
             st = cf__err(err, CF_E_NOMEM, "%s: out of memory (%llu bytes)", cog->name,
                          (unsigned long long)total);
             goto done;
@@ -735,9 +731,8 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         goto done;
     }
     for (size_t i = 0; i < nreq && !st; i++) {
-        const cf_chunk *c = reqs[i].user;
-        const uint8_t *src = cog->src ? reqs[i].dst : cog->mem + c->off;
-        st = cf__cog_decode_paste(cog, ctx, c, src, x, y, w, h, bands, nb, dst,
+        const uint8_t *src = reqs ? reqs[i].dst : cog->mem + chunks[i].off;
+        st = cf__cog_decode_paste(cog, ctx, &chunks[i], src, x, y, w, h, bands, nb, dst,
                                   expand_bits, err);
     }
 done:
