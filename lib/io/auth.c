@@ -255,26 +255,45 @@ int cf__auth_endpoint_ok(const char *ep) {
            !strpbrk(ep, "?#");
 }
 
-cf_status cf__auth_split_url(const char *url, size_t skip, size_t max_store,
-                             const char *extra, const char *form,
-                             const char *store, const char *name,
-                             size_t *store_len, const char **key,
-                             cf_error *err) {
-    const char *p = url + skip;
+/* Keys with "." or ".." segments would be rewritten by HTTP clients
+ * (RFC 3986 dot-segment removal) and so fetch another object than named. */
+static int has_dot_segment(const char *key) {
+    const char *s = key;
+    for (;;) {
+        size_t n = strcspn(s, "/");
+        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return 1;
+        if (!s[n]) return 0;
+        s += n + 1;
+    }
+}
+
+cf_status cf__auth_split_url(const char *url, size_t max_store, const char *extra,
+                             const char *form, const char *what, const char *name,
+                             const char **store, size_t *store_len,
+                             const char **key, cf_error *err) {
+    /* A name of up to 1 KiB would fill the message: keep the reason. */
+    char nm[208];
+    snprintf(nm, sizeof nm, strlen(name) > 200 ? "%.200s..." : "%s", name);
+    const char *p = url + 5; /* after "s3://", "gs://", "az://" */
     size_t n = strcspn(p, "/");
     if (n == 0 || p[n] != '/' || !p[n + 1])
-        return cf__err(err, CF_E_ARG, "%s: expected %s", name, form);
+        return cf__err(err, CF_E_ARG, "%s: expected %s", nm, form);
     if (n > max_store)
-        return cf__err(err, CF_E_ARG, "%s: %s name longer than %zu bytes", name,
-                       store, max_store);
+        return cf__err(err, CF_E_ARG, "%s: %s name longer than %zu bytes", nm, what,
+                       max_store);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         if (!isalnum(c) && !strchr(extra, c))
-            return cf__err(err, CF_E_ARG, "%s: invalid %s name", name, store);
+            return cf__err(err, CF_E_ARG, "%s: invalid %s name", nm, what);
     }
     if (strlen(p + n + 1) > 1024)
-        return cf__err(err, CF_E_ARG, "%s: object name longer than 1024 bytes",
-                       name);
+        return cf__err(err, CF_E_ARG, "%s: object name longer than 1024 bytes", nm);
+    if (has_dot_segment(p + n + 1))
+        return cf__err(err, CF_E_ARG,
+                       "%s: object keys with '.' or '..' path segments are not "
+                       "supported (HTTP clients rewrite them)", nm);
+    *store = p;
     *store_len = n;
     *key = p + n + 1;
     return CF_OK;
@@ -285,12 +304,11 @@ cf_status cf__auth_split_url(const char *url, size_t skip, size_t max_store,
 static cf_status gcs_init(cf_auth *a, const char *url, cf_auth_getenv ge,
                           void *user, cf_error *err) {
     /* GCS: bucket names up to 222 bytes (dotted), objects up to 1024. */
+    const char *p, *key;
     size_t blen;
-    const char *key;
-    cf_status st = cf__auth_split_url(url, 5, 222, "-_.", "gs://bucket/object",
-                                      "bucket", a->redacted, &blen, &key, err);
+    cf_status st = cf__auth_split_url(url, 222, "-_.", "gs://bucket/object", "bucket",
+                                      a->redacted, &p, &blen, &key, err);
     if (st) return st;
-    const char *p = url + 5;
     const char *emu = ge("STORAGE_EMULATOR_HOST", user);
     cf__sbuf b = {0};
     if (emu && *emu) {
@@ -324,19 +342,6 @@ static cf_status gcs_init(cf_auth *a, const char *url, cf_auth_getenv ge,
     return CF_OK;
 }
 
-/* Keys with "." or ".." segments would be rewritten by HTTP clients
- * (RFC 3986 dot-segment removal) and so fetch another object than named. */
-static int has_dot_segment(const char *key) {
-    const char *s = key;
-    for (;;) {
-        size_t n = strcspn(s, "/");
-        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-            return 1;
-        if (!s[n]) return 0;
-        s += n + 1;
-    }
-}
-
 cf_status cf__auth_new_env(const char *url, cf_auth_getenv ge, void *user,
                            cf_auth **out, cf_error *err) {
     *out = NULL;
@@ -358,22 +363,14 @@ cf_status cf__auth_new_env(const char *url, cf_auth_getenv ge, void *user,
         return cf__err(err, CF_E_NOMEM, "%s: out of memory", red);
     }
     cf_status st;
-    int obj_store = 0;
-    const char *key = NULL;
     if (!strncasecmp(url, "s3://", 5)) {
         a->kind = CF_AUTH_S3;
-        obj_store = 1;
-        key = strchr(url + 5, '/');
         st = cf__auth_s3_init(a, url, ge, user, err);
     } else if (!strncasecmp(url, "az://", 5)) {
         a->kind = CF_AUTH_AZURE;
-        obj_store = 1;
-        key = strchr(url + 5, '/');
         st = cf__auth_az_init(a, url, 0, ge, user, err);
     } else if (!strncasecmp(url, "gs://", 5)) {
         a->kind = CF_AUTH_GCS;
-        obj_store = 1;
-        key = strchr(url + 5, '/');
         st = gcs_init(a, url, ge, user, err);
     } else if (is_azure_blob_host(url)) {
         a->kind = CF_AUTH_AZURE;
@@ -389,10 +386,6 @@ cf_status cf__auth_new_env(const char *url, cf_auth_getenv ge, void *user,
                      "%s: unsupported URL scheme (expected http://, https://, "
                      "s3://, az://, gs://)", red);
     }
-    if (st == CF_OK && obj_store && key && has_dot_segment(key + 1))
-        st = cf__err(err, CF_E_ARG,
-                     "%s: object keys with '.' or '..' path segments are not "
-                     "supported (HTTP clients rewrite them)", red);
     if (st == CF_OK) {
         int r = cf__auth_split_http(a->http_url, &a->host, &a->path,
                                     &a->has_query);

@@ -111,10 +111,10 @@ cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
     cf__sbuf u = {0};
     if (!https_form) {
         /* Container names: up to 63 letters, digits and dashes, or $root. */
-        const char *p = url + 5, *blob;
+        const char *p, *blob;
         size_t clen;
-        st = cf__auth_split_url(url, 5, 63, "-$", "az://container/blob", "container",
-                                name, &clen, &blob, err);
+        st = cf__auth_split_url(url, 63, "-$", "az://container/blob", "container", name,
+                                &p, &clen, &blob, err);
         if (st) goto done;
         if (account && !valid_account(account, strlen(account))) {
             st = cf__err(err, CF_E_ARG, "%s: storage account name is not "

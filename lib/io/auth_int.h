@@ -73,16 +73,16 @@ int cf__auth_header_safe(const char *v);
  * most 1024 bytes, without query, fragment or control characters. */
 int cf__auth_endpoint_ok(const char *ep);
 
-/* Split "SCHEME://STORE/KEY" (`url` + `skip` is STORE's first byte): STORE
- * non-empty, at most `max_store` bytes of letters, digits and `extra`;
- * KEY non-empty and at most 1024 bytes.  `form` names the expected form
- * in the error ("s3://bucket/key"), `store` the store ("bucket").  On
- * success *store_len and *key are set. */
-cf_status cf__auth_split_url(const char *url, size_t skip, size_t max_store,
-                             const char *extra, const char *form,
-                             const char *store, const char *name,
-                             size_t *store_len, const char **key,
-                             cf_error *err);
+/* Split "s3://STORE/KEY" (or gs://, az://): STORE non-empty, at most
+ * `max_store` bytes of letters, digits and `extra`; KEY non-empty, at most
+ * 1024 bytes, without "." or ".." segments (HTTP clients would rewrite
+ * them).  `form` names the expected form in the error ("s3://bucket/key"),
+ * `what` the store ("bucket"), `name` the URL (cut to 200 bytes there).
+ * On success *store, *store_len and *key are set. */
+cf_status cf__auth_split_url(const char *url, size_t max_store, const char *extra,
+                             const char *form, const char *what, const char *name,
+                             const char **store, size_t *store_len,
+                             const char **key, cf_error *err);
 
 /* Backends: fill `a` from the parsed URL and environment. */
 cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,

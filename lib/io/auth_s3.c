@@ -65,11 +65,10 @@ static const char *nonempty(const char *v) { return v && *v ? v : NULL; }
 cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
                            void *user, cf_error *err) {
     const char *name = a->redacted;
-    const char *p = url + 5;
+    const char *p, *key;
     size_t blen;
-    const char *key;
-    cf_status st = cf__auth_split_url(url, 5, 255, "-_.", "s3://bucket/key", "bucket",
-                                      name, &blen, &key, err);
+    cf_status st = cf__auth_split_url(url, 255, "-_.", "s3://bucket/key", "bucket", name,
+                                      &p, &blen, &key, err);
     if (st) return st;
     int dotted = memchr(p, '.', blen) != NULL;
 

@@ -458,8 +458,7 @@ static void test_gcs_http(void) {
         const char *fill = strstr(lim[i].fmt, "%.*s/") ? longstore : longkey;
         snprintf(u, sizeof u, lim[i].fmt, (int)lim[i].n, fill);
         CHECK(open_env(u, &azl, &a, &err) == CF_E_ARG && a == NULL);
-        /* (a message naming a 1 KB URL is cut before its reason) */
-        CHECK(fill == longkey || contains(err.msg, lim[i].want));
+        CHECK(contains(err.msg, lim[i].want)); /* the URL is cut, not the reason */
         /* one byte shorter is accepted */
         snprintf(u, sizeof u, lim[i].fmt, (int)lim[i].n - 1, fill);
         CHECK(open_env(u, &azl, &a, &err) == CF_OK);
