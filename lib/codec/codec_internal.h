@@ -89,14 +89,12 @@ cf_status cf__decode_webp(cf_codec_ctx *, const cf_codec_params *,
                           const uint8_t *, size_t, uint8_t *, size_t,
                           cf_error *);
 
-/* Predictor with a context-owned row buffer (cf_predictor_undo is the
- * allocation-per-call wrapper). */
-cf_status cf__predictor_undo(cf__scratch *row, const cf_codec_params *p,
-                             uint8_t *buf, size_t len, cf_error *err);
 /* Check that predictor p->predictor can apply to these samples. */
 cf_status cf__predictor_check(const cf_codec_params *p, cf_error *err);
-/* Undo the predictor on a whole decoded chunk, without the checks: for
- * callers that made them (cf__predictor_check, the chunk's size). */
+/* Undo the predictor on a whole decoded chunk with a context-owned row
+ * buffer, without the checks: for callers that made them
+ * (cf__predictor_check, the chunk's size), as the decoder and
+ * cf_predictor_undo do. */
 cf_status cf__predictor_apply(cf__scratch *row, const cf_codec_params *p,
                               uint8_t *buf, cf_error *err);
 

@@ -145,8 +145,10 @@ cf_status cf__predictor_apply(cf__scratch *rowbuf, const cf_codec_params *p,
     return CF_OK;
 }
 
-cf_status cf__predictor_undo(cf__scratch *rowbuf, const cf_codec_params *p,
-                             uint8_t *buf, size_t len, cf_error *err) {
+cf_status cf_predictor_undo(const cf_codec_params *p, uint8_t *buf,
+                            size_t len, cf_error *err) {
+    if (!p || (!buf && len))
+        return cf__err(err, CF_E_ARG, "predictor: NULL argument");
     cf_status st = cf__predictor_check(p, err);
     if (st || p->predictor == 1) return st;
     uint64_t want = cf_codec_chunk_bytes(p);
@@ -154,15 +156,8 @@ cf_status cf__predictor_undo(cf__scratch *rowbuf, const cf_codec_params *p,
         return cf__err(err, CF_E_ARG,
                        "predictor: buffer of %zu bytes for a %ux%u chunk", len,
                        (unsigned)p->width, (unsigned)p->height);
-    return cf__predictor_apply(rowbuf, p, buf, err);
-}
-
-cf_status cf_predictor_undo(const cf_codec_params *p, uint8_t *buf,
-                            size_t len, cf_error *err) {
-    if (!p || (!buf && len))
-        return cf__err(err, CF_E_ARG, "predictor: NULL argument");
     cf__scratch row = {NULL, 0};
-    cf_status st = cf__predictor_undo(&row, p, buf, len, err);
+    st = cf__predictor_apply(&row, p, buf, err);
     free(row.p);
     return st;
 }

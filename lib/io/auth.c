@@ -42,16 +42,24 @@ void cf__sb_putn(cf__sbuf *b, const char *s, size_t n) {
 
 void cf__sb_put(cf__sbuf *b, const char *s) { cf__sb_putn(b, s, strlen(s)); }
 
+static void sb_vprintf(cf__sbuf *b, const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    if (n < 0 || !sb_reserve(b, (size_t)n)) {
+        b->oom = 1;
+    } else {
+        vsnprintf(b->s + b->len, (size_t)n + 1, fmt, again);
+        b->len += (size_t)n;
+    }
+    va_end(again);
+}
+
 void cf__sb_printf(cf__sbuf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    sb_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0 || !sb_reserve(b, (size_t)n)) { b->oom = 1; return; }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
 }
 
 void cf__sb_uri(cf__sbuf *b, const char *in, size_t len, int keep_slash) {
@@ -91,17 +99,9 @@ int cf__auth_add_hdrf(struct curl_slist **hdrs, const char *fmt, ...) {
     cf__sbuf b = {0};
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    sb_vprintf(&b, fmt, ap);
     va_end(ap);
-    if (n < 0 || !sb_reserve(&b, (size_t)n)) b.oom = 1;
-    struct curl_slist *l = NULL;
-    if (!b.oom) {
-        va_start(ap, fmt);
-        vsnprintf(b.s, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        b.len = (size_t)n;
-        l = curl_slist_append(*hdrs, b.s);
-    }
+    struct curl_slist *l = b.oom ? NULL : curl_slist_append(*hdrs, b.s);
     /* The line may hold a secret (a token, a signature): wipe our copy. */
     if (b.s) OPENSSL_cleanse(b.s, b.cap);
     cf__sb_free(&b);

@@ -452,7 +452,6 @@ static int retry(cf__loop *lp, cf__xfer *x, cf_status code, const char *why) {
     return 0;
 }
 
-/* Hostname and port of a URL, for same-host decisions. */
 /* Scheme, host and port (the scheme's default when absent) of the URL
  * held by u. */
 static int url_parts(CURLU *u, char scheme[16], char host[256], char port[16]) {
