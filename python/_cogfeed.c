@@ -188,18 +188,29 @@ typedef struct {
     PyObject_HEAD cf_cog *cog;
     PyObject *io; /* keeps the IO alive while the cog uses it */
     cf_cog_info info;
+    /* Reads running with the GIL released (under the GIL), and a close()
+     * asked for meanwhile: the last of those reads closes the file, so
+     * that another thread's close() never frees it under a read. */
+    int readers, close_pending;
 } CogObject;
 
 static PyTypeObject CogType;
 
-/* Close the file (once); the GIL is released while its reads finish. */
+/* Close the file (once). */
 static void close_cog(CogObject *self) {
     cf_cog *c = self->cog;
     self->cog = NULL;
+    self->close_pending = 0;
     if (c) {
         Py_BEGIN_ALLOW_THREADS cf_cog_close(c);
         Py_END_ALLOW_THREADS
     }
+}
+
+/* Around every read that releases the GIL (called with it held). */
+static void reading_begin(CogObject *self) { self->readers++; }
+static void reading_end(CogObject *self) {
+    if (--self->readers == 0 && self->close_pending) close_cog(self);
 }
 
 static void Cog_dealloc(CogObject *self) {
@@ -209,7 +220,7 @@ static void Cog_dealloc(CogObject *self) {
 }
 
 static int check_open(CogObject *self) {
-    if (!self->cog) {
+    if (!self->cog || self->close_pending) {
         PyErr_SetString(PyExc_ValueError, "I/O operation on a closed cogfeed file");
         return 0;
     }
@@ -327,9 +338,11 @@ static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
     }
     void *dst = PyArray_DATA(arr);
     size_t size = (size_t)PyArray_NBYTES(arr);
+    reading_begin(self);
     Py_BEGIN_ALLOW_THREADS st = cf_cog_read(self->cog, level, wv[0], wv[1], (uint32_t)wv[2],
                                             (uint32_t)wv[3], bands, nb, dst, size, &err);
-    Py_END_ALLOW_THREADS PyMem_Free(bands);
+    Py_END_ALLOW_THREADS reading_end(self);
+    PyMem_Free(bands);
     if (st) {
         Py_DECREF(arr);
         return cf_py_raise(st, &err);
@@ -352,9 +365,11 @@ static PyObject *Cog_read_mask(CogObject *self, PyObject *args, PyObject *kw) {
     if (!arr) return NULL;
     void *dst = PyArray_DATA(arr);
     size_t size = (size_t)PyArray_NBYTES(arr);
+    reading_begin(self);
     Py_BEGIN_ALLOW_THREADS st = cf_cog_read_mask(self->cog, level, wv[0], wv[1], (uint32_t)wv[2],
                                                  (uint32_t)wv[3], dst, size, &err);
-    Py_END_ALLOW_THREADS if (st) {
+    Py_END_ALLOW_THREADS reading_end(self);
+    if (st) {
         Py_DECREF(arr);
         return cf_py_raise(st, &err);
     }
@@ -362,7 +377,10 @@ static PyObject *Cog_read_mask(CogObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *Cog_close(CogObject *self, PyObject *noargs) {
-    close_cog(self);
+    if (self->readers)
+        self->close_pending = 1; /* the last running read closes it */
+    else
+        close_cog(self);
     Py_RETURN_NONE;
 }
 
@@ -455,7 +473,8 @@ static PyObject *get_etag(PyObject *self, void *c) {
     return PyUnicode_FromString(CF_INFO(etag));
 }
 static PyObject *get_closed(PyObject *self, void *c) {
-    return PyBool_FromLong(((CogObject *)self)->cog == NULL);
+    const CogObject *o = (const CogObject *)self;
+    return PyBool_FromLong(o->cog == NULL || o->close_pending);
 }
 
 #define CF_GET_UINT(name, field, doc)                                                  \
@@ -518,7 +537,7 @@ static PyGetSetDef Cog_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyObject *Cog_repr(CogObject *self) {
-    if (!self->cog) return PyUnicode_FromString("<cogfeed.Cog closed>");
+    if (!self->cog || self->close_pending) return PyUnicode_FromString("<cogfeed.Cog closed>");
     return PyUnicode_FromFormat("<cogfeed.Cog %s %ux%u x%u %s %s>", cf_cog_name(self->cog),
                                 self->info.width, self->info.height, self->info.count,
                                 cf_dtype_name(self->info.dtype), self->info.compression_name);
@@ -564,6 +583,7 @@ static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
         return NULL;
     }
     o->cog = cog;
+    o->readers = o->close_pending = 0; /* PyObject_New does not zero */
     Py_INCREF(io_ref);
     o->io = io_ref;
     cf_cog_get_info(cog, &o->info);
@@ -635,12 +655,18 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
         q->dst_size = (size_t)PyArray_NBYTES((PyArrayObject *)arr);
     }
     {
-        /* `seq` holds the Cog objects alive while the GIL is released. */
+        /* `seq` holds the Cog objects alive while the GIL is released, and
+         * their reader counts keep another thread's close() from freeing
+         * their files meanwhile. */
         cf_error err = {0};
         cf_status st;
+        for (Py_ssize_t i = 0; i < n; i++)
+            reading_begin((CogObject *)PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(seq, i), 0));
         Py_BEGIN_ALLOW_THREADS st = cf_cog_read_many(reqs, (size_t)n, threads, (size_t)inflight,
                                                     &err);
-        Py_END_ALLOW_THREADS if (st) {
+        Py_END_ALLOW_THREADS for (Py_ssize_t i = 0; i < n; i++)
+            reading_end((CogObject *)PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(seq, i), 0));
+        if (st) {
             cf_py_raise(st, &err);
             goto done;
         }
