@@ -23,15 +23,13 @@ import hmac
 import http.client
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import sys
-import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from servers import die_with_parent, free_port, stop_process  # noqa: E402
+from servers import die_with_parent, free_port, stop_process, wait_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ACCOUNT = "devstoreaccount1"
@@ -75,16 +73,12 @@ class Azurite:
              "--location", self.location, "--silent", "--skipApiVersionCheck", "--loose"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             preexec_fn=die_with_parent)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"azurite exited with {self.proc.returncode}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.2)
+        if wait_port(self.port, self.proc, 60):
+            return self
+        rc = self.proc.poll()
         self.stop()
+        if rc is not None:
+            raise RuntimeError(f"azurite exited with {rc}")
         raise RuntimeError("azurite did not start within 60 s")
 
     def stop(self) -> None:

@@ -63,7 +63,8 @@ int main(void) {
         snprintf(path, sizeof path, "%s/%s", dir, fname);
         size_t len = 0;
         uint8_t *d = cf_test_slurp(path, &len);
-        CHECK(d != NULL || len == 0);
+        CHECK(d != NULL); /* every listed fixture exists (empty ones too) */
+        if (!d) continue;
         cf_tiff *t = NULL;
         cf_error err;
         cf__err_clear(&err);
