@@ -12,7 +12,7 @@ import torch.multiprocessing as tmp
 from torch.utils.data import DataLoader
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_loader import expected, make_pair  # noqa: E402
+from test_loader import check_batch, expected, make_pair  # noqa: E402
 
 import cogfeed  # noqa: E402
 from cogfeed.torch import CogDataset  # noqa: E402
@@ -40,7 +40,8 @@ def test_dataloader_main_process(data):
     n = 0
     for batch in dl:
         img, msk = batch["image"], batch["mask"]
-        # uint16 is widened losslessly (torch 1.13 has no uint16)
+        # uint16 is widened losslessly, on every torch: 1.13 has no uint16,
+        # and 2.3+ has it but few operations accept it
         assert img.dtype == torch.int32 and msk.dtype == torch.uint8
         assert img.shape == (4, 3, 32, 32) and msk.shape == (4, 1, 32, 32)
         # mask aligned with the image through the flips
@@ -153,14 +154,6 @@ def test_set_epoch_changes_samples(data):
         CogDataset(data["images"], rank=1)
 
 
-def test_uint16_is_widened_on_every_torch(data):
-    # The same dtype whether or not this torch has uint16 (2.3+ does, but
-    # few operations accept it).
-    ds = CogDataset(data["images"], patch_size=8, batch_size=2, epoch_length=2)
-    b = next(iter(DataLoader(ds, batch_size=None)))
-    assert b["image"].dtype == torch.int32
-
-
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_device_without_cuda_is_a_clear_error(data):
     ds = CogDataset(data["images"], patch_size=8, batch_size=2,
@@ -175,14 +168,12 @@ def test_device_without_cuda_is_a_clear_error(data):
 
 def check_batches(data, batches, P):
     """Every patch (kept on the GPU or CPU) holds its window's pixels and
-    its mask the image's low byte, flips included."""
+    its mask the image's low byte, flips and rotations undone: the loader
+    tests' check_batch on the copies."""
     for img, msk, windows, augs in batches:
-        img, msk = img.cpu(), msk.cpu()
-        assert (msk[:, 0].int() == (img[:, 0].int() & 0xFF)).all()
-        for i, (f, x, y, w, h) in enumerate(windows):
-            if augs[i] == 0:
-                np.testing.assert_array_equal(
-                    img[i].numpy(), expected(P, P, x + data["shifts"][f], y))
+        check_batch(data, {"image": img.cpu().numpy().astype(np.int64),
+                           "mask": msk.cpu().numpy(), "windows": windows,
+                           "augment": augs}, P)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
