@@ -115,12 +115,9 @@ class Cpu:
         root = self.srv.proc.pid
         pids = [root]
         for d in os.listdir("/proc"):  # its workers: children of the master
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == root:
-                        pids.append(int(d))
-            except (OSError, ValueError, IndexError):
-                continue
+            st = common.proc_stat("/proc/%s/stat" % d) if d.isdigit() else None
+            if st and int(st[1][1]) == root:
+                pids.append(int(d))
         return common.cpu_seconds(pids)
 
     def snap(self):

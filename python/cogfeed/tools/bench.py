@@ -193,16 +193,6 @@ def run_on(img_urls, msk_urls, loader, settings, batches=None, seconds=None,
     return r
 
 
-def itemsize_of(path):
-    """Bytes per sample of a GeoTIFF's bands."""
-    import cogfeed
-    c = cogfeed.open(path)
-    try:
-        return c.dtype.itemsize
-    finally:
-        c.close()
-
-
 def run(images, masks=None, loader="cogfeed", settings=None, batches=None,
         seconds=None, warmup=2, serve_latency_ms=None, baseline_workers=4,
         baseline_prefetch=2):
@@ -215,7 +205,7 @@ def run(images, masks=None, loader="cogfeed", settings=None, batches=None,
     kw = dict(batches=batches, seconds=seconds, warmup=warmup,
               latency_ms=serve_latency_ms, baseline_workers=baseline_workers,
               baseline_prefetch=baseline_prefetch,
-              itemsize=itemsize_of(imgs[0]))
+              itemsize=common.cog_shape(imgs[0])[3])
     if serve_latency_ms is None:
         return run_on(imgs, msks, loader, settings, transport="file", **kw)
     with common.served(imgs + (msks or []), serve_latency_ms) as (srv, url):

@@ -147,11 +147,29 @@ def _status_kb(pid, key):
     return 0
 
 
+def proc_stat(path):
+    """(name, fields after the name) of a /proc/<pid>[/task/<tid>]/stat
+    file, or None when it is gone; fields[1] is the parent pid, fields[11]
+    and fields[12] the user and system CPU ticks."""
+    try:
+        with open(path) as f:
+            line = f.read()
+    except OSError:
+        return None
+    i, j = line.find("("), line.rfind(")")
+    if i < 0 or j < i:
+        return None
+    return line[i + 1:j], line[j + 1:].split()
+
+
+def _cpu_s(fields):
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_by_thread(pids):
     """{thread name: user + system CPU seconds} over the processes' live
     threads (cogfeed names its own: cf-reader, cf-io, cf-decode), for
     telling where a loader's CPU goes; {} where /proc has no tasks."""
-    tck = os.sysconf("SC_CLK_TCK")
     out = {}
     for pid in pids:
         try:
@@ -159,29 +177,19 @@ def cpu_by_thread(pids):
         except OSError:
             continue
         for tid in tids:
-            try:
-                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                    line = f.read()
-                name = line[line.index("(") + 1:line.rindex(")")]
-                rest = line.rsplit(")", 1)[1].split()
-                t = (int(rest[11]) + int(rest[12])) / tck
-            except (OSError, IndexError, ValueError):
-                continue
-            out[name] = out.get(name, 0.0) + t
+            st = proc_stat("/proc/%d/task/%s/stat" % (pid, tid))
+            if st:
+                out[st[0]] = out.get(st[0], 0.0) + _cpu_s(st[1])
     return out
 
 
 def cpu_seconds(pids):
     """user + system CPU seconds of the processes (all their threads)."""
-    tck = os.sysconf("SC_CLK_TCK")
     t = 0.0
     for pid in pids:
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                rest = f.read().rsplit(")", 1)[1].split()
-            t += (int(rest[11]) + int(rest[12])) / tck
-        except (OSError, IndexError, ValueError):
-            pass
+        st = proc_stat("/proc/%d/stat" % pid)
+        if st:
+            t += _cpu_s(st[1])
     return t
 
 
@@ -200,6 +208,13 @@ def import_cogfeed():
             "cogfeed's Python extension is not importable (%s); build it "
             "(cmake --build BUILD) and set PYTHONPATH=BUILD/python" % e)
     return cogfeed
+
+
+def cog_shape(path):
+    """(width, height, bands, bytes per sample) of a COG, read with
+    cogfeed."""
+    with import_cogfeed().open(path) as c:
+        return c.width, c.height, c.count, c.dtype.itemsize
 
 
 def make_loader(kind, images, masks, settings, baseline_workers=4,

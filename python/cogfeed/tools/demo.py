@@ -55,7 +55,7 @@ def demo(out, scenes=4, size=1024, seconds=8.0, budget=20.0,
                                                             var))
     convert.convert([raw], var, compress, tile, progress=False)
     imgs, msks = common.resolve(var)
-    itemsize = bench.itemsize_of(imgs[0])
+    itemsize = common.cog_shape(imgs[0])[3]
     settings = {"patch_size": patch_size, "batch_size": batch_size,
                 "sampler": "random", "seed": 0}
     rows = []

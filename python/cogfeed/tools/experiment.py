@@ -107,8 +107,7 @@ def band_stats(images, decim=8):
     import cogfeed
     acc = []
     for p in images:
-        c = cogfeed.open(p)
-        try:
+        with cogfeed.open(p) as c:
             lvl = next((i + 1 for i, (w, h) in enumerate(c.overviews)
                         if w * decim <= c.width), None)
             if lvl is None:
@@ -116,8 +115,6 @@ def band_stats(images, decim=8):
             else:
                 a = c.read(level=lvl)
             acc.append(a.reshape(c.count, -1).astype(np.float64))
-        finally:
-            c.close()
     a = np.concatenate(acc, axis=1)
     return [float(x) for x in a.mean(1)], \
         [float(max(x, 1.0)) for x in a.std(1)]

@@ -49,17 +49,11 @@ def variants(dataset):
     return out
 
 
-def _shape(path):
-    """(width, height, bands, bytes per sample) of a COG."""
-    with common.import_cogfeed().open(path) as c:
-        return c.width, c.height, c.count, c.dtype.itemsize
-
-
 def decoded_bytes(paths):
     """Bytes the images hold decoded (all bands, full resolution)."""
     n = 0
     for p in paths:
-        w, h, b, isz = _shape(p)
+        w, h, b, isz = common.cog_shape(p)
         n += w * h * b * isz
     return n
 
@@ -169,7 +163,7 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
     os.makedirs(out, exist_ok=True)
     var = variants(dataset)
     names = sorted(var)
-    first = {n: _shape(v[0][0]) for n, v in var.items()}
+    first = {n: common.cog_shape(v[0][0]) for n, v in var.items()}
     side = min(min(s[0], s[1]) for s in first.values())
     psz = [p for p in patch_sizes if p <= side] or [side]
     if samplers is None:
