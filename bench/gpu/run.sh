@@ -37,8 +37,9 @@ timeout 240 $PY -m pytest -q -p no:cacheprovider tests/python/test_torch.py test
 D=$R/.devkit/data
 step loader local vs remote, 16 cores
 for lat in "" "--serve-latency-ms 164"; do
-  timeout 60 $PY -m cogfeed.cli bench --images $D --patch-size 512 --batch-size 16 --sampler blocked --seconds 10 --warmup 24 $lat --json > $OUT/bench$([ -n "$lat" ] && echo _remote || echo _local).json
-  $PY -c "import json,sys;r=json.load(open(sys.argv[1]));print({k:r[k] for k in ('mb_per_s','patches_per_s','cpu_s_per_gb','peak_rss_mb','latency_ms') if k in r}, {k:v for k,v in (r.get('loader_stats') or {}).items() if k in ('concurrency','io_inflight','wait_s')})" $OUT/bench$([ -n "$lat" ] && echo _remote || echo _local).json
+  f=$OUT/bench$([ -n "$lat" ] && echo _remote || echo _local).json
+  timeout 60 $PY -m cogfeed.cli bench --images $D --patch-size 512 --batch-size 16 --sampler blocked --seconds 10 --warmup 24 $lat --json > $f
+  $PY -c "import json,sys;r=json.load(open(sys.argv[1]));print({k:r[k] for k in ('mb_per_s','patches_per_s','cpu_s_per_gb','cpu_s_per_gb_by_thread','peak_rss_mb','latency_ms') if k in r}, {k:v for k,v in (r.get('loader_stats') or {}).items() if k in ('concurrency','io_inflight','wait_s')})" $f
 done
 step experiment on CUDA
 timeout 300 $PY -m cogfeed.cli experiment --data $D --out /tmp/exp --budget 30 --loaders cogfeed --samplers none --device cuda --sampler blocked --patch-size 256 --batch-size 16 2>&1 | tail -25
