@@ -1159,6 +1159,13 @@ static void convert_member(const cf_loader *ld, const ld_member *mb,
     }
 }
 
+/* The file that member m of a sample of file f reads. */
+static cf_cog *member_cog(const cf_loader *ld, size_t f, const ld_member *mb) {
+    return mb->layer < 0
+               ? ld->img[f * (size_t)ld->o.time_steps + (size_t)mb->t]
+               : ld->lay[f * (size_t)ld->o.nlayers + (size_t)mb->layer];
+}
+
 /* Read, convert and augment sample j into position i of slot s. */
 static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
                              uint32_t i, uint64_t epoch, uint64_t j,
@@ -1177,83 +1184,58 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
                             : NULL;
     /* The parts: image members (raw into the slot, or into scratch when
-     * converted to float32), then the mask. */
+     * converted to float32), then the mask.  They go out together, up to
+     * LD_PART_CHUNKS at a time (a long time series takes several). */
+    const int nall = ld->nmembers + (mask != NULL);
     ld_part parts[LD_PART_CHUNKS];
-    int np = ld->nmembers + (mask != NULL);
-    if (np > LD_PART_CHUNKS) np = 0; /* long series: one by one below */
     size_t off = 0;
-    for (int m = 0; m < np; m++) {
-        ld_part *p = &parts[m];
-        memset(p, 0, sizeof *p);
-        if (m == ld->nmembers) {
-            p->cog = ld->msk[f];
-            p->bands = &first_band;
-            p->bands0 = ld->ident;
-            p->nb = 1;
-            p->nbands = 1;
-            p->dt = ld->lay_out.mask_dtype;
-            p->dst = mask;
-            p->bytes = ld->plane * ld->mask_es;
-            continue;
-        }
-        const ld_member *mb = &ld->members[m];
-        p->cog = mb->layer < 0
-                     ? ld->img[f * T + (size_t)mb->t]
-                     : ld->lay[f * (size_t)o->nlayers + (size_t)mb->layer];
-        p->bands = mb->layer < 0 ? ld->bands : NULL;
-        p->bands0 = p->bands ? ld->bands0 : ld->ident;
-        p->nb = mb->layer < 0 ? o->nbands : 0;
-        p->nbands = mb->nb;
-        p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
-        p->bytes = raw_member_bytes(ld, mb, P, P);
-        p->dst = f32 ? wk->scratch + off
-                     : img + ((size_t)mb->t * C + mb->channel) * ld->plane *
-                                 ld->es;
-        off += p->bytes;
-    }
     cf_status st = CF_OK;
     cf_cog *bad = NULL;
     double t0 = cf__now();
-    if (np && o->sampler != CF_SAMPLER_TILE_SHUFFLE)
-        st = read_parts(ld, wk, parts, np, &w, &bad, err);
-    for (int m = 0; m < np && st == CF_OK; m++) {
-        ld_part *p = &parts[m];
-        if (p->fast) {
-            *decoded += p->bytes;
-            continue;
+    for (int g = 0; g < nall && st == CF_OK; g += LD_PART_CHUNKS) {
+        int np = nall - g < LD_PART_CHUNKS ? nall - g : LD_PART_CHUNKS;
+        for (int k = 0; k < np; k++) {
+            ld_part *p = &parts[k];
+            int m = g + k;
+            memset(p, 0, sizeof *p);
+            if (m == ld->nmembers) {
+                p->cog = ld->msk[f];
+                p->bands = &first_band;
+                p->bands0 = ld->ident;
+                p->nb = 1;
+                p->nbands = 1;
+                p->dt = ld->lay_out.mask_dtype;
+                p->dst = mask;
+                p->bytes = ld->plane * ld->mask_es;
+                continue;
+            }
+            const ld_member *mb = &ld->members[m];
+            p->cog = member_cog(ld, f, mb);
+            p->bands = mb->layer < 0 ? ld->bands : NULL;
+            p->bands0 = p->bands ? ld->bands0 : ld->ident;
+            p->nb = mb->layer < 0 ? o->nbands : 0;
+            p->nbands = mb->nb;
+            p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+            p->bytes = raw_member_bytes(ld, mb, P, P);
+            p->dst = f32 ? wk->scratch + off
+                         : img + ((size_t)mb->t * C + mb->channel) *
+                                     ld->plane * ld->es;
+            off += p->bytes;
         }
-        st = read_block(ld, p->cog, p->bands, p->nb, p->nbands, p->dt, &w,
-                        p->dst, p->bytes, decoded, err);
-        if (st != CF_OK) bad = p->cog;
+        if (o->sampler != CF_SAMPLER_TILE_SHUFFLE)
+            st = read_parts(ld, wk, parts, np, &w, &bad, err);
+        for (int k = 0; k < np && st == CF_OK; k++) {
+            ld_part *p = &parts[k];
+            if (p->fast) {
+                *decoded += p->bytes;
+                continue;
+            }
+            st = read_block(ld, p->cog, p->bands, p->nb, p->nbands, p->dt, &w,
+                            p->dst, p->bytes, decoded, err);
+            if (st != CF_OK) bad = p->cog;
+        }
     }
-    double t1 = cf__now();
-    *t_read += t1 - t0;
-    /* Long time series (more parts than fit): one member at a time. */
-    for (int m = 0; !np && m < ld->nmembers && st == CF_OK; m++) {
-        const ld_member *mb = &ld->members[m];
-        cf_cog *cog = mb->layer < 0
-                          ? ld->img[f * T + (size_t)mb->t]
-                          : ld->lay[f * (size_t)o->nlayers + (size_t)mb->layer];
-        uint8_t *out =
-            img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
-        double ta = cf__now();
-        st = read_block(ld, cog, mb->layer < 0 ? ld->bands : NULL,
-                        mb->layer < 0 ? o->nbands : 0, mb->nb,
-                        mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer],
-                        &w, f32 ? wk->scratch : out,
-                        raw_member_bytes(ld, mb, P, P), decoded, err);
-        *t_read += cf__now() - ta;
-        if (st != CF_OK) bad = cog;
-        else if (f32) convert_member(ld, mb, cog, wk->scratch, out);
-    }
-    if (!np && st == CF_OK && mask) {
-        double ta = cf__now();
-        st = read_block(ld, ld->msk[f], &first_band, 1, 1,
-                        ld->lay_out.mask_dtype, &w, mask,
-                        ld->plane * ld->mask_es, decoded, err);
-        *t_read += cf__now() - ta;
-        if (st != CF_OK) bad = ld->msk[f];
-    }
+    *t_read += cf__now() - t0;
     if (st != CF_OK)
         return cf__err_prefix(err,
                               "loader: sample %llu (%s, window %lld,%lld,%u,%u)",
@@ -1261,11 +1243,13 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
                               bad ? cf_cog_name(bad) : "?", (long long)w.x,
                               (long long)w.y, w.w, w.h);
     double t2 = cf__now();
-    for (int m = 0; f32 && np && m < ld->nmembers; m++) {
+    off = 0;
+    for (int m = 0; f32 && m < ld->nmembers; m++) {
         const ld_member *mb = &ld->members[m];
-        convert_member(ld, mb, parts[m].cog, parts[m].dst,
+        convert_member(ld, mb, member_cog(ld, f, mb), wk->scratch + off,
                        img + ((size_t)mb->t * C + mb->channel) * ld->plane *
                                  ld->es);
+        off += raw_member_bytes(ld, mb, P, P);
     }
     if (w.aug) {
         for (size_t p = 0; p < T * C; p++)

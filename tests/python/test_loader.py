@@ -259,6 +259,39 @@ def test_time_series_and_extra_layers(tmp_path):
                     img[i, t, 2], expected(20, 20, x + 9, y + 9, 1)[0])
 
 
+@pytest.mark.parametrize("dtype", ["raw", "float32"])
+def test_long_time_series_reads_in_groups(tmp_path, dtype):
+    # 70 scenes and a mask are more parts than one sample sends out at once
+    # (64): they go in groups, and patches crossing 16 px tiles run out of
+    # the per-group chunk budget and take the block path part of the way.
+    d, T = str(tmp_path), 70
+    steps = [make_cog(os.path.join(d, "t%02d.tif" % t),
+                      expected(48, 40, 100 * t, 0, 1), block=16)
+             for t in range(T)]
+    mask = make_cog(os.path.join(d, "m.tif"),
+                    (expected(48, 40, 0, 0, 1) & 0xFF).astype(np.uint8),
+                    block=16)
+    kw = dict(dtype="float32", mean=[3.0], std=[2.0]) if dtype == "float32" \
+        else {}
+    ld = cogfeed.Loader([steps], masks=[mask], patch_size=12, batch_size=4,
+                        epoch_length=8, seed=3, **kw)
+    assert ld.layout["time_steps"] == T
+    n = 0
+    for batch in ld:
+        img = batch["image"]
+        assert img.shape == (4, T, 1, 12, 12)
+        for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+            for t in range(T):
+                want = expected(12, 12, x + 100 * t, y, 1)[0]
+                if dtype == "float32":
+                    want = (want.astype(np.float32) - 3) / 2
+                np.testing.assert_array_equal(img[i, t, 0], want)
+            np.testing.assert_array_equal(
+                batch["mask"][i, 0], expected(12, 12, x, y, 1)[0] & 0xFF)
+            n += 1
+    assert n == 8
+
+
 def test_misaligned_mask_is_a_clear_error(tmp_path, data):
     other = make_cog(os.path.join(str(tmp_path), "shifted.tif"),
                      expected(300, 260, 0, 0, 1),
