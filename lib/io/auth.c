@@ -77,6 +77,15 @@ void cf__sb_uri(cf__sbuf *b, const char *in, size_t len, int keep_slash) {
     }
 }
 
+void cf__sb_object(cf__sbuf *b, const char *store, size_t slen,
+                   const char *key) {
+    while (b->len && b->s[b->len - 1] == '/') b->s[--b->len] = 0;
+    cf__sb_put(b, "/");
+    cf__sb_putn(b, store, slen);
+    cf__sb_put(b, "/");
+    cf__sb_uri(b, key, strlen(key), 1);
+}
+
 char *cf__sb_take(cf__sbuf *b) {
     if (b->oom) { cf__sb_free(b); return NULL; }
     if (!b->s) {
@@ -318,14 +327,10 @@ static cf_status gcs_init(cf_auth *a, const char *url, cf_auth_getenv ge,
                            "or URL", a->redacted);
         if (!strstr(emu, "://")) cf__sb_put(&b, "http://");
         cf__sb_put(&b, emu);
-        while (b.len && b.s[b.len - 1] == '/') b.s[--b.len] = 0;
     } else {
         cf__sb_put(&b, "https://storage.googleapis.com");
     }
-    cf__sb_put(&b, "/");
-    cf__sb_putn(&b, p, blen);
-    cf__sb_put(&b, "/");
-    cf__sb_uri(&b, key, strlen(key), 1);
+    cf__sb_object(&b, p, blen, key);
     a->http_url = cf__sb_take(&b);
     if (!a->http_url) return cf__err(err, CF_E_NOMEM, "%s: out of memory",
                                      a->redacted);

@@ -123,14 +123,12 @@ cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
         }
         const char *ep = have_cs ? cs.endpoint : NULL;
         if (ep && *ep) {
-            size_t elen = strlen(ep);
             if (!cf__auth_endpoint_ok(ep)) {
                 st = cf__err(err, CF_E_ARG, "%s: BlobEndpoint must be an "
                              "http(s):// URL without query", name);
                 goto done;
             }
-            while (elen && ep[elen - 1] == '/') elen--;
-            cf__sb_putn(&u, ep, elen);
+            cf__sb_put(&u, ep);
         } else if (account) {
             const char *proto = have_cs && cs.protocol ? cs.protocol : "https";
             const char *suffix = have_cs && cs.suffix ? cs.suffix
@@ -151,10 +149,7 @@ cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
                          "or AZURE_STORAGE_CONNECTION_STRING", name);
             goto done;
         }
-        cf__sb_put(&u, "/");
-        cf__sb_putn(&u, p, clen);
-        cf__sb_put(&u, "/");
-        cf__sb_uri(&u, blob, strlen(blob), 1);
+        cf__sb_object(&u, p, clen, blob);
     } else {
         /* https://ACCOUNT.blob.core.windows.net/container/blob: the path is
          * already a URL path, used as given. */

@@ -48,6 +48,11 @@ void cf__sb_put(cf__sbuf *b, const char *s);
 void cf__sb_printf(cf__sbuf *b, const char *fmt, ...) CF__PRINTF(2, 3);
 /* Percent-encode like cf__uri_encode, appending. */
 void cf__sb_uri(cf__sbuf *b, const char *in, size_t len, int keep_slash);
+/* The path-style object URL after the endpoint already in `b`: its
+ * trailing slashes dropped, then "/STORE/" and KEY percent-encoded (S3
+ * endpoints, Azure and GCS all address objects this way). */
+void cf__sb_object(cf__sbuf *b, const char *store, size_t slen,
+                   const char *key);
 /* Take ownership of the string (NULL after an allocation failure). */
 char *cf__sb_take(cf__sbuf *b);
 void cf__sb_free(cf__sbuf *b);

@@ -87,26 +87,22 @@ cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
     if (!ep) ep = nonempty(ge("AWS_ENDPOINT_URL", user));
     cf__sbuf u = {0};
     if (ep) {
-        size_t elen = strlen(ep);
         if (!cf__auth_endpoint_ok(ep))
             return cf__err(err, CF_E_ARG,
                            "%s: AWS_ENDPOINT_URL must be an http(s):// URL "
                            "without query", name);
-        while (elen && ep[elen - 1] == '/') elen--;
-        cf__sb_putn(&u, ep, elen);
-        cf__sb_put(&u, "/");
-        cf__sb_putn(&u, p, blen);
-        cf__sb_put(&u, "/");
+        cf__sb_put(&u, ep);
+        cf__sb_object(&u, p, blen, key);
     } else if (dotted) {
         /* A dotted bucket breaks the wildcard TLS certificate of the
          * virtual-hosted form: address it path-style instead. */
-        cf__sb_printf(&u, "https://s3.%s.amazonaws.com/%.*s/", region,
-                      (int)blen, p);
+        cf__sb_printf(&u, "https://s3.%s.amazonaws.com", region);
+        cf__sb_object(&u, p, blen, key);
     } else {
         cf__sb_printf(&u, "https://%.*s.s3.%s.amazonaws.com/", (int)blen, p,
                       region);
+        cf__sb_uri(&u, key, strlen(key), 1);
     }
-    cf__sb_uri(&u, key, strlen(key), 1);
     a->http_url = cf__sb_take(&u);
     if (!a->http_url || !a->region)
         return cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
