@@ -268,24 +268,29 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sp) {
     if (epoll_ctl(lp->ep_fd, EPOLL_CTL_MOD, s, &ev) == 0) return 0;
     if (errno == ENOENT && epoll_ctl(lp->ep_fd, EPOLL_CTL_ADD, s, &ev) == 0)
         return 0;
-    /* Only ENOMEM/ENOSPC are left: curl fails the transfers on this
-     * socket with CURLM_ABORTED_BY_CALLBACK, and they are retried. */
-    return -1;
-}
-
-/* CURLMOPT_TIMERFUNCTION: when curl next wants CURL_SOCKET_TIMEOUT. */
-static int on_timer(CURLM *m, long ms, void *ud) {
-    (void)m;
-    cf__loop *lp = ud;
-    lp->timer_due = ms < 0 ? INFINITY : cf__now() + ms / 1000.0;
+    /* Only ENOMEM/ENOSPC are left.  Returning -1 would mark the whole
+     * multi handle dead (every later call fails); unwatched, this socket's
+     * transfer runs into its low-speed or request timeout instead and is
+     * retried. */
     return 0;
 }
 
-/* Wait for ready sockets, a wakeup or the next timer (at most wait_s) and
- * let curl act on them. */
+/* Milliseconds until curl's next timer (connect and transfer timeouts,
+ * handles just added), or -1 for none.  Asked each time rather than kept
+ * from CURLMOPT_TIMERFUNCTION: curl skips that callback when the next
+ * expiry equals the last one it reported, which a cleared timer would
+ * then never hear of again. */
+static long curl_timer_ms(cf__loop *lp) {
+    long ms = -1;
+    if (curl_multi_timeout(lp->multi, &ms) != CURLM_OK) ms = -1;
+    return ms;
+}
+
+/* Wait for ready sockets, a wakeup or curl's next timer (at most wait_s)
+ * and let curl act on them. */
 static void loop_wait(cf__loop *lp, double wait_s) {
-    double now = cf__now();
-    if (lp->timer_due - now < wait_s) wait_s = lp->timer_due - now;
+    long tmo = curl_timer_ms(lp);
+    if (tmo >= 0 && tmo / 1000.0 < wait_s) wait_s = tmo / 1000.0;
     int ms = wait_s <= 0 ? 0 : (int)ceil(wait_s * 1000.0);
     if (ms > 1000) ms = 1000;
     struct epoll_event evs[64];
@@ -306,10 +311,8 @@ static void loop_wait(cf__loop *lp, double wait_s) {
                   ((ev & EPOLLERR) ? CURL_CSELECT_ERR : 0);
         curl_multi_socket_action(lp->multi, fd, act, &running);
     }
-    if (cf__now() >= lp->timer_due) {
-        lp->timer_due = INFINITY; /* curl sets it again if it needs to */
+    if (curl_timer_ms(lp) == 0)
         curl_multi_socket_action(lp->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    }
 }
 
 static void *loop_main(void *arg) {
@@ -375,7 +378,6 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
     lp->io = io;
     lp->pid = pid;
     lp->ep_fd = lp->wake_fd = -1;
-    lp->timer_due = INFINITY;
     lp->rng = (uint64_t)(cf__now() * 1e9) ^ ((uint64_t)pid << 32) ^
               (uint64_t)(uintptr_t)lp;
     if (!lp->rng) lp->rng = 1;
@@ -408,8 +410,6 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
     }
     curl_multi_setopt(lp->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(lp->multi, CURLMOPT_SOCKETDATA, lp);
-    curl_multi_setopt(lp->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-    curl_multi_setopt(lp->multi, CURLMOPT_TIMERDATA, lp);
     /* Handles of one loop share DNS answers and TLS sessions; only the loop
      * thread uses them, so no share lock callbacks are needed. */
     curl_share_setopt(lp->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);

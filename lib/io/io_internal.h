@@ -58,7 +58,6 @@ struct cf__loop {
     int ep_fd;                /* epoll set: curl's sockets and wake_fd */
     int wake_fd;              /* eventfd that submitters write to */
     /* Loop-thread only. */
-    double timer_due;         /* when curl wants its timeout action */
     cf__xfer *pending;        /* waiting for a slot or for their retry time */
     cf__xfer *pending_tail;
     int active;               /* easy handles inside multi */
