@@ -584,11 +584,14 @@ def test_remote_values_and_adaptive_concurrency(data, remote):
     murls = [remote.url(os.path.basename(p)) for p in data["masks"]]
     ld = cogfeed.Loader(urls, murls, patch_size=32, batch_size=8,
                         epoch_length=8 * 60, flip=True)
-    first = None
+    # The controller's starting point (readers start with the first
+    # batch), and the most it reached: it may grow before the first batch
+    # and give a few readers back once the cores are busy.
+    start = top = ld.stats()["concurrency"]
     cpu0 = _machine_cpu()
     for batch in ld:
         check_batch(data, batch, 32)
-        first = first or ld.stats()["concurrency"]
+        top = max(top, ld.stats()["concurrency"])
     cpu1 = _machine_cpu()
     st = ld.stats()
     assert st["requests"] > 0 and st["bytes_fetched"] > 0
@@ -598,9 +601,9 @@ def test_remote_values_and_adaptive_concurrency(data, remote):
     busy = ((cpu1[0] - cpu0[0]) / max(cpu1[1] - cpu0[1], 1)
             if cpu0 and cpu1 else 0.0)
     if busy < 0.9:
-        assert st["concurrency"] > first, (st, busy)
+        assert top > start, (st, start, busy)
     else:
-        assert st["concurrency"] >= first * 3 // 4, (st, busy)
+        assert st["concurrency"] >= start * 3 // 4, (st, start, busy)
 
 
 def _machine_cpu():
