@@ -44,6 +44,8 @@ typedef struct server {
     int nconns;
     _Atomic int gets;
     _Atomic int if_match_seen;
+    int delay_ms;             /* before each response; set at start */
+    _Atomic int open, max_open; /* connections open now, and at most */
 } server;
 
 typedef struct conn {
@@ -55,6 +57,10 @@ static void *conn_main(void *arg) {
     conn *c = arg;
     char buf[8192];
     size_t have = 0;
+    int now = atomic_fetch_add(&c->s->open, 1) + 1;
+    for (int m = atomic_load(&c->s->max_open);
+         now > m && !atomic_compare_exchange_weak(&c->s->max_open, &m, now);) {
+    }
     for (;;) {
         char *end = NULL;
         while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
@@ -65,6 +71,7 @@ static void *conn_main(void *arg) {
         }
         *end = 0;
         atomic_fetch_add(&c->s->gets, 1);
+        if (c->s->delay_ms) usleep((useconds_t)c->s->delay_ms * 1000);
         if (strstr(buf, "If-Match: \"t1\"")) atomic_fetch_add(&c->s->if_match_seen, 1);
         unsigned long long a = 0, b = OBJ_SIZE - 1;
         const char *r = strstr(buf, "Range: bytes=");
@@ -94,6 +101,7 @@ static void *conn_main(void *arg) {
         have -= used;
     }
 done:
+    atomic_fetch_sub(&c->s->open, 1);
     close(c->fd);
     free(c);
     return NULL;
@@ -128,12 +136,15 @@ static int bind_local(int *port) {
     return fd;
 }
 
-static void server_start(server *s) {
+static void server_start_delay(server *s, int delay_ms) {
     memset(s, 0, sizeof *s);
+    s->delay_ms = delay_ms;
     s->lfd = bind_local(&s->port);
-    listen(s->lfd, 128);
+    listen(s->lfd, 256);
     pthread_create(&s->th, NULL, accept_main, s);
 }
+
+static void server_start(server *s) { server_start_delay(s, 0); }
 
 /* Call after every cf_io using it is freed (connections then close). */
 static void server_stop(server *s) {
@@ -344,6 +355,52 @@ static void test_remote(void) {
     server_stop(&srv);
 }
 
+/* Many transfers at once, each on its own connection (the server holds
+ * every answer 100 ms), all in the loop's epoll set together: every
+ * callback runs once and every byte lands where it belongs. */
+static void test_many_connections(void) {
+    enum { N = 150 };
+    server srv;
+    server_start_delay(&srv, 100);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/obj", srv.port);
+    cf_io_options o;
+    cf_io_options_init(&o);
+    o.max_inflight = N;
+    cf_io *io = NULL;
+    cf_src *s = NULL;
+    cf_error e;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK);
+    CHECK(cf_src_new(io, url, &s, &e) == CF_OK);
+    uint8_t head[16];
+    size_t got = 0;
+    CHECK(cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
+    static cf_range_req q[N];
+    static uint8_t qb[N][1000];
+    int calls = 0;
+    /* One submit per range: ranges of one call would be merged. */
+    for (int k = 0; k < N; k++) {
+        q[k] = (cf_range_req){(uint64_t)k * 2111, 1000, qb[k], 0, NULL, NULL};
+        CHECK(cf_src_submit(s, &q[k], 1, count_cb, &calls, &e) == CF_OK);
+    }
+    for (int w = 0; w < 3000 && __atomic_load_n(&calls, __ATOMIC_SEQ_CST) < N; w++)
+        usleep(10000);
+    CHECK(__atomic_load_n(&calls, __ATOMIC_SEQ_CST) == N);
+    int all_ok = 1;
+    for (int k = 0; k < N; k++)
+        all_ok &= q[k].status == CF_OK &&
+                  memcmp(qb[k], g_obj + q[k].off, 1000) == 0;
+    CHECK(all_ok);
+    cf_io_stats st;
+    cf_io_get_stats(io, &st);
+    CHECK(st.requests == N + 1 && st.retries == 0 && st.inflight == 0);
+    /* They were in flight together, not one after another. */
+    CHECK(atomic_load(&srv.max_open) >= N / 2);
+    cf_src_free(s);
+    cf_io_free(io);
+    server_stop(&srv);
+}
+
 static void test_refused(void) {
     int port;
     int fd = bind_local(&port); /* bound, never listening: connect is refused */
@@ -379,6 +436,7 @@ int main(void) {
     test_options();
     test_local(dir);
     test_remote();
+    test_many_connections();
     test_refused();
     return CF_TEST_END();
 }
