@@ -103,9 +103,15 @@ def _row(name, where, r):
     else:
         st = r.get("loader_stats") or {}
         extra = "conc %s" % st.get("concurrency", "?")
-        io = (r.get("cpu_s_per_gb_by_thread") or {}).get("cf-io")
-        if io:
-            extra += ", io thread %.2f CPU s/GB" % io
+        # CPU per GB by thread: the readers' (decoding) shows how fast the
+        # machine was during this run, the io thread's what remote costs.
+        by = r.get("cpu_s_per_gb_by_thread") or {}
+        if by.get("cf-reader"):
+            extra += ", readers %.2f" % by["cf-reader"]
+        if by.get("cf-io"):
+            extra += ", io thread %.2f" % by["cf-io"]
+        if by:
+            extra += " CPU s/GB"
     print("%-17s %-14s %-8s %4s %9.1f %9.1f %9.2f %8.0f %6.1f  %s" % (
         name, where, s["sampler"], s["patch_size"], r["mb_per_s"],
         r["patches_per_s"], r["cpu_s_per_gb"] or 0.0, r["peak_rss_mb"],
