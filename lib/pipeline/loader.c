@@ -1290,45 +1290,41 @@ static double process_cpu_s(void) {
 static void adapt(cf_loader *ld) {
     if (ld->o.max_inflight) return;
     double now = cf__now();
-    if (ld->win_t0 == 0) {
-        cf_io_stats ios;
-        io_stats(ld, &ios);
-        ld->win_t0 = now;
-        ld->win_cpu0 = process_cpu_s();
-        ld->win_sys = cf__cpu_ticks(&ld->win_sys_busy0, &ld->win_sys_total0);
-        ld->win_done = 0;
-        ld->win_retries = ios.retries;
-        ld->win_backpressure = 0;
-        return;
+    int in_window = ld->win_t0 != 0; /* a window is running */
+    if (in_window) {
+        ld->win_done++;
+        if (now - ld->win_t0 < 0.25 || ld->win_done < (uint64_t)ld->ctl.conc)
+            return;
     }
-    ld->win_done++;
-    double dt = now - ld->win_t0;
-    if (dt < 0.25 || ld->win_done < (uint64_t)ld->ctl.conc) return;
     cf_io_stats ios;
     io_stats(ld, &ios);
-    /* Busy: this process's share of all cores, or the whole machine's
-     * where /proc/stat tells it (a local server, the training step and
-     * other processes use the same cores), whichever is larger. */
     double cpu_now = process_cpu_s();
-    double busy = (cpu_now - ld->win_cpu0) / (dt * (double)cf__ncpu());
     uint64_t sb = 0, stot = 0;
     int sys = cf__cpu_ticks(&sb, &stot);
-    if (sys && ld->win_sys && stot > ld->win_sys_total0) {
-        double m = (double)(sb - ld->win_sys_busy0) /
-                   (double)(stot - ld->win_sys_total0);
-        if (m > busy) busy = m;
+    if (in_window) {
+        /* Busy: this process's share of all cores, or the whole machine's
+         * where /proc/stat tells it (a local server, the training step and
+         * other processes use the same cores), whichever is larger. */
+        double busy = (cpu_now - ld->win_cpu0) /
+                      ((now - ld->win_t0) * (double)cf__ncpu());
+        if (sys && ld->win_sys && stot > ld->win_sys_total0) {
+            double m = (double)(sb - ld->win_sys_busy0) /
+                       (double)(stot - ld->win_sys_total0);
+            if (m > busy) busy = m;
+        }
+        int before = ld->ctl.conc;
+        int c = cf__adapt_step(&ld->ctl, busy, ios.retries > ld->win_retries,
+                               ld->win_backpressure);
+        if (c > before) pthread_cond_broadcast(&ld->work_cv);
+        if (ld->own_io && ld->remote) {
+            int io_n = c * 4 < 16 ? 16 : c * 4;
+            for (int i = 0; i < ld->nios; i++)
+                cf_io_set_max_inflight(ld->ios[i], io_n > CF_IO_MAX_INFLIGHT
+                                                       ? CF_IO_MAX_INFLIGHT
+                                                       : io_n);
+        }
     }
-    int before = ld->ctl.conc;
-    int c = cf__adapt_step(&ld->ctl, busy, ios.retries > ld->win_retries,
-                           ld->win_backpressure);
-    if (c > before) pthread_cond_broadcast(&ld->work_cv);
-    if (ld->own_io && ld->remote) {
-        int io_n = c * 4 < 16 ? 16 : c * 4;
-        for (int i = 0; i < ld->nios; i++)
-            cf_io_set_max_inflight(ld->ios[i], io_n > CF_IO_MAX_INFLIGHT
-                                                   ? CF_IO_MAX_INFLIGHT
-                                                   : io_n);
-    }
+    /* The next window starts here. */
     ld->win_t0 = now;
     ld->win_cpu0 = cpu_now;
     ld->win_sys = sys;
