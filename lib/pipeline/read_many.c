@@ -98,16 +98,19 @@ static void note_result(rm *r, cf_read_req *req, size_t at, cf_status st,
     }
 }
 
+/* Under r->mu (or before any thread starts): one of window w's tiles is
+ * finished, pasted or failed with st / e; the last one frees w. */
+static void win_tile_done(rm *r, rm_win *w, cf_status st, const cf_error *e) {
+    if (st != CF_OK && !w->failed) {
+        w->failed = 1;
+        note_result(r, w->req, w->at, st, e);
+    }
+    if (--w->left == 0) win_free(w);
+}
+
 /* Under r->mu: tile t is finished (pasted, or failed with st / e). */
 static void tile_done(rm *r, rm_tile *t, cf_status st, const cf_error *e) {
-    for (size_t u = 0; u < t->nuses; u++) {
-        rm_win *w = t->uses[u];
-        if (st != CF_OK && !w->failed) {
-            w->failed = 1;
-            note_result(r, w->req, w->at, st, e);
-        }
-        if (--w->left == 0) win_free(w);
-    }
+    for (size_t u = 0; u < t->nuses; u++) win_tile_done(r, t->uses[u], st, e);
     rm_batch *b = t->batch;
     if (b && --b->left == 0) {
         r->inflight -= b->total;
@@ -369,14 +372,7 @@ cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
     if (st != CF_OK) {
         cf_error e;
         cf__err(&e, CF_E_NOMEM, "cf_cog_read_many: out of memory (%zu tiles)", nneeds);
-        for (size_t k = 0; k < nneeds; k++) {
-            rm_win *w = needs[k].win;
-            if (!w->failed) {
-                w->failed = 1;
-                note_result(&r, w->req, w->at, st, &e);
-            }
-            if (--w->left == 0) win_free(w);
-        }
+        for (size_t k = 0; k < nneeds; k++) win_tile_done(&r, needs[k].win, st, &e);
         nt = 0;
     }
     free(needs);
