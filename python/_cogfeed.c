@@ -207,12 +207,6 @@ static void close_cog(CogObject *self) {
     }
 }
 
-/* Around every read that releases the GIL (called with it held). */
-static void reading_begin(CogObject *self) { self->readers++; }
-static void reading_end(CogObject *self) {
-    if (--self->readers == 0 && self->close_pending) close_cog(self);
-}
-
 static void Cog_dealloc(CogObject *self) {
     close_cog(self);
     Py_XDECREF(self->io);
@@ -225,6 +219,19 @@ static int check_open(CogObject *self) {
         return 0;
     }
     return 1;
+}
+
+/* Around every read that releases the GIL (called with it held).  The
+ * open check is repeated here, not only at the top of a call: parsing a
+ * window or bands (__index__) and allocating arrays (GC) can run Python
+ * code, and with it another thread's close(). */
+static int reading_begin(CogObject *self) {
+    if (!check_open(self)) return 0;
+    self->readers++;
+    return 1;
+}
+static void reading_end(CogObject *self) {
+    if (--self->readers == 0 && self->close_pending) close_cog(self);
 }
 
 static int parse_window(PyObject *win, long long out[4]) {
@@ -338,7 +345,11 @@ static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
     }
     void *dst = PyArray_DATA(arr);
     size_t size = (size_t)PyArray_NBYTES(arr);
-    reading_begin(self);
+    if (!reading_begin(self)) {
+        PyMem_Free(bands);
+        Py_DECREF(arr);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS st = cf_cog_read(self->cog, level, wv[0], wv[1], (uint32_t)wv[2],
                                             (uint32_t)wv[3], bands, nb, dst, size, &err);
     Py_END_ALLOW_THREADS reading_end(self);
@@ -365,7 +376,10 @@ static PyObject *Cog_read_mask(CogObject *self, PyObject *args, PyObject *kw) {
     if (!arr) return NULL;
     void *dst = PyArray_DATA(arr);
     size_t size = (size_t)PyArray_NBYTES(arr);
-    reading_begin(self);
+    if (!reading_begin(self)) {
+        Py_DECREF(arr);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS st = cf_cog_read_mask(self->cog, level, wv[0], wv[1], (uint32_t)wv[2],
                                                  (uint32_t)wv[3], dst, size, &err);
     Py_END_ALLOW_THREADS reading_end(self);
@@ -613,6 +627,7 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
     int nb = 0, *bands = NULL;
     cf_read_req *reqs = NULL;
     PyObject *out = NULL, *ret = NULL;
+    Py_ssize_t begun = 0; /* items [0, begun) hold a reader count */
     if (!cf_py_parse_bands(bands_obj, &bands, &nb)) goto done;
     reqs = PyMem_Calloc(n ? (size_t)n : 1, sizeof *reqs);
     out = PyList_New(n);
@@ -634,7 +649,10 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
             goto done;
         }
         CogObject *co = (CogObject *)cog_obj;
-        if (!check_open(co)) goto done;
+        /* Counted from here: the window parsing and the array below may
+         * run Python code, and another thread's close() then waits. */
+        if (!reading_begin(co)) goto done;
+        begun++;
         long long wv[4];
         if (!resolve_window(co, win, level, wv)) goto done;
         int count = nb ? nb : (int)co->info.count;
@@ -660,13 +678,9 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
          * their files meanwhile. */
         cf_error err = {0};
         cf_status st;
-        for (Py_ssize_t i = 0; i < n; i++)
-            reading_begin((CogObject *)PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(seq, i), 0));
         Py_BEGIN_ALLOW_THREADS st = cf_cog_read_many(reqs, (size_t)n, threads, (size_t)inflight,
                                                     &err);
-        Py_END_ALLOW_THREADS for (Py_ssize_t i = 0; i < n; i++)
-            reading_end((CogObject *)PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(seq, i), 0));
-        if (st) {
+        Py_END_ALLOW_THREADS if (st) {
             cf_py_raise(st, &err);
             goto done;
         }
@@ -674,6 +688,8 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
     ret = out;
     out = NULL;
 done:
+    for (Py_ssize_t i = 0; i < begun; i++)
+        reading_end((CogObject *)PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(seq, i), 0));
     Py_XDECREF(out);
     PyMem_Free(reqs);
     PyMem_Free(bands);
