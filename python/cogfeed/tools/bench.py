@@ -171,15 +171,12 @@ def run_on(img_urls, msk_urls, loader, settings, batches=None, seconds=None,
     s = dict(common.LOADER_KEYS)
     s.update({k: v for k, v in (settings or {}).items()
               if k in common.LOADER_KEYS})
-    if loader == "cogfeed":
-        # One long epoch, as the baseline's dataset (length 10**9), so that
-        # both loaders stream the same way (cogfeed's readers would run
-        # into the next epoch anyway; the baseline's workers would not).
-        ld = common.make_loader(loader, img_urls, msk_urls, s,
-                                epoch_length=STREAM_EPOCH)
-    else:
-        ld = common.make_loader(loader, img_urls, msk_urls, s,
-                                baseline_workers, baseline_prefetch)
+    # cogfeed gets one long epoch, as the baseline's dataset (length
+    # 10**9), so that both loaders stream the same way (cogfeed's readers
+    # would run into the next epoch anyway; the baseline's workers would
+    # not).  Each kind ignores the other's arguments.
+    ld = common.make_loader(loader, img_urls, msk_urls, s, baseline_workers,
+                            baseline_prefetch, epoch_length=STREAM_EPOCH)
     ld.transport = transport
     try:
         r = measure(ld, batches, seconds, warmup, log, itemsize)
