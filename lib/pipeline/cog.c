@@ -321,9 +321,11 @@ void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
     p->ycbcr_sub_v = ifd->ycbcr_sub_v;
 }
 
-cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
-                         const uint8_t *src, size_t len, uint8_t *dst,
-                         size_t dst_len, cf_error *err) {
+/* Decode compressed bytes of a chunk into dst (size of
+ * cf_codec_chunk_bytes); errors name the file and tile. */
+static cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+                                const uint8_t *src, size_t len, uint8_t *dst,
+                                size_t dst_len, cf_error *err) {
     cf_codec_params p;
     cf__cog_chunk_params(cog, c, &p);
     cf_status st = cf_codec_decode(ctx, &p, src, len, dst, dst_len, err);

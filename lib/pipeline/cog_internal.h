@@ -47,11 +47,6 @@ cf_status cf__cog_chunk(const cf_cog *cog, int ifd, uint32_t cx, uint32_t cy,
 /* Codec parameters for a chunk and its decoded size in bytes. */
 void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
                           cf_codec_params *p);
-/* Decode compressed bytes of a chunk into dst (size of
- * cf_codec_chunk_bytes); errors name the file and tile. */
-cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
-                         const uint8_t *src, size_t len, uint8_t *dst,
-                         size_t dst_len, cf_error *err);
 /* Take / give back a codec context from the cog's pool (get: NULL when
  * out of memory). */
 cf_codec_ctx *cf__cog_ctx_get(cf_cog *cog);
