@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #define HC_MEM_MAX ((size_t)256 << 20) /* bytes kept in memory per io */
-#define HC_MAX_RANGES 64
 #define HC_MAGIC "CFHDR001"
 
 typedef struct hc_item {

@@ -26,6 +26,9 @@ typedef struct cf_hc_entry {
                            * such an entry is never stored */
 } cf_hc_entry;
 
+/* Most ranges an entry keeps: a header more scattered is not cached. */
+#define HC_MAX_RANGES 64
+
 cf_hc_entry *cf__hc_entry_new(void);
 void cf__hc_entry_free(cf_hc_entry *e);
 /* Append a copy of one header range.  Past HC_MAX_RANGES ranges (a header

@@ -34,9 +34,9 @@ static cf_hc_entry *entry(int nranges) {
     for (int i = 0; i < nranges; i++) {
         memset(buf, i, sizeof buf);
         cf_status st = cf__hc_add_range(e, (uint64_t)i * 1000, buf, sizeof buf);
-        CHECK(st == (i < 64 ? CF_OK : CF_E_LIMIT));
+        CHECK(st == (i < HC_MAX_RANGES ? CF_OK : CF_E_LIMIT));
     }
-    CHECK(e->incomplete == (nranges > 64));
+    CHECK(e->incomplete == (nranges > HC_MAX_RANGES));
     return e;
 }
 
@@ -49,17 +49,17 @@ static void run(const char *dir) {
     const char *url = "http://127.0.0.1:1/scene.tif?sig=SECRET";
 
     /* Scattered: not stored anywhere. */
-    cf_hc_entry *big = entry(70);
+    cf_hc_entry *big = entry(HC_MAX_RANGES + 6);
     cf__hc_store(io, url, big, "\"e1\"");
     CHECK(cf__hc_lookup(io, url) == NULL);
     CHECK(files_in(dir) == 0);
 
     /* Complete: back from memory, and from disk through a fresh io. */
-    cf_hc_entry *ok = entry(64);
+    cf_hc_entry *ok = entry(HC_MAX_RANGES);
     cf__hc_store(io, url, ok, "\"e2\"");
     CHECK(files_in(dir) == 1);
     cf_hc_entry *got = cf__hc_lookup(io, url);
-    CHECK(got && got->nranges == 64 && got->size == ok->size &&
+    CHECK(got && got->nranges == HC_MAX_RANGES && got->size == ok->size &&
           got->etag && !strcmp(got->etag, "\"e2\"") && !got->incomplete);
     for (size_t i = 0; got && i < got->nranges; i++)
         CHECK(got->ranges[i].off == i * 1000 && got->ranges[i].len == 100 &&
@@ -68,7 +68,7 @@ static void run(const char *dir) {
     cf_io *io2 = NULL;
     CHECK(cf_io_new(&o, &io2, NULL) == CF_OK);
     got = cf__hc_lookup(io2, url);
-    CHECK(got && got->nranges == 64 && !strcmp(got->etag, "\"e2\""));
+    CHECK(got && got->nranges == HC_MAX_RANGES && !strcmp(got->etag, "\"e2\""));
     cf__hc_entry_free(got);
 
     /* The object changed and its header now overflows: the old entry is
