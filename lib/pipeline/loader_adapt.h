@@ -26,7 +26,8 @@ void cf__adapt_init(cf__adapt *a, int start, int max_conc);
  *  - busy (decode-bound): hold, and every CF__ADAPT_CALM windows in a row
  *    step down by conc/16, so that readers beyond what keeps the cores
  *    busy are given back; the first window with idle cores steps up
- *    again (by twice as much), so it settles just above the knee. */
+ *    again (by twice as much), so it settles near the knee (a few
+ *    readers below it at times: 45-50 for a knee of 49 in the tests). */
 int cf__adapt_step(cf__adapt *a, double busy, int retried, int consumer_bound);
 
 #define CF__ADAPT_CALM 8

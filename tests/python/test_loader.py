@@ -697,8 +697,8 @@ def test_readers_read_ahead_into_the_next_epoch(data):
 
 
 def test_many_bands_selected(tmp_path):
-    # More than 64 selected bands (once read twice, now once): the same
-    # pixels as Cog.read, bands in the order given.
+    # More than 64 selected bands: the same pixels as Cog.read, bands in
+    # the order given.
     arr = expected(96, 80, 0, 0, 70)
     p = make_cog(os.path.join(str(tmp_path), "b70.tif"), arr, 32)
     bands = list(range(70, 0, -1))

@@ -144,8 +144,9 @@ static int check_window(cf_cog *cog, const spec *s, int64_t x, int64_t y, uint32
 }
 
 /* cf_cog_read_many: 40 windows of one file at once (edges, outside, band
- * subsets), with 1 and 3 decoders and a 1-byte in-flight budget (windows
- * then go one at a time); one bad window fails alone. */
+ * subsets), with 1 and 3 decoders and a 1-byte in-flight budget (a file's
+ * tiles then go one per batch; in-memory files need no budget); one bad
+ * window fails alone. */
 static void check_many(cf_cog *cog, const spec *s, uint16_t fill, const char *label) {
     enum { N = 40 };
     static const int all[3] = {1, 2, 3}, rev[2] = {3, 1}, bad[1] = {9};
