@@ -62,7 +62,9 @@ const char *cf_strerror(cf_status s);
 typedef struct cf_error {
     cf_status code;
     int http_status; /* last HTTP status involved, 0 if none */
-    char msg[768];   /* NUL-terminated, secrets redacted */
+    char msg[768];   /* NUL-terminated, secrets redacted; a file or URL
+                        name longer than 199 bytes appears as its head,
+                        "..." and its tail, so the reason still fits */
 } cf_error;
 
 /* ------------------------------------------------------------------ */
@@ -200,7 +202,8 @@ cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
  * 1-based. */
 double cf_cog_band_scale(const cf_cog *cog, int band);
 double cf_cog_band_offset(const cf_cog *cog, int band);
-/* The URL with any query string and credentials removed (for messages). */
+/* The URL with any query string and credentials removed (for messages;
+ * one longer than 199 bytes keeps its head and tail, see cf_error). */
 const char *cf_cog_name(const cf_cog *cog);
 
 /* Read a window at a level into `dst`: band-sequential (bands, h, w), the

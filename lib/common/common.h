@@ -90,8 +90,24 @@ int cf__cpu_ticks(uint64_t *busy, uint64_t *total);
  * at most 15 characters.  No-op where unsupported. */
 void cf__thread_name(const char *name);
 
+/* The most bytes (with the NUL) a file or URL name takes in messages.
+ * cf_error.msg holds 768: a message with two names still keeps its
+ * reason, which a longer name would push off the end. */
+#define CF__NAME_MAX 200
+
+/* Copy the n bytes at s into out as a name for messages: whole when they
+ * fit in outlen - 1 bytes, else the head and the tail with "..." between
+ * (the tail holds the file name, the head the host).  Always
+ * NUL-terminates when outlen > 0. */
+void cf__name_fit(const char *s, size_t n, char *out, size_t outlen);
+
+/* cf__name_fit of a NUL-terminated name into CF__NAME_MAX bytes, on the
+ * heap; NULL when out of memory. */
+char *cf__name_dup(const char *name);
+
 /* Copy `url` into `out` without userinfo, query string or fragment, so
- * that it can appear in messages. Always NUL-terminates. */
+ * that it can appear in messages; a long one keeps its head and tail
+ * (cf__name_fit).  Always NUL-terminates. */
 void cf__redact_url(const char *url, char *out, size_t outlen);
 
 /* Thin wrappers that make failed allocations testable in one place. */

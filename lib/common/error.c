@@ -67,11 +67,37 @@ void cf__err_clear(cf_error *err) {
     err->msg[0] = 0;
 }
 
+void cf__name_fit(const char *s, size_t n, char *out, size_t outlen) {
+    if (!outlen) return;
+    if (n < outlen) {
+        memcpy(out, s, n);
+        out[n] = 0;
+        return;
+    }
+    if (outlen < 8) { /* no room for head, "..." and tail: the head */
+        memcpy(out, s, outlen - 1);
+        out[outlen - 1] = 0;
+        return;
+    }
+    size_t room = outlen - 4, head = room / 2, tail = room - head;
+    memcpy(out, s, head);
+    memcpy(out + head, "...", 3);
+    memcpy(out + head + 3, s + n - tail, tail);
+    out[outlen - 1] = 0;
+}
+
+char *cf__name_dup(const char *name) {
+    char buf[CF__NAME_MAX];
+    cf__name_fit(name, strlen(name), buf, sizeof buf);
+    return cf__strdup(buf);
+}
+
 void cf__redact_url(const char *url, char *out, size_t outlen) {
     if (!outlen) return;
     out[0] = 0;
     if (!url) return;
-    /* Drop user:pass@ after the scheme, then cut at '?' or '#'. */
+    /* Drop user:pass@ after the scheme, then cut at '?' or '#': what is
+     * left is the scheme and the rest, two runs of the input. */
     const char *scheme_end = strstr(url, "://");
     size_t o = 0;
     const char *p = url;
@@ -85,8 +111,7 @@ void cf__redact_url(const char *url, char *out, size_t outlen) {
         o = n;
         p = (at && (!slash || at < slash)) ? at + 1 : host;
     }
-    for (; *p && *p != '?' && *p != '#' && o + 1 < outlen; p++) out[o++] = *p;
-    out[o] = 0;
+    cf__name_fit(p, strcspn(p, "?#"), out + o, outlen - o);
 }
 
 void *cf__malloc(size_t n) { return malloc(n ? n : 1); }

@@ -281,27 +281,24 @@ cf_status cf__auth_split_url(const char *url, size_t max_store, const char *extr
                              const char *form, const char *what, const char *name,
                              const char **store, size_t *store_len,
                              const char **key, cf_error *err) {
-    /* A name of up to 1 KiB would fill the message: keep the reason. */
-    char nm[208];
-    snprintf(nm, sizeof nm, strlen(name) > 200 ? "%.200s..." : "%s", name);
     const char *p = url + 5; /* after "s3://", "gs://", "az://" */
     size_t n = strcspn(p, "/");
     if (n == 0 || p[n] != '/' || !p[n + 1])
-        return cf__err(err, CF_E_ARG, "%s: expected %s", nm, form);
+        return cf__err(err, CF_E_ARG, "%s: expected %s", name, form);
     if (n > max_store)
-        return cf__err(err, CF_E_ARG, "%s: %s name longer than %zu bytes", nm, what,
+        return cf__err(err, CF_E_ARG, "%s: %s name longer than %zu bytes", name, what,
                        max_store);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         if (!isalnum(c) && !strchr(extra, c))
-            return cf__err(err, CF_E_ARG, "%s: invalid %s name", nm, what);
+            return cf__err(err, CF_E_ARG, "%s: invalid %s name", name, what);
     }
     if (strlen(p + n + 1) > 1024)
-        return cf__err(err, CF_E_ARG, "%s: object name longer than 1024 bytes", nm);
+        return cf__err(err, CF_E_ARG, "%s: object name longer than 1024 bytes", name);
     if (has_dot_segment(p + n + 1))
         return cf__err(err, CF_E_ARG,
                        "%s: object keys with '.' or '..' path segments are not "
-                       "supported (HTTP clients rewrite them)", nm);
+                       "supported (HTTP clients rewrite them)", name);
     *store = p;
     *store_len = n;
     *key = p + n + 1;
@@ -352,10 +349,10 @@ cf_status cf__auth_new_env(const char *url, cf_auth_getenv ge, void *user,
     *out = NULL;
     if (!url || !*url) return cf__err(err, CF_E_ARG, "empty URL");
     size_t ulen = strlen(url);
-    char red[1024];
+    char red[CF__NAME_MAX];
     cf__redact_url(url, red, sizeof red);
     if (ulen > CF__AUTH_MAX_URL)
-        return cf__err(err, CF_E_LIMIT, "%.200s...: URL longer than %d bytes",
+        return cf__err(err, CF_E_LIMIT, "%s: URL longer than %d bytes",
                        red, CF__AUTH_MAX_URL);
     if (!cf__auth_header_safe(url))
         return cf__err(err, CF_E_ARG, "%s: URL holds control characters",

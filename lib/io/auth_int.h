@@ -82,7 +82,7 @@ int cf__auth_endpoint_ok(const char *ep);
  * `max_store` bytes of letters, digits and `extra`; KEY non-empty, at most
  * 1024 bytes, without "." or ".." segments (HTTP clients would rewrite
  * them).  `form` names the expected form in the error ("s3://bucket/key"),
- * `what` the store ("bucket"), `name` the URL (cut to 200 bytes there).
+ * `what` the store ("bucket"), `name` the redacted URL for messages.
  * On success *store, *store_len and *key are set. */
 cf_status cf__auth_split_url(const char *url, size_t max_store, const char *extra,
                              const char *form, const char *what, const char *name,

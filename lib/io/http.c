@@ -489,7 +489,7 @@ static int follow_redirect(cf__loop *lp, cf__xfer *x) {
              curl_url_get(u, CURLUPART_URL, &target, 0) == CURLUE_OK &&
              url_parts(u, s1, h1, p1);
     curl_url_cleanup(u);
-    char red[512];
+    char red[CF__NAME_MAX];
     cf__redact_url(target ? target : x->location, red, sizeof red);
     if (!ok) {
         curl_free(target);

@@ -58,18 +58,20 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
         if (!(s->name = cf__strdup(cf__auth_redacted(s->auth)))) goto nomem;
     } else {
         const char *path = local_path(url);
-        if (!(s->name = cf__strdup(path))) goto nomem;
+        if (!(s->name = cf__name_dup(path))) goto nomem;
         s->fd = open(path, O_RDONLY | O_CLOEXEC);
+        cf_status st = CF_OK;
+        struct stat stt;
         if (s->fd < 0) {
             int e = errno;
-            cf_src_free(s);
-            return cf__err(err, e == ENOENT ? CF_E_NOTFOUND : CF_E_IO,
-                           "%s: cannot open: %s", path, strerror(e));
+            st = cf__err(err, e == ENOENT ? CF_E_NOTFOUND : CF_E_IO,
+                         "%s: cannot open: %s", s->name, strerror(e));
+        } else if (fstat(s->fd, &stt) != 0 || !S_ISREG(stt.st_mode)) {
+            st = cf__err(err, CF_E_IO, "%s: not a regular file", s->name);
         }
-        struct stat stt;
-        if (fstat(s->fd, &stt) != 0 || !S_ISREG(stt.st_mode)) {
+        if (st != CF_OK) {
             cf_src_free(s);
-            return cf__err(err, CF_E_IO, "%s: not a regular file", path);
+            return st;
         }
         s->size = (uint64_t)stt.st_size;
     }

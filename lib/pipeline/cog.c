@@ -17,11 +17,13 @@
 /* ---------------------------------------------------------------- open */
 
 static cf_status cog_alloc(const char *name, cf_cog **out, cf_error *err) {
+    char red[CF__NAME_MAX];
+    cf__redact_url(name, red, sizeof red);
     cf_cog *cog = cf__calloc(1, sizeof *cog);
-    if (!cog) return cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
+    if (!cog) return cf__err(err, CF_E_NOMEM, "%s: out of memory", red);
     cf__pool_init(&cog->own_pool);
     cog->pool = &cog->own_pool;
-    cf__redact_url(name, cog->name, sizeof cog->name);
+    memcpy(cog->name, red, sizeof red);
     *out = cog;
     return CF_OK;
 }

@@ -21,7 +21,7 @@ struct cf_cog {
     size_t mem_size;
     cf_tiff *tiff;
     cf_dtype dtype;
-    char name[512];            /* redacted URL */
+    char name[CF__NAME_MAX];   /* redacted URL, fitted for messages */
     char *etag;
     uint64_t header_bytes;
     uint32_t header_requests;

@@ -197,9 +197,9 @@ static cf_status ferr(ctx *c, int ifd, cf_status code, const char *fmt, ...) {
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     if (ifd >= 0)
-        return cf__err(c->err, code, "%.200s: IFD %d: %s", c->p->name, ifd,
+        return cf__err(c->err, code, "%s: IFD %d: %s", c->p->name, ifd,
                        buf);
-    return cf__err(c->err, code, "%.200s: %s", c->p->name, buf);
+    return cf__err(c->err, code, "%s: %s", c->p->name, buf);
 }
 
 static const char *eof_note(const ctx *c, char *buf, size_t n) {
@@ -1057,7 +1057,7 @@ cf_tiff_parser *cf_tiff_parser_new(uint64_t file_size, const char *name) {
     cf_tiff_parser *p = cf__calloc(1, sizeof *p);
     if (!p) return NULL;
     p->file_size = file_size;
-    p->name = cf__strdup(name ? name : "(unnamed)");
+    p->name = cf__name_dup(name ? name : "(unnamed)");
     if (!p->name) {
         free(p);
         return NULL;
@@ -1083,7 +1083,7 @@ cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
         return cf__err(err, CF_E_ARG, "cf_tiff_parser_add: bad argument");
     uint64_t end;
     if (!cf__add_u64(off, len, &end))
-        return cf__err(err, CF_E_ARG, "%.200s: range at %llu overflows",
+        return cf__err(err, CF_E_ARG, "%s: range at %llu overflows",
                        p->name, (unsigned long long)off);
     if (p->file_size != UINT64_MAX && end > p->file_size) {
         if (off >= p->file_size) return CF_OK;
@@ -1106,7 +1106,7 @@ cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
     uint64_t total = p->total - old + (hi - lo);
     if (total > CF_MAX_HEADER_BYTES)
         return cf__err(err, CF_E_LIMIT,
-                       "%.200s: header needs more than %llu bytes (limit)",
+                       "%s: header needs more than %llu bytes (limit)",
                        p->name, (unsigned long long)CF_MAX_HEADER_BYTES);
     if (b == a + 1 && p->r[a].off <= off) {
         /* Extending one range (the usual case: the next request follows
@@ -1116,7 +1116,7 @@ cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
         if (hi - lo > r->len) {
             uint8_t *nd = cf__realloc(r->data, (size_t)(hi - lo));
             if (!nd)
-                return cf__err(err, CF_E_NOMEM, "%.200s: out of memory",
+                return cf__err(err, CF_E_NOMEM, "%s: out of memory",
                                p->name);
             r->data = nd;
             r->len = (size_t)(hi - lo);
@@ -1126,7 +1126,7 @@ cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
         return CF_OK;
     }
     uint8_t *buf = cf__malloc((size_t)(hi - lo));
-    if (!buf) return cf__err(err, CF_E_NOMEM, "%.200s: out of memory", p->name);
+    if (!buf) return cf__err(err, CF_E_NOMEM, "%s: out of memory", p->name);
     for (size_t k = a; k < b; k++)
         memcpy(buf + (p->r[k].off - lo), p->r[k].data, p->r[k].len);
     memcpy(buf + (off - lo), data, len);
@@ -1136,7 +1136,7 @@ cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
             range *nr = cf__realloc(p->r, nc * sizeof *nr);
             if (!nr) {
                 free(buf);
-                return cf__err(err, CF_E_NOMEM, "%.200s: out of memory",
+                return cf__err(err, CF_E_NOMEM, "%s: out of memory",
                                p->name);
             }
             p->r = nr;
@@ -1168,7 +1168,7 @@ cf_status cf_tiff_parser_run(cf_tiff_parser *p, cf_tiff **out,
     c.p = p;
     c.err = err;
     c.ifds = cf__malloc(CF_MAX_IFDS * sizeof *c.ifds);
-    if (!c.ifds) return cf__err(err, CF_E_NOMEM, "%.200s: out of memory", p->name);
+    if (!c.ifds) return cf__err(err, CF_E_NOMEM, "%s: out of memory", p->name);
     cf_status st = parse_all(&c, out);
     free(c.ifds);
     if (st != CF__NEED_BYTES) {
@@ -1180,14 +1180,14 @@ cf_status cf_tiff_parser_run(cf_tiff_parser *p, cf_tiff **out,
     if (p->have_last_need && p->last_need_off == c.need_off) {
         p->have_last_need = false;
         return cf__err(err, CF_E_FORMAT,
-                       "%.200s: header bytes at offset %llu are missing (file "
+                       "%s: header bytes at offset %llu are missing (file "
                        "shorter than its header says?)",
                        p->name, (unsigned long long)c.need_off);
     }
     uint64_t room = CF_MAX_HEADER_BYTES - p->total;
     if (room == 0)
         return cf__err(err, CF_E_LIMIT,
-                       "%.200s: header needs more than %llu bytes (limit)",
+                       "%s: header needs more than %llu bytes (limit)",
                        p->name, (unsigned long long)CF_MAX_HEADER_BYTES);
     if (c.need_len > room) c.need_len = room;
     p->have_last_need = true;

@@ -512,6 +512,30 @@ static void test_redaction(void) {
     CHECK(err.msg[0] && !contains(err.msg, "SECRET"));
     CHECK(open_env("ftp://u:PASSSECRET@h/x?sig=SIGSECRET", &none, &a, &err) == CF_E_ARG);
     CHECK(err.msg[0] && !contains(err.msg, "SECRET"));
+    /* Long names keep their head (scheme, host) and tail (file name), so
+     * that the reason after them still fits in the message. */
+    char fit[16];
+    cf__name_fit("abcdefghijklmnopqrstuvwxyz", 26, fit, sizeof fit);
+    CHECK(!strcmp(fit, "abcdef...uvwxyz"));
+    cf__name_fit("abcdefghijklmno", 15, fit, sizeof fit);
+    CHECK(!strcmp(fit, "abcdefghijklmno"));
+    cf__name_fit("abcdefghijklmnop", 16, fit, 4);
+    CHECK(!strcmp(fit, "abc"));
+    char longurl[3000], red[CF__NAME_MAX];
+    snprintf(longurl, sizeof longurl,
+             "https://user:PASSSECRET@host.example/%0*d/scene_42.tif?sig=SIGSECRET",
+             2000, 7);
+    cf__redact_url(longurl, red, sizeof red);
+    CHECK(strlen(red) == CF__NAME_MAX - 1 &&
+          !strncmp(red, "https://host.example/000", 24) &&
+          contains(red, "...") && contains(red, "7/scene_42.tif") &&
+          !contains(red, "SECRET") && !contains(red, "sig"));
+    /* ...and a failure on such a URL names it and says why. */
+    snprintf(longurl, sizeof longurl, "gs://bucket/%0*d/x/../scene_42.tif?sig=SIGSECRET",
+             900, 7);
+    CHECK(open_env(longurl, &none, &a, &err) == CF_E_ARG);
+    CHECK(contains(err.msg, "gs://bucket/000") && contains(err.msg, "scene_42.tif: object keys") &&
+          contains(err.msg, "not supported") && !contains(err.msg, "SECRET"));
     /* Signed headers hold the secret key nowhere, only its HMAC. */
     env s3 = {{{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "KEYSECRET"}}};
     CHECK(open_env("s3://b/k", &s3, &a, &err) == CF_OK);

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[512];
@@ -349,6 +350,31 @@ static void test_misaligned(void) {
     o.masks = NULL;
     CHECK(cf_loader_new(&o, &ld, &e) != CF_OK);
     CHECK(strstr(e.msg, "x.tif") != NULL);
+    /* Long paths (three 200-byte folders deep) are cut in the middle: a
+     * message that names two of them still says why. */
+    char deep[1200], limg[1300], lmsk[1300];
+    int n = snprintf(deep, sizeof deep, "%s", dir);
+    for (int i = 0; i < 3; i++) {
+        n += snprintf(deep + n, sizeof deep - (size_t)n, "/%0200d", i);
+        mkdir(deep, 0700);
+    }
+    snprintf(limg, sizeof limg, "%s/img_a.tif", deep);
+    snprintf(lmsk, sizeof lmsk, "%s/b_mask.tif", deep);
+    CHECK(symlink(img_a, limg) == 0 && symlink(msk_b, lmsk) == 0);
+    const char *limgs[] = {limg}, *lmsks[] = {lmsk};
+    o.images = limgs;
+    o.masks = lmsks;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG);
+    CHECK(strstr(e.msg, "img_a.tif") && strstr(e.msg, "b_mask.tif") &&
+          strstr(e.msg, "not aligned") && strstr(e.msg, dir) &&
+          strlen(e.msg) < sizeof e.msg - 1);
+    char gone[1300];
+    snprintf(gone, sizeof gone, "%s/gone_1.tif", deep);
+    const char *lmissing[] = {gone};
+    o.images = lmissing;
+    o.masks = NULL;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_NOTFOUND);
+    CHECK(strstr(e.msg, "gone_1.tif: cannot open") != NULL);
 }
 
 static void test_float_normalise(void) {
