@@ -323,14 +323,14 @@ void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
     p->ycbcr_sub_v = ifd->ycbcr_sub_v;
 }
 
-/* Decode compressed bytes of a chunk into dst (size of
- * cf_codec_chunk_bytes); errors name the file and tile. */
+/* Decode compressed bytes of a chunk (codec parameters p, from
+ * cf__cog_chunk_params) into dst (size of cf_codec_chunk_bytes); errors
+ * name the file and tile. */
 static cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
-                                const uint8_t *src, size_t len, uint8_t *dst,
-                                size_t dst_len, cf_error *err) {
-    cf_codec_params p;
-    cf__cog_chunk_params(cog, c, &p);
-    cf_status st = cf_codec_decode(ctx, &p, src, len, dst, dst_len, err);
+                                const cf_codec_params *p, const uint8_t *src,
+                                size_t len, uint8_t *dst, size_t dst_len,
+                                cf_error *err) {
+    cf_status st = cf_codec_decode(ctx, p, src, len, dst, dst_len, err);
     if (st)
         cf__err_prefix(err, "%s: tile %llu (col %u, row %u%s) of IFD %d",
                        cog->name, (unsigned long long)c->index, c->cx, c->cy,
@@ -659,7 +659,7 @@ cf_status cf__cog_decode_chunk(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c
         cf__err_prefix(err, "%s", cog->name);
         return CF_E_NOMEM;
     }
-    cf_status st = cf__cog_decode(cog, ctx, c, src, (size_t)c->len, tile, len, err);
+    cf_status st = cf__cog_decode(cog, ctx, c, &p, src, (size_t)c->len, tile, len, err);
     if (!st) *out = tile;
     return st;
 }
