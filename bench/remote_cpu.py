@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""Where the CPU goes when cogfeed's loader reads over the nginx link, and
+what the link itself costs: the floor under issue 4's remote / local
+target on a machine whose server shares the loader's cores.
+
+Two measurements, one after the other, on the same files:
+
+1. --pairs times: `cogfeed bench` of the Loader (blocked 512 px, batch 16,
+   defaults) reading remotely (nginx, --latency-ms) and then locally.
+   Inside each run's measured window (--window seconds, once its reader
+   threads exist and --settle seconds have passed) it samples
+   /proc/<pid>/task/<tid>/stat of every thread and /proc/stat, and splits
+   the CPU into: the readers (cf-reader: decode, paste), the io thread
+   (cf-io) in user space (libcurl and cogfeed's code) and in the kernel
+   (receive copy, TCP), nginx, and softirq time, each in CPU s per GB
+   delivered (scaled with the run's own readers' s/GB from its JSON).
+   "floor" = io kernel + nginx + softirq: what the link costs whatever the
+   client.
+
+2. curl's own tool (`curl -Z`, --curl-parallel transfers) fetching the
+   same tiles (random ones, as the blocked sampler reads them) from the
+   same nginx into /dev/null for --seconds: the whole machine's CPU
+   (/proc/stat) per GB, per compressed GB and per decoded GB of the
+   dataset: a reference client that decodes nothing.
+
+  PYTHONPATH=BUILD/python /usr/bin/python3 bench/remote_cpu.py \
+      --data DIR/lerc_zstd_512 [--pairs 3] [--latency-ms 164]
+
+DIR/lerc_zstd_512 as bench/loader_bench.py --targets uses it (images/ and
+masks/).  Needs GDAL's Python bindings (tile offsets) and curl.
+"""
+
+import argparse
+import glob
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+from cogfeed.tools import common
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def machine_ticks():
+    v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return {"busy": sum(v) - v[3] - v[4], "all": sum(v), "softirq": v[6]}
+
+
+def thread_ticks(pid):
+    """utime + stime, split, of every thread of process pid by kind, and
+    of every nginx process; and the machine's counters."""
+    out = {"machine": machine_ticks()}
+
+    def add(key, user, sys_):
+        u, s = out.get(key, (0, 0))
+        out[key] = (u + user, s + sys_)
+
+    for d in glob.glob("/proc/[0-9]*"):
+        try:
+            if open(d + "/comm").read().strip() == "nginx":
+                f = open(d + "/stat").read().rsplit(")", 1)[1].split()
+                add("nginx", int(f[11]), int(f[12]))
+        except OSError:
+            pass
+    for t in glob.glob("/proc/%d/task/*" % pid):
+        try:
+            comm = open(t + "/comm").read().strip()
+            f = open(t + "/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        add(comm if comm in ("cf-reader", "cf-io") else "other",
+            int(f[11]), int(f[12]))
+    return out
+
+
+def split_run(data, latency_ms, settle, window, seconds):
+    """One `cogfeed bench` child, sampled inside its measured window."""
+    args = ["--images", data, "--loader", "cogfeed", "--json",
+            "--seconds", str(seconds), "--warmup", "24", "--patch-size",
+            "512", "--batch-size", "16", "--sampler", "blocked", "--seed",
+            "0"]
+    if latency_ms is not None:
+        args += ["--serve-latency-ms", str(latency_ms)]
+    code = ("import sys; from cogfeed.tools import bench; "
+            "sys.exit(bench.main(sys.argv[1:]))")
+    p = subprocess.Popen([sys.executable, "-c", code] + args,
+                         stdout=subprocess.PIPE, universal_newlines=True)
+    while "cf-reader" not in thread_ticks(p.pid):
+        if p.poll() is not None:
+            raise RuntimeError("cogfeed bench %s failed" % " ".join(args))
+        time.sleep(0.1)
+    time.sleep(settle)
+    a = thread_ticks(p.pid)
+    time.sleep(window)
+    b = thread_ticks(p.pid)
+    out, _ = p.communicate()
+    if p.returncode != 0 or "cf-reader" not in b:
+        raise RuntimeError("cogfeed bench ended inside the window; raise "
+                           "--seconds")
+    r = json.loads(out)
+
+    def dt(k, i):
+        return b.get(k, (0, 0))[i] - a.get(k, (0, 0))[i]
+
+    readers = dt("cf-reader", 0) + dt("cf-reader", 1)
+    per = r["cpu_s_per_gb_by_thread"]["cf-reader"] / readers  # s/GB a tick
+    m_all = b["machine"]["all"] - a["machine"]["all"]
+    m_busy = b["machine"]["busy"] - a["machine"]["busy"]
+    res = {
+        "mb_per_s": r["mb_per_s"],
+        "readers": readers * per,
+        "io_user": dt("cf-io", 0) * per,
+        "io_kernel": dt("cf-io", 1) * per,
+        "nginx": (dt("nginx", 0) + dt("nginx", 1)) * per,
+        "softirq": (b["machine"]["softirq"] - a["machine"]["softirq"]) * per,
+        "idle_cores": os.cpu_count() * (1 - m_busy / m_all),
+    }
+    res["floor"] = res["io_kernel"] + res["nginx"] + res["softirq"]
+    return res
+
+
+def tiles_of(data):
+    """(relative path, offset, length) of every tile, and decoded bytes."""
+    from osgeo import gdal
+    tiles, decoded = [], 0
+    for f in sorted(glob.glob(os.path.join(data, "*", "*.tif"))):
+        ds = gdal.Open(f)
+        rel = os.path.relpath(f, data)
+        b1 = ds.GetRasterBand(1)
+        bx, by = b1.GetBlockSize()
+        pixel = ds.GetMetadataItem("INTERLEAVE", "IMAGE_STRUCTURE") == "PIXEL"
+        per = bx * by * gdal.GetDataTypeSize(b1.DataType) // 8
+        per *= ds.RasterCount if pixel else 1
+        for bi in ([1] if pixel else range(1, ds.RasterCount + 1)):
+            band = ds.GetRasterBand(bi)
+            for ty in range((ds.RasterYSize + by - 1) // by):
+                for tx in range((ds.RasterXSize + bx - 1) // bx):
+                    key = "%d_%d" % (tx, ty)
+                    off = int(band.GetMetadataItem("BLOCK_OFFSET_" + key,
+                                                   "TIFF"))
+                    n = int(band.GetMetadataItem("BLOCK_SIZE_" + key, "TIFF"))
+                    tiles.append((rel, off, n))
+                    decoded += per
+    return tiles, decoded
+
+
+def curl_run(data, latency_ms, seconds, parallel):
+    tiles, decoded = tiles_of(data)
+    compressed = sum(t[2] for t in tiles)
+    servers = common.servers_module()
+    rnd = random.Random(0)
+    with servers.Nginx(data, latency_ms=latency_ms) as srv, \
+            tempfile.NamedTemporaryFile("w", suffix=".curl") as cfg:
+        base = "http://127.0.0.1:%d/" % srv.port
+        # One group per transfer: `next` resets the per-URL options.
+        for _ in range(max(1000, int(seconds * 2000))):
+            rel, off, n = rnd.choice(tiles)
+            cfg.write('write-out = "%%{size_download}\\n"\nrange = "%d-%d"\n'
+                      'output = "/dev/null"\nurl = "%s%s"\nnext\n'
+                      % (off, off + n - 1, base, rel))
+        cfg.flush()
+        p = subprocess.Popen(["curl", "-s", "--no-progress-meter", "-Z",
+                              "--parallel-max", str(parallel),
+                              "--parallel-immediate", "-K", cfg.name],
+                             stdout=subprocess.PIPE, universal_newlines=True)
+        got, t0, m0 = 0, time.time(), machine_ticks()
+        for line in p.stdout:
+            got += int(line)
+            if time.time() - t0 > seconds:
+                break
+        t1, m1 = time.time(), machine_ticks()
+        p.kill()
+        p.wait()
+    cpu = (m1["busy"] - m0["busy"]) / HZ
+    gb = got / 1e9
+    return {"mb_per_s": got / 1e6 / (t1 - t0), "cores": cpu / (t1 - t0),
+            "s_per_compressed_gb": cpu / gb,
+            "s_per_decoded_gb": cpu / gb * compressed / decoded,
+            "compressed_over_decoded": compressed / decoded}
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", required=True,
+                    help="a folder with images/ and masks/ (LERC_ZSTD 512)")
+    ap.add_argument("--latency-ms", type=int, default=164)
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=14,
+                    help="each cogfeed run's measured seconds")
+    ap.add_argument("--settle", type=float, default=4)
+    ap.add_argument("--window", type=float, default=6)
+    ap.add_argument("--curl-seconds", type=float, default=10)
+    ap.add_argument("--curl-parallel", type=int, default=256)
+    ap.add_argument("--json", help="write every result here")
+    a = ap.parse_args(argv)
+
+    rows = []
+    cols = ("readers", "io_user", "io_kernel", "nginx", "softirq", "floor")
+    print("%-8s %8s %8s %8s %8s %8s %8s %8s %6s" % (
+        ("run", "MB/s") + cols + ("idle",)))
+    for i in range(a.pairs):
+        for where, lat in (("remote", a.latency_ms), ("local", None)):
+            r = split_run(a.data, lat, a.settle, a.window, a.seconds)
+            r["where"], r["pair"] = where, i + 1
+            rows.append(r)
+            print("%-8s %8.1f %s %6.2f" % (
+                where, r["mb_per_s"],
+                " ".join("%8.3f" % r[c] for c in cols), r["idle_cores"]))
+    print("(CPU s per GB delivered; floor = io kernel + nginx + softirq; "
+          "idle in cores)")
+    for i in range(a.pairs):
+        rem, loc = rows[2 * i], rows[2 * i + 1]
+        print("pair %d: remote / local %.2f; readers remote / local %.2f; "
+              "with the readers at local cost and only the floor added: %.2f"
+              % (i + 1, rem["mb_per_s"] / loc["mb_per_s"],
+                 rem["readers"] / loc["readers"],
+                 loc["readers"] / (loc["readers"] + rem["floor"])))
+    c = curl_run(a.data, a.latency_ms, a.curl_seconds, a.curl_parallel)
+    print("curl -Z, %d transfers: %.0f MB/s compressed, %.2f cores busy: "
+          "%.3f CPU s per compressed GB = %.3f per decoded GB (compressed / "
+          "decoded %.3f)" % (a.curl_parallel, c["mb_per_s"], c["cores"],
+                             c["s_per_compressed_gb"], c["s_per_decoded_gb"],
+                             c["compressed_over_decoded"]))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"runs": rows, "curl": c}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
