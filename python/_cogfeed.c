@@ -234,8 +234,16 @@ static void reading_end(CogObject *self) {
     if (--self->readers == 0 && self->close_pending) close_cog(self);
 }
 
+PyObject *cf_py_seq(PyObject *obj, const char *msg) {
+    PyObject *fast = PySequence_Fast(obj, msg);
+    if (!fast || PyTuple_Check(fast)) return fast;
+    PyObject *t = PyList_AsTuple(fast);
+    Py_DECREF(fast);
+    return t;
+}
+
 static int parse_window(PyObject *win, long long out[4]) {
-    PyObject *seq = PySequence_Fast(win, "window must be a sequence (x, y, w, h)");
+    PyObject *seq = cf_py_seq(win, "window must be a sequence (x, y, w, h)");
     if (!seq) return 0;
     if (PySequence_Fast_GET_SIZE(seq) != 4) {
         Py_DECREF(seq);
@@ -277,7 +285,7 @@ int cf_py_parse_bands(PyObject *obj, int **bands, int *nb) {
     *bands = NULL;
     *nb = 0;
     if (obj == Py_None) return 1;
-    PyObject *seq = PySequence_Fast(obj, "bands must be a sequence of 1-based ints");
+    PyObject *seq = cf_py_seq(obj, "bands must be a sequence of 1-based ints");
     if (!seq) return 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     int *b = NULL;
@@ -621,7 +629,7 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
                                      &threads, &inflight))
         return NULL;
     if (inflight < 0) return PyErr_Format(PyExc_ValueError, "inflight_bytes must be >= 0");
-    PyObject *seq = PySequence_Fast(items, "items must be a sequence of (Cog, window) pairs");
+    PyObject *seq = cf_py_seq(items, "items must be a sequence of (Cog, window) pairs");
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     int nb = 0, *bands = NULL;
@@ -673,8 +681,8 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
         q->dst_size = (size_t)PyArray_NBYTES((PyArrayObject *)arr);
     }
     {
-        /* `seq` holds the Cog objects alive while the GIL is released, and
-         * their reader counts keep another thread's close() from freeing
+        /* `seq` (our own tuple) holds the Cog objects alive while the GIL
+         * is released, and their reader counts keep another thread's close() from freeing
          * their files meanwhile. */
         cf_error err = {0};
         cf_status st;

@@ -24,7 +24,7 @@ static const char **str_array(PyObject *seq, Py_ssize_t *n, PyObject *keep,
                               const char *what) {
     *n = 0;
     if (seq == Py_None) return NULL;
-    PyObject *fast = PySequence_Fast(seq, what);
+    PyObject *fast = cf_py_seq(seq, what);
     if (!fast) return NULL;
     Py_ssize_t k = PySequence_Fast_GET_SIZE(fast);
     const char **out = PyMem_Calloc((size_t)(k ? k : 1), sizeof *out);
@@ -54,7 +54,7 @@ static const char **str_array(PyObject *seq, Py_ssize_t *n, PyObject *keep,
 static double *num_array(PyObject *seq, Py_ssize_t *n, const char *what) {
     *n = 0;
     if (seq == Py_None) return NULL;
-    PyObject *fast = PySequence_Fast(seq, what);
+    PyObject *fast = cf_py_seq(seq, what);
     if (!fast) return NULL;
     Py_ssize_t k = PySequence_Fast_GET_SIZE(fast);
     double *out = PyMem_Calloc((size_t)(k ? k : 1), sizeof *out);

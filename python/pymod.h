@@ -36,6 +36,13 @@ int cf_py_npy_type(cf_dtype t);
  * is not one).  None gives the process-wide default io. */
 cf_io *cf_py_io_get(PyObject *obj);
 
+/* obj's items as a new tuple, or NULL with TypeError(msg) when obj is not
+ * a sequence (PySequence_Fast, but never the caller's list itself).
+ * Converting an item (__index__, __float__, __fspath__) runs Python code,
+ * which may change or empty that list: a snapshot keeps every item alive
+ * and in place until we are done. */
+PyObject *cf_py_seq(PyObject *obj, const char *msg);
+
 /* bands=None or a sequence of 1-based ints: *bands (PyMem_Malloc'd, NULL
  * for None) and *nb (0 for None).  0 with an exception set on error. */
 int cf_py_parse_bands(PyObject *obj, int **bands, int *nb);

@@ -6,6 +6,7 @@ open a COG, none on a header-cache hit, at most one per tile for a window.
 Local reads are themselves checked bit-exact against GDAL by
 test_conformance.py, so equality here closes the loop to GDAL.
 """
+import gc
 import os
 import sys
 
@@ -286,3 +287,37 @@ def test_close_from_python_code_inside_a_call(paths):
     assert a.closed and not b.closed
     with pytest.raises(ValueError, match="closed"):
         a.read(window=(0, 0, 8, 8))
+
+
+def test_lists_changed_by_python_code_inside_a_call(paths):
+    """Converting a window, band or item runs Python code (__index__) that
+    may empty the very list being read: the call reads the lists as they
+    were when it was made (it used to read freed or missing items and
+    crash)."""
+    name = NAMES[0]
+    want = cogfeed.open(paths[name]).read(window=(0, 0, 8, 8), bands=[1])
+
+    class Clear:
+        def __init__(self, lst, value=0):
+            self.lst, self.value = lst, value
+
+        def __index__(self):
+            self.lst.clear()
+            gc.collect()
+            return self.value
+
+    c = cogfeed.open(paths[name])
+    win = [0, 0, 8, 8]
+    win[0] = Clear(win)
+    assert c.read(window=win, bands=[1]).tobytes() == want.tobytes()
+    bands = [None]
+    bands[0] = Clear(bands, 1)
+    assert c.read(window=(0, 0, 8, 8), bands=bands).tobytes() == \
+        want.tobytes()
+    items = []
+    items += [(cogfeed.open(paths[name]), (0, 0, 8, 8)),
+              (cogfeed.open(paths[name]), (Clear(items), 0, 8, 8)),
+              (cogfeed.open(paths[name]), (0, 0, 8, 8))]
+    got = cogfeed.read_many(items, bands=[1])
+    assert len(got) == 3 and not items
+    assert all(g.tobytes() == want.tobytes() for g in got)

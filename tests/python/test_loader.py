@@ -6,6 +6,7 @@ pixel for pixel.
 """
 import json
 import multiprocessing as mp
+import gc
 import os
 import time
 
@@ -236,6 +237,33 @@ def test_band_selection(data):
         for i, (f, x, y, w, h) in enumerate(batch["windows"]):
             e = expected(16, 16, x + data["shifts"][f], y)
             np.testing.assert_array_equal(batch["image"][i], e[[2, 0]])
+
+
+def test_lists_changed_by_python_code_while_parsed(data):
+    """The C constructor converts each path with __fspath__, which runs
+    Python code: one that empties the list being read changes nothing (it
+    used to read a freed list and crash).  cogfeed.Loader hands it lists
+    of its own; this calls it with the caller's list directly."""
+    from cogfeed import _cogfeed
+    ref = cogfeed.Loader(data["images"], patch_size=16, batch_size=2,
+                         epoch_length=4, seed=3)
+    images = list(data["images"])
+
+    class Path:
+        def __init__(self, p):
+            self.p = p
+
+        def __fspath__(self):
+            images.clear()
+            gc.collect()
+            return self.p
+
+    images[0] = Path(images[0])
+    kw = dict(ref._kw, images=images)
+    ld = _cogfeed._Loader(**kw)
+    assert not images
+    assert ld.layout() == ref._ld.layout()
+    ld.close()
 
 
 def test_time_series_and_extra_layers(tmp_path):
