@@ -12,7 +12,13 @@ PyObject *cf_py_Error = NULL;
 
 PyObject *cf_py_raise(cf_status code, const cf_error *err) {
     const char *msg = err && err->msg[0] ? err->msg : cf_strerror(code);
-    PyObject *exc = PyObject_CallFunction(cf_py_Error, "s", msg);
+    /* File names need not be UTF-8 (POSIX paths are bytes), and a message
+     * cut at its size may end inside a character: never let decoding it
+     * replace the error itself. */
+    PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
+    if (!text) return NULL;
+    PyObject *exc = PyObject_CallFunctionObjArgs(cf_py_Error, text, NULL);
+    Py_DECREF(text);
     if (!exc) return NULL;
     PyObject *c = PyLong_FromLong((long)code);
     PyObject *n = PyUnicode_FromString(cf_strerror(code));

@@ -97,8 +97,8 @@ void cf__thread_name(const char *name);
 
 /* Copy the n bytes at s into out as a name for messages: whole when they
  * fit in outlen - 1 bytes, else the head and the tail with "..." between
- * (the tail holds the file name, the head the host).  Always
- * NUL-terminates when outlen > 0. */
+ * (the tail holds the file name, the head the host), cut between UTF-8
+ * characters.  Always NUL-terminates when outlen > 0. */
 void cf__name_fit(const char *s, size_t n, char *out, size_t outlen);
 
 /* cf__name_fit of a NUL-terminated name into CF__NAME_MAX bytes, on the

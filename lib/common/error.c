@@ -67,6 +67,9 @@ void cf__err_clear(cf_error *err) {
     err->msg[0] = 0;
 }
 
+/* UTF-8 continuation bytes: a cut must not fall before one. */
+static int utf8_cont(char c) { return ((unsigned char)c & 0xC0) == 0x80; }
+
 void cf__name_fit(const char *s, size_t n, char *out, size_t outlen) {
     if (!outlen) return;
     if (n < outlen) {
@@ -74,16 +77,19 @@ void cf__name_fit(const char *s, size_t n, char *out, size_t outlen) {
         out[n] = 0;
         return;
     }
+    /* Cut on character boundaries, so that a UTF-8 name stays valid. */
+    size_t room = outlen < 8 ? outlen - 1 : outlen - 4;
+    size_t head = outlen < 8 ? room : room / 2, tail = room - head;
+    while (head && utf8_cont(s[head])) head--;
+    while (tail && utf8_cont(s[n - tail])) tail--;
+    memcpy(out, s, head);
     if (outlen < 8) { /* no room for head, "..." and tail: the head */
-        memcpy(out, s, outlen - 1);
-        out[outlen - 1] = 0;
+        out[head] = 0;
         return;
     }
-    size_t room = outlen - 4, head = room / 2, tail = room - head;
-    memcpy(out, s, head);
     memcpy(out + head, "...", 3);
     memcpy(out + head + 3, s + n - tail, tail);
-    out[outlen - 1] = 0;
+    out[head + 3 + tail] = 0;
 }
 
 char *cf__name_dup(const char *name) {

@@ -494,6 +494,13 @@ def test_bad_arguments(data):
         cogfeed.Loader(data["images"], rank=2, world_size=2)
     with pytest.raises(cogfeed.Error, match="nope.tif"):
         cogfeed.Loader(["/nonexistent/nope.tif"])
+    # Names that are not UTF-8 (POSIX paths are bytes), or long ones with
+    # "..." cut between characters, still give cogfeed.Error naming them.
+    with pytest.raises(cogfeed.Error, match="nope\ufffd.tif") as e:
+        cogfeed.open("/nonexistent/nope\udcff.tif")
+    assert e.value.code == 10  # CF_E_NOTFOUND
+    with pytest.raises(cogfeed.Error, match="\\.\\.\\.\u00e9+/x.tif"):
+        cogfeed.Loader(["/nonexistent/a" + "\u00e9" * 150 + "/x.tif"])
 
 
 def test_caller_buffers_receive_the_batches(data):

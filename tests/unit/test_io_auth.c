@@ -521,6 +521,13 @@ static void test_redaction(void) {
     CHECK(!strcmp(fit, "abcdefghijklmno"));
     cf__name_fit("abcdefghijklmnop", 16, fit, 4);
     CHECK(!strcmp(fit, "abc"));
+    /* cut between UTF-8 characters: "a" then 20 two-byte e-acutes */
+    char utf[64] = "a";
+    for (int i = 0; i < 20; i++) strcat(utf, "\xc3\xa9");
+    cf__name_fit(utf, strlen(utf), fit, sizeof fit);
+    CHECK(!strcmp(fit, "a\xc3\xa9\xc3\xa9...\xc3\xa9\xc3\xa9\xc3\xa9"));
+    cf__name_fit(utf, strlen(utf), fit, 5);
+    CHECK(!strcmp(fit, "a\xc3\xa9"));
     char longurl[3000], red[CF__NAME_MAX];
     snprintf(longurl, sizeof longurl,
              "https://user:PASSSECRET@host.example/%0*d/scene_42.tif?sig=SIGSECRET",
