@@ -318,12 +318,16 @@ static cf_status gcs_init(cf_auth *a, const char *url, cf_auth_getenv ge,
     const char *emu = ge("STORAGE_EMULATOR_HOST", user);
     cf__sbuf b = {0};
     if (emu && *emu) {
-        if (strlen(emu) > 1024 || !cf__auth_header_safe(emu))
-            return cf__err(err, CF_E_ARG,
-                           "%s: STORAGE_EMULATOR_HOST is not a host[:port] "
-                           "or URL", a->redacted);
         if (!strstr(emu, "://")) cf__sb_put(&b, "http://");
         cf__sb_put(&b, emu);
+        /* The same rule as S3 and Azure endpoints (a query or fragment
+         * would swallow the bucket and key). */
+        if (!b.oom && !cf__auth_endpoint_ok(b.s)) {
+            cf__sb_free(&b);
+            return cf__err(err, CF_E_ARG,
+                           "%s: STORAGE_EMULATOR_HOST is not a host[:port] "
+                           "or http(s) URL", a->redacted);
+        }
     } else {
         cf__sb_put(&b, "https://storage.googleapis.com");
     }

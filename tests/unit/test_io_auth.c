@@ -432,6 +432,13 @@ static void test_gcs_http(void) {
     CHECK(open_env("gs://bucket/k.tif", &emu2, &a, &err) == CF_OK);
     CHECK(a && !strcmp(cf__auth_http_url(a), "https://gcs.local:8443/bucket/k.tif"));
     cf__auth_free(a);
+    /* The emulator is checked like S3 and Azure endpoints. */
+    const char *bad_emu[] = {"h:1?x", "h:1#f", "ftp://h:1", "h:1\r\nEvil: 1"};
+    for (size_t i = 0; i < sizeof bad_emu / sizeof bad_emu[0]; i++) {
+        env be = {{{"STORAGE_EMULATOR_HOST", bad_emu[i]}}};
+        CHECK(open_env("gs://bucket/k.tif", &be, &a, &err) == CF_E_ARG && !a);
+        CHECK(contains(err.msg, "STORAGE_EMULATOR_HOST") && !contains(err.msg, "Evil"));
+    }
     env inj = {{{"GOOGLE_OAUTH_ACCESS_TOKEN", "tok\r\nHost: evil"}}};
     CHECK(open_env("gs://bucket/k.tif", &inj, &a, &err) == CF_E_ARG);
     CHECK(!contains(err.msg, "evil"));
