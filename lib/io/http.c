@@ -489,8 +489,6 @@ static int follow_redirect(cf__loop *lp, cf__xfer *x) {
              curl_url_get(u, CURLUPART_URL, &target, 0) == CURLUE_OK &&
              url_parts(u, s1, h1, p1);
     curl_url_cleanup(u);
-    char red[CF__NAME_MAX];
-    cf__redact_url(target ? target : x->location, red, sizeof red);
     if (!ok) {
         curl_free(target);
         return fail(x, CF_E_HTTP, "%s: HTTP %ld redirect to an unreadable URL", n,
@@ -499,6 +497,8 @@ static int follow_redirect(cf__loop *lp, cf__xfer *x) {
     int same = strcasecmp(s0, s1) == 0 && strcasecmp(h0, h1) == 0 &&
                strcmp(p0, p1) == 0;
     if (strcasecmp(s1, "https") != 0 && !same) {
+        char red[CF__NAME_MAX];
+        cf__redact_url(target, red, sizeof red);
         curl_free(target);
         return fail(x, CF_E_HTTP,
                     "%s: HTTP %ld redirect to %s refused (only https, or the "

@@ -288,13 +288,12 @@ static long curl_timer_ms(cf__loop *lp) {
     return ms;
 }
 
-/* Wait for ready sockets, a wakeup or curl's next timer (at most wait_s)
- * and let curl act on them. */
+/* Wait for ready sockets, a wakeup or curl's next timer (at most wait_s,
+ * which start_ready keeps to 1 s) and let curl act on them. */
 static void loop_wait(cf__loop *lp, double wait_s) {
     long tmo = curl_timer_ms(lp);
     if (tmo >= 0 && tmo / 1000.0 < wait_s) wait_s = tmo / 1000.0;
     int ms = wait_s <= 0 ? 0 : (int)ceil(wait_s * 1000.0);
-    if (ms > 1000) ms = 1000;
     struct epoll_event evs[64];
     int n = epoll_wait(lp->ep_fd, evs, 64, ms);
     int running;
