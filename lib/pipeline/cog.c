@@ -555,7 +555,10 @@ int cf__cog_chunk_grid(const cf_tiff_ifd *ifd, int64_t x0, int64_t y0, int64_t x
             int dup = 0;
             for (uint32_t j = 0; j < g->nplanes; j++) dup |= planes[j] == (uint32_t)bands0[k];
             if (dup) continue;
-            if (g->nplanes == max_planes) return 0;
+            if (g->nplanes == max_planes) {
+                g->count = 0;
+                return 0;
+            }
             planes[g->nplanes++] = (uint32_t)bands0[k];
         }
     } else {

@@ -75,7 +75,7 @@ cf_status cf__cog_prepare_read(const cf_cog *cog, int level, int64_t x, int64_t 
  * the IFD: columns cx0..cx1, rows cy0..cy1, and the planes to read into
  * planes[0..nplanes): one per distinct band of bands0[0..nb) (0-based) for
  * planar configuration 2, else the one plane 0.  count = columns x rows x
- * planes.  0 when more than max_planes planes are needed. */
+ * planes.  0 (count 0) when more than max_planes planes are needed. */
 typedef struct cf_chunk_grid {
     uint32_t cx0, cx1, cy0, cy1, nplanes;
     uint64_t count;

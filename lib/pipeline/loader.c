@@ -936,8 +936,10 @@ static void kit_put(cf_loader *ld, ld_kit *k) {
     pthread_mutex_unlock(&ld->kit_mu);
 }
 
-/* Plan part p's chunks into the worker's arrays from *k on; 0 when the
- * direct path does not cover it. */
+/* Plan part p's chunks into the worker's arrays from *k on: 1 done, 0
+ * when the direct path does not cover it, -1 when its chunks do not fit
+ * beside those planned already (LD_PART_CHUNKS chunks, LD_MAX_FETCH
+ * bytes): it goes first in the next batch. */
 static int plan_part(cf_loader *ld, ld_worker *wk, ld_part *p,
                      const cf_window *w, size_t *k, uint64_t *total) {
     const cf_cog *cog = p->cog;
@@ -954,8 +956,9 @@ static int plan_part(cf_loader *ld, ld_worker *wk, ld_part *p,
     cf_chunk_grid g;
     if (!cf__cog_chunk_grid(ifd, w->x, w->y, w->x + w->w, w->y + w->h, p->bands0,
                             (int)p->nbands, planes, LD_PART_CHUNKS, &g) ||
-        g.count > LD_PART_CHUNKS - *k)
+        g.count > LD_PART_CHUNKS)
         return 0;
+    if (g.count > LD_PART_CHUNKS - *k) return -1;
     size_t k0 = *k;
     uint64_t t = *total;
     for (uint32_t pl = 0; pl < g.nplanes; pl++)
@@ -965,9 +968,13 @@ static int plan_part(cf_loader *ld, ld_worker *wk, ld_part *p,
                 cf_error e;
                 if (cf__cog_chunk(cog, ifdi, cx, cy, planes[pl], c, &e) !=
                         CF_OK ||
-                    c->len == 0 || c->len > LD_MAX_FETCH - t) {
+                    c->len == 0) {
                     *k = k0; /* cf_cog_read reports it or fills it */
                     return 0;
+                }
+                if (c->len > LD_MAX_FETCH - t) {
+                    *k = k0;
+                    return k0 ? -1 : 0;
                 }
                 t += c->len;
                 (*k)++;
@@ -995,15 +1002,24 @@ static cf_status paste_chunk(cf_loader *ld, ld_kit **kit, ld_part *p,
                                 p->bands0, (int)p->nbands, p->dst, 1, err);
 }
 
-/* Read the parts the direct path covers (marking them fast); the others
- * are left to the caller.  On failure *bad names the part's file. */
+/* Take parts from the first on while their chunks fit one batch (*taken:
+ * at least 1) and read the ones the direct path covers, marking them
+ * fast; the others are left to the caller.  On failure *bad names the
+ * part's file. */
 static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
-                            int np, const cf_window *w, cf_cog **bad,
-                            cf_error *err) {
+                            int np, const cf_window *w, int *taken,
+                            cf_cog **bad, cf_error *err) {
     size_t k = 0;
     uint64_t total = 0;
-    for (int i = 0; i < np; i++)
-        parts[i].fast = plan_part(ld, wk, &parts[i], w, &k, &total);
+    for (int i = 0; i < np; i++) {
+        int r = plan_part(ld, wk, &parts[i], w, &k, &total);
+        if (r < 0) {
+            np = i;
+            break;
+        }
+        parts[i].fast = r;
+    }
+    *taken = np;
     if (!k) return CF_OK;
     if (wk->fetch_cap < total) {
         free(wk->fetch);
@@ -1184,15 +1200,16 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
                             : NULL;
     /* The parts: image members (raw into the slot, or into scratch when
-     * converted to float32), then the mask.  They go out together, up to
-     * LD_PART_CHUNKS at a time (a long time series takes several). */
+     * converted to float32), then the mask.  They go out together, as
+     * many at a time as one batch of LD_PART_CHUNKS chunks holds (a long
+     * time series takes several). */
     const int nall = ld->nmembers + (mask != NULL);
     ld_part parts[LD_PART_CHUNKS];
     size_t off = 0;
     cf_status st = CF_OK;
     cf_cog *bad = NULL;
     double t0 = cf__now();
-    for (int g = 0; g < nall && st == CF_OK; g += LD_PART_CHUNKS) {
+    for (int g = 0; g < nall && st == CF_OK;) {
         int np = nall - g < LD_PART_CHUNKS ? nall - g : LD_PART_CHUNKS;
         for (int k = 0; k < np; k++) {
             ld_part *p = &parts[k];
@@ -1222,9 +1239,14 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
                                      ld->plane * ld->es;
             off += p->bytes;
         }
+        int taken = np;
         if (o->sampler != CF_SAMPLER_TILE_SHUFFLE)
-            st = read_parts(ld, wk, parts, np, &w, &bad, err);
-        for (int k = 0; k < np && st == CF_OK; k++) {
+            st = read_parts(ld, wk, parts, np, &w, &taken, &bad, err);
+        /* Parts that did not fit the batch start the next group. */
+        for (int k = taken; k < np; k++)
+            if (g + k != ld->nmembers) off -= parts[k].bytes;
+        g += taken;
+        for (int k = 0; k < taken && st == CF_OK; k++) {
             ld_part *p = &parts[k];
             if (p->fast) {
                 *decoded += p->bytes;
