@@ -289,9 +289,9 @@ def test_time_series_and_extra_layers(tmp_path):
 
 @pytest.mark.parametrize("dtype", ["raw", "float32"])
 def test_long_time_series_reads_in_groups(tmp_path, dtype):
-    # 70 scenes and a mask are more parts than one sample sends out at once
-    # (64): they go in groups, and patches crossing 16 px tiles run out of
-    # the per-group chunk budget and take the block path part of the way.
+    # 70 scenes and a mask are more chunks than one batch holds (64): they
+    # go in several, and with patches crossing 16 px tiles a batch ends
+    # where the next part's chunks no longer fit, at a varying part.
     d, T = str(tmp_path), 70
     steps = [make_cog(os.path.join(d, "t%02d.tif" % t),
                       expected(48, 40, 100 * t, 0, 1), block=16)
