@@ -63,10 +63,9 @@ def dataset(tmp, compress, tile, scenes=4, size=1024):
 
 # -- --targets --------------------------------------------------------------
 
-def bench_child(data, loader, settings, seconds, warmup, latency_ms=None,
-                workers=None, prefetch=None):
-    """One `cogfeed bench --json` run in a fresh process (peak RSS is then
-    this run's own); returns its result dict."""
+def bench_command(data, loader, settings, seconds, warmup, latency_ms=None,
+                  workers=None, prefetch=None):
+    """The command line of one `cogfeed bench --json` run (this Python)."""
     args = ["--images", data, "--loader", loader, "--json",
             "--seconds", str(seconds), "--warmup", str(warmup)]
     flag = {"patch_size": "--patch-size", "batch_size": "--batch-size",
@@ -84,12 +83,20 @@ def bench_child(data, loader, settings, seconds, warmup, latency_ms=None,
         args += ["--baseline-prefetch", str(prefetch)]
     code = ("import sys; from cogfeed.tools import bench; "
             "sys.exit(bench.main(sys.argv[1:]))")
-    p = subprocess.run([sys.executable, "-c", code] + args,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return [sys.executable, "-c", code] + args
+
+
+def bench_child(data, loader, settings, seconds, warmup, latency_ms=None,
+                workers=None, prefetch=None):
+    """One `cogfeed bench --json` run in a fresh process (peak RSS is then
+    this run's own); returns its result dict."""
+    cmd = bench_command(data, loader, settings, seconds, warmup, latency_ms,
+                        workers, prefetch)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True)
     if p.returncode != 0:
         raise RuntimeError("bench %s %s failed: %s" % (
-            loader, " ".join(args), p.stderr.strip()[-2000:]))
+            loader, " ".join(cmd[3:]), p.stderr.strip()[-2000:]))
     r = json.loads(p.stdout)
     r["load_avg"] = os.getloadavg()[0]
     return r

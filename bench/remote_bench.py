@@ -112,13 +112,8 @@ class Cpu:
     def _nginx(self):
         if self.srv is None or self.srv.proc is None:
             return 0.0
-        root = self.srv.proc.pid
-        pids = [root]
-        for d in os.listdir("/proc"):  # its workers: children of the master
-            st = common.proc_stat("/proc/%s/stat" % d) if d.isdigit() else None
-            if st and int(st[1][1]) == root:
-                pids.append(int(d))
-        return common.cpu_seconds(pids)
+        # the master and its workers
+        return common.cpu_seconds(common.descendants(self.srv.proc.pid))
 
     def snap(self):
         t = os.times()

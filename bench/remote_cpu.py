@@ -42,61 +42,41 @@ import time
 
 from cogfeed.tools import common
 
-HZ = os.sysconf("SC_CLK_TCK")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from loader_bench import bench_command  # noqa: E402
 
 
-def machine_ticks():
-    v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-    return {"busy": sum(v) - v[3] - v[4], "all": sum(v), "softirq": v[6]}
-
-
-def thread_ticks(pid):
-    """utime + stime, split, of every thread of process pid by kind, and
-    of every nginx process; and the machine's counters."""
-    out = {"machine": machine_ticks()}
-
-    def add(key, user, sys_):
-        u, s = out.get(key, (0, 0))
-        out[key] = (u + user, s + sys_)
-
-    for d in glob.glob("/proc/[0-9]*"):
-        try:
-            if open(d + "/comm").read().strip() == "nginx":
-                f = open(d + "/stat").read().rsplit(")", 1)[1].split()
-                add("nginx", int(f[11]), int(f[12]))
-        except OSError:
-            pass
-    for t in glob.glob("/proc/%d/task/*" % pid):
-        try:
-            comm = open(t + "/comm").read().strip()
-            f = open(t + "/stat").read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        add(comm if comm in ("cf-reader", "cf-io") else "other",
-            int(f[11]), int(f[12]))
+def sample(pid):
+    """(user, system) seconds of every thread of process pid by kind, of
+    the nginx processes below it (the server `cogfeed bench` started), and
+    the machine's ticks."""
+    out = {"machine": common.machine_ticks()}
+    for name, us in common.cpu_by_thread([pid], split=True).items():
+        k = name if name in ("cf-reader", "cf-io") else "other"
+        u, s = out.get(k, (0.0, 0.0))
+        out[k] = (u + us[0], s + us[1])
+    below = common.descendants(pid)[1:]
+    out["nginx"] = common.cpu_by_thread(below, split=True).get("nginx",
+                                                               (0.0, 0.0))
     return out
 
 
 def split_run(data, latency_ms, settle, window, seconds):
     """One `cogfeed bench` child, sampled inside its measured window."""
-    args = ["--images", data, "--loader", "cogfeed", "--json",
-            "--seconds", str(seconds), "--warmup", "24", "--patch-size",
-            "512", "--batch-size", "16", "--sampler", "blocked", "--seed",
-            "0"]
-    if latency_ms is not None:
-        args += ["--serve-latency-ms", str(latency_ms)]
-    code = ("import sys; from cogfeed.tools import bench; "
-            "sys.exit(bench.main(sys.argv[1:]))")
-    p = subprocess.Popen([sys.executable, "-c", code] + args,
-                         stdout=subprocess.PIPE, universal_newlines=True)
-    while "cf-reader" not in thread_ticks(p.pid):
+    cmd = bench_command(data, "cogfeed", {"patch_size": 512,
+                                          "batch_size": 16,
+                                          "sampler": "blocked", "seed": 0},
+                        seconds, 24, latency_ms)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, universal_newlines=True)
+    while "cf-reader" not in common.cpu_by_thread([p.pid]):
         if p.poll() is not None:
-            raise RuntimeError("cogfeed bench %s failed" % " ".join(args))
+            raise RuntimeError("%s failed" % " ".join(cmd))
         time.sleep(0.1)
     time.sleep(settle)
-    a = thread_ticks(p.pid)
+    a = sample(p.pid)
     time.sleep(window)
-    b = thread_ticks(p.pid)
+    b = sample(p.pid)
     out, _ = p.communicate()
     if p.returncode != 0 or "cf-reader" not in b:
         raise RuntimeError("cogfeed bench ended inside the window; raise "
@@ -107,29 +87,28 @@ def split_run(data, latency_ms, settle, window, seconds):
         return b.get(k, (0, 0))[i] - a.get(k, (0, 0))[i]
 
     readers = dt("cf-reader", 0) + dt("cf-reader", 1)
-    per = r["cpu_s_per_gb_by_thread"]["cf-reader"] / readers  # s/GB a tick
-    m_all = b["machine"]["all"] - a["machine"]["all"]
-    m_busy = b["machine"]["busy"] - a["machine"]["busy"]
+    per = r["cpu_s_per_gb_by_thread"]["cf-reader"] / readers  # s/GB per s
+    busy, total, softirq = (y - x for x, y in zip(a["machine"], b["machine"]))
+    hz = os.sysconf("SC_CLK_TCK")
     res = {
         "mb_per_s": r["mb_per_s"],
         "readers": readers * per,
         "io_user": dt("cf-io", 0) * per,
         "io_kernel": dt("cf-io", 1) * per,
         "nginx": (dt("nginx", 0) + dt("nginx", 1)) * per,
-        "softirq": (b["machine"]["softirq"] - a["machine"]["softirq"]) * per,
-        "idle_cores": os.cpu_count() * (1 - m_busy / m_all),
+        "softirq": softirq / hz * per,
+        "idle_cores": os.cpu_count() * (1 - busy / total),
     }
     res["floor"] = res["io_kernel"] + res["nginx"] + res["softirq"]
     return res
 
 
 def tiles_of(data):
-    """(relative path, offset, length) of every tile, and decoded bytes."""
+    """(path, offset, length) of every tile, and decoded bytes."""
     from osgeo import gdal
     tiles, decoded = [], 0
     for f in sorted(glob.glob(os.path.join(data, "*", "*.tif"))):
         ds = gdal.Open(f)
-        rel = os.path.relpath(f, data)
         b1 = ds.GetRasterBand(1)
         bx, by = b1.GetBlockSize()
         pixel = ds.GetMetadataItem("INTERLEAVE", "IMAGE_STRUCTURE") == "PIXEL"
@@ -143,7 +122,7 @@ def tiles_of(data):
                     off = int(band.GetMetadataItem("BLOCK_OFFSET_" + key,
                                                    "TIFF"))
                     n = int(band.GetMetadataItem("BLOCK_SIZE_" + key, "TIFF"))
-                    tiles.append((rel, off, n))
+                    tiles.append((f, off, n))
                     decoded += per
     return tiles, decoded
 
@@ -151,31 +130,31 @@ def tiles_of(data):
 def curl_run(data, latency_ms, seconds, parallel):
     tiles, decoded = tiles_of(data)
     compressed = sum(t[2] for t in tiles)
-    servers = common.servers_module()
     rnd = random.Random(0)
-    with servers.Nginx(data, latency_ms=latency_ms) as srv, \
+    # The server `cogfeed bench --serve-latency-ms` runs (common.served).
+    paths = sorted({t[0] for t in tiles})
+    with common.served(paths, latency_ms) as (srv, url), \
             tempfile.NamedTemporaryFile("w", suffix=".curl") as cfg:
-        base = "http://127.0.0.1:%d/" % srv.port
         # One group per transfer: `next` resets the per-URL options.
         for _ in range(max(1000, int(seconds * 2000))):
-            rel, off, n = rnd.choice(tiles)
+            path, off, n = rnd.choice(tiles)
             cfg.write('write-out = "%%{size_download}\\n"\nrange = "%d-%d"\n'
-                      'output = "/dev/null"\nurl = "%s%s"\nnext\n'
-                      % (off, off + n - 1, base, rel))
+                      'output = "/dev/null"\nurl = "%s"\nnext\n'
+                      % (off, off + n - 1, url(path)))
         cfg.flush()
         p = subprocess.Popen(["curl", "-s", "--no-progress-meter", "-Z",
                               "--parallel-max", str(parallel),
                               "--parallel-immediate", "-K", cfg.name],
                              stdout=subprocess.PIPE, universal_newlines=True)
-        got, t0, m0 = 0, time.time(), machine_ticks()
+        got, t0, m0 = 0, time.time(), common.machine_ticks()
         for line in p.stdout:
             got += int(line)
             if time.time() - t0 > seconds:
                 break
-        t1, m1 = time.time(), machine_ticks()
+        t1, m1 = time.time(), common.machine_ticks()
         p.kill()
         p.wait()
-    cpu = (m1["busy"] - m0["busy"]) / HZ
+    cpu = (m1[0] - m0[0]) / os.sysconf("SC_CLK_TCK")
     gb = got / 1e9
     return {"mb_per_s": got / 1e6 / (t1 - t0), "cores": cpu / (t1 - t0),
             "s_per_compressed_gb": cpu / gb,

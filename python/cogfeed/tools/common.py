@@ -166,10 +166,16 @@ def _cpu_s(fields):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_by_thread(pids):
+def _user_sys_s(fields):
+    hz = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / hz, int(fields[12]) / hz
+
+
+def cpu_by_thread(pids, split=False):
     """{thread name: user + system CPU seconds} over the processes' live
     threads (cogfeed names its own: cf-reader, cf-io, cf-decode), for
-    telling where a loader's CPU goes; {} where /proc has no tasks."""
+    telling where a loader's CPU goes; {} where /proc has no tasks.  With
+    split, each value is (user, system) seconds."""
     out = {}
     for pid in pids:
         try:
@@ -178,9 +184,38 @@ def cpu_by_thread(pids):
             continue
         for tid in tids:
             st = proc_stat("/proc/%d/task/%s/stat" % (pid, tid))
-            if st:
+            if not st:
+                continue
+            if split:
+                u, s = _user_sys_s(st[1])
+                u0, s0 = out.get(st[0], (0.0, 0.0))
+                out[st[0]] = (u0 + u, s0 + s)
+            else:
                 out[st[0]] = out.get(st[0], 0.0) + _cpu_s(st[1])
     return out
+
+
+def descendants(pid):
+    """pid and every process below it (children, their children, ...)."""
+    children = {}
+    for d in os.listdir("/proc"):
+        st = proc_stat("/proc/%s/stat" % d) if d.isdigit() else None
+        if st:
+            children.setdefault(int(st[1][1]), []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def machine_ticks():
+    """The whole machine's clock ticks from /proc/stat: (busy, all,
+    softirq), busy being all but idle and iowait."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v) - v[3] - v[4], sum(v), v[6]
 
 
 def cpu_seconds(pids):
