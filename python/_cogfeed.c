@@ -688,8 +688,8 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
     }
     {
         /* `seq` (our own tuple) holds the Cog objects alive while the GIL
-         * is released, and their reader counts keep another thread's close() from freeing
-         * their files meanwhile. */
+         * is released, and their reader counts keep another thread's
+         * close() from freeing their files meanwhile. */
         cf_error err = {0};
         cf_status st;
         Py_BEGIN_ALLOW_THREADS st = cf_cog_read_many(reqs, (size_t)n, threads, (size_t)inflight,
