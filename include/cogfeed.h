@@ -125,9 +125,9 @@ typedef struct cf_io_options {
 
 /* I/O statistics (monotonic counters since cf_io_new). */
 typedef struct cf_io_stats {
-    uint64_t requests;        /* requests sent (incl. retries) */
+    uint64_t requests;        /* requests sent (incl. retries); local: reads */
     uint64_t retries;
-    uint64_t bytes_fetched;   /* body bytes received */
+    uint64_t bytes_fetched;   /* body bytes received; local: bytes read */
     uint64_t connect_failures;
     uint64_t read_failures;
     uint64_t header_cache_hits;

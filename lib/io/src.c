@@ -133,7 +133,12 @@ static cf_status local_read(cf_src *s, cf_range_req *r) {
         return r->status;
     }
     uint64_t done = 0;
-    if (r->len) atomic_fetch_add(&s->requests, 1);
+    if (r->len) {
+        atomic_fetch_add(&s->requests, 1);
+        /* Local reads count in the io's statistics like remote ones, so a
+         * loader's bytes_fetched / requests mean the same on either. */
+        if (s->io) atomic_fetch_add(&s->io->n_requests, 1);
+    }
     while (done < r->len) {
         ssize_t k = pread(s->fd, r->dst + done, (size_t)(r->len - done),
                           (off_t)(r->off + done));
@@ -145,6 +150,7 @@ static cf_status local_read(cf_src *s, cf_range_req *r) {
             return r->status;
         }
         done += (uint64_t)k;
+        if (s->io) atomic_fetch_add(&s->io->n_bytes, (uint64_t)k);
     }
     r->status = CF_OK;
     if (r->err) cf__err_clear(r->err);

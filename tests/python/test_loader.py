@@ -436,6 +436,36 @@ def test_fixed_inflight_and_stats(data):
     assert st["bytes_delivered"] == 16 * (3 * 32 * 32 * 2 + 32 * 32)
 
 
+def test_local_reads_are_counted(tmp_path):
+    """Local files count in the io's and the loader's requests /
+    bytes_fetched as remote ones do: one read of each tile's bytes."""
+    if gdal is None:
+        pytest.skip("GDAL reports the tile byte counts")
+    p = make_cog(tmp_path / "g.tif", expected(256, 256, 0, 0), 128)
+    ds = gdal.Open(p)  # kept: the band dies with its dataset
+    band = ds.GetRasterBand(1)
+    tile = [int(band.GetMetadataItem("BLOCK_SIZE_%d_%d" % (x, y), "TIFF"))
+            for y in range(2) for x in range(2)]
+    io = cogfeed.IO()
+    cog = cogfeed.open(p, io=io)
+    st0 = io.stats()
+    assert st0["requests"] == 1
+    assert st0["bytes_fetched"] == min(65536, os.path.getsize(p))  # header
+    cog.read((0, 0, 256, 256))
+    st1 = io.stats()
+    assert st1["requests"] - st0["requests"] == 4 == cog.requests - 1
+    assert st1["bytes_fetched"] - st0["bytes_fetched"] == sum(tile)
+    # The loader's stats are its io's: the first tile, read at least once
+    # (readers may already be reading the next epoch).
+    ld = cogfeed.Loader([p], patch_size=128, batch_size=1, sampler="grid",
+                        dtype="raw", epoch_length=1)
+    st0 = ld.stats()
+    assert [tuple(b["windows"][0]) for b in ld] == [(0, 0, 0, 128, 128)]
+    st1 = ld.stats()
+    assert st1["requests"] - st0["requests"] >= 1
+    assert st1["bytes_fetched"] - st0["bytes_fetched"] >= tile[0]
+
+
 def test_tile_shuffle_reuses_decoded_tiles(data):
     ld = cogfeed.Loader(data["images"], data["masks"], patch_size=32,
                         batch_size=8, sampler="tile-shuffle",

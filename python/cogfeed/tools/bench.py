@@ -53,11 +53,6 @@ def _cogfeed_traffic(st):
     return st.get("requests"), st.get("bytes_fetched")
 
 
-def _proc_io():
-    from .baseline import _proc_io as p
-    return p()
-
-
 def measure(ld, batches=None, seconds=None, warmup=2, log=None,
             itemsize=2, on_batch=None):
     """Drive loader wrapper `ld` and return the measurement dict (without
@@ -73,7 +68,6 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
     t0 = None
     cpu0 = 0.0
     thr0 = {}
-    io0 = (0, 0)
     st0 = {}
     logc = None
     measured = 0
@@ -89,7 +83,6 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
                 cpu0 = common.cpu_seconds(ld.pids())
                 thr0 = common.cpu_by_thread(ld.pids())
                 st0 = ld.stats()
-                io0 = _proc_io()
                 logc = common.LogCounter(log) if log else None
             n += 1
             continue
@@ -129,13 +122,7 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
             req = r1 - (r0 or 0)
         if b1 is not None:
             byt = b1 - (b0 or 0)
-        src = "loader-stats"
-        if ld.transport == "file" and not byt:
-            # The loader counts network traffic only; local reads are the
-            # pread calls of this process (all its threads).
-            io1 = _proc_io()
-            byt, req = io1[0] - io0[0], io1[1] - io0[1]
-            src = "proc-io"
+        src = "loader-stats"  # local reads count there like remote ones
     else:
         if ld.transport == "file":
             req = st1["local_read_calls"] - st0.get("local_read_calls", 0)
