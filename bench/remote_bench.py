@@ -306,6 +306,12 @@ def main():
             allw, tiles = disjoint_windows(len(paths), a.size, a.tile, a.window,
                                            a.windows + a.warmup, a.seed + rnd)
             warm, wins = allw[: a.warmup], allw[a.warmup:]
+            if not wins:
+                sys.exit("remote_bench: only %d windows that share no tile fit "
+                         "%d files of %d px (tile %d, window %d), and --warmup "
+                         "takes %d: use more --files or a larger --size"
+                         % (len(allw), len(paths), a.size, a.tile, a.window,
+                            a.warmup))
             rr = {"windows": len(wins), "tiles": tiles, "local": [], "remote": [], "gdal": []}
             def do_local():
                 for t in ints(a.local_threads):
