@@ -120,7 +120,7 @@ typedef struct cf_io_options {
     double retry_max_ms;       /* backoff cap (10 s) */
     int verify_tls;            /* 1 (default); 0 only by explicit choice */
     const char *header_cache_dir; /* persist header indexes here (NULL: off) */
-    const char *ca_file;       /* extra CA bundle (NULL: system default) */
+    const char *ca_file;       /* CAs to trust, PEM (NULL: the system's); must be readable */
 } cf_io_options;
 
 /* I/O statistics (monotonic counters since cf_io_new). */

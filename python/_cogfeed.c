@@ -65,7 +65,7 @@ static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"max_inflight", "header_bytes", "merge_gap", "request_timeout_s",
                              "connect_timeout_s", "low_speed_time_s", "low_speed_bytes",
                              "max_retries", "retry_budget", "retry_base_ms", "retry_max_ms",
-                             "verify_tls", "header_cache_dir", NULL};
+                             "verify_tls", "header_cache_dir", "ca_file", NULL};
     cf_io_options o;
     cf_io_options_init(&o);
     int max_inflight = o.max_inflight, max_retries = o.max_retries, budget = o.retry_budget;
@@ -74,10 +74,10 @@ static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
     long low_bytes = o.low_speed_bytes;
     double rt = o.request_timeout_s, ct = o.connect_timeout_s, lt = o.low_speed_time_s;
     double rb = o.retry_base_ms, rm = o.retry_max_ms;
-    PyObject *cache = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpO", kwlist, &max_inflight,
+    PyObject *cache = Py_None, *ca = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpOO", kwlist, &max_inflight,
                                      &header_bytes, &merge_gap, &rt, &ct, &lt, &low_bytes,
-                                     &max_retries, &budget, &rb, &rm, &verify, &cache))
+                                     &max_retries, &budget, &rb, &rm, &verify, &cache, &ca))
         return -1;
     if (self->io) {
         /* Cogs opened with this IO use it: it cannot be replaced. */
@@ -102,14 +102,22 @@ static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
     o.retry_base_ms = rb;
     o.retry_max_ms = rm;
     o.verify_tls = verify;
-    PyObject *cache_b = NULL; /* cf_io_new keeps its own copy */
+    PyObject *cache_b = NULL, *ca_b = NULL; /* cf_io_new keeps its own copies */
     if (cache != Py_None) {
         if (!PyUnicode_FSConverter(cache, &cache_b)) return -1;
         o.header_cache_dir = PyBytes_AS_STRING(cache_b);
     }
+    if (ca != Py_None) {
+        if (!PyUnicode_FSConverter(ca, &ca_b)) {
+            Py_XDECREF(cache_b);
+            return -1;
+        }
+        o.ca_file = PyBytes_AS_STRING(ca_b);
+    }
     cf_error err = {0};
     cf_status st = cf_io_new(&o, &self->io, &err);
     Py_XDECREF(cache_b);
+    Py_XDECREF(ca_b);
     if (st) {
         cf_py_raise(st, &err);
         return -1;
@@ -163,7 +171,7 @@ static PyTypeObject IOType = {
     .tp_doc = "IO(*, max_inflight=64, header_bytes=65536, merge_gap=65536, "
               "request_timeout_s=60, connect_timeout_s=10, low_speed_time_s=15, "
               "low_speed_bytes=1024, max_retries=6, retry_budget=1000, retry_base_ms=100, "
-              "retry_max_ms=10000, verify_tls=True, header_cache_dir=None)\n\n"
+              "retry_max_ms=10000, verify_tls=True, header_cache_dir=None, ca_file=None)\n\n"
               "One I/O event loop (libcurl multi) shared by every file opened with it.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)IO_init,

@@ -33,6 +33,7 @@ static const char *usage_text =
     "     variables (AWS_*, AZURE_STORAGE_*, GOOGLE_OAUTH_ACCESS_TOKEN).\n"
     "I/O options (info and read): --header-bytes N, --max-inflight N,\n"
     "     --header-cache DIR, --max-retries N, --timeout SECONDS,\n"
+    "     --ca-file PEM (the CAs to trust instead of the system's),\n"
     "     --insecure (do not verify TLS certificates)\n";
 
 static int usage(int rc) {
@@ -59,6 +60,9 @@ static int io_option(int argc, char **argv, int *i, cf_io_options *o) {
     if (!strcmp(a, "--header-cache")) {
         if (!v) return -1;
         o->header_cache_dir = v;
+    } else if (!strcmp(a, "--ca-file")) {
+        if (!v) return -1;
+        o->ca_file = v;
     } else if (!strcmp(a, "--header-bytes") || !strcmp(a, "--max-inflight") ||
                !strcmp(a, "--max-retries") || !strcmp(a, "--timeout")) {
         if (!v) return -1;

@@ -76,6 +76,14 @@ cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err) {
                        "cf_io_new: an option is out of range (timeouts must "
                        "be > 0, counts >= 0, header_bytes in 1..%llu)",
                        (unsigned long long)CF_MAX_HEADER_BYTES);
+    /* libcurl would only say so at the first https transfer, as a TLS
+     * error of that URL. */
+    if (o.ca_file && access(o.ca_file, R_OK) != 0) {
+        char name[CF__NAME_MAX];
+        cf__name_fit(o.ca_file, strlen(o.ca_file), name, sizeof name);
+        return cf__err(err, CF_E_ARG, "cf_io_new: ca_file %s: %s", name,
+                       strerror(errno));
+    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return cf__err(err, CF_E_IO, "cf_io_new: libcurl failed to initialise");
     cf_io *io = cf__calloc(1, sizeof *io);

@@ -539,3 +539,30 @@ def test_cog_fork_in_python(srv, cog):
     assert os.read(r, 10) == b"1"
     x = c.read(window=(500, 500, 64, 64))
     assert (x[0] == arr[500:564, 500:564]).all()
+
+
+def test_cog_over_tls_with_ca_file(tls_srv, cog, tmp_path):
+    """The CA of a private server reaches the Python IO and the CLI; a
+    missing one is refused when the IO is made, naming the file."""
+    cf = _cogfeed()
+    path, arr = cog
+    url = tls_srv.url("cog.tif")
+    with pytest.raises(cf.Error) as ei:
+        cf.open(url, io=cf.IO())
+    assert "certificate" in str(ei.value) and "ca_file" in str(ei.value)
+    c = cf.open(url, io=cf.IO(ca_file=tls_srv.ca_file))
+    assert (c.read(window=(0, 0, 300, 300))[0] == arr[:300, :300]).all()
+    missing = str(tmp_path / "no-ca.pem")
+    with pytest.raises(cf.Error) as ei:
+        cf.IO(ca_file=missing)
+    assert "ca_file %s: No such file" % missing in str(ei.value)
+    exe = os.environ.get("COGFEED_BIN")
+    if not exe:
+        pytest.skip("COGFEED_BIN is not set (run through ctest)")
+    p = subprocess.run([exe, "info", url, "--ca-file", tls_srv.ca_file],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "1024 x 1024" in p.stdout
+    p = subprocess.run([exe, "info", url], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1 and "certificate" in p.stderr
