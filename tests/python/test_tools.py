@@ -146,6 +146,24 @@ def test_convert_rejects_bad_tile(data, tmp):
     assert r.returncode == 2 and "--tile" in r.stderr
 
 
+def test_convert_files_options_anywhere_and_no_overwrite(data, tmp):
+    """Several files, then the options, then OUTDIR (the README's order)
+    work; an image and a mask of the same name are refused
+    before anything is written, not written over each other."""
+    img = data / "images" / "scene_000.tif"
+    out = tmp / "files"
+    cli("convert", img, data / "images" / "scene_001.tif", "--compress",
+        "zstd", "--tile", 128, out, "--quiet")
+    assert sorted(os.listdir(out)) == ["scene_000.tif", "scene_001.tif"]
+    r = subprocess.run([sys.executable, "-m", "cogfeed.cli", "convert",
+                        str(img), str(data / "masks" / "scene_000.tif"),
+                        str(tmp / "clash"), "--compress", "zstd"],
+                       capture_output=True, text=True, env=ENV)
+    assert r.returncode == 2, r.stderr
+    assert "would both be written as scene_000.tif" in r.stderr
+    assert not (tmp / "clash").exists()
+
+
 @pytest.mark.parametrize("loader", ["cogfeed", "baseline"])
 def test_bench_json_has_every_field(variants, loader):
     # --prefetch 2 (cogfeed's ring): the measured batches cannot all be

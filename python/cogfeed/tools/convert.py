@@ -92,6 +92,17 @@ def _inputs(srcs):
             raise UsageError("convert: %s: no such file or directory" % s)
     if not out:
         raise UsageError("convert: no .tif inputs in %s" % " ".join(srcs))
+    # Files given one by one are written under their own names: two with
+    # the same name (an image and its mask) would overwrite each other.
+    seen = {}
+    for path, rel in out:
+        key = os.path.normcase(os.path.normpath(rel))
+        if key in seen:
+            raise UsageError(
+                "convert: %s and %s would both be written as %s: give their "
+                "folders (which keep their layout) or convert them apart"
+                % (seen[key], path, rel))
+        seen[key] = path
     return out
 
 
@@ -198,7 +209,8 @@ def main(argv):
     p.add_argument("--threads", type=int, default=1,
                    help="GDAL compression threads")
     p.add_argument("--quiet", action="store_true")
-    a = p.parse_args(argv)
+    # Options may come before, between or after SRC... OUTDIR.
+    a = p.parse_intermixed_args(argv)
     try:
         res = convert(a.src, a.outdir, a.compress, a.tile, a.level,
                       a.overviews, a.max_z_error, a.quality, a.scale_max,
