@@ -429,10 +429,11 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
         }
         if (o->out_dtype == CF_DT_UNKNOWN && ld->layer_dt[l] != ld->raw_dt)
             return cf__err(err, CF_E_ARG,
-                           "loader: layer %d is %s but images are %s: use "
-                           "float32 output to stack them",
-                           l, cf_dtype_name(ld->layer_dt[l]),
-                           cf_dtype_name(ld->raw_dt));
+                           "loader: layer %d (%s) is %s but the images (%s) "
+                           "are %s: use float32 output to stack them",
+                           l, cf_cog_name(ld->lay[l]),
+                           cf_dtype_name(ld->layer_dt[l]),
+                           cf_cog_name(ld->img[0]), cf_dtype_name(ld->raw_dt));
         C += ld->layer_bands[l];
     }
     if (C > CF_MAX_BANDS)
@@ -538,7 +539,10 @@ static cf_status build(cf_loader *ld, cf_error *err) {
         if (o->weights && !(o->weights[f] > 0 && isfinite(o->weights[f]))) {
             free(sf);
             return cf__err(err, CF_E_ARG,
-                           "loader: weight of file %zu must be > 0", f);
+                           "loader: weight of file %zu (%s) must be a finite "
+                           "number > 0, not %g",
+                           f, cf_cog_name(ld->img[f * (size_t)o->time_steps]),
+                           o->weights[f]);
         }
         uint64_t cw = (P + sf[f].tile_w - 1) / sf[f].tile_w * sf[f].tile_w;
         uint64_t ch = (P + sf[f].tile_h - 1) / sf[f].tile_h * sf[f].tile_h;

@@ -285,6 +285,19 @@ def test_time_series_and_extra_layers(tmp_path):
             for t in range(2):
                 np.testing.assert_array_equal(
                     img[i, t, 2], expected(20, 20, x + 9, y + 9, 1)[0])
+    # A layer of another dtype stacks only into float32 output.
+    lc = make_cog(os.path.join(d, "lc.tif"),
+                  (expected(150, 140, 0, 0, 1) & 0xFF).astype(np.uint8))
+    with pytest.raises(cogfeed.Error) as ei:
+        cogfeed.Loader([t0], layers=[[lc]], patch_size=20)
+    assert ("layer 0 (%s) is uint8 but the images (%s) are uint16: use "
+            "float32 output" % (lc, t0)) in str(ei.value)
+    ld = cogfeed.Loader([t0], layers=[[lc]], patch_size=20, batch_size=2,
+                        epoch_length=2, dtype="float32")
+    for batch in ld:
+        for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+            np.testing.assert_array_equal(
+                batch["image"][i, 2], expected(20, 20, x, y, 1)[0] & 0xFF)
 
 
 @pytest.mark.parametrize("dtype", ["raw", "float32"])
@@ -563,8 +576,10 @@ def test_weights_choose_files(data):
                         weights=[1.0, 1e-12], epoch_length=50)
     files = {w[0] for b in ld for w in b["windows"]}
     assert files == {0}
-    with pytest.raises(cogfeed.Error, match="weight"):
+    with pytest.raises(cogfeed.Error) as ei:
         cogfeed.Loader(data["images"], weights=[1.0, 0.0])
+    assert "weight of file 1 (%s) must be a finite number > 0, not 0" % \
+        data["images"][1] in str(ei.value)
 
 
 def _use_inherited(ld, q):
