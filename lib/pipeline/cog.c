@@ -117,12 +117,27 @@ static int parse_from_cache(cf_cog *cog) {
     cf_tiff_parser_free(p);
     if (ok) {
         cf_src_assume(cog->src, e->size, e->etag);
+        cog->from_cache = 1;
         cog->header_requests = 0;
         cog->header_bytes = 0;
         cf_io_note_cache_hit(cog->io);
     }
     cf__hc_entry_free(e);
     return ok;
+}
+
+cf_status cf__cog_fetch_failed(const cf_cog *cog, cf_status st, cf_error *err) {
+    if (st != CF_E_CHANGED || !cog->from_cache) return st;
+    /* Without this, every later open would take the same stale header
+     * and fail the same way until the cache directory is cleared. */
+    cf__hc_forget(cog->io, cf_src_url(cog->src));
+    if (err) {
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n,
+                 "; its header came from the header cache, whose entry is "
+                 "dropped now: open the file again");
+    }
+    return st;
 }
 
 cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out,
@@ -728,7 +743,10 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         cf__cog_chunk_reqs(chunks, nreq, fetched, reqs);
         cf__cog_prefault(cog, fetched, (size_t)total);
         st = cf_src_read(cog->src, reqs, nreq, err);
-        if (st) goto done;
+        if (st) {
+            st = cf__cog_fetch_failed(cog, st, err);
+            goto done;
+        }
         /* Remote: at most one decoder per CPU, see cf_io_decode_enter. */
         if (cf_src_is_remote(cog->src)) gate = cf_io_decode_enter(cf_src_io(cog->src));
     }

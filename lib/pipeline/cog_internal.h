@@ -25,6 +25,7 @@ struct cf_cog {
     char *etag;
     uint64_t header_bytes;
     uint32_t header_requests;
+    int from_cache;            /* header from the header cache (no request) */
     /* Codec contexts reused across reads: the io's pool (shared by every
      * file opened with it), or own_pool for in-memory files. */
     cf_ctx_pool *pool;
@@ -39,6 +40,12 @@ typedef struct cf_chunk {
     uint64_t index;            /* index into offsets/counts */
     uint64_t off, len;         /* compressed bytes; len 0 = sparse */
 } cf_chunk;
+
+/* A fetch of cog's tiles failed with st (message in err).  When the object
+ * changed and cog's header came from the header cache, that entry is stale:
+ * it is dropped, so that the next open reads the header afresh, and err
+ * says so.  Thread-safe; returns st. */
+cf_status cf__cog_fetch_failed(const cf_cog *cog, cf_status st, cf_error *err);
 
 /* Describe chunk (cx, cy, plane) of IFD `ifd`, validating its byte range
  * against the file size. */

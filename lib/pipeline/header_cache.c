@@ -168,6 +168,16 @@ static void disk_store(const char *dir, const char *url, const cf_hc_entry *e) {
     if (!ok || rename(tmp, path) != 0) unlink(tmp);
 }
 
+void cf__hc_forget(cf_io *io, const char *url) {
+    mem_drop(io, url);
+    const char *dir = cf_io_opts(io)->header_cache_dir;
+    if (dir && *dir) {
+        char path[4096];
+        disk_path(dir, url, path, sizeof path);
+        unlink(path);
+    }
+}
+
 cf_hc_entry *cf__hc_lookup(cf_io *io, const char *url) {
     cf_io_state *state = cf__io_state(io);
     hc_table *t = state ? state->hc : NULL;
@@ -193,15 +203,10 @@ void cf__hc_store(cf_io *io, const char *url, const cf_hc_entry *e,
                   const char *etag) {
     const char *dir = cf_io_opts(io)->header_cache_dir;
     if (e->incomplete) {
-        mem_drop(io, url);
-        if (dir && *dir) {
-            char path[4096];
-            disk_path(dir, url, path, sizeof path);
-            unlink(path);
-        }
+        cf__hc_forget(io, url);
         return;
     }
-    if (dir && *dir) {
+    if (dir && *dir && etag) {
         cf_hc_entry *c = entry_copy(e, etag);
         if (c) disk_store(dir, url, c);
         cf__hc_entry_free(c);

@@ -41,8 +41,13 @@ cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
 cf_hc_entry *cf__hc_lookup(cf_io *io, const char *url);
 /* Remember e (copied) for url with the given ETag (may be NULL); an
  * incomplete entry is not stored, and one already stored is dropped, so
- * that every open does not copy and write it again for nothing. */
+ * that every open does not copy and write it again for nothing.  Without
+ * an ETag the entry stays in memory only: a later process could not tell
+ * a changed object (no If-Match to fail) and would read it with a stale
+ * header. */
 void cf__hc_store(cf_io *io, const char *url, const cf_hc_entry *e,
                   const char *etag);
+/* Drop url's entry from memory and disk (a stale one: the object changed). */
+void cf__hc_forget(cf_io *io, const char *url);
 
 #endif

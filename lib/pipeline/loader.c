@@ -1081,7 +1081,7 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
             cf_range_req *r = &wk->reqs[p->c0 + j];
             if (r->status != CF_OK) {
                 if (err) *err = *r->err;
-                st = r->status;
+                st = cf__cog_fetch_failed(p->cog, r->status, err);
             } else {
                 st = paste_chunk(ld, &kit, p, &wk->chunks[p->c0 + j], r->dst,
                                  w, err);

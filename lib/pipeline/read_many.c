@@ -155,6 +155,7 @@ static void *decoder(void *arg) {
         const cf_chunk *c = &r->chunks[t->i];
         cf_error *e = &r->errs[t->i];
         cf_status st = t->batch ? r->rr[t->i].status : CF_OK;
+        if (st != CF_OK) st = cf__cog_fetch_failed(t->cog, st, e);
         if (st == CF_OK) {
             cf_codec_ctx *ctx = cf__cog_ctx_get(t->cog);
             if (!ctx) {

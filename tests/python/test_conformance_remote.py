@@ -156,6 +156,55 @@ def test_request_counts(paths, folder, tmp_path):
         assert srv.requests("/" + base) - before == 1
 
 
+def test_stale_header_cache_entry_is_dropped(tmp_path):
+    """An object replaced after its header went to the on-disk cache: the
+    open from the cache still answers with the old header (no request),
+    but its first read fails as changed (412 to If-Match), says that the
+    header came from the cache, and drops the entry, so the next open
+    reads the new header; through cog.read and read_many alike."""
+    import shutil
+    import numpy as np
+    from osgeo import gdal
+    srcs = []
+    for k, (w, h, c) in enumerate([(256, 256, 3), (300, 200, 2)]):
+        arr = (np.arange(w * h * c, dtype=np.uint16).reshape(c, h, w) * (k + 3))
+        mem = gdal.GetDriverByName("MEM").Create("", w, h, c, gdal.GDT_UInt16)
+        for b in range(c):
+            mem.GetRasterBand(b + 1).WriteArray(arr[b])
+        p = str(tmp_path / ("v%d.tif" % k))
+        gdal.Translate(p, mem, format="COG",
+                       creationOptions=["BLOCKSIZE=128", "COMPRESS=ZSTD"])
+        srcs.append((p, arr))
+    root, hc = tmp_path / "srv", str(tmp_path / "hc")
+    root.mkdir()
+    obj = str(root / "s.tif")
+    shutil.copy(srcs[0][0], obj)
+    changed = cogfeed.Error  # code 11: CF_E_CHANGED
+    with Nginx(str(root)) as srv:
+        url = srv.url("s.tif")
+        cogfeed.open(url, io=cogfeed.IO(header_cache_dir=hc)).read((0, 0, 8, 8))
+        for k, how in ((1, "read"), (0, "read_many"), (1, "read")):
+            path, arr = srcs[k]
+            shutil.copy(path, obj)  # replaced: the cached header is stale
+            stale = cogfeed.open(url, io=cogfeed.IO(header_cache_dir=hc))
+            assert stale.header_requests == 0
+            assert stale.count == srcs[1 - k][1].shape[0]  # the old header
+            with pytest.raises(changed) as ei:
+                if how == "read":
+                    stale.read((0, 0, 64, 64))
+                else:
+                    cogfeed.read_many([(stale, (0, 0, 64, 64))])
+            msg = str(ei.value)
+            assert ei.value.code == 11 and "HTTP 412" in msg, msg
+            assert "came from the header cache" in msg, msg
+            fresh = cogfeed.open(url, io=cogfeed.IO(header_cache_dir=hc))
+            assert fresh.header_requests == 1
+            assert fresh.count == arr.shape[0]
+            assert (fresh.read((5, 7, 64, 64)) == arr[:, 7:71, 5:69]).all()
+            again = cogfeed.open(url, io=cogfeed.IO(header_cache_dir=hc))
+            assert again.header_requests == 0  # stored afresh
+
+
 def test_read_many_identical_over_http(paths, folder):
     """cogfeed.read_many: every fixture window of every file in one call,
     locally and over HTTP, with a tiny in-flight budget (windows wait for

@@ -4,7 +4,9 @@
  * recording had to leave ranges out of (a header scattered over more
  * ranges than are kept) is not stored, and replaces what was stored for
  * its URL, so that opening such a file does not copy and write it again
- * on every open.
+ * on every open.  An entry without an ETag stays in memory only (a later
+ * process could not tell that the object changed); cf__hc_forget drops a
+ * stale entry from both.
  */
 #include "cf_test.h"
 #include "pipeline/header_cache.h"
@@ -38,6 +40,17 @@ static cf_hc_entry *entry(int nranges) {
     }
     CHECK(e->incomplete == (nranges > HC_MAX_RANGES));
     return e;
+}
+
+/* What a fresh io (another process) finds on disk for url. */
+static int on_disk(const cf_io_options *o, const char *url) {
+    cf_io *io = NULL;
+    CHECK(cf_io_new(o, &io, NULL) == CF_OK);
+    cf_hc_entry *e = io ? cf__hc_lookup(io, url) : NULL;
+    int found = e != NULL;
+    cf__hc_entry_free(e);
+    cf_io_free(io);
+    return found;
 }
 
 static void run(const char *dir) {
@@ -76,6 +89,21 @@ static void run(const char *dir) {
     cf__hc_store(io, url, big, "\"e3\"");
     CHECK(cf__hc_lookup(io, url) == NULL);
     CHECK(files_in(dir) == 0);
+
+    /* No ETag: memory only. */
+    cf__hc_store(io, url, ok, NULL);
+    got = cf__hc_lookup(io, url);
+    CHECK(got && got->nranges == HC_MAX_RANGES && !got->etag);
+    cf__hc_entry_free(got);
+    CHECK(files_in(dir) == 0);
+    CHECK(!on_disk(&o, url));
+
+    /* Stale: forgotten in memory and on disk. */
+    cf__hc_store(io, url, ok, "\"e4\"");
+    CHECK(files_in(dir) == 1 && on_disk(&o, url));
+    cf__hc_forget(io, url);
+    CHECK(cf__hc_lookup(io, url) == NULL);
+    CHECK(files_in(dir) == 0 && !on_disk(&o, url));
 
     cf__hc_entry_free(big);
     cf__hc_entry_free(ok);
