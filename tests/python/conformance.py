@@ -681,12 +681,20 @@ def write_fuzz_seeds(directory):
 
 
 if __name__ == "__main__":
-    import sys
+    import argparse
     import time
-    if len(sys.argv) > 2 and sys.argv[1] == "--fuzz-seeds":
-        write_fuzz_seeds(sys.argv[2])
-        sys.exit(0)
+    ap = argparse.ArgumentParser(
+        description="Write every conformance fixture (cached; see the "
+                    "module docstring).")
+    ap.add_argument("dir", nargs="?", default=None,
+                    help="where (default $CF_TEST_DATA/conformance)")
+    ap.add_argument("--fuzz-seeds", metavar="DIR",
+                    help="write the fuzzers' seed files into DIR instead")
+    a = ap.parse_args()
+    if a.fuzz_seeds:
+        write_fuzz_seeds(a.fuzz_seeds)
+        raise SystemExit(0)
     t0 = time.time()
-    ps = generate_all(sys.argv[1] if len(sys.argv) > 1 else None)
+    ps = generate_all(a.dir)
     total = sum(os.path.getsize(p) for p in ps.values())
     print("%d fixtures, %.1f MB, %.1f s" % (len(ps), total / 1e6, time.time() - t0))
