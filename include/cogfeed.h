@@ -326,6 +326,10 @@ typedef struct cf_loader_options {
                                   machines of more than 4 cores) */
     size_t cache_bytes;        /* tile-shuffle buffer of decoded tiles (256 MiB) */
     cf_io *io;                 /* NULL: the loader makes its own */
+    /* With io NULL: the options of the io loops the loader makes (TLS,
+     * timeouts, retries, header cache); NULL: defaults.  Read during
+     * cf_loader_new only.  The loader still sets their max_inflight. */
+    const cf_io_options *io_options;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-

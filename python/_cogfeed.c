@@ -61,63 +61,69 @@ typedef struct {
 static PyTypeObject IOType;
 static PyObject *default_io = NULL; /* created on first use */
 
-static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
+int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **keep) {
     static char *kwlist[] = {"max_inflight", "header_bytes", "merge_gap", "request_timeout_s",
                              "connect_timeout_s", "low_speed_time_s", "low_speed_bytes",
                              "max_retries", "retry_budget", "retry_base_ms", "retry_max_ms",
                              "verify_tls", "header_cache_dir", "ca_file", NULL};
-    cf_io_options o;
-    cf_io_options_init(&o);
-    int max_inflight = o.max_inflight, max_retries = o.max_retries, budget = o.retry_budget;
-    int verify = o.verify_tls;
-    Py_ssize_t header_bytes = (Py_ssize_t)o.header_bytes, merge_gap = (Py_ssize_t)o.merge_gap;
-    long low_bytes = o.low_speed_bytes;
-    double rt = o.request_timeout_s, ct = o.connect_timeout_s, lt = o.low_speed_time_s;
-    double rb = o.retry_base_ms, rm = o.retry_max_ms;
+    *keep = NULL;
+    cf_io_options_init(o);
+    int max_inflight = o->max_inflight, max_retries = o->max_retries, budget = o->retry_budget;
+    int verify = o->verify_tls;
+    Py_ssize_t header_bytes = (Py_ssize_t)o->header_bytes, merge_gap = (Py_ssize_t)o->merge_gap;
+    long low_bytes = o->low_speed_bytes;
+    double rt = o->request_timeout_s, ct = o->connect_timeout_s, lt = o->low_speed_time_s;
+    double rb = o->retry_base_ms, rm = o->retry_max_ms;
     PyObject *cache = Py_None, *ca = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpOO", kwlist, &max_inflight,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpOO:IO", kwlist, &max_inflight,
                                      &header_bytes, &merge_gap, &rt, &ct, &lt, &low_bytes,
                                      &max_retries, &budget, &rb, &rm, &verify, &cache, &ca))
-        return -1;
+        return 0;
+    if (max_inflight < 1 || header_bytes < 16 || merge_gap < 0 || max_retries < 0 || budget < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "max_inflight >= 1, header_bytes >= 16, merge_gap/max_retries/"
+                        "retry_budget >= 0 required");
+        return 0;
+    }
+    o->max_inflight = max_inflight;
+    o->header_bytes = (size_t)header_bytes;
+    o->merge_gap = (size_t)merge_gap;
+    o->request_timeout_s = rt;
+    o->connect_timeout_s = ct;
+    o->low_speed_time_s = lt;
+    o->low_speed_bytes = low_bytes;
+    o->max_retries = max_retries;
+    o->retry_budget = budget;
+    o->retry_base_ms = rb;
+    o->retry_max_ms = rm;
+    o->verify_tls = verify;
+    /* The path strings live in bytes objects kept in *keep. */
+    PyObject *cache_b = NULL, *ca_b = NULL;
+    if ((cache != Py_None && !PyUnicode_FSConverter(cache, &cache_b)) ||
+        (ca != Py_None && !PyUnicode_FSConverter(ca, &ca_b))) {
+        Py_XDECREF(cache_b);
+        return 0;
+    }
+    *keep = Py_BuildValue("(OO)", cache_b ? cache_b : Py_None, ca_b ? ca_b : Py_None);
+    if (cache_b) o->header_cache_dir = PyBytes_AS_STRING(cache_b);
+    if (ca_b) o->ca_file = PyBytes_AS_STRING(ca_b);
+    Py_XDECREF(cache_b);
+    Py_XDECREF(ca_b);
+    return *keep != NULL;
+}
+
+static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
     if (self->io) {
         /* Cogs opened with this IO use it: it cannot be replaced. */
         PyErr_SetString(PyExc_RuntimeError, "cogfeed.IO is already initialised");
         return -1;
     }
-    if (max_inflight < 1 || header_bytes < 16 || merge_gap < 0 || max_retries < 0 || budget < 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "max_inflight >= 1, header_bytes >= 16, merge_gap/max_retries/"
-                        "retry_budget >= 0 required");
-        return -1;
-    }
-    o.max_inflight = max_inflight;
-    o.header_bytes = (size_t)header_bytes;
-    o.merge_gap = (size_t)merge_gap;
-    o.request_timeout_s = rt;
-    o.connect_timeout_s = ct;
-    o.low_speed_time_s = lt;
-    o.low_speed_bytes = low_bytes;
-    o.max_retries = max_retries;
-    o.retry_budget = budget;
-    o.retry_base_ms = rb;
-    o.retry_max_ms = rm;
-    o.verify_tls = verify;
-    PyObject *cache_b = NULL, *ca_b = NULL; /* cf_io_new keeps its own copies */
-    if (cache != Py_None) {
-        if (!PyUnicode_FSConverter(cache, &cache_b)) return -1;
-        o.header_cache_dir = PyBytes_AS_STRING(cache_b);
-    }
-    if (ca != Py_None) {
-        if (!PyUnicode_FSConverter(ca, &ca_b)) {
-            Py_XDECREF(cache_b);
-            return -1;
-        }
-        o.ca_file = PyBytes_AS_STRING(ca_b);
-    }
+    cf_io_options o;
+    PyObject *keep;
+    if (!cf_py_io_options(args, kw, &o, &keep)) return -1;
     cf_error err = {0};
-    cf_status st = cf_io_new(&o, &self->io, &err);
-    Py_XDECREF(cache_b);
-    Py_XDECREF(ca_b);
+    cf_status st = cf_io_new(&o, &self->io, &err); /* copies the strings */
+    Py_DECREF(keep);
     if (st) {
         cf_py_raise(st, &err);
         return -1;

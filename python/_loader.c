@@ -93,9 +93,10 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         "seed", "epoch", "rank", "world_size", "epoch_length", "drop_last",
         "flip", "rot90", "float32", "scale_offset", "mean", "std",
         "skip_errors", "prefetch", "threads", "max_inflight",
-        "inflight_bytes", "cache_bytes", NULL};
+        "inflight_bytes", "cache_bytes", "io_options", NULL};
     PyObject *images, *masks = Py_None, *layers = Py_None, *weights = Py_None,
-                      *bands = Py_None, *mean = Py_None, *std = Py_None;
+                      *bands = Py_None, *mean = Py_None, *std = Py_None,
+                      *io_kw = Py_None;
     int nlayers = 0, time_steps = 1, level = 0, rank = 0, world_size = 1;
     unsigned int patch = 256, batch = 32, stride = 0;
     const char *sampler = "random";
@@ -105,13 +106,18 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     Py_ssize_t inflight_bytes = 0, /* auto */
                cache_bytes = (Py_ssize_t)256 << 20;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O|$OOiiOOiIIsIKKiiKpppppOOpiiinn", kwlist, &images,
+            args, kw, "O|$OOiiOOiIIsIKKiiKpppppOOpiiinnO", kwlist, &images,
             &masks, &layers, &nlayers, &time_steps, &weights, &bands, &level,
             &patch, &batch, &sampler, &stride, &seed, &epoch, &rank,
             &world_size, &epoch_length, &drop_last, &flip, &rot90, &f32,
             &scale_offset, &mean, &std, &skip, &prefetch, &threads,
-            &max_inflight, &inflight_bytes, &cache_bytes))
+            &max_inflight, &inflight_bytes, &cache_bytes, &io_kw))
         return -1;
+    if (io_kw != Py_None && !PyDict_Check(io_kw)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "io_options must be a dict of cogfeed.IO keyword arguments");
+        return -1;
+    }
     if (self->ld) {
         PyErr_SetString(PyExc_RuntimeError, "_Loader already initialised");
         return -1;
@@ -132,8 +138,19 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
                         "time_steps >= 1");
         return -1;
     }
+    cf_io_options io_o;
+    PyObject *io_keep = NULL;
+    if (io_kw != Py_None) {
+        PyObject *none = PyTuple_New(0);
+        int ok = none && cf_py_io_options(none, io_kw, &io_o, &io_keep);
+        Py_XDECREF(none);
+        if (!ok) return -1;
+    }
     PyObject *keep = PyList_New(0);
-    if (!keep) return -1;
+    if (!keep) {
+        Py_XDECREF(io_keep);
+        return -1;
+    }
     Py_ssize_t nimg = 0, nmask = 0, nlay = 0, nw = 0, nmean = 0, nstd = 0;
     int nb = 0;
     const char **img = NULL, **msk = NULL, **lay = NULL;
@@ -221,6 +238,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     o.cache_bytes = (size_t)cache_bytes;
     o.mean = mf;
     o.std = sf;
+    o.io_options = io_keep ? &io_o : NULL;
     cf_error e;
     cf_status st;
     cf_loader *ld = NULL;
@@ -264,6 +282,7 @@ done:
     PyMem_Free(mf);
     PyMem_Free(sf);
     Py_DECREF(keep);
+    Py_XDECREF(io_keep);
     return rc;
 }
 

@@ -36,6 +36,11 @@ int cf_py_npy_type(cf_dtype t);
  * is not one).  None gives the process-wide default io. */
 cf_io *cf_py_io_get(PyObject *obj);
 
+/* cogfeed.IO's keyword arguments (args: an empty tuple) as cf_io_options;
+ * the path options point into *keep (a new reference, to drop once
+ * cf_io_new has copied them).  0 with an exception set on error. */
+int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **keep);
+
 /* obj's items as a new tuple, or NULL with TypeError(msg) when obj is not
  * a sequence (PySequence_Fast, but never the caller's list itself).
  * Converting an item (__index__, __float__, __fspath__) runs Python code,

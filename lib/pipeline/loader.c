@@ -703,14 +703,18 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
             if (k > LD_MAX_IOS) k = LD_MAX_IOS;
             if ((size_t)k > ld->nurls) k = (int)ld->nurls;
             ld->nios = 0;
+            const cf_io_options *io_o = ld->o.io_options ? ld->o.io_options
+                                                          : &io;
             for (int i = 0; i < k && st == CF_OK; i++) {
-                st = cf_io_new(&io, &ld->ios[i], err);
+                st = cf_io_new(io_o, &ld->ios[i], err);
                 if (st == CF_OK) ld->nios++;
             }
             ld->io = ld->ios[0];
             ld->own_io = ld->nios > 0;
-            if (st != CF_OK && ld->nios) st = CF_OK; /* fewer loops work */
+            /* A bad option fails the first loop; fewer loops still work. */
+            if (st != CF_OK && ld->nios) st = CF_OK;
         }
+        ld->o.io_options = NULL; /* the caller's, read only here */
     }
     const cf_loader_options *o = &ld->o;
     if (st == CF_OK) {

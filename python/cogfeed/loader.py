@@ -57,7 +57,8 @@ class Loader:
         seed: seed of the sampler and augmentation (default 0).
         layers: extra aligned layers stacked as channels after the image
             bands: one list of paths per image file (e.g. [dem, landcover]).
-        weights: sampling weight of each image file (default: its area).
+        weights: sampling weight of each image file, > 0 (default: its
+            area).
         bands: 1-based image bands to read (default: all).
         level: overview level (0 = full resolution).
         stride: grid sampler step in pixels (default patch_size; smaller
@@ -92,6 +93,11 @@ class Loader:
             256 MiB, or 64 MiB per core on machines of more than 4 cores);
             caps the reader threads.
         cache_bytes: tile-shuffle buffer of decoded tiles (default 256 MiB).
+        io_options: dict of cogfeed.IO keyword arguments for the loader's
+            own I/O loops: ca_file / verify_tls (a private object store),
+            timeouts and retries, header_cache_dir (open thousands of
+            remote files with no request in the next run).  Default: IO's
+            defaults.  The loader still sets their max_inflight itself.
         copy: give each batch its own arrays instead of ring views.
     """
 
@@ -103,7 +109,7 @@ class Loader:
                  mean=None, std=None, skip_errors=False, prefetch=None,
                  decode_threads=None, max_inflight=None,
                  inflight_bytes=None, cache_bytes=256 * _MiB,
-                 copy=False):
+                 io_options=None, copy=False):
         if isinstance(images, (str, bytes, os.PathLike)):
             images = [images]
         images = list(images)
@@ -163,7 +169,8 @@ class Loader:
             skip_errors=bool(skip_errors), prefetch=int(prefetch or 0),
             threads=int(decode_threads or 0), max_inflight=int(max_inflight),
             inflight_bytes=int(inflight_bytes or 0),
-            cache_bytes=int(cache_bytes))
+            cache_bytes=int(cache_bytes),
+            io_options=None if io_options is None else dict(io_options))
         self._ld = _cogfeed._Loader(**self._kw)
         self._layout = self._ld.layout()
         self._copy = bool(copy)

@@ -566,3 +566,29 @@ def test_cog_over_tls_with_ca_file(tls_srv, cog, tmp_path):
     p = subprocess.run([exe, "info", url], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 1 and "certificate" in p.stderr
+
+
+def test_loader_io_options(tls_srv, cog, tmp_path):
+    """Loader(io_options=...) reaches the loader's own io loops: a private
+    CA, and a header cache that opens the files of the next loader with
+    no request."""
+    cf = _cogfeed()
+    path, arr = cog
+    url = tls_srv.url("cog.tif")
+    with pytest.raises(cf.Error, match="certificate"):
+        cf.Loader([url], patch_size=256)
+    with pytest.raises(TypeError, match="bogus"):
+        cf.Loader([url], patch_size=256, io_options={"bogus": 1})
+    opts = {"ca_file": tls_srv.ca_file, "header_cache_dir": str(tmp_path)}
+    for k in range(2):
+        tls_srv.reset()
+        ld = cf.Loader([url], patch_size=256, batch_size=4, sampler="grid",
+                       io_options=opts)
+        assert tls_srv.requests("/cog.tif") == (1 if k == 0 else 0)
+        n = 0
+        for b in ld:
+            for i, (f, x, y, w, h) in enumerate(b["windows"]):
+                assert (b["image"][i, 0] == arr[y:y + h, x:x + w]).all()
+                n += 1
+        assert n == 16
+        ld.close()
