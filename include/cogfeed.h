@@ -328,7 +328,8 @@ typedef struct cf_loader_options {
     cf_io *io;                 /* NULL: the loader makes its own */
     /* With io NULL: the options of the io loops the loader makes (TLS,
      * timeouts, retries, header cache); NULL: defaults.  Read during
-     * cf_loader_new only.  The loader still sets their max_inflight. */
+     * cf_loader_new only.  Reading remote files with adaptive
+     * concurrency, the loader resizes their max_inflight as it goes. */
     const cf_io_options *io_options;
 } cf_loader_options;
 

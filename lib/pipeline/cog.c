@@ -23,6 +23,7 @@ static cf_status cog_alloc(const char *name, cf_cog **out, cf_error *err) {
     if (!cog) return cf__err(err, CF_E_NOMEM, "%s: out of memory", red);
     cf__pool_init(&cog->own_pool);
     cog->pool = &cog->own_pool;
+    atomic_init(&cog->cache_dropped, 0);
     memcpy(cog->name, red, sizeof red);
     *out = cog;
     return CF_OK;
@@ -126,11 +127,12 @@ static int parse_from_cache(cf_cog *cog) {
     return ok;
 }
 
-cf_status cf__cog_fetch_failed(const cf_cog *cog, cf_status st, cf_error *err) {
+cf_status cf__cog_fetch_failed(cf_cog *cog, cf_status st, cf_error *err) {
     if (st != CF_E_CHANGED || !cog->from_cache) return st;
     /* Without this, every later open would take the same stale header
      * and fail the same way until the cache directory is cleared. */
-    cf__hc_forget(cog->io, cf_src_url(cog->src));
+    if (!atomic_exchange(&cog->cache_dropped, 1))
+        cf__hc_forget(cog->io, cf_src_url(cog->src));
     if (err) {
         size_t n = strlen(err->msg);
         snprintf(err->msg + n, sizeof err->msg - n,

@@ -7,6 +7,7 @@
 #define CF_COG_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "../codec/codec.h"
 #include "../io/io.h"
@@ -26,6 +27,7 @@ struct cf_cog {
     uint64_t header_bytes;
     uint32_t header_requests;
     int from_cache;            /* header from the header cache (no request) */
+    _Atomic int cache_dropped; /* that entry was found stale and dropped */
     /* Codec contexts reused across reads: the io's pool (shared by every
      * file opened with it), or own_pool for in-memory files. */
     cf_ctx_pool *pool;
@@ -43,9 +45,10 @@ typedef struct cf_chunk {
 
 /* A fetch of cog's tiles failed with st (message in err).  When the object
  * changed and cog's header came from the header cache, that entry is stale:
- * it is dropped, so that the next open reads the header afresh, and err
+ * it is dropped (once: a fresh entry another process stored since is not
+ * the stale one), so that the next open reads the header afresh, and err
  * says so.  Thread-safe; returns st. */
-cf_status cf__cog_fetch_failed(const cf_cog *cog, cf_status st, cf_error *err);
+cf_status cf__cog_fetch_failed(cf_cog *cog, cf_status st, cf_error *err);
 
 /* Describe chunk (cx, cy, plane) of IFD `ifd`, validating its byte range
  * against the file size. */

@@ -121,9 +121,11 @@ static cf_hc_entry *disk_load(const char *dir, const char *url) {
     cf_hc_entry *e = cf__hc_entry_new();
     char magic[8];
     uint32_t elen = 0, n = 0;
+    /* An entry without an ETag (older versions wrote them) could not be
+     * checked against the object by If-Match: never trusted. */
     int ok = e && rd(f, magic, 8) && !memcmp(magic, HC_MAGIC, 8) &&
-             rd(f, &e->size, 8) && rd(f, &elen, 4) && elen < 1024;
-    if (ok && elen) {
+             rd(f, &e->size, 8) && rd(f, &elen, 4) && elen > 0 && elen < 1024;
+    if (ok) {
         e->etag = cf__calloc(1, elen + 1);
         ok = e->etag && rd(f, e->etag, elen);
     }

@@ -97,7 +97,8 @@ class Loader:
             own I/O loops: ca_file / verify_tls (a private object store),
             timeouts and retries, header_cache_dir (open thousands of
             remote files with no request in the next run).  Default: IO's
-            defaults.  The loader still sets their max_inflight itself.
+            defaults.  With adaptive max_inflight, the loader resizes the
+            loops' own max_inflight as it goes (remote files).
         copy: give each batch its own arrays instead of ring views.
     """
 

@@ -161,6 +161,13 @@ def test_convert_files_options_anywhere_and_no_overwrite(data, tmp):
                        capture_output=True, text=True, env=ENV)
     assert r.returncode == 2, r.stderr
     assert "would both be written as scene_000.tif" in r.stderr
+    assert "a folder above both" in r.stderr
+    assert not (tmp / "clash").exists()
+    r = subprocess.run([sys.executable, "-m", "cogfeed.cli", "convert",
+                        str(data / "images"), str(data / "masks"),
+                        str(tmp / "clash"), "--compress", "zstd"],
+                       capture_output=True, text=True, env=ENV)
+    assert r.returncode == 2 and "would both be written" in r.stderr
     assert not (tmp / "clash").exists()
 
 

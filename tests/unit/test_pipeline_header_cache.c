@@ -42,6 +42,35 @@ static cf_hc_entry *entry(int nranges) {
     return e;
 }
 
+/* Rewrite the one entry file in dir as if written without an ETag:
+ * magic(8) size(8) elen(4) etag(elen) rest -> elen 0, no etag. */
+static void strip_etag(const char *dir) {
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    char path[4096] = "";
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (d) closedir(d);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    static uint8_t buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    uint32_t elen;
+    CHECK(n > 20 && n < sizeof buf);
+    memcpy(&elen, buf + 16, 4);
+    CHECK(elen > 0 && 20 + elen < n);
+    uint32_t zero = 0;
+    f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fwrite(buf, 1, 16, f);
+    fwrite(&zero, 4, 1, f);
+    fwrite(buf + 20 + elen, 1, n - 20 - elen, f);
+    fclose(f);
+}
+
 /* What a fresh io (another process) finds on disk for url. */
 static int on_disk(const cf_io_options *o, const char *url) {
     cf_io *io = NULL;
@@ -104,6 +133,12 @@ static void run(const char *dir) {
     cf__hc_forget(io, url);
     CHECK(cf__hc_lookup(io, url) == NULL);
     CHECK(files_in(dir) == 0 && !on_disk(&o, url));
+
+    /* A file without an ETag (as older versions wrote them) is not used. */
+    cf__hc_store(io, url, ok, "\"e5\"");
+    CHECK(files_in(dir) == 1 && on_disk(&o, url));
+    strip_etag(dir);
+    CHECK(files_in(dir) == 1 && !on_disk(&o, url));
 
     cf__hc_entry_free(big);
     cf__hc_entry_free(ok);

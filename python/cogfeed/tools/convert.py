@@ -92,15 +92,17 @@ def _inputs(srcs):
             raise UsageError("convert: %s: no such file or directory" % s)
     if not out:
         raise UsageError("convert: no .tif inputs in %s" % " ".join(srcs))
-    # Files given one by one are written under their own names: two with
-    # the same name (an image and its mask) would overwrite each other.
+    # Two inputs with the same output path (an image and its mask given
+    # one by one, or two folders holding the same names) would overwrite
+    # each other.
     seen = {}
     for path, rel in out:
         key = os.path.normcase(os.path.normpath(rel))
         if key in seen:
             raise UsageError(
-                "convert: %s and %s would both be written as %s: give their "
-                "folders (which keep their layout) or convert them apart"
+                "convert: %s and %s would both be written as %s: give a "
+                "folder above both (its layout is kept) or convert them "
+                "apart"
                 % (seen[key], path, rel))
         seen[key] = path
     return out
