@@ -239,20 +239,45 @@ class Loader:
     def epoch(self):
         return self._ld.position()[0]
 
+    # What decides the stream of windows besides (epoch, batch): a state
+    # is only valid for a loader that agrees on all of them.
+    _STREAM_KEYS = ("seed", "sampler", "rank", "world_size", "batch_size",
+                    "patch_size", "stride", "epoch_length", "drop_last",
+                    "flip", "rot90", "level")
+
+    def _files_digest(self):
+        """Short digest of the inputs and their weights, in order."""
+        import hashlib
+        k = self._kw
+        h = hashlib.sha256()
+        for part in (k["images"], k["masks"] or [], k["layers"] or [],
+                     k["weights"] or [], [k["time_steps"]]):
+            h.update(json.dumps([str(x) for x in part]).encode())
+        return h.hexdigest()[:16]
+
     def state_dict(self):
-        """Where the iteration is: resuming from it continues exactly."""
+        """Where the iteration is: resuming from it continues exactly.  It
+        also records what the stream depends on (seed, sampler, shard,
+        batch and patch size, epoch length, augmentation, level and a
+        digest of the files and weights)."""
         epoch, batch = self._ld.position()
-        return {"epoch": epoch, "batch": batch, "seed": self._kw["seed"],
-                "sampler": self._kw["sampler"], "rank": self._kw["rank"],
-                "world_size": self._kw["world_size"]}
+        st = {"epoch": epoch, "batch": batch}
+        st.update((k, self._kw[k]) for k in self._STREAM_KEYS)
+        st["files"] = self._files_digest()
+        return st
 
     def load_state_dict(self, state):
-        """Continue from a state_dict() of a loader with the same settings."""
-        for k in ("seed", "sampler", "rank", "world_size"):
-            if k in state and state[k] != self._kw[k]:
-                raise ValueError("state_dict is from a loader with %s=%r, "
-                                 "this one has %r" % (k, state[k],
-                                                      self._kw[k]))
+        """Continue from a state_dict() of a loader with the same settings;
+        ValueError names the first setting that differs (keys a state
+        lacks, e.g. from an older version, are not checked)."""
+        mine = dict((k, self._kw[k]) for k in self._STREAM_KEYS)
+        mine["files"] = self._files_digest()
+        for k, v in mine.items():
+            if k in state and state[k] != v:
+                what = ("the files or their weights" if k == "files"
+                        else "%s=%r, this one has %r" % (k, state[k], v))
+                raise ValueError("state_dict is from a loader with %s: it "
+                                 "would not continue the same stream" % what)
         self._ld.set_epoch(int(state["epoch"]), int(state["batch"]))
 
     # -- inspection -----------------------------------------------------

@@ -195,10 +195,22 @@ def test_resume_continues_exactly(data):
     for (wa, ia), (wb, ib) in zip(ref[3:], rest):
         assert wa == wb
         np.testing.assert_array_equal(ia, ib)
-    with pytest.raises(ValueError):
+    # A loader whose stream differs refuses the state, naming why.
+    for change, why in ((dict(seed=12), "seed=11"),
+                        (dict(batch_size=8), "batch_size=4"),
+                        (dict(epoch_length=80), "epoch_length=40"),
+                        (dict(flip=False), "flip=True")):
         other = cogfeed.Loader(data["images"], data["masks"],
-                               **dict(kw, seed=12))
-        other.load_state_dict(state)
+                               **dict(kw, **change))
+        with pytest.raises(ValueError, match=why):
+            other.load_state_dict(state)
+    swapped = cogfeed.Loader(data["images"][::-1], data["masks"][::-1], **kw)
+    with pytest.raises(ValueError, match="the files"):
+        swapped.load_state_dict(state)
+    # A state from an older version (epoch and batch only) still loads.
+    resumed = cogfeed.Loader(data["images"], data["masks"], **kw)
+    resumed.load_state_dict({"epoch": 0, "batch": 3})
+    assert [b["windows"] for b in resumed] == [w for w, _ in ref[3:]]
 
 
 def test_epochs_advance_and_set_epoch_repeats(data):
