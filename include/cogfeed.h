@@ -208,8 +208,9 @@ const char *cf_cog_name(const cf_cog *cog);
 
 /* Read a window at a level into `dst`: band-sequential (bands, h, w), the
  * file's dtype, native byte order.  `bands` are 1-based (NULL, nbands=0: all
- * bands).  Pixels outside the image are nodata (0 without nodata).  Bit
- * masks (1 bit) are expanded to one byte per pixel (0/255).
+ * bands).  Pixels outside the image are nodata (0 without nodata).  1-bit
+ * samples come out as one byte per pixel, 0/1 as GDAL reads them
+ * (cf_cog_read_mask gives an internal mask as 0/255).
  * dst_size must be >= nbands*w*h*dtype size.  Thread-safe: many threads may
  * read from one cog at once.  On error the contents of dst are unspecified
  * but never stale heap data of another tile (decoders zero on failure). */

@@ -264,9 +264,7 @@ static cf_status open_all(cf_loader *ld, cf_error *err) {
 static cf_status level_of(const cf_loader *ld, const cf_cog *c,
                           cf_level_info *li, cf_error *err) {
     cf_status st = cf_cog_level_info(c, ld->o.level, li, err);
-    if (st != CF_OK)
-        return cf__err_prefix(err, "loader: %s: level %d", cf_cog_name(c),
-                              ld->o.level);
+    if (st != CF_OK) return cf__err_prefix(err, "loader");
     return CF_OK;
 }
 
@@ -278,14 +276,27 @@ static cf_status check_aligned(const cf_loader *ld, const cf_cog *ref,
                                cf_error *err) {
     cf_level_info a, b;
     cf_status st = level_of(ld, ref, &a, err);
-    if (st == CF_OK) st = level_of(ld, c, &b, err);
     if (st != CF_OK) return st;
-    if (a.width != b.width || a.height != b.height)
+    if ((st = level_of(ld, c, &b, err)) != CF_OK) {
+        if (err && ld->o.level > 0) {
+            size_t n = strlen(err->msg);
+            snprintf(err->msg + n, sizeof err->msg - n,
+                     "; a %s needs the overviews its image has", what);
+        }
+        return st;
+    }
+    if (a.width != b.width || a.height != b.height) {
+        char at[96] = "";
+        if (ld->o.level)
+            snprintf(at, sizeof at, " at level %d (overviews made by "
+                     "different tools can round sizes differently)",
+                     ld->o.level);
         return cf__err(err, CF_E_ARG,
                        "loader: %s %s is not aligned with image %s: size "
-                       "%ux%u vs %ux%u",
+                       "%ux%u vs %ux%u%s",
                        what, cf_cog_name(c), cf_cog_name(ref), b.width,
-                       b.height, a.width, a.height);
+                       b.height, a.width, a.height, at);
+    }
     cf_cog_info ia, ib;
     cf_cog_get_info(ref, &ia);
     cf_cog_get_info(c, &ib);
@@ -346,6 +357,9 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     if ((o->mean || o->std) && o->out_dtype != CF_DT_F32)
         return cf__err(err, CF_E_ARG,
                        "loader: mean/std normalisation needs float32 output");
+    if (o->level < 0)
+        return cf__err(err, CF_E_ARG, "loader: level %d < 0 (0 is full "
+                       "resolution, 1 the first overview)", o->level);
     if (o->nbands < 0 || o->nbands > CF_MAX_BANDS || (o->nbands && !o->bands))
         return cf__err(err, CF_E_ARG, "loader: nbands %d not in [0, %d]",
                        o->nbands, CF_MAX_BANDS);
@@ -457,7 +471,7 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
     if (ld->msk) {
         cf_cog_info i0;
         cf_cog_get_info(ld->msk[0], &i0);
-        /* 1-bit masks are expanded to bytes by the reader. */
+        /* 1-bit masks are expanded to 0/1 bytes by the reader. */
         ld->lay_out.mask_dtype = i0.dtype;
         for (size_t f = 1; f < o->nfiles; f++) {
             cf_cog_get_info(ld->msk[f], &inf);

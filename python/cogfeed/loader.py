@@ -26,6 +26,17 @@ def _paths(x, what):
         raise TypeError("%s: expected a path or a sequence of paths" % what)
 
 
+def _positive(v, what, none_ok=False):
+    """int(v), refused unless >= 1 (the C side takes unsigned values, where
+    -5 would wrap to a huge size or stride)."""
+    if v is None and none_ok:
+        return 0
+    i = int(v)
+    if i < 1:
+        raise ValueError("%s must be >= 1, not %r" % (what, v))
+    return i
+
+
 class Loader:
     """Iterate over batches of patches read from Cloud-Optimized GeoTIFFs.
 
@@ -61,8 +72,9 @@ class Loader:
             area).
         bands: 1-based image bands to read (default: all).
         level: overview level (0 = full resolution).
-        stride: grid sampler step in pixels (default patch_size; smaller
-            overlaps; the last row/column is moved back to end at the edge).
+        stride: grid sampler step in pixels, >= 1 (default patch_size;
+            smaller overlaps, larger leaves gaps; the last row/column is
+            moved back to end at the edge).
         epoch: epoch to start with (default 0).
         rank: this process's shard (default 0).
         world_size: number of shards (default 1); shards are disjoint and
@@ -129,6 +141,14 @@ class Loader:
             t = 1
             flat = [os.fspath(p) for p in images]
         nfiles = len(flat) // t
+        if weights is not None:
+            weights = list(weights)
+            if len(weights) != nfiles:
+                raise ValueError("weights: %d values for %d image files"
+                                 % (len(weights), nfiles))
+        if int(level) < 0:
+            raise ValueError("level must be >= 0 (0: full resolution), not %r"
+                             % (level,))
         masks_l = None if masks is None else _paths(masks, "masks")
         if masks_l is not None and len(masks_l) != nfiles:
             raise ValueError("%d masks for %d image files" % (len(masks_l),
@@ -158,9 +178,11 @@ class Loader:
             time_steps=t,
             weights=None if weights is None else [float(w) for w in weights],
             bands=None if bands is None else [int(b) for b in bands],
-            level=int(level), patch_size=int(patch_size),
-            batch_size=int(batch_size), sampler=str(sampler),
-            stride=int(stride or 0), seed=int(seed), epoch=int(epoch),
+            level=int(level), patch_size=_positive(patch_size, "patch_size"),
+            batch_size=_positive(batch_size, "batch_size"),
+            sampler=str(sampler),
+            stride=_positive(stride, "stride", none_ok=True),
+            seed=int(seed), epoch=int(epoch),
             rank=int(rank), world_size=int(world_size),
             epoch_length=int(epoch_length or 0), drop_last=bool(drop_last),
             flip=bool(flip), rot90=bool(rot90), float32=f32,

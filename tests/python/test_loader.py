@@ -556,6 +556,70 @@ def test_bad_arguments(data):
     assert e.value.code == 10  # CF_E_NOTFOUND
     with pytest.raises(cogfeed.Error, match="\\.\\.\\.\u00e9+/x.tif"):
         cogfeed.Loader(["/nonexistent/a" + "\u00e9" * 150 + "/x.tif"])
+    # Sizes and steps below 1 are refused (the C side takes unsigned
+    # values: a stride of -5 used to wrap to a huge one and skip pixels).
+    for kw in (dict(stride=-5), dict(stride=0), dict(patch_size=-1),
+               dict(batch_size=0)):
+        with pytest.raises(ValueError, match="must be >= 1"):
+            cogfeed.Loader(data["images"], sampler="grid", **kw)
+    with pytest.raises(ValueError, match="weights: 1 values for 2 image"):
+        cogfeed.Loader(data["images"], weights=[1.0])
+    with pytest.raises(ValueError, match="level must be >= 0"):
+        cogfeed.Loader(data["images"], level=-1)
+    # A level the files lack: named once, with the levels they have.
+    with pytest.raises(cogfeed.Error) as e:
+        cogfeed.Loader(data["images"], level=2)
+    msg = str(e.value)
+    assert msg.count(data["images"][0]) == 1, msg
+    assert "level 2 does not exist: the file has no overviews" in msg, msg
+
+
+def test_masks_and_layers_need_the_overviews(tmp_path):
+    if gdal is None:
+        pytest.skip("GDAL writes the overviews")
+    img = expected(256, 256, 0, 0, 1)
+    ip = str(tmp_path / "i.tif")
+    mem = gdal.GetDriverByName("MEM").Create("", 256, 256, 1, gdal.GDT_UInt16)
+    mem.GetRasterBand(1).WriteArray(img[0])
+    gdal.Translate(ip, mem, format="COG",
+                   creationOptions=["BLOCKSIZE=128", "OVERVIEWS=AUTO",
+                                    "OVERVIEW_COUNT=2"])
+    mp = make_cog(tmp_path / "m.tif", (img[:1] & 0xFF).astype(np.uint8), 128)
+    with pytest.raises(cogfeed.Error) as e:
+        cogfeed.Loader([ip], [mp], patch_size=32, level=1)
+    msg = str(e.value)
+    assert "m.tif: level 1 does not exist: the file has no overviews" in msg
+    assert "a mask needs the overviews its image has" in msg, msg
+    with pytest.raises(cogfeed.Error, match="levels 0..2 \\(full resolution "
+                       "and 2 overviews\\)"):
+        cogfeed.open(ip).read((0, 0, 8, 8), level=3)
+
+
+def test_one_bit_mask_file_reads_as_gdal_does(tmp_path):
+    """A 1-bit mask file gives 0/1 bytes (as GDAL and rasterio read it)."""
+    if gdal is None:
+        pytest.skip("GDAL writes 1-bit files")
+    ip = make_cog(tmp_path / "i.tif", expected(256, 256, 0, 0, 1), 128)
+    bits = (expected(256, 256, 0, 0, 1)[0] % 3 == 0).astype(np.uint8)
+    mem = gdal.GetDriverByName("MEM").Create("", 256, 256, 1, gdal.GDT_Byte)
+    mem.SetGeoTransform((500000, 10, 0, 4100000, 0, -10))
+    mem.GetRasterBand(1).WriteArray(bits)
+    mp = str(tmp_path / "m.tif")
+    gdal.Translate(mp, mem, format="GTiff",
+                   creationOptions=["TILED=YES", "NBITS=1", "BLOCKXSIZE=128",
+                                    "BLOCKYSIZE=128"])
+    ds = gdal.Open(mp)
+    ref = ds.ReadAsArray()
+    assert set(np.unique(ref)) == {0, 1}
+    ld = cogfeed.Loader([ip], [mp], patch_size=64, batch_size=4,
+                        sampler="grid", flip=True, rot90=True)
+    n = 0
+    for b in ld:
+        for i, (f, x, y, w, h) in enumerate(b["windows"]):
+            got = undo_aug(b["mask"][i], b["augment"][i])
+            np.testing.assert_array_equal(got[0], ref[y:y + h, x:x + w])
+            n += 1
+    assert n == 16
 
 
 def test_caller_buffers_receive_the_batches(data):
