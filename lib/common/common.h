@@ -31,6 +31,8 @@ cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...)
     CF__PRINTF(3, 4);
 /* Prefix the existing message with "prefix: " (keeps code). */
 cf_status cf__err_prefix(cf_error *err, const char *fmt, ...) CF__PRINTF(2, 3);
+/* Append "; hint" to the existing message (keeps code; cut to fit). */
+cf_status cf__err_hint(cf_error *err, const char *fmt, ...) CF__PRINTF(2, 3);
 void cf__err_clear(cf_error *err);
 
 /* Checked arithmetic: return false on overflow. */

@@ -60,6 +60,19 @@ cf_status cf__err_prefix(cf_error *err, const char *fmt, ...) {
     return err->code;
 }
 
+cf_status cf__err_hint(cf_error *err, const char *fmt, ...) {
+    if (!err) return CF_E_ARG;
+    size_t n = strlen(err->msg);
+    if (n + 2 < sizeof err->msg) {
+        memcpy(err->msg + n, "; ", 3);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg + n + 2, sizeof err->msg - n - 2, fmt, ap);
+        va_end(ap);
+    }
+    return err->code;
+}
+
 void cf__err_clear(cf_error *err) {
     if (!err) return;
     err->code = CF_OK;

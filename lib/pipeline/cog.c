@@ -133,12 +133,8 @@ cf_status cf__cog_fetch_failed(cf_cog *cog, cf_status st, cf_error *err) {
      * and fail the same way until the cache directory is cleared. */
     if (!atomic_exchange(&cog->cache_dropped, 1))
         cf__hc_forget(cog->io, cf_src_url(cog->src));
-    if (err) {
-        size_t n = strlen(err->msg);
-        snprintf(err->msg + n, sizeof err->msg - n,
-                 "; its header came from the header cache, whose entry is "
-                 "dropped now: open the file again");
-    }
+    cf__err_hint(err, "its header came from the header cache, whose entry "
+                      "is dropped now: open the file again");
     return st;
 }
 

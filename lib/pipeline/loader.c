@@ -278,11 +278,8 @@ static cf_status check_aligned(const cf_loader *ld, const cf_cog *ref,
     cf_status st = level_of(ld, ref, &a, err);
     if (st != CF_OK) return st;
     if ((st = level_of(ld, c, &b, err)) != CF_OK) {
-        if (err && ld->o.level > 0) {
-            size_t n = strlen(err->msg);
-            snprintf(err->msg + n, sizeof err->msg - n,
-                     "; a %s needs the overviews its image has", what);
-        }
+        if (ld->o.level > 0)
+            cf__err_hint(err, "a %s needs the overviews its image has", what);
         return st;
     }
     if (a.width != b.width || a.height != b.height) {

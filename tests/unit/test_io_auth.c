@@ -535,6 +535,17 @@ static void test_redaction(void) {
     CHECK(!strcmp(fit, "a\xc3\xa9\xc3\xa9...\xc3\xa9\xc3\xa9\xc3\xa9"));
     cf__name_fit(utf, strlen(utf), fit, 5);
     CHECK(!strcmp(fit, "a\xc3\xa9"));
+    /* A hint goes after the message and keeps its code; a full message
+     * stays terminated. */
+    cf_error e;
+    cf__err(&e, CF_E_CHANGED, "x.tif: changed");
+    CHECK(cf__err_hint(&e, "came from the %s", "cache") == CF_E_CHANGED);
+    CHECK(!strcmp(e.msg, "x.tif: changed; came from the cache"));
+    cf__err(&e, CF_E_IO, "%0*d", (int)sizeof e.msg - 5, 0);
+    cf__err_hint(&e, "more");
+    CHECK(strlen(e.msg) == sizeof e.msg - 1 && e.code == CF_E_IO);
+    cf__err_hint(&e, "more");
+    CHECK(strlen(e.msg) == sizeof e.msg - 1);
     char longurl[3000], red[CF__NAME_MAX];
     snprintf(longurl, sizeof longurl,
              "https://user:PASSSECRET@host.example/%0*d/scene_42.tif?sig=SIGSECRET",
