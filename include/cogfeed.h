@@ -425,6 +425,13 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err);
 int cf_loader_wait(cf_loader *ld, double timeout_s);
 /* Give the slot back to the readers. */
 void cf_loader_release(cf_loader *ld, const cf_batch *b);
+/* Stop reading for good, without waiting out the network: requests in
+ * flight on the loader's own io loops are cancelled (on an io given in
+ * the options they complete), the readers stopped, and a consumer waiting
+ * in cf_loader_next / cf_loader_wait (another thread) wakes; from then on
+ * cf_loader_next and cf_loader_set_epoch give CF_E_STATE.  Batches
+ * handed out stay valid until cf_loader_free, which closes first. */
+void cf_loader_close(cf_loader *ld);
 
 /* Windows of this rank's sample j of the current epoch, without reading
  * (the sampler is a pure function of seed, epoch, rank and world size). */

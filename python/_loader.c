@@ -329,19 +329,19 @@ static int check_open(LoaderObject *self) {
     return 0;
 }
 
-/* Stops the readers now; the ring and the files are freed with the
- * object, i.e. once no array views the ring any more (each holds a
- * reference), so a batch kept past close() stays valid. */
+/* Stops the readers now, cancelling their requests in flight (no wait for
+ * round trips or a hung server), and wakes a next() waiting in another
+ * thread; the ring and the files are freed with the object, i.e. once no
+ * array views the ring any more (each holds a reference), so a batch kept
+ * past close() stays valid. */
 static PyObject *Loader_close(LoaderObject *self, PyObject *unused) {
     if (!self->ld || self->closed) Py_RETURN_NONE;
+    self->closed = 1; /* before the GIL goes: a waiting next() sees it */
     release_held(self);
-    uint64_t ep, nb;
-    cf_loader_position(self->ld, &ep, &nb);
-    cf_error e;
+    cf_loader *ld = self->ld;
     Py_BEGIN_ALLOW_THREADS
-    cf_loader_set_epoch(self->ld, ep, nb, &e);
+    cf_loader_close(ld);
     Py_END_ALLOW_THREADS
-    self->closed = 1;
     Py_RETURN_NONE;
 }
 
@@ -452,12 +452,14 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused) {
         Py_BEGIN_ALLOW_THREADS
         ready = cf_loader_wait(self->ld, 0.1);
         Py_END_ALLOW_THREADS
+        if (check_open(self)) return NULL; /* closed by another thread */
         if (ready) break;
         if (PyErr_CheckSignals() < 0) return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
     st = cf_loader_next(self->ld, &b, &e);
     Py_END_ALLOW_THREADS
+    if (check_open(self)) return NULL;
     if (st == CF_E_END) Py_RETURN_NONE;
     if (st != CF_OK) return cf_py_raise(st, &e);
     self->held = b;

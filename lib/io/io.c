@@ -105,6 +105,7 @@ cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err) {
     io->opts.max_inflight = clamp_inflight(o.max_inflight);
     atomic_init(&io->max_inflight, io->opts.max_inflight);
     atomic_init(&io->retry_budget, o.retry_budget);
+    atomic_init(&io->cancel, 0);
     atomic_init(&io->loop, NULL);
     atomic_init(&io->upper, NULL);
     *out = io;
@@ -250,13 +251,31 @@ static void drain_done(cf__loop *lp) {
     }
 }
 
-static void fail_all(cf__loop *lp, cf__xfer *list) {
+static void fail_all(cf__xfer *list, const char *why) {
     while (list) {
         cf__xfer *n = list->next;
-        cf__xfer_fail(list, CF_E_STATE, "the I/O context was closed");
+        cf__xfer_fail(list, CF_E_STATE, why);
         cf__xfer_finish(list);
         list = n;
     }
+}
+
+/* Fail every transfer in flight and waiting (pending: queued behind the
+ * in-flight limit, or in a retry's backoff). */
+static void abort_all(cf__loop *lp, const char *why) {
+    while (lp->active > 0) {
+        cf__xfer *x = lp->slots[lp->active - 1];
+        curl_multi_remove_handle(lp->multi, x->easy);
+        slot_remove(lp, x);
+        curl_easy_cleanup(x->easy);
+        x->easy = NULL;
+        curl_slist_free_all(x->hdrs);
+        x->hdrs = NULL;
+        x->next = NULL;
+        fail_all(x, why);
+    }
+    fail_all(lp->pending, why);
+    lp->pending = lp->pending_tail = NULL;
 }
 
 /* CURLMOPT_SOCKETFUNCTION: keep the epoll set equal to what curl wants to
@@ -336,11 +355,16 @@ static void *loop_main(void *arg) {
         pthread_cond_broadcast(&lp->room);
         pthread_mutex_unlock(&lp->mu);
         if (stop) {
-            fail_all(lp, q);
+            fail_all(q, "the I/O context was closed");
             break;
         }
         /* Append the new submissions after older pending work. */
         if (q) xq_append(&lp->pending, &lp->pending_tail, q, qt);
+        if (atomic_load(&lp->io->cancel)) {
+            abort_all(lp, "cancelled: its reader is closing");
+            loop_wait(lp, 1.0); /* until woken by a submission */
+            continue;
+        }
 
         /* Adding a handle sets curl's timer to 0, so the wait below
          * returns at once and the timeout action starts it. */
@@ -349,19 +373,7 @@ static void *loop_main(void *arg) {
         drain_done(lp);
     }
     /* Closing: fail whatever is still in flight or waiting. */
-    while (lp->active > 0) {
-        cf__xfer *x = lp->slots[lp->active - 1];
-        curl_multi_remove_handle(lp->multi, x->easy);
-        slot_remove(lp, x);
-        curl_easy_cleanup(x->easy);
-        x->easy = NULL;
-        curl_slist_free_all(x->hdrs);
-        x->hdrs = NULL;
-        x->next = NULL;
-        fail_all(lp, x);
-    }
-    fail_all(lp, lp->pending);
-    lp->pending = lp->pending_tail = NULL;
+    abort_all(lp, "the I/O context was closed");
     return NULL;
 }
 
@@ -432,6 +444,12 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
         return NULL;
     }
     return lp;
+}
+
+void cf__io_cancel(cf_io *io, int on) {
+    atomic_store(&io->cancel, on ? 1 : 0);
+    cf__loop *lp = atomic_load(&io->loop);
+    if (lp && lp->pid == getpid()) loop_wake(lp);
 }
 
 static void loop_stop(cf__loop *lp) {

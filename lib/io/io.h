@@ -83,5 +83,11 @@ void *cf_io_upper_state(cf_io *io, void *(*create)(void),
                         void (*destroy)(void *));
 /* Count a header-cache hit in the io's stats. */
 void cf_io_note_cache_hit(cf_io *io);
+/* on = 1: fail every request of this process's loop now in flight or
+ * waiting (a retry's backoff included), and each one submitted while it
+ * stays on, at once with CF_E_STATE; on = 0: back to normal.  For an
+ * owner that is closing and must not wait out 164 ms round trips, or a
+ * hung server's request_timeout_s. */
+void cf__io_cancel(cf_io *io, int on);
 
 #endif

@@ -27,6 +27,7 @@ struct cf_io {
     _Atomic int inflight;
     _Atomic int max_inflight;
     _Atomic int retry_budget; /* retries left for the whole io */
+    _Atomic int cancel;       /* cf__io_cancel */
     /* The loop of the current process.  Replaced (never freed) in a forked
      * child: its sockets belong to the parent. */
     _Atomic(cf__loop *) loop;

@@ -140,6 +140,7 @@ struct cf_loader {
     pthread_mutex_t mu;
     pthread_cond_t work_cv, ready_cv;
     int stop;
+    int closed;               /* cf_loader_close: no reading from here on */
     uint64_t next_claim, next_batch, epoch;
     /* Readers claim samples of claim_epoch: the consumer's epoch, or the
      * next one once every sample of this one is claimed (read-ahead, so
@@ -1384,7 +1385,7 @@ static uint64_t claim_seq(const cf_loader *ld) {
 }
 
 static int claimable(cf_loader *ld) {
-    if (ld->stop || !ld->total) return -1;
+    if (ld->stop || ld->closed || !ld->total) return -1;
     if (ld->next_claim >= ld->total) {
         /* This epoch is all claimed: go on into the next one, which the
          * consumer starts with cf_loader_set_epoch(epoch + 1, 0); one
@@ -1480,17 +1481,18 @@ static cf_status start_threads(cf_loader *ld, cf_error *err) {
     return CF_OK;
 }
 
-/* Called without ld->mu held. */
+/* Called without ld->mu held.  The caller that sees the threads running
+ * joins them (cf_loader_close may race a cf_loader_set_epoch). */
 static void stop_threads(cf_loader *ld) {
     pthread_mutex_lock(&ld->mu);
     int n = ld->running;
+    ld->running = 0;
     ld->stop = 1;
     pthread_cond_broadcast(&ld->work_cv);
     pthread_mutex_unlock(&ld->mu);
     for (int t = 0; t < n; t++) pthread_join(ld->workers[t].th, NULL);
     pthread_mutex_lock(&ld->mu);
-    ld->running = 0;
-    ld->stop = 0;
+    ld->stop = 0; /* a closed loader's readers stop on ld->closed */
     pthread_mutex_unlock(&ld->mu);
 }
 
@@ -1519,6 +1521,10 @@ static int slot_ready(const cf_loader *ld, const ld_slot *s) {
 static int next_ready(cf_loader *ld, ld_slot **s, cf_status *st,
                       cf_error *err) {
     *st = CF_OK;
+    if (ld->closed) {
+        *st = cf__err(err, CF_E_STATE, "loader: closed");
+        return 1;
+    }
     if (ld->next_batch >= ld->lay_out.batches) {
         *st = cf__err(err, CF_E_END, "loader: end of epoch %llu",
                       (unsigned long long)ld->epoch);
@@ -1556,10 +1562,10 @@ int cf_loader_wait(cf_loader *ld, double timeout_s) {
         while (!ready) {
             if (pthread_cond_timedwait(&ld->ready_cv, &ld->mu, &until) ==
                 ETIMEDOUT) {
-                ready = slot_ready(ld, s);
+                ready = slot_ready(ld, s) || ld->closed;
                 break;
             }
-            ready = slot_ready(ld, s);
+            ready = slot_ready(ld, s) || ld->closed;
         }
         ld->st_wait += cf__now() - t0;
     }
@@ -1576,9 +1582,13 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     cf_status st;
     if (!next_ready(ld, &s, &st, err)) {
         double t0 = cf__now();
-        while (!slot_ready(ld, s))
+        while (!slot_ready(ld, s) && !ld->closed)
             pthread_cond_wait(&ld->ready_cv, &ld->mu);
         ld->st_wait += cf__now() - t0;
+        if (ld->closed) {
+            pthread_mutex_unlock(&ld->mu);
+            return cf__err(err, CF_E_STATE, "loader: closed");
+        }
     } else if (st != CF_OK) {
         pthread_mutex_unlock(&ld->mu);
         return st;
@@ -1643,6 +1653,10 @@ cf_status cf_loader_set_epoch(cf_loader *ld, uint64_t epoch, uint64_t batch,
                               cf_error *err) {
     if (check_pid(ld, err) != CF_OK) return CF_E_STATE;
     pthread_mutex_lock(&ld->mu);
+    if (ld->closed) {
+        pthread_mutex_unlock(&ld->mu);
+        return cf__err(err, CF_E_STATE, "loader: closed");
+    }
     if (ld->running && epoch == ld->epoch + 1 && batch == 0 &&
         ld->next_batch >= ld->lay_out.batches) {
         /* The usual turn of the epoch: every batch of this one was taken,
@@ -1754,12 +1768,27 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     pthread_mutex_unlock(&ld->cache_mu);
 }
 
+void cf_loader_close(cf_loader *ld) {
+    if (!ld || getpid() != ld->pid) return; /* forked child: no threads */
+    pthread_mutex_lock(&ld->mu);
+    int was = ld->closed;
+    ld->closed = 1;
+    pthread_cond_broadcast(&ld->ready_cv);
+    pthread_mutex_unlock(&ld->mu);
+    if (was || !ld->workers) return;
+    /* Readers wait on their requests: fail those instead of waiting out
+     * round trips or, on a hung server, request_timeout_s.  Not on an io
+     * the caller shares with others. */
+    for (int i = 0; ld->own_io && i < ld->nios; i++) cf__io_cancel(ld->ios[i], 1);
+    stop_threads(ld);
+}
+
 void cf_loader_free(cf_loader *ld) {
     if (!ld) return;
     /* In a forked child there are no reader threads to stop, and a lock may
      * have been copied while held: free the memory only. */
     int child = ld->pid && getpid() != ld->pid;
-    if (ld->workers && !child) stop_threads(ld);
+    if (!child) cf_loader_close(ld);
     for (int t = 0; ld->workers && t < ld->nthreads; t++) {
         free(ld->workers[t].scratch);
         free(ld->workers[t].fetch);

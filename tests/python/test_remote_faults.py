@@ -592,3 +592,34 @@ def test_loader_io_options(tls_srv, cog, tmp_path):
                 n += 1
         assert n == 16
         ld.close()
+
+
+def test_loader_close_does_not_wait_for_the_network(srv, cog):
+    """close() cancels the readers' requests in flight instead of waiting
+    for them (here they would hang until the low-speed limit and request
+    timeout), and a next() blocked in another thread wakes with an error."""
+    cf = _cogfeed()
+    srv.reset()
+    # The open's request is answered; every tile request hangs.
+    ld = cf.Loader([srv.url("cog.tif", "hang-1")], patch_size=256,
+                   batch_size=2)
+    got = []
+
+    def consume():
+        try:
+            next(iter(ld))
+        except Exception as e:  # noqa: BLE001 - the test looks at it
+            got.append(e)
+
+    t = threading.Thread(target=consume)
+    t.start()
+    time.sleep(1.0)
+    assert t.is_alive() and srv.requests("/fault/hang-1/cog.tif") > 1
+    t0 = time.monotonic()
+    ld.close()
+    took = time.monotonic() - t0
+    t.join(10)
+    assert not t.is_alive() and took < 3, took
+    assert isinstance(got[0], ValueError) and "closed" in str(got[0])
+    with pytest.raises(ValueError, match="closed"):
+        next(iter(ld))

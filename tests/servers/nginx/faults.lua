@@ -13,6 +13,7 @@
 --   truncate-N        first N requests: half the body, then the connection
 --                     drops (headers announce the full length)
 --   slow-N            first N requests: headers and 1 KiB, then a stall
+--   hang-N            requests after the first N: no answer for 120 s
 --   full200           Range ignored: 200 with the whole object, always
 --   badrange-N        first N requests: 206 whose Content-Range is off by one
 --   etag-change       ETag "v1" for the first request, "v2" after; If-Match
@@ -180,6 +181,11 @@ function M.fault()
     elseif kind == "slow" then
         if first_n(p1) then return serve(path, {stall = 30}) end
         return serve(path, {})
+    elseif kind == "hang" then
+        if (hits:get(ngx.var.uri) or 0) > (tonumber(p1) or 0) then
+            ngx.sleep(120)
+        end
+        return pass(path)
     elseif kind == "full200" then
         return ngx.exec("/_norange/" .. path)
     elseif kind == "badrange" then
