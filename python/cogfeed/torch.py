@@ -15,7 +15,9 @@ cogfeed loader already reads many patches at once from one process, so
 reads its own disjoint shard.
 """
 
+import multiprocessing
 import os
+from multiprocessing import context as _mp_context
 
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
@@ -70,7 +72,10 @@ class CogDataset(IterableDataset):
     Sharding is automatic: the shard of a DataLoader worker w of W in
     process rank r of R (rank/world size from torch.distributed when
     initialised, else RANK/WORLD_SIZE) is r * W + w of R * W; shards are
-    disjoint and together cover the epoch.
+    disjoint and together cover the epoch.  DataLoader workers are not
+    part of the process group: they use the rank the main process saw
+    when the dataset was made or set_epoch was last called, so make the
+    dataset (or call set_epoch) after init_process_group.
 
     Arguments:
         images, masks: as cogfeed.Loader.
@@ -112,6 +117,16 @@ class CogDataset(IterableDataset):
         self.pin_memory = bool(pin_memory) or self.device is not None
         self.copy = copy
         self.epoch = int(epoch)
+        # Workers read the epoch from shared memory: persistent workers
+        # keep their copy of the dataset from one epoch to the next, and
+        # would not see set_epoch otherwise.
+        try:
+            self._epoch_shared = multiprocessing.RawValue("q", self.epoch)
+        except OSError:  # no shared memory here: set_epoch reaches new
+            self._epoch_shared = None  # workers only
+        # Workers are outside the process group: they shard by the rank
+        # the main process saw.
+        self._rank_world = _dist_rank_world()
         self.loader_kwargs = dict(loader_kwargs)
         # The main process keeps its loader from one iteration to the next,
         # so that epochs run into each other (see Loader); workers make
@@ -121,15 +136,31 @@ class CogDataset(IterableDataset):
 
     def set_epoch(self, epoch):
         """Use epoch ``epoch`` for the next iteration (call it before each
-        epoch, as with DistributedSampler; with persistent_workers the
-        workers keep the epoch they started with)."""
+        epoch, as with DistributedSampler; persistent workers see it too).
+        In the main process it also takes the current rank and world size
+        for the workers."""
         self.epoch = int(epoch)
+        if get_worker_info() is None:
+            if self._epoch_shared is not None:
+                self._epoch_shared.value = self.epoch
+            self._rank_world = _dist_rank_world()
+
+    def _current_epoch(self):
+        """The epoch to read: in a worker the main process's latest."""
+        s = self._epoch_shared
+        if s is not None and get_worker_info() is not None:
+            return int(s.value)
+        return self.epoch
 
     def shard(self):
         """(rank, world_size) this process/worker reads."""
         info = get_worker_info()
-        nw, wid = (info.num_workers, info.id) if info is not None else (1, 0)
-        rank, world = _dist_rank_world()
+        if info is None:
+            nw, wid = 1, 0
+            self._rank_world = rank, world = _dist_rank_world()
+        else:
+            nw, wid = info.num_workers, info.id
+            rank, world = self._rank_world
         return rank * nw + wid, world * nw
 
     def make_loader(self):
@@ -147,7 +178,8 @@ class CogDataset(IterableDataset):
             raise ValueError("CogDataset(device=%r): torch sees no CUDA "
                              "device" % str(self.device))
         ld = Loader(self.images, self.masks, rank=rank, world_size=world,
-                    epoch=self.epoch, copy=copy, **self.loader_kwargs)
+                    epoch=self._current_epoch(), copy=copy,
+                    **self.loader_kwargs)
         if self.pinned(in_worker):
             lay = ld.layout
             for slot in range(lay["prefetch"]):
@@ -194,6 +226,12 @@ class CogDataset(IterableDataset):
         d = self.__dict__.copy()
         d["_ld"] = d["_ld_pid"] = None
         d["_iterating"] = False
+        if _mp_context.get_spawning_popen() is None:
+            # Plain pickling (not to a new process): shared memory cannot
+            # travel, and a copy has no workers to share the epoch with.
+            d["_epoch_shared"] = None
+        else:
+            d["_rank_world"] = _dist_rank_world()
         return d
 
     def close(self):

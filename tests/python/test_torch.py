@@ -106,8 +106,17 @@ def _dist_worker(rank, world, port, images, P, out):
         assert ds.shard() == (rank, world)
         wins = [w for b in DataLoader(ds, batch_size=None)
                 for w in b["windows"]]
+        # DataLoader workers are outside the process group: they shard by
+        # the rank the main process saw (fork and spawn alike).
+        by_workers = {}
+        for ctx in ("fork", "spawn"):
+            by_workers[ctx] = [
+                tuple(w) for b in DataLoader(ds, batch_size=None,
+                                             num_workers=2,
+                                             multiprocessing_context=ctx)
+                for w in b["windows"]]
         gathered = [None] * world
-        dist.all_gather_object(gathered, wins)
+        dist.all_gather_object(gathered, (wins, by_workers))
         if rank == 0:
             torch.save(gathered, out)
     finally:
@@ -119,12 +128,17 @@ def test_distributed_two_processes_cover_epoch(data, tmp_path):
     out = str(tmp_path / "windows.pt")
     tmp.spawn(_dist_worker, args=(2, _free_port(), data["images"], P, out),
               nprocs=2, join=True)
-    shards = torch.load(out)
+    gathered = torch.load(out)
+    shards = [g[0] for g in gathered]
     a, b = (set(map(tuple, s)) for s in shards)
     assert a and b and not (a & b)
     full = set(map(tuple, all_grid_windows(data, P)))
     assert a | b == full
     assert len(shards[0]) + len(shards[1]) == len(full)
+    for ctx in ("fork", "spawn"):
+        wa, wb = (g[1][ctx] for g in gathered)
+        assert not (set(wa) & set(wb)), ctx
+        assert len(wa) + len(wb) == len(full) and set(wa) | set(wb) == full
 
 
 def test_rank_from_environment(data, monkeypatch):
@@ -152,6 +166,25 @@ def test_set_epoch_changes_samples(data):
     assert e0 != e1 and e0 == again
     with pytest.raises(ValueError, match="rank"):
         CogDataset(data["images"], rank=1)
+
+
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_persistent_workers_follow_set_epoch(data, ctx):
+    ds = CogDataset(data["images"], patch_size=32, batch_size=4,
+                    epoch_length=8)
+    dl = DataLoader(ds, batch_size=None, num_workers=1,
+                    persistent_workers=True, multiprocessing_context=ctx)
+
+    def epoch(e):
+        ds.set_epoch(e)
+        bs = list(dl)
+        assert {b["epoch"] for b in bs} == {e}
+        return [tuple(w) for b in bs for w in b["windows"]]
+
+    e0, e1, again = epoch(0), epoch(1), epoch(0)
+    assert e0 != e1 and e0 == again
+    import pickle
+    pickle.loads(pickle.dumps(ds))  # plain pickling still works
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
