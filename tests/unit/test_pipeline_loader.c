@@ -9,6 +9,7 @@
 #include "common/common.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -272,6 +273,47 @@ static void test_wait(void) {
     cf_loader_free(ld);
 }
 
+/* cf_loader_close from another thread while the consumer takes batches
+ * as fast as it can (TSan runs this): the consumer stops with CF_E_STATE,
+ * nothing hangs, and what follows refuses politely. */
+typedef struct consumer_arg {
+    cf_loader *ld;
+    cf_status last;
+    int batches;
+} consumer_arg;
+
+static void *consume_all(void *p) {
+    consumer_arg *a = p;
+    cf_batch b;
+    cf_error e;
+    while ((a->last = cf_loader_next(a->ld, &b, &e)) == CF_OK) {
+        a->batches++;
+        cf_loader_release(a->ld, &b);
+    }
+    return NULL;
+}
+
+static void test_close_while_reading(void) {
+    for (int round = 0; round < 3; round++) {
+        cf_loader *ld = make(CF_SAMPLER_RANDOM, 0, 4, 3, 1000000);
+        if (!ld) return;
+        consumer_arg a = {ld, CF_OK, 0};
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, consume_all, &a) == 0);
+        usleep((useconds_t)(20000 * round)); /* 0, 20, 40 ms in */
+        cf_loader_close(ld);
+        cf_loader_close(ld); /* twice is fine */
+        pthread_join(th, NULL);
+        CHECK(a.last == CF_E_STATE);
+        cf_batch b;
+        cf_error e;
+        CHECK(cf_loader_next(ld, &b, &e) == CF_E_STATE && strstr(e.msg, "closed"));
+        CHECK(cf_loader_wait(ld, 10) == 1);
+        CHECK(cf_loader_set_epoch(ld, 1, 0, &e) == CF_E_STATE);
+        cf_loader_free(ld);
+    }
+}
+
 static void test_bad_tile(int skip) {
     write_tiff(bad, 128, 128, 32, 0, -1);
     const char *imgs[] = {img_a, bad};
@@ -414,6 +456,7 @@ int main(void) {
     test_resume();
     test_backpressure();
     test_wait();
+    test_close_while_reading();
     test_bad_tile(0);
     test_bad_tile(1);
     test_misaligned();
