@@ -133,6 +133,7 @@ class CogDataset(IterableDataset):
         # theirs per iteration.
         self._ld, self._ld_pid = None, None
         self._iterating = False
+        self._resume = None  # load_state_dict's state, for the next iteration
 
     def set_epoch(self, epoch):
         """Use epoch ``epoch`` for the next iteration (call it before each
@@ -144,6 +145,26 @@ class CogDataset(IterableDataset):
             if self._epoch_shared is not None:
                 self._epoch_shared.value = self.epoch
             self._rank_world = _dist_rank_world()
+
+    def state_dict(self):
+        """Where the main process's iteration is (cogfeed.Loader.state_dict:
+        epoch, next batch and what the stream depends on), for a
+        checkpoint; before any iteration, the start of set_epoch's epoch."""
+        if self._resume is not None:
+            return dict(self._resume)
+        ld = self._ld
+        if ld is not None and self._ld_pid == os.getpid():
+            return ld.state_dict()
+        return {"epoch": self.epoch, "batch": 0}
+
+    def load_state_dict(self, state):
+        """Make the next iteration continue from `state` (a state_dict() of
+        a dataset with the same settings).  Mid-epoch (batch > 0) needs the
+        main process (num_workers=0): DataLoader workers split the epoch
+        among themselves and start it from the top."""
+        state = dict(state)
+        self.set_epoch(int(state["epoch"]))
+        self._resume = state if int(state.get("batch", 0)) > 0 else None
 
     def _current_epoch(self):
         """The epoch to read: in a worker the main process's latest."""
@@ -221,6 +242,16 @@ class CogDataset(IterableDataset):
             ld.set_epoch(self.epoch)
         return ld
 
+    def _resumed(self, ld):
+        """Apply load_state_dict's state to this iteration's loader."""
+        state, self._resume = self._resume, None
+        if state is None:
+            return
+        if get_worker_info() is not None:
+            raise ValueError("CogDataset.load_state_dict mid-epoch (batch "
+                             "%d) needs num_workers=0" % state["batch"])
+        ld.load_state_dict(state)
+
     def __getstate__(self):
         # Sent to spawned DataLoader workers: they make their own loader.
         d = self.__dict__.copy()
@@ -248,6 +279,7 @@ class CogDataset(IterableDataset):
 
     def __iter__(self):
         ld = self._loader()
+        self._resumed(ld)
         kept = ld is self._ld
         if kept:
             self._iterating = True

@@ -168,6 +168,42 @@ def test_set_epoch_changes_samples(data):
         CogDataset(data["images"], rank=1)
 
 
+def test_state_dict_resumes_mid_epoch(data):
+    import json
+    kw = dict(patch_size=32, batch_size=4, epoch_length=40, flip=True,
+              seed=3)
+
+    def windows(batches):
+        return [(list(map(tuple, b["windows"])), list(b["augment"]))
+                for b in batches]
+
+    ref = windows(DataLoader(CogDataset(data["images"], **kw),
+                             batch_size=None))
+    assert len(ref) == 10
+    ds = CogDataset(data["images"], **kw)
+    assert ds.state_dict() == {"epoch": 0, "batch": 0}
+    it = iter(DataLoader(ds, batch_size=None))
+    first = windows([next(it) for _ in range(3)])
+    state = json.loads(json.dumps(ds.state_dict()))  # a checkpoint
+    assert state["epoch"] == 0 and state["batch"] == 3
+    again = CogDataset(data["images"], **kw)
+    again.load_state_dict(state)
+    assert again.state_dict()["batch"] == 3
+    rest = windows(DataLoader(again, batch_size=None))
+    assert first + rest == ref
+    # DataLoader workers split the epoch themselves: not mid-epoch.
+    workers = CogDataset(data["images"], **kw)
+    workers.load_state_dict(state)
+    with pytest.raises(Exception, match="num_workers=0"):
+        list(DataLoader(workers, batch_size=None, num_workers=1,
+                        multiprocessing_context="fork"))
+    # A state of another dataset is refused.
+    other = CogDataset(data["images"], **dict(kw, seed=4))
+    other.load_state_dict(state)
+    with pytest.raises(ValueError, match="seed=3"):
+        list(DataLoader(other, batch_size=None))
+
+
 @pytest.mark.parametrize("ctx", ["fork", "spawn"])
 def test_persistent_workers_follow_set_epoch(data, ctx):
     ds = CogDataset(data["images"], patch_size=32, batch_size=4,
