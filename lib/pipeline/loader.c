@@ -284,16 +284,15 @@ static cf_status check_aligned(const cf_loader *ld, const cf_cog *ref,
         return st;
     }
     if (a.width != b.width || a.height != b.height) {
-        char at[96] = "";
+        cf__err(err, CF_E_ARG,
+                "loader: %s %s is not aligned with image %s: size %ux%u vs "
+                "%ux%u",
+                what, cf_cog_name(c), cf_cog_name(ref), b.width, b.height,
+                a.width, a.height);
         if (ld->o.level)
-            snprintf(at, sizeof at, " at level %d (overviews made by "
-                     "different tools can round sizes differently)",
-                     ld->o.level);
-        return cf__err(err, CF_E_ARG,
-                       "loader: %s %s is not aligned with image %s: size "
-                       "%ux%u vs %ux%u%s",
-                       what, cf_cog_name(c), cf_cog_name(ref), b.width,
-                       b.height, a.width, a.height, at);
+            cf__err_hint(err, "at level %d (overviews made by different "
+                         "tools can round sizes differently)", ld->o.level);
+        return CF_E_ARG;
     }
     cf_cog_info ia, ib;
     cf_cog_get_info(ref, &ia);

@@ -593,6 +593,23 @@ def test_masks_and_layers_need_the_overviews(tmp_path):
     with pytest.raises(cogfeed.Error, match="levels 0..2 \\(full resolution "
                        "and 2 overviews\\)"):
         cogfeed.open(ip).read((0, 0, 8, 8), level=3)
+    # Overviews of an odd size made by two tools round differently (the COG
+    # driver down, gdaladdo up): the message says at which level.
+    gt = (500000, 10, 0, 4100000, 0, -10)
+    odd = gdal.GetDriverByName("MEM").Create("", 1000, 777, 1, gdal.GDT_Byte)
+    odd.SetGeoTransform(gt)
+    oi, om = str(tmp_path / "oi.tif"), str(tmp_path / "om.tif")
+    gdal.Translate(oi, odd, format="COG",
+                   creationOptions=["BLOCKSIZE=128", "OVERVIEWS=AUTO",
+                                    "OVERVIEW_COUNT=1"])
+    gdal.Translate(om, odd, format="GTiff", creationOptions=["TILED=YES"])
+    ds = gdal.Open(om, gdal.GA_Update)
+    ds.BuildOverviews("NEAREST", [2])
+    ds = None
+    with pytest.raises(cogfeed.Error) as e:
+        cogfeed.Loader([oi], [om], patch_size=32, level=1)
+    assert ("size 500x389 vs 500x388; at level 1 (overviews made by "
+            "different tools") in str(e.value), str(e.value)
 
 
 def test_one_bit_mask_file_reads_as_gdal_does(tmp_path):
