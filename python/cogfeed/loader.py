@@ -267,15 +267,18 @@ class Loader:
                     "patch_size", "stride", "epoch_length", "drop_last",
                     "flip", "rot90", "level")
 
-    def _files_digest(self):
-        """Short digest of the inputs and their weights, in order."""
+    def _stream(self):
+        """The settings of _STREAM_KEYS and a short digest of the inputs
+        and their weights, in order ("files")."""
         import hashlib
         k = self._kw
         h = hashlib.sha256()
         for part in (k["images"], k["masks"] or [], k["layers"] or [],
                      k["weights"] or [], [k["time_steps"]]):
             h.update(json.dumps([str(x) for x in part]).encode())
-        return h.hexdigest()[:16]
+        st = dict((key, k[key]) for key in self._STREAM_KEYS)
+        st["files"] = h.hexdigest()[:16]
+        return st
 
     def state_dict(self):
         """Where the iteration is: resuming from it continues exactly.  It
@@ -284,17 +287,14 @@ class Loader:
         digest of the files and weights)."""
         epoch, batch = self._ld.position()
         st = {"epoch": epoch, "batch": batch}
-        st.update((k, self._kw[k]) for k in self._STREAM_KEYS)
-        st["files"] = self._files_digest()
+        st.update(self._stream())
         return st
 
     def load_state_dict(self, state):
         """Continue from a state_dict() of a loader with the same settings;
         ValueError names the first setting that differs (keys a state
         lacks, e.g. from an older version, are not checked)."""
-        mine = dict((k, self._kw[k]) for k in self._STREAM_KEYS)
-        mine["files"] = self._files_digest()
-        for k, v in mine.items():
+        for k, v in self._stream().items():
             if k in state and state[k] != v:
                 what = ("the files or their weights" if k == "files"
                         else "%s=%r, this one has %r" % (k, state[k], v))

@@ -178,7 +178,7 @@ class CogDataset(IterableDataset):
         info = get_worker_info()
         if info is None:
             nw, wid = 1, 0
-            self._rank_world = rank, world = _dist_rank_world()
+            rank, world = _dist_rank_world()
         else:
             nw, wid = info.num_workers, info.id
             rank, world = self._rank_world
