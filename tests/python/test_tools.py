@@ -171,6 +171,19 @@ def test_convert_files_options_anywhere_and_no_overwrite(data, tmp):
     assert not (tmp / "clash").exists()
 
 
+def test_convert_progress_ends_at_every_file(data, tmp):
+    """The progress line's last state counts every file (GDAL's callback
+    reaches 100% before the last file is counted)."""
+    r = subprocess.run([sys.executable, "-m", "cogfeed.cli", "convert",
+                        str(data / "images"), str(tmp / "progress"),
+                        "--compress", "zstd", "--tile", "128"],
+                       capture_output=True, text=True, env=ENV)
+    assert r.returncode == 0, r.stderr
+    # (text mode turns the bar's carriage returns into newlines)
+    last = [ln for ln in r.stderr.splitlines() if ln][-1]
+    assert last.endswith("100% (3/3 files)"), repr(last)
+
+
 @pytest.mark.parametrize("loader", ["cogfeed", "baseline"])
 def test_bench_json_has_every_field(variants, loader):
     # --prefetch 2 (cogfeed's ring): the measured batches cannot all be

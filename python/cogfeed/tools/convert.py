@@ -130,6 +130,9 @@ class _Progress:
 
     def file_done(self):
         self.done += 1
+        # GDAL's callback already drew 100% for the last file with the
+        # count before it; redraw so the line ends at "(N/N files)".
+        self.last = -1
         self.callback(0.0, None, None)
         if self.enabled and self.done == self.total:
             sys.stderr.write("\n")
