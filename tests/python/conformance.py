@@ -80,6 +80,11 @@ FIXTURES = [
     # --- every codec, on the COG driver with overviews ---------------------
     _spec("none_u8x3_t256", bands=3, options=["BLOCKSIZE=256"]),
     _spec("none_f64_t128", dtype="float64", width=333, height=277, options=["BLOCKSIZE=128"]),
+    # 4-band 8- and 16-bit pixel-interleaved (RGB + NIR): split by SSE2
+    # 16 or 8 pixels at a time, with scalar tails on these odd widths
+    _spec("none_u8x4_t128", bands=4, width=333, height=211, options=["BLOCKSIZE=128"]),
+    _spec("none_u16x4_t128", dtype="uint16", bands=4, width=347, height=190,
+          options=["BLOCKSIZE=128"]),
     _spec("deflate_u8_p2_t256", compress="DEFLATE", options=["BLOCKSIZE=256", "PREDICTOR=2"]),
     _spec("deflate_i8_t256", dtype="int8", compress="DEFLATE", options=["BLOCKSIZE=256"]),
     _spec("deflate_u16_p2_t512", dtype="uint16", bands=2, width=1300, height=900,
