@@ -121,6 +121,10 @@ typedef struct cf_io_options {
     int verify_tls;            /* 1 (default); 0 only by explicit choice */
     const char *header_cache_dir; /* persist header indexes here (NULL: off) */
     const char *ca_file;       /* CAs to trust, PEM (NULL: the system's); must be readable */
+    /* Local files: descriptors kept open at once (0: a quarter of
+     * RLIMIT_NOFILE, 16..1024).  Beyond it the least recently read file is
+     * closed and reopened at its next read, refused if it changed. */
+    int max_open_files;
 } cf_io_options;
 
 /* I/O statistics (monotonic counters since cf_io_new). */

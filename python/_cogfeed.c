@@ -65,24 +65,27 @@ int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **
     static char *kwlist[] = {"max_inflight", "header_bytes", "merge_gap", "request_timeout_s",
                              "connect_timeout_s", "low_speed_time_s", "low_speed_bytes",
                              "max_retries", "retry_budget", "retry_base_ms", "retry_max_ms",
-                             "verify_tls", "header_cache_dir", "ca_file", NULL};
+                             "verify_tls", "header_cache_dir", "ca_file", "max_open_files",
+                             NULL};
     *keep = NULL;
     cf_io_options_init(o);
     int max_inflight = o->max_inflight, max_retries = o->max_retries, budget = o->retry_budget;
-    int verify = o->verify_tls;
+    int verify = o->verify_tls, max_open = o->max_open_files;
     Py_ssize_t header_bytes = (Py_ssize_t)o->header_bytes, merge_gap = (Py_ssize_t)o->merge_gap;
     long low_bytes = o->low_speed_bytes;
     double rt = o->request_timeout_s, ct = o->connect_timeout_s, lt = o->low_speed_time_s;
     double rb = o->retry_base_ms, rm = o->retry_max_ms;
     PyObject *cache = Py_None, *ca = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpOO:IO", kwlist, &max_inflight,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpOOi:IO", kwlist, &max_inflight,
                                      &header_bytes, &merge_gap, &rt, &ct, &lt, &low_bytes,
-                                     &max_retries, &budget, &rb, &rm, &verify, &cache, &ca))
+                                     &max_retries, &budget, &rb, &rm, &verify, &cache, &ca,
+                                     &max_open))
         return 0;
-    if (max_inflight < 1 || header_bytes < 16 || merge_gap < 0 || max_retries < 0 || budget < 0) {
+    if (max_inflight < 1 || header_bytes < 16 || merge_gap < 0 || max_retries < 0 || budget < 0 ||
+        max_open < 0) {
         PyErr_SetString(PyExc_ValueError,
                         "max_inflight >= 1, header_bytes >= 16, merge_gap/max_retries/"
-                        "retry_budget >= 0 required");
+                        "retry_budget/max_open_files >= 0 required");
         return 0;
     }
     o->max_inflight = max_inflight;
@@ -97,6 +100,7 @@ int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **
     o->retry_base_ms = rb;
     o->retry_max_ms = rm;
     o->verify_tls = verify;
+    o->max_open_files = max_open;
     /* The path strings live in bytes objects kept in *keep. */
     PyObject *cache_b = NULL, *ca_b = NULL;
     if ((cache != Py_None && !PyUnicode_FSConverter(cache, &cache_b)) ||
@@ -177,8 +181,11 @@ static PyTypeObject IOType = {
     .tp_doc = "IO(*, max_inflight=64, header_bytes=65536, merge_gap=65536, "
               "request_timeout_s=60, connect_timeout_s=10, low_speed_time_s=15, "
               "low_speed_bytes=1024, max_retries=6, retry_budget=1000, retry_base_ms=100, "
-              "retry_max_ms=10000, verify_tls=True, header_cache_dir=None, ca_file=None)\n\n"
-              "One I/O event loop (libcurl multi) shared by every file opened with it.",
+              "retry_max_ms=10000, verify_tls=True, header_cache_dir=None, ca_file=None, "
+              "max_open_files=0)\n\n"
+              "One I/O event loop (libcurl multi) shared by every file opened with it; "
+              "its local files keep at most max_open_files descriptors open "
+              "(0: a quarter of ulimit -n).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)IO_init,
     .tp_dealloc = (destructor)IO_dealloc,

@@ -70,7 +70,7 @@ cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err) {
     if (!(o.request_timeout_s > 0) || !(o.connect_timeout_s > 0) ||
         !(o.low_speed_time_s >= 0) || o.low_speed_bytes < 0 ||
         o.max_retries < 0 || o.retry_budget < 0 || !(o.retry_base_ms >= 0) ||
-        !(o.retry_max_ms >= 0) || o.header_bytes == 0 ||
+        !(o.retry_max_ms >= 0) || o.header_bytes == 0 || o.max_open_files < 0 ||
         o.header_bytes > CF_MAX_HEADER_BYTES)
         return cf__err(err, CF_E_ARG,
                        "cf_io_new: an option is out of range (timeouts must "
@@ -108,8 +108,22 @@ cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err) {
     atomic_init(&io->cancel, 0);
     atomic_init(&io->loop, NULL);
     atomic_init(&io->upper, NULL);
+    if (!(io->fdpool = cf__fdpool_new(o.max_open_files))) {
+        free(io->header_cache_dir);
+        free(io->ca_file);
+        free(io);
+        curl_global_cleanup();
+        return cf__err(err, CF_E_NOMEM, "cf_io_new: out of memory");
+    }
+    io->opts.max_open_files = cf__fdpool_max_open(io->fdpool);
     *out = io;
     return CF_OK;
+}
+
+void cf__io_share_fdpool(cf_io *io, cf_io *from) {
+    cf__fdpool_unref(io->fdpool);
+    io->fdpool = cf__fdpool_ref(from->fdpool);
+    io->opts.max_open_files = from->opts.max_open_files;
 }
 
 const cf_io_options *cf_io_opts(const cf_io *io) { return &io->opts; }
@@ -539,6 +553,7 @@ void cf_io_free(cf_io *io) {
     cf__loop *lp = atomic_load(&io->loop);
     if (lp && lp->pid == getpid()) loop_stop(lp);
     cf__io_upper_free(io);
+    cf__fdpool_unref(io->fdpool); /* its files hold their own references */
     free(io->header_cache_dir);
     free(io->ca_file);
     free(io);

@@ -29,7 +29,11 @@ typedef struct cf_range_req {
 
 /* Parse the URL, pick the backend and credentials (from the environment
  * variables in design.md).  Local files are opened (size known); remote
- * objects are not contacted yet.  Thread-safe. */
+ * objects are not contacted yet.  io (NULL only for local files) must
+ * outlive the src.  A local file of an io may have its descriptor closed
+ * by the io's pool (max_open_files) and reopened at its next read, which
+ * fails with CF_E_CHANGED if it is no longer the same file.  Without an io
+ * the descriptor stays open.  Thread-safe. */
 cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err);
 void cf_src_free(cf_src *src);
 
@@ -89,5 +93,9 @@ void cf_io_note_cache_hit(cf_io *io);
  * owner that is closing and must not wait out 164 ms round trips, or a
  * hung server's request_timeout_s. */
 void cf__io_cancel(cf_io *io, int on);
+/* Make io keep its local files' descriptors in from's pool (fdpool.c),
+ * so that several ios of one owner stay within one max_open_files.  Call
+ * before io opens any file. */
+void cf__io_share_fdpool(cf_io *io, cf_io *from);
 
 #endif

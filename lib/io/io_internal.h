@@ -14,9 +14,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/types.h>
+#include <time.h>
 
 typedef struct cf__loop cf__loop;
 typedef struct cf__xfer cf__xfer;
+
+typedef struct cf__fdpool cf__fdpool;
 
 struct cf_io {
     cf_io_options opts;       /* strings point at the copies below */
@@ -35,6 +38,7 @@ struct cf_io {
      * in upper.c; destroyed by cf_io_free through cf__io_upper_free. */
     _Atomic(void *) upper;
     void (*upper_destroy)(void *);
+    cf__fdpool *fdpool;       /* its local files' descriptors */
 };
 
 /* upper.c: cf_io_free calls this before freeing the io. */
@@ -75,10 +79,32 @@ struct cf__loop {
 /* Redirects followed per request. */
 #define CF__MAX_REDIRECTS 5
 
+/* fdpool.c: at most max_open descriptors of local files open per pool;
+ * an io has one, shared by the loader's io loops. */
+int cf__fdpool_auto_size(void);
+cf__fdpool *cf__fdpool_new(int max_open); /* <= 0: auto */
+cf__fdpool *cf__fdpool_ref(cf__fdpool *p);
+void cf__fdpool_unref(cf__fdpool *p);
+int cf__fdpool_max_open(const cf__fdpool *p);
+uint64_t cf__fdpool_reopens(cf__fdpool *p);
+void cf__fdpool_add(cf__fdpool *p, cf_src *s);    /* s->fd open and idle */
+cf_status cf__fdpool_acquire(cf__fdpool *p, cf_src *s, int *fd, cf_error *err);
+void cf__fdpool_release(cf__fdpool *p, cf_src *s);
+void cf__fdpool_remove(cf__fdpool *p, cf_src *s); /* closes s->fd */
+
 struct cf_src {
     cf_io *io;
     int remote;
-    int fd;                   /* local files */
+    int fd;                   /* local files: -1 while closed by the pool */
+    /* Local files under a pool (fdpool.c; guarded by its lock): the
+     * identity checked when reopening, and the idle list links. */
+    cf__fdpool *pool;
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtime;
+    int fd_users, idle;
+    cf_src *idle_prev, *idle_next;
     char *url;                /* as given */
     char *name;               /* redacted, for messages */
     cf_auth *auth;            /* remote only */

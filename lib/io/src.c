@@ -58,7 +58,8 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
         if (!(s->name = cf__strdup(cf__auth_redacted(s->auth)))) goto nomem;
     } else {
         const char *path = local_path(url);
-        if (!(s->name = cf__name_dup(path))) goto nomem;
+        if (!(s->name = cf__name_dup(path)) || !(s->path = cf__strdup(path)))
+            goto nomem;
         s->fd = open(path, O_RDONLY | O_CLOEXEC);
         cf_status st = CF_OK;
         struct stat stt;
@@ -74,6 +75,14 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
             return st;
         }
         s->size = (uint64_t)stt.st_size;
+        s->dev = stt.st_dev;
+        s->ino = stt.st_ino;
+        s->mtime = stt.st_mtim;
+        if (io) {
+            /* From now on the io's pool may close the descriptor. */
+            s->pool = cf__fdpool_ref(io->fdpool);
+            cf__fdpool_add(s->pool, s);
+        }
     }
     *out = s;
     return CF_OK;
@@ -84,8 +93,14 @@ nomem:
 
 void cf_src_free(cf_src *s) {
     if (!s) return;
-    if (s->fd >= 0) close(s->fd);
+    if (s->pool) {
+        cf__fdpool_remove(s->pool, s);
+        cf__fdpool_unref(s->pool);
+    } else if (s->fd >= 0) {
+        close(s->fd);
+    }
     cf__auth_free(s->auth);
+    free(s->path);
     free(s->url);
     free(s->name);
     pthread_mutex_destroy(&s->mu);
@@ -133,25 +148,38 @@ static cf_status local_read(cf_src *s, cf_range_req *r) {
         return r->status;
     }
     uint64_t done = 0;
-    if (r->len) {
-        atomic_fetch_add(&s->requests, 1);
-        /* Local reads count in the io's statistics like remote ones, so a
-         * loader's bytes_fetched / requests mean the same on either. */
-        if (s->io) atomic_fetch_add(&s->io->n_requests, 1);
+    if (!r->len) {
+        r->status = CF_OK;
+        if (r->err) cf__err_clear(r->err);
+        return CF_OK;
+    }
+    atomic_fetch_add(&s->requests, 1);
+    /* Local reads count in the io's statistics like remote ones, so a
+     * loader's bytes_fetched / requests mean the same on either. */
+    if (s->io) atomic_fetch_add(&s->io->n_requests, 1);
+    int fd;
+    if (s->pool) {
+        /* s->fd changes under the pool's lock: not read here */
+        r->status = cf__fdpool_acquire(s->pool, s, &fd, r->err);
+        if (r->status) return r->status;
+    } else {
+        fd = s->fd;
     }
     while (done < r->len) {
-        ssize_t k = pread(s->fd, r->dst + done, (size_t)(r->len - done),
+        ssize_t k = pread(fd, r->dst + done, (size_t)(r->len - done),
                           (off_t)(r->off + done));
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) {
             r->status = cf__err(r->err, CF_E_IO, "%s: read at %" PRIu64 ": %s",
                                 s->name, r->off + done,
                                 k < 0 ? strerror(errno) : "file shrank");
+            if (s->pool) cf__fdpool_release(s->pool, s);
             return r->status;
         }
         done += (uint64_t)k;
         if (s->io) atomic_fetch_add(&s->io->n_bytes, (uint64_t)k);
     }
+    if (s->pool) cf__fdpool_release(s->pool, s);
     r->status = CF_OK;
     if (r->err) cf__err_clear(r->err);
     return CF_OK;

@@ -720,6 +720,9 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
                 st = cf_io_new(io_o, &ld->ios[i], err);
                 if (st == CF_OK) ld->nios++;
             }
+            /* One bound on open local files for the whole loader. */
+            for (int i = 1; i < ld->nios; i++)
+                cf__io_share_fdpool(ld->ios[i], ld->ios[0]);
             ld->io = ld->ios[0];
             ld->own_io = ld->nios > 0;
             /* A bad option fails the first loop; fewer loops still work. */

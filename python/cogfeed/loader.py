@@ -108,8 +108,9 @@ class Loader:
         io_options: dict of cogfeed.IO keyword arguments for the loader's
             own I/O loops: ca_file / verify_tls (a private object store),
             timeouts and retries, header_cache_dir (open thousands of
-            remote files with no request in the next run).  Default: IO's
-            defaults.  With adaptive max_inflight, the loader resizes the
+            remote files with no request in the next run), max_open_files
+            (local files open at once; default a quarter of ulimit -n).
+            Default: IO's defaults.  With adaptive max_inflight, the loader resizes the
             loops' own max_inflight as it goes (remote files).
         copy: give each batch its own arrays instead of ring views.
     """

@@ -540,6 +540,55 @@ def test_loader_created_in_forked_child(data):
     assert sum(len(b["windows"]) for b in parent) == 4
 
 
+_MANY_FILES_CHILD = r"""
+import json, os, resource, sys
+import numpy as np
+import cogfeed
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
+images, masks = json.loads(sys.argv[1])
+ld = cogfeed.Loader(images, masks, patch_size=32, batch_size=8, seed=3,
+                    epoch_length=400)
+most, out = 0, []
+for b in ld:
+    most = max(most, len(os.listdir("/proc/self/fd")))
+    out.append([list(map(int, w)) + [int(b["image"][i].astype(np.int64).sum()),
+                                     int(b["mask"][i].astype(np.int64).sum())]
+                for i, w in enumerate(b["windows"])])
+print(json.dumps({"most": most, "batches": out}))
+"""
+
+
+def test_more_files_than_descriptors(tmp_path, data):
+    """600 local files under ulimit -n 128: the loader keeps at most a
+    quarter of the limit open (32) and reads every patch right; before, it
+    failed at open with "Too many open files"."""
+    import shutil
+    import subprocess
+    import sys
+    images, masks = [], []
+    for i in range(300):
+        images.append(str(tmp_path / ("a%03d.tif" % i)))
+        masks.append(str(tmp_path / ("a%03d_mask.tif" % i)))
+        shutil.copyfile(data["images"][0], images[-1])
+        shutil.copyfile(data["masks"][0], masks[-1])
+    r = subprocess.run([sys.executable, "-c", _MANY_FILES_CHILD,
+                        json.dumps([images, masks])],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout)
+    # a few descriptors of Python's own, 32 files, one per reader at most
+    assert got["most"] < 80, got["most"]
+    files = set()
+    for batch in got["batches"]:
+        for f, x, y, w, h, isum, msum in batch:
+            files.add(f)
+            want = expected(w, h, x, y)
+            assert isum == int(want.astype(np.int64).sum())
+            assert msum == int((want[0] & 0xFF).astype(np.int64).sum())
+    assert len(files) > 200  # most files were read, so most were reopened
+
+
 def test_bad_arguments(data):
     with pytest.raises(ValueError, match="sampler"):
         cogfeed.Loader(data["images"], sampler="nope")

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -232,6 +233,132 @@ static void test_local(const char *dir) {
     (void)g_cb_calls;
 }
 
+/* ---- local files over a small descriptor pool ------------------------ */
+
+#define POOL_FILES 40
+#define POOL_MAX 4
+#define POOL_THREADS 4
+#define POOL_FILE_BYTES 5000
+
+static int open_fds(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n - 3; /* ".", ".." and the directory's own descriptor */
+}
+
+/* File i holds bytes g_obj[i * 7 ...]. */
+static void pool_write(const char *path, int i, size_t len) {
+    FILE *f = fopen(path, "wb");
+    fwrite(g_obj + (size_t)i * 7, 1, len, f);
+    fclose(f);
+}
+
+typedef struct pool_arg {
+    cf_src **srcs;
+    unsigned seed;
+    _Atomic int *max_fds;
+    int ok;
+} pool_arg;
+
+static void *pool_reader(void *arg) {
+    pool_arg *a = arg;
+    a->ok = 1;
+    uint8_t buf[600];
+    for (int it = 0; it < 3000 && a->ok; it++) {
+        a->seed = a->seed * 1103515245u + 12345u;
+        int i = (int)((a->seed >> 8) % POOL_FILES);
+        uint64_t off = (a->seed >> 4) % (POOL_FILE_BYTES - sizeof buf);
+        cf_range_req r = {off, sizeof buf, buf, 0, NULL, NULL};
+        cf_error e;
+        if (cf_src_read(a->srcs[i], &r, 1, &e) != CF_OK ||
+            memcmp(buf, g_obj + (size_t)i * 7 + off, sizeof buf) != 0)
+            a->ok = 0;
+        if (it % 200 == 0) {
+            int n = open_fds(), m = atomic_load(a->max_fds);
+            while (n > m && !atomic_compare_exchange_weak(a->max_fds, &m, n)) {
+            }
+        }
+    }
+    return NULL;
+}
+
+static void test_local_pool(const char *dir) {
+    cf_io_options o;
+    cf_io_options_init(&o);
+    cf_io *io = NULL;
+    cf_error e;
+    o.max_open_files = -1;
+    CHECK(cf_io_new(&o, &io, &e) == CF_E_ARG && !io);
+    /* 0: a quarter of RLIMIT_NOFILE, within 16..1024 */
+    o.max_open_files = 0;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK);
+    CHECK(cf_io_opts(io)->max_open_files >= 16 && cf_io_opts(io)->max_open_files <= 1024);
+    cf_io_free(io);
+
+    o.max_open_files = POOL_MAX;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_io_opts(io)->max_open_files == POOL_MAX);
+    char path[POOL_FILES][512];
+    cf_src *srcs[POOL_FILES] = {0};
+    int base = open_fds();
+    for (int i = 0; i < POOL_FILES; i++) {
+        snprintf(path[i], sizeof path[i], "%s/io_pool_%02d.bin", dir, i);
+        pool_write(path[i], i, POOL_FILE_BYTES);
+        CHECK(cf_src_new(io, path[i], &srcs[i], &e) == CF_OK);
+    }
+    /* 40 files opened (and their sizes known), 4 descriptors kept */
+    CHECK(open_fds() == base + POOL_MAX);
+
+    /* Readers in parallel: every byte right, never more descriptors than
+     * the pool plus one in use per reader. */
+    _Atomic int max_fds;
+    atomic_init(&max_fds, 0);
+    pthread_t th[POOL_THREADS];
+    pool_arg args[POOL_THREADS];
+    for (int t = 0; t < POOL_THREADS; t++) {
+        args[t] = (pool_arg){srcs, 77u + (unsigned)t, &max_fds, 0};
+        pthread_create(&th[t], NULL, pool_reader, &args[t]);
+    }
+    for (int t = 0; t < POOL_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        CHECK(args[t].ok);
+    }
+    CHECK(atomic_load(&max_fds) <= base + POOL_MAX + POOL_THREADS);
+    CHECK(open_fds() <= base + POOL_MAX);
+
+    /* File 0 replaced while its descriptor is closed: refused at its next
+     * read, naming it, rather than read as the old file's tiles. */
+    uint8_t buf[100];
+    for (int i = 1; i <= POOL_MAX; i++) {
+        cf_range_req r = {0, sizeof buf, buf, 0, NULL, NULL};
+        CHECK(cf_src_read(srcs[i], &r, 1, &e) == CF_OK); /* evicts file 0 */
+    }
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.new", path[0]);
+    pool_write(tmp, 3, POOL_FILE_BYTES);
+    CHECK(rename(tmp, path[0]) == 0);
+    cf_range_req r0 = {0, sizeof buf, buf, 0, NULL, NULL};
+    CHECK(cf_src_read(srcs[0], &r0, 1, &e) == CF_E_CHANGED && strstr(e.msg, path[0]) &&
+          strstr(e.msg, "changed since it was opened"));
+    /* Deleted while closed: a clear "cannot reopen". */
+    for (int i = 2; i <= POOL_MAX + 1; i++) {
+        cf_range_req r = {0, sizeof buf, buf, 0, NULL, NULL};
+        CHECK(cf_src_read(srcs[i], &r, 1, &e) == CF_OK); /* evicts file 1 */
+    }
+    CHECK(unlink(path[1]) == 0);
+    cf_range_req r1 = {0, sizeof buf, buf, 0, NULL, NULL};
+    CHECK(cf_src_read(srcs[1], &r1, 1, &e) == CF_E_NOTFOUND && strstr(e.msg, path[1]) &&
+          strstr(e.msg, "cannot reopen") && strstr(e.msg, "max_open_files=4"));
+    for (int i = 0; i < POOL_FILES; i++) {
+        cf_src_free(srcs[i]);
+        unlink(path[i]);
+    }
+    CHECK(open_fds() == base);
+    cf_io_free(io);
+}
+
 typedef struct reader_arg {
     cf_src *src;
     int seed, ok;
@@ -435,6 +562,7 @@ int main(void) {
     mkdir(dir, 0755);
     test_options();
     test_local(dir);
+    test_local_pool(dir);
     test_remote();
     test_many_connections();
     test_refused();
