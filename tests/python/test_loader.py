@@ -828,6 +828,37 @@ def test_remote_values_and_adaptive_concurrency(data, remote):
         assert st["concurrency"] >= start * 3 // 4, (st, start, busy)
 
 
+def test_remote_many_files_open_together_and_first_missing_is_named(
+        data, remote):
+    """Remote inputs are opened by many threads at once (one round trip
+    each); with two missing files among 300 the error names the first in
+    the list, whichever open failed first, every time."""
+    good = remote.url("a.tif")
+    ld = cogfeed.Loader([good] * 300, patch_size=32, batch_size=4,
+                        epoch_length=40, sampler="blocked")
+    files = set()
+    for batch in ld:
+        check_batch_image(data, batch, 32, 0)
+        files.update(w[0] for w in batch["windows"])
+    assert max(files) >= 100  # windows came from across the list
+    urls = [good] * 300
+    urls[150] = remote.url("missing_150.tif")
+    urls[250] = remote.url("missing_250.tif")
+    for _ in range(3):
+        with pytest.raises(cogfeed.Error) as ei:
+            cogfeed.Loader(urls, patch_size=32, batch_size=4)
+        msg = str(ei.value)
+        assert "opening inputs" in msg and "missing_150.tif" in msg, msg
+        assert "missing_250" not in msg and "404" in msg, msg
+
+
+def check_batch_image(data, batch, P, f):
+    """Every patch of batch has file f's pixels at its window."""
+    for i, (_, x, y, w, h) in enumerate(batch["windows"]):
+        np.testing.assert_array_equal(
+            batch["image"][i], expected(P, P, x + data["shifts"][f], y))
+
+
 def _machine_cpu():
     """(busy, total) clock ticks of the whole machine, as the loader's
     controller reads them (lib/common/cpu.c), or None."""
