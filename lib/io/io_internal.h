@@ -87,9 +87,12 @@ cf__fdpool *cf__fdpool_ref(cf__fdpool *p);
 void cf__fdpool_unref(cf__fdpool *p);
 int cf__fdpool_max_open(const cf__fdpool *p);
 uint64_t cf__fdpool_reopens(cf__fdpool *p);
-void cf__fdpool_add(cf__fdpool *p, cf_src *s);    /* s->fd open and idle */
-cf_status cf__fdpool_acquire(cf__fdpool *p, cf_src *s, int *fd, cf_error *err);
-void cf__fdpool_release(cf__fdpool *p, cf_src *s);
+/* s->fd open and idle: 1 added, 0 not (a forked child's pool) */
+int cf__fdpool_add(cf__fdpool *p, cf_src *s);
+/* A descriptor of s for one read; *owned: release closes it. */
+cf_status cf__fdpool_acquire(cf__fdpool *p, cf_src *s, int *fd, int *owned,
+                             cf_error *err);
+void cf__fdpool_release(cf__fdpool *p, cf_src *s, int fd, int owned);
 void cf__fdpool_remove(cf__fdpool *p, cf_src *s); /* closes s->fd */
 
 struct cf_src {
@@ -99,11 +102,12 @@ struct cf_src {
     /* Local files under a pool (fdpool.c; guarded by its lock): the
      * identity checked when reopening, and the idle list links. */
     cf__fdpool *pool;
-    char *path;
+    char *path;               /* absolute at open time */
     dev_t dev;
     ino_t ino;
     struct timespec mtime;
     int fd_users, idle;
+    int reopening;            /* a reader is opening it again */
     cf_src *idle_prev, *idle_next;
     char *url;                /* as given */
     char *name;               /* redacted, for messages */

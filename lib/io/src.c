@@ -33,6 +33,34 @@ static const char *local_path(const char *url) {
     return p;
 }
 
+/* path made absolute against the current directory (a copy; NULL when
+ * out of memory), so that the pool's reopen finds the same file after
+ * a chdir().  Symbolic links are kept as they are: the reopen checks the
+ * file's identity anyway. */
+static char *absolute(const char *path) {
+    if (path[0] == '/') return cf__strdup(path);
+    size_t cap = 4096;
+    char *cwd = cf__malloc(cap);
+    while (cwd && !getcwd(cwd, cap)) {
+        free(cwd);
+        /* ERANGE: a deeper directory; otherwise (the directory was
+         * removed) the path as given is the best there is. */
+        if (errno != ERANGE || cap >= ((size_t)1 << 20)) return cf__strdup(path);
+        cap *= 2;
+        cwd = cf__malloc(cap);
+    }
+    if (!cwd) return NULL;
+    size_t a = strlen(cwd), b = strlen(path);
+    char *out = cf__malloc(a + 1 + b + 1);
+    if (out) {
+        memcpy(out, cwd, a);
+        out[a] = '/';
+        memcpy(out + a + 1, path, b + 1);
+    }
+    free(cwd);
+    return out;
+}
+
 cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
     if (!out) return cf__err(err, CF_E_ARG, "cf_src_new: out is NULL");
     *out = NULL;
@@ -58,7 +86,7 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
         if (!(s->name = cf__strdup(cf__auth_redacted(s->auth)))) goto nomem;
     } else {
         const char *path = local_path(url);
-        if (!(s->name = cf__name_dup(path)) || !(s->path = cf__strdup(path)))
+        if (!(s->name = cf__name_dup(path)) || !(s->path = absolute(path)))
             goto nomem;
         s->fd = open(path, O_RDONLY | O_CLOEXEC);
         cf_status st = CF_OK;
@@ -78,11 +106,10 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
         s->dev = stt.st_dev;
         s->ino = stt.st_ino;
         s->mtime = stt.st_mtim;
-        if (io) {
-            /* From now on the io's pool may close the descriptor. */
+        /* From now on the io's pool may close the descriptor (not the
+         * pool of a parent process: see fdpool.c). */
+        if (io && cf__fdpool_add(io->fdpool, s))
             s->pool = cf__fdpool_ref(io->fdpool);
-            cf__fdpool_add(s->pool, s);
-        }
     }
     *out = s;
     return CF_OK;
@@ -157,10 +184,10 @@ static cf_status local_read(cf_src *s, cf_range_req *r) {
     /* Local reads count in the io's statistics like remote ones, so a
      * loader's bytes_fetched / requests mean the same on either. */
     if (s->io) atomic_fetch_add(&s->io->n_requests, 1);
-    int fd;
+    int fd, owned = 0;
     if (s->pool) {
         /* s->fd changes under the pool's lock: not read here */
-        r->status = cf__fdpool_acquire(s->pool, s, &fd, r->err);
+        r->status = cf__fdpool_acquire(s->pool, s, &fd, &owned, r->err);
         if (r->status) return r->status;
     } else {
         fd = s->fd;
@@ -173,13 +200,13 @@ static cf_status local_read(cf_src *s, cf_range_req *r) {
             r->status = cf__err(r->err, CF_E_IO, "%s: read at %" PRIu64 ": %s",
                                 s->name, r->off + done,
                                 k < 0 ? strerror(errno) : "file shrank");
-            if (s->pool) cf__fdpool_release(s->pool, s);
+            if (s->pool) cf__fdpool_release(s->pool, s, fd, owned);
             return r->status;
         }
         done += (uint64_t)k;
         if (s->io) atomic_fetch_add(&s->io->n_bytes, (uint64_t)k);
     }
-    if (s->pool) cf__fdpool_release(s->pool, s);
+    if (s->pool) cf__fdpool_release(s->pool, s, fd, owned);
     r->status = CF_OK;
     if (r->err) cf__err_clear(r->err);
     return CF_OK;

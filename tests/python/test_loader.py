@@ -549,6 +549,7 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
 images, masks = json.loads(sys.argv[1])
 ld = cogfeed.Loader(images, masks, patch_size=32, batch_size=8, seed=3,
                     epoch_length=400)
+os.chdir("/")
 most, out = 0, []
 for b in ld:
     most = max(most, len(os.listdir("/proc/self/fd")))
@@ -562,18 +563,23 @@ print(json.dumps({"most": most, "batches": out}))
 def test_more_files_than_descriptors(tmp_path, data):
     """600 local files under ulimit -n 128: the loader keeps at most a
     quarter of the limit open (32) and reads every patch right; before, it
-    failed at open with "Too many open files"."""
+    failed at open with "Too many open files".  The files alternate
+    between two different scenes (and are given relative to a folder the
+    child leaves after opening them), so a reopen of the wrong file or
+    path would show in the pixels."""
     import shutil
     import subprocess
     import sys
     images, masks = [], []
     for i in range(300):
-        images.append(str(tmp_path / ("a%03d.tif" % i)))
-        masks.append(str(tmp_path / ("a%03d_mask.tif" % i)))
-        shutil.copyfile(data["images"][0], images[-1])
-        shutil.copyfile(data["masks"][0], masks[-1])
+        images.append("a%03d.tif" % i)
+        masks.append("a%03d_mask.tif" % i)
+        shutil.copyfile(data["images"][i % 2], str(tmp_path / images[-1]))
+        shutil.copyfile(data["masks"][i % 2], str(tmp_path / masks[-1]))
     r = subprocess.run([sys.executable, "-c", _MANY_FILES_CHILD,
-                        json.dumps([images, masks])],
+                        json.dumps([images, masks])], cwd=str(tmp_path),
+                       env=dict(os.environ, PYTHONPATH=os.path.dirname(
+                           os.path.dirname(os.path.abspath(cogfeed.__file__)))),
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     got = json.loads(r.stdout)
@@ -583,7 +589,7 @@ def test_more_files_than_descriptors(tmp_path, data):
     for batch in got["batches"]:
         for f, x, y, w, h, isum, msum in batch:
             files.add(f)
-            want = expected(w, h, x, y)
+            want = expected(w, h, x + data["shifts"][f % 2], y)
             assert isum == int(want.astype(np.int64).sum())
             assert msum == int((want[0] & 0xFF).astype(np.int64).sum())
     assert len(files) > 200  # most files were read, so most were reopened

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -359,6 +360,124 @@ static void test_local_pool(const char *dir) {
     cf_io_free(io);
 }
 
+/* Reads len bytes of src at off and compares them with file i's. */
+static cf_status pool_check(cf_src *src, int i, uint64_t off, cf_error *e) {
+    uint8_t buf[300];
+    cf_range_req r = {off, sizeof buf, buf, 0, NULL, NULL};
+    cf_status st = cf_src_read(src, &r, 1, e);
+    if (st == CF_OK && memcmp(buf, g_obj + (size_t)i * 7 + off, sizeof buf) != 0)
+        return CF_E_FORMAT;
+    return st;
+}
+
+#if !CF_TEST_TSAN /* used by the fork test only */
+typedef struct churn_arg {
+    cf_src **srcs;
+    _Atomic int stop;
+    int ok;
+} churn_arg;
+
+/* Reads files 0, 2, 3 over a pool of 2 until told to stop: every read
+ * reopens, so the pool's lock is taken all the time. */
+static void *pool_churn(void *arg) {
+    churn_arg *a = arg;
+    a->ok = 1;
+    static const int order[3] = {0, 2, 3};
+    cf_error e;
+    for (unsigned k = 0; !atomic_load(&a->stop); k++) {
+        int i = order[k % 3];
+        if (pool_check(a->srcs[i], i, (k * 37) % 4000, &e) != CF_OK) a->ok = 0;
+    }
+    return NULL;
+}
+#endif
+
+/* The pool's reopen after a chdir(), a file rewritten in place, and
+ * reads in forked children while a parent thread keeps the pool busy. */
+static void test_local_pool_paths_and_fork(const char *dir) {
+    cf_io_options o;
+    cf_io_options_init(&o);
+    o.max_open_files = 2;
+    cf_io *io = NULL;
+    cf_error e;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK);
+    char cwd[4096], sub[600], name[4][32];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(sub, sizeof sub, "%s/io_pool_sub", dir);
+    mkdir(sub, 0755);
+    CHECK(chdir(dir) == 0);
+    cf_src *srcs[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        snprintf(name[i], sizeof name[i], "io_rel_%d.bin", i);
+        pool_write(name[i], i, POOL_FILE_BYTES);
+        CHECK(cf_src_new(io, name[i], &srcs[i], &e) == CF_OK); /* relative */
+    }
+    /* In another directory a file of the same name and size: a reopen of
+     * the relative path would find it (and refuse it as changed). */
+    CHECK(chdir(sub) == 0);
+    pool_write(name[0], 5, POOL_FILE_BYTES);
+    CHECK(pool_check(srcs[0], 0, 100, &e) == CF_OK); /* closed: reopened */
+    CHECK(pool_check(srcs[1], 1, 200, &e) == CF_OK);
+    CHECK(unlink(name[0]) == 0);
+
+    /* File 1 rewritten in place (same inode and size, new mtime) while
+     * its descriptor is closed: refused as changed, naming it. */
+    CHECK(pool_check(srcs[2], 2, 0, &e) == CF_OK);
+    CHECK(pool_check(srcs[3], 3, 0, &e) == CF_OK); /* file 1 closed now */
+    char p1[700];
+    snprintf(p1, sizeof p1, "%s/%s", dir, name[1]);
+    FILE *f = fopen(p1, "r+b");
+    CHECK(f && fputc('x', f) != EOF);
+    if (f) fclose(f);
+    struct timespec ts[2] = {{1000000000, 0}, {1000000000, 0}};
+    CHECK(utimensat(AT_FDCWD, p1, ts, 0) == 0);
+    CHECK(pool_check(srcs[1], 1, 200, &e) == CF_E_CHANGED && strstr(e.msg, name[1]) &&
+          strstr(e.msg, "changed since it was opened"));
+
+#if !CF_TEST_TSAN /* TSan does not follow a multi-threaded fork */
+    /* fork() while another thread reopens and evicts without pause: the
+     * pool's lock may be held by that thread, which the child lacks.
+     * Each child reads files whose descriptors it inherited and files
+     * the pool had closed, right, without hanging (alarm) or keeping a
+     * descriptor of its own. */
+    churn_arg ca = {srcs, 0, 0};
+    atomic_init(&ca.stop, 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, pool_churn, &ca) == 0);
+    int children_ok = 0;
+    for (int c = 0; c < 40; c++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(20);
+            int n0 = open_fds(), bad = 0;
+            cf_error ce;
+            for (int k = 0; k < 200; k++) {
+                int i = (k % 3) ? (k % 3) + 1 : 0; /* 0, 2, 3 */
+                if (pool_check(srcs[i], i, (uint64_t)(k * 11) % 4000, &ce) != CF_OK) bad = 1;
+            }
+            _exit(bad || open_fds() != n0 ? 1 : 0);
+        }
+        int status = 0;
+        if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+            WEXITSTATUS(status) == 0)
+            children_ok++;
+    }
+    CHECK(children_ok == 40);
+    atomic_store(&ca.stop, 1);
+    pthread_join(th, NULL);
+    CHECK(ca.ok);
+#endif
+    CHECK(chdir(cwd) == 0);
+    for (int i = 0; i < 4; i++) {
+        cf_src_free(srcs[i]);
+        char pth[700];
+        snprintf(pth, sizeof pth, "%s/%s", dir, name[i]);
+        unlink(pth);
+    }
+    rmdir(sub);
+    cf_io_free(io);
+}
+
 typedef struct reader_arg {
     cf_src *src;
     int seed, ok;
@@ -563,6 +682,7 @@ int main(void) {
     test_options();
     test_local(dir);
     test_local_pool(dir);
+    test_local_pool_paths_and_fork(dir);
     test_remote();
     test_many_connections();
     test_refused();
