@@ -858,6 +858,40 @@ def test_remote_many_files_open_together_and_first_missing_is_named(
         assert "missing_250" not in msg and "404" in msg, msg
 
 
+def test_remote_and_local_files_share_one_descriptor_bound(
+        tmp_path, data, remote):
+    """With one remote input the loader runs an io loop per core and
+    spreads its files over them; the local files of all the loops stay
+    under one max_open_files bound (8 here, 16 if each loop kept its
+    own), and every patch is right."""
+    import shutil
+    imgs = []
+    for i in range(40):
+        imgs.append(str(tmp_path / ("c%02d.tif" % i)))
+        shutil.copyfile(data["images"][i % 2], imgs[-1])
+    ld = cogfeed.Loader(imgs + [remote.url("a.tif")], patch_size=32,
+                        batch_size=8, epoch_length=400,
+                        io_options={"max_open_files": 8})
+    most, files = 0, set()
+    for batch in ld:
+        n = 0
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                n += os.readlink("/proc/self/fd/" + fd).startswith(
+                    str(tmp_path))
+            except OSError:
+                pass
+        most = max(most, n)
+        for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+            files.add(f)
+            np.testing.assert_array_equal(
+                batch["image"][i],
+                expected(w, h, x + data["shifts"][f % 2 if f < 40 else 0], y))
+    assert len(files) > 30
+    # 8, and one more in use by a reader now and then
+    assert most <= 11, most
+
+
 def check_batch_image(data, batch, P, f):
     """Every patch of batch has file f's pixels at its window."""
     for i, (_, x, y, w, h) in enumerate(batch["windows"]):
