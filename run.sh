@@ -3,7 +3,8 @@
 #
 #   ./run.sh demo        install what is missing, build, run the demo
 #   ./run.sh test        install what is missing, build, run the whole suite:
-#                        plain -Werror build, ASan+UBSan build, short fuzzing
+#                        plain -Werror build, ASan+UBSan build, TSan build
+#                        of the C tests, short fuzzing
 #   ./run.sh build       install what is missing and build into build/
 #   ./run.sh fuzz SECS   run every libFuzzer target SECS seconds
 #   ./run.sh bench       the side-by-side benchmarks of bench/
@@ -97,6 +98,9 @@ case "${1:-}" in
     log "ASan + UBSan build: C tests and the reader/remote Python tests"
     build build-asan -DCF_SANITIZE=ON -DCF_WERROR=ON
     run_tests build-asan -LE 'slow|plain'
+    log "TSan build: the C tests (threads of the io loop, pool and loader)"
+    build build-tsan -DCF_TSAN=ON -DCF_PYTHON=OFF -DCF_WERROR=ON
+    run_tests build-tsan
     log "short fuzzing runs"
     fuzz "${FUZZ_SECS:-10}"
     log "all tests passed"
