@@ -144,6 +144,26 @@ static void close_all(const int *fds, int n) {
     for (int i = 0; i < n; i++) close(fds[i]);
 }
 
+void cf__fdpool_limit_hint(const cf__fdpool *p, int e, cf_error *err) {
+    if (e != EMFILE && e != ENFILE) return;
+    if (e == ENFILE) {
+        cf__err_hint(err, "the system's table of open files is full");
+        return;
+    }
+    struct rlimit rl;
+    long lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                   ? (long)rl.rlim_cur
+                   : -1;
+    if (p)
+        cf__err_hint(err, "the process's limit is %ld descriptors (ulimit -n), "
+                     "of which local files keep up to max_open_files=%d; raise "
+                     "the limit or lower max_open_files",
+                     lim, p->max_open);
+    else
+        cf__err_hint(err, "the process's limit is %ld descriptors (ulimit -n)",
+                     lim);
+}
+
 /* st is the file whose header was read into s. */
 static int same_file(const struct stat *st, const cf_src *s) {
     return st->st_dev == s->dev && st->st_ino == s->ino &&
@@ -158,10 +178,12 @@ static cf_status reopen_checked(const cf__fdpool *p, const cf_src *s, int *out,
     int f = open(s->path, O_RDONLY | O_CLOEXEC);
     if (f < 0) {
         int e = errno;
-        return cf__err(err, e == ENOENT ? CF_E_NOTFOUND : CF_E_IO,
-                       "%s: cannot reopen: %s (closed to stay within "
-                       "max_open_files=%d)",
-                       s->name, strerror(e), p->max_open);
+        cf_status rc = cf__err(err, e == ENOENT ? CF_E_NOTFOUND : CF_E_IO,
+                               "%s: cannot reopen: %s (closed to stay within "
+                               "max_open_files=%d)",
+                               s->name, strerror(e), p->max_open);
+        cf__fdpool_limit_hint(p, e, err);
+        return rc;
     }
     struct stat st;
     if (fstat(f, &st) != 0) {

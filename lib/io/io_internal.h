@@ -94,6 +94,9 @@ cf_status cf__fdpool_acquire(cf__fdpool *p, cf_src *s, int *fd, int *owned,
                              cf_error *err);
 void cf__fdpool_release(cf__fdpool *p, cf_src *s, int fd, int owned);
 void cf__fdpool_remove(cf__fdpool *p, cf_src *s); /* closes s->fd */
+/* After an open() that failed with errno e: for EMFILE / ENFILE, append
+ * what the limits are and what to change (p may be NULL). */
+void cf__fdpool_limit_hint(const cf__fdpool *p, int e, cf_error *err);
 
 struct cf_src {
     cf_io *io;

@@ -95,6 +95,7 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
             int e = errno;
             st = cf__err(err, e == ENOENT ? CF_E_NOTFOUND : CF_E_IO,
                          "%s: cannot open: %s", s->name, strerror(e));
+            cf__fdpool_limit_hint(io ? io->fdpool : NULL, e, err);
         } else if (fstat(s->fd, &stt) != 0 || !S_ISREG(stt.st_mode)) {
             st = cf__err(err, CF_E_IO, "%s: not a regular file", s->name);
         }

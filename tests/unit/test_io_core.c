@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <dirent.h>
@@ -478,6 +479,36 @@ static void test_local_pool_paths_and_fork(const char *dir) {
     cf_io_free(io);
 }
 
+/* Out of descriptors (ulimit -n reached under a pool bigger than it):
+ * the error says which limit and what to change. */
+static void test_local_descriptor_limit(const char *dir) {
+    cf_io_options o;
+    cf_io_options_init(&o);
+    o.max_open_files = 1000;
+    cf_io *io = NULL;
+    cf_error e;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK);
+    char path[600];
+    snprintf(path, sizeof path, "%s/io_limit.bin", dir);
+    pool_write(path, 0, 1000);
+    struct rlimit old, low;
+    CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
+    low = old;
+    low.rlim_cur = (rlim_t)open_fds() + 8;
+    CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+    cf_src *srcs[64] = {0};
+    int n = 0;
+    cf_status st = CF_OK;
+    while (n < 64 && (st = cf_src_new(io, path, &srcs[n], &e)) == CF_OK) n++;
+    CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+    CHECK(n < 64 && st == CF_E_IO && strstr(e.msg, "io_limit.bin") &&
+          strstr(e.msg, "Too many open files") && strstr(e.msg, "ulimit -n") &&
+          strstr(e.msg, "max_open_files=1000"));
+    for (int i = 0; i < n; i++) cf_src_free(srcs[i]);
+    unlink(path);
+    cf_io_free(io);
+}
+
 typedef struct reader_arg {
     cf_src *src;
     int seed, ok;
@@ -683,6 +714,7 @@ int main(void) {
     test_local(dir);
     test_local_pool(dir);
     test_local_pool_paths_and_fork(dir);
+    test_local_descriptor_limit(dir);
     test_remote();
     test_many_connections();
     test_refused();
