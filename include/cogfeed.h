@@ -125,6 +125,14 @@ typedef struct cf_io_options {
      * RLIMIT_NOFILE, 16..1024).  Beyond it the least recently read file is
      * closed and reopened at its next read, refused if it changed. */
     int max_open_files;
+    /* Hedged requests (docs/remote.md): a request with no response yet
+     * after this long is sent once more and the first answer wins, as
+     * Amazon advises for S3's slow tail.  0 (default): the 95th
+     * percentile of this io's recent first-byte times or twice their
+     * median, whichever is longer, at least 100 ms (none before 32 are
+     * known); > 0: this many ms; < 0: never.  Hedges are at most a tenth
+     * of the requests, and never used for local files. */
+    double hedge_after_ms;
 } cf_io_options;
 
 /* I/O statistics (monotonic counters since cf_io_new). */
@@ -137,6 +145,8 @@ typedef struct cf_io_stats {
     uint64_t header_cache_hits;
     int inflight;             /* requests in flight now */
     int max_inflight;         /* current limit */
+    uint64_t hedges;          /* requests sent a second time (hedged) */
+    uint64_t hedge_wins;      /* ... whose second copy answered first */
 } cf_io_stats;
 
 void cf_io_options_init(cf_io_options *opt);
@@ -387,6 +397,7 @@ typedef struct cf_loader_stats {
     double read_busy_s;        /* summed over threads: reads */
     double convert_busy_s;     /* summed: dtype conversion, augmentation */
     double elapsed_s;          /* since the first cf_loader_next */
+    uint64_t hedges, hedge_wins; /* the io's (cf_io_stats) */
 } cf_loader_stats;
 
 void cf_loader_options_init(cf_loader_options *opt);

@@ -66,7 +66,7 @@ int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **
                              "connect_timeout_s", "low_speed_time_s", "low_speed_bytes",
                              "max_retries", "retry_budget", "retry_base_ms", "retry_max_ms",
                              "verify_tls", "header_cache_dir", "ca_file", "max_open_files",
-                             NULL};
+                             "hedge_after_ms", NULL};
     *keep = NULL;
     cf_io_options_init(o);
     int max_inflight = o->max_inflight, max_retries = o->max_retries, budget = o->retry_budget;
@@ -74,12 +74,12 @@ int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **
     Py_ssize_t header_bytes = (Py_ssize_t)o->header_bytes, merge_gap = (Py_ssize_t)o->merge_gap;
     long low_bytes = o->low_speed_bytes;
     double rt = o->request_timeout_s, ct = o->connect_timeout_s, lt = o->low_speed_time_s;
-    double rb = o->retry_base_ms, rm = o->retry_max_ms;
+    double rb = o->retry_base_ms, rm = o->retry_max_ms, hedge = o->hedge_after_ms;
     PyObject *cache = Py_None, *ca = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpOOi:IO", kwlist, &max_inflight,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpOOid:IO", kwlist, &max_inflight,
                                      &header_bytes, &merge_gap, &rt, &ct, &lt, &low_bytes,
                                      &max_retries, &budget, &rb, &rm, &verify, &cache, &ca,
-                                     &max_open))
+                                     &max_open, &hedge))
         return 0;
     if (max_inflight < 1 || header_bytes < 16 || merge_gap < 0 || max_retries < 0 || budget < 0 ||
         max_open < 0) {
@@ -101,6 +101,7 @@ int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **
     o->retry_max_ms = rm;
     o->verify_tls = verify;
     o->max_open_files = max_open;
+    o->hedge_after_ms = hedge;
     /* The path strings live in bytes objects kept in *keep. */
     PyObject *cache_b = NULL, *ca_b = NULL;
     if ((cache != Py_None && !PyUnicode_FSConverter(cache, &cache_b)) ||
@@ -148,13 +149,15 @@ static void IO_dealloc(IOObject *self) {
 static PyObject *IO_stats(IOObject *self, PyObject *noargs) {
     cf_io_stats s;
     cf_io_get_stats(self->io, &s);
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}", "requests",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:K,s:K}", "requests",
                          (unsigned long long)s.requests, "retries", (unsigned long long)s.retries,
                          "bytes_fetched", (unsigned long long)s.bytes_fetched,
                          "connect_failures", (unsigned long long)s.connect_failures,
                          "read_failures", (unsigned long long)s.read_failures,
                          "header_cache_hits", (unsigned long long)s.header_cache_hits,
-                         "inflight", s.inflight, "max_inflight", s.max_inflight);
+                         "inflight", s.inflight, "max_inflight", s.max_inflight, "hedges",
+                         (unsigned long long)s.hedges, "hedge_wins",
+                         (unsigned long long)s.hedge_wins);
 }
 
 static PyObject *IO_set_max_inflight(IOObject *self, PyObject *arg) {
@@ -169,7 +172,7 @@ static PyObject *IO_set_max_inflight(IOObject *self, PyObject *arg) {
 static PyMethodDef IO_methods[] = {
     {"stats", (PyCFunction)IO_stats, METH_NOARGS,
      "stats() -> dict: requests, retries, bytes_fetched, connect_failures, read_failures, "
-     "header_cache_hits, inflight, max_inflight"},
+     "header_cache_hits, inflight, max_inflight, hedges, hedge_wins"},
     {"set_max_inflight", (PyCFunction)IO_set_max_inflight, METH_O,
      "set_max_inflight(n): change the number of requests kept in flight"},
     {NULL, NULL, 0, NULL}};
@@ -182,10 +185,13 @@ static PyTypeObject IOType = {
               "request_timeout_s=60, connect_timeout_s=10, low_speed_time_s=15, "
               "low_speed_bytes=1024, max_retries=6, retry_budget=1000, retry_base_ms=100, "
               "retry_max_ms=10000, verify_tls=True, header_cache_dir=None, ca_file=None, "
-              "max_open_files=0)\n\n"
+              "max_open_files=0, hedge_after_ms=0)\n\n"
               "One I/O event loop (libcurl multi) shared by every file opened with it; "
               "its local files keep at most max_open_files descriptors open "
-              "(0: a quarter of ulimit -n).",
+              "(0: a quarter of ulimit -n).  A request with no answer after "
+              "hedge_after_ms is sent once more, the first answer wins (0: the 95th "
+              "percentile of recent first-byte times or twice their median, at least "
+              "100 ms; < 0: never).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)IO_init,
     .tp_dealloc = (destructor)IO_dealloc,

@@ -551,7 +551,7 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
     cf_loader_get_stats(self->ld, &s);
     uint64_t lookups = s.cache_hits + s.cache_misses;
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsd}", "samples",
+        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsK}", "samples",
         (unsigned long long)s.samples, "batches",
         (unsigned long long)s.batches, "skipped",
         (unsigned long long)s.skipped, "bytes_fetched",
@@ -565,7 +565,9 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
         (unsigned long long)s.cache_misses, "cache_hit_rate",
         lookups ? (double)s.cache_hits / (double)lookups : 0.0, "wait_s",
         s.wait_s, "read_busy_s", s.read_busy_s, "convert_busy_s",
-        s.convert_busy_s, "elapsed_s", s.elapsed_s);
+        s.convert_busy_s, "elapsed_s", s.elapsed_s, "hedges",
+        (unsigned long long)s.hedges, "hedge_wins",
+        (unsigned long long)s.hedge_wins);
 }
 
 static PyMethodDef Loader_methods[] = {

@@ -80,6 +80,11 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud) {
     cf__xfer *x = ud;
     size_t n = size * nitems;
     char v[1024];
+    if (x->lost) return 0; /* its twin answered first: abort */
+    if (!x->ttfb_seen) {
+        x->ttfb_seen = 1;
+        cf__hedge_note_ttfb(&x->lp->hedge, cf__now() - x->t_start);
+    }
     if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
         /* A new response (e.g. after 100 Continue): forget the last. */
         const char *sp = memchr(buf, ' ', n);
@@ -258,9 +263,14 @@ static int check_headers(cf__xfer *x) {
 static size_t on_body(char *buf, size_t size, size_t nitems, void *ud) {
     cf__xfer *x = ud;
     size_t n = size * nitems;
+    if (x->lost) return 0; /* its twin wrote first: not a byte from here */
     if (!x->checked) {
         x->checked = 1;
         if (!check_headers(x)) return 0; /* aborts the transfer */
+        /* The first leg of a hedged request to start a good body is the
+         * one that writes into the callers' buffers. */
+        if (x->twin && (x->status == 200 || x->status == 206))
+            cf__io_hedge_won(x);
     }
     if (x->status != 200 && x->status != 206) {
         size_t room = sizeof x->errbody - x->errbody_len;
@@ -302,6 +312,9 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     cf_src *s = x->src;
     const cf_io_options *o = &lp->io->opts;
     reset_response(x);
+    x->lp = lp;
+    x->t_start = cf__now();
+    x->ttfb_seen = 0;
     x->checked = 0;
     x->abort = CF__AB_NONE;
     x->abort_msg[0] = 0;
@@ -360,7 +373,10 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* handled below */
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    /* Wait to learn whether a new connection multiplexes (HTTP/2) before
+     * opening more, but not for a hedge: over HTTP/1.1 curl learns it
+     * only from the first response, which is the one that is late. */
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, x->is_hedge ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     /* Receive buffer sized to the body, from 64 KiB up to curl's 512 KiB
@@ -517,6 +533,18 @@ static int follow_redirect(cf__loop *lp, cf__xfer *x) {
     return 0;
 }
 
+void cf__xfer_release(cf__loop *lp, cf__xfer *x) {
+    if (x->easy) {
+        if (lp->nspare < CF_IO_MAX_INFLIGHT)
+            lp->spare[lp->nspare++] = x->easy;
+        else
+            curl_easy_cleanup(x->easy);
+        x->easy = NULL;
+    }
+    curl_slist_free_all(x->hdrs);
+    x->hdrs = NULL;
+}
+
 int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     cf_io *io = lp->io;
     const char *n = x->src->name;
@@ -528,13 +556,7 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     curl_easy_getinfo(x->easy, CURLINFO_REQUEST_SIZE, &sent);
     char cerr[128];
     snprintf(cerr, sizeof cerr, "%s", curl_easy_strerror(rc));
-    if (lp->nspare < CF_IO_MAX_INFLIGHT)
-        lp->spare[lp->nspare++] = x->easy;
-    else
-        curl_easy_cleanup(x->easy);
-    x->easy = NULL;
-    curl_slist_free_all(x->hdrs);
-    x->hdrs = NULL;
+    cf__xfer_release(lp, x);
 
     if (rc == CURLE_OK && !x->checked && (x->status == 200 || x->status == 206)) {
         x->checked = 1;
@@ -651,6 +673,34 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
             return fail(x, CF_E_IO, "%s: no HTTP response (%s)", n, cerr);
         return fail(x, CF_E_HTTP, "%s: HTTP %ld%s", n, st, codepart);
     }
+}
+
+cf__xfer *cf__xfer_hedge(const cf__xfer *x) {
+    cf__xfer *h = cf__calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->reqs = cf__calloc(x->nreq ? x->nreq : 1, sizeof *h->reqs);
+    if (x->redirect_url) h->redirect_url = cf__strdup(x->redirect_url);
+    if (!h->reqs || (x->redirect_url && !h->redirect_url)) {
+        cf__xfer_free(h);
+        return NULL;
+    }
+    memcpy(h->reqs, x->reqs, x->nreq * sizeof *h->reqs);
+    h->nreq = x->nreq;
+    h->src = x->src;
+    h->off = x->off;
+    h->len = x->len;
+    h->head = x->head;
+    h->cb = x->cb;
+    h->user = x->user;
+    h->got = x->got;
+    h->attempts = x->attempts;
+    h->mismatches = x->mismatches;
+    h->redirects = x->redirects;
+    h->t0 = x->t0;
+    h->foreign_host = x->foreign_host;
+    h->hedged = h->is_hedge = 1;
+    h->result = CF_E_IO;
+    return h;
 }
 
 void cf__xfer_free(cf__xfer *x) {

@@ -144,6 +144,8 @@ void cf_io_get_stats(cf_io *io, cf_io_stats *out) {
     out->header_cache_hits = atomic_load(&io->n_cache_hits);
     out->inflight = atomic_load(&io->inflight);
     out->max_inflight = atomic_load(&io->max_inflight);
+    out->hedges = atomic_load(&io->n_hedges);
+    out->hedge_wins = atomic_load(&io->n_hedge_wins);
 }
 
 /* Any thread: make the loop thread look at its queue and limits. */
@@ -208,6 +210,7 @@ static void pending_push(cf__loop *lp, cf__xfer *x) {
  * seconds until the next one is due (or 1 s). */
 static double start_ready(cf__loop *lp) {
     double now = cf__now(), wait = 1.0;
+    int started = 0;
     cf__xfer **pp = &lp->pending, *prev = NULL;
     while (*pp) {
         cf__xfer *x = *pp;
@@ -235,6 +238,16 @@ static double start_ready(cf__loop *lp) {
         x->slot = lp->active;
         lp->slots[lp->active++] = x;
         atomic_fetch_add(&lp->io->inflight, 1);
+        cf__hedge_note_request(&lp->hedge);
+        started = 1;
+    }
+    /* What started now may need a hedge sooner than the next look the
+     * last one planned (an idle loop plans one a second away). */
+    double hedge_ms = lp->io->opts.hedge_after_ms;
+    if (started && hedge_ms >= 0) {
+        double d = cf__hedge_delay(&lp->hedge, hedge_ms);
+        double at = now + (d >= 0 ? d : 0.1);
+        if (at < lp->hedge.next_scan) lp->hedge.next_scan = at;
     }
     return wait;
 }
@@ -245,6 +258,83 @@ static void slot_remove(cf__loop *lp, cf__xfer *x) {
     lp->slots[i] = lp->slots[--lp->active];
     lp->slots[i]->slot = i;
     atomic_fetch_sub(&lp->io->inflight, 1);
+}
+
+/* ---- hedged requests (policy in hedge.c) --------------------------- */
+
+/* Free leg x, already out of multi and the slots, without callbacks: its
+ * twin answers for the request. */
+static void leg_free(cf__loop *lp, cf__xfer *x) {
+    cf__xfer_release(lp, x);
+    cf__xfer_free(x);
+}
+
+void cf__io_hedge_won(cf__xfer *x) {
+    cf__xfer *t = x->twin;
+    if (!t) return;
+    cf__loop *lp = x->lp;
+    x->twin = t->twin = NULL;
+    t->lost = 1;
+    /* Not removed here: this runs inside a curl callback of x. */
+    t->next = lp->lost;
+    lp->lost = t;
+}
+
+/* Take the legs that lost out of multi (outside any curl callback).
+ * Removing a handle also drops a completion curl may have queued for it. */
+static void drop_lost(cf__loop *lp) {
+    while (lp->lost) {
+        cf__xfer *t = lp->lost;
+        lp->lost = t->next;
+        t->next = NULL;
+        curl_multi_remove_handle(lp->multi, t->easy);
+        slot_remove(lp, t);
+        leg_free(lp, t);
+    }
+}
+
+/* Send a second copy of every request that has waited longer than the
+ * hedge delay for its first byte, while slots and tokens last.  Looks
+ * at most every 10 ms, when the first waiting request's time comes
+ * (start_ready brings it forward for new ones); returns the seconds
+ * until it should look again. */
+static double hedge_scan(cf__loop *lp) {
+    if (lp->io->opts.hedge_after_ms < 0) return 1.0;
+    double now = cf__now();
+    if (now < lp->hedge.next_scan) return lp->hedge.next_scan - now;
+    double d = cf__hedge_delay(&lp->hedge, lp->io->opts.hedge_after_ms);
+    double next = now + (d < 0 ? 0.1 : 1.0);
+    int limit = atomic_load(&lp->io->max_inflight);
+    int n = lp->active; /* legs started here are not looked at */
+    for (int i = 0; d >= 0 && i < n; i++) {
+        cf__xfer *x = lp->slots[i];
+        if (x->hedged || x->lost || x->status != 0 || x->ttfb_seen) continue;
+        double at = x->t_start + d;
+        if (at > now) {
+            if (at < next) next = at;
+            continue;
+        }
+        if (lp->active >= limit || lp->active >= CF_IO_MAX_INFLIGHT) break;
+        if (!cf__hedge_take(&lp->hedge)) break;
+        x->hedged = 1; /* once per request, whatever happens next */
+        cf__xfer *h = cf__xfer_hedge(x);
+        cf_error e;
+        cf__err_clear(&e);
+        if (!h) continue;
+        if (cf__xfer_start(lp, h, &e) != CF_OK) {
+            leg_free(lp, h);
+            continue;
+        }
+        h->slot = lp->active;
+        lp->slots[lp->active++] = h;
+        atomic_fetch_add(&lp->io->inflight, 1);
+        atomic_fetch_add(&lp->io->n_hedges, 1);
+        x->twin = h;
+        h->twin = x;
+    }
+    if (next < now + 0.01) next = now + 0.01;
+    lp->hedge.next_scan = next;
+    return next - now;
 }
 
 static void drain_done(cf__loop *lp) {
@@ -258,10 +348,32 @@ static void drain_done(cf__loop *lp) {
         curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
         curl_multi_remove_handle(lp->multi, e);
         slot_remove(lp, x);
-        if (cf__xfer_done(lp, x, rc))
+        if (x->twin) {
+            /* A leg that ends before any body byte while its twin runs.
+             * The server's answer stands (a good empty body, a redirect,
+             * 404, 403, 412...): it wins, as a body would.  A failure the
+             * twin may not meet (a dropped connection, 5xx, 429, a bad
+             * Content-Range) is forgotten: the twin goes on alone. */
+            long hs = x->status;
+            int good = rc == CURLE_OK && x->abort == CF__AB_NONE &&
+                       (hs == 200 || hs == 206 ||
+                        (hs >= 300 && hs < 500 && hs != 408 && hs != 429));
+            if (!good) {
+                x->twin->twin = NULL;
+                leg_free(lp, x);
+                continue;
+            }
+            cf__io_hedge_won(x);
+            drop_lost(lp);
+        }
+        if (cf__xfer_done(lp, x, rc)) {
+            /* The second copy answered: it won, or the first failed. */
+            if (x->is_hedge && x->result == CF_OK)
+                atomic_fetch_add(&lp->io->n_hedge_wins, 1);
             cf__xfer_finish(x);
-        else
+        } else {
             pending_push(lp, x);
+        }
     }
 }
 
@@ -277,10 +389,16 @@ static void fail_all(cf__xfer *list, const char *why) {
 /* Fail every transfer in flight and waiting (pending: queued behind the
  * in-flight limit, or in a retry's backoff). */
 static void abort_all(cf__loop *lp, const char *why) {
+    drop_lost(lp);
     while (lp->active > 0) {
         cf__xfer *x = lp->slots[lp->active - 1];
         curl_multi_remove_handle(lp->multi, x->easy);
         slot_remove(lp, x);
+        if (x->twin) { /* its twin fails for the request, once */
+            x->twin->twin = NULL;
+            leg_free(lp, x);
+            continue;
+        }
         curl_easy_cleanup(x->easy);
         x->easy = NULL;
         curl_slist_free_all(x->hdrs);
@@ -355,6 +473,7 @@ static void loop_wait(cf__loop *lp, double wait_s) {
     }
     if (curl_timer_ms(lp) == 0)
         curl_multi_socket_action(lp->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    drop_lost(lp);
 }
 
 static void *loop_main(void *arg) {
@@ -383,7 +502,8 @@ static void *loop_main(void *arg) {
         /* Adding a handle sets curl's timer to 0, so the wait below
          * returns at once and the timeout action starts it. */
         double wait = start_ready(lp);
-        loop_wait(lp, wait);
+        double hw = hedge_scan(lp);
+        loop_wait(lp, hw < wait ? hw : wait);
         drain_done(lp);
     }
     /* Closing: fail whatever is still in flight or waiting. */
@@ -416,6 +536,7 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
     lp->rng = (uint64_t)(cf__now() * 1e9) ^ ((uint64_t)pid << 32) ^
               (uint64_t)(uintptr_t)lp;
     if (!lp->rng) lp->rng = 1;
+    cf__hedge_init(&lp->hedge);
     pthread_mutex_init(&lp->mu, NULL);
     pthread_cond_init(&lp->room, NULL);
     pthread_cond_init(&lp->decode_room, NULL);

@@ -26,7 +26,7 @@ struct cf_io {
     char *header_cache_dir;
     char *ca_file;
     _Atomic uint64_t n_requests, n_retries, n_bytes, n_connect_fail,
-        n_read_fail, n_cache_hits;
+        n_read_fail, n_cache_hits, n_hedges, n_hedge_wins;
     _Atomic int inflight;
     _Atomic int max_inflight;
     _Atomic int retry_budget; /* retries left for the whole io */
@@ -43,6 +43,25 @@ struct cf_io {
 
 /* upper.c: cf_io_free calls this before freeing the io. */
 void cf__io_upper_free(cf_io *io);
+
+/* hedge.c: when to send a slow request a second time.  First-byte times
+ * go into a histogram of 1/8-octave buckets (1 ms .. 60 s) that halves
+ * as it fills, so it follows the link; a token bucket keeps hedges to a
+ * tenth of the requests.  Loop-thread only. */
+#define CF__HEDGE_BUCKETS 128
+typedef struct cf__hedge {
+    uint32_t hist[CF__HEDGE_BUCKETS];
+    uint32_t n;               /* samples in hist */
+    double tokens;            /* hedges that may be sent now */
+    double next_scan;         /* cf__now() of the next look at the slots */
+} cf__hedge;
+void cf__hedge_init(cf__hedge *h);
+void cf__hedge_note_ttfb(cf__hedge *h, double seconds);
+void cf__hedge_note_request(cf__hedge *h);
+/* Seconds a request may wait for its first byte before it is hedged,
+ * or < 0 for never (off, or too few samples yet). */
+double cf__hedge_delay(const cf__hedge *h, double hedge_after_ms);
+int cf__hedge_take(cf__hedge *h); /* 1: a token was taken */
 
 /* One libcurl-multi loop thread, owned by the process that created it. */
 struct cf__loop {
@@ -70,6 +89,8 @@ struct cf__loop {
     CURL **spare;             /* reusable easy handles */
     int nspare;
     uint64_t rng;             /* backoff jitter */
+    cf__hedge hedge;
+    cf__xfer *lost;           /* hedge legs that lost, still in multi */
 };
 
 /* Most submitted-but-not-started transfers before submitters wait. */
@@ -148,6 +169,17 @@ struct cf__xfer {
     int mismatches;           /* Content-Range mismatches seen */
     int redirects;
     int slot;                 /* index in loop->slots while active */
+    /* Hedging (io.c): a request sent twice is two xfers, each a full
+     * copy (own reqs array) linked as twins.  Only the first to start a
+     * body (the winner) writes into the callers' buffers and finishes;
+     * the other is dropped without callbacks. */
+    cf__loop *lp;
+    cf__xfer *twin;           /* the other leg while both run */
+    int hedged;               /* has been sent twice: never again */
+    int is_hedge;             /* the second leg */
+    int lost;                 /* its twin won: writes nothing more */
+    double t_start;           /* this attempt's start */
+    int ttfb_seen;            /* its first byte was noted */
     double t0;                /* first attempt's start: deadline base */
     double due;               /* not before (backoff) */
     char *redirect_url;       /* current redirect target, or NULL */
@@ -187,7 +219,16 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err);
  * re-queued for a retry (x->due set). */
 int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc);
 void cf__xfer_finish(cf__xfer *x); /* run callbacks, free x */
+/* Its easy handle back to the loop's spares (or freed) and its headers
+ * freed; x itself stays.  The handle must be out of multi. */
+void cf__xfer_release(cf__loop *lp, cf__xfer *x);
 void cf__xfer_free(cf__xfer *x);
 void cf__xfer_fail(cf__xfer *x, cf_status code, const char *msg);
+/* A second leg for x (hedge.c): the same ranges, callers and progress,
+ * its own reqs array; not started.  NULL when out of memory. */
+cf__xfer *cf__xfer_hedge(const cf__xfer *x);
+/* io.c: x, one leg of a hedged request, started a body first: its twin
+ * stops writing and is taken out of the loop after this callback. */
+void cf__io_hedge_won(cf__xfer *x);
 
 #endif

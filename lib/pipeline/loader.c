@@ -1332,6 +1332,8 @@ static void io_stats(cf_loader *ld, cf_io_stats *out) {
         cf_io_get_stats(ld->ios[i], &s);
         out->requests += s.requests;
         out->retries += s.retries;
+        out->hedges += s.hedges;
+        out->hedge_wins += s.hedge_wins;
         out->bytes_fetched += s.bytes_fetched;
         out->connect_failures += s.connect_failures;
         out->read_failures += s.read_failures;
@@ -1770,6 +1772,8 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     out->requests = ios.requests;
     out->retries = ios.retries;
     out->io_inflight = ios.inflight;
+    out->hedges = ios.hedges;
+    out->hedge_wins = ios.hedge_wins;
     pthread_mutex_lock(&ld->mu);
     out->samples = ld->st_samples;
     out->batches = ld->st_batches;

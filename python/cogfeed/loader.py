@@ -109,7 +109,8 @@ class Loader:
             own I/O loops: ca_file / verify_tls (a private object store),
             timeouts and retries, header_cache_dir (open thousands of
             remote files with no request in the next run), max_open_files
-            (local files open at once; default a quarter of ulimit -n).
+            (local files open at once; default a quarter of ulimit -n),
+            hedge_after_ms (a slow request is sent again; -1: never).
             Default: IO's defaults.  With adaptive max_inflight, the loader resizes the
             loops' own max_inflight as it goes (remote files).
         copy: give each batch its own arrays instead of ring views.
@@ -319,7 +320,9 @@ class Loader:
 
     def stats(self):
         """Counters: samples, batches, skipped, bytes_fetched /
-        bytes_decoded / bytes_delivered, requests, retries, io_inflight,
+        bytes_decoded / bytes_delivered, requests, retries, hedges /
+        hedge_wins (requests sent twice / answered by the second copy),
+        io_inflight,
         concurrency, reading, cache_hits / cache_misses / cache_hit_rate,
         wait_s (time the consumer waited: data stall), read_busy_s and
         convert_busy_s (summed over reader threads), elapsed_s."""

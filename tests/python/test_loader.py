@@ -892,6 +892,21 @@ def test_remote_and_local_files_share_one_descriptor_bound(
     assert most <= 11, most
 
 
+def test_remote_slow_first_byte_is_hedged(data, remote):
+    """The first request for a file (its header) gets no answer for 30 s:
+    the loader's io sends it again after 100 ms and goes on with the
+    second copy's answer; every patch is right."""
+    remote.reset()
+    url = remote.url(os.path.basename(data["images"][0]), fault="wait-30-1")
+    ld = cogfeed.Loader([url], patch_size=32, batch_size=4, epoch_length=8,
+                        sampler="grid", io_options={"hedge_after_ms": 100})
+    for batch in ld:
+        check_batch_image(data, batch, 32, 0)
+    st = ld.stats()
+    assert st["hedges"] >= 1 and st["hedge_wins"] >= 1, st
+    ld.close()
+
+
 def check_batch_image(data, batch, P, f):
     """Every patch of batch has file f's pixels at its window."""
     for i, (_, x, y, w, h) in enumerate(batch["windows"]):

@@ -106,6 +106,47 @@ def test_small_object_head_learns_size(srv, data, tmp_path):
     assert r["requests"] == 1
 
 
+# -- hedged requests ------------------------------------------------------
+
+def test_hedged_request_answers_a_slow_first_byte(srv, data, tmp_path):
+    """The first request for the file gets no answer for 30 s (the slow
+    tail of an object store); sent again after 100 ms, the second copy
+    answers: the bytes are right, the io counts one hedge that won, the
+    server saw both copies, and the read did not wait for the first."""
+    srv.reset()
+    out = tmp_path / "o"
+    path = "/fault/wait-30-1/a.bin"
+    r = fetch(srv.url("a.bin", "wait-30-1"), "head:4096", "read:70000+100",
+              opts=["hedge_after_ms=100"], out=out, timeout=25)
+    check_ok(r, 0)
+    check_ok(r, 1)
+    assert out.read_bytes() == blob(data, 0, 4096) + blob(data, 70000, 100)
+    assert r["stats"]["hedges"] == 1 and r["stats"]["hedge_wins"] == 1
+    assert r["stats"]["retries"] == 0
+    assert r["requests"] == 3 and srv.requests(path) == 3
+    # Off: no second copy (a 0.5 s wait, under the tests' 1 s low-speed
+    # limit, waited for).
+    srv.reset()
+    r = fetch(srv.url("a.bin", "wait-0.5-1"), "head:4096",
+              opts=["hedge_after_ms=-1"])
+    check_ok(r)
+    assert r["stats"]["hedges"] == 0 and r["requests"] == 1
+
+
+def test_hedged_request_takes_the_first_answer(srv):
+    """The second copy of a hedged request answers 404 while the first
+    still waits: that is the server's answer, reported at once (no
+    retry), naming the URL; a 503 instead would be retried."""
+    srv.reset()
+    r = fetch(srv.url("nope.bin", "wait-30-1"), "head:4096",
+              opts=["hedge_after_ms=100"], timeout=15)
+    op = r["ops"][0]
+    assert op["status"] == E_NOTFOUND and "nope.bin" in op["msg"]
+    # (waiting for the first would have met the tests' 1 s low-speed
+    # limit, and a retry)
+    assert r["stats"]["hedges"] == 1 and r["stats"]["retries"] == 0
+
+
 # -- 429 / 503: backoff, Retry-After, shared budget ----------------------
 
 def test_503_retried_with_backoff(srv, data, tmp_path):

@@ -58,6 +58,29 @@ def test_ranges_and_etag(srv, root):
     assert st == 416
 
 
+def test_slow_tail_and_wait_fault(root):
+    """tail=(share, s): that share of the requests waits s more (here all
+    or none); wait-S-N: the first N requests for a URI wait S seconds."""
+    data = (root / "a.bin").read_bytes()
+    with Nginx(str(root), tail=(1.0, 0.3)) as s:
+        t = time.monotonic()
+        st, _, b = get(s, "/a.bin", (0, 99))
+        assert st == 206 and b == data[:100]
+        assert time.monotonic() - t >= 0.3
+    with Nginx(str(root), tail=(0.0, 30)) as s:
+        st, _, b = get(s, "/a.bin", (0, 99), timeout=5)
+        assert st == 206
+        t = time.monotonic()
+        st, _, b = get(s, "/fault/wait-0.3-1/a.bin", (0, 99))
+        assert st == 206 and b == data[:100]
+        assert time.monotonic() - t >= 0.3
+        with pytest.raises(socket.timeout):  # the first waits 30 s
+            get(s, "/fault/wait-30-1/a.bin", (0, 99), timeout=1)
+        st, _, b = get(s, "/fault/wait-30-1/a.bin", (0, 99), timeout=5)
+        assert st == 206 and b == data[:100]  # the second does not
+        assert s.requests("/fault/wait-30-1/a.bin") == 2
+
+
 def test_request_counter_and_reset(srv):
     srv.reset()
     for _ in range(3):

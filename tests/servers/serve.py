@@ -1,6 +1,6 @@
 """Run one of the test servers until killed (benchmarks, the demo).
 
-    /usr/bin/python3 tests/servers/serve.py nginx --root DIR --latency-ms 164 --port 8080 [--workers 2]
+    /usr/bin/python3 tests/servers/serve.py nginx --root DIR --latency-ms 164 --port 8080 [--workers 2] [--tail 0.01:1]
 
 Prints the base URL on stdout once the server accepts connections.
 """
@@ -23,12 +23,22 @@ def main():
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
     ap.add_argument("--workers", type=int, default=2,
                     help="nginx worker processes")
+    ap.add_argument("--tail", default=None, metavar="SHARE:SECONDS",
+                    help="a slow tail: this share of the requests, at "
+                         "random, waits SECONDS more (e.g. 0.01:1)")
     a = ap.parse_args()
+    tail = None
+    if a.tail:
+        try:
+            share, secs = (float(v) for v in a.tail.split(":"))
+        except ValueError:
+            ap.error("--tail wants SHARE:SECONDS, e.g. 0.01:1")
+        tail = (share, secs)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     with Nginx(a.root, latency_ms=a.latency_ms, port=a.port,
-               workers=a.workers) as srv:
+               workers=a.workers, tail=tail) as srv:
         print(srv.base, flush=True)
         while not stop and srv.proc.poll() is None:
             time.sleep(0.2)

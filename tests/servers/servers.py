@@ -68,9 +68,12 @@ def wait_port(port, proc=None, timeout=10.0):
 
 class Nginx:
     def __init__(self, root, latency_ms=0, port=0, access_log=False,
-                 tls=False, workers=1):
+                 tls=False, workers=1, tail=None):
         self.root = os.path.abspath(root)
         self.latency_ms = float(latency_ms)
+        # (share, seconds): that share of the requests, drawn at random,
+        # waits that much longer (an object store's slow tail).
+        self.tail = (float(tail[0]), float(tail[1])) if tail else (0.0, 0.0)
         self.port = int(port) or free_port()
         self.access_log = access_log
         self.tls = tls
@@ -92,6 +95,8 @@ class Nginx:
             "@ROOT@": self.root,
             "@PORT@": str(self.port),
             "@LATENCY_S@": "%.6f" % (self.latency_ms / 1000.0),
+            "@TAIL_P@": "%.6f" % self.tail[0],
+            "@TAIL_S@": "%.6f" % self.tail[1],
             "@CONF_DIR@": conf_dir,
             "@ACCESS_LOG@": (os.path.join(self.tmp, "access.log")
                              if self.access_log else "off"),

@@ -11,6 +11,7 @@
  *   --opt names: max_inflight header_bytes merge_gap request_timeout_s
  *       connect_timeout_s low_speed_time_s low_speed_bytes max_retries
  *       retry_budget retry_base_ms retry_max_ms verify_tls ca_file
+ *       hedge_after_ms
  * Bytes read are appended to FILE (per process: FILE.child in a child).
  */
 #include "io/io.h"
@@ -59,6 +60,7 @@ static int set_opt(cf_io_options *o, const char *kv) {
     OPT(retry_max_ms, o->retry_max_ms = v)
     OPT(verify_tls, o->verify_tls = (int)v)
     OPT(ca_file, o->ca_file = eq + 1)
+    OPT(hedge_after_ms, o->hedge_after_ms = v)
 #undef OPT
     return 0;
 }
@@ -209,9 +211,10 @@ int main(int argc, char **argv) {
     fprintf(j,
             "\"stats\":{\"requests\":%" PRIu64 ",\"retries\":%" PRIu64
             ",\"bytes_fetched\":%" PRIu64 ",\"connect_failures\":%" PRIu64
-            ",\"read_failures\":%" PRIu64 ",\"inflight\":%d,\"max_inflight\":%d}}\n",
+            ",\"read_failures\":%" PRIu64 ",\"inflight\":%d,\"max_inflight\":%d"
+            ",\"hedges\":%" PRIu64 ",\"hedge_wins\":%" PRIu64 "}}\n",
             s.requests, s.retries, s.bytes_fetched, s.connect_failures,
-            s.read_failures, s.inflight, s.max_inflight);
+            s.read_failures, s.inflight, s.max_inflight, s.hedges, s.hedge_wins);
     fclose(j);
     fputs(jbuf, stdout);
     free(jbuf);

@@ -7,6 +7,7 @@
  */
 #include "cf_test.h"
 #include "io/io.h"
+#include "io/io_internal.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -48,6 +49,7 @@ typedef struct server {
     _Atomic int gets;
     _Atomic int if_match_seen;
     int delay_ms;             /* before each response; set at start */
+    int stall_every, stall_ms; /* every stall_every-th GET waits stall_ms */
     _Atomic int open, max_open; /* connections open now, and at most */
 } server;
 
@@ -73,8 +75,10 @@ static void *conn_main(void *arg) {
             have += (size_t)k;
         }
         *end = 0;
-        atomic_fetch_add(&c->s->gets, 1);
+        int nth = atomic_fetch_add(&c->s->gets, 1) + 1;
         if (c->s->delay_ms) usleep((useconds_t)c->s->delay_ms * 1000);
+        if (c->s->stall_every && nth % c->s->stall_every == 0)
+            usleep((useconds_t)c->s->stall_ms * 1000);
         if (strstr(buf, "If-Match: \"t1\"")) atomic_fetch_add(&c->s->if_match_seen, 1);
         unsigned long long a = 0, b = OBJ_SIZE - 1;
         const char *r = strstr(buf, "Range: bytes=");
@@ -234,6 +238,170 @@ static void test_local(const char *dir) {
     CHECK(cf_src_new(NULL, "http://127.0.0.1:1/x", &s, &e) == CF_E_ARG);
     (void)g_cb_calls;
 }
+
+/* n reads of 1000 bytes at spread offsets, submitted at once; waits for
+ * every callback (calls counts them).  1: all bytes right. */
+static int hedge_reads(cf_src *s, int n, int *calls, int *bad) {
+    cf_range_req *q = calloc((size_t)n, sizeof *q);
+    uint8_t *buf = calloc((size_t)n, 1000);
+    cf_error *errs = calloc((size_t)n, sizeof *errs);
+    cf_error e;
+    for (int k = 0; k < n; k++)
+        q[k] = (cf_range_req){(uint64_t)k * 6007 % (OBJ_SIZE - 1000), 1000,
+                              buf + (size_t)k * 1000, 0, &errs[k], NULL};
+    *calls = 0;
+    int ok = cf_src_submit(s, q, (size_t)n, count_cb, calls, &e) == CF_OK;
+    for (int w = 0; w < 3000 && __atomic_load_n(calls, __ATOMIC_SEQ_CST) < n; w++)
+        usleep(10000);
+    usleep(50000); /* a second callback for any request would land here */
+    *bad = 0;
+    for (int k = 0; k < n; k++)
+        if (q[k].status != CF_OK || memcmp(buf + (size_t)k * 1000, g_obj + q[k].off, 1000) != 0)
+            (*bad)++;
+    free(q);
+    free(buf);
+    free(errs);
+    return ok && *bad == 0;
+}
+
+/* Hedged requests against a server that leaves every 5th GET 1.5 s
+ * without an answer: the second copy answers, every caller's bytes are
+ * right, every callback runs once.  Off, nothing is hedged; cancelled
+ * while both copies wait, each request fails once. */
+static void test_hedge(void) {
+    server srv;
+    server_start(&srv);
+    srv.stall_every = 5;
+    srv.stall_ms = 1500;
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/obj", srv.port);
+    cf_io_options o;
+    cf_io_options_init(&o);
+    CHECK(o.hedge_after_ms == 0);
+    o.merge_gap = 0; /* one request per read */
+    o.hedge_after_ms = 50;
+    cf_io *io = NULL;
+    cf_error e;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK);
+    cf_src *s = NULL;
+    uint8_t head[1024];
+    size_t got = 0;
+    CHECK(cf_src_new(io, url, &s, &e) == CF_OK &&
+          cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
+    int calls = 0, bad = 0;
+    CHECK(hedge_reads(s, 60, &calls, &bad) && calls == 60);
+    cf_io_stats st;
+    cf_io_get_stats(io, &st);
+    CHECK(st.hedges >= 5 && st.hedge_wins >= 5 && st.hedge_wins <= st.hedges &&
+          st.inflight == 0 && st.retries == 0);
+    /* 61 requests, every 5th of which stalled: 12 hedges are needed; the
+     * budget (5 at start, a tenth per request) allows 11 here. */
+    CHECK(st.hedges <= 12);
+    cf_src_free(s);
+    cf_io_free(io);
+
+    /* Off: the stalled requests are waited for. */
+    o.hedge_after_ms = -1;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK &&
+          cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
+    CHECK(hedge_reads(s, 20, &calls, &bad) && calls == 20);
+    cf_io_get_stats(io, &st);
+    CHECK(st.hedges == 0 && st.hedge_wins == 0);
+    cf_src_free(s);
+    cf_io_free(io);
+
+    /* Cancelled while both copies of many requests wait: one failure each,
+     * nothing written after. */
+    srv.stall_every = 1; /* every request waits */
+    srv.stall_ms = 1000;
+    o.hedge_after_ms = 30;
+    o.max_retries = 0;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK);
+    cf_src_assume(s, OBJ_SIZE, "\"t1\"");
+    cf_range_req q[8];
+    uint8_t qb[8][100];
+    cf_error qe[8];
+    calls = 0;
+    for (int k = 0; k < 8; k++)
+        q[k] = (cf_range_req){(uint64_t)k * 1000, 100, qb[k], 0, &qe[k], NULL};
+    CHECK(cf_src_submit(s, q, 8, count_cb, &calls, &e) == CF_OK);
+    for (int w = 0; w < 100; w++) {
+        cf_io_get_stats(io, &st);
+        if (st.hedges >= 5) break;
+        usleep(10000);
+    }
+    CHECK(st.hedges >= 5); /* 5 tokens at start */
+    cf__io_cancel(io, 1);
+    for (int w = 0; w < 300 && __atomic_load_n(&calls, __ATOMIC_SEQ_CST) < 8; w++)
+        usleep(10000);
+    usleep(100000);
+    CHECK(__atomic_load_n(&calls, __ATOMIC_SEQ_CST) == 8);
+    int failed = 0;
+    for (int k = 0; k < 8; k++) failed += q[k].status == CF_E_STATE;
+    CHECK(failed == 8);
+    cf__io_cancel(io, 0);
+    cf_io_get_stats(io, &st);
+    CHECK(st.inflight == 0);
+    cf_src_free(s);
+    cf_io_free(io);
+    server_stop(&srv);
+
+    /* Adaptive (the default): nothing is hedged before 32 first-byte
+     * times are known, then requests waiting past their 95th percentile
+     * or twice their median (here the 100 ms floor) are; every 50th
+     * request stalls. */
+    server_start(&srv);
+    srv.stall_every = 50;
+    srv.stall_ms = 1500;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/obj", srv.port);
+    cf_io_options_init(&o);
+    o.merge_gap = 0;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK &&
+          cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
+    for (int round = 0; round < 4; round++) {
+        CHECK(hedge_reads(s, 50, &calls, &bad) && calls == 50);
+        cf_io_get_stats(io, &st);
+        if (round == 0) CHECK(st.hedges == 0 || st.requests > 33);
+    }
+    cf_io_get_stats(io, &st);
+    CHECK(st.hedges >= 2 && st.hedge_wins >= 2 && st.hedges * 10 <= st.requests + 50);
+    cf_src_free(s);
+    cf_io_free(io);
+    server_stop(&srv);
+
+    /* The delay: none before 32 samples, then the 95th percentile or twice
+     * the median (upper bucket edges, within 9%), never below 100 ms. */
+    cf__hedge h;
+    cf__hedge_init(&h);
+    for (int i = 0; i < 31; i++) cf__hedge_note_ttfb(&h, 0.164);
+    CHECK(cf__hedge_delay(&h, 0) < 0 && cf__hedge_delay(&h, 80) == 0.08 &&
+          cf__hedge_delay(&h, -1) < 0);
+    for (int i = 0; i < 69; i++) cf__hedge_note_ttfb(&h, 0.164);
+    double d = cf__hedge_delay(&h, 0); /* all alike: twice the median */
+    CHECK(d >= 0.328 && d <= 0.328 * 1.1);
+    for (int i = 0; i < 40; i++) cf__hedge_note_ttfb(&h, 0.5);
+    for (int i = 0; i < 5; i++) cf__hedge_note_ttfb(&h, 0.9); /* top 3.4% */
+    d = cf__hedge_delay(&h, 0); /* the 95th percentile, 0.5 s */
+    CHECK(d >= 0.5 && d <= 0.55);
+    for (int i = 0; i < 10; i++) cf__hedge_note_ttfb(&h, 2.0); /* 6% slow */
+    d = cf__hedge_delay(&h, 0);
+    CHECK(d >= 2.0 && d <= 2.2);
+    cf__hedge_init(&h);
+    for (int i = 0; i < 100; i++) cf__hedge_note_ttfb(&h, 0.001);
+    CHECK(cf__hedge_delay(&h, 0) == 0.1);
+    /* It follows the link: after a window of fast answers, slow ones. */
+    for (int i = 0; i < 20000; i++) cf__hedge_note_ttfb(&h, 0.5);
+    d = cf__hedge_delay(&h, 0);
+    CHECK(d >= 1.0 && d <= 1.1);
+    int taken = 0;
+    while (cf__hedge_take(&h)) taken++;
+    CHECK(taken == 5);
+    for (int i = 0; i < 1000; i++) cf__hedge_note_request(&h);
+    taken = 0;
+    while (cf__hedge_take(&h)) taken++;
+    CHECK(taken == 20); /* at most 20 saved up */
+}
+
 
 /* ---- local files over a small descriptor pool ------------------------ */
 
@@ -644,6 +812,9 @@ static void test_many_connections(void) {
     cf_io_options o;
     cf_io_options_init(&o);
     o.max_inflight = N;
+    /* Exact request counts below: the slowest of the 150 (under TSan) would
+     * otherwise be hedged, as they should be. */
+    o.hedge_after_ms = -1;
     cf_io *io = NULL;
     cf_src *s = NULL;
     cf_error e;
@@ -716,6 +887,7 @@ int main(void) {
     test_local_pool_paths_and_fork(dir);
     test_local_descriptor_limit(dir);
     test_remote();
+    test_hedge();
     test_many_connections();
     test_refused();
     return CF_TEST_END();

@@ -14,6 +14,8 @@
 --                     drops (headers announce the full length)
 --   slow-N            first N requests: headers and 1 KiB, then a stall
 --   hang-N            requests after the first N: no answer for 120 s
+--   wait-S-N          first N requests: no answer for S seconds, then the
+--                     file as usual (a slow first byte: hedged requests)
 --   full200           Range ignored: 200 with the whole object, always
 --   badrange-N        first N requests: 206 whose Content-Range is off by one
 --   etag-change       ETag "v1" for the first request, "v2" after; If-Match
@@ -39,6 +41,13 @@ function M.access()
         hits:set("im:" .. uri, h["if-match"] or "")
     end
     local lat = tonumber(ngx.var.cf_latency) or 0
+    -- The slow tail of an object store: this share of requests waits
+    -- cf_tail_s more (Nginx(tail=(share, seconds))).
+    local tail = tonumber(ngx.var.cf_tail_p) or 0
+    if tail > 0 and not control and not ngx.req.is_internal()
+            and math.random() < tail then
+        lat = lat + (tonumber(ngx.var.cf_tail_s) or 0)
+    end
     if lat > 0 and not ngx.req.is_internal() and not control then
         ngx.sleep(lat)
     end
@@ -181,6 +190,9 @@ function M.fault()
     elseif kind == "slow" then
         if first_n(p1) then return serve(path, {stall = 30}) end
         return serve(path, {})
+    elseif kind == "wait" then
+        if first_n(p2) then ngx.sleep(tonumber(p1) or 0) end
+        return pass(path)
     elseif kind == "hang" then
         if (hits:get(ngx.var.uri) or 0) > (tonumber(p1) or 0) then
             ngx.sleep(120)
