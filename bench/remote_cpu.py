@@ -24,10 +24,11 @@ Two measurements, one after the other, on the same files:
    dataset: a reference client that decodes nothing.
 
   PYTHONPATH=BUILD/python /usr/bin/python3 bench/remote_cpu.py \
-      --data DIR/lerc_zstd_512 [--pairs 3] [--latency-ms 164]
+      [--data DIR] [--pairs 3] [--latency-ms 164]
 
-DIR/lerc_zstd_512 as bench/loader_bench.py --targets uses it (images/ and
-masks/).  Needs GDAL's Python bindings (tile offsets) and curl.
+DIR as bench/loader_bench.py --targets uses it (DIR/lerc_zstd_512 with
+images/ and masks/); without --data the same files are made in a
+temporary folder.  Needs GDAL's Python bindings (tile offsets) and curl.
 """
 
 import argparse
@@ -44,7 +45,7 @@ from cogfeed.tools import common
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from loader_bench import bench_command  # noqa: E402
+from loader_bench import bench_command, dataset  # noqa: E402
 
 
 def sample(pid):
@@ -164,8 +165,10 @@ def curl_run(data, latency_ms, seconds, parallel):
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", required=True,
-                    help="a folder with images/ and masks/ (LERC_ZSTD 512)")
+    ap.add_argument("--data",
+                    help="a folder with images/ and masks/ (LERC_ZSTD 512), "
+                         "or the --data of loader_bench.py --targets that "
+                         "holds it (default: made in a temporary folder)")
     ap.add_argument("--latency-ms", type=int, default=164)
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=14,
@@ -176,6 +179,12 @@ def main(argv):
     ap.add_argument("--curl-parallel", type=int, default=256)
     ap.add_argument("--json", help="write every result here")
     a = ap.parse_args(argv)
+    tmp = None
+    if not a.data:
+        tmp = tempfile.TemporaryDirectory(prefix="cf-remote-cpu-")
+        a.data = dataset(tmp.name, "lerc_zstd", 512, scenes=8, size=2048)
+    elif os.path.isdir(os.path.join(a.data, "lerc_zstd_512")):
+        a.data = os.path.join(a.data, "lerc_zstd_512")
 
     rows = []
     cols = ("readers", "io_user", "io_kernel", "nginx", "softirq", "floor")

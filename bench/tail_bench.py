@@ -14,11 +14,12 @@ percentile of recent first-byte times, or twice their median, is sent
 again) and off (hedge_after_ms=-1), in alternating order.
 
   PYTHONPATH=BUILD/python /usr/bin/python3 bench/tail_bench.py \\
-      --data DIR/lerc_zstd_512 [--tail 0:0 --tail 0.01:1 --tail 0.002:2] \\
+      [--data DIR] [--tail 0:0 --tail 0.01:1 --tail 0.002:2] \\
       [--rounds 2] [--seconds 10] [--json OUT]
 
-DIR/lerc_zstd_512 as bench/loader_bench.py --targets uses it (images/ and
-masks/).
+DIR as bench/loader_bench.py --targets uses it (DIR/lerc_zstd_512 with
+images/ and masks/); without --data the same files are made in a
+temporary folder.
 """
 
 import argparse
@@ -26,9 +27,13 @@ import glob
 import json
 import os
 import sys
+import tempfile
 
 import cogfeed
 from cogfeed.tools import bench, common
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loader_bench import dataset  # noqa: E402
 
 
 def run(urls, murls, hedge, seconds, warmup):
@@ -49,8 +54,11 @@ def run(urls, murls, hedge, seconds, warmup):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True,
-                   help="folder with images/ and masks/ (LERC_ZSTD 512)")
+    p.add_argument("--data",
+                   help="folder with images/ and masks/ (LERC_ZSTD 512), "
+                        "or the --data of loader_bench.py --targets that "
+                        "holds it (default: made in a temporary folder, "
+                        "about a minute)")
     p.add_argument("--latency-ms", type=float, default=164)
     p.add_argument("--tail", action="append",
                    help="SHARE:SECONDS of the slow tail (repeatable; "
@@ -62,6 +70,12 @@ def main(argv):
     a = p.parse_args(argv)
     tails = [tuple(float(v) for v in t.split(":"))
              for t in (a.tail or ["0:0", "0.01:1", "0.002:2"])]
+    tmp = None
+    if not a.data:
+        tmp = tempfile.TemporaryDirectory(prefix="cf-tail-bench-")
+        a.data = dataset(tmp.name, "lerc_zstd", 512, scenes=8, size=2048)
+    elif os.path.isdir(os.path.join(a.data, "lerc_zstd_512")):
+        a.data = os.path.join(a.data, "lerc_zstd_512")
     images = sorted(glob.glob(os.path.join(a.data, "images", "*.tif")))
     masks = sorted(glob.glob(os.path.join(a.data, "masks", "*.tif")))
     if not images:
