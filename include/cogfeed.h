@@ -146,7 +146,7 @@ typedef struct cf_io_stats {
     int inflight;             /* requests in flight now */
     int max_inflight;         /* current limit */
     uint64_t hedges;          /* requests sent a second time (hedged) */
-    uint64_t hedge_wins;      /* ... whose second copy answered first */
+    uint64_t hedge_wins;      /* ... whose answer came from the second copy */
 } cf_io_stats;
 
 void cf_io_options_init(cf_io_options *opt);

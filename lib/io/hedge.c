@@ -53,7 +53,8 @@ void cf__hedge_note_ttfb(cf__hedge *h, double seconds) {
         h->n = n;
     }
     h->hist[bucket(seconds)]++;
-    h->n++;
+    /* The delay becomes known now: look at the waiting requests soon. */
+    if (++h->n == CF__HEDGE_MIN_SAMPLES) h->next_scan = 0;
 }
 
 void cf__hedge_note_request(cf__hedge *h) {

@@ -375,7 +375,10 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     /* Wait to learn whether a new connection multiplexes (HTTP/2) before
      * opening more, but not for a hedge: over HTTP/1.1 curl learns it
-     * only from the first response, which is the one that is late. */
+     * only from the first response, which is the one that is late.  (On
+     * a connection known to multiplex, the hedge is another stream of it:
+     * that helps against a slow server, not a stalled connection; a fresh
+     * connection would cost two more round trips every time.) */
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, x->is_hedge ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
@@ -693,7 +696,9 @@ cf__xfer *cf__xfer_hedge(const cf__xfer *x) {
     h->cb = x->cb;
     h->user = x->user;
     h->got = x->got;
-    h->attempts = x->attempts;
+    /* The same attempt as x's, sent twice: cf__xfer_start counts it
+     * again, and a hedge must not use up one of the request's retries. */
+    h->attempts = x->attempts > 0 ? x->attempts - 1 : 0;
     h->mismatches = x->mismatches;
     h->redirects = x->redirects;
     h->t0 = x->t0;

@@ -246,8 +246,8 @@ static double start_ready(cf__loop *lp) {
     double hedge_ms = lp->io->opts.hedge_after_ms;
     if (started && hedge_ms >= 0) {
         double d = cf__hedge_delay(&lp->hedge, hedge_ms);
-        double at = now + (d >= 0 ? d : 0.1);
-        if (at < lp->hedge.next_scan) lp->hedge.next_scan = at;
+        if (d >= 0 && now + d < lp->hedge.next_scan)
+            lp->hedge.next_scan = now + d;
     }
     return wait;
 }
@@ -303,8 +303,14 @@ static double hedge_scan(cf__loop *lp) {
     double now = cf__now();
     if (now < lp->hedge.next_scan) return lp->hedge.next_scan - now;
     double d = cf__hedge_delay(&lp->hedge, lp->io->opts.hedge_after_ms);
-    double next = now + (d < 0 ? 0.1 : 1.0);
+    /* No delay yet (too few first-byte times): the sample that makes it
+     * known brings the next look forward (cf__hedge_note_ttfb), so an
+     * idle loop keeps sleeping a second at a time. */
+    double next = now + 1.0;
+    /* Hedges may go an eighth over max_inflight: when the queue keeps
+     * every slot busy, a late request is just when one is needed. */
     int limit = atomic_load(&lp->io->max_inflight);
+    limit += limit / 8 + 1;
     int n = lp->active; /* legs started here are not looked at */
     for (int i = 0; d >= 0 && i < n; i++) {
         cf__xfer *x = lp->slots[i];
@@ -351,14 +357,22 @@ static void drain_done(cf__loop *lp) {
         if (x->twin) {
             /* A leg that ends before any body byte while its twin runs.
              * The server's answer stands (a good empty body, a redirect,
-             * 404, 403, 412...): it wins, as a body would.  A failure the
-             * twin may not meet (a dropped connection, 5xx, 429, a bad
-             * Content-Range) is forgotten: the twin goes on alone. */
+             * 404, 403, 412, a changed ETag or size, a Range ignored, an
+             * object too short): it wins, as a body would.  A failure the
+             * twin may not meet (a dropped connection, 5xx, 429, a
+             * Content-Range off, which is retried) is forgotten: the twin
+             * goes on alone. */
             long hs = x->status;
-            int good = rc == CURLE_OK && x->abort == CF__AB_NONE &&
-                       (hs == 200 || hs == 206 ||
-                        (hs >= 300 && hs < 500 && hs != 408 && hs != 429));
-            if (!good) {
+            int final_abort = x->abort == CF__AB_CHANGED ||
+                              x->abort == CF__AB_NORANGE ||
+                              x->abort == CF__AB_SHORT ||
+                              x->abort == CF__AB_OVERFLOW;
+            int answered =
+                final_abort ||
+                (x->abort == CF__AB_NONE && hs >= 200 && hs < 500 &&
+                 hs != 408 && hs != 429 &&
+                 (rc == CURLE_OK || (hs != 200 && hs != 206)));
+            if (!answered) {
                 x->twin->twin = NULL;
                 leg_free(lp, x);
                 continue;
@@ -367,9 +381,9 @@ static void drain_done(cf__loop *lp) {
             drop_lost(lp);
         }
         if (cf__xfer_done(lp, x, rc)) {
-            /* The second copy answered: it won, or the first failed. */
-            if (x->is_hedge && x->result == CF_OK)
-                atomic_fetch_add(&lp->io->n_hedge_wins, 1);
+            /* The answer came from the second copy (it was first, or the
+             * first copy failed), whatever the answer is. */
+            if (x->is_hedge) atomic_fetch_add(&lp->io->n_hedge_wins, 1);
             cf__xfer_finish(x);
         } else {
             pending_push(lp, x);

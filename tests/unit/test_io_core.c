@@ -50,6 +50,9 @@ typedef struct server {
     _Atomic int if_match_seen;
     int delay_ms;             /* before each response; set at start */
     int stall_every, stall_ms; /* every stall_every-th GET waits stall_ms */
+    int stall_nth;            /* ... and the stall_nth-th (0: none) */
+    int cut_nth;              /* this GET sends half its body, then closes */
+    int etag2_nth;            /* this GET answers with ETag "t2" */
     _Atomic int open, max_open; /* connections open now, and at most */
 } server;
 
@@ -77,8 +80,10 @@ static void *conn_main(void *arg) {
         *end = 0;
         int nth = atomic_fetch_add(&c->s->gets, 1) + 1;
         if (c->s->delay_ms) usleep((useconds_t)c->s->delay_ms * 1000);
-        if (c->s->stall_every && nth % c->s->stall_every == 0)
+        if ((c->s->stall_every && nth % c->s->stall_every == 0) ||
+            nth == c->s->stall_nth)
             usleep((useconds_t)c->s->stall_ms * 1000);
+        const char *etag = nth == c->s->etag2_nth ? "\"t2\"" : "\"t1\"";
         if (strstr(buf, "If-Match: \"t1\"")) atomic_fetch_add(&c->s->if_match_seen, 1);
         unsigned long long a = 0, b = OBJ_SIZE - 1;
         const char *r = strstr(buf, "Range: bytes=");
@@ -88,8 +93,8 @@ static void *conn_main(void *arg) {
             if (b >= OBJ_SIZE) b = OBJ_SIZE - 1;
             n = snprintf(hdr, sizeof hdr,
                          "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes "
-                         "%llu-%llu/%d\r\nContent-Length: %llu\r\nETag: \"t1\"\r\n\r\n",
-                         a, b, OBJ_SIZE, b - a + 1);
+                         "%llu-%llu/%d\r\nContent-Length: %llu\r\nETag: %s\r\n\r\n",
+                         a, b, OBJ_SIZE, b - a + 1, etag);
         } else {
             n = snprintf(hdr, sizeof hdr,
                          "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Length: 0\r\n\r\n");
@@ -98,11 +103,13 @@ static void *conn_main(void *arg) {
         }
         if (send(c->fd, hdr, (size_t)n, MSG_NOSIGNAL) != n) goto done;
         size_t len = (size_t)(b + 1 - a), off = 0;
+        if (nth == c->s->cut_nth) len /= 2; /* then the connection drops */
         while (off < len) {
             ssize_t k = send(c->fd, g_obj + a + off, len - off, MSG_NOSIGNAL);
             if (k <= 0) goto done;
             off += (size_t)k;
         }
+        if (nth == c->s->cut_nth) goto done;
         size_t used = (size_t)(end + 4 - buf);
         memmove(buf, buf + used, have - used);
         have -= used;
@@ -368,6 +375,39 @@ static void test_hedge(void) {
     cf_src_free(s);
     cf_io_free(io);
     server_stop(&srv);
+
+    /* One stalled request, its hedge (GET 2) scripted: a hedge is not a
+     * retry (cut short, it is resumed with max_retries=1); a final answer
+     * of the second copy (a changed ETag) is the answer, not a wait for
+     * the first; with max_inflight=1 the hedge still goes out. */
+    for (int k = 0; k < 3; k++) {
+        server_start(&srv);
+        srv.stall_nth = 1;
+        srv.stall_ms = 1500;
+        if (k == 0) srv.cut_nth = 2;
+        if (k == 1) srv.etag2_nth = 2;
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/obj", srv.port);
+        cf_io_options_init(&o);
+        o.hedge_after_ms = 50;
+        o.max_retries = 1;
+        if (k == 2) o.max_inflight = 1;
+        CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK);
+        cf_src_assume(s, OBJ_SIZE, "\"t1\"");
+        uint8_t b1[50000];
+        cf_range_req r1 = {1000, sizeof b1, b1, 0, NULL, NULL};
+        cf_status rs = cf_src_read(s, &r1, 1, &e);
+        cf_io_get_stats(io, &st);
+        if (k == 1) {
+            CHECK(rs == CF_E_CHANGED && strstr(e.msg, "changed"));
+        } else {
+            CHECK(rs == CF_OK && memcmp(b1, g_obj + 1000, sizeof b1) == 0);
+        }
+        CHECK(st.hedges == 1 && st.hedge_wins == 1);
+        if (k == 0) CHECK(st.retries == 1 && st.requests == 3);
+        cf_src_free(s);
+        cf_io_free(io);
+        server_stop(&srv);
+    }
 
     /* The delay: none before 32 samples, then the 95th percentile or twice
      * the median (upper bucket edges, within 9%), never below 100 ms. */
