@@ -172,6 +172,13 @@ static int same_file(const struct stat *st, const cf_src *s) {
            st->st_mtim.tv_nsec == s->mtime.tv_nsec;
 }
 
+/* In a forked child: s->fd is open and still the file whose header was
+ * read (see cf__fdpool_acquire). */
+static int inherited_ok(const cf_src *s) {
+    struct stat st;
+    return s->fd >= 0 && fstat(s->fd, &st) == 0 && same_file(&st, s);
+}
+
 /* Open s->path again and check it is the file whose header was read. */
 static cf_status reopen_checked(const cf__fdpool *p, const cf_src *s, int *out,
                                 cf_error *err) {
@@ -226,8 +233,7 @@ cf_status cf__fdpool_acquire(cf__fdpool *p, cf_src *s, int *fd, int *owned,
          * memory, so a parent thread that closed this file and reopened
          * another under the same number in between left s->fd naming a
          * different file: it is used only if fstat says it is this one. */
-        struct stat st;
-        if (s->fd >= 0 && fstat(s->fd, &st) == 0 && same_file(&st, s)) {
+        if (inherited_ok(s)) {
             *fd = s->fd;
             return CF_OK;
         }
@@ -291,9 +297,7 @@ void cf__fdpool_remove(cf__fdpool *p, cf_src *s) {
         /* The child's copy of an inherited descriptor, never the list;
          * when s->fd names another file (see acquire) that one is left
          * open: it may be another src's. */
-        struct stat st;
-        if (s->fd >= 0 && fstat(s->fd, &st) == 0 && same_file(&st, s))
-            close(s->fd);
+        if (inherited_ok(s)) close(s->fd);
         s->fd = -1;
         return;
     }

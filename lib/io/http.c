@@ -704,7 +704,6 @@ cf__xfer *cf__xfer_hedge(const cf__xfer *x) {
     h->t0 = x->t0;
     h->foreign_host = x->foreign_host;
     h->hedged = h->is_hedge = 1;
-    h->result = CF_E_IO;
     return h;
 }
 

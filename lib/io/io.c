@@ -314,7 +314,7 @@ static double hedge_scan(cf__loop *lp) {
     int n = lp->active; /* legs started here are not looked at */
     for (int i = 0; d >= 0 && i < n; i++) {
         cf__xfer *x = lp->slots[i];
-        if (x->hedged || x->lost || x->status != 0 || x->ttfb_seen) continue;
+        if (x->hedged || x->lost || x->ttfb_seen) continue; /* answering */
         double at = x->t_start + d;
         if (at > now) {
             if (at < next) next = at;
@@ -343,6 +343,26 @@ static double hedge_scan(cf__loop *lp) {
     return next - now;
 }
 
+/* Leg x of a hedged request ended (curl result rc) before any body byte.
+ * 1: the server's answer stands (a good empty body, a redirect, 404, 403,
+ * 412, a changed ETag or size, a Range ignored, an object too short) and
+ * x wins, as a body would; 0: a failure its twin may not meet (a dropped
+ * connection, 5xx, 429, a Content-Range off, which is retried), to be
+ * forgotten while the twin goes on alone. */
+static int leg_answered(const cf__xfer *x, CURLcode rc) {
+    long hs = x->status;
+    switch (x->abort) {
+    case CF__AB_CHANGED:
+    case CF__AB_NORANGE:
+    case CF__AB_SHORT:
+    case CF__AB_OVERFLOW: return 1;
+    case CF__AB_MISMATCH: return 0;
+    case CF__AB_NONE: break;
+    }
+    return hs >= 200 && hs < 500 && hs != 408 && hs != 429 &&
+           (rc == CURLE_OK || (hs != 200 && hs != 206));
+}
+
 static void drain_done(cf__loop *lp) {
     CURLMsg *m;
     int left;
@@ -355,24 +375,8 @@ static void drain_done(cf__loop *lp) {
         curl_multi_remove_handle(lp->multi, e);
         slot_remove(lp, x);
         if (x->twin) {
-            /* A leg that ends before any body byte while its twin runs.
-             * The server's answer stands (a good empty body, a redirect,
-             * 404, 403, 412, a changed ETag or size, a Range ignored, an
-             * object too short): it wins, as a body would.  A failure the
-             * twin may not meet (a dropped connection, 5xx, 429, a
-             * Content-Range off, which is retried) is forgotten: the twin
-             * goes on alone. */
-            long hs = x->status;
-            int final_abort = x->abort == CF__AB_CHANGED ||
-                              x->abort == CF__AB_NORANGE ||
-                              x->abort == CF__AB_SHORT ||
-                              x->abort == CF__AB_OVERFLOW;
-            int answered =
-                final_abort ||
-                (x->abort == CF__AB_NONE && hs >= 200 && hs < 500 &&
-                 hs != 408 && hs != 429 &&
-                 (rc == CURLE_OK || (hs != 200 && hs != 206)));
-            if (!answered) {
+            /* Ended before any body byte while its twin runs. */
+            if (!leg_answered(x, rc)) {
                 x->twin->twin = NULL;
                 leg_free(lp, x);
                 continue;

@@ -224,7 +224,7 @@ void cf__xfer_finish(cf__xfer *x); /* run callbacks, free x */
 void cf__xfer_release(cf__loop *lp, cf__xfer *x);
 void cf__xfer_free(cf__xfer *x);
 void cf__xfer_fail(cf__xfer *x, cf_status code, const char *msg);
-/* A second leg for x (hedge.c): the same ranges, callers and progress,
+/* http.c: a second leg for x (hedging): the same ranges, callers and progress,
  * its own reqs array; not started.  NULL when out of memory. */
 cf__xfer *cf__xfer_hedge(const cf__xfer *x);
 /* io.c: x, one leg of a hedged request, started a body first: its twin
