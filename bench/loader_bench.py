@@ -61,6 +61,18 @@ def dataset(tmp, compress, tile, scenes=4, size=1024):
     return out
 
 
+def targets_lerc_data(data, prefix):
+    """The LERC_ZSTD 512 folder (images/, masks/) of the --targets files:
+    data itself, data/lerc_zstd_512 when data is a --targets --data
+    folder, or (data None) made in a temporary folder.  Returns (path,
+    the TemporaryDirectory to keep alive, or None)."""
+    if not data:
+        tmp = tempfile.TemporaryDirectory(prefix=prefix)
+        return dataset(tmp.name, "lerc_zstd", 512, scenes=8, size=2048), tmp
+    sub = os.path.join(data, "lerc_zstd_512")
+    return (sub if os.path.isdir(sub) else data), None
+
+
 # -- --targets --------------------------------------------------------------
 
 def bench_command(data, loader, settings, seconds, warmup, latency_ms=None,

@@ -45,7 +45,7 @@ from cogfeed.tools import common
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from loader_bench import bench_command, dataset  # noqa: E402
+from loader_bench import bench_command, targets_lerc_data  # noqa: E402
 
 
 def sample(pid):
@@ -179,12 +179,7 @@ def main(argv):
     ap.add_argument("--curl-parallel", type=int, default=256)
     ap.add_argument("--json", help="write every result here")
     a = ap.parse_args(argv)
-    tmp = None
-    if not a.data:
-        tmp = tempfile.TemporaryDirectory(prefix="cf-remote-cpu-")
-        a.data = dataset(tmp.name, "lerc_zstd", 512, scenes=8, size=2048)
-    elif os.path.isdir(os.path.join(a.data, "lerc_zstd_512")):
-        a.data = os.path.join(a.data, "lerc_zstd_512")
+    a.data, tmp = targets_lerc_data(a.data, "cf-remote-cpu-")
 
     rows = []
     cols = ("readers", "io_user", "io_kernel", "nginx", "softirq", "floor")

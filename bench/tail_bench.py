@@ -27,13 +27,12 @@ import glob
 import json
 import os
 import sys
-import tempfile
 
 import cogfeed
 from cogfeed.tools import bench, common
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loader_bench import dataset  # noqa: E402
+from loader_bench import targets_lerc_data  # noqa: E402
 
 
 def run(urls, murls, hedge, seconds, warmup):
@@ -70,12 +69,7 @@ def main(argv):
     a = p.parse_args(argv)
     tails = [tuple(float(v) for v in t.split(":"))
              for t in (a.tail or ["0:0", "0.01:1", "0.002:2"])]
-    tmp = None
-    if not a.data:
-        tmp = tempfile.TemporaryDirectory(prefix="cf-tail-bench-")
-        a.data = dataset(tmp.name, "lerc_zstd", 512, scenes=8, size=2048)
-    elif os.path.isdir(os.path.join(a.data, "lerc_zstd_512")):
-        a.data = os.path.join(a.data, "lerc_zstd_512")
+    a.data, tmp = targets_lerc_data(a.data, "cf-tail-bench-")
     images = sorted(glob.glob(os.path.join(a.data, "images", "*.tif")))
     masks = sorted(glob.glob(os.path.join(a.data, "masks", "*.tif")))
     if not images:

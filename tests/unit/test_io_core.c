@@ -601,15 +601,22 @@ static void *pool_churn(void *arg) {
 }
 #endif
 
-/* The pool's reopen after a chdir(), a file rewritten in place, and
- * reads in forked children while a parent thread keeps the pool busy. */
-static void test_local_pool_paths_and_fork(const char *dir) {
+/* An io whose pool keeps at most max_open local files open. */
+static cf_io *pool_io(int max_open) {
     cf_io_options o;
     cf_io_options_init(&o);
-    o.max_open_files = 2;
+    o.max_open_files = max_open;
     cf_io *io = NULL;
     cf_error e;
     CHECK(cf_io_new(&o, &io, &e) == CF_OK);
+    return io;
+}
+
+/* The pool's reopen after a chdir(), a file rewritten in place, and
+ * reads in forked children while a parent thread keeps the pool busy. */
+static void test_local_pool_paths_and_fork(const char *dir) {
+    cf_io *io = pool_io(2);
+    cf_error e;
     char cwd[4096], sub[600], name[4][32];
     CHECK(getcwd(cwd, sizeof cwd) != NULL);
     snprintf(sub, sizeof sub, "%s/io_pool_sub", dir);
@@ -690,12 +697,8 @@ static void test_local_pool_paths_and_fork(const char *dir) {
 /* Out of descriptors (ulimit -n reached under a pool bigger than it):
  * the error says which limit and what to change. */
 static void test_local_descriptor_limit(const char *dir) {
-    cf_io_options o;
-    cf_io_options_init(&o);
-    o.max_open_files = 1000;
-    cf_io *io = NULL;
+    cf_io *io = pool_io(1000);
     cf_error e;
-    CHECK(cf_io_new(&o, &io, &e) == CF_OK);
     char path[600];
     snprintf(path, sizeof path, "%s/io_limit.bin", dir);
     pool_write(path, 0, 1000);
