@@ -106,7 +106,7 @@ static cf_status parse_from_src(cf_cog *cog, cf_hc_entry *rec,
 
 /* Try the header cache: on a hit the file opens without any request. */
 static int parse_from_cache(cf_cog *cog) {
-    cf_hc_entry *e = cf__hc_lookup(cog->io, cf_src_url(cog->src));
+    cf_hc_entry *e = cf__hc_lookup(cog->io, cog->src);
     if (!e) return 0;
     cf_tiff_parser *p = cf_tiff_parser_new(e->size, cog->name);
     int ok = p != NULL;
@@ -132,7 +132,7 @@ cf_status cf__cog_fetch_failed(cf_cog *cog, cf_status st, cf_error *err) {
     /* Without this, every later open would take the same stale header
      * and fail the same way until the cache directory is cleared. */
     if (!atomic_exchange(&cog->cache_dropped, 1))
-        cf__hc_forget(cog->io, cf_src_url(cog->src));
+        cf__hc_forget(cog->io, cog->src);
     cf__err_hint(err, "its header came from the header cache, whose entry "
                       "is dropped now: open the file again");
     return st;
@@ -165,8 +165,7 @@ cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out,
             st = parse_from_src(cog, rec, err);
             if (!st && rec) {
                 rec->size = cf_src_size(cog->src);
-                cf__hc_store(io, cf_src_url(cog->src), rec,
-                             cf_src_etag(cog->src));
+                cf__hc_store(io, cog->src, rec, cf_src_etag(cog->src));
             }
             cf__hc_entry_free(rec);
         }
