@@ -64,6 +64,7 @@ static cf_status parse_from_src(cf_cog *cog, cf_hc_entry *rec,
         free(buf);
         return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
     }
+    cf_tiff_parser_set_budget(p, o->header_memory_max);
     st = cf_tiff_parser_add(p, 0, buf, got, err);
     /* Recording for the header cache may leave a range out (the entry is
      * then not stored); it never fails the open. */
@@ -109,6 +110,7 @@ static int parse_from_cache(cf_cog *cog) {
     cf_hc_entry *e = cf__hc_lookup(cog->io, cog->src);
     if (!e) return 0;
     cf_tiff_parser *p = cf_tiff_parser_new(e->size, cog->name);
+    cf_tiff_parser_set_budget(p, cf_io_opts(cog->io)->header_memory_max);
     int ok = p != NULL;
     for (size_t i = 0; ok && i < e->nranges; i++)
         ok = cf_tiff_parser_add(p, e->ranges[i].off, e->ranges[i].data,
