@@ -52,6 +52,17 @@ def seeds():
                         (277, 3, 1), (278, 4, 6), (279, 4, [96, 96, 64])]:
         t.tag(tag, typ, v)
     yield "strips_be", t.build()
+    # Tag arrays that share bytes (refused): TileByteCounts inside
+    # TileOffsets, and two IFDs on one BYTE index -- small cousins of the
+    # crafted 2^26-tile files of make_malformed.py, for the fuzzer to grow.
+    t = M.Tiff()
+    M.image(t, width=32, height=32, tile=16, tiles=tile(16) * 4)
+    b = t.build()
+    at = int.from_bytes(b[t.value_pos(0, 324):t.value_pos(0, 324) + 4], "little")
+    t.patch(b, t.value_pos(0, 325), at + 4, 4)
+    yield "arrays_overlap", b
+    head = M.crafted_index(2, 4, 512, 512, 1024).head
+    yield "index_shared", head + bytes(1024 - len(head))
 
 
 if __name__ == "__main__":

@@ -133,7 +133,24 @@ typedef struct cf_io_options {
      * known); > 0: this many ms; < 0: never.  Hedges are at most a tenth
      * of the requests, and never used for local files. */
     double hedge_after_ms;
+    /* On-disk header cache (header_cache_dir): bytes its folder may hold;
+     * past it the least recently used entries are removed.  0: default
+     * CF_HEADER_CACHE_MAX_DEFAULT.  docs/reader.md, "Header cache
+     * security", has the folder and file rules. */
+    uint64_t header_cache_max_bytes;
+    /* Memory that parsing one file's header may take: the header bytes it
+     * holds plus the tile index it builds (16 bytes per tile or strip).
+     * A file needing more fails to open with CF_E_LIMIT before anything
+     * that large is fetched or allocated.  0: default
+     * CF_HEADER_MEMORY_DEFAULT. */
+    uint64_t header_memory_max;
 } cf_io_options;
+
+/* 1 GiB of cached headers: some 16,000 files of 64 KiB. */
+#define CF_HEADER_CACHE_MAX_DEFAULT (1ull << 30)
+/* 256 MiB: a 100k x 100k COG of 256-pixel tiles indexes ~150k tiles per
+ * band plane (2.4 MB); 16 million tiles fit. */
+#define CF_HEADER_MEMORY_DEFAULT (256ull << 20)
 
 /* I/O statistics (monotonic counters since cf_io_new). */
 typedef struct cf_io_stats {

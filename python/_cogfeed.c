@@ -66,7 +66,8 @@ int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **
                              "connect_timeout_s", "low_speed_time_s", "low_speed_bytes",
                              "max_retries", "retry_budget", "retry_base_ms", "retry_max_ms",
                              "verify_tls", "header_cache_dir", "ca_file", "max_open_files",
-                             "hedge_after_ms", NULL};
+                             "hedge_after_ms", "header_cache_max_bytes", "header_memory_max",
+                             NULL};
     *keep = NULL;
     cf_io_options_init(o);
     int max_inflight = o->max_inflight, max_retries = o->max_retries, budget = o->retry_budget;
@@ -76,10 +77,11 @@ int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **
     double rt = o->request_timeout_s, ct = o->connect_timeout_s, lt = o->low_speed_time_s;
     double rb = o->retry_base_ms, rm = o->retry_max_ms, hedge = o->hedge_after_ms;
     PyObject *cache = Py_None, *ca = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpOOid:IO", kwlist, &max_inflight,
+    unsigned long long cache_max = o->header_cache_max_bytes, hdr_mem = o->header_memory_max;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpOOidKK:IO", kwlist, &max_inflight,
                                      &header_bytes, &merge_gap, &rt, &ct, &lt, &low_bytes,
                                      &max_retries, &budget, &rb, &rm, &verify, &cache, &ca,
-                                     &max_open, &hedge))
+                                     &max_open, &hedge, &cache_max, &hdr_mem))
         return 0;
     if (max_inflight < 1 || header_bytes < 16 || merge_gap < 0 || max_retries < 0 || budget < 0 ||
         max_open < 0) {
@@ -102,6 +104,8 @@ int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **
     o->verify_tls = verify;
     o->max_open_files = max_open;
     o->hedge_after_ms = hedge;
+    o->header_cache_max_bytes = cache_max;
+    o->header_memory_max = hdr_mem;
     /* The path strings live in bytes objects kept in *keep. */
     PyObject *cache_b = NULL, *ca_b = NULL;
     if ((cache != Py_None && !PyUnicode_FSConverter(cache, &cache_b)) ||
@@ -185,13 +189,17 @@ static PyTypeObject IOType = {
               "request_timeout_s=60, connect_timeout_s=10, low_speed_time_s=15, "
               "low_speed_bytes=1024, max_retries=6, retry_budget=1000, retry_base_ms=100, "
               "retry_max_ms=10000, verify_tls=True, header_cache_dir=None, ca_file=None, "
-              "max_open_files=0, hedge_after_ms=0)\n\n"
+              "max_open_files=0, hedge_after_ms=0, header_cache_max_bytes=0, "
+              "header_memory_max=0)\n\n"
               "One I/O event loop (libcurl multi) shared by every file opened with it; "
               "its local files keep at most max_open_files descriptors open "
               "(0: a quarter of ulimit -n).  A request with no answer after "
               "hedge_after_ms is sent once more, the first answer wins (0: the 95th "
               "percentile of recent first-byte times or twice their median, at least "
-              "100 ms; < 0: never).",
+              "100 ms; < 0: never).  header_cache_dir's folder holds at most "
+              "header_cache_max_bytes (0: 1 GiB), least recently used entries removed "
+              "first; parsing one file's header may take header_memory_max bytes "
+              "(0: 256 MiB).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)IO_init,
     .tp_dealloc = (destructor)IO_dealloc,

@@ -51,6 +51,14 @@ const char *cf_src_name(const cf_src *src);   /* redacted URL */
 const char *cf_src_url(const cf_src *src);    /* full URL (may hold secrets:
                                                  never print it) */
 int cf_src_is_remote(const cf_src *src);
+/* For a cache that outlives the process (the reader's header cache): the
+ * URL a remote src requests -- scheme, endpoint, store and key, its query
+ * as sent (it may hold a SAS: never print or store it in clear) -- and,
+ * in who (n bytes, NUL-terminated), whom its credentials name: "s3:" and
+ * the access key id, "azure:ACCOUNT:" and "shared-key" / "sas" /
+ * "anonymous", "gcs:" and "bearer" / "anonymous", or "http".  Never a
+ * secret.  NULL (who empty) for a local file. */
+const char *cf__src_cache_identity(const cf_src *src, char *who, size_t n);
 uint64_t cf_src_requests(const cf_src *src);  /* requests sent for this src */
 cf_io *cf_src_io(const cf_src *src);
 

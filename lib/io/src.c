@@ -5,6 +5,7 @@
  * and hand them to the io loop.  The blocking calls wait on a small
  * per-call completion counter, so many threads may read one src at once.
  */
+#include "auth_int.h"
 #include "io_internal.h"
 
 #include <errno.h>
@@ -159,6 +160,32 @@ const char *cf_src_etag(const cf_src *s) {
 const char *cf_src_name(const cf_src *s) { return s->name; }
 const char *cf_src_url(const cf_src *s) { return s->url; }
 int cf_src_is_remote(const cf_src *s) { return s->remote; }
+
+/* Reads the credential fields of the auth handle (auth_int.h): only their
+ * names (key id, account) leave, never a secret. */
+const char *cf__src_cache_identity(const cf_src *s, char *who, size_t n) {
+    if (n) who[0] = 0;
+    if (!s->remote || !s->auth) return NULL;
+    const cf_auth *a = s->auth;
+    switch (a->kind) {
+    case CF_AUTH_S3:
+        snprintf(who, n, "s3:%s", a->s3_signed ? a->access_key : "unsigned");
+        break;
+    case CF_AUTH_AZURE:
+        snprintf(who, n, "azure:%s:%s", a->account ? a->account : "",
+                 a->az_shared_key ? "shared-key"
+                 : a->has_query   ? "sas"
+                                  : "anonymous");
+        break;
+    case CF_AUTH_GCS:
+        snprintf(who, n, "gcs:%s", a->bearer ? "bearer" : "anonymous");
+        break;
+    default:
+        snprintf(who, n, "http");
+        break;
+    }
+    return a->http_url;
+}
 uint64_t cf_src_requests(const cf_src *s) {
     return atomic_load(&((cf_src *)s)->requests);
 }

@@ -8,6 +8,7 @@
  * both TIFF structure and I/O.
  */
 #include "cog_internal.h"
+#include "head_ahead.h"
 #include "header_cache.h"
 
 #include <math.h>
@@ -64,11 +65,19 @@ static cf_status parse_from_src(cf_cog *cog, cf_hc_entry *rec,
         free(buf);
         return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
     }
+    cf_tiff_parser_set_budget(p, o->header_memory_max);
     st = cf_tiff_parser_add(p, 0, buf, got, err);
     /* Recording for the header cache may leave a range out (the entry is
      * then not stored); it never fails the open. */
     if (!st && rec) (void)cf__hc_add_range(rec, 0, buf, got);
     free(buf);
+    /* Remote chains of far-apart IFDs are read ahead (head_ahead.h); a
+     * round stays within the in-flight limit, so within one wave. */
+    cf__ahead ah;
+    int guesses = cf_src_is_remote(cog->src) ? o->max_inflight - 1 : 0;
+    cf__ahead_init(&ah, size, guesses > 0 ? (unsigned)guesses : 0);
+    cf_range_req *rq = cf__calloc(1 + CF__AHEAD_MAX_GUESSES, sizeof *rq);
+    if (!rq) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
     while (!st) {
         uint64_t off = 0, len = 0;
         st = cf_tiff_parser_run(p, &cog->tiff, &off, &len, err);
@@ -81,6 +90,13 @@ static cf_status parse_from_src(cf_cog *cog, cf_hc_entry *rec,
                          (unsigned long long)size);
             break;
         }
+        cf__ahead_range r;
+        if (cf__ahead_take(&ah, off, &r)) { /* a guess that held */
+            st = cf_tiff_parser_add(p, r.off, r.data, r.len, err);
+            if (!st && rec) (void)cf__hc_add_range(rec, r.off, r.data, r.len);
+            free(r.data);
+            continue;
+        }
         if (len > size - off) len = size - off;
         if (cog->header_bytes + len > CF_MAX_HEADER_BYTES) {
             st = cf__err(err, CF_E_LIMIT, "%s: header larger than %llu bytes",
@@ -92,23 +108,39 @@ static cf_status parse_from_src(cf_cog *cog, cf_hc_entry *rec,
             st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
             break;
         }
-        cf_range_req rq = {.off = off, .len = len, .dst = more, .err = err};
-        st = cf_src_read(cog->src, &rq, 1, err);
-        cog->header_requests++;
-        cog->header_bytes += len;
+        rq[0] = (cf_range_req){.off = off, .len = len, .dst = more, .err = err};
+        unsigned k = cf__ahead_plan(&ah, off, len, rq + 1);
+        uint64_t bytes = len;
+        for (unsigned j = 1; j <= k; j++) bytes += rq[j].len;
+        while (k && cog->header_bytes + bytes > CF_MAX_HEADER_BYTES) {
+            bytes -= rq[k].len;
+            free(rq[k--].dst);
+        }
+        /* Only the range asked for decides: a guess that fails is
+         * dropped (its error goes to a scratch buffer). */
+        cf_error scratch;
+        uint64_t before = cf_src_requests(cog->src);
+        (void)cf_src_read(cog->src, rq, 1 + k, &scratch);
+        st = rq[0].status;
+        cog->header_requests += (uint32_t)(cf_src_requests(cog->src) - before);
+        cog->header_bytes += bytes;
         if (!st) st = cf_tiff_parser_add(p, off, more, (size_t)len, err);
         if (!st && rec) (void)cf__hc_add_range(rec, off, more, (size_t)len);
         free(more);
+        cf__ahead_keep(&ah, rq + 1, k);
     }
+    cf__ahead_free(&ah);
+    free(rq);
     cf_tiff_parser_free(p);
     return st;
 }
 
 /* Try the header cache: on a hit the file opens without any request. */
 static int parse_from_cache(cf_cog *cog) {
-    cf_hc_entry *e = cf__hc_lookup(cog->io, cf_src_url(cog->src));
+    cf_hc_entry *e = cf__hc_lookup(cog->io, cog->src);
     if (!e) return 0;
     cf_tiff_parser *p = cf_tiff_parser_new(e->size, cog->name);
+    cf_tiff_parser_set_budget(p, cf_io_opts(cog->io)->header_memory_max);
     int ok = p != NULL;
     for (size_t i = 0; ok && i < e->nranges; i++)
         ok = cf_tiff_parser_add(p, e->ranges[i].off, e->ranges[i].data,
@@ -132,7 +164,7 @@ cf_status cf__cog_fetch_failed(cf_cog *cog, cf_status st, cf_error *err) {
     /* Without this, every later open would take the same stale header
      * and fail the same way until the cache directory is cleared. */
     if (!atomic_exchange(&cog->cache_dropped, 1))
-        cf__hc_forget(cog->io, cf_src_url(cog->src));
+        cf__hc_forget(cog->io, cog->src);
     cf__err_hint(err, "its header came from the header cache, whose entry "
                       "is dropped now: open the file again");
     return st;
@@ -165,8 +197,7 @@ cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out,
             st = parse_from_src(cog, rec, err);
             if (!st && rec) {
                 rec->size = cf_src_size(cog->src);
-                cf__hc_store(io, cf_src_url(cog->src), rec,
-                             cf_src_etag(cog->src));
+                cf__hc_store(io, cog->src, rec, cf_src_etag(cog->src));
             }
             cf__hc_entry_free(rec);
         }

@@ -1,7 +1,8 @@
 /*
  * header_cache.c - see header_cache.h.  The in-memory table is bounded in
- * bytes (oldest entries dropped first); disk entries are named by two
- * hashes of the URL, so no URL (which may hold a SAS token) is written.
+ * bytes (oldest entries dropped first) and keyed like the disk entries
+ * (hc_key.c); the disk folder (hc_disk.c) is set up on first use from the
+ * io's options.
  */
 #include "header_cache.h"
 #include "io_state.h"
@@ -9,15 +10,12 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define HC_MEM_MAX ((size_t)256 << 20) /* bytes kept in memory per io */
-#define HC_MAGIC "CFHDR001"
 
 typedef struct hc_item {
     struct hc_item *next;
-    char *url;
+    cf_hc_key key;
     cf_hc_entry *e;
 } hc_item;
 
@@ -25,6 +23,8 @@ typedef struct cf_hc_table {
     pthread_mutex_t mu;
     hc_item *head; /* newest first */
     size_t bytes;
+    int disk_made;        /* disk below was made from the io's options */
+    cf_hc_disk *disk;     /* NULL: no header_cache_dir (or no memory) */
 } hc_table;
 
 hc_table *cf__hc_table_new(void) {
@@ -36,10 +36,10 @@ hc_table *cf__hc_table_new(void) {
 void cf__hc_table_free(hc_table *t) {
     for (hc_item *it = t->head, *nx; it; it = nx) {
         nx = it->next;
-        free(it->url);
         cf__hc_entry_free(it->e);
         free(it);
     }
+    cf__hc_disk_free(t->disk);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -70,7 +70,7 @@ cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
         e->ranges = r;
         e->cap = cap;
     }
-    uint8_t *d = cf__malloc(len);
+    uint8_t *d = cf__malloc(len ? len : 1);
     if (!d) {
         e->incomplete = 1;
         return CF_E_NOMEM;
@@ -95,169 +95,127 @@ fail:
     return NULL;
 }
 
-/* FNV-1a with two bases: 128 bits of name for a disk entry. */
-static uint64_t fnv(const char *s, uint64_t h) {
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-    return h;
-}
-
-static void disk_path(const char *dir, const char *url, char *out, size_t n) {
-    snprintf(out, n, "%s/%016llx%016llx.cfh", dir,
-             (unsigned long long)fnv(url, 0xcbf29ce484222325ull),
-             (unsigned long long)fnv(url, 0x84222325cbf29ce4ull));
-}
-
-static void mem_store(cf_io *io, const char *url, const cf_hc_entry *e,
-                      const char *etag);
-static void mem_drop(cf_io *io, const char *url);
-
-static int rd(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
-
-static cf_hc_entry *disk_load(const char *dir, const char *url) {
-    char path[4096];
-    disk_path(dir, url, path, sizeof path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    cf_hc_entry *e = cf__hc_entry_new();
-    char magic[8];
-    uint32_t elen = 0, n = 0;
-    /* An entry without an ETag (older versions wrote them) could not be
-     * checked against the object by If-Match: never trusted. */
-    int ok = e && rd(f, magic, 8) && !memcmp(magic, HC_MAGIC, 8) &&
-             rd(f, &e->size, 8) && rd(f, &elen, 4) && elen > 0 && elen < 1024;
-    if (ok) {
-        e->etag = cf__calloc(1, elen + 1);
-        ok = e->etag && rd(f, e->etag, elen);
-    }
-    ok = ok && rd(f, &n, 4) && n <= HC_MAX_RANGES;
-    uint64_t total = 0;
-    for (uint32_t i = 0; ok && i < n; i++) {
-        uint64_t off, len;
-        ok = rd(f, &off, 8) && rd(f, &len, 8) && cf__add_u64(total, len, &total) &&
-             total <= CF_MAX_HEADER_BYTES;
-        uint8_t *d = ok ? cf__malloc((size_t)len) : NULL;
-        ok = ok && d && rd(f, d, (size_t)len) &&
-             cf__hc_add_range(e, off, d, (size_t)len) == CF_OK;
-        free(d);
-    }
-    fclose(f);
-    if (!ok) {
-        cf__hc_entry_free(e);
-        return NULL;
-    }
-    return e;
-}
-
-static void disk_store(const char *dir, const char *url, const cf_hc_entry *e) {
-    char path[4096], tmp[4200];
-    disk_path(dir, url, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    mkdir(dir, 0777);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return;
-    uint32_t elen = e->etag ? (uint32_t)strlen(e->etag) : 0;
-    uint32_t n = (uint32_t)e->nranges;
-    int ok = fwrite(HC_MAGIC, 1, 8, f) == 8 && fwrite(&e->size, 8, 1, f) == 1 &&
-             fwrite(&elen, 4, 1, f) == 1 && fwrite(e->etag ? e->etag : "", 1, elen, f) == elen &&
-             fwrite(&n, 4, 1, f) == 1;
-    for (uint32_t i = 0; ok && i < n; i++) {
-        uint64_t off = e->ranges[i].off, len = e->ranges[i].len;
-        ok = fwrite(&off, 8, 1, f) == 1 && fwrite(&len, 8, 1, f) == 1 &&
-             fwrite(e->ranges[i].data, 1, (size_t)len, f) == len;
-    }
-    ok = (fclose(f) == 0) && ok;
-    /* rename() makes the entry appear whole or not at all. */
-    if (!ok || rename(tmp, path) != 0) unlink(tmp);
-}
-
-void cf__hc_forget(cf_io *io, const char *url) {
-    mem_drop(io, url);
-    const char *dir = cf_io_opts(io)->header_cache_dir;
-    if (dir && *dir) {
-        char path[4096];
-        disk_path(dir, url, path, sizeof path);
-        unlink(path);
-    }
-}
-
-cf_hc_entry *cf__hc_lookup(cf_io *io, const char *url) {
+static hc_table *table(cf_io *io) {
     cf_io_state *state = cf__io_state(io);
-    hc_table *t = state ? state->hc : NULL;
+    return state ? state->hc : NULL;
+}
+
+/* io's disk folder, NULL when there is none. */
+static cf_hc_disk *disk(cf_io *io, hc_table *t) {
+    if (!t) return NULL;
+    pthread_mutex_lock(&t->mu);
+    if (!t->disk_made) {
+        const cf_io_options *o = cf_io_opts(io);
+        if (o->header_cache_dir && *o->header_cache_dir)
+            t->disk = cf__hc_disk_new(o->header_cache_dir, o->header_cache_max_bytes);
+        t->disk_made = 1;
+    }
+    cf_hc_disk *d = t->disk;
+    pthread_mutex_unlock(&t->mu);
+    return d;
+}
+
+static void mem_store(hc_table *t, const cf_hc_key *k, const cf_hc_entry *e,
+                      const char *etag);
+static void mem_drop(hc_table *t, const cf_hc_key *k);
+
+void cf__hc_forget(cf_io *io, const cf_src *src) {
+    cf_hc_key k;
+    if (!cf__hc_key(src, &k)) return;
+    hc_table *t = table(io);
+    mem_drop(t, &k);
+    cf_hc_disk *d = disk(io, t);
+    if (d) cf__hc_disk_drop(d, &k);
+}
+
+cf_hc_entry *cf__hc_lookup(cf_io *io, const cf_src *src) {
+    cf_hc_key k;
+    if (!cf__hc_key(src, &k)) return NULL;
+    hc_table *t = table(io);
     cf_hc_entry *found = NULL;
     if (t) {
         pthread_mutex_lock(&t->mu);
         for (hc_item *it = t->head; it; it = it->next)
-            if (!strcmp(it->url, url)) {
+            if (!memcmp(it->key.b, k.b, sizeof k.b)) {
                 found = entry_copy(it->e, it->e->etag);
                 break;
             }
         pthread_mutex_unlock(&t->mu);
     }
-    const char *dir = cf_io_opts(io)->header_cache_dir;
-    if (!found && dir && *dir) {
-        found = disk_load(dir, url);
-        if (found) mem_store(io, url, found, found->etag); /* warm memory too */
+    cf_hc_disk *d = found ? NULL : disk(io, t);
+    if (d) {
+        found = cf__hc_disk_load(d, &k);
+        if (found) mem_store(t, &k, found, found->etag); /* warm memory too */
     }
     return found;
 }
 
-void cf__hc_store(cf_io *io, const char *url, const cf_hc_entry *e,
+void cf__hc_store(cf_io *io, const cf_src *src, const cf_hc_entry *e,
                   const char *etag) {
-    const char *dir = cf_io_opts(io)->header_cache_dir;
     if (e->incomplete) {
-        cf__hc_forget(io, url);
+        cf__hc_forget(io, src);
         return;
     }
-    if (dir && *dir && etag) {
+    cf_hc_key k;
+    if (!cf__hc_key(src, &k)) return;
+    hc_table *t = table(io);
+    cf_hc_disk *d = etag ? disk(io, t) : NULL;
+    if (d) {
         cf_hc_entry *c = entry_copy(e, etag);
-        if (c) disk_store(dir, url, c);
+        if (c) cf__hc_disk_store(d, &k, c);
         cf__hc_entry_free(c);
     }
-    mem_store(io, url, e, etag);
+    mem_store(t, &k, e, etag);
 }
 
-/* Remove url's item from t, if any; t->mu held. */
-static void unlink_url(hc_table *t, const char *url) {
+const char *cf__hc_disk_refusal(cf_io *io) {
+    hc_table *t = table(io);
+    cf_hc_disk *d = NULL;
+    if (t) {
+        pthread_mutex_lock(&t->mu);
+        d = t->disk;
+        pthread_mutex_unlock(&t->mu);
+    }
+    return d ? cf__hc_disk_why_off(d) : NULL;
+}
+
+/* Remove k's item from t, if any; t->mu held. */
+static void unlink_key(hc_table *t, const cf_hc_key *k) {
     for (hc_item **pp = &t->head; *pp; pp = &(*pp)->next)
-        if (!strcmp((*pp)->url, url)) {
+        if (!memcmp((*pp)->key.b, k->b, sizeof k->b)) {
             hc_item *old = *pp;
             *pp = old->next;
             t->bytes -= old->e->bytes;
-            free(old->url);
             cf__hc_entry_free(old->e);
             free(old);
             return;
         }
 }
 
-static void mem_drop(cf_io *io, const char *url) {
-    cf_io_state *state = cf__io_state(io);
-    hc_table *t = state ? state->hc : NULL;
+static void mem_drop(hc_table *t, const cf_hc_key *k) {
     if (!t) return;
     pthread_mutex_lock(&t->mu);
-    unlink_url(t, url);
+    unlink_key(t, k);
     pthread_mutex_unlock(&t->mu);
 }
 
-static void mem_store(cf_io *io, const char *url, const cf_hc_entry *e,
+static void mem_store(hc_table *t, const cf_hc_key *k, const cf_hc_entry *e,
                       const char *etag) {
-    cf_io_state *state = cf__io_state(io);
-    hc_table *t = state ? state->hc : NULL;
     cf_hc_entry *c = entry_copy(e, etag);
     if (!t || !c || c->bytes > HC_MEM_MAX / 4) {
         cf__hc_entry_free(c);
         return;
     }
     hc_item *it = cf__calloc(1, sizeof *it);
-    if (!it || !(it->url = cf__strdup(url))) {
-        free(it);
+    if (!it) {
         cf__hc_entry_free(c);
         return;
     }
+    it->key = *k;
     it->e = c;
     pthread_mutex_lock(&t->mu);
-    /* Replace an older entry for the same URL, then trim to the budget. */
-    unlink_url(t, url);
+    /* Replace an older entry for the same key, then trim to the budget. */
+    unlink_key(t, k);
     it->next = t->head;
     t->head = it;
     t->bytes += c->bytes;
@@ -267,7 +225,6 @@ static void mem_store(cf_io *io, const char *url, const cf_hc_entry *e,
         hc_item *last = *pp;
         *pp = NULL;
         t->bytes -= last->e->bytes;
-        free(last->url);
         cf__hc_entry_free(last->e);
         free(last);
     }

@@ -1,9 +1,16 @@
 /*
  * header_cache.h - header bytes of remote files kept per cf_io (in memory)
- * and optionally on disk (io option header_cache_dir), keyed by URL, with
- * the object's size and ETag.  A hit opens a file with no request; later
- * tile reads still send If-Match with the cached ETag, so a changed object
- * is reported as changed rather than read with a stale index.
+ * and optionally on disk (io option header_cache_dir), with the object's
+ * size and ETag.  A hit opens a file with no request; later tile reads
+ * still send If-Match with the cached ETag, so a changed object is
+ * reported as changed rather than read with a stale index.
+ *
+ * Entries are keyed by what names the object and who asks for it (hc_key.c:
+ * scheme, endpoint, store, key and credential identity, without the query
+ * parameters that sign or expire); the disk half (hc_disk.c) keeps its
+ * folder and files private to the user, checksums every entry and evicts
+ * the least recently used past a size cap.  docs/reader.md, "Header cache
+ * security", states the rules.
  */
 #ifndef CF_HEADER_CACHE_H
 #define CF_HEADER_CACHE_H
@@ -37,17 +44,49 @@ void cf__hc_entry_free(cf_hc_entry *e);
  * recording for the cache never fails an open. */
 cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
                            size_t len);
-/* A private copy of the cached entry for url, or NULL. */
-cf_hc_entry *cf__hc_lookup(cf_io *io, const char *url);
-/* Remember e (copied) for url with the given ETag (may be NULL); an
- * incomplete entry is not stored, and one already stored is dropped, so
- * that every open does not copy and write it again for nothing.  Without
- * an ETag the entry stays in memory only: a later process could not tell
- * a changed object (no If-Match to fail) and would read it with a stale
- * header. */
-void cf__hc_store(cf_io *io, const char *url, const cf_hc_entry *e,
+/* A private copy of the cached entry for src's object, or NULL. */
+cf_hc_entry *cf__hc_lookup(cf_io *io, const cf_src *src);
+/* Remember e (copied) for src's object with the given ETag (may be NULL);
+ * an incomplete entry is not stored, and one already stored is dropped,
+ * so that every open does not copy and write it again for nothing.
+ * Without an ETag the entry stays in memory only: a later process could
+ * not tell a changed object (no If-Match to fail) and would read it with
+ * a stale header. */
+void cf__hc_store(cf_io *io, const cf_src *src, const cf_hc_entry *e,
                   const char *etag);
-/* Drop url's entry from memory and disk (a stale one: the object changed). */
-void cf__hc_forget(cf_io *io, const char *url);
+/* Drop src's entry from memory and disk (a stale one: the object changed). */
+void cf__hc_forget(cf_io *io, const cf_src *src);
+/* Why io's on-disk cache is off ("header cache folder ... is writable by
+ * others ..."), or NULL while it works or was never asked for.  The same
+ * sentence went to stderr once when the folder was refused. */
+const char *cf__hc_disk_refusal(cf_io *io);
+
+/* ---- between header_cache.c, hc_key.c and hc_disk.c ------------------ */
+
+/* SHA-256 of the key material: names disk entries and memory items. */
+typedef struct cf_hc_key {
+    uint8_t b[32];
+} cf_hc_key;
+
+/* hc_key.c: src's key.  0 for a local file or out of memory. */
+int cf__hc_key(const cf_src *src, cf_hc_key *out);
+/* The part of a request URL that names the object (exposed for tests):
+ * the URL without its fragment and without the query parameters of a SAS
+ * (sig=, se=, st=, ...) or a presigned URL (X-Amz-*, X-Goog-*, Signature
+ * and Expires), which change at every rotation; `who` gets the identity
+ * those parameters name (the key id of X-Amz-Credential, a SAS's skoid),
+ * never a signature.  malloc'ed, NULL when out of memory. */
+char *cf__hc_stable_url(const char *url, char *who, size_t n);
+
+/* hc_disk.c: the folder of one io (created on first use, from its
+ * options); every call is thread-safe. */
+typedef struct cf_hc_disk cf_hc_disk;
+cf_hc_disk *cf__hc_disk_new(const char *dir, uint64_t max_bytes);
+void cf__hc_disk_free(cf_hc_disk *d);
+cf_hc_entry *cf__hc_disk_load(cf_hc_disk *d, const cf_hc_key *k);
+void cf__hc_disk_store(cf_hc_disk *d, const cf_hc_key *k,
+                       const cf_hc_entry *e);
+void cf__hc_disk_drop(cf_hc_disk *d, const cf_hc_key *k);
+const char *cf__hc_disk_why_off(cf_hc_disk *d);
 
 #endif

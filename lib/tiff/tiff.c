@@ -40,6 +40,7 @@ struct cf_tiff_parser {
     range *r;           /* sorted by off, never overlapping or adjacent */
     size_t nr, cap;
     uint64_t total;     /* bytes held */
+    uint64_t budget;    /* header bytes held + what parsing allocates */
     bool have_last_need;
     uint64_t last_need_off;
 };
@@ -107,7 +108,7 @@ typedef struct ent {
 } ent;
 
 typedef struct rawifd {
-    uint64_t off, next;
+    uint64_t off, end, next; /* [off, end): count, entries, next pointer */
     ent e[NSLOT];
 } rawifd;
 
@@ -119,6 +120,7 @@ typedef struct ctx {
     uint64_t hdr_end;
     rawifd *ifds;
     int nifds;
+    uint64_t allocated; /* tile indexes and JPEGTables made by pass 3 */
 } ctx;
 
 /* ------------------------------------------------------------------ */
@@ -316,6 +318,7 @@ static cf_status walk(ctx *c) {
         rawifd *ri = &c->ifds[idx];
         memset(ri, 0, sizeof *ri);
         ri->off = off;
+        ri->end = off + tot;
         c->nifds++;
         read_entries(c, ri, d, n, cntsz);
         const uint8_t *q = d + cntsz + n * esz;
@@ -336,6 +339,124 @@ typedef struct span {
 static int span_cmp(const void *a, const void *b) {
     const span *x = a, *y = b;
     return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* What an IFD's chunk arrays are: tiles when any tile tag is present. */
+static void chunk_slots(const ctx *c, int i, int *so, int *sc) {
+    const ent *e = c->ifds[i].e;
+    bool tiled = e[S_TW].present || e[S_TL].present || e[S_TILEOFF].present ||
+                 e[S_TILECNT].present;
+    *so = tiled ? S_TILEOFF : S_STRIPOFF;
+    *sc = tiled ? S_TILECNT : S_STRIPCNT;
+}
+
+/* An entry's out-of-line data [*lo, *hi) when it lies within the file
+ * (false for inline, absent or impossible data, which pass 3 reports). */
+static bool data_span(const ctx *c, const ent *e, uint64_t *lo, uint64_t *hi) {
+    unsigned inl = c->big ? 8 : 4;
+    uint64_t fs = c->p->file_size;
+    if (!e->present || e->nbytes <= inl || e->nbytes == UINT64_MAX ||
+        !cf__add_u64(e->off, e->nbytes, hi) || *hi > TIFF_OFFSET_LIMIT ||
+        (fs != UINT64_MAX && *hi > fs))
+        return false;
+    *lo = e->off;
+    return true;
+}
+
+typedef struct owned {
+    uint64_t lo, hi;
+    int ifd, slot; /* slot -1: the IFD's own entries */
+} owned;
+
+static int owned_cmp(const void *a, const void *b) {
+    const owned *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static const char *owned_name(const owned *o) {
+    return o->slot < 0 ? "entries" : slot_info[o->slot].name;
+}
+
+/* Before any tag data is fetched:
+ *  - no two IFDs' entries, chunk offset arrays or byte count arrays share
+ *    bytes.  No writer does that, and it is how a tiny file declares a
+ *    huge index: 2^26 tiles whose offsets and counts are one array of
+ *    BYTEs that 256 IFDs all point at;
+ *  - the memory the parse will take (header bytes held and still to
+ *    fetch, 16 bytes per chunk indexed, JPEGTables) is within the
+ *    budget, so a file over it is refused before its arrays are fetched
+ *    or anything that large is allocated. */
+static cf_status check_arrays(ctx *c) {
+    owned *v = cf__malloc((size_t)c->nifds * 3 * sizeof *v);
+    if (!v) return ferr(c, -1, CF_E_NOMEM, "out of memory");
+    size_t n = 0;
+    uint64_t fetch = 0, index = 0, chunks = 0;
+    for (int i = 0; i < c->nifds; i++) {
+        const rawifd *r = &c->ifds[i];
+        v[n++] = (owned){r->off, r->end, i, -1};
+        int so, sc;
+        chunk_slots(c, i, &so, &sc);
+        int slots[3] = {so, sc, S_JPEGTAB};
+        uint64_t lo, hi, k = UINT64_MAX;
+        for (int j = 0; j < 3; j++) {
+            const ent *e = &r->e[slots[j]];
+            bool in_file = data_span(c, e, &lo, &hi);
+            if (in_file && !known(c->p, lo, hi - lo)) fetch += hi - lo;
+            if (j == 2) {
+                if (in_file) index += hi - lo; /* copied as they are */
+                continue;
+            }
+            if (in_file) v[n++] = (owned){lo, hi, i, slots[j]};
+            /* Inline arrays (one or two values) count too; arrays that
+             * cannot be read are reported by pass 3. */
+            if (e->present && (in_file || e->nbytes <= (c->big ? 8u : 4u)))
+                k = e->count < k ? e->count : k;
+            else
+                k = 0;
+        }
+        if (k == UINT64_MAX) k = 0;
+        chunks += k;
+        index += k > UINT64_MAX / 64 ? UINT64_MAX / 4 : 16 * k;
+    }
+    qsort(v, n, sizeof *v, owned_cmp);
+    cf_status st = CF_OK;
+    size_t top = 0; /* the span reaching furthest so far */
+    for (size_t k = 1; k < n && st == CF_OK; k++) {
+        if (v[k].lo < v[top].hi)
+            st = ferr(c, v[k].ifd, CF_E_FORMAT,
+                      "%s data [%llu, %llu) overlaps the %s of IFD %d "
+                      "[%llu, %llu): tag arrays may not share bytes",
+                      owned_name(&v[k]), (unsigned long long)v[k].lo,
+                      (unsigned long long)v[k].hi, owned_name(&v[top]),
+                      v[top].ifd, (unsigned long long)v[top].lo,
+                      (unsigned long long)v[top].hi);
+        if (v[k].hi > v[top].hi) top = k;
+    }
+    free(v);
+    uint64_t need = c->p->total + fetch + index;
+    if (st == CF_OK && need > c->p->budget)
+        st = ferr(c, -1, CF_E_LIMIT,
+                  "parsing its header needs %llu bytes of memory (%llu tiles "
+                  "or strips indexed at 16 bytes each, %llu header bytes), "
+                  "above the budget of %llu (io option header_memory_max)",
+                  (unsigned long long)need, (unsigned long long)chunks,
+                  (unsigned long long)(c->p->total + fetch),
+                  (unsigned long long)c->p->budget);
+    return st;
+}
+
+/* Count bytes pass 3 is about to allocate against the budget. */
+static cf_status charge(ctx *c, int i, uint64_t bytes, const char *what) {
+    uint64_t sum;
+    if (!cf__add_u64(c->allocated, bytes, &sum) ||
+        !cf__add_u64(sum, c->p->total, &sum) || sum > c->p->budget)
+        return ferr(c, i, CF_E_LIMIT,
+                    "%s of %llu bytes would pass the header memory budget of "
+                    "%llu (io option header_memory_max)",
+                    what, (unsigned long long)bytes,
+                    (unsigned long long)c->p->budget);
+    c->allocated += bytes;
+    return CF_OK;
 }
 
 static cf_status fetch_tag_data(ctx *c) {
@@ -655,6 +776,7 @@ static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
     const uint8_t *dd;
     TRY(tag_data(c, i, so, n, &dd));
     TRY(tag_data(c, i, sc, n, &dd));
+    TRY(charge(c, i, n * 2 * sizeof(uint64_t), "the tile index"));
     o->nchunks = n;
     o->offsets = cf__malloc((size_t)n * sizeof *o->offsets);
     o->counts = cf__malloc((size_t)n * sizeof *o->counts);
@@ -778,6 +900,9 @@ static cf_status parse_ifd(ctx *c, int i, cf_tiff_ifd *o) {
     if (has(c, i, S_JPEGTAB)) {
         char *t;
         size_t len;
+        const ent *e = &c->ifds[i].e[S_JPEGTAB];
+        if (e->nbytes <= TIFF_MAX_JPEGTABLES)
+            TRY(charge(c, i, e->nbytes, "JPEGTables"));
         TRY(tag_bytes(c, i, S_JPEGTAB, TIFF_MAX_JPEGTABLES, &t, &len));
         if (len) {
             o->jpeg_tables = (uint8_t *)t;
@@ -1012,6 +1137,7 @@ static cf_status build_levels(ctx *c, cf_tiff *t) {
 
 static cf_status parse_all(ctx *c, cf_tiff **out) {
     TRY(walk(c));
+    TRY(check_arrays(c));
     TRY(fetch_tag_data(c));
     cf_tiff *t = cf__calloc(1, sizeof *t);
     if (!t) return ferr(c, -1, CF_E_NOMEM, "out of memory");
@@ -1057,6 +1183,7 @@ cf_tiff_parser *cf_tiff_parser_new(uint64_t file_size, const char *name) {
     cf_tiff_parser *p = cf__calloc(1, sizeof *p);
     if (!p) return NULL;
     p->file_size = file_size;
+    p->budget = CF_HEADER_MEMORY_DEFAULT;
     p->name = cf__name_dup(name ? name : "(unnamed)");
     if (!p->name) {
         free(p);
@@ -1075,6 +1202,10 @@ void cf_tiff_parser_free(cf_tiff_parser *p) {
 
 void cf_tiff_parser_set_size(cf_tiff_parser *p, uint64_t file_size) {
     if (p) p->file_size = file_size;
+}
+
+void cf_tiff_parser_set_budget(cf_tiff_parser *p, uint64_t bytes) {
+    if (p) p->budget = bytes ? bytes : CF_HEADER_MEMORY_DEFAULT;
 }
 
 cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,

@@ -93,6 +93,11 @@ void cf_tiff_parser_free(cf_tiff_parser *p);
 cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
                              const uint8_t *data, size_t len, cf_error *err);
 void cf_tiff_parser_set_size(cf_tiff_parser *p, uint64_t file_size);
+/* Memory the parse may take: header bytes held plus the tile indexes
+ * (16 bytes per tile or strip) and JPEGTables it builds (0: default
+ * CF_HEADER_MEMORY_DEFAULT).  A file needing more fails with CF_E_LIMIT,
+ * before its arrays are fetched when their sizes tell already. */
+void cf_tiff_parser_set_budget(cf_tiff_parser *p, uint64_t bytes);
 /* Parse.  CF_OK: *out is a new cf_tiff (free with cf_tiff_free).
  * CF__NEED_BYTES: fetch [*need_off, *need_off + *need_len) and call
  * cf_tiff_parser_add, then again.  Anything else: error in err.
@@ -106,6 +111,9 @@ void cf_tiff_parser_set_size(cf_tiff_parser *p, uint64_t file_size);
  *  - Any malformed or unsupported IFD in the chain fails the whole parse
  *    (the message names "IFD n" and the tag).  Duplicate tags: the first
  *    wins; entries with unknown type codes are skipped.
+ *  - IFD entries and the chunk offset / byte count arrays of all IFDs
+ *    must not share bytes (CF_E_FORMAT), and the whole parse must fit the
+ *    memory budget (cf_tiff_parser_set_budget, CF_E_LIMIT).
  *  - GeoTIFF and GDAL tags are best effort: a malformed ModelPixelScale,
  *    GeoKeyDirectory (e.g. more keys than data), GDAL_NODATA or
  *    GDAL_METADATA is ignored, never an error; a non-finite geotransform is

@@ -22,6 +22,38 @@ from collections import namedtuple
 
 Case = namedtuple("Case", "name path item expect what")
 
+
+class Sparse:
+    """A file of `size` bytes: `head`, then a hole (zeros that take no
+    disk space).  The crafted tile indexes are 256 MiB files of this kind."""
+
+    def __init__(self, head, size):
+        self.head, self.size = bytes(head), size
+
+
+def crafted_index(nifds, side, offsets_at, counts_at, size):
+    """nifds IFDs of side x side tiles of 1x1 pixel (side^2 tiles each),
+    whose TileOffsets and TileByteCounts are BYTE arrays at offsets_at and
+    counts_at, in a hole of zeros (every tile sparse), in a file of `size`
+    bytes: the header a server must send is a few KB, the index it
+    declares 16 bytes per tile."""
+    n = side * side
+    head = bytearray(b"II*\0" + struct.pack("<I", 8))
+    for j in range(nifds):
+        pos = len(head)
+        tags = [(254, 4, 1, 1 if j else 0), (256, 4, 1, side), (257, 4, 1, side),
+                (258, 3, 1, 8), (259, 3, 1, 1), (262, 3, 1, 1), (277, 3, 1, 1),
+                (322, 4, 1, 1), (323, 4, 1, 1), (324, 1, n, offsets_at),
+                (325, 1, n, counts_at)]
+        head += struct.pack("<H", len(tags))
+        for tag, typ, count, v in tags:
+            val = struct.pack("<H", v) + b"\0\0" if typ == 3 else struct.pack("<I", v)
+            head += struct.pack("<HHI", tag, typ, count) + val
+        nxt = pos + 2 + 12 * len(tags) + 4 if j + 1 < nifds else 0
+        head += struct.pack("<I", nxt)
+    assert len(head) <= min(offsets_at, counts_at)
+    return Sparse(head, size)
+
 TYPE_SIZE = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8,
              11: 4, 12: 8, 13: 4, 16: 8, 17: 8, 18: 8}
 FMT = {1: "B", 3: "H", 4: "I", 16: "Q", 12: "d", 11: "f"}
@@ -207,6 +239,29 @@ def cases():
     t = Tiff()
     image(t, width=1 << 20, height=1 << 20, tile=16, tiles=[b"z" * 256])
     yield "huge_tile_count", 6, "open", "2^32 tiles in a tiny file", t.build()
+    # 6 and 9: tile indexes far larger than their file (2^26 tiles of 1x1
+    # pixel: 1 GiB of index per IFD) from arrays shared by every IFD, and
+    # one without sharing just over the header memory budget
+    yield "index_shared_2_26", 9, "open", \
+        "2^26 tiles, TileOffsets = TileByteCounts (BYTE)", \
+        crafted_index(1, 8192, 4096, 4096, 1 << 28)
+    yield "index_shared_256_ifds", 9, "open", \
+        "256 IFDs x 2^26 tiles, all on one BYTE array", \
+        crafted_index(256, 8192, 1 << 16, 1 << 16, 1 << 28)
+    yield "index_over_budget", 6, "open", \
+        "2^24 tiles: 256 MiB of index, above the budget", \
+        crafted_index(1, 4096, 4096, 4096 + (1 << 24), 1 << 26)
+    t = Tiff()
+    image(t)
+    b = t.build()
+    t.patch(b, t.value_pos(0, 325), struct.unpack_from("<I", b, t.value_pos(0, 324))[0] + 8, 4)
+    yield "counts_overlap_offsets", 9, "open", \
+        "TileByteCounts starts inside TileOffsets", b
+    t = Tiff()
+    image(t)
+    b = t.build()
+    t.patch(b, t.value_pos(0, 324), t.ifd_off[0] + 2, 4)
+    yield "offsets_in_ifd", 9, "open", "TileOffsets data inside the IFD", b
     # 7: byte counts
     t = Tiff()
     image(t, counts=[1024, 1024, 1 << 30, 1024])
@@ -354,7 +409,11 @@ def make_all(folder):
     for name, item, expect, what, data in cases():
         path = os.path.join(folder, "malformed_%s.tif" % name)
         with open(path, "wb") as f:
-            f.write(bytes(data))
+            if isinstance(data, Sparse):
+                f.write(data.head)
+                f.truncate(data.size)
+            else:
+                f.write(bytes(data))
         out.append(Case(name, path, item, expect, what))
     return out
 

@@ -116,3 +116,78 @@ def test_cli_info(folder, name, item, expect):
     assert p.returncode == 1, "exit %d, stderr %r" % (p.returncode,
                                                       p.stderr[-500:])
     assert os.path.basename(path) in p.stderr, p.stderr[-500:]
+
+
+# ---------------------------------------------------------------------------
+# The header memory budget (item 3 of issue 15): a crafted tile index is
+# refused before it is fetched or allocated, real large indexes still open.
+
+INDEX_CASES = ["index_shared_2_26", "index_shared_256_ifds",
+               "index_over_budget"]
+
+MEASURE = r"""
+import resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=150)
+print(p.returncode)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+print(p.stderr)
+"""
+
+
+@pytest.mark.parametrize("name", INDEX_CASES)
+def test_crafted_index_is_refused_without_allocating_it(folder, name):
+    """2^26 1x1 tiles whose offsets and counts are one BYTE array (1 IFD,
+    and 256 IFDs on the same array), and 2^24 tiles in separate arrays:
+    `cogfeed info` fails naming the cause and never takes the memory the
+    index declares (43b28fd opened the first at 1.1 GB and the third at
+    306 MB of RSS, and took 5.3 GB before failing the second)."""
+    exe = os.environ.get("COGFEED_BIN")
+    assert exe, "COGFEED_BIN is not set (run through ctest)"
+    path = path_of(folder, name)
+    p = subprocess.run([sys.executable, "-c", MEASURE, exe, "info", path],
+                       capture_output=True, text=True, timeout=200)
+    rc, rss_kb, err = p.stdout.split("\n", 2)
+    assert int(rc) == 1, err
+    assert os.path.basename(path) in err
+    why = ("tag arrays may not share bytes" if "shared" in name
+           else "above the budget of 268435456 (io option header_memory_max)")
+    assert why in err, err
+    assert int(rss_kb) < 200 * 1024, "peak RSS %s KB" % rss_kb
+
+
+def large_index(path, bands, planar):
+    """A 100,000 x 100,000 uint16 tiled header with 256-pixel tiles:
+    391 x 391 = 152,881 tiles per band plane, every tile sparse."""
+    t = M.Tiff()
+    n = 391 * 391 * (bands if planar == 2 else 1)
+    t.ifd()
+    for tag, typ, v in [(256, 4, 100000), (257, 4, 100000),
+                        (258, 3, [16] * bands), (259, 3, 1), (262, 3, 1),
+                        (277, 3, bands), (284, 3, planar), (322, 4, 256),
+                        (323, 4, 256)]:
+        t.tag(tag, typ, v)
+    t.tag(324, 4, raw=bytes(4 * n))
+    t.tag(325, 4, raw=bytes(4 * n))
+    with open(path, "wb") as f:
+        f.write(t.build())
+    return n
+
+
+@pytest.mark.parametrize("bands,planar", [(1, 1), (13, 2)])
+def test_large_real_index_opens(tmp_path, bands, planar):
+    """A real large file's index fits the default budget: 152,881 tiles,
+    and 13 band planes of them (1,987,453 tiles, 32 MB of index); a budget
+    set lower (io option header_memory_max) refuses it, naming the
+    option."""
+    import cogfeed
+    path = str(tmp_path / "big.tif")
+    n = large_index(path, bands, planar)
+    cog = cogfeed.open(path)
+    assert (cog.width, cog.height, cog.count) == (100000, 100000, bands)
+    a = cog.read(window=(99800, 99800, 300, 300))
+    assert a.shape == (bands, 300, 300) and not a.any()
+    small = 16 * n  # the index alone: no room for the header bytes
+    with pytest.raises(cogfeed.Error, match="io option header_memory_max"):
+        cogfeed.open(path, io=cogfeed.IO(header_memory_max=small))
+    ok = cogfeed.open(path, io=cogfeed.IO(header_memory_max=small + 16 * n))
+    assert ok.count == bands

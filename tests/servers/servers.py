@@ -187,6 +187,13 @@ class Nginx:
             path = "/" + path
         return int(self._get("/_hits?uri=" + urllib.request.quote(path)))
 
+    def waves(self):
+        """Round trips the server saw one after the other: requests that
+        arrived while no other was in flight.  Counted only with a
+        latency (latency_ms > 0), which keeps the requests a client sends
+        together in flight together."""
+        return int(self._get("/_hits?uri=__waves"))
+
     def last_header(self, path, which):
         """The Authorization ("auth") or If-Match ("im") header of the last
         request for ``path`` ("" when it had none)."""

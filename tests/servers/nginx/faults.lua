@@ -24,6 +24,8 @@
 --   redirect-same     302 to /<path> on this server
 --   redirect-other    302 to the same path and scheme on host "localhost"
 --                     (another host name for the same server)
+-- With a latency, /_hits?uri=__waves counts the waves of requests: those
+-- that arrived while no other was in flight (sequential round trips).
 -- Each request's Authorization and If-Match headers are kept per URI:
 -- /_hits?auth=1&uri=U and /_hits?im=1&uri=U return the last ones.
 local M = {}
@@ -49,7 +51,14 @@ function M.access()
         lat = lat + (tonumber(ngx.var.cf_tail_s) or 0)
     end
     if lat > 0 and not ngx.req.is_internal() and not control then
+        -- A request that finds none other in flight starts a "wave": the
+        -- round trips a client waited for one after the other (requests
+        -- sent together arrive within the latency of each other).
+        if hits:incr("__inflight", 1, 0) == 1 then
+            hits:incr("__waves", 1, 0)
+        end
         ngx.sleep(lat)
+        hits:incr("__inflight", -1, 0)
     end
 end
 
