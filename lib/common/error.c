@@ -40,8 +40,8 @@ cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...) {
     return code;
 }
 
-cf_status cf__err_prefix(cf_error *err, const char *fmt, ...) {
-    if (!err) return CF_E_ARG;
+cf_status cf__err_prefix(cf_error *err, cf_status st, const char *fmt, ...) {
+    if (!err) return st;
     char pre[sizeof err->msg], old[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
@@ -57,11 +57,11 @@ cf_status cf__err_prefix(cf_error *err, const char *fmt, ...) {
     if (m > room) m = room;
     memcpy(err->msg + n + 2, old, m);
     err->msg[n + 2 + m] = 0;
-    return err->code;
+    return st;
 }
 
-cf_status cf__err_hint(cf_error *err, const char *fmt, ...) {
-    if (!err) return CF_E_ARG;
+cf_status cf__err_hint(cf_error *err, cf_status st, const char *fmt, ...) {
+    if (!err) return st;
     size_t n = strlen(err->msg);
     if (n + 2 < sizeof err->msg) {
         memcpy(err->msg + n, "; ", 3);
@@ -70,7 +70,7 @@ cf_status cf__err_hint(cf_error *err, const char *fmt, ...) {
         vsnprintf(err->msg + n + 2, sizeof err->msg - n - 2, fmt, ap);
         va_end(ap);
     }
-    return err->code;
+    return st;
 }
 
 void cf__err_clear(cf_error *err) {

@@ -539,12 +539,12 @@ static void test_redaction(void) {
      * stays terminated. */
     cf_error e;
     cf__err(&e, CF_E_CHANGED, "x.tif: changed");
-    CHECK(cf__err_hint(&e, "came from the %s", "cache") == CF_E_CHANGED);
+    CHECK(cf__err_hint(&e, CF_E_CHANGED, "came from the %s", "cache") == CF_E_CHANGED);
     CHECK(!strcmp(e.msg, "x.tif: changed; came from the cache"));
     cf__err(&e, CF_E_IO, "%0*d", (int)sizeof e.msg - 5, 0);
-    cf__err_hint(&e, "more");
+    cf__err_hint(&e, CF_E_IO, "more");
     CHECK(strlen(e.msg) == sizeof e.msg - 1 && e.code == CF_E_IO);
-    cf__err_hint(&e, "more");
+    cf__err_hint(&e, CF_E_IO, "more");
     CHECK(strlen(e.msg) == sizeof e.msg - 1);
     char longurl[3000], red[CF__NAME_MAX];
     snprintf(longurl, sizeof longurl,
