@@ -377,6 +377,16 @@ def test_bearer_token_never_in_messages(srv):
 
 # -- 404 -----------------------------------------------------------------
 
+def test_at_sign_in_query_is_not_user_info(srv):
+    """http://host?sig=A@SECRET (no path): the '@' in the query is no user
+    info, so the message names http://host, not the secret after it."""
+    r = fetch(srv.base + "?sig=A@S3CR3T_at_in_query", "head:100")
+    op = r["ops"][0]
+    assert op["status"] != 0
+    assert r["name"] == srv.base
+    assert "S3CR3T" not in json.dumps(r) and "sig=" not in op["msg"]
+
+
 def test_404_names_url_without_query(srv):
     r = fetch(srv.url("nope.tif") + "?X-Amz-Signature=DEADBEEF&X-Amz-Credential=AKIA",
               "head:100")

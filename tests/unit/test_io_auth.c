@@ -513,6 +513,35 @@ static void test_redaction(void) {
         CHECK(contains(cf__auth_http_url(a), "SECRET")); /* still sent */
         cf__auth_free(a);
     }
+    /* URL shapes: an '@' after the authority (in a query or fragment, with
+     * or without a path) is no user info; in the authority the last '@'
+     * ends it, so a password with a raw '@' goes whole; IPv6 hosts; a
+     * "://" inside a local path's query is no scheme. */
+    const char *shapes[][2] = {
+        {"http://host?sig=A@S3CR3T_at_in_query", "http://host"},
+        {"http://host#frag@S3CR3T", "http://host"},
+        {"http://host/?sig=A@S3CR3T", "http://host/"},
+        {"http://host/x.tif#S3CR3T@y", "http://host/x.tif"},
+        {"https://user:pa@ss@S3CR3T@host.example/x.tif", "https://host.example/x.tif"},
+        {"https://u:S3CR3T@host.example:8443?sig=S3CR3T", "https://host.example:8443"},
+        {"http://[::1]:8080?sig=A@S3CR3T", "http://[::1]:8080"},
+        {"http://u:S3CR3T@[::1]:8080/x?sig=S3CR3T", "http://[::1]:8080/x"},
+        {"https://h.example/a@b/c.tif?sig=S3CR3T", "https://h.example/a@b/c.tif"},
+        {"HTTP://USER:S3CR3T@Host/x", "HTTP://Host/x"},
+        {"http://S3CR3T@host", "http://host"},
+        {"s3://bucket/k@ey.tif", "s3://bucket/k@ey.tif"},
+        {"/data/x.tif?u=http://a@S3CR3T", "/data/x.tif"},
+        {"file:///data/x.tif", "file:///data/x.tif"},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        char out[CF__NAME_MAX];
+        cf__redact_url(shapes[i][0], out, sizeof out);
+        if (strcmp(out, shapes[i][1])) fprintf(stderr, "  %s -> %s\n", shapes[i][0], out);
+        CHECK(!strcmp(out, shapes[i][1]));
+    }
+    CHECK(open_env("http://host?sig=A@S3CR3T_at_in_query", &none, &a, &err) == CF_OK);
+    CHECK(a && !strcmp(cf__auth_redacted(a), "http://host"));
+    cf__auth_free(a);
     /* Errors on URLs with secrets name the URL without them. */
     CHECK(open_env("https://a_b.blob.core.windows.net/c/x?sig=SIGSECRET", &none,
                    &a, &err) == CF_E_ARG);
