@@ -246,16 +246,19 @@ static const char *env_getenv(const char *name, void *user) {
     return getenv(name);
 }
 
-/* Host ACCOUNT.blob.core.<suffix>: the Azure https form. */
+/* Host ACCOUNT.blob.core.<suffix>: the Azure https form.  The host is the
+ * one curl connects to: "https://acct.blob.core.windows.net@evil.example/"
+ * is evil.example (user info before the '@').  Whether credentials may go
+ * there is decided by auth_azure.c. */
 static int is_azure_blob_host(const char *url) {
-    int https = !strncasecmp(url, "https://", 8);
-    if (!https && strncasecmp(url, "http://", 7)) return 0;
-    const char *h = url + (https ? 8 : 7);
-    size_t hlen = strcspn(h, "/?#:");
-    const char *dot = memchr(h, '.', hlen);
-    if (!dot || dot == h) return 0;
-    size_t rest = hlen - (size_t)(dot - h);
-    return rest > 11 && !strncasecmp(dot, ".blob.core.", 11);
+    char *host = NULL, *path = NULL;
+    if (cf__auth_split_http(url, &host, &path, NULL) != 1) return 0;
+    const char *dot = strchr(host, '.');
+    int yes = dot && dot != host && !strncasecmp(dot, ".blob.core.", 11) &&
+              dot[11] && dot[11] != ':';
+    free(host);
+    free(path);
+    return yes;
 }
 
 int cf__auth_endpoint_ok(const char *ep) {

@@ -308,6 +308,76 @@ static void test_azure_shared_key(void) {
     CHECK(cf__azure_sign_string("@@@@", "x", sig, sizeof sig) == CF_E_ARG);
 }
 
+/* Where the Azure variables' credentials may go in the https form (issue
+ * 15): the clouds' Blob suffixes over https for the configured account, or
+ * exactly the endpoint a connection string names; nothing to look-alike
+ * hosts, plain http, other ports or other accounts. */
+static int az_gets_creds(const char *url, env *e) {
+    cf_auth *a = NULL;
+    cf_error err;
+    if (open_env(url, e, &a, &err) != CF_OK || !a) return -1;
+    int got = cf__auth_has_credentials(a) || contains(cf__auth_http_url(a), "SECRETSIG");
+    cf__auth_free(a);
+    return got;
+}
+
+static void test_azure_where_credentials_go(void) {
+    env sas = {{{"AZURE_STORAGE_ACCOUNT", "acct"},
+                {"AZURE_STORAGE_SAS_TOKEN", "sv=1&sig=SECRETSIG"}}};
+    env key = {{{"AZURE_STORAGE_ACCOUNT", "acct"}, {"AZURE_STORAGE_ACCESS_KEY", DEV_KEY}}};
+    env *both[] = {&sas, &key};
+    const struct { const char *url; int ok; } cases[] = {
+        {"https://acct.blob.core.windows.net/c/x.tif", 1},
+        {"https://ACCT.Blob.Core.Windows.Net/c/x.tif", 1},
+        {"https://acct.blob.core.windows.net:443/c/x.tif", 1},
+        {"https://acct.blob.core.usgovcloudapi.net/c/x.tif", 1},
+        {"https://acct.blob.core.chinacloudapi.cn/c/x.tif", 1},
+        {"http://acct.blob.core.windows.net/c/x.tif", 0},
+        {"https://acct.blob.core.windows.net:8443/c/x.tif", 0},
+        {"https://acct.blob.core.windows.net.attacker.example/c/x.tif", 0},
+        {"https://acct.blob.core.attacker.example/c/x.tif", 0},
+        {"http://acct.blob.core.attacker.example/c/x.tif", 0},
+        {"https://acct.blob.core.cloudapi.de/c/x.tif", 0},
+        {"https://other.blob.core.windows.net/c/x.tif", 0},
+        /* user info: the host is attacker.example */
+        {"https://acct.blob.core.windows.net@attacker.example/c/x.tif", 0},
+        {"https://acct.blob.core.windows.net:x@attacker.example/c/x.tif", 0},
+    };
+    for (int w = 0; w < 2; w++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            int got = az_gets_creds(cases[i].url, both[w]);
+            if (got != cases[i].ok) fprintf(stderr, "  %s (%s)\n", cases[i].url, w ? "key" : "sas");
+            CHECK(got == cases[i].ok);
+        }
+    /* Without a configured account, no account is "ours". */
+    env anon = {{{"AZURE_STORAGE_SAS_TOKEN", "sv=1&sig=SECRETSIG"},
+                 {"AZURE_STORAGE_ACCESS_KEY", DEV_KEY}}};
+    CHECK(az_gets_creds("https://evil.blob.core.windows.net/c/x.tif", &anon) == 0);
+    /* A connection string that names the cloud or the endpoint: exactly
+     * that scheme and host. */
+    env china = {{{"AZURE_STORAGE_CONNECTION_STRING",
+                   "AccountName=acct;AccountKey=" DEV_KEY ";EndpointSuffix=core.chinacloudapi.cn"}}};
+    CHECK(az_gets_creds("https://acct.blob.core.chinacloudapi.cn/c/x.tif", &china) == 1);
+    CHECK(az_gets_creds("https://acct.blob.core.windows.net/c/x.tif", &china) == 0);
+    env http = {{{"AZURE_STORAGE_CONNECTION_STRING",
+                  "DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=" DEV_KEY}}};
+    CHECK(az_gets_creds("http://acct.blob.core.windows.net/c/x.tif", &http) == 1);
+    CHECK(az_gets_creds("https://acct.blob.core.windows.net/c/x.tif", &http) == 0);
+    env ep = {{{"AZURE_STORAGE_CONNECTION_STRING",
+                "BlobEndpoint=https://acct.blob.core.contoso.example/;"
+                "SharedAccessSignature=sv=1&sig=SECRETSIG"}}};
+    CHECK(az_gets_creds("https://acct.blob.core.contoso.example/c/x.tif", &ep) == 1);
+    CHECK(az_gets_creds("http://acct.blob.core.contoso.example/c/x.tif", &ep) == 0);
+    CHECK(az_gets_creds("https://acct.blob.core.windows.net/c/x.tif", &ep) == 0);
+    /* az:// builds its endpoint from the configuration only: the canonical
+     * https one, or the one named. */
+    cf_auth *a = NULL;
+    cf_error err;
+    CHECK(open_env("az://c/x.tif", &sas, &a, &err) == CF_OK);
+    CHECK(a && !strncmp(cf__auth_http_url(a), "https://acct.blob.core.windows.net/", 35));
+    cf__auth_free(a);
+}
+
 static void test_azure_urls(void) {
     cf_auth *a = NULL;
     cf_error err;
@@ -375,14 +445,20 @@ static void test_azure_urls(void) {
                        "https://acct.blob.core.windows.net/c/x.tif?sv=2&sig=MINE"));
     CHECK(a && !contains(cf__auth_redacted(a), "MINE"));
     cf__auth_free(a);
+    /* A key goes to the https form only for the account it belongs to. */
     env k = {{{"AZURE_STORAGE_ACCESS_KEY", DEV_KEY}}};
     CHECK(open_env("https://acct.blob.core.windows.net/c/x.tif", &k, &a, &err) == CF_OK);
+    CHECK(a && !cf__auth_has_credentials(a));
+    cf__auth_free(a);
+    env ka = {{{"AZURE_STORAGE_ACCOUNT", "acct"}, {"AZURE_STORAGE_ACCESS_KEY", DEV_KEY}}};
+    CHECK(open_env("https://acct.blob.core.windows.net/c/x.tif", &ka, &a, &err) == CF_OK);
     if (a) {
         char *h = sign_join(a, T_2013_05_24, NULL, NULL);
         CHECK(contains(h, "Authorization: SharedKey acct:"));
         free(h);
         cf__auth_free(a);
     }
+    test_azure_where_credentials_go();
 
     const char *bad[] = {"az://", "az://c", "az://c/", "az://c_d/x",
                          "https://acct.blob.core.windows.net/",
