@@ -425,21 +425,23 @@ int cf__auth_has_credentials(const cf_auth *a) {
 
 cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
-                           struct curl_slist **hdrs, cf_error *err) {
+                           const char *ius, struct curl_slist **hdrs,
+                           cf_error *err) {
     if ((range && !cf__auth_header_safe(range)) ||
-        (if_match && !cf__auth_header_safe(if_match)))
+        (if_match && !cf__auth_header_safe(if_match)) ||
+        (ius && !cf__auth_header_safe(ius)))
         return cf__err(err, CF_E_ARG, "%s: header value with control "
                        "characters", a->redacted);
     switch (a->kind) {
     case CF_AUTH_S3:
         if (a->s3_signed)
-            return cf__auth_s3_sign(a, now, method, range, if_match, hdrs,
-                                    err);
+            return cf__auth_s3_sign(a, now, method, range, if_match, ius,
+                                    hdrs, err);
         return CF_OK;
     case CF_AUTH_AZURE:
         if (a->az_shared_key)
-            return cf__auth_az_sign(a, now, method, range, if_match, hdrs,
-                                    err);
+            return cf__auth_az_sign(a, now, method, range, if_match, ius,
+                                    hdrs, err);
         return CF_OK;
     case CF_AUTH_GCS:
         if (a->bearer &&
@@ -453,9 +455,10 @@ cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
 }
 
 cf_status cf__auth_sign(cf_auth *a, const char *method, const char *range,
-                        const char *if_match, struct curl_slist **hdrs,
-                        cf_error *err) {
-    return cf__auth_sign_at(a, time(NULL), method, range, if_match, hdrs, err);
+                        const char *if_match, const char *ius,
+                        struct curl_slist **hdrs, cf_error *err) {
+    return cf__auth_sign_at(a, time(NULL), method, range, if_match, ius, hdrs,
+                            err);
 }
 
 /* Find <tag> in a body that need not be NUL-terminated. */

@@ -293,25 +293,25 @@ static void rfc1123(time_t now, char out[40]) {
 
 static void az_sts(cf__sbuf *b, const cf_auth *a, const char *method,
                    const char *xms_date, const char *range,
-                   const char *if_match) {
+                   const char *if_match, const char *ius) {
     /* VERB, Content-Encoding, -Language, -Length, -MD5, -Type, Date,
      * If-Modified-Since, If-Match, If-None-Match, If-Unmodified-Since,
      * Range, then the x-ms- headers and the resource.  The resource of a
      * path-style (Azurite) URL names the account twice: "/account" +
      * "/account/container/blob", as Azure's SDKs and Azurite compute it. */
     cf__sb_printf(b,
-                  "%s\n\n\n\n\n\n\n\n%s\n\n\n%s\n"
+                  "%s\n\n\n\n\n\n\n\n%s\n\n%s\n%s\n"
                   "x-ms-date:%s\nx-ms-version:" AZ_VERSION "\n/%s%s",
-                  method, if_match ? if_match : "", range ? range : "",
-                  xms_date, a->account, a->path);
+                  method, if_match ? if_match : "", ius ? ius : "",
+                  range ? range : "", xms_date, a->account, a->path);
 }
 
 char *cf__azure_string_to_sign(const cf_auth *a, const char *method,
                                const char *xms_date, const char *range,
-                               const char *if_match) {
+                               const char *if_match, const char *ius) {
     if (!a->account || !a->path) return NULL;
     cf__sbuf b = {0};
-    az_sts(&b, a, method, xms_date, range, if_match);
+    az_sts(&b, a, method, xms_date, range, if_match, ius);
     return cf__sb_take(&b);
 }
 
@@ -336,11 +336,12 @@ cf_status cf__azure_sign_string(const char *key_b64, const char *sts,
 
 cf_status cf__auth_az_sign(cf_auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
-                           struct curl_slist **hdrs, cf_error *err) {
+                           const char *ius, struct curl_slist **hdrs,
+                           cf_error *err) {
     char date[40];
     rfc1123(now, date);
     cf__sbuf sts = {0};
-    az_sts(&sts, a, method, date, range, if_match);
+    az_sts(&sts, a, method, date, range, if_match, ius);
     cf_status st = CF_E_NOMEM;
     if (!sts.oom) {
         char sig[48];

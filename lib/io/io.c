@@ -104,7 +104,6 @@ cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err) {
     io->opts.ca_file = io->ca_file;
     io->opts.max_inflight = clamp_inflight(o.max_inflight);
     atomic_init(&io->max_inflight, io->opts.max_inflight);
-    atomic_init(&io->retry_budget, o.retry_budget);
     atomic_init(&io->cancel, 0);
     atomic_init(&io->loop, NULL);
     atomic_init(&io->upper, NULL);
@@ -556,6 +555,7 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_status *st, cf_error *err) {
               (uint64_t)(uintptr_t)lp;
     if (!lp->rng) lp->rng = 1;
     cf__hedge_init(&lp->hedge);
+    cf__quota_init(&lp->quota, io->opts.retry_budget, cf__now());
     pthread_mutex_init(&lp->mu, NULL);
     pthread_cond_init(&lp->room, NULL);
     pthread_cond_init(&lp->decode_room, NULL);

@@ -38,7 +38,7 @@ static char *sign_join(cf_auth *a, time_t t, const char *range,
                        const char *if_match) {
     struct curl_slist *h = NULL;
     cf_error err;
-    if (cf__auth_sign_at(a, t, "GET", range, if_match, &h, &err) != CF_OK)
+    if (cf__auth_sign_at(a, t, "GET", range, if_match, NULL, &h, &err) != CF_OK)
         return NULL;
     size_t n = 1;
     for (struct curl_slist *p = h; p; p = p->next) n += strlen(p->data) + 1;
@@ -131,6 +131,19 @@ static void test_s3_request(void) {
                       "Signature=c1471c7c4e38da7835b1b60dfdec8c2835d4ba3e6ace78b71f20b64d47ff5504\n"));
     CHECK(!contains(h, "wJalrXUtnFEMI"));
     free(h);
+    /* If-Unmodified-Since (sent without a strong ETag) is signed too:
+     * botocore's S3SigV4Auth gives the same signature. */
+    struct curl_slist *hl = NULL;
+    CHECK(cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-9", NULL,
+                           "Mon, 01 Jan 2024 00:00:00 GMT", &hl, &err) == CF_OK);
+    int found = 0;
+    for (struct curl_slist *p = hl; p; p = p->next)
+        found |= contains(p->data, "SignedHeaders=host;if-unmodified-since;range;"
+                                   "x-amz-content-sha256;x-amz-date;x-amz-security-token, "
+                                   "Signature=323c62f9100c5d565e2ab50e96f080cce417be9913b0"
+                                   "1931f231523bdc25db6c");
+    CHECK(found);
+    curl_slist_free_all(hl);
     CHECK(!strcmp(cf__auth_redacted(a), "s3://bucket/dir/a b+c~d/\xc3\xbc.tif"));
     cf__auth_free(a);
 
@@ -177,7 +190,7 @@ static void test_s3_urls(void) {
     if (a) {
         CHECK(!cf__auth_has_credentials(a));
         struct curl_slist *h = NULL;
-        CHECK(cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-1", NULL, &h,
+        CHECK(cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-1", NULL, NULL, &h,
                                &err) == CF_OK);
         CHECK(h == NULL);
         cf__auth_free(a);
@@ -269,7 +282,7 @@ static void test_azure_shared_key(void) {
     CHECK(!strcmp(cf__auth_http_url(a),
                   "http://127.0.0.1:10000/devstoreaccount1/mycontainer/dir/a%20b.tif"));
     char *sts = cf__azure_string_to_sign(a, "GET", "Fri, 24 May 2013 00:00:00 GMT",
-                                         "bytes=0-9", "\"0x8D\"");
+                                         "bytes=0-9", "\"0x8D\"", NULL);
     CHECK(sts && !strcmp(sts, "GET\n\n\n\n\n\n\n\n\"0x8D\"\n\n\nbytes=0-9\n"
                               "x-ms-date:Fri, 24 May 2013 00:00:00 GMT\n"
                               "x-ms-version:2021-08-06\n"
@@ -277,6 +290,14 @@ static void test_azure_shared_key(void) {
     char sig[64];
     CHECK(sts && cf__azure_sign_string(DEV_KEY, sts, sig, sizeof sig) == CF_OK);
     CHECK(!strcmp(sig, "M/a2MLIxudkrDrt/Qmn38SMoYbD9sSem1O43oTghDjE="));
+    free(sts);
+    /* If-Unmodified-Since has its own line, after If-None-Match. */
+    sts = cf__azure_string_to_sign(a, "GET", "Fri, 24 May 2013 00:00:00 GMT", "bytes=0-9",
+                                   NULL, "Mon, 01 Jan 2024 00:00:00 GMT");
+    CHECK(sts && !strcmp(sts, "GET\n\n\n\n\n\n\n\n\n\nMon, 01 Jan 2024 00:00:00 GMT\n"
+                              "bytes=0-9\nx-ms-date:Fri, 24 May 2013 00:00:00 GMT\n"
+                              "x-ms-version:2021-08-06\n"
+                              "/devstoreaccount1/devstoreaccount1/mycontainer/dir/a%20b.tif"));
     free(sts);
     char *h = sign_join(a, T_2013_05_24, "bytes=0-9", "\"0x8D\"");
     CHECK(contains(h, "x-ms-date: Fri, 24 May 2013 00:00:00 GMT\n"));
@@ -766,7 +787,8 @@ static void test_mutations(void) {
             strchr(cf__auth_redacted(a), '#'))
             CHECK(!"bad handle");
         struct curl_slist *h = NULL;
-        if (cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-1", "\"e\"", &h, &err) != CF_OK)
+        if (cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-1", "\"e\"", NULL, &h,
+                             &err) != CF_OK)
             CHECK(!"sign failed");
         for (struct curl_slist *p = h; p; p = p->next)
             if (strpbrk(p->data, "\r\n")) CHECK(!"header with CR/LF");
