@@ -338,7 +338,11 @@ static size_t on_body(char *buf, size_t size, size_t nitems, void *ud) {
         size_t k = n < room ? n : room;
         memcpy(x->errbody + x->errbody_len, buf, k);
         x->errbody_len += k;
-        return n;
+        /* The status is the answer and the head of the body holds the
+         * service's error code: stop there.  Reading on, an endless error
+         * body (a hostile or broken server) would hold the request until
+         * its deadline. */
+        return k < n ? 0 : n;
     }
     if (x->got + n > x->len) {
         if (x->len_open)

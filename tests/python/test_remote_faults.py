@@ -515,6 +515,23 @@ def test_endless_headers_say_what_happened(answer, want):
         assert len(h.seen()) == 1 and r["stats"]["retries"] == 0
 
 
+def test_endless_error_body_is_not_read_to_the_end():
+    """A 404 whose body never ends: the status is the answer and the head
+    of the body has the error code, so the transfer stops there instead
+    of reading on until the request's deadline."""
+    import hostile
+    with hostile.Hostile(answer=hostile.answer_endless_error_body) as h:
+        r = fetch(h.url("a.bin"), "head:4096", opts=["request_timeout_s=5"])
+        op = r["ops"][0]
+        assert op["status"] == E_NOTFOUND and "NoSuchKey" in op["msg"], op["msg"]
+        for _ in range(200):  # the server notices the hang-up at its next send
+            if h.sent:
+                break
+            time.sleep(0.05)
+        # read to the deadline, the client would have taken ~500 KB
+        assert h.sent and h.sent[0] < 64 << 10, h.sent
+
+
 # -- stalled body --------------------------------------------------------
 
 def test_stalled_body_aborted_and_resumed(srv, data, tmp_path):

@@ -90,6 +90,26 @@ def answer_404(sock, line, headers):
                b"Content-Length: 9\r\nConnection: close\r\n\r\nnot found")
 
 
+def answer_endless_error_body(sock, line, headers):
+    """404 with an S3 error code, then a body without end, 1 KiB every
+    10 ms for up to a minute; returns the bytes sent before the client
+    hung up."""
+    import time
+    sent = 0
+    head = (b"HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\n"
+            b"Connection: close\r\n\r\n<Error><Code>NoSuchKey</Code>")
+    if not send(sock, head):
+        return sent
+    sent += len(head)
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        if not send(sock, b"x" * 1024):
+            break
+        sent += 1024
+        time.sleep(0.01)
+    return sent
+
+
 def answer_endless_header_line(sock, line, headers):
     """206, then one header line that never ends (up to 64 MiB)."""
     if not send(sock, b"HTTP/1.1 206 Partial Content\r\nX-Endless: "):
@@ -147,7 +167,9 @@ class _Handler(socketserver.BaseRequestHandler):
         else:
             target = line.split(" ")[1] if " " in line else ""
             srv.record("proxy" if "://" in target else "direct", line, headers)
-        srv.answer(sock, line, headers)
+        sent = srv.answer(sock, line, headers)
+        if sent is not None:
+            srv.sent.append(sent)
         try:
             sock.close()
         except OSError:
@@ -165,6 +187,7 @@ class Hostile:
         self.cert = cert          # (cert, key) from make_cert
         self.ctx = None
         self._seen = []
+        self.sent = []            # what answers that count it sent
         self._lock = threading.Lock()
         self._srv = None
         self._thread = None
