@@ -115,7 +115,11 @@ typedef struct cf_io_options {
     double low_speed_time_s;   /* stall: below low_speed_bytes/s this long (15) */
     long low_speed_bytes;      /* (1024) */
     int max_retries;           /* per request (6) */
-    int retry_budget;          /* retries shared by all requests of the io (1000) */
+    /* Retry quota shared by all requests of the io (1000): a token bucket
+     * of this many retries (a retry after a timeout takes two), refilled
+     * from empty in 60 s and by requests that succeed, as the AWS SDKs'
+     * retry quota (docs/remote.md).  0: no retries. */
+    int retry_budget;
     double retry_base_ms;      /* backoff base (100 ms), jittered, doubling */
     double retry_max_ms;       /* backoff cap (10 s) */
     int verify_tls;            /* 1 (default); 0 only by explicit choice */

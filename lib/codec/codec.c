@@ -160,8 +160,7 @@ static cf_status decode_inner(cf_codec_ctx *ctx, const cf_codec_params *p,
     if (!src && src_len) return cf__err(err, CF_E_ARG, "NULL input");
     cf_status st = e->decode(ctx, p, src, src_len, dst, dst_len, err);
     if (st) {
-        cf__err_prefix(err, "%s", e->name);
-        return st; /* not the prefix's return: err may be NULL */
+        return cf__err_prefix(err, st, "%s", e->name);
     }
     /* libtiff swabs raw samples before the horizontal predictor; the
      * floating-point predictor's byte planes are order-free and it

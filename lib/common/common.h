@@ -29,10 +29,14 @@
 /* Fill `err` (may be NULL) and return `code`. */
 cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...)
     CF__PRINTF(3, 4);
-/* Prefix the existing message with "prefix: " (keeps code). */
-cf_status cf__err_prefix(cf_error *err, const char *fmt, ...) CF__PRINTF(2, 3);
-/* Append "; hint" to the existing message (keeps code; cut to fit). */
-cf_status cf__err_hint(cf_error *err, const char *fmt, ...) CF__PRINTF(2, 3);
+/* Prefix the existing message with "prefix: " and return `st`, the status
+ * of the failure being described: err may be NULL (cogfeed.h promises it
+ * everywhere), and then only the status tells the caller what happened. */
+cf_status cf__err_prefix(cf_error *err, cf_status st, const char *fmt, ...)
+    CF__PRINTF(3, 4);
+/* Append "; hint" to the existing message (cut to fit) and return `st`. */
+cf_status cf__err_hint(cf_error *err, cf_status st, const char *fmt, ...)
+    CF__PRINTF(3, 4);
 void cf__err_clear(cf_error *err);
 
 /* Checked arithmetic: return false on overflow. */

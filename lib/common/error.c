@@ -40,8 +40,8 @@ cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...) {
     return code;
 }
 
-cf_status cf__err_prefix(cf_error *err, const char *fmt, ...) {
-    if (!err) return CF_E_ARG;
+cf_status cf__err_prefix(cf_error *err, cf_status st, const char *fmt, ...) {
+    if (!err) return st;
     char pre[sizeof err->msg], old[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
@@ -57,11 +57,11 @@ cf_status cf__err_prefix(cf_error *err, const char *fmt, ...) {
     if (m > room) m = room;
     memcpy(err->msg + n + 2, old, m);
     err->msg[n + 2 + m] = 0;
-    return err->code;
+    return st;
 }
 
-cf_status cf__err_hint(cf_error *err, const char *fmt, ...) {
-    if (!err) return CF_E_ARG;
+cf_status cf__err_hint(cf_error *err, cf_status st, const char *fmt, ...) {
+    if (!err) return st;
     size_t n = strlen(err->msg);
     if (n + 2 < sizeof err->msg) {
         memcpy(err->msg + n, "; ", 3);
@@ -70,7 +70,7 @@ cf_status cf__err_hint(cf_error *err, const char *fmt, ...) {
         vsnprintf(err->msg + n + 2, sizeof err->msg - n - 2, fmt, ap);
         va_end(ap);
     }
-    return err->code;
+    return st;
 }
 
 void cf__err_clear(cf_error *err) {
@@ -111,24 +111,47 @@ char *cf__name_dup(const char *name) {
     return cf__strdup(buf);
 }
 
+/* Length of "scheme" when url starts with "scheme://" (RFC 3986: a
+ * letter, then letters, digits, '+', '-', '.'), else 0: a "://" further
+ * on, in a path or a query, is no scheme. */
+static size_t scheme_len(const char *url) {
+    size_t n = 0;
+    if (!((url[0] >= 'a' && url[0] <= 'z') || (url[0] >= 'A' && url[0] <= 'Z')))
+        return 0;
+    while ((url[n] >= 'a' && url[n] <= 'z') || (url[n] >= 'A' && url[n] <= 'Z') ||
+           (url[n] >= '0' && url[n] <= '9') || url[n] == '+' || url[n] == '-' ||
+           url[n] == '.')
+        n++;
+    return strncmp(url + n, "://", 3) == 0 ? n : 0;
+}
+
 void cf__redact_url(const char *url, char *out, size_t outlen) {
     if (!outlen) return;
     out[0] = 0;
     if (!url) return;
-    /* Drop user:pass@ after the scheme, then cut at '?' or '#': what is
-     * left is the scheme and the rest, two runs of the input. */
-    const char *scheme_end = strstr(url, "://");
+    /* Keep "scheme://", drop user info from the authority, cut at the
+     * query or fragment.  The authority ends at the first '/', '?' or '#'
+     * (RFC 3986), so an '@' in a query or fragment is not user info even
+     * when the URL has no path; within the authority the last '@' ends
+     * the user info, so that a password holding a raw '@' is dropped
+     * whole. */
     size_t o = 0;
     const char *p = url;
-    if (scheme_end) {
-        const char *host = scheme_end + 3;
-        const char *slash = strchr(host, '/');
-        const char *at = strchr(host, '@');
-        size_t n = (size_t)(host - url);
+    size_t sl = scheme_len(url);
+    if (sl) {
+        const char *host = url + sl + 3;
+        size_t alen = strcspn(host, "/?#");
+        const char *at = NULL;
+        for (size_t i = alen; i-- > 0;)
+            if (host[i] == '@') {
+                at = host + i;
+                break;
+            }
+        size_t n = sl + 3;
         if (n >= outlen) n = outlen - 1;
         memcpy(out, url, n);
         o = n;
-        p = (at && (!slash || at < slash)) ? at + 1 : host;
+        p = at ? at + 1 : host;
     }
     cf__name_fit(p, strcspn(p, "?#"), out + o, outlen - o);
 }

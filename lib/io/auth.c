@@ -246,16 +246,19 @@ static const char *env_getenv(const char *name, void *user) {
     return getenv(name);
 }
 
-/* Host ACCOUNT.blob.core.<suffix>: the Azure https form. */
+/* Host ACCOUNT.blob.core.<suffix>: the Azure https form.  The host is the
+ * one curl connects to: "https://acct.blob.core.windows.net@evil.example/"
+ * is evil.example (user info before the '@').  Whether credentials may go
+ * there is decided by auth_azure.c. */
 static int is_azure_blob_host(const char *url) {
-    int https = !strncasecmp(url, "https://", 8);
-    if (!https && strncasecmp(url, "http://", 7)) return 0;
-    const char *h = url + (https ? 8 : 7);
-    size_t hlen = strcspn(h, "/?#:");
-    const char *dot = memchr(h, '.', hlen);
-    if (!dot || dot == h) return 0;
-    size_t rest = hlen - (size_t)(dot - h);
-    return rest > 11 && !strncasecmp(dot, ".blob.core.", 11);
+    char *host = NULL, *path = NULL;
+    if (cf__auth_split_http(url, &host, &path, NULL) != 1) return 0;
+    const char *dot = strchr(host, '.');
+    int yes = dot && dot != host && !strncasecmp(dot, ".blob.core.", 11) &&
+              dot[11] && dot[11] != ':';
+    free(host);
+    free(path);
+    return yes;
 }
 
 int cf__auth_endpoint_ok(const char *ep) {
@@ -422,21 +425,23 @@ int cf__auth_has_credentials(const cf_auth *a) {
 
 cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
-                           struct curl_slist **hdrs, cf_error *err) {
+                           const char *ius, struct curl_slist **hdrs,
+                           cf_error *err) {
     if ((range && !cf__auth_header_safe(range)) ||
-        (if_match && !cf__auth_header_safe(if_match)))
+        (if_match && !cf__auth_header_safe(if_match)) ||
+        (ius && !cf__auth_header_safe(ius)))
         return cf__err(err, CF_E_ARG, "%s: header value with control "
                        "characters", a->redacted);
     switch (a->kind) {
     case CF_AUTH_S3:
         if (a->s3_signed)
-            return cf__auth_s3_sign(a, now, method, range, if_match, hdrs,
-                                    err);
+            return cf__auth_s3_sign(a, now, method, range, if_match, ius,
+                                    hdrs, err);
         return CF_OK;
     case CF_AUTH_AZURE:
         if (a->az_shared_key)
-            return cf__auth_az_sign(a, now, method, range, if_match, hdrs,
-                                    err);
+            return cf__auth_az_sign(a, now, method, range, if_match, ius,
+                                    hdrs, err);
         return CF_OK;
     case CF_AUTH_GCS:
         if (a->bearer &&
@@ -450,9 +455,10 @@ cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
 }
 
 cf_status cf__auth_sign(cf_auth *a, const char *method, const char *range,
-                        const char *if_match, struct curl_slist **hdrs,
-                        cf_error *err) {
-    return cf__auth_sign_at(a, time(NULL), method, range, if_match, hdrs, err);
+                        const char *if_match, const char *ius,
+                        struct curl_slist **hdrs, cf_error *err) {
+    return cf__auth_sign_at(a, time(NULL), method, range, if_match, ius, hdrs,
+                            err);
 }
 
 /* Find <tag> in a body that need not be NUL-terminated. */

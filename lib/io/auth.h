@@ -57,17 +57,19 @@ int cf__auth_has_credentials(const cf_auth *a);
 /* Append auth headers for one request to *hdrs (curl_slist_append).
  * Called per request and per retry.  `method` is "GET" or "HEAD"; range is
  * the Range header value ("bytes=0-65535") or NULL; if_match the ETag sent
- * as If-Match or NULL.  Adds nothing for plain HTTP or anonymous access.
- * The caller still sends Range / If-Match itself, with exactly these
- * values.  CF_E_NOMEM on allocation failure (*hdrs then holds what was
- * appended so far; the caller frees it). */
+ * as If-Match, ius the date sent as If-Unmodified-Since, each NULL when not
+ * sent.  Adds nothing for plain HTTP or anonymous access.  The caller
+ * still sends Range and the conditions itself, with exactly these values.
+ * CF_E_NOMEM on allocation failure (*hdrs then holds what was appended so
+ * far; the caller frees it). */
 cf_status cf__auth_sign(cf_auth *a, const char *method, const char *range,
-                        const char *if_match, struct curl_slist **hdrs,
-                        cf_error *err);
+                        const char *if_match, const char *ius,
+                        struct curl_slist **hdrs, cf_error *err);
 /* Same with an explicit time (tests: published vectors use fixed dates). */
 cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
-                           struct curl_slist **hdrs, cf_error *err);
+                           const char *ius, struct curl_slist **hdrs,
+                           cf_error *err);
 
 /* Short service error code for messages, from an error response: S3 XML
  * <Code>, Azure x-ms-error-code header (ms_error_code, may be NULL) or XML
@@ -108,6 +110,6 @@ cf_status cf__azure_sign_string(const char *key_b64, const char *sts,
  * (malloc'ed; tests compare it with an independent implementation). */
 char *cf__azure_string_to_sign(const cf_auth *a, const char *method,
                                const char *xms_date, const char *range,
-                               const char *if_match);
+                               const char *if_match, const char *ius);
 
 #endif

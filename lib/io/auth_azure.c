@@ -81,6 +81,61 @@ static int valid_account(const char *s, size_t n) {
     return 1;
 }
 
+/* The Blob endpoints of the public cloud and of the sovereign clouds
+ * (Azure US Government, Azure China): the only hosts that credentials from
+ * the variables go to when the configuration names no endpoint. */
+static const char *const AZ_CLOUD_SUFFIXES[] = {
+    ".blob.core.windows.net", ".blob.core.usgovcloudapi.net",
+    ".blob.core.chinacloudapi.cn"};
+
+/* Scheme and Host header (default port dropped) of u equal those of v. */
+static int same_origin(const char *u, const char *v) {
+    char *hu = NULL, *pu = NULL, *hv = NULL, *pv = NULL;
+    int ok = cf__auth_split_http(u, &hu, &pu, NULL) == 1 &&
+             cf__auth_split_http(v, &hv, &pv, NULL) == 1 &&
+             !strncasecmp(u, v, 5) && !strcasecmp(hu, hv);
+    free(hu);
+    free(pu);
+    free(hv);
+    free(pv);
+    return ok;
+}
+
+/* May credentials for `account` (NULL: none named) go to the
+ * https://ACCOUNT.blob.core.<suffix>/... URL `url`?  A URL list may come
+ * from someone hostile: a look-alike host (victim.blob.core.evil.example),
+ * plain http, or another account's endpoint (an attacker can own a real
+ * Azure account and read its logs) would collect a SAS or a Shared Key
+ * signature.  So: when the configuration names the endpoint (BlobEndpoint,
+ * or DefaultEndpointsProtocol / EndpointSuffix of a connection string),
+ * exactly that scheme and host; otherwise https to ACCOUNT plus one of the
+ * clouds' suffixes, ACCOUNT being the configured account. */
+static int az_url_trusted(const char *url, const char *url_acct, size_t alen,
+                          const char *account, const conn_str *cs, int have_cs) {
+    if (have_cs && cs->endpoint && *cs->endpoint)
+        return same_origin(url, cs->endpoint);
+    if (!account || strlen(account) != alen || strncasecmp(account, url_acct, alen))
+        return 0;
+    if (have_cs && (cs->suffix || cs->protocol)) {
+        cf__sbuf ep = {0};
+        cf__sb_printf(&ep, "%s://%s.blob.%s", cs->protocol ? cs->protocol : "https",
+                      account, cs->suffix ? cs->suffix : "core.windows.net");
+        int ok = !ep.oom && same_origin(url, ep.s);
+        cf__sb_free(&ep);
+        return ok;
+    }
+    if (strncasecmp(url, "https://", 8)) return 0;
+    char *host = NULL, *path = NULL;
+    int ok = 0;
+    if (cf__auth_split_http(url, &host, &path, NULL) == 1 && strlen(host) > alen &&
+        !strncasecmp(host, url_acct, alen))
+        for (size_t i = 0; i < sizeof AZ_CLOUD_SUFFIXES / sizeof *AZ_CLOUD_SUFFIXES; i++)
+            ok |= !strcasecmp(host + alen, AZ_CLOUD_SUFFIXES[i]);
+    free(host);
+    free(path);
+    return ok;
+}
+
 cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
                            cf_auth_getenv ge, void *user, cf_error *err) {
     const char *name = a->redacted;
@@ -163,12 +218,10 @@ cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
             goto done;
         }
         int url_has_query = strchr(url, '?') != NULL;
-        /* Credentials for another account are not sent here. */
-        if (account && (strlen(account) != alen ||
-                        strncasecmp(account, h, alen)))
+        /* Credentials go only where they belong (az_url_trusted); a query
+         * in the URL is the user's own SAS: add nothing. */
+        if (url_has_query || !az_url_trusted(url, h, alen, account, &cs, have_cs))
             key = sas = NULL;
-        /* A query in the URL is the user's own SAS: add nothing. */
-        if (url_has_query) key = sas = NULL;
         account = NULL;
         cf__sb_put(&u, url);
         cf__sbuf acc = {0};
@@ -240,25 +293,25 @@ static void rfc1123(time_t now, char out[40]) {
 
 static void az_sts(cf__sbuf *b, const cf_auth *a, const char *method,
                    const char *xms_date, const char *range,
-                   const char *if_match) {
+                   const char *if_match, const char *ius) {
     /* VERB, Content-Encoding, -Language, -Length, -MD5, -Type, Date,
      * If-Modified-Since, If-Match, If-None-Match, If-Unmodified-Since,
      * Range, then the x-ms- headers and the resource.  The resource of a
      * path-style (Azurite) URL names the account twice: "/account" +
      * "/account/container/blob", as Azure's SDKs and Azurite compute it. */
     cf__sb_printf(b,
-                  "%s\n\n\n\n\n\n\n\n%s\n\n\n%s\n"
+                  "%s\n\n\n\n\n\n\n\n%s\n\n%s\n%s\n"
                   "x-ms-date:%s\nx-ms-version:" AZ_VERSION "\n/%s%s",
-                  method, if_match ? if_match : "", range ? range : "",
-                  xms_date, a->account, a->path);
+                  method, if_match ? if_match : "", ius ? ius : "",
+                  range ? range : "", xms_date, a->account, a->path);
 }
 
 char *cf__azure_string_to_sign(const cf_auth *a, const char *method,
                                const char *xms_date, const char *range,
-                               const char *if_match) {
+                               const char *if_match, const char *ius) {
     if (!a->account || !a->path) return NULL;
     cf__sbuf b = {0};
-    az_sts(&b, a, method, xms_date, range, if_match);
+    az_sts(&b, a, method, xms_date, range, if_match, ius);
     return cf__sb_take(&b);
 }
 
@@ -283,11 +336,12 @@ cf_status cf__azure_sign_string(const char *key_b64, const char *sts,
 
 cf_status cf__auth_az_sign(cf_auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
-                           struct curl_slist **hdrs, cf_error *err) {
+                           const char *ius, struct curl_slist **hdrs,
+                           cf_error *err) {
     char date[40];
     rfc1123(now, date);
     cf__sbuf sts = {0};
-    az_sts(&sts, a, method, date, range, if_match);
+    az_sts(&sts, a, method, date, range, if_match, ius);
     cf_status st = CF_E_NOMEM;
     if (!sts.oom) {
         char sig[48];

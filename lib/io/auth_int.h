@@ -94,12 +94,14 @@ cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
                            void *user, cf_error *err);
 cf_status cf__auth_s3_sign(cf_auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
-                           struct curl_slist **hdrs, cf_error *err);
+                           const char *ius, struct curl_slist **hdrs,
+                           cf_error *err);
 cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
                            cf_auth_getenv ge, void *user, cf_error *err);
 cf_status cf__auth_az_sign(cf_auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
-                           struct curl_slist **hdrs, cf_error *err);
+                           const char *ius, struct curl_slist **hdrs,
+                           cf_error *err);
 
 /* Split "scheme://authority/rest": host_out gets the Host header value
  * curl would send (userinfo and default port dropped), path_out the path

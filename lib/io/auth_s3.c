@@ -145,22 +145,27 @@ cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
 
 cf_status cf__auth_s3_sign(cf_auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
-                           struct curl_slist **hdrs, cf_error *err) {
+                           const char *ius, struct curl_slist **hdrs,
+                           cf_error *err) {
     struct tm tm;
     gmtime_r(&now, &tm);
     char amzdate[32], date8[16];
     strftime(amzdate, sizeof amzdate, "%Y%m%dT%H%M%SZ", &tm);
     strftime(date8, sizeof date8, "%Y%m%d", &tm);
 
-    /* Canonical headers in sorted name order.  Range and If-Match are
-     * signed too, so that a captured request cannot be replayed for other
-     * bytes or another version of the object. */
+    /* Canonical headers in sorted name order.  Range and the conditions
+     * are signed too, so that a captured request cannot be replayed for
+     * other bytes or another version of the object. */
     cf__sbuf ch = {0}, names = {0};
     cf__sb_printf(&ch, "host:%s\n", a->host);
     cf__sb_put(&names, "host");
     if (if_match) {
         cf__sb_printf(&ch, "if-match:%s\n", if_match);
         cf__sb_put(&names, ";if-match");
+    }
+    if (ius) {
+        cf__sb_printf(&ch, "if-unmodified-since:%s\n", ius);
+        cf__sb_put(&names, ";if-unmodified-since");
     }
     if (range) {
         cf__sb_printf(&ch, "range:%s\n", range);

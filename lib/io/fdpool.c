@@ -147,7 +147,7 @@ static void close_all(const int *fds, int n) {
 void cf__fdpool_limit_hint(const cf__fdpool *p, int e, cf_error *err) {
     if (e != EMFILE && e != ENFILE) return;
     if (e == ENFILE) {
-        cf__err_hint(err, "the system's table of open files is full");
+        cf__err_hint(err, CF_E_IO, "the system's table of open files is full");
         return;
     }
     struct rlimit rl;
@@ -155,13 +155,14 @@ void cf__fdpool_limit_hint(const cf__fdpool *p, int e, cf_error *err) {
                    ? (long)rl.rlim_cur
                    : -1;
     if (p)
-        cf__err_hint(err, "the process's limit is %ld descriptors (ulimit -n), "
+        cf__err_hint(err, CF_E_IO,
+                     "the process's limit is %ld descriptors (ulimit -n), "
                      "of which local files keep up to max_open_files=%d; raise "
                      "the limit or lower max_open_files",
                      lim, p->max_open);
     else
-        cf__err_hint(err, "the process's limit is %ld descriptors (ulimit -n)",
-                     lim);
+        cf__err_hint(err, CF_E_IO,
+                     "the process's limit is %ld descriptors (ulimit -n)", lim);
 }
 
 /* st is the file whose header was read into s. */

@@ -7,7 +7,18 @@
  *
  * Bodies are scattered straight into the callers' buffers; a merged
  * request skips the gap bytes.  A truncated body is resumed from the first
- * missing byte with If-Match, so a caller never sees a short buffer.
+ * missing byte with If-Match, so a caller never sees a short buffer; a
+ * resume of a body that made progress is no retry (the request's deadline
+ * bounds it), so that a link that cuts every response short still
+ * delivers.
+ *
+ * Change detection: the first response pins the object's size, its ETag
+ * and its Last-Modified.  Later requests carry If-Match with a strong ETag,
+ * else If-Unmodified-Since with the Last-Modified (a weak ETag cannot be
+ * used with If-Match); every response must show the same validators: one
+ * that differs, or that is missing where the first response had one, is
+ * "object changed while reading" (a server that drops its ETag mid-read
+ * cannot be trusted to be serving the same object).
  */
 #include "io_internal.h"
 
@@ -21,17 +32,23 @@ static int ieq_prefix(const char *s, size_t n, const char *name) {
     return n > k && s[k] == ':' && strncasecmp(s, name, k) == 0;
 }
 
-/* Header value without surrounding blanks / CRLF, copied into out. */
-static void header_value(const char *s, size_t n, size_t skip, char *out,
-                         size_t outlen) {
+/* Header value without surrounding blanks / CRLF, copied into out (cut
+ * to fit).  Returns 0 when it was cut or holds control characters: not
+ * fit to be sent back to the server in a header of ours. */
+static int header_value(const char *s, size_t n, size_t skip, char *out,
+                        size_t outlen) {
     size_t a = skip, b = n;
     while (a < b && (s[a] == ' ' || s[a] == '\t')) a++;
     while (b > a && (s[b - 1] == '\r' || s[b - 1] == '\n' || s[b - 1] == ' '))
         b--;
     size_t k = b - a;
-    if (k >= outlen) k = outlen - 1;
+    int whole = k < outlen;
+    if (!whole) k = outlen - 1;
     memcpy(out, s + a, k);
     out[k] = 0;
+    for (size_t i = 0; i < k; i++)
+        if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f) whole = 0;
+    return whole;
 }
 
 static int parse_u64(const char **p, uint64_t *v) {
@@ -71,9 +88,11 @@ static void reset_response(cf__xfer *x) {
     x->status = 0;
     x->have_cr = 0;
     x->content_length = -1;
-    x->etag[0] = x->ms_code[0] = x->location[0] = 0;
+    x->etag[0] = x->last_modified[0] = x->ms_code[0] = x->location[0] = 0;
     x->location_long = 0;
     x->retry_after = -1;
+    x->hdr_done = 0;
+    x->hdr_bytes = 0;
 }
 
 static size_t on_header(char *buf, size_t size, size_t nitems, void *ud) {
@@ -89,9 +108,15 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud) {
         /* A new response (e.g. after 100 Continue): forget the last. */
         const char *sp = memchr(buf, ' ', n);
         reset_response(x);
+        x->hdr_bytes = n;
         if (sp && (size_t)(sp - buf) + 4 <= n && isdigit((unsigned char)sp[1]) &&
             isdigit((unsigned char)sp[2]) && isdigit((unsigned char)sp[3]))
             x->status = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
+        return n;
+    }
+    x->hdr_bytes += n;
+    if (buf[0] == '\r' || buf[0] == '\n') { /* the blank line: headers end */
+        x->hdr_done = 1;
         return n;
     }
     if (ieq_prefix(buf, n, "content-range")) {
@@ -106,13 +131,20 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud) {
         if (parse_u64(&p, &cl) && !*p && cl <= INT64_MAX)
             x->content_length = (int64_t)cl;
     } else if (ieq_prefix(buf, n, "etag")) {
-        header_value(buf, n, 5, x->etag, sizeof x->etag);
+        /* One we could not send back in If-Match as it came is no ETag:
+         * change detection then rests on Last-Modified. */
+        if (!header_value(buf, n, 5, x->etag, sizeof x->etag)) x->etag[0] = 0;
+    } else if (ieq_prefix(buf, n, "last-modified")) {
+        if (!header_value(buf, n, 14, x->last_modified, sizeof x->last_modified) ||
+            curl_getdate(x->last_modified, NULL) <= 0)
+            x->last_modified[0] = 0;
     } else if (ieq_prefix(buf, n, "retry-after")) {
         header_value(buf, n, 12, v, sizeof v);
         const char *p = v;
         uint64_t secs;
+        /* Kept as asked, for the message; the wait is capped in retry(). */
         if (parse_u64(&p, &secs) && !*p) {
-            x->retry_after = secs > 3600 ? 3600 : (double)secs;
+            x->retry_after = secs > 1e9 ? 1e9 : (double)secs;
         } else {
             time_t when = curl_getdate(v, NULL);
             time_t now = time(NULL);
@@ -138,16 +170,41 @@ static void set_abort(cf__xfer *x, enum cf__abort why, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Compare the response's ETag and total size with what the src pinned;
- * pin them on the first response. */
+/* A strong ETag: one that If-Match can compare. */
+static int strong_etag(const char *etag) {
+    return etag[0] && strncmp(etag, "W/", 2) != 0;
+}
+
+/* The validator `what` (ETag, Last-Modified) was `was` in the first
+ * response and is `now` ("" when missing) in this one. */
+static void set_changed(cf__xfer *x, const char *what, const char *was,
+                        const char *now) {
+    if (now[0])
+        set_abort(x, CF__AB_CHANGED,
+                  "object changed while reading (%s was %.60s, now %.60s)",
+                  what, was, now);
+    else
+        set_abort(x, CF__AB_CHANGED,
+                  "object may have changed while reading: the first response "
+                  "had %s %.60s, this one has none",
+                  what, was);
+}
+
+/* Compare the response's ETag, Last-Modified and total size with what the
+ * src pinned; pin them on the first response.  A validator the first
+ * response had must be there, the same, in every later one. */
 static int check_identity(cf__xfer *x, uint64_t total) {
     cf_src *s = x->src;
     int ok = 1;
     pthread_mutex_lock(&s->mu);
-    if (s->etag[0] && x->etag[0] && strcmp(s->etag, x->etag) != 0) {
-        set_abort(x, CF__AB_CHANGED,
-                  "object changed while reading (ETag was %.60s, now %.60s)",
-                  s->etag, x->etag);
+    if (s->etag[0] && strcmp(s->etag, x->etag) != 0) {
+        set_changed(x, "ETag", s->etag, x->etag);
+        ok = 0;
+    } else if (!strong_etag(s->etag) && s->last_modified[0] &&
+               strcmp(s->last_modified, x->last_modified) != 0) {
+        /* Without a strong ETag, Last-Modified is the validator (a strong
+         * ETag says more: replicas may disagree on the dates). */
+        set_changed(x, "Last-Modified", s->last_modified, x->last_modified);
         ok = 0;
     } else if (total != UINT64_MAX && s->size != UINT64_MAX && total != s->size) {
         set_abort(x, CF__AB_CHANGED,
@@ -162,6 +219,10 @@ static int check_identity(cf__xfer *x, uint64_t total) {
             size_t k = strlen(x->etag);
             memcpy(s->etag, x->etag, k + 1);
         }
+        /* Not cf_src_etag's pointer: pinned by any first response, also
+         * after a header-cache hit (which knows no date). */
+        if (!s->last_modified[0] && x->last_modified[0])
+            memcpy(s->last_modified, x->last_modified, sizeof s->last_modified);
         if (s->size == UINT64_MAX && total != UINT64_MAX) s->size = total;
     }
     pthread_mutex_unlock(&s->mu);
@@ -277,7 +338,11 @@ static size_t on_body(char *buf, size_t size, size_t nitems, void *ud) {
         size_t k = n < room ? n : room;
         memcpy(x->errbody + x->errbody_len, buf, k);
         x->errbody_len += k;
-        return n;
+        /* The status is the answer and the head of the body holds the
+         * service's error code: stop there.  Reading on, an endless error
+         * body (a hostile or broken server) would hold the request until
+         * its deadline. */
+        return k < n ? 0 : n;
     }
     if (x->got + n > x->len) {
         if (x->len_open)
@@ -330,13 +395,16 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
                        "%s: request deadline of %g s reached", s->name,
                        o->request_timeout_s);
 
-    char range[64], ifm[200] = "";
+    char range[64], ifm[200] = "", ius[80] = "";
     snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64,
              x->off + x->got, x->off + x->len - 1);
     pthread_mutex_lock(&s->mu);
-    /* A weak ETag can never match If-Match's strong comparison. */
-    if (s->etag[0] && strncmp(s->etag, "W/", 2) != 0)
+    /* A weak ETag can never match If-Match's strong comparison: without a
+     * strong one, the date is the condition. */
+    if (strong_etag(s->etag))
         snprintf(ifm, sizeof ifm, "%s", s->etag);
+    else if (s->last_modified[0])
+        snprintf(ius, sizeof ius, "%s", s->last_modified);
     pthread_mutex_unlock(&s->mu);
 
     struct curl_slist *h = NULL, *t;
@@ -349,10 +417,15 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
         if (!(t = curl_slist_append(h, line))) goto nomem;
         h = t;
     }
+    if (ius[0]) {
+        snprintf(line, sizeof line, "If-Unmodified-Since: %s", ius);
+        if (!(t = curl_slist_append(h, line))) goto nomem;
+        h = t;
+    }
     /* Credentials never travel to a host the user did not name. */
     if (!x->foreign_host) {
         cf_status st = cf__auth_sign(s->auth, "GET", range, ifm[0] ? ifm : NULL,
-                                     &h, err);
+                                     ius[0] ? ius : NULL, &h, err);
         if (st != CF_OK) { /* its message names the URL already */
             curl_slist_free_all(h);
             return st;
@@ -372,6 +445,8 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     curl_easy_setopt(e, CURLOPT_SHARE, lp->share);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* handled below */
+    /* A proxy's answer to CONNECT is not the server's response. */
+    curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     /* Wait to learn whether a new connection multiplexes (HTTP/2) before
      * opening more, but not for a hedge: over HTTP/1.1 curl learns it
@@ -442,30 +517,83 @@ static int fail(cf__xfer *x, cf_status code, const char *fmt, ...) {
     return 1;
 }
 
+/* What a failed attempt was, for the retry rules. */
+enum retry_kind {
+    RETRY_ERROR,   /* an error answer, or a failure before any body byte */
+    RETRY_TIMEOUT, /* a stall or a connect timeout: costs the quota more */
+    RETRY_RESUME   /* a body that made progress, then broke off */
+};
+
+/* "45 s", "1.5 min", "2 h", "1 day": a wait a server asked for, for
+ * people. */
+static void human_secs(double secs, char *out, size_t n) {
+    if (secs >= 86400)
+        snprintf(out, n, "%.3g day%s", secs / 86400, secs >= 2 * 86400 ? "s" : "");
+    else if (secs >= 3600)
+        snprintf(out, n, "%.3g h", secs / 3600);
+    else if (secs >= 120)
+        snprintf(out, n, "%.3g min", secs / 60);
+    else
+        snprintf(out, n, "%.0f s", secs);
+}
+
 /* Schedule another attempt, or fail with `code` and `why` when the
- * request's retries, its deadline or the io's budget are spent. */
-static int retry(cf__loop *lp, cf__xfer *x, cf_status code, const char *why) {
+ * request's retries, its deadline or the io's retry quota are spent.  A
+ * resume of a body that made progress is no retry: neither max_retries
+ * nor the quota count it, only the deadline bounds it. */
+static int retry(cf__loop *lp, cf__xfer *x, cf_status code, const char *why,
+                 enum retry_kind kind) {
     cf_io *io = lp->io;
+    const cf_io_options *o = &io->opts;
     const char *n = x->src->name;
     char rng[64];
     snprintf(rng, sizeof rng, "bytes=%" PRIu64 "-%" PRIu64, x->off,
              x->off + x->len - 1);
-    if (x->attempts > io->opts.max_retries)
+    double now = cf__now(), deadline = x->t0 + o->request_timeout_s;
+    if (kind == RETRY_RESUME) {
+        /* The first backoff step only: it spaces out the connections to a
+         * server that hands out a few bytes on each. */
+        double delay = cf__io_backoff(lp, 0, -1);
+        if (now + delay > deadline)
+            return fail(x, CF_E_TIMEOUT,
+                        "%s: %s: %s (request deadline of %g s reached after %d "
+                        "attempts, %d of them resumes of a body cut short)",
+                        n, rng, why, o->request_timeout_s, x->attempts,
+                        x->resumes);
+        x->resumes++;
+        atomic_fetch_add(&io->n_retries, 1);
+        x->due = now + delay;
+        return 0;
+    }
+    if (x->retries >= o->max_retries)
         return fail(x, code, "%s: %s: %s (gave up after %d attempts)", n, rng,
                     why, x->attempts);
-    double delay = cf__io_backoff(lp, x->attempts - 1, x->retry_after);
-    double now = cf__now();
-    if (now + delay > x->t0 + io->opts.request_timeout_s)
+    if (x->retry_after > deadline - now) {
+        char asked[32];
+        human_secs(x->retry_after, asked, sizeof asked);
+        return fail(x, CF_E_HTTP,
+                    "%s: %s: %s: the server asked to wait %s (Retry-After) "
+                    "before trying again, longer than the request deadline "
+                    "of %g s allows",
+                    n, rng, why, asked, o->request_timeout_s);
+    }
+    double ra = x->retry_after > 3600 ? 3600 : x->retry_after;
+    double delay = cf__io_backoff(lp, x->retries, ra);
+    if (now + delay > deadline)
         return fail(x, CF_E_TIMEOUT,
                     "%s: %s: %s (request deadline of %g s reached after %d "
                     "attempts)",
-                    n, rng, why, io->opts.request_timeout_s, x->attempts);
-    if (atomic_fetch_sub(&io->retry_budget, 1) <= 0) {
-        atomic_fetch_add(&io->retry_budget, 1);
+                    n, rng, why, o->request_timeout_s, x->attempts);
+    double cost = kind == RETRY_TIMEOUT ? CF__QUOTA_TIMEOUT_COST
+                                        : CF__QUOTA_RETRY_COST;
+    if (!cf__quota_take(&lp->quota, cost, now))
         return fail(x, CF_E_TIMEOUT,
-                    "%s: %s: %s (the I/O context's retry budget of %d is spent)",
-                    n, rng, why, io->opts.retry_budget);
-    }
+                    "%s: %s: %s (the I/O context's retry budget is used up: "
+                    "at most %d retries at once, given back over %g s and by "
+                    "requests that succeed)",
+                    n, rng, why, o->retry_budget, CF__QUOTA_REFILL_S);
+    x->quota_taken = cost;
+    x->retries++;
     atomic_fetch_add(&io->n_retries, 1);
     x->due = now + delay;
     return 0;
@@ -570,7 +698,8 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     case CF__AB_NONE: break;
     case CF__AB_MISMATCH:
         snprintf(why, sizeof why, "HTTP %ld: %s", x->status, x->abort_msg);
-        if (x->mismatches++ == 0) return retry(lp, x, CF_E_RANGE, why);
+        if (x->mismatches++ == 0)
+            return retry(lp, x, CF_E_RANGE, why, RETRY_ERROR);
         return fail(x, CF_E_RANGE, "%s: %s (again after a retry)", n, why);
     case CF__AB_NORANGE:
         return fail(x, CF_E_RANGE, "%s: %s", n, x->abort_msg);
@@ -584,6 +713,31 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     }
 
     int body_status = x->status == 200 || x->status == 206;
+    /* Cut off inside the response's headers.  Beyond libcurl's limits (a
+     * line of 100 KiB, 300 KiB in all) it is a broken or hostile server
+     * that would do it again: no retry. */
+    if (rc != CURLE_OK && !x->hdr_done && !x->checked) {
+        char hs[32] = "";
+        if (x->status) snprintf(hs, sizeof hs, "HTTP %ld ", x->status);
+        if (rc == CURLE_OUT_OF_MEMORY)
+            return fail(x, CF_E_HTTP,
+                        "%s: %sresponse with a header line too long for "
+                        "libcurl (over 100 KiB; curl: %s): not retried",
+                        n, hs, cerr);
+        if (x->hdr_bytes >= ((size_t)256 << 10))
+            return fail(x, CF_E_HTTP,
+                        "%s: %sresponse headers larger than libcurl accepts "
+                        "(%zu bytes so far; curl: %s): not retried",
+                        n, hs, x->hdr_bytes, cerr);
+        if (x->status) {
+            atomic_fetch_add(&io->n_read_fail, 1);
+            snprintf(why, sizeof why, "HTTP %ld response cut off in its headers "
+                     "(%s)", x->status, cerr);
+            return retry(lp, x, CF_E_IO, why,
+                         rc == CURLE_OPERATION_TIMEDOUT ? RETRY_TIMEOUT
+                                                        : RETRY_ERROR);
+        }
+    }
     switch (rc) {
     /* Failures that a retry cannot fix. */
     case CURLE_PEER_FAILED_VERIFICATION:
@@ -619,7 +773,10 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
         else
             snprintf(why, sizeof why, "%s (%s)",
                      connected ? "no response" : "could not connect", cerr);
-        return retry(lp, x, stalled ? CF_E_TIMEOUT : CF_E_IO, why);
+        return retry(lp, x, stalled ? CF_E_TIMEOUT : CF_E_IO, why,
+                     body_status && x->attempt_got > 0 ? RETRY_RESUME
+                     : stalled                         ? RETRY_TIMEOUT
+                                                       : RETRY_ERROR);
     }
     if (body_status) {
         if (x->len_open) {
@@ -630,13 +787,19 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
         }
         if (x->got == x->len) {
             x->result = CF_OK;
+            /* AWS's rule: a success gives back what its last retry took,
+             * or a token when it needed none. */
+            cf__quota_give(&lp->quota,
+                           x->quota_taken > 0 ? x->quota_taken : CF__QUOTA_SUCCESS,
+                           cf__now());
             return 1;
         }
         atomic_fetch_add(&io->n_read_fail, 1);
         snprintf(why, sizeof why,
                  "HTTP %ld body truncated after %" PRIu64 " of %" PRIu64 " bytes",
                  x->status, x->got, x->len);
-        return retry(lp, x, CF_E_IO, why);
+        return retry(lp, x, CF_E_IO, why,
+                     x->attempt_got > 0 ? RETRY_RESUME : RETRY_ERROR);
     }
 
     char code[80] = "", codepart[96] = "";
@@ -649,7 +812,7 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
         return follow_redirect(lp, x);
     case 429: case 503: case 500: case 502: case 504: case 408:
         snprintf(why, sizeof why, "HTTP %ld%s", st, codepart);
-        return retry(lp, x, CF_E_HTTP, why);
+        return retry(lp, x, CF_E_HTTP, why, RETRY_ERROR);
     case 416:
         if (x->head && x->got == 0)
             return fail(x, CF_E_RANGE,
@@ -659,11 +822,15 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
                     "%s: HTTP 416: object shorter than its header says, or it "
                     "changed (bytes=%" PRIu64 "-%" PRIu64 ")",
                     n, x->off + x->got, x->off + x->len - 1);
-    case 412:
+    case 412: {
+        pthread_mutex_lock(&x->src->mu);
+        int by_etag = strong_etag(x->src->etag);
+        pthread_mutex_unlock(&x->src->mu);
         return fail(x, CF_E_CHANGED,
-                    "%s: HTTP 412: object changed while reading (its ETag no "
-                    "longer matches)",
-                    n);
+                    "%s: HTTP 412: object changed while reading (it no longer "
+                    "matches the %s of the first response)",
+                    n, by_etag ? "ETag" : "Last-Modified");
+    }
     case 401: case 403:
         return fail(x, CF_E_AUTH,
                     "%s: HTTP %ld%s: access denied (missing, wrong or expired "
@@ -699,6 +866,9 @@ cf__xfer *cf__xfer_hedge(const cf__xfer *x) {
     /* The same attempt as x's, sent twice: cf__xfer_start counts it
      * again, and a hedge must not use up one of the request's retries. */
     h->attempts = x->attempts > 0 ? x->attempts - 1 : 0;
+    h->retries = x->retries;
+    h->resumes = x->resumes;
+    h->quota_taken = x->quota_taken;
     h->mismatches = x->mismatches;
     h->redirects = x->redirects;
     h->t0 = x->t0;

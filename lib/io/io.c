@@ -104,7 +104,6 @@ cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err) {
     io->opts.ca_file = io->ca_file;
     io->opts.max_inflight = clamp_inflight(o.max_inflight);
     atomic_init(&io->max_inflight, io->opts.max_inflight);
-    atomic_init(&io->retry_budget, o.retry_budget);
     atomic_init(&io->cancel, 0);
     atomic_init(&io->loop, NULL);
     atomic_init(&io->upper, NULL);
@@ -542,10 +541,11 @@ static void loop_destroy(cf__loop *lp) {
     free(lp);
 }
 
-static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
+/* NULL with *st and err set when it cannot be made. */
+static cf__loop *loop_new(cf_io *io, pid_t pid, cf_status *st, cf_error *err) {
     cf__loop *lp = cf__calloc(1, sizeof *lp);
     if (!lp) {
-        cf__err(err, CF_E_NOMEM, "I/O loop: out of memory");
+        *st = cf__err(err, CF_E_NOMEM, "I/O loop: out of memory");
         return NULL;
     }
     lp->io = io;
@@ -555,6 +555,7 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
               (uint64_t)(uintptr_t)lp;
     if (!lp->rng) lp->rng = 1;
     cf__hedge_init(&lp->hedge);
+    cf__quota_init(&lp->quota, io->opts.retry_budget, cf__now());
     pthread_mutex_init(&lp->mu, NULL);
     pthread_cond_init(&lp->room, NULL);
     pthread_cond_init(&lp->decode_room, NULL);
@@ -565,7 +566,8 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
     lp->share = curl_share_init();
     if (!lp->spare || !lp->multi || !lp->share) {
         loop_destroy(lp);
-        cf__err(err, CF_E_NOMEM, "I/O loop: libcurl handles could not be created");
+        *st = cf__err(err, CF_E_NOMEM,
+                      "I/O loop: libcurl handles could not be created");
         return NULL;
     }
     lp->ep_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -578,8 +580,9 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
         epoll_ctl(lp->ep_fd, EPOLL_CTL_ADD, lp->wake_fd, &wev) != 0) {
         int e = errno;
         loop_destroy(lp);
-        cf__err(err, CF_E_IO, "I/O loop: could not create its epoll set: %s",
-                strerror(e));
+        *st = cf__err(err, CF_E_IO,
+                      "I/O loop: could not create its epoll set: %s",
+                      strerror(e));
         return NULL;
     }
     curl_multi_setopt(lp->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
@@ -593,7 +596,7 @@ static cf__loop *loop_new(cf_io *io, pid_t pid, cf_error *err) {
     curl_multi_setopt(lp->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 256L);
     if (pthread_create(&lp->thread, NULL, loop_main, lp) != 0) {
         loop_destroy(lp);
-        cf__err(err, CF_E_IO, "I/O loop: could not start its thread");
+        *st = cf__err(err, CF_E_IO, "I/O loop: could not start its thread");
         return NULL;
     }
     return lp;
@@ -614,13 +617,14 @@ static void loop_stop(cf__loop *lp) {
     loop_destroy(lp);
 }
 
-/* The loop of this process, created on first use or after a fork. */
-static cf__loop *get_loop(cf_io *io, cf_error *err) {
+/* The loop of this process, created on first use or after a fork; NULL
+ * with *st (and err, which may be NULL) set when it cannot be made. */
+static cf__loop *get_loop(cf_io *io, cf_status *st, cf_error *err) {
     pid_t me = getpid();
     for (;;) {
         cf__loop *lp = atomic_load(&io->loop);
         if (lp && lp->pid == me) return lp;
-        cf__loop *nl = loop_new(io, me, err);
+        cf__loop *nl = loop_new(io, me, st, err);
         if (!nl) return NULL;
         nl->abandoned = lp;
         if (atomic_compare_exchange_strong(&io->loop, &lp, nl)) {
@@ -640,8 +644,9 @@ static int on_loop_thread(cf__loop *lp) {
 
 cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err) {
     if (!n) return CF_OK;
-    cf__loop *lp = get_loop(io, err);
-    if (!lp) return err ? err->code : CF_E_IO;
+    cf_status st = CF_OK;
+    cf__loop *lp = get_loop(io, &st, err);
+    if (!lp) return st;
     double now = cf__now();
     pthread_mutex_lock(&lp->mu);
     /* Backpressure: wait while the queue is full, except on the loop
@@ -666,9 +671,8 @@ cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err) {
 
 void *cf_io_decode_enter(cf_io *io) {
     if (!io) return NULL;
-    cf_error e;
-    cf__err_clear(&e);
-    cf__loop *lp = get_loop(io, &e);
+    cf_status st;
+    cf__loop *lp = get_loop(io, &st, NULL);
     if (!lp) return NULL; /* no loop, nothing to protect */
     pthread_mutex_lock(&lp->mu);
     while (lp->decoding >= lp->decode_max && !lp->stop)

@@ -29,7 +29,6 @@ struct cf_io {
         n_read_fail, n_cache_hits, n_hedges, n_hedge_wins;
     _Atomic int inflight;
     _Atomic int max_inflight;
-    _Atomic int retry_budget; /* retries left for the whole io */
     _Atomic int cancel;       /* cf__io_cancel */
     /* The loop of the current process.  Replaced (never freed) in a forked
      * child: its sockets belong to the parent. */
@@ -63,6 +62,22 @@ void cf__hedge_note_request(cf__hedge *h);
 double cf__hedge_delay(const cf__hedge *h, double hedge_after_ms);
 int cf__hedge_take(cf__hedge *h); /* 1: a token was taken */
 
+/* quota.c: the retry quota of one io loop (a token bucket; the costs and
+ * why are in quota.c).  Loop-thread only. */
+#define CF__QUOTA_RETRY_COST 5.0    /* tokens a retry takes */
+#define CF__QUOTA_TIMEOUT_COST 10.0 /* ... a retry after a timeout */
+#define CF__QUOTA_SUCCESS 1.0       /* given by a first-attempt success */
+#define CF__QUOTA_REFILL_S 60.0     /* empty to full with time alone */
+typedef struct cf__quota {
+    double cap, tokens;       /* retry_budget x CF__QUOTA_RETRY_COST */
+    double t_last;            /* cf__now() of the last refill */
+} cf__quota;
+void cf__quota_init(cf__quota *q, int retries, double now);
+/* Take `cost` tokens: 1, or 0 (nothing taken) when there are fewer. */
+int cf__quota_take(cf__quota *q, double cost, double now);
+void cf__quota_give(cf__quota *q, double tokens, double now);
+double cf__quota_retries_left(cf__quota *q, double now);
+
 /* One libcurl-multi loop thread, owned by the process that created it. */
 struct cf__loop {
     cf_io *io;
@@ -90,6 +105,7 @@ struct cf__loop {
     int nspare;
     uint64_t rng;             /* backoff jitter */
     cf__hedge hedge;
+    cf__quota quota;          /* retries left to all its requests */
     cf__xfer *lost;           /* hedge legs that lost, still in multi */
 };
 
@@ -139,6 +155,9 @@ struct cf_src {
     pthread_mutex_t mu;       /* size/etag are written by the loop thread */
     uint64_t size;            /* UINT64_MAX until known */
     char etag[160];
+    /* Last-Modified of the first response that had one: the validator
+     * when there is no strong ETag (http.c). */
+    char last_modified[64];
     _Atomic uint64_t requests;
 };
 
@@ -166,6 +185,11 @@ struct cf__xfer {
 
     uint64_t got;             /* bytes received contiguously from off */
     int attempts;             /* requests sent */
+    int retries;              /* retries used: at most max_retries */
+    int resumes;              /* resumes of a body that made progress
+                                 (not retries: the deadline bounds them) */
+    double quota_taken;       /* tokens the last retry took (refunded on
+                                 success), 0 when none */
     int mismatches;           /* Content-Range mismatches seen */
     int redirects;
     int slot;                 /* index in loop->slots while active */
@@ -195,8 +219,11 @@ struct cf__xfer {
     int have_cr;
     uint64_t cr_start, cr_end, cr_total; /* cr_total UINT64_MAX for '*' */
     int64_t content_length;   /* -1 unknown */
-    char etag[160];
-    double retry_after;       /* seconds, <0 none */
+    char etag[160];           /* "" when absent or unusable */
+    char last_modified[64];   /* "" when absent or unusable */
+    double retry_after;       /* seconds, <0 none; as asked, uncapped */
+    int hdr_done;             /* the response's header block ended */
+    size_t hdr_bytes;         /* header bytes of this response */
     char ms_code[64];
     char location[1024];
     int location_long;

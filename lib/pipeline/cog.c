@@ -165,9 +165,8 @@ cf_status cf__cog_fetch_failed(cf_cog *cog, cf_status st, cf_error *err) {
      * and fail the same way until the cache directory is cleared. */
     if (!atomic_exchange(&cog->cache_dropped, 1))
         cf__hc_forget(cog->io, cog->src);
-    cf__err_hint(err, "its header came from the header cache, whose entry "
-                      "is dropped now: open the file again");
-    return st;
+    return cf__err_hint(err, st, "its header came from the header cache, whose "
+                        "entry is dropped now: open the file again");
 }
 
 cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out,
@@ -391,7 +390,7 @@ static cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *
                                 cf_error *err) {
     cf_status st = cf_codec_decode(ctx, p, src, len, dst, dst_len, err);
     if (st)
-        cf__err_prefix(err, "%s: tile %llu (col %u, row %u%s) of IFD %d",
+        cf__err_prefix(err, st, "%s: tile %llu (col %u, row %u%s) of IFD %d",
                        cog->name, (unsigned long long)c->index, c->cx, c->cy,
                        cog->tiff->ifds[c->ifd].planar == 2 ? ", band plane" : "",
                        c->ifd);
@@ -763,8 +762,7 @@ cf_status cf__cog_decode_chunk(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c
     if (!ctx) return cf__err(err, CF_E_NOMEM, "%s: no codec context", cog->name);
     uint8_t *tile = cf_codec_ctx_tile(ctx, (size_t)tile_bytes, err);
     if (!tile) {
-        cf__err_prefix(err, "%s", cog->name);
-        return CF_E_NOMEM;
+        return cf__err_prefix(err, CF_E_NOMEM, "%s", cog->name);
     }
     cf_status st = cf__cog_decode(cog, ctx, c, &p, src, (size_t)c->len, tile, len, err);
     if (!st) *out = tile;

@@ -276,7 +276,7 @@ static cf_status open_all(cf_loader *ld, cf_error *err) {
     pthread_mutex_destroy(&j.mu);
     if (j.st != CF_OK) {
         if (err) *err = j.err;
-        return cf__err_prefix(err, "loader: opening inputs");
+        return cf__err_prefix(err, j.st, "loader: opening inputs");
     }
     return CF_OK;
 }
@@ -284,7 +284,7 @@ static cf_status open_all(cf_loader *ld, cf_error *err) {
 static cf_status level_of(const cf_loader *ld, const cf_cog *c,
                           cf_level_info *li, cf_error *err) {
     cf_status st = cf_cog_level_info(c, ld->o.level, li, err);
-    if (st != CF_OK) return cf__err_prefix(err, "loader");
+    if (st != CF_OK) return cf__err_prefix(err, st, "loader");
     return CF_OK;
 }
 
@@ -299,7 +299,8 @@ static cf_status check_aligned(const cf_loader *ld, const cf_cog *ref,
     if (st != CF_OK) return st;
     if ((st = level_of(ld, c, &b, err)) != CF_OK) {
         if (ld->o.level > 0)
-            cf__err_hint(err, "a %s needs the overviews its image has", what);
+            cf__err_hint(err, st, "a %s needs the overviews its image has",
+                         what);
         return st;
     }
     if (a.width != b.width || a.height != b.height) {
@@ -309,8 +310,9 @@ static cf_status check_aligned(const cf_loader *ld, const cf_cog *ref,
                 what, cf_cog_name(c), cf_cog_name(ref), b.width, b.height,
                 a.width, a.height);
         if (ld->o.level)
-            cf__err_hint(err, "at level %d (overviews made by different "
-                         "tools can round sizes differently)", ld->o.level);
+            cf__err_hint(err, CF_E_ARG,
+                         "at level %d (overviews made by different tools can "
+                         "round sizes differently)", ld->o.level);
         return CF_E_ARG;
     }
     cf_cog_info ia, ib;
@@ -1300,7 +1302,7 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     }
     *t_read += cf__now() - t0;
     if (st != CF_OK)
-        return cf__err_prefix(err,
+        return cf__err_prefix(err, st,
                               "loader: sample %llu (%s, window %lld,%lld,%u,%u)",
                               (unsigned long long)w.index,
                               bad ? cf_cog_name(bad) : "?", (long long)w.x,

@@ -166,6 +166,18 @@ def test_429_retry_after_honoured(srv):
     assert r["ops"][0]["secs"] >= 0.95
 
 
+def test_retry_after_beyond_the_deadline_says_so(srv):
+    """Retry-After: 86400 cannot be waited for within request_timeout_s:
+    the message says what the server asked for, at once (no wait)."""
+    t0 = time.monotonic()
+    r = fetch(srv.url("a.bin", "retryafter-86400-0"), "head:4096")
+    op = r["ops"][0]
+    assert op["status"] == E_HTTP and op["http_status"] == 429, op["msg"]
+    assert "the server asked to wait 1 day (Retry-After)" in op["msg"]
+    assert "request deadline of 20 s" in op["msg"]
+    assert r["requests"] == 1 and time.monotonic() - t0 < 10
+
+
 def test_retry_budget_is_shared_by_all_requests(srv):
     # 10 separate requests, each failing forever, with a budget of 4 retries
     # for the whole io: at most 10 + 4 requests reach the server.
@@ -180,6 +192,28 @@ def test_retry_budget_is_shared_by_all_requests(srv):
     assert "retry budget" in op["msg"]
     assert r["stats"]["retries"] == 4
     assert srv.requests(path) - before == 14
+
+
+def test_retry_budget_refills_with_successes(srv):
+    """The budget is a token bucket (AWS's retry quota), not a lifetime
+    count: a 503 storm drains it, requests that then succeed refill it
+    (a fifth of a retry each), and a later transient 503 is retried again
+    instead of failing at once with "retry budget ... spent"."""
+    srv.reset()
+    path = "/fault/storm-14-6/a.bin"
+    storm = ",".join("%d+10" % (i * 30_000) for i in range(10))
+    calm = ",".join("%d+10" % (i * 30_000 + 5) for i in range(6))
+    r = fetch(srv.url("a.bin", "storm-14-6"), "assume:%d" % BIG,
+              "read:" + storm, "read:" + calm, "read:1000+10",
+              opts=["retry_budget=4", "merge_gap=0", "max_retries=50"])
+    storm_op, calm_op, later = r["ops"][1:]
+    # 10 requests and the 4 retries the budget holds, then it is spent
+    assert storm_op["status"] == E_TIMEOUT and "retry budget" in storm_op["msg"]
+    check_ok(r, 2)
+    # the transient 503 after the storm: retried, and read
+    assert later["status"] == 0, later["msg"]
+    assert r["stats"]["retries"] == 5
+    assert srv.requests(path) == 14 + 6 + 2
 
 
 # -- 500 / 502 / 504 / 408 ----------------------------------------------
@@ -255,11 +289,30 @@ def test_truncated_body_resumed_with_if_match(srv, data, tmp_path):
     assert srv.last_header(path, "im") == r["etag"]
 
 
+def test_link_that_cuts_every_response_short(srv, data, tmp_path):
+    """Every response (each resume too) stops after half its body: each
+    resume makes progress, so none of them uses up the request's retries
+    (max_retries=2 here); the request deadline alone bounds them.  300 kB
+    take about 19 resumes; the bytes are exact."""
+    out = tmp_path / "o"
+    r = fetch(srv.url("a.bin", "halve"), "head:65536", "read:0+%d" % BIG,
+              opts=["max_retries=2"], out=out)
+    check_ok(r, 0)
+    check_ok(r, 1)
+    assert out.read_bytes() == blob(data, 0, 65536) + blob(data, 0, BIG)
+    assert r["stats"]["read_failures"] >= 30
+    # only what was missing was asked for again, each time
+    assert r["stats"]["bytes_fetched"] == 65536 + BIG
+
+
 def test_truncated_forever_never_hands_up_short_buffer(srv):
+    # Each response stops after half (rounded down) its body: the last
+    # byte never comes, and the attempts without progress are retries.
     r = fetch(srv.url("a.bin", "truncate-0"), "head:65536",
               opts=["max_retries=2"])
     op = r["ops"][0]
     assert op["status"] == E_IO and "truncated" in op["msg"]
+    assert "gave up after" in op["msg"]
     assert op["got"] == 0
 
 
@@ -342,6 +395,52 @@ def test_etag_change_detected_when_server_ignores_if_match(srv):
     assert op["status"] == E_CHANGED and '"v2"' in op["msg"]
 
 
+def test_response_without_the_pinned_etag_is_not_accepted(srv):
+    """The first response had ETag "v1", a later one has none (and If-Match
+    went ignored): nothing says it is the same object any more."""
+    r = fetch(srv.url("a.bin", "etag-drop"), "head:4096", "read:100000+10")
+    check_ok(r, 0)
+    op = r["ops"][1]
+    assert op["status"] == E_CHANGED, op["msg"]
+    assert 'had ETag "v1", this one has none' in op["msg"]
+    assert r["requests"] == 2  # no retry
+
+
+def test_no_etag_uses_last_modified(srv, data, tmp_path):
+    """A server without ETags: the first response's Last-Modified is pinned
+    and sent as If-Unmodified-Since; the reads are served."""
+    srv.reset()
+    out = tmp_path / "o"
+    path = "/fault/noetag/a.bin"
+    r = fetch(srv.url("a.bin", "noetag"), "head:4096", "read:100000+10",
+              out=out)
+    check_ok(r, 0)
+    check_ok(r, 1)
+    assert r["etag"] == ""
+    assert out.read_bytes() == blob(data, 0, 4096) + blob(data, 100000, 10)
+    assert srv.last_header(path, "ius") == "Mon, 01 Jan 2024 00:00:00 GMT"
+    assert srv.last_header(path, "im") == ""
+
+
+@pytest.mark.parametrize("fault,want", [
+    ("noetag-lmchange", "no longer matches the Last-Modified"),
+    ("noetag-lmchangeignore", "Last-Modified was Mon, 01 Jan 2024"),
+    ("weaketag-lmchange", "no longer matches the Last-Modified"),
+    ("noetag-grow", "size was 300000, now 300001"),
+])
+def test_change_detected_without_a_strong_etag(srv, fault, want):
+    """No ETag, or a weak one that If-Match cannot use: a newer
+    Last-Modified (412 to If-Unmodified-Since, or seen in the response
+    when the condition is ignored) or another size in Content-Range is
+    "object changed while reading", not a silent mix of two versions."""
+    r = fetch(srv.url("a.bin", fault), "head:4096", "read:100000+10")
+    check_ok(r, 0)
+    op = r["ops"][1]
+    assert op["status"] == E_CHANGED, op["msg"]
+    assert want in op["msg"], op["msg"]
+    assert r["requests"] == 2
+
+
 # -- 403 / expired credentials: no retry, code, no secret ----------------
 
 def test_403_reports_service_code_without_secret(srv):
@@ -377,6 +476,16 @@ def test_bearer_token_never_in_messages(srv):
 
 # -- 404 -----------------------------------------------------------------
 
+def test_at_sign_in_query_is_not_user_info(srv):
+    """http://host?sig=A@SECRET (no path): the '@' in the query is no user
+    info, so the message names http://host, not the secret after it."""
+    r = fetch(srv.base + "?sig=A@S3CR3T_at_in_query", "head:100")
+    op = r["ops"][0]
+    assert op["status"] != 0
+    assert r["name"] == srv.base
+    assert "S3CR3T" not in json.dumps(r) and "sig=" not in op["msg"]
+
+
 def test_404_names_url_without_query(srv):
     r = fetch(srv.url("nope.tif") + "?X-Amz-Signature=DEADBEEF&X-Amz-Credential=AKIA",
               "head:100")
@@ -385,6 +494,42 @@ def test_404_names_url_without_query(srv):
     assert "/nope.tif" in op["msg"]
     assert "DEADBEEF" not in op["msg"] and "?" not in op["msg"]
     assert r["requests"] == 1
+
+
+# -- hostile responses: endless headers -------------------------------------
+
+@pytest.mark.parametrize("answer,want", [
+    ("answer_endless_header_line", "header line too long for libcurl"),
+    ("answer_endless_headers", "response headers larger than libcurl accepts"),
+])
+def test_endless_headers_say_what_happened(answer, want):
+    """A header line that never ends, or headers without end: the message
+    says so (not "body truncated after 0 of 4096 bytes (Out of memory)"),
+    and the request is not sent again to a server that would do the same."""
+    import hostile
+    with hostile.Hostile(answer=getattr(hostile, answer)) as h:
+        r = fetch(h.url("a.bin"), "head:4096")
+        op = r["ops"][0]
+        assert op["status"] == E_HTTP and op["http_status"] == 206, op["msg"]
+        assert want in op["msg"] and "truncated" not in op["msg"], op["msg"]
+        assert len(h.seen()) == 1 and r["stats"]["retries"] == 0
+
+
+def test_endless_error_body_is_not_read_to_the_end():
+    """A 404 whose body never ends: the status is the answer and the head
+    of the body has the error code, so the transfer stops there instead
+    of reading on until the request's deadline."""
+    import hostile
+    with hostile.Hostile(answer=hostile.answer_endless_error_body) as h:
+        r = fetch(h.url("a.bin"), "head:4096", opts=["request_timeout_s=5"])
+        op = r["ops"][0]
+        assert op["status"] == E_NOTFOUND and "NoSuchKey" in op["msg"], op["msg"]
+        for _ in range(200):  # the server notices the hang-up at its next send
+            if h.sent:
+                break
+            time.sleep(0.05)
+        # read to the deadline, the client would have taken ~500 KB
+        assert h.sent and h.sent[0] < 64 << 10, h.sent
 
 
 # -- stalled body --------------------------------------------------------
@@ -557,6 +702,23 @@ def test_cog_read_through_faults(srv, cog):
     with pytest.raises(Exception) as ei:
         cf.open(srv.url("cog.tif", "full200"), io=io)
     assert "not range-capable" in str(ei.value)
+
+
+def test_cog_read_through_a_link_that_cuts_every_response(srv, cog):
+    """Issue 15: every response stops after half its body and the
+    connection drops, resumes too.  Each resume makes progress, so every
+    window reads, with the pixels of the file."""
+    cf = _cogfeed()
+    path, arr = cog
+    io = cf.IO(retry_base_ms=20, max_retries=2)
+    c = cf.open(srv.url("cog.tif", "halve"), io=io)
+    rnd = __import__("random").Random(15)
+    for _ in range(12):
+        x, y = rnd.randrange(0, 900), rnd.randrange(0, 900)
+        w, h = rnd.randrange(1, 1024 - x), rnd.randrange(1, 1024 - y)
+        got = c.read(window=(x, y, w, h))
+        assert (got[0] == arr[y:y + h, x:x + w]).all()
+    assert io.stats()["read_failures"] > 12
 
 
 def test_cog_fork_in_python(srv, cog):

@@ -195,8 +195,9 @@ class Nginx:
         return int(self._get("/_hits?uri=__waves"))
 
     def last_header(self, path, which):
-        """The Authorization ("auth") or If-Match ("im") header of the last
-        request for ``path`` ("" when it had none)."""
+        """The Authorization ("auth"), If-Match ("im") or
+        If-Unmodified-Since ("ius") header of the last request for
+        ``path`` ("" when it had none)."""
         return self._get("/_hits?%s=1&uri=%s"
                          % (which, urllib.request.quote(path))).strip()
 

@@ -38,7 +38,7 @@ static char *sign_join(cf_auth *a, time_t t, const char *range,
                        const char *if_match) {
     struct curl_slist *h = NULL;
     cf_error err;
-    if (cf__auth_sign_at(a, t, "GET", range, if_match, &h, &err) != CF_OK)
+    if (cf__auth_sign_at(a, t, "GET", range, if_match, NULL, &h, &err) != CF_OK)
         return NULL;
     size_t n = 1;
     for (struct curl_slist *p = h; p; p = p->next) n += strlen(p->data) + 1;
@@ -131,6 +131,19 @@ static void test_s3_request(void) {
                       "Signature=c1471c7c4e38da7835b1b60dfdec8c2835d4ba3e6ace78b71f20b64d47ff5504\n"));
     CHECK(!contains(h, "wJalrXUtnFEMI"));
     free(h);
+    /* If-Unmodified-Since (sent without a strong ETag) is signed too:
+     * botocore's S3SigV4Auth gives the same signature. */
+    struct curl_slist *hl = NULL;
+    CHECK(cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-9", NULL,
+                           "Mon, 01 Jan 2024 00:00:00 GMT", &hl, &err) == CF_OK);
+    int found = 0;
+    for (struct curl_slist *p = hl; p; p = p->next)
+        found |= contains(p->data, "SignedHeaders=host;if-unmodified-since;range;"
+                                   "x-amz-content-sha256;x-amz-date;x-amz-security-token, "
+                                   "Signature=323c62f9100c5d565e2ab50e96f080cce417be9913b0"
+                                   "1931f231523bdc25db6c");
+    CHECK(found);
+    curl_slist_free_all(hl);
     CHECK(!strcmp(cf__auth_redacted(a), "s3://bucket/dir/a b+c~d/\xc3\xbc.tif"));
     cf__auth_free(a);
 
@@ -177,7 +190,7 @@ static void test_s3_urls(void) {
     if (a) {
         CHECK(!cf__auth_has_credentials(a));
         struct curl_slist *h = NULL;
-        CHECK(cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-1", NULL, &h,
+        CHECK(cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-1", NULL, NULL, &h,
                                &err) == CF_OK);
         CHECK(h == NULL);
         cf__auth_free(a);
@@ -269,7 +282,7 @@ static void test_azure_shared_key(void) {
     CHECK(!strcmp(cf__auth_http_url(a),
                   "http://127.0.0.1:10000/devstoreaccount1/mycontainer/dir/a%20b.tif"));
     char *sts = cf__azure_string_to_sign(a, "GET", "Fri, 24 May 2013 00:00:00 GMT",
-                                         "bytes=0-9", "\"0x8D\"");
+                                         "bytes=0-9", "\"0x8D\"", NULL);
     CHECK(sts && !strcmp(sts, "GET\n\n\n\n\n\n\n\n\"0x8D\"\n\n\nbytes=0-9\n"
                               "x-ms-date:Fri, 24 May 2013 00:00:00 GMT\n"
                               "x-ms-version:2021-08-06\n"
@@ -277,6 +290,14 @@ static void test_azure_shared_key(void) {
     char sig[64];
     CHECK(sts && cf__azure_sign_string(DEV_KEY, sts, sig, sizeof sig) == CF_OK);
     CHECK(!strcmp(sig, "M/a2MLIxudkrDrt/Qmn38SMoYbD9sSem1O43oTghDjE="));
+    free(sts);
+    /* If-Unmodified-Since has its own line, after If-None-Match. */
+    sts = cf__azure_string_to_sign(a, "GET", "Fri, 24 May 2013 00:00:00 GMT", "bytes=0-9",
+                                   NULL, "Mon, 01 Jan 2024 00:00:00 GMT");
+    CHECK(sts && !strcmp(sts, "GET\n\n\n\n\n\n\n\n\n\nMon, 01 Jan 2024 00:00:00 GMT\n"
+                              "bytes=0-9\nx-ms-date:Fri, 24 May 2013 00:00:00 GMT\n"
+                              "x-ms-version:2021-08-06\n"
+                              "/devstoreaccount1/devstoreaccount1/mycontainer/dir/a%20b.tif"));
     free(sts);
     char *h = sign_join(a, T_2013_05_24, "bytes=0-9", "\"0x8D\"");
     CHECK(contains(h, "x-ms-date: Fri, 24 May 2013 00:00:00 GMT\n"));
@@ -306,6 +327,76 @@ static void test_azure_shared_key(void) {
     CHECK(open_env("az://c/x.tif", &bad, &a, &err) == CF_E_AUTH);
     CHECK(contains(err.msg, "base64") && !contains(err.msg, "SECRETKEY"));
     CHECK(cf__azure_sign_string("@@@@", "x", sig, sizeof sig) == CF_E_ARG);
+}
+
+/* Where the Azure variables' credentials may go in the https form (issue
+ * 15): the clouds' Blob suffixes over https for the configured account, or
+ * exactly the endpoint a connection string names; nothing to look-alike
+ * hosts, plain http, other ports or other accounts. */
+static int az_gets_creds(const char *url, env *e) {
+    cf_auth *a = NULL;
+    cf_error err;
+    if (open_env(url, e, &a, &err) != CF_OK || !a) return -1;
+    int got = cf__auth_has_credentials(a) || contains(cf__auth_http_url(a), "SECRETSIG");
+    cf__auth_free(a);
+    return got;
+}
+
+static void test_azure_where_credentials_go(void) {
+    env sas = {{{"AZURE_STORAGE_ACCOUNT", "acct"},
+                {"AZURE_STORAGE_SAS_TOKEN", "sv=1&sig=SECRETSIG"}}};
+    env key = {{{"AZURE_STORAGE_ACCOUNT", "acct"}, {"AZURE_STORAGE_ACCESS_KEY", DEV_KEY}}};
+    env *both[] = {&sas, &key};
+    const struct { const char *url; int ok; } cases[] = {
+        {"https://acct.blob.core.windows.net/c/x.tif", 1},
+        {"https://ACCT.Blob.Core.Windows.Net/c/x.tif", 1},
+        {"https://acct.blob.core.windows.net:443/c/x.tif", 1},
+        {"https://acct.blob.core.usgovcloudapi.net/c/x.tif", 1},
+        {"https://acct.blob.core.chinacloudapi.cn/c/x.tif", 1},
+        {"http://acct.blob.core.windows.net/c/x.tif", 0},
+        {"https://acct.blob.core.windows.net:8443/c/x.tif", 0},
+        {"https://acct.blob.core.windows.net.attacker.example/c/x.tif", 0},
+        {"https://acct.blob.core.attacker.example/c/x.tif", 0},
+        {"http://acct.blob.core.attacker.example/c/x.tif", 0},
+        {"https://acct.blob.core.cloudapi.de/c/x.tif", 0},
+        {"https://other.blob.core.windows.net/c/x.tif", 0},
+        /* user info: the host is attacker.example */
+        {"https://acct.blob.core.windows.net@attacker.example/c/x.tif", 0},
+        {"https://acct.blob.core.windows.net:x@attacker.example/c/x.tif", 0},
+    };
+    for (int w = 0; w < 2; w++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            int got = az_gets_creds(cases[i].url, both[w]);
+            if (got != cases[i].ok) fprintf(stderr, "  %s (%s)\n", cases[i].url, w ? "key" : "sas");
+            CHECK(got == cases[i].ok);
+        }
+    /* Without a configured account, no account is "ours". */
+    env anon = {{{"AZURE_STORAGE_SAS_TOKEN", "sv=1&sig=SECRETSIG"},
+                 {"AZURE_STORAGE_ACCESS_KEY", DEV_KEY}}};
+    CHECK(az_gets_creds("https://evil.blob.core.windows.net/c/x.tif", &anon) == 0);
+    /* A connection string that names the cloud or the endpoint: exactly
+     * that scheme and host. */
+    env china = {{{"AZURE_STORAGE_CONNECTION_STRING",
+                   "AccountName=acct;AccountKey=" DEV_KEY ";EndpointSuffix=core.chinacloudapi.cn"}}};
+    CHECK(az_gets_creds("https://acct.blob.core.chinacloudapi.cn/c/x.tif", &china) == 1);
+    CHECK(az_gets_creds("https://acct.blob.core.windows.net/c/x.tif", &china) == 0);
+    env http = {{{"AZURE_STORAGE_CONNECTION_STRING",
+                  "DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=" DEV_KEY}}};
+    CHECK(az_gets_creds("http://acct.blob.core.windows.net/c/x.tif", &http) == 1);
+    CHECK(az_gets_creds("https://acct.blob.core.windows.net/c/x.tif", &http) == 0);
+    env ep = {{{"AZURE_STORAGE_CONNECTION_STRING",
+                "BlobEndpoint=https://acct.blob.core.contoso.example/;"
+                "SharedAccessSignature=sv=1&sig=SECRETSIG"}}};
+    CHECK(az_gets_creds("https://acct.blob.core.contoso.example/c/x.tif", &ep) == 1);
+    CHECK(az_gets_creds("http://acct.blob.core.contoso.example/c/x.tif", &ep) == 0);
+    CHECK(az_gets_creds("https://acct.blob.core.windows.net/c/x.tif", &ep) == 0);
+    /* az:// builds its endpoint from the configuration only: the canonical
+     * https one, or the one named. */
+    cf_auth *a = NULL;
+    cf_error err;
+    CHECK(open_env("az://c/x.tif", &sas, &a, &err) == CF_OK);
+    CHECK(a && !strncmp(cf__auth_http_url(a), "https://acct.blob.core.windows.net/", 35));
+    cf__auth_free(a);
 }
 
 static void test_azure_urls(void) {
@@ -375,14 +466,20 @@ static void test_azure_urls(void) {
                        "https://acct.blob.core.windows.net/c/x.tif?sv=2&sig=MINE"));
     CHECK(a && !contains(cf__auth_redacted(a), "MINE"));
     cf__auth_free(a);
+    /* A key goes to the https form only for the account it belongs to. */
     env k = {{{"AZURE_STORAGE_ACCESS_KEY", DEV_KEY}}};
     CHECK(open_env("https://acct.blob.core.windows.net/c/x.tif", &k, &a, &err) == CF_OK);
+    CHECK(a && !cf__auth_has_credentials(a));
+    cf__auth_free(a);
+    env ka = {{{"AZURE_STORAGE_ACCOUNT", "acct"}, {"AZURE_STORAGE_ACCESS_KEY", DEV_KEY}}};
+    CHECK(open_env("https://acct.blob.core.windows.net/c/x.tif", &ka, &a, &err) == CF_OK);
     if (a) {
         char *h = sign_join(a, T_2013_05_24, NULL, NULL);
         CHECK(contains(h, "Authorization: SharedKey acct:"));
         free(h);
         cf__auth_free(a);
     }
+    test_azure_where_credentials_go();
 
     const char *bad[] = {"az://", "az://c", "az://c/", "az://c_d/x",
                          "https://acct.blob.core.windows.net/",
@@ -513,6 +610,35 @@ static void test_redaction(void) {
         CHECK(contains(cf__auth_http_url(a), "SECRET")); /* still sent */
         cf__auth_free(a);
     }
+    /* URL shapes: an '@' after the authority (in a query or fragment, with
+     * or without a path) is no user info; in the authority the last '@'
+     * ends it, so a password with a raw '@' goes whole; IPv6 hosts; a
+     * "://" inside a local path's query is no scheme. */
+    const char *shapes[][2] = {
+        {"http://host?sig=A@S3CR3T_at_in_query", "http://host"},
+        {"http://host#frag@S3CR3T", "http://host"},
+        {"http://host/?sig=A@S3CR3T", "http://host/"},
+        {"http://host/x.tif#S3CR3T@y", "http://host/x.tif"},
+        {"https://user:pa@ss@S3CR3T@host.example/x.tif", "https://host.example/x.tif"},
+        {"https://u:S3CR3T@host.example:8443?sig=S3CR3T", "https://host.example:8443"},
+        {"http://[::1]:8080?sig=A@S3CR3T", "http://[::1]:8080"},
+        {"http://u:S3CR3T@[::1]:8080/x?sig=S3CR3T", "http://[::1]:8080/x"},
+        {"https://h.example/a@b/c.tif?sig=S3CR3T", "https://h.example/a@b/c.tif"},
+        {"HTTP://USER:S3CR3T@Host/x", "HTTP://Host/x"},
+        {"http://S3CR3T@host", "http://host"},
+        {"s3://bucket/k@ey.tif", "s3://bucket/k@ey.tif"},
+        {"/data/x.tif?u=http://a@S3CR3T", "/data/x.tif"},
+        {"file:///data/x.tif", "file:///data/x.tif"},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        char out[CF__NAME_MAX];
+        cf__redact_url(shapes[i][0], out, sizeof out);
+        if (strcmp(out, shapes[i][1])) fprintf(stderr, "  %s -> %s\n", shapes[i][0], out);
+        CHECK(!strcmp(out, shapes[i][1]));
+    }
+    CHECK(open_env("http://host?sig=A@S3CR3T_at_in_query", &none, &a, &err) == CF_OK);
+    CHECK(a && !strcmp(cf__auth_redacted(a), "http://host"));
+    cf__auth_free(a);
     /* Errors on URLs with secrets name the URL without them. */
     CHECK(open_env("https://a_b.blob.core.windows.net/c/x?sig=SIGSECRET", &none,
                    &a, &err) == CF_E_ARG);
@@ -539,12 +665,12 @@ static void test_redaction(void) {
      * stays terminated. */
     cf_error e;
     cf__err(&e, CF_E_CHANGED, "x.tif: changed");
-    CHECK(cf__err_hint(&e, "came from the %s", "cache") == CF_E_CHANGED);
+    CHECK(cf__err_hint(&e, CF_E_CHANGED, "came from the %s", "cache") == CF_E_CHANGED);
     CHECK(!strcmp(e.msg, "x.tif: changed; came from the cache"));
     cf__err(&e, CF_E_IO, "%0*d", (int)sizeof e.msg - 5, 0);
-    cf__err_hint(&e, "more");
+    cf__err_hint(&e, CF_E_IO, "more");
     CHECK(strlen(e.msg) == sizeof e.msg - 1 && e.code == CF_E_IO);
-    cf__err_hint(&e, "more");
+    cf__err_hint(&e, CF_E_IO, "more");
     CHECK(strlen(e.msg) == sizeof e.msg - 1);
     char longurl[3000], red[CF__NAME_MAX];
     snprintf(longurl, sizeof longurl,
@@ -661,7 +787,8 @@ static void test_mutations(void) {
             strchr(cf__auth_redacted(a), '#'))
             CHECK(!"bad handle");
         struct curl_slist *h = NULL;
-        if (cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-1", "\"e\"", &h, &err) != CF_OK)
+        if (cf__auth_sign_at(a, T_2013_05_24, "GET", "bytes=0-1", "\"e\"", NULL, &h,
+                             &err) != CF_OK)
             CHECK(!"sign failed");
         for (struct curl_slist *p = h; p; p = p->next)
             if (strpbrk(p->data, "\r\n")) CHECK(!"header with CR/LF");

@@ -203,6 +203,40 @@ static void test_options(void) {
     cf_io_free(io);
 }
 
+/* The retry quota (quota.c) on a clock of its own: a storm drains it,
+ * time and successes refill it, never above its capacity. */
+static void test_quota(void) {
+    cf__quota q;
+    cf__quota_init(&q, 4, 100.0); /* 4 retries: 20 tokens */
+    for (int i = 0; i < 4; i++) CHECK(cf__quota_take(&q, CF__QUOTA_RETRY_COST, 100.0));
+    CHECK(!cf__quota_take(&q, CF__QUOTA_RETRY_COST, 100.0)); /* drained */
+    CHECK(cf__quota_retries_left(&q, 100.0) == 0.0);
+    /* Time: a quarter of the refill time gives back a quarter (one retry). */
+    CHECK(!cf__quota_take(&q, CF__QUOTA_RETRY_COST, 100.0 + CF__QUOTA_REFILL_S / 4 - 1));
+    CHECK(cf__quota_take(&q, CF__QUOTA_RETRY_COST, 100.0 + CF__QUOTA_REFILL_S / 4 + 0.1));
+    CHECK(!cf__quota_take(&q, CF__QUOTA_RETRY_COST, 100.0 + CF__QUOTA_REFILL_S / 4 + 0.2));
+    /* Successes: five first-attempt successes are one retry. */
+    double t = 200.0;
+    while (cf__quota_take(&q, 1.0, t)) { /* spend what time gave */
+    }
+    for (int i = 0; i < 5; i++) cf__quota_give(&q, CF__QUOTA_SUCCESS, t);
+    CHECK(cf__quota_take(&q, CF__QUOTA_RETRY_COST, t));
+    CHECK(!cf__quota_take(&q, CF__QUOTA_RETRY_COST, t));
+    /* A timeout costs two retries' worth; a refund never overfills. */
+    cf__quota_give(&q, 1e9, t);
+    CHECK(cf__quota_retries_left(&q, t) == 4.0);
+    CHECK(cf__quota_take(&q, CF__QUOTA_TIMEOUT_COST, t));
+    CHECK(cf__quota_retries_left(&q, t) == 2.0);
+    /* Long idle: full again, not more. */
+    CHECK(cf__quota_retries_left(&q, t + 1e6) == 4.0);
+    /* A clock that goes back adds nothing. */
+    CHECK(cf__quota_take(&q, 20.0, t + 1e6));
+    CHECK(!cf__quota_take(&q, 1.0, t));
+    /* retry_budget 0: no retry, ever. */
+    cf__quota_init(&q, 0, 0.0);
+    CHECK(!cf__quota_take(&q, CF__QUOTA_RETRY_COST, 1e9));
+}
+
 static int g_cb_calls;
 static void count_cb(cf_range_req *r, void *user) {
     (void)r;
@@ -925,6 +959,7 @@ int main(void) {
     if (!dir || !*dir) dir = mkdtemp(tmp);
     mkdir(dir, 0755);
     test_options();
+    test_quota();
     test_local(dir);
     test_local_pool(dir);
     test_local_pool_paths_and_fork(dir);

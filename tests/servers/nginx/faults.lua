@@ -12,6 +12,11 @@
 --   reset-N           first N requests: connection closed, no response
 --   truncate-N        first N requests: half the body, then the connection
 --                     drops (headers announce the full length)
+--   halve             every request: the first half of its body (rounded
+--                     up), then the connection drops; each resume is a new
+--                     range and is cut too, until one byte is left
+--   storm-A-B         requests 1..A answer 503, the next B are served, the
+--                     one after answers 503 once, then all are served
 --   slow-N            first N requests: headers and 1 KiB, then a stall
 --   hang-N            requests after the first N: no answer for 120 s
 --   wait-S-N          first N requests: no answer for S seconds, then the
@@ -21,13 +26,25 @@
 --   etag-change       ETag "v1" for the first request, "v2" after; If-Match
 --                     honoured (412 on mismatch)
 --   etag-ignore       like etag-change but If-Match ignored
+--   etag-drop         ETag "v1" for the first request, none after;
+--                     If-Match ignored
+--   noetag            no ETag, a fixed Last-Modified; If-Unmodified-Since
+--                     honoured (412 when the object is newer)
+--   noetag-lmchange   no ETag; Last-Modified T1 for the first request, T2
+--                     after; If-Unmodified-Since honoured
+--   noetag-lmchangeignore   the same, If-Unmodified-Since ignored
+--   weaketag-lmchange weak ETag W/"w1" always, Last-Modified as lmchange;
+--                     If-Unmodified-Since honoured
+--   noetag-grow       no ETag, no Last-Modified; the object is one byte
+--                     longer after the first request
 --   redirect-same     302 to /<path> on this server
 --   redirect-other    302 to the same path and scheme on host "localhost"
 --                     (another host name for the same server)
 -- With a latency, /_hits?uri=__waves counts the waves of requests: those
 -- that arrived while no other was in flight (sequential round trips).
--- Each request's Authorization and If-Match headers are kept per URI:
--- /_hits?auth=1&uri=U and /_hits?im=1&uri=U return the last ones.
+-- Each request's Authorization, If-Match and If-Unmodified-Since headers
+-- are kept per URI: /_hits?auth=1&uri=U, /_hits?im=1&uri=U and
+-- /_hits?ius=1&uri=U return the last ones.
 local M = {}
 
 local hits = ngx.shared.cf_hits
@@ -41,6 +58,7 @@ function M.access()
         local h = ngx.req.get_headers()
         hits:set("auth:" .. uri, h["authorization"] or "")
         hits:set("im:" .. uri, h["if-match"] or "")
+        hits:set("ius:" .. uri, h["if-unmodified-since"] or "")
     end
     local lat = tonumber(ngx.var.cf_latency) or 0
     -- The slow tail of an object store: this share of requests waits
@@ -71,6 +89,10 @@ function M.hits()
     end
     if args.im then
         ngx.say(hits:get("im:" .. uri) or "")
+        return
+    end
+    if args.ius then
+        ngx.say(hits:get("ius:" .. uri) or "")
         return
     end
     ngx.say(hits:get(uri) or 0)
@@ -108,15 +130,24 @@ local function parse_range(h, size)
 end
 
 -- Serve a range by hand so that headers and body can be bent.
--- opts: etag, shift (Content-Range off by this), cut (send only this
--- fraction of the body, then drop), stall (send 1 KiB then sleep).
+-- opts: etag (false: none), last_modified, honour_ius, grow (append this
+-- to the object), shift (Content-Range off by this), cut (send only this
+-- fraction of the body, then drop), halve (half, rounded up, then drop),
+-- stall (send 1 KiB then sleep).
 local function serve(path, opts)
     local data = read_file(path)
     if not data then return ngx.exit(404) end
+    if opts.grow then data = data .. opts.grow end
     local size = #data
-    local etag = opts.etag or ('"' .. ngx.md5(data) .. '"')
+    local etag = opts.etag
+    if etag == nil then etag = '"' .. ngx.md5(data) .. '"' end
     local im = ngx.var.http_if_match
     if im and opts.honour_if_match ~= false and im ~= etag and im ~= "*" then
+        return ngx.exit(412)
+    end
+    local ius = ngx.var.http_if_unmodified_since
+    if ius and opts.honour_ius and opts.last_modified and
+            (ngx.parse_http_time(ius) or 0) < ngx.parse_http_time(opts.last_modified) then
         return ngx.exit(412)
     end
     local a, b = parse_range(ngx.var.http_range, size)
@@ -124,7 +155,8 @@ local function serve(path, opts)
         ngx.header["Content-Range"] = "bytes */" .. size
         return ngx.exit(416)
     end
-    ngx.header["ETag"] = etag
+    if etag then ngx.header["ETag"] = etag end
+    if opts.last_modified then ngx.header["Last-Modified"] = opts.last_modified end
     ngx.header["Accept-Ranges"] = "bytes"
     local body
     if a then
@@ -137,6 +169,11 @@ local function serve(path, opts)
         body = data
     end
     ngx.header["Content-Length"] = #body
+    if opts.halve and #body > 1 then
+        ngx.print(body:sub(1, math.ceil(#body / 2)))
+        ngx.flush(true)
+        return ngx.exit(ngx.ERROR)
+    end
     if opts.cut then
         ngx.print(body:sub(1, math.floor(#body * opts.cut)))
         ngx.flush(true)
@@ -196,6 +233,17 @@ function M.fault()
     elseif kind == "truncate" then
         if first_n(p1) then return serve(path, {cut = 0.5}) end
         return serve(path, {})
+    elseif kind == "halve" then
+        return serve(path, {halve = true})
+    elseif kind == "storm" then
+        local n = hits:get(ngx.var.uri) or 0
+        local a, b = tonumber(p1) or 0, tonumber(p2) or 0
+        if n <= a or n == a + b + 1 then
+            ngx.status = 503
+            ngx.print("storm")
+            return ngx.exit(503)
+        end
+        return pass(path)
     elseif kind == "slow" then
         if first_n(p1) then return serve(path, {stall = 30}) end
         return serve(path, {})
@@ -214,8 +262,25 @@ function M.fault()
         return serve(path, {})
     elseif kind == "etag" then
         local n = hits:get(ngx.var.uri) or 0
+        if p1 == "drop" then
+            return serve(path, {etag = (n <= 1) and '"v1"' or false,
+                                honour_if_match = false})
+        end
         local etag = (n <= 1) and '"v1"' or '"v2"'
         return serve(path, {etag = etag, honour_if_match = (p1 ~= "ignore")})
+    elseif kind == "noetag" or kind == "weaketag" then
+        local n = hits:get(ngx.var.uri) or 0
+        local t1, t2 = "Mon, 01 Jan 2024 00:00:00 GMT", "Tue, 02 Jan 2024 00:00:00 GMT"
+        local etag = (kind == "weaketag") and 'W/"w1"' or false
+        if p1 == "grow" then
+            return serve(path, {etag = false, grow = (n > 1) and "x" or nil})
+        end
+        local lm = t1
+        if p1 == "lmchange" or p1 == "lmchangeignore" then
+            lm = (n <= 1) and t1 or t2
+        end
+        return serve(path, {etag = etag, last_modified = lm,
+                            honour_ius = (p1 ~= "lmchangeignore")})
     elseif kind == "redirect" then
         if p1 == "same" then
             return ngx.redirect("/" .. path, 302)

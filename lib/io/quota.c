@@ -1,0 +1,68 @@
+/*
+ * quota.c - the retry quota that all requests of an io loop share: a
+ * token bucket, as the AWS SDKs' "standard" retry mode keeps one
+ * (botocore's RetryQuotaChecker, the Java SDK's TokenBucketRetryStrategy).
+ *
+ * A retry takes CF__QUOTA_RETRY_COST tokens, a retry after a timeout (a
+ * stall, a connect timeout) CF__QUOTA_TIMEOUT_COST: a request that timed
+ * out held a connection for long and says more about an overloaded server
+ * than a quick 503.  A request that succeeds at its first attempt adds
+ * CF__QUOTA_SUCCESS token; one that succeeds after retries gives back what
+ * its last retry took.  These are the AWS SDKs' constants (5, 10 and 1), so
+ * that the bucket drains and refills as their users know it to: a request
+ * whose one retry worked costs nothing in the end, one that needed two
+ * costs one retry, one that never worked all it took, and every request
+ * that worked at once pays back a fifth of a retry.  Only a run of
+ * failures drains it.
+ *
+ * Unlike the AWS SDKs the bucket also refills with time, from empty to
+ * full in CF__QUOTA_REFILL_S seconds.  A training run may see nothing but
+ * failures for a while (every reader waits on the same dead endpoint): on
+ * successes alone it would never retry again, the lifetime counter that
+ * this replaced was the extreme of that (issue 15: a 3-second outage used
+ * 402 of 1000 retries, three outages left a run unable to retry for the
+ * rest of its life).  With time, a retry storm is held to
+ * capacity / CF__QUOTA_REFILL_S retries per second (16 a second at the
+ * default retry_budget of 1000) however many requests fail, and a bucket
+ * drained by an outage is full again a minute after it, before the next.
+ *
+ * The capacity is cf_io_options.retry_budget ordinary retries
+ * (retry_budget x CF__QUOTA_RETRY_COST tokens); 0 turns retries off.
+ *
+ * Each process's io loop has its own bucket, used by its loop thread only
+ * (a forked child starts with a full one): no lock.
+ */
+#include "io_internal.h"
+
+void cf__quota_init(cf__quota *q, int retries, double now) {
+    q->cap = retries > 0 ? (double)retries * CF__QUOTA_RETRY_COST : 0.0;
+    q->tokens = q->cap;
+    q->t_last = now;
+}
+
+/* Add what the time since the last look is worth. */
+static void refill(cf__quota *q, double now) {
+    if (now > q->t_last) {
+        q->tokens += (now - q->t_last) * q->cap / CF__QUOTA_REFILL_S;
+        if (q->tokens > q->cap) q->tokens = q->cap;
+    }
+    q->t_last = now;
+}
+
+int cf__quota_take(cf__quota *q, double cost, double now) {
+    refill(q, now);
+    if (q->tokens < cost) return 0;
+    q->tokens -= cost;
+    return 1;
+}
+
+void cf__quota_give(cf__quota *q, double tokens, double now) {
+    refill(q, now);
+    q->tokens += tokens;
+    if (q->tokens > q->cap) q->tokens = q->cap;
+}
+
+double cf__quota_retries_left(cf__quota *q, double now) {
+    refill(q, now);
+    return q->tokens / CF__QUOTA_RETRY_COST;
+}
