@@ -278,11 +278,6 @@ typedef struct cf_read_req {
 CF_API cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
                                   size_t inflight_bytes, cf_error *err);
 
-/* Open a TIFF held in memory (no copy is made: `data` must outlive the cog).
- * Used by fuzzers and tests. */
-CF_API cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
-                                    cf_cog **out, cf_error *err);
-
 /* Requests this cog has sent so far (open + reads).  Thread-safe. */
 CF_API uint64_t cf_cog_requests(const cf_cog *cog);
 
@@ -471,3 +466,26 @@ CF_API void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out);
 }
 #endif
 #endif /* COGFEED_H */
+
+/* ------------------------------------------------------------------ */
+/* Static linking only                                                 */
+/* ------------------------------------------------------------------ */
+/* Functions for tests and fuzzers, with no stability promise: they may
+ * change or go in any release, and libcogfeed.so does not export them
+ * (link libcogfeed.a).  Define CF_STATIC_LINKING_ONLY before including
+ * cogfeed.h to see them, as zstd keeps ZSTD_STATIC_LINKING_ONLY apart. */
+#if defined(CF_STATIC_LINKING_ONLY) && !defined(COGFEED_H_STATIC_LINKING_ONLY)
+#define COGFEED_H_STATIC_LINKING_ONLY
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Open a TIFF held in memory (no copy is made: `data` must outlive the
+ * cog); no io is involved. */
+cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
+                             cf_cog **out, cf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CF_STATIC_LINKING_ONLY */
