@@ -418,6 +418,13 @@ CF_API cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
                                cf_error *err);
 CF_API void cf_loader_free(cf_loader *ld);
 CF_API void cf_loader_get_layout(const cf_loader *ld, cf_loader_layout *out);
+/* Batches per epoch that shard (rank, world_size) of this loader's epoch
+ * gets (the loader's own shard: layout.batches), without making a loader
+ * for it: the shards are a pure function of the options, so a process
+ * that hands shards to workers (rank * workers + w of world * workers)
+ * knows their lengths.  Thread-safe. */
+CF_API cf_status cf_loader_shard_batches(const cf_loader *ld, int rank, int world_size,
+                                         uint64_t *batches, cf_error *err);
 
 /* Use caller memory (e.g. pinned) for ring slot `slot`: image of at least
  * layout.image_bytes, mask of layout.mask_bytes (NULL when no masks).  Only
