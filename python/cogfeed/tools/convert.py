@@ -149,12 +149,15 @@ def _copy_scaled(rasterio, ds, dst, scale_max, co):
     from rasterio.io import MemoryFile
     a = ds.read().astype(np.float64) * (255.0 / scale_max)
     a = np.clip(np.floor(a + 0.5), 0, 255).astype(np.uint8)
+    # The source's colour interpretation, not GTiff's default for 3-4
+    # bytes (RGB + alpha, which the COG driver would turn into a mask).
     prof = dict(driver="GTiff", width=ds.width, height=ds.height,
                 count=ds.count, dtype="uint8", crs=ds.crs,
-                transform=ds.transform)
+                transform=ds.transform, photometric="MINISBLACK")
     with MemoryFile() as mf:
         with mf.open(**prof) as m:
             m.write(a)
+            m.colorinterp = ds.colorinterp
         with mf.open() as m:
             rasterio.shutil.copy(m, dst, driver="COG", **co)
 
