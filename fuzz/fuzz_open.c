@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CF_STATIC_LINKING_ONLY /* cf_cog_open_memory */
 #include "cogfeed.h"
 
 /* Windows are at most this many pixels a side, so the destination buffer

@@ -28,6 +28,18 @@ extern "C" {
 #define CF_VERSION_MINOR 2
 #define CF_VERSION_STRING "0.2.0"
 
+/* CF_API marks what libcogfeed.so exports; the library is built with
+ * -fvisibility=hidden, so a function declared here without it is not
+ * reachable through the shared library (tests/python/test_symbols.py
+ * checks both ways). */
+#ifndef CF_API
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define CF_API __attribute__((visibility("default")))
+#else
+#define CF_API
+#endif
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */
 /* ------------------------------------------------------------------ */
@@ -55,7 +67,7 @@ typedef enum cf_status {
 
 /* A short fixed English name for a status ("malformed TIFF", ...).
  * Never NULL; thread-safe. */
-const char *cf_strerror(cf_status s);
+CF_API const char *cf_strerror(cf_status s);
 
 /* Error detail.  Plain struct so that each call (or work item) can carry its
  * own: there is no global error state. */
@@ -86,9 +98,9 @@ typedef enum cf_dtype {
 } cf_dtype;
 
 /* Bytes per sample (0 for CF_DT_UNKNOWN). */
-size_t cf_dtype_size(cf_dtype t);
+CF_API size_t cf_dtype_size(cf_dtype t);
 /* NumPy name ("uint8", "float32", ...); "unknown" for CF_DT_UNKNOWN. */
-const char *cf_dtype_name(cf_dtype t);
+CF_API const char *cf_dtype_name(cf_dtype t);
 
 /* Safety caps applied to everything read from a file.  Documented here so
  * that users know what a "limit" error means. */
@@ -170,16 +182,16 @@ typedef struct cf_io_stats {
     uint64_t hedge_wins;      /* ... whose answer came from the second copy */
 } cf_io_stats;
 
-void cf_io_options_init(cf_io_options *opt);
+CF_API void cf_io_options_init(cf_io_options *opt);
 
 /* Create an I/O context: starts its loop thread lazily on the first remote
  * request.  Thread-safe to use from many threads at once.  Survives fork():
  * the child detects the pid change and builds a fresh loop. */
-cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err);
-void cf_io_free(cf_io *io);
-void cf_io_get_stats(cf_io *io, cf_io_stats *out);
+CF_API cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err);
+CF_API void cf_io_free(cf_io *io);
+CF_API void cf_io_get_stats(cf_io *io, cf_io_stats *out);
 /* Change the in-flight limit (used by the adaptive loader). Thread-safe. */
-void cf_io_set_max_inflight(cf_io *io, int n);
+CF_API void cf_io_set_max_inflight(cf_io *io, int n);
 /* Hard ceiling of in-flight requests this io accepts. */
 #define CF_IO_MAX_INFLIGHT 1024
 
@@ -225,21 +237,21 @@ typedef struct cf_cog_info {
  * The cf_cog keeps a reference to `io`: free the cog first.
  * Reads the header with one request of io's header_bytes (more only when the
  * header is larger). */
-cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out, cf_error *err);
-void cf_cog_close(cf_cog *cog);
+CF_API cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out, cf_error *err);
+CF_API void cf_cog_close(cf_cog *cog);
 
 /* Information; strings stay valid until cf_cog_close. Thread-safe. */
-void cf_cog_get_info(const cf_cog *cog, cf_cog_info *out);
+CF_API void cf_cog_get_info(const cf_cog *cog, cf_cog_info *out);
 /* Level 0 is full resolution; 1.. are overviews. */
-cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
-                            cf_error *err);
+CF_API cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
+                                   cf_error *err);
 /* Per-band scale/offset from GDAL_METADATA (1 and 0 when absent); band is
  * 1-based. */
-double cf_cog_band_scale(const cf_cog *cog, int band);
-double cf_cog_band_offset(const cf_cog *cog, int band);
+CF_API double cf_cog_band_scale(const cf_cog *cog, int band);
+CF_API double cf_cog_band_offset(const cf_cog *cog, int band);
 /* The URL with any query string and credentials removed (for messages;
  * one longer than 199 bytes keeps its head and tail, see cf_error). */
-const char *cf_cog_name(const cf_cog *cog);
+CF_API const char *cf_cog_name(const cf_cog *cog);
 
 /* Read a window at a level into `dst`: band-sequential (bands, h, w), the
  * file's dtype, native byte order.  `bands` are 1-based (NULL, nbands=0: all
@@ -249,15 +261,15 @@ const char *cf_cog_name(const cf_cog *cog);
  * dst_size must be >= nbands*w*h*dtype size.  Thread-safe: many threads may
  * read from one cog at once.  On error the contents of dst are unspecified
  * but never stale heap data of another tile (decoders zero on failure). */
-cf_status cf_cog_read(cf_cog *cog, int level, int64_t x, int64_t y,
-                      uint32_t w, uint32_t h, const int *bands, int nbands,
-                      void *dst, size_t dst_size, cf_error *err);
+CF_API cf_status cf_cog_read(cf_cog *cog, int level, int64_t x, int64_t y,
+                             uint32_t w, uint32_t h, const int *bands, int nbands,
+                             void *dst, size_t dst_size, cf_error *err);
 
 /* Read the internal mask (255 valid, 0 invalid) of a window: one byte per
  * pixel.  CF_E_STATE when the file has no internal mask. */
-cf_status cf_cog_read_mask(cf_cog *cog, int level, int64_t x, int64_t y,
-                           uint32_t w, uint32_t h, uint8_t *dst,
-                           size_t dst_size, cf_error *err);
+CF_API cf_status cf_cog_read_mask(cf_cog *cog, int level, int64_t x, int64_t y,
+                                  uint32_t w, uint32_t h, uint8_t *dst,
+                                  size_t dst_size, cf_error *err);
 
 /* One window of cf_cog_read_many: the arguments of cf_cog_read, and its
  * result. */
@@ -284,16 +296,11 @@ typedef struct cf_read_req {
  * is read alone).  Each req gets
  * its own status; returns CF_OK when every window was read, else the first
  * failure (err: its message).  Same output as cf_cog_read per window. */
-cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
-                           size_t inflight_bytes, cf_error *err);
-
-/* Open a TIFF held in memory (no copy is made: `data` must outlive the cog).
- * Used by fuzzers and tests. */
-cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
-                             cf_cog **out, cf_error *err);
+CF_API cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
+                                  size_t inflight_bytes, cf_error *err);
 
 /* Requests this cog has sent so far (open + reads).  Thread-safe. */
-uint64_t cf_cog_requests(const cf_cog *cog);
+CF_API uint64_t cf_cog_requests(const cf_cog *cog);
 
 /* ------------------------------------------------------------------ */
 /* Loader: sampler -> parallel reads -> batch ring                     */
@@ -421,62 +428,92 @@ typedef struct cf_loader_stats {
     uint64_t hedges, hedge_wins; /* the io's (cf_io_stats) */
 } cf_loader_stats;
 
-void cf_loader_options_init(cf_loader_options *opt);
+CF_API void cf_loader_options_init(cf_loader_options *opt);
 
 /* Open every file (checking that masks and layers are aligned: same size
  * and geotransform) and allocate the ring.  Threads start at the first
  * cf_loader_next.  Strings in opt are copied.  After fork() a loader works
  * only in the process that created it (CF_E_STATE elsewhere; stats read as
  * zero there); cf_loader_free is safe in both. */
-cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
-                        cf_error *err);
-void cf_loader_free(cf_loader *ld);
-void cf_loader_get_layout(const cf_loader *ld, cf_loader_layout *out);
+CF_API cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
+                               cf_error *err);
+CF_API void cf_loader_free(cf_loader *ld);
+CF_API void cf_loader_get_layout(const cf_loader *ld, cf_loader_layout *out);
+/* Batches per epoch that shard (rank, world_size) of this loader's epoch
+ * gets (the loader's own shard: layout.batches), without making a loader
+ * for it: the shards are a pure function of the options, so a process
+ * that hands shards to workers (rank * workers + w of world * workers)
+ * knows their lengths.  Thread-safe. */
+CF_API cf_status cf_loader_shard_batches(const cf_loader *ld, int rank, int world_size,
+                                         uint64_t *batches, cf_error *err);
 
 /* Use caller memory (e.g. pinned) for ring slot `slot`: image of at least
  * layout.image_bytes, mask of layout.mask_bytes (NULL when no masks).  Only
  * before the first cf_loader_next or right after cf_loader_set_epoch; the
  * memory must outlive the loader.  CF_E_STATE otherwise. */
-cf_status cf_loader_set_buffers(cf_loader *ld, int slot, void *image,
-                                void *mask, cf_error *err);
+CF_API cf_status cf_loader_set_buffers(cf_loader *ld, int slot, void *image,
+                                       void *mask, cf_error *err);
 
 /* Start epoch `epoch` from batch `batch` (resume): stops the readers,
  * drops prefetched batches.  Not while a batch is held. */
-cf_status cf_loader_set_epoch(cf_loader *ld, uint64_t epoch, uint64_t batch,
-                              cf_error *err);
+CF_API cf_status cf_loader_set_epoch(cf_loader *ld, uint64_t epoch, uint64_t batch,
+                                     cf_error *err);
 /* Current epoch and the next batch number cf_loader_next will return. */
-void cf_loader_position(const cf_loader *ld, uint64_t *epoch,
-                        uint64_t *next_batch);
+CF_API void cf_loader_position(const cf_loader *ld, uint64_t *epoch,
+                               uint64_t *next_batch);
 
 /* Next batch, in order; blocks.  CF_E_END after the last batch of the
  * epoch.  A failed sample (without skip_errors) fails its batch with the
  * error naming the file and window; the loader then moves past it.  One
  * consumer thread; hold at most prefetch-1 batches at once. */
-cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err);
+CF_API cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err);
 /* Wait at most timeout_s seconds for the next batch: 1 when
  * cf_loader_next would now return without blocking (a batch, the end of
  * the epoch, or an error), 0 on timeout.  Starts the readers like
  * cf_loader_next; waiting counts as data stall.  Lets a caller stay
  * responsive (e.g. to signals) during long stalls. */
-int cf_loader_wait(cf_loader *ld, double timeout_s);
+CF_API int cf_loader_wait(cf_loader *ld, double timeout_s);
 /* Give the slot back to the readers. */
-void cf_loader_release(cf_loader *ld, const cf_batch *b);
+CF_API void cf_loader_release(cf_loader *ld, const cf_batch *b);
 /* Stop reading for good, without waiting out the network: requests in
  * flight on the loader's own io loops are cancelled (on an io given in
  * the options they complete), the readers stopped, and a consumer waiting
  * in cf_loader_next / cf_loader_wait (another thread) wakes; from then on
  * cf_loader_next and cf_loader_set_epoch give CF_E_STATE.  Batches
  * handed out stay valid until cf_loader_free, which closes first. */
-void cf_loader_close(cf_loader *ld);
+CF_API void cf_loader_close(cf_loader *ld);
 
 /* Windows of this rank's sample j of the current epoch, without reading
  * (the sampler is a pure function of seed, epoch, rank and world size). */
-cf_status cf_loader_window(const cf_loader *ld, uint64_t j, cf_window *out,
-                           cf_error *err);
+CF_API cf_status cf_loader_window(const cf_loader *ld, uint64_t j, cf_window *out,
+                                  cf_error *err);
 /* Thread-safe. */
-void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out);
+CF_API void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out);
 
 #ifdef __cplusplus
 }
 #endif
 #endif /* COGFEED_H */
+
+/* ------------------------------------------------------------------ */
+/* Static linking only                                                 */
+/* ------------------------------------------------------------------ */
+/* Functions for tests and fuzzers, with no stability promise: they may
+ * change or go in any release, and libcogfeed.so does not export them
+ * (link libcogfeed.a).  Define CF_STATIC_LINKING_ONLY before including
+ * cogfeed.h to see them, as zstd keeps ZSTD_STATIC_LINKING_ONLY apart. */
+#if defined(CF_STATIC_LINKING_ONLY) && !defined(COGFEED_H_STATIC_LINKING_ONLY)
+#define COGFEED_H_STATIC_LINKING_ONLY
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Open a TIFF held in memory (no copy is made: `data` must outlive the
+ * cog); no io is involved. */
+cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
+                             cf_cog **out, cf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CF_STATIC_LINKING_ONLY */

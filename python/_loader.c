@@ -570,7 +570,20 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
         (unsigned long long)s.hedge_wins);
 }
 
+static PyObject *Loader_shard_batches(LoaderObject *self, PyObject *args) {
+    int rank, world;
+    if (!PyArg_ParseTuple(args, "ii", &rank, &world)) return NULL;
+    if (check_open(self)) return NULL;
+    uint64_t n = 0;
+    cf_error err = {0};
+    cf_status st = cf_loader_shard_batches(self->ld, rank, world, &n, &err);
+    if (st != CF_OK) return cf_py_raise(st, &err);
+    return PyLong_FromUnsignedLongLong(n);
+}
+
 static PyMethodDef Loader_methods[] = {
+    {"shard_batches", (PyCFunction)Loader_shard_batches, METH_VARARGS,
+     "shard_batches(rank, world_size) -> int: batches per epoch of that shard."},
     {"layout", (PyCFunction)Loader_layout, METH_NOARGS,
      "layout() -> dict: shapes, dtypes and sizes (fixed for the loader)."},
     {"set_buffers", (PyCFunction)Loader_set_buffers, METH_VARARGS,

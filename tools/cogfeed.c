@@ -2,7 +2,9 @@
  * cogfeed.c - the command-line tool.  `info` and `read` are C and use only
  * the public header; the research commands (synth, convert, bench, tune,
  * experiment, demo) live in the Python package and are handed over to
- * `python3 -m cogfeed.cli` with the same arguments.
+ * `python3 -m cogfeed.cli` with the same arguments.  The pip-installed
+ * `cogfeed` is the Python side (cogfeed.cli), which runs this program,
+ * carried inside the package as cogfeed/bin/cogfeed, for info and read.
  */
 #include "cogfeed.h"
 
@@ -14,31 +16,82 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef CF_PYTHON_DIR
-#define CF_PYTHON_DIR ""
-#endif
-
 static const char *usage_text =
-    "usage: cogfeed COMMAND [ARGS]\n"
+    "usage: cogfeed COMMAND [ARGS...]\n"
     "\n"
-    "  info URL [--json]                   describe a (Geo)TIFF / COG\n"
-    "  read URL --window X,Y,W,H [--level N] [--bands 1,2,...] [--mask]\n"
-    "       -o OUT.npy                     read a window into a NumPy file\n"
-    "  synth | convert | bench | tune | experiment | demo\n"
-    "                                      research commands (see `cogfeed\n"
-    "                                      COMMAND --help`)\n"
+    "Stream training patches out of Cloud-Optimized GeoTIFFs.\n"
     "\n"
+    "commands:\n"
+    "  info        print a COG's structure and georeferencing (--json)\n"
+    "  read        read a window (X,Y,W,H) into a NumPy .npy file\n"
+    "  synth       generate a labelled Sentinel-2-like dataset\n"
+    "  convert     write COG variants (codec, tile size) with GDAL\n"
+    "  bench       measure a loader's steady-state throughput\n"
+    "  tune        Bayesian search (Optuna TPE) for the fastest settings\n"
+    "  experiment  train a UNet under four loader set-ups\n"
+    "  demo        the whole story end to end in a few minutes\n"
+    "\n"
+    "`cogfeed COMMAND --help` for a command's options; `cogfeed --version`.\n"
     "URL: a path, file://, http(s)://, s3://bucket/key, az://container/blob,\n"
-    "     gs://bucket/key.  Credentials come from the usual environment\n"
-    "     variables (AWS_*, AZURE_STORAGE_*, GOOGLE_OAUTH_ACCESS_TOKEN).\n"
-    "I/O options (info and read): --header-bytes N, --max-inflight N,\n"
-    "     --header-cache DIR, --max-retries N, --timeout SECONDS,\n"
-    "     --ca-file PEM (the CAs to trust instead of the system's),\n"
-    "     --insecure (do not verify TLS certificates)\n";
+    "gs://bucket/key; credentials from the usual environment variables\n"
+    "(AWS_*, AZURE_STORAGE_*, GOOGLE_OAUTH_ACCESS_TOKEN).\n";
+
+static const char *io_options_text =
+    "\n"
+    "I/O options:\n"
+    "  --header-bytes N      first speculative read of a remote file (65536)\n"
+    "  --max-inflight N      requests in flight at once (64)\n"
+    "  --header-cache DIR    keep parsed headers in DIR: a second open makes\n"
+    "                        no request\n"
+    "  --max-retries N       retries per request (6)\n"
+    "  --timeout SECONDS     deadline per request, retries included (60)\n"
+    "  --ca-file PEM         the CAs to trust instead of the system's\n"
+    "  --insecure            do not verify TLS certificates\n"
+    "\n"
+    "URL: a path, file://, http(s)://, s3://bucket/key, az://container/blob\n"
+    "(or https://ACCOUNT.blob.core.windows.net/...), gs://bucket/key.\n"
+    "Credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
+    "AWS_REGION, AWS_ENDPOINT_URL, AWS_NO_SIGN_REQUEST; AZURE_STORAGE_ACCOUNT,\n"
+    "AZURE_STORAGE_SAS_TOKEN, AZURE_STORAGE_ACCESS_KEY,\n"
+    "AZURE_STORAGE_CONNECTION_STRING; GOOGLE_OAUTH_ACCESS_TOKEN.\n";
+
+static const char *info_text =
+    "usage: cogfeed info URL [--json] [I/O options]\n"
+    "\n"
+    "Describe a (Geo)TIFF or COG: size, bands, data type, tiles or strips,\n"
+    "compression and predictor, byte order, overviews, internal mask,\n"
+    "geotransform, EPSG code, nodata, file size, and the requests and header\n"
+    "bytes that opening it took.\n"
+    "\n"
+    "options:\n"
+    "  -h, --help            show this help and exit\n"
+    "  --json                one JSON object on stdout instead of text\n";
+
+static const char *read_text =
+    "usage: cogfeed read URL --window X,Y,W,H -o OUT.npy [--level N]\n"
+    "                    [--bands 1,2,...] [--mask] [I/O options]\n"
+    "\n"
+    "Read a window into a NumPy .npy file: C order, shape (bands, H, W), the\n"
+    "file's own data type.  Pixels outside the image are the nodata value\n"
+    "(0 without one).\n"
+    "\n"
+    "options:\n"
+    "  -h, --help            show this help and exit\n"
+    "  --window X,Y,W,H      the window, in pixels of the level read\n"
+    "  -o, --output OUT.npy  where to write\n"
+    "  --level N             overview level (0: full resolution)\n"
+    "  --bands 1,2,...       bands to read, 1-based, in this order (all)\n"
+    "  --mask                read the internal mask instead (uint8, 1 band)\n";
 
 static int usage(int rc) {
     fputs(usage_text, rc ? stderr : stdout);
     return rc;
+}
+
+static int command_help(const char *text) {
+    fputs(text, stdout);
+    fputs(io_options_text, stdout);
+    return 0;
 }
 
 static int fail(const char *what, cf_status st, const cf_error *err) {
@@ -125,7 +178,7 @@ static int cmd_info(int argc, char **argv) {
         if (r < 0) return fprintf(stderr, "cogfeed info: bad value for %s\n", argv[i]), 2;
         if (r) continue;
         if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(0);
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return command_help(info_text);
         else if (argv[i][0] == '-' && argv[i][1]) return fprintf(stderr, "cogfeed info: unknown option %s\n", argv[i]), 2;
         else if (!url) url = argv[i];
         else return usage(2);
@@ -300,7 +353,7 @@ static int cmd_read(int argc, char **argv) {
         int r = io_option(argc, argv, &i, &o);
         if (r < 0) return fprintf(stderr, "cogfeed read: bad value for %s\n", a), 2;
         if (r) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(0);
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return command_help(read_text);
         if (!strcmp(a, "--mask")) {
             mask = 1;
             continue;
@@ -375,13 +428,42 @@ static int cmd_read(int argc, char **argv) {
     return rc;
 }
 
-/* Hand a research command to the Python package, keeping argv as is. */
+/* The folder holding the cogfeed package that belongs with this program,
+ * found from where the program lies (never a path compiled in, so a moved
+ * build or install still works): BUILD/python for a build tree's
+ * BUILD/cogfeed, SITE for SITE/cogfeed/bin/cogfeed inside an installed
+ * package.  NULL when neither (an installed C tool: python3 finds the
+ * package among its own).  Returns a malloc'd string. */
+static char *python_dir_near_exe(void) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return NULL;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return NULL;
+    *slash = 0; /* exe is now the program's folder */
+    static const char *const cand[] = {"%s/python", "%s/../.."};
+    static const char *const probe[] = {"%s/python/cogfeed/cli.py", "%s/../cli.py"};
+    for (int i = 0; i < 2; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, probe[i], exe);
+        if (access(p, R_OK) == 0) {
+            char d[4200], *r;
+            snprintf(d, sizeof d, cand[i], exe);
+            if ((r = realpath(d, NULL))) return r;
+        }
+    }
+    return NULL;
+}
+
+/* Hand a research command to the Python package, keeping argv as is:
+ * $COGFEED_PYTHON (the pip-installed `cogfeed` sets it to its own
+ * interpreter), else python3 on PATH. */
 static int run_python(int argc, char **argv) {
     const char *py = getenv("COGFEED_PYTHON");
-    if (!py || !*py) py = "/usr/bin/python3";
-    const char *dir = getenv("COGFEED_PYTHONPATH");
-    if (!dir || !*dir) dir = CF_PYTHON_DIR;
-    if (*dir) {
+    if (!py || !*py) py = "python3";
+    char *dir = python_dir_near_exe();
+    if (dir) {
         const char *old = getenv("PYTHONPATH");
         size_t len = strlen(dir) + (old ? strlen(old) : 0) + 2;
         char *pp = malloc(len);
@@ -390,6 +472,7 @@ static int run_python(int argc, char **argv) {
             setenv("PYTHONPATH", pp, 1);
             free(pp);
         }
+        free(dir);
     }
     char **args = calloc((size_t)argc + 4, sizeof *args);
     if (!args) return 1;
@@ -397,8 +480,9 @@ static int run_python(int argc, char **argv) {
     args[1] = "-m";
     args[2] = "cogfeed.cli";
     for (int i = 0; i < argc; i++) args[3 + i] = argv[i];
-    execv(py, args);
-    fprintf(stderr, "cogfeed: cannot run %s: %s\n", py, strerror(errno));
+    execvp(py, args);
+    fprintf(stderr, "cogfeed: cannot run %s: %s (set COGFEED_PYTHON to a python3 "
+                    "with the cogfeed package)\n", py, strerror(errno));
     free(args);
     return 1;
 }

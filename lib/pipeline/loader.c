@@ -793,6 +793,17 @@ void cf_loader_get_layout(const cf_loader *ld, cf_loader_layout *out) {
     *out = ld->lay_out;
 }
 
+cf_status cf_loader_shard_batches(const cf_loader *ld, int rank, int world_size,
+                                  uint64_t *batches, cf_error *err) {
+    if (!ld || !batches || world_size < 1 || rank < 0 || rank >= world_size)
+        return cf__err(err, CF_E_ARG, "cf_loader_shard_batches: rank %d not in [0, world_size %d)",
+                       rank, world_size);
+    uint64_t B = ld->lay_out.batch_size;
+    uint64_t cnt = cf__sampler_shard_count(&ld->samp, (uint64_t)rank, (uint64_t)world_size);
+    *batches = ld->o.drop_last ? cnt / B : (cnt + B - 1) / B;
+    return CF_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* tile-shuffle cache: whole decoded cells, shared by the crops of them */
 /* ------------------------------------------------------------------ */

@@ -103,18 +103,20 @@ cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
         s->crops_per_tile = (uint32_t)(m < 1 ? 1 : m > 16 ? 16 : m);
         s->chunk = (uint64_t)s->c.group_tiles * s->crops_per_tile;
     }
-    /* This rank's chunks: r, r + ws, ... of ceil(length / chunk). */
-    uint64_t c = s->chunk, L = s->length, ws = (uint64_t)s->c.world_size,
-             r = (uint64_t)s->c.rank;
-    if (s->c.drop_last) {
-        s->count = (L / c / ws) * c;
-    } else {
-        uint64_t nch = ceil_div(L, c);
-        uint64_t nr = nch > r ? (nch - 1 - r) / ws + 1 : 0;
-        s->count = nr * c;
-        if (nr && (nch - 1) % ws == r && L % c) s->count -= c - L % c;
-    }
+    s->count = cf__sampler_shard_count(s, (uint64_t)s->c.rank, (uint64_t)s->c.world_size);
     return CF_OK;
+}
+
+uint64_t cf__sampler_shard_count(const cf__sampler *s, uint64_t r, uint64_t ws) {
+    /* Rank r's chunks: r, r + ws, ... of ceil(length / chunk). */
+    uint64_t c = s->chunk, L = s->length, n;
+    if (ws < 1 || r >= ws) return 0;
+    if (s->c.drop_last) return (L / c / ws) * c;
+    uint64_t nch = ceil_div(L, c);
+    uint64_t nr = nch > r ? (nch - 1 - r) / ws + 1 : 0;
+    n = nr * c;
+    if (nr && (nch - 1) % ws == r && L % c) n -= c - L % c;
+    return n;
 }
 
 void cf__sampler_free(cf__sampler *s) {

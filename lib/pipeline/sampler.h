@@ -45,6 +45,11 @@ typedef struct cf__sampler {
 cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
                            cf_error *err);
 void cf__sampler_free(cf__sampler *s);
+/* Samples that shard (rank, world_size) of this sampler's epoch gets, by
+ * the rule the sampler itself shards with (any rank and world size, not
+ * only its own): what a caller needs to know the length of other shards,
+ * e.g. of each DataLoader worker's. */
+uint64_t cf__sampler_shard_count(const cf__sampler *s, uint64_t rank, uint64_t world_size);
 /* Change the epoch (everything else stays). */
 void cf__sampler_set_epoch(cf__sampler *s, uint64_t epoch);
 /* Global index of this rank's sample j (j < s->count). */

@@ -1,33 +1,78 @@
-"""The Python half of the `cogfeed` command line.
+"""The `cogfeed` command (the console script pip installs).
 
-The C tool runs `info` and `read` itself and hands the research commands
-(synth, convert, bench, tune, experiment, demo) to this module with the
-same argv:  /usr/bin/python3 -m cogfeed.cli SUBCOMMAND ARGS...
-Each command lives in cogfeed.tools.<name> and is imported only when used,
-so `cogfeed synth` does not pay for importing torch.
+`info` and `read` are the C tool, which the package carries
+(cogfeed/bin/cogfeed): this module hands them over with the same argv,
+so their output is the C library's own.  The research commands (synth,
+convert, bench, tune, experiment, demo) live in cogfeed.tools.<name> and
+are imported only when used, so `cogfeed synth` does not pay for importing
+torch.  The C tool, run directly (a build tree's BUILD/cogfeed, or
+`cmake --install`'s), hands the research commands back here as
+`python3 -m cogfeed.cli COMMAND ...`.
 """
 
 import importlib
+import os
 import signal
 import sys
 
+# The C tool's commands: run by cogfeed/bin/cogfeed.
+C_COMMANDS = {
+    "info": "print a COG's structure and georeferencing (--json)",
+    "read": "read a window (X,Y,W,H) into a NumPy .npy file",
+}
+
+# name: (module in cogfeed.tools, one line, extra it needs)
 COMMANDS = {
-    "synth": ("synth", "generate a labelled Sentinel-2-like dataset"),
-    "convert": ("convert", "write COG variants (codec, tile size) with GDAL"),
-    "bench": ("bench", "measure a loader's steady-state throughput"),
-    "tune": ("tune", "Bayesian search (Optuna TPE) for the fastest settings"),
-    "experiment": ("experiment", "train a UNet under four loader set-ups"),
-    "demo": ("demo", "the whole story end to end in a few minutes"),
+    "synth": ("synth", "generate a labelled Sentinel-2-like dataset", "experiments"),
+    "convert": ("convert", "write COG variants (codec, tile size) with GDAL", "experiments"),
+    "bench": ("bench", "measure a loader's steady-state throughput", "experiments"),
+    "tune": ("tune", "Bayesian search (Optuna TPE) for the fastest settings", "experiments"),
+    "experiment": ("experiment", "train a UNet under four loader set-ups", "experiments"),
+    "demo": ("demo", "the whole story end to end in a few minutes", "experiments"),
 }
 
 
+def commands():
+    """Every command with its one-line description, in the order of help."""
+    out = dict(C_COMMANDS)
+    out.update((k, v[1]) for k, v in COMMANDS.items())
+    return out
+
+
 def usage(out):
-    out.write("usage: cogfeed COMMAND [ARGS...]\n\ncommands:\n")
-    out.write("  %-11s %s\n" % ("info", "print a COG's structure (C tool)"))
-    out.write("  %-11s %s\n" % ("read", "read a window to .npy (C tool)"))
-    for name, (_, what) in COMMANDS.items():
+    out.write("usage: cogfeed COMMAND [ARGS...]\n\n"
+              "Stream training patches out of Cloud-Optimized GeoTIFFs.\n\n"
+              "commands:\n")
+    for name, what in commands().items():
         out.write("  %-11s %s\n" % (name, what))
-    out.write("\n`cogfeed COMMAND --help` for a command's options.\n")
+    out.write("\n`cogfeed COMMAND --help` for a command's options; "
+              "`cogfeed --version`.\n"
+              "URL: a path, file://, http(s)://, s3://bucket/key, "
+              "az://container/blob,\n"
+              "gs://bucket/key; credentials from the usual environment "
+              "variables\n(AWS_*, AZURE_STORAGE_*, GOOGLE_OAUTH_ACCESS_TOKEN).\n")
+
+
+def c_tool():
+    """Path of the C tool: the one inside this package (a wheel, or a build
+    tree's BUILD/python/cogfeed/bin), else $COGFEED_C_TOOL."""
+    env = os.environ.get("COGFEED_C_TOOL")
+    if env:
+        return env
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "cogfeed")
+
+
+def _run_c(argv):
+    exe = c_tool()
+    if not os.access(exe, os.X_OK):
+        sys.stderr.write("cogfeed: the C tool is missing (%s); reinstall "
+                         "cogfeed\n" % exe)
+        return 1
+    # If it hands a command back to Python, the same interpreter takes it.
+    os.environ["COGFEED_PYTHON"] = sys.executable
+    sys.stdout.flush()
+    os.execv(exe, [exe] + argv)
+    return 1  # not reached
 
 
 def main(argv=None):
@@ -36,15 +81,33 @@ def main(argv=None):
         usage(sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     cmd = argv[0]
+    if cmd in ("--version", "version"):
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            v = version("cogfeed")
+        except PackageNotFoundError:  # a build tree on PYTHONPATH
+            v = importlib.import_module("cogfeed._cogfeed").__version__
+        print("cogfeed %s" % v)
+        return 0
+    if cmd in C_COMMANDS:
+        return _run_c(argv)
     if cmd not in COMMANDS:
-        sys.stderr.write("cogfeed: unknown command %r\n" % cmd)
+        sys.stderr.write("cogfeed: unknown command %r\n\n" % cmd)
         usage(sys.stderr)
         return 2
     # SIGTERM unwinds like Ctrl-C, so that servers the command started
     # (nginx) and loader workers are stopped by their context managers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    mod = importlib.import_module("cogfeed.tools." + COMMANDS[cmd][0])
-    return mod.main(argv[1:])
+    modname, _, extra = COMMANDS[cmd]
+    try:
+        mod = importlib.import_module("cogfeed.tools." + modname)
+        return mod.main(argv[1:])
+    except ImportError as e:
+        if extra is None or e.name is None or e.name.startswith("cogfeed"):
+            raise
+        sys.stderr.write("cogfeed %s: %s is not installed: pip install "
+                         "'cogfeed[%s]'\n" % (cmd, e.name, extra))
+        return 1
 
 
 if __name__ == "__main__":

@@ -17,6 +17,25 @@ _MiB = 1 << 20
 _META_KEYS = ("variant",)
 
 
+def _is_float32(dtype):
+    """False for dtype "raw" (or None), True for anything numpy reads as
+    float32 ("float32", "f4", numpy.float32, numpy.dtype("float32"),
+    torch.float32); ValueError otherwise."""
+    if dtype is None or (isinstance(dtype, str) and dtype == "raw"):
+        return False
+    name = str(dtype)
+    if name == "torch.float32":
+        return True
+    try:
+        import numpy as np
+        if np.dtype(dtype) == np.float32:
+            return True
+    except TypeError:
+        pass
+    raise ValueError("dtype must be 'raw' or float32 (a string, numpy or "
+                     "torch dtype), not %r" % (dtype,))
+
+
 def _paths(x, what):
     if isinstance(x, (str, bytes, os.PathLike)):
         return [os.fspath(x)]
@@ -166,13 +185,7 @@ class Loader:
             if any(len(p) != nlayers for p in per):
                 raise ValueError("layers: every file needs the same layers")
             lay = [p for x in per for p in x]
-        if dtype in (None, "raw"):
-            f32 = False
-        elif str(dtype) in ("float32", "f4", "<class 'numpy.float32'>"):
-            f32 = True
-        else:
-            raise ValueError("dtype must be 'raw' or 'float32', not %r" %
-                             (dtype,))
+        f32 = _is_float32(dtype)
         if max_inflight in (None, "auto", "adaptive", 0):
             max_inflight = 0
         self._kw = dict(
@@ -252,6 +265,12 @@ class Loader:
     def __len__(self):
         """Batches of this rank per epoch."""
         return int(self._layout["batches"])
+
+    def shard_len(self, rank, world_size):
+        """Batches per epoch that shard ``rank`` of ``world_size`` of the
+        same settings gets (this loader's own: len(self)), computed, not
+        read: e.g. the lengths of DataLoader workers' shards."""
+        return int(self._ld.shard_batches(int(rank), int(world_size)))
 
     # -- epochs and resuming --------------------------------------------
 

@@ -9,14 +9,18 @@
         for batch in dl:
             x, y = batch["image"], batch["mask"]   # already on the GPU
 
-The dataset yields whole batches (hence ``batch_size=None``).  One
-cogfeed loader already reads many patches at once from one process, so
-``num_workers=0`` is the intended setting; with workers, every worker
-reads its own disjoint shard.
+The dataset yields whole batches (hence ``batch_size=None``; another
+batch_size gets a warning).  One cogfeed loader already reads many patches
+at once from one process, so ``num_workers=0`` is the intended setting;
+with workers, every worker reads its own disjoint shard.  ``len(ds)`` is
+the number of batches the DataLoader holding it yields per epoch (tqdm and
+OneCycleLR need it), for any number of workers.
 """
 
+import gc
 import multiprocessing
 import os
+import warnings
 from multiprocessing import context as _mp_context
 
 import torch
@@ -134,6 +138,69 @@ class CogDataset(IterableDataset):
         self._ld, self._ld_pid = None, None
         self._iterating = False
         self._resume = None  # load_state_dict's state, for the next iteration
+        self._len = {}  # (workers, rank, world_size): batches per epoch
+        self._warned = set()  # DataLoaders warned about their batch_size
+
+    # -- length, and the DataLoader this dataset is in ----------------------
+
+    def _dataloaders(self):
+        """The torch DataLoaders whose dataset this is (found through the
+        garbage collector's referrers: a DataLoader tells its dataset
+        nothing, yet len() depends on its num_workers)."""
+        from torch.utils.data import DataLoader
+        found = []
+        for r in gc.get_referrers(self):
+            if isinstance(r, DataLoader):
+                cands = [r]
+            elif isinstance(r, dict):  # an instance's __dict__
+                cands = [o for o in gc.get_referrers(r)
+                         if isinstance(o, DataLoader) and getattr(o, "__dict__", None) is r]
+            else:
+                continue
+            found += [d for d in cands if d.dataset is self and d not in found]
+        return found
+
+    def _check_dataloaders(self):
+        """The DataLoaders holding this dataset; warns (once per DataLoader)
+        about one whose batch_size is not None."""
+        loaders = self._dataloaders()
+        for dl in loaders:
+            if dl.batch_size is not None and id(dl) not in self._warned:
+                self._warned.add(id(dl))
+                bs = self.loader_kwargs.get("batch_size", 32)
+                warnings.warn(
+                    "CogDataset yields whole batches: use DataLoader(dataset, "
+                    "batch_size=None).  With batch_size=%d the DataLoader "
+                    "stacks %d of them, so images come out (%d, %d, C, H, W) "
+                    "instead of (%d, C, H, W)" % (dl.batch_size, dl.batch_size,
+                                                   dl.batch_size, bs, bs),
+                    UserWarning, stacklevel=3)
+        return loaders
+
+    def __len__(self):
+        """Batches per epoch of the DataLoader holding this dataset (or, in
+        none, of iterating it in this process): the sum over the workers'
+        shards, computed from the sampler (no data is read)."""
+        loaders = self._check_dataloaders()
+        workers = {dl.num_workers for dl in loaders}
+        if len(workers) > 1:
+            raise TypeError("len(CogDataset): DataLoaders with num_workers %s "
+                            "hold this dataset, and its length depends on "
+                            "the number of workers" % sorted(workers))
+        nw = max(workers.pop() if workers else 0, 1)
+        rank, world = _dist_rank_world()
+        key = (nw, rank, world)
+        if key not in self._len:
+            ld = self._ld if self._ld is not None and self._ld_pid == os.getpid() else None
+            probe = ld or Loader(self.images, self.masks, rank=0, world_size=1,
+                                 epoch=self.epoch, **self.loader_kwargs)
+            try:
+                self._len[key] = sum(probe.shard_len(rank * nw + w, world * nw)
+                                     for w in range(nw))
+            finally:
+                if probe is not ld:
+                    probe.close()
+        return self._len[key]
 
     def set_epoch(self, epoch):
         """Use epoch ``epoch`` for the next iteration (call it before each
@@ -257,6 +324,7 @@ class CogDataset(IterableDataset):
         d = self.__dict__.copy()
         d["_ld"] = d["_ld_pid"] = None
         d["_iterating"] = False
+        d["_warned"] = set(d["_warned"])
         if _mp_context.get_spawning_popen() is None:
             # Plain pickling (not to a new process): shared memory cannot
             # travel, and a copy has no workers to share the epoch with.
@@ -278,6 +346,8 @@ class CogDataset(IterableDataset):
             pass
 
     def __iter__(self):
+        if get_worker_info() is None or not self._warned:
+            self._check_dataloaders()
         ld = self._loader()
         self._resumed(ld)
         kept = ld is self._ld

@@ -1,5 +1,13 @@
 """Conformance fixtures: GeoTIFFs written by GDAL, and GDAL's reads of them.
 
+GDAL here is the one rasterio's wheel carries (3.10, pinned through
+requirements-dev.txt), driven through rasterio, except for reading JPEG:
+that wheel decodes JPEG with its own libjpeg 9, whose upsampling and IDCT
+differ from libjpeg-turbo (what cogfeed, Debian's GDAL and most builds
+use) by one or two levels, so JPEG files are read by Debian's GDAL
+command-line tools (debian_gdal_read).  docs/conformance.md says which
+GDAL each test uses.
+
 The conformance suite (test_conformance.py, test_cli.py) and the codec
 benchmark compare cogfeed's reads with GDAL's reads of the very same files,
 bit for bit.  This module is the one place that knows how those files are
@@ -23,32 +31,22 @@ import hashlib
 import json
 import os
 import struct
+import subprocess
 import tempfile
 
 import numpy as np
-from osgeo import gdal, osr
-
-gdal.UseExceptions()
+import rasterio
+import rasterio.shutil
+from rasterio.enums import Resampling
+from rasterio.io import MemoryFile
+from rasterio.transform import Affine
+from rasterio.windows import Window
 
 # Cached fixtures are keyed by the spec and by this file's own text, so any
 # change to the pixel content or to the way files are written regenerates
 # them (about 10 s for the whole matrix).
 with open(os.path.abspath(__file__), "rb") as _f:
     GENERATOR_VERSION = hashlib.sha256(_f.read()).hexdigest()[:16]
-
-GDAL_TYPES = {
-    "uint8": gdal.GDT_Byte,
-    "int8": gdal.GDT_Byte,  # with PIXELTYPE=SIGNEDBYTE (GDAL 3.6 has no GDT_Int8)
-    "uint16": gdal.GDT_UInt16,
-    "int16": gdal.GDT_Int16,
-    "uint32": gdal.GDT_UInt32,
-    "int32": gdal.GDT_Int32,
-    "uint64": gdal.GDT_UInt64,
-    "int64": gdal.GDT_Int64,
-    "float32": gdal.GDT_Float32,
-    "float64": gdal.GDT_Float64,
-}
-
 
 def _spec(name, **kw):
     s = {
@@ -235,7 +233,8 @@ FIXTURES_BY_NAME = {f["name"]: f for f in FIXTURES}
 
 
 def spec_hash(spec):
-    blob = json.dumps({"spec": spec, "gen": GENERATOR_VERSION, "gdal": gdal.__version__},
+    blob = json.dumps({"spec": spec, "gen": GENERATOR_VERSION,
+                       "gdal": rasterio.__gdal_version__},
                       sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -335,100 +334,108 @@ def _opt(spec, key, default=None):
     return default
 
 
-def _mem_source(spec, data):
-    w, h, nb = spec["width"], spec["height"], spec["bands"]
-    mem = gdal.GetDriverByName("MEM").Create("", w, h, nb, GDAL_TYPES[spec["dtype"]])
-    if spec["dtype"] == "int8":
-        mem.GetRasterBand(1).SetMetadataItem("PIXELTYPE", "SIGNEDBYTE", "IMAGE_STRUCTURE")
-    mem.SetGeoTransform([500000.0, 10.0, 0.0, 4200000.0, 0.0, -10.0])
-    srs = osr.SpatialReference()
-    srs.ImportFromEPSG(32633)
-    mem.SetProjection(srs.ExportToWkt())
-    for b in range(nb):
-        band = mem.GetRasterBand(b + 1)
-        arr = data[b]
-        if spec["dtype"] == "int8":
-            arr = arr.view(np.uint8)
-        band.WriteArray(arr)
-        if spec["nodata"] is not None:
-            band.SetNoDataValue(float("nan") if spec["nodata"] == "nan" else spec["nodata"])
-        if spec["scale_offset"]:
-            band.SetScale(spec["scale_offset"][b][0])
-            band.SetOffset(spec["scale_offset"][b][1])
-    if spec["mask"]:
-        mem.CreateMaskBand(gdal.GMF_PER_DATASET)
-        mem.GetRasterBand(1).GetMaskBand().WriteArray(_mask_array(spec))
-    return mem
+def _kw(options):
+    """Creation options ["KEY=VALUE", ...] as rasterio keywords."""
+    return dict(o.split("=", 1) for o in options)
+
+
+def _nodata(spec):
+    return None if spec["nodata"] is None else (
+        float("nan") if spec["nodata"] == "nan" else spec["nodata"])
+
+
+def _profile(spec):
+    return dict(width=spec["width"], height=spec["height"], count=spec["bands"],
+                dtype=spec["dtype"], crs="EPSG:32633", nodata=_nodata(spec),
+                transform=Affine.from_gdal(500000.0, 10.0, 0.0, 4200000.0, 0.0, -10.0))
+
+
+def _mem_source(spec, data, mf):
+    """The pixels, georeferencing, nodata, scales and mask as an
+    uncompressed GTiff in memory file mf (the source every writer copies)."""
+    with rasterio.Env(GDAL_TIFF_INTERNAL_MASK=True):
+        with mf.open(driver="GTiff", tiled=True, **_profile(spec)) as m:
+            m.write(data)
+            if spec["scale_offset"]:
+                m.scales = tuple(so[0] for so in spec["scale_offset"])
+                m.offsets = tuple(so[1] for so in spec["scale_offset"])
+            if spec["mask"]:
+                m.write_mask(_mask_array(spec))
+    return mf.open()
 
 
 def _write_gtiff(spec, data, path):
-    opts = ["COMPRESS=" + spec["compress"]] + list(spec["options"])
-    if spec["dtype"] == "int8":
-        opts.append("PIXELTYPE=SIGNEDBYTE")
-    src = _mem_source(spec, data)
+    opts = _kw(["COMPRESS=" + spec["compress"]] + list(spec["options"]))
     if spec["sparse"]:
         # Write block by block, skipping the empty ones: SPARSE_OK=TRUE keeps
         # them out of the file (offset 0, byte count 0).
-        w, h, nb = spec["width"], spec["height"], spec["bands"]
+        nb = spec["bands"]
         tw = int(_opt(spec, "BLOCKXSIZE", 256))
         th = int(_opt(spec, "BLOCKYSIZE", 256))
-        drv = gdal.GetDriverByName("GTiff")
-        ds = drv.Create(path, w, h, nb, GDAL_TYPES[spec["dtype"]], options=opts)
-        ds.SetGeoTransform(src.GetGeoTransform())
-        ds.SetProjection(src.GetProjection())
         keep = _sparse_keep(spec, tw, th)
-        for b in range(nb):
-            band = ds.GetRasterBand(b + 1)
-            if spec["nodata"] is not None:
-                band.SetNoDataValue(float("nan") if spec["nodata"] == "nan" else spec["nodata"])
-            for ty in range(keep.shape[0]):
-                for tx in range(keep.shape[1]):
-                    if keep[ty, tx]:
-                        x0, y0 = tx * tw, ty * th
-                        band.WriteArray(data[b, y0:y0 + th, x0:x0 + tw], x0, y0)
-        ds = None
+        with rasterio.open(path, "w", driver="GTiff", **_profile(spec), **opts) as ds:
+            for b in range(nb):
+                for ty in range(keep.shape[0]):
+                    for tx in range(keep.shape[1]):
+                        if keep[ty, tx]:
+                            x0, y0 = tx * tw, ty * th
+                            blk = data[b, y0:y0 + th, x0:x0 + tw]
+                            ds.write(blk, b + 1, window=Window(x0, y0, blk.shape[1], blk.shape[0]))
         return
-    if spec["overviews"] or spec["mask"]:
-        # Overviews (and the mask's overviews) are built on a temporary copy
-        # and copied in with COPY_SRC_OVERVIEWS so they land inside the file.
-        tmp = path + ".src.tif"
-        gdal.SetConfigOption("GDAL_TIFF_INTERNAL_MASK", "YES")
-        try:
-            t = gdal.GetDriverByName("GTiff").CreateCopy(
-                tmp, src, options=["TILED=YES", "COMPRESS=DEFLATE"] +
-                (["PIXELTYPE=SIGNEDBYTE"] if spec["dtype"] == "int8" else []))
-            if spec["overviews"]:
-                t.BuildOverviews("NEAREST" if spec["compress"] != "JPEG" else "AVERAGE",
-                                 spec["overviews"])
-            t = None
-            t = gdal.Open(tmp)
-            ovr_opts = ["COPY_SRC_OVERVIEWS=YES"] if spec["overviews"] else []
-            gdal.GetDriverByName("GTiff").CreateCopy(path, t, options=opts + ovr_opts)
-            t = None
-        finally:
-            gdal.SetConfigOption("GDAL_TIFF_INTERNAL_MASK", None)
-            gdal.Unlink(tmp)
-        return
-    gdal.GetDriverByName("GTiff").CreateCopy(path, src, options=opts)
+    with MemoryFile() as mf, _mem_source(spec, data, mf) as src, \
+            rasterio.Env(GDAL_TIFF_INTERNAL_MASK=True):
+        if spec["overviews"] or spec["mask"]:
+            # Overviews (and the mask's overviews) are built on a temporary
+            # copy and copied in with COPY_SRC_OVERVIEWS so they land inside
+            # the file.
+            tmp = path + ".src.tif"
+            try:
+                rasterio.shutil.copy(src, tmp, driver="GTiff", TILED="YES", COMPRESS="DEFLATE")
+                if spec["overviews"]:
+                    with rasterio.open(tmp, "r+") as t:
+                        t.build_overviews(spec["overviews"],
+                                          Resampling.nearest if spec["compress"] != "JPEG"
+                                          else Resampling.average)
+                ovr = {"COPY_SRC_OVERVIEWS": "YES"} if spec["overviews"] else {}
+                rasterio.shutil.copy(tmp, path, driver="GTiff", **opts, **ovr)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            return
+        rasterio.shutil.copy(src, path, driver="GTiff", **opts)
 
 
 def _write_cog(spec, data, path):
-    opts = ["COMPRESS=" + spec["compress"]] + list(spec["options"])
-    src = _mem_source(spec, data)
+    opts = _kw(["COMPRESS=" + spec["compress"]] + list(spec["options"]))
     if spec["sparse"]:
         # COG + SPARSE_OK omits blocks that are entirely nodata: blank out a
         # checkerboard of blocks in the source.
         ts = int(_opt(spec, "BLOCKSIZE", 512))
         keep = _sparse_keep(spec, ts, ts)
         nd = spec["nodata"] if spec["nodata"] is not None else 0
-        for b in range(spec["bands"]):
-            arr = data[b].copy()
-            for ty in range(keep.shape[0]):
-                for tx in range(keep.shape[1]):
-                    if not keep[ty, tx]:
-                        arr[ty * ts:(ty + 1) * ts, tx * ts:(tx + 1) * ts] = nd
-            src.GetRasterBand(b + 1).WriteArray(arr)
-    gdal.GetDriverByName("COG").CreateCopy(path, src, options=opts)
+        data = data.copy()
+        for ty in range(keep.shape[0]):
+            for tx in range(keep.shape[1]):
+                if not keep[ty, tx]:
+                    data[:, ty * ts:(ty + 1) * ts, tx * ts:(tx + 1) * ts] = nd
+    with MemoryFile() as mf, _mem_source(spec, data, mf) as src:
+        rasterio.shutil.copy(src, path, driver="COG", **opts)
+
+
+def write_array(path, arr, driver="COG", gt=None, **creation):
+    """arr (bands, H, W) written by GDAL's `driver` (COG or GTiff) with these
+    creation options (keywords: BLOCKSIZE=256, COMPRESS="DEFLATE", ...);
+    gt: a GDAL geotransform.  Returns the path as a str."""
+    c, h, w = arr.shape
+    prof = dict(driver="GTiff", width=w, height=h, count=c, dtype=arr.dtype.name)
+    if gt is not None:
+        prof["transform"] = Affine.from_gdal(*gt)
+    with MemoryFile() as mf:
+        with mf.open(**prof) as m:
+            m.write(arr)
+        with mf.open() as m:
+            rasterio.shutil.copy(m, str(path), driver=driver, **creation)
+    return str(path)
 
 
 def _patch_compression(path, new_code):
@@ -483,24 +490,70 @@ def fixture_path(spec, directory=None):
 # What GDAL says about a file and its windows.
 # ---------------------------------------------------------------------------
 
+def debian_gdal_read(path, level=0):
+    """All bands of `path` (overview `level`) as (bands, H, W), decoded by
+    Debian's GDAL (gdal_translate, libjpeg-turbo): an uncompressed copy is
+    made next to the file once and read back."""
+    out = "%s.debian-l%d.tif" % (path, level)
+    if not os.path.exists(out):
+        tmp = out + ".%d.tmp" % os.getpid()
+        cmd = ["gdal_translate", "-q", "-of", "GTiff", "-co", "COMPRESS=NONE",
+               "--config", "GDAL_PAM_ENABLED", "NO"]
+        if level:
+            cmd += ["-ovr", str(level - 1)]
+        subprocess.run(cmd + [path, tmp], check=True, capture_output=True, timeout=300)
+        os.replace(tmp, out)
+    with rasterio.open(out) as d:
+        return d.read()
+
+
+def _is_jpeg(ds):
+    return "JPEG" in gdal_compression(ds).upper()
+
+
+def open_ref(path):
+    """The reference reader's dataset for `path` (rasterio; close it or use
+    it in a with block).  The functions below take it."""
+    return rasterio.open(path)
+
+
+def _level(ds, level):
+    """A dataset of overview `level` (0: ds itself, not to be closed)."""
+    return ds if level == 0 else rasterio.open(ds.name, overview_level=level - 1)
+
+
+def block_size(ds, level=0):
+    """(tile or strip width, height) of a level."""
+    with_level = _level(ds, level)
+    try:
+        h, w = with_level.block_shapes[0]
+    finally:
+        if with_level is not ds:
+            with_level.close()
+    return w, h
+
+
+def overview_count(ds):
+    return len(ds.overviews(1))
+
+
+def overview_sizes(ds):
+    return [level_size(ds, i + 1) for i in range(overview_count(ds))]
+
+
 def numpy_dtype(ds):
-    b = ds.GetRasterBand(1)
-    if b.DataType == gdal.GDT_Byte and \
-            b.GetMetadataItem("PIXELTYPE", "IMAGE_STRUCTURE") == "SIGNEDBYTE":
-        return np.dtype("int8")
-    return np.dtype(gdal.GetDataTypeName(b.DataType).lower()
-                    .replace("byte", "uint8"))
+    return np.dtype(ds.dtypes[0])
 
 
 def level_size(ds, level):
     if level == 0:
-        return ds.RasterXSize, ds.RasterYSize
-    o = ds.GetRasterBand(1).GetOverview(level - 1)
-    return o.XSize, o.YSize
+        return ds.width, ds.height
+    with _level(ds, level) as o:
+        return o.width, o.height
 
 
 def nodata_of(ds):
-    return ds.GetRasterBand(1).GetNoDataValue()
+    return ds.nodata
 
 
 def fill_value(ds):
@@ -511,7 +564,7 @@ def fill_value(ds):
 def gdal_read(ds, window, bands=None, level=0):
     """Expected (bands, h, w) array: GDAL inside the image, nodata/0 outside."""
     x, y, w, h = window
-    bands = list(bands) if bands else list(range(1, ds.RasterCount + 1))
+    bands = list(bands) if bands else list(range(1, ds.count + 1))
     W, H = level_size(ds, level)
     dt = numpy_dtype(ds)
     out = np.empty((len(bands), h, w), dtype=dt)
@@ -520,14 +573,17 @@ def gdal_read(ds, window, bands=None, level=0):
     x1, y1 = min(x + w, W), min(y + h, H)
     if x1 <= x0 or y1 <= y0:
         return out
-    for i, b in enumerate(bands):
-        band = ds.GetRasterBand(b)
-        if level:
-            band = band.GetOverview(level - 1)
-        a = band.ReadAsArray(x0, y0, x1 - x0, y1 - y0)
-        if dt == np.int8:
-            a = a.view(np.int8) if a.dtype == np.uint8 else a.astype(np.int8)
-        out[i, y0 - y:y1 - y, x0 - x:x1 - x] = a
+    if _is_jpeg(ds):
+        a = debian_gdal_read(ds.name, level)
+        out[:, y0 - y:y1 - y, x0 - x:x1 - x] = a[[b - 1 for b in bands], y0:y1, x0:x1]
+        return out
+    src = _level(ds, level)
+    try:
+        out[:, y0 - y:y1 - y, x0 - x:x1 - x] = src.read(
+            bands, window=Window(x0, y0, x1 - x0, y1 - y0))
+    finally:
+        if src is not ds:
+            src.close()
     return out
 
 
@@ -540,11 +596,20 @@ def gdal_read_mask(ds, window, level=0):
     x1, y1 = min(x + w, W), min(y + h, H)
     if x1 <= x0 or y1 <= y0:
         return out
-    m = ds.GetRasterBand(1).GetMaskBand()
-    if level:
-        m = m.GetOverview(level - 1)
-    out[y0 - y:y1 - y, x0 - x:x1 - x] = m.ReadAsArray(x0, y0, x1 - x0, y1 - y0)
+    src = _level(ds, level)
+    try:
+        out[y0 - y:y1 - y, x0 - x:x1 - x] = src.read_masks(
+            1, window=Window(x0, y0, x1 - x0, y1 - y0))
+    finally:
+        if src is not ds:
+            src.close()
     return out
+
+
+def has_dataset_mask(ds):
+    """True when band 1's mask is a per-dataset (internal) mask."""
+    from rasterio.enums import MaskFlags
+    return list(ds.mask_flag_enums[0]) == [MaskFlags.per_dataset]
 
 
 def windows_for(W, H, tw, th):
@@ -594,17 +659,11 @@ def level_windows(W, H, tw, th):
 
 
 def gdal_epsg(ds):
-    wkt = ds.GetProjection()
-    if not wkt:
-        return None
-    srs = osr.SpatialReference(wkt=wkt)
-    srs.AutoIdentifyEPSG()
-    code = srs.GetAuthorityCode(None)
-    return int(code) if code else None
+    return ds.crs.to_epsg() if ds.crs else None
 
 
 def gdal_compression(ds):
-    c = ds.GetMetadataItem("COMPRESSION", "IMAGE_STRUCTURE")
+    c = ds.tags(ns="IMAGE_STRUCTURE").get("COMPRESSION")
     return c or "NONE"
 
 
@@ -632,56 +691,43 @@ def write_fuzz_seeds(directory):
     os.makedirs(directory, exist_ok=True)
     t = ["TILED=YES", "BLOCKXSIZE=16", "BLOCKYSIZE=16"]
     seeds = [
-        ("u16_deflate_p2_ovr_mask", gdal.GDT_UInt16, 2, t + ["COMPRESS=DEFLATE", "PREDICTOR=2"],
+        ("u16_deflate_p2_ovr_mask", "uint16", 2, t + ["COMPRESS=DEFLATE", "PREDICTOR=2"],
          None, True, True),
-        ("f32_lzw_p3_nodata", gdal.GDT_Float32, 1, t + ["COMPRESS=LZW", "PREDICTOR=3"],
+        ("f32_lzw_p3_nodata", "float32", 1, t + ["COMPRESS=LZW", "PREDICTOR=3"],
          -1, False, False),
-        ("i16_zstd_band_bigtiff_be", gdal.GDT_Int16, 3,
+        ("i16_zstd_band_bigtiff_be", "int16", 3,
          t + ["COMPRESS=ZSTD", "INTERLEAVE=BAND", "BIGTIFF=YES", "ENDIANNESS=BIG"],
          None, False, False),
-        ("u8_packbits_strips", gdal.GDT_Byte, 1, ["TILED=NO", "BLOCKYSIZE=4", "COMPRESS=PACKBITS"],
+        ("u8_packbits_strips", "uint8", 1, ["TILED=NO", "BLOCKYSIZE=4", "COMPRESS=PACKBITS"],
          None, False, False),
-        ("u8x3_jpeg_ycbcr", gdal.GDT_Byte, 3, t + ["COMPRESS=JPEG", "PHOTOMETRIC=YCBCR"],
+        ("u8x3_jpeg_ycbcr", "uint8", 3, t + ["COMPRESS=JPEG", "PHOTOMETRIC=YCBCR"],
          None, False, False),
-        ("u8x3_webp", gdal.GDT_Byte, 3, t + ["COMPRESS=WEBP", "WEBP_LOSSLESS=TRUE"],
+        ("u8x3_webp", "uint8", 3, t + ["COMPRESS=WEBP", "WEBP_LOSSLESS=TRUE"],
          None, False, False),
-        ("f32_lerc_zstd", gdal.GDT_Float32, 1, t + ["COMPRESS=LERC_ZSTD"], None, False, False),
-        ("u8_sparse", gdal.GDT_Byte, 1, t + ["SPARSE_OK=TRUE"], 0, False, False),
+        ("f32_lerc_zstd", "float32", 1, t + ["COMPRESS=LERC_ZSTD"], None, False, False),
+        ("u8_sparse", "uint8", 1, t + ["SPARSE_OK=TRUE"], 0, False, False),
     ]
     w, h = 40, 30
     for name, dt, nb, opts, nodata, mask, ovr in seeds:
         rng = np.random.default_rng(len(name))
-        mem = gdal.GetDriverByName("MEM").Create("", w, h, nb, dt)
-        mem.SetGeoTransform([0, 1, 0, 0, 0, -1])
-        srs = osr.SpatialReference()
-        srs.ImportFromEPSG(4326)
-        mem.SetProjection(srs.ExportToWkt())
-        for b in range(nb):
-            a = np.add.outer(np.arange(h), np.arange(w)) * 3 + rng.integers(0, 4, (h, w))
-            mem.GetRasterBand(b + 1).WriteArray(a)
-            if nodata is not None:
-                mem.GetRasterBand(b + 1).SetNoDataValue(nodata)
-        if mask:
-            mem.CreateMaskBand(gdal.GMF_PER_DATASET)
-            m = np.full((h, w), 255, np.uint8)
-            m[:10, :10] = 0
-            mem.GetRasterBand(1).GetMaskBand().WriteArray(m)
+        a = np.stack([np.add.outer(np.arange(h), np.arange(w)) * 3 + rng.integers(0, 4, (h, w))
+                      for _ in range(nb)]).astype(dt)
         tmp = os.path.join(directory, ".src.tif")
-        if ovr:
-            src = gdal.GetDriverByName("GTiff").CreateCopy(
-                tmp, mem, options=["TILED=YES", "BLOCKXSIZE=16", "BLOCKYSIZE=16"])
-            src.BuildOverviews("NEAREST", [2])
-            src = None
-            mem = gdal.Open(tmp)
-            opts = opts + ["COPY_SRC_OVERVIEWS=YES"]
-        gdal.SetConfigOption("GDAL_TIFF_INTERNAL_MASK", "YES")
-        try:
-            gdal.GetDriverByName("GTiff").CreateCopy(os.path.join(directory, name), mem,
-                                                     options=opts)
-        finally:
-            gdal.SetConfigOption("GDAL_TIFF_INTERNAL_MASK", None)
-            mem = None
-            if os.path.exists(tmp):
+        with rasterio.Env(GDAL_TIFF_INTERNAL_MASK=True):
+            with rasterio.open(tmp, "w", driver="GTiff", width=w, height=h, count=nb, dtype=dt,
+                               crs="EPSG:4326", transform=Affine.from_gdal(0, 1, 0, 0, 0, -1),
+                               nodata=nodata, TILED="YES", BLOCKXSIZE=16, BLOCKYSIZE=16) as m:
+                m.write(a)
+                if mask:
+                    mk = np.full((h, w), 255, np.uint8)
+                    mk[:10, :10] = 0
+                    m.write_mask(mk)
+                if ovr:
+                    m.build_overviews([2], Resampling.nearest)
+            try:
+                rasterio.shutil.copy(tmp, os.path.join(directory, name), driver="GTiff",
+                                     **_kw(opts + (["COPY_SRC_OVERVIEWS=YES"] if ovr else [])))
+            finally:
                 os.unlink(tmp)
 
 

@@ -164,16 +164,11 @@ def test_stale_header_cache_entry_is_dropped(tmp_path):
     reads the new header; through cog.read and read_many alike."""
     import shutil
     import numpy as np
-    from osgeo import gdal
     srcs = []
     for k, (w, h, c) in enumerate([(256, 256, 3), (300, 200, 2)]):
         arr = (np.arange(w * h * c, dtype=np.uint16).reshape(c, h, w) * (k + 3))
-        mem = gdal.GetDriverByName("MEM").Create("", w, h, c, gdal.GDT_UInt16)
-        for b in range(c):
-            mem.GetRasterBand(b + 1).WriteArray(arr[b])
-        p = str(tmp_path / ("v%d.tif" % k))
-        gdal.Translate(p, mem, format="COG",
-                       creationOptions=["BLOCKSIZE=128", "COMPRESS=ZSTD"])
+        p = C.write_array(tmp_path / ("v%d.tif" % k), arr, "COG",
+                          BLOCKSIZE=128, COMPRESS="ZSTD")
         srcs.append((p, arr))
     root, hc = tmp_path / "srv", str(tmp_path / "hc")
     root.mkdir()

@@ -8,9 +8,10 @@ objects, then set the count to 0 through moto's /moto-api/reset-auth so that
 every later request must carry a valid SigV4 signature: a signed GET gets
 206, a wrong secret or an unsigned request 403.
 
-moto and boto3 live only in the pyenv Python (not Debian's /usr/bin/python3,
-which runs the tests), so the server and the setup script run under
-whichever python3 can import moto; set CF_MOTO_PYTHON to choose one.
+moto and boto3 come with the project's virtual environment
+(requirements-dev.txt), so the server and the setup script run under the
+tests' own interpreter when it can import moto, else under whichever
+python3 can; set CF_MOTO_PYTHON to choose one.
 
     with Moto() as m:
         key_id, secret = m.setup("bucket", {"a.tif": "/path/a.tif"})
@@ -67,8 +68,8 @@ print(json.dumps([key["AccessKeyId"], key["SecretAccessKey"],
 
 
 def moto_python() -> str:
-    """A python3 that can import moto (the pyenv one, not Debian's)."""
-    cands = [os.environ.get("CF_MOTO_PYTHON")]
+    """A python3 that can import moto: ours (the venv's), else another."""
+    cands = [os.environ.get("CF_MOTO_PYTHON"), sys.executable]
     # PATH without the system directories first finds pyenv's shim.
     path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
                            if p not in ("/usr/bin", "/bin"))

@@ -28,9 +28,9 @@ int main(void) {
     }
     char dir[2048], cmd[8192];
     snprintf(dir, sizeof dir, "%s/codec_gdal", data);
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 '%s/tests/unit/test_codec_gdal_gen.py' '%s' >/dev/null",
-             srcdir, dir);
+    const char *py = getenv("CF_TEST_PYTHON"); /* the venv's (rasterio) */
+    snprintf(cmd, sizeof cmd, "'%s' '%s/tests/unit/test_codec_gdal_gen.py' '%s' >/dev/null",
+             py && *py ? py : "python3", srcdir, dir);
     int rc = system(cmd);
     CHECK(rc == 0);
     if (rc) return CF_TEST_END();

@@ -1,13 +1,19 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # test_codec_gdal_gen.py - fixture generator for test_codec_gdal.c (run by
-# it with /usr/bin/python3 OUTDIR).
+# it as $CF_TEST_PYTHON test_codec_gdal_gen.py OUTDIR).  GDAL here is the
+# one rasterio's wheel carries, but JPEG chunks are decoded by Debian's GDAL
+# (libjpeg-turbo, as cogfeed): see docs/conformance.md.
 # Writes GDAL GeoTIFFs for a matrix of codecs / types / byte orders / layouts
 # and dumps, per chunk, the compressed bytes and GDAL's decoded pixels of
 # the chunk's valid region, plus a manifest the C test walks.
 import os, struct, sys
 import numpy as np
-from osgeo import gdal
-gdal.UseExceptions()
+import rasterio
+from rasterio.errors import RasterioError
+from rasterio.windows import Window
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'python'))
+from conformance import debian_gdal_read  # noqa: E402
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 T = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 16: 8, 17: 8, 18: 8}
@@ -34,11 +40,11 @@ def ifd0(path):
                 tags[tag] = list(struct.unpack(e + f * cnt, data[:size]))
     return b, be, tags
 
-DT = {'Byte': (gdal.GDT_Byte, np.uint8), 'UInt16': (gdal.GDT_UInt16, np.uint16),
-      'Int16': (gdal.GDT_Int16, np.int16), 'UInt32': (gdal.GDT_UInt32, np.uint32),
-      'Int32': (gdal.GDT_Int32, np.int32), 'Float32': (gdal.GDT_Float32, np.float32),
-      'Float64': (gdal.GDT_Float64, np.float64), 'Int64': (gdal.GDT_Int64, np.int64),
-      'UInt64': (gdal.GDT_UInt64, np.uint64)}
+DT = {'Byte': ('uint8', np.uint8), 'UInt16': ('uint16', np.uint16),
+      'Int16': ('int16', np.int16), 'UInt32': ('uint32', np.uint32),
+      'Int32': ('int32', np.int32), 'Float32': ('float32', np.float32),
+      'Float64': ('float64', np.float64), 'Int64': ('int64', np.int64),
+      'UInt64': ('uint64', np.uint64)}
 
 def data(dt, bands, w, h, seed, nan=False, alpha=False, lowbit=False):
     rng = np.random.default_rng(seed)
@@ -119,11 +125,12 @@ for ci, (name, comp, dt, bands, pred, big, tiled, planar, extra, w, h, kw) in en
     if planar: opts.append('INTERLEAVE=BAND')
     arr = data(dt, bands, w, h, ci, nan=kw.get('nan', False), alpha=kw.get('alpha', False),
                lowbit=kw.get('lowbit', False))
-    ds = gdal.GetDriverByName('GTiff').Create(path, w, h, bands, DT[dt][0], options=opts)
-    for k in range(bands):
-        ds.GetRasterBand(k + 1).WriteArray(arr[k])
-    ds = None
-    ds = gdal.Open(path)
+    with rasterio.open(path, 'w', driver='GTiff', width=w, height=h, count=bands,
+                       dtype=DT[dt][0],
+                       **dict(o.split('=', 1) for o in opts)) as wds:
+        wds.write(arr)
+    ds = rasterio.open(path)
+    full = debian_gdal_read(path) if comp == 'JPEG' else None
     raw, fbe, tags = ifd0(path)
     offs = tags.get(324, tags.get(273)); cnts = tags.get(325, tags.get(279))
     bits = tags[258][0]; sf = tags.get(339, [1])[0]; photo = tags[262][0]
@@ -147,23 +154,26 @@ for ci, (name, comp, dt, bands, pred, big, tiled, planar, extra, w, h, kw) in en
         vw, vh = min(cw, w - x0), min(chh, h - y0)
         rows = chh if tiled else vh
         blist = [plane + 1] if pc == 2 else list(range(1, bands + 1))
-        nb = len(blist)
-        sz = np.dtype(DT[dt][1]).itemsize
         cf = f'{name}.{k}.bin'; ef = f'{name}.{k}.exp'
         try:
-            if bits == 1:
-                a = ds.GetRasterBand(1).ReadAsArray(x0, y0, vw, vh).astype(np.uint8)
+            win = Window(x0, y0, vw, vh)
+            if full is not None:  # pixel-interleaved, as the chunk holds them
+                sel = full[[b - 1 for b in blist], y0:y0 + vh, x0:x0 + vw]
+                exp = np.ascontiguousarray(sel.transpose(1, 2, 0)).tobytes()
+            elif bits == 1:
+                a = ds.read(1, window=win).astype(np.uint8)
                 exp = np.packbits(a, axis=1).tobytes()
-            else:
-                exp = ds.ReadRaster(x0, y0, vw, vh, band_list=blist, buf_pixel_space=nb * sz,
-                                    buf_line_space=nb * sz * vw, buf_band_space=sz)
+            else:  # pixel-interleaved, as the chunk holds them
+                exp = np.ascontiguousarray(ds.read(blist, window=win).transpose(1, 2, 0)).tobytes()
             open(os.path.join(out, ef), 'wb').write(exp)
-        except RuntimeError:
+        except RasterioError:
             ef = '-'  # GDAL itself cannot read this chunk
         open(os.path.join(out, cf), 'wb').write(raw[o:o + c])
         man.write(f'{name} {cf} {ef} {tabname} {COMP[comp]} {lerc_sub} {p} {bits} {sf} {photo} '
                   f'{cw} {rows} {cspp} {int(fbe)} {vw} {vh} {ysub[0]} {ysub[1]}\n')
-    ds = None
+    ds.close()
     os.remove(path)
+    if full is not None:
+        os.remove(path + '.debian-l0.tif')
 man.close()
 print(len(cases), 'cases')

@@ -9,6 +9,7 @@
 #include "cf_test.h"
 #include "test_tiff_writer.h"
 
+#define CF_STATIC_LINKING_ONLY /* cf_cog_open_memory */
 #include "cogfeed.h"
 
 #include <pthread.h>

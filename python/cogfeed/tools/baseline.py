@@ -80,8 +80,22 @@ def _drop_curl_state():
     TIFFReadEncodedTile() failed).  The main process drops its state after
     indexing, and each worker again when it starts.
     """
-    from osgeo import gdal
-    gdal.VSICurlClearCache()
+    gdal = _libgdal()
+    if gdal is not None:
+        gdal.VSICurlClearCache()
+
+
+def _libgdal():
+    """The libgdal that rasterio loaded (ctypes): rasterio has no Python
+    call for VSICurlClearCache.  None if it cannot be found."""
+    import ctypes
+    import rasterio  # noqa: F401  (loads its libgdal)
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if "/libgdal" in path and ".so" in path:
+                return ctypes.CDLL(path)
+    return None
 
 
 def window_for(scenes, patch, sampler, seed, index):

@@ -233,6 +233,22 @@ def peak_rss_mb(pids):
     return sum(_status_kb(p, "VmHWM") for p in pids) / 1024.0
 
 
+def need(module, extra="experiments"):
+    """Import an optional dependency, or say which extra brings it."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise RuntimeError(
+            "%s is not installed (%s): pip install 'cogfeed[%s]'"
+            % (module.split(".")[0], e, extra))
+
+
+def creation_kwargs(options):
+    """GDAL creation options ["KEY=VALUE", ...] as rasterio keywords."""
+    return dict(o.split("=", 1) for o in options)
+
+
 def import_cogfeed():
     """The cogfeed extension package, or a clear error saying how to get it."""
     try:

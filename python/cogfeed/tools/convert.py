@@ -1,4 +1,5 @@
-"""cogfeed convert: write COG variants through GDAL's COG driver.
+"""cogfeed convert: write COG variants through GDAL's COG driver (the GDAL
+that rasterio's wheel carries).
 
 One call writes one variant (one codec, one tile size) of every input into
 OUTDIR, keeping the inputs' relative layout (images/..., masks/...), so a
@@ -19,6 +20,8 @@ stderr when it happens.
 import argparse
 import os
 import sys
+
+from .common import creation_kwargs, need
 
 CODECS = ("none", "deflate", "lzw", "zstd", "lerc", "lerc_zstd", "jpeg",
           "webp")
@@ -109,15 +112,16 @@ def _inputs(srcs):
 
 
 class _Progress:
-    """A one-line progress bar on stderr spanning all files."""
+    """A one-line progress bar on stderr spanning all files, redrawn with
+    \\r: only when stderr is a terminal (a log gets no bar)."""
 
     def __init__(self, total, enabled):
         self.total = total
         self.done = 0
-        self.enabled = enabled and total > 0
+        self.enabled = enabled and total > 0 and sys.stderr.isatty()
         self.last = -1
 
-    def callback(self, frac, msg, data):
+    def callback(self, frac, msg=None, data=None):
         if self.enabled:
             pct = int(100 * (self.done + frac) / self.total)
             if pct != self.last:
@@ -138,12 +142,32 @@ class _Progress:
             sys.stderr.write("\n")
 
 
+def _copy_scaled(rasterio, ds, dst, scale_max, co):
+    """Write ds as 8-bit COG dst, 0..scale_max mapped linearly onto 0..255
+    and rounded (gdal_translate -ot Byte -scale 0 MAX 0 255)."""
+    import numpy as np
+    from rasterio.io import MemoryFile
+    a = ds.read().astype(np.float64) * (255.0 / scale_max)
+    a = np.clip(np.floor(a + 0.5), 0, 255).astype(np.uint8)
+    # The source's colour interpretation, not GTiff's default for 3-4
+    # bytes (RGB + alpha, which the COG driver would turn into a mask).
+    prof = dict(driver="GTiff", width=ds.width, height=ds.height,
+                count=ds.count, dtype="uint8", crs=ds.crs,
+                transform=ds.transform, photometric="MINISBLACK")
+    with MemoryFile() as mf:
+        with mf.open(**prof) as m:
+            m.write(a)
+            m.colorinterp = ds.colorinterp
+        with mf.open() as m:
+            rasterio.shutil.copy(m, dst, driver="COG", **co)
+
+
 def convert(srcs, outdir, compress, tile, level=None, overviews="none",
             max_z_error=0.0, quality=None, scale_max=10000, progress=True,
             threads=1):
     """Write the variant; return a list of (src, dst, codec used)."""
-    from osgeo import gdal
-    gdal.UseExceptions()
+    rasterio = need("rasterio")
+    import rasterio.shutil
     c = compress.lower()
     img_co = creation_options(c, tile, level, overviews, max_z_error,
                               quality, threads)
@@ -160,27 +184,23 @@ def convert(srcs, outdir, compress, tile, level=None, overviews="none",
         dst = os.path.join(outdir, rel)
         os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
         mask = is_mask(rel) or is_mask(src)
-        co = msk_co if mask else img_co
-        kw = {}
-        if not mask and c in LOSSY:
-            ds = gdal.Open(src)
-            dt = ds.GetRasterBand(1).DataType
-            nb = ds.RasterCount
-            ds = None
-            if c == "webp" and nb not in (3, 4):
-                raise UsageError("convert: webp takes 3 or 4 bands; %s has "
-                                 "%d" % (src, nb))
-            if dt != gdal.GDT_Byte:
-                kw = {"outputType": gdal.GDT_Byte,
-                      "scaleParams": [[0, scale_max, 0, 255]]}
-                if not warned and progress:
-                    sys.stderr.write("convert: %s takes 8-bit samples: "
-                                     "scaling 0..%d to 0..255 (lossy)\n"
-                                     % (c, scale_max))
-                    warned = True
+        co = creation_kwargs(msk_co if mask else img_co)
         tmp = dst + ".part"
-        gdal.Translate(tmp, src, format="COG", creationOptions=co,
-                       callback=bar.callback, **kw)
+        with rasterio.open(src) as ds:
+            if not mask and c in LOSSY:
+                if c == "webp" and ds.count not in (3, 4):
+                    raise UsageError("convert: webp takes 3 or 4 bands; %s "
+                                     "has %d" % (src, ds.count))
+                if ds.dtypes[0] != "uint8":
+                    if not warned and progress:
+                        sys.stderr.write("convert: %s takes 8-bit samples: "
+                                         "scaling 0..%d to 0..255 (lossy)\n"
+                                         % (c, scale_max))
+                        warned = True
+                    _copy_scaled(rasterio, ds, tmp, scale_max, co)
+                    ds = None
+            if ds is not None:
+                rasterio.shutil.copy(ds, tmp, driver="COG", **co)
         os.replace(tmp, dst)
         bar.file_done()
         out.append((src, dst, mc if mask else c))

@@ -19,6 +19,8 @@ import sys
 
 import numpy as np
 
+from .common import creation_kwargs, need
+
 BANDS = ("B02", "B03", "B04", "B08")
 CLASSES = ("water", "forest", "cropland", "grassland", "urban", "bare")
 
@@ -125,21 +127,24 @@ def render(rng, cls):
 
 
 def _write(path, arr, geotransform, names, creation):
-    from osgeo import gdal, osr
-    gdal.UseExceptions()
+    """arr (bands, H, W) as a COG through the GDAL of rasterio's wheel."""
+    rasterio = need("rasterio")
+    import rasterio.shutil
+    from rasterio.io import MemoryFile
+    from rasterio.transform import Affine
     bands, h, w = arr.shape
-    gtype = gdal.GDT_UInt16 if arr.dtype == np.uint16 else gdal.GDT_Byte
-    mem = gdal.GetDriverByName("MEM").Create("", w, h, bands, gtype)
-    mem.SetGeoTransform(geotransform)
-    srs = osr.SpatialReference()
-    srs.ImportFromEPSG(UTM_EPSG)
-    mem.SetProjection(srs.ExportToWkt())
-    for i in range(bands):
-        b = mem.GetRasterBand(i + 1)
-        b.WriteArray(arr[i])
-        b.SetDescription(names[i])
+    prof = dict(driver="GTiff", width=w, height=h, count=bands,
+                dtype=arr.dtype.name, crs="EPSG:%d" % UTM_EPSG,
+                transform=Affine.from_gdal(*geotransform))
     tmp = path + ".part"
-    gdal.Translate(tmp, mem, format="COG", creationOptions=creation)
+    with MemoryFile() as mf:
+        with mf.open(**prof) as m:
+            m.write(arr)
+            for i in range(bands):
+                m.set_band_description(i + 1, names[i])
+        with mf.open() as m:
+            rasterio.shutil.copy(m, tmp, driver="COG",
+                                 **creation_kwargs(creation))
     os.replace(tmp, path)
 
 
@@ -182,7 +187,7 @@ def synth(outdir, scenes=4, size=1024, seed=0, tile=512, progress=True):
         _write(ip, img, gt, BANDS, img_co)
         _write(mp, cls[None], gt, ("landcover",), msk_co)
         out.append((ip, mp))
-        if progress:
+        if progress and sys.stderr.isatty():
             sys.stderr.write("synth: scene %d/%d %s\n" % (i + 1, scenes, ip))
     return out
 

@@ -24,9 +24,10 @@ import json
 import os
 import sys
 
-import optuna
-
 from . import bench, common
+
+# optuna (the experiments extra) is imported where a search runs, so that
+# `cogfeed tune --help` works in any install.
 
 MAX_INFLIGHT = ("adaptive", "4", "16", "64", "256")
 CACHE_MB = (8, 32, 128, 512)
@@ -71,53 +72,60 @@ def cache_choices(dataset_bytes, frac):
     return ok or [max(1, int(cap))]
 
 
-class AnovaImportance(optuna.importance.BaseImportanceEvaluator):
-    """First-order variance decomposition of the objective by parameter.
+def anova_importance():
+    """An optuna importance evaluator that needs nothing beyond numpy."""
+    import optuna
 
-    optuna.importance's own evaluators (fANOVA, mean decrease impurity)
-    need scikit-learn, which Debian's optuna does not pull in; this one
-    needs nothing: for each parameter, the share of the objective's
-    variance explained by the parameter's value (numeric values in
-    quartile bins), normalised to sum to 1.  It plugs into
-    optuna.importance.get_param_importances(evaluator=...).
-    """
+    class AnovaImportance(optuna.importance.BaseImportanceEvaluator):
+        """First-order variance decomposition of the objective by parameter.
 
-    def evaluate(self, study, params=None, *, target=None):
-        import numpy as np
-        trials = [t for t in study.trials if t.value is not None]
-        if len(trials) < 2:
-            raise ValueError("need at least 2 completed trials")
-        names = params or sorted({k for t in trials for k in t.params})
-        y = np.array([target(t) if target else t.value for t in trials],
-                     float)
-        var = y.var()
-        imp = {}
-        for k in names:
-            vals = [t.params.get(k) for t in trials]
-            if all(isinstance(v, (int, float)) for v in vals) and \
-                    len(set(vals)) > 4:
-                edges = np.quantile(vals, [0.25, 0.5, 0.75])
-                keys = list(np.searchsorted(edges, vals))
-            else:
-                keys = [str(v) for v in vals]
-            groups = {}
-            for g, v in zip(keys, y):
-                groups.setdefault(g, []).append(v)
-            between = sum(len(g) * (np.mean(g) - y.mean()) ** 2
-                          for g in groups.values()) / len(y)
-            imp[k] = between / var if var > 0 else 0.0
-        tot = sum(imp.values())
-        if tot > 0:
-            imp = {k: v / tot for k, v in imp.items()}
-        return dict(sorted(imp.items(), key=lambda kv: -kv[1]))
+        optuna.importance's own evaluators (fANOVA, mean decrease impurity)
+        need scikit-learn, which optuna does not pull in; this one
+        needs nothing: for each parameter, the share of the objective's
+        variance explained by the parameter's value (numeric values in
+        quartile bins), normalised to sum to 1.  It plugs into
+        optuna.importance.get_param_importances(evaluator=...).
+        """
+
+        def evaluate(self, study, params=None, *, target=None):
+            import numpy as np
+            trials = [t for t in study.trials if t.value is not None]
+            if len(trials) < 2:
+                raise ValueError("need at least 2 completed trials")
+            names = params or sorted({k for t in trials for k in t.params})
+            y = np.array([target(t) if target else t.value for t in trials],
+                         float)
+            var = y.var()
+            imp = {}
+            for k in names:
+                vals = [t.params.get(k) for t in trials]
+                if all(isinstance(v, (int, float)) for v in vals) and \
+                        len(set(vals)) > 4:
+                    edges = np.quantile(vals, [0.25, 0.5, 0.75])
+                    keys = list(np.searchsorted(edges, vals))
+                else:
+                    keys = [str(v) for v in vals]
+                groups = {}
+                for g, v in zip(keys, y):
+                    groups.setdefault(g, []).append(v)
+                between = sum(len(g) * (np.mean(g) - y.mean()) ** 2
+                              for g in groups.values()) / len(y)
+                imp[k] = between / var if var > 0 else 0.0
+            tot = sum(imp.values())
+            if tot > 0:
+                imp = {k: v / tot for k, v in imp.items()}
+            return dict(sorted(imp.items(), key=lambda kv: -kv[1]))
+
+    return AnovaImportance()
 
 
 def importances(study):
+    import optuna
     try:
         import sklearn  # noqa: F401
         ev = None       # optuna's default (fANOVA)
     except ImportError:
-        ev = AnovaImportance()
+        ev = anova_importance()
     return optuna.importance.get_param_importances(study, evaluator=ev)
 
 
@@ -159,6 +167,7 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
          patch_sizes=(128, 256, 512), samplers=None, seed=0,
          baseline_workers=(1, 2, 4, 8), max_cache_frac=0.25,
          log=sys.stderr):
+    import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     os.makedirs(out, exist_ok=True)
     var = variants(dataset)
@@ -217,8 +226,9 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
             res["cache_hit_rate"] = st.get("cache_hit_rate")
             trial.set_user_attr("result", res)
             if log:
-                log.write("tune: trial %d: %.1f MB/s  %s\n" % (
-                    trial.number, r["mb_per_s"], json.dumps(trial.params)))
+                log.write("tune: trial %d/%d: %.1f MB/s  %s\n" % (
+                    trial.number + 1, trials, r["mb_per_s"],
+                    json.dumps(trial.params)))
             return r["mb_per_s"]
         return objective
 
