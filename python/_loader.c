@@ -551,7 +551,7 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
     cf_loader_get_stats(self->ld, &s);
     uint64_t lookups = s.cache_hits + s.cache_misses;
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsK}", "samples",
+        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsKsKsKsK}", "samples",
         (unsigned long long)s.samples, "batches",
         (unsigned long long)s.batches, "skipped",
         (unsigned long long)s.skipped, "bytes_fetched",
@@ -567,7 +567,10 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
         s.wait_s, "read_busy_s", s.read_busy_s, "convert_busy_s",
         s.convert_busy_s, "elapsed_s", s.elapsed_s, "hedges",
         (unsigned long long)s.hedges, "hedge_wins",
-        (unsigned long long)s.hedge_wins);
+        (unsigned long long)s.hedge_wins, "memory_budget",
+        (unsigned long long)s.memory_budget, "memory_used",
+        (unsigned long long)s.memory_used, "memory_peak",
+        (unsigned long long)s.memory_peak);
 }
 
 static PyMethodDef Loader_methods[] = {

@@ -101,9 +101,14 @@ class Loader:
             or 32 per core where that is more; capped by inflight_bytes).
         max_inflight: patches read at once (default None: adaptive, raised
             while CPU cores sit idle, lowered on retries).
-        inflight_bytes: byte budget of patches being read (default None:
-            256 MiB, or 64 MiB per core on machines of more than 4 cores);
-            caps the reader threads.
+        inflight_bytes: memory budget of the patches being read: reader
+            scratch, compressed tiles in flight and decode scratch all come
+            out of it, and readers wait for room (default None: 256 MiB, or
+            64 MiB per core on machines of more than 4 cores).  A tile that
+            can never fit fails its patch with a "safety limit" error
+            naming the file, level and tile.  The loader's memory is at
+            most prefetch x a batch + cache_bytes (tile-shuffle) +
+            inflight_bytes: stats()["memory_budget"].
         cache_bytes: tile-shuffle buffer of decoded tiles (default 256 MiB).
         io_options: dict of cogfeed.IO keyword arguments for the loader's
             own I/O loops: ca_file / verify_tls (a private object store),
@@ -325,7 +330,9 @@ class Loader:
         io_inflight,
         concurrency, reading, cache_hits / cache_misses / cache_hit_rate,
         wait_s (time the consumer waited: data stall), read_busy_s and
-        convert_busy_s (summed over reader threads), elapsed_s."""
+        convert_busy_s (summed over reader threads), elapsed_s,
+        memory_budget / memory_used / memory_peak (bytes: the budget of
+        the loader's buffers, what they hold now, the most they held)."""
         return self._ld.stats()
 
     def set_buffers(self, slot, image, mask=None):

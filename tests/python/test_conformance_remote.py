@@ -8,6 +8,7 @@ test_conformance.py, so equality here closes the loop to GDAL.
 """
 import gc
 import os
+import re
 import sys
 
 import pytest
@@ -207,9 +208,10 @@ def test_stale_header_cache_entry_is_dropped(tmp_path):
 
 def test_read_many_identical_over_http(paths, folder):
     """cogfeed.read_many: every fixture window of every file in one call,
-    locally and over HTTP, with a tiny in-flight budget (windows wait for
-    room) and with the default; each equals Cog.read.  Requests stay at
-    most one per tile."""
+    locally and over HTTP, with a small in-flight budget (the smallest
+    power of two every tile fits: windows wait for room) and with the
+    default; each equals Cog.read.  Requests stay at most one per tile.
+    A budget a tile can never fit fails with "safety limit" naming it."""
     with Nginx(folder) as srv:
         io = cogfeed.IO(max_inflight=64)
         local, remote = [], []
@@ -234,7 +236,17 @@ def test_read_many_identical_over_http(paths, folder):
                     for p in range(planes):
                         tiles.add((c.name, tx, ty, p))
         tiles = len(tiles)
-        for kw in ({}, {"inflight_bytes": 1, "threads": 3}):
+        small = 1 << 10
+        while True:
+            try:
+                cogfeed.read_many(local, inflight_bytes=small, threads=3)
+                break
+            except cogfeed.Error as e:
+                assert e.code == 7 and "inflight_bytes" in str(e), e
+                assert re.search(r"level \d+, (tile|strip) \d+", str(e)), e
+                small *= 2
+        assert small > 1 << 10
+        for kw in ({}, {"inflight_bytes": small, "threads": 3}):
             got = cogfeed.read_many(local, **kw)
             assert all(a.tobytes() == b.tobytes() for a, b in zip(want, got))
             before = srv.requests()

@@ -1,0 +1,135 @@
+"""cogfeed.Loader against hostile inputs: memory stays within the
+loader's documented budget whatever the files claim."""
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from test_loader import expected, make_cog  # noqa: E402
+
+import cogfeed  # noqa: E402
+
+E_LIMIT = 7
+GIB = 1 << 30
+
+
+def write_huge_tiles(path, claim=GIB):
+    """A 512 x 512 uint8 DEFLATE TIFF of four 256 x 256 tiles that each
+    claim `claim` bytes, one after another from offset 4096: the file is
+    4 GiB long but holds 4 KB (the rest is a hole)."""
+    tags = [(256, 4, 1, 512), (257, 4, 1, 512), (258, 3, 1, 8),
+            (259, 3, 1, 8), (262, 3, 1, 1), (277, 3, 1, 1),
+            (322, 3, 1, 256), (323, 3, 1, 256)]
+    n = len(tags) + 2
+    arrays = 8 + 2 + n * 12 + 4
+    tags += [(324, 4, 4, arrays), (325, 4, 4, arrays + 16)]
+    b = b"II" + struct.pack("<HI", 42, 8) + struct.pack("<H", n)
+    for tag, typ, count, value in tags:
+        if typ == 3 and count == 1:
+            b += struct.pack("<HHIHH", tag, typ, count, value, 0)
+        else:
+            b += struct.pack("<HHII", tag, typ, count, value)
+    b += struct.pack("<I", 0)
+    b += struct.pack("<4I", *[4096 + k * claim for k in range(4)])
+    b += struct.pack("<4I", *[claim] * 4)
+    with open(path, "wb") as f:
+        f.write(b)
+        f.truncate(4096 + 4 * claim)
+
+
+# Run in a child so that its peak RSS (ru_maxrss) is this read's alone.
+CHILD = r"""
+import json, resource, sys
+import cogfeed
+path, what = sys.argv[1], sys.argv[2]
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+res = {"errors": []}
+if what == "loader":
+    ld = cogfeed.Loader([path], patch_size=256, batch_size=2,
+                        sampler=sys.argv[3], decode_threads=2,
+                        inflight_bytes=64 << 20)
+    it = iter(ld)
+    for _ in range(2):
+        try:
+            next(it)
+            res["errors"].append(None)
+        except cogfeed.Error as e:
+            res["errors"].append([e.code, str(e)])
+    st = ld.stats()
+    res["budget"], res["peak"] = st.get("memory_budget"), st.get("memory_peak")
+    ld.close()
+else:
+    cog = cogfeed.open(path)
+    try:
+        cogfeed.read_many([(cog, (0, 0, 512, 512))], inflight_bytes=64 << 20)
+        res["errors"].append(None)
+    except cogfeed.Error as e:
+        res["errors"].append([e.code, str(e)])
+res["grew"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * 1024
+print(json.dumps(res))
+"""
+
+
+@pytest.mark.parametrize("what", ["loader/grid", "loader/tile-shuffle",
+                                  "read_many"])
+def test_tiles_claiming_a_gib_each_stay_within_the_budget(tmp_path, what):
+    """Four tiles of a 4 KB sparse file each claim 1 GiB: with a 64 MiB
+    budget the loader (and read_many) refuse every one with a "safety
+    limit" error naming the file, the level and the tile, before
+    allocating anything (the process's peak RSS grows by less than the
+    budget; it used to try a 1 GiB fetch buffer per reader and name the
+    file "?")."""
+    path = str(tmp_path / "huge.tif")
+    write_huge_tiles(path)
+    assert os.stat(path).st_blocks * 512 < 1 << 20
+    args = [sys.executable, "-c", CHILD, path] + what.split("/")
+    p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["grew"] < 64 << 20, res
+    assert res["errors"] and all(res["errors"]), res
+    for code, msg in res["errors"]:
+        assert code == E_LIMIT, msg
+        assert path in msg and "?" not in msg, msg
+        assert "level 0, tile " in msg and "inflight_bytes" in msg, msg
+    if "budget" in res:
+        assert res["peak"] <= res["budget"] and res["peak"] < 64 << 20, res
+
+
+def test_tight_budget_reads_the_same_pixels(tmp_path):
+    """A loader whose inflight_bytes leaves room for one decode at a time
+    (readers wait for memory) reads exactly what an unconstrained one
+    reads, and reports a peak within its budget."""
+    arr = expected(512, 384, 0, 0, 3)
+    path = make_cog(str(tmp_path / "a.tif"), arr, block=256)
+    kw = dict(patch_size=64, batch_size=4, sampler="random", seed=5,
+              epoch_length=32, decode_threads=4)
+    want = [(list(b["windows"]), b["image"].copy())
+            for b in cogfeed.Loader([path], **kw)]
+    # The smallest power of two at which a tile fits at all.
+    budget = 1 << 18
+    while True:
+        ld = cogfeed.Loader([path], inflight_bytes=budget, **kw)
+        try:
+            next(iter(ld))
+            break
+        except cogfeed.Error as e:
+            assert e.code == E_LIMIT and "inflight_bytes" in str(e)
+            budget *= 2
+        finally:
+            ld.close()
+    ld = cogfeed.Loader([path], inflight_bytes=budget, **kw)
+    got = [(list(b["windows"]), b["image"].copy()) for b in ld]
+    assert len(got) == len(want)
+    for (wa, ia), (wb, ib) in zip(want, got):
+        assert wa == wb
+        np.testing.assert_array_equal(ia, ib)
+    st = ld.stats()
+    assert st["memory_peak"] <= st["memory_budget"]
+    ld.close()
