@@ -326,7 +326,11 @@ typedef struct cf_loader_options {
     cf_dtype out_dtype;        /* CF_DT_UNKNOWN: the files' dtype; CF_DT_F32 */
     int apply_scale_offset;    /* float32 only: per-band scale/offset (1) */
     const float *mean, *std;   /* float32 only: per output channel; NULL */
-    int skip_errors;           /* drop and count failed samples (0: fail) */
+    int skip_errors;           /* drop and count failed samples (0: fail).
+                                  Never dropped, even so: failures of the
+                                  run rather than the sample (CF_E_AUTH,
+                                  CF_E_NOTFOUND, CF_E_CHANGED, CF_E_NOMEM):
+                                  their batch fails.  See skip_limit. */
     /* Resources: every buffer comes out of these, never sized by the
      * input.  The loader's memory is at most
      *   prefetch x (image_bytes + mask_bytes)   the ring (and a window
@@ -363,6 +367,12 @@ typedef struct cf_loader_options {
      * cf_loader_new only.  Reading remote files with adaptive
      * concurrency, the loader resizes their max_inflight as it goes. */
     const cf_io_options *io_options;
+    /* skip_errors gives up (the batch fails with its first failure, the
+     * message saying so) when more than this share of the last
+     * max(64, 2 x batch_size) samples were dropped, so that a run whose
+     * reads mostly fail (a server gone, expired credentials) stops
+     * instead of delivering empty batches.  In [0, 1]; 1: never (0.5). */
+    double skip_limit;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-

@@ -39,6 +39,9 @@
 #define LD_REMOTE_THREADS_PER_CORE 32
 #define LD_MAX_IOS 8           /* io loops of a loader's own (remote) */
 #define LD_PART_CHUNKS 64      /* chunks fetched together (one batch) */
+/* skip_errors gives up when more than skip_limit of the last
+ * max(LD_SKIP_WINDOW, 2 x batch_size) samples were dropped. */
+#define LD_SKIP_WINDOW 64
 
 enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
@@ -51,6 +54,8 @@ typedef struct ld_slot {
     cf_window *windows;
     uint8_t *ok;              /* per sample: 1 read fine */
     cf_error err;             /* first failure of the batch */
+    int fatal;                /* a failure skip_errors must not hide */
+    cf_error fatal_err;       /* the first of those */
 } ld_slot;
 
 typedef struct ld_cache_ent {
@@ -172,6 +177,10 @@ struct cf_loader {
     size_t cache_used, cache_peak;
     uint64_t cache_tick;
 
+    /* skip_errors: outcomes of the last skip_window samples delivered or
+     * dropped, in order (1: dropped), under mu. */
+    uint8_t *skip_hist;
+    uint32_t skip_window, skip_pos, skip_dropped;
 
     /* stats (under mu, except the cache counters under cache_mu) */
     uint64_t st_samples, st_batches, st_skipped, st_decoded, st_delivered;
@@ -191,6 +200,7 @@ void cf_loader_options_init(cf_loader_options *opt) {
     opt->prefetch = 0; /* auto: see build() */
     opt->inflight_bytes = 0; /* auto: see build() */
     opt->cache_bytes = (size_t)256 << 20;
+    opt->skip_limit = 0.5;
 }
 
 static int is_remote_url(const char *u) {
@@ -381,6 +391,9 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     if (o->nbands < 0 || o->nbands > CF_MAX_BANDS || (o->nbands && !o->bands))
         return cf__err(err, CF_E_ARG, "loader: nbands %d not in [0, %d]",
                        o->nbands, CF_MAX_BANDS);
+    if (!(o->skip_limit >= 0 && o->skip_limit <= 1))
+        return cf__err(err, CF_E_ARG, "loader: skip_limit %g not in [0, 1]",
+                       o->skip_limit);
     /* Copy everything the caller may free after cf_loader_new. */
     size_t nimg = o->nfiles * (size_t)o->time_steps;
     ld->nurls = nimg + (o->masks ? o->nfiles : 0) +
@@ -735,8 +748,11 @@ static cf_status build(cf_loader *ld, cf_error *err) {
         ld->cache = cf__calloc(LD_MAX_CACHE_ENTRIES, sizeof *ld->cache);
         if (!ld->cache) return cf__err(err, CF_E_NOMEM, "loader: tile cache");
     }
+    ld->skip_window = 2 * o->batch_size > LD_SKIP_WINDOW ? 2 * o->batch_size
+                                                         : LD_SKIP_WINDOW;
+    ld->skip_hist = cf__calloc(ld->skip_window, 1);
     ld->workers = cf__calloc((size_t)ld->nthreads, sizeof *ld->workers);
-    if (!ld->workers)
+    if (!ld->workers || !ld->skip_hist)
         return cf__err(err, CF_E_NOMEM, "loader: workers");
     return CF_OK;
 }
@@ -1484,6 +1500,24 @@ static int claimable(cf_loader *ld) {
     return 0;
 }
 
+/* Failures that are not the sample's fault but the run's: expired or
+ * wrong credentials (401/403), an object that was readable and is gone
+ * (404, a deleted file), an object replaced while read (ETag, 412, a
+ * rewritten file), no memory, a stopped loader.  skip_errors never drops
+ * these: the batch fails with them.  Corrupt or oversized tiles, and
+ * transport failures after the io layer's retries, are the sample's. */
+static int fatal_error(cf_status st) {
+    switch (st) {
+    case CF_E_AUTH:
+    case CF_E_NOTFOUND:
+    case CF_E_CHANGED:
+    case CF_E_NOMEM:
+    case CF_E_STATE:
+    case CF_E_ARG: return 1;
+    default: return 0;
+    }
+}
+
 static void *worker_main(void *arg) {
     ld_worker *wk = arg;
     cf__thread_name("cf-reader");
@@ -1505,6 +1539,7 @@ static void *worker_main(void *arg) {
             s->batch = q;
             s->n = left < ld->o.batch_size ? (uint32_t)left : ld->o.batch_size;
             s->done = s->failed = 0;
+            s->fatal = 0;
             cf__err_clear(&s->err);
         }
         ld->reading++;
@@ -1523,6 +1558,10 @@ static void *worker_main(void *arg) {
         ld->st_convert += tc;
         s->ok[i] = st == CF_OK;
         if (st != CF_OK && !s->failed++) s->err = e;
+        if (st != CF_OK && !s->fatal && fatal_error(st)) {
+            s->fatal = 1;
+            s->fatal_err = e;
+        }
         if (++s->done == s->n) {
             s->state = SLOT_READY;
             pthread_cond_broadcast(&ld->ready_cv);
@@ -1594,6 +1633,22 @@ static cf_status check_pid(const cf_loader *ld, cf_error *err) {
                    "loader: created in process %d, used in %d after fork(): "
                    "create a loader in each process",
                    (int)ld->pid, (int)getpid());
+}
+
+/* Under ld->mu, with skip_errors, for each batch in order: record its
+ * samples' outcomes in the window of the last skip_window, and 1 when
+ * more than skip_limit of that window failed (samples not seen yet count
+ * as read): a run whose reads mostly fail then stops with the cause
+ * instead of delivering empty batches. */
+static int skip_record(cf_loader *ld, const ld_slot *s) {
+    for (uint32_t i = 0; i < s->n; i++) {
+        uint8_t *h = &ld->skip_hist[ld->skip_pos];
+        ld->skip_dropped -= *h;
+        *h = !s->ok[i];
+        ld->skip_dropped += *h;
+        ld->skip_pos = (ld->skip_pos + 1) % ld->skip_window;
+    }
+    return (double)ld->skip_dropped > ld->o.skip_limit * ld->skip_window;
 }
 
 /* Under ld->mu: slot s holds the consumer's next batch, complete. */
@@ -1680,9 +1735,21 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
         return st;
     }
     uint64_t b = ld->next_batch++;
-    if (s->failed && !ld->o.skip_errors) {
-        if (err) *err = s->err;
-        cf_status code = s->err.code ? s->err.code : CF_E_IO;
+    const cf_error *fail = NULL;
+    cf_error gave_up;
+    if (s->failed && (!ld->o.skip_errors || s->fatal))
+        fail = s->fatal ? &s->fatal_err : &s->err;
+    else if (ld->o.skip_errors && skip_record(ld, s) && s->failed) {
+        gave_up = s->err;
+        cf__err_hint(&gave_up,
+                     "skip_errors gave up: %u of the last %u samples failed "
+                     "(skip_limit %g)",
+                     ld->skip_dropped, ld->skip_window, ld->o.skip_limit);
+        fail = &gave_up;
+    }
+    if (fail) {
+        if (err) *err = *fail;
+        cf_status code = fail->code ? fail->code : CF_E_IO;
         s->state = SLOT_FREE;
         pthread_cond_broadcast(&ld->work_cv);
         pthread_mutex_unlock(&ld->mu);
@@ -1896,6 +1963,7 @@ void cf_loader_free(cf_loader *ld) {
         cf__bufpool_destroy(&ld->fetch);
         cf__kits_destroy(&ld->kits);
     }
+    free(ld->skip_hist);
     free(ld->planes0);
     for (int i = 0; ld->slots && i < ld->o.prefetch; i++) {
         if (ld->slots[i].own_buffers) {

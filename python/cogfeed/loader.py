@@ -92,7 +92,13 @@ class Loader:
         mean: float32 only: per-channel mean to subtract.
         std: float32 only: per-channel standard deviation to divide by.
         skip_errors: drop failed patches from their batch and count them in
-            stats()["skipped"] instead of raising (default False).
+            stats()["skipped"] instead of raising (default False).  Never
+            dropped: failures of the run rather than of the patch (expired
+            or wrong credentials, an object gone or replaced while read, no
+            memory); their batch raises.
+        skip_limit: with skip_errors, raise (the batch's first failure)
+            when more than this share of the last max(64, 2 x batch_size)
+            patches was dropped (default 0.5; 1.0: never).
         prefetch: batch slots in the ring (default None: enough for every
             patch being read plus two batches, at least 4, at most
             2 x inflight_bytes); memory is prefetch x batch bytes.
@@ -129,7 +135,7 @@ class Loader:
                  mean=None, std=None, skip_errors=False, prefetch=None,
                  decode_threads=None, max_inflight=None,
                  inflight_bytes=None, cache_bytes=256 * _MiB,
-                 io_options=None, copy=False):
+                 io_options=None, copy=False, skip_limit=0.5):
         if isinstance(images, (str, bytes, os.PathLike)):
             images = [images]
         images = list(images)
@@ -196,7 +202,8 @@ class Loader:
             scale_offset=bool(scale_offset),
             mean=None if mean is None else [float(m) for m in mean],
             std=None if std is None else [float(s) for s in std],
-            skip_errors=bool(skip_errors), prefetch=int(prefetch or 0),
+            skip_errors=bool(skip_errors), skip_limit=float(skip_limit),
+            prefetch=int(prefetch or 0),
             threads=int(decode_threads or 0), max_inflight=int(max_inflight),
             inflight_bytes=int(inflight_bytes or 0),
             cache_bytes=int(cache_bytes),

@@ -1,5 +1,9 @@
-"""cogfeed.Loader against hostile inputs: memory stays within the
-loader's documented budget whatever the files claim."""
+"""cogfeed.Loader against hostile inputs and a failing run: memory stays
+within the loader's documented budget whatever the files claim,
+skip_errors never hides a failure of the run (expired credentials) and
+gives up when most samples fail.
+
+Servers are the local nginx of tests/servers (faults.lua)."""
 import json
 import os
 import struct
@@ -11,11 +15,13 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "servers"))
+from servers import Nginx  # noqa: E402
 from test_loader import expected, make_cog  # noqa: E402
 
 import cogfeed  # noqa: E402
 
-E_LIMIT = 7
+E_LIMIT, E_AUTH = 7, 9
 GIB = 1 << 30
 
 
@@ -133,3 +139,73 @@ def test_tight_budget_reads_the_same_pixels(tmp_path):
     st = ld.stats()
     assert st["memory_peak"] <= st["memory_budget"]
     ld.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A 512 x 512 COG of 64 px tiles on a local nginx."""
+    d = tmp_path_factory.mktemp("limits")
+    make_cog(str(d / "cog.tif"), expected(512, 512, 0, 0, 1), block=64)
+    with Nginx(str(d)) as srv:
+        yield srv
+
+
+def _run(ld, most=100):
+    """Batch sizes and errors of up to `most` next() calls."""
+    sizes, errors = [], []
+    it = iter(ld)
+    for _ in range(most):
+        try:
+            sizes.append(len(next(it)["windows"]))
+        except StopIteration:
+            break
+        except cogfeed.Error as e:
+            errors.append(e)
+    return sizes, errors
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_expired_credentials_fail_the_run_even_with_skip_errors(served, skip):
+    """The server answers 403 AccessDenied once 20 requests were made (an
+    expiring presigned URL): batches fail with CF_E_AUTH naming the file,
+    with skip_errors too (it used to turn into 0-sample batches for ever,
+    this epoch and the next); no batch is ever empty."""
+    served.reset()
+    url = served.url("cog.tif", fault="after-403-20")
+    ld = cogfeed.Loader([url], patch_size=64, batch_size=8, sampler="grid",
+                        skip_errors=skip, decode_threads=4)
+    sizes, errors = _run(ld)      # this epoch, then the next
+    sizes2, errors2 = _run(ld)
+    st = ld.stats()
+    ld.close()
+    assert errors and errors2 and 0 not in sizes + sizes2, (sizes, sizes2)
+    assert sum(sizes) < 20 and not sizes2, (sizes, sizes2)
+    for e in errors + errors2:
+        assert e.code == E_AUTH and "403" in str(e) and "cog.tif" in str(e), e
+    assert st["skipped"] == 0
+
+
+def test_skip_errors_gives_up_when_most_samples_fail(served):
+    """The server answers 500 to everything after its first 10 requests (a
+    store gone): each sample fails after the io layer's retries, an error
+    skip_errors drops, but once more than half of the last 64 samples
+    failed the batches fail with the cause instead of coming out empty;
+    with skip_limit=1 they keep coming, empty."""
+    for limit in (0.5, 1.0):
+        served.reset()
+        url = served.url("cog.tif", fault="after-500-10")
+        ld = cogfeed.Loader([url], patch_size=64, batch_size=8,
+                            sampler="grid", skip_errors=True,
+                            skip_limit=limit, decode_threads=2,
+                            io_options={"max_retries": 0})
+        sizes, errors = _run(ld)
+        sizes2, errors2 = _run(ld)
+        st = ld.stats()
+        ld.close()
+        if limit == 1.0:
+            assert not errors + errors2 and sizes2 == [0] * 8, sizes2
+            assert st["skipped"] == 128 - sum(sizes)
+        else:
+            assert errors2 and 0 not in sizes2, (sizes, sizes2)
+            assert all("500" in str(e) and "skip_errors gave up" in str(e)
+                       for e in errors + errors2)

@@ -419,7 +419,7 @@ static void test_bad_tile(int skip) {
 
 /* A loader over the DEFLATE files with a given inflight_bytes. */
 static cf_loader *make_z(cf_sampler_kind kind, size_t inflight, int skip,
-                         cf_error *e) {
+                         double skip_limit, cf_error *e) {
     const char *imgs[] = {zimg_a, zimg_b};
     const char *msks[] = {zmsk_a, zmsk_b};
     cf_loader_options o;
@@ -436,6 +436,7 @@ static cf_loader *make_z(cf_sampler_kind kind, size_t inflight, int skip,
     o.inflight_bytes = inflight;
     o.cache_bytes = 64 << 10;
     o.skip_errors = skip;
+    o.skip_limit = skip_limit;
     cf_loader *ld = NULL;
     cf_status st = cf_loader_new(&o, &ld, e);
     if (st != CF_OK) fprintf(stderr, "loader_new: %s\n", e->msg);
@@ -457,12 +458,12 @@ static void check_memory(cf_loader *ld) {
  * contexts), every pixel still right and the buffers within the budget.
  * 200 KB: za's tiles can never be decoded: its samples fail with
  * CF_E_LIMIT naming za.tif, the level and the tile, before anything is
- * fetched, while zb's read; skip_errors drops exactly
+ * fetched, while zb's read; skip_errors (skip_limit 1) drops exactly
  * za's samples. */
 static void test_budget(void) {
     cf_error e;
     for (int k = 0; k <= CF_SAMPLER_GRID; k++) {
-        cf_loader *ld = make_z((cf_sampler_kind)k, 232 << 10, 0, &e);
+        cf_loader *ld = make_z((cf_sampler_kind)k, 232 << 10, 0, 0.5, &e);
         if (!ld) continue;
         cf_loader_layout L;
         cf_loader_get_layout(ld, &L);
@@ -470,7 +471,7 @@ static void test_budget(void) {
         check_memory(ld);
         cf_loader_free(ld);
     }
-    cf_loader *ld = make_z(CF_SAMPLER_RANDOM, 200 << 10, 0, &e);
+    cf_loader *ld = make_z(CF_SAMPLER_RANDOM, 200 << 10, 0, 0.5, &e);
     if (!ld) return;
     cf_batch b;
     cf_status st;
@@ -490,7 +491,7 @@ static void test_budget(void) {
     check_memory(ld);
     cf_loader_free(ld);
 
-    ld = make_z(CF_SAMPLER_RANDOM, 200 << 10, 1, &e);
+    ld = make_z(CF_SAMPLER_RANDOM, 200 << 10, 1, 1.0, &e);
     if (!ld) return;
     cf_loader_layout L;
     cf_loader_get_layout(ld, &L);
@@ -511,6 +512,42 @@ static void test_budget(void) {
     cf_loader_get_stats(ld, &s);
     CHECK(from_a > 0 && s.skipped == from_a && got + from_a == L.samples);
     cf_loader_free(ld);
+}
+
+/* skip_errors with the default skip_limit (0.5): when most samples fail
+ * (here every one of za.tif's, over half of them), batches fail with the
+ * cause and say that skip_errors gave up, instead of coming out nearly
+ * empty for ever; skip_limit outside [0, 1] is refused. */
+static void test_skip_limit(void) {
+    cf_error e;
+    cf_loader *ld = make_z(CF_SAMPLER_GRID, 200 << 10, 1, 0.5, &e);
+    if (!ld) return;
+    cf_loader_layout L;
+    cf_loader_get_layout(ld, &L);
+    cf_batch b;
+    cf_status st;
+    int gave_up = 0;
+    for (int epoch = 0; epoch < 4; epoch++) {
+        while ((st = cf_loader_next(ld, &b, &e)) != CF_E_END) {
+            if (st == CF_OK) {
+                cf_loader_release(ld, &b);
+                continue;
+            }
+            CHECK(st == CF_E_LIMIT && strstr(e.msg, "za.tif"));
+            gave_up += strstr(e.msg, "skip_errors gave up") != NULL;
+        }
+        CHECK(cf_loader_set_epoch(ld, (uint64_t)epoch + 1, 0, &e) == CF_OK);
+    }
+    CHECK(gave_up > 0);
+    cf_loader_free(ld);
+    const char *imgs[] = {zimg_a};
+    cf_loader_options o;
+    cf_loader_options_init(&o);
+    CHECK(o.skip_limit == 0.5);
+    o.images = imgs;
+    o.nfiles = 1;
+    o.skip_limit = 1.5;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG && strstr(e.msg, "skip_limit"));
 }
 
 static void test_misaligned(void) {
@@ -601,6 +638,7 @@ int main(void) {
     test_misaligned();
     test_float_normalise();
     test_budget();
+    test_skip_limit();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
