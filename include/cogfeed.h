@@ -475,8 +475,11 @@ void cf_loader_release(cf_loader *ld, const cf_batch *b);
  * flight on the loader's own io loops are cancelled (on an io given in
  * the options they complete), the readers stopped, and a consumer waiting
  * in cf_loader_next / cf_loader_wait (another thread) wakes; from then on
- * cf_loader_next and cf_loader_set_epoch give CF_E_STATE.  Batches
- * handed out stay valid until cf_loader_free, which closes first. */
+ * cf_loader_next and cf_loader_set_epoch give CF_E_STATE.  The files and
+ * the loader's own io loops are closed at once (their sockets and file
+ * descriptors), and the readers' buffers freed; stats keep their last
+ * values.  Batches handed out (the ring) stay valid until
+ * cf_loader_free, which closes first. */
 void cf_loader_close(cf_loader *ld);
 
 /* Windows of this rank's sample j of the current epoch, without reading

@@ -182,6 +182,12 @@ struct cf_loader {
     uint8_t *skip_hist;
     uint32_t skip_window, skip_pos, skip_dropped;
 
+    /* After cf_loader_close: the files and the loader's own io loops are
+     * gone (their sockets and descriptors with them); io_final keeps the
+     * io counters for stats. */
+    int released;
+    cf_io_stats io_final;
+
     /* stats (under mu, except the cache counters under cache_mu) */
     uint64_t st_samples, st_batches, st_skipped, st_decoded, st_delivered;
     uint64_t st_hits, st_misses;
@@ -1401,6 +1407,10 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
 /* The loader's io counters: the sum over its io loops. */
 static void io_stats(cf_loader *ld, cf_io_stats *out) {
     memset(out, 0, sizeof *out);
+    if (ld->released) {
+        *out = ld->io_final;
+        return;
+    }
     for (int i = 0; i < ld->nios; i++) {
         cf_io_stats s;
         cf_io_get_stats(ld->ios[i], &s);
@@ -1897,6 +1907,7 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     memset(out, 0, sizeof *out);
     if (getpid() != ld->pid) return; /* forked child: see check_pid */
     cf_io_stats ios;
+    pthread_mutex_lock(&ld->mu); /* the io loops may be going (close) */
     io_stats(ld, &ios);
     out->bytes_fetched = ios.bytes_fetched;
     out->requests = ios.requests;
@@ -1904,7 +1915,6 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     out->io_inflight = ios.inflight;
     out->hedges = ios.hedges;
     out->hedge_wins = ios.hedge_wins;
-    pthread_mutex_lock(&ld->mu);
     out->samples = ld->st_samples;
     out->batches = ld->st_batches;
     out->skipped = ld->st_skipped;
@@ -1935,6 +1945,52 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     out->memory_peak = fixed + cache_peak + fp + dp;
 }
 
+/* Close the files and the loader's own io loops now (their connections,
+ * sockets and descriptors), not when the last batch view dies: nothing
+ * reads after close.  The io counters are kept for stats; cf_loader_free
+ * then finds nothing left to close. */
+static void release_inputs(cf_loader *ld) {
+    pthread_mutex_lock(&ld->mu);
+    io_stats(ld, &ld->io_final);
+    ld->io_final.inflight = 0;
+    ld->released = 1;
+    pthread_mutex_unlock(&ld->mu);
+    size_t nimg = ld->o.nfiles * (size_t)ld->o.time_steps;
+    for (size_t i = 0; ld->img && i < nimg; i++) {
+        cf_cog_close(ld->img[i]);
+        ld->img[i] = NULL;
+    }
+    for (size_t i = 0; ld->msk && i < ld->o.nfiles; i++) {
+        cf_cog_close(ld->msk[i]);
+        ld->msk[i] = NULL;
+    }
+    for (size_t i = 0; ld->lay && i < ld->o.nfiles * (size_t)ld->o.nlayers; i++) {
+        cf_cog_close(ld->lay[i]);
+        ld->lay[i] = NULL;
+    }
+    for (int i = 0; ld->own_io && i < ld->nios; i++) {
+        cf_io_free(ld->ios[i]);
+        ld->ios[i] = NULL;
+    }
+    ld->nios = 0;
+    ld->io = NULL;
+    /* The readers' memory too (the ring stays: batches may view it). */
+    for (int t = 0; ld->workers && t < ld->nthreads; t++) {
+        free(ld->workers[t].scratch);
+        ld->workers[t].scratch = NULL;
+    }
+    if (ld->budgets) {
+        cf__bufpool_trim(&ld->fetch);
+        cf__kits_trim(&ld->kits);
+    }
+    pthread_mutex_lock(&ld->cache_mu);
+    for (int i = 0; i < ld->ncache; i++) free(ld->cache[i].buf);
+    if (ld->cache) memset(ld->cache, 0, (size_t)ld->ncache * sizeof *ld->cache);
+    ld->ncache = 0;
+    ld->cache_used = 0;
+    pthread_mutex_unlock(&ld->cache_mu);
+}
+
 void cf_loader_close(cf_loader *ld) {
     if (!ld || getpid() != ld->pid) return; /* forked child: no threads */
     pthread_mutex_lock(&ld->mu);
@@ -1942,12 +1998,17 @@ void cf_loader_close(cf_loader *ld) {
     ld->closed = 1;
     pthread_cond_broadcast(&ld->ready_cv);
     pthread_mutex_unlock(&ld->mu);
-    if (was || !ld->workers) return;
+    if (was) return;
+    if (!ld->workers) {
+        release_inputs(ld);
+        return;
+    }
     /* Readers wait on their requests: fail those instead of waiting out
      * round trips or, on a hung server, request_timeout_s.  Not on an io
      * the caller shares with others. */
     for (int i = 0; ld->own_io && i < ld->nios; i++) cf__io_cancel(ld->ios[i], 1);
     stop_threads(ld);
+    release_inputs(ld);
 }
 
 void cf_loader_free(cf_loader *ld) {

@@ -349,7 +349,9 @@ class Loader:
         self._ld.set_buffers(int(slot), image, mask)
 
     def close(self):
-        """Stop the reader threads and free the ring."""
+        """Stop the reader threads now and close the files and the I/O
+        loops' connections; the ring is freed with the last batch that
+        views it."""
         self._ld.close()
 
     def __enter__(self):
