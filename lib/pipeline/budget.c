@@ -85,6 +85,13 @@ void cf__budget_abort(cf__budget *b, int on) {
     pthread_mutex_unlock(&b->mu);
 }
 
+void cf__budget_trim(cf__budget *b) {
+    pthread_mutex_lock(&b->mu);
+    uint64_t freed = b->trim ? b->trim(b->trim_user) : 0;
+    b->used -= freed < b->used ? freed : b->used;
+    pthread_mutex_unlock(&b->mu);
+}
+
 void cf__budget_usage(cf__budget *b, uint64_t *used, uint64_t *peak) {
     pthread_mutex_lock(&b->mu);
     if (used) *used = b->used;
@@ -173,13 +180,6 @@ cf_status cf__bufpool_get(cf__bufpool *p, size_t n, cf__buf *out, int *fresh,
     return CF_OK;
 }
 
-void cf__bufpool_trim(cf__bufpool *p) {
-    pthread_mutex_lock(&p->b.mu);
-    uint64_t f = pool_trim(p);
-    p->b.used -= f < p->b.used ? f : p->b.used;
-    pthread_mutex_unlock(&p->b.mu);
-}
-
 void cf__bufpool_put(cf__bufpool *p, cf__buf *buf) {
     if (!buf->p) return;
     pthread_mutex_lock(&p->b.mu);
@@ -214,13 +214,6 @@ static uint64_t kits_trim(void *user) {
     }
     pthread_mutex_unlock(&k->mu);
     return freed;
-}
-
-void cf__kits_trim(cf__kits *k) {
-    pthread_mutex_lock(&k->b.mu);
-    uint64_t f = kits_trim(k);
-    k->b.used -= f < k->b.used ? f : k->b.used;
-    pthread_mutex_unlock(&k->b.mu);
 }
 
 cf_status cf__kits_init(cf__kits *k, int n, uint64_t cap) {

@@ -51,6 +51,8 @@ int cf__budget_try(cf__budget *b, uint64_t n);
 void cf__budget_give(cf__budget *b, uint64_t n);
 /* Wake every taker with CF_E_STATE (on 1) until turned off again (0). */
 void cf__budget_abort(cf__budget *b, int on);
+/* Free now what is only cached (trim), e.g. once nobody reads any more. */
+void cf__budget_trim(cf__budget *b);
 /* used, peak (either may be NULL). */
 void cf__budget_usage(cf__budget *b, uint64_t *used, uint64_t *peak);
 
@@ -84,8 +86,6 @@ cf_status cf__bufpool_get(cf__bufpool *p, size_t n, cf__buf *out, int *fresh,
                           cf_error *err);
 /* Give a buffer back (kept as a spare, or freed). */
 void cf__bufpool_put(cf__bufpool *p, cf__buf *buf);
-/* Free the spares now (nobody reads any more). */
-void cf__bufpool_trim(cf__bufpool *p);
 
 /* ---- decode kits ------------------------------------------------------ */
 
@@ -107,8 +107,6 @@ void cf__kits_destroy(cf__kits *k);
 /* A free kit (waits for one); give it back with cf__kits_put. */
 cf__kit *cf__kits_get(cf__kits *k);
 void cf__kits_put(cf__kits *k, cf__kit *kit);
-/* Free the idle kits' contexts now. */
-void cf__kits_trim(cf__kits *k);
 /* The most a chunk's decode can need from the kits' budget (a new
  * context); 0 for chunks used as fetched (uncompressed, host order). */
 uint64_t cf__kits_need(const cf_cog *cog, const cf_chunk *c);

@@ -1980,8 +1980,8 @@ static void release_inputs(cf_loader *ld) {
         ld->workers[t].scratch = NULL;
     }
     if (ld->budgets) {
-        cf__bufpool_trim(&ld->fetch);
-        cf__kits_trim(&ld->kits);
+        cf__budget_trim(&ld->fetch.b);
+        cf__budget_trim(&ld->kits.b);
     }
     pthread_mutex_lock(&ld->cache_mu);
     for (int i = 0; i < ld->ncache; i++) free(ld->cache[i].buf);

@@ -152,20 +152,28 @@ static void fixtures(void) {
     write_tiff_ex(zmsk_b, 130, 190, 32, 1, -1, 1);
 }
 
+/* Options over two images and their masks: 24 px patches, batches of 5,
+ * seed 7. */
+static void base_options(cf_loader_options *o, const char **imgs,
+                         const char **msks, cf_sampler_kind kind,
+                         uint64_t len) {
+    cf_loader_options_init(o);
+    o->images = imgs;
+    o->masks = msks;
+    o->nfiles = 2;
+    o->patch_size = 24;
+    o->batch_size = 5;
+    o->sampler = kind;
+    o->seed = 7;
+    o->epoch_length = len;
+}
+
 static cf_loader *make(cf_sampler_kind kind, unsigned aug, int threads,
                        int prefetch, uint64_t len) {
     const char *imgs[] = {img_a, img_b};
     const char *msks[] = {msk_a, msk_b};
     cf_loader_options o;
-    cf_loader_options_init(&o);
-    o.images = imgs;
-    o.masks = msks;
-    o.nfiles = 2;
-    o.patch_size = 24;
-    o.batch_size = 5;
-    o.sampler = kind;
-    o.seed = 7;
-    o.epoch_length = len;
+    base_options(&o, imgs, msks, kind, len);
     o.augment = aug;
     o.threads = threads;
     o.prefetch = prefetch;
@@ -444,15 +452,7 @@ static cf_loader *make_z(cf_sampler_kind kind, size_t inflight, int skip,
     const char *imgs[] = {zimg_a, zimg_b};
     const char *msks[] = {zmsk_a, zmsk_b};
     cf_loader_options o;
-    cf_loader_options_init(&o);
-    o.images = imgs;
-    o.masks = msks;
-    o.nfiles = 2;
-    o.patch_size = 24;
-    o.batch_size = 5;
-    o.sampler = kind;
-    o.seed = 7;
-    o.epoch_length = 40;
+    base_options(&o, imgs, msks, kind, 40);
     o.threads = 3;
     o.inflight_bytes = inflight;
     o.cache_bytes = 64 << 10;

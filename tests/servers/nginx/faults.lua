@@ -153,6 +153,14 @@ local function access_denied()
     return ngx.exit(403)
 end
 
+-- Answer CODE (403: AccessDenied).
+local function answer(code)
+    if code == 403 then return access_denied() end
+    ngx.status = code
+    ngx.print("fault " .. code)
+    return ngx.exit(code)
+end
+
 local function first_n(n)
     n = tonumber(n) or 0
     return n == 0 or (hits:get(ngx.var.uri) or 0) <= n
@@ -167,21 +175,11 @@ function M.fault()
     if not spec then return ngx.exit(400) end
     local kind, p1, p2 = spec:match("^([%a%d]+)%-?([^-]*)%-?([^-]*)$")
     if kind == "status" then
-        if first_n(p2) then
-            local code = tonumber(p1)
-            if code == 403 then return access_denied() end
-            ngx.status = code
-            ngx.print("fault " .. code)
-            return ngx.exit(code)
-        end
+        if first_n(p2) then return answer(tonumber(p1)) end
         return pass(path)
     elseif kind == "after" then
         if (hits:get(ngx.var.uri) or 0) > (tonumber(p2) or 0) then
-            local code = tonumber(p1)
-            if code == 403 then return access_denied() end
-            ngx.status = code
-            ngx.print("fault " .. code)
-            return ngx.exit(code)
+            return answer(tonumber(p1))
         end
         return pass(path)
     elseif kind == "az403" then
