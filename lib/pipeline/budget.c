@@ -15,7 +15,8 @@ void cf__budget_init(cf__budget *b, uint64_t cap) {
     b->cap = cap;
 }
 
-void cf__budget_destroy(cf__budget *b) {
+void cf__budget_destroy(cf__budget *b, int locks) {
+    if (!locks) return;
     pthread_cond_destroy(&b->cv);
     pthread_mutex_destroy(&b->mu);
 }
@@ -140,10 +141,10 @@ cf_status cf__bufpool_init(cf__bufpool *p, uint64_t cap, int maxspare) {
     return p->spare ? CF_OK : CF_E_NOMEM;
 }
 
-void cf__bufpool_destroy(cf__bufpool *p) {
+void cf__bufpool_destroy(cf__bufpool *p, int locks) {
     if (p->spare) pool_trim(p);
     free(p->spare);
-    cf__budget_destroy(&p->b);
+    cf__budget_destroy(&p->b, locks);
 }
 
 cf_status cf__bufpool_get(cf__bufpool *p, size_t n, cf__buf *out, int *fresh,
@@ -234,13 +235,15 @@ cf_status cf__kits_init(cf__kits *k, int n, uint64_t cap) {
     return CF_OK;
 }
 
-void cf__kits_destroy(cf__kits *k) {
+void cf__kits_destroy(cf__kits *k, int locks) {
     for (int i = 0; k->kit && i < k->n; i++) cf_codec_ctx_free(k->kit[i].ctx);
     free(k->kit);
     free(k->free_idx);
-    pthread_cond_destroy(&k->cv);
-    pthread_mutex_destroy(&k->mu);
-    cf__budget_destroy(&k->b);
+    if (locks) {
+        pthread_cond_destroy(&k->cv);
+        pthread_mutex_destroy(&k->mu);
+    }
+    cf__budget_destroy(&k->b, locks);
 }
 
 cf__kit *cf__kits_get(cf__kits *k) {

@@ -41,7 +41,9 @@ typedef struct cf__budget {
 } cf__budget;
 
 void cf__budget_init(cf__budget *b, uint64_t cap);
-void cf__budget_destroy(cf__budget *b);
+/* locks 0: free the memory only (a forked child, where a lock may have
+ * been copied while held); the same for the destroy functions below. */
+void cf__budget_destroy(cf__budget *b, int locks);
 /* Take n bytes, waiting (in turn) while they do not fit; CF_E_LIMIT when
  * n > cap (never fits), CF_E_STATE once aborted.  err gets a short reason
  * the caller prefixes with the file and tile. */
@@ -79,7 +81,7 @@ typedef struct cf__bufpool {
 } cf__bufpool;
 
 cf_status cf__bufpool_init(cf__bufpool *p, uint64_t cap, int maxspare);
-void cf__bufpool_destroy(cf__bufpool *p);
+void cf__bufpool_destroy(cf__bufpool *p, int locks);
 /* A buffer of at least n bytes charged to the pool's budget (waiting for
  * room); *fresh is 1 when newly allocated (its pages not yet touched). */
 cf_status cf__bufpool_get(cf__bufpool *p, size_t n, cf__buf *out, int *fresh,
@@ -103,7 +105,7 @@ typedef struct cf__kits {
 } cf__kits;
 
 cf_status cf__kits_init(cf__kits *k, int n, uint64_t cap);
-void cf__kits_destroy(cf__kits *k);
+void cf__kits_destroy(cf__kits *k, int locks);
 /* A free kit (waits for one); give it back with cf__kits_put. */
 cf__kit *cf__kits_get(cf__kits *k);
 void cf__kits_put(cf__kits *k, cf__kit *kit);

@@ -2021,8 +2021,8 @@ void cf_loader_free(cf_loader *ld) {
         free(ld->workers[t].scratch);
     free(ld->workers);
     if (ld->budgets) {
-        cf__bufpool_destroy(&ld->fetch);
-        cf__kits_destroy(&ld->kits);
+        cf__bufpool_destroy(&ld->fetch, !child);
+        cf__kits_destroy(&ld->kits, !child);
     }
     free(ld->skip_hist);
     free(ld->planes0);

@@ -442,8 +442,8 @@ cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
     pthread_mutex_unlock(&r.mu);
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
     st = r.first;
-    cf__kits_destroy(&r.kits);
-    cf__budget_destroy(&r.fetch);
+    cf__kits_destroy(&r.kits, 1);
+    cf__budget_destroy(&r.fetch, 1);
     free(tiles);
     free(uses);
     free(r.chunks);
