@@ -70,7 +70,7 @@ typedef struct rm_need {
 typedef struct rm {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;    /* decoders: a tile arrived, or stop */
-    pthread_cond_t room_cv;    /* submitter: a batch or the last tile done */
+    pthread_cond_t room_cv;    /* submitter: the last tile done */
     rm_tile *head, *tail;
     uint64_t cap;              /* inflight_bytes */
     cf__budget fetch;          /* batches' compressed tiles */
@@ -300,8 +300,6 @@ static cf_status plan(rm *r, rm_need *needs, size_t nneeds, rm_tile **tiles_out,
     return CF_OK;
 }
 
-/* Submit tiles [t, end) of one file (remote or local) as one batch; on
- * failure they are finished with the error (none of them was queued). */
 /* Tiles [t, end) are finished with st / e (none of them was queued). */
 static void fail_tiles(rm *r, rm_tile *tiles, size_t t, size_t end, cf_status st,
                        const cf_error *e) {
@@ -310,6 +308,8 @@ static void fail_tiles(rm *r, rm_tile *tiles, size_t t, size_t end, cf_status st
     pthread_mutex_unlock(&r->mu);
 }
 
+/* Submit tiles [t, end) of one file (remote or local) as one batch; on
+ * failure they are finished with the error (none of them was queued). */
 static void submit_batch(rm *r, rm_tile *tiles, size_t t, size_t end, uint64_t total) {
     cf_cog *cog = tiles[t].cog;
     cf_error e;
