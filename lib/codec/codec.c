@@ -119,8 +119,14 @@ uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
             need_deflate = p->lerc_sub == 1;
             need_zstd = p->lerc_sub == 2;
         }
+        /* Masks only for floats or 8-bit data with alpha, staging only for
+         * band-sequential floats (lerc.c: mask_bytes + stage + 1). */
         uint64_t npix = (uint64_t)p->width * p->height;
-        g += scratch_growth(ctx ? &ctx->aux : NULL, npix * p->samples + n + 1);
+        int is_float = p->sample_format == 3;
+        int alpha = p->bits == 8 && p->sample_format != 2 && p->samples > 1;
+        uint64_t masks = is_float ? npix * p->samples : alpha ? npix : 0;
+        uint64_t stage = is_float && p->samples > 1 ? n : 0;
+        g += scratch_growth(ctx ? &ctx->aux : NULL, masks + stage + 1);
         g += n + npix; /* liblerc's own mask and staging */
         break;
     }

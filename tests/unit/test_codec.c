@@ -896,9 +896,16 @@ static void test_accounting(void) {
     cf_codec_params pl = params(34887, 32, W, H, 3);
     pl.sample_format = 3;
     pl.lerc_sub = 2;
+    /* uint8 RGB with the alpha band carried as the LERC mask */
+    uint8_t *rgb = malloc((size_t)W * H * 3), *blob8 = malloc(1 << 20);
+    for (int i = 0; i < W * H * 3; i++) rgb[i] = (uint8_t)(i * 7);
+    unsigned n8 = 0;
+    CHECK(lerc_encode(rgb, 1, 3, W, H, 1, 1, valid, 0.0, blob8, 1 << 20, &n8) == 0);
+    cf_codec_params p8 = params(34887, 8, W, H, 4);
     for (int order = 0; order < 2; order++) {
         ctx = cf_codec_ctx_new();
         if (order) CHECK(decode_within(ctx, &pb, encb, nb));
+        CHECK(decode_within(ctx, &p8, blob8, n8));
         CHECK(decode_within(ctx, &pl, encl, nlz));
         CHECK(decode_within(ctx, &pd, enc, nd));
         pl.lerc_sub = 0;
@@ -910,6 +917,8 @@ static void test_accounting(void) {
     free(valid);
     free(blob);
     free(encl);
+    free(rgb);
+    free(blob8);
 #endif
     CHECK(cf_codec_ctx_bytes(NULL) == 0);
     free(raw);
