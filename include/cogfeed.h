@@ -291,9 +291,11 @@ typedef struct cf_read_req {
  * local ones read by the calling thread) and decoded by `threads` threads
  * (0: one per CPU) as they arrive, straight into each window's dst.  A
  * tile several windows need (same cog, level and tile) is fetched and
- * decoded once and pasted into each.  Compressed tile bytes held at once
- * are capped by `inflight_bytes` (0: 256 MiB; a tile larger than the cap
- * is read alone).  Each req gets
+ * decoded once and pasted into each.  Its memory (the decoders' scratch,
+ * at most a quarter, and the compressed tiles in flight, the rest) stays
+ * within `inflight_bytes` (0: 256 MiB): submission waits for room, and a
+ * tile that can never fit fails its windows with
+ * CF_E_LIMIT naming the file, level and tile.  Each req gets
  * its own status; returns CF_OK when every window was read, else the first
  * failure (err: its message).  Same output as cf_cog_read per window. */
 CF_API cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
@@ -352,8 +354,26 @@ typedef struct cf_loader_options {
     cf_dtype out_dtype;        /* CF_DT_UNKNOWN: the files' dtype; CF_DT_F32 */
     int apply_scale_offset;    /* float32 only: per-band scale/offset (1) */
     const float *mean, *std;   /* float32 only: per output channel; NULL */
-    int skip_errors;           /* drop and count failed samples (0: fail) */
-    /* Resources: every buffer is sized from these, never from the input. */
+    int skip_errors;           /* drop and count failed samples (0: fail).
+                                  Never dropped, even so: failures of the
+                                  run rather than the sample (CF_E_AUTH,
+                                  CF_E_NOTFOUND, CF_E_CHANGED, CF_E_NOMEM):
+                                  their batch fails.  See skip_limit. */
+    /* Resources: every buffer comes out of these, never sized by the
+     * input.  The loader's memory is at most
+     *   prefetch x (image_bytes + mask_bytes)   the ring (and a window
+     *                                          record per sample)
+     *   + cache_bytes                          tile-shuffle only
+     *   + inflight_bytes                       everything else:
+     *       readers x one patch of scratch     (at most half of it)
+     *       + decode scratch of the kits       (at most a quarter)
+     *       + compressed tiles being fetched   (the rest)
+     * (cf_loader_stats.memory_budget); readers wait for room rather than
+     * allocate past it, and a tile that can never fit (its compressed
+     * bytes above the fetch share, or its decode above the decode share)
+     * fails its sample with CF_E_LIMIT naming the file, level and tile.
+     * Not counted: the files' headers (bounded per file), thread stacks
+     * and the io loops' connection buffers. */
     int prefetch;              /* batch slots in the ring (0: auto:
                                   ceil(threads / batch_size) + 2, at least
                                   4, at most 2 x inflight_bytes of slots) */
@@ -364,9 +384,10 @@ typedef struct cf_loader_options {
                                   max_inflight */
     int max_inflight;          /* patches read at once; 0: adaptive, up to
                                   the threads and inflight_bytes */
-    size_t inflight_bytes;     /* byte budget of patches being read (0:
-                                  auto: 256 MiB, 64 MiB per core on
-                                  machines of more than 4 cores) */
+    size_t inflight_bytes;     /* byte budget of patches being read, as
+                                  above (0: auto: 256 MiB, 64 MiB per
+                                  core on machines of more than 4 cores);
+                                  caps the reader threads */
     size_t cache_bytes;        /* tile-shuffle buffer of decoded tiles (256 MiB) */
     cf_io *io;                 /* NULL: the loader makes its own */
     /* With io NULL: the options of the io loops the loader makes (TLS,
@@ -374,6 +395,12 @@ typedef struct cf_loader_options {
      * cf_loader_new only.  Reading remote files with adaptive
      * concurrency, the loader resizes their max_inflight as it goes. */
     const cf_io_options *io_options;
+    /* skip_errors gives up (the batch fails with its first failure, the
+     * message saying so) when more than this share of the last
+     * max(64, 2 x batch_size) samples were dropped, so that a run whose
+     * reads mostly fail (a server gone, expired credentials) stops
+     * instead of delivering empty batches.  In [0, 1]; 1: never (0.5). */
+    double skip_limit;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-
@@ -426,6 +453,10 @@ typedef struct cf_loader_stats {
     double convert_busy_s;     /* summed: dtype conversion, augmentation */
     double elapsed_s;          /* since the first cf_loader_next */
     uint64_t hedges, hedge_wins; /* the io's (cf_io_stats) */
+    /* Memory (see cf_loader_options): the budget, what its buffers hold
+     * now, and the most they held (an upper bound: the sum of each
+     * part's own peak). */
+    uint64_t memory_budget, memory_used, memory_peak;
 } cf_loader_stats;
 
 CF_API void cf_loader_options_init(cf_loader_options *opt);
@@ -479,8 +510,11 @@ CF_API void cf_loader_release(cf_loader *ld, const cf_batch *b);
  * flight on the loader's own io loops are cancelled (on an io given in
  * the options they complete), the readers stopped, and a consumer waiting
  * in cf_loader_next / cf_loader_wait (another thread) wakes; from then on
- * cf_loader_next and cf_loader_set_epoch give CF_E_STATE.  Batches
- * handed out stay valid until cf_loader_free, which closes first. */
+ * cf_loader_next and cf_loader_set_epoch give CF_E_STATE.  The files and
+ * the loader's own io loops are closed at once (their sockets and file
+ * descriptors), and the readers' buffers freed; stats keep their last
+ * values.  Batches handed out (the ring) stay valid until
+ * cf_loader_free, which closes first. */
 CF_API void cf_loader_close(cf_loader *ld);
 
 /* Windows of this rank's sample j of the current epoch, without reading

@@ -754,9 +754,10 @@ static PyMethodDef module_methods[] = {
      "read_many(items, bands=None, level=0, *, threads=0, inflight_bytes=0) -> list of ndarray\n\n"
      "Read many windows at once: items are (Cog, (x, y, w, h)) pairs (window None: the\n"
      "whole level).  Every window's tiles are requested together and decoded by\n"
-     "`threads` threads (0: one per CPU) as they arrive; at most inflight_bytes of\n"
-     "compressed tiles are held at once (0: 256 MiB).  Raises cogfeed.Error for the\n"
-     "first window that failed.  The GIL is released."},
+     "`threads` threads (0: one per CPU) as they arrive; compressed tiles and decode\n"
+     "scratch together stay within inflight_bytes (0: 256 MiB), and a tile that can\n"
+     "never fit fails its windows (\"safety limit\", naming file, level and tile).\n"
+     "Raises cogfeed.Error for the first window that failed.  The GIL is released."},
     {"default_io", (PyCFunction)py_default_io, METH_NOARGS,
      "default_io() -> IO used when no io is given"},
     {NULL, NULL, 0, NULL}};

@@ -93,7 +93,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         "seed", "epoch", "rank", "world_size", "epoch_length", "drop_last",
         "flip", "rot90", "float32", "scale_offset", "mean", "std",
         "skip_errors", "prefetch", "threads", "max_inflight",
-        "inflight_bytes", "cache_bytes", "io_options", NULL};
+        "inflight_bytes", "cache_bytes", "io_options", "skip_limit", NULL};
     PyObject *images, *masks = Py_None, *layers = Py_None, *weights = Py_None,
                       *bands = Py_None, *mean = Py_None, *std = Py_None,
                       *io_kw = Py_None;
@@ -105,13 +105,14 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         skip = 0, prefetch = 0, threads = 0, max_inflight = 0;
     Py_ssize_t inflight_bytes = 0, /* auto */
                cache_bytes = (Py_ssize_t)256 << 20;
+    double skip_limit = 0.5;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O|$OOiiOOiIIsIKKiiKpppppOOpiiinnO", kwlist, &images,
+            args, kw, "O|$OOiiOOiIIsIKKiiKpppppOOpiiinnOd", kwlist, &images,
             &masks, &layers, &nlayers, &time_steps, &weights, &bands, &level,
             &patch, &batch, &sampler, &stride, &seed, &epoch, &rank,
             &world_size, &epoch_length, &drop_last, &flip, &rot90, &f32,
             &scale_offset, &mean, &std, &skip, &prefetch, &threads,
-            &max_inflight, &inflight_bytes, &cache_bytes, &io_kw))
+            &max_inflight, &inflight_bytes, &cache_bytes, &io_kw, &skip_limit))
         return -1;
     if (io_kw != Py_None && !PyDict_Check(io_kw)) {
         PyErr_SetString(PyExc_TypeError,
@@ -231,6 +232,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     o.out_dtype = f32 ? CF_DT_F32 : CF_DT_UNKNOWN;
     o.apply_scale_offset = scale_offset;
     o.skip_errors = skip;
+    o.skip_limit = skip_limit;
     o.prefetch = prefetch;
     o.threads = threads;
     o.max_inflight = max_inflight;
@@ -551,7 +553,7 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
     cf_loader_get_stats(self->ld, &s);
     uint64_t lookups = s.cache_hits + s.cache_misses;
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsK}", "samples",
+        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsKsKsKsK}", "samples",
         (unsigned long long)s.samples, "batches",
         (unsigned long long)s.batches, "skipped",
         (unsigned long long)s.skipped, "bytes_fetched",
@@ -567,7 +569,10 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
         s.wait_s, "read_busy_s", s.read_busy_s, "convert_busy_s",
         s.convert_busy_s, "elapsed_s", s.elapsed_s, "hedges",
         (unsigned long long)s.hedges, "hedge_wins",
-        (unsigned long long)s.hedge_wins);
+        (unsigned long long)s.hedge_wins, "memory_budget",
+        (unsigned long long)s.memory_budget, "memory_used",
+        (unsigned long long)s.memory_used, "memory_peak",
+        (unsigned long long)s.memory_peak);
 }
 
 static PyObject *Loader_shard_batches(LoaderObject *self, PyObject *args) {

@@ -76,6 +76,73 @@ uint64_t cf_codec_chunk_bytes(const cf_codec_params *p) {
     return p ? cf__chunk_bytes(p->width, p->samples, p->bits, p->height) : 0;
 }
 
+/* Decoder states are opaque to us: libdeflate's is ~11 KiB, a zstd DCtx
+ * ~160 KiB (ZSTD_sizeof_DCtx once made); these round them up. */
+#define CF__DEFLATE_STATE ((uint64_t)32 << 10)
+#define CF__ZSTD_STATE ((uint64_t)256 << 10)
+
+uint64_t cf_codec_ctx_bytes(const cf_codec_ctx *ctx) {
+    if (!ctx) return 0;
+    uint64_t n = sizeof *ctx + ctx->outer.cap + ctx->aux.cap + ctx->row.cap +
+                 ctx->tile.cap;
+    if (ctx->deflate) n += CF__DEFLATE_STATE;
+    if (ctx->zstd) n += ZSTD_sizeof_DCtx(ctx->zstd);
+    return n;
+}
+
+/* What cf__scratch_reserve(s, need) adds: it frees the old buffer first
+ * and allocates need + need / 2. */
+static uint64_t scratch_growth(const cf__scratch *s, uint64_t need) {
+    uint64_t cap = s ? s->cap : 0;
+    if (!need || cap >= need) return 0;
+    uint64_t want = need + need / 2;
+    return want > cap ? want - cap : 0;
+}
+
+uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
+                             uint64_t tile_bytes) {
+    uint64_t n = cf_codec_chunk_bytes(p);
+    uint64_t g = ctx ? 0 : sizeof(cf_codec_ctx);
+    g += scratch_growth(ctx ? &ctx->tile : NULL, tile_bytes);
+    if (p->predictor == 3) /* predictor.c: one row of staging */
+        g += scratch_growth(ctx ? &ctx->row : NULL,
+                            (uint64_t)p->width * p->samples * (p->bits / 8));
+    int need_deflate = 0, need_zstd = 0;
+    switch (p->compression) {
+    case 8:
+    case 32946: need_deflate = 1; break;
+    case 50000: need_zstd = 1; break;
+    case 34887: { /* lerc.c: outer layer, masks and staging */
+        if (p->lerc_sub) {
+            uint64_t cap = 256 + n + n / 3, zb = ZSTD_compressBound((size_t)n);
+            g += scratch_growth(ctx ? &ctx->outer : NULL, zb > cap ? zb : cap);
+            need_deflate = p->lerc_sub == 1;
+            need_zstd = p->lerc_sub == 2;
+        }
+        /* Masks only for floats or 8-bit data with alpha, staging only for
+         * band-sequential floats (lerc.c: mask_bytes + stage + 1). */
+        uint64_t npix = (uint64_t)p->width * p->height;
+        int is_float = p->sample_format == 3;
+        int alpha = p->bits == 8 && p->sample_format != 2 && p->samples > 1;
+        uint64_t masks = is_float ? npix * p->samples : alpha ? npix : 0;
+        uint64_t stage = is_float && p->samples > 1 ? n : 0;
+        g += scratch_growth(ctx ? &ctx->aux : NULL, masks + stage + 1);
+        g += n + npix; /* liblerc's own mask and staging */
+        break;
+    }
+    case 7: /* jpeg.c: libjpeg's coefficients (progressive), ~2 B/sample */
+        g += 2 * n + ((uint64_t)1 << 20);
+        break;
+    case 50001: /* libwebp's planes (YUV or ARGB) */
+        g += n + n / 2 + ((uint64_t)64 << 10);
+        break;
+    default: break;
+    }
+    if (need_deflate && !(ctx && ctx->deflate)) g += CF__DEFLATE_STATE;
+    if (need_zstd && !(ctx && ctx->zstd)) g += CF__ZSTD_STATE;
+    return g;
+}
+
 int cf_codec_supported(uint16_t compression, uint16_t lerc_sub) {
     const cf__codec_entry *e = cf__codec_find(compression);
     if (!e || !e->decode) return 0;

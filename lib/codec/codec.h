@@ -39,6 +39,20 @@ void cf_codec_ctx_free(cf_codec_ctx *ctx);
  * CF_E_NOMEM in err if it cannot grow. */
 uint8_t *cf_codec_ctx_tile(cf_codec_ctx *ctx, size_t n, cf_error *err);
 
+/* Memory accounting, for callers that keep decoding within a byte budget
+ * (the loader, cf_cog_read_many).  cf_codec_ctx_bytes: what ctx holds now
+ * (its scratch buffers and decoder states; 0 for NULL).
+ * cf_codec_ctx_growth: at most how much decoding one chunk of p with ctx
+ * (NULL: a new context) can add to that, the caller also asking
+ * cf_codec_ctx_tile for tile_bytes, plus the working memory the codec's
+ * library allocates and frees within the call (an estimate: a progressive
+ * JPEG's coefficients, LERC's and WebP's planes).  Kept next to the codecs
+ * whose scratch it mirrors (lerc.c, predictor.c); test_codec.c checks it
+ * against real decodes. */
+uint64_t cf_codec_ctx_bytes(const cf_codec_ctx *ctx);
+uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
+                             uint64_t tile_bytes);
+
 /* Bytes one decoded chunk occupies: rows of ceil(width*samples*bits/8)
  * bytes.  0 on overflow or above CF_MAX_CHUNK_BYTES. */
 uint64_t cf_codec_chunk_bytes(const cf_codec_params *p);

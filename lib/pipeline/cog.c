@@ -356,6 +356,29 @@ cf_status cf__cog_chunk(const cf_cog *cog, int ifdi, uint32_t cx, uint32_t cy,
     return CF_OK;
 }
 
+const char *cf__cog_chunk_where(const cf_cog *cog, const cf_chunk *c, char *buf,
+                                size_t n) {
+    const cf_tiff *t = cog->tiff;
+    const cf_tiff_ifd *ifd = &t->ifds[c->ifd];
+    int level = -1, mask = 0;
+    for (int l = 0; l < t->nlevels && level < 0; l++) {
+        if (t->levels[l] == c->ifd) level = l;
+        else if (t->mask_of_level[l] == c->ifd) level = l, mask = 1;
+    }
+    char lv[48];
+    if (level < 0)
+        snprintf(lv, sizeof lv, "IFD %d", c->ifd);
+    else
+        snprintf(lv, sizeof lv, "%slevel %d", mask ? "mask of " : "", level);
+    if (ifd->tiled)
+        snprintf(buf, n, "%s, tile %llu (col %u, row %u%s)", lv,
+                 (unsigned long long)c->index, c->cx, c->cy,
+                 ifd->planar == 2 ? ", band plane" : "");
+    else
+        snprintf(buf, n, "%s, strip %llu", lv, (unsigned long long)c->index);
+    return buf;
+}
+
 void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
                           cf_codec_params *p) {
     const cf_tiff_ifd *ifd = &cog->tiff->ifds[c->ifd];
@@ -443,6 +466,13 @@ static void fill_samples(uint8_t *dst, size_t n, size_t bps, const uint8_t v[8])
         return;
     }
     for (size_t i = 0; i < n; i++) memcpy(dst + i * bps, v, bps);
+}
+
+void cf__cog_fill(const cf_cog *cog, int ifdi, uint8_t *dst, size_t nsamples) {
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
+    uint8_t v[8];
+    cf__cog_fill_value(cog, v);
+    fill_samples(dst, nsamples, ifd->bits >= 8 ? ifd->bits / 8u : 1, v);
 }
 
 /* Copy `n` samples with a source stride of `stride` samples. */

@@ -54,6 +54,10 @@ cf_status cf__cog_fetch_failed(cf_cog *cog, cf_status st, cf_error *err);
  * against the file size. */
 cf_status cf__cog_chunk(const cf_cog *cog, int ifd, uint32_t cx, uint32_t cy,
                         uint32_t plane, cf_chunk *out, cf_error *err);
+/* "level L, tile N (col X, row Y)" (or "strip N", "mask of level L",
+ * "band plane P") for messages about chunk c; returns buf. */
+const char *cf__cog_chunk_where(const cf_cog *cog, const cf_chunk *c, char *buf,
+                                size_t n);
 /* Codec parameters for a chunk and its decoded size in bytes. */
 void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
                           cf_codec_params *p);
@@ -73,6 +77,10 @@ void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
 
 /* Fill value for pixels without data, as one sample of the cog's dtype. */
 void cf__cog_fill_value(const cf_cog *cog, uint8_t out[8]);
+
+/* Fill nsamples samples of dst with the fill value (samples of IFD
+ * ifdi's size: 1 byte for 1-bit data, expanded by the paste). */
+void cf__cog_fill(const cf_cog *cog, int ifdi, uint8_t *dst, size_t nsamples);
 
 /* Check a cf_cog_read request; on success all[0..*nb) are the 0-based
  * bands, *ifdi the level's IFD and fill the nodata sample. */

@@ -4,13 +4,17 @@
  * remote files, puts every thread's tile requests on the io's one libcurl
  * multi loop, so N readers = N patches' requests in flight), converts and
  * augments them in C, and fills a ring of batch slots the consumer takes in
- * order.  Memory is fixed at creation: slots, per-thread scratch and the
- * tile-shuffle cache are sized from the options, never from the input.
+ * order.  Memory is bounded by the options, never by the input: the ring
+ * and the tile-shuffle cache are sized at creation, and everything else
+ * (reader scratch, fetched tiles, decode scratch) comes out of
+ * inflight_bytes (budget.h); readers wait for it rather than allocate
+ * beyond it.
  *
  * How many patches are read at once adapts to how busy the CPUs are
  * (loader_adapt.c) unless max_inflight fixes it.
  */
 #include "../common/common.h"
+#include "budget.h"
 #include "cog_internal.h"
 #include "loader_adapt.h"
 #include "sampler.h"
@@ -34,8 +38,10 @@
 #define LD_REMOTE_THREADS_MIN 128
 #define LD_REMOTE_THREADS_PER_CORE 32
 #define LD_MAX_IOS 8           /* io loops of a loader's own (remote) */
-#define LD_PART_CHUNKS 64      /* chunks of one sample on the direct path */
-#define LD_MAX_FETCH ((size_t)1 << 30) /* compressed bytes of one sample */
+#define LD_PART_CHUNKS 64      /* chunks fetched together (one batch) */
+/* skip_errors gives up when more than skip_limit of the last
+ * max(LD_SKIP_WINDOW, 2 x batch_size) samples were dropped. */
+#define LD_SKIP_WINDOW 64
 
 enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
@@ -48,6 +54,8 @@ typedef struct ld_slot {
     cf_window *windows;
     uint8_t *ok;              /* per sample: 1 read fine */
     cf_error err;             /* first failure of the batch */
+    int fatal;                /* a failure skip_errors must not hide */
+    cf_error fatal_err;       /* the first of those */
 } ld_slot;
 
 typedef struct ld_cache_ent {
@@ -74,36 +82,30 @@ typedef struct ld_worker {
     pthread_t th;
     uint8_t *scratch;         /* raw member blocks, then one output plane */
     size_t scratch_bytes;
-    /* Direct path (see read_parts): the compressed bytes of every chunk of
-     * one sample, fetched together; grown on demand, kept. */
-    uint8_t *fetch;
-    size_t fetch_cap;
+    /* One batch of chunks (read_parts): fetched together into buf. */
     cf_chunk chunks[LD_PART_CHUNKS];
+    int cpart[LD_PART_CHUNKS]; /* the part each chunk belongs to */
     cf_range_req reqs[LD_PART_CHUNKS];
     cf_error errs[LD_PART_CHUNKS];
 } ld_worker;
 
-/* What decoding needs, lent to a reader only while it decodes: a codec
- * context (which also keeps the decoded tile's buffer).  Readers mostly
- * wait on I/O, so a handful of kits (2 x cores + 2) serve a hundred
- * readers: decoding more tiles at once than there are cores buys nothing,
- * and each kit holds a decoded tile's memory. */
-typedef struct ld_kit {
-    cf_codec_ctx *ctx;
-} ld_kit;
-
-/* One file read of a sample: an image member or the mask. */
+/* One file read of a sample: an image member, the mask, or (tile-shuffle)
+ * a whole cell for the cache. */
 typedef struct ld_part {
     cf_cog *cog;
-    const int *bands;         /* 1-based, or NULL: all */
-    const int *bands0;        /* the same 0-based, for the paste (ident: all) */
-    int nb;
-    uint32_t nbands;          /* bands produced */
+    const int *bands0;        /* 0-based bands to produce (ident: all) */
+    const int *planes;        /* the distinct ones in order (planar files) */
+    uint32_t nbands, nplanes;
     cf_dtype dt;
+    int64_t x, y;             /* the window read, at the loader's level */
+    uint32_t w, h;
     uint8_t *dst;             /* raw, band-sequential */
     size_t bytes;
-    int fast;                 /* read by read_parts */
-    size_t c0, nc;            /* its chunks in the worker's arrays */
+    /* Its chunks, planes x rows x columns of the grid under the window;
+     * next is the first not yet fetched (part_begin / part_peek). */
+    int ifdi;
+    uint32_t cx0, cy0, cols, rows;
+    uint64_t next, count;
 } ld_part;
 
 struct cf_loader {
@@ -111,6 +113,7 @@ struct cf_loader {
     char **urls;              /* images then masks then layers */
     size_t nurls;
     int *bands, *bands0;      /* as given (1-based), and 0-based */
+    int *planes0, nplanes0;   /* bands0 without repeats (planar files) */
     float *mean, *std;
     cf_io *io;                /* ios[0] */
     cf_io *ios[LD_MAX_IOS];   /* files are spread over these */
@@ -158,18 +161,32 @@ struct cf_loader {
     int win_backpressure;
     cf__adapt ctl;             /* ctl.conc: patches read at once */
 
-    pthread_mutex_t kit_mu;
-    pthread_cond_t kit_cv;
-    ld_kit *kits;             /* nkits kits; free ones stacked below */
-    int *kit_free, nkit_free, nkits;
+    /* The memory budget (docs/loader.md, "Memory"): inflight_bytes is
+     * split into the readers' scratch (nthreads x scratch_bytes, fixed),
+     * the decode kits' budget and the fetch buffers' budget. */
+    cf__bufpool fetch;        /* compressed tiles being read */
+    cf__kits kits;            /* codec contexts lent to decoding readers */
+    int budgets;              /* fetch and kits initialised */
+    uint64_t ring_bytes;      /* the ring's slots, fixed */
     int ident[CF_MAX_BANDS];  /* 0, 1, 2, ...: "all bands" for the paste */
 
     pthread_mutex_t cache_mu;
     pthread_cond_t cache_cv;
     ld_cache_ent *cache;
     int ncache;
-    size_t cache_used;
+    size_t cache_used, cache_peak;
     uint64_t cache_tick;
+
+    /* skip_errors: outcomes of the last skip_window samples delivered or
+     * dropped, in order (1: dropped), under mu. */
+    uint8_t *skip_hist;
+    uint32_t skip_window, skip_pos, skip_dropped;
+
+    /* After cf_loader_close: the files and the loader's own io loops are
+     * gone (their sockets and descriptors with them); io_final keeps the
+     * io counters for stats. */
+    int released;
+    cf_io_stats io_final;
 
     /* stats (under mu, except the cache counters under cache_mu) */
     uint64_t st_samples, st_batches, st_skipped, st_decoded, st_delivered;
@@ -189,6 +206,7 @@ void cf_loader_options_init(cf_loader_options *opt) {
     opt->prefetch = 0; /* auto: see build() */
     opt->inflight_bytes = 0; /* auto: see build() */
     opt->cache_bytes = (size_t)256 << 20;
+    opt->skip_limit = 0.5;
 }
 
 static int is_remote_url(const char *u) {
@@ -381,6 +399,9 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     if (o->nbands < 0 || o->nbands > CF_MAX_BANDS || (o->nbands && !o->bands))
         return cf__err(err, CF_E_ARG, "loader: nbands %d not in [0, %d]",
                        o->nbands, CF_MAX_BANDS);
+    if (!(o->skip_limit >= 0 && o->skip_limit <= 1))
+        return cf__err(err, CF_E_ARG, "loader: skip_limit %g not in [0, 1]",
+                       o->skip_limit);
     /* Copy everything the caller may free after cf_loader_new. */
     size_t nimg = o->nfiles * (size_t)o->time_steps;
     ld->nurls = nimg + (o->masks ? o->nfiles : 0) +
@@ -406,6 +427,15 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
             return cf__err(err, CF_E_NOMEM, "loader: bands");
         memcpy(ld->bands, opt->bands, (size_t)o->nbands * sizeof *ld->bands);
         for (int b = 0; b < o->nbands; b++) ld->bands0[b] = ld->bands[b] - 1;
+        /* A band plane of a planar file is fetched once even when the
+         * band is asked for twice. */
+        ld->planes0 = cf__calloc((size_t)o->nbands, sizeof *ld->planes0);
+        if (!ld->planes0) return cf__err(err, CF_E_NOMEM, "loader: bands");
+        for (int b = 0; b < o->nbands; b++) {
+            int dup = 0;
+            for (int k = 0; k < ld->nplanes0; k++) dup |= ld->planes0[k] == ld->bands0[b];
+            if (!dup) ld->planes0[ld->nplanes0++] = ld->bands0[b];
+        }
     }
     o->bands = NULL;
     return CF_OK;
@@ -527,6 +557,17 @@ static size_t raw_member_bytes(const cf_loader *ld, const ld_member *m,
     return (size_t)(m->nb * w * h * cf_dtype_size(dt));
 }
 
+/* The most decoding one of cog's chunks at the loader's level can take
+ * from the kits' budget (a full tile, a new codec context). */
+static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
+    cf_chunk c;
+    memset(&c, 0, sizeof c);
+    c.ifd = cog->tiff->levels[ld->o.level];
+    cf_codec_params p;
+    cf__cog_chunk_params(cog, &c, &p);
+    return cf_codec_ctx_growth(NULL, &p, cf_codec_chunk_bytes(&p));
+}
+
 static cf_status build(cf_loader *ld, cf_error *err) {
     cf_loader_options *o = &ld->o;
     cf_status st = plan_channels(ld, err);
@@ -541,7 +582,7 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     ld->es = cf_dtype_size(L->dtype);
     L->has_mask = ld->msk != NULL;
     ld->mask_es = L->has_mask ? cf_dtype_size(L->mask_dtype) : 0;
-    uint64_t img_bytes, mask_bytes, sample_bytes;
+    uint64_t img_bytes, mask_bytes;
     if (!cf__mul_u64(B * o->time_steps, L->channels, &img_bytes) ||
         !cf__mul_u64(img_bytes, P * P, &img_bytes) ||
         !cf__mul_u64(img_bytes, ld->es, &img_bytes) ||
@@ -550,7 +591,6 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     mask_bytes = B * P * P * ld->mask_es;
     L->image_bytes = (size_t)img_bytes;
     L->mask_bytes = (size_t)mask_bytes;
-    sample_bytes = img_bytes / B;
 
     /* Sampler over the files' sizes at the chosen level. */
     cf__samp_file *sf = cf__calloc(o->nfiles, sizeof *sf);
@@ -612,15 +652,33 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     L->batches = o->drop_last ? cnt / B : (cnt + B - 1) / B;
     ld->total = L->samples;
 
+    /* Scratch: every raw member block of a sample (float32 output: they
+     * are read at once, then converted), at least one output plane (for
+     * augmentation). */
+    size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
+    size_t sum = 0;
+    for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
+        sum += raw_member_bytes(ld, &ld->members[m], P, P);
+    ld->scratch_bytes = sum > sb ? sum : sb;
+    for (int i = 0; i < CF_MAX_BANDS; i++) ld->ident[i] = i;
+
     /* Readers: fixed, or adaptive up to a cap set by the byte budget
-     * (auto: 256 MiB, or 64 MiB per core on machines of more than 4). */
+     * (auto: 256 MiB, or 64 MiB per core on machines of more than 4); their
+     * scratch takes at most half of it. */
     if (!o->inflight_bytes) {
         uint64_t b = (uint64_t)64 << 20;
         o->inflight_bytes = (size_t)(cf__ncpu() > 4 ? b * cf__ncpu() : 4 * b);
     }
-    uint64_t per_reader = sample_bytes + ld->mask_es * P * P;
-    uint64_t by_budget = per_reader ? o->inflight_bytes / per_reader : 1;
-    if (by_budget < 1) by_budget = 1;
+    const uint64_t I = o->inflight_bytes;
+    uint64_t by_budget = I / 2 / ld->scratch_bytes;
+    if (by_budget < 1)
+        return cf__err(err, CF_E_ARG,
+                       "loader: inflight_bytes %llu is too small: a reader's "
+                       "scratch for one patch is %zu bytes, and at most half "
+                       "of inflight_bytes goes to scratch (at least %llu "
+                       "needed)",
+                       (unsigned long long)I, ld->scratch_bytes,
+                       (unsigned long long)(4 * (uint64_t)ld->scratch_bytes));
     /* A reader thread reads and decodes one patch at a time, so patches
      * in flight need as many threads. */
     int want = o->threads > o->max_inflight ? o->threads : o->max_inflight;
@@ -648,22 +706,36 @@ static cf_status build(cf_loader *ld, cf_error *err) {
          * Capped at twice the in-flight byte budget, at least 4 slots. */
         uint64_t n = ((uint64_t)want + B - 1) / B + 2;
         uint64_t slot = img_bytes + mask_bytes;
-        uint64_t cap = slot ? 2 * (uint64_t)o->inflight_bytes / slot : n;
+        uint64_t cap = slot ? 2 * I / slot : n;
         if (n > cap) n = cap;
         if (n < 4) n = 4;
         if (n > LD_MAX_PREFETCH) n = LD_MAX_PREFETCH;
         o->prefetch = (int)n;
     }
     L->prefetch = o->prefetch;
-    /* Scratch: every raw member block of a sample (float32 output: they
-     * are read at once, then converted), at least one output plane (for
-     * augmentation). */
-    size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
-    size_t sum = 0;
-    for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
-        sum += raw_member_bytes(ld, &ld->members[m], P, P);
-    ld->scratch_bytes = sum > sb ? sum : sb;
-    for (int i = 0; i < CF_MAX_BANDS; i++) ld->ident[i] = i;
+    ld->ring_bytes = (uint64_t)o->prefetch *
+                     (img_bytes + mask_bytes + B * (sizeof(cf_window) + 1));
+
+    /* The rest of inflight_bytes: decoding (kits: at most a quarter, and
+     * no more than every kit decoding the largest tile of the inputs at
+     * once), then fetching. */
+    int nkits = (int)(2 * cf__ncpu() + 2);
+    if (nkits > ld->nthreads) nkits = ld->nthreads;
+    uint64_t need = 0;
+    size_t ncogs = ld->nurls;
+    for (size_t i = 0; i < ncogs; i++) {
+        uint64_t n = decode_need(ld, *url_slot(ld, i));
+        if (n > need) need = n;
+    }
+    uint64_t dec = (uint64_t)nkits * need;
+    if (dec > I / 4 || dec / (uint64_t)nkits != need) dec = I / 4;
+    uint64_t fetch = I - (uint64_t)ld->nthreads * ld->scratch_bytes - dec;
+    if (cf__bufpool_init(&ld->fetch, fetch, ld->nthreads) != CF_OK ||
+        cf__kits_init(&ld->kits, nkits, dec) != CF_OK) {
+        ld->budgets = 1;
+        return cf__err(err, CF_E_NOMEM, "loader: budgets");
+    }
+    ld->budgets = 1;
 
     ld->slots = cf__calloc((size_t)o->prefetch, sizeof *ld->slots);
     if (!ld->slots) return cf__err(err, CF_E_NOMEM, "loader: ring");
@@ -684,16 +756,12 @@ static cf_status build(cf_loader *ld, cf_error *err) {
         ld->cache = cf__calloc(LD_MAX_CACHE_ENTRIES, sizeof *ld->cache);
         if (!ld->cache) return cf__err(err, CF_E_NOMEM, "loader: tile cache");
     }
+    ld->skip_window = 2 * o->batch_size > LD_SKIP_WINDOW ? 2 * o->batch_size
+                                                         : LD_SKIP_WINDOW;
+    ld->skip_hist = cf__calloc(ld->skip_window, 1);
     ld->workers = cf__calloc((size_t)ld->nthreads, sizeof *ld->workers);
-    ld->nkits = (int)(2 * cf__ncpu() + 2);
-    if (ld->nkits > ld->nthreads) ld->nkits = ld->nthreads;
-    ld->kits = cf__calloc((size_t)ld->nkits, sizeof *ld->kits);
-    ld->kit_free = cf__calloc((size_t)ld->nkits, sizeof *ld->kit_free);
-    if (!ld->workers || !ld->kits || !ld->kit_free)
+    if (!ld->workers || !ld->skip_hist)
         return cf__err(err, CF_E_NOMEM, "loader: workers");
-    /* Kit 0 on top: the same few kits are reused while others stay cold. */
-    for (int i = 0; i < ld->nkits; i++) ld->kit_free[i] = ld->nkits - 1 - i;
-    ld->nkit_free = ld->nkits;
     return CF_OK;
 }
 
@@ -716,8 +784,6 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&ld->cache_mu, NULL);
     pthread_cond_init(&ld->cache_cv, NULL);
-    pthread_mutex_init(&ld->kit_mu, NULL);
-    pthread_cond_init(&ld->kit_cv, NULL);
     cf_status st = copy_options(ld, opt, err);
     if (st == CF_OK) {
         ld->io = ld->o.io;
@@ -805,15 +871,224 @@ cf_status cf_loader_shard_batches(const cf_loader *ld, int rank, int world_size,
 }
 
 /* ------------------------------------------------------------------ */
+/* reading: a sample's chunks fetched together, within the budget       */
+/* ------------------------------------------------------------------ */
+
+/* Why not cf_cog_read per part: it reads one file at a time (image, then
+ * mask: two round trips per patch on remote storage), allocates its fetch
+ * and tile buffers on every call (page faults on every patch) and answers
+ * to no budget.  Here every chunk of every part of a sample goes out
+ * together (one round trip), in batches of at most LD_PART_CHUNKS chunks
+ * that fit the fetch budget, into buffers kept from patch to patch, and
+ * is decoded with a kit whose scratch is charged to the decode budget. */
+
+typedef struct ld_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t left;
+} ld_wait;
+
+static void wait_cb(cf_range_req *r, void *user) {
+    ld_wait *w = user;
+    (void)r;
+    pthread_mutex_lock(&w->mu);
+    if (--w->left == 0) pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Chunk i of part p's grid: its column, row and band plane. */
+static void part_chunk_at(const ld_part *p, const cf_tiff_ifd *ifd, uint64_t i,
+                          uint32_t *cx, uint32_t *cy, uint32_t *plane) {
+    uint64_t per = (uint64_t)p->cols * p->rows, r = i % per;
+    *cx = p->cx0 + (uint32_t)(r % p->cols);
+    *cy = p->cy0 + (uint32_t)(r / p->cols);
+    *plane = ifd->planar == 2 ? (uint32_t)p->planes[i / per] : 0;
+}
+
+/* Start reading part p: what no chunk covers (outside the image, sparse
+ * chunks) gets the fill value, as cf_cog_read gives it, and the cursor
+ * goes to the first chunk. */
+static void part_begin(const cf_loader *ld, ld_part *p) {
+    const cf_cog *cog = p->cog;
+    p->ifdi = cog->tiff->levels[ld->o.level];
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[p->ifdi];
+    p->next = p->count = 0;
+    int64_t x0 = p->x < 0 ? 0 : p->x, y0 = p->y < 0 ? 0 : p->y;
+    int64_t x1 = p->x + (int64_t)p->w, y1 = p->y + (int64_t)p->h;
+    if (x1 > (int64_t)ifd->width) x1 = ifd->width;
+    if (y1 > (int64_t)ifd->height) y1 = ifd->height;
+    int inside = x0 == p->x && y0 == p->y && x1 == p->x + (int64_t)p->w &&
+                 y1 == p->y + (int64_t)p->h;
+    size_t n = (size_t)p->w * p->h * p->nbands;
+    if (!inside) cf__cog_fill(cog, p->ifdi, p->dst, n);
+    if (x0 >= x1 || y0 >= y1) return;
+    p->cx0 = (uint32_t)(x0 / ifd->chunk_w);
+    p->cy0 = (uint32_t)(y0 / ifd->chunk_h);
+    p->cols = (uint32_t)((x1 - 1) / ifd->chunk_w) - p->cx0 + 1;
+    p->rows = (uint32_t)((y1 - 1) / ifd->chunk_h) - p->cy0 + 1;
+    p->count = (uint64_t)(ifd->planar == 2 ? p->nplanes : 1) * p->cols * p->rows;
+    if (!inside) return;
+    const uint64_t per_plane = (uint64_t)ifd->chunks_across * ifd->chunks_down;
+    for (uint64_t i = 0; i < p->count; i++) {
+        uint32_t cx, cy, pl;
+        part_chunk_at(p, ifd, i, &cx, &cy, &pl);
+        uint64_t idx = pl * per_plane + (uint64_t)cy * ifd->chunks_across + cx;
+        if (idx < ifd->nchunks && ifd->counts[idx] == 0) {
+            cf__cog_fill(cog, p->ifdi, p->dst, n);
+            break;
+        }
+    }
+}
+
+/* Part p's next chunk to fetch in *c (*has 0: none left); sparse chunks
+ * are passed over (part_begin filled them). */
+static cf_status part_peek(ld_part *p, cf_chunk *c, int *has, cf_error *err) {
+    const cf_tiff_ifd *ifd = &p->cog->tiff->ifds[p->ifdi];
+    *has = 0;
+    for (; p->next < p->count; p->next++) {
+        uint32_t cx, cy, pl;
+        part_chunk_at(p, ifd, p->next, &cx, &cy, &pl);
+        cf_status st = cf__cog_chunk(p->cog, p->ifdi, cx, cy, pl, c, err);
+        if (st != CF_OK) return st;
+        if (c->len) {
+            *has = 1;
+            return CF_OK;
+        }
+    }
+    return CF_OK;
+}
+
+/* Fetch the worker's k chunks (total compressed bytes) into a buffer of
+ * the fetch budget, then decode and paste each into its part. */
+static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
+                              size_t k, uint64_t total, cf_cog **bad,
+                              cf_error *err) {
+    cf_cog *first = parts[wk->cpart[0]].cog;
+    cf__buf buf;
+    int fresh;
+    cf_status st = cf__bufpool_get(&ld->fetch, (size_t)total, &buf, &fresh, err);
+    if (st != CF_OK) {
+        *bad = first;
+        return cf__err_prefix(err, st, "%s: waiting for %llu bytes of tiles",
+                              cf_cog_name(first), (unsigned long long)total);
+    }
+    if (fresh) cf__cog_prefault(first, buf.p, buf.cap);
+    memset(wk->reqs, 0, k * sizeof *wk->reqs);
+    cf__cog_chunk_reqs(wk->chunks, k, buf.p, wk->reqs);
+    for (size_t i = 0; i < k; i++) {
+        cf_range_req *r = &wk->reqs[i];
+        r->err = &wk->errs[i];
+        r->status = CF_E_IO;
+        cf__err_clear(r->err);
+    }
+    /* Every part's chunks go out before waiting for any. */
+    ld_wait wt;
+    pthread_mutex_init(&wt.mu, NULL);
+    pthread_cond_init(&wt.cv, NULL);
+    wt.left = k;
+    for (size_t i = 0; i < k;) {
+        size_t j = i;
+        while (j < k && wk->cpart[j] == wk->cpart[i]) j++;
+        cf_cog *cog = parts[wk->cpart[i]].cog;
+        cf_status s2 = cf_src_submit(cog->src, &wk->reqs[i], j - i, wait_cb,
+                                     &wt, err);
+        if (s2 != CF_OK) {
+            /* Nothing of this run was submitted: no callbacks to wait. */
+            pthread_mutex_lock(&wt.mu);
+            wt.left -= j - i;
+            pthread_mutex_unlock(&wt.mu);
+            if (st == CF_OK) {
+                st = s2;
+                *bad = cog;
+            }
+        }
+        i = j;
+    }
+    pthread_mutex_lock(&wt.mu);
+    while (wt.left) pthread_cond_wait(&wt.cv, &wt.mu);
+    pthread_mutex_unlock(&wt.mu);
+    pthread_cond_destroy(&wt.cv);
+    pthread_mutex_destroy(&wt.mu);
+    cf__kit *kit = NULL;
+    for (size_t i = 0; i < k && st == CF_OK; i++) {
+        ld_part *p = &parts[wk->cpart[i]];
+        const cf_chunk *c = &wk->chunks[i];
+        cf_range_req *r = &wk->reqs[i];
+        const uint8_t *chunk = NULL;
+        if (r->status != CF_OK) {
+            if (err) *err = *r->err;
+            st = cf__cog_fetch_failed(p->cog, r->status, err);
+        } else {
+            /* A kit only for chunks that need decoding, borrowed once. */
+            if (!kit && !cf__cog_chunk_raw(p->cog, c)) kit = cf__kits_get(&ld->kits);
+            st = cf__kits_decode(&ld->kits, kit, p->cog, c, r->dst, &chunk, err);
+            if (st == CF_OK)
+                cf__cog_paste(p->cog, c, chunk, p->x, p->y, p->w, p->h,
+                              p->bands0, (int)p->nbands, p->dst, 1);
+        }
+        if (st != CF_OK) *bad = p->cog;
+    }
+    cf__kits_put(&ld->kits, kit);
+    cf__bufpool_put(&ld->fetch, &buf);
+    return st;
+}
+
+/* Read parts[0..np): their chunks in order, in batches that fit the
+ * fetch budget.  A chunk that can never fit (its compressed bytes above
+ * the fetch budget, or its decode above the decode budget) fails the part
+ * with CF_E_LIMIT before anything is allocated.  On failure *bad names the
+ * part's file. */
+static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
+                            int np, cf_cog **bad, cf_error *err) {
+    for (int i = 0; i < np; i++) part_begin(ld, &parts[i]);
+    const uint64_t fcap = ld->fetch.b.cap, dcap = ld->kits.b.cap;
+    int cur = 0;
+    cf_status st = CF_OK;
+    while (st == CF_OK) {
+        size_t k = 0;
+        uint64_t total = 0;
+        while (cur < np && k < LD_PART_CHUNKS) {
+            ld_part *p = &parts[cur];
+            cf_chunk *c = &wk->chunks[k];
+            int has;
+            st = part_peek(p, c, &has, err);
+            if (st != CF_OK) {
+                *bad = p->cog;
+                break;
+            }
+            if (!has) {
+                cur++;
+                continue;
+            }
+            st = cf__budget_fits(p->cog, c, 1, fcap, dcap, "the loader",
+                                 ld->o.inflight_bytes, err);
+            if (st != CF_OK) {
+                *bad = p->cog;
+                break;
+            }
+            if (total + c->len > fcap) break; /* the next batch takes it */
+            wk->cpart[k++] = cur;
+            total += c->len;
+            p->next++;
+        }
+        if (st != CF_OK || !k) break;
+        st = fetch_decode(ld, wk, parts, k, total, bad, err);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
 /* tile-shuffle cache: whole decoded cells, shared by the crops of them */
 /* ------------------------------------------------------------------ */
 
-/* The entry for (cog, cell) with a reference held, loading it if needed;
- * NULL when it cannot fit in the budget (the caller then reads directly). */
-static ld_cache_ent *cache_get(cf_loader *ld, cf_cog *cog, const int *bands,
-                               int nb, size_t bytes, int64_t cx, int64_t cy,
+/* The entry for (part p's file, cell) with a reference held, loading it
+ * if needed; NULL when it cannot fit in the budget (the caller then reads
+ * directly). */
+static ld_cache_ent *cache_get(cf_loader *ld, ld_worker *wk, const ld_part *p,
+                               size_t bytes, int64_t cx, int64_t cy,
                                uint32_t cw, uint32_t ch, int *loaded,
-                               cf_status *st, cf_error *err) {
+                               cf_status *st, cf_cog **bad, cf_error *err) {
+    cf_cog *cog = p->cog;
     *st = CF_OK;
     *loaded = 0;
     if (!ld->cache || bytes > ld->o.cache_bytes) return NULL;
@@ -877,15 +1152,24 @@ static ld_cache_ent *cache_get(cf_loader *ld, cf_cog *cog, const int *bands,
     e->refs = 1;
     e->lru = ++ld->cache_tick;
     ld->cache_used += bytes;
+    if (ld->cache_used > ld->cache_peak) ld->cache_peak = ld->cache_used;
     pthread_mutex_unlock(&ld->cache_mu);
 
     uint8_t *buf = cf__malloc(bytes);
-    if (!buf)
-        *st = cf__err(err, CF_E_NOMEM, "loader: cache cell of %zu bytes",
-                      bytes);
-    else
-        *st = cf_cog_read(cog, ld->o.level, cx, cy, cw, ch, bands, nb, buf,
-                          bytes, err);
+    if (!buf) {
+        *st = cf__err(err, CF_E_NOMEM, "loader: %s: cache cell of %zu bytes",
+                      cf_cog_name(cog), bytes);
+        *bad = cog;
+    } else {
+        ld_part cell = *p;
+        cell.x = cx;
+        cell.y = cy;
+        cell.w = cw;
+        cell.h = ch;
+        cell.dst = buf;
+        cell.bytes = bytes;
+        *st = read_parts(ld, wk, &cell, 1, bad, err);
+    }
     pthread_mutex_lock(&ld->cache_mu);
     if (*st != CF_OK) {
         free(buf);
@@ -908,239 +1192,41 @@ static void cache_put(cf_loader *ld, ld_cache_ent *e) {
     pthread_mutex_unlock(&ld->cache_mu);
 }
 
-/* Read bands of window `w` of `cog` (raw, band-sequential) into dst; with
- * the tile-shuffle sampler, crop it out of the cached cell.  *decoded
+/* Read part p (window `w` of the sample) on its own; with the
+ * tile-shuffle sampler, crop it out of the cached cell.  *decoded
  * receives the raw bytes the reader produced. */
-static cf_status read_block(cf_loader *ld, cf_cog *cog, const int *bands,
-                            int nb, uint32_t nbands, cf_dtype dt,
-                            const cf_window *w, uint8_t *dst, size_t dst_size,
-                            uint64_t *decoded, cf_error *err) {
-    size_t es = cf_dtype_size(dt);
+static cf_status read_block(cf_loader *ld, ld_worker *wk, ld_part *p,
+                            const cf_window *w, uint64_t *decoded,
+                            cf_cog **bad, cf_error *err) {
+    size_t es = cf_dtype_size(p->dt);
     if (ld->o.sampler == CF_SAMPLER_TILE_SHUFFLE) {
         int64_t cx, cy;
         uint32_t cw, ch;
         cf__sampler_cell(&ld->samp, w, &cx, &cy, &cw, &ch);
-        size_t bytes = (size_t)nbands * cw * ch * es;
+        size_t bytes = (size_t)p->nbands * cw * ch * es;
         cf_status st;
         int loaded;
-        ld_cache_ent *e = cache_get(ld, cog, bands, nb, bytes, cx, cy, cw, ch,
-                                    &loaded, &st, err);
+        ld_cache_ent *e = cache_get(ld, wk, p, bytes, cx, cy, cw, ch, &loaded,
+                                    &st, bad, err);
         if (st != CF_OK) return st;
         if (e) {
             if (loaded) *decoded += bytes;
             size_t row = (size_t)w->w * es;
-            for (uint32_t b = 0; b < nbands; b++)
+            for (uint32_t b = 0; b < p->nbands; b++)
                 for (uint32_t r = 0; r < w->h; r++) {
                     const uint8_t *s =
                         e->buf + (((size_t)b * ch + (size_t)(w->y - cy + r)) *
                                       cw +
                                   (size_t)(w->x - cx)) *
                                      es;
-                    memcpy(dst + ((size_t)b * w->h + r) * row, s, row);
+                    memcpy(p->dst + ((size_t)b * w->h + r) * row, s, row);
                 }
             cache_put(ld, e);
             return CF_OK;
         }
     }
-    *decoded += dst_size;
-    return cf_cog_read(cog, ld->o.level, w->x, w->y, w->w, w->h, bands, nb,
-                       dst, dst_size, err);
-}
-
-/* ------------------------------------------------------------------ */
-/* direct path: all of a sample's chunks fetched at once                */
-/* ------------------------------------------------------------------ */
-
-/* Why not cf_cog_read per part: it reads one file at a time (image, then
- * mask: two round trips per patch on remote storage) and allocates its
- * fetch and tile buffers on every call (page faults on every patch).
- * Here every chunk of every part is submitted together, so a sample costs
- * one round trip, and the buffers are kept.  Parts this path does not
- * cover (windows crossing the image edge, sparse chunks, sub-byte samples,
- * more than LD_PART_CHUNKS chunks) go through cf_cog_read. */
-
-typedef struct ld_wait {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    size_t left;
-} ld_wait;
-
-static void wait_cb(cf_range_req *r, void *user) {
-    ld_wait *w = user;
-    (void)r;
-    pthread_mutex_lock(&w->mu);
-    if (--w->left == 0) pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static ld_kit *kit_get(cf_loader *ld) {
-    pthread_mutex_lock(&ld->kit_mu);
-    while (!ld->nkit_free) pthread_cond_wait(&ld->kit_cv, &ld->kit_mu);
-    ld_kit *k = &ld->kits[ld->kit_free[--ld->nkit_free]];
-    pthread_mutex_unlock(&ld->kit_mu);
-    if (k && !k->ctx) k->ctx = cf_codec_ctx_new();
-    return k;
-}
-
-static void kit_put(cf_loader *ld, ld_kit *k) {
-    if (!k) return;
-    pthread_mutex_lock(&ld->kit_mu);
-    ld->kit_free[ld->nkit_free++] = (int)(k - ld->kits);
-    pthread_cond_signal(&ld->kit_cv);
-    pthread_mutex_unlock(&ld->kit_mu);
-}
-
-/* Plan part p's chunks into the worker's arrays from *k on: 1 done, 0
- * when the direct path does not cover it, -1 when its chunks do not fit
- * beside those planned already (LD_PART_CHUNKS chunks, LD_MAX_FETCH
- * bytes): it goes first in the next batch. */
-static int plan_part(cf_loader *ld, ld_worker *wk, ld_part *p,
-                     const cf_window *w, size_t *k, uint64_t *total) {
-    const cf_cog *cog = p->cog;
-    if (!cog->src || ld->o.level < 0 || ld->o.level >= cog->tiff->nlevels)
-        return 0;
-    int ifdi = cog->tiff->levels[ld->o.level];
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
-    if (ifd->bits < 8 || w->x < 0 || w->y < 0 || !w->w || !w->h ||
-        w->x + (int64_t)w->w > (int64_t)ifd->width ||
-        w->y + (int64_t)w->h > (int64_t)ifd->height ||
-        p->nbands != (uint32_t)(p->bands ? p->nb : ifd->samples))
-        return 0;
-    uint32_t planes[LD_PART_CHUNKS];
-    cf_chunk_grid g;
-    if (!cf__cog_chunk_grid(ifd, w->x, w->y, w->x + w->w, w->y + w->h, p->bands0,
-                            (int)p->nbands, planes, LD_PART_CHUNKS, &g) ||
-        g.count > LD_PART_CHUNKS)
-        return 0;
-    if (g.count > LD_PART_CHUNKS - *k) return -1;
-    size_t k0 = *k;
-    uint64_t t = *total;
-    for (uint32_t pl = 0; pl < g.nplanes; pl++)
-        for (uint32_t cy = g.cy0; cy <= g.cy1; cy++)
-            for (uint32_t cx = g.cx0; cx <= g.cx1; cx++) {
-                cf_chunk *c = &wk->chunks[*k];
-                cf_error e;
-                if (cf__cog_chunk(cog, ifdi, cx, cy, planes[pl], c, &e) !=
-                        CF_OK ||
-                    c->len == 0) {
-                    *k = k0; /* cf_cog_read reports it or fills it */
-                    return 0;
-                }
-                if (c->len > LD_MAX_FETCH - t) {
-                    *k = k0;
-                    return k0 ? -1 : 0;
-                }
-                t += c->len;
-                (*k)++;
-            }
-    p->c0 = k0;
-    p->nc = *k - k0;
-    *total = t;
-    return 1;
-}
-
-/* Decode (or take as is) and paste chunk c of part p; a kit is borrowed
- * at the first chunk that needs decoding. */
-static cf_status paste_chunk(cf_loader *ld, ld_kit **kit, ld_part *p,
-                             const cf_chunk *c, const uint8_t *src,
-                             const cf_window *w, cf_error *err) {
-    cf_codec_ctx *ctx = NULL;
-    if (!cf__cog_chunk_raw(p->cog, c)) {
-        if (!*kit) *kit = kit_get(ld);
-        if (!*kit || !(*kit)->ctx)
-            return cf__err(err, CF_E_NOMEM, "loader: %s: codec context",
-                           cf_cog_name(p->cog));
-        ctx = (*kit)->ctx;
-    }
-    return cf__cog_decode_paste(p->cog, ctx, c, src, w->x, w->y, w->w, w->h,
-                                p->bands0, (int)p->nbands, p->dst, 1, err);
-}
-
-/* Take parts from the first on while their chunks fit one batch (*taken:
- * at least 1) and read the ones the direct path covers, marking them
- * fast; the others are left to the caller.  On failure *bad names the
- * part's file. */
-static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
-                            int np, const cf_window *w, int *taken,
-                            cf_cog **bad, cf_error *err) {
-    size_t k = 0;
-    uint64_t total = 0;
-    for (int i = 0; i < np; i++) {
-        int r = plan_part(ld, wk, &parts[i], w, &k, &total);
-        if (r < 0) {
-            np = i;
-            break;
-        }
-        parts[i].fast = r;
-    }
-    *taken = np;
-    if (!k) return CF_OK;
-    if (wk->fetch_cap < total) {
-        free(wk->fetch);
-        wk->fetch_cap = 0;
-        wk->fetch = cf__malloc((size_t)total);
-        if (!wk->fetch)
-            return cf__err(err, CF_E_NOMEM,
-                           "loader: fetch buffer of %llu bytes",
-                           (unsigned long long)total);
-        wk->fetch_cap = (size_t)total;
-    }
-    /* The fetch buffer is kept from patch to patch: no fresh pages. */
-    memset(wk->reqs, 0, k * sizeof *wk->reqs);
-    cf__cog_chunk_reqs(wk->chunks, k, wk->fetch, wk->reqs);
-    for (size_t i = 0; i < k; i++) {
-        cf_range_req *r = &wk->reqs[i];
-        r->err = &wk->errs[i];
-        r->status = CF_E_IO;
-        cf__err_clear(r->err);
-    }
-    /* Every part's chunks go out before waiting for any. */
-    ld_wait wt;
-    pthread_mutex_init(&wt.mu, NULL);
-    pthread_cond_init(&wt.cv, NULL);
-    wt.left = k;
-    cf_status st = CF_OK;
-    for (int i = 0; i < np; i++) {
-        if (!parts[i].fast) continue;
-        cf_status s2 = cf_src_submit(parts[i].cog->src, &wk->reqs[parts[i].c0],
-                                     parts[i].nc, wait_cb, &wt, err);
-        if (s2 != CF_OK) {
-            /* Nothing of this part was submitted: no callbacks to wait. */
-            pthread_mutex_lock(&wt.mu);
-            wt.left -= parts[i].nc;
-            pthread_mutex_unlock(&wt.mu);
-            if (st == CF_OK) {
-                st = s2;
-                *bad = parts[i].cog;
-            }
-            for (size_t j = 0; j < parts[i].nc; j++)
-                wk->reqs[parts[i].c0 + j].status = CF_OK;
-        }
-    }
-    pthread_mutex_lock(&wt.mu);
-    while (wt.left) pthread_cond_wait(&wt.cv, &wt.mu);
-    pthread_mutex_unlock(&wt.mu);
-    pthread_cond_destroy(&wt.cv);
-    pthread_mutex_destroy(&wt.mu);
-    if (st != CF_OK) return st;
-    ld_kit *kit = NULL;
-    for (int i = 0; i < np && st == CF_OK; i++) {
-        ld_part *p = &parts[i];
-        if (!p->fast) continue;
-        for (size_t j = 0; j < p->nc && st == CF_OK; j++) {
-            cf_range_req *r = &wk->reqs[p->c0 + j];
-            if (r->status != CF_OK) {
-                if (err) *err = *r->err;
-                st = cf__cog_fetch_failed(p->cog, r->status, err);
-            } else {
-                st = paste_chunk(ld, &kit, p, &wk->chunks[p->c0 + j], r->dst,
-                                 w, err);
-            }
-            if (st != CF_OK) *bad = p->cog;
-        }
-    }
-    kit_put(ld, kit);
-    return st;
+    *decoded += p->bytes;
+    return read_parts(ld, wk, p, 1, bad, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1245,7 +1331,6 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     const size_t T = (size_t)o->time_steps, C = ld->lay_out.channels;
     const uint32_t P = o->patch_size;
     const int f32 = o->out_dtype == CF_DT_F32;
-    static const int first_band = 1;
     cf_window w;
     cf__sampler_window_at(&ld->samp, epoch, j, &w);
     s->windows[i] = w;
@@ -1254,9 +1339,9 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
                             : NULL;
     /* The parts: image members (raw into the slot, or into scratch when
-     * converted to float32), then the mask.  They go out together, as
-     * many at a time as one batch of LD_PART_CHUNKS chunks holds (a long
-     * time series takes several). */
+     * converted to float32), then the mask.  They go out together, up to
+     * LD_PART_CHUNKS parts at a time (a long time series takes several
+     * groups). */
     const int nall = ld->nmembers + (mask != NULL);
     ld_part parts[LD_PART_CHUNKS];
     size_t off = 0;
@@ -1269,12 +1354,14 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
             ld_part *p = &parts[k];
             int m = g + k;
             memset(p, 0, sizeof *p);
+            p->x = w.x;
+            p->y = w.y;
+            p->w = w.w;
+            p->h = w.h;
             if (m == ld->nmembers) {
                 p->cog = ld->msk[f];
-                p->bands = &first_band;
-                p->bands0 = ld->ident;
-                p->nb = 1;
-                p->nbands = 1;
+                p->bands0 = p->planes = ld->ident;
+                p->nbands = p->nplanes = 1;
                 p->dt = ld->lay_out.mask_dtype;
                 p->dst = mask;
                 p->bytes = ld->plane * ld->mask_es;
@@ -1282,10 +1369,11 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
             }
             const ld_member *mb = &ld->members[m];
             p->cog = member_cog(ld, f, mb);
-            p->bands = mb->layer < 0 ? ld->bands : NULL;
-            p->bands0 = p->bands ? ld->bands0 : ld->ident;
-            p->nb = mb->layer < 0 ? o->nbands : 0;
+            int sel = mb->layer < 0 && ld->bands;
+            p->bands0 = sel ? ld->bands0 : ld->ident;
+            p->planes = sel ? ld->planes0 : ld->ident;
             p->nbands = mb->nb;
+            p->nplanes = sel ? (uint32_t)ld->nplanes0 : mb->nb;
             p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
             p->bytes = raw_member_bytes(ld, mb, P, P);
             p->dst = f32 ? wk->scratch + off
@@ -1293,31 +1381,23 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
                                      ld->plane * ld->es;
             off += p->bytes;
         }
-        int taken = np;
-        if (o->sampler != CF_SAMPLER_TILE_SHUFFLE)
-            st = read_parts(ld, wk, parts, np, &w, &taken, &bad, err);
-        /* Parts that did not fit the batch start the next group. */
-        for (int k = taken; k < np; k++)
-            if (g + k != ld->nmembers) off -= parts[k].bytes;
-        g += taken;
-        for (int k = 0; k < taken && st == CF_OK; k++) {
-            ld_part *p = &parts[k];
-            if (p->fast) {
-                *decoded += p->bytes;
-                continue;
-            }
-            st = read_block(ld, p->cog, p->bands, p->nb, p->nbands, p->dt, &w,
-                            p->dst, p->bytes, decoded, err);
-            if (st != CF_OK) bad = p->cog;
+        if (o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
+            st = read_parts(ld, wk, parts, np, &bad, err);
+            for (int k = 0; k < np && st == CF_OK; k++) *decoded += parts[k].bytes;
+        } else {
+            for (int k = 0; k < np && st == CF_OK; k++)
+                st = read_block(ld, wk, &parts[k], &w, decoded, &bad, err);
         }
+        g += np;
     }
     *t_read += cf__now() - t0;
+    /* The file whose read failed; the sample's image if none was named. */
     if (st != CF_OK)
         return cf__err_prefix(err, st,
                               "loader: sample %llu (%s, window %lld,%lld,%u,%u)",
                               (unsigned long long)w.index,
-                              bad ? cf_cog_name(bad) : "?", (long long)w.x,
-                              (long long)w.y, w.w, w.h);
+                              cf_cog_name(bad ? bad : ld->img[f * T]),
+                              (long long)w.x, (long long)w.y, w.w, w.h);
     double t2 = cf__now();
     off = 0;
     for (int m = 0; f32 && m < ld->nmembers; m++) {
@@ -1340,6 +1420,10 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
 /* The loader's io counters: the sum over its io loops. */
 static void io_stats(cf_loader *ld, cf_io_stats *out) {
     memset(out, 0, sizeof *out);
+    if (ld->released) {
+        *out = ld->io_final;
+        return;
+    }
     for (int i = 0; i < ld->nios; i++) {
         cf_io_stats s;
         cf_io_get_stats(ld->ios[i], &s);
@@ -1439,6 +1523,24 @@ static int claimable(cf_loader *ld) {
     return 0;
 }
 
+/* Failures that are not the sample's fault but the run's: expired or
+ * wrong credentials (401/403), an object that was readable and is gone
+ * (404, a deleted file), an object replaced while read (ETag, 412, a
+ * rewritten file), no memory, a stopped loader.  skip_errors never drops
+ * these: the batch fails with them.  Corrupt or oversized tiles, and
+ * transport failures after the io layer's retries, are the sample's. */
+static int fatal_error(cf_status st) {
+    switch (st) {
+    case CF_E_AUTH:
+    case CF_E_NOTFOUND:
+    case CF_E_CHANGED:
+    case CF_E_NOMEM:
+    case CF_E_STATE:
+    case CF_E_ARG: return 1;
+    default: return 0;
+    }
+}
+
 static void *worker_main(void *arg) {
     ld_worker *wk = arg;
     cf__thread_name("cf-reader");
@@ -1460,6 +1562,7 @@ static void *worker_main(void *arg) {
             s->batch = q;
             s->n = left < ld->o.batch_size ? (uint32_t)left : ld->o.batch_size;
             s->done = s->failed = 0;
+            s->fatal = 0;
             cf__err_clear(&s->err);
         }
         ld->reading++;
@@ -1478,6 +1581,10 @@ static void *worker_main(void *arg) {
         ld->st_convert += tc;
         s->ok[i] = st == CF_OK;
         if (st != CF_OK && !s->failed++) s->err = e;
+        if (st != CF_OK && !s->fatal && fatal_error(st)) {
+            s->fatal = 1;
+            s->fatal_err = e;
+        }
         if (++s->done == s->n) {
             s->state = SLOT_READY;
             pthread_cond_broadcast(&ld->ready_cv);
@@ -1526,7 +1633,12 @@ static void stop_threads(cf_loader *ld) {
     ld->stop = 1;
     pthread_cond_broadcast(&ld->work_cv);
     pthread_mutex_unlock(&ld->mu);
+    /* Readers waiting for memory give up their patch (it is dropped). */
+    cf__budget_abort(&ld->fetch.b, 1);
+    cf__budget_abort(&ld->kits.b, 1);
     for (int t = 0; t < n; t++) pthread_join(ld->workers[t].th, NULL);
+    cf__budget_abort(&ld->fetch.b, 0);
+    cf__budget_abort(&ld->kits.b, 0);
     pthread_mutex_lock(&ld->mu);
     ld->stop = 0; /* a closed loader's readers stop on ld->closed */
     pthread_mutex_unlock(&ld->mu);
@@ -1544,6 +1656,22 @@ static cf_status check_pid(const cf_loader *ld, cf_error *err) {
                    "loader: created in process %d, used in %d after fork(): "
                    "create a loader in each process",
                    (int)ld->pid, (int)getpid());
+}
+
+/* Under ld->mu, with skip_errors, for each batch in order: record its
+ * samples' outcomes in the window of the last skip_window, and 1 when
+ * more than skip_limit of that window failed (samples not seen yet count
+ * as read): a run whose reads mostly fail then stops with the cause
+ * instead of delivering empty batches. */
+static int skip_record(cf_loader *ld, const ld_slot *s) {
+    for (uint32_t i = 0; i < s->n; i++) {
+        uint8_t *h = &ld->skip_hist[ld->skip_pos];
+        ld->skip_dropped -= *h;
+        *h = !s->ok[i];
+        ld->skip_dropped += *h;
+        ld->skip_pos = (ld->skip_pos + 1) % ld->skip_window;
+    }
+    return (double)ld->skip_dropped > ld->o.skip_limit * ld->skip_window;
 }
 
 /* Under ld->mu: slot s holds the consumer's next batch, complete. */
@@ -1630,9 +1758,21 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
         return st;
     }
     uint64_t b = ld->next_batch++;
-    if (s->failed && !ld->o.skip_errors) {
-        if (err) *err = s->err;
-        cf_status code = s->err.code ? s->err.code : CF_E_IO;
+    const cf_error *fail = NULL;
+    cf_error gave_up;
+    if (s->failed && (!ld->o.skip_errors || s->fatal))
+        fail = s->fatal ? &s->fatal_err : &s->err;
+    else if (ld->o.skip_errors && skip_record(ld, s) && s->failed) {
+        gave_up = s->err;
+        cf__err_hint(&gave_up, gave_up.code,
+                     "skip_errors gave up: %u of the last %u samples failed "
+                     "(skip_limit %g)",
+                     ld->skip_dropped, ld->skip_window, ld->o.skip_limit);
+        fail = &gave_up;
+    }
+    if (fail) {
+        if (err) *err = *fail;
+        cf_status code = fail->code ? fail->code : CF_E_IO;
         s->state = SLOT_FREE;
         pthread_cond_broadcast(&ld->work_cv);
         pthread_mutex_unlock(&ld->mu);
@@ -1780,6 +1920,7 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     memset(out, 0, sizeof *out);
     if (getpid() != ld->pid) return; /* forked child: see check_pid */
     cf_io_stats ios;
+    pthread_mutex_lock(&ld->mu); /* the io loops may be going (close) */
     io_stats(ld, &ios);
     out->bytes_fetched = ios.bytes_fetched;
     out->requests = ios.requests;
@@ -1787,7 +1928,6 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     out->io_inflight = ios.inflight;
     out->hedges = ios.hedges;
     out->hedge_wins = ios.hedge_wins;
-    pthread_mutex_lock(&ld->mu);
     out->samples = ld->st_samples;
     out->batches = ld->st_batches;
     out->skipped = ld->st_skipped;
@@ -1803,6 +1943,64 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     pthread_mutex_lock(&ld->cache_mu);
     out->cache_hits = ld->st_hits;
     out->cache_misses = ld->st_misses;
+    uint64_t cache_used = ld->cache_used, cache_peak = ld->cache_peak;
+    pthread_mutex_unlock(&ld->cache_mu);
+    /* The budget (docs/loader.md, "Memory") and what is charged to it;
+     * the peak adds the parts' own peaks, so it is an upper bound. */
+    uint64_t fu, fp, du, dp;
+    cf__budget_usage(&ld->fetch.b, &fu, &fp);
+    cf__budget_usage(&ld->kits.b, &du, &dp);
+    uint64_t fixed = ld->ring_bytes +
+                     (uint64_t)ld->nthreads * ld->scratch_bytes;
+    out->memory_budget = ld->ring_bytes + ld->o.inflight_bytes +
+                         (ld->cache ? ld->o.cache_bytes : 0);
+    out->memory_used = fixed + cache_used + fu + du;
+    out->memory_peak = fixed + cache_peak + fp + dp;
+}
+
+/* Close the files and the loader's own io loops now (their connections,
+ * sockets and descriptors), not when the last batch view dies: nothing
+ * reads after close.  The io counters are kept for stats; cf_loader_free
+ * then finds nothing left to close. */
+static void release_inputs(cf_loader *ld) {
+    pthread_mutex_lock(&ld->mu);
+    io_stats(ld, &ld->io_final);
+    ld->io_final.inflight = 0;
+    ld->released = 1;
+    pthread_mutex_unlock(&ld->mu);
+    size_t nimg = ld->o.nfiles * (size_t)ld->o.time_steps;
+    for (size_t i = 0; ld->img && i < nimg; i++) {
+        cf_cog_close(ld->img[i]);
+        ld->img[i] = NULL;
+    }
+    for (size_t i = 0; ld->msk && i < ld->o.nfiles; i++) {
+        cf_cog_close(ld->msk[i]);
+        ld->msk[i] = NULL;
+    }
+    for (size_t i = 0; ld->lay && i < ld->o.nfiles * (size_t)ld->o.nlayers; i++) {
+        cf_cog_close(ld->lay[i]);
+        ld->lay[i] = NULL;
+    }
+    for (int i = 0; ld->own_io && i < ld->nios; i++) {
+        cf_io_free(ld->ios[i]);
+        ld->ios[i] = NULL;
+    }
+    ld->nios = 0;
+    ld->io = NULL;
+    /* The readers' memory too (the ring stays: batches may view it). */
+    for (int t = 0; ld->workers && t < ld->nthreads; t++) {
+        free(ld->workers[t].scratch);
+        ld->workers[t].scratch = NULL;
+    }
+    if (ld->budgets) {
+        cf__budget_trim(&ld->fetch.b);
+        cf__budget_trim(&ld->kits.b);
+    }
+    pthread_mutex_lock(&ld->cache_mu);
+    for (int i = 0; i < ld->ncache; i++) free(ld->cache[i].buf);
+    if (ld->cache) memset(ld->cache, 0, (size_t)ld->ncache * sizeof *ld->cache);
+    ld->ncache = 0;
+    ld->cache_used = 0;
     pthread_mutex_unlock(&ld->cache_mu);
 }
 
@@ -1813,12 +2011,17 @@ void cf_loader_close(cf_loader *ld) {
     ld->closed = 1;
     pthread_cond_broadcast(&ld->ready_cv);
     pthread_mutex_unlock(&ld->mu);
-    if (was || !ld->workers) return;
+    if (was) return;
+    if (!ld->workers) {
+        release_inputs(ld);
+        return;
+    }
     /* Readers wait on their requests: fail those instead of waiting out
      * round trips or, on a hung server, request_timeout_s.  Not on an io
      * the caller shares with others. */
     for (int i = 0; ld->own_io && i < ld->nios; i++) cf__io_cancel(ld->ios[i], 1);
     stop_threads(ld);
+    release_inputs(ld);
 }
 
 void cf_loader_free(cf_loader *ld) {
@@ -1827,15 +2030,15 @@ void cf_loader_free(cf_loader *ld) {
      * have been copied while held: free the memory only. */
     int child = ld->pid && getpid() != ld->pid;
     if (!child) cf_loader_close(ld);
-    for (int t = 0; ld->workers && t < ld->nthreads; t++) {
+    for (int t = 0; ld->workers && t < ld->nthreads; t++)
         free(ld->workers[t].scratch);
-        free(ld->workers[t].fetch);
-    }
     free(ld->workers);
-    for (int t = 0; ld->kits && t < ld->nkits; t++)
-        if (ld->kits[t].ctx) cf_codec_ctx_free(ld->kits[t].ctx);
-    free(ld->kits);
-    free(ld->kit_free);
+    if (ld->budgets) {
+        cf__bufpool_destroy(&ld->fetch, !child);
+        cf__kits_destroy(&ld->kits, !child);
+    }
+    free(ld->skip_hist);
+    free(ld->planes0);
     for (int i = 0; ld->slots && i < ld->o.prefetch; i++) {
         if (ld->slots[i].own_buffers) {
             free(ld->slots[i].image);
@@ -1874,8 +2077,6 @@ void cf_loader_free(cf_loader *ld) {
         pthread_cond_destroy(&ld->ready_cv);
         pthread_mutex_destroy(&ld->cache_mu);
         pthread_cond_destroy(&ld->cache_cv);
-        pthread_mutex_destroy(&ld->kit_mu);
-        pthread_cond_destroy(&ld->kit_cv);
     }
     free(ld);
 }

@@ -17,14 +17,18 @@
  * that needs them, in batches of neighbours the io can merge into one
  * request.
  *
- * Memory is bounded: a batch's compressed tiles occupy one buffer from
- * submission until its last tile is decoded, and the submitter waits while
- * the buffers in use exceed inflight_bytes.
+ * Memory is bounded by inflight_bytes (budget.h): a batch's compressed
+ * tiles occupy one buffer from submission until its last tile is decoded,
+ * taken from the fetch share (the submitter waits for room before it
+ * allocates), and the decoders' codec contexts are charged to the decode
+ * share (a quarter at most).  A tile that can never fit fails its windows
+ * with CF_E_LIMIT naming the file, level and tile.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "cog_internal.h"
 
 #define RM_MAX_THREADS 256
@@ -66,10 +70,11 @@ typedef struct rm_need {
 typedef struct rm {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;    /* decoders: a tile arrived, or stop */
-    pthread_cond_t room_cv;    /* submitter: a batch or the last tile done */
+    pthread_cond_t room_cv;    /* submitter: the last tile done */
     rm_tile *head, *tail;
-    uint64_t inflight, cap;
-    size_t busy;               /* batches submitted, not finished */
+    uint64_t cap;              /* inflight_bytes */
+    cf__budget fetch;          /* batches' compressed tiles */
+    cf__kits kits;             /* one codec context per decoder */
     size_t pending;            /* tiles not finished */
     int stop;
     cf_status first;           /* first failure, in window order */
@@ -113,11 +118,9 @@ static void tile_done(rm *r, rm_tile *t, cf_status st, const cf_error *e) {
     for (size_t u = 0; u < t->nuses; u++) win_tile_done(r, t->uses[u], st, e);
     rm_batch *b = t->batch;
     if (b && --b->left == 0) {
-        r->inflight -= b->total;
-        r->busy--;
         free(b->fetched);
+        cf__budget_give(&r->fetch, b->total);
         free(b);
-        pthread_cond_broadcast(&r->room_cv);
     }
     if (--r->pending == 0) pthread_cond_broadcast(&r->room_cv);
 }
@@ -157,23 +160,21 @@ static void *decoder(void *arg) {
         cf_status st = t->batch ? r->rr[t->i].status : CF_OK;
         if (st != CF_OK) st = cf__cog_fetch_failed(t->cog, st, e);
         if (st == CF_OK) {
-            cf_codec_ctx *ctx = cf__cog_ctx_get(t->cog);
-            if (!ctx) {
-                st = cf__err(e, CF_E_NOMEM, "%s: out of memory", t->cog->name);
-            } else {
-                const uint8_t *src = t->batch ? r->rr[t->i].dst : t->cog->mem + c->off;
-                const uint8_t *chunk = NULL;
-                st = cf__cog_decode_chunk(t->cog, ctx, c, src, &chunk, e);
-                /* Each window gets its own part of the tile: disjoint
-                 * regions of different buffers, no lock needed. */
-                for (size_t u = 0; st == CF_OK && u < t->nuses; u++) {
-                    const rm_win *w = t->uses[u];
-                    const cf_read_req *q = w->req;
-                    cf__cog_paste(t->cog, c, chunk, q->x, q->y, q->w, q->h, w->bands,
-                                  w->nb, q->dst, 1);
-                }
-                cf__cog_ctx_put(t->cog, ctx);
+            /* A context of this call's own, its scratch charged to the
+             * decode share (the io's pool would keep it past the call). */
+            cf__kit *kit = cf__kits_get(&r->kits);
+            const uint8_t *src = t->batch ? r->rr[t->i].dst : t->cog->mem + c->off;
+            const uint8_t *chunk = NULL;
+            st = cf__kits_decode(&r->kits, kit, t->cog, c, src, &chunk, e);
+            /* Each window gets its own part of the tile: disjoint regions
+             * of different buffers, no lock needed. */
+            for (size_t u = 0; st == CF_OK && u < t->nuses; u++) {
+                const rm_win *w = t->uses[u];
+                const cf_read_req *q = w->req;
+                cf__cog_paste(t->cog, c, chunk, q->x, q->y, q->w, q->h, w->bands,
+                              w->nb, q->dst, 1);
             }
+            cf__kits_put(&r->kits, kit);
         }
         pthread_mutex_lock(&r->mu);
         tile_done(r, t, st, e);
@@ -299,21 +300,35 @@ static cf_status plan(rm *r, rm_need *needs, size_t nneeds, rm_tile **tiles_out,
     return CF_OK;
 }
 
+/* Tiles [t, end) are finished with st / e (none of them was queued). */
+static void fail_tiles(rm *r, rm_tile *tiles, size_t t, size_t end, cf_status st,
+                       const cf_error *e) {
+    pthread_mutex_lock(&r->mu);
+    for (size_t k = t; k < end; k++) tile_done(r, &tiles[k], st, e);
+    pthread_mutex_unlock(&r->mu);
+}
+
 /* Submit tiles [t, end) of one file (remote or local) as one batch; on
  * failure they are finished with the error (none of them was queued). */
 static void submit_batch(rm *r, rm_tile *tiles, size_t t, size_t end, uint64_t total) {
     cf_cog *cog = tiles[t].cog;
     cf_error e;
     cf__err_clear(&e);
+    /* Room first (decoders give it back as batches finish), then memory. */
+    cf_status st = cf__budget_take(&r->fetch, total, &e);
+    if (st) {
+        cf__err_prefix(&e, st, "%s", cog->name);
+        fail_tiles(r, tiles, t, end, st, &e);
+        return;
+    }
     rm_batch *b = cf__calloc(1, sizeof *b);
     uint8_t *buf = b ? cf__malloc((size_t)total) : NULL;
     if (!buf) {
         free(b);
+        cf__budget_give(&r->fetch, total);
         cf__err(&e, CF_E_NOMEM, "%s: out of memory (%llu bytes of tiles)", cog->name,
                 (unsigned long long)total);
-        pthread_mutex_lock(&r->mu);
-        for (size_t k = t; k < end; k++) tile_done(r, &tiles[k], CF_E_NOMEM, &e);
-        pthread_mutex_unlock(&r->mu);
+        fail_tiles(r, tiles, t, end, CF_E_NOMEM, &e);
         return;
     }
     b->fetched = buf;
@@ -322,21 +337,10 @@ static void submit_batch(rm *r, rm_tile *tiles, size_t t, size_t end, uint64_t t
     cf__cog_chunk_reqs(&r->chunks[t], end - t, buf, &r->rr[t]);
     cf__cog_prefault(cog, buf, (size_t)total);
     for (size_t k = t; k < end; k++) tiles[k].batch = b;
-
-    pthread_mutex_lock(&r->mu);
-    while (r->busy && r->inflight + total > r->cap)
-        pthread_cond_wait(&r->room_cv, &r->mu);
-    r->inflight += total;
-    r->busy++;
-    pthread_mutex_unlock(&r->mu);
     /* Once this call succeeds the tiles belong to the decoders (the last
      * one frees the batch); on failure no callback ran. */
-    cf_status st = cf_src_submit(cog->src, &r->rr[t], end - t, on_fetched, r, &e);
-    if (st) {
-        pthread_mutex_lock(&r->mu);
-        for (size_t k = t; k < end; k++) tile_done(r, &tiles[k], st, &e);
-        pthread_mutex_unlock(&r->mu);
-    }
+    st = cf_src_submit(cog->src, &r->rr[t], end - t, on_fetched, r, &e);
+    if (st) fail_tiles(r, tiles, t, end, st, &e);
 }
 
 cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
@@ -378,6 +382,22 @@ cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
     }
     free(needs);
     r.pending = nt;
+    /* The budget: decoding gets at most a quarter (no more than every
+     * decoder on the largest tile at once), fetching the rest. */
+    uint64_t need = 0;
+    for (size_t k = 0; k < nt; k++) {
+        uint64_t d = cf__kits_need(tiles[k].cog, &r.chunks[k]);
+        if (d > need) need = d;
+    }
+    uint64_t dec = (uint64_t)threads * need;
+    if (dec > r.cap / 4 || dec / (uint64_t)threads != need) dec = r.cap / 4;
+    cf__budget_init(&r.fetch, r.cap - dec);
+    if (cf__kits_init(&r.kits, threads, dec) != CF_OK) {
+        cf_error e;
+        cf__err(&e, CF_E_NOMEM, "cf_cog_read_many: out of memory (%d decoders)", threads);
+        fail_tiles(&r, tiles, 0, nt, CF_E_NOMEM, &e);
+        nt = 0;
+    }
 
     /* 3. Decoders, then the tiles: remote and local ones in batches through
      * their sources, in-memory ones straight to the decoders. */
@@ -390,18 +410,27 @@ cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
         cf__err(&e, CF_E_NOMEM, "cf_cog_read_many: cannot start a decoder thread");
         for (size_t k = 0; k < nt; k++) tile_done(&r, &tiles[k], CF_E_NOMEM, &e);
     }
+    const uint64_t fcap = r.fetch.cap, dcap = r.kits.b.cap;
     for (size_t t = 0; started && t < nt;) {
         cf_cog *cog = tiles[t].cog;
+        cf_error e;
+        if (cf__budget_fits(cog, &r.chunks[t], cog->src != NULL, fcap, dcap,
+                            "cf_cog_read_many", r.cap, &e) != CF_OK) {
+            fail_tiles(&r, tiles, t, t + 1, CF_E_LIMIT, &e);
+            t++;
+            continue;
+        }
         if (!cog->src) {
             push(&r, &tiles[t++]);
             continue;
         }
         /* A batch: up to RM_BATCH_TILES tiles of one cog, within half the
-         * byte budget (at least one tile), so that batches overlap. */
-        size_t end = t;
-        uint64_t total = 0;
+         * fetch share (at least one tile), so that batches overlap. */
+        size_t end = t + 1;
+        uint64_t total = r.chunks[t].len;
         while (end < nt && tiles[end].cog == cog && end - t < RM_BATCH_TILES &&
-               (end == t || total + r.chunks[end].len <= r.cap / 2))
+               total + r.chunks[end].len <= fcap / 2 &&
+               cf__budget_fits(cog, &r.chunks[end], 1, fcap, dcap, "", 0, NULL) == CF_OK)
             total += r.chunks[end++].len;
         submit_batch(&r, tiles, t, end, total);
         t = end;
@@ -413,6 +442,8 @@ cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
     pthread_mutex_unlock(&r.mu);
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
     st = r.first;
+    cf__kits_destroy(&r.kits, 1);
+    cf__budget_destroy(&r.fetch, 1);
     free(tiles);
     free(uses);
     free(r.chunks);

@@ -111,7 +111,13 @@ class Loader:
         mean: float32 only: per-channel mean to subtract.
         std: float32 only: per-channel standard deviation to divide by.
         skip_errors: drop failed patches from their batch and count them in
-            stats()["skipped"] instead of raising (default False).
+            stats()["skipped"] instead of raising (default False).  Never
+            dropped: failures of the run rather than of the patch (expired
+            or wrong credentials, an object gone or replaced while read, no
+            memory); their batch raises.
+        skip_limit: with skip_errors, raise (the batch's first failure)
+            when more than this share of the last max(64, 2 x batch_size)
+            patches was dropped (default 0.5; 1.0: never).
         prefetch: batch slots in the ring (default None: enough for every
             patch being read plus two batches, at least 4, at most
             2 x inflight_bytes); memory is prefetch x batch bytes.
@@ -120,9 +126,14 @@ class Loader:
             or 32 per core where that is more; capped by inflight_bytes).
         max_inflight: patches read at once (default None: adaptive, raised
             while CPU cores sit idle, lowered on retries).
-        inflight_bytes: byte budget of patches being read (default None:
-            256 MiB, or 64 MiB per core on machines of more than 4 cores);
-            caps the reader threads.
+        inflight_bytes: memory budget of the patches being read: reader
+            scratch, compressed tiles in flight and decode scratch all come
+            out of it, and readers wait for room (default None: 256 MiB, or
+            64 MiB per core on machines of more than 4 cores).  A tile that
+            can never fit fails its patch with a "safety limit" error
+            naming the file, level and tile.  The loader's memory is at
+            most prefetch x a batch + cache_bytes (tile-shuffle) +
+            inflight_bytes: stats()["memory_budget"].
         cache_bytes: tile-shuffle buffer of decoded tiles (default 256 MiB).
         io_options: dict of cogfeed.IO keyword arguments for the loader's
             own I/O loops: ca_file / verify_tls (a private object store),
@@ -143,7 +154,7 @@ class Loader:
                  mean=None, std=None, skip_errors=False, prefetch=None,
                  decode_threads=None, max_inflight=None,
                  inflight_bytes=None, cache_bytes=256 * _MiB,
-                 io_options=None, copy=False):
+                 io_options=None, copy=False, skip_limit=0.5):
         if isinstance(images, (str, bytes, os.PathLike)):
             images = [images]
         images = list(images)
@@ -204,7 +215,8 @@ class Loader:
             scale_offset=bool(scale_offset),
             mean=None if mean is None else [float(m) for m in mean],
             std=None if std is None else [float(s) for s in std],
-            skip_errors=bool(skip_errors), prefetch=int(prefetch or 0),
+            skip_errors=bool(skip_errors), skip_limit=float(skip_limit),
+            prefetch=int(prefetch or 0),
             threads=int(decode_threads or 0), max_inflight=int(max_inflight),
             inflight_bytes=int(inflight_bytes or 0),
             cache_bytes=int(cache_bytes),
@@ -344,7 +356,9 @@ class Loader:
         io_inflight,
         concurrency, reading, cache_hits / cache_misses / cache_hit_rate,
         wait_s (time the consumer waited: data stall), read_busy_s and
-        convert_busy_s (summed over reader threads), elapsed_s."""
+        convert_busy_s (summed over reader threads), elapsed_s,
+        memory_budget / memory_used / memory_peak (bytes: the budget of
+        the loader's buffers, what they hold now, the most they held)."""
         return self._ld.stats()
 
     def set_buffers(self, slot, image, mask=None):
@@ -354,7 +368,9 @@ class Loader:
         self._ld.set_buffers(int(slot), image, mask)
 
     def close(self):
-        """Stop the reader threads and free the ring."""
+        """Stop the reader threads now and close the files and the I/O
+        loops' connections; the ring is freed with the last batch that
+        views it."""
         self._ld.close()
 
     def __enter__(self):

@@ -8,6 +8,7 @@ test_conformance.py, so equality here closes the loop to GDAL.
 """
 import gc
 import os
+import re
 import sys
 
 import pytest
@@ -202,9 +203,11 @@ def test_stale_header_cache_entry_is_dropped(tmp_path):
 
 def test_read_many_identical_over_http(paths, folder):
     """cogfeed.read_many: every fixture window of every file in one call,
-    locally and over HTTP, with a tiny in-flight budget (windows wait for
-    room) and with the default; each equals Cog.read.  Requests stay at
-    most one per tile."""
+    locally and over HTTP, with a small in-flight budget (the smallest
+    power of two from 32 MiB that every tile fits: windows wait for room)
+    and with the default; each equals Cog.read.  Requests stay at most one
+    per tile.  A budget a tile can never fit fails with "safety limit"
+    naming it."""
     with Nginx(folder) as srv:
         io = cogfeed.IO(max_inflight=64)
         local, remote = [], []
@@ -229,8 +232,22 @@ def test_read_many_identical_over_http(paths, folder):
                     for p in range(planes):
                         tiles.add((c.name, tx, ty, p))
         tiles = len(tiles)
-        for kw in ({}, {"inflight_bytes": 1, "threads": 3}):
-            got = cogfeed.read_many(local, **kw)
+        with pytest.raises(cogfeed.Error) as err:
+            cogfeed.read_many(local, inflight_bytes=1 << 10, threads=3)
+        e = err.value
+        assert e.code == 7 and "inflight_bytes" in str(e), e
+        assert re.search(r"level \d+, (tile|strip) \d+", str(e)), e
+        small = 32 << 20  # the fixtures' 200-band tile needs 64 MiB
+        while True:
+            try:
+                got_small = cogfeed.read_many(local, inflight_bytes=small,
+                                              threads=3)
+                break
+            except cogfeed.Error as e:
+                assert e.code == 7 and "inflight_bytes" in str(e), e
+                small *= 2
+        for kw in ({}, {"inflight_bytes": small, "threads": 3}):
+            got = cogfeed.read_many(local, **kw) if not kw else got_small
             assert all(a.tobytes() == b.tobytes() for a, b in zip(want, got))
             before = srv.requests()
             got = cogfeed.read_many(remote, **kw)

@@ -12,7 +12,10 @@ import torch.multiprocessing as tmp
 from torch.utils.data import DataLoader
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_loader import check_batch, expected, make_pair  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "servers"))
+from servers import Nginx  # noqa: E402
+from test_loader import check_batch, expected, make_cog, make_pair  # noqa: E402
 
 import cogfeed  # noqa: E402
 from cogfeed.torch import CogDataset  # noqa: E402
@@ -321,3 +324,24 @@ def test_epochs_keep_one_loader_in_the_main_process(data):
     assert pickle.loads(pickle.dumps(ds))._ld is None
     ds.close()
     assert ds._ld is None
+
+
+def test_expired_credentials_raise_through_the_dataloader(tmp_path):
+    """skip_errors=True through CogDataset and a DataLoader: once the server
+    answers 403 AccessDenied (credentials expiring mid-run, here after 20
+    requests), iteration raises cogfeed.Error with CF_E_AUTH instead of
+    yielding empty batches for ever; no batch before it is empty."""
+    make_cog(str(tmp_path / "cog.tif"), expected(512, 512, 0, 0, 1), block=64)
+    with Nginx(str(tmp_path)) as srv:
+        url = srv.url("cog.tif", fault="after-403-20")
+        ds = CogDataset([url], patch_size=64, batch_size=8, sampler="grid",
+                        skip_errors=True)
+        sizes = []
+        with pytest.raises(cogfeed.Error) as err:
+            for epoch in range(3):
+                ds.set_epoch(epoch)
+                for batch in DataLoader(ds, batch_size=None):
+                    sizes.append(batch["image"].shape[0])
+        ds.close()
+    assert err.value.code == 9 and "403" in str(err.value), err.value
+    assert 0 not in sizes and sum(sizes) < 20, sizes

@@ -832,6 +832,102 @@ static void test_jpeg(cf_codec_ctx *ctx) {
 }
 #endif
 
+/* ---- memory accounting ------------------------------------------------ */
+
+/* Decode src as the reader does (the context's tile buffer as target) and
+ * check that cf_codec_ctx_growth bounded what cf_codec_ctx_bytes grew by:
+ * the loader charges its decode budget with that bound, so memory the
+ * bound misses is memory over budget. */
+static int decode_within(cf_codec_ctx *ctx, const cf_codec_params *p,
+                         const uint8_t *src, size_t n) {
+    cf_error err;
+    uint64_t tile = cf_codec_chunk_bytes(p);
+    uint64_t before = cf_codec_ctx_bytes(ctx), g = cf_codec_ctx_growth(ctx, p, tile);
+    uint64_t fresh = cf_codec_ctx_growth(NULL, p, tile);
+    uint8_t *dst = cf_codec_ctx_tile(ctx, (size_t)tile, &err);
+    cf_status st = dst ? cf_codec_decode(ctx, p, src, n, dst, (size_t)tile, &err) : CF_E_NOMEM;
+    uint64_t after = cf_codec_ctx_bytes(ctx);
+    if (st != CF_OK) fprintf(stderr, "decode: %s\n", err.msg);
+    if (after > before + g)
+        fprintf(stderr, "compression %u: %llu bytes after, bound %llu + %llu\n",
+                p->compression, (unsigned long long)after,
+                (unsigned long long)before, (unsigned long long)g);
+    return st == CF_OK && after <= before + g && g <= fresh && fresh >= after - before;
+}
+
+static void test_accounting(void) {
+    enum { W = 64, H = 48 };
+    uint8_t *raw = malloc(W * H * 16), *enc = malloc(1 << 21), *enc2 = malloc(1 << 21);
+    fill(raw, W * H * 16, 2);
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
+    /* deflate, 2 x uint16, predictor 2 */
+    cf_codec_params pd = params(8, 16, W, H, 2);
+    pd.predictor = 2;
+    size_t nd = libdeflate_zlib_compress(c, raw, W * H * 4, enc, 1 << 21);
+    /* zstd, float32, predictor 3 (a row of staging) */
+    cf_codec_params pz = params(50000, 32, W, H, 1);
+    pz.sample_format = 3;
+    pz.predictor = 3;
+    size_t nz = ZSTD_compress(enc2, 1 << 21, raw, W * H * 4, 3);
+    /* a larger deflate tile: the tile buffer grows */
+    cf_codec_params pb = params(32946, 8, 4 * W, 4 * H, 4);
+    uint8_t *big = malloc((size_t)16 * W * H * 4), *encb = malloc(1 << 22);
+    fill(big, (size_t)16 * W * H * 4, 1);
+    size_t nb = libdeflate_zlib_compress(c, big, (size_t)16 * W * H * 4, encb, 1 << 22);
+    libdeflate_free_compressor(c);
+    CHECK(nd && nz && nb && !ZSTD_isError(nz));
+    cf_codec_ctx *ctx = cf_codec_ctx_new();
+    CHECK(decode_within(ctx, &pd, enc, nd));
+    CHECK(decode_within(ctx, &pz, enc2, nz));
+    CHECK(decode_within(ctx, &pb, encb, nb));
+    CHECK(decode_within(ctx, &pd, enc, nd));
+    cf_codec_ctx_free(ctx);
+#ifdef CF_HAVE_LERC
+    /* LERC: float 3-band band-sequential with masks (aux staging), under
+     * zstd and deflate outer layers, after and before the others */
+    float *f = malloc(sizeof(float) * W * H * 3);
+    uint8_t *valid = malloc((size_t)W * H * 3), *blob = malloc(1 << 20);
+    for (int i = 0; i < W * H * 3; i++) f[i] = (float)(i % 89) * 0.25f;
+    for (int i = 0; i < W * H * 3; i++) valid[i] = (uint8_t)(i % 7 != 0);
+    unsigned nl = 0;
+    CHECK(lerc_encode(f, 6, 1, W, H, 3, 3, valid, 0.0, blob, 1 << 20, &nl) == 0);
+    uint8_t *encl = malloc(1 << 20);
+    size_t nlz = ZSTD_compress(encl, 1 << 20, blob, nl, 3);
+    cf_codec_params pl = params(34887, 32, W, H, 3);
+    pl.sample_format = 3;
+    pl.lerc_sub = 2;
+    /* uint8 RGB with the alpha band carried as the LERC mask */
+    uint8_t *rgb = malloc((size_t)W * H * 3), *blob8 = malloc(1 << 20);
+    for (int i = 0; i < W * H * 3; i++) rgb[i] = (uint8_t)(i * 7);
+    unsigned n8 = 0;
+    CHECK(lerc_encode(rgb, 1, 3, W, H, 1, 1, valid, 0.0, blob8, 1 << 20, &n8) == 0);
+    cf_codec_params p8 = params(34887, 8, W, H, 4);
+    for (int order = 0; order < 2; order++) {
+        ctx = cf_codec_ctx_new();
+        if (order) CHECK(decode_within(ctx, &pb, encb, nb));
+        CHECK(decode_within(ctx, &p8, blob8, n8));
+        CHECK(decode_within(ctx, &pl, encl, nlz));
+        CHECK(decode_within(ctx, &pd, enc, nd));
+        pl.lerc_sub = 0;
+        CHECK(decode_within(ctx, &pl, blob, nl));
+        pl.lerc_sub = 2;
+        cf_codec_ctx_free(ctx);
+    }
+    free(f);
+    free(valid);
+    free(blob);
+    free(encl);
+    free(rgb);
+    free(blob8);
+#endif
+    CHECK(cf_codec_ctx_bytes(NULL) == 0);
+    free(raw);
+    free(enc);
+    free(enc2);
+    free(big);
+    free(encb);
+}
+
 int main(void) {
     uint16_t one = 1;
     uint8_t first;
@@ -858,5 +954,6 @@ int main(void) {
 #endif
     cf_codec_ctx_free(ctx);
     cf_codec_ctx_free(NULL);
+    test_accounting();
     return CF_TEST_END();
 }

@@ -8,6 +8,8 @@
 #include "cf_test.h"
 #include "common/common.h"
 
+#include <dirent.h>
+#include <libdeflate.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -34,9 +36,10 @@ static void entry(FILE *f, uint16_t tag, uint16_t type, uint32_t n,
 }
 
 /* A little-endian tiled TIFF: spp 2 x uint16 (image) or spp 1 x uint8
- * (mask); tile `bad_tile` (if >= 0) points past the end of the file. */
-static void write_tiff(const char *path, uint32_t W, uint32_t H, uint32_t T,
-                       int mask, int bad_tile) {
+ * (mask); tile `bad_tile` (if >= 0) points past the end of the file;
+ * tiles DEFLATE-compressed (zlib, compression 8) when `deflate`. */
+static void write_tiff_ex(const char *path, uint32_t W, uint32_t H, uint32_t T,
+                          int mask, int bad_tile, int deflate) {
     FILE *f = fopen(path, "wb");
     if (!f) {
         perror(path);
@@ -48,13 +51,45 @@ static void write_tiff(const char *path, uint32_t W, uint32_t H, uint32_t T,
     uint32_t ifd = 8, arrays = ifd + 2 + ntags * 12 + 4;
     uint32_t data = arrays + 8 * n;
     uint32_t tile_bytes = T * T * spp * es;
+    /* The tiles first (their sizes go into the header). */
+    uint8_t *raw = malloc(tile_bytes);
+    size_t cap = tile_bytes + tile_bytes / 8 + 1024;
+    uint8_t *tiles = malloc((size_t)n * cap);
+    uint32_t *len = calloc(n, sizeof *len);
+    struct libdeflate_compressor *z = deflate ? libdeflate_alloc_compressor(6) : NULL;
+    if (!raw || !tiles || !len || (deflate && !z)) exit(2);
+    for (uint32_t t = 0; t < n; t++) {
+        uint32_t tx = t % ta, ty = t / ta;
+        uint8_t *o = raw;
+        for (uint32_t r = 0; r < T; r++)
+            for (uint32_t c = 0; c < T; c++) {
+                int64_t x = tx * T + c, y = ty * T + r;
+                for (uint32_t b = 0; b < spp; b++) {
+                    uint16_t v = F(x, y, (int)b);
+                    if (mask) {
+                        *o++ = (uint8_t)(v & 0xff);
+                    } else {
+                        memcpy(o, &v, 2);
+                        o += 2;
+                    }
+                }
+            }
+        uint8_t *dst = tiles + (size_t)t * cap;
+        if (z) {
+            len[t] = (uint32_t)libdeflate_zlib_compress(z, raw, tile_bytes, dst, cap);
+            if (!len[t]) exit(2);
+        } else {
+            memcpy(dst, raw, tile_bytes);
+            len[t] = tile_bytes;
+        }
+    }
     fwrite("II*\0", 1, 4, f);
     put32(f, ifd);
     put16(f, (uint16_t)ntags);
     entry(f, 256, 4, 1, W);
     entry(f, 257, 4, 1, H);
     entry(f, 258, 3, spp, spp == 1 ? bps : (bps | bps << 16));
-    entry(f, 259, 3, 1, 1);
+    entry(f, 259, 3, 1, deflate ? 8 : 1);
     entry(f, 262, 3, 1, 1);
     entry(f, 277, 3, 1, spp);
     entry(f, 284, 3, 1, 1);
@@ -65,27 +100,28 @@ static void write_tiff(const char *path, uint32_t W, uint32_t H, uint32_t T,
     if (!mask) entry(f, 338, 3, 1, 0);
     entry(f, 339, 3, spp, spp == 1 ? 1 : (1 | 1 << 16));
     put32(f, 0);
-    for (uint32_t i = 0; i < n; i++)
-        put32(f, (int)i == bad_tile ? data + n * tile_bytes + 4096
-                                    : data + i * tile_bytes);
-    for (uint32_t i = 0; i < n; i++) put32(f, tile_bytes);
-    for (uint32_t t = 0; t < n; t++) {
-        uint32_t tx = t % ta, ty = t / ta;
-        for (uint32_t r = 0; r < T; r++)
-            for (uint32_t c = 0; c < T; c++) {
-                int64_t x = tx * T + c, y = ty * T + r;
-                for (uint32_t b = 0; b < spp; b++) {
-                    uint16_t v = F(x, y, (int)b);
-                    if (mask) fputc(v & 0xff, f);
-                    else put16(f, v);
-                }
-            }
+    uint32_t at = data, total = 0;
+    for (uint32_t i = 0; i < n; i++) total += len[i];
+    for (uint32_t i = 0; i < n; i++) {
+        put32(f, (int)i == bad_tile ? data + total + 4096 : at);
+        at += len[i];
     }
+    for (uint32_t i = 0; i < n; i++) put32(f, len[i]);
+    for (uint32_t t = 0; t < n; t++) fwrite(tiles + (size_t)t * cap, 1, len[t], f);
     fclose(f);
+    libdeflate_free_compressor(z);
+    free(raw);
+    free(tiles);
+    free(len);
+}
+
+static void write_tiff(const char *path, uint32_t W, uint32_t H, uint32_t T,
+                       int mask, int bad_tile) {
+    write_tiff_ex(path, W, H, T, mask, bad_tile, 0);
 }
 
 static char img_a[600], img_b[600], msk_a[600], msk_b[600], bad[600],
-    bad_m[600];
+    bad_m[600], zimg_a[600], zimg_b[600], zmsk_a[600], zmsk_b[600];
 
 static void fixtures(void) {
     const char *base = getenv("CF_TEST_DATA");
@@ -106,6 +142,30 @@ static void fixtures(void) {
     write_tiff(msk_b, 130, 190, 32, 1, -1);
 
     write_tiff(bad_m, 128, 128, 32, 1, -1);
+    snprintf(zimg_a, sizeof zimg_a, "%s/za.tif", dir);
+    snprintf(zimg_b, sizeof zimg_b, "%s/zb.tif", dir);
+    snprintf(zmsk_a, sizeof zmsk_a, "%s/za_mask.tif", dir);
+    snprintf(zmsk_b, sizeof zmsk_b, "%s/zb_mask.tif", dir);
+    write_tiff_ex(zimg_a, 200, 150, 64, 0, -1, 1);
+    write_tiff_ex(zmsk_a, 200, 150, 64, 1, -1, 1);
+    write_tiff_ex(zimg_b, 130, 190, 32, 0, -1, 1);
+    write_tiff_ex(zmsk_b, 130, 190, 32, 1, -1, 1);
+}
+
+/* Options over two images and their masks: 24 px patches, batches of 5,
+ * seed 7. */
+static void base_options(cf_loader_options *o, const char **imgs,
+                         const char **msks, cf_sampler_kind kind,
+                         uint64_t len) {
+    cf_loader_options_init(o);
+    o->images = imgs;
+    o->masks = msks;
+    o->nfiles = 2;
+    o->patch_size = 24;
+    o->batch_size = 5;
+    o->sampler = kind;
+    o->seed = 7;
+    o->epoch_length = len;
 }
 
 static cf_loader *make(cf_sampler_kind kind, unsigned aug, int threads,
@@ -113,15 +173,7 @@ static cf_loader *make(cf_sampler_kind kind, unsigned aug, int threads,
     const char *imgs[] = {img_a, img_b};
     const char *msks[] = {msk_a, msk_b};
     cf_loader_options o;
-    cf_loader_options_init(&o);
-    o.images = imgs;
-    o.masks = msks;
-    o.nfiles = 2;
-    o.patch_size = 24;
-    o.batch_size = 5;
-    o.sampler = kind;
-    o.seed = 7;
-    o.epoch_length = len;
+    base_options(&o, imgs, msks, kind, len);
     o.augment = aug;
     o.threads = threads;
     o.prefetch = prefetch;
@@ -293,8 +345,22 @@ static void *consume_all(void *p) {
     return NULL;
 }
 
+/* Open descriptors of this process (those of /proc/self/fd itself aside). */
+static int count_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1;
+}
+
+/* close() while a consumer waits: it wakes with CF_E_STATE; the files are
+ * closed at once (the process has the descriptors it had before the
+ * loader), and stats keep their last counts. */
 static void test_close_while_reading(void) {
     for (int round = 0; round < 3; round++) {
+        int fds = count_fds();
         cf_loader *ld = make(CF_SAMPLER_RANDOM, 0, 4, 3, 1000000);
         if (!ld) return;
         consumer_arg a = {ld, CF_OK, 0};
@@ -310,6 +376,12 @@ static void test_close_while_reading(void) {
         CHECK(cf_loader_next(ld, &b, &e) == CF_E_STATE && strstr(e.msg, "closed"));
         CHECK(cf_loader_wait(ld, 10) == 1);
         CHECK(cf_loader_set_epoch(ld, 1, 0, &e) == CF_E_STATE);
+        CHECK(count_fds() == fds);
+        cf_loader_stats s1, s2;
+        cf_loader_get_stats(ld, &s1);
+        cf_loader_get_stats(ld, &s2);
+        CHECK(s1.requests == s2.requests && s1.io_inflight == 0);
+        CHECK(round == 0 || s1.requests > 0);
         cf_loader_free(ld);
     }
 }
@@ -372,6 +444,131 @@ static void test_bad_tile(int skip) {
         CHECK(ok == 44);
     }
     cf_loader_free(ld);
+}
+
+/* A loader over the DEFLATE files with a given inflight_bytes. */
+static cf_loader *make_z(cf_sampler_kind kind, size_t inflight, int skip,
+                         double skip_limit, cf_error *e) {
+    const char *imgs[] = {zimg_a, zimg_b};
+    const char *msks[] = {zmsk_a, zmsk_b};
+    cf_loader_options o;
+    base_options(&o, imgs, msks, kind, 40);
+    o.threads = 3;
+    o.inflight_bytes = inflight;
+    o.cache_bytes = 64 << 10;
+    o.skip_errors = skip;
+    o.skip_limit = skip_limit;
+    cf_loader *ld = NULL;
+    cf_status st = cf_loader_new(&o, &ld, e);
+    if (st != CF_OK) fprintf(stderr, "loader_new: %s\n", e->msg);
+    CHECK(st == CF_OK);
+    return ld;
+}
+
+static void check_memory(cf_loader *ld) {
+    cf_loader_stats s;
+    cf_loader_get_stats(ld, &s);
+    CHECK(s.memory_peak > 0 && s.memory_peak <= s.memory_budget);
+    CHECK(s.memory_used <= s.memory_peak);
+}
+
+/* The memory budget.  A DEFLATE tile of za.tif (64 x 64 x 2 x uint16)
+ * needs ~57 KB to decode (tile buffer, deflate state), one of zb.tif (32
+ * px) ~38 KB; the loader gives decoding a quarter of inflight_bytes.
+ * 232 KB: one decode at a time (kits wait for each other and free idle
+ * contexts), every pixel still right and the buffers within the budget.
+ * 200 KB: za's tiles can never be decoded: its samples fail with
+ * CF_E_LIMIT naming za.tif, the level and the tile, before anything is
+ * fetched, while zb's read; skip_errors (skip_limit 1) drops exactly
+ * za's samples. */
+static void test_budget(void) {
+    cf_error e;
+    for (int k = 0; k <= CF_SAMPLER_GRID; k++) {
+        cf_loader *ld = make_z((cf_sampler_kind)k, 232 << 10, 0, 0.5, &e);
+        if (!ld) continue;
+        cf_loader_layout L;
+        cf_loader_get_layout(ld, &L);
+        CHECK(check_epoch(ld, 1, NULL, 0) == L.samples);
+        check_memory(ld);
+        cf_loader_free(ld);
+    }
+    cf_loader *ld = make_z(CF_SAMPLER_RANDOM, 200 << 10, 0, 0.5, &e);
+    if (!ld) return;
+    cf_batch b;
+    cf_status st;
+    int failed = 0, named = 0;
+    while ((st = cf_loader_next(ld, &b, &e)) != CF_E_END) {
+        if (st == CF_OK) {
+            for (uint32_t i = 0; i < b.n; i++) CHECK(b.windows[i].file == 1);
+            cf_loader_release(ld, &b);
+            continue;
+        }
+        failed++;
+        named += st == CF_E_LIMIT && strstr(e.msg, "za.tif") &&
+                 strstr(e.msg, "level 0, tile ") && strstr(e.msg, "inflight_bytes") &&
+                 !strstr(e.msg, "?");
+    }
+    CHECK(failed > 0 && named == failed);
+    check_memory(ld);
+    cf_loader_free(ld);
+
+    ld = make_z(CF_SAMPLER_RANDOM, 200 << 10, 1, 1.0, &e);
+    if (!ld) return;
+    cf_loader_layout L;
+    cf_loader_get_layout(ld, &L);
+    uint64_t from_a = 0;
+    for (uint64_t j = 0; j < L.samples; j++) {
+        cf_window w;
+        CHECK(cf_loader_window(ld, j, &w, &e) == CF_OK);
+        from_a += w.file == 0;
+    }
+    uint64_t got = 0;
+    while ((st = cf_loader_next(ld, &b, &e)) == CF_OK) {
+        for (uint32_t i = 0; i < b.n; i++) CHECK(b.windows[i].file == 1);
+        got += b.n;
+        cf_loader_release(ld, &b);
+    }
+    CHECK(st == CF_E_END);
+    cf_loader_stats s;
+    cf_loader_get_stats(ld, &s);
+    CHECK(from_a > 0 && s.skipped == from_a && got + from_a == L.samples);
+    cf_loader_free(ld);
+}
+
+/* skip_errors with the default skip_limit (0.5): when most samples fail
+ * (here every one of za.tif's, over half of them), batches fail with the
+ * cause and say that skip_errors gave up, instead of coming out nearly
+ * empty for ever; skip_limit outside [0, 1] is refused. */
+static void test_skip_limit(void) {
+    cf_error e;
+    cf_loader *ld = make_z(CF_SAMPLER_GRID, 200 << 10, 1, 0.5, &e);
+    if (!ld) return;
+    cf_loader_layout L;
+    cf_loader_get_layout(ld, &L);
+    cf_batch b;
+    cf_status st;
+    int gave_up = 0;
+    for (int epoch = 0; epoch < 4; epoch++) {
+        while ((st = cf_loader_next(ld, &b, &e)) != CF_E_END) {
+            if (st == CF_OK) {
+                cf_loader_release(ld, &b);
+                continue;
+            }
+            CHECK(st == CF_E_LIMIT && strstr(e.msg, "za.tif"));
+            gave_up += strstr(e.msg, "skip_errors gave up") != NULL;
+        }
+        CHECK(cf_loader_set_epoch(ld, (uint64_t)epoch + 1, 0, &e) == CF_OK);
+    }
+    CHECK(gave_up > 0);
+    cf_loader_free(ld);
+    const char *imgs[] = {zimg_a};
+    cf_loader_options o;
+    cf_loader_options_init(&o);
+    CHECK(o.skip_limit == 0.5);
+    o.images = imgs;
+    o.nfiles = 1;
+    o.skip_limit = 1.5;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG && strstr(e.msg, "skip_limit"));
 }
 
 static void test_misaligned(void) {
@@ -461,6 +658,8 @@ int main(void) {
     test_bad_tile(1);
     test_misaligned();
     test_float_normalise();
+    test_budget();
+    test_skip_limit();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

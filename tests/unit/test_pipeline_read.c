@@ -145,15 +145,20 @@ static int check_window(cf_cog *cog, const spec *s, int64_t x, int64_t y, uint32
 }
 
 /* cf_cog_read_many: 40 windows of one file at once (edges, outside, band
- * subsets), with 1 and 3 decoders and a 1-byte in-flight budget (a file's
- * tiles then go one per batch; in-memory files need no budget); one bad
- * window fails alone. */
-static void check_many(cf_cog *cog, const spec *s, uint16_t fill, const char *label) {
+ * subsets), with 1 and 3 decoders and an in-flight budget of one chunk (a
+ * file's tiles then go one per batch; in-memory files need no budget); one
+ * bad window fails alone; a budget one byte short of a chunk fails every
+ * window that needs one with CF_E_LIMIT naming the file, level and chunk,
+ * before reading it (in-memory files fetch nothing: they still read). */
+static void check_many(cf_cog *cog, const spec *s, uint16_t fill, const char *label,
+                       int in_memory) {
     enum { N = 40 };
     static const int all[3] = {1, 2, 3}, rev[2] = {3, 1}, bad[1] = {9};
     cf_read_req q[N];
     uint16_t *bufs[N];
-    for (int run = 0; run < 3; run++) {
+    const uint32_t cw = s->tw ? s->tw : s->w;
+    const size_t chunk = (size_t)cw * s->th * (s->planar == 2 ? 1 : s->spp) * 2;
+    for (int run = 0; run < 4; run++) {
         memset(q, 0, sizeof q);
         cf_error errs[N], err = {0};
         for (int i = 0; i < N; i++) {
@@ -174,8 +179,27 @@ static void check_many(cf_cog *cog, const spec *s, uint16_t fill, const char *la
             r->err = &errs[i];
         }
         int threads = run == 1 ? 1 : 3;
-        size_t budget = run == 1 ? 1 : 0;
+        size_t budget = run == 1 ? chunk : run == 3 ? chunk - 1 : 0;
         cf_status st = cf_cog_read_many(q, N, threads, budget, &err);
+        if (run == 3) {
+            int limited = 0;
+            for (int i = 0; i < N; i++) {
+                if (q[i].status == CF_E_LIMIT) {
+                    limited++;
+                    CHECK(strstr(errs[i].msg, label) && strstr(errs[i].msg, "level 0, ") &&
+                          (strstr(errs[i].msg, "tile ") || strstr(errs[i].msg, "strip ")) &&
+                          strstr(errs[i].msg, "inflight_bytes"));
+                } else {
+                    CHECK(q[i].status == CF_OK);
+                    CHECK(verify(s, q[i].x, q[i].y, q[i].w, q[i].h,
+                                 q[i].bands ? q[i].bands : all,
+                                 q[i].bands ? q[i].nbands : s->spp, fill, bufs[i]));
+                }
+                free(bufs[i]);
+            }
+            CHECK(in_memory ? limited == 0 && st == CF_OK : limited > 0 && st == CF_E_LIMIT);
+            continue;
+        }
         CHECK(st == (run == 2 ? CF_E_ARG : CF_OK));
         if (run == 2) CHECK(strstr(err.msg, label) && strstr(err.msg, "band 9"));
         for (int i = 0; i < N; i++) {
@@ -220,7 +244,7 @@ static void run_layout(const spec *s, const char *label) {
     CHECK(check_window(cog, s, 200, 200, 5, 5, one, 1, fill));
     CHECK(check_window(cog, s, 33, 17, 1, 1, one, 1, fill));
     CHECK(check_window(cog, s, -3, -3, s->w + 6, s->h + 6, rev, 2, fill));
-    check_many(cog, s, fill, label);
+    check_many(cog, s, fill, label, 1);
     cf_cog_close(cog);
     /* The same windows through a file: read_many's batches then go through
      * the io source (read by the calling thread), not straight to the
@@ -234,7 +258,7 @@ static void run_layout(const spec *s, const char *label) {
     if (f) fclose(f);
     cf_cog *fc = NULL;
     CHECK(cf_cog_open(NULL, path, &fc, &err) == CF_OK);
-    if (fc) check_many(fc, s, fill, label);
+    if (fc) check_many(fc, s, fill, label, 0);
     cf_cog_close(fc);
     unlink(path);
     free(file);

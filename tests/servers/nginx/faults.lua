@@ -8,6 +8,9 @@
 --   status-CODE-N     first N requests answer CODE (N = 0: always); 403
 --                     carries an S3 XML <Code>AccessDenied</Code> body
 --   az403             403 with x-ms-error-code: AuthenticationFailed
+--   after-CODE-N      requests after the first N answer CODE (403: the
+--                     AccessDenied body, as credentials or a presigned URL
+--                     that expire during a run)
 --   retryafter-S-N    first N requests: 429 with Retry-After: S
 --   reset-N           first N requests: connection closed, no response
 --   truncate-N        first N requests: half the body, then the connection
@@ -188,6 +191,22 @@ local function serve(path, opts)
     ngx.print(body)
 end
 
+-- 403 with an S3 AccessDenied body.
+local function access_denied()
+    ngx.status = 403
+    ngx.header["Content-Type"] = "application/xml"
+    ngx.print('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>')
+    return ngx.exit(403)
+end
+
+-- Answer CODE (403: AccessDenied).
+local function answer(code)
+    if code == 403 then return access_denied() end
+    ngx.status = code
+    ngx.print("fault " .. code)
+    return ngx.exit(code)
+end
+
 local function first_n(n)
     n = tonumber(n) or 0
     return n == 0 or (hits:get(ngx.var.uri) or 0) <= n
@@ -202,16 +221,11 @@ function M.fault()
     if not spec then return ngx.exit(400) end
     local kind, p1, p2 = spec:match("^([%a%d]+)%-?([^-]*)%-?([^-]*)$")
     if kind == "status" then
-        if first_n(p2) then
-            local code = tonumber(p1)
-            ngx.status = code
-            if code == 403 then
-                ngx.header["Content-Type"] = "application/xml"
-                ngx.print('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>')
-            else
-                ngx.print("fault " .. code)
-            end
-            return ngx.exit(code)
+        if first_n(p2) then return answer(tonumber(p1)) end
+        return pass(path)
+    elseif kind == "after" then
+        if (hits:get(ngx.var.uri) or 0) > (tonumber(p2) or 0) then
+            return answer(tonumber(p1))
         end
         return pass(path)
     elseif kind == "az403" then
