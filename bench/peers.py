@@ -86,8 +86,12 @@ def log(msg):
 
 # -- the environment --------------------------------------------------------
 
+HERE_ONLY = []   # [True] with --here: the peers are this interpreter's
+
+
 def venv_python():
-    return os.path.join(VENV, "bin", "python")
+    return sys.executable if HERE_ONLY else os.path.join(VENV, "bin",
+                                                         "python")
 
 
 def ensure_venv(base_python):
@@ -132,8 +136,9 @@ def env_for(where, extra=None):
             del e[k]
     e["CF_SOURCE_DIR"] = REPO
     e["PYTHONWARNINGS"] = "ignore"
-    e["PYTHONPATH"] = os.path.join(BUILD if where == "venv" else
-                                   os.path.join(REPO, "build"), "python")
+    if not HERE_ONLY:
+        e["PYTHONPATH"] = os.path.join(BUILD if where == "venv" else
+                                       os.path.join(REPO, "build"), "python")
     e.update(extra or {})
     return e
 
@@ -303,11 +308,13 @@ def rasterio_sweep(a, runs, storage, codec, base, paths):
 
 
 def patches(a, runs, data, srv):
-    """Workload 2: the LERC_ZSTD scenes with their masks."""
-    d = data["LERC_ZSTD"]
-    n = a.scenes
-    imgs = [os.path.join(d, "images", "scene_%03d.tif" % i) for i in range(n)]
-    msks = [os.path.join(d, "masks", "scene_%03d.tif" % i) for i in range(n)]
+    """Workload 2: the LERC_ZSTD scenes with their masks (or those of
+    --images-dir)."""
+    d = a.images_dir or data["LERC_ZSTD"]
+    imgs = sorted(os.path.join(d, "images", f) for f in
+                  os.listdir(os.path.join(d, "images")))
+    msks = sorted(os.path.join(d, "masks", f) for f in
+                  os.listdir(os.path.join(d, "masks")))
     P = "patches"
     for storage in ("local", "remote"):
         remote = storage == "remote"
@@ -348,7 +355,7 @@ def patches(a, runs, data, srv):
                 runs.run(P, storage, sampler, "paper-style",
                          "%d workers" % w, dict(
                              base, run="patches_baseline", workers=w,
-                             images=iu, masks=mu), where="project")
+                             images=iu, masks=mu))
             b = runs.best(workload=P, storage=storage, codec=sampler,
                           reader="paper-style")
             if b and sampler == "random":
@@ -372,7 +379,15 @@ def decode(a, data):
 def check_model(a):
     """tests/python/test_experiment_models.py in the peers' environment:
     the ResNet-18 UNet trains for real there."""
-    e = env_for("venv", {"COGFEED_PYTHON": venv_python()})
+    tiny = a.images_dir
+    if not tiny:
+        # synth writes with GDAL's Python bindings: the project's Python.
+        tiny = os.path.join(a.data, "model-test")
+        if not os.path.isdir(os.path.join(tiny, "masks")):
+            peers_data.cli(sys.executable, env_for("project"), "synth", tiny,
+                           "--scenes", 2, "--size", 128, "--tile", 128,
+                           "--quiet")
+    e = env_for("venv", {"CF_MODEL_TEST_DATA": tiny})
     p = subprocess.run([venv_python(), "-m", "pytest", "-q", "-x",
                         "-p", "no:cacheprovider", os.path.join(
                             REPO, "tests", "python",
@@ -482,6 +497,15 @@ def main(argv):
                    help="small data and short runs: does everything run?")
     p.add_argument("--python", default="python3.12",
                    help="interpreter the peers' venv is made with")
+    p.add_argument("--here", action="store_true",
+                   help="the peers are installed in this interpreter, "
+                        "cogfeed on PYTHONPATH: no venv, no build-peers "
+                        "(bench/gpu/run.sh, on a machine without pip's "
+                        "index)")
+    p.add_argument("--images-dir",
+                   help="patches workload: this dataset folder (images/, "
+                        "masks/) instead of the generated scenes; only the "
+                        "patches and model workloads")
     p.add_argument("--setup", action="store_true",
                    help="make the venv, the build and the data, run nothing")
     p.add_argument("--json", help="write every result here")
@@ -513,15 +537,25 @@ def main(argv):
     a.memo = {}
     if q:
         a.data = os.path.join(a.data, "quick")
-    os.makedirs(a.data, exist_ok=True)
-    ensure_venv(a.python)
-    ensure_build()
-    data = peers_data.make(a.data, sys.executable, env_for("project"),
-                           a.scenes, a.unique, a.size)
+    work = a.workloads.split(",")
+    if a.here:
+        HERE_ONLY.append(True)
+    else:
+        ensure_venv(a.python)
+        ensure_build()
+    if a.images_dir:
+        a.images_dir = os.path.abspath(a.images_dir)
+        if set(work) - {"patches", "model"}:
+            p.error("--images-dir: only the patches and model workloads")
+        a.data = a.images_dir
+        data = {}
+    else:
+        os.makedirs(a.data, exist_ok=True)
+        data = peers_data.make(a.data, sys.executable, env_for("project"),
+                               a.scenes, a.unique, a.size)
     if a.setup:
         return 0
     from servers import Nginx
-    work = a.workloads.split(",")
     res = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
            "load_before": os.getloadavg()[0], "cpus": os.cpu_count(),
            "latency_ms": a.latency_ms, "quick": q, "rows": [],
@@ -552,21 +586,28 @@ def main(argv):
 
 
 def versions():
-    """The peers' versions, read from the venv."""
-    code = ("import json, importlib.metadata as m; print(json.dumps({p: "
-            "m.version(p) for p in ('torchgeo', 'async-tiff', 'rasterio', "
-            "'tifffile', 'imagecodecs', 'torch', 'numpy', "
-            "'segmentation-models-pytorch')}))")
-    v = json.loads(subprocess.run([venv_python(), "-c", code],
-                                  stdout=subprocess.PIPE, check=True,
-                                  universal_newlines=True).stdout)
-    v["gdal (rasterio's)"] = subprocess.run(
-        [venv_python(), "-c", "import rasterio; print(rasterio.__gdal_version__)"],
-        stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
-    v["python"] = subprocess.run(
-        [venv_python(), "-c", "import sys; print(sys.version.split()[0])"],
-        stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
-    return v
+    """The peers' versions (None: not installed), GDAL's and Python's, as
+    the peers' interpreter sees them."""
+    code = r"""
+import json, sys, importlib.metadata as m
+v = {}
+for p in ("torchgeo", "async-tiff", "rasterio", "tifffile", "imagecodecs",
+          "torch", "numpy", "segmentation-models-pytorch"):
+    try:
+        v[p] = m.version(p)
+    except m.PackageNotFoundError:
+        v[p] = None
+try:
+    import rasterio
+    v["gdal (rasterio's)"] = rasterio.__gdal_version__
+except ImportError:
+    pass
+v["python"] = sys.version.split()[0]
+print(json.dumps(v))
+"""
+    return json.loads(subprocess.run([venv_python(), "-c", code],
+                                     stdout=subprocess.PIPE, check=True,
+                                     universal_newlines=True).stdout)
 
 
 if __name__ == "__main__":

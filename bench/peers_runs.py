@@ -371,9 +371,11 @@ def patches_torchgeo(cfg):
 
 def decode(cfg):
     """Each codec's file: every tile decoded by cogfeed (Cog.read of the
-    tile's window: pread from the page cache, decode, predictor, paste)
-    and by imagecodecs (tifffile's page.decode of the tile's bytes, read
-    into memory beforehand), with 1 thread and with cfg["threads"]; the
+    tile's window: pread from the page cache, decode, predictor, paste
+    into a (bands, h, w) array) and by imagecodecs (tifffile's
+    page.decode of the tile's bytes, read into memory beforehand, then
+    the same (bands, h, w) array), with 1 thread and with
+    cfg["threads"]; the
     best of cfg["repeat"] rounds, each round running every variant in
     turn; bit-exactness checked."""
     import cogfeed
@@ -402,7 +404,10 @@ def decode(cfg):
         ex = ThreadPoolExecutor(n)
 
         def ic(k):
-            return dec(segs[k], k, jpegtables=jt)[0]
+            # (1, h, w, bands) -> (bands, h, w): the layout cogfeed (and
+            # a torch model) wants, so both sides deliver the same array.
+            a = dec(segs[k], k, jpegtables=jt)[0]
+            return np.ascontiguousarray(np.moveaxis(a[0], -1, 0))
 
         def cf(k):
             return cog.read(window=wins[k])
@@ -420,11 +425,9 @@ def decode(cfg):
                 dt = time.perf_counter() - t0
                 best[name] = min(dt, best.get(name, dt))
         ex.shutdown()
-        same = all(
-            np.array_equal(a, np.moveaxis(b.reshape(b.shape[-3:])[:a.shape[1],
-                                                                  :a.shape[2]],
-                                          -1, 0))
-            for a, b in zip(last["cogfeed_1t"], last["imagecodecs_1t"]))
+        same = all(np.array_equal(a, b[:, :a.shape[1], :a.shape[2]])
+                   for a, b in zip(last["cogfeed_1t"],
+                                   last["imagecodecs_1t"]))
         r = {"codec": codec, "dtype": str(cog.dtype), "bands": cog.count,
              "tiles": len(segs), "file_mb": len(raw) / 1e6,
              "decoded_mb": nbytes / 1e6, "bit_exact": bool(same),
@@ -486,7 +489,7 @@ def decode_files(cfg):
             a = refl[:bands]
         co = dict(o.split("=") for o in opts)
         co.update(compress=codec.split("_F32")[0], blocksize=512,
-                  overviews="NONE")
+                  overviews="NONE", interleave="PIXEL")
         with rasterio.open(path + ".tmp.tif", "w", driver="COG", width=size,
                            height=size, count=a.shape[0], dtype=dt,
                            **co) as dst:

@@ -78,10 +78,18 @@ def _drop_curl_state():
     opened there and inherited by several workers is one socket read by
     many processes, which corrupts responses (GDAL then reports
     TIFFReadEncodedTile() failed).  The main process drops its state after
-    indexing, and each worker again when it starts.
+    indexing, and each worker again when it starts.  The GDAL cleared is
+    rasterio's own: rasterio >= 1.4 has rasterio.cache for it (a PyPI
+    wheel carries its own GDAL, with no osgeo beside it); an older
+    rasterio shares the system GDAL with osgeo.
     """
-    from osgeo import gdal
-    gdal.VSICurlClearCache()
+    try:
+        import rasterio.cache
+    except ImportError:
+        from osgeo import gdal
+        gdal.VSICurlClearCache()
+    else:
+        rasterio.cache.invalidate_all()
 
 
 def window_for(scenes, patch, sampler, seed, index):
