@@ -8,11 +8,11 @@ One command, one run:
 makes (once) its own virtual environment bench/.venv-peers with the peers
 of bench/peers-requirements.txt (pinned; Python 3.12), builds cogfeed's
 extension for that interpreter into build-peers/, makes the data (once,
-bench_data/peers_data.py: 32 LERC_ZSTD and 32 DEFLATE COGs of 4096 px,
-4 bands uint16 + a uint8 mask), starts nginx on 127.0.0.1 with a
+bench/peers_lib/peers_data.py: 32 LERC_ZSTD and 32 DEFLATE COGs of 4096
+px, 4 bands uint16 + a uint8 mask), starts nginx on 127.0.0.1 with a
 first-byte latency (164 ms: the paper's Azure figure) and runs every
-configuration in its own process (bench/peers_runs.py), so that each peak
-RSS is that configuration's own:
+configuration in its own process (bench/peers_lib/peers_runs.py), so
+that each peak RSS is that configuration's own:
 
 1. windows: random 512 px windows over the 32 files of each codec, none
    two sharing a tile (no reader can serve one from a cache), locally and
@@ -54,6 +54,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+# The helpers live in peers_lib/, out of `./run.sh bench`'s bench/*.py.
+sys.path.insert(0, os.path.join(HERE, "peers_lib"))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "servers"))
 
@@ -62,7 +64,7 @@ import peers_data  # noqa: E402
 VENV = os.path.join(HERE, ".venv-peers")
 REQS = os.path.join(HERE, "peers-requirements.txt")
 BUILD = os.path.join(REPO, "build-peers")
-RUNNER = os.path.join(HERE, "peers_runs.py")
+RUNNER = os.path.join(HERE, "peers_lib", "peers_runs.py")
 
 # GDAL settings every rasterio and TorchGeo run gets: no directory listing
 # on open (an HTTP server without autoindex answers 404 to each), only .tif
@@ -527,8 +529,13 @@ def main(argv):
     a.rasterio_threads_local = [2] if q else [2, 4]
     a.sweep_depth = 1 if q else 4
     a.tifffile_threads = [2] if q else [2, 4]
-    a.workers_local = [2] if q else [2, 4]
-    a.workers_remote = [4] if q else [8, 16]
+    # DataLoader workers: 1 and 2 per core locally, 4 and 8 per core
+    # remotely (each waits 164 ms per request), at most 64 (each holds its
+    # own torch and GDAL: 16 on 2 cores took 6 GB).
+    c = os.cpu_count() or 1
+    a.workers_local = [2] if q else sorted({c, 2 * c})
+    a.workers_remote = [4] if q else sorted({min(64, 4 * c),
+                                             min(64, 8 * c)})
     a.patch = 256
     a.seconds = 3.0 if q else 15.0
     a.warmup = 2 if q else 8

@@ -1,6 +1,6 @@
 """One configuration of bench/peers.py, run in its own process.
 
-    python bench/peers_runs.py CONFIG.json      # prints one JSON result
+    python bench/peers_lib/peers_runs.py CONFIG.json   # prints one JSON result
 
 CONFIG["run"] names the runner: windows_cogfeed, windows_loader,
 windows_async_tiff, windows_rasterio, windows_tifffile (a list of 512 px
@@ -73,11 +73,24 @@ def result(cfg, header, first, warm, items, nbytes, extra=None):
     return r
 
 
-def digest(arrays):
+def digest(arrays, hwc=False):
+    """Short hash of arrays in (bands, h, w) order (hwc: given as (h, w,
+    bands))."""
     h = hashlib.sha1()
     for a in arrays:
-        h.update(np.ascontiguousarray(a).tobytes())
+        h.update(np.ascontiguousarray(np.moveaxis(a, -1, 0) if hwc
+                                      else a).tobytes())
     return h.hexdigest()[:12]
+
+
+def paste_hwc(out, a, x, y, win, tx, ty, tw, th):
+    """Copy the part of tile (tx, ty) (an (h, w, bands) array) that falls
+    in the window at (x, y) into out, (h, w, bands) too: row copies, no
+    transpose."""
+    x0, y0 = max(x, tx * tw), max(y, ty * th)
+    x1, y1 = min(x + win, (tx + 1) * tw), min(y + win, (ty + 1) * th)
+    out[y0 - y:y1 - y, x0 - x:x1 - x] = \
+        a[y0 - ty * th:y1 - ty * th, x0 - tx * tw:x1 - tx * tw]
 
 
 # -- windows ----------------------------------------------------------------
@@ -122,8 +135,9 @@ def windows_async_tiff(cfg):
     """async-tiff through its own object-store layer (obstore's HTTPStore,
     or LocalStore): every window's tiles fetched with fetch_tiles and
     decoded on async-tiff's Rust thread pool, cfg["concurrency"] windows
-    at once, pasted into a (bands, h, w) array as the other readers
-    deliver."""
+    at once, pasted into an (h, w, bands) window: its own layout (a
+    transpose to (bands, h, w) in numpy took a third of the event loop's
+    thread, py-spy, and capped it)."""
     from async_tiff import TIFF, ThreadPool
     from async_tiff.store import HTTPStore, LocalStore
     first, rest, win = _split(cfg)
@@ -154,15 +168,10 @@ def windows_async_tiff(cfg):
                 tiles = await tiffs[i].fetch_tiles(xy, 0)
                 arrs = await asyncio.gather(*[t.decode(pool=pool)
                                               for t in tiles])
-            out = np.empty((bands, win, win), dt)
+            out = np.empty((win, win, bands), dt)
             for (tx, ty), a in zip(xy, arrs):
-                a = np.asarray(a)          # (h, w, bands): chunky tiles
-                x0, y0 = max(x, tx * tw), max(y, ty * th)
-                x1 = min(x + win, (tx + 1) * tw)
-                y1 = min(y + win, (ty + 1) * th)
-                out[:, y0 - y:y1 - y, x0 - x:x1 - x] = np.moveaxis(
-                    a[y0 - ty * th:y1 - ty * th, x0 - tx * tw:x1 - tx * tw],
-                    -1, 0)
+                # (h, w, bands): chunky tiles
+                paste_hwc(out, np.asarray(a), x, y, win, tx, ty, tw, th)
             return out
 
         a = await asyncio.gather(*[one(w) for w in first])
@@ -170,7 +179,8 @@ def windows_async_tiff(cfg):
         b = await asyncio.gather(*[one(w) for w in rest])
         warm = m.mark()
         return result(cfg, header, f, warm, len(rest),
-                      sum(x.nbytes for x in b), {"digest": digest(a[:4])})
+                      sum(x.nbytes for x in b),
+                      {"digest": digest(a[:4], hwc=True)})
 
     return asyncio.run(main())
 
@@ -222,7 +232,8 @@ def windows_rasterio(cfg):
 def windows_tifffile(cfg):
     """tifffile + imagecodecs, local files: the tile bytes by pread, decoded
     by tifffile's page.decode (imagecodecs' codecs and predictors), pasted
-    into (bands, h, w); cfg["threads"] threads over the windows."""
+    into an (h, w, bands) window, its own layout; cfg["threads"] threads
+    over the windows."""
     import tifffile
     first, rest, win = _split(cfg)
     m = Meter(None)
@@ -242,19 +253,14 @@ def windows_tifffile(cfg):
     def one(w):
         i, x, y = w
         fd, _, offs, counts, decode, _ = files[i]
-        out = np.empty((bands, win, win), dt)
+        out = np.empty((win, win, bands), dt)
         for ty in range(y // th, (y + win - 1) // th + 1):
             for tx in range(x // tw, (x + win - 1) // tw + 1):
                 k = ty * across + tx
                 data = os.pread(fd, counts[k], offs[k])
                 a = decode(data, k, jpegtables=jt)[0]   # (1, h, w, bands)
-                a = a.reshape(a.shape[-3:])
-                x0, y0 = max(x, tx * tw), max(y, ty * th)
-                x1 = min(x + win, (tx + 1) * tw)
-                y1 = min(y + win, (ty + 1) * th)
-                out[:, y0 - y:y1 - y, x0 - x:x1 - x] = np.moveaxis(
-                    a[y0 - ty * th:y1 - ty * th, x0 - tx * tw:x1 - tx * tw],
-                    -1, 0)
+                paste_hwc(out, a.reshape(a.shape[-3:]), x, y, win, tx, ty,
+                          tw, th)
         return out
 
     with ThreadPoolExecutor(cfg["threads"]) as ex:
@@ -263,7 +269,7 @@ def windows_tifffile(cfg):
         b = list(ex.map(one, rest))
         warm = m.mark()
     return result(cfg, header, f, warm, len(rest), sum(x.nbytes for x in b),
-                  {"digest": digest(a[:4])})
+                  {"digest": digest(a[:4], hwc=True)})
 
 
 # -- training patches -------------------------------------------------------
@@ -373,11 +379,11 @@ def decode(cfg):
     """Each codec's file: every tile decoded by cogfeed (Cog.read of the
     tile's window: pread from the page cache, decode, predictor, paste
     into a (bands, h, w) array) and by imagecodecs (tifffile's
-    page.decode of the tile's bytes, read into memory beforehand, then
-    the same (bands, h, w) array), with 1 thread and with
-    cfg["threads"]; the
-    best of cfg["repeat"] rounds, each round running every variant in
-    turn; bit-exactness checked."""
+    page.decode of the tile's bytes, read into memory beforehand, into
+    its own (h, w, bands) layout: cogfeed's deinterleave is not asked of
+    it), with 1 thread and with cfg["threads"]; the best of
+    cfg["repeat"] rounds, each round running every variant in turn;
+    bit-exactness checked."""
     import cogfeed
     import imagecodecs
     import tifffile
@@ -404,10 +410,7 @@ def decode(cfg):
         ex = ThreadPoolExecutor(n)
 
         def ic(k):
-            # (1, h, w, bands) -> (bands, h, w): the layout cogfeed (and
-            # a torch model) wants, so both sides deliver the same array.
-            a = dec(segs[k], k, jpegtables=jt)[0]
-            return np.ascontiguousarray(np.moveaxis(a[0], -1, 0))
+            return dec(segs[k], k, jpegtables=jt)[0]   # (1, h, w, bands)
 
         def cf(k):
             return cog.read(window=wins[k])
@@ -425,9 +428,9 @@ def decode(cfg):
                 dt = time.perf_counter() - t0
                 best[name] = min(dt, best.get(name, dt))
         ex.shutdown()
-        same = all(np.array_equal(a, b[:, :a.shape[1], :a.shape[2]])
-                   for a, b in zip(last["cogfeed_1t"],
-                                   last["imagecodecs_1t"]))
+        same = all(np.array_equal(a, np.moveaxis(
+            b[0, :a.shape[1], :a.shape[2]], -1, 0))
+            for a, b in zip(last["cogfeed_1t"], last["imagecodecs_1t"]))
         r = {"codec": codec, "dtype": str(cog.dtype), "bands": cog.count,
              "tiles": len(segs), "file_mb": len(raw) / 1e6,
              "decoded_mb": nbytes / 1e6, "bit_exact": bool(same),
