@@ -25,7 +25,7 @@ D=$R/.devkit/data
 if [ $CPU = 1 ]; then
   # Here: the venv of bench/peers.py holds torch, rasterio and the peers.
   PY=${PY:-$R/bench/.venv-peers/bin/python}; DEV=cpu; B=/tmp/b-cpu-check
-  SECS=4; BUDGET=6; PEERS_TMO=900
+  SECS=4; BUDGET=6; PEERS_TMO=900; X18="--snapshots 1 --patch-size 128 --batch-size 8"
   [ -x "$PY" ] || { echo "no $PY: run bench/peers.py --setup first"; exit 2; }
   if [ ! -d "$D/masks" ]; then
     D=$OUT/data
@@ -33,7 +33,7 @@ if [ $CPU = 1 ]; then
       PYTHONPATH=$R/build/python /usr/bin/python3 -m cogfeed.cli convert $OUT/raw $D --compress lerc_zstd --tile 512 --quiet; }
   fi
 else
-  PY=$(command -v python3); DEV=cuda; B=/tmp/b; SECS=10; BUDGET=30; PEERS_TMO=420
+  PY=$(command -v python3); DEV=cuda; B=/tmp/b; SECS=10; BUDGET=30; PEERS_TMO=420; X18="--patch-size 256 --batch-size 16"
   mkdir -p $K; tar -C $K -xJf .devkit/kit.tar.xz
 fi
 step env
@@ -87,9 +87,9 @@ if $PY -c "import torchgeo, rasterio, segmentation_models_pytorch" 2>/dev/null; 
   timeout $PEERS_TMO $PY bench/peers.py --here --images-dir $D --workloads patches \
     $([ $CPU = 1 ] && echo --quick) --json $OUT/peers.json 2>&1 | grep -v "Warning\|warn(\|rationality"
   step "peers: the paper's UNet-ResNet18 on $DEV, paper-style loader and cogfeed"
-  timeout 360 $PY -m cogfeed.cli experiment --data $D --out /tmp/exp18 --budget $BUDGET --model unet-resnet18 \
+  timeout 480 $PY -m cogfeed.cli experiment --data $D --out /tmp/exp18 --budget $BUDGET --model unet-resnet18 \
     --loaders baseline,cogfeed --baseline-workers $(( $(nproc) > 8 ? 16 : 4 )) --samplers none --device $DEV \
-    --sampler random --patch-size 256 --batch-size 16 2>&1 | tail -25
+    --sampler random $X18 2>&1 | grep -v "Warning\|warn(\|rationality" | tail -25
   mkdir -p $OUT/resnet18; cp /tmp/exp18/*.md /tmp/exp18/*.json $OUT/resnet18/ 2>/dev/null
 else
   step "peers: skipped (torchgeo, rasterio or segmentation-models-pytorch missing: make_kit.sh --peers)"

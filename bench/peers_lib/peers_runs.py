@@ -163,7 +163,8 @@ def windows_async_tiff(cfg):
         async def one(w):
             i, x, y = w
             async with sem:
-                xy = [(tx, ty) for ty in range(y // th, (y + win - 1) // th + 1)
+                xy = [(tx, ty)
+                      for ty in range(y // th, (y + win - 1) // th + 1)
                       for tx in range(x // tw, (x + win - 1) // tw + 1)]
                 tiles = await tiffs[i].fetch_tiles(xy, 0)
                 arrs = await asyncio.gather(*[t.decode(pool=pool)
@@ -281,13 +282,25 @@ def _patch_bytes(cfg):
     return p * p * (cfg["bands"] * 2 + cfg.get("mask_bytes", 1))
 
 
+def _endless(ld):
+    """Batches of ld across epochs: a grid sampler's epoch ends (all the
+    windows once), and a small dataset's may end within the run."""
+    while True:
+        got = False
+        for b in ld:
+            got = True
+            yield b
+        if not got:
+            raise RuntimeError("an epoch with no batch")
+
+
 def _drive(cfg, make, close=None):
     """Construct a loader (header time), take its first batch (cold), skip
     cfg["warmup"] batches, then count patches for cfg["seconds"]."""
     m = Meter(cfg.get("log"))
     ld = make()
     header = m.mark()
-    it = iter(ld)
+    it = _endless(ld)
     b = next(it)
     f = m.mark()
     for _ in range(cfg["warmup"]):
@@ -300,9 +313,11 @@ def _drive(cfg, make, close=None):
         n += int(b["image"].shape[0])
     warm = m.mark()
     r = result(cfg, header, f, warm, n, n * _patch_bytes(cfg))
+    it.close()
     if close:
         close(ld)
-    stop = getattr(it, "_shutdown_workers", None)   # a DataLoader's
+    stop = getattr(getattr(ld, "_iterator", None), "_shutdown_workers",
+                   None)   # a DataLoader's persistent workers
     if stop:
         stop()
     return r

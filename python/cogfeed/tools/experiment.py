@@ -1,11 +1,12 @@
 """cogfeed experiment: does the loader keep the accelerator busy?
 
 A small UNet (unet.py; --model unet-resnet18: the paper's UNet with a
-ResNet-18 encoder, from segmentation-models-pytorch) is trained for a fixed wall-clock budget on a
-synthetic dataset (synth.py) under four set-ups: files on local disk and
-files behind nginx with a first-byte latency (164 ms by default, the
-paper's Azure figure; the command starts the server), each read with the
-paper-style loader (baseline.py) and with cogfeed.  Every set-up uses the
+ResNet-18 encoder, from segmentation-models-pytorch) is trained for a
+fixed wall-clock budget on a synthetic dataset (synth.py) under four
+set-ups: files on local disk and files behind nginx with a first-byte
+latency (164 ms by default, the paper's Azure figure; the command starts
+the server), each read with the paper-style loader (baseline.py) and
+with cogfeed.  Every set-up uses the
 same patch size, batch size, sampler, seed and model initialisation, so
 local vs remote is a like-for-like comparison.
 
