@@ -325,11 +325,13 @@ def patches(a, runs, data, srv):
             return srv.url(os.path.relpath(p, a.data)) if remote else p
 
         iu, mu = [url(p) for p in imgs], [url(p) for p in msks]
-        gdal_tg = a.memo.get(("best_gdal", storage), (None, GDAL_REMOTE if
-                                                      remote else
-                                                      GDAL_BASE))[1]
-        gdal_tg = {k: v for k, v in gdal_tg.items()
-                   if k != "GDAL_NUM_THREADS"}
+        # TorchGeo's GDAL: what won the rasterio sweep of this storage,
+        # but one decode thread per worker process (its parallelism is
+        # the workers; ALL_CPUS in each would oversubscribe the cores).
+        won = a.memo.get(("best_gdal", storage))
+        gdal_tg = dict(won[1] if won else
+                       GDAL_REMOTE if remote else GDAL_BASE,
+                       GDAL_NUM_THREADS="1")
         workers = a.workers_remote if remote else a.workers_local
         for sampler in ("random", "grid"):
             base = {"patch": a.patch, "batch": a.batch, "bands": 4,
