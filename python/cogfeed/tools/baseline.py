@@ -78,16 +78,24 @@ def _drop_curl_state():
     opened there and inherited by several workers is one socket read by
     many processes, which corrupts responses (GDAL then reports
     TIFFReadEncodedTile() failed).  The main process drops its state after
-    indexing, and each worker again when it starts.
+    indexing, and each worker again when it starts.  The GDAL cleared is
+    rasterio's own (a PyPI wheel carries its own GDAL): rasterio >= 1.5
+    has rasterio.cache for it; for older ones its libgdal is called
+    through ctypes.
     """
-    gdal = _libgdal()
-    if gdal is not None:
-        gdal.VSICurlClearCache()
+    try:
+        import rasterio.cache
+    except ImportError:
+        gdal = _libgdal()
+        if gdal is not None:
+            gdal.VSICurlClearCache()
+    else:
+        rasterio.cache.invalidate_all()
 
 
 def _libgdal():
-    """The libgdal that rasterio loaded (ctypes): rasterio has no Python
-    call for VSICurlClearCache.  None if it cannot be found."""
+    """The libgdal that rasterio loaded (ctypes): rasterio < 1.5 has no
+    Python call for VSICurlClearCache.  None if it cannot be found."""
     import ctypes
     import rasterio  # noqa: F401  (loads its libgdal)
     with open("/proc/self/maps") as f:

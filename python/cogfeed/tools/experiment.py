@@ -1,10 +1,12 @@
 """cogfeed experiment: does the loader keep the accelerator busy?
 
-A small UNet (unet.py) is trained for a fixed wall-clock budget on a
-synthetic dataset (synth.py) under four set-ups: files on local disk and
-files behind nginx with a first-byte latency (164 ms by default, the
-paper's Azure figure; the command starts the server), each read with the
-paper-style loader (baseline.py) and with cogfeed.  Every set-up uses the
+A small UNet (unet.py; --model unet-resnet18: the paper's UNet with a
+ResNet-18 encoder, from segmentation-models-pytorch) is trained for a
+fixed wall-clock budget on a synthetic dataset (synth.py) under four
+set-ups: files on local disk and files behind nginx with a first-byte
+latency (164 ms by default, the paper's Azure figure; the command starts
+the server), each read with the paper-style loader (baseline.py) and
+with cogfeed.  Every set-up uses the
 same patch size, batch size, sampler, seed and model initialisation, so
 local vs remote is a like-for-like comparison.
 
@@ -162,14 +164,15 @@ def _to_tensor(a, device, dtype):
 
 
 def train(name, ld, val, device, budget=None, steps=None, snap_every=None,
-          snap_steps=None, seed=0, lr=2e-3, base=16, log=sys.stderr):
-    """Train a fresh UNet from `ld` until `budget` seconds of training wall
-    time or `steps` steps; returns the record of the run."""
+          snap_steps=None, seed=0, lr=2e-3, base=16, log=sys.stderr,
+          model="unet"):
+    """Train a fresh model (unet.MODELS) from `ld` until `budget` seconds
+    of training wall time or `steps` steps; returns the record of the
+    run."""
     import torch
-    from .unet import UNet
+    from .unet import make_model
     torch.manual_seed(seed)
-    model = UNet(in_ch=val[0].shape[1], classes=CLASSES,
-                 base=base).to(device)
+    model = make_model(model, val[0].shape[1], CLASSES, base).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     lossf = torch.nn.CrossEntropyLoss()
     cuda = device.type == "cuda"
@@ -329,11 +332,13 @@ def _write_tables(out, runs, sampler_runs, meta):
                             else r.get(k, 0) for k in COLS])
     lines = ["# cogfeed experiment results", "",
              "device: %s; budget %s s per set-up; patch %d, batch %d, "
-             "sampler %s; UNet base %d; remote = nginx with %d ms "
+             "sampler %s; model %s; remote = nginx with %d ms "
              "first-byte latency" % (
                  meta["device"], meta["budget"], meta["patch_size"],
-                 meta["batch_size"], meta["sampler"], meta["unet_base"],
-                 meta["latency_ms"]),
+                 meta["batch_size"], meta["sampler"],
+                 "UNet base %d" % meta["unet_base"]
+                 if meta.get("model", "unet") == "unet"
+                 else meta["model"], meta["latency_ms"]),
              "",
              "| set-up | steps | steps/s | data stall | step busy | "
              "utilisation | MB/s to model | CPU s (all processes) | "
@@ -386,11 +391,22 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
         baseline_prefetch=2, cogfeed_settings=None, sampler_steps=None,
         samplers=("random", "blocked", "tile-shuffle"), snapshots=6,
         loaders=("baseline", "cogfeed"), device=None, base=None,
-        sampler_seeds=1, log=sys.stderr):
+        sampler_seeds=1, log=sys.stderr, model="unet"):
     import torch
+    from .unet import MODELS, make_model
     if sampler not in ("random", "blocked", "grid"):
         raise ValueError("experiment: the four set-ups need a sampler both "
                          "loaders have (random, blocked, grid)")
+    if model not in MODELS:
+        raise ValueError("experiment: unknown model %r (one of %s)"
+                         % (model, ", ".join(MODELS)))
+    # The small UNet pools 3 times, the ResNet-18 encoder 5 times.
+    step = 32 if model == "unet-resnet18" else 8
+    if patch_size % step:
+        raise ValueError("experiment: --model %s needs a patch size that "
+                         "is a multiple of %d, not %d"
+                         % (model, step, patch_size))
+    make_model(model, 4, CLASSES)   # fails now, not after reading data
     os.makedirs(out, exist_ok=True)
     imgs, msks = common.resolve(data)
     if not msks or len(imgs) < 2:
@@ -417,6 +433,7 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
             "mean": mean, "std": std, "baseline_workers": baseline_workers,
             "baseline_prefetch": baseline_prefetch,
             "cogfeed_settings": cf_settings, "unet_base": base,
+            "model": model,
             "torch_threads":
             torch.get_num_threads(), "cpus": os.cpu_count()}
 
@@ -428,7 +445,7 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
         try:
             return train(name, ld, val, device, budget=bud, steps=steps,
                          snap_every=sn, snap_steps=sn_steps, base=base,
-                         seed=seed, log=log)
+                         seed=seed, log=log, model=model)
         finally:
             ld.close()
 
@@ -474,9 +491,9 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
 def main(argv):
     p = argparse.ArgumentParser(
         prog="cogfeed experiment",
-        description="Train a small UNet for a fixed time under local/remote "
-                    "x baseline/cogfeed, then compare samplers at equal "
-                    "steps; writes tables and plots.")
+        description="Train a UNet (small by default) for a fixed time "
+                    "under local/remote x baseline/cogfeed, then compare "
+                    "samplers at equal steps; writes tables and plots.")
     p.add_argument("--data", required=True,
                    help="dataset folder with images/ and masks/ (the last "
                         "scene is held out for validation)")
@@ -511,7 +528,14 @@ def main(argv):
                    "cuda when available)")
     p.add_argument("--unet-base", type=int, default=None,
                    help="UNet channels at the top level (default 16 on "
-                        "cuda, 8 on cpu)")
+                        "cuda, 8 on cpu; --model unet only)")
+    p.add_argument("--model", default="unet",
+                   choices=("unet", "unet-resnet18"),
+                   help="unet: the small UNet (default, for a 2-core "
+                        "CPU); unet-resnet18: the paper's UNet with a "
+                        "ResNet-18 encoder (segmentation-models-pytorch, "
+                        "random initialisation; patch size a multiple "
+                        "of 32)")
     a = p.parse_args(argv)
     cfg = None
     if a.config:
@@ -524,7 +548,7 @@ def main(argv):
                 () if a.samplers == "none" else tuple(a.samplers.split(",")),
                 a.snapshots,
                 () if a.loaders == "none" else tuple(a.loaders.split(",")),
-                a.device, a.unet_base, a.sampler_seeds)
+                a.device, a.unet_base, a.sampler_seeds, model=a.model)
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         sys.stderr.write("cogfeed experiment: %s\n" % e)
         return 1

@@ -48,6 +48,36 @@ class UNet(nn.Module):
         return self.head(x)
 
 
+# The models `cogfeed experiment --model` can train.  "unet" is the small
+# UNet above (the default: a 2-core CPU trains it in a minute);
+# "unet-resnet18" is the paper's model, a UNet with a ResNet-18 encoder
+# from segmentation-models-pytorch, whose step time the paper's GPU
+# utilisation figures assume.
+MODELS = ("unet", "unet-resnet18")
+
+
+def make_model(name, in_ch, classes, base=16):
+    """A freshly initialised model of MODELS (base: the small UNet's
+    width; the ResNet-18 UNet has its fixed widths)."""
+    if name == "unet":
+        return UNet(in_ch=in_ch, classes=classes, base=base)
+    if name == "unet-resnet18":
+        try:
+            import segmentation_models_pytorch as smp
+        except ImportError as e:
+            raise RuntimeError(
+                "--model unet-resnet18 needs segmentation-models-pytorch "
+                "(with timm and torchvision): %s; bench/peers.py makes a "
+                "virtual environment with it (docs/experiment.md)" % e)
+        # Random initialisation: encoder_weights=None never downloads (no
+        # pretrained weights can be fetched here, and the comparison is
+        # about step time, not transfer learning).
+        return smp.Unet(encoder_name="resnet18", encoder_weights=None,
+                        in_channels=in_ch, classes=classes)
+    raise ValueError("unknown model %r (one of %s)" % (name,
+                                                       ", ".join(MODELS)))
+
+
 def confusion(pred, target, classes):
     """classes x classes counts (rows: truth, columns: prediction)."""
     k = target.reshape(-1).long() * classes + pred.reshape(-1).long()

@@ -1,0 +1,538 @@
+"""One configuration of bench/peers.py, run in its own process.
+
+    python bench/peers_lib/peers_runs.py CONFIG.json   # prints one JSON result
+
+CONFIG["run"] names the runner: windows_cogfeed, windows_loader,
+windows_async_tiff, windows_rasterio, windows_tifffile (a list of 512 px
+windows), patches_cogfeed, patches_torchgeo, patches_baseline (training
+batches of image + mask patches), decode (cogfeed's codecs against
+imagecodecs).  bench/peers.py writes the config, starts this file with
+the right interpreter (the peers' virtual environment; the project's own
+for the paper-style baseline) and reads the result.
+
+Every result has the same units: header_s (opening the files: their
+headers), first_s (the first batch after that), then the warm part:
+items (windows or patches), seconds, mb_per_s (decoded pixels delivered
+at the files' own sample size: 4 x uint16 + the uint8 mask for patches),
+items_per_s, cpu_s_per_gb (this process and its children, e.g.
+DataLoader workers), peak_rss_mb (the sum of their peak resident sets),
+requests_per_item (from the serving nginx's access log; None locally).
+"""
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from cogfeed.tools import common
+
+
+# -- measuring --------------------------------------------------------------
+
+def tree():
+    return common.descendants(os.getpid())
+
+
+class Meter:
+    """Wall time, CPU of the process tree and nginx requests between
+    marks."""
+
+    def __init__(self, log):
+        self.log = common.LogCounter(log) if log else None
+        self.t = time.perf_counter()
+        self.cpu = common.cpu_seconds(tree())
+
+    def mark(self):
+        """(seconds, CPU seconds, requests or None) since the last mark."""
+        t, cpu = time.perf_counter(), common.cpu_seconds(tree())
+        req = self.log.take()[0] if self.log else None
+        out = (t - self.t, cpu - self.cpu, req)
+        self.t, self.cpu = t, cpu
+        return out
+
+
+def result(cfg, header, first, warm, items, nbytes, extra=None):
+    """The result dict from three Meter marks."""
+    s, cpu, req = warm
+    gb = nbytes / 1e9
+    r = {"header_s": header[0], "header_requests": header[2],
+         "first_s": first[0], "first_requests": first[2],
+         "items": items, "seconds": s, "bytes": nbytes,
+         "mb_per_s": nbytes / 1e6 / s, "items_per_s": items / s,
+         "cpu_s_per_gb": cpu / gb if gb else None,
+         "peak_rss_mb": common.peak_rss_mb(tree()),
+         "requests_per_item": None if req is None else req / items,
+         "load_avg": os.getloadavg()[0]}
+    r.update(extra or {})
+    return r
+
+
+def digest(arrays, hwc=False):
+    """Short hash of arrays in (bands, h, w) order (hwc: given as (h, w,
+    bands))."""
+    h = hashlib.sha1()
+    for a in arrays:
+        h.update(np.ascontiguousarray(np.moveaxis(a, -1, 0) if hwc
+                                      else a).tobytes())
+    return h.hexdigest()[:12]
+
+
+def paste_hwc(out, a, x, y, win, tx, ty, tw, th):
+    """Copy the part of tile (tx, ty) (an (h, w, bands) array) that falls
+    in the window at (x, y) into out, (h, w, bands) too: row copies, no
+    transpose."""
+    x0, y0 = max(x, tx * tw), max(y, ty * th)
+    x1, y1 = min(x + win, (tx + 1) * tw), min(y + win, (ty + 1) * th)
+    out[y0 - y:y1 - y, x0 - x:x1 - x] = \
+        a[y0 - ty * th:y1 - ty * th, x0 - tx * tw:x1 - tx * tw]
+
+
+# -- windows ----------------------------------------------------------------
+
+def _split(cfg):
+    w = [tuple(x) for x in cfg["windows"]]
+    b = cfg["batch"]
+    return w[:b], w[b:], cfg["win"]
+
+
+def windows_cogfeed(cfg):
+    """cogfeed.read_many: the first batch, then every other window in one
+    call (all tiles requested together, decoded as they arrive)."""
+    import cogfeed
+    first, rest, win = _split(cfg)
+    m = Meter(cfg.get("log"))
+    with ThreadPoolExecutor(min(32, len(cfg["urls"]))) as ex:
+        cogs = list(ex.map(cogfeed.open, cfg["urls"]))
+    header = m.mark()
+    a = cogfeed.read_many([(cogs[i], (x, y, win, win)) for i, x, y in first])
+    f = m.mark()
+    b = cogfeed.read_many([(cogs[i], (x, y, win, win)) for i, x, y in rest])
+    warm = m.mark()
+    return result(cfg, header, f, warm, len(rest), sum(x.nbytes for x in b),
+                  {"digest": digest(a[:4])})
+
+
+def windows_loader(cfg):
+    """cogfeed.Loader, random 512 px patches of the same files (its own
+    windows: the Loader samples them), images only, batch cfg["batch"],
+    streamed for cfg["seconds"] after cfg["warmup"] batches (its ring
+    reads ahead: a fixed count of windows would be served from it)."""
+    import cogfeed
+    return _drive(dict(cfg, patch=cfg["win"], mask_bytes=0),
+                  lambda: cogfeed.Loader(
+                      cfg["urls"], patch_size=cfg["win"],
+                      batch_size=cfg["batch"], sampler="random", seed=0,
+                      epoch_length=10 ** 9), lambda ld: ld.close())
+
+
+def windows_async_tiff(cfg):
+    """async-tiff through its own object-store layer (obstore's HTTPStore,
+    or LocalStore): every window's tiles fetched with fetch_tiles and
+    decoded on async-tiff's Rust thread pool, cfg["concurrency"] windows
+    at once, pasted into an (h, w, bands) window: its own layout (a
+    transpose to (bands, h, w) in numpy took a third of the event loop's
+    thread, py-spy, and capped it)."""
+    from async_tiff import TIFF, ThreadPool
+    from async_tiff.store import HTTPStore, LocalStore
+    first, rest, win = _split(cfg)
+    conc = cfg["concurrency"]
+    base = cfg["base"]
+    if base.startswith("http"):
+        store = HTTPStore.from_url(base, client_options={"allow_http": True})
+    else:
+        store = LocalStore(base)
+    pool = ThreadPool(os.cpu_count() or 1)
+
+    async def main():
+        m = Meter(cfg.get("log"))
+        tiffs = await asyncio.gather(*[TIFF.open(p, store=store)
+                                       for p in cfg["paths"]])
+        ifd = tiffs[0].ifds[0]
+        tw, th = ifd.tile_width, ifd.tile_height
+        bands = ifd.samples_per_pixel
+        dt = np.dtype("uint%d" % ifd.bits_per_sample[0])
+        header = m.mark()
+        sem = asyncio.Semaphore(conc)
+
+        async def one(w):
+            i, x, y = w
+            async with sem:
+                xy = [(tx, ty)
+                      for ty in range(y // th, (y + win - 1) // th + 1)
+                      for tx in range(x // tw, (x + win - 1) // tw + 1)]
+                tiles = await tiffs[i].fetch_tiles(xy, 0)
+                arrs = await asyncio.gather(*[t.decode(pool=pool)
+                                              for t in tiles])
+            out = np.empty((win, win, bands), dt)
+            for (tx, ty), a in zip(xy, arrs):
+                # (h, w, bands): chunky tiles
+                paste_hwc(out, np.asarray(a), x, y, win, tx, ty, tw, th)
+            return out
+
+        a = await asyncio.gather(*[one(w) for w in first])
+        f = m.mark()
+        b = await asyncio.gather(*[one(w) for w in rest])
+        warm = m.mark()
+        return result(cfg, header, f, warm, len(rest),
+                      sum(x.nbytes for x in b),
+                      {"digest": digest(a[:4], hwc=True)})
+
+    return asyncio.run(main())
+
+
+def windows_rasterio(cfg):
+    """rasterio (PyPI: its wheel's GDAL) over /vsicurl/ or local paths,
+    cfg["threads"] threads each with its own datasets (GDAL datasets are
+    not thread-safe); GDAL's configuration comes from the environment
+    peers.py sets (cfg["gdal"])."""
+    import rasterio
+    from rasterio.windows import Window
+    first, rest, win = _split(cfg)
+    n = cfg["threads"]
+    local = threading.local()
+    paths = cfg["paths"]
+
+    def ds(i):
+        d = getattr(local, "ds", None)
+        if d is None:
+            d = local.ds = {}
+        if i not in d:
+            d[i] = rasterio.open(paths[i])
+        return d[i]
+
+    def one(w):
+        i, x, y = w
+        return ds(i).read(window=Window(x, y, win, win))
+
+    barrier = threading.Barrier(n)
+
+    def opener(_):
+        for i in range(len(paths)):
+            ds(i)
+        barrier.wait()
+
+    m = Meter(cfg.get("log"))
+    with ThreadPoolExecutor(n) as ex:
+        list(ex.map(opener, range(n)))
+        header = m.mark()
+        a = list(ex.map(one, first))
+        f = m.mark()
+        b = list(ex.map(one, rest))
+        warm = m.mark()
+    return result(cfg, header, f, warm, len(rest), sum(x.nbytes for x in b),
+                  {"digest": digest(a[:4]), "gdal_version":
+                   rasterio.__gdal_version__})
+
+
+def windows_tifffile(cfg):
+    """tifffile + imagecodecs, local files: the tile bytes by pread, decoded
+    by tifffile's page.decode (imagecodecs' codecs and predictors), pasted
+    into an (h, w, bands) window, its own layout; cfg["threads"] threads
+    over the windows."""
+    import tifffile
+    first, rest, win = _split(cfg)
+    m = Meter(None)
+    files = []
+    for p in cfg["paths"]:
+        tf = tifffile.TiffFile(p)
+        pg = tf.pages[0]
+        files.append((os.open(p, os.O_RDONLY), pg, pg.dataoffsets,
+                      pg.databytecounts, pg.decode, tf))
+    pg = files[0][1]
+    tw, th = pg.tilewidth, pg.tilelength
+    across = (pg.imagewidth + tw - 1) // tw
+    bands, dt = pg.samplesperpixel, pg.dtype
+    jt = pg.jpegtables
+    header = m.mark()
+
+    def one(w):
+        i, x, y = w
+        fd, _, offs, counts, decode, _ = files[i]
+        out = np.empty((win, win, bands), dt)
+        for ty in range(y // th, (y + win - 1) // th + 1):
+            for tx in range(x // tw, (x + win - 1) // tw + 1):
+                k = ty * across + tx
+                data = os.pread(fd, counts[k], offs[k])
+                a = decode(data, k, jpegtables=jt)[0]   # (1, h, w, bands)
+                paste_hwc(out, a.reshape(a.shape[-3:]), x, y, win, tx, ty,
+                          tw, th)
+        return out
+
+    with ThreadPoolExecutor(cfg["threads"]) as ex:
+        a = list(ex.map(one, first))
+        f = m.mark()
+        b = list(ex.map(one, rest))
+        warm = m.mark()
+    return result(cfg, header, f, warm, len(rest), sum(x.nbytes for x in b),
+                  {"digest": digest(a[:4], hwc=True)})
+
+
+# -- training patches -------------------------------------------------------
+
+def _patch_bytes(cfg):
+    """Pixel bytes of one patch at the files' own sample sizes (uint16
+    image bands + the uint8 mask), whatever dtype a loader hands out."""
+    p = cfg["patch"]
+    return p * p * (cfg["bands"] * 2 + cfg.get("mask_bytes", 1))
+
+
+def _endless(ld):
+    """Batches of ld across epochs: a grid sampler's epoch ends (all the
+    windows once), and a small dataset's may end within the run."""
+    while True:
+        got = False
+        for b in ld:
+            got = True
+            yield b
+        if not got:
+            raise RuntimeError("an epoch with no batch")
+
+
+def _drive(cfg, make, close=None):
+    """Construct a loader (header time), take its first batch (cold), skip
+    cfg["warmup"] batches, then count patches for cfg["seconds"]."""
+    m = Meter(cfg.get("log"))
+    ld = make()
+    header = m.mark()
+    it = _endless(ld)
+    b = next(it)
+    f = m.mark()
+    for _ in range(cfg["warmup"]):
+        next(it)
+    m.mark()
+    n = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < cfg["seconds"]:
+        b = next(it)
+        n += int(b["image"].shape[0])
+    warm = m.mark()
+    r = result(cfg, header, f, warm, n, n * _patch_bytes(cfg))
+    it.close()
+    if close:
+        close(ld)
+    stop = getattr(getattr(ld, "_iterator", None), "_shutdown_workers",
+                   None)   # a DataLoader's persistent workers
+    if stop:
+        stop()
+    return r
+
+
+def patches_cogfeed(cfg):
+    import cogfeed
+    kw = {}
+    if cfg["sampler"] == "random":
+        kw["epoch_length"] = 10 ** 9
+    return _drive(cfg, lambda: cogfeed.Loader(
+        cfg["images"], masks=cfg["masks"], patch_size=cfg["patch"],
+        batch_size=cfg["batch"], sampler=cfg["sampler"], seed=0, **kw),
+        lambda ld: ld.close())
+
+
+def patches_baseline(cfg):
+    import rasterio  # noqa: F401  (imports are not header time)
+    import torch  # noqa: F401
+    from cogfeed.tools.baseline import BaselineLoader
+    return _drive(cfg, lambda: BaselineLoader(
+        cfg["images"], cfg["masks"], patch_size=cfg["patch"],
+        batch_size=cfg["batch"], sampler=cfg["sampler"], seed=0,
+        workers=cfg["workers"], prefetch_factor=2),
+        lambda ld: ld.close())
+
+
+def _drop_vsicurl(_):
+    import rasterio.cache
+    rasterio.cache.invalidate_all()
+
+
+def patches_torchgeo(cfg):
+    """TorchGeo as its tutorials use it: an image RasterDataset & a mask
+    RasterDataset (an IntersectionDataset), RandomGeoSampler or
+    GridGeoSampler of patch x patch pixels, a DataLoader with
+    stack_samples, cfg["workers"] persistent workers.  Each worker first
+    drops the GDAL /vsicurl/ state it inherited (rasterio.cache.
+    invalidate_all): forked from the main process, which opened every
+    file to build the index, the workers would otherwise share its
+    connections and read each other's responses ("ZSTD_decompress():
+    Unknown frame descriptor" in LERC_ZSTD tiles, seen here).  A fork
+    server avoids that too, but starts every worker's imports anew
+    (minutes on 2 busy cores) and shares no memory with the parent."""
+    import torch
+    from torch.utils.data import DataLoader
+    from torchgeo.datasets import stack_samples
+    from torchgeo.samplers import GridGeoSampler, RandomGeoSampler
+    from peers_torchgeo import Images, Masks
+
+    torch.set_num_threads(1)
+
+    def make():
+        ds = Images(paths=cfg["images"]) & Masks(paths=cfg["masks"])
+        if cfg["sampler"] == "random":
+            smp = RandomGeoSampler(ds, size=cfg["patch"], length=10 ** 6)
+        else:
+            smp = GridGeoSampler(ds, size=cfg["patch"], stride=cfg["patch"])
+        w = cfg["workers"]
+        remote = any("://" in p for p in cfg["images"])
+        return DataLoader(ds, sampler=smp, batch_size=cfg["batch"],
+                          num_workers=w, collate_fn=stack_samples,
+                          persistent_workers=w > 0,
+                          prefetch_factor=2 if w else None,
+                          worker_init_fn=_drop_vsicurl if remote and w
+                          else None)
+
+    return _drive(cfg, make)
+
+
+# -- decode -----------------------------------------------------------------
+
+def decode(cfg):
+    """Each codec's file: every tile decoded by cogfeed (Cog.read of the
+    tile's window: pread from the page cache, decode, predictor, paste
+    into a (bands, h, w) array) and by imagecodecs (tifffile's
+    page.decode of the tile's bytes, read into memory beforehand, into
+    its own (h, w, bands) layout: cogfeed's deinterleave is not asked of
+    it), with 1 thread and with cfg["threads"]; the best of
+    cfg["repeat"] rounds, each round running every variant in turn;
+    bit-exactness checked."""
+    import cogfeed
+    import imagecodecs
+    import tifffile
+    out = {"imagecodecs": imagecodecs.__version__,
+           "tifffile": tifffile.__version__, "codecs": []}
+    n = cfg["threads"]
+    for codec, path in cfg["files"]:
+        tf = tifffile.TiffFile(path)
+        pg = tf.pages[0]
+        with open(path, "rb") as f:
+            raw = f.read()
+        segs = [raw[o:o + c] for o, c in zip(pg.dataoffsets,
+                                             pg.databytecounts)]
+        tw, th = pg.tilewidth, pg.tilelength
+        across = (pg.imagewidth + tw - 1) // tw
+        wins = [((k % across) * tw, (k // across) * th,
+                 min(tw, pg.imagewidth - (k % across) * tw),
+                 min(th, pg.imagelength - (k // across) * th))
+                for k in range(len(segs))]
+        dec, jt = pg.decode, pg.jpegtables
+        cog = cogfeed.open(path)
+        nbytes = sum(w * h for _, _, w, h in wins) * cog.count * \
+            cog.dtype.itemsize
+        ex = ThreadPoolExecutor(n)
+
+        def ic(k):
+            return dec(segs[k], k, jpegtables=jt)[0]   # (1, h, w, bands)
+
+        def cf(k):
+            return cog.read(window=wins[k])
+
+        ks = range(len(segs))
+        variants = [("cogfeed_1t", lambda: [cf(k) for k in ks]),
+                    ("imagecodecs_1t", lambda: [ic(k) for k in ks]),
+                    ("cogfeed_mt", lambda: list(ex.map(cf, ks))),
+                    ("imagecodecs_mt", lambda: list(ex.map(ic, ks)))]
+        best, last = {}, {}
+        for _ in range(cfg["repeat"]):
+            for name, fn in variants:
+                t0 = time.perf_counter()
+                last[name] = fn()
+                dt = time.perf_counter() - t0
+                best[name] = min(dt, best.get(name, dt))
+        ex.shutdown()
+        same = all(np.array_equal(a, np.moveaxis(
+            b[0, :a.shape[1], :a.shape[2]], -1, 0))
+            for a, b in zip(last["cogfeed_1t"], last["imagecodecs_1t"]))
+        r = {"codec": codec, "dtype": str(cog.dtype), "bands": cog.count,
+             "tiles": len(segs), "file_mb": len(raw) / 1e6,
+             "decoded_mb": nbytes / 1e6, "bit_exact": bool(same),
+             "threads": n, "load_avg": os.getloadavg()[0]}
+        for k, t in best.items():
+            r[k] = nbytes / t / 1e6
+        r["ratio_1t"] = r["cogfeed_1t"] / r["imagecodecs_1t"]
+        r["ratio_mt"] = r["cogfeed_mt"] / r["imagecodecs_mt"]
+        cog.close()
+        tf.close()
+        out["codecs"].append(r)
+        sys.stderr.write("decode %-13s cogfeed %7.0f / %7.0f MB/s, "
+                         "imagecodecs %7.0f / %7.0f (1 / %d threads)%s\n" % (
+                             codec, r["cogfeed_1t"], r["cogfeed_mt"],
+                             r["imagecodecs_1t"], r["imagecodecs_mt"], n,
+                             "" if same else "  NOT BIT-EXACT"))
+    return out
+
+
+# Codec -> (dtype, bands, creation options), as bench/codec_bench.py: the
+# type each codec is typically used with.
+CODECS = {
+    "NONE": ("uint16", 4, []),
+    "DEFLATE": ("uint16", 4, ["PREDICTOR=2"]),
+    "LZW": ("uint16", 4, ["PREDICTOR=2"]),
+    "PACKBITS": ("uint8", 3, []),
+    "ZSTD": ("uint16", 4, ["PREDICTOR=2"]),
+    "DEFLATE_F32": ("float32", 1, ["PREDICTOR=3"]),
+    "LERC": ("float32", 1, []),
+    "LERC_DEFLATE": ("float32", 1, []),
+    "LERC_ZSTD": ("uint16", 4, []),
+    "JPEG": ("uint8", 3, ["QUALITY=85"]),
+    "WEBP": ("uint8", 3, ["QUALITY=80"]),
+}
+
+
+def decode_files(cfg):
+    """One COG per codec of CODECS, made once by this environment's GDAL
+    (rasterio's) from the top-left size x size of a synthetic scene:
+    uint16 reflectance as it is, uint8 RGB scaled from it, float32 NIR
+    reflectance."""
+    import rasterio
+    from rasterio.windows import Window
+    size, folder = cfg["size"], cfg["folder"]
+    os.makedirs(folder, exist_ok=True)
+    with rasterio.open(cfg["source"]) as src:
+        refl = src.read(window=Window(0, 0, size, size))
+    files = []
+    for codec, (dt, bands, opts) in CODECS.items():
+        path = os.path.join(folder, "%s.tif" % codec.lower())
+        files.append((codec, path))
+        if os.path.exists(path):
+            continue
+        if dt == "uint8":
+            a = np.clip(refl[[2, 1, 0]] / 8.0, 0, 255).astype(np.uint8)
+        elif dt == "float32":
+            a = (refl[3:4] / 10000.0).astype(np.float32)
+        else:
+            a = refl[:bands]
+        co = dict(o.split("=") for o in opts)
+        co.update(compress=codec.split("_F32")[0], blocksize=512,
+                  overviews="NONE", interleave="PIXEL")
+        with rasterio.open(path + ".tmp.tif", "w", driver="COG", width=size,
+                           height=size, count=a.shape[0], dtype=dt,
+                           **co) as dst:
+            dst.write(a)
+        os.replace(path + ".tmp.tif", path)
+    return {"files": files}
+
+
+RUNS = {f.__name__: f for f in (
+    decode_files,
+    windows_cogfeed, windows_loader, windows_async_tiff, windows_rasterio,
+    windows_tifffile, patches_cogfeed, patches_baseline, patches_torchgeo,
+    decode)}
+
+
+def main(argv):
+    with open(argv[0]) as f:
+        cfg = json.load(f)
+    r = RUNS[cfg["run"]](cfg)
+    json.dump(r, sys.stdout)
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    # DataLoader workers, thread pools: nothing left to wait for.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
