@@ -553,6 +553,19 @@ def ojpeg_no_spp(path):
     write_tiff(path, [d], e)
 
 
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def checked_in(name):
+    """A tiny file kept in tests/python/data: CCITT Group 3 with 2-D coding,
+    which GDAL cannot write, was written once with libtiff's encoder through
+    Pillow (TIFFTAG 292 T4Options set; see data/README)."""
+    def make(path):
+        with open(os.path.join(DATA, name), "rb") as src, open(path, "wb") as dst:
+            dst.write(src.read())
+    return make
+
+
 def metadata_file(path):
     data = pixels(40, 50, 3, "int16", 15)
 
@@ -675,6 +688,10 @@ FIXTURES = [
         ["COMPRESS=CCITTFAX4"] + _tiled(64))),
     _fx("ccittfax3_strips", "CCITT", bilevel_file((1, 77, 250),
         ["COMPRESS=CCITTFAX3", "BLOCKYSIZE=10"])),
+    _fx("ccittfax3_2d", "CCITT", checked_in("ccitt_g3_2d.tif")),
+    _fx("ccittfax3_2d_fillbits", "CCITT", checked_in("ccitt_g3_2d_fillbits.tif")),
+    _fx("ccittfax3_2d_fillorder2", "CCITT", rewrite(checked_in("ccitt_g3_2d.tif"),
+                                                    fill_order_2)),
     _fx("jpeg12_refused", "JPEG", unsupported_codec(7, bits=12), expect="refuse",
         reason="12-bit JPEG"),
     _fx("ojpeg_no_spp", "OJPEG", ojpeg_no_spp, expect="refuse", reason="old-style JPEG"),
