@@ -177,22 +177,45 @@ static void build_tables(void) {
 
 /* -------------------------------------------------------- bit reader */
 
+/* Bits most significant first, kept left-aligned in a 64-bit word that is
+ * topped up a byte at a time; past the input's end it fills with zeros,
+ * as libtiff pads (as long as one real bit is left: at_end). */
 typedef struct reader {
     const uint8_t *p;
+    size_t n, next;      /* input bytes, next byte to load */
+    uint64_t buf;        /* unread bits, left-aligned */
+    unsigned avail;      /* bits of buf that came from the input or padding */
     uint64_t pos, nbits; /* bits consumed, bits in the input */
 } reader;
 
-/* The next n (<= 16) bits, most significant first, 0-padded past the
- * end (libtiff pads too, as long as one real bit is left). */
-static unsigned peek(const reader *r, unsigned n) {
-    uint64_t byte = r->pos >> 3;
-    uint32_t w = 0;
-    for (unsigned k = 0; k < 3; k++) {
-        w <<= 8;
-        if (byte + k < (r->nbits >> 3)) w |= r->p[byte + k];
+static inline void refill(reader *r) {
+    while (r->avail <= 56) {
+        uint64_t b = r->next < r->n ? r->p[r->next] : 0;
+        r->next++;
+        r->buf |= b << (56 - r->avail);
+        r->avail += 8;
     }
-    unsigned off = (unsigned)(r->pos & 7);
-    return (w >> (24 - off - n)) & ((1u << n) - 1);
+}
+
+/* The next n (<= 16) bits. */
+static inline unsigned peek(reader *r, unsigned n) {
+    if (r->avail < n) refill(r);
+    return (unsigned)(r->buf >> (64 - n));
+}
+
+static inline void skip(reader *r, unsigned n) {
+    if (r->avail < n) refill(r);
+    r->buf <<= n;
+    r->avail -= n;
+    r->pos += n;
+}
+
+/* Move to bit position `pos` (forward only; used for row alignment). */
+static void skip_to(reader *r, uint64_t pos) {
+    while (r->pos < pos) {
+        uint64_t k = pos - r->pos;
+        skip(r, k > 16 ? 16 : (unsigned)k);
+    }
 }
 
 static int at_end(const reader *r) { return r->pos >= r->nbits; }
@@ -242,7 +265,7 @@ static cf_status read_run(dec *d, int black, uint64_t *run, int *eol) {
                               : &white_tab[peek(&d->r, WBITS)];
         if (e->kind == K_BAD)
             return bad(d, black ? "bad black code" : "bad white code");
-        d->r.pos += e->len;
+        skip(&d->r, e->len);
         if (e->kind == K_EOL) {
             *eol = 1;
             return CF_OK;
@@ -296,13 +319,13 @@ static cf_status row_2d(dec *d, int *eol) {
         uint64_t start = a0 < 0 ? 0 : (uint64_t)a0;
         switch (m->mode) {
         case M_PASS:
-            d->r.pos += m->len;
+            skip(&d->r, m->len);
             add_run(&d->cur, w, b2, black);
             a0 = b2;
             if (b2 < w) rp += 2;
             break;
         case M_HORIZ: {
-            d->r.pos += m->len;
+            skip(&d->r, m->len);
             uint64_t r1, r2;
             int e1, e2;
             cf_status st = read_run(d, black, &r1, &e1);
@@ -316,7 +339,7 @@ static cf_status row_2d(dec *d, int *eol) {
             break;
         }
         case M_V: {
-            d->r.pos += m->len;
+            skip(&d->r, m->len);
             int64_t a1 = (int64_t)b1 + m->delta;
             if (a1 < (int64_t)start) return bad(d, "vertical code left of a0");
             add_run(&d->cur, w, (uint64_t)a1, black);
@@ -329,7 +352,7 @@ static cf_status row_2d(dec *d, int *eol) {
         case M_EXT: return bad(d, "uncompressed mode (not supported)");
         case M_EOL:
             if (peek(&d->r, 11) != 0) return bad(d, "bad 2-D code");
-            d->r.pos += 11;
+            skip(&d->r, 11);
             *eol = 1;
             finish_row(d, a0 < 0 ? 0 : (uint64_t)a0);
             return CF_OK;
@@ -346,15 +369,15 @@ static cf_status sync_eol(dec *d, int seen) {
     if (!seen) {
         while (peek(&d->r, 11) != 0) {
             if (at_end(&d->r)) return bad(d, "no EOL: data ends");
-            d->r.pos++;
+            skip(&d->r, 1);
         }
     }
     for (;;) { /* the zeros before the EOL's 1 */
         if (at_end(&d->r)) return bad(d, "data ends in an EOL");
         if (peek(&d->r, 1)) break;
-        d->r.pos++;
+        skip(&d->r, 1);
     }
-    d->r.pos++;
+    skip(&d->r, 1);
     return CF_OK;
 }
 
@@ -417,6 +440,7 @@ cf_status cf__decode_ccitt(cf_codec_ctx *ctx, const cf_codec_params *p,
     dec d;
     memset(&d, 0, sizeof d);
     d.r.p = src;
+    d.r.n = src_len;
     d.r.nbits = (uint64_t)src_len * 8;
     d.width = w;
     d.err = err;
@@ -439,7 +463,7 @@ cf_status cf__decode_ccitt(cf_codec_ctx *ctx, const cf_codec_params *p,
         if (twod) {
             if (at_end(&d.r)) return bad(&d, "data ends");
             is1d = (int)peek(&d.r, 1);
-            d.r.pos++;
+            skip(&d.r, 1);
         }
         st = is1d ? row_1d(&d, &eol) : row_2d(&d, &eol);
         if (st) return st;
@@ -447,9 +471,9 @@ cf_status cf__decode_ccitt(cf_codec_ctx *ctx, const cf_codec_params *p,
         fill_row(&d.cur, w, dst + (size_t)d.row * row_bytes);
         swap_lines(&d);
         if (p->compression == 2) /* RLE: rows start on a byte */
-            d.r.pos = (d.r.pos + 7) & ~(uint64_t)7;
+            skip_to(&d.r, (d.r.pos + 7) & ~(uint64_t)7);
         else if (p->compression == 32771) /* RLEW: on a 16-bit word */
-            d.r.pos = (d.r.pos + 15) & ~(uint64_t)15;
+            skip_to(&d.r, (d.r.pos + 15) & ~(uint64_t)15);
     }
     return CF_OK;
 }
