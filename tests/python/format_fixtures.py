@@ -339,6 +339,11 @@ def lab_white_point(ifds):
         d.set(318, 5, [3127, 10000, 3290, 10000])
 
 
+def inkset_2(ifds):
+    for d in ifds:
+        d.set(332, 3, 2)
+
+
 def trailing_bytes(ifds):
     for d in ifds:
         d.chunks = [c + b"\x13\x37\xde\xad\xbe\xef\x42" if c else c for c in d.chunks]
@@ -625,7 +630,10 @@ FIXTURES = [
         ["PHOTOMETRIC=CIELAB", "COMPRESS=DEFLATE"] + _tiled(32)), raw=True),
     _fx("cielab_u8_whitepoint_d65", "CIELab", rewrite(gdal_file((3, 50, 60), "uint8",
         ["PHOTOMETRIC=CIELAB"]), lab_white_point), raw=True),
+    _fx("cmyk_u8x4_inkset2_raw", "CMYK", rewrite(gdal_file((4, 30, 40), "uint8",
+        ["PHOTOMETRIC=CMYK"]), inkset_2)),
     _fx("cielab_u16_raw", "CIELab", gdal_file((3, 30, 40), "uint16", ["PHOTOMETRIC=CIELAB"])),
+    _fx("cielab_u8x4_raw", "CIELab", gdal_file((4, 30, 40), "uint8", ["PHOTOMETRIC=CIELAB"])),
     _fx("icclab_u8", "ICCLab", gdal_file((3, 30, 40), "uint8", ["PHOTOMETRIC=ICCLAB"])),
     _fx("itulab_u8", "ITULab", gdal_file((3, 30, 40), "uint8", ["PHOTOMETRIC=ITULAB"])),
     _fx("ycbcr22_lzw_strips", "YCbCr", ycbcr_file(75, 50, 2, 2, "LZW", rps=16), raw=True),

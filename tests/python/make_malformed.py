@@ -1,4 +1,5 @@
-"""Craft malformed TIFF files (reliability items 1-25) into a folder.
+"""Craft malformed TIFF files (reliability items 1-25, and 26: the decoders
+of the formats of issue 19) into a folder.
 
 The files are made at test time and never committed.  Each case is a small
 valid 64x64 tiled image (4 uncompressed 32x32 tiles of uint8) that is then
