@@ -622,6 +622,8 @@ FIXTURES = [
         ["PHOTOMETRIC=CMYK", "COMPRESS=DEFLATE"] + _tiled(64), overviews=[2]), raw=True),
     _fx("cmyk_u8x5_strips", "CMYK", gdal_file((5, 61, 77), "uint8",
         ["PHOTOMETRIC=CMYK", "COMPRESS=LZW", "BLOCKYSIZE=9"]), raw=True),
+    _fx("cmyk_u8x4_jpeg", "CMYK", gdal_file((4, 64, 80), "uint8",
+        ["PHOTOMETRIC=CMYK", "COMPRESS=JPEG"] + _tiled(32)), raw=True),
     _fx("cmyk_u16x4_raw", "CMYK", gdal_file((4, 40, 50), "uint16", ["PHOTOMETRIC=CMYK"])),
     _fx("cmyk_u8x4_band", "CMYK", gdal_file((4, 30, 40), "uint8",
         ["PHOTOMETRIC=CMYK", "INTERLEAVE=BAND"]), expect="refuse",
