@@ -404,14 +404,19 @@ static void reset_line(line *l) {
     l->over = 0;
 }
 
-/* The row just decoded becomes the reference: its run ends plus
- * sentinels at the width (2-D lookups read up to two past the end). */
+/* Sentinels at the width after the last run end: b1 stops at the first
+ * one of its parity (n+1 or n+2), a vertical code may step one further,
+ * and b2 is read one past that, so four are needed. */
+static void sentinels(line *l, uint32_t width) {
+    for (uint32_t k = 1; k <= 4; k++) l->end[l->pos + k] = width;
+}
+
+/* The row just decoded becomes the reference. */
 static void swap_lines(dec *d) {
     line t = d->ref;
     d->ref = d->cur;
     d->cur = t;
-    uint32_t n = d->ref.pos;
-    d->ref.end[n + 1] = d->ref.end[n + 2] = d->ref.end[n + 3] = d->width;
+    sentinels(&d->ref, d->width);
 }
 
 cf_status cf__check_ccitt(const cf_codec_params *p, cf_error *err) {
@@ -433,7 +438,7 @@ cf_status cf__decode_ccitt(cf_codec_ctx *ctx, const cf_codec_params *p,
     size_t row_bytes = ((size_t)w + 7) / 8;
     if (row_bytes * p->height != dst_len)
         return cf__err(err, CF_E_ARG, "output of %zu bytes", dst_len);
-    /* Two rows of run ends: at most w + 1 runs each, plus sentinels. */
+    /* Two rows of run ends: at most w + 1 runs each, plus 4 sentinels. */
     size_t per = (size_t)w + 6;
     st = cf__scratch_reserve(&ctx->runs, 2 * per * sizeof(uint32_t), err);
     if (st) return st;
@@ -449,7 +454,7 @@ cf_status cf__decode_ccitt(cf_codec_ctx *ctx, const cf_codec_params *p,
     /* The first reference row is all white. */
     reset_line(&d.ref);
     d.ref.end[0] = w;
-    d.ref.end[1] = d.ref.end[2] = d.ref.end[3] = w;
+    sentinels(&d.ref, w);
     int g3 = p->compression == 3, g4 = p->compression == 4;
     int twod = g3 && (p->t4_options & 1);
     int eol = 0;
