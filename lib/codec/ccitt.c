@@ -438,8 +438,12 @@ cf_status cf__decode_ccitt(cf_codec_ctx *ctx, const cf_codec_params *p,
     size_t row_bytes = ((size_t)w + 7) / 8;
     if (row_bytes * p->height != dst_len)
         return cf__err(err, CF_E_ARG, "output of %zu bytes", dst_len);
-    /* Two rows of run ends: at most w + 1 runs each, plus 4 sentinels. */
+    /* Two rows of run ends, plus 4 sentinels each.  A row has at most
+     * w + 1 runs, and every run but the first costs it a code of one bit
+     * at least: the input's bits bound them too, so a tiny chunk that
+     * claims a huge width asks for little memory. */
     size_t per = (size_t)w + 6;
+    if ((uint64_t)src_len * 8 + 8 < per) per = src_len * 8 + 8;
     st = cf__scratch_reserve(&ctx->runs, 2 * per * sizeof(uint32_t), err);
     if (st) return st;
     dec d;
