@@ -29,20 +29,24 @@ static cf_status cog_alloc(const char *name, cf_cog **out, cf_error *err) {
     return CF_OK;
 }
 
-/* What IFD i is to the reader, for messages. */
-static void ifd_role(const cf_tiff *t, int i, char *buf, size_t n) {
+enum { ROLE_NONE, ROLE_LEVEL, ROLE_MASK };
+
+/* What IFD i is to the reader (a page not read, a level or a level's
+ * mask), and its name for messages. */
+static int ifd_role(const cf_tiff *t, int i, char *buf, size_t n) {
     for (int l = 0; l < t->nlevels; l++) {
         if (t->levels[l] == i) {
             if (l == 0) snprintf(buf, n, "full resolution");
             else snprintf(buf, n, "overview %d", l);
-            return;
+            return ROLE_LEVEL;
         }
         if (t->mask_of_level[l] == i) {
             snprintf(buf, n, "mask of level %d", l);
-            return;
+            return ROLE_MASK;
         }
     }
     snprintf(buf, n, "not read");
+    return ROLE_NONE;
 }
 
 /* Codec parameters of IFD i's first full chunk (to check it can be read). */
@@ -66,10 +70,10 @@ static cf_status cog_finish(cf_cog *cog, cf_error *err) {
     uint32_t samples0 = 0, bits0 = 0;
     for (int i = 0; i < t->nifds; i++) {
         char role[32];
-        ifd_role(t, i, role, sizeof role);
-        if (!strcmp(role, "not read")) continue;
+        int kind = ifd_role(t, i, role, sizeof role);
+        if (kind == ROLE_NONE) continue;
         const cf_tiff_ifd *d = &t->ifds[i];
-        int mask = role[0] == 'm';
+        int mask = kind == ROLE_MASK;
         cf_status st = CF_OK;
         if (!mask) {
             cf_color_tags ct = {d->photometric, d->compression, d->bits,
