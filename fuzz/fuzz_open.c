@@ -1,6 +1,6 @@
 /*
  * fuzz_open.c - libFuzzer target for the whole read path from memory:
- * cf_cog_open_memory on the input, then metadata queries and a few
+ * cf_cog_open_memory_ex on the input, then metadata queries and a few
  * cf_cog_read / cf_cog_read_mask calls per level (a tile-aligned window, one
  * crossing the far image edge, one partly outside, a single pixel), so the
  * parser, the planner, every codec and the predictor see the same bytes
@@ -69,19 +69,48 @@ static void read_level(cf_cog *cog, const cf_cog_info *info, int level,
     }
 }
 
+/* Every metadata query on the dataset and its first and last band. */
+static size_t walk_metadata(const cf_cog *cog, uint32_t count) {
+    size_t n = 0;
+    const char *w = cf_cog_warnings(cog);
+    if (w) n += strlen(w);
+    int bands[3] = {0, 1, (int)count};
+    for (int k = 0; k < 3; k++) {
+        const char *const *dom = cf_cog_metadata_domains(cog, bands[k]);
+        for (int d = 0; dom && dom[d]; d++) {
+            const char *const *it = cf_cog_metadata(cog, bands[k], dom[d]);
+            for (int i = 0; it && it[i]; i++) n += strlen(it[i]);
+        }
+        n += strlen(cf_cog_band_description(cog, bands[k]));
+        n += strlen(cf_cog_band_unit(cog, bands[k]));
+        double nd;
+        n += (size_t)cf_cog_band_nodata(cog, bands[k], &nd);
+    }
+    const char *dt = cf_cog_metadata_item(cog, 0, "", "TIFFTAG_DATETIME");
+    if (dt) n += strlen(dt);
+    return n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cf_cog *cog = NULL;
     cf_error err;
-    if (cf_cog_open_memory(data, size, "fuzz.tif", &cog, &err) != CF_OK)
+    /* Odd sizes open with raw_color: colour spaces read as stored. */
+    cf_open_options opt;
+    cf_open_options_init(&opt);
+    opt.raw_color = (int)(size & 1);
+    if (cf_cog_open_memory_ex(data, size, "fuzz.tif", &opt, &cog, &err) != CF_OK)
         return 0;
     cf_cog_info info;
     cf_cog_get_info(cog, &info);
     (void)cf_cog_band_scale(cog, 1);
     (void)cf_cog_band_offset(cog, (int)info.count);
     (void)cf_cog_name(cog);
+    size_t md = walk_metadata(cog, info.count);
+    __asm__ volatile("" : : "r"(md)); /* keep the queries */
 
-    size_t buf_size = (size_t)MAX_READ_BANDS * WIN * WIN * 8;
+    /* room for three bands of the widest samples (complex float64) */
+    size_t buf_size = (size_t)MAX_READ_BANDS * WIN * WIN * 16;
     uint8_t *buf = malloc(buf_size);
     if (buf) {
         int levels = info.nlevels < 4 ? info.nlevels : 4;

@@ -29,7 +29,8 @@ static void check(const cf_tiff *t) {
             sum += d->offsets[k] ^ d->counts[k];
         if (d->jpeg_tables_len) sum += d->jpeg_tables[d->jpeg_tables_len - 1];
         if (!cf_tiff_compression_name(d)[0]) abort();
-        if (cf_tiff_dtype(d) == CF_DT_UNKNOWN) abort();
+        if (!d->bits || (d->bits > 64 && d->bits != 128)) abort();
+        if (d->fill_order != 1 && d->fill_order != 2) abort();
     }
     uint16_t spp = t->ifds[t->levels[0]].samples;
     for (int k = 0; k < spp; k++) sum += (uint64_t)(t->scale[k] + t->offset[k]);

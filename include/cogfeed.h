@@ -94,13 +94,34 @@ typedef enum cf_dtype {
     CF_DT_U64 = 7,
     CF_DT_I64 = 8,
     CF_DT_F32 = 9,
-    CF_DT_F64 = 10
+    CF_DT_F64 = 10,
+    /* Complex samples, GDAL's complex types: the real part, then the
+     * imaginary part, of the size below each. */
+    CF_DT_CI16 = 11, /* CInt16 (Sentinel-1 SLC): 2 x int16 */
+    CF_DT_CI32 = 12, /* CInt32: 2 x int32 */
+    CF_DT_CF32 = 13, /* CFloat32: 2 x float32, NumPy's complex64 */
+    CF_DT_CF64 = 14  /* CFloat64: 2 x float64, NumPy's complex128 */
 } cf_dtype;
 
-/* Bytes per sample (0 for CF_DT_UNKNOWN). */
+/* Bytes per sample (0 for CF_DT_UNKNOWN); a complex sample counts both
+ * parts (CF_DT_CI16: 4). */
 CF_API size_t cf_dtype_size(cf_dtype t);
-/* NumPy name ("uint8", "float32", ...); "unknown" for CF_DT_UNKNOWN. */
+/* NumPy name ("uint8", "float32", "complex64", ...); the complex integers,
+ * which NumPy lacks, are "complex_int16" and "complex_int32" (rasterio's
+ * names); "unknown" for CF_DT_UNKNOWN. */
 CF_API const char *cf_dtype_name(cf_dtype t);
+/* 1 for the four complex types. */
+CF_API int cf_dtype_is_complex(cf_dtype t);
+/* The type a complex integer is widened to where NumPy types are needed
+ * (Python, .npy files), exactly as GDAL's ReadAsArray widens it:
+ * CF_DT_CF32 for CF_DT_CI16, CF_DT_CF64 for CF_DT_CI32; t for the others. */
+CF_API cf_dtype cf_dtype_complex_float(cf_dtype t);
+/* Widen n complex integer samples of type t (CF_DT_CI16 or CF_DT_CI32)
+ * at src to cf_dtype_complex_float(t) at dst (exact: every int16 is a
+ * float32, every int32 a float64).  dst may equal src when the buffer is
+ * sized for the result and the input fills its first part (converted from
+ * the end).  Other types: nothing is done.  Thread-safe. */
+CF_API void cf_complex_widen(cf_dtype t, const void *src, void *dst, size_t n);
 
 /* Safety caps applied to everything read from a file.  Documented here so
  * that users know what a "limit" error means. */
@@ -236,9 +257,37 @@ typedef struct cf_cog_info {
  * `io` may be NULL for local files (a private io is used for remote ones).
  * The cf_cog keeps a reference to `io`: free the cog first.
  * Reads the header with one request of io's header_bytes (more only when the
- * header is larger). */
+ * header is larger).
+ *
+ * Every IFD a read can touch (full resolution, overviews, internal masks)
+ * is checked here: a codec, sample format or colour space cogfeed cannot
+ * read as GDAL does fails the open with CF_E_UNSUPPORTED and a message
+ * naming it ("IFD 2 (overview 1): JBIG (compression 34661) is not
+ * supported: ...").  Other pages of a multi-page file are not read and
+ * not checked.  What GDAL tolerates opens with a warning
+ * (cf_cog_warnings): an IFD chain that loops or breaks after the first
+ * IFD (the IFDs before it are read), tiles past the end of a truncated
+ * file (reading one fails, naming it). */
 CF_API cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out, cf_error *err);
 CF_API void cf_cog_close(cf_cog *cog);
+
+/* Options of cf_cog_open_ex: call cf_open_options_init first. */
+typedef struct cf_open_options {
+    size_t struct_size;
+    /* 0 (default): 8-bit CMYK and CIELab read as RGBA and 8-bit YCbCr
+     * that is not JPEG as RGB, as GDAL reads them.  1: the samples as
+     * stored, as GDAL's GTIFF_RAW: prefix gives them (CMYK files that
+     * carry other bands, e.g. NIR-R-G-B, need this); subsampled YCbCr is
+     * then spread to one Y, Cb, Cr per pixel, unconverted.  JPEG's YCbCr
+     * is always converted to RGB. */
+    int raw_color;
+} cf_open_options;
+
+CF_API void cf_open_options_init(cf_open_options *opt);
+/* cf_cog_open with options (NULL: the defaults). */
+CF_API cf_status cf_cog_open_ex(cf_io *io, const char *url,
+                         const cf_open_options *opt, cf_cog **out,
+                         cf_error *err);
 
 /* Information; strings stay valid until cf_cog_close. Thread-safe. */
 CF_API void cf_cog_get_info(const cf_cog *cog, cf_cog_info *out);
@@ -249,6 +298,31 @@ CF_API cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *
  * 1-based. */
 CF_API double cf_cog_band_scale(const cf_cog *cog, int band);
 CF_API double cf_cog_band_offset(const cf_cog *cog, int band);
+/* A band's nodata value: 1 and *value when it has one (a GeoTIFF's
+ * GDAL_NODATA applies to every band), 0 when not. */
+CF_API int cf_cog_band_nodata(const cf_cog *cog, int band, double *value);
+/* A band's description and unit from GDAL_METADATA; "" when none. */
+CF_API const char *cf_cog_band_description(const cf_cog *cog, int band);
+CF_API const char *cf_cog_band_unit(const cf_cog *cog, int band);
+/* Metadata as GDAL's GetMetadata(domain) gives it: "KEY=VALUE" strings of
+ * the dataset (band 0) or of a band (1..count), for a domain ("" or NULL:
+ * the default one), NULL-terminated; NULL when there are none.  The
+ * default domain of the dataset holds the TIFF tags GDAL shows
+ * (TIFFTAG_DATETIME, TIFFTAG_SOFTWARE, TIFFTAG_IMAGEDESCRIPTION, ...,
+ * TIFFTAG_XRESOLUTION), AREA_OR_POINT, and the items of GDAL_METADATA.
+ * Strings stay valid until cf_cog_close.  Thread-safe. */
+CF_API const char *const *cf_cog_metadata(const cf_cog *cog, int band,
+                                   const char *domain);
+/* The domains that have items, "" for the default one; NULL-terminated,
+ * NULL when there are none. */
+CF_API const char *const *cf_cog_metadata_domains(const cf_cog *cog, int band);
+/* One item's value, or NULL. */
+CF_API const char *cf_cog_metadata_item(const cf_cog *cog, int band,
+                                 const char *domain, const char *key);
+/* What the open tolerated as GDAL does, one problem a line (an IFD chain
+ * that ends in a loop or a bad IFD, IFDs left out, tiles past the end of
+ * the file); NULL when nothing.  Valid until cf_cog_close. */
+CF_API const char *cf_cog_warnings(const cf_cog *cog);
 /* The URL with any query string and credentials removed (for messages;
  * one longer than 199 bytes keeps its head and tail, see cf_error). */
 CF_API const char *cf_cog_name(const cf_cog *cog);
@@ -299,7 +373,7 @@ typedef struct cf_read_req {
  * its own status; returns CF_OK when every window was read, else the first
  * failure (err: its message).  Same output as cf_cog_read per window. */
 CF_API cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
-                                  size_t inflight_bytes, cf_error *err);
+                           size_t inflight_bytes, cf_error *err);
 
 /* Requests this cog has sent so far (open + reads).  Thread-safe. */
 CF_API uint64_t cf_cog_requests(const cf_cog *cog);
@@ -546,6 +620,10 @@ extern "C" {
  * cog); no io is involved. */
 cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
                              cf_cog **out, cf_error *err);
+/* cf_cog_open_memory with options (NULL: the defaults). */
+cf_status cf_cog_open_memory_ex(const void *data, size_t size,
+                                const char *name, const cf_open_options *opt,
+                                cf_cog **out, cf_error *err);
 
 #ifdef __cplusplus
 }

@@ -48,6 +48,12 @@ int cf_py_npy_type(cf_dtype t) {
     case CF_DT_I64: return NPY_INT64;
     case CF_DT_F32: return NPY_FLOAT32;
     case CF_DT_F64: return NPY_FLOAT64;
+    /* NumPy has no complex integers: CInt16 and CInt32 come out widened to
+     * complex64 / complex128 (exactly), as GDAL's ReadAsArray gives them. */
+    case CF_DT_CI16:
+    case CF_DT_CF32: return NPY_COMPLEX64;
+    case CF_DT_CI32:
+    case CF_DT_CF64: return NPY_COMPLEX128;
     default: return -1;
     }
 }
@@ -399,8 +405,11 @@ static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
         Py_DECREF(arr);
         return NULL;
     }
+    cf_dtype dt = self->info.dtype;
     Py_BEGIN_ALLOW_THREADS st = cf_cog_read(self->cog, level, wv[0], wv[1], (uint32_t)wv[2],
                                             (uint32_t)wv[3], bands, nb, dst, size, &err);
+    /* complex integers were read into the first part of the array */
+    if (!st) cf_complex_widen(dt, dst, dst, (size_t)PyArray_SIZE(arr));
     Py_END_ALLOW_THREADS reading_end(self);
     PyMem_Free(bands);
     if (st) {
@@ -467,6 +476,64 @@ static PyObject *Cog_level_shape(CogObject *self, PyObject *arg) {
                          li.tiled ? Py_True : Py_False);
 }
 
+/* "KEY=VALUE" items as a dict. */
+static PyObject *items_dict(const char *const *it) {
+    PyObject *d = PyDict_New();
+    for (int k = 0; d && it && it[k]; k++) {
+        const char *eq = strchr(it[k], '=');
+        if (!eq) continue;
+        PyObject *key = PyUnicode_DecodeUTF8(it[k], eq - it[k], "replace");
+        PyObject *val = PyUnicode_DecodeUTF8(eq + 1, (Py_ssize_t)strlen(eq + 1), "replace");
+        if (!key || !val || PyDict_SetItem(d, key, val)) {
+            Py_XDECREF(key);
+            Py_XDECREF(val);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(key);
+        Py_DECREF(val);
+    }
+    return d;
+}
+
+static PyObject *text(const char *s) {
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
+static PyObject *Cog_get_metadata(CogObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"band", "domain", NULL};
+    int band = 0;
+    const char *domain = "";
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|is", kwlist, &band, &domain)) return NULL;
+    if (!check_open(self)) return NULL;
+    if (band < 0 || (uint32_t)band > self->info.count)
+        return PyErr_Format(PyExc_ValueError, "band %d does not exist (0: the dataset, 1..%u)",
+                            band, self->info.count);
+    return items_dict(cf_cog_metadata(self->cog, band, domain));
+}
+
+static PyObject *Cog_metadata_domains(CogObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"band", NULL};
+    int band = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|i", kwlist, &band)) return NULL;
+    if (!check_open(self)) return NULL;
+    if (band < 0 || (uint32_t)band > self->info.count)
+        return PyErr_Format(PyExc_ValueError, "band %d does not exist (0: the dataset, 1..%u)",
+                            band, self->info.count);
+    const char *const *d = cf_cog_metadata_domains(self->cog, band);
+    PyObject *l = PyList_New(0);
+    for (int k = 0; l && d && d[k]; k++) {
+        PyObject *t = text(d[k]);
+        if (!t || PyList_Append(l, t)) {
+            Py_XDECREF(t);
+            Py_DECREF(l);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return l;
+}
+
 static PyMethodDef Cog_methods[] = {
     {"read", (PyCFunction)(void (*)(void))Cog_read, METH_VARARGS | METH_KEYWORDS,
      "read(window=None, bands=None, level=0, *, out=None) -> ndarray (bands, h, w)\n\n"
@@ -476,6 +543,13 @@ static PyMethodDef Cog_methods[] = {
      "read_mask(window=None, level=0) -> uint8 ndarray (h, w): 255 valid, 0 invalid"},
     {"level_info", (PyCFunction)Cog_level_shape, METH_O,
      "level_info(level) -> dict(width, height, tile_width, tile_height, tiled)"},
+    {"get_metadata", (PyCFunction)(void (*)(void))Cog_get_metadata, METH_VARARGS | METH_KEYWORDS,
+     "get_metadata(band=0, domain='') -> dict\n\n"
+     "Metadata as GDAL's GetMetadata(domain) gives it, of the dataset (band 0) or a band:\n"
+     "TIFFTAG_* items, AREA_OR_POINT and the GDAL_METADATA items."},
+    {"metadata_domains", (PyCFunction)(void (*)(void))Cog_metadata_domains,
+     METH_VARARGS | METH_KEYWORDS,
+     "metadata_domains(band=0) -> list of the domains that have items ('' the default)"},
     {"close", (PyCFunction)Cog_close, METH_NOARGS, "close the file"},
     {"__enter__", (PyCFunction)Cog_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)Cog_exit, METH_VARARGS, NULL},
@@ -531,6 +605,80 @@ static PyObject *get_scales(PyObject *self, void *c) {
                                                    : cf_cog_band_scale(o->cog, (int)b + 1)));
     return l;
 }
+static PyObject *get_metadata(PyObject *self, void *c) {
+    CogObject *o = (CogObject *)self;
+    if (!check_open(o)) return NULL;
+    return items_dict(cf_cog_metadata(o->cog, 0, ""));
+}
+
+/* Per-band strings: descriptions (c NULL) or units. */
+static PyObject *get_band_text(PyObject *self, void *c) {
+    CogObject *o = (CogObject *)self;
+    if (!check_open(o)) return NULL;
+    PyObject *l = PyList_New(o->info.count);
+    for (uint32_t b = 0; l && b < o->info.count; b++) {
+        const char *s = c ? cf_cog_band_unit(o->cog, (int)b + 1)
+                          : cf_cog_band_description(o->cog, (int)b + 1);
+        PyObject *t = text(s);
+        if (!t) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, b, t);
+    }
+    return l;
+}
+
+static PyObject *get_nodatas(PyObject *self, void *c) {
+    CogObject *o = (CogObject *)self;
+    if (!check_open(o)) return NULL;
+    PyObject *l = PyList_New(o->info.count);
+    for (uint32_t b = 0; l && b < o->info.count; b++) {
+        double v;
+        PyObject *t;
+        if (cf_cog_band_nodata(o->cog, (int)b + 1, &v)) {
+            t = PyFloat_FromDouble(v);
+        } else {
+            t = Py_None;
+            Py_INCREF(t);
+        }
+        if (!t) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, b, t);
+    }
+    return l;
+}
+
+static PyObject *get_datetime(PyObject *self, void *c) {
+    CogObject *o = (CogObject *)self;
+    if (!check_open(o)) return NULL;
+    const char *v = cf_cog_metadata_item(o->cog, 0, "", "TIFFTAG_DATETIME");
+    if (!v) Py_RETURN_NONE;
+    return text(v);
+}
+
+static PyObject *get_warnings(PyObject *self, void *c) {
+    CogObject *o = (CogObject *)self;
+    if (!check_open(o)) return NULL;
+    const char *w = cf_cog_warnings(o->cog);
+    PyObject *l = PyList_New(0);
+    while (l && w && *w) {
+        const char *e = strchr(w, '\n');
+        Py_ssize_t n = e ? (Py_ssize_t)(e - w) : (Py_ssize_t)strlen(w);
+        PyObject *t = PyUnicode_DecodeUTF8(w, n, "replace");
+        if (!t || PyList_Append(l, t)) {
+            Py_XDECREF(t);
+            Py_DECREF(l);
+            return NULL;
+        }
+        Py_DECREF(t);
+        w += n + (e != NULL);
+    }
+    return l;
+}
+
 static PyObject *get_etag(PyObject *self, void *c) {
     if (!CF_INFO(etag)) Py_RETURN_NONE;
     return PyUnicode_FromString(CF_INFO(etag));
@@ -589,6 +737,17 @@ static PyGetSetDef Cog_getset[] = {
     {"crs", get_crs, NULL, "EPSG code (int) or None", NULL},
     {"nodata", get_nodata, NULL, "nodata value (float) or None", NULL},
     {"scales", get_scales, NULL, "per-band scale (GDAL_METADATA), 1.0 when absent", NULL},
+    {"nodatas", get_nodatas, NULL, "per-band nodata value (float) or None", NULL},
+    {"descriptions", get_band_text, NULL, "per-band description (GDAL_METADATA), '' when none",
+     NULL},
+    {"units", get_band_text, NULL, "per-band unit (GDAL_METADATA), '' when none", "u"},
+    {"metadata", get_metadata, NULL,
+     "dataset metadata of the default domain (dict): TIFFTAG_*, AREA_OR_POINT, GDAL_METADATA",
+     NULL},
+    {"datetime", get_datetime, NULL, "the TIFF DateTime tag (TIFFTAG_DATETIME) or None", NULL},
+    {"warnings", get_warnings, NULL,
+     "what the open tolerated, as GDAL does (broken IFD chain, truncated file): list of str",
+     NULL},
     {"offsets", get_scales, NULL, "per-band offset (GDAL_METADATA), 0.0 when absent", "o"},
     {"file_size", get_file_size, NULL, "file size in bytes", NULL},
     {"header_bytes", get_header_bytes, NULL, "bytes fetched to open the file", NULL},
@@ -618,9 +777,14 @@ static PyTypeObject CogType = {
 };
 
 static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"url", "io", NULL};
+    static char *kwlist[] = {"url", "io", "raw_color", NULL};
     PyObject *url_obj, *io_obj = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwlist, &url_obj, &io_obj)) return NULL;
+    int raw_color = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$p", kwlist, &url_obj, &io_obj, &raw_color))
+        return NULL;
+    cf_open_options oo;
+    cf_open_options_init(&oo);
+    oo.raw_color = raw_color;
     PyObject *url_b;
     if (!PyUnicode_FSConverter(url_obj, &url_b)) return NULL;
     cf_io *io = cf_py_io_get(io_obj);
@@ -637,7 +801,7 @@ static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
     cf_error err = {0};
     cf_cog *cog = NULL;
     cf_status st;
-    Py_BEGIN_ALLOW_THREADS st = cf_cog_open(io, url, &cog, &err);
+    Py_BEGIN_ALLOW_THREADS st = cf_cog_open_ex(io, url, &oo, &cog, &err);
     Py_END_ALLOW_THREADS Py_DECREF(url_b);
     if (st) return cf_py_raise(st, &err);
     CogObject *o = PyObject_New(CogObject, &CogType);
@@ -729,6 +893,13 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
         cf_status st;
         Py_BEGIN_ALLOW_THREADS st = cf_cog_read_many(reqs, (size_t)n, threads, (size_t)inflight,
                                                     &err);
+        /* complex integers were read into the first part of each array */
+        for (Py_ssize_t i = 0; !st && i < n; i++) {
+            cf_cog_info in;
+            cf_cog_get_info(reqs[i].cog, &in);
+            cf_complex_widen(in.dtype, reqs[i].dst, reqs[i].dst,
+                             reqs[i].dst_size / cf_dtype_size(cf_dtype_complex_float(in.dtype)));
+        }
         Py_END_ALLOW_THREADS if (st) {
             cf_py_raise(st, &err);
             goto done;
@@ -748,8 +919,10 @@ done:
 
 static PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))py_open, METH_VARARGS | METH_KEYWORDS,
-     "open(url, io=None) -> Cog\n\nOpen a COG: a path, file://, http(s)://, s3://, az://, "
-     "gs:// URL.\nio: a cogfeed.IO (None: the process default)."},
+     "open(url, io=None, *, raw_color=False) -> Cog\n\nOpen a COG: a path, file://, "
+     "http(s)://, s3://, az://, gs:// URL.\nio: a cogfeed.IO (None: the process default).\n"
+     "raw_color: CMYK, CIELab and YCbCr (not JPEG) as stored, like GDAL's GTIFF_RAW:\n"
+     "prefix, instead of the RGB(A) GDAL reads them as by default."},
     {"read_many", (PyCFunction)(void (*)(void))py_read_many, METH_VARARGS | METH_KEYWORDS,
      "read_many(items, bands=None, level=0, *, threads=0, inflight_bytes=0) -> list of ndarray\n\n"
      "Read many windows at once: items are (Cog, (x, y, w, h)) pairs (window None: the\n"

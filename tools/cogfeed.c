@@ -47,6 +47,9 @@ static const char *io_options_text =
     "  --timeout SECONDS     deadline per request, retries included (60)\n"
     "  --ca-file PEM         the CAs to trust instead of the system's\n"
     "  --insecure            do not verify TLS certificates\n"
+    "  --raw-color           CMYK, CIELab and YCbCr as stored, like GDAL's\n"
+    "                        GTIFF_RAW: prefix (by default they read as\n"
+    "                        RGB(A), as in GDAL)\n"
     "\n"
     "URL: a path, file://, http(s)://, s3://bucket/key, az://container/blob\n"
     "(or https://ACCOUNT.blob.core.windows.net/...), gs://bucket/key.\n"
@@ -81,7 +84,10 @@ static const char *read_text =
     "  -o, --output OUT.npy  where to write\n"
     "  --level N             overview level (0: full resolution)\n"
     "  --bands 1,2,...       bands to read, 1-based, in this order (all)\n"
-    "  --mask                read the internal mask instead (uint8, 1 band)\n";
+    "  --mask                read the internal mask instead (uint8, 1 band)\n"
+    "\n"
+    "Complex samples are written as complex64/complex128 (CInt16 and CInt32\n"
+    "widened exactly, as GDAL's ReadAsArray does).\n";
 
 static int usage(int rc) {
     fputs(usage_text, rc ? stderr : stdout);
@@ -102,12 +108,17 @@ static int fail(const char *what, cf_status st, const cf_error *err) {
 
 /* Parse the I/O options shared by info and read; returns 1 if argv[*i] was
  * one of them (consuming its value), -1 on a bad value. */
-static int io_option(int argc, char **argv, int *i, cf_io_options *o) {
+static int io_option(int argc, char **argv, int *i, cf_io_options *o,
+                     cf_open_options *oo) {
     const char *a = argv[*i];
     const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     char *end = NULL;
     if (!strcmp(a, "--insecure")) {
         o->verify_tls = 0;
+        return 1;
+    }
+    if (!strcmp(a, "--raw-color")) {
+        oo->raw_color = 1;
         return 1;
     }
     if (!strcmp(a, "--header-cache")) {
@@ -133,13 +144,32 @@ static int io_option(int argc, char **argv, int *i, cf_io_options *o) {
     return 1;
 }
 
+/* Length of the valid UTF-8 sequence at s, 0 when there is none. */
+static int utf8_len(const unsigned char *s) {
+    int n = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3
+            : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
+    for (int k = 1; k < n; k++)
+        if ((s[k] & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+/* A JSON string; bytes that are not UTF-8 (TIFF text tags may be Latin-1)
+ * are taken as Latin-1 so that the output stays valid JSON. */
 static void json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
+        else if (c < 0x80) fputc(c, f);
+        else {
+            int n = utf8_len((const unsigned char *)s);
+            if (!n) fprintf(f, "\\u%04x", c);
+            else {
+                fwrite(s, 1, (size_t)n, f);
+                s += n - 1;
+            }
+        }
     }
     fputc('"', f);
 }
@@ -154,12 +184,13 @@ static const char *interleave_name(int planar) { return planar == 2 ? "band" : "
 
 /* An io with options `o` and the cog at `url` on it; 0, or the exit code
  * after reporting the failure (nothing left open). */
-static int open_cog(const char *cmd, const cf_io_options *o, const char *url,
-                    cf_io **io, cf_cog **cog) {
+static int open_cog(const char *cmd, const cf_io_options *o,
+                    const cf_open_options *oo, const char *url, cf_io **io,
+                    cf_cog **cog) {
     cf_error err = {0};
     cf_status st = cf_io_new(o, io, &err);
     if (st) return fail(cmd, st, &err);
-    st = cf_cog_open(*io, url, cog, &err);
+    st = cf_cog_open_ex(*io, url, oo, cog, &err);
     if (st) {
         cf_io_free(*io);
         *io = NULL;
@@ -168,13 +199,67 @@ static int open_cog(const char *cmd, const cf_io_options *o, const char *url,
     return 0;
 }
 
+/* "KEY=VALUE" items as a JSON object. */
+static void json_items(FILE *f, const char *const *it) {
+    fputc('{', f);
+    for (int k = 0; it && it[k]; k++) {
+        const char *eq = strchr(it[k], '=');
+        if (!eq) continue;
+        char key[256];
+        size_t kl = (size_t)(eq - it[k]) < sizeof key - 1 ? (size_t)(eq - it[k])
+                                                           : sizeof key - 1;
+        memcpy(key, it[k], kl);
+        key[kl] = 0;
+        if (k) fputs(", ", f);
+        json_str(f, key);
+        fputs(": ", f);
+        json_str(f, eq + 1);
+    }
+    fputc('}', f);
+}
+
+/* Metadata of the dataset (band 0) or a band: {"": {...}, "DOMAIN": {...}}
+ * over every domain that has items. */
+static void json_metadata(FILE *f, const cf_cog *cog, int band) {
+    const char *const *dom = cf_cog_metadata_domains(cog, band);
+    fputc('{', f);
+    for (int d = 0; dom && dom[d]; d++) {
+        if (d) fputs(", ", f);
+        json_str(f, dom[d]);
+        fputs(": ", f);
+        json_items(f, cf_cog_metadata(cog, band, dom[d]));
+    }
+    fputc('}', f);
+}
+
+/* The warnings of the open, one a line, as a JSON list. */
+static void json_lines(FILE *f, const char *s) {
+    fputc('[', f);
+    int first = 1;
+    while (s && *s) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        char line[1024];
+        if (n >= sizeof line) n = sizeof line - 1;
+        memcpy(line, s, n);
+        line[n] = 0;
+        if (!first) fputs(", ", f);
+        json_str(f, line);
+        first = 0;
+        s = e ? e + 1 : s + n;
+    }
+    fputc(']', f);
+}
+
 static int cmd_info(int argc, char **argv) {
     const char *url = NULL;
     int json = 0;
     cf_io_options o;
     cf_io_options_init(&o);
+    cf_open_options oo;
+    cf_open_options_init(&oo);
     for (int i = 0; i < argc; i++) {
-        int r = io_option(argc, argv, &i, &o);
+        int r = io_option(argc, argv, &i, &o, &oo);
         if (r < 0) return fprintf(stderr, "cogfeed info: bad value for %s\n", argv[i]), 2;
         if (r) continue;
         if (!strcmp(argv[i], "--json")) json = 1;
@@ -186,7 +271,7 @@ static int cmd_info(int argc, char **argv) {
     if (!url) return usage(2);
     cf_io *io = NULL;
     cf_cog *cog = NULL;
-    int rc = open_cog("info", &o, url, &io, &cog);
+    int rc = open_cog("info", &o, &oo, url, &io, &cog);
     if (rc) return rc;
     cf_cog_info in;
     cf_cog_get_info(cog, &in);
@@ -236,7 +321,33 @@ static int cmd_info(int argc, char **argv) {
             if (b > 1) fputs(", ", f);
             json_num(f, cf_cog_band_offset(cog, (int)b));
         }
-        fprintf(f, "], \"file_size\": %" PRIu64 ", \"header_bytes\": %" PRIu64
+        fputs("], \"bands\": [", f);
+        for (uint32_t b = 1; b <= in.count && b <= CF_MAX_BANDS; b++) {
+            double nd;
+            fprintf(f, "%s{\"band\": %u, \"description\": ", b > 1 ? ", " : "", b);
+            json_str(f, cf_cog_band_description(cog, (int)b));
+            fputs(", \"unit\": ", f);
+            json_str(f, cf_cog_band_unit(cog, (int)b));
+            fputs(", \"nodata\": ", f);
+            if (cf_cog_band_nodata(cog, (int)b, &nd)) json_num(f, nd);
+            else fputs("null", f);
+            fputs(", \"scale\": ", f);
+            json_num(f, cf_cog_band_scale(cog, (int)b));
+            fputs(", \"offset\": ", f);
+            json_num(f, cf_cog_band_offset(cog, (int)b));
+            fputs(", \"metadata\": ", f);
+            json_metadata(f, cog, (int)b);
+            fputc('}', f);
+        }
+        fputs("], \"metadata\": ", f);
+        json_metadata(f, cog, 0);
+        const char *dt = cf_cog_metadata_item(cog, 0, "", "TIFFTAG_DATETIME");
+        fputs(", \"datetime\": ", f);
+        if (dt) json_str(f, dt);
+        else fputs("null", f);
+        fputs(", \"warnings\": ", f);
+        json_lines(f, cf_cog_warnings(cog));
+        fprintf(f, ", \"file_size\": %" PRIu64 ", \"header_bytes\": %" PRIu64
                    ", \"header_requests\": %u}\n",
                 in.file_size, in.header_bytes, in.header_requests);
     } else {
@@ -265,6 +376,22 @@ static int cmd_info(int argc, char **argv) {
         if (in.epsg) fprintf(f, "CRS:          EPSG:%d\n", in.epsg);
         else fprintf(f, "CRS:          unknown\n");
         if (in.has_nodata) fprintf(f, "NoData:       %.17g\n", in.nodata);
+        for (uint32_t b = 1; b <= in.count && b <= CF_MAX_BANDS; b++) {
+            const char *d = cf_cog_band_description(cog, (int)b);
+            const char *u = cf_cog_band_unit(cog, (int)b);
+            if (*d || *u)
+                fprintf(f, "Band %-8u %s%s%s%s\n", b, d, *u ? " (" : "", u, *u ? ")" : "");
+        }
+        const char *const *md = cf_cog_metadata(cog, 0, "");
+        for (int k = 0; md && md[k]; k++)
+            fprintf(f, "%-13s %s\n", k ? "" : "Metadata:", md[k]);
+        const char *warn = cf_cog_warnings(cog);
+        while (warn && *warn) {
+            const char *e = strchr(warn, '\n');
+            int n = e ? (int)(e - warn) : (int)strlen(warn);
+            fprintf(f, "Warning:      %.*s\n", n, warn);
+            warn += n + (e != NULL);
+        }
         fprintf(f, "File size:    %" PRIu64 " bytes\n", in.file_size);
         fprintf(f, "Opened with:  %u request%s, %" PRIu64 " header bytes\n", in.header_requests,
                 in.header_requests == 1 ? "" : "s", in.header_bytes);
@@ -286,6 +413,8 @@ static const char *npy_descr(cf_dtype t) {
     case CF_DT_I64: return "<i8";
     case CF_DT_F32: return "<f4";
     case CF_DT_F64: return "<f8";
+    case CF_DT_CF32: return "<c8";
+    case CF_DT_CF64: return "<c16";
     default: return NULL;
     }
 }
@@ -347,10 +476,12 @@ static int cmd_read(int argc, char **argv) {
     static int bands[CF_MAX_BANDS];
     cf_io_options o;
     cf_io_options_init(&o);
+    cf_open_options oo;
+    cf_open_options_init(&oo);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int r = io_option(argc, argv, &i, &o);
+        int r = io_option(argc, argv, &i, &o, &oo);
         if (r < 0) return fprintf(stderr, "cogfeed read: bad value for %s\n", a), 2;
         if (r) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return command_help(read_text);
@@ -397,15 +528,18 @@ static int cmd_read(int argc, char **argv) {
     }
     cf_io *io = NULL;
     cf_cog *cog = NULL;
-    int rc = open_cog("read", &o, url, &io, &cog);
+    int rc = open_cog("read", &o, &oo, url, &io, &cog);
     if (rc) return rc;
     cf_cog_info in;
     cf_cog_get_info(cog, &in);
     uint32_t w = (uint32_t)win[2], h = (uint32_t)win[3];
     cf_dtype dt = mask ? CF_DT_U8 : in.dtype;
+    /* Complex integers go to .npy as the complex floats NumPy has. */
+    cf_dtype npy_dt = cf_dtype_complex_float(dt);
     int count = mask ? 1 : (nb ? nb : (int)in.count);
-    size_t n = (size_t)w * h * (size_t)count * cf_dtype_size(dt);
-    if ((double)w * h * count * cf_dtype_size(dt) > 16e9) {
+    size_t samples = (size_t)w * h * (size_t)count;
+    size_t n = samples * cf_dtype_size(npy_dt);
+    if ((double)w * h * count * cf_dtype_size(npy_dt) > 16e9) {
         fprintf(stderr, "cogfeed read: window of %ux%u x %d bands is larger than 16 GB\n", w, h, count);
         cf_cog_close(cog);
         cf_io_free(io);
@@ -420,7 +554,8 @@ static int cmd_read(int argc, char **argv) {
     } else {
         st = mask ? cf_cog_read_mask(cog, level, win[0], win[1], w, h, buf, n, &err)
                   : cf_cog_read(cog, level, win[0], win[1], w, h, nb ? bands : NULL, nb, buf, n, &err);
-        rc = st ? fail("read", st, &err) : write_npy(out, dt, count, h, w, buf, n);
+        if (!st) cf_complex_widen(dt, buf, buf, samples);
+        rc = st ? fail("read", st, &err) : write_npy(out, npy_dt, count, h, w, buf, n);
     }
     free(buf);
     cf_cog_close(cog);

@@ -7,6 +7,7 @@
 #include "codec_internal.h"
 
 #include <libdeflate.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <zstd.h>
 
@@ -22,10 +23,14 @@ void cf_codec_ctx_free(cf_codec_ctx *ctx) {
     if (!ctx) return;
     if (ctx->deflate) libdeflate_free_decompressor(ctx->deflate);
     if (ctx->zstd) ZSTD_freeDCtx(ctx->zstd);
+    cf__lzma_free(ctx->lzma);
     free(ctx->outer.p);
     free(ctx->aux.p);
     free(ctx->row.p);
     free(ctx->tile.p);
+    free(ctx->rev.p);
+    free(ctx->stage.p);
+    free(ctx->runs.p);
     free(ctx);
 }
 
@@ -72,8 +77,94 @@ cf_status cf__ctx_zstd(cf_codec_ctx *ctx, void **out, cf_error *err) {
     return CF_OK;
 }
 
+/* ------------------------------------------------------------ layout */
+
+/* What happens between the codec and the caller's buffer. */
+enum { POST_NONE, POST_UNPACK, POST_HALF, POST_COLOR };
+
+static int whole_bytes(unsigned bits) {
+    return bits == 8 || bits == 16 || bits == 32 || bits == 64 || bits == 128;
+}
+
+static int post_kind(const cf_codec_params *p) {
+    if (p->color != CF_COLOR_RAW) return POST_COLOR;
+    if (p->sample_format == 3 && (p->bits == 16 || p->bits == 24))
+        return POST_HALF;
+    if (p->bits != 1 && !whole_bytes(p->bits)) return POST_UNPACK;
+    return POST_NONE;
+}
+
+void cf_codec_out_layout(const cf_codec_params *p, uint32_t *samples,
+                         uint32_t *bits) {
+    switch (p->color) {
+    case CF_COLOR_CMYK:
+    case CF_COLOR_LAB:
+        *samples = 4;
+        *bits = 8;
+        return;
+    case CF_COLOR_YCBCR:
+    case CF_COLOR_YCBCR_RAW:
+        *samples = 3;
+        *bits = 8;
+        return;
+    default: break;
+    }
+    *samples = p->samples;
+    unsigned b = p->bits;
+    if (p->sample_format == 3 && (b == 16 || b == 24)) *bits = 32;
+    else if (b <= 1) *bits = 1;
+    else if (b <= 8) *bits = 8;
+    else if (b <= 16) *bits = 16;
+    else if (b <= 32) *bits = 32;
+    else *bits = b; /* 64, 128 */
+}
+
+cf_dtype cf_codec_dtype(const cf_codec_params *p) {
+    if (p->color != CF_COLOR_RAW) return CF_DT_U8;
+    unsigned b = p->bits;
+    switch (p->sample_format) {
+    case 0:
+    case 1:
+    case 2: {
+        /* Odd depths read unsigned in GDAL whatever the SampleFormat,
+         * except that a signed one of 1-8 bits is a signed byte (GDAL's
+         * PIXELTYPE=SIGNEDBYTE): 0..2^bits-1 fits it either way. */
+        int s = p->sample_format == 2;
+        if (b <= 8) return s ? CF_DT_I8 : CF_DT_U8;
+        if (b <= 16) return s && b == 16 ? CF_DT_I16 : CF_DT_U16;
+        if (b <= 32) return s && b == 32 ? CF_DT_I32 : CF_DT_U32;
+        if (b == 64) return s ? CF_DT_I64 : CF_DT_U64;
+        return CF_DT_UNKNOWN;
+    }
+    case 3:
+        return b == 16 || b == 24 || b == 32 ? CF_DT_F32
+               : b == 64                     ? CF_DT_F64
+                                             : CF_DT_UNKNOWN;
+    case 5: return b == 32 ? CF_DT_CI16 : b == 64 ? CF_DT_CI32 : CF_DT_UNKNOWN;
+    case 6: return b == 64 ? CF_DT_CF32 : b == 128 ? CF_DT_CF64 : CF_DT_UNKNOWN;
+    default: return CF_DT_UNKNOWN;
+    }
+}
+
 uint64_t cf_codec_chunk_bytes(const cf_codec_params *p) {
-    return p ? cf__chunk_bytes(p->width, p->samples, p->bits, p->height) : 0;
+    if (!p) return 0;
+    uint32_t samples, bits;
+    cf_codec_out_layout(p, &samples, &bits);
+    return cf__chunk_bytes(p->width, samples, bits, p->height);
+}
+
+uint64_t cf_codec_stored_bytes(const cf_codec_params *p) {
+    if (!p) return 0;
+    if (p->color == CF_COLOR_YCBCR || p->color == CF_COLOR_YCBCR_RAW) {
+        /* libtiff's size of subsampled YCbCr: whole blocks of sub_h x
+         * sub_v pixels, each sub_h*sub_v luma then Cb and Cr bytes. */
+        unsigned sh = p->ycbcr_sub_h, sv = p->ycbcr_sub_v;
+        if (!sh || !sv) return 0;
+        uint64_t across = (p->width + sh - 1) / sh;
+        uint64_t down = (p->height + sv - 1) / sv;
+        return cf__chunk_bytes(across, sh * sv + 2, 8, down);
+    }
+    return cf__chunk_bytes(p->width, p->samples, p->bits, p->height);
 }
 
 /* Decoder states are opaque to us: libdeflate's is ~11 KiB, a zstd DCtx
@@ -150,8 +241,84 @@ int cf_codec_supported(uint16_t compression, uint16_t lerc_sub) {
     return 1;
 }
 
-/* In-place byte swap of `n` samples of `bytes` bytes each.  Goes through
- * memcpy because dst carries no alignment promise. */
+/* Why samples of this format and depth cannot be read, or NULL. */
+static const char *format_problem(const cf_codec_params *p, char *buf,
+                                  size_t n) {
+    if (cf_codec_dtype(p) != CF_DT_UNKNOWN) return NULL;
+    unsigned b = p->bits;
+    switch (p->sample_format) {
+    case 3:
+        snprintf(buf, n, "floating-point samples of %u bits (GDAL reads 16, "
+                 "24, 32 and 64)", b);
+        break;
+    case 5:
+        snprintf(buf, n, "complex integer samples of %u bits (GDAL reads "
+                 "CInt16 and CInt32: 32 and 64)", b);
+        break;
+    case 6:
+        snprintf(buf, n, "complex floating-point samples of %u bits (GDAL "
+                 "reads CFloat32 and CFloat64: 64 and 128)", b);
+        break;
+    default:
+        snprintf(buf, n, "%u-bit integer samples (GDAL reads 1 to 32 and 64)",
+                 b);
+        break;
+    }
+    return buf;
+}
+
+cf_status cf_codec_check(const cf_codec_params *p, cf_error *err) {
+    if (!p) return cf__err(err, CF_E_ARG, "codec: NULL parameters");
+    const cf__codec_entry *e = cf__codec_find(p->compression);
+    if (!e)
+        return cf__err(err, CF_E_UNSUPPORTED,
+                       "compression %u is unknown (GDAL cannot read it either)",
+                       (unsigned)p->compression);
+    if (!e->decode && e->missing)
+        return cf__err(err, CF_E_UNSUPPORTED, "%s: not built with %s", e->name,
+                       e->missing);
+    if (!e->decode)
+        return cf__err(err, CF_E_UNSUPPORTED, "%s (compression %u) is not "
+                       "supported: %s", e->name, (unsigned)p->compression,
+                       e->why ? e->why : "no decoder");
+    if (p->compression == 34887 && p->lerc_sub > 2)
+        return cf__err(err, CF_E_UNSUPPORTED,
+                       "LERC with an unknown outer compression (%u)",
+                       (unsigned)p->lerc_sub);
+    char buf[160];
+    const char *why = format_problem(p, buf, sizeof buf);
+    if (why) return cf__err(err, CF_E_UNSUPPORTED, "%s", why);
+    cf_status cst = cf__color_check(p, err);
+    if (cst) return cst;
+    if (e->check) { /* first: it names what it refuses best (12-bit JPEG) */
+        cf_status st = e->check(p, err);
+        if (st) return st;
+    }
+    if (p->bits == 1 && !(e->flags & (CF__CODEC_BITS1 | CF__CODEC_ANYBITS)))
+        return cf__err(err, CF_E_UNSUPPORTED, "%s with 1-bit samples",
+                       e->name);
+    if (p->bits != 1 && !whole_bytes(p->bits) && !(e->flags & CF__CODEC_ANYBITS))
+        return cf__err(err, CF_E_UNSUPPORTED, "%s with %u-bit samples",
+                       e->name, (unsigned)p->bits);
+    if ((e->flags & CF__CODEC_PREDICTOR) && p->predictor != 1) {
+        if (p->color == CF_COLOR_YCBCR || p->color == CF_COLOR_YCBCR_RAW)
+            return cf__err(err, CF_E_UNSUPPORTED,
+                           "a predictor on subsampled YCbCr");
+        cf_status st = cf__predictor_check(p, err);
+        if (st) return st;
+    }
+    if (!cf_codec_chunk_bytes(p) || !cf_codec_stored_bytes(p))
+        return cf__err(err, CF_E_LIMIT,
+                       "chunk of %ux%u x %u samples is empty or larger than "
+                       "%llu bytes",
+                       (unsigned)p->width, (unsigned)p->height,
+                       (unsigned)p->samples,
+                       (unsigned long long)CF_MAX_CHUNK_BYTES);
+    return CF_OK;
+}
+
+/* In-place byte swap of the `bytes`-byte values of buf (2, 3, 4 or 8).
+ * Goes through memcpy because buf carries no alignment promise. */
 static void swap_samples(uint8_t *buf, size_t len, unsigned bytes) {
     size_t i;
     switch (bytes) {
@@ -161,6 +328,13 @@ static void swap_samples(uint8_t *buf, size_t len, unsigned bytes) {
             memcpy(&v, buf + i, 2);
             v = __builtin_bswap16(v);
             memcpy(buf + i, &v, 2);
+        }
+        break;
+    case 3:
+        for (i = 0; i + 3 <= len; i += 3) {
+            uint8_t t = buf[i];
+            buf[i] = buf[i + 2];
+            buf[i + 2] = t;
         }
         break;
     case 4:
@@ -191,54 +365,73 @@ static int host_big_endian(void) {
 #endif
 }
 
+/* The width libtiff swabs a big-endian file's samples at (0: none):
+ * 16/24/32/64-bit values whole, 128-bit ones as two 64-bit halves, and
+ * complex values by component -- except under the horizontal predictor,
+ * which swabs whole samples itself (bug-compatible: a CInt16 value is
+ * swabbed as one 32-bit word there). */
+static unsigned swab_width(const cf_codec_params *p, int pred2) {
+    int cplx = p->sample_format == 5 || p->sample_format == 6;
+    switch (p->bits) {
+    case 16: return 2;
+    case 24: return 3;
+    case 32: return cplx && !pred2 ? 2 : 4;
+    case 64: return cplx && !pred2 ? 4 : 8;
+    case 128: return 8;
+    default: return 0;
+    }
+}
+
 static cf_status decode_inner(cf_codec_ctx *ctx, const cf_codec_params *p,
                               const uint8_t *src, size_t src_len,
                               uint8_t *dst, size_t dst_len, cf_error *err) {
-    if (p->bits != 1 && p->bits != 8 && p->bits != 16 && p->bits != 32 &&
-        p->bits != 64)
-        return cf__err(err, CF_E_UNSUPPORTED, "%u bits per sample",
-                       (unsigned)p->bits);
+    cf_status st = cf_codec_check(p, err);
+    if (st) return st;
     uint64_t want = cf_codec_chunk_bytes(p);
-    if (!want)
-        return cf__err(err, CF_E_LIMIT,
-                       "chunk of %ux%u x %u samples is empty or larger than "
-                       "%llu bytes",
-                       (unsigned)p->width, (unsigned)p->height,
-                       (unsigned)p->samples, (unsigned long long)CF_MAX_CHUNK_BYTES);
+    uint64_t stored = cf_codec_stored_bytes(p);
     if (want != dst_len)
         return cf__err(err, CF_E_ARG,
                        "output buffer is %zu bytes, chunk needs %llu", dst_len,
                        (unsigned long long)want);
-    const cf__codec_entry *e = cf__codec_find(p->compression);
-    if (!e)
-        return cf__err(err, CF_E_UNSUPPORTED, "unknown compression code %u",
-                       (unsigned)p->compression);
-    if (!e->decode)
-        return cf__err(err, CF_E_UNSUPPORTED, "%s: not built with %s",
-                       e->name, e->missing);
-    if (p->bits == 1 && !(e->flags & CF__CODEC_BITS1))
-        return cf__err(err, CF_E_UNSUPPORTED, "%s with 1-bit samples",
-                       e->name);
-    int pred = (e->flags & CF__CODEC_PREDICTOR) && p->predictor != 1;
-    if (pred) {
-        cf_status st = cf__predictor_check(p, err);
-        if (st) return st;
-    }
     if (!src && src_len) return cf__err(err, CF_E_ARG, "NULL input");
-    cf_status st = e->decode(ctx, p, src, src_len, dst, dst_len, err);
+    const cf__codec_entry *e = cf__codec_find(p->compression);
+    /* libtiff reverses the bits of the raw bytes before the codec sees
+     * them, except for codecs that do it themselves (or never). */
+    if (p->fill_order == 2 && !(e->flags & CF__CODEC_NOBITREV) && src_len) {
+        st = cf__scratch_reserve(&ctx->rev, src_len, err);
+        if (st) return st;
+        cf__bits_reverse(src, ctx->rev.p, src_len);
+        src = ctx->rev.p;
+    }
+    int post = post_kind(p);
+    uint8_t *out = dst;
+    if (post != POST_NONE) {
+        st = cf__scratch_reserve(&ctx->stage, (size_t)stored, err);
+        if (st) return st;
+        out = ctx->stage.p;
+    }
+    int pred = (e->flags & CF__CODEC_PREDICTOR) && p->predictor != 1;
+    st = e->decode(ctx, p, src, src_len, out, (size_t)stored, err);
     if (st) {
         return cf__err_prefix(err, st, "%s", e->name);
     }
     /* libtiff swabs raw samples before the horizontal predictor; the
      * floating-point predictor's byte planes are order-free and it
      * suppresses the swab. */
-    if ((e->flags & CF__CODEC_RAW) && p->bits > 8 &&
+    unsigned sw = swab_width(p, pred && p->predictor == 2);
+    if ((e->flags & CF__CODEC_RAW) && sw &&
         !!p->big_endian != host_big_endian() && !(pred && p->predictor == 3))
-        swap_samples(dst, dst_len, p->bits / 8);
+        swap_samples(out, (size_t)stored, sw);
     if (pred) {
-        /* checked above, and dst_len == the chunk's size */
-        st = cf__predictor_apply(&ctx->row, p, dst, err);
+        /* checked above, and out holds the chunk's stored size */
+        st = cf__predictor_apply(&ctx->row, p, out, err);
         if (st) return st;
+    }
+    switch (post) {
+    case POST_UNPACK: cf__bits_unpack(p, out, dst); break;
+    case POST_HALF: cf__half_to_float(p, out, dst); break;
+    case POST_COLOR: cf__color_convert(p, out, dst); break;
+    default: break;
     }
     return CF_OK;
 }

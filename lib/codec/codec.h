@@ -12,12 +12,24 @@
 
 #include "../common/common.h"
 
+/* What a decoded chunk becomes before it is handed out, as GDAL reads
+ * it (photometric.c; cf_codec_color picks one for an IFD). */
+enum {
+    CF_COLOR_RAW = 0,       /* the stored samples */
+    CF_COLOR_CMYK = 1,      /* 8-bit CMYK (InkSet 1) -> RGBA */
+    CF_COLOR_LAB = 2,       /* 8-bit CIELab -> RGBA (libtiff's sRGB) */
+    CF_COLOR_YCBCR = 3,     /* 8-bit YCbCr, not JPEG -> RGB */
+    CF_COLOR_YCBCR_RAW = 4  /* 8-bit subsampled YCbCr -> Y, Cb, Cr per
+                               pixel, unconverted (the raw option) */
+};
+
 typedef struct cf_codec_params {
     uint16_t compression;   /* TIFF code, see tiff.h CF_COMP_* */
     uint16_t lerc_sub;      /* LERC: 0 none, 1 deflate, 2 zstd */
     uint16_t predictor;     /* 1, 2, 3 */
-    uint16_t bits;          /* bits per sample: 1, 8, 16, 32, 64 */
-    uint16_t sample_format; /* 1 uint, 2 int, 3 float */
+    uint16_t bits;          /* stored bits per sample: 1..32, 64, 128 */
+    uint16_t sample_format; /* 1 uint, 2 int, 3 float, 5 complex int,
+                               6 complex float */
     uint16_t photometric;   /* for JPEG: 6 = YCbCr -> decoded to RGB */
     uint32_t width;         /* full chunk width (tile width, unclipped) */
     uint32_t height;        /* rows in this chunk */
@@ -26,6 +38,17 @@ typedef struct cf_codec_params {
     const uint8_t *jpeg_tables;
     size_t jpeg_tables_len;
     uint16_t ycbcr_sub_h, ycbcr_sub_v;
+    uint16_t fill_order;    /* 2: bits of each stored byte reversed
+                               (FillOrder); 0 or 1: as usual */
+    uint16_t color;         /* CF_COLOR_* */
+    uint32_t t4_options;    /* CCITT Group 3: bit 0 2-D coding, bit 1
+                               uncompressed mode, bit 2 fill bits */
+    uint32_t t6_options;    /* CCITT Group 4: bit 1 uncompressed mode */
+    int strip;              /* a strip, not a tile (matters to libtiff's
+                               RGBA reading of subsampled YCbCr) */
+    float white_point[2];   /* CIELab: the WhitePoint tag (x, y) */
+    float ycbcr_coef[3];    /* YCbCr: YCbCrCoefficients */
+    float ref_bw[6];        /* YCbCr: ReferenceBlackWhite */
 } cf_codec_params;
 
 /* Per-thread decoder state and scratch buffers.  Not thread-safe: give each
@@ -53,20 +76,66 @@ uint64_t cf_codec_ctx_bytes(const cf_codec_ctx *ctx);
 uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
                              uint64_t tile_bytes);
 
-/* Bytes one decoded chunk occupies: rows of ceil(width*samples*bits/8)
- * bytes.  0 on overflow or above CF_MAX_CHUNK_BYTES. */
+/* How a decoded chunk is laid out (what cf_codec_decode writes): rows of
+ * `width` pixels of *samples samples of *bits bits each, pixel-interleaved
+ * and packed, rows padded to whole bytes.  Depths GDAL widens come out
+ * widened (2-7 bits to 8, 9-15 to 16, 17-31 to 32, float16 and float24
+ * to float32); 1-bit stays packed; complex samples are two numbers.
+ * Colour conversions give 4 (RGBA) or 3 (RGB) 8-bit samples. */
+void cf_codec_out_layout(const cf_codec_params *p, uint32_t *samples,
+                         uint32_t *bits);
+/* The sample type GDAL reads these samples as (CF_DT_U8 for 1-bit and
+ * colour-converted samples; CF_DT_UNKNOWN for a combination
+ * cf_codec_check refuses). */
+cf_dtype cf_codec_dtype(const cf_codec_params *p);
+
+/* Bytes one decoded chunk occupies in that layout.  0 on overflow or
+ * above CF_MAX_CHUNK_BYTES. */
 uint64_t cf_codec_chunk_bytes(const cf_codec_params *p);
+/* Bytes of the chunk as stored (what the codec itself decompresses to):
+ * rows of ceil(width*samples*bits/8) bytes, or for subsampled YCbCr not in
+ * JPEG its data units (sub_h*sub_v luma + 2 chroma samples per block). */
+uint64_t cf_codec_stored_bytes(const cf_codec_params *p);
+
+/* Whether these parameters can be decoded: every refusal that decoding
+ * would make without looking at the data (codec unknown or not built,
+ * sample depth or format the codec or GDAL cannot read, predictor that
+ * cannot apply, colour conversion that does not fit), with a message
+ * naming the feature: "LZMA: not built with liblzma", "12-bit JPEG
+ * (libjpeg-turbo decodes 8-bit JPEG only)", ...  Called when a file opens
+ * for every IFD a read can touch, so that an unreadable file is refused
+ * then and not in the middle of an epoch.  CF_E_UNSUPPORTED. */
+cf_status cf_codec_check(const cf_codec_params *p, cf_error *err);
+
+/* The tags that decide how GDAL presents an IFD's colours. */
+typedef struct cf_color_tags {
+    uint16_t photometric, compression, bits, sample_format;
+    uint16_t samples, extra_samples, planar, inkset;
+} cf_color_tags;
+/* The CF_COLOR_* conversion GDAL (libtiff's RGBA interface) applies to an
+ * IFD: 8-bit CMYK and CIELab become RGBA, 8-bit YCbCr not in JPEG becomes
+ * RGB; everything else is read raw.  `raw` asks for the stored samples
+ * instead (GDAL's GTIFF_RAW: prefix): subsampled YCbCr is then upsampled
+ * but not converted.  CF_E_UNSUPPORTED for a layout GDAL converts but
+ * cogfeed cannot (band-interleaved CMYK, CIELab or YCbCr without `raw`;
+ * YCbCr of other depths or sample counts), with the reason in err. */
+cf_status cf_codec_color(const cf_color_tags *t, int raw, uint16_t *color,
+                         cf_error *err);
 
 /* Decode `src` into `dst` (dst_len must equal cf_codec_chunk_bytes(p)).
  *
  * Parameters as libtiff sees a chunk: width is the full tile width (or the
  * image width for strips), height the tile height (or the rows of this
  * strip, fewer for the last one), samples 1 for PlanarConfiguration 2.
- * Values match GDAL's bit for bit (tests/unit/test_codec_gdal.c), which
- * fixes some choices: the Predictor tag applies to LZW, DEFLATE and ZSTD
- * only (libtiff ignores it for the others); LERC float pixels that the
- * LERC mask marks invalid read as NaN (integer ones as 0); JPEG and WebP
- * carry 8-bit samples only, YCbCr JPEG comes out as RGB.
+ * Values match GDAL's bit for bit (tests/unit/test_codec_gdal.c and the
+ * conformance suite), which fixes some choices: the steps are libtiff's
+ * (bit reversal for FillOrder 2, decompression, byte swap for big-endian
+ * files, predictor) followed by GDAL's (widening odd depths and float16,
+ * libtiff's RGBA conversion of CMYK, CIELab and YCbCr); the Predictor tag
+ * applies to LZW, DEFLATE, ZSTD and LZMA only (libtiff ignores it for the
+ * others); LERC float pixels that the LERC mask marks invalid read as NaN
+ * (integer ones as 0); JPEG and WebP carry 8-bit samples only, YCbCr JPEG
+ * comes out as RGB; CCITT codecs write 1-bit rows, white 0 and black 1.
  *
  * Errors: CF_E_CODEC (corrupt data, message says why), CF_E_UNSUPPORTED
  * (unknown codec, or "not built with X"), CF_E_FORMAT (codec header
@@ -80,8 +149,8 @@ cf_status cf_codec_decode(cf_codec_ctx *ctx, const cf_codec_params *p,
 int cf_codec_supported(uint16_t compression, uint16_t lerc_sub);
 
 /* Undo predictor 2 or 3 in place on a decoded chunk in native byte order
- * (predictor 3 expects the byte-planar layout as stored).  Exposed for
- * tests. */
+ * (predictor 3 expects the byte-planar layout as stored); len is
+ * cf_codec_stored_bytes(p).  Exposed for tests. */
 cf_status cf_predictor_undo(const cf_codec_params *p, uint8_t *buf,
                             size_t len, cf_error *err);
 

@@ -24,6 +24,11 @@ struct cf_codec_ctx {
     cf__scratch aux;    /* LERC masks, band-sequential staging */
     cf__scratch row;    /* predictor 3 row staging */
     cf__scratch tile;   /* cf_codec_ctx_tile: the caller's decode target */
+    cf__scratch rev;    /* FillOrder 2: the input with its bits reversed */
+    cf__scratch stage;  /* the stored samples, before they are widened or
+                           colour-converted into the caller's buffer */
+    void *lzma;         /* lzma_stream, lazily (lzma.c) */
+    cf__scratch runs;   /* CCITT run lengths of two rows (ccitt.c) */
 };
 
 /* Make `s` hold at least `n` bytes.  CF_E_NOMEM on failure. */
@@ -51,14 +56,27 @@ enum {
     CF__CODEC_PREDICTOR = 2,
     /* Can carry 1-bit (bilevel) data. */
     CF__CODEC_BITS1 = 4,
+    /* Carries samples of any depth (2-7, 9-15, 17-31 bits too). */
+    CF__CODEC_ANYBITS = 8,
+    /* libtiff does not reverse the input bits for FillOrder 2 (JPEG), or
+     * the decoder does it itself (CCITT, where it is the same thing). */
+    CF__CODEC_NOBITREV = 16,
 };
+
+/* A codec's own refusals, made without data (bit depths, sample counts,
+ * options); NULL when the flags say all. */
+typedef cf_status (*cf__check_fn)(const cf_codec_params *p, cf_error *err);
 
 typedef struct cf__codec_entry {
     uint16_t compression;
     const char *name;
-    cf__decode_fn decode; /* NULL: not built into this binary */
+    cf__decode_fn decode; /* NULL: not built into this binary, or a codec
+                             cogfeed does not read (then `missing` is NULL
+                             and `why` says so) */
     const char *missing;  /* library name for "not built with X" */
     unsigned flags;
+    cf__check_fn check;
+    const char *why;      /* for codecs never read: the reason */
 } cf__codec_entry;
 
 /* Registry lookup; NULL for a code no entry has. */
@@ -88,6 +106,39 @@ cf_status cf__decode_jpeg(cf_codec_ctx *, const cf_codec_params *,
 cf_status cf__decode_webp(cf_codec_ctx *, const cf_codec_params *,
                           const uint8_t *, size_t, uint8_t *, size_t,
                           cf_error *);
+
+cf_status cf__decode_lzma(cf_codec_ctx *, const cf_codec_params *,
+                          const uint8_t *, size_t, uint8_t *, size_t,
+                          cf_error *);
+cf_status cf__decode_ccitt(cf_codec_ctx *, const cf_codec_params *,
+                           const uint8_t *, size_t, uint8_t *, size_t,
+                           cf_error *);
+/* Free a lazily made lzma_stream (NULL allowed). */
+void cf__lzma_free(void *stream);
+cf_status cf__check_jpeg(const cf_codec_params *p, cf_error *err);
+cf_status cf__check_webp(const cf_codec_params *p, cf_error *err);
+cf_status cf__check_lerc(const cf_codec_params *p, cf_error *err);
+cf_status cf__check_ccitt(const cf_codec_params *p, cf_error *err);
+
+/* bits.c: FillOrder 2 and depths that are not whole bytes. */
+void cf__bits_reverse(const uint8_t *src, uint8_t *dst, size_t n);
+/* Widen a stored chunk of 2-7, 9-15 or 17-31-bit samples (rows of
+ * ceil(width*samples*bits/8) bytes, most significant bit first) to 8, 16
+ * or 32-bit native integers, as GDAL does (no sign extension). */
+void cf__bits_unpack(const cf_codec_params *p, const uint8_t *src,
+                     uint8_t *dst);
+
+/* half.c: float16 and float24 (native order after the swab) to float32,
+ * bit-exact with GDAL (NaN payloads kept, denormals normalised). */
+void cf__half_to_float(const cf_codec_params *p, const uint8_t *src,
+                       uint8_t *dst);
+
+/* photometric.c: the CF_COLOR_* conversion of a stored 8-bit chunk into
+ * RGB(A) or per-pixel YCbCr, as libtiff's RGBA interface computes it. */
+void cf__color_convert(const cf_codec_params *p, const uint8_t *src,
+                       uint8_t *dst);
+/* Whether p->color fits the samples (cf_codec_check's part). */
+cf_status cf__color_check(const cf_codec_params *p, cf_error *err);
 
 /* Check that predictor p->predictor can apply to these samples. */
 cf_status cf__predictor_check(const cf_codec_params *p, cf_error *err);

@@ -25,6 +25,15 @@
  * stream with thousands of tiny scans burns CPU (libjpeg-turbo's own
  * advice is to cap them). */
 #define CF_JPEG_MAX_SCANS 500
+
+/* For messages: the library's version as its headers give it. */
+#if defined(LIBJPEG_TURBO_VERSION)
+#define CF_JPEG_STR_(x) #x
+#define CF_JPEG_STR(x) CF_JPEG_STR_(x)
+#define CF_JPEG_LIB_VERSION CF_JPEG_STR(LIBJPEG_TURBO_VERSION)
+#else
+#define CF_JPEG_LIB_VERSION "(unknown version)"
+#endif
 #define CF_JPEG_ROWS 16
 
 
@@ -178,12 +187,24 @@ static int run(jpeg_job *j, const cf_codec_params *p, const uint8_t *src,
     return 1;
 }
 
+cf_status cf__check_jpeg(const cf_codec_params *p, cf_error *err) {
+    if (p->bits == 12)
+        return cf__err(err, CF_E_UNSUPPORTED,
+                       "12-bit JPEG is not supported: this build's JPEG "
+                       "library (libjpeg-turbo %s) decodes 8-bit JPEG only",
+                       CF_JPEG_LIB_VERSION);
+    if (p->bits != 8 || p->sample_format == 3)
+        return cf__err(err, CF_E_UNSUPPORTED, "JPEG with %u-bit %s samples",
+                       (unsigned)p->bits,
+                       p->sample_format == 3 ? "floating-point" : "integer");
+    return CF_OK;
+}
+
 cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
-    if (p->bits != 8)
-        return cf__err(err, CF_E_UNSUPPORTED, "%u-bit samples",
-                       (unsigned)p->bits);
+    cf_status cst = cf__check_jpeg(p, err);
+    if (cst) return cst;
     if (p->jpeg_tables && p->jpeg_tables_len && p->jpeg_tables_len < 4)
         return cf__err(err, CF_E_CODEC, "JPEGTables of %zu bytes",
                        p->jpeg_tables_len);

@@ -82,14 +82,20 @@ static cf_status outer_layer(cf_codec_ctx *ctx, const cf_codec_params *p,
     return CF_OK;
 }
 
+cf_status cf__check_lerc(const cf_codec_params *p, cf_error *err) {
+    if (lerc_type(p) < 0)
+        return cf__err(err, CF_E_UNSUPPORTED,
+                       "LERC with %u-bit samples of sample format %u",
+                       (unsigned)p->bits, (unsigned)p->sample_format);
+    return CF_OK;
+}
+
 cf_status cf__decode_lerc(cf_codec_ctx *ctx, const cf_codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
+    cf_status cst = cf__check_lerc(p, err);
+    if (cst) return cst;
     int dt = lerc_type(p);
-    if (dt < 0)
-        return cf__err(err, CF_E_UNSUPPORTED,
-                       "%u-bit samples of sample format %u",
-                       (unsigned)p->bits, (unsigned)p->sample_format);
     const uint8_t *blob = NULL;
     size_t blob_len = 0;
     cf_status st = outer_layer(ctx, p, src, src_len, dst_len, &blob,

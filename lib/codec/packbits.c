@@ -1,9 +1,10 @@
 /*
- * packbits.c - Apple PackBits (TIFF 32773).  Bounds-checked on both sides:
- * a literal run past the end of the input is corrupt data; a run past the
- * end of the output is cut there, and decoding stops once the output is
- * full (libtiff does the same, with a warning).  Input that ends before the
- * output is full is an error.
+ * packbits.c - Apple PackBits (TIFF 32773).  Bounds-checked on both sides,
+ * in libtiff's order: a run past the end of the output is cut there, and
+ * decoding stops once the output is full (libtiff does the same, with a
+ * warning); a literal run that, so cut, still runs past the end of the
+ * input is corrupt data.  Input that ends before the output is full is an
+ * error.
  */
 #include "codec_internal.h"
 
@@ -15,12 +16,15 @@ cf_status cf__decode_packbits(cf_codec_ctx *ctx, const cf_codec_params *p,
         int n = (int8_t)src[in++];
         if (n >= 0) {
             size_t cnt = (size_t)n + 1;
+            /* Cut to the output first, as libtiff does: a last run that
+             * claims a byte more than the chunk holds (a known writer bug)
+             * is fine when the output is full without it. */
+            if (cnt > dst_len - out) cnt = dst_len - out;
             if (cnt > src_len - in)
                 return cf__err(err, CF_E_CODEC,
-                               "literal run of %zu bytes at input byte %zu "
+                               "literal run of %d bytes at input byte %zu "
                                "runs past the end of the %zu-byte chunk",
-                               cnt, in - 1, src_len);
-            if (cnt > dst_len - out) cnt = dst_len - out;
+                               n + 1, in - 1, src_len);
             /* Runs are mostly a few bytes, where a libc call costs more than
              * the copy: copy a fixed 8 bytes (one move; the bytes past the
              * run are overwritten by what follows) when both sides have
@@ -30,7 +34,7 @@ cf_status cf__decode_packbits(cf_codec_ctx *ctx, const cf_codec_params *p,
             } else {
                 memcpy(dst + out, src + in, cnt);
             }
-            in += (size_t)n + 1;
+            in += cnt;
             out += cnt;
         } else if (n != -128) {
             size_t cnt = (size_t)(1 - n);

@@ -27,7 +27,8 @@ cf_status cf__predictor_check(const cf_codec_params *p, cf_error *err) {
             return cf__err(err, CF_E_UNSUPPORTED,
                            "floating-point predictor with sample format %u",
                            (unsigned)p->sample_format);
-        if (p->bits == 16 || p->bits == 32 || p->bits == 64) return CF_OK;
+        if (p->bits == 16 || p->bits == 24 || p->bits == 32 || p->bits == 64)
+            return CF_OK;
         return cf__err(err, CF_E_UNSUPPORTED,
                        "floating-point predictor with %u-bit samples",
                        (unsigned)p->bits);
@@ -151,7 +152,7 @@ cf_status cf_predictor_undo(const cf_codec_params *p, uint8_t *buf,
         return cf__err(err, CF_E_ARG, "predictor: NULL argument");
     cf_status st = cf__predictor_check(p, err);
     if (st || p->predictor == 1) return st;
-    uint64_t want = cf_codec_chunk_bytes(p);
+    uint64_t want = cf_codec_stored_bytes(p);
     if (!want || want != len)
         return cf__err(err, CF_E_ARG,
                        "predictor: buffer of %zu bytes for a %ux%u chunk", len,

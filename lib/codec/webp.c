@@ -10,13 +10,19 @@
 #ifdef CF_HAVE_WEBP
 #include <webp/decode.h>
 
-cf_status cf__decode_webp(cf_codec_ctx *ctx, const cf_codec_params *p,
-                          const uint8_t *src, size_t src_len, uint8_t *dst,
-                          size_t dst_len, cf_error *err) {
+cf_status cf__check_webp(const cf_codec_params *p, cf_error *err) {
     if (p->bits != 8 || (p->samples != 3 && p->samples != 4))
         return cf__err(err, CF_E_UNSUPPORTED,
                        "%u samples of %u bits (WebP carries 3 or 4 of 8)",
                        (unsigned)p->samples, (unsigned)p->bits);
+    return CF_OK;
+}
+
+cf_status cf__decode_webp(cf_codec_ctx *ctx, const cf_codec_params *p,
+                          const uint8_t *src, size_t src_len, uint8_t *dst,
+                          size_t dst_len, cf_error *err) {
+    cf_status cst = cf__check_webp(p, err);
+    if (cst) return cst;
     WebPBitstreamFeatures f;
     VP8StatusCode vs = WebPGetFeatures(src, src_len, &f);
     if (vs != VP8_STATUS_OK)

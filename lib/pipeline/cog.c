@@ -30,17 +30,82 @@ static cf_status cog_alloc(const char *name, cf_cog **out, cf_error *err) {
     return CF_OK;
 }
 
-/* Everything after the header is known: derive what info needs. */
+enum { ROLE_NONE, ROLE_LEVEL, ROLE_MASK };
+
+/* What IFD i is to the reader (a page not read, a level or a level's
+ * mask), and its name for messages. */
+static int ifd_role(const cf_tiff *t, int i, char *buf, size_t n) {
+    for (int l = 0; l < t->nlevels; l++) {
+        if (t->levels[l] == i) {
+            if (l == 0) snprintf(buf, n, "full resolution");
+            else snprintf(buf, n, "overview %d", l);
+            return ROLE_LEVEL;
+        }
+        if (t->mask_of_level[l] == i) {
+            snprintf(buf, n, "mask of level %d", l);
+            return ROLE_MASK;
+        }
+    }
+    snprintf(buf, n, "not read");
+    return ROLE_NONE;
+}
+
+/* Codec parameters of IFD i's first full chunk (to check it can be read). */
+static void ifd_params(const cf_cog *cog, int i, cf_codec_params *p) {
+    cf_chunk c;
+    memset(&c, 0, sizeof c);
+    c.ifd = i;
+    cf__cog_chunk_params(cog, &c, p);
+    p->height = cog->tiff->ifds[i].chunk_h;
+}
+
+/* Everything after the header is known: decide how each IFD a read can
+ * touch is read, refuse the file now if one cannot be (not in the middle
+ * of an epoch), and derive what info needs. */
 static cf_status cog_finish(cf_cog *cog, cf_error *err) {
     const cf_tiff *t = cog->tiff;
     if (t->nlevels < 1)
         return cf__err(err, CF_E_FORMAT, "%s: no image in file", cog->name);
-    const cf_tiff_ifd *ifd = &t->ifds[t->levels[0]];
-    cog->dtype = cf_tiff_dtype(ifd);
-    if (cog->dtype == CF_DT_UNKNOWN)
-        return cf__err(err, CF_E_UNSUPPORTED,
-                       "%s: unsupported sample type (%u bits, format %u)",
-                       cog->name, ifd->bits, ifd->sample_format);
+    cog->color = cf__calloc((size_t)t->nifds, sizeof *cog->color);
+    if (!cog->color) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+    uint32_t samples0 = 0, bits0 = 0;
+    for (int i = 0; i < t->nifds; i++) {
+        char role[32];
+        int kind = ifd_role(t, i, role, sizeof role);
+        if (kind == ROLE_NONE) continue;
+        const cf_tiff_ifd *d = &t->ifds[i];
+        int mask = kind == ROLE_MASK;
+        cf_status st = CF_OK;
+        if (!mask) {
+            cf_color_tags ct = {d->photometric, d->compression, d->bits,
+                                d->sample_format, d->samples, d->extra_samples,
+                                d->planar, d->inkset};
+            st = cf_codec_color(&ct, cog->raw_color, &cog->color[i], err);
+        }
+        cf_codec_params p;
+        if (!st) {
+            ifd_params(cog, i, &p);
+            st = cf_codec_check(&p, err);
+        }
+        if (!st && i == t->levels[0]) {
+            cog->dtype = cf_codec_dtype(&p);
+            cf_codec_out_layout(&p, &samples0, &bits0);
+            if (d->planar == 2) samples0 = d->samples;
+        } else if (!st && !mask) {
+            uint32_t sm, bt;
+            cf_codec_out_layout(&p, &sm, &bt);
+            if (d->planar == 2) sm = d->samples;
+            if (cf_codec_dtype(&p) != cog->dtype || sm != samples0 || bt != bits0)
+                st = cf__err(err, CF_E_UNSUPPORTED,
+                             "it reads as %u samples of %s, the full "
+                             "resolution as %u of %s",
+                             sm, cf_dtype_name(cf_codec_dtype(&p)), samples0,
+                             cf_dtype_name(cog->dtype));
+        }
+        if (st)
+            return cf__err_prefix(err, st, "%s: IFD %d (%s)", cog->name,
+                                  d->index, role);
+    }
     return CF_OK;
 }
 
@@ -169,13 +234,33 @@ cf_status cf__cog_fetch_failed(cf_cog *cog, cf_status st, cf_error *err) {
                         "entry is dropped now: open the file again");
 }
 
+void cf_open_options_init(cf_open_options *opt) {
+    if (!opt) return;
+    memset(opt, 0, sizeof *opt);
+    opt->struct_size = sizeof *opt;
+}
+
+/* Copy what this build knows of the caller's options (struct_size). */
+static void apply_options(cf_cog *cog, const cf_open_options *opt) {
+    if (opt && opt->struct_size >= offsetof(cf_open_options, raw_color) +
+                                       sizeof opt->raw_color)
+        cog->raw_color = opt->raw_color != 0;
+}
+
 cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out,
                       cf_error *err) {
+    return cf_cog_open_ex(io, url, NULL, out, err);
+}
+
+cf_status cf_cog_open_ex(cf_io *io, const char *url,
+                         const cf_open_options *opt, cf_cog **out,
+                         cf_error *err) {
     if (!url || !out) return cf__err(err, CF_E_ARG, "cf_cog_open: NULL argument");
     *out = NULL;
     cf_cog *cog;
     cf_status st = cog_alloc(url, &cog, err);
     if (st) return st;
+    apply_options(cog, opt);
     if (!io) {
         st = cf_io_new(NULL, &io, err);
         if (st) {
@@ -213,12 +298,19 @@ cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out,
 
 cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
                              cf_cog **out, cf_error *err) {
+    return cf_cog_open_memory_ex(data, size, name, NULL, out, err);
+}
+
+cf_status cf_cog_open_memory_ex(const void *data, size_t size,
+                                const char *name, const cf_open_options *opt,
+                                cf_cog **out, cf_error *err) {
     if (!data || !out) return cf__err(err, CF_E_ARG, "cf_cog_open_memory: NULL argument");
     *out = NULL;
     if (!name) name = "<memory>";
     cf_cog *cog;
     cf_status st = cog_alloc(name, &cog, err);
     if (st) return st;
+    apply_options(cog, opt);
     cog->mem = data;
     cog->mem_size = size;
     st = cf_tiff_parse_memory(data, size, cog->name, &cog->tiff, err);
@@ -235,6 +327,7 @@ cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,
 void cf_cog_close(cf_cog *cog) {
     if (!cog) return;
     cf__pool_destroy(&cog->own_pool);
+    free(cog->color);
     cf_tiff_free(cog->tiff);
     cf_src_free(cog->src);
     if (cog->own_io) cf_io_free(cog->io);
@@ -251,7 +344,7 @@ void cf_cog_get_info(const cf_cog *cog, cf_cog_info *o) {
     const cf_tiff_ifd *ifd = &t->ifds[t->levels[0]];
     o->width = ifd->width;
     o->height = ifd->height;
-    o->count = ifd->samples;
+    o->count = cf__cog_bands(cog);
     o->dtype = cog->dtype;
     o->bits_per_sample = ifd->bits;
     o->tile_width = ifd->chunk_w;
@@ -307,16 +400,77 @@ cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
     return CF_OK;
 }
 
-double cf_cog_band_scale(const cf_cog *cog, int band) {
+uint32_t cf__cog_bands(const cf_cog *cog) {
+    const cf_tiff *t = cog->tiff;
+    int l0 = t->levels[0];
+    const cf_tiff_ifd *d = &t->ifds[l0];
+    switch (cog->color ? cog->color[l0] : CF_COLOR_RAW) {
+    case CF_COLOR_CMYK:
+    case CF_COLOR_LAB: return 4;
+    case CF_COLOR_YCBCR:
+    case CF_COLOR_YCBCR_RAW: return 3;
+    default: return d->samples;
+    }
+}
+
+/* Band b (1-based) is one the file's tags describe (the file's samples;
+ * the alpha band GDAL adds to RGBA is not). */
+static int tagged_band(const cf_cog *cog, int band) {
     const cf_tiff *t = cog->tiff;
     int n = t->ifds[t->levels[0]].samples;
-    return (t->scale && band >= 1 && band <= n) ? t->scale[band - 1] : 1.0;
+    return band >= 1 && band <= n && (uint32_t)band <= cf__cog_bands(cog);
+}
+
+double cf_cog_band_scale(const cf_cog *cog, int band) {
+    const cf_tiff *t = cog->tiff;
+    return (t->scale && tagged_band(cog, band)) ? t->scale[band - 1] : 1.0;
 }
 
 double cf_cog_band_offset(const cf_cog *cog, int band) {
     const cf_tiff *t = cog->tiff;
-    int n = t->ifds[t->levels[0]].samples;
-    return (t->offset && band >= 1 && band <= n) ? t->offset[band - 1] : 0.0;
+    return (t->offset && tagged_band(cog, band)) ? t->offset[band - 1] : 0.0;
+}
+
+int cf_cog_band_nodata(const cf_cog *cog, int band, double *value) {
+    if (!cog || band < 1 || (uint32_t)band > cf__cog_bands(cog) ||
+        !cog->tiff->has_nodata)
+        return 0;
+    if (value) *value = cog->tiff->nodata;
+    return 1;
+}
+
+const char *cf_cog_band_description(const cf_cog *cog, int band) {
+    if (!cog || !tagged_band(cog, band)) return "";
+    return cf_tiff_meta_description(cog->tiff->meta, band);
+}
+
+const char *cf_cog_band_unit(const cf_cog *cog, int band) {
+    if (!cog || !tagged_band(cog, band)) return "";
+    return cf_tiff_meta_unit(cog->tiff->meta, band);
+}
+
+const char *const *cf_cog_metadata(const cf_cog *cog, int band,
+                                   const char *domain) {
+    if (!cog || (band != 0 && !tagged_band(cog, band))) return NULL;
+    return cf_tiff_meta_items(cog->tiff->meta, band, domain);
+}
+
+const char *const *cf_cog_metadata_domains(const cf_cog *cog, int band) {
+    if (!cog || (band != 0 && !tagged_band(cog, band))) return NULL;
+    return cf_tiff_meta_domains(cog->tiff->meta, band);
+}
+
+const char *cf_cog_metadata_item(const cf_cog *cog, int band,
+                                 const char *domain, const char *key) {
+    const char *const *it = cf_cog_metadata(cog, band, domain);
+    size_t kl = key ? strlen(key) : 0;
+    for (; it && *it && kl; it++)
+        if (!strncmp(*it, key, kl) && (*it)[kl] == '=') return *it + kl + 1;
+    return NULL;
+}
+
+const char *cf_cog_warnings(const cf_cog *cog) {
+    return cog ? cog->tiff->warnings : NULL;
 }
 
 const char *cf_cog_name(const cf_cog *cog) { return cog ? cog->name : ""; }
@@ -402,6 +556,14 @@ void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
     p->jpeg_tables_len = ifd->jpeg_tables_len;
     p->ycbcr_sub_h = ifd->ycbcr_sub_h;
     p->ycbcr_sub_v = ifd->ycbcr_sub_v;
+    p->fill_order = ifd->fill_order;
+    p->strip = !ifd->tiled;
+    p->color = cog->color ? cog->color[c->ifd] : CF_COLOR_RAW;
+    p->t4_options = ifd->t4_options;
+    p->t6_options = ifd->t6_options;
+    memcpy(p->white_point, ifd->white_point, sizeof p->white_point);
+    memcpy(p->ycbcr_coef, ifd->ycbcr_coef, sizeof p->ycbcr_coef);
+    memcpy(p->ref_bw, ifd->ref_bw, sizeof p->ref_bw);
 }
 
 /* Decode compressed bytes of a chunk (codec parameters p, from
@@ -416,7 +578,7 @@ static cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *
         cf__err_prefix(err, st, "%s: tile %llu (col %u, row %u%s) of IFD %d",
                        cog->name, (unsigned long long)c->index, c->cx, c->cy,
                        cog->tiff->ifds[c->ifd].planar == 2 ? ", band plane" : "",
-                       c->ifd);
+                       cog->tiff->ifds[c->ifd].index);
     return st;
 }
 
@@ -426,11 +588,12 @@ void cf__cog_ctx_put(cf_cog *cog, cf_codec_ctx *ctx) { cf__pool_put(cog->pool, c
 
 /* --------------------------------------------------------------- paste */
 
-void cf__cog_fill_value(const cf_cog *cog, uint8_t out[8]) {
-    memset(out, 0, 8);
+void cf__cog_fill_value(const cf_cog *cog, uint8_t out[CF__FILL_MAX]) {
+    memset(out, 0, CF__FILL_MAX);
     const cf_tiff *t = cog->tiff;
     if (!t->has_nodata) return;
     double v = t->nodata;
+    /* A complex sample's fill is the nodata value plus 0i. */
     switch (cog->dtype) {
 #define CF_FILL(T, lo, hi)                                              \
     {                                                                   \
@@ -442,23 +605,27 @@ void cf__cog_fill_value(const cf_cog *cog, uint8_t out[8]) {
     case CF_DT_U8: CF_FILL(uint8_t, 0, UINT8_MAX)
     case CF_DT_I8: CF_FILL(int8_t, INT8_MIN, INT8_MAX)
     case CF_DT_U16: CF_FILL(uint16_t, 0, UINT16_MAX)
-    case CF_DT_I16: CF_FILL(int16_t, INT16_MIN, INT16_MAX)
+    case CF_DT_I16:
+    case CF_DT_CI16: CF_FILL(int16_t, INT16_MIN, INT16_MAX)
     case CF_DT_U32: CF_FILL(uint32_t, 0, UINT32_MAX)
-    case CF_DT_I32: CF_FILL(int32_t, INT32_MIN, INT32_MAX)
+    case CF_DT_I32:
+    case CF_DT_CI32: CF_FILL(int32_t, INT32_MIN, INT32_MAX)
     case CF_DT_U64: CF_FILL(uint64_t, 0, 1.8446744073709550e19)
     case CF_DT_I64: CF_FILL(int64_t, -9.2233720368547758e18, 9.2233720368547748e18)
 #undef CF_FILL
-    case CF_DT_F32: {
+    case CF_DT_F32:
+    case CF_DT_CF32: {
         float f = (float)v;
         memcpy(out, &f, 4);
         break;
     }
-    case CF_DT_F64: memcpy(out, &v, 8); break;
+    case CF_DT_F64:
+    case CF_DT_CF64: memcpy(out, &v, 8); break;
     default: break;
     }
 }
 
-static void fill_samples(uint8_t *dst, size_t n, size_t bps, const uint8_t v[8]) {
+static void fill_samples(uint8_t *dst, size_t n, size_t bps, const uint8_t v[CF__FILL_MAX]) {
     int zero = 1;
     for (size_t i = 0; i < bps; i++) zero &= v[i] == 0;
     if (zero || bps == 1) {
@@ -468,11 +635,12 @@ static void fill_samples(uint8_t *dst, size_t n, size_t bps, const uint8_t v[8])
     for (size_t i = 0; i < n; i++) memcpy(dst + i * bps, v, bps);
 }
 
+static size_t out_bps(const cf_cog *cog, int ifdi);
+
 void cf__cog_fill(const cf_cog *cog, int ifdi, uint8_t *dst, size_t nsamples) {
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
-    uint8_t v[8];
+    uint8_t v[CF__FILL_MAX];
     cf__cog_fill_value(cog, v);
-    fill_samples(dst, nsamples, ifd->bits >= 8 ? ifd->bits / 8u : 1, v);
+    fill_samples(dst, nsamples, out_bps(cog, ifdi), v);
 }
 
 /* Copy `n` samples with a source stride of `stride` samples. */
@@ -595,6 +763,37 @@ static void split4(const uint8_t *s, uint8_t *const d[4], size_t n, size_t bps) 
         for (int k = 0; k < 4; k++) memcpy(d[k] + bps * i, s + bps * k, bps);
 }
 
+/* n one-bit samples from bit `first` of src (most significant bit first)
+ * to bytes of 0 or `on`: a whole source byte at a time through a table
+ * of eight output bytes (bilevel CCITT images and masks are all bits). */
+static uint64_t bits_to_01[256]; /* byte b -> its 8 bits as 0/1 bytes */
+static pthread_once_t bits_once = PTHREAD_ONCE_INIT;
+
+static void bits_init(void) {
+    for (unsigned b = 0; b < 256; b++) {
+        uint8_t e[8];
+        for (unsigned k = 0; k < 8; k++) e[k] = (uint8_t)((b >> (7 - k)) & 1);
+        memcpy(&bits_to_01[b], e, 8);
+    }
+}
+
+static void expand_bits_row(const uint8_t *src, size_t first, size_t n,
+                            uint8_t *d, uint8_t on) {
+    size_t i = 0;
+    for (; i < n && ((first + i) & 7); i++)
+        d[i] = (src[(first + i) >> 3] >> (7 - ((first + i) & 7))) & 1 ? on : 0;
+    if (n - i >= 8) {
+        pthread_once(&bits_once, bits_init);
+        const uint8_t *s = src + ((first + i) >> 3);
+        for (; i + 8 <= n; i += 8) {
+            uint64_t v = bits_to_01[*s++] * on; /* each byte 0 or on */
+            memcpy(d + i, &v, 8);
+        }
+    }
+    for (; i < n; i++)
+        d[i] = (src[(first + i) >> 3] >> (7 - ((first + i) & 7))) & 1 ? on : 0;
+}
+
 void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
                    int64_t x, int64_t y, uint32_t w, uint32_t h,
                    const int *bands, int nbands, uint8_t *dst,
@@ -609,12 +808,15 @@ void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
     int64_t ix0 = px0 > x ? px0 : x, iy0 = py0 > y ? py0 : y;
     int64_t ix1 = px1 < x + w ? px1 : x + w, iy1 = py1 < y + h ? py1 : y + h;
     if (ix0 >= ix1 || iy0 >= iy1) return;
-    size_t spp = p.samples;
+    /* The decoded chunk's layout (widened depths, RGB(A) colours). */
+    uint32_t osamp, obits;
+    cf_codec_out_layout(&p, &osamp, &obits);
+    size_t spp = osamp;
     size_t n = (size_t)(ix1 - ix0);
-    size_t row_bytes = ((size_t)p.width * spp * p.bits + 7) / 8;
-    size_t bps = p.bits >= 8 ? p.bits / 8u : 1;
+    size_t row_bytes = ((size_t)p.width * spp * obits + 7) / 8;
+    size_t bps = obits >= 8 ? obits / 8u : 1;
     if (ifd->planar != 2 && (size_t)nbands == spp &&
-        ((p.bits == 8 && (spp == 3 || spp == 4)) || (p.bits == 16 && spp == 4))) {
+        ((obits == 8 && (spp == 3 || spp == 4)) || (obits == 16 && spp == 4))) {
         /* all bands in file order of 8-bit RGB(A) (JPEG, WebP) or 4-band
          * 8/16-bit: split each row in one pass instead of one strided pass
          * per band */
@@ -648,7 +850,10 @@ void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
             const uint8_t *srow = chunk + (size_t)(r - py0) * row_bytes;
             uint8_t *drow = dst + (((size_t)k * h + (size_t)(r - y)) * w +
                                    (size_t)(ix0 - x)) * bps;
-            if (p.bits == 1) {
+            if (obits == 1 && spp == 1) {
+                expand_bits_row(srow, (size_t)(ix0 - px0), n, drow,
+                                (uint8_t)expand_bits);
+            } else if (obits == 1) {
                 for (size_t i = 0; i < n; i++) {
                     size_t bit = ((size_t)(ix0 - px0) + i) * spp + s;
                     int on = (srow[bit >> 3] >> (7 - (bit & 7))) & 1;
@@ -665,12 +870,31 @@ void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
 /* ---------------------------------------------------------------- read */
 
 /* An uncompressed chunk already in host byte order needs no decode step
- * (the predictor tag does not apply to uncompressed data, as in libtiff). */
+ * (the predictor tag does not apply to uncompressed data, as in libtiff):
+ * whole-byte samples not widened or colour-converted, bits in the usual
+ * order. */
 static int raw_usable(const cf_codec_params *p, uint64_t have, size_t need) {
     const uint16_t probe = 1;
     int host_be = *(const uint8_t *)&probe == 0;
+    uint32_t samples, bits;
+    cf_codec_out_layout(p, &samples, &bits);
     return p->compression == CF_COMP_NONE && have >= need &&
+           p->fill_order != 2 && bits == p->bits &&
+           p->color == CF_COLOR_RAW &&
            (p->bits <= 8 || !!p->big_endian == host_be);
+}
+
+/* Bytes of one delivered sample of IFD ifdi (1 for bits, which paste
+ * expands to a byte). */
+static size_t out_bps(const cf_cog *cog, int ifdi) {
+    cf_chunk c;
+    memset(&c, 0, sizeof c);
+    c.ifd = ifdi;
+    cf_codec_params p;
+    cf__cog_chunk_params(cog, &c, &p);
+    uint32_t samples, bits;
+    cf_codec_out_layout(&p, &samples, &bits);
+    return bits >= 8 ? bits / 8u : 1;
 }
 
 int cf__cog_chunk_grid(const cf_tiff_ifd *ifd, int64_t x0, int64_t y0, int64_t x1,
@@ -703,10 +927,10 @@ int cf__cog_chunk_grid(const cf_tiff_ifd *ifd, int64_t x0, int64_t y0, int64_t x
 
 cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t y,
                                 uint32_t w, uint32_t h, const int *bands, int nb,
-                                uint8_t *dst, const uint8_t fill[8], cf_chunk **out,
+                                uint8_t *dst, const uint8_t fill[CF__FILL_MAX], cf_chunk **out,
                                 size_t *nout, uint64_t *total, cf_error *err) {
     const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
-    size_t bps = ifd->bits >= 8 ? ifd->bits / 8u : 1;
+    size_t bps = out_bps(cog, ifdi);
     size_t npix = (size_t)w * h;
     *out = NULL;
     *nout = 0;
@@ -832,7 +1056,7 @@ void cf__cog_prefault(const cf_cog *cog, uint8_t *buf, size_t len) {
 /* Read a window of IFD `ifdi` (an image level or a mask). */
 static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
                           uint32_t w, uint32_t h, const int *bands, int nb,
-                          uint8_t *dst, int expand_bits, const uint8_t fill[8],
+                          uint8_t *dst, int expand_bits, const uint8_t fill[CF__FILL_MAX],
                           cf_error *err) {
     cf_chunk *chunks = NULL;
     size_t nreq = 0;
@@ -902,19 +1126,19 @@ static cf_status check_window(const cf_cog *cog, int level, uint32_t w,
 cf_status cf__cog_prepare_read(const cf_cog *cog, int level, int64_t x, int64_t y,
                                uint32_t w, uint32_t h, const int *bands, int nbands,
                                size_t dst_size, int *all, int *nb_out, int *ifdi_out,
-                               uint8_t fill[8], cf_error *err) {
+                               uint8_t fill[CF__FILL_MAX], cf_error *err) {
     cf_status st = check_window(cog, level, w, h, x, y, err);
     if (st) return st;
     int ifdi = cog->tiff->levels[level];
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
-    int nb = bands ? nbands : ifd->samples;
+    int count = (int)cf__cog_bands(cog);
+    int nb = bands ? nbands : count;
     if (nb <= 0 || nb > CF_MAX_BANDS)
         return cf__err(err, CF_E_ARG, "%s: %d bands requested", cog->name, nb);
     for (int k = 0; k < nb; k++) {
         int b = bands ? bands[k] : k + 1;
-        if (b < 1 || b > ifd->samples)
-            return cf__err(err, CF_E_ARG, "%s: band %d does not exist (file has %u)",
-                           cog->name, b, ifd->samples);
+        if (b < 1 || b > count)
+            return cf__err(err, CF_E_ARG, "%s: band %d does not exist (file has %d)",
+                           cog->name, b, count);
         all[k] = b - 1;
     }
     size_t need = (size_t)w * h * (size_t)nb * cf_dtype_size(cog->dtype);
@@ -932,7 +1156,7 @@ cf_status cf_cog_read(cf_cog *cog, int level, int64_t x, int64_t y, uint32_t w,
                       size_t dst_size, cf_error *err) {
     if (!cog || !dst) return cf__err(err, CF_E_ARG, "cf_cog_read: NULL argument");
     int all[CF_MAX_BANDS], nb, ifdi;
-    uint8_t fill[8];
+    uint8_t fill[CF__FILL_MAX];
     cf_status st = cf__cog_prepare_read(cog, level, x, y, w, h, bands, nbands, dst_size,
                                         all, &nb, &ifdi, fill, err);
     if (st) return st;
@@ -956,6 +1180,6 @@ cf_status cf_cog_read_mask(cf_cog *cog, int level, int64_t x, int64_t y,
         return cf__err(err, CF_E_UNSUPPORTED, "%s: mask with %u bits per sample",
                        cog->name, m->bits);
     int band0 = 0;
-    uint8_t fill[8] = {0};
+    uint8_t fill[CF__FILL_MAX] = {0};
     return read_ifd(cog, mi, x, y, w, h, &band0, 1, dst, 255, fill, err);
 }

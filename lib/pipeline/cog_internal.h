@@ -32,7 +32,12 @@ struct cf_cog {
      * file opened with it), or own_pool for in-memory files. */
     cf_ctx_pool *pool;
     cf_ctx_pool own_pool;
+    int raw_color;             /* cf_open_options.raw_color */
+    uint16_t *color;           /* per IFD: CF_COLOR_* it is read with */
 };
+
+/* Room for one fill sample of any dtype (a complex float64 is 16 bytes). */
+#define CF__FILL_MAX 16
 
 /* One chunk (tile or strip) of an IFD. */
 typedef struct cf_chunk {
@@ -75,8 +80,12 @@ void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
                    const int *bands, int nbands, uint8_t *dst,
                    int expand_bits);
 
+/* Bands a read of the cog gives (the file's samples, or 4 for CMYK and
+ * CIELab read as RGBA, 3 for YCbCr read as RGB). */
+uint32_t cf__cog_bands(const cf_cog *cog);
+
 /* Fill value for pixels without data, as one sample of the cog's dtype. */
-void cf__cog_fill_value(const cf_cog *cog, uint8_t out[8]);
+void cf__cog_fill_value(const cf_cog *cog, uint8_t out[CF__FILL_MAX]);
 
 /* Fill nsamples samples of dst with the fill value (samples of IFD
  * ifdi's size: 1 byte for 1-bit data, expanded by the paste). */
@@ -87,7 +96,7 @@ void cf__cog_fill(const cf_cog *cog, int ifdi, uint8_t *dst, size_t nsamples);
 cf_status cf__cog_prepare_read(const cf_cog *cog, int level, int64_t x, int64_t y,
                                uint32_t w, uint32_t h, const int *bands, int nbands,
                                size_t dst_size, int *all, int *nb_out, int *ifdi_out,
-                               uint8_t fill[8], cf_error *err);
+                               uint8_t fill[CF__FILL_MAX], cf_error *err);
 
 /* The chunk grid under the window [x0, x1) x [y0, y1), which lies inside
  * the IFD: columns cx0..cx1, rows cy0..cy1, and the planes to read into
@@ -107,7 +116,7 @@ int cf__cog_chunk_grid(const cf_tiff_ifd *ifd, int64_t x0, int64_t y0, int64_t x
  * *out (malloc'd, the caller frees) lists the non-sparse chunks. */
 cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t y,
                                 uint32_t w, uint32_t h, const int *bands, int nb,
-                                uint8_t *dst, const uint8_t fill[8], cf_chunk **out,
+                                uint8_t *dst, const uint8_t fill[CF__FILL_MAX], cf_chunk **out,
                                 size_t *nout, uint64_t *total, cf_error *err);
 
 /* Point reqs[0..n) at the chunks' bytes, packed one after another in buf

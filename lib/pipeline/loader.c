@@ -248,6 +248,19 @@ static cf_cog **url_slot(cf_loader *ld, size_t i) {
     return &ld->lay[i];
 }
 
+/* Batches hold real numbers: a file of complex samples (CInt16, ...) is
+ * refused, saying how to read it instead. */
+static cf_status real_samples(const cf_cog *cog, cf_error *e) {
+    cf_cog_info inf;
+    cf_cog_get_info(cog, &inf);
+    if (!cf_dtype_is_complex(inf.dtype)) return CF_OK;
+    return cf__err(e, CF_E_UNSUPPORTED,
+                   "loader: %s has complex samples (%s), and the Loader's "
+                   "batches are real: read it with Cog.read (numpy complex), "
+                   "or make files of its real and imaginary parts or its "
+                   "amplitude first", cf_cog_name(cog), cf_dtype_name(inf.dtype));
+}
+
 static void *open_some(void *arg) {
     open_job *j = arg;
     cf_error e;
@@ -257,6 +270,7 @@ static void *open_some(void *arg) {
         if (i >= j->ld->nurls) break;
         cf_status st = cf_cog_open(j->ld->ios[i % (size_t)j->ld->nios],
                                    j->ld->urls[i], url_slot(j->ld, i), &e);
+        if (st == CF_OK) st = real_samples(*url_slot(j->ld, i), &e);
         if (st != CF_OK) {
             pthread_mutex_lock(&j->mu);
             if (j->st == CF_OK || i < j->bad) {

@@ -189,7 +189,7 @@ static cf_status list_window(cf_read_req *q, size_t i, rm_need **needs, size_t *
     cf_cog *cog = q->cog;
     if (!cog || !q->dst) return cf__err(e, CF_E_ARG, "cf_cog_read_many: window %zu: NULL cog or dst", i);
     int all[CF_MAX_BANDS], nb, ifdi;
-    uint8_t fill[8];
+    uint8_t fill[CF__FILL_MAX];
     cf_status st = cf__cog_prepare_read(cog, q->level, q->x, q->y, q->w, q->h, q->bands,
                                         q->nbands, q->dst_size, all, &nb, &ifdi, fill, e);
     if (st) return st;

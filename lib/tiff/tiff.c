@@ -51,8 +51,17 @@ enum {
     S_SUBFILE, S_WIDTH, S_HEIGHT, S_BITS, S_COMP, S_PHOTO, S_STRIPOFF, S_SPP,
     S_RPS, S_STRIPCNT, S_PLANAR, S_PRED, S_TW, S_TL, S_TILEOFF, S_TILECNT,
     S_SFMT, S_JPEGTAB, S_YCBCR, S_LERC, S_PSCALE, S_TIE, S_TRANS,
-    S_GEOKEYS, S_GDALMD, S_NODATA, NSLOT
+    S_GEOKEYS, S_GDALMD, S_NODATA,
+    /* How samples are stored (tag interpretation for the codec layer). */
+    S_FILLORDER, S_INKSET, S_EXTRA, S_WHITEPT, S_YCBCRCOEF, S_REFBW, S_T4OPT,
+    S_T6OPT, S_SUBIFDS,
+    /* Metadata only (GDAL's TIFFTAG_* items): fetched with the first IFD. */
+    S_DOCNAME, S_DESCRIPTION, S_MAKE, S_MODEL, S_SOFTWARE, S_DATETIME,
+    S_ARTIST, S_HOSTCOMPUTER, S_COPYRIGHT, S_XRES, S_YRES, S_RESUNIT,
+    S_MINSAMPLE, S_MAXSAMPLE, NSLOT
 };
+/* Slots from here on are metadata: pass 2 fetches them for IFD 0 only. */
+#define S_FIRST_META S_DOCNAME
 
 static const struct {
     uint16_t tag;
@@ -72,6 +81,18 @@ static const struct {
     {33922, "ModelTiepoint"}, {34264, "ModelTransformation"},
     {34735, "GeoKeyDirectory"}, {42112, "GDAL_METADATA"},
     {42113, "GDAL_NODATA"},
+    {266, "FillOrder"},       {332, "InkSet"},
+    {338, "ExtraSamples"},    {318, "WhitePoint"},
+    {529, "YCbCrCoefficients"}, {532, "ReferenceBlackWhite"},
+    {292, "T4Options"},       {293, "T6Options"},
+    {330, "SubIFDs"},
+    {269, "DocumentName"},    {270, "ImageDescription"},
+    {271, "Make"},            {272, "Model"},
+    {305, "Software"},        {306, "DateTime"},
+    {315, "Artist"},          {316, "HostComputer"},
+    {33432, "Copyright"},     {282, "XResolution"},
+    {283, "YResolution"},     {296, "ResolutionUnit"},
+    {280, "MinSampleValue"},  {281, "MaxSampleValue"},
 };
 
 static int slot_of(uint16_t tag) {
@@ -109,8 +130,12 @@ typedef struct ent {
 
 typedef struct rawifd {
     uint64_t off, end, next; /* [off, end): count, entries, next pointer */
+    bool sub; /* listed in IFD 0's SubIFDs, not in the main chain */
     ent e[NSLOT];
 } rawifd;
+
+/* Room for the problems a parse tolerates (reported by `info`). */
+#define TIFF_WARN_MAX 2048
 
 typedef struct ctx {
     cf_tiff_parser *p;
@@ -121,6 +146,8 @@ typedef struct ctx {
     rawifd *ifds;
     int nifds;
     uint64_t allocated; /* tile indexes and JPEGTables made by pass 3 */
+    char warn[TIFF_WARN_MAX]; /* one problem a line, cut when full */
+    size_t nwarn;
 } ctx;
 
 /* ------------------------------------------------------------------ */
@@ -210,6 +237,21 @@ static const char *eof_note(const ctx *c, char *buf, size_t n) {
     return buf;
 }
 
+/* Note a problem the parse tolerates: one line of the file's warnings. */
+static void warn(ctx *c, const char *fmt, ...) CF__PRINTF(2, 3);
+static void warn(ctx *c, const char *fmt, ...) {
+    size_t room = sizeof c->warn - c->nwarn;
+    if (room < 2) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(c->warn + c->nwarn, room - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    c->nwarn += (size_t)n < room - 1 ? (size_t)n : room - 2;
+    c->warn[c->nwarn++] = '\n';
+    c->warn[c->nwarn] = 0;
+}
+
 #define TRY(x)                                                            \
     do {                                                                  \
         cf_status s_ = (x);                                               \
@@ -242,6 +284,107 @@ static void read_entries(ctx *c, rawifd *ri, const uint8_t *d, uint64_t n,
     }
 }
 
+/* Read the entry table of the IFD at `off` into c->ifds[c->nifds] (and
+ * count it).  CF__NEED_BYTES, CF_OK, or CF_E_FORMAT with the reason in
+ * `why` and nothing added. */
+static cf_status read_ifd_at(ctx *c, uint64_t off, bool sub, char *why,
+                             size_t whylen) {
+    unsigned cntsz = c->big ? 8 : 2, esz = c->big ? 20 : 12;
+    unsigned nextsz = c->big ? 8 : 4;
+    uint64_t hsize = c->big ? 16 : 8;
+    char note[48];
+    for (int k = 0; k < c->nifds; k++)
+        if (c->ifds[k].off == off) {
+            snprintf(why, whylen, "offset %llu points back to IFD %d (loop)",
+                     (unsigned long long)off, k);
+            return CF_E_FORMAT;
+        }
+    if (off < hsize) {
+        snprintf(why, whylen, "offset %llu points into the file header",
+                 (unsigned long long)off);
+        return CF_E_FORMAT;
+    }
+    const uint8_t *d;
+    int g = get(c, off, cntsz, TIFF_MIN_READ, &d);
+    if (g == G_NEED) return CF__NEED_BYTES;
+    if (g == G_EOF) {
+        snprintf(why, whylen, "offset %llu is past end of file (%s)",
+                 (unsigned long long)off, eof_note(c, note, sizeof note));
+        return CF_E_FORMAT;
+    }
+    uint64_t n = c->big ? cf__rd64(d, c->be) : cf__rd16(d, c->be);
+    if (n == 0) {
+        snprintf(why, whylen, "IFD at offset %llu has no entries",
+                 (unsigned long long)off);
+        return CF_E_FORMAT;
+    }
+    if (n > TIFF_MAX_ENTRIES) {
+        snprintf(why, whylen, "entry count %llu is absurd (more than %u)",
+                 (unsigned long long)n, TIFF_MAX_ENTRIES);
+        return CF_E_FORMAT;
+    }
+    uint64_t tot = cntsz + n * esz + nextsz;
+    g = get(c, off, tot, tot + TIFF_MIN_READ, &d);
+    if (g == G_NEED) return CF__NEED_BYTES;
+    if (g == G_EOF) {
+        snprintf(why, whylen,
+                 "%llu entries at offset %llu run past end of file (%s)",
+                 (unsigned long long)n, (unsigned long long)off,
+                 eof_note(c, note, sizeof note));
+        return CF_E_FORMAT;
+    }
+    rawifd *ri = &c->ifds[c->nifds];
+    memset(ri, 0, sizeof *ri);
+    ri->off = off;
+    ri->end = off + tot;
+    ri->sub = sub;
+    c->nifds++;
+    read_entries(c, ri, d, n, cntsz);
+    const uint8_t *q = d + cntsz + n * esz;
+    ri->next = c->big ? cf__rd64(q, c->be) : cf__rd32(q, c->be);
+    return CF_OK;
+}
+
+static cf_status tag_uints(ctx *c, int i, int s, uint64_t maxn, uint64_t *out,
+                           uint64_t *n);
+
+/* IFD 0's SubIFDs (DNG, some scanners and GDAL-read files keep overviews
+ * there): each listed IFD is read, not their chains, as GDAL does; a bad
+ * one ends the list with a warning. */
+static cf_status walk_subifds(ctx *c) {
+    const ent *e = &c->ifds[0].e[S_SUBIFDS];
+    if (!e->present || e->count == 0) return CF_OK;
+    uint64_t want = e->count, room = (uint64_t)(CF_MAX_IFDS - c->nifds);
+    if (want > room) {
+        warn(c, "IFD 0 lists %llu SubIFDs: only %llu are read (limit of %d "
+             "IFDs)", (unsigned long long)e->count, (unsigned long long)room,
+             CF_MAX_IFDS);
+        want = room;
+    }
+    uint64_t offs[CF_MAX_IFDS], n = 0;
+    cf_error e1;
+    cf_error *saved = c->err;
+    c->err = &e1;
+    cf_status st = tag_uints(c, 0, S_SUBIFDS, want, offs, &n);
+    c->err = saved;
+    if (st == CF__NEED_BYTES || st == CF_E_NOMEM) return st;
+    if (st) {
+        warn(c, "IFD 0: SubIFDs ignored: %s", e1.msg);
+        return CF_OK;
+    }
+    for (uint64_t k = 0; k < n; k++) {
+        char why[200];
+        st = read_ifd_at(c, offs[k], true, why, sizeof why);
+        if (st == CF__NEED_BYTES) return st;
+        if (st) {
+            warn(c, "SubIFD %llu of IFD 0: %s; it and the SubIFDs after it "
+                 "are ignored, as GDAL does", (unsigned long long)k, why);
+            break;
+        }
+    }
+    return CF_OK;
+}
+
 static cf_status walk(ctx *c) {
     const uint8_t *h;
     char note[48];
@@ -254,11 +397,10 @@ static cf_status walk(ctx *c) {
     else if (h[0] == 'M' && h[1] == 'M') c->be = true;
     else return ferr(c, -1, CF_E_FORMAT, "not a TIFF file (no II/MM mark)");
     uint16_t magic = cf__rd16(h + 2, c->be);
-    uint64_t first, hsize;
+    uint64_t first;
     if (magic == 42) {
         c->big = false;
         first = cf__rd32(h + 4, c->be);
-        hsize = 8;
     } else if (magic == 43) {
         c->big = true;
         g = get(c, 0, 16, TIFF_MIN_READ, &h);
@@ -271,61 +413,33 @@ static cf_status walk(ctx *c) {
                         "BigTIFF header has offset size %u, expected 8",
                         cf__rd16(h + 4, c->be));
         first = cf__rd64(h + 8, c->be);
-        hsize = 16;
     } else {
         return ferr(c, -1, CF_E_FORMAT, "not a TIFF file (version %u)", magic);
     }
     if (first == 0) return ferr(c, -1, CF_E_FORMAT, "the file has no IFD");
 
-    unsigned cntsz = c->big ? 8 : 2, esz = c->big ? 20 : 12;
-    unsigned nextsz = c->big ? 8 : 4;
+    /* The first IFD must be sound; a broken link after it ends the chain
+     * there, and the IFDs before it are read, as GDAL reads them. */
     uint64_t off = first;
     while (off != 0) {
         int idx = c->nifds;
-        if (idx >= CF_MAX_IFDS)
-            return ferr(c, -1, CF_E_LIMIT,
-                        "more than %d IFDs in the chain (limit)", CF_MAX_IFDS);
-        for (int k = 0; k < idx; k++)
-            if (c->ifds[k].off == off)
-                return ferr(c, idx - 1, CF_E_FORMAT,
-                            "next IFD offset %llu points back to IFD %d (loop)",
-                            (unsigned long long)off, k);
-        if (off < hsize)
-            return ferr(c, idx, CF_E_FORMAT,
-                        "offset %llu points into the file header",
-                        (unsigned long long)off);
-        const uint8_t *d;
-        g = get(c, off, cntsz, TIFF_MIN_READ, &d);
-        if (g == G_NEED) return CF__NEED_BYTES;
-        if (g == G_EOF)
-            return ferr(c, idx, CF_E_FORMAT,
-                        "offset %llu is past end of file (%s)",
-                        (unsigned long long)off, eof_note(c, note, sizeof note));
-        uint64_t n = c->big ? cf__rd64(d, c->be) : cf__rd16(d, c->be);
-        if (n == 0) return ferr(c, idx, CF_E_FORMAT, "IFD has no entries");
-        if (n > TIFF_MAX_ENTRIES)
-            return ferr(c, idx, CF_E_FORMAT,
-                        "entry count %llu is absurd (more than %u)",
-                        (unsigned long long)n, TIFF_MAX_ENTRIES);
-        uint64_t tot = cntsz + n * esz + nextsz;
-        g = get(c, off, tot, tot + TIFF_MIN_READ, &d);
-        if (g == G_NEED) return CF__NEED_BYTES;
-        if (g == G_EOF)
-            return ferr(c, idx, CF_E_FORMAT,
-                        "%llu entries at offset %llu run past end of file (%s)",
-                        (unsigned long long)n, (unsigned long long)off,
-                        eof_note(c, note, sizeof note));
-        rawifd *ri = &c->ifds[idx];
-        memset(ri, 0, sizeof *ri);
-        ri->off = off;
-        ri->end = off + tot;
-        c->nifds++;
-        read_entries(c, ri, d, n, cntsz);
-        const uint8_t *q = d + cntsz + n * esz;
-        ri->next = c->big ? cf__rd64(q, c->be) : cf__rd32(q, c->be);
-        off = ri->next;
+        if (idx >= CF_MAX_IFDS) {
+            warn(c, "the IFD chain goes on after %d IFDs (limit): the rest "
+                 "is ignored", CF_MAX_IFDS);
+            break;
+        }
+        char why[200];
+        cf_status st = read_ifd_at(c, off, false, why, sizeof why);
+        if (st == CF__NEED_BYTES) return st;
+        if (st && idx == 0) return ferr(c, 0, CF_E_FORMAT, "%s", why);
+        if (st) {
+            warn(c, "IFD %d (next of IFD %d): %s; the IFD chain ends there, "
+                 "as GDAL reads it", idx, idx - 1, why);
+            break;
+        }
+        off = c->ifds[idx].next;
     }
-    return CF_OK;
+    return walk_subifds(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -468,7 +582,8 @@ static cf_status fetch_tag_data(ctx *c) {
         for (int s = 0; s < NSLOT; s++) {
             const ent *e = &c->ifds[i].e[s];
             uint64_t end;
-            if (!e->present || e->nbytes == 0 || e->nbytes == UINT64_MAX)
+            if (!e->present || e->nbytes == 0 || e->nbytes == UINT64_MAX ||
+                (s >= S_FIRST_META && i > 0))
                 continue;
             if (!cf__add_u64(e->off, e->nbytes, &end) ||
                 end > TIFF_OFFSET_LIMIT || (fs != UINT64_MAX && end > fs))
@@ -707,11 +822,13 @@ static void set_comp_name(cf_tiff_ifd *o) {
 static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
     int so, sc;
     uint64_t cw, ch;
-    o->tiled = has(c, i, S_TW) || has(c, i, S_TL) || has(c, i, S_TILEOFF) ||
-               has(c, i, S_TILECNT);
+    /* As libtiff: the tile size makes a file tiled, and the offsets and
+     * byte counts are one field whichever tag holds them (some writers put
+     * tile offsets in StripOffsets), TileOffsets winning when both are. */
+    o->tiled = has(c, i, S_TW) || has(c, i, S_TL);
+    so = has(c, i, S_TILEOFF) ? S_TILEOFF : S_STRIPOFF;
+    sc = has(c, i, S_TILECNT) ? S_TILECNT : S_STRIPCNT;
     if (o->tiled) {
-        so = S_TILEOFF;
-        sc = S_TILECNT;
         if (!has(c, i, S_TW)) return missing(c, i, S_TW);
         if (!has(c, i, S_TL)) return missing(c, i, S_TL);
         TRY(tag_u1(c, i, S_TW, 0, &cw));
@@ -725,15 +842,13 @@ static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
                         "limit of %u", (unsigned long long)cw,
                         (unsigned long long)ch, CF_MAX_DIMENSION);
     } else {
-        so = S_STRIPOFF;
-        sc = S_STRIPCNT;
         cw = o->width;
         TRY(tag_u1(c, i, S_RPS, o->height, &ch));
         if (ch == 0) return ferr(c, i, CF_E_FORMAT, "RowsPerStrip is 0");
         if (ch > o->height) ch = o->height; /* 2^32-1 means one strip */
     }
-    if (!has(c, i, so)) return missing(c, i, so);
-    if (!has(c, i, sc)) return missing(c, i, sc);
+    if (!has(c, i, so)) return missing(c, i, o->tiled ? S_TILEOFF : so);
+    if (!has(c, i, sc)) return missing(c, i, o->tiled ? S_TILECNT : sc);
     o->chunk_w = (uint32_t)cw;
     o->chunk_h = (uint32_t)ch;
     o->chunks_across = (uint32_t)((o->width + cw - 1) / cw);
@@ -787,6 +902,7 @@ static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
     TRY(tag_uints(c, i, so, n, o->offsets, &got));
     TRY(tag_uints(c, i, sc, n, o->counts, &got));
     const char *what = o->tiled ? "tile" : "strip";
+    uint64_t past = 0, first_past = 0;
     for (uint64_t k = 0; k < n; k++) {
         uint64_t cnt = o->counts[k], end;
         if (cnt == 0) continue; /* sparse chunk: reads as nodata or 0 */
@@ -796,14 +912,72 @@ static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
                         (unsigned long long)k, (unsigned long long)cnt,
                         (unsigned long long)CF_MAX_CHUNK_BYTES);
         if (!cf__add_u64(o->offsets[k], cnt, &end) ||
-            end > TIFF_OFFSET_LIMIT || (fs != UINT64_MAX && end > fs))
-            return ferr(c, i, CF_E_FORMAT,
-                        "%s %llu (%llu bytes at offset %llu) runs past end of "
-                        "file",
-                        what, (unsigned long long)k, (unsigned long long)cnt,
-                        (unsigned long long)o->offsets[k]);
+            end > TIFF_OFFSET_LIMIT || (fs != UINT64_MAX && end > fs)) {
+            if (!past++) first_past = k;
+        }
     }
+    /* A truncated file opens, as in GDAL: the chunks it still holds read,
+     * and a read that needs a missing one fails naming it. */
+    if (past)
+        warn(c, "IFD %d: %llu of %llu %ss lie past the end of the file "
+             "(truncated?), the first is %s %llu: reading them fails", i,
+             (unsigned long long)past, (unsigned long long)n, what, what,
+             (unsigned long long)first_past);
     return CF_OK;
+}
+
+static cf_status soft(ctx *c, cf_status st);
+
+/* Up to n numbers of an optional tag into out, which keeps its defaults
+ * when the tag is absent or has too few values (libtiff then ignores it
+ * with a warning). */
+static cf_status tag_floats(ctx *c, int i, int s, uint64_t n, float *out) {
+    if (!has(c, i, s)) return CF_OK;
+    double d[6];
+    uint64_t got = 0;
+    cf_status st = tag_doubles(c, i, s, n, d, &got);
+    if (st) return soft(c, st); /* a malformed one is ignored */
+    if (got == n)
+        for (uint64_t k = 0; k < n; k++) out[k] = (float)d[k];
+    return CF_OK;
+}
+
+/* Tags that say how samples are laid out or coloured, with libtiff's
+ * defaults (tif_aux.c) where they are absent. */
+static cf_status parse_sample_tags(ctx *c, int i, cf_tiff_ifd *o) {
+    uint64_t v;
+    TRY(tag_u1(c, i, S_FILLORDER, 1, &v));
+    o->fill_order = v == 2 ? 2 : 1; /* libtiff ignores other values */
+    TRY(tag_u1(c, i, S_INKSET, 1, &v));
+    o->inkset = v > 0xffff ? 0 : (uint16_t)v;
+    o->extra_samples = 0;
+    if (has(c, i, S_EXTRA)) {
+        uint64_t n = c->ifds[i].e[S_EXTRA].count;
+        o->extra_samples = n < o->samples ? (uint16_t)n : o->samples;
+    }
+    TRY(tag_u1(c, i, S_T4OPT, 0, &v));
+    o->t4_options = (uint32_t)v;
+    TRY(tag_u1(c, i, S_T6OPT, 0, &v));
+    o->t6_options = (uint32_t)v;
+    /* D50, computed in float as libtiff's default is. */
+    const float x0 = 96.4250F, y0 = 100.0F, z0 = 82.4680F;
+    o->white_point[0] = x0 / (x0 + y0 + z0);
+    o->white_point[1] = y0 / (x0 + y0 + z0);
+    TRY(tag_floats(c, i, S_WHITEPT, 2, o->white_point));
+    o->ycbcr_coef[0] = 0.299f;
+    o->ycbcr_coef[1] = 0.587f;
+    o->ycbcr_coef[2] = 0.114f;
+    TRY(tag_floats(c, i, S_YCBCRCOEF, 3, o->ycbcr_coef));
+    float top = o->bits < 32 ? (float)((1u << o->bits) - 1) : 255.0f;
+    for (int k = 0; k < 3; k++) {
+        o->ref_bw[2 * k] = 0;
+        o->ref_bw[2 * k + 1] = top;
+    }
+    if (o->photometric == 6) {
+        o->ref_bw[1] = o->ref_bw[3] = o->ref_bw[5] = 255.0f;
+        o->ref_bw[2] = o->ref_bw[4] = 128.0f;
+    }
+    return tag_floats(c, i, S_REFBW, 6, o->ref_bw);
 }
 
 static cf_status parse_ifd(ctx *c, int i, cf_tiff_ifd *o) {
@@ -825,21 +999,37 @@ static cf_status parse_ifd(ctx *c, int i, cf_tiff_ifd *o) {
                     CF_MAX_DIMENSION);
     o->width = (uint32_t)w;
     o->height = (uint32_t)h;
-    TRY(tag_u1(c, i, S_SPP, 1, &spp));
+    TRY(tag_u1(c, i, S_COMP, 1, &v));
+    if (v > 0xffff) return ferr(c, i, CF_E_FORMAT, "Compression %llu is "
+                                "invalid", (unsigned long long)v);
+    o->compression = (uint16_t)v;
+    bool ojpeg = o->compression == CF_COMP_OJPEG;
+    /* Old-style JPEG files often lack these tags; libtiff (and so GDAL)
+     * supplies them: YCbCr (also for a tag that says RGB), 8 bits, and 3
+     * samples for YCbCr/RGB, 1 for grey. */
+    uint64_t photo;
+    TRY(tag_u1(c, i, S_PHOTO, ojpeg ? 6 : UINT64_MAX, &photo));
+    if (ojpeg && photo == 2) photo = 6;
+    if (photo != UINT64_MAX && photo > 0xffff)
+        return ferr(c, i, CF_E_FORMAT, "PhotometricInterpretation %llu is "
+                    "invalid", (unsigned long long)photo);
+    uint64_t spp_def = 1;
+    if (ojpeg && (photo == 2 || photo == 6)) spp_def = 3;
+    TRY(tag_u1(c, i, S_SPP, spp_def, &spp));
     if (spp == 0) return ferr(c, i, CF_E_FORMAT, "SamplesPerPixel is 0");
     if (spp > CF_MAX_BANDS)
         return ferr(c, i, CF_E_LIMIT, "SamplesPerPixel %llu exceeds the "
                     "limit of %d", (unsigned long long)spp, CF_MAX_BANDS);
     o->samples = (uint16_t)spp;
+    if (photo == UINT64_MAX) photo = spp >= 3 ? 2 : 1;
+    o->photometric = (uint16_t)photo;
 
+    /* Any depth the TIFF format allows is parsed; which ones can be read
+     * (and how) is the codec layer's call, made when the file opens. */
     uint64_t bits, sf;
-    TRY(per_sample(c, i, S_BITS, spp, 1, &bits));
-    if (bits == 0 || bits > 64)
+    TRY(per_sample(c, i, S_BITS, spp, ojpeg ? 8 : 1, &bits));
+    if (bits == 0 || (bits > 64 && bits != 128))
         return ferr(c, i, CF_E_FORMAT, "BitsPerSample %llu is invalid",
-                    (unsigned long long)bits);
-    if (bits != 1 && bits != 8 && bits != 16 && bits != 32 && bits != 64)
-        return ferr(c, i, CF_E_UNSUPPORTED,
-                    "BitsPerSample %llu is not supported (1, 8, 16, 32, 64)",
                     (unsigned long long)bits);
     o->bits = (uint16_t)bits;
     TRY(per_sample(c, i, S_SFMT, spp, 1, &sf));
@@ -847,27 +1037,11 @@ static cf_status parse_ifd(ctx *c, int i, cf_tiff_ifd *o) {
     if (sf == 0 || sf > 6)
         return ferr(c, i, CF_E_FORMAT, "SampleFormat %llu is invalid",
                     (unsigned long long)sf);
-    if (sf >= 5)
-        return ferr(c, i, CF_E_UNSUPPORTED,
-                    "complex SampleFormat %llu is not supported",
-                    (unsigned long long)sf);
-    if (sf == 3 && bits != 32 && bits != 64)
-        return ferr(c, i, CF_E_UNSUPPORTED,
-                    "SampleFormat 3 (float) with BitsPerSample %llu is not "
-                    "supported", (unsigned long long)bits);
-    if (sf == 2 && bits == 1)
-        return ferr(c, i, CF_E_UNSUPPORTED,
-                    "SampleFormat 2 (signed) with BitsPerSample 1");
+    if (bits == 128 && sf != 6)
+        return ferr(c, i, CF_E_FORMAT, "BitsPerSample 128 is only valid for "
+                    "complex floating point (SampleFormat 6)");
     o->sample_format = (uint16_t)sf;
 
-    TRY(tag_u1(c, i, S_COMP, 1, &v));
-    if (v > 0xffff) return ferr(c, i, CF_E_FORMAT, "Compression %llu is "
-                                "invalid", (unsigned long long)v);
-    o->compression = (uint16_t)v;
-    TRY(tag_u1(c, i, S_PHOTO, spp >= 3 ? 2 : 1, &v));
-    if (v > 0xffff) return ferr(c, i, CF_E_FORMAT, "PhotometricInterpretation"
-                                " %llu is invalid", (unsigned long long)v);
-    o->photometric = (uint16_t)v;
     TRY(tag_u1(c, i, S_PLANAR, 1, &v));
     if (v != 1 && v != 2)
         return ferr(c, i, CF_E_FORMAT, "PlanarConfiguration %llu is invalid",
@@ -911,6 +1085,7 @@ static cf_status parse_ifd(ctx *c, int i, cf_tiff_ifd *o) {
             free(t);
         }
     }
+    TRY(parse_sample_tags(c, i, o));
     set_comp_name(o);
     return parse_chunks(c, i, o);
 }
@@ -1021,65 +1196,78 @@ static cf_status parse_nodata(ctx *c, int i, cf_tiff *t) {
     return CF_OK;
 }
 
-/* Value of attribute `key` within [a, e) of an XML start tag, copied into
- * out; false when absent or longer than out. */
-static bool xml_attr(const char *a, const char *e, const char *key, char *out,
-                     size_t outlen) {
-    size_t kl = strlen(key);
-    for (const char *q = a; q + kl + 2 < e; q++) {
-        if ((q == a || q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\n') &&
-            !memcmp(q, key, kl) && q[kl] == '=' && q[kl + 1] == '"') {
-            const char *v = q + kl + 2, *ve = v;
-            while (ve < e && *ve != '"') ve++;
-            if (ve >= e || (size_t)(ve - v) >= outlen) return false;
-            memcpy(out, v, (size_t)(ve - v));
-            out[ve - v] = 0;
-            return true;
+/* GDAL's TIFFTAG_* metadata items from the TIFF text tags. */
+static const struct {
+    int slot;
+    const char *key;
+} text_items[] = {
+    {S_DOCNAME, "TIFFTAG_DOCUMENTNAME"},
+    {S_DESCRIPTION, "TIFFTAG_IMAGEDESCRIPTION"},
+    {S_SOFTWARE, "TIFFTAG_SOFTWARE"},
+    {S_DATETIME, "TIFFTAG_DATETIME"},
+    {S_ARTIST, "TIFFTAG_ARTIST"},
+    {S_HOSTCOMPUTER, "TIFFTAG_HOSTCOMPUTER"},
+    {S_COPYRIGHT, "TIFFTAG_COPYRIGHT"},
+};
+
+/* Metadata of IFD i as GDAL gives it: the TIFF text tags, the raster
+ * type, then GDAL_METADATA (whose band scale/offset go to t->scale and
+ * t->offset).  Malformed tags are skipped, never an error. */
+static cf_status parse_meta(ctx *c, int i, cf_tiff *t, uint16_t spp) {
+    t->meta = cf__meta_new(spp);
+    if (!t->meta) return ferr(c, -1, CF_E_NOMEM, "out of memory");
+    cf_status st = CF_OK;
+    for (size_t k = 0; st == CF_OK && k < sizeof text_items / sizeof *text_items;
+         k++) {
+        char *s = NULL;
+        if (!has(c, i, text_items[k].slot)) continue;
+        st = soft(c, tag_text(c, i, text_items[k].slot, &s));
+        if (st == CF_OK && s && cf__meta_set(t->meta, 0, "", text_items[k].key, s))
+            st = ferr(c, -1, CF_E_NOMEM, "out of memory");
+        free(s);
+    }
+    /* Resolutions are floats in libtiff, printed as GDAL prints them. */
+    static const struct {
+        int slot;
+        const char *key;
+    } res[] = {{S_XRES, "TIFFTAG_XRESOLUTION"}, {S_YRES, "TIFFTAG_YRESOLUTION"}};
+    for (int k = 0; st == CF_OK && k < 2; k++) {
+        double d;
+        uint64_t n = 0;
+        if (!has(c, i, res[k].slot)) continue;
+        cf_status s2 = tag_doubles(c, i, res[k].slot, 1, &d, &n);
+        st = soft(c, s2);
+        if (st || s2 || n != 1) continue;
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.8g", (double)(float)d);
+        if (cf__meta_set(t->meta, 0, "", res[k].key, buf))
+            st = ferr(c, -1, CF_E_NOMEM, "out of memory");
+    }
+    if (st == CF_OK && has(c, i, S_RESUNIT)) {
+        uint64_t u = 0;
+        cf_status s2 = tag_u1(c, i, S_RESUNIT, 0, &u);
+        st = soft(c, s2);
+        if (st == CF_OK && s2 == CF_OK && u <= 0xffff) {
+            char buf[48];
+            snprintf(buf, sizeof buf, "%u%s", (unsigned)u,
+                     u == 1 ? " (unitless)" : u == 2 ? " (pixels/inch)"
+                     : u == 3 ? " (pixels/cm)" : "");
+            if (cf__meta_set(t->meta, 0, "", "TIFFTAG_RESOLUTIONUNIT", buf))
+                st = ferr(c, -1, CF_E_NOMEM, "out of memory");
         }
     }
-    return false;
-}
-
-/* Per-band <Item name="SCALE|OFFSET" sample="N" ...>value</Item>. */
-static void scan_gdal_metadata(const char *xml, cf_tiff *t, uint16_t spp) {
-    const char *s = xml;
-    while ((s = strstr(s, "<Item")) != NULL) {
-        const char *gt = strchr(s, '>');
-        if (!gt) return;
-        if (gt[-1] == '/') { /* empty element */
-            s = gt + 1;
-            continue;
-        }
-        const char *close = strstr(gt, "</Item>");
-        if (!close) return;
-        char name[32], sample[16], val[64];
-        size_t vl = (size_t)(close - gt - 1);
-        if (xml_attr(s + 5, gt, "name", name, sizeof name) &&
-            xml_attr(s + 5, gt, "sample", sample, sizeof sample) &&
-            vl < sizeof val) {
-            memcpy(val, gt + 1, vl);
-            val[vl] = 0;
-            char *e1, *e2;
-            long smp = strtol(sample, &e1, 10);
-            double d = strtod(val, &e2);
-            bool ok = e1 != sample && *e1 == 0 && e2 != val && isfinite(d) &&
-                      smp >= 0 && smp < spp;
-            if (ok && !strcmp(name, "SCALE")) t->scale[smp] = d;
-            else if (ok && !strcmp(name, "OFFSET")) t->offset[smp] = d;
-        }
-        s = close + 7;
+    if (st == CF_OK && has(c, i, S_GEOKEYS) &&
+        cf__meta_set(t->meta, 0, "", "AREA_OR_POINT",
+                     t->pixel_is_point ? "Point" : "Area"))
+        st = ferr(c, -1, CF_E_NOMEM, "out of memory");
+    if (st == CF_OK && has(c, i, S_GDALMD)) {
+        char *s = NULL;
+        st = soft(c, tag_text(c, i, S_GDALMD, &s));
+        if (st == CF_OK && s && cf__meta_gdal(t->meta, s, t->scale, t->offset))
+            st = ferr(c, -1, CF_E_NOMEM, "out of memory");
+        free(s);
     }
-}
-
-static cf_status parse_gdal_metadata(ctx *c, int i, cf_tiff *t,
-                                     uint16_t spp) {
-    if (!has(c, i, S_GDALMD)) return CF_OK;
-    char *s = NULL;
-    cf_status st = soft(c, tag_text(c, i, S_GDALMD, &s));
-    if (st != CF_OK || !s) return st;
-    scan_gdal_metadata(s, t, spp);
-    free(s);
-    return CF_OK;
+    return st;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1091,10 +1279,21 @@ static bool is_mask(const cf_tiff_ifd *d) {
            (d->bits == 1 || d->bits == 8);
 }
 
+/* GDAL opens at most this many overviews (a guard against files with
+ * thousands of reduced IFDs). */
+#define TIFF_MAX_OVERVIEWS 30
+
+/* Levels and masks as GDAL finds them: level 0 is the first image IFD;
+ * overviews and masks come from IFD 0's SubIFDs when it has any, else
+ * from the rest of the main chain.  Other IFDs are pages, not read. */
 static cf_status build_levels(ctx *c, cf_tiff *t) {
     int l0 = -1;
-    for (int i = 0; i < t->nifds && l0 < 0; i++)
-        if (!(t->ifds[i].subfile_type & 4)) l0 = i;
+    bool subs = false;
+    for (int i = 0; i < t->nifds; i++) {
+        if (l0 < 0 && !t->ifds[i].sub && !(t->ifds[i].subfile_type & 4))
+            l0 = i;
+        subs |= t->ifds[i].sub != 0;
+    }
     if (l0 < 0)
         return ferr(c, -1, CF_E_FORMAT, "no image IFD (every IFD is a mask)");
     t->levels = cf__malloc((size_t)t->nifds * sizeof *t->levels);
@@ -1106,11 +1305,17 @@ static cf_status build_levels(ctx *c, cf_tiff *t) {
     t->nlevels = 1;
     for (int i = 0; i < t->nifds; i++) {
         const cf_tiff_ifd *d = &t->ifds[i];
-        if (i == l0 || (d->subfile_type & 5) != 1) continue;
+        if (i == l0 || (d->subfile_type & 5) != 1 || !d->sub != !subs)
+            continue;
         if (d->samples != b->samples || d->bits != b->bits ||
             d->sample_format != b->sample_format || d->width > b->width ||
             d->height > b->height)
             continue;
+        if (t->nlevels > TIFF_MAX_OVERVIEWS) {
+            warn(c, "more than %d overviews: IFD %d and the ones after it "
+                 "are not used, as in GDAL", TIFF_MAX_OVERVIEWS, d->index);
+            break;
+        }
         /* Stable insertion by decreasing width, level 0 stays first. */
         int k = t->nlevels++;
         while (k > 1 && t->ifds[t->levels[k - 1]].width < d->width) {
@@ -1122,7 +1327,7 @@ static cf_status build_levels(ctx *c, cf_tiff *t) {
     for (int l = 0; l < t->nlevels; l++) t->mask_of_level[l] = -1;
     for (int i = 0; i < t->nifds; i++) {
         const cf_tiff_ifd *d = &t->ifds[i];
-        if (!is_mask(d)) continue;
+        if (!is_mask(d) || !d->sub != !subs) continue;
         for (int l = 0; l < t->nlevels; l++) {
             const cf_tiff_ifd *lv = &t->ifds[t->levels[l]];
             if (t->mask_of_level[l] < 0 && lv->width == d->width &&
@@ -1131,6 +1336,55 @@ static cf_status build_levels(ctx *c, cf_tiff *t) {
                 break;
             }
         }
+    }
+    return CF_OK;
+}
+
+static void free_ifd(cf_tiff_ifd *d) {
+    free(d->offsets);
+    free(d->counts);
+    free(d->jpeg_tables);
+    memset(d, 0, sizeof *d);
+}
+
+/* Parse every IFD into t->ifds.  The first must parse.  One after it that
+ * does not ends its list there, as GDAL stops at the first directory
+ * libtiff cannot read: the rest of the main chain, or of IFD 0's SubIFDs,
+ * is left out with a warning. */
+static cf_status parse_ifds(ctx *c, cf_tiff *t) {
+    bool ended[2] = {false, false}; /* main chain, SubIFDs */
+    size_t namelen = strlen(c->p->name);
+    for (int i = 0; i < c->nifds; i++) {
+        bool sub = c->ifds[i].sub;
+        if (ended[sub]) continue;
+        cf_tiff_ifd *o = &t->ifds[t->nifds];
+        cf_error e1;
+        memset(&e1, 0, sizeof e1);
+        cf_error *saved = c->err;
+        c->err = &e1;
+        cf_status st = parse_ifd(c, i, o);
+        c->err = saved;
+        if (st == CF_OK) {
+            o->index = i;
+            o->sub = sub;
+            t->nifds++;
+            continue;
+        }
+        free_ifd(o);
+        /* Running out of memory or of the header budget is no broken
+         * directory to step over: the file fails. */
+        if (st == CF__NEED_BYTES || st == CF_E_NOMEM || st == CF_E_LIMIT ||
+            i == 0) {
+            if (saved) *saved = e1;
+            return st;
+        }
+        /* The message without the file name ferr put first. */
+        const char *m = e1.msg;
+        if (!strncmp(m, c->p->name, namelen) && !strncmp(m + namelen, ": ", 2))
+            m += namelen + 2;
+        warn(c, "%s; it and the %s after it are ignored, as GDAL does", m,
+             sub ? "SubIFDs" : "IFDs");
+        ended[sub] = true;
     }
     return CF_OK;
 }
@@ -1147,10 +1401,7 @@ static cf_status parse_all(ctx *c, cf_tiff **out) {
     t->ifds = cf__calloc((size_t)c->nifds, sizeof *t->ifds);
     cf_status st = CF_OK;
     if (!t->ifds) st = ferr(c, -1, CF_E_NOMEM, "out of memory");
-    for (int i = 0; st == CF_OK && i < c->nifds; i++) {
-        t->nifds = i + 1;
-        st = parse_ifd(c, i, &t->ifds[i]);
-    }
+    if (st == CF_OK) st = parse_ifds(c, t);
     if (st == CF_OK) st = build_levels(c, t);
     if (st == CF_OK) {
         int l0 = t->levels[0];
@@ -1162,9 +1413,14 @@ static cf_status parse_all(ctx *c, cf_tiff **out) {
             t->scale[k] = 1;
             t->offset[k] = 0;
         }
-        if (st == CF_OK) st = parse_geo(c, l0, t);
-        if (st == CF_OK) st = parse_nodata(c, l0, t);
-        if (st == CF_OK) st = parse_gdal_metadata(c, l0, t, spp);
+        int r0 = t->ifds[l0].index; /* its entries in c->ifds */
+        if (st == CF_OK) st = parse_geo(c, r0, t);
+        if (st == CF_OK) st = parse_nodata(c, r0, t);
+        if (st == CF_OK) st = parse_meta(c, r0, t, spp);
+    }
+    if (st == CF_OK && c->nwarn) {
+        t->warnings = cf__strdup(c->warn);
+        if (!t->warnings) st = ferr(c, -1, CF_E_NOMEM, "out of memory");
     }
     if (st != CF_OK) {
         cf_tiff_free(t);
@@ -1353,33 +1609,18 @@ cf_status cf_tiff_parse_memory(const uint8_t *data, size_t len,
 
 void cf_tiff_free(cf_tiff *t) {
     if (!t) return;
-    for (int i = 0; i < t->nifds; i++) {
-        free(t->ifds[i].offsets);
-        free(t->ifds[i].counts);
-        free(t->ifds[i].jpeg_tables);
-    }
+    for (int i = 0; i < t->nifds; i++) free_ifd(&t->ifds[i]);
+    free(t->warnings);
     free(t->ifds);
     free(t->levels);
     free(t->mask_of_level);
     free(t->scale);
     free(t->offset);
+    cf_tiff_meta_free(t->meta);
     free(t);
 }
 
 const char *cf_tiff_compression_name(const cf_tiff_ifd *ifd) {
     if (!ifd) return "UNKNOWN";
     return ifd->comp_name[0] ? ifd->comp_name : "UNKNOWN";
-}
-
-cf_dtype cf_tiff_dtype(const cf_tiff_ifd *ifd) {
-    if (!ifd) return CF_DT_UNKNOWN;
-    bool s = ifd->sample_format == 2, f = ifd->sample_format == 3;
-    switch (ifd->bits) {
-    case 1: return CF_DT_U8;
-    case 8: return s ? CF_DT_I8 : CF_DT_U8;
-    case 16: return s ? CF_DT_I16 : CF_DT_U16;
-    case 32: return f ? CF_DT_F32 : s ? CF_DT_I32 : CF_DT_U32;
-    case 64: return f ? CF_DT_F64 : s ? CF_DT_I64 : CF_DT_U64;
-    default: return CF_DT_UNKNOWN;
-    }
 }

@@ -57,7 +57,43 @@ typedef struct cf_tiff_ifd {
     uint32_t lerc_version;       /* LercParameters[0], 0 if absent */
     uint32_t lerc_sub;           /* LercParameters[1]: CF_LERC_* */
     char comp_name[24];          /* what cf_tiff_compression_name returns */
+    /* How the samples are to be read (the codec layer acts on them). */
+    uint16_t fill_order;         /* FillOrder: 1, or 2 (bits of each byte
+                                    reversed) */
+    uint16_t inkset;             /* InkSet (1: CMYK, the default) */
+    uint16_t extra_samples;      /* ExtraSamples count */
+    int index;                   /* position in the file's IFD list
+                                    (main chain, then IFD 0's SubIFDs):
+                                    messages say "IFD index" */
+    int sub;                     /* reached through IFD 0's SubIFDs */
+    uint32_t t4_options, t6_options; /* CCITT Group 3 / Group 4 */
+    /* Colour tags, libtiff's defaults when absent: WhitePoint (D50),
+     * YCbCrCoefficients (0.299, 0.587, 0.114), ReferenceBlackWhite
+     * (YCbCr: 0 255 128 255 128 255; else 0, 2^bits-1 for each). */
+    float white_point[2];
+    float ycbcr_coef[3];
+    float ref_bw[6];
 } cf_tiff_ifd;
+
+/* An image's metadata as GDAL presents it (meta.c): "KEY=VALUE" items by
+ * domain ("" the default) for the dataset (band 0) and each band (1..),
+ * band descriptions and units.  Lookups return NULL (or "") when there is
+ * nothing; strings live as long as the cf_tiff_meta. */
+typedef struct cf_tiff_meta cf_tiff_meta;
+cf_tiff_meta *cf__meta_new(int nbands);
+void cf_tiff_meta_free(cf_tiff_meta *m);
+/* Set an item (a key set again replaces its value).  CF_E_NOMEM only. */
+cf_status cf__meta_set(cf_tiff_meta *m, int band, const char *domain,
+                       const char *key, const char *value);
+/* Apply the items of a GDAL_METADATA text as GDAL does; per-band scale
+ * and offset (role "scale"/"offset") go to scale[b-1], offset[b-1]. */
+cf_status cf__meta_gdal(cf_tiff_meta *m, const char *xml, double *scale,
+                        double *offset);
+const char *const *cf_tiff_meta_items(const cf_tiff_meta *m, int band,
+                                      const char *domain);
+const char *const *cf_tiff_meta_domains(const cf_tiff_meta *m, int band);
+const char *cf_tiff_meta_description(const cf_tiff_meta *m, int band);
+const char *cf_tiff_meta_unit(const cf_tiff_meta *m, int band);
 
 /* A parsed file: every IFD plus the GeoTIFF / GDAL metadata of the first. */
 typedef struct cf_tiff {
@@ -80,6 +116,11 @@ typedef struct cf_tiff {
     double nodata;
     double *scale, *offset;      /* samples of level 0 entries, owned (1, 0 default) */
     uint64_t header_end;         /* one past the last header byte used */
+    /* Problems the parse tolerated, as GDAL does (a broken IFD chain, IFDs
+     * it cannot read, tiles past the end of the file): one a line, owned;
+     * NULL when none. */
+    char *warnings;
+    cf_tiff_meta *meta;          /* metadata of level 0, owned */
 } cf_tiff;
 
 typedef struct cf_tiff_parser cf_tiff_parser;
@@ -128,7 +169,5 @@ void cf_tiff_free(cf_tiff *t);
 
 /* Name for a compression code ("DEFLATE", "LERC_ZSTD" needs the ifd). */
 const char *cf_tiff_compression_name(const cf_tiff_ifd *ifd);
-/* dtype of an IFD's samples (CF_DT_U8 for 1-bit). */
-cf_dtype cf_tiff_dtype(const cf_tiff_ifd *ifd);
 
 #endif

@@ -1,4 +1,5 @@
-"""Craft malformed TIFF files (reliability items 1-25) into a folder.
+"""Craft malformed TIFF files (reliability items 1-25, and 26: the decoders
+of the formats of issue 19) into a folder.
 
 The files are made at test time and never committed.  Each case is a small
 valid 64x64 tiled image (4 uncompressed 32x32 tiles of uint8) that is then
@@ -187,23 +188,25 @@ def good(big=False, be=False, **kw):
 def cases():
     """Yield (name, item, expect, what, bytes)."""
     # 1: IFD loops and long chains
+    # (as in GDAL, a chain that goes wrong after the first IFD is read up
+    # to there, with a warning: "ok")
     t, b = good()
     t.patch(b, t.next_pos[0], t.ifd_off[0], 4)
-    yield "loop_self", 1, "open", "IFD 0 points to itself", b
+    yield "loop_self", 1, "ok", "IFD 0 points to itself", b
     t = Tiff()
     image(t)
     image(t, width=32, height=32, subfile=1)
     b = t.build()
     t.patch(b, t.next_pos[1], t.ifd_off[0], 4)
-    yield "loop_ab", 1, "open", "IFD 1 points back to IFD 0", b
+    yield "loop_ab", 1, "ok", "IFD 1 points back to IFD 0", b
     t = Tiff()
     for _ in range(400):
         image(t, width=16, height=16, tile=16, subfile=1, tiles=[b"x" * 256])
-    yield "chain_400", 1, "open", "400 IFDs (above CF_MAX_IFDS)", t.build()
+    yield "chain_400", 1, "ok", "400 IFDs (above CF_MAX_IFDS: 256 read)", t.build()
     # 2: offsets past the end, BigTIFF offsets >= 2^63
     t, b = good()
     t.patch(b, t.next_pos[0], len(b) + 4096, 4)
-    yield "next_ifd_past_eof", 2, "open", "next IFD offset past EOF", b
+    yield "next_ifd_past_eof", 2, "ok", "next IFD offset past EOF", b
     t, b = good(big=True)
     t.patch(b, 8, 1 << 63, 8)
     yield "bigtiff_offset_2_63", 2, "open", "first IFD at 2^63", b
@@ -265,7 +268,8 @@ def cases():
     # 7: byte counts
     t = Tiff()
     image(t, counts=[1024, 1024, 1 << 30, 1024])
-    yield "bytecount_past_eof", 7, "open", "ByteCount of 1 GiB", t.build()
+    yield "bytecount_past_eof", 7, "read", "ByteCount of 1 GiB (truncated file)", \
+        t.build()
     t = Tiff()
     image(t, skip=(325,))
     yield "bytecount_missing", 7, "open", "no TileByteCounts", t.build()
@@ -282,7 +286,7 @@ def cases():
     image(t, width=64, height=64, subfile=1)
     b = t.build()
     t.patch(b, t.value_pos(1, 324), 0xFFFFFF00, 4)
-    yield "overview_offsets_corrupt", 8, "open", "IFD 1 TileOffsets past EOF", b
+    yield "overview_offsets_corrupt", 8, "ok", "IFD 1 TileOffsets past EOF (left out)", b
     # 9: IFD inside pixel data, overlapping tiles
     t = Tiff()
     image(t, offsets=[8, 8, 8, 8], counts=[1024] * 4)
@@ -313,11 +317,17 @@ def cases():
     image(t, tile=65536, spp=4, bits=64, sf=3, tiles=[b"w" * 64])
     yield "tile_bytes_overflow", 12, "open", "one tile of 128 GiB", t.build()
     # 13: BitsPerSample
-    for bits, name in [(0, "bits_0"), (65, "bits_65"), (12, "bits_12"),
-                       (24, "bits_24"), (4, "bits_4")]:
+    for bits, name in [(0, "bits_0"), (65, "bits_65")]:
         t = Tiff()
         image(t, bits=bits, tiles=[b"b" * 512] * 4)
         yield name, 13, "open", "BitsPerSample %d" % bits, t.build()
+    # odd depths are read (widened as GDAL does); 512 bytes are a 4-bit tile
+    # but too few for 12 or 24 bits
+    for bits, name, exp in [(12, "bits_12", "read"), (24, "bits_24", "read"),
+                            (4, "bits_4", "ok"), (40, "bits_40", "read")]:
+        t = Tiff()
+        image(t, bits=bits, tiles=[b"b" * 512] * 4)
+        yield name, 13, exp, "BitsPerSample %d, 512-byte tiles" % bits, t.build()
     t = Tiff()
     image(t, spp=3, skip=(258,), tiles=[b"c" * 3072] * 4)
     t.tag(258, 3, [8, 8, 16])
@@ -325,7 +335,16 @@ def cases():
     # 14: SampleFormat
     t = Tiff()
     image(t, bits=16, sf=3)
-    yield "float16", 14, "open", "SampleFormat 3 with 16 bits", t.build()
+    yield "float16", 14, "ok", "SampleFormat 3 with 16 bits (read as float32)", t.build()
+    t = Tiff()
+    image(t, bits=8, sf=3)
+    yield "float8", 14, "read", "SampleFormat 3 with 8 bits (refused at open)", t.build()
+    t = Tiff()
+    image(t, bits=32, sf=6)
+    yield "complex_float16", 14, "read", "complex float of 32 bits (refused)", t.build()
+    t = Tiff()
+    image(t, bits=32, sf=5, tiles=[b"c" * 100] * 4)
+    yield "cint16_short", 14, "read", "CInt16 tiles too short", t.build()
     t = Tiff()
     image(t, sf=9)
     yield "sampleformat_9", 14, "open", "SampleFormat 9", t.build()
@@ -397,10 +416,91 @@ def cases():
     t.tag(256, 4, 64)
     t.tag(256, 4, 5000)
     yield "unsorted_duplicate", 25, "ok", "ImageWidth last and twice", t.build()
+    # 26: the decoders of issue 19 (CCITT, LZMA, bit unpacking, float16,
+    # complex, colour conversion) on broken data
+    for comp, name in [(2, "ccittrle"), (3, "ccittfax3"), (4, "ccittfax4")]:
+        t = Tiff()
+        image(t, bits=1, tiles=[bytes([0x80, 0xFF, 0x13, 0x37] * 30)] * 4, comp=comp)
+        yield name + "_garbage", 26, "read", "%s tiles of noise" % name, t.build()
+        t = Tiff()
+        image(t, bits=1, tiles=[b"\x00"] * 4, comp=comp)
+        yield name + "_one_byte", 26, "read", "%s tiles of one zero byte" % name, t.build()
+    t = Tiff()
+    image(t, bits=1, tiles=[b""] * 4, comp=4, counts=[0, 0, 0, 0])
+    yield "ccittfax4_sparse", 26, "ok", "G4 tiles all sparse", t.build()
+    t = Tiff()
+    image(t, bits=8, tiles=[bytes(32)] * 4, comp=4)
+    yield "ccittfax4_8bit", 26, "read", "G4 with 8-bit samples (refused)", t.build()
+    t = Tiff()
+    image(t, comp=34925, tiles=[bytes([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0, 0, 4]) + b"x" * 40] * 4)
+    yield "lzma_garbage", 26, "read", "LZMA tiles of noise after an .xz magic", t.build()
+    t = Tiff()
+    image(t, comp=34925, tiles=[_xz(b"\0" * (64 << 20))] * 4)
+    yield "lzma_bomb", 26, "ok", "LZMA tile inflating to 64 MiB", t.build()
+    t = Tiff()
+    image(t, comp=34925, tiles=[_xz_huge_dict(bytes(1024))] * 4)
+    yield "lzma_huge_dict", 26, "read", "LZMA stream asking for a 4 GiB dictionary", t.build()
+    t = Tiff()
+    noise = bytes((i * 2654435761 >> 13) & 255 for i in range(1024))
+    image(t, comp=34925, tiles=[_xz(noise)[:200]] * 4)
+    yield "lzma_truncated", 26, "read", "LZMA stream cut in its data", t.build()
+    t = Tiff()
+    image(t, bits=12, comp=8, tiles=[zlib.compress(b"\xab" * 100)] * 4)
+    yield "bits12_deflate_short", 26, "read", "12-bit deflate tiles too short", t.build()
+    t = Tiff()
+    image(t, bits=16, sf=3, comp=8, tiles=[zlib.compress(b"\x7c" * 2048)] * 4,
+          extra=[(317, 3, 3)])
+    yield "float16_pred3", 26, "ok", "float16 with the float predictor", t.build()
+    t = Tiff()
+    image(t, bits=24, sf=3, comp=8, tiles=[zlib.compress(b"\xff" * 3072)] * 4)
+    yield "float24_nan", 26, "ok", "float24 tiles of NaN", t.build()
+    t = Tiff()
+    image(t, bits=64, sf=6, tiles=[b"\xff" * 8192] * 4)
+    yield "cfloat32_nan", 26, "ok", "CFloat32 tiles of NaN", t.build()
+    t = Tiff()
+    image(t, spp=3, photometric=6, comp=5, tiles=[bytes([0x80, 0x01])] * 4,
+          extra=[(530, 3, [2, 2])])
+    yield "ycbcr_lzw_short", 26, "read", "subsampled YCbCr LZW tiles too short", t.build()
+    t = Tiff()
+    image(t, spp=3, photometric=6, tiles=[bytes(1536)] * 4, extra=[(530, 3, [3, 5])])
+    yield "ycbcr_bad_subsampling", 26, "open", "YCbCrSubsampling 3x5", t.build()
+    t = Tiff()
+    image(t, spp=4, photometric=5, tiles=[bytes(4096)] * 4, extra=[(332, 3, 2)])
+    yield "cmyk_inkset2", 26, "ok", "separated, InkSet 2 (read as stored)", t.build()
+    t = Tiff()
+    image(t, spp=3, photometric=8, tiles=[bytes(3072)] * 4,
+          extra=[(318, 5, struct.pack("<IIII", 1, 1, 0, 1))])
+    yield "cielab_whitepoint_zero", 26, "read", "CIELab with WhitePoint y = 0", t.build()
+    t = Tiff()
+    image(t, tiles=[bytes(1024)] * 4, extra=[(266, 3, 2), (259, 3, 8)], skip=(259,))
+    yield "fillorder2_deflate_garbage", 26, "read", "FillOrder 2 on bytes no stream", \
+        t.build()
+    t = Tiff()
+    image(t, comp=6, tiles=[b"\xff\xd8" * 10] * 4)
+    yield "ojpeg", 26, "read", "old-style JPEG (refused at open)", t.build()
     # Not TIFF at all
     yield "empty", 0, "open", "0 bytes", b""
     yield "not_tiff", 0, "open", "PNG signature", b"\x89PNG\r\n\x1a\n" + b"\0" * 64
     yield "header_only", 0, "open", "8-byte header, no IFD", b"II*\0\x08\0\0\0"
+
+
+def _xz(data):
+    import lzma
+    return lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC32)
+
+
+def _xz_huge_dict(data):
+    """An .xz stream whose LZMA2 filter asks for the largest dictionary
+    (4 GiB - 1): the block header's property byte is patched and its CRC32
+    made right again, so only the decoder's memory limit can stop it."""
+    b = bytearray(_xz(data))
+    hs = (b[12] + 1) * 4  # block header after the 12-byte stream header
+    hdr = b[12:12 + hs]
+    i = hdr.index(0x21)  # filter id LZMA2, then props size 1, then props
+    hdr[i + 2] = 40
+    hdr[-4:] = struct.pack("<I", zlib.crc32(bytes(hdr[:-4])))
+    b[12:12 + hs] = hdr
+    return bytes(b)
 
 
 def make_all(folder):

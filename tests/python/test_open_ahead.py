@@ -64,9 +64,11 @@ def test_far_apart_ifds_open_in_few_round_trips(site):
     site.reset()
     cog = cogfeed.open(site.url("p255.tif"), io=cogfeed.IO())
     waves, reqs = site.waves(), site.requests("/p255.tif")
-    assert len(cog.overviews) == 254
-    assert (cog.read(window=(0, 0, 16, 16), level=254) == 254).all()
-    assert (cog.read(window=(0, 0, 16, 16), level=77) == 77).all()
+    # the whole chain is read; GDAL (and so cogfeed) uses its first 30
+    # reduced IFDs as overviews
+    assert len(cog.overviews) == 30
+    assert (cog.read(window=(0, 0, 16, 16), level=30) == 30).all()
+    assert (cog.read(window=(0, 0, 16, 16), level=17) == 17).all()
     # head + log2(255) rounds of guesses + the round that learns the
     # stride (43b28fd: 255 waves of one request each)
     assert waves <= 12, waves

@@ -28,7 +28,8 @@ BUILD = os.environ.get("CF_BUILD_DIR") or os.path.dirname(os.environ["COGFEED_BI
 SOURCE = os.environ.get("CF_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 HEADER = os.path.join(SOURCE, "include", "cogfeed.h")
 
-_DECL = re.compile(r"^(CF_API\s+)?(?:const\s+)?[a-z0-9_]+[\s*]+(cf_[a-z0-9_]+)\s*\(", re.M)
+# "cf_status cf_x(", "const char *cf_x(", "const char *const *cf_x(", ...
+_DECL = re.compile(r"^(CF_API\s+)?(?:const\s+)?[a-z0-9_]+(?:\s|\*|const\b)+(cf_[a-z0-9_]+)\s*\(", re.M)
 
 
 def header_declarations(text):
@@ -80,8 +81,9 @@ def test_header_parser_sees_the_api():
     assert {"cf_cog_open", "cf_cog_read", "cf_loader_new", "cf_strerror"} <= api
     assert "cf_cog_open_memory" in exp and "cf_cog_open_memory" not in api
     api2, bare2, _ = header_declarations(
-        "CF_API int cf_a(void);\nvoid cf_b(int x);\nCF_API const char *cf_c(int);\n")
-    assert api2 == {"cf_a", "cf_c"} and bare2 == {"cf_b"}
+        "CF_API int cf_a(void);\nvoid cf_b(int x);\nCF_API const char *cf_c(int);\n"
+        "CF_API const char *const *cf_d(int);\n")
+    assert api2 == {"cf_a", "cf_c", "cf_d"} and bare2 == {"cf_b"}
 
 
 def test_every_header_function_has_cf_api():

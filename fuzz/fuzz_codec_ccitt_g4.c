@@ -1,0 +1,8 @@
+/* fuzz_codec_ccitt_g4.c - libFuzzer target for CCITT Group 4
+ * (see fuzz_codec.h). */
+#include "fuzz_codec.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    return cf_fuzz_codec(data, size, 4);
+}
