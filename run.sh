@@ -19,7 +19,7 @@ JOBS=${JOBS:-$(nproc)}
 DEB_PACKAGES=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   libcurl4-openssl-dev libssl-dev libdeflate-dev libzstd-dev liblerc-dev
-  libjpeg62-turbo-dev libwebp-dev python3-dev python3-numpy
+  libjpeg62-turbo-dev libwebp-dev libproj-dev python3-dev python3-numpy
   gdal-bin python3-gdal python3-rasterio python3-pytest python3-torch
   python3-optuna python3-matplotlib nginx libnginx-mod-http-lua nodejs
 )

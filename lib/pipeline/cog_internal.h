@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "../codec/codec.h"
+#include "../geo/geo.h"
 #include "../io/io.h"
 #include "../tiff/tiff.h"
 #include "io_state.h"
@@ -32,6 +33,8 @@ struct cf_cog {
      * file opened with it), or own_pool for in-memory files. */
     cf_ctx_pool *pool;
     cf_ctx_pool own_pool;
+    cf_crs *crs;               /* from the GeoKeys; NULL: none */
+    char crs_note[160];        /* why there is none, when keys exist */
 };
 
 /* One chunk (tile or strip) of an IFD. */
