@@ -428,6 +428,11 @@ void cf_warp_options_init(cf_warp_options *opt);
 cf_status cf_cog_read_grid(cf_cog *cog, const cf_grid *grid, const int *bands,
                            int nbands, cf_warp_options *opt, void *dst,
                            size_t dst_size, cf_error *err);
+/* The level cf_cog_read_grid reads for `grid` with `opt` (NULL: defaults),
+ * without reading: the overview GDAL's warper would decode. */
+cf_status cf_cog_grid_level(cf_cog *cog, const cf_grid *grid,
+                            const cf_warp_options *opt, int *level,
+                            cf_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Loader: sampler -> parallel reads -> batch ring                     */

@@ -834,6 +834,27 @@ static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
     return (PyObject *)o;
 }
 
+/* grid_level(cog, grid, resampling='nearest') -> the level a read onto
+ * grid decodes (tests compare it with gdalwarp's choice). */
+static PyObject *py_grid_level(PyObject *mod, PyObject *args) {
+    PyObject *cog_obj, *grid;
+    const char *rs = "nearest";
+    if (!PyArg_ParseTuple(args, "O!O|s", &CogType, &cog_obj, &grid, &rs)) return NULL;
+    CogObject *co = (CogObject *)cog_obj;
+    if (!check_open(co)) return NULL;
+    cf_warp_options o;
+    if (!warp_options(Py_None, rs, 0.125, Py_None, Py_None, &o)) return NULL;
+    cf_grid g;
+    cf_crs *hold;
+    if (!cf_py_grid_parse(grid, &g, &hold)) return NULL;
+    int level = 0;
+    cf_error err = {0};
+    cf_status st = cf_cog_grid_level(co->cog, &g, &o, &level, &err);
+    cf_crs_free(hold);
+    if (st) return cf_py_raise(st, &err);
+    return PyLong_FromLong(level);
+}
+
 static PyObject *py_default_io(PyObject *mod, PyObject *noargs) {
     if (!cf_py_io_get(Py_None)) return NULL;
     Py_INCREF(default_io);
@@ -938,6 +959,8 @@ static PyMethodDef module_methods[] = {
      "`threads` threads (0: one per CPU) as they arrive; at most inflight_bytes of\n"
      "compressed tiles are held at once (0: 256 MiB).  Raises cogfeed.Error for the\n"
      "first window that failed.  The GIL is released."},
+    {"grid_level", (PyCFunction)py_grid_level, METH_VARARGS,
+     "grid_level(cog, grid, resampling='nearest') -> the level cog.read(grid=grid) decodes"},
     {"default_io", (PyCFunction)py_default_io, METH_NOARGS,
      "default_io() -> IO used when no io is given"},
     {NULL, NULL, 0, NULL}};

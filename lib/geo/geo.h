@@ -139,9 +139,33 @@ typedef struct cf_warp_win {
     uint32_t w, h;
     int empty;
     double xscale, yscale;
+    double fill;               /* share of the footprint inside the level */
 } cf_warp_win;
 cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq,
                           cf_warp_win *out, cf_error *err);
+
+/* What holding a chunk costs, as GDAL's warper counts it: bits per
+ * source pixel (sample bits x bands, + 1 per band with nodata, + 1 with an
+ * internal mask), per target pixel (sample bits x bands, + 1 per band
+ * with a target nodata), and the limit in bytes (GDAL: 64 MiB). */
+typedef struct cf_warp_cost {
+    double src_bits, dst_bits, memory;
+} cf_warp_cost;
+
+/* One chunk of a target window and its source window. */
+typedef struct cf_warp_chunk {
+    cf_warp_req rq;
+    cf_warp_win win;
+} cf_warp_chunk;
+
+/* The chunks GDAL's warper would warp the target window `rq` in
+ * (GDALWarpOperation::CollectChunkList): a chunk with no source is
+ * dropped, large or mostly-outside windows are halved.  GDAL's results at
+ * the image's edges depend on this split, so cogfeed follows it.  *out is
+ * malloc'd (the caller frees), *n may be 0. */
+cf_status cf__warp_chunks(const cf_warp *w, const cf_warp_req *rq,
+                          const cf_warp_cost *cost, cf_warp_chunk **out,
+                          size_t *n, cf_error *err);
 
 /* Decoded source pixels of a cf_warp_win, band-sequential (nbands, h, w)
  * of `dtype`, native order. */
@@ -157,13 +181,15 @@ typedef struct cf_warp_src {
 } cf_warp_src;
 
 /* The target window's output: band-sequential (nbands, th, tw), the
- * source's dtype (bands band_stride samples apart).  Pixels that get no value keep what the caller put
+ * source's dtype (bands and rows as far apart as the strides say, so that
+ * a window of a larger array can be written in place).  Pixels that get no value keep what the caller put
  * there (fill them first: nodata, or 0).  has_nodata: a computed value
  * equal to nodata is moved off it by one, as GDAL's warper does. */
 typedef struct cf_warp_dst {
     void *data;
     size_t band_stride;        /* samples from one band to the next (0:
-                                  th * tw); rows are tw samples apart */
+                                  th * tw) */
+    size_t row_stride;         /* ... from one row to the next (0: tw) */
     int has_nodata;
     double nodata;
 } cf_warp_dst;

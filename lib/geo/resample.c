@@ -540,7 +540,7 @@ static cf_status general(rs_call *c, cf_error *err) {
         if (P) cf__rs_to_double(s->dtype, band, n, P);
         for (uint32_t j = 0; j < th; j++)
             for (uint32_t i = 0; i < tw; i++) {
-                size_t t = (size_t)j * tw + i;
+                size_t t = (size_t)j * tw + i, q = (size_t)j * c->orow + i;
                 double v = 0;
                 int have = 0;
                 if (corners) {
@@ -554,7 +554,7 @@ static cf_status general(rs_call *c, cf_error *err) {
                         st = cf__err(err, CF_E_NOMEM, "out of memory (mode)");
                         goto done;
                     }
-                    if (have) cf__rs_store(s->dtype, out, t, v, nudge, dnd);
+                    if (have) cf__rs_store(s->dtype, out, q, v, nudge, dnd);
                     continue;
                 }
                 size_t o;
@@ -562,7 +562,7 @@ static cf_status general(rs_call *c, cf_error *err) {
                 if (c->unified && !c->unified[o]) continue;
                 if (rs == CF_RS_NEAREST) {
                     if (c->band && !c->band[b][o]) continue;
-                    memcpy(out + t * c->bps, band + o * c->bps, c->bps);
+                    memcpy(out + q * c->bps, band + o * c->bps, c->bps);
                     continue;
                 }
                 if (c->realcase) {
@@ -576,12 +576,12 @@ static cf_status general(rs_call *c, cf_error *err) {
                     } else {
                         have = wide_mask(c, P, V, px[t], py[t], &v);
                     }
-                    if (have) cf__rs_store(s->dtype, out, t, v, nudge, dnd);
+                    if (have) cf__rs_store(s->dtype, out, q, v, nudge, dnd);
                 } else {
                     v = c->use4 ? (rs == CF_RS_BILINEAR ? cf__rs_bil4_nomask(c, P, px[t], py[t])
                                                         : cub4_nomask(c, P, px[t], py[t]))
                                 : wide_nomask(c, P, px[t], py[t]);
-                    cf__rs_store(s->dtype, out, t, v, 0, 0);
+                    cf__rs_store(s->dtype, out, q, v, 0, 0);
                 }
             }
     }
@@ -619,6 +619,7 @@ cf_status cf__warp_resample(const cf_warp *w, const cf_warp_req *rq, const cf_wa
     c.th = rq->th;
     c.bps = cf_dtype_size(src->dtype);
     c.ostride = dst->band_stride ? dst->band_stride : (size_t)rq->tw * rq->th;
+    c.orow = dst->row_stride ? dst->row_stride : rq->tw;
     c.xs = win->xscale;
     c.ys = win->yscale;
     c.use4 = c.xs >= 0.95 && c.ys >= 0.95;

@@ -22,6 +22,7 @@ typedef struct rs_call {
     uint32_t tw, th;
     size_t bps;                /* bytes per sample */
     size_t ostride;            /* output samples from band to band */
+    size_t orow;               /* ... and from row to row */
     /* GDAL's validity masks (1 valid), NULL when every pixel is valid:
      * unified (the internal mask, or "some band is valid" under nodata)
      * and, with nodata and several bands, one per band.  tapvalid[b] is

@@ -123,7 +123,7 @@ static void nearest(const rs_call *c, const axis *ax, const axis *ay) {
         for (uint32_t j = 0; j < c->th; j++) {
             if (!ay->in[j]) continue;
             const uint8_t *row = band + (size_t)ay->idx[j] * c->W * c->bps;
-            uint8_t *o = out + (size_t)j * c->tw * c->bps;
+            uint8_t *o = out + (size_t)j * c->orow * c->bps;
 #define NEAR_COPY(T)                                                            \
     for (uint32_t i = 0; i < c->tw; i++)                                        \
         if (ax->in[i]) ((T *)o)[i] = ((const T *)row)[ax->idx[i]];              \
@@ -192,7 +192,7 @@ static void average(const rs_call *c, const double *P, int b, const span *sx, co
                 }
             }
             if (tw > 0)
-                cf__rs_store(c->src->dtype, out, (size_t)j * c->tw + i, tot / tw,
+                cf__rs_store(c->src->dtype, out, (size_t)j * c->orow + i, tot / tw,
                              c->dst->has_nodata, c->dst->nodata);
         }
     }
@@ -208,7 +208,7 @@ static void bilinear(const rs_call *c, const double *P, int b, const axis *ax, c
         double ry = ay->wt[(size_t)j * ay->stride], ry1 = 1.0 - ry;
         for (uint32_t i = 0; i < c->tw; i++) {
             if (!ax->in[i]) continue;
-            size_t t = (size_t)j * c->tw + i;
+            size_t t = (size_t)j * c->orow + i;
             double v;
             if (ax->ntap[i] < 0 || ay->ntap[j] < 0) {
                 /* a tap outside the window: GDAL renormalises per pixel */
@@ -264,7 +264,7 @@ static cf_status two_pass(const rs_call *c, const double *P, int b, const axis *
         const double *wy = ay->wt + (size_t)j * ay->stride;
         for (uint32_t i = 0; i < c->tw; i++) {
             if (!ax->in[i]) continue;
-            size_t t = (size_t)j * c->tw + i;
+            size_t t = (size_t)j * c->orow + i;
             double v;
             if (ax->ntap[i] <= 0 || ay->ntap[j] <= 0) {
                 /* cubic at the border: GDAL's bilinear */

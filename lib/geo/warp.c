@@ -67,6 +67,22 @@ void cf__warp_level_inverse(const cf_warp *w, uint32_t lw, uint32_t lh, double i
 
 void cf__warp_points(const cf_warp *w, const double inv[6], size_t n, const double *px,
                      const double *py, double *sx, double *sy, uint8_t *ok) {
+    if (w->exact) {
+        const double *t = w->dst_gt;
+        for (size_t i = 0; i < n; i++) { /* px, py may be sx, sy */
+            double x = px[i], y = py[i];
+            sx[i] = t[0] + x * t[1] + y * t[2];
+            sy[i] = t[3] + x * t[4] + y * t[5];
+        }
+        cf__xform_run(w->xf, n, sx, sy, ok);
+        for (size_t i = 0; i < n; i++) {
+            if (!ok[i]) continue;
+            double gx = sx[i], gy = sy[i];
+            sx[i] = inv[0] + gx * inv[1] + gy * inv[2];
+            sy[i] = inv[3] + gx * inv[4] + gy * inv[5];
+        }
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         double gx, gy;
         int good = 1;
@@ -104,19 +120,11 @@ void cf__warp_row(const cf_warp *w, const double inv[6], double px0, double py, 
     }
     if (w->exact) {
         /* Every pixel through PROJ (error_threshold 0). */
-        const double *t = w->dst_gt;
         for (uint32_t i = 0; i < n; i++) {
-            double x = px0 + i;
-            sx[i] = t[0] + x * t[1] + py * t[2];
-            sy[i] = t[3] + x * t[4] + py * t[5];
+            sx[i] = px0 + i;
+            sy[i] = py;
         }
-        cf__xform_run(w->xf, n, sx, sy, ok);
-        for (uint32_t i = 0; i < n; i++) {
-            if (!ok[i]) continue;
-            double gx = sx[i], gy = sy[i];
-            sx[i] = inv[0] + gx * inv[1] + gy * inv[2];
-            sy[i] = inv[3] + gx * inv[4] + gy * inv[5];
-        }
+        cf__warp_points(w, inv, n, sx, sy, sx, sy, ok);
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -367,11 +375,13 @@ int cf__warp_radius(cf_resampling rs) {
     return rs == CF_RS_BILINEAR ? 1 : rs == CF_RS_CUBIC ? 2 : 0;
 }
 
-/* GDAL's kernel scale from the footprint: snapped to 1/n when within 0.05
- * of it. */
-static double kernel_scale(double tsize, double fsize) {
-    double s = tsize / fsize;
-    if (!(s > 0) || !isfinite(s)) return 1;
+/* GDAL's kernel scale (GDALWarpKernel::PerformWarp): target pixels per
+ * source pixel of the footprint clipped at the level's far edge (`raw`),
+ * 1 when the window holds the target at the same size, snapped to 1/n
+ * when within 0.05 of it. */
+static double kernel_scale(uint32_t tsize, double raw, uint32_t wsize) {
+    double s = tsize / raw; /* inf for an empty footprint, as in GDAL */
+    if (wsize >= tsize && wsize <= tsize + (wsize - raw)) s = 1.0;
     if (s < 1.0) {
         double rec = 1.0 / s;
         double n = (double)(int)(rec + 0.5);
@@ -389,7 +399,8 @@ cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *
         return cf__err(err, CF_E_ARG, "empty window or level");
     double inv[6];
     cf__warp_level_inverse(w, rq->lw, rq->lh, inv);
-    /* GDAL samples 21 points along each edge (a grid when some fail). */
+    /* GDAL (ComputeSourceWindow) samples 21 points along each edge, or a
+     * grid when some fail. */
     enum { STEPS = 21, NP = 4 * STEPS, NG = (STEPS + 2) * (STEPS + 2) };
     double px[NG], py[NG], sx[NG], sy[NG];
     uint8_t ok[NG];
@@ -433,33 +444,105 @@ cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *
     double W = rq->lw, H = rq->lh;
     if (x0 > W || x1 < 0 || y0 > H || y1 < 0) return CF_OK;
     x0 = near_int(x0), y0 = near_int(y0), x1 = near_int(x1), y1 = near_int(y1);
-    out->xscale = kernel_scale(rq->tw, x1 - x0);
-    out->yscale = kernel_scale(rq->th, y1 - y0);
     /* The margin: the kernel's radius, widened by the ratio when
-     * downsampling (GDAL: ComputeSourceWindow), and 10 more pixels when
-     * some points failed. */
+     * downsampling, 10 more pixels when some points failed, none for a
+     * whole-pixel translation (copied). */
     int res = cf__warp_is_translation(w, rq->lw, rq->lh) ? 0 : cf__warp_radius(rq->rs);
     double xs = fmax(1e-3, rq->tw / (x1 - x0)), ys = fmax(1e-3, rq->th / (y1 - y0));
     int64_t rx = xs < 0.95 ? (int64_t)ceil(res / xs) : res;
     int64_t ry = ys < 0.95 ? (int64_t)ceil(res / ys) : res;
     if (failed) rx += 10, ry += 10;
-    /* A footprint averaging or taking the mode reaches as far as its
-     * corners, plus GDAL's margin for corners just outside. */
     int64_t ix0 = (int64_t)fmax(0.0, x0), iy0 = (int64_t)fmax(0.0, y0);
     int64_t ix1 = (int64_t)fmin(ceil(x1), W), iy1 = (int64_t)fmin(ceil(y1), H);
-    int64_t ox = ix0 - rx, oy = iy0 - ry;
-    if (ox < 0) ox = 0;
-    if (ox > (int64_t)W) ox = (int64_t)W;
-    if (oy < 0) oy = 0;
-    if (oy > (int64_t)H) oy = (int64_t)H;
-    int64_t ow = ix1 - ox + rx, oh = iy1 - oy + ry;
-    if (ow > (int64_t)W - ox) ow = (int64_t)W - ox;
-    if (oh > (int64_t)H - oy) oh = (int64_t)H - oy;
+    double rawx = fmax(0.0, fmin(W - (double)ix0, x1 - x0));
+    double rawy = fmax(0.0, fmin(H - (double)iy0, y1 - y0));
+    int64_t ox, oy, ow, oh;
+    /* More than 90% of the width (or height): all of it, as GDAL does
+     * (anti-meridian footprints). */
+    if (ix1 - ix0 > 0.9 * W) {
+        ox = 0;
+        ow = (int64_t)W;
+    } else {
+        ox = ix0 - rx < 0 ? 0 : ix0 - rx > (int64_t)W ? (int64_t)W : ix0 - rx;
+        ow = ix1 - ox + rx;
+        if (ow > (int64_t)W - ox) ow = (int64_t)W - ox;
+        if (ow < 0) ow = 0;
+    }
+    if (iy1 - iy0 > 0.9 * H) {
+        oy = 0;
+        oh = (int64_t)H;
+    } else {
+        oy = iy0 - ry < 0 ? 0 : iy0 - ry > (int64_t)H ? (int64_t)H : iy0 - ry;
+        oh = iy1 - oy + ry;
+        if (oh > (int64_t)H - oy) oh = (int64_t)H - oy;
+        if (oh < 0) oh = 0;
+    }
+    out->fill = (double)ow * oh / fmax(1.0, (x1 - x0 + 2 * rx) * (y1 - y0 + 2 * ry));
     if (ow <= 0 || oh <= 0) return CF_OK;
     out->x = ox;
     out->y = oy;
     out->w = (uint32_t)ow;
     out->h = (uint32_t)oh;
+    out->xscale = kernel_scale(rq->tw, rawx, out->w);
+    out->yscale = kernel_scale(rq->th, rawy, out->h);
     out->empty = 0;
     return CF_OK;
+}
+
+/* GDAL's split of a target window into chunks (GDALWarpOperation::
+ * CollectChunkListInternal): halve the longer side while the source and
+ * target buffers exceed the memory limit, or while the source covers less
+ * than half the footprint and a side is above 100 pixels (the part beyond
+ * the image then falls in chunks of its own, which have no source and are
+ * skipped).  Each chunk keeps its own source window and kernel scale. */
+static cf_status chunks(const cf_warp *w, const cf_warp_req *rq, const cf_warp_cost *cost,
+                        cf_warp_chunk **list, size_t *n, size_t *cap, int depth, cf_error *err) {
+    cf_warp_win win;
+    cf_status st = cf__warp_window(w, rq, &win, err);
+    if (st) return st;
+    if (win.empty) return CF_OK;
+    double mem = ((double)cost->src_bits * win.w * win.h +
+                  (double)cost->dst_bits * rq->tw * rq->th) / 8.0;
+    int split = (mem > cost->memory && (rq->tw > 2 || rq->th > 2)) ||
+                (win.fill > 0 && win.fill < 0.5 && (rq->tw > 100 || rq->th > 100));
+    if (split && depth < 64) {
+        cf_warp_req a = *rq, b = *rq;
+        if (rq->tw > rq->th) {
+            a.tw = rq->tw / 2;
+            b.tx = rq->tx + a.tw;
+            b.tw = rq->tw - a.tw;
+        } else {
+            a.th = rq->th / 2;
+            b.ty = rq->ty + a.th;
+            b.th = rq->th - a.th;
+        }
+        st = chunks(w, &a, cost, list, n, cap, depth + 1, err);
+        if (!st) st = chunks(w, &b, cost, list, n, cap, depth + 1, err);
+        return st;
+    }
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        cf_warp_chunk *l = cf__realloc(*list, c * sizeof *l);
+        if (!l) return cf__err(err, CF_E_NOMEM, "out of memory");
+        *list = l;
+        *cap = c;
+    }
+    (*list)[*n].rq = *rq;
+    (*list)[*n].win = win;
+    (*n)++;
+    return CF_OK;
+}
+
+cf_status cf__warp_chunks(const cf_warp *w, const cf_warp_req *rq, const cf_warp_cost *cost,
+                          cf_warp_chunk **out, size_t *n, cf_error *err) {
+    *out = NULL;
+    *n = 0;
+    size_t cap = 0;
+    cf_status st = chunks(w, rq, cost, out, n, &cap, 0, err);
+    if (st) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return st;
 }

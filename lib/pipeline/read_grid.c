@@ -11,10 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Target pixels resampled per step: bounds the source window held at once
- * (a few MiB of doubles per band) when a large grid is read. */
-#define GRID_CHUNK_PIXELS (1u << 20)
-
 const cf_crs *cf_cog_crs(const cf_cog *cog) { return cog ? cog->crs : NULL; }
 
 const char *cf_cog_crs_note(const cf_cog *cog) { return cog ? cog->crs_note : ""; }
@@ -108,34 +104,77 @@ static cf_status check_args(cf_cog *cog, const cf_grid *g, const cf_warp_options
     return CF_OK;
 }
 
-/* Read one chunk of target rows [ty, ty + th). */
-static cf_status read_chunk(cf_cog *cog, const cf_warp *w, cf_warp_req *rq, const int *bands,
-                            int nb, const cf_warp_src *proto, cf_warp_dst *dst,
-                            cf_error *err) {
-    cf_warp_win win;
-    cf_status st = cf__warp_window(w, rq, &win, err);
-    if (st || win.empty) return st;
+/* Read one chunk's source window and resample it into dst. */
+static cf_status read_chunk(cf_cog *cog, const cf_warp *w, const cf_warp_chunk *ch,
+                            const int *bands, int nb, const cf_warp_src *proto,
+                            cf_warp_dst *dst, cf_error *err) {
+    const cf_warp_win *win = &ch->win;
+    const cf_warp_req *rq = &ch->rq;
     size_t bps = cf_dtype_size(cog->dtype);
-    size_t npx = (size_t)win.w * win.h;
+    size_t npx = (size_t)win->w * win->h;
     size_t len = npx * (size_t)nb * bps;
     uint8_t *buf = cf__malloc(len), *valid = NULL;
     if (!buf) return cf__err(err, CF_E_NOMEM, "%s: out of memory (%zu bytes)", cog->name, len);
-    st = cf_cog_read(cog, rq->level, win.x, win.y, win.w, win.h, bands, nb, buf, len, err);
+    cf_status st = cf_cog_read(cog, rq->level, win->x, win->y, win->w, win->h, bands, nb, buf,
+                               len, err);
     if (!st && cog->tiff->mask_of_level[rq->level] >= 0) {
         /* The internal mask: GDAL's per-dataset validity. */
         valid = cf__malloc(npx);
         if (!valid) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
-        else st = cf_cog_read_mask(cog, rq->level, win.x, win.y, win.w, win.h, valid, npx, err);
+        else
+            st = cf_cog_read_mask(cog, rq->level, win->x, win->y, win->w, win->h, valid, npx,
+                                  err);
     }
     if (!st) {
         cf_warp_src src = *proto;
         src.data = buf;
         src.valid = valid;
-        st = cf__warp_resample(w, rq, &win, &src, dst, err);
+        st = cf__warp_resample(w, rq, win, &src, dst, err);
         if (st) cf__err_prefix(err, "%s", cog->name);
     }
     free(valid);
     free(buf);
+    return st;
+}
+
+/* The map of grid onto the cog and the level to read: *w and *xf are the
+ * caller's to free. */
+static cf_status plan(cf_cog *cog, const cf_grid *grid, const cf_warp_options *o, cf_warp **w,
+                      cf_xform **xf, uint32_t (*sizes)[2], int *level, cf_error *err) {
+    const cf_tiff *t = cog->tiff;
+    *w = NULL;
+    cf_status st = crs_pair(cog, grid, xf, err);
+    if (st) return st;
+    cf_grid src;
+    st = cf_cog_grid(cog, 0, &src, err);
+    if (!st) st = cf__warp_new(&src, grid, *xf, o->error_threshold, w, err);
+    if (st) {
+        cf__xform_free(*xf);
+        *xf = NULL;
+        return st;
+    }
+    for (int l = 0; l < t->nlevels; l++) level_size(cog, l, &sizes[l][0], &sizes[l][1]);
+    *level = o->level;
+    if (*level == CF_LEVEL_AUTO)
+        *level = cf__warp_pick_level(*w, 0, 0, grid->width, grid->height,
+                                     (const uint32_t(*)[2])sizes, t->nlevels);
+    return CF_OK;
+}
+
+cf_status cf_cog_grid_level(cf_cog *cog, const cf_grid *grid, const cf_warp_options *opt,
+                            int *level, cf_error *err) {
+    if (!cog || !grid || !level) return cf__err(err, CF_E_ARG, "cf_cog_grid_level: NULL argument");
+    cf_warp_options defaults;
+    cf_warp_options_init(&defaults);
+    const cf_warp_options *o = opt ? opt : &defaults;
+    cf_status st = check_args(cog, grid, o, SIZE_MAX, 1, err);
+    if (st) return st;
+    cf_warp *w;
+    cf_xform *xf;
+    uint32_t sizes[CF_MAX_IFDS][2];
+    st = plan(cog, grid, o, &w, &xf, sizes, level, err);
+    cf__warp_free(w);
+    cf__xform_free(xf);
     return st;
 }
 
@@ -158,32 +197,21 @@ cf_status cf_cog_read_grid(cf_cog *cog, const cf_grid *grid, const int *bands, i
     if (st) return st;
 
     /* Nodata: the file's unless overridden; the fill follows it. */
-    cf_warp_src proto = {NULL, cog->dtype, nb, NULL, 0, 0};
+    cf_warp_src proto = {.dtype = cog->dtype, .nbands = nb};
     if (o->src_nodata_set < 0) proto.has_nodata = t->has_nodata, proto.nodata = t->nodata;
     else if (o->src_nodata_set > 0) proto.has_nodata = 1, proto.nodata = o->src_nodata;
-    cf_warp_dst out = {dst, (size_t)grid->width * grid->height, 0, 0};
+    cf_warp_dst out = {.data = dst, .band_stride = (size_t)grid->width * grid->height};
     if (o->dst_nodata_set < 0) out.has_nodata = proto.has_nodata, out.nodata = proto.nodata;
     else if (o->dst_nodata_set > 0) out.has_nodata = 1, out.nodata = o->dst_nodata;
     fill(dst, (size_t)nb * grid->width * grid->height, cog->dtype,
          out.has_nodata ? out.nodata : 0);
 
     cf_xform *xf = NULL;
-    st = crs_pair(cog, grid, &xf, err);
-    if (st) return st;
-    cf_grid src;
-    st = cf_cog_grid(cog, 0, &src, err);
     cf_warp *w = NULL;
-    if (!st) st = cf__warp_new(&src, grid, xf, o->error_threshold, &w, err);
-    if (st) {
-        cf__xform_free(xf);
-        return st;
-    }
     uint32_t sizes[CF_MAX_IFDS][2];
-    for (int l = 0; l < t->nlevels; l++) level_size(cog, l, &sizes[l][0], &sizes[l][1]);
-    int level = o->level;
-    if (level == CF_LEVEL_AUTO)
-        level = cf__warp_pick_level(w, 0, 0, grid->width, grid->height,
-                                    (const uint32_t(*)[2])sizes, t->nlevels);
+    int level;
+    st = plan(cog, grid, o, &w, &xf, sizes, &level, err);
+    if (st) return st;
     o->level_used = level;
 
     cf_warp_req rq = {0};
@@ -194,17 +222,25 @@ cf_status cf_cog_read_grid(cf_cog *cog, const cf_grid *grid, const int *bands, i
     rq.w0 = sizes[0][0];
     rq.h0 = sizes[0][1];
     rq.tw = grid->width;
-    uint32_t rows = GRID_CHUNK_PIXELS / grid->width;
-    if (rows < 1) rows = 1;
+    rq.th = grid->height;
+    /* GDAL's chunks, with its cost model and its 64 MiB limit. */
     size_t bps = cf_dtype_size(cog->dtype);
-    for (uint32_t y = 0; !st && y < grid->height; y += rows) {
-        rq.tx = 0;
-        rq.ty = y;
-        rq.th = grid->height - y < rows ? grid->height - y : rows;
+    cf_warp_cost cost;
+    cost.src_bits = 8.0 * bps * nb + (proto.has_nodata ? nb : 0) +
+                    (t->mask_of_level[level] >= 0 ? 1 : 0);
+    cost.dst_bits = 8.0 * bps * nb + (out.has_nodata ? nb : 0);
+    cost.memory = 64.0 * 1024 * 1024;
+    cf_warp_chunk *chunks = NULL;
+    size_t nchunks = 0;
+    st = cf__warp_chunks(w, &rq, &cost, &chunks, &nchunks, err);
+    for (size_t k = 0; !st && k < nchunks; k++) {
+        const cf_warp_req *c = &chunks[k].rq;
         cf_warp_dst part = out;
-        part.data = (uint8_t *)dst + (size_t)y * grid->width * bps;
-        st = read_chunk(cog, w, &rq, bands, nb, &proto, &part, err);
+        part.data = (uint8_t *)dst + ((size_t)c->ty * grid->width + (size_t)c->tx) * bps;
+        part.row_stride = grid->width;
+        st = read_chunk(cog, w, &chunks[k], bands, nb, &proto, &part, err);
     }
+    free(chunks);
     cf__warp_free(w);
     cf__xform_free(xf);
     return st;
