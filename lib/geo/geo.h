@@ -120,6 +120,7 @@ typedef struct cf_warp_req {
     int level;                 /* source level (0: full resolution) */
     uint32_t lw, lh;           /* that level's size (pixels) */
     uint32_t w0, h0;           /* level 0's size */
+    int general;               /* tests: skip the separable fast path */
 } cf_warp_req;
 
 /* GDAL's overview choice for a target window (gdalwarp -ovr AUTO):

@@ -371,13 +371,13 @@ typedef struct foot {
     double fx0, fx1, fy0, fy1; /* the corners */
 } foot;
 
-static int footprint(const rs_call *c, const double *cx, const double *cy, const uint8_t *cok,
-                     uint32_t i, uint32_t j, foot *f) {
-    size_t a = (size_t)j * (c->tw + 1) + i, b = (size_t)(j + 1) * (c->tw + 1) + i + 1;
-    if (!cok[a] || !cok[b]) return 0;
+/* (x0, y0): the pixel's top-left corner, (x1, y1) its bottom-right one,
+ * each from its own row of corners as GDAL transforms them. */
+static int footprint(const rs_call *c, double x0, double y0, int ok0, double x1, double y1,
+                     int ok1, foot *f) {
+    if (!ok0 || !ok1) return 0;
     double W = c->W, H = c->H;
     int mx = 2 * (int)fmax(1, ceil(1.0 / c->xs)), my = 2 * (int)fmax(1, ceil(1.0 / c->ys));
-    double x0 = cx[a], x1 = cx[b], y0 = cy[a], y1 = cy[b];
     if (!(x0 >= -mx && x1 >= -mx && y0 >= -my && y1 >= -my && x0 - W <= mx && x1 - W <= mx &&
           y0 - H <= my && y1 - H <= my))
         return 0;
@@ -506,7 +506,7 @@ static cf_status general(rs_call *c, cf_error *err) {
     uint32_t tw = c->tw, th = c->th;
     size_t n = (size_t)c->W * c->H, tn = (size_t)tw * th;
     int corners = rs == CF_RS_AVERAGE || rs == CF_RS_MODE;
-    size_t npos = corners ? (size_t)(tw + 1) * (th + 1) : tn;
+    size_t npos = corners ? 2 * tn : tn;
     double *px = cf__malloc(npos * sizeof *px), *py = cf__malloc(npos * sizeof *py);
     uint8_t *pok = cf__malloc(npos);
     double *P = rs == CF_RS_NEAREST ? NULL : cf__malloc(n * sizeof *P);
@@ -519,17 +519,23 @@ static cf_status general(rs_call *c, cf_error *err) {
         st = cf__err(err, CF_E_NOMEM, "out of memory (resampling %ux%u)", tw, th);
         goto done;
     }
-    /* Source positions, relative to the window, once for all bands. */
-    uint32_t rows = corners ? th + 1 : th, cols = corners ? tw + 1 : tw;
-    double off = corners ? 0.0 : 0.5;
-    for (uint32_t j = 0; j < rows; j++) {
-        size_t o = (size_t)j * cols;
-        cf__warp_row(c->w, c->inv, (double)c->rq->tx + off, (double)c->rq->ty + j + off, cols,
-                     px + o, py + o, pok + o);
-        for (uint32_t i = 0; i < cols; i++) {
-            px[o + i] -= (double)c->win->x;
-            py[o + i] -= (double)c->win->y;
+    /* Source positions, relative to the window, once for all bands:
+     * pixel centres, or (average, mode) each pixel's top-left corner and,
+     * from tn on, its bottom-right one, a row at a time as GDAL does. */
+    double tx = (double)c->rq->tx, ty = (double)c->rq->ty;
+    for (uint32_t j = 0; j < th; j++) {
+        size_t o = (size_t)j * tw;
+        if (corners) {
+            cf__warp_row(c->w, c->inv, tx, ty + j, tw, px + o, py + o, pok + o);
+            cf__warp_row(c->w, c->inv, tx + 1, ty + j + 1, tw, px + tn + o, py + tn + o,
+                         pok + tn + o);
+        } else {
+            cf__warp_row(c->w, c->inv, tx + 0.5, ty + j + 0.5, tw, px + o, py + o, pok + o);
         }
+    }
+    for (size_t k = 0; k < npos; k++) {
+        px[k] -= (double)c->win->x;
+        py[k] -= (double)c->win->y;
     }
     int nudge = c->dst->has_nodata;
     double dnd = c->dst->nodata;
@@ -545,7 +551,9 @@ static cf_status general(rs_call *c, cf_error *err) {
                 int have = 0;
                 if (corners) {
                     foot f;
-                    if (!footprint(c, px, py, pok, i, j, &f)) continue;
+                    if (!footprint(c, px[t], py[t], pok[t], px[tn + t], py[tn + t],
+                                   pok[tn + t], &f))
+                        continue;
                     if (rs == CF_RS_AVERAGE) have = average(c, P, V, &f, &v);
                     else if (imode)
                         have = mode_int(c, P, V, &f, &mb, s->dtype == CF_DT_I16 ? 32768 : 0, &v);
@@ -634,8 +642,7 @@ cf_status cf__warp_resample(const cf_warp *w, const cf_warp_req *rq, const cf_wa
     cf__warp_level_inverse(w, rq->lw, rq->lh, c.inv);
     cf_status st = build_masks(&c, err);
     c.realcase = c.masks || dst->has_nodata;
-    if (!st && !c.masks && !cf__rs_separable(&c, &st, err)) st = general(&c, err);
-    else if (!st && c.masks) st = general(&c, err);
+    if (!st && (c.masks || rq->general || !cf__rs_separable(&c, &st, err))) st = general(&c, err);
     free_masks(&c);
     return st;
 }

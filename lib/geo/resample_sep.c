@@ -146,11 +146,12 @@ typedef struct span {
     uint8_t ok;
 } span;
 
-static void plan_span(const rs_call *c, const double *corner, uint32_t n, uint32_t size,
+/* c0[k], c1[k]: the first and second corner of column (or row) k. */
+static void plan_span(const double *c0, const double *c1, uint32_t n, uint32_t size,
                       double scale, span *sp) {
     int m = 2 * (int)fmax(1, ceil(1.0 / scale));
     for (uint32_t k = 0; k < n; k++) {
-        double a = corner[k], b = corner[k + 1];
+        double a = c0[k], b = c1[k];
         span *s = &sp[k];
         s->ok = a >= -m && b >= -m && a - size <= m && b - size <= m;
         if (a > b) {
@@ -162,7 +163,6 @@ static void plan_span(const rs_call *c, const double *corner, uint32_t n, uint32
         s->b = (int64_t)fmin(ceil(b - 1e-10), size);
         if (s->a == s->b && s->b < (int64_t)size) s->b++;
     }
-    (void)c;
 }
 
 static inline double span_w(const span *s, int64_t v, double w) {
@@ -322,9 +322,11 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
     uint32_t tw = c->tw, th = c->th;
     size_t n = (size_t)c->W * c->H;
     int corners = rs == CF_RS_AVERAGE;
-    double *cx = cf__malloc((tw + 1) * sizeof *cx), *cy = cf__malloc((th + 1) * sizeof *cy);
-    uint8_t *ok = cf__malloc((tw > th ? tw : th) + 1);
-    double *tmp = cf__malloc(((tw > th ? tw : th) + 1) * sizeof *tmp);
+    /* positions: centres, or first corners then (from tw / th on) second
+     * corners */
+    double *cx = cf__malloc(2 * (size_t)tw * sizeof *cx), *cy = cf__malloc(2 * (size_t)th * sizeof *cy);
+    uint8_t *ok = cf__malloc(2 * (size_t)(tw > th ? tw : th));
+    double *tmp = cf__malloc(2 * (size_t)(tw > th ? tw : th) * sizeof *tmp);
     axis ax, ay;
     memset(&ax, 0, sizeof ax);
     memset(&ay, 0, sizeof ay);
@@ -334,24 +336,28 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
     if (!cx || !cy || !ok || !tmp) goto nomem;
     /* Positions of the first row and the first column (axis-aligned:
      * the same for every row and column, bit for bit). */
-    double off = corners ? 0.0 : 0.5;
-    uint32_t ncx = corners ? tw + 1 : tw, ncy = corners ? th + 1 : th;
-    cf__warp_row(w, c->inv, (double)c->rq->tx + off, (double)c->rq->ty + off, ncx, cx, tmp, ok);
-    for (uint32_t i = 0; i < ncx; i++) cx[i] -= (double)c->win->x;
-    for (uint32_t j = 0; j < ncy; j++) {
-        double sx, sy;
-        uint8_t o;
-        cf__warp_row(w, c->inv, (double)c->rq->tx + off, (double)c->rq->ty + j + off, 1, &sx, &sy,
-                     &o);
-        cy[j] = sy - (double)c->win->y;
+    double tx = (double)c->rq->tx, ty = (double)c->rq->ty, off = corners ? 0.0 : 0.5;
+    cf__warp_row(w, c->inv, tx + off, ty + off, tw, cx, tmp, ok);
+    if (corners) cf__warp_row(w, c->inv, tx + 1, ty + 1, tw, cx + tw, tmp, ok);
+    for (uint32_t i = 0; i < (corners ? 2 * tw : tw); i++) cx[i] -= (double)c->win->x;
+    for (uint32_t j = 0; j < th; j++) {
+        /* A row's y is that of its first point (the same all along). */
+        double sx[6], sy[6];
+        uint8_t o[6];
+        cf__warp_row(w, c->inv, tx + off, ty + j + off, 1, sx, sy, o);
+        cy[j] = sy[0] - (double)c->win->y;
+        if (corners) {
+            cf__warp_row(w, c->inv, tx + 1, ty + j + 1, 1, sx, sy, o);
+            cy[th + j] = sy[0] - (double)c->win->y;
+        }
     }
     if (corners) {
         spx = cf__malloc(tw * sizeof *spx);
         spy = cf__malloc(th * sizeof *spy);
         P = cf__malloc(n * sizeof *P);
         if (!spx || !spy || !P) goto nomem;
-        plan_span(c, cx, tw, c->W, c->xs, spx);
-        plan_span(c, cy, th, c->H, c->ys, spy);
+        plan_span(cx, cx + tw, tw, c->W, c->xs, spx);
+        plan_span(cy, cy + th, th, c->H, c->ys, spy);
         for (int b = 0; b < c->src->nbands; b++) {
             cf__rs_to_double(c->src->dtype, (const uint8_t *)c->src->data + (size_t)b * n * c->bps,
                              n, P);

@@ -106,6 +106,24 @@ void cf__warp_points(const cf_warp *w, const double inv[6], size_t n, const doub
 
 void cf__warp_row(const cf_warp *w, const double inv[6], double px0, double py, uint32_t n,
                   double *sx, double *sy, uint8_t *ok) {
+    if (w->affine && w->rows_approx && n > 5) {
+        /* GDAL's approximate transformer, even for one CRS: the ends of
+         * the row exactly, the rest on the line between them (the middle
+         * is always within the error of a line).  The same rounding as
+         * gdalwarp's, which decides exact ties of bilinear weights. */
+        double ex[2] = {px0, px0 + (n - 1)}, ey[2] = {py, py}, fx[2], fy[2];
+        uint8_t eok[2];
+        cf__warp_points(w, inv, 2, ex, ey, fx, fy, eok);
+        double span = ex[1] - ex[0];
+        double dx = (fx[1] - fx[0]) / span, dy = (fy[1] - fy[0]) / span;
+        for (uint32_t i = 0; i < n; i++) {
+            double dist = (px0 + i) - ex[0];
+            sx[i] = fx[0] + dx * dist;
+            sy[i] = fy[0] + dy * dist;
+            ok[i] = 1;
+        }
+        return;
+    }
     if (w->affine) {
         const double *t = w->dst_gt;
         for (uint32_t i = 0; i < n; i++) {
@@ -278,6 +296,7 @@ cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf_xform *xf, dou
         return cf__err(err, CF_E_ARG, "source geotransform is not invertible");
     }
     w->affine = xf == NULL;
+    w->rows_approx = max_err > 0;
     cf_status st = CF_OK;
     if (!w->affine && !(max_err > 0)) {
         w->exact = 1;

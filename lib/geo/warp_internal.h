@@ -17,6 +17,8 @@ typedef struct cf_wblock {
 struct cf_warp {
     int affine;                /* same CRS: no lattice */
     int exact;                 /* every pixel through xf (max_err 0) */
+    int rows_approx;           /* affine rows interpolated as GDAL's
+                                  approximate transformer does */
     cf_xform *xf;              /* exact only: borrowed */
     double src_gt[6], src_inv[6], dst_gt[6];
     uint32_t sw, sh;           /* source level 0 */
@@ -34,7 +36,8 @@ void cf__warp_level_inverse(const cf_warp *w, uint32_t lw, uint32_t lh, double i
  * positions (px[i], py[i]). */
 void cf__warp_points(const cf_warp *w, const double inv[6], size_t n, const double *px,
                      const double *py, double *sx, double *sy, uint8_t *ok);
-/* The same for the n positions (px0 + i, py) of one target row. */
+/* The same for the n positions (px0 + i, py) of one target row, computed
+ * as GDAL's warper computes a row (one call of its transformer). */
 void cf__warp_row(const cf_warp *w, const double inv[6], double px0, double py, uint32_t n,
                   double *sx, double *sy, uint8_t *ok);
 /* 1 when the target grid is the source level's shifted by whole pixels:
