@@ -59,6 +59,47 @@ void cf__rs_store(cf_dtype t, void *band, size_t i, double v, int nudge, double 
     }
 }
 
+/* The row form of cf__rs_store: one switch per row, the loop typed. */
+#define RS_ROW_INT(T, lo, hi, is_signed)                                         \
+    do {                                                                         \
+        T *o = (T *)band;                                                        \
+        for (size_t k = 0; k < n; k++) {                                         \
+            if (set && !set[k]) continue;                                        \
+            double v = vals[k];                                                  \
+            T r;                                                                 \
+            if (v >= (double)(lo) && v <= (double)(hi))                          \
+                r = is_signed ? (T)floor(v + 0.5) : (T)(v + 0.5);                \
+            else                                                                 \
+                r = isnan(v) ? 0 : v < (double)(lo) ? (lo) : (hi);               \
+            if (nudge && (double)r == nodata) r = r == (lo) ? (T)((lo) + 1) : (T)(r - 1); \
+            o[k] = r;                                                            \
+        }                                                                        \
+    } while (0)
+
+void cf__rs_store_row(cf_dtype t, void *band, const double *vals, const uint8_t *set, size_t n,
+                      int nudge, double nodata) {
+    switch (t) {
+    case CF_DT_U8: RS_ROW_INT(uint8_t, 0, UINT8_MAX, 0); break;
+    case CF_DT_I8: RS_ROW_INT(int8_t, INT8_MIN, INT8_MAX, 1); break;
+    case CF_DT_U16: RS_ROW_INT(uint16_t, 0, UINT16_MAX, 0); break;
+    case CF_DT_I16: RS_ROW_INT(int16_t, INT16_MIN, INT16_MAX, 1); break;
+    case CF_DT_U32: RS_ROW_INT(uint32_t, 0, UINT32_MAX, 0); break;
+    case CF_DT_I32: RS_ROW_INT(int32_t, INT32_MIN, INT32_MAX, 1); break;
+    case CF_DT_F32:
+        for (size_t k = 0; k < n; k++)
+            if (!set || set[k]) ((float *)band)[k] = (float)vals[k];
+        break;
+    case CF_DT_F64:
+        for (size_t k = 0; k < n; k++)
+            if (!set || set[k]) ((double *)band)[k] = vals[k];
+        break;
+    default: /* 64-bit integers: the scalar path's care with their range */
+        for (size_t k = 0; k < n; k++)
+            if (!set || set[k]) cf__rs_store(t, band, k, vals[k], nudge, nodata);
+        break;
+    }
+}
+
 void cf__rs_to_double(cf_dtype t, const void *src, size_t n, double *out) {
 #define RS_CONV(T)                                                               \
     for (size_t k = 0; k < n; k++) out[k] = (double)((const T *)src)[k];         \
@@ -377,7 +418,7 @@ static int footprint(const rs_call *c, double x0, double y0, int ok0, double x1,
                      int ok1, foot *f) {
     if (!ok0 || !ok1) return 0;
     double W = c->W, H = c->H;
-    int mx = 2 * (int)fmax(1, ceil(1.0 / c->xs)), my = 2 * (int)fmax(1, ceil(1.0 / c->ys));
+    int mx = c->mx, my = c->my;
     if (!(x0 >= -mx && x1 >= -mx && y0 >= -my && y1 >= -my && x0 - W <= mx && x1 - W <= mx &&
           y0 - H <= my && y1 - H <= my))
         return 0;
@@ -390,12 +431,8 @@ static int footprint(const rs_call *c, double x0, double y0, int ok0, double x1,
         y0 = y1, y1 = t;
     }
     f->fx0 = x0, f->fx1 = x1, f->fy0 = y0, f->fy1 = y1;
-    f->x0 = (int64_t)fmin(fmax(floor(x0 + 1e-10), 0.0), W);
-    f->x1 = (int64_t)fmin(ceil(x1 - 1e-10), W);
-    if (f->x0 == f->x1 && f->x1 < (int64_t)W) f->x1++;
-    f->y0 = (int64_t)fmin(fmax(floor(y0 + 1e-10), 0.0), H);
-    f->y1 = (int64_t)fmin(ceil(y1 - 1e-10), H);
-    if (f->y0 == f->y1 && f->y1 < (int64_t)H) f->y1++;
+    rs_span(x0, x1, c->W, &f->x0, &f->x1);
+    rs_span(y0, y1, c->H, &f->y0, &f->y1);
     return 1;
 }
 
@@ -537,32 +574,40 @@ static cf_status general(rs_call *c, cf_error *err) {
         px[k] -= (double)c->win->x;
         py[k] -= (double)c->win->y;
     }
-    int nudge = c->dst->has_nodata;
-    double dnd = c->dst->nodata;
-    for (int b = 0; b < s->nbands; b++) {
+    double *vals = cf__malloc(tw * sizeof *vals);
+    uint8_t *set = cf__malloc(tw);
+    if (!vals || !set) {
+        free(vals);
+        free(set);
+        st = cf__err(err, CF_E_NOMEM, "out of memory (resampling %ux%u)", tw, th);
+        goto done;
+    }
+    for (int b = 0; b < s->nbands && !st; b++) {
         const uint8_t *band = (const uint8_t *)s->data + (size_t)b * n * c->bps;
         uint8_t *out = (uint8_t *)c->dst->data + (size_t)b * c->ostride * c->bps;
         const uint8_t *V = c->tapvalid ? c->tapvalid[b] : NULL;
         if (P) cf__rs_to_double(s->dtype, band, n, P);
-        for (uint32_t j = 0; j < th; j++)
+        for (uint32_t j = 0; j < th && !st; j++) {
+            uint8_t *orow = out + (size_t)j * c->orow * c->bps;
             for (uint32_t i = 0; i < tw; i++) {
-                size_t t = (size_t)j * tw + i, q = (size_t)j * c->orow + i;
-                double v = 0;
+                size_t t = (size_t)j * tw + i;
+                double *v = &vals[i];
                 int have = 0;
+                set[i] = 0;
                 if (corners) {
                     foot f;
                     if (!footprint(c, px[t], py[t], pok[t], px[tn + t], py[tn + t],
                                    pok[tn + t], &f))
                         continue;
-                    if (rs == CF_RS_AVERAGE) have = average(c, P, V, &f, &v);
+                    if (rs == CF_RS_AVERAGE) have = average(c, P, V, &f, v);
                     else if (imode)
-                        have = mode_int(c, P, V, &f, &mb, s->dtype == CF_DT_I16 ? 32768 : 0, &v);
-                    else have = mode_float(c, P, V, &f, &mb, &v);
+                        have = mode_int(c, P, V, &f, &mb, s->dtype == CF_DT_I16 ? 32768 : 0, v);
+                    else have = mode_float(c, P, V, &f, &mb, v);
                     if (have < 0) {
                         st = cf__err(err, CF_E_NOMEM, "out of memory (mode)");
-                        goto done;
+                        break;
                     }
-                    if (have) cf__rs_store(s->dtype, out, q, v, nudge, dnd);
+                    set[i] = (uint8_t)have;
                     continue;
                 }
                 size_t o;
@@ -570,29 +615,37 @@ static cf_status general(rs_call *c, cf_error *err) {
                 if (c->unified && !c->unified[o]) continue;
                 if (rs == CF_RS_NEAREST) {
                     if (c->band && !c->band[b][o]) continue;
-                    memcpy(out + q * c->bps, band + o * c->bps, c->bps);
+                    memcpy(orow + i * c->bps, band + o * c->bps, c->bps);
                     continue;
                 }
                 if (c->realcase) {
                     if (c->W == 1 || c->H == 1) {
                         if (V && !V[o]) continue;
-                        v = P[o];
+                        *v = P[o];
                         have = 1;
                     } else if (c->use4) {
-                        have = rs == CF_RS_BILINEAR ? cf__rs_bil4_mask(c, P, V, px[t], py[t], &v)
-                                                    : cub4_mask(c, P, V, px[t], py[t], &v);
+                        have = rs == CF_RS_BILINEAR ? cf__rs_bil4_mask(c, P, V, px[t], py[t], v)
+                                                    : cub4_mask(c, P, V, px[t], py[t], v);
                     } else {
-                        have = wide_mask(c, P, V, px[t], py[t], &v);
+                        have = wide_mask(c, P, V, px[t], py[t], v);
                     }
-                    if (have) cf__rs_store(s->dtype, out, q, v, nudge, dnd);
                 } else {
-                    v = c->use4 ? (rs == CF_RS_BILINEAR ? cf__rs_bil4_nomask(c, P, px[t], py[t])
-                                                        : cub4_nomask(c, P, px[t], py[t]))
-                                : wide_nomask(c, P, px[t], py[t]);
-                    cf__rs_store(s->dtype, out, q, v, 0, 0);
+                    *v = c->use4 ? (rs == CF_RS_BILINEAR ? cf__rs_bil4_nomask(c, P, px[t], py[t])
+                                                         : cub4_nomask(c, P, px[t], py[t]))
+                                 : wide_nomask(c, P, px[t], py[t]);
+                    have = 1;
                 }
+                set[i] = (uint8_t)have;
             }
+            /* Without masks or a destination nodata there is nothing to
+             * move a value off, as in GDAL's no-mask kernels. */
+            if (rs != CF_RS_NEAREST && !st)
+                cf__rs_store_row(s->dtype, orow, vals, set, tw, c->dst->has_nodata,
+                                 c->dst->nodata);
+        }
     }
+    free(vals);
+    free(set);
 done:
     free(px);
     free(py);
@@ -631,6 +684,8 @@ cf_status cf__warp_resample(const cf_warp *w, const cf_warp_req *rq, const cf_wa
     c.xs = win->xscale;
     c.ys = win->yscale;
     c.use4 = c.xs >= 0.95 && c.ys >= 0.95;
+    c.mx = 2 * (int)fmax(1, ceil(1.0 / c.xs));
+    c.my = 2 * (int)fmax(1, ceil(1.0 / c.ys));
     int rad = cf__warp_radius(rq->rs);
     c.rx = c.xs < 1.0 ? (int)ceil(rad / c.xs) : rad;
     c.ry = c.ys < 1.0 ? (int)ceil(rad / c.ys) : rad;
@@ -642,7 +697,9 @@ cf_status cf__warp_resample(const cf_warp *w, const cf_warp_req *rq, const cf_wa
     cf__warp_level_inverse(w, rq->lw, rq->lh, c.inv);
     cf_status st = build_masks(&c, err);
     c.realcase = c.masks || dst->has_nodata;
-    if (!st && (c.masks || rq->general || !cf__rs_separable(&c, &st, err))) st = general(&c, err);
+    /* The fast path takes masks for nearest only (a lookup per pixel). */
+    int fast_ok = !c.masks || rq->rs == CF_RS_NEAREST;
+    if (!st && (!fast_ok || rq->general || !cf__rs_separable(&c, &st, err))) st = general(&c, err);
     free_masks(&c);
     return st;
 }

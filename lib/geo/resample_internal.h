@@ -37,9 +37,25 @@ typedef struct rs_call {
     int use4;                  /* the 2x2 / 4x4 kernels (scale >= 0.95) */
     double xs, ys;             /* kernel scales */
     int rx, ry;                /* kernel radii in source pixels */
+    int mx, my;                /* average/mode: GDAL's margin for corners
+                                  outside the window */
 } rs_call;
 
 typedef double (*rs_filter_fn)(double);
+
+/* GDAL's first and end source pixel of a footprint [a, b) on an axis of
+ * `size` pixels (GWKAverageOrModeThread): a = clamp(floor(a + 1e-10)),
+ * b = min(ceil(b - 1e-10), size), one pixel at least when inside.  Plain
+ * comparisons, not fmin/fmax calls: this runs per target pixel. */
+static inline void rs_span(double a, double b, uint32_t size, int64_t *lo, int64_t *hi) {
+    double l = floor(a + 1e-10), h = ceil(b - 1e-10);
+    if (!(l > 0)) l = 0; /* also NaN */
+    if (l > size) l = size;
+    if (h > size) h = size;
+    *lo = (int64_t)l;
+    *hi = (int64_t)h;
+    if (*lo == *hi && *hi < (int64_t)size) (*hi)++;
+}
 
 /* GDAL's filter functions (GWKBilinear, GWKCubic). */
 static inline double rs_bilinear_w(double x) {
@@ -76,12 +92,18 @@ double cf__rs_bil4_nomask(const rs_call *c, const double *P, double sx, double s
 int cf__rs_bil4_mask(const rs_call *c, const double *P, const uint8_t *V, double sx, double sy,
                      double *out);
 
+/* cf__rs_store of n values of a row into band[0..n), only where set[k]
+ * (set NULL: all). */
+void cf__rs_store_row(cf_dtype t, void *band, const double *vals, const uint8_t *set, size_t n,
+                      int nudge, double nodata);
+
 /* Convert a band of the source window to doubles. */
 void cf__rs_to_double(cf_dtype t, const void *src, size_t n, double *out);
 
 /* The separable fast path: axis-aligned same-CRS maps without masks
- * (nearest, bilinear, cubic, average).  0 when it does not apply (the
- * caller then runs the general path); CF_E_NOMEM is reported in err. */
+ * (nearest, bilinear, cubic, average; nearest with masks too).  0 when it
+ * does not apply (the caller then runs the general path); CF_E_NOMEM is
+ * reported in err. */
 int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err);
 
 #endif

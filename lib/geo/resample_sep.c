@@ -124,9 +124,21 @@ static void nearest(const rs_call *c, const axis *ax, const axis *ay) {
             if (!ay->in[j]) continue;
             const uint8_t *row = band + (size_t)ay->idx[j] * c->W * c->bps;
             uint8_t *o = out + (size_t)j * c->orow * c->bps;
+            /* GDAL: nothing where every band is invalid (unified), this
+             * band's value only where it is valid. */
+            const uint8_t *u = c->unified ? c->unified + (size_t)ay->idx[j] * c->W : NULL;
+            const uint8_t *v = c->band ? c->band[b] + (size_t)ay->idx[j] * c->W : NULL;
 #define NEAR_COPY(T)                                                            \
-    for (uint32_t i = 0; i < c->tw; i++)                                        \
-        if (ax->in[i]) ((T *)o)[i] = ((const T *)row)[ax->idx[i]];              \
+    if (!u && !v) {                                                             \
+        for (uint32_t i = 0; i < c->tw; i++)                                    \
+            if (ax->in[i]) ((T *)o)[i] = ((const T *)row)[ax->idx[i]];          \
+    } else {                                                                    \
+        for (uint32_t i = 0; i < c->tw; i++) {                                  \
+            int64_t k = ax->idx[i];                                             \
+            if (ax->in[i] && (!u || u[k]) && (!v || v[k]))                     \
+                ((T *)o)[i] = ((const T *)row)[k];                              \
+        }                                                                       \
+    }                                                                           \
     break
             switch (c->bps) {
             case 1: NEAR_COPY(uint8_t);
@@ -159,9 +171,7 @@ static void plan_span(const double *c0, const double *c1, uint32_t n, uint32_t s
             a = b, b = t;
         }
         s->f0 = a, s->f1 = b;
-        s->a = (int64_t)fmin(fmax(floor(a + 1e-10), 0.0), size);
-        s->b = (int64_t)fmin(ceil(b - 1e-10), size);
-        if (s->a == s->b && s->b < (int64_t)size) s->b++;
+        rs_span(a, b, size, &s->a, &s->b);
     }
 }
 
@@ -171,13 +181,28 @@ static inline double span_w(const span *s, int64_t v, double w) {
     return w;
 }
 
-static void average(const rs_call *c, const double *P, int b, const span *sx, const span *sy) {
-    uint8_t *out = (uint8_t *)c->dst->data + (size_t)b * c->ostride * c->bps;
+/* A target row computed into vals / set, then stored typed at once. */
+typedef struct row_buf {
+    double *vals;
+    uint8_t *set;
+} row_buf;
+
+static void store_row(const rs_call *c, int b, uint32_t j, const row_buf *rb) {
+    uint8_t *out = (uint8_t *)c->dst->data +
+                   ((size_t)b * c->ostride + (size_t)j * c->orow) * c->bps;
+    /* No-mask kernels never move a value off the nodata: there is none. */
+    cf__rs_store_row(c->src->dtype, out, rb->vals, rb->set, c->tw,
+                     c->realcase && c->dst->has_nodata, c->dst->nodata);
+}
+
+static void average(const rs_call *c, const double *P, int b, const span *sx, const span *sy,
+                    row_buf *rb) {
     for (uint32_t j = 0; j < c->th; j++) {
         const span *ry = &sy[j];
         if (!ry->ok) continue;
         for (uint32_t i = 0; i < c->tw; i++) {
             const span *rx = &sx[i];
+            rb->set[i] = 0;
             if (!rx->ok) continue;
             double tot = 0, tw = 0;
             for (int64_t y = ry->a; y < ry->b; y++) {
@@ -191,60 +216,63 @@ static void average(const rs_call *c, const double *P, int b, const span *sx, co
                     tot += p[x] * wt;
                 }
             }
-            if (tw > 0)
-                cf__rs_store(c->src->dtype, out, (size_t)j * c->orow + i, tot / tw,
-                             c->dst->has_nodata, c->dst->nodata);
+            if (tw > 0) {
+                rb->vals[i] = tot / tw;
+                rb->set[i] = 1;
+            }
         }
+        /* Average is GDAL's "real case": a destination nodata is moved off. */
+        uint8_t *out = (uint8_t *)c->dst->data +
+                       ((size_t)b * c->ostride + (size_t)j * c->orow) * c->bps;
+        cf__rs_store_row(c->src->dtype, out, rb->vals, rb->set, c->tw, c->dst->has_nodata,
+                         c->dst->nodata);
     }
 }
 
+/* GDAL's 2x2 bilinear at a border pixel (a tap outside the window). */
+static int border_bilinear(const rs_call *c, const double *P, double sx, double sy, double *v) {
+    if (c->realcase) return cf__rs_bil4_mask(c, P, NULL, sx, sy, v);
+    *v = cf__rs_bil4_nomask(c, P, sx, sy);
+    return 1;
+}
+
 /* Bilinear (2x2): the formula of each path, per pixel, from the tables. */
-static void bilinear(const rs_call *c, const double *P, int b, const axis *ax, const axis *ay) {
-    uint8_t *out = (uint8_t *)c->dst->data + (size_t)b * c->ostride * c->bps;
+static void bilinear(const rs_call *c, const double *P, int b, const axis *ax, const axis *ay,
+                     row_buf *rb) {
     int64_t W = c->W;
-    int nudge = c->dst->has_nodata;
     for (uint32_t j = 0; j < c->th; j++) {
         if (!ay->in[j]) continue;
         double ry = ay->wt[(size_t)j * ay->stride], ry1 = 1.0 - ry;
+        const double *prow = P + ay->idx[j] * W;
         for (uint32_t i = 0; i < c->tw; i++) {
+            rb->set[i] = 0;
             if (!ax->in[i]) continue;
-            size_t t = (size_t)j * c->orow + i;
-            double v;
             if (ax->ntap[i] < 0 || ay->ntap[j] < 0) {
-                /* a tap outside the window: GDAL renormalises per pixel */
-                if (c->realcase) {
-                    if (!cf__rs_bil4_mask(c, P, NULL, ax->pos[i], ay->pos[j], &v)) continue;
-                    cf__rs_store(c->src->dtype, out, t, v, nudge, c->dst->nodata);
-                } else {
-                    v = cf__rs_bil4_nomask(c, P, ax->pos[i], ay->pos[j]);
-                    cf__rs_store(c->src->dtype, out, t, v, 0, 0);
-                }
+                rb->set[i] = (uint8_t)border_bilinear(c, P, ax->pos[i], ay->pos[j], &rb->vals[i]);
                 continue;
             }
             double rx = ax->wt[(size_t)i * ax->stride], rx1 = 1.0 - rx;
-            const double *p = P + ay->idx[j] * W + ax->idx[i];
+            const double *p = prow + ax->idx[i];
             if (c->realcase) {
                 double m1 = rx * ry, m2 = rx1 * ry, m3 = rx * ry1, m4 = rx1 * ry1;
                 double div = m1 + m2 + m3 + m4;
                 double acc = p[0] * m1 + p[1] * m2 + p[W] * m3 + p[W + 1] * m4;
                 if (div < 0.00001) continue;
-                v = div == 1.0 ? acc : acc / div;
-                cf__rs_store(c->src->dtype, out, t, v, nudge, c->dst->nodata);
+                rb->vals[i] = div == 1.0 ? acc : acc / div;
             } else {
-                v = (p[0] * rx + p[1] * rx1) * ry + (p[W] * rx + p[W + 1] * rx1) * ry1;
-                cf__rs_store(c->src->dtype, out, t, v, 0, 0);
+                rb->vals[i] = (p[0] * rx + p[1] * rx1) * ry + (p[W] * rx + p[W + 1] * rx1) * ry1;
             }
+            rb->set[i] = 1;
         }
+        store_row(c, b, j, rb);
     }
 }
 
 /* Cubic (4x4) and the widened kernels: columns first into h (one row of
  * h per source row the target needs), then rows. */
-static cf_status two_pass(const rs_call *c, const double *P, int b, const axis *ax,
-                          const axis *ay, double *h, int64_t r0, int64_t r1) {
-    uint8_t *out = (uint8_t *)c->dst->data + (size_t)b * c->ostride * c->bps;
+static void two_pass(const rs_call *c, const double *P, int b, const axis *ax, const axis *ay,
+                     double *h, int64_t r0, int64_t r1, row_buf *rb) {
     int cubic4 = c->rq->rs == CF_RS_CUBIC && c->use4;
-    int nudge = c->dst->has_nodata;
     for (int64_t r = r0; r < r1; r++) {
         const double *p = P + (size_t)r * c->W;
         double *hr = h + (size_t)(r - r0) * c->tw;
@@ -259,53 +287,44 @@ static cf_status two_pass(const rs_call *c, const double *P, int b, const axis *
             hr[i] = acc;
         }
     }
+    size_t st = c->tw;
     for (uint32_t j = 0; j < c->th; j++) {
         if (!ay->in[j]) continue;
         const double *wy = ay->wt + (size_t)j * ay->stride;
+        const double *hrow = ay->ntap[j] > 0 ? h + (size_t)(ay->idx[j] - r0) * c->tw : NULL;
         for (uint32_t i = 0; i < c->tw; i++) {
+            rb->set[i] = 0;
             if (!ax->in[i]) continue;
-            size_t t = (size_t)j * c->orow + i;
-            double v;
-            if (ax->ntap[i] <= 0 || ay->ntap[j] <= 0) {
+            if (ax->ntap[i] <= 0 || !hrow) {
                 /* cubic at the border: GDAL's bilinear */
-                if (c->realcase) {
-                    if (!cf__rs_bil4_mask(c, P, NULL, ax->pos[i], ay->pos[j], &v)) continue;
-                    cf__rs_store(c->src->dtype, out, t, v, nudge, c->dst->nodata);
-                } else {
-                    v = cf__rs_bil4_nomask(c, P, ax->pos[i], ay->pos[j]);
-                    cf__rs_store(c->src->dtype, out, t, v, 0, 0);
-                }
+                rb->set[i] = (uint8_t)border_bilinear(c, P, ax->pos[i], ay->pos[j], &rb->vals[i]);
                 continue;
             }
-            const double *hc = h + (size_t)(ay->idx[j] - r0) * c->tw + i;
-            size_t st = c->tw;
+            const double *hc = hrow + i;
             if (cubic4) {
-                if (c->realcase)
-                    v = wy[0] * hc[0] + wy[1] * hc[st] + wy[2] * hc[2 * st] + wy[3] * hc[3 * st];
-                else v = rs_cubic_conv(wy[4], hc[0], hc[st], hc[2 * st], hc[3 * st]);
-                cf__rs_store(c->src->dtype, out, t, v, c->realcase && nudge, c->dst->nodata);
+                rb->vals[i] = c->realcase ? wy[0] * hc[0] + wy[1] * hc[st] + wy[2] * hc[2 * st] +
+                                                wy[3] * hc[3 * st]
+                                          : rs_cubic_conv(wy[4], hc[0], hc[st], hc[2 * st],
+                                                          hc[3 * st]);
+                rb->set[i] = 1;
                 continue;
             }
             double acc = 0, accw = 0, sx = ax->sum[i];
-            for (int k = 0; k < ay->ntap[j]; k++) {
-                if (c->realcase) {
+            if (c->realcase) {
+                for (int k = 0; k < ay->ntap[j]; k++) {
                     acc += hc[k * st] * wy[k];
                     accw += sx * wy[k];
-                } else {
-                    acc += wy[k] * hc[k * st];
                 }
-            }
-            if (c->realcase) {
                 if (accw < 0.000001) continue;
-                v = (accw < 0.99999 || accw > 1.00001) ? acc / accw : acc;
-                cf__rs_store(c->src->dtype, out, t, v, nudge, c->dst->nodata);
+                rb->vals[i] = (accw < 0.99999 || accw > 1.00001) ? acc / accw : acc;
             } else {
-                v = acc / (sx * ay->sum[j]);
-                cf__rs_store(c->src->dtype, out, t, v, 0, 0);
+                for (int k = 0; k < ay->ntap[j]; k++) acc += wy[k] * hc[k * st];
+                rb->vals[i] = acc / (sx * ay->sum[j]);
             }
+            rb->set[i] = 1;
         }
+        store_row(c, b, j, rb);
     }
-    return CF_OK;
 }
 
 int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
@@ -332,8 +351,9 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
     memset(&ay, 0, sizeof ay);
     span *spx = NULL, *spy = NULL;
     double *P = NULL, *h = NULL;
+    row_buf rb = {cf__malloc(tw * sizeof *rb.vals), cf__malloc(tw)};
     int stride = wide ? 2 * (c->rx > c->ry ? c->rx : c->ry) + 2 : 5;
-    if (!cx || !cy || !ok || !tmp) goto nomem;
+    if (!cx || !cy || !ok || !tmp || !rb.vals || !rb.set) goto nomem;
     /* Positions of the first row and the first column (axis-aligned:
      * the same for every row and column, bit for bit). */
     double tx = (double)c->rq->tx, ty = (double)c->rq->ty, off = corners ? 0.0 : 0.5;
@@ -361,7 +381,7 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
         for (int b = 0; b < c->src->nbands; b++) {
             cf__rs_to_double(c->src->dtype, (const uint8_t *)c->src->data + (size_t)b * n * c->bps,
                              n, P);
-            average(c, P, b, spx, spy);
+            average(c, P, b, spx, spy, &rb);
         }
         goto done;
     }
@@ -391,8 +411,8 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
     for (int b = 0; b < c->src->nbands; b++) {
         cf__rs_to_double(c->src->dtype, (const uint8_t *)c->src->data + (size_t)b * n * c->bps, n,
                          P);
-        if (rs == CF_RS_BILINEAR && !wide) bilinear(c, P, b, &ax, &ay);
-        else two_pass(c, P, b, &ax, &ay, h, r1 > r0 ? r0 : 0, r1 > r0 ? r1 : 0);
+        if (rs == CF_RS_BILINEAR && !wide) bilinear(c, P, b, &ax, &ay, &rb);
+        else two_pass(c, P, b, &ax, &ay, h, r1 > r0 ? r0 : 0, r1 > r0 ? r1 : 0, &rb);
     }
     goto done;
 nomem:
@@ -406,6 +426,8 @@ done:
     free(spy);
     free(P);
     free(h);
+    free(rb.vals);
+    free(rb.set);
     axis_free(&ax);
     axis_free(&ay);
     return 1;
