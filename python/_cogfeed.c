@@ -351,6 +351,28 @@ fail:
     return 0;
 }
 
+/* The array a read fills: `out` when it is a writeable C-contiguous array
+ * of the file's dtype and shape (count, h, w), else a new one (out None);
+ * a new reference, or NULL with an exception. */
+static PyArrayObject *out_array(CogObject *self, PyObject *out, int count, long long h,
+                                long long w) {
+    npy_intp dims[3] = {count, (npy_intp)h, (npy_intp)w};
+    int typenum = cf_py_npy_type(self->info.dtype);
+    if (out == Py_None) return (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
+    if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
+        !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
+        PyArray_TYPE((PyArrayObject *)out) != typenum ||
+        !PyArray_ISWRITEABLE((PyArrayObject *)out) ||
+        memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
+        PyErr_Format(PyExc_ValueError,
+                     "out must be a writeable C-contiguous %s array of shape (%d, %lld, %lld)",
+                     cf_dtype_name(self->info.dtype), count, h, w);
+        return NULL;
+    }
+    Py_INCREF(out);
+    return (PyArrayObject *)out;
+}
+
 /* Optional number arguments of the grid read: None or a float. */
 static int opt_number(PyObject *o, const char *what, int *set, double *v) {
     if (o == Py_None) return 1;
@@ -407,25 +429,7 @@ static PyObject *Cog_read_grid(CogObject *self, PyObject *grid, PyObject *bands_
         return NULL;
     }
     int count = nb ? nb : (int)self->info.count;
-    npy_intp dims[3] = {count, (npy_intp)g.height, (npy_intp)g.width};
-    int typenum = cf_py_npy_type(self->info.dtype);
-    PyArrayObject *arr = NULL;
-    if (out != Py_None) {
-        if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
-            !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
-            PyArray_TYPE((PyArrayObject *)out) != typenum ||
-            !PyArray_ISWRITEABLE((PyArrayObject *)out) ||
-            memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
-            PyErr_Format(PyExc_ValueError,
-                         "out must be a writeable C-contiguous %s array of shape (%d, %u, %u)",
-                         cf_dtype_name(self->info.dtype), count, g.height, g.width);
-        } else {
-            arr = (PyArrayObject *)out;
-            Py_INCREF(out);
-        }
-    } else {
-        arr = (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
-    }
+    PyArrayObject *arr = out_array(self, out, count, g.height, g.width);
     if (!arr || !reading_begin(self)) {
         Py_XDECREF(arr);
         PyMem_Free(bands);
@@ -484,29 +488,10 @@ static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
     int nb = 0, *bands = NULL;
     if (!cf_py_parse_bands(bands_obj, &bands, &nb)) return NULL;
     int count = nb ? nb : (int)self->info.count;
-    npy_intp dims[3] = {count, (npy_intp)wv[3], (npy_intp)wv[2]};
-    int typenum = cf_py_npy_type(self->info.dtype);
-    PyArrayObject *arr;
-    if (out != Py_None) {
-        if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
-            !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
-            PyArray_TYPE((PyArrayObject *)out) != typenum ||
-            !PyArray_ISWRITEABLE((PyArrayObject *)out) ||
-            memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
-            PyMem_Free(bands);
-            return PyErr_Format(PyExc_ValueError,
-                                "out must be a writeable C-contiguous %s array of shape "
-                                "(%d, %lld, %lld)",
-                                cf_dtype_name(self->info.dtype), count, wv[3], wv[2]);
-        }
-        arr = (PyArrayObject *)out;
-        Py_INCREF(out);
-    } else {
-        arr = (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
-        if (!arr) {
-            PyMem_Free(bands);
-            return NULL;
-        }
+    PyArrayObject *arr = out_array(self, out, count, wv[3], wv[2]);
+    if (!arr) {
+        PyMem_Free(bands);
+        return NULL;
     }
     void *dst = PyArray_DATA(arr);
     size_t size = (size_t)PyArray_NBYTES(arr);

@@ -409,6 +409,23 @@ static double kernel_scale(uint32_t tsize, double raw, uint32_t wsize) {
     return s;
 }
 
+/* One axis of the source window: the footprint's pixels [i0, i1) plus
+ * the margin r, clipped to the level's `size`; all of it when the
+ * footprint covers more than 90 % (GDAL, for anti-meridian footprints). */
+static void axis_window(int64_t i0, int64_t i1, int64_t r, uint32_t size, int64_t *off,
+                        int64_t *len) {
+    int64_t n = size;
+    if (i1 - i0 > 0.9 * n) {
+        *off = 0;
+        *len = n;
+        return;
+    }
+    *off = i0 - r < 0 ? 0 : i0 - r > n ? n : i0 - r;
+    *len = i1 - *off + r;
+    if (*len > n - *off) *len = n - *off;
+    if (*len < 0) *len = 0;
+}
+
 cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *out,
                           cf_error *err) {
     memset(out, 0, sizeof *out);
@@ -476,26 +493,8 @@ cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *
     double rawx = fmax(0.0, fmin(W - (double)ix0, x1 - x0));
     double rawy = fmax(0.0, fmin(H - (double)iy0, y1 - y0));
     int64_t ox, oy, ow, oh;
-    /* More than 90% of the width (or height): all of it, as GDAL does
-     * (anti-meridian footprints). */
-    if (ix1 - ix0 > 0.9 * W) {
-        ox = 0;
-        ow = (int64_t)W;
-    } else {
-        ox = ix0 - rx < 0 ? 0 : ix0 - rx > (int64_t)W ? (int64_t)W : ix0 - rx;
-        ow = ix1 - ox + rx;
-        if (ow > (int64_t)W - ox) ow = (int64_t)W - ox;
-        if (ow < 0) ow = 0;
-    }
-    if (iy1 - iy0 > 0.9 * H) {
-        oy = 0;
-        oh = (int64_t)H;
-    } else {
-        oy = iy0 - ry < 0 ? 0 : iy0 - ry > (int64_t)H ? (int64_t)H : iy0 - ry;
-        oh = iy1 - oy + ry;
-        if (oh > (int64_t)H - oy) oh = (int64_t)H - oy;
-        if (oh < 0) oh = 0;
-    }
+    axis_window(ix0, ix1, rx, rq->lw, &ox, &ow);
+    axis_window(iy0, iy1, ry, rq->lh, &oy, &oh);
     out->fill = (double)ow * oh / fmax(1.0, (x1 - x0 + 2 * rx) * (y1 - y0 + 2 * ry));
     if (ow <= 0 || oh <= 0) return CF_OK;
     out->x = ox;
