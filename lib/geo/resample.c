@@ -479,6 +479,27 @@ typedef struct mode_buf {
 static int mode_int(const rs_call *c, const double *P, const uint8_t *V, const foot *f,
                     mode_buf *m, int offset, double *out) {
     int best = 0, ind = -1;
+    if ((f->x1 - f->x0) * (f->y1 - f->y0) <= 32) {
+        /* A small footprint (up- or slightly downsampling, the usual case
+         * for labels): the same counting on a short list instead of the
+         * histogram, whose clearing would cost more than the count. */
+        int vals[32], counts[32], n = 0;
+        for (int64_t y = f->y0; y < f->y1; y++)
+            for (int64_t x = f->x0; x < f->x1; x++) {
+                size_t o = (size_t)y * c->W + (size_t)x;
+                if (V && !V[o]) continue;
+                int v = (int)P[o], k = 0;
+                while (k < n && vals[k] != v) k++;
+                if (k == n) vals[n] = v, counts[n++] = 0;
+                if (++counts[k] > best) {
+                    ind = v;
+                    best = counts[k];
+                }
+            }
+        if (ind == -1) return 0;
+        *out = ind;
+        return 1;
+    }
     for (int64_t y = f->y0; y < f->y1; y++)
         for (int64_t x = f->x0; x < f->x1; x++) {
             size_t o = (size_t)y * c->W + (size_t)x;
