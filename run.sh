@@ -30,7 +30,7 @@ PY=$VENV/bin/python
 DEB_PACKAGES=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   libcurl4-openssl-dev libssl-dev libdeflate-dev libzstd-dev liblerc-dev
-  libjpeg62-turbo-dev libwebp-dev liblzma-dev python3-dev python3-venv
+  libjpeg62-turbo-dev libwebp-dev liblzma-dev libproj-dev python3-dev python3-venv
   gdal-bin nginx libnginx-mod-http-lua nodejs
 )
 

@@ -379,6 +379,166 @@ CF_API cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
 CF_API uint64_t cf_cog_requests(const cf_cog *cog);
 
 /* ------------------------------------------------------------------ */
+/* Georeferencing: CRSs, grids, reading onto a grid (docs/reader.md)   */
+/* ------------------------------------------------------------------ */
+
+/* A coordinate reference system, held by PROJ.  Immutable and reference
+ * counted: every function below is thread-safe.  Two CRSs are the same
+ * when PROJ says they are equivalent (cf_crs_equivalent), whatever their
+ * codes or names. */
+typedef struct cf_crs cf_crs;
+
+/* Any CRS PROJ reads: "EPSG:32633" (or just "32633"), "OGC:CRS84",
+ * "ESRI:102100", WKT1 or WKT2, PROJJSON, a PROJ string ("+proj=utm
+ * +zone=33 +datum=WGS84").  A deprecated EPSG code is replaced by its
+ * successor, as GDAL does (cf_crs_epsg_written keeps the code as given).
+ * CF_E_ARG, naming what PROJ said, when it is not a CRS. */
+CF_API cf_status cf_crs_from_string(const char *text, cf_crs **out, cf_error *err);
+CF_API cf_status cf_crs_from_epsg(int code, cf_crs **out, cf_error *err);
+/* Another reference to crs (the same object). */
+CF_API cf_crs *cf_crs_ref(const cf_crs *crs);
+/* Drop a reference; NULL is fine. */
+CF_API void cf_crs_free(cf_crs *crs);
+
+/* The EPSG code of the CRS (after a deprecated code's replacement, as
+ * GDAL resolves it: 2143 -> 2948, 3410 -> 6933), or of an equivalent
+ * EPSG CRS of the same name; 0 for a user-defined CRS. */
+CF_API int cf_crs_epsg(const cf_crs *crs);
+/* The EPSG code as written in the file (or given to cf_crs_from_*),
+ * deprecated or not; 0 when none was. */
+CF_API int cf_crs_epsg_written(const cf_crs *crs);
+/* Name ("WGS 84 / UTM zone 33N"), WKT2 (2019) and PROJJSON of the CRS.
+ * Strings live as long as the crs; never NULL (empty when PROJ cannot
+ * write the form). */
+CF_API const char *cf_crs_name(const cf_crs *crs);
+CF_API const char *cf_crs_wkt(const cf_crs *crs);
+CF_API const char *cf_crs_projjson(const cf_crs *crs);
+/* "EPSG:n" when there is an EPSG code, else the WKT2: what
+ * cf_crs_from_string reads back to an equivalent CRS. */
+CF_API const char *cf_crs_to_string(const cf_crs *crs);
+
+typedef enum cf_crs_kind {
+    CF_CRS_OTHER = 0,
+    CF_CRS_GEOGRAPHIC = 1,     /* degrees of longitude and latitude */
+    CF_CRS_PROJECTED = 2,
+    CF_CRS_ENGINEERING = 3     /* local: no link to the Earth */
+} cf_crs_kind;
+/* Kind of the horizontal part (a compound CRS's first component). */
+CF_API cf_crs_kind cf_crs_kind_of(const cf_crs *crs);
+/* Linear unit of a projected or engineering CRS in metres per unit (1 for
+ * metre; 0 for a geographic CRS). */
+CF_API double cf_crs_linear_unit(const cf_crs *crs);
+
+/* 1 when PROJ finds the horizontal parts of a and b equivalent, axis order
+ * of geographic CRSs aside (GeoTIFF always stores longitude first): the
+ * test that decides between an affine map and a reprojection.  NULL is
+ * equivalent only to NULL. */
+CF_API int cf_crs_equivalent(const cf_crs *a, const cf_crs *b);
+
+/* The file's CRS (borrowed: lives as long as the cog), or NULL when it has
+ * none (no GeoKeys, or keys that describe no CRS PROJ can build;
+ * cf_cog_crs_note then says why). */
+CF_API const cf_crs *cf_cog_crs(const cf_cog *cog);
+CF_API const char *cf_cog_crs_note(const cf_cog *cog);
+
+/* A grid: CRS, affine transform, size.  Pixel-is-area, as GDAL: the
+ * transform (GDAL order) maps pixel corners, x = t[0] + col*t[1] +
+ * row*t[2], y = t[3] + col*t[4] + row*t[5]; pixel centres are at +0.5.
+ * `crs` is borrowed: it must outlive every use of the grid (NULL: no CRS,
+ * which only another NULL-CRS grid can be read onto). */
+typedef struct cf_grid {
+    const cf_crs *crs;
+    double transform[6];
+    uint32_t width, height;
+} cf_grid;
+
+/* The grid of resolution (xres, yres) (> 0, CRS units) covering bounds
+ * (xmin, ymin, xmax, ymax) from its top-left corner, north up, with
+ * gdalwarp's rule for -te with -tr: width = (int)((xmax - xmin + xres/2)
+ * / xres), likewise height.  CF_E_ARG for empty bounds or a size of 0 or
+ * above CF_MAX_DIMENSION. */
+CF_API cf_status cf_grid_from_bounds(const cf_crs *crs, const double bounds[4],
+                              double xres, double yres, cf_grid *out,
+                              cf_error *err);
+/* The grid of the cog's level (0 full resolution; an overview's transform
+ * scaled by the size ratio, as GDAL does): the "like this file" grid.
+ * CF_E_STATE when the file has no geotransform. */
+CF_API cf_status cf_cog_grid(const cf_cog *cog, int level, cf_grid *out,
+                      cf_error *err);
+/* The window (x, y, w, h) of g as a grid of its own (a patch). */
+CF_API cf_status cf_grid_window(const cf_grid *g, int64_t x, int64_t y, uint32_t w,
+                         uint32_t h, cf_grid *out, cf_error *err);
+/* (xmin, ymin, xmax, ymax) of the grid's corners. */
+CF_API void cf_grid_bounds(const cf_grid *g, double out[4]);
+
+/* Resampling kernels, as GDAL's warper computes them (docs/reader.md):
+ * nearest and mode keep values (labels), bilinear and cubic (Catmull-Rom)
+ * interpolate and widen their support by the ratio when downsampling,
+ * average weighs every source pixel by its overlap. */
+typedef enum cf_resampling {
+    CF_RS_NEAREST = 0,
+    CF_RS_BILINEAR = 1,
+    CF_RS_CUBIC = 2,
+    CF_RS_AVERAGE = 3,
+    CF_RS_MODE = 4
+} cf_resampling;
+#define CF_RS_COUNT 5
+/* "nearest", "bilinear", "cubic", "average", "mode". */
+CF_API const char *cf_resampling_name(cf_resampling r);
+/* The kernel of that name (also GDAL's "near"); CF_E_ARG otherwise. */
+CF_API cf_status cf_resampling_from_name(const char *name, cf_resampling *out,
+                                  cf_error *err);
+
+#define CF_LEVEL_AUTO (-1)
+
+typedef struct cf_warp_options {
+    size_t struct_size;
+    cf_resampling resampling;  /* (CF_RS_NEAREST) */
+    /* Source level: CF_LEVEL_AUTO (default) picks an overview as gdalwarp
+     * does when the target is coarser; >= 0 reads that level. */
+    int level;
+    /* Reprojection: the most a source position may be off from the exact
+     * transformation, in source pixels (0.125, gdalwarp's -et default); 0:
+     * every target pixel goes through PROJ (slow). */
+    double error_threshold;
+    /* Source nodata: -1 (default) the file's GDAL_NODATA, 0 none, 1 the
+     * value src_nodata.  Nodata samples never contribute; a target pixel
+     * with no valid source stays dst nodata. */
+    int src_nodata_set;
+    double src_nodata;
+    /* Fill of target pixels without a value: -1 (default) the source's
+     * nodata, or 0 when it has none; 0: 0; 1: dst_nodata. */
+    int dst_nodata_set;
+    double dst_nodata;
+    /* Out: the level read (for CF_LEVEL_AUTO). */
+    int level_used;
+} cf_warp_options;
+
+CF_API void cf_warp_options_init(cf_warp_options *opt);
+
+/* Read the cog onto `grid`: every target pixel gets the `resampling` of
+ * the source pixels under it, computed as GDAL's warper does (gdalwarp
+ * onto the same grid is the oracle: docs/conformance.md).  Same CRS: an
+ * affine map; another CRS: PROJ on a sparse lattice of points, the rest
+ * interpolated within opt.error_threshold.  The footprint of the grid plus
+ * the kernel's margin is read in one batch through cf_cog_read, from the
+ * level opt.level (auto: an overview when the grid is coarser); with an
+ * internal mask, masked pixels are invalid.  dst: band-sequential (bands,
+ * height, width), the file's dtype, at least nbands*width*height*size
+ * bytes.  CF_E_STATE when the file has no geotransform, or its CRS or the
+ * grid's is missing while the other is set; CF_E_UNSUPPORTED when PROJ
+ * has no transformation between them.  opt may be NULL (defaults).
+ * Thread-safe like cf_cog_read. */
+CF_API cf_status cf_cog_read_grid(cf_cog *cog, const cf_grid *grid, const int *bands,
+                           int nbands, cf_warp_options *opt, void *dst,
+                           size_t dst_size, cf_error *err);
+/* The level cf_cog_read_grid reads for `grid` with `opt` (NULL: defaults),
+ * without reading: the overview GDAL's warper would decode. */
+CF_API cf_status cf_cog_grid_level(cf_cog *cog, const cf_grid *grid,
+                            const cf_warp_options *opt, int *level,
+                            cf_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Loader: sampler -> parallel reads -> batch ring                     */
 /* ------------------------------------------------------------------ */
 

@@ -8,6 +8,9 @@
 
 #include <structmember.h>
 
+#include <limits.h>
+#include <math.h>
+
 PyObject *cf_py_Error = NULL;
 
 PyObject *cf_py_raise(cf_status code, const cf_error *err) {
@@ -234,6 +237,7 @@ cf_io *cf_py_io_get(PyObject *obj) {
 typedef struct {
     PyObject_HEAD cf_cog *cog;
     PyObject *io; /* keeps the IO alive while the cog uses it */
+    PyObject *crs; /* cogfeed.CRS or None, made at open */
     cf_cog_info info;
     /* Reads running with the GIL released (under the GIL), and a close()
      * asked for meanwhile: the last of those reads closes the file, so
@@ -257,6 +261,7 @@ static void close_cog(CogObject *self) {
 static void Cog_dealloc(CogObject *self) {
     close_cog(self);
     Py_XDECREF(self->io);
+    Py_XDECREF(self->crs);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -360,13 +365,136 @@ fail:
     return 0;
 }
 
+/* The array a read fills: `out` when it is a writeable C-contiguous array
+ * of the file's dtype and shape (count, h, w), else a new one (out None);
+ * a new reference, or NULL with an exception. */
+static PyArrayObject *out_array(CogObject *self, PyObject *out, int count, long long h,
+                                long long w) {
+    npy_intp dims[3] = {count, (npy_intp)h, (npy_intp)w};
+    int typenum = cf_py_npy_type(self->info.dtype);
+    if (out == Py_None) return (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
+    if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
+        !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
+        PyArray_TYPE((PyArrayObject *)out) != typenum ||
+        !PyArray_ISWRITEABLE((PyArrayObject *)out) ||
+        memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
+        PyErr_Format(PyExc_ValueError,
+                     "out must be a writeable C-contiguous %s array of shape (%d, %lld, %lld)",
+                     cf_dtype_name(self->info.dtype), count, h, w);
+        return NULL;
+    }
+    Py_INCREF(out);
+    return (PyArrayObject *)out;
+}
+
+/* Optional number arguments of the grid read: None or a float. */
+static int opt_number(PyObject *o, const char *what, int *set, double *v) {
+    if (o == Py_None) return 1;
+    *v = PyFloat_AsDouble(o);
+    if (*v == -1.0 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError, "%s must be a number or None", what);
+        return 0;
+    }
+    *set = 1;
+    return 1;
+}
+
+/* The warp options of read(grid=...): resampling, level (None: auto),
+ * error_threshold, src_nodata, dst_nodata. */
+static int warp_options(PyObject *level_obj, const char *rs, double et, PyObject *src_nd,
+                        PyObject *dst_nd, cf_warp_options *o) {
+    cf_warp_options_init(o);
+    cf_error err = {0};
+    if (cf_resampling_from_name(rs, &o->resampling, &err)) {
+        PyErr_SetString(PyExc_ValueError, err.msg);
+        return 0;
+    }
+    if (level_obj != Py_None) {
+        long l = PyLong_AsLong(level_obj);
+        if (l == -1 && PyErr_Occurred()) return 0;
+        if (l < 0) {
+            PyErr_SetString(PyExc_ValueError, "level must be >= 0 or None (automatic)");
+            return 0;
+        }
+        o->level = (int)l;
+    }
+    if (!(et >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "error_threshold must be >= 0");
+        return 0;
+    }
+    o->error_threshold = et;
+    int set = 0;
+    if (!opt_number(src_nd, "src_nodata", &set, &o->src_nodata)) return 0;
+    if (set) o->src_nodata_set = 1;
+    set = 0;
+    if (!opt_number(dst_nd, "dst_nodata", &set, &o->dst_nodata)) return 0;
+    if (set) o->dst_nodata_set = 1;
+    return 1;
+}
+
+static PyObject *Cog_read_grid(CogObject *self, PyObject *grid, PyObject *bands_obj,
+                               PyObject *out, cf_warp_options *o) {
+    cf_grid g;
+    cf_crs *hold = NULL;
+    if (!cf_py_grid_parse(grid, &g, &hold)) return NULL;
+    int nb = 0, *bands = NULL;
+    if (!cf_py_parse_bands(bands_obj, &bands, &nb)) {
+        cf_crs_free(hold);
+        return NULL;
+    }
+    int count = nb ? nb : (int)self->info.count;
+    PyArrayObject *arr = out_array(self, out, count, g.height, g.width);
+    if (!arr || !reading_begin(self)) {
+        Py_XDECREF(arr);
+        PyMem_Free(bands);
+        cf_crs_free(hold);
+        return NULL;
+    }
+    cf_error err = {0};
+    cf_status st;
+    void *dst = PyArray_DATA(arr);
+    size_t size = (size_t)PyArray_NBYTES(arr);
+    Py_BEGIN_ALLOW_THREADS st = cf_cog_read_grid(self->cog, &g, bands, nb, o, dst, size, &err);
+    Py_END_ALLOW_THREADS reading_end(self);
+    PyMem_Free(bands);
+    cf_crs_free(hold);
+    if (st) {
+        Py_DECREF(arr);
+        return cf_py_raise(st, &err);
+    }
+    return (PyObject *)arr;
+}
+
 static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"window", "bands", "level", "out", NULL};
-    PyObject *win = Py_None, *bands_obj = Py_None, *out = Py_None;
+    static char *kwlist[] = {"window", "bands", "level", "out", "grid", "resampling",
+                             "error_threshold", "src_nodata", "dst_nodata", NULL};
+    PyObject *win = Py_None, *bands_obj = Py_None, *out = Py_None, *level_obj = Py_None;
+    PyObject *grid = Py_None, *src_nd = Py_None, *dst_nd = Py_None;
+    const char *rs = "nearest";
+    double et = 0.125;
     int level = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOi$O", kwlist, &win, &bands_obj, &level, &out))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO$OOsdOO", kwlist, &win, &bands_obj,
+                                     &level_obj, &out, &grid, &rs, &et, &src_nd, &dst_nd))
         return NULL;
     if (!check_open(self)) return NULL;
+    if (grid != Py_None) {
+        if (win != Py_None) {
+            PyErr_SetString(PyExc_ValueError, "read(): give a window or a grid, not both");
+            return NULL;
+        }
+        cf_warp_options o;
+        if (!warp_options(level_obj, rs, et, src_nd, dst_nd, &o)) return NULL;
+        return Cog_read_grid(self, grid, bands_obj, out, &o);
+    }
+    if (level_obj != Py_None) {
+        long l = PyLong_AsLong(level_obj);
+        if (l == -1 && PyErr_Occurred()) return NULL;
+        if (l < INT_MIN || l > INT_MAX) {
+            PyErr_SetString(PyExc_ValueError, "level out of range");
+            return NULL;
+        }
+        level = (int)l;
+    }
     long long wv[4];
     cf_error err = {0};
     cf_status st;
@@ -374,29 +502,10 @@ static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
     int nb = 0, *bands = NULL;
     if (!cf_py_parse_bands(bands_obj, &bands, &nb)) return NULL;
     int count = nb ? nb : (int)self->info.count;
-    npy_intp dims[3] = {count, (npy_intp)wv[3], (npy_intp)wv[2]};
-    int typenum = cf_py_npy_type(self->info.dtype);
-    PyArrayObject *arr;
-    if (out != Py_None) {
-        if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
-            !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
-            PyArray_TYPE((PyArrayObject *)out) != typenum ||
-            !PyArray_ISWRITEABLE((PyArrayObject *)out) ||
-            memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
-            PyMem_Free(bands);
-            return PyErr_Format(PyExc_ValueError,
-                                "out must be a writeable C-contiguous %s array of shape "
-                                "(%d, %lld, %lld)",
-                                cf_dtype_name(self->info.dtype), count, wv[3], wv[2]);
-        }
-        arr = (PyArrayObject *)out;
-        Py_INCREF(out);
-    } else {
-        arr = (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
-        if (!arr) {
-            PyMem_Free(bands);
-            return NULL;
-        }
+    PyArrayObject *arr = out_array(self, out, count, wv[3], wv[2]);
+    if (!arr) {
+        PyMem_Free(bands);
+        return NULL;
     }
     void *dst = PyArray_DATA(arr);
     size_t size = (size_t)PyArray_NBYTES(arr);
@@ -534,11 +643,42 @@ static PyObject *Cog_metadata_domains(CogObject *self, PyObject *args, PyObject 
     return l;
 }
 
+/* grid(level=0) -> cogfeed.Grid of the file's level. */
+static PyObject *Cog_grid(CogObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"level", NULL};
+    int level = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|i", kwlist, &level)) return NULL;
+    if (!check_open(self)) return NULL;
+    cf_grid g;
+    cf_error err = {0};
+    cf_status st = cf_cog_grid(self->cog, level, &g, &err);
+    if (st) return cf_py_raise(st, &err);
+    PyObject *mod = PyImport_ImportModule("cogfeed.grid");
+    if (!mod) return NULL;
+    const double *t = g.transform;
+    PyObject *gt = Py_BuildValue("(dddddd)", t[0], t[1], t[2], t[3], t[4], t[5]);
+    PyObject *r = gt ? PyObject_CallMethod(mod, "_from_cog", "OOII", self->crs, gt, g.width,
+                                           g.height)
+                     : NULL;
+    Py_XDECREF(gt);
+    Py_DECREF(mod);
+    return r;
+}
+
 static PyMethodDef Cog_methods[] = {
     {"read", (PyCFunction)(void (*)(void))Cog_read, METH_VARARGS | METH_KEYWORDS,
-     "read(window=None, bands=None, level=0, *, out=None) -> ndarray (bands, h, w)\n\n"
+     "read(window=None, bands=None, level=0, *, out=None, grid=None, resampling='nearest',\n"
+     "     error_threshold=0.125, src_nodata=None, dst_nodata=None) -> ndarray (bands, h, w)\n\n"
      "window=(x, y, w, h) in pixels of the level (None: whole level); bands are 1-based;\n"
-     "pixels outside the image are nodata (0 without nodata). The GIL is released."},
+     "pixels outside the image are nodata (0 without nodata).\n"
+     "grid=cogfeed.Grid: read onto that grid instead (shape (bands, grid.height,\n"
+     "grid.width)) with resampling 'nearest', 'bilinear', 'cubic', 'average' or 'mode',\n"
+     "as gdalwarp computes it; level None (default) picks an overview as gdalwarp does;\n"
+     "another CRS is reprojected within error_threshold source pixels; nodata sources\n"
+     "never contribute, pixels without a value are dst_nodata (default: the source's,\n"
+     "else 0). The GIL is released."},
+    {"grid", (PyCFunction)(void (*)(void))Cog_grid, METH_VARARGS | METH_KEYWORDS,
+     "grid(level=0) -> cogfeed.Grid of the file (an overview's for level > 0)"},
     {"read_mask", (PyCFunction)(void (*)(void))Cog_read_mask, METH_VARARGS | METH_KEYWORDS,
      "read_mask(window=None, level=0) -> uint8 ndarray (h, w): 255 valid, 0 invalid"},
     {"level_info", (PyCFunction)Cog_level_shape, METH_O,
@@ -583,8 +723,30 @@ static PyObject *get_geotransform(PyObject *self, void *c) {
     return Py_BuildValue("(dddddd)", g[0], g[1], g[2], g[3], g[4], g[5]);
 }
 static PyObject *get_crs(PyObject *self, void *c) {
+    PyObject *o = ((CogObject *)self)->crs;
+    Py_INCREF(o);
+    return o;
+}
+static PyObject *get_epsg(PyObject *self, void *c) {
     if (!CF_INFO(epsg)) Py_RETURN_NONE;
     return PyLong_FromLong(CF_INFO(epsg));
+}
+/* transform: (a, b, c, d, e, f) as rasterio and the affine package order
+ * it (x = a*col + b*row + c); bounds (left, bottom, right, top); res. */
+static PyObject *get_georef(PyObject *self, void *which) {
+    if (!CF_INFO(has_geotransform)) Py_RETURN_NONE;
+    const double *g = CF_INFO(geotransform);
+    const char *w = which;
+    if (!strcmp(w, "transform"))
+        return Py_BuildValue("(dddddd)", g[1], g[2], g[0], g[4], g[5], g[3]);
+    if (!strcmp(w, "res")) return Py_BuildValue("(dd)", hypot(g[1], g[4]), hypot(g[2], g[5]));
+    CogObject *o = (CogObject *)self;
+    if (!check_open(o)) return NULL;
+    cf_grid grid;
+    double b[4];
+    cf_cog_grid(o->cog, 0, &grid, NULL);
+    cf_grid_bounds(&grid, b);
+    return Py_BuildValue("(dddd)", b[0], b[1], b[2], b[3]);
 }
 static PyObject *get_nodata(PyObject *self, void *c) {
     if (!CF_INFO(has_nodata)) Py_RETURN_NONE;
@@ -734,7 +896,14 @@ static PyGetSetDef Cog_getset[] = {
     {"interleave", get_interleave, NULL, "'pixel' or 'band'", NULL},
     {"overviews", get_overviews, NULL, "list of (width, height) of each overview level", NULL},
     {"geotransform", get_geotransform, NULL, "GDAL geotransform tuple or None", NULL},
-    {"crs", get_crs, NULL, "EPSG code (int) or None", NULL},
+    {"crs", get_crs, NULL,
+     "cogfeed.CRS of the file (== its EPSG code as an int too), or None", NULL},
+    {"epsg", get_epsg, NULL, "EPSG code as GDAL resolves it, or None", NULL},
+    {"transform", get_georef, NULL,
+     "affine transform (a, b, c, d, e, f) in rasterio's order (x = a*col + b*row + c), or None",
+     "transform"},
+    {"bounds", get_georef, NULL, "(left, bottom, right, top) of level 0, or None", "bounds"},
+    {"res", get_georef, NULL, "(x resolution, y resolution) of level 0, or None", "res"},
     {"nodata", get_nodata, NULL, "nodata value (float) or None", NULL},
     {"scales", get_scales, NULL, "per-band scale (GDAL_METADATA), 1.0 when absent", NULL},
     {"nodatas", get_nodatas, NULL, "per-band nodata value (float) or None", NULL},
@@ -814,7 +983,33 @@ static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
     Py_INCREF(io_ref);
     o->io = io_ref;
     cf_cog_get_info(cog, &o->info);
+    o->crs = cf_py_crs_new(cf_crs_ref(cf_cog_crs(cog)));
+    if (!o->crs) {
+        Py_DECREF(o);
+        return NULL;
+    }
     return (PyObject *)o;
+}
+
+/* grid_level(cog, grid, resampling='nearest') -> the level a read onto
+ * grid decodes (tests compare it with gdalwarp's choice). */
+static PyObject *py_grid_level(PyObject *mod, PyObject *args) {
+    PyObject *cog_obj, *grid;
+    const char *rs = "nearest";
+    if (!PyArg_ParseTuple(args, "O!O|s", &CogType, &cog_obj, &grid, &rs)) return NULL;
+    CogObject *co = (CogObject *)cog_obj;
+    if (!check_open(co)) return NULL;
+    cf_warp_options o;
+    if (!warp_options(Py_None, rs, 0.125, Py_None, Py_None, &o)) return NULL;
+    cf_grid g;
+    cf_crs *hold;
+    if (!cf_py_grid_parse(grid, &g, &hold)) return NULL;
+    int level = 0;
+    cf_error err = {0};
+    cf_status st = cf_cog_grid_level(co->cog, &g, &o, &level, &err);
+    cf_crs_free(hold);
+    if (st) return cf_py_raise(st, &err);
+    return PyLong_FromLong(level);
 }
 
 static PyObject *py_default_io(PyObject *mod, PyObject *noargs) {
@@ -931,6 +1126,8 @@ static PyMethodDef module_methods[] = {
      "scratch together stay within inflight_bytes (0: 256 MiB), and a tile that can\n"
      "never fit fails its windows (\"safety limit\", naming file, level and tile).\n"
      "Raises cogfeed.Error for the first window that failed.  The GIL is released."},
+    {"grid_level", (PyCFunction)py_grid_level, METH_VARARGS,
+     "grid_level(cog, grid, resampling='nearest') -> the level cog.read(grid=grid) decodes"},
     {"default_io", (PyCFunction)py_default_io, METH_NOARGS,
      "default_io() -> IO used when no io is given"},
     {NULL, NULL, 0, NULL}};
@@ -958,5 +1155,6 @@ PyMODINIT_FUNC PyInit__cogfeed(void) {
     PyModule_AddObject(m, "Cog", (PyObject *)&CogType);
     PyModule_AddStringConstant(m, "__version__", CF_VERSION_STRING);
     if (cf_py_loader_init(m) < 0) return NULL;
+    if (cf_py_geo_init(m) < 0) return NULL;
     return m;
 }

@@ -55,4 +55,15 @@ int cf_py_parse_bands(PyObject *obj, int **bands, int *nb);
 /* Loader bindings (python/_loader.c): add the Loader type to the module. */
 int cf_py_loader_init(PyObject *module);
 
+/* Geo bindings (python/_geo.c): cogfeed.CRS and grid_from_bounds. */
+int cf_py_geo_init(PyObject *module);
+/* A cogfeed.CRS owning crs (a reference is taken over); None for NULL. */
+PyObject *cf_py_crs_new(cf_crs *crs);
+/* Anything CRS() accepts (None: *out NULL) as a new cf_crs reference;
+ * 0 with an exception set on error. */
+int cf_py_crs_convert(PyObject *o, cf_crs **out);
+/* A cogfeed.Grid (anything with crs, geotransform, width, height) as a
+ * cf_grid whose CRS is *hold (a reference the caller frees). */
+int cf_py_grid_parse(PyObject *o, cf_grid *g, cf_crs **hold);
+
 #endif

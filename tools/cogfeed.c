@@ -182,6 +182,83 @@ static void json_num(FILE *f, double v) {
 
 static const char *interleave_name(int planar) { return planar == 2 ? "band" : "pixel"; }
 
+static const char *kind_name(cf_crs_kind k) {
+    switch (k) {
+    case CF_CRS_GEOGRAPHIC: return "geographic";
+    case CF_CRS_PROJECTED: return "projected";
+    case CF_CRS_ENGINEERING: return "engineering";
+    default: return "other";
+    }
+}
+
+/* "crs": the CRS as resolved (EPSG code after GDAL's replacement of a
+ * deprecated one, and the code as written), its name, WKT2 and PROJJSON;
+ * null, with "crs_note" saying why, when the file has none. */
+static void json_crs(FILE *f, const cf_cog *cog) {
+    const cf_crs *c = cf_cog_crs(cog);
+    if (!c) {
+        fputs(", \"crs\": null", f);
+        if (cf_cog_crs_note(cog)[0]) {
+            fputs(", \"crs_note\": ", f);
+            json_str(f, cf_cog_crs_note(cog));
+        }
+        return;
+    }
+    fputs(", \"crs\": {\"epsg\": ", f);
+    if (cf_crs_epsg(c)) fprintf(f, "%d", cf_crs_epsg(c));
+    else fputs("null", f);
+    fputs(", \"epsg_written\": ", f);
+    if (cf_crs_epsg_written(c)) fprintf(f, "%d", cf_crs_epsg_written(c));
+    else fputs("null", f);
+    fputs(", \"name\": ", f);
+    json_str(f, cf_crs_name(c));
+    fprintf(f, ", \"kind\": \"%s\", \"string\": ", kind_name(cf_crs_kind_of(c)));
+    json_str(f, cf_crs_to_string(c));
+    fputs(", \"wkt\": ", f);
+    json_str(f, cf_crs_wkt(c));
+    /* PROJ writes PROJJSON: embed it as the object it is. */
+    const char *pj = cf_crs_projjson(c);
+    fprintf(f, ", \"projjson\": %s}", pj[0] == '{' ? pj : "null");
+}
+
+/* "bounds" (xmin, ymin, xmax, ymax) and "res" of level 0, null without a
+ * geotransform. */
+static void json_grid(FILE *f, const cf_cog *cog, const cf_cog_info *in) {
+    if (!in->has_geotransform) {
+        fputs(", \"bounds\": null, \"res\": null", f);
+        return;
+    }
+    cf_grid g;
+    double b[4];
+    cf_cog_grid(cog, 0, &g, NULL);
+    cf_grid_bounds(&g, b);
+    fputs(", \"bounds\": [", f);
+    for (int k = 0; k < 4; k++) {
+        if (k) fputs(", ", f);
+        json_num(f, b[k]);
+    }
+    fputs("], \"res\": [", f);
+    json_num(f, hypot(g.transform[1], g.transform[4]));
+    fputs(", ", f);
+    json_num(f, hypot(g.transform[2], g.transform[5]));
+    fputc(']', f);
+}
+
+static void print_crs(FILE *f, const cf_cog *cog) {
+    const cf_crs *c = cf_cog_crs(cog);
+    if (!c) {
+        const char *note = cf_cog_crs_note(cog);
+        fprintf(f, "CRS:          none%s%s%s\n", note[0] ? " (" : "", note, note[0] ? ")" : "");
+        return;
+    }
+    if (cf_crs_epsg(c)) fprintf(f, "CRS:          EPSG:%d, %s", cf_crs_epsg(c), cf_crs_name(c));
+    else fprintf(f, "CRS:          user-defined %s, %s", kind_name(cf_crs_kind_of(c)),
+                 cf_crs_name(c));
+    if (cf_crs_epsg_written(c) && cf_crs_epsg_written(c) != cf_crs_epsg(c))
+        fprintf(f, " (written as EPSG:%d)", cf_crs_epsg_written(c));
+    fputc('\n', f);
+}
+
 /* An io with options `o` and the cog at `url` on it; 0, or the exit code
  * after reporting the failure (nothing left open). */
 static int open_cog(const char *cmd, const cf_io_options *o,
@@ -308,6 +385,8 @@ static int cmd_info(int argc, char **argv) {
         }
         if (in.epsg) fprintf(f, ", \"epsg\": %d", in.epsg);
         else fputs(", \"epsg\": null", f);
+        json_crs(f, cog);
+        json_grid(f, cog, &in);
         fputs(", \"nodata\": ", f);
         if (in.has_nodata) json_num(f, in.nodata);
         else fputs("null", f);
@@ -373,8 +452,17 @@ static int cmd_info(int argc, char **argv) {
                     in.geotransform[3], in.geotransform[4], in.geotransform[5]);
         else
             fprintf(f, "Geotransform: none\n");
-        if (in.epsg) fprintf(f, "CRS:          EPSG:%d\n", in.epsg);
-        else fprintf(f, "CRS:          unknown\n");
+        print_crs(f, cog);
+        if (in.has_geotransform) {
+            cf_grid g;
+            double b[4];
+            cf_cog_grid(cog, 0, &g, NULL);
+            cf_grid_bounds(&g, b);
+            fprintf(f, "Bounds:       %.10g, %.10g, %.10g, %.10g (xmin, ymin, xmax, ymax)\n", b[0],
+                    b[1], b[2], b[3]);
+            fprintf(f, "Resolution:   %.10g, %.10g\n", hypot(g.transform[1], g.transform[4]),
+                    hypot(g.transform[2], g.transform[5]));
+        }
         if (in.has_nodata) fprintf(f, "NoData:       %.17g\n", in.nodata);
         for (uint32_t b = 1; b <= in.count && b <= CF_MAX_BANDS; b++) {
             const char *d = cf_cog_band_description(cog, (int)b);

@@ -106,6 +106,13 @@ static cf_status cog_finish(cf_cog *cog, cf_error *err) {
             return cf__err_prefix(err, st, "%s: IFD %d (%s)", cog->name,
                                   d->index, role);
     }
+    /* The CRS (memoised by its keys: a shared archive CRS is built once).
+     * Keys PROJ cannot make a CRS of leave it unknown, never fail the
+     * open: the pixels are still readable. */
+    cf_geokeys k = {t->geokeys, t->ngeokeys, t->geodoubles, t->ngeodoubles,
+                    t->geoascii, t->ngeoascii};
+    if (cf__crs_from_geokeys(&k, &cog->crs, cog->crs_note, sizeof cog->crs_note))
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
     return CF_OK;
 }
 
@@ -329,6 +336,7 @@ void cf_cog_close(cf_cog *cog) {
     cf__pool_destroy(&cog->own_pool);
     free(cog->color);
     cf_tiff_free(cog->tiff);
+    cf_crs_free(cog->crs);
     cf_src_free(cog->src);
     if (cog->own_io) cf_io_free(cog->io);
     free(cog->etag);
@@ -361,7 +369,7 @@ void cf_cog_get_info(const cf_cog *cog, cf_cog_info *o) {
     o->has_mask = t->mask_of_level[0] >= 0;
     o->has_geotransform = t->has_geotransform;
     memcpy(o->geotransform, t->geotransform, sizeof o->geotransform);
-    o->epsg = t->epsg;
+    o->epsg = cf_crs_epsg(cog->crs);
     o->has_nodata = t->has_nodata;
     o->nodata = t->nodata;
     o->file_size = cog->src ? cf_src_size(cog->src) : cog->mem_size;

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "../codec/codec.h"
+#include "../geo/geo.h"
 #include "../io/io.h"
 #include "../tiff/tiff.h"
 #include "io_state.h"
@@ -34,6 +35,8 @@ struct cf_cog {
     cf_ctx_pool own_pool;
     int raw_color;             /* cf_open_options.raw_color */
     uint16_t *color;           /* per IFD: CF_COLOR_* it is read with */
+    cf_crs *crs;               /* from the GeoKeys; NULL: none */
+    char crs_note[160];        /* why there is none, when keys exist */
 };
 
 /* Room for one fill sample of any dtype (a complex float64 is 16 bytes). */

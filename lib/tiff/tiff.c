@@ -26,6 +26,8 @@
 #define TIFF_MAX_JPEGTABLES (1u << 20)
 #define TIFF_MAX_TEXT (16u << 20)
 #define TIFF_MAX_GEOKEYS (4u * 65536u)
+#define TIFF_MAX_GEODOUBLES 65536u
+#define TIFF_MAX_GEOASCII (1u << 20)
 #define TIFF_OFFSET_LIMIT (UINT64_C(1) << 63)
 
 typedef struct range {
@@ -51,7 +53,7 @@ enum {
     S_SUBFILE, S_WIDTH, S_HEIGHT, S_BITS, S_COMP, S_PHOTO, S_STRIPOFF, S_SPP,
     S_RPS, S_STRIPCNT, S_PLANAR, S_PRED, S_TW, S_TL, S_TILEOFF, S_TILECNT,
     S_SFMT, S_JPEGTAB, S_YCBCR, S_LERC, S_PSCALE, S_TIE, S_TRANS,
-    S_GEOKEYS, S_GDALMD, S_NODATA,
+    S_GEOKEYS, S_GDALMD, S_NODATA, S_GEODBL, S_GEOASCII,
     /* How samples are stored (tag interpretation for the codec layer). */
     S_FILLORDER, S_INKSET, S_EXTRA, S_WHITEPT, S_YCBCRCOEF, S_REFBW, S_T4OPT,
     S_T6OPT, S_SUBIFDS,
@@ -80,7 +82,8 @@ static const struct {
     {50674, "LercParameters"}, {33550, "ModelPixelScale"},
     {33922, "ModelTiepoint"}, {34264, "ModelTransformation"},
     {34735, "GeoKeyDirectory"}, {42112, "GDAL_METADATA"},
-    {42113, "GDAL_NODATA"},
+    {42113, "GDAL_NODATA"}, {34736, "GeoDoubleParams"},
+    {34737, "GeoAsciiParams"},
     {266, "FillOrder"},       {332, "InkSet"},
     {338, "ExtraSamples"},    {318, "WhitePoint"},
     {529, "YCbCrCoefficients"}, {532, "ReferenceBlackWhite"},
@@ -1152,6 +1155,14 @@ static cf_status parse_geo(ctx *c, int i, cf_tiff *t) {
         st = soft(c, tag_uints(c, i, S_GEOKEYS, cap, k, &n));
         /* A directory whose key count runs past its data is ignored. */
         if (st == CF_OK && n >= 4 && k[3] <= (n - 4) / 4) {
+            /* The raw keys for lib/geo, which builds the CRS from them. */
+            t->geokeys = cf__malloc((size_t)n * sizeof *t->geokeys);
+            if (!t->geokeys) {
+                free(k);
+                return ferr(c, i, CF_E_NOMEM, "out of memory");
+            }
+            for (uint64_t j = 0; j < n; j++) t->geokeys[j] = (uint16_t)k[j];
+            t->ngeokeys = (size_t)n;
             uint64_t pcs = 0, gcs = 0;
             for (uint64_t j = 0; j < k[3]; j++) {
                 const uint64_t *key = k + 4 + 4 * j;
@@ -1165,6 +1176,19 @@ static cf_status parse_geo(ctx *c, int i, cf_tiff *t) {
         }
         free(k);
         TRY(st);
+    }
+    if (t->geokeys && has(c, i, S_GEODBL)) {
+        uint64_t cnt = c->ifds[i].e[S_GEODBL].count, n = 0;
+        if (cnt > TIFF_MAX_GEODOUBLES) cnt = TIFF_MAX_GEODOUBLES;
+        t->geodoubles = cf__malloc((size_t)cnt * sizeof *t->geodoubles);
+        if (!t->geodoubles) return ferr(c, i, CF_E_NOMEM, "out of memory");
+        TRY(soft(c, st = tag_doubles(c, i, S_GEODBL, cnt, t->geodoubles, &n)));
+        t->ngeodoubles = st ? 0 : (size_t)n;
+    }
+    if (t->geokeys && has(c, i, S_GEOASCII)) {
+        size_t len = 0;
+        TRY(soft(c, st = tag_bytes(c, i, S_GEOASCII, TIFF_MAX_GEOASCII, &t->geoascii, &len)));
+        t->ngeoascii = st ? 0 : len;
     }
     /* GDAL's default (GTIFF_POINT_GEO_IGNORE=FALSE): PixelIsPoint moves the
      * origin from the pixel centre to its corner. */
@@ -1617,6 +1641,9 @@ void cf_tiff_free(cf_tiff *t) {
     free(t->scale);
     free(t->offset);
     cf_tiff_meta_free(t->meta);
+    free(t->geokeys);
+    free(t->geodoubles);
+    free(t->geoascii);
     free(t);
 }
 

@@ -112,6 +112,16 @@ typedef struct cf_tiff {
     double geotransform[6];
     int pixel_is_point;
     int epsg;                    /* 0 if unknown */
+    /* The GeoTIFF keys as stored, for lib/geo to build the CRS from: the
+     * GeoKeyDirectory's SHORTs (header and keys, count checked),
+     * GeoDoubleParams, GeoAsciiParams (NUL-terminated); NULL and 0 when
+     * absent or malformed.  Owned. */
+    uint16_t *geokeys;
+    size_t ngeokeys;
+    double *geodoubles;
+    size_t ngeodoubles;
+    char *geoascii;
+    size_t ngeoascii;
     int has_nodata;
     double nodata;
     double *scale, *offset;      /* samples of level 0 entries, owned (1, 0 default) */

@@ -7,8 +7,9 @@
 Everything that moves or decodes bytes is C (the ``_cogfeed`` extension);
 this package is a thin layer over it.
 """
-from ._cogfeed import IO, Cog, Error, open, read_many, default_io, __version__
+from ._cogfeed import IO, Cog, CRS, Error, open, read_many, default_io, __version__
+from .grid import Grid
 from .loader import Loader
 
-__all__ = ["open", "read_many", "IO", "Cog", "Error", "default_io", "Loader",
-           "__version__"]
+__all__ = ["open", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
+           "Loader", "__version__"]

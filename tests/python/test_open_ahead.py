@@ -96,7 +96,7 @@ def test_irregular_chain_still_opens(site):
     with one request per IFD and at most one missed guess each."""
     site.reset()
     cog = cogfeed.open(site.url("p40.tif"), io=cogfeed.IO())
-    assert len(cog.overviews) == 39
-    assert (cog.read(window=(0, 0, 16, 16), level=39) == 39).all()
+    assert len(cog.overviews) == 30  # GDAL uses the first 30 reduced IFDs
+    assert (cog.read(window=(0, 0, 16, 16), level=30) == 30).all()
     reqs = site.requests("/p40.tif")
     assert reqs - 1 <= 2 * 40, reqs

@@ -198,14 +198,30 @@ def main(argv):
         description="Generate a labelled Sentinel-2-like dataset "
                     "(4-band uint16 images + uint8 land-cover masks).")
     p.add_argument("outdir")
+    p.add_argument("--layout", choices=("scenes", "s2"), default="scenes",
+                   help="scenes: 4-band images + masks (default); s2: one "
+                        "Sentinel-2-like tile, a COG per band at 10/20/60 m, "
+                        "SCL, a DEM in EPSG:4326 and labels on another grid")
     p.add_argument("--scenes", type=int, default=4)
-    p.add_argument("--size", type=int, default=1024,
-                   help="scene width and height in pixels (default 1024)")
+    p.add_argument("--size", type=int, default=None,
+                   help="scene width and height in pixels (default 1024; s2: "
+                        "the 10 m bands', a multiple of 6, default 1098)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tile", type=int, default=512,
                    help="internal tile size of the written COGs")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
+    if a.layout == "s2":
+        from . import synth_s2
+        try:
+            paths = synth_s2.synth_s2(a.outdir, a.size or 1098, a.seed, a.tile, not a.quiet)
+        except UsageError as e:
+            sys.stderr.write("cogfeed %s\n" % e)
+            return 2
+        print("wrote a Sentinel-2-like tile (%d files) to %s" % (
+            len(paths), os.path.dirname(paths["B02"])))
+        return 0
+    a.size = a.size or 1024
     try:
         synth(a.outdir, a.scenes, a.size, a.seed, a.tile, not a.quiet)
     except UsageError as e:

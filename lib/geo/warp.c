@@ -1,0 +1,566 @@
+/*
+ * warp.c - the coordinate map of a target grid onto a source grid, and
+ * the planning GDAL's warper does with it: which overview to read and
+ * which source window a target window needs.
+ *
+ * Same CRS: the map is the target's geotransform followed by the inverse
+ * of the source level's, computed in that order as GDAL's GenImgProj
+ * transformer does (so that a target pixel centre falling exactly on a
+ * source pixel edge lands on the same side).  Another CRS: the target is
+ * cut into blocks of 64 x 64 pixels; in each, PROJ transforms a lattice of
+ * points whose step halves until bilinear interpolation between them is
+ * within the error bound at every midpoint of the next finer lattice (or
+ * the step is one pixel).  Lattice nodes hold source CRS coordinates, so
+ * one lattice serves every overview level (a level's geotransform is
+ * affine).  PROJ is called only while the map is built.
+ */
+#include "warp_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define BLOCK 64
+#define MAX_NODES (64u << 20)
+
+/* Target pixel position (px, py) -> source CRS coordinates. */
+static void lattice_at(const cf_warp *w, double px, double py, double *x, double *y,
+                       int *ok) {
+    double bxf = floor(px / BLOCK), byf = floor(py / BLOCK);
+    int64_t bx = bxf < 0 ? 0 : bxf >= w->nbx ? w->nbx - 1 : (int64_t)bxf;
+    int64_t by = byf < 0 ? 0 : byf >= w->nby ? w->nby - 1 : (int64_t)byf;
+    const cf_wblock *b = &w->blocks[by * w->nbx + bx];
+    double lx = (px - (double)bx * BLOCK) / b->step, ly = (py - (double)by * BLOCK) / b->step;
+    int nm = (int)b->n - 1;
+    double cxf = floor(lx), cyf = floor(ly);
+    int cx = cxf < 0 ? 0 : cxf >= nm ? nm - 1 : (int)cxf;
+    int cy = cyf < 0 ? 0 : cyf >= nm ? nm - 1 : (int)cyf;
+    double fx = lx - cx, fy = ly - cy;
+    size_t i00 = b->off + (size_t)cy * b->n + (size_t)cx;
+    const double *X = w->nx, *Y = w->ny;
+    if (X[i00] == HUGE_VAL || X[i00 + 1] == HUGE_VAL || X[i00 + b->n] == HUGE_VAL ||
+        X[i00 + b->n + 1] == HUGE_VAL) {
+        *ok = 0;
+        *x = *y = HUGE_VAL;
+        return;
+    }
+    *ok = 1;
+    *x = (X[i00] * (1 - fx) + X[i00 + 1] * fx) * (1 - fy) +
+         (X[i00 + b->n] * (1 - fx) + X[i00 + b->n + 1] * fx) * fy;
+    *y = (Y[i00] * (1 - fx) + Y[i00 + 1] * fx) * (1 - fy) +
+         (Y[i00 + b->n] * (1 - fx) + Y[i00 + b->n + 1] * fx) * fy;
+}
+
+void cf__warp_level_inverse(const cf_warp *w, uint32_t lw, uint32_t lh, double inv[6]) {
+    /* GDAL's overview dataset: the main geotransform with its terms
+     * scaled by the size ratios (GDALOverviewDataset::GetGeoTransform,
+     * including its choice of ratio for each term). */
+    double g[6];
+    memcpy(g, w->src_gt, sizeof g);
+    double rx = (double)w->sw / lw, ry = (double)w->sh / lh;
+    g[1] *= rx;
+    g[2] *= ry;
+    g[4] *= rx;
+    g[5] *= ry;
+    if (!cf__gt_invert(g, inv)) memset(inv, 0, 6 * sizeof *inv);
+}
+
+void cf__warp_points(const cf_warp *w, const double inv[6], size_t n, const double *px,
+                     const double *py, double *sx, double *sy, uint8_t *ok) {
+    if (w->exact) {
+        const double *t = w->dst_gt;
+        for (size_t i = 0; i < n; i++) { /* px, py may be sx, sy */
+            double x = px[i], y = py[i];
+            sx[i] = t[0] + x * t[1] + y * t[2];
+            sy[i] = t[3] + x * t[4] + y * t[5];
+        }
+        cf__xform_run(w->xf, n, sx, sy, ok);
+        for (size_t i = 0; i < n; i++) {
+            if (!ok[i]) continue;
+            double gx = sx[i], gy = sy[i];
+            sx[i] = inv[0] + gx * inv[1] + gy * inv[2];
+            sy[i] = inv[3] + gx * inv[4] + gy * inv[5];
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double gx, gy;
+        int good = 1;
+        if (w->affine) {
+            const double *t = w->dst_gt;
+            gx = t[0] + px[i] * t[1] + py[i] * t[2];
+            gy = t[3] + px[i] * t[4] + py[i] * t[5];
+        } else {
+            lattice_at(w, px[i], py[i], &gx, &gy, &good);
+        }
+        if (!good) {
+            ok[i] = 0;
+            sx[i] = sy[i] = HUGE_VAL;
+            continue;
+        }
+        ok[i] = 1;
+        sx[i] = inv[0] + gx * inv[1] + gy * inv[2];
+        sy[i] = inv[3] + gx * inv[4] + gy * inv[5];
+    }
+}
+
+void cf__warp_row(const cf_warp *w, const double inv[6], double px0, double py, uint32_t n,
+                  double *sx, double *sy, uint8_t *ok) {
+    if (w->affine && w->rows_approx && n > 5) {
+        /* GDAL's approximate transformer, even for one CRS: the ends of
+         * the row exactly, the rest on the line between them (the middle
+         * is always within the error of a line).  The same rounding as
+         * gdalwarp's, which decides exact ties of bilinear weights. */
+        double ex[2] = {px0, px0 + (n - 1)}, ey[2] = {py, py}, fx[2], fy[2];
+        uint8_t eok[2];
+        cf__warp_points(w, inv, 2, ex, ey, fx, fy, eok);
+        double span = ex[1] - ex[0];
+        double dx = (fx[1] - fx[0]) / span, dy = (fy[1] - fy[0]) / span;
+        for (uint32_t i = 0; i < n; i++) {
+            double dist = (px0 + i) - ex[0];
+            sx[i] = fx[0] + dx * dist;
+            sy[i] = fy[0] + dy * dist;
+            ok[i] = 1;
+        }
+        return;
+    }
+    if (w->affine) {
+        const double *t = w->dst_gt;
+        for (uint32_t i = 0; i < n; i++) {
+            double x = px0 + i;
+            double gx = t[0] + x * t[1] + py * t[2];
+            double gy = t[3] + x * t[4] + py * t[5];
+            sx[i] = inv[0] + gx * inv[1] + gy * inv[2];
+            sy[i] = inv[3] + gx * inv[4] + gy * inv[5];
+            ok[i] = 1;
+        }
+        return;
+    }
+    if (w->exact) {
+        /* Every pixel through PROJ (error_threshold 0). */
+        for (uint32_t i = 0; i < n; i++) {
+            sx[i] = px0 + i;
+            sy[i] = py;
+        }
+        cf__warp_points(w, inv, n, sx, sy, sx, sy, ok);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        double gx, gy;
+        int good;
+        lattice_at(w, px0 + i, py, &gx, &gy, &good);
+        ok[i] = (uint8_t)good;
+        if (!good) {
+            sx[i] = sy[i] = HUGE_VAL;
+            continue;
+        }
+        sx[i] = inv[0] + gx * inv[1] + gy * inv[2];
+        sy[i] = inv[3] + gx * inv[4] + gy * inv[5];
+    }
+}
+
+/* ---------------------------------------------------------------- build */
+
+/* Fill a block's nodes at `step` (n x n, row-major) with exact values. */
+static void eval_nodes(const cf_warp *w, cf_xform *xf, int64_t bx, int64_t by, uint32_t step,
+                       uint32_t n, double *x, double *y, uint8_t *ok) {
+    const double *t = w->dst_gt;
+    for (uint32_t j = 0; j < n; j++)
+        for (uint32_t i = 0; i < n; i++) {
+            double px = (double)(bx * BLOCK + (int64_t)i * step);
+            double py = (double)(by * BLOCK + (int64_t)j * step);
+            x[j * n + i] = t[0] + px * t[1] + py * t[2];
+            y[j * n + i] = t[3] + px * t[4] + py * t[5];
+        }
+    cf__xform_run(xf, (size_t)n * n, x, y, ok);
+}
+
+/* L1 distance between two source positions in level-0 pixels. */
+static double err_px(const double inv[6], double x0, double y0, double x1, double y1) {
+    double dx = x1 - x0, dy = y1 - y0;
+    return fabs(dx * inv[1] + dy * inv[2]) + fabs(dx * inv[4] + dy * inv[5]);
+}
+
+/* Choose a block's step: the coarsest one whose interpolation is within
+ * max_err at every node of the lattice twice as fine (keeping the finer
+ * one, which costs no more PROJ calls).  Appends the nodes to the map. */
+static cf_status build_block(cf_warp *w, cf_xform *xf, double max_err, int64_t bx, int64_t by,
+                             cf_error *err) {
+    uint32_t step = BLOCK;
+    uint32_t n = 2;
+    size_t cap = (size_t)(BLOCK + 1) * (BLOCK + 1);
+    double *cx = cf__malloc(cap * sizeof *cx), *cy = cf__malloc(cap * sizeof *cy);
+    double *fx = cf__malloc(cap * sizeof *fx), *fy = cf__malloc(cap * sizeof *fy);
+    uint8_t *cok = cf__malloc(cap), *fok = cf__malloc(cap);
+    cf_status st = CF_OK;
+    if (!cx || !cy || !fx || !fy || !cok || !fok) {
+        st = cf__err(err, CF_E_NOMEM, "out of memory (reprojection lattice)");
+        goto done;
+    }
+    eval_nodes(w, xf, bx, by, step, n, cx, cy, cok);
+    for (;;) {
+        uint32_t fstep = step / 2, fn = 2 * n - 1;
+        if (fstep == 0) break; /* step 1: exact at every pixel corner */
+        eval_nodes(w, xf, bx, by, fstep, fn, fx, fy, fok);
+        int good = 1;
+        for (uint32_t j = 0; j < fn && good; j++)
+            for (uint32_t i = 0; i < fn && good; i++) {
+                uint32_t ci = i / 2, cj = j / 2;
+                if ((i & 1) == 0 && (j & 1) == 0) {
+                    good = cok[cj * n + ci];
+                    continue;
+                }
+                if (!fok[j * fn + i]) {
+                    good = 0;
+                    break;
+                }
+                uint32_t i1 = ci + (i & 1), j1 = cj + (j & 1);
+                size_t a = cj * n + ci, b = cj * n + i1, c = j1 * n + ci, d = j1 * n + i1;
+                if (!cok[a] || !cok[b] || !cok[c] || !cok[d]) {
+                    good = 0;
+                    break;
+                }
+                double tx = (i & 1) ? 0.5 : 0, ty = (j & 1) ? 0.5 : 0;
+                double ix = (cx[a] * (1 - tx) + cx[b] * tx) * (1 - ty) +
+                            (cx[c] * (1 - tx) + cx[d] * tx) * ty;
+                double iy = (cy[a] * (1 - tx) + cy[b] * tx) * (1 - ty) +
+                            (cy[c] * (1 - tx) + cy[d] * tx) * ty;
+                if (err_px(w->src_inv, ix, iy, fx[j * fn + i], fy[j * fn + i]) > max_err)
+                    good = 0;
+            }
+        /* The finer lattice is known now: keep it either way. */
+        step = fstep;
+        n = fn;
+        double *t;
+        t = cx, cx = fx, fx = t;
+        t = cy, cy = fy, fy = t;
+        uint8_t *u = cok;
+        cok = fok, fok = u;
+        if (good) break;
+    }
+    size_t nn = (size_t)n * n;
+    if (w->nnodes + nn > MAX_NODES) {
+        st = cf__err(err, CF_E_LIMIT,
+                     "reprojection lattice above %u nodes: the transformation is too "
+                     "irregular at this grid size; read smaller windows",
+                     (unsigned)MAX_NODES);
+        goto done;
+    }
+    if (w->nnodes + nn > w->capnodes) {
+        size_t c = w->capnodes ? w->capnodes : 4096;
+        while (c < w->nnodes + nn) c *= 2;
+        double *nx = cf__realloc(w->nx, c * sizeof *nx);
+        if (nx) w->nx = nx;
+        double *ny = nx ? cf__realloc(w->ny, c * sizeof *ny) : NULL;
+        if (ny) w->ny = ny;
+        if (!nx || !ny) {
+            st = cf__err(err, CF_E_NOMEM, "out of memory (reprojection lattice)");
+            goto done;
+        }
+        w->capnodes = c;
+    }
+    cf_wblock *b = &w->blocks[by * w->nbx + bx];
+    b->step = step;
+    b->n = n;
+    b->off = w->nnodes;
+    for (size_t i = 0; i < nn; i++) {
+        w->nx[b->off + i] = cok[i] ? cx[i] : HUGE_VAL;
+        w->ny[b->off + i] = cok[i] ? cy[i] : HUGE_VAL;
+    }
+    w->nnodes += nn;
+done:
+    free(cx);
+    free(cy);
+    free(fx);
+    free(fy);
+    free(cok);
+    free(fok);
+    return st;
+}
+
+cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf_xform *xf, double max_err,
+                       cf_warp **out, cf_error *err) {
+    *out = NULL;
+    if (!src->width || !src->height || !dst->width || !dst->height)
+        return cf__err(err, CF_E_ARG, "empty grid");
+    cf_warp *w = cf__calloc(1, sizeof *w);
+    if (!w) return cf__err(err, CF_E_NOMEM, "out of memory");
+    memcpy(w->src_gt, src->transform, sizeof w->src_gt);
+    memcpy(w->dst_gt, dst->transform, sizeof w->dst_gt);
+    w->sw = src->width;
+    w->sh = src->height;
+    w->dw = dst->width;
+    w->dh = dst->height;
+    if (!cf__gt_invert(w->src_gt, w->src_inv)) {
+        free(w);
+        return cf__err(err, CF_E_ARG, "source geotransform is not invertible");
+    }
+    w->affine = xf == NULL;
+    w->rows_approx = max_err > 0;
+    cf_status st = CF_OK;
+    if (!w->affine && !(max_err > 0)) {
+        w->exact = 1;
+        w->xf = xf;
+    } else if (!w->affine) {
+        w->nbx = (w->dw + BLOCK - 1) / BLOCK;
+        w->nby = (w->dh + BLOCK - 1) / BLOCK;
+        w->blocks = cf__calloc((size_t)w->nbx * w->nby, sizeof *w->blocks);
+        if (!w->blocks) st = cf__err(err, CF_E_NOMEM, "out of memory");
+        for (uint32_t by = 0; !st && by < w->nby; by++)
+            for (uint32_t bx = 0; !st && bx < w->nbx; bx++)
+                st = build_block(w, xf, max_err, bx, by, err);
+    }
+    if (st) {
+        cf__warp_free(w);
+        return st;
+    }
+    *out = w;
+    return CF_OK;
+}
+
+void cf__warp_free(cf_warp *w) {
+    if (!w) return;
+    free(w->blocks);
+    free(w->nx);
+    free(w->ny);
+    free(w);
+}
+
+int cf__warp_is_affine(const cf_warp *w) { return w->affine; }
+
+/* ----------------------------------------------------------- planning */
+
+int cf__warp_pick_level(const cf_warp *w, int64_t tx, int64_t ty, uint32_t tw, uint32_t th,
+                        const uint32_t (*sizes)[2], int nlevels) {
+    if (nlevels <= 1) return 0;
+    /* gdalwarp (-ovr AUTO, target bounds given): 10 x 10 points over the
+     * target window, in level-0 source pixels; the x extent per target
+     * pixel is the ratio. */
+    double px[100], py[100], sx[100], sy[100];
+    uint8_t ok[100];
+    int k = 0;
+    for (int i = 0; i < 10; i++)
+        for (int j = 0; j < 10; j++, k++) {
+            px[k] = (double)tx + tw * (double)i / 9;
+            py[k] = (double)ty + th * (double)j / 9;
+        }
+    cf__warp_points(w, w->src_inv, 100, px, py, sx, sy, ok);
+    double lo = INFINITY, hi = -INFINITY;
+    for (k = 0; k < 100; k++)
+        if (ok[k]) {
+            lo = fmin(lo, sx[k]);
+            hi = fmax(hi, sx[k]);
+        }
+    if (!(hi > lo)) return 0;
+    double target = (hi - lo) / tw;
+    if (!(target > 1.0)) return 0;
+    int lvl = 0; /* GDAL's iOvr + 1 */
+    for (; lvl < nlevels - 1; lvl++) {
+        double r = (double)sizes[0][0] / sizes[lvl][0];
+        double next = (double)sizes[0][0] / sizes[lvl + 1][0];
+        if (r < target && next > target) break;
+        if (fabs(r - target) < 1e-1) break;
+    }
+    return lvl;
+}
+
+int cf__warp_is_translation(const cf_warp *w, uint32_t lw, uint32_t lh) {
+    if (!w->affine) return 0;
+    /* GDAL (GDALTransformIsTranslationOnPixelBoundaries): the same pixel
+     * size and the target origin on a source pixel corner.  The warper then
+     * copies pixels (nearest, whatever the kernel) and adds no margin. */
+    double g[6], inv[6];
+    memcpy(g, w->src_gt, sizeof g);
+    double rx = (double)w->sw / lw, ry = (double)w->sh / lh;
+    g[1] *= rx;
+    g[2] *= ry;
+    g[4] *= rx;
+    g[5] *= ry;
+    const double *d = w->dst_gt;
+    if (g[1] != d[1] || g[5] != d[5] || g[2] != d[2] || g[4] != d[4]) return 0;
+    if (!cf__gt_invert(g, inv)) return 0;
+    double x = inv[0] + d[0] * inv[1] + d[3] * inv[2];
+    double y = inv[3] + d[0] * inv[4] + d[3] * inv[5];
+    return fabs(x - round(x)) <= 1e-6 && fabs(y - round(y)) <= 1e-6;
+}
+
+static double near_int(double v) {
+    double r = round(v);
+    return fabs(r - v) < 1e-6 ? r : v;
+}
+
+/* Filter radius of each kernel (GDAL's anGWKFilterRadius). */
+int cf__warp_radius(cf_resampling rs) {
+    return rs == CF_RS_BILINEAR ? 1 : rs == CF_RS_CUBIC ? 2 : 0;
+}
+
+/* GDAL's kernel scale (GDALWarpKernel::PerformWarp): target pixels per
+ * source pixel of the footprint clipped at the level's far edge (`raw`),
+ * 1 when the window holds the target at the same size, snapped to 1/n
+ * when within 0.05 of it. */
+static double kernel_scale(uint32_t tsize, double raw, uint32_t wsize) {
+    double s = tsize / raw; /* inf for an empty footprint, as in GDAL */
+    if (wsize >= tsize && wsize <= tsize + (wsize - raw)) s = 1.0;
+    if (s < 1.0) {
+        double rec = 1.0 / s;
+        double n = (double)(int)(rec + 0.5);
+        if (fabs(rec - n) < 0.05) s = 1.0 / n;
+    }
+    return s;
+}
+
+/* One axis of the source window: the footprint's pixels [i0, i1) plus
+ * the margin r, clipped to the level's `size`; all of it when the
+ * footprint covers more than 90 % (GDAL, for anti-meridian footprints). */
+static void axis_window(int64_t i0, int64_t i1, int64_t r, uint32_t size, int64_t *off,
+                        int64_t *len) {
+    int64_t n = size;
+    if (i1 - i0 > 0.9 * n) {
+        *off = 0;
+        *len = n;
+        return;
+    }
+    *off = i0 - r < 0 ? 0 : i0 - r > n ? n : i0 - r;
+    *len = i1 - *off + r;
+    if (*len > n - *off) *len = n - *off;
+    if (*len < 0) *len = 0;
+}
+
+cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *out,
+                          cf_error *err) {
+    memset(out, 0, sizeof *out);
+    out->empty = 1;
+    out->xscale = out->yscale = 1;
+    if (!rq->tw || !rq->th || !rq->lw || !rq->lh)
+        return cf__err(err, CF_E_ARG, "empty window or level");
+    double inv[6];
+    cf__warp_level_inverse(w, rq->lw, rq->lh, inv);
+    /* GDAL (ComputeSourceWindow) samples 21 points along each edge, or a
+     * grid when some fail. */
+    enum { STEPS = 21, NP = 4 * STEPS, NG = (STEPS + 2) * (STEPS + 2) };
+    double px[NG], py[NG], sx[NG], sy[NG];
+    uint8_t ok[NG];
+    int n = 0;
+    for (int s = 0; s < STEPS; s++) {
+        double r = (double)s / (STEPS - 1);
+        double x = (double)rq->tx + r * rq->tw, y = (double)rq->ty + r * rq->th;
+        px[n] = x, py[n++] = (double)rq->ty;
+        px[n] = x, py[n++] = (double)rq->ty + rq->th;
+        px[n] = (double)rq->tx, py[n++] = y;
+        px[n] = (double)rq->tx + rq->tw, py[n++] = y;
+    }
+    cf__warp_points(w, inv, NP, px, py, sx, sy, ok);
+    int failed = 0;
+    for (int i = 0; i < NP; i++) failed += !ok[i];
+    if (failed) {
+        n = 0;
+        for (int j = 0; j < STEPS + 2; j++) {
+            double ry = j == 0 ? 0.5 / rq->tw : j <= STEPS ? (j - 1) / (double)(STEPS - 1)
+                                                            : 1 - 0.5 / rq->tw;
+            for (int i = 0; i < STEPS + 2; i++) {
+                double rx = i == 0 ? 0.5 / rq->tw : i <= STEPS ? (i - 1) / (double)(STEPS - 1)
+                                                                : 1 - 0.5 / rq->tw;
+                px[n] = (double)rq->tx + rx * rq->tw;
+                py[n++] = (double)rq->ty + ry * rq->th;
+            }
+        }
+        cf__warp_points(w, inv, NG, px, py, sx, sy, ok);
+        failed = 0;
+        for (int i = 0; i < NG; i++) failed += !ok[i];
+    }
+    double x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (!ok[i] || isnan(sx[i]) || isnan(sy[i])) continue;
+        x0 = fmin(x0, sx[i]);
+        y0 = fmin(y0, sy[i]);
+        x1 = fmax(x1, sx[i]);
+        y1 = fmax(y1, sy[i]);
+    }
+    if (failed > n - 5) return CF_OK; /* nothing transforms: empty */
+    double W = rq->lw, H = rq->lh;
+    if (x0 > W || x1 < 0 || y0 > H || y1 < 0) return CF_OK;
+    x0 = near_int(x0), y0 = near_int(y0), x1 = near_int(x1), y1 = near_int(y1);
+    /* The margin: the kernel's radius, widened by the ratio when
+     * downsampling, 10 more pixels when some points failed, none for a
+     * whole-pixel translation (copied). */
+    int res = cf__warp_is_translation(w, rq->lw, rq->lh) ? 0 : cf__warp_radius(rq->rs);
+    double xs = fmax(1e-3, rq->tw / (x1 - x0)), ys = fmax(1e-3, rq->th / (y1 - y0));
+    int64_t rx = xs < 0.95 ? (int64_t)ceil(res / xs) : res;
+    int64_t ry = ys < 0.95 ? (int64_t)ceil(res / ys) : res;
+    if (failed) rx += 10, ry += 10;
+    int64_t ix0 = (int64_t)fmax(0.0, x0), iy0 = (int64_t)fmax(0.0, y0);
+    int64_t ix1 = (int64_t)fmin(ceil(x1), W), iy1 = (int64_t)fmin(ceil(y1), H);
+    double rawx = fmax(0.0, fmin(W - (double)ix0, x1 - x0));
+    double rawy = fmax(0.0, fmin(H - (double)iy0, y1 - y0));
+    int64_t ox, oy, ow, oh;
+    axis_window(ix0, ix1, rx, rq->lw, &ox, &ow);
+    axis_window(iy0, iy1, ry, rq->lh, &oy, &oh);
+    out->fill = (double)ow * oh / fmax(1.0, (x1 - x0 + 2 * rx) * (y1 - y0 + 2 * ry));
+    if (ow <= 0 || oh <= 0) return CF_OK;
+    out->x = ox;
+    out->y = oy;
+    out->w = (uint32_t)ow;
+    out->h = (uint32_t)oh;
+    out->xscale = kernel_scale(rq->tw, rawx, out->w);
+    out->yscale = kernel_scale(rq->th, rawy, out->h);
+    out->empty = 0;
+    return CF_OK;
+}
+
+/* GDAL's split of a target window into chunks (GDALWarpOperation::
+ * CollectChunkListInternal): halve the longer side while the source and
+ * target buffers exceed the memory limit, or while the source covers less
+ * than half the footprint and a side is above 100 pixels (the part beyond
+ * the image then falls in chunks of its own, which have no source and are
+ * skipped).  Each chunk keeps its own source window and kernel scale. */
+static cf_status chunks(const cf_warp *w, const cf_warp_req *rq, const cf_warp_cost *cost,
+                        cf_warp_chunk **list, size_t *n, size_t *cap, int depth, cf_error *err) {
+    cf_warp_win win;
+    cf_status st = cf__warp_window(w, rq, &win, err);
+    if (st) return st;
+    if (win.empty) return CF_OK;
+    double mem = ((double)cost->src_bits * win.w * win.h +
+                  (double)cost->dst_bits * rq->tw * rq->th) / 8.0;
+    int split = (mem > cost->memory && (rq->tw > 2 || rq->th > 2)) ||
+                (win.fill > 0 && win.fill < 0.5 && (rq->tw > 100 || rq->th > 100));
+    if (split && depth < 64) {
+        cf_warp_req a = *rq, b = *rq;
+        if (rq->tw > rq->th) {
+            a.tw = rq->tw / 2;
+            b.tx = rq->tx + a.tw;
+            b.tw = rq->tw - a.tw;
+        } else {
+            a.th = rq->th / 2;
+            b.ty = rq->ty + a.th;
+            b.th = rq->th - a.th;
+        }
+        st = chunks(w, &a, cost, list, n, cap, depth + 1, err);
+        if (!st) st = chunks(w, &b, cost, list, n, cap, depth + 1, err);
+        return st;
+    }
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        cf_warp_chunk *l = cf__realloc(*list, c * sizeof *l);
+        if (!l) return cf__err(err, CF_E_NOMEM, "out of memory");
+        *list = l;
+        *cap = c;
+    }
+    (*list)[*n].rq = *rq;
+    (*list)[*n].win = win;
+    (*n)++;
+    return CF_OK;
+}
+
+cf_status cf__warp_chunks(const cf_warp *w, const cf_warp_req *rq, const cf_warp_cost *cost,
+                          cf_warp_chunk **out, size_t *n, cf_error *err) {
+    *out = NULL;
+    *n = 0;
+    size_t cap = 0;
+    cf_status st = chunks(w, rq, cost, out, n, &cap, 0, err);
+    if (st) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return st;
+}

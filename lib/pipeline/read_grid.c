@@ -1,0 +1,247 @@
+/*
+ * read_grid.c - a cog read onto a grid: the file's grid and CRS, and
+ * cf_cog_read_grid, which plans with lib/geo (the coordinate map, GDAL's
+ * overview choice, the source window), reads that window with cf_cog_read
+ * (one batch of tile requests), and resamples it into the caller's
+ * buffer.  The Loader will use the same pieces per patch.
+ */
+#include "cog_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const cf_crs *cf_cog_crs(const cf_cog *cog) { return cog ? cog->crs : NULL; }
+
+const char *cf_cog_crs_note(const cf_cog *cog) { return cog ? cog->crs_note : ""; }
+
+static void level_size(const cf_cog *cog, int level, uint32_t *w, uint32_t *h) {
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[cog->tiff->levels[level]];
+    *w = ifd->width;
+    *h = ifd->height;
+}
+
+cf_status cf_cog_grid(const cf_cog *cog, int level, cf_grid *out, cf_error *err) {
+    if (!cog || !out) return cf__err(err, CF_E_ARG, "cf_cog_grid: NULL argument");
+    const cf_tiff *t = cog->tiff;
+    if (level < 0 || level >= t->nlevels)
+        return cf__err(err, CF_E_ARG, "%s: level %d does not exist (levels 0..%d)", cog->name,
+                       level, t->nlevels - 1);
+    if (!t->has_geotransform)
+        return cf__err(err, CF_E_STATE, "%s: no geotransform: the file has no grid", cog->name);
+    uint32_t w0, h0, w, h;
+    level_size(cog, 0, &w0, &h0);
+    level_size(cog, level, &w, &h);
+    memcpy(out->transform, t->geotransform, sizeof out->transform);
+    /* As GDAL's overview datasets scale it. */
+    double rx = (double)w0 / w, ry = (double)h0 / h;
+    out->transform[1] *= rx;
+    out->transform[2] *= ry;
+    out->transform[4] *= rx;
+    out->transform[5] *= ry;
+    out->width = w;
+    out->height = h;
+    out->crs = cog->crs;
+    return CF_OK;
+}
+
+/* n samples of dtype t set to v (GDAL's INIT_DEST: the nodata, or 0). */
+static void fill(void *dst, size_t n, cf_dtype t, double v) {
+    size_t sz = cf_dtype_size(t);
+    if (v == 0) {
+        memset(dst, 0, n * sz);
+        return;
+    }
+    uint8_t one[8];
+    cf__rs_store(t, one, 0, v, 0, 0);
+    for (size_t i = 0; i < n; i++) memcpy((uint8_t *)dst + i * sz, one, sz);
+}
+
+/* The source's CRS against the grid's: *xf stays NULL when they are the
+ * same (an affine map). */
+static cf_status crs_pair(const cf_cog *cog, const cf_grid *g, cf_xform **xf, cf_error *err) {
+    *xf = NULL;
+    if (!cog->crs && !g->crs) return CF_OK;
+    if (!cog->crs)
+        return cf__err(err, CF_E_STATE,
+                       "%s has no CRS%s%s, the grid has one: it cannot be placed on the grid",
+                       cog->name, cog->crs_note[0] ? " (" : "",
+                       cog->crs_note[0] ? cog->crs_note : "");
+    if (!g->crs) return cf__err(err, CF_E_STATE, "%s has a CRS, the grid has none", cog->name);
+    if (cf_crs_equivalent(cog->crs, g->crs)) return CF_OK;
+    cf_status st = cf__xform_new(g->crs, cog->crs, xf, err);
+    if (st) cf__err_prefix(err, st, "%s", cog->name);
+    return st;
+}
+
+static cf_status check_args(cf_cog *cog, const cf_grid *g, const cf_warp_options *o,
+                            size_t dst_size, int nb, cf_error *err) {
+    if (!g->width || !g->height || g->width > CF_MAX_DIMENSION || g->height > CF_MAX_DIMENSION)
+        return cf__err(err, CF_E_ARG, "%s: grid size %ux%u invalid", cog->name, g->width,
+                       g->height);
+    for (int k = 0; k < 6; k++)
+        if (!isfinite(g->transform[k]))
+            return cf__err(err, CF_E_ARG, "%s: grid transform is not finite", cog->name);
+    double det = g->transform[1] * g->transform[5] - g->transform[2] * g->transform[4];
+    if (!(det != 0))
+        return cf__err(err, CF_E_ARG, "%s: grid transform is singular", cog->name);
+    if ((unsigned)o->resampling >= CF_RS_COUNT)
+        return cf__err(err, CF_E_ARG, "%s: unknown resampling %d", cog->name, o->resampling);
+    if (!(o->error_threshold >= 0) || !isfinite(o->error_threshold))
+        return cf__err(err, CF_E_ARG, "%s: error threshold must be >= 0", cog->name);
+    if (o->level != CF_LEVEL_AUTO && (o->level < 0 || o->level >= cog->tiff->nlevels))
+        return cf__err(err, CF_E_ARG, "%s: level %d does not exist (levels 0..%d)", cog->name,
+                       o->level, cog->tiff->nlevels - 1);
+    double need = (double)nb * g->width * g->height * cf_dtype_size(cog->dtype);
+    if ((double)dst_size < need)
+        return cf__err(err, CF_E_ARG, "%s: buffer of %zu bytes, the grid needs %.0f", cog->name,
+                       dst_size, need);
+    if (!cog->tiff->has_geotransform)
+        return cf__err(err, CF_E_STATE,
+                       "%s: no geotransform: it cannot be placed on a grid (read it by "
+                       "pixel window instead)",
+                       cog->name);
+    return CF_OK;
+}
+
+/* Read one chunk's source window and resample it into dst. */
+static cf_status read_chunk(cf_cog *cog, const cf_warp *w, const cf_warp_chunk *ch,
+                            const int *bands, int nb, const cf_warp_src *proto,
+                            cf_warp_dst *dst, cf_error *err) {
+    const cf_warp_win *win = &ch->win;
+    const cf_warp_req *rq = &ch->rq;
+    size_t bps = cf_dtype_size(cog->dtype);
+    size_t npx = (size_t)win->w * win->h;
+    size_t len = npx * (size_t)nb * bps;
+    uint8_t *buf = cf__malloc(len), *valid = NULL;
+    if (!buf) return cf__err(err, CF_E_NOMEM, "%s: out of memory (%zu bytes)", cog->name, len);
+    cf_status st = cf_cog_read(cog, rq->level, win->x, win->y, win->w, win->h, bands, nb, buf,
+                               len, err);
+    if (!st && cog->tiff->mask_of_level[rq->level] >= 0) {
+        /* The internal mask: GDAL's per-dataset validity. */
+        valid = cf__malloc(npx);
+        if (!valid) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+        else
+            st = cf_cog_read_mask(cog, rq->level, win->x, win->y, win->w, win->h, valid, npx,
+                                  err);
+    }
+    if (!st) {
+        cf_warp_src src = *proto;
+        src.data = buf;
+        src.valid = valid;
+        st = cf__warp_resample(w, rq, win, &src, dst, err);
+        if (st) cf__err_prefix(err, st, "%s", cog->name);
+    }
+    free(valid);
+    free(buf);
+    return st;
+}
+
+/* The map of grid onto the cog and the level to read: *w and *xf are the
+ * caller's to free. */
+static cf_status plan(cf_cog *cog, const cf_grid *grid, const cf_warp_options *o, cf_warp **w,
+                      cf_xform **xf, uint32_t (*sizes)[2], int *level, cf_error *err) {
+    const cf_tiff *t = cog->tiff;
+    *w = NULL;
+    cf_status st = crs_pair(cog, grid, xf, err);
+    if (st) return st;
+    cf_grid src;
+    st = cf_cog_grid(cog, 0, &src, err);
+    if (!st) st = cf__warp_new(&src, grid, *xf, o->error_threshold, w, err);
+    if (st) {
+        cf__xform_free(*xf);
+        *xf = NULL;
+        return st;
+    }
+    for (int l = 0; l < t->nlevels; l++) level_size(cog, l, &sizes[l][0], &sizes[l][1]);
+    *level = o->level;
+    if (*level == CF_LEVEL_AUTO)
+        *level = cf__warp_pick_level(*w, 0, 0, grid->width, grid->height,
+                                     (const uint32_t(*)[2])sizes, t->nlevels);
+    return CF_OK;
+}
+
+cf_status cf_cog_grid_level(cf_cog *cog, const cf_grid *grid, const cf_warp_options *opt,
+                            int *level, cf_error *err) {
+    if (!cog || !grid || !level) return cf__err(err, CF_E_ARG, "cf_cog_grid_level: NULL argument");
+    cf_warp_options defaults;
+    cf_warp_options_init(&defaults);
+    const cf_warp_options *o = opt ? opt : &defaults;
+    cf_status st = check_args(cog, grid, o, SIZE_MAX, 1, err);
+    if (st) return st;
+    cf_warp *w;
+    cf_xform *xf;
+    uint32_t sizes[CF_MAX_IFDS][2];
+    st = plan(cog, grid, o, &w, &xf, sizes, level, err);
+    cf__warp_free(w);
+    cf__xform_free(xf);
+    return st;
+}
+
+cf_status cf_cog_read_grid(cf_cog *cog, const cf_grid *grid, const int *bands, int nbands,
+                           cf_warp_options *opt, void *dst, size_t dst_size, cf_error *err) {
+    if (!cog || !grid || !dst) return cf__err(err, CF_E_ARG, "cf_cog_read_grid: NULL argument");
+    cf_warp_options defaults;
+    cf_warp_options_init(&defaults);
+    cf_warp_options *o = opt ? opt : &defaults;
+    const cf_tiff *t = cog->tiff;
+    const cf_tiff_ifd *ifd0 = &t->ifds[t->levels[0]];
+    int nb = bands ? nbands : ifd0->samples;
+    if (nb <= 0 || nb > CF_MAX_BANDS)
+        return cf__err(err, CF_E_ARG, "%s: %d bands requested", cog->name, nb);
+    for (int k = 0; bands && k < nb; k++)
+        if (bands[k] < 1 || bands[k] > ifd0->samples)
+            return cf__err(err, CF_E_ARG, "%s: band %d does not exist (file has %u)", cog->name,
+                           bands[k], ifd0->samples);
+    cf_status st = check_args(cog, grid, o, dst_size, nb, err);
+    if (st) return st;
+
+    /* Nodata: the file's unless overridden; the fill follows it. */
+    cf_warp_src proto = {.dtype = cog->dtype, .nbands = nb};
+    if (o->src_nodata_set < 0) proto.has_nodata = t->has_nodata, proto.nodata = t->nodata;
+    else if (o->src_nodata_set > 0) proto.has_nodata = 1, proto.nodata = o->src_nodata;
+    cf_warp_dst out = {.data = dst, .band_stride = (size_t)grid->width * grid->height};
+    if (o->dst_nodata_set < 0) out.has_nodata = proto.has_nodata, out.nodata = proto.nodata;
+    else if (o->dst_nodata_set > 0) out.has_nodata = 1, out.nodata = o->dst_nodata;
+    fill(dst, (size_t)nb * grid->width * grid->height, cog->dtype,
+         out.has_nodata ? out.nodata : 0);
+
+    cf_xform *xf = NULL;
+    cf_warp *w = NULL;
+    uint32_t sizes[CF_MAX_IFDS][2];
+    int level;
+    st = plan(cog, grid, o, &w, &xf, sizes, &level, err);
+    if (st) return st;
+    o->level_used = level;
+
+    cf_warp_req rq = {0};
+    rq.rs = o->resampling;
+    rq.level = level;
+    rq.lw = sizes[level][0];
+    rq.lh = sizes[level][1];
+    rq.w0 = sizes[0][0];
+    rq.h0 = sizes[0][1];
+    rq.tw = grid->width;
+    rq.th = grid->height;
+    /* GDAL's chunks, with its cost model and its 64 MiB limit. */
+    size_t bps = cf_dtype_size(cog->dtype);
+    cf_warp_cost cost;
+    cost.src_bits = 8.0 * bps * nb + (proto.has_nodata ? nb : 0) +
+                    (t->mask_of_level[level] >= 0 ? 1 : 0);
+    cost.dst_bits = 8.0 * bps * nb + (out.has_nodata ? nb : 0);
+    cost.memory = 64.0 * 1024 * 1024;
+    cf_warp_chunk *chunks = NULL;
+    size_t nchunks = 0;
+    st = cf__warp_chunks(w, &rq, &cost, &chunks, &nchunks, err);
+    for (size_t k = 0; !st && k < nchunks; k++) {
+        const cf_warp_req *c = &chunks[k].rq;
+        cf_warp_dst part = out;
+        part.data = (uint8_t *)dst + ((size_t)c->ty * grid->width + (size_t)c->tx) * bps;
+        part.row_stride = grid->width;
+        st = read_chunk(cog, w, &chunks[k], bands, nb, &proto, &part, err);
+    }
+    free(chunks);
+    cf__warp_free(w);
+    cf__xform_free(xf);
+    return st;
+}

@@ -1,0 +1,138 @@
+"""cogfeed.Grid: a CRS, an affine transform and a size -- what a file, a
+patch or a target of cog.read(grid=...) is laid out on.
+
+Pixel-is-area, as GDAL and rasterio: the transform maps pixel corners and
+pixel centres are at +0.5.  ``transform`` is in rasterio's (and the affine
+package's) order ``(a, b, c, d, e, f)``: x = a*col + b*row + c,
+y = d*col + e*row + f; ``geotransform`` is the same in GDAL's order
+``(c, a, b, f, d, e)``.
+"""
+
+from ._cogfeed import CRS, grid_from_bounds
+
+__all__ = ["Grid"]
+
+
+def _crs(value):
+    if value is None or isinstance(value, CRS):
+        return value
+    return CRS(value)
+
+
+class Grid:
+    """Grid(crs, transform, width, height) or Grid(crs, width=, height=,
+    geotransform=(GDAL order)).
+
+    crs: anything cogfeed.CRS() accepts, or None for a grid without one.
+    Constructors: Grid.from_bounds(crs, bounds, res) and Grid.like(file).
+    """
+
+    __slots__ = ("crs", "geotransform", "width", "height")
+
+    def __init__(self, crs, transform=None, width=None, height=None, *,
+                 geotransform=None):
+        if (transform is None) == (geotransform is None):
+            raise ValueError("Grid: give transform (rasterio order) or "
+                             "geotransform (GDAL order), one of them")
+        if transform is not None:
+            t = tuple(float(v) for v in tuple(transform)[:6])
+            if len(t) != 6:
+                raise ValueError("transform must have 6 numbers (a, b, c, d, e, f)")
+            gt = (t[2], t[0], t[1], t[5], t[3], t[4])
+        else:
+            gt = tuple(float(v) for v in geotransform)
+            if len(gt) != 6:
+                raise ValueError("geotransform must have 6 numbers")
+        if width is None or height is None:
+            raise ValueError("Grid: width and height are required")
+        width, height = int(width), int(height)
+        if width < 1 or height < 1:
+            raise ValueError("Grid: width and height must be >= 1, got %dx%d"
+                             % (width, height))
+        object.__setattr__(self, "crs", _crs(crs))
+        object.__setattr__(self, "geotransform", gt)
+        object.__setattr__(self, "width", width)
+        object.__setattr__(self, "height", height)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Grid is immutable")
+
+    @classmethod
+    def from_bounds(cls, crs, bounds, res):
+        """The north-up grid of resolution res (a number or (xres, yres))
+        covering bounds (xmin, ymin, xmax, ymax) from its top-left corner;
+        the size follows gdalwarp's -te/-tr rule."""
+        xres, yres = (res, res) if not hasattr(res, "__len__") else res
+        c = _crs(crs)
+        gt, w, h = grid_from_bounds(c, tuple(bounds), float(xres), float(yres))
+        return cls(c, geotransform=gt, width=w, height=h)
+
+    @classmethod
+    def like(cls, source, level=0):
+        """The grid of a file (a cogfeed.Cog, a path or URL) or of a Grid."""
+        if isinstance(source, Grid):
+            return source
+        if hasattr(source, "grid"):
+            return source.grid(level)
+        from . import open as _open
+        with _open(source) as cog:
+            return cog.grid(level)
+
+    @property
+    def transform(self):
+        c, a, b, f, d, e = self.geotransform
+        return (a, b, c, d, e, f)
+
+    @property
+    def shape(self):
+        """(height, width), numpy order."""
+        return (self.height, self.width)
+
+    @property
+    def res(self):
+        g = self.geotransform
+        return (abs(complex(g[1], g[4])), abs(complex(g[2], g[5])))
+
+    @property
+    def bounds(self):
+        """(left, bottom, right, top)."""
+        g = self.geotransform
+        xs, ys = [], []
+        for px, py in ((0, 0), (self.width, 0), (0, self.height),
+                       (self.width, self.height)):
+            xs.append(g[0] + px * g[1] + py * g[2])
+            ys.append(g[3] + px * g[4] + py * g[5])
+        return (min(xs), min(ys), max(xs), max(ys))
+
+    def window(self, x, y, width, height):
+        """The window (x, y, width, height) of this grid as a Grid (a patch)."""
+        g = self.geotransform
+        return Grid(self.crs, width=width, height=height, geotransform=(
+            g[0] + x * g[1] + y * g[2], g[1], g[2],
+            g[3] + x * g[4] + y * g[5], g[4], g[5]))
+
+    def __eq__(self, other):
+        if not isinstance(other, Grid):
+            return NotImplemented
+        same_crs = (self.crs is None and other.crs is None) or (
+            self.crs is not None and other.crs is not None and self.crs == other.crs)
+        return (same_crs and self.geotransform == other.geotransform
+                and (self.width, self.height) == (other.width, other.height))
+
+    def __hash__(self):
+        return hash((self.geotransform, self.width, self.height))
+
+    def __reduce__(self):
+        return (_rebuild, (self.crs, self.geotransform, self.width, self.height))
+
+    def __repr__(self):
+        return "Grid(%r, geotransform=%r, width=%d, height=%d)" % (
+            self.crs, self.geotransform, self.width, self.height)
+
+
+def _rebuild(crs, gt, w, h):
+    return Grid(crs, geotransform=gt, width=w, height=h)
+
+
+def _from_cog(crs, gt, width, height):
+    return Grid(crs, geotransform=gt, width=width, height=height)

@@ -1,0 +1,358 @@
+/*
+ * test_geo_warp.c - the resampler on buffers built here: the separable
+ * fast path gives the general path's values bit for bit (every kernel,
+ * dtype and ratio), whole-pixel shifts copy, nearest replicates, nodata
+ * never contributes and a pixel without a valid source keeps its fill,
+ * bilinear renormalises next to nodata, the reprojection lattice stays
+ * within its error bound of PROJ, GDAL's overview rule, GDAL's chunks, and
+ * many threads sharing one map.  (Against gdalwarp itself:
+ * tests/python/test_geo_warp.py.)
+ */
+#include "cf_test.h"
+#include "geo/geo.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static cf_crs *utm33;
+
+static cf_grid grid(double x0, double y0, double res, uint32_t w, uint32_t h) {
+    cf_grid g = {utm33, {x0, res, 0, y0, 0, -res}, w, h};
+    return g;
+}
+
+/* Resample the whole source level (the "file") onto dst with kernel rs,
+ * through the chunk planner, as cf_cog_read_grid does. */
+static void run(const cf_grid *src, const void *data, cf_dtype t, int nb, const cf_grid *dst,
+                cf_resampling rs, int general, const cf_warp_src *proto, void *out,
+                double fill) {
+    cf_warp *w = NULL;
+    cf_error err = {0};
+    CHECK(cf__warp_new(src, dst, NULL, 0.125, &w, &err) == CF_OK);
+    size_t bps = cf_dtype_size(t), n = (size_t)nb * dst->width * dst->height;
+    for (size_t i = 0; i < n; i++) cf__rs_store(t, out, i, fill, 0, 0);
+    cf_warp_req rq = {0, 0, dst->width, dst->height, rs, 0, src->width, src->height,
+                      src->width, src->height, general};
+    cf_warp_cost cost = {8.0 * bps * nb, 8.0 * bps * nb, 64.0 * 1024 * 1024};
+    cf_warp_chunk *ch = NULL;
+    size_t nch = 0;
+    CHECK(cf__warp_chunks(w, &rq, &cost, &ch, &nch, &err) == CF_OK);
+    for (size_t k = 0; k < nch; k++) {
+        const cf_warp_win *win = &ch[k].win;
+        size_t wn = (size_t)win->w * win->h;
+        uint8_t *buf = malloc(wn * nb * bps);
+        for (int b = 0; b < nb; b++)
+            for (uint32_t y = 0; y < win->h; y++)
+                memcpy(buf + ((size_t)b * wn + (size_t)y * win->w) * bps,
+                       (const uint8_t *)data +
+                           (((size_t)b * src->height + (size_t)(win->y + y)) * src->width +
+                            (size_t)win->x) * bps,
+                       win->w * bps);
+        cf_warp_src s = *proto;
+        s.data = buf;
+        cf_warp_dst d = {(uint8_t *)out + ((size_t)ch[k].rq.ty * dst->width + ch[k].rq.tx) * bps,
+                         (size_t)dst->width * dst->height, dst->width, proto->has_nodata,
+                         proto->nodata};
+        CHECK(cf__warp_resample(w, &ch[k].rq, win, &s, &d, &err) == CF_OK);
+        free(buf);
+    }
+    free(ch);
+    cf__warp_free(w);
+}
+
+static void *make_data(cf_dtype t, size_t n) {
+    size_t bps = cf_dtype_size(t);
+    uint8_t *p = malloc(n * bps);
+    for (size_t i = 0; i < n; i++) {
+        double v = (double)(rnd() % 20000) - (t == CF_DT_I16 || t == CF_DT_F32 ? 10000 : 0);
+        if (t == CF_DT_U8) v = (double)(rnd() % 7); /* labels: many ties */
+        if (t == CF_DT_F32) v += (double)(rnd() % 1000) / 1000.0;
+        cf__rs_store(t, p, i, v, 0, 0);
+    }
+    return p;
+}
+
+static void test_fast_equals_general(void) {
+    const cf_dtype types[] = {CF_DT_U8, CF_DT_U16, CF_DT_I16, CF_DT_F32};
+    /* target resolution, origin shift (m): up, down, non-integer, shifted,
+     * crossing the edges */
+    const double cases[][3] = {{10, 0, 0}, {5, 0, 0}, {3.3, 1.7, -2.1}, {20, 0, 0},
+                               {35, 7, 3}, {60, 0, 0}, {13, -250, 240}, {7.5, 130, -170}};
+    int mismatches = 0, compared = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        cf_dtype t = types[ti];
+        size_t bps = cf_dtype_size(t);
+        cf_grid src = grid(0, 3000, 20, 150, 150);
+        void *data = make_data(t, 2 * 150 * 150);
+        for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+            double res = cases[ci][0];
+            uint32_t n = (uint32_t)(2000 / res);
+            cf_grid dst = grid(500 + cases[ci][1], 2500 + cases[ci][2], res, n, n);
+            for (int rs = 0; rs < CF_RS_COUNT; rs++)
+                for (int with_nd = 0; with_nd < 2; with_nd++) {
+                    cf_warp_src proto = {NULL, t, 2, NULL, with_nd, 3};
+                    size_t sz = 2 * (size_t)n * n * bps;
+                    uint8_t *a = malloc(sz), *b = malloc(sz);
+                    run(&src, data, t, 2, &dst, (cf_resampling)rs, 0, &proto, a, 77);
+                    run(&src, data, t, 2, &dst, (cf_resampling)rs, 1, &proto, b, 77);
+                    compared++;
+                    if (memcmp(a, b, sz)) {
+                        mismatches++;
+                        fprintf(stderr, "fast != general: dtype %s res %g kernel %s nodata %d\n",
+                                cf_dtype_name(t), res, cf_resampling_name((cf_resampling)rs),
+                                with_nd);
+                    }
+                    free(a);
+                    free(b);
+                }
+        }
+        free(data);
+    }
+    CHECK(compared == 4 * 8 * 5 * 2);
+    CHECK(mismatches == 0);
+}
+
+static void test_translation_and_replication(void) {
+    cf_grid src = grid(0, 1000, 10, 100, 100);
+    uint16_t *data = make_data(CF_DT_U16, 100 * 100);
+    cf_warp_src proto = {NULL, CF_DT_U16, 1, NULL, 0, 0};
+    /* Shifted by whole pixels: every kernel copies. */
+    cf_grid dst = grid(230, 770, 10, 40, 30);
+    uint16_t out[40 * 30];
+    for (int rs = 0; rs < CF_RS_COUNT; rs++) {
+        run(&src, data, CF_DT_U16, 1, &dst, (cf_resampling)rs, 0, &proto, out, 0);
+        int same = 1;
+        for (int y = 0; y < 30; y++)
+            for (int x = 0; x < 40; x++) same &= out[y * 40 + x] == data[(y + 23) * 100 + x + 23];
+        CHECK(same);
+    }
+    /* 20 m -> 10 m (here 10 -> 5), aligned: nearest and mode replicate. */
+    cf_grid up = grid(100, 900, 5, 60, 60);
+    uint16_t o2[60 * 60];
+    for (int rs = 0; rs < CF_RS_COUNT; rs += 4) {
+        run(&src, data, CF_DT_U16, 1, &up, (cf_resampling)rs, 0, &proto, o2, 0);
+        int same = 1;
+        for (int y = 0; y < 60; y++)
+            for (int x = 0; x < 60; x++)
+                same &= o2[y * 60 + x] == data[(y / 2 + 10) * 100 + x / 2 + 10];
+        CHECK(same);
+    }
+    free(data);
+}
+
+static void test_nodata(void) {
+    /* 4 x 4 source of 100s, one 200, nodata 0 at (0,0) and (2,2). */
+    cf_grid src = grid(0, 40, 10, 4, 4);
+    uint16_t data[16];
+    for (int i = 0; i < 16; i++) data[i] = 100;
+    data[1] = 200;
+    data[0] = data[10] = 0;
+    cf_warp_src proto = {NULL, CF_DT_U16, 1, NULL, 1, 0};
+    /* Shifted half a pixel: target centres on source pixel corners. */
+    cf_grid dst = grid(5, 35, 10, 3, 3);
+    uint16_t out[9];
+    run(&src, data, CF_DT_U16, 1, &dst, CF_RS_BILINEAR, 0, &proto, out, 0);
+    /* (0,0): taps (0,0) nodata, (1,0) 200, (0,1) 100, (1,1) 100: the
+     * valid three renormalised, 133.3 -> 133 */
+    CHECK(out[0] == 133);
+    /* (1,1): the pixel under its centre, (2,2), is nodata: GDAL skips it */
+    CHECK(out[4] == 0);
+    for (int i = 0; i < 9; i++) CHECK(out[i] == 0 || (out[i] >= 100 && out[i] <= 200));
+    /* Average onto one 40 m pixel: the 14 valid pixels only. */
+    cf_grid one = grid(0, 40, 40, 1, 1);
+    uint16_t avg = 1;
+    run(&src, data, CF_DT_U16, 1, &one, CF_RS_AVERAGE, 0, &proto, &avg, 0);
+    CHECK(avg == 107); /* 1500 / 14 */
+    /* No valid source at all: the fill stays. */
+    uint16_t zeros[16] = {0};
+    for (int k = 0; k < CF_RS_COUNT; k++) {
+        uint16_t o[9];
+        run(&src, zeros, CF_DT_U16, 1, &dst, (cf_resampling)k, 0, &proto, o, 9);
+        int all = 1;
+        for (int i = 0; i < 9; i++) all &= o[i] == 9;
+        CHECK(all);
+    }
+    /* A computed value equal to the nodata moves off it by one (GDAL). */
+    uint16_t stripes[16];
+    for (int i = 0; i < 16; i++) stripes[i] = i % 2 ? 8 : 6;
+    cf_warp_src p7 = {NULL, CF_DT_U16, 1, NULL, 1, 7};
+    uint16_t o7[9];
+    run(&src, stripes, CF_DT_U16, 1, &dst, CF_RS_BILINEAR, 0, &p7, o7, 7);
+    CHECK(o7[0] == 6); /* (6 + 8) / 2 = 7 = nodata -> 6 */
+    /* Without a nodata, 7 is a value like any other. */
+    cf_warp_src pn = {NULL, CF_DT_U16, 1, NULL, 0, 0};
+    run(&src, stripes, CF_DT_U16, 1, &dst, CF_RS_BILINEAR, 0, &pn, o7, 0);
+    CHECK(o7[0] == 7);
+}
+
+static void test_lattice_bound(void) {
+    /* A 120 km UTM grid read from WGS 84: lattice vs every pixel through
+     * PROJ, both in source pixels. */
+    cf_crs *wgs = NULL;
+    CHECK(cf_crs_from_epsg(4326, &wgs, NULL) == CF_OK);
+    cf_grid src = {wgs, {12.0, 0.001, 0, 47.0, 0, -0.001}, 6000, 2000};
+    cf_grid dst = grid(400000, 5200000, 100, 1200, 1200);
+    cf_xform *xf = NULL;
+    cf_error err = {0};
+    CHECK(cf__xform_new(utm33, wgs, &xf, &err) == CF_OK);
+    cf_warp *approx = NULL, *exact = NULL;
+    CHECK(cf__warp_new(&src, &dst, xf, 0.125, &approx, &err) == CF_OK);
+    CHECK(cf__warp_new(&src, &dst, xf, 0, &exact, &err) == CF_OK);
+    CHECK(approx && exact && !cf__warp_is_affine(approx));
+    /* Sample pixels of both maps through the window planner: the source
+     * windows agree within a pixel. */
+    cf_warp_req rq = {100, 100, 500, 500, CF_RS_NEAREST, 0, 6000, 2000, 6000, 2000, 0};
+    cf_warp_win wa, we;
+    CHECK(cf__warp_window(approx, &rq, &wa, &err) == CF_OK);
+    CHECK(cf__warp_window(exact, &rq, &we, &err) == CF_OK);
+    CHECK(!wa.empty && llabs(wa.x - we.x) <= 1 && llabs(wa.y - we.y) <= 1);
+    /* Nearest through both: positions within 0.125 px change at most the
+     * pixels within 0.125 px of an edge. */
+    uint8_t *data = malloc((size_t)6000 * 2000);
+    for (size_t i = 0; i < (size_t)6000 * 2000; i++) data[i] = (uint8_t)(i % 251);
+    cf_warp_src proto = {NULL, CF_DT_U8, 1, NULL, 0, 0};
+    uint8_t *a = malloc(500 * 500), *b = malloc(500 * 500);
+    CHECK(cf__warp_window(approx, &rq, &wa, &err) == CF_OK);
+    uint8_t *buf = malloc((size_t)wa.w * wa.h);
+    for (uint32_t y = 0; y < wa.h; y++)
+        memcpy(buf + (size_t)y * wa.w, data + (size_t)(wa.y + y) * 6000 + wa.x, wa.w);
+    cf_warp_src s = proto;
+    s.data = buf;
+    cf_warp_dst da = {a, 0, 0, 0, 0}, db = {b, 0, 0, 0, 0};
+    memset(a, 0, 500 * 500);
+    memset(b, 0, 500 * 500);
+    CHECK(cf__warp_resample(approx, &rq, &wa, &s, &da, &err) == CF_OK);
+    CHECK(cf__warp_resample(exact, &rq, &wa, &s, &db, &err) == CF_OK);
+    int differ = 0;
+    for (int i = 0; i < 500 * 500; i++) differ += a[i] != b[i];
+    /* 0.125 px of error at most: well under a quarter of the pixels */
+    CHECK(differ < 500 * 500 / 4);
+    free(buf);
+    free(a);
+    free(b);
+    free(data);
+    cf__warp_free(approx);
+    cf__warp_free(exact);
+    cf__xform_free(xf);
+    cf_crs_free(wgs);
+}
+
+static void test_level_and_chunks(void) {
+    cf_grid src = grid(0, 100000, 10, 10000, 10000);
+    const uint32_t sizes[][2] = {{10000, 10000}, {5000, 5000}, {2500, 2500}, {1250, 1250}};
+    struct {
+        double res;
+        int level;
+    } want[] = {{5, 0}, {10, 0}, {15, 0}, {19.5, 0}, {20, 1}, {30, 1}, {40, 2}, {60, 2},
+                {80, 3}, {300, 3}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        uint32_t n = (uint32_t)(20000 / want[i].res);
+        cf_grid dst = grid(1000, 99000, want[i].res, n, n);
+        cf_warp *w = NULL;
+        CHECK(cf__warp_new(&src, &dst, NULL, 0.125, &w, NULL) == CF_OK);
+        int l = cf__warp_pick_level(w, 0, 0, n, n, sizes, 4);
+        if (l != want[i].level) fprintf(stderr, "res %g: level %d\n", want[i].res, l);
+        CHECK(l == want[i].level);
+        cf__warp_free(w);
+    }
+    /* A target three quarters outside the image: GDAL's halving leaves
+     * the outside chunks out. */
+    cf_grid small = grid(0, 1000, 10, 100, 100);
+    cf_grid dst = grid(500, 1500, 10, 200, 200);
+    cf_warp *w = NULL;
+    CHECK(cf__warp_new(&small, &dst, NULL, 0.125, &w, NULL) == CF_OK);
+    cf_warp_req rq = {0, 0, 200, 200, CF_RS_BILINEAR, 0, 100, 100, 100, 100, 0};
+    cf_warp_cost cost = {16, 16, 64.0 * 1024 * 1024};
+    cf_warp_chunk *ch = NULL;
+    size_t nch = 0;
+    CHECK(cf__warp_chunks(w, &rq, &cost, &ch, &nch, NULL) == CF_OK);
+    uint64_t covered = 0;
+    for (size_t k = 0; k < nch; k++) covered += (uint64_t)ch[k].rq.tw * ch[k].rq.th;
+    CHECK(nch >= 1 && covered < 200 * 200);
+    free(ch);
+    cf__warp_free(w);
+    /* A small memory limit splits by size alone. */
+    cf_grid same = grid(0, 1000, 10, 100, 100);
+    CHECK(cf__warp_new(&small, &same, NULL, 0.125, &w, NULL) == CF_OK);
+    cf_warp_req inside = {0, 0, 100, 100, CF_RS_BILINEAR, 0, 100, 100, 100, 100, 0};
+    cost.memory = 20000;
+    CHECK(cf__warp_chunks(w, &inside, &cost, &ch, &nch, NULL) == CF_OK);
+    CHECK(nch > 1);
+    covered = 0;
+    for (size_t k = 0; k < nch; k++) covered += (uint64_t)ch[k].rq.tw * ch[k].rq.th;
+    CHECK(covered == 100 * 100);
+    free(ch);
+    cf__warp_free(w);
+}
+
+/* Threads sharing one map (TSan). */
+typedef struct job {
+    const cf_warp *w;
+    const uint16_t *data;
+    uint16_t out[64 * 64];
+    int failures;              /* CHECK's counters are the main thread's */
+} job;
+
+static void *worker(void *arg) {
+    job *j = arg;
+    cf_warp_req rq = {0, 0, 64, 64, CF_RS_CUBIC, 0, 100, 100, 100, 100, 0};
+    cf_warp_win win;
+    if (cf__warp_window(j->w, &rq, &win, NULL) != CF_OK || win.empty) {
+        j->failures++;
+        return NULL;
+    }
+    uint16_t *buf = malloc((size_t)win.w * win.h * 2);
+    for (uint32_t y = 0; y < win.h; y++)
+        memcpy(buf + (size_t)y * win.w, j->data + (size_t)(win.y + y) * 100 + win.x, win.w * 2);
+    cf_warp_src s = {buf, CF_DT_U16, 1, NULL, 0, 0};
+    cf_warp_dst d = {j->out, 0, 0, 0, 0};
+    for (int k = 0; k < 20; k++)
+        j->failures += cf__warp_resample(j->w, &rq, &win, &s, &d, NULL) != CF_OK;
+    free(buf);
+    return NULL;
+}
+
+static void test_threads(void) {
+    cf_grid src = grid(0, 1000, 10, 100, 100);
+    cf_grid dst = grid(123, 877, 7, 64, 64);
+    cf_warp *w = NULL;
+    CHECK(cf__warp_new(&src, &dst, NULL, 0.125, &w, NULL) == CF_OK);
+    uint16_t *data = make_data(CF_DT_U16, 100 * 100);
+    static job jobs[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i].w = w;
+        jobs[i].data = data;
+        jobs[i].failures = 0;
+        pthread_create(&t[i], NULL, worker, &jobs[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(jobs[i].failures == 0);
+    }
+    for (int i = 1; i < 4; i++) CHECK(!memcmp(jobs[0].out, jobs[i].out, sizeof jobs[0].out));
+    free(data);
+    cf__warp_free(w);
+}
+
+int main(void) {
+    CHECK(cf_crs_from_epsg(32633, &utm33, NULL) == CF_OK);
+    test_fast_equals_general();
+    test_translation_and_replication();
+    test_nodata();
+    test_lattice_bound();
+    test_level_and_chunks();
+    test_threads();
+    cf_crs_free(utm33);
+    return CF_TEST_END();
+}
