@@ -24,6 +24,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -373,6 +374,18 @@ static const char *current_url(const cf__xfer *x) {
     return x->redirect_url ? x->redirect_url : cf__auth_http_url(x->src->auth);
 }
 
+/* A time in seconds as the long that curl takes, in units of `unit`
+ * seconds (1e-3 for milliseconds), at least 1.  Options may say "no
+ * bound" (request_timeout_s = inf, Python's float("inf")) or be huge: a
+ * plain cast of those is undefined (LONG_MIN on x86-64, which made every
+ * request time out after 1 ms), so they become INT_MAX units, 24 days
+ * in milliseconds, longer than any request. */
+static long curl_time(double secs, double unit) {
+    double v = secs / unit;
+    if (!(v >= 1.0)) return 1;
+    return v >= (double)INT_MAX ? (long)INT_MAX : (long)v;
+}
+
 cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     cf_src *s = x->src;
     const cf_io_options *o = &lp->io->opts;
@@ -471,13 +484,12 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(o->connect_timeout_s * 1000.0));
-    long tmo = (long)(left * 1000.0);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo > 0 ? tmo : 1L);
+                     curl_time(o->connect_timeout_s, 1e-3));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, curl_time(left, 1e-3));
     if (o->low_speed_time_s > 0 && o->low_speed_bytes > 0) {
-        long secs = (long)(o->low_speed_time_s + 0.999);
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, o->low_speed_bytes);
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, secs < 1 ? 1L : secs);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
+                         curl_time(o->low_speed_time_s + 0.999, 1.0));
     }
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, o->verify_tls ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, o->verify_tls ? 2L : 0L);

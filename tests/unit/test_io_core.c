@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -926,6 +927,37 @@ static void test_many_connections(void) {
     server_stop(&srv);
 }
 
+/* Timeouts with no bound: request_timeout_s = inf (Python's float("inf"),
+ * "no deadline") or 1e300, and the same for the connect and low-speed
+ * times, once turned into curl's milliseconds by a plain cast (undefined;
+ * LONG_MIN on x86-64), which made every request time out after 1 ms.
+ * The server answers after 50 ms: the reads must get their bytes. */
+static void test_unbounded_timeouts(void) {
+    server srv;
+    server_start_delay(&srv, 50);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/obj", srv.port);
+    const double big[] = {INFINITY, 1e300, 1e17};
+    for (int i = 0; i < 3; i++) {
+        cf_io_options o;
+        cf_io_options_init(&o);
+        o.request_timeout_s = o.connect_timeout_s = o.low_speed_time_s = big[i];
+        o.max_retries = 0;
+        cf_io *io = NULL;
+        cf_src *s = NULL;
+        cf_error e;
+        CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK);
+        uint8_t head[1000];
+        size_t got = 0;
+        cf_status st = cf_src_read_head(s, head, sizeof head, &got, &e);
+        if (st != CF_OK) fprintf(stderr, "  timeouts of %g s: %s\n", big[i], e.msg);
+        CHECK(st == CF_OK && got == sizeof head && memcmp(head, g_obj, got) == 0);
+        cf_src_free(s);
+        cf_io_free(io);
+    }
+    server_stop(&srv);
+}
+
 static void test_refused(void) {
     int port;
     int fd = bind_local(&port); /* bound, never listening: connect is refused */
@@ -968,5 +1000,6 @@ int main(void) {
     test_hedge();
     test_many_connections();
     test_refused();
+    test_unbounded_timeouts();
     return CF_TEST_END();
 }
