@@ -169,6 +169,13 @@ static void server_stop(server *s) {
     for (int i = 0; i < s->nconns; i++) pthread_join(s->conns[i], NULL);
 }
 
+/* Free io after checking that no transfer of it made an illegal state
+ * move (xstate.c; checked builds stop at one, release builds count it). */
+static void io_free_checked(cf_io *io) {
+    if (io) CHECK(atomic_load(&io->n_bad_moves) == 0);
+    cf_io_free(io);
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 static void test_options(void) {
@@ -198,10 +205,10 @@ static void test_options(void) {
     cf_io_note_cache_hit(io);
     cf_io_get_stats(io, &st);
     CHECK(st.header_cache_hits == 1);
-    cf_io_free(io);
+    io_free_checked(io);
     cf_io_free(NULL);
     CHECK(cf_io_new(NULL, &io, NULL) == CF_OK && cf_io_opts(io)->merge_gap == 65536);
-    cf_io_free(io);
+    io_free_checked(io);
 }
 
 /* The retry quota (quota.c) on a clock of its own: a storm drains it,
@@ -340,7 +347,7 @@ static void test_hedge(void) {
      * budget (5 at start, a tenth per request) allows 11 here. */
     CHECK(st.hedges <= 12);
     cf_src_free(s);
-    cf_io_free(io);
+    io_free_checked(io);
 
     /* Off: the stalled requests are waited for. */
     o.hedge_after_ms = -1;
@@ -350,7 +357,7 @@ static void test_hedge(void) {
     cf_io_get_stats(io, &st);
     CHECK(st.hedges == 0 && st.hedge_wins == 0);
     cf_src_free(s);
-    cf_io_free(io);
+    io_free_checked(io);
 
     /* Cancelled while both copies of many requests wait: one failure each,
      * nothing written after. */
@@ -385,7 +392,7 @@ static void test_hedge(void) {
     cf_io_get_stats(io, &st);
     CHECK(st.inflight == 0);
     cf_src_free(s);
-    cf_io_free(io);
+    io_free_checked(io);
     server_stop(&srv);
 
     /* Adaptive (the default): nothing is hedged before 32 first-byte
@@ -408,7 +415,7 @@ static void test_hedge(void) {
     cf_io_get_stats(io, &st);
     CHECK(st.hedges >= 2 && st.hedge_wins >= 2 && st.hedges * 10 <= st.requests + 50);
     cf_src_free(s);
-    cf_io_free(io);
+    io_free_checked(io);
     server_stop(&srv);
 
     /* One stalled request, its hedge (GET 2) scripted: a hedge is not a
@@ -440,7 +447,7 @@ static void test_hedge(void) {
         CHECK(st.hedges == 1 && st.hedge_wins == 1);
         if (k == 0) CHECK(st.retries == 1 && st.requests == 3);
         cf_src_free(s);
-        cf_io_free(io);
+        io_free_checked(io);
         server_stop(&srv);
     }
 
@@ -541,7 +548,7 @@ static void test_local_pool(const char *dir) {
     o.max_open_files = 0;
     CHECK(cf_io_new(&o, &io, &e) == CF_OK);
     CHECK(cf_io_opts(io)->max_open_files >= 16 && cf_io_opts(io)->max_open_files <= 1024);
-    cf_io_free(io);
+    io_free_checked(io);
 
     o.max_open_files = POOL_MAX;
     CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_io_opts(io)->max_open_files == POOL_MAX);
@@ -601,7 +608,7 @@ static void test_local_pool(const char *dir) {
         unlink(path[i]);
     }
     CHECK(open_fds() == base);
-    cf_io_free(io);
+    io_free_checked(io);
 }
 
 /* Reads len bytes of src at off and compares them with file i's. */
@@ -726,7 +733,7 @@ static void test_local_pool_paths_and_fork(const char *dir) {
         unlink(pth);
     }
     rmdir(sub);
-    cf_io_free(io);
+    io_free_checked(io);
 }
 
 /* Out of descriptors (ulimit -n reached under a pool bigger than it):
@@ -752,7 +759,7 @@ static void test_local_descriptor_limit(const char *dir) {
           strstr(e.msg, "max_open_files=1000"));
     for (int i = 0; i < n; i++) cf_src_free(srcs[i]);
     unlink(path);
-    cf_io_free(io);
+    io_free_checked(io);
 }
 
 typedef struct reader_arg {
@@ -874,7 +881,7 @@ static void test_remote(void) {
     CHECK(cf_src_read(s, &far, 1, &e) == CF_E_RANGE && e.http_status == 416 &&
           strstr(e.msg, "object shorter than its header says") && !strstr(e.msg, "SECRET"));
     cf_src_free(s);
-    cf_io_free(io);
+    io_free_checked(io);
     server_stop(&srv);
 }
 
@@ -923,7 +930,7 @@ static void test_many_connections(void) {
     /* They were in flight together, not one after another. */
     CHECK(atomic_load(&srv.max_open) >= N / 2);
     cf_src_free(s);
-    cf_io_free(io);
+    io_free_checked(io);
     server_stop(&srv);
 }
 
@@ -953,7 +960,7 @@ static void test_unbounded_timeouts(void) {
         if (st != CF_OK) fprintf(stderr, "  timeouts of %g s: %s\n", big[i], e.msg);
         CHECK(st == CF_OK && got == sizeof head && memcmp(head, g_obj, got) == 0);
         cf_src_free(s);
-        cf_io_free(io);
+        io_free_checked(io);
     }
     server_stop(&srv);
 }
@@ -980,7 +987,7 @@ static void test_refused(void) {
     CHECK(st.connect_failures == 3 && st.retries == 2 && st.read_failures == 0 &&
           st.requests == 3);
     cf_src_free(s);
-    cf_io_free(io);
+    io_free_checked(io);
     close(fd);
 }
 
