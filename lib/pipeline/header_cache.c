@@ -51,6 +51,7 @@ void cf__hc_entry_free(cf_hc_entry *e) {
     for (size_t i = 0; i < e->nranges; i++) free(e->ranges[i].data);
     free(e->ranges);
     free(e->etag);
+    free(e->last_modified);
     free(e);
 }
 
@@ -86,6 +87,8 @@ static cf_hc_entry *entry_copy(const cf_hc_entry *e, const char *etag) {
     if (!c) return NULL;
     c->size = e->size;
     if (etag && !(c->etag = cf__strdup(etag))) goto fail;
+    if (e->last_modified && !(c->last_modified = cf__strdup(e->last_modified)))
+        goto fail;
     for (size_t i = 0; i < e->nranges; i++)
         if (cf__hc_add_range(c, e->ranges[i].off, e->ranges[i].data, e->ranges[i].len))
             goto fail;
@@ -159,7 +162,7 @@ void cf__hc_store(cf_io *io, const cf_src *src, const cf_hc_entry *e,
     cf_hc_key k;
     if (!cf__hc_key(src, &k)) return;
     hc_table *t = table(io);
-    cf_hc_disk *d = etag ? disk(io, t) : NULL;
+    cf_hc_disk *d = etag || e->last_modified ? disk(io, t) : NULL;
     if (d) {
         cf_hc_entry *c = entry_copy(e, etag);
         if (c) cf__hc_disk_store(d, &k, c);

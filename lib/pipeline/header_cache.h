@@ -1,9 +1,10 @@
 /*
  * header_cache.h - header bytes of remote files kept per cf_io (in memory)
  * and optionally on disk (io option header_cache_dir), with the object's
- * size and ETag.  A hit opens a file with no request; later tile reads
- * still send If-Match with the cached ETag, so a changed object is
- * reported as changed rather than read with a stale index.
+ * size, ETag and Last-Modified.  A hit opens a file with no request; later
+ * tile reads still send If-Match with the cached ETag (or, without a
+ * strong one, If-Unmodified-Since with the cached date), so a changed
+ * object is reported as changed rather than read with a stale index.
  *
  * Entries are keyed by what names the object and who asks for it (hc_key.c:
  * scheme, endpoint, store, key and credential identity, without the query
@@ -26,6 +27,10 @@ typedef struct cf_hc_range {
 typedef struct cf_hc_entry {
     uint64_t size;
     char *etag;
+    /* The object's Last-Modified when the header was read (NULL: none):
+     * without a strong ETag it is what a later read is checked against
+     * (If-Unmodified-Since), as lib/io/http.c does within one open. */
+    char *last_modified;
     cf_hc_range *ranges;
     size_t nranges, cap;
     size_t bytes;
@@ -46,12 +51,13 @@ cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
                            size_t len);
 /* A private copy of the cached entry for src's object, or NULL. */
 cf_hc_entry *cf__hc_lookup(cf_io *io, const cf_src *src);
-/* Remember e (copied) for src's object with the given ETag (may be NULL);
- * an incomplete entry is not stored, and one already stored is dropped,
- * so that every open does not copy and write it again for nothing.
- * Without an ETag the entry stays in memory only: a later process could
- * not tell a changed object (no If-Match to fail) and would read it with
- * a stale header. */
+/* Remember e (copied, with its last_modified) for src's object with the
+ * given ETag (may be NULL); an incomplete entry is not stored, and one
+ * already stored is dropped, so that every open does not copy and write
+ * it again for nothing.  Without an ETag or a Last-Modified the entry
+ * stays in memory only: a later process could not tell a changed object
+ * (no If-Match or If-Unmodified-Since to fail) and would read it with a
+ * stale header. */
 void cf__hc_store(cf_io *io, const cf_src *src, const cf_hc_entry *e,
                   const char *etag);
 /* Drop src's entry from memory and disk (a stale one: the object changed). */
