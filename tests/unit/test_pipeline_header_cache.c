@@ -601,7 +601,7 @@ static void file_rules(const char *tmp) {
 /* One io stores four entries and finds each again (from memory). */
 static void store_some(const char *dir) {
     cf_io *io = io_with(dir, 0);
-    cf_hc_entry *e = entry(3);
+    cf_hc_entry *e = entry(20); /* 2.4 KB a file */
     char url[64];
     for (int i = 0; i < 4; i++) {
         snprintf(url, sizeof url, "http://127.0.0.1:1/w%d.tif", i);
@@ -631,10 +631,11 @@ static int in_child(void (*f)(const char *), const char *arg) {
            WEXITSTATUS(status) == 0;
 }
 
-/* A full disk (here a file size limit: writes fail with EFBIG). */
+/* A full disk (here a file size limit: writes past 1000 bytes fail with
+ * EFBIG; the captured stderr stays below it). */
 static void when_full(const char *dir) {
     signal(SIGXFSZ, SIG_IGN);
-    struct rlimit rl = {100, 100};
+    struct rlimit rl = {1000, 1000};
     CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0);
     CHECK(said(store_some, dir, "could not be stored (File too large)") == 1);
 }
