@@ -216,8 +216,9 @@ static int walk(cf_hc_disk *d, uid_t me) {
             }
             next = openat(fd, name, DIR_FLAGS | O_NOFOLLOW);
         }
+        int oe = next < 0 ? errno : 0;
         size_t wl = strlen(where);
-        if (next < 0 && (errno == ELOOP || errno == ENOTDIR) &&
+        if (next < 0 && (oe == ELOOP || oe == ENOTDIR) &&
             fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
             snprintf(where + wl, PATH_MAX + 1 - wl, "/%s", name);
             if (st.st_uid != me && st.st_uid != 0) {
@@ -256,9 +257,8 @@ static int walk(cf_hc_disk *d, uid_t me) {
             continue;
         }
         if (next < 0) {
-            int e = errno;
-            refuse(d, "cannot be %s (%s)", e == ENOTDIR ? "created" : "opened",
-                   strerror(e));
+            refuse(d, "cannot be %s (%s)", oe == ENOTDIR ? "created" : "opened",
+                   strerror(oe));
             goto out;
         }
         close(fd);
