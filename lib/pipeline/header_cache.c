@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define HC_MEM_MAX ((size_t)256 << 20) /* bytes kept in memory per io */
 
@@ -21,6 +22,7 @@ typedef struct hc_item {
 
 typedef struct cf_hc_table {
     pthread_mutex_t mu;
+    pid_t pid;            /* the process that uses it (see table()) */
     hc_item *head; /* newest first */
     size_t bytes;
     int disk_made;        /* disk below was made from the io's options */
@@ -29,7 +31,10 @@ typedef struct cf_hc_table {
 
 hc_table *cf__hc_table_new(void) {
     hc_table *t = cf__calloc(1, sizeof *t);
-    if (t) pthread_mutex_init(&t->mu, NULL);
+    if (t) {
+        pthread_mutex_init(&t->mu, NULL);
+        t->pid = getpid();
+    }
     return t;
 }
 
@@ -98,9 +103,32 @@ fail:
     return NULL;
 }
 
+/* This process's table.  After fork() (a DataLoader's workers) the
+ * parent's table may be locked for ever by a thread that does not exist
+ * in the child.  So a child takes a table of its own at its first use, as
+ * io.c takes its own loop: with the parent's entries when their lock was
+ * free at the fork (they are whole then), empty otherwise, and with the
+ * folder opened afresh (its lock may be held too).  The parent's table
+ * is left as it is in the child: never locked, never freed. */
 static hc_table *table(cf_io *io) {
     cf_io_state *state = cf__io_state(io);
-    return state ? state->hc : NULL;
+    if (!state) return NULL;
+    pid_t me = getpid();
+    for (;;) {
+        hc_table *t = atomic_load(&state->hc);
+        if (!t || t->pid == me) return t;
+        hc_table *nt = cf__hc_table_new();
+        if (!nt) return NULL;
+        if (pthread_mutex_trylock(&t->mu) == 0) {
+            nt->head = t->head;
+            nt->bytes = t->bytes;
+            t->head = NULL;
+            t->bytes = 0;
+            pthread_mutex_unlock(&t->mu);
+        }
+        if (atomic_compare_exchange_strong(&state->hc, &t, nt)) return nt;
+        cf__hc_table_free(nt); /* another thread of this child won */
+    }
 }
 
 /* io's disk folder, NULL when there is none. */
