@@ -84,6 +84,13 @@ int cf__hc_key(const cf_src *src, cf_hc_key *out);
  * never a signature.  malloc'ed, NULL when out of memory. */
 char *cf__hc_stable_url(const char *url, char *who, size_t n);
 
+/* hc_folder.c: open dir, creating what is missing (0700), when it and the
+ * way to it are private to this user: a descriptor to read it by, or -1
+ * with why (n bytes) saying what is wrong ("is owned by uid 1001, not by
+ * this user (uid 0)", "is below /shared, which every user may write to
+ * ..."). */
+int cf__hc_folder_open(const char *dir, char *why, size_t n);
+
 /* hc_disk.c: the folder of one io (created on first use, from its
  * options); every call is thread-safe. */
 typedef struct cf_hc_disk cf_hc_disk;

@@ -39,6 +39,7 @@
 
 #define OTHER_UID 4242 /* "another user" */
 
+
 static int files_in(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return 0;
@@ -696,9 +697,6 @@ static void *spin(void *arg) {
 }
 
 static void fork_while_busy(void) {
-#if defined(__SANITIZE_THREAD__)
-    return; /* fork with threads running: TSan's own rules */
-#endif
     spinner sp = {io_with("", 0), NULL, 0};
     sp.src = src_of(sp.io, "http://127.0.0.1:1/big.tif");
     cf_hc_entry *big = cf__hc_entry_new();
