@@ -128,7 +128,7 @@ def test_guesses_that_never_hit_cost_little(site):
     within the bytes the parser asked for plus 1 MiB."""
     site.reset()
     cog = cogfeed.open(site.url("decoy.tif"), io=cogfeed.IO())
-    assert len(cog.overviews) == 254
-    assert (cog.read(window=(0, 0, 16, 16), level=200) == 200).all()
-    needed = 255 * 16384
+    assert len(cog.overviews) == 30  # GDAL uses the first 30 reduced IFDs
+    assert (cog.read(window=(0, 0, 16, 16), level=30) == 30).all()
+    needed = 255 * 16384  # the whole chain is walked (masks may follow)
     assert cog.header_bytes <= 2 * needed + (1 << 20), cog.header_bytes
