@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Decode throughput per codec: cogfeed vs GDAL on the same files.
 
 For each codec a SIZE x SIZE image with 512 px tiles is written by GDAL's
@@ -10,10 +9,10 @@ so it sits in the page cache, then decoded whole, tile by tile:
   cogfeed 1 thread   one cogfeed.open, cog.read() of every tile in order
   cogfeed N threads  the same tiles from a thread pool of N (the extension
                      releases the GIL while reading)
-  GDAL 1 thread      GDAL_NUM_THREADS=1, ReadAsArray of every tile window
+  GDAL 1 thread      GDAL_NUM_THREADS=1, a read of every tile window
   GDAL N threads     the best of two ways to use all cores with GDAL:
                      (a) GDAL_NUM_THREADS=ALL_CPUS and one whole-image
-                     ReadAsArray (GDAL decodes the tiles of one request on
+                     read (GDAL decodes the tiles of one request on
                      its own pool; tile-sized requests would stay serial);
                      (b) a pool of N threads, each with its own dataset,
                      reading tile windows
@@ -22,10 +21,16 @@ Throughput is MB/s of decoded pixels (width x height x bands x sample
 size), the best of --repeat rounds; each round runs every variant in turn
 so that load from other processes is shared fairly.  GDAL's datasets are
 reopened each run so its block cache never serves a tile twice.  Every cogfeed result is checked
-bit-exact against GDAL's decoded image.  This is a benchmark, not a test:
-run it by hand, e.g.
+bit-exact against GDAL's decoded image.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/codec_bench.py [--json]
+GDAL is the one rasterio's wheel carries (3.10, through rasterio, as in the
+conformance tests), which writes the files and is timed.  Its JPEG decoder
+is libjpeg 9, not libjpeg-turbo (cogfeed's and Debian's): the JPEG row is
+timed against that build, and its pixels are checked against Debian's GDAL
+(gdal_translate, libjpeg-turbo), the oracle of docs/conformance.md.  This
+is a benchmark, not a test: run it by hand after ./run.sh build, e.g.
+
+    PYTHONPATH=build/python .venv/bin/python bench/codec_bench.py [--json]
 """
 
 import argparse
@@ -38,11 +43,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from osgeo import gdal
+import rasterio
+import rasterio.shutil
+from rasterio.io import MemoryFile
+from rasterio.windows import Window
 
-import cogfeed
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "python"))
+import conformance as C  # noqa: E402
 
-gdal.UseExceptions()
+import cogfeed  # noqa: E402
 
 # codec -> (dtype, bands, creation options): the type each codec is
 # typically used with.  Rows with a COMPRESS= option of their own are
@@ -71,8 +81,9 @@ CODECS = {
     "CMYK": ("uint8", 4, ["COMPRESS=NONE", "PHOTOMETRIC=CMYK"]),
     "CIELAB": ("uint8", 3, ["COMPRESS=NONE", "PHOTOMETRIC=CIELAB"]),
 }
-GDT = {"uint8": gdal.GDT_Byte, "uint16": gdal.GDT_UInt16, "float32": gdal.GDT_Float32,
-       "bit": gdal.GDT_Byte, "cint16": gdal.GDT_CInt16}
+# rasterio's names of the GDAL types written
+GDT = {"uint8": "uint8", "uint16": "uint16", "float32": "float32", "bit": "uint8",
+       "cint16": "complex_int16"}
 
 
 def pixels(size, dtype, bands):
@@ -106,23 +117,24 @@ def make_file(codec, size, tile, directory):
     dtype, bands, opts = CODECS[codec]
     comp = codec.split("_F32")[0] if codec.endswith("_F32") else codec
     key = hashlib.sha256(json.dumps([codec, size, tile, dtype, bands, opts, 1,
-                                     gdal.__version__]).encode()).hexdigest()[:12]
+                                     rasterio.__gdal_version__]).encode()).hexdigest()[:12]
     path = os.path.join(directory, "%s_%d_%s.tif" % (codec, size, key))
     if os.path.exists(path):
         return path
     data = pixels(size, dtype, bands)
-    mem = gdal.GetDriverByName("MEM").Create("", size, size, bands, GDT[dtype])
-    for b in range(bands):
-        mem.GetRasterBand(b + 1).WriteArray(data[b])
     tmp = path + ".tmp.tif"
     if any(o.startswith("COMPRESS=") for o in opts):
-        gdal.GetDriverByName("GTiff").CreateCopy(
-            tmp, mem, options=["TILED=YES", "BLOCKXSIZE=%d" % tile, "BLOCKYSIZE=%d" % tile,
-                               "NUM_THREADS=ALL_CPUS"] + opts)
+        driver, opts = "GTiff", ["TILED=YES", "BLOCKXSIZE=%d" % tile, "BLOCKYSIZE=%d" % tile,
+                                 "NUM_THREADS=ALL_CPUS"] + opts
     else:
-        gdal.GetDriverByName("COG").CreateCopy(
-            tmp, mem, options=["COMPRESS=" + comp, "BLOCKSIZE=%d" % tile, "OVERVIEWS=NONE",
-                               "NUM_THREADS=ALL_CPUS"] + opts)
+        driver, opts = "COG", ["COMPRESS=" + comp, "BLOCKSIZE=%d" % tile, "OVERVIEWS=NONE",
+                               "NUM_THREADS=ALL_CPUS"] + opts
+    with MemoryFile() as mf:
+        with mf.open(driver="GTiff", width=size, height=size, count=bands, dtype=GDT[dtype],
+                     tiled=True) as m:
+            m.write(data)
+        with mf.open() as m:
+            rasterio.shutil.copy(m, tmp, driver=driver, **dict(o.split("=", 1) for o in opts))
     os.replace(tmp, path)
     return path
 
@@ -169,21 +181,19 @@ def bench_codec(codec, args):
     chunks = [wins[i::args.threads] for i in range(args.threads)]
 
     def gdal_tiles():
-        ds = gdal.Open(path)  # reopened: its block cache starts empty
-        return [ds.ReadAsArray(*w) for w in wins]
+        with rasterio.Env(GDAL_NUM_THREADS="1"), \
+                rasterio.open(path) as ds:  # reopened: its block cache starts empty
+            return [ds.read(window=Window(*w)) for w in wins]
 
     def gdal_whole_all_cpus():
-        gdal.SetConfigOption("GDAL_NUM_THREADS", "ALL_CPUS")
-        try:
-            return gdal.Open(path).ReadAsArray()
-        finally:
-            gdal.SetConfigOption("GDAL_NUM_THREADS", "1")
+        with rasterio.Env(GDAL_NUM_THREADS="ALL_CPUS"), rasterio.open(path) as ds:
+            return ds.read()
 
     def gdal_pool_worker(ws):
-        ds = gdal.Open(path)  # GDAL datasets are not thread-safe: one each
-        return [ds.ReadAsArray(*w) for w in ws]
+        # GDAL datasets are not thread-safe: one each
+        with rasterio.Env(GDAL_NUM_THREADS="1"), rasterio.open(path) as ds:
+            return [ds.read(window=Window(*w)) for w in ws]
 
-    gdal.SetConfigOption("GDAL_NUM_THREADS", "1")
     with ThreadPoolExecutor(args.threads) as ex:
         variants = [
             ("cogfeed_1t", lambda: [cog.read(window=w) for w in wins]),
@@ -193,7 +203,6 @@ def bench_codec(codec, args):
             ("gdal_mt_pool", lambda: list(ex.map(gdal_pool_worker, chunks))),
         ]
         best, out = interleaved_best(args.repeat, variants)
-    gdal.SetConfigOption("GDAL_NUM_THREADS", None)
     cog.close()
     for k, t in best.items():
         res[k] = nbytes / t / 1e6
@@ -206,6 +215,8 @@ def bench_codec(codec, args):
     res["ratio_1t"] = res["cogfeed_1t"] / res["gdal_1t"]
     res["ratio_mt"] = res["cogfeed_mt"] / res["gdal_mt"]
     whole = whole.reshape(shape)
+    if codec == "JPEG":  # libjpeg-turbo's pixels: Debian's GDAL
+        ref = whole = C.debian_gdal_read(path).reshape(shape)
     res["bit_exact"] = bool(mine.tobytes() == ref.tobytes() == whole.tobytes() ==
                             mine_mt.tobytes())
     return res
@@ -267,7 +278,7 @@ def main():
     # taken on a busy machine are only comparable within one run.
     load = [load_before, os.getloadavg()[0]]
     if args.json:
-        json.dump({"gdal": gdal.__version__, "cogfeed": cogfeed.__version__,
+        json.dump({"gdal": rasterio.__gdal_version__, "cogfeed": cogfeed.__version__,
                    "cpus": os.cpu_count(), "loadavg_before_after": load, "results": results},
                   sys.stdout, indent=1)
         print()

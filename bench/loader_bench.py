@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """cogfeed's loader vs the paper-style baseline, side by side.
 
 Two modes.
@@ -27,7 +26,7 @@ baseline's best local NONE, cogfeed peak RSS <= 1 GiB.  Every run is its own pro
 --data it makes --scenes synthetic scenes of --size px (LERC_ZSTD and
 NONE, 512 px tiles) in a temporary folder.
 
-  PYTHONPATH=BUILD/python /usr/bin/python3 bench/loader_bench.py --targets \
+  PYTHONPATH=BUILD/python .venv/bin/python bench/loader_bench.py --targets \
       [--data DIR] [--seconds 10] [--warmup 24] [--pairs 3] [--json FILE]
 
 (--data DIR: DIR/lerc_zstd_512 and DIR/none_512, each with images/ and

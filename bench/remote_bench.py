@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Remote vs local vs GDAL /vsicurl/: many random windows over a set of COGs.
 
 Side by side in one run, on the same files and the same windows:
@@ -6,7 +5,8 @@ Side by side in one run, on the same files and the same windows:
     each calling Cog.read, and with one cogfeed.read_many call,
   * cogfeed reading the same files through nginx with a first-byte latency
     (164 ms by default, what the paper measured to Azure Blob),
-  * GDAL's /vsicurl/ through the same nginx, with the best settings found
+  * GDAL's /vsicurl/ through the same nginx (GDAL 3.10, the one rasterio's
+    wheel carries, through rasterio), with the best settings found
     (merged consecutive ranges, VSI cache, multiplexing where offered, one
     dataset per thread, several thread counts tried).
 
@@ -27,7 +27,7 @@ Fairness:
 Prints MB/s of decoded pixels delivered, windows/s, requests per window and
 the ratios; --json for machines.  Not a test: it measures.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/remote_bench.py
+    PYTHONPATH=build/python .venv/bin/python bench/remote_bench.py   (after ./run.sh build)
 """
 import argparse
 import concurrent.futures as cf
@@ -39,19 +39,21 @@ import threading
 import time
 
 import numpy as np
+import rasterio
+from rasterio.windows import Window
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "servers"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 
 import cogfeed  # noqa: E402
+from conformance import write_array  # noqa: E402
 from cogfeed.tools import common  # noqa: E402
 from servers import Nginx  # noqa: E402
 
 
 def make_files(folder, n, size, tile, compress, bands=4):
     """Smooth, noisy uint16 scenes written as COGs by GDAL (cached)."""
-    from osgeo import gdal
-    gdal.UseExceptions()
     os.makedirs(folder, exist_ok=True)
     paths = ["%s/scene_%02d_%s_%d_%d.tif" % (folder, i, compress.lower(), size, tile)
              for i in range(n)]
@@ -64,18 +66,18 @@ def make_files(folder, n, size, tile, compress, bands=4):
     for i, p in enumerate(paths):
         if p not in todo:
             continue
-        mem = gdal.GetDriverByName("MEM").Create("", size, size, bands, gdal.GDT_UInt16)
+        arr = np.empty((bands, size, size), np.uint16)
         for b in range(bands):
             f = rng.uniform(2, 12, 3)
             base = (np.sin(xx * f[0] + b) + np.cos(yy * f[1]) + np.sin((xx + yy) * f[2])) * 800 + 2000
             # The same noise field, shifted per file and band: cheap to make,
             # and compresses like fresh noise.
             nz = np.roll(noise, (i * 977 + b * 131, i * 373 + b * 59), (0, 1))
-            mem.GetRasterBand(b + 1).WriteArray(np.clip(base + nz, 0, 65535).astype(np.uint16))
-        opts = ["COMPRESS=%s" % compress, "BLOCKSIZE=%d" % tile, "OVERVIEWS=NONE"]
+            arr[b] = np.clip(base + nz, 0, 65535).astype(np.uint16)
+        opts = {"COMPRESS": compress, "BLOCKSIZE": tile, "OVERVIEWS": "NONE"}
         if compress in ("ZSTD", "DEFLATE", "LZW"):
-            opts.append("PREDICTOR=2")
-        gdal.Translate(p + ".tmp", mem, format="COG", creationOptions=opts)
+            opts["PREDICTOR"] = 2
+        write_array(p + ".tmp", arr, "COG", **opts)
         os.rename(p + ".tmp", p)
     return paths
 
@@ -200,13 +202,21 @@ GDAL_OPTIONS = {
 }
 
 
+_gdal_runs = iter(range(1 << 62))
+
+
 def run_gdal(urls, warm, windows, win, threads, cpu, num_threads="1", count=None):
-    from osgeo import gdal
-    gdal.UseExceptions()
-    for k, v in GDAL_OPTIONS.items():
-        gdal.SetConfigOption(k, v)
-    gdal.SetConfigOption("GDAL_NUM_THREADS", num_threads)
+    opts = dict(GDAL_OPTIONS, GDAL_NUM_THREADS=num_threads)
+    # Each run asks for its own URLs (a query nginx ignores): /vsicurl/'s
+    # caches are keyed by URL, so nothing an earlier run fetched is served
+    # from memory (what VSICurlClearCache did, which rasterio lacks).
+    run = next(_gdal_runs)
+    urls = ["%s?run=%d" % (u, run) for u in urls]
     local = threading.local()
+
+    def gdal_open(u):
+        with rasterio.Env(**opts):  # in every thread: GDAL's options
+            return rasterio.open("/vsicurl/" + u)
 
     def one(w):
         i, x, y = w
@@ -214,8 +224,9 @@ def run_gdal(urls, warm, windows, win, threads, cpu, num_threads="1", count=None
         if ds is None:
             ds = local.ds = {}
         if i not in ds:
-            ds[i] = gdal.Open("/vsicurl/" + urls[i])
-        return ds[i].ReadAsArray(x, y, win, win).nbytes
+            ds[i] = gdal_open(urls[i])
+        with rasterio.Env(**opts):
+            return ds[i].read(window=Window(x, y, win, win)).nbytes
 
     # Warm-up: every worker thread opens every dataset (headers come from
     # GDAL's cache after the first), then the warm-up windows are read.
@@ -228,7 +239,7 @@ def run_gdal(urls, warm, windows, win, threads, cpu, num_threads="1", count=None
                 if ds is None:
                     ds = local.ds = {}
                 if i not in ds:
-                    ds[i] = gdal.Open("/vsicurl/" + urls[i])
+                    ds[i] = gdal_open(urls[i])
             barrier.wait()
             return 0
 
@@ -238,7 +249,6 @@ def run_gdal(urls, warm, windows, win, threads, cpu, num_threads="1", count=None
         r = cpu.measure(lambda: sum(ex.map(one, windows)), threads=threads,
                         num_threads=num_threads)
         n1 = count() if count else 0
-    gdal.VSICurlClearCache()
     if count:
         r["requests"] = n1 - n0  # nginx does not count /_hits itself
     return r

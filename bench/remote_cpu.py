@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Where the CPU goes when cogfeed's loader reads over the nginx link, and
 what the link itself costs: the floor under issue 4's remote / local
 target on a machine whose server shares the loader's cores.
@@ -23,12 +22,13 @@ Two measurements, one after the other, on the same files:
    (/proc/stat) per GB, per compressed GB and per decoded GB of the
    dataset: a reference client that decodes nothing.
 
-  PYTHONPATH=BUILD/python /usr/bin/python3 bench/remote_cpu.py \
+  PYTHONPATH=BUILD/python .venv/bin/python bench/remote_cpu.py \
       [--data DIR] [--pairs 3] [--latency-ms 164]
 
 DIR as bench/loader_bench.py --targets uses it (DIR/lerc_zstd_512 with
 images/ and masks/); without --data the same files are made in a
-temporary folder.  Needs GDAL's Python bindings (tile offsets) and curl.
+temporary folder.  Needs rasterio (GDAL's tile offsets; in .venv after
+./run.sh build) and curl.
 """
 
 import argparse
@@ -106,25 +106,23 @@ def split_run(data, latency_ms, settle, window, seconds):
 
 def tiles_of(data):
     """(path, offset, length) of every tile, and decoded bytes."""
-    from osgeo import gdal
+    import numpy as np
+    import rasterio
     tiles, decoded = [], 0
     for f in sorted(glob.glob(os.path.join(data, "*", "*.tif"))):
-        ds = gdal.Open(f)
-        b1 = ds.GetRasterBand(1)
-        bx, by = b1.GetBlockSize()
-        pixel = ds.GetMetadataItem("INTERLEAVE", "IMAGE_STRUCTURE") == "PIXEL"
-        per = bx * by * gdal.GetDataTypeSize(b1.DataType) // 8
-        per *= ds.RasterCount if pixel else 1
-        for bi in ([1] if pixel else range(1, ds.RasterCount + 1)):
-            band = ds.GetRasterBand(bi)
-            for ty in range((ds.RasterYSize + by - 1) // by):
-                for tx in range((ds.RasterXSize + bx - 1) // bx):
-                    key = "%d_%d" % (tx, ty)
-                    off = int(band.GetMetadataItem("BLOCK_OFFSET_" + key,
-                                                   "TIFF"))
-                    n = int(band.GetMetadataItem("BLOCK_SIZE_" + key, "TIFF"))
-                    tiles.append((f, off, n))
-                    decoded += per
+        with rasterio.open(f) as ds:
+            by, bx = ds.block_shapes[0]
+            pixel = ds.tags(ns="IMAGE_STRUCTURE").get("INTERLEAVE") == "PIXEL"
+            per = bx * by * np.dtype(ds.dtypes[0]).itemsize
+            per *= ds.count if pixel else 1
+            for bi in ([1] if pixel else range(1, ds.count + 1)):
+                for ty in range((ds.height + by - 1) // by):
+                    for tx in range((ds.width + bx - 1) // bx):
+                        key = "%d_%d" % (tx, ty)
+                        off = int(ds.get_tag_item("BLOCK_OFFSET_" + key, "TIFF", bidx=bi))
+                        n = int(ds.get_tag_item("BLOCK_SIZE_" + key, "TIFF", bidx=bi))
+                        tiles.append((f, off, n))
+                        decoded += per
     return tiles, decoded
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """The loader over a link with a slow tail, with hedged requests and
 without, side by side in one run on the same files.
 
@@ -13,7 +12,7 @@ Loader (blocked 512 px, batch 16, defaults) with hedging at its default
 percentile of recent first-byte times, or twice their median, is sent
 again) and off (hedge_after_ms=-1), in alternating order.
 
-  PYTHONPATH=BUILD/python /usr/bin/python3 bench/tail_bench.py \\
+  PYTHONPATH=BUILD/python .venv/bin/python bench/tail_bench.py \\
       [--data DIR] [--tail 0:0 --tail 0.01:1 --tail 0.002:2] \\
       [--rounds 2] [--seconds 10] [--json OUT]
 

@@ -7,7 +7,7 @@ it is read) followed by a real chunk: streams written by GDAL (libtiff's
 encoders), raw samples for the conversions.  A few hundred bytes each; the
 files are 40x30 or smaller, made by format_fixtures.py's makers.
 
-Usage: /usr/bin/python3 fuzz/fuzz_codec_seeds.py
+Usage: .venv/bin/python fuzz/fuzz_codec_seeds.py  (after ./run.sh build)
 """
 
 import os

@@ -47,8 +47,8 @@ cp -r /usr/share/lua/5.1/* "$KIT/lua/"
 [ -e .devkit/kit.tar.xz ] || tar -C "$KIT" -cJf .devkit/kit.tar.xz .
 if [ ! -d .devkit/data ]; then
   export PYTHONPATH=$ROOT/build/python
-  /usr/bin/python3 -m cogfeed.cli synth "$KIT/raw" --scenes 6 --size 1024
-  /usr/bin/python3 -m cogfeed.cli convert "$KIT/raw" .devkit/data --compress lerc_zstd --tile 512
+  "$ROOT/.venv/bin/python" -m cogfeed.cli synth "$KIT/raw" --scenes 6 --size 1024
+  "$ROOT/.venv/bin/python" -m cogfeed.cli convert "$KIT/raw" .devkit/data --compress lerc_zstd --tile 512
 fi
 if [ "${1:-}" = "--peers" ] && [ ! -e .devkit/peers-site.tar.xz ]; then
   W=$(mktemp -d)

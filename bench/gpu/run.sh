@@ -29,8 +29,8 @@ if [ $CPU = 1 ]; then
   [ -x "$PY" ] || { echo "no $PY: run bench/peers.py --setup first"; exit 2; }
   if [ ! -d "$D/masks" ]; then
     D=$OUT/data
-    [ -d "$D/masks" ] || { PYTHONPATH=$R/build/python /usr/bin/python3 -m cogfeed.cli synth $OUT/raw --scenes 3 --size 512 --quiet &&
-      PYTHONPATH=$R/build/python /usr/bin/python3 -m cogfeed.cli convert $OUT/raw $D --compress lerc_zstd --tile 512 --quiet; }
+    [ -d "$D/masks" ] || { PYTHONPATH=$R/build/python $R/.venv/bin/python -m cogfeed.cli synth $OUT/raw --scenes 3 --size 512 --quiet &&
+      PYTHONPATH=$R/build/python $R/.venv/bin/python -m cogfeed.cli convert $OUT/raw $D --compress lerc_zstd --tile 512 --quiet; }
   fi
 else
   PY=$(command -v python3); DEV=cuda; B=/tmp/b; SECS=10; BUDGET=30; PEERS_TMO=420; X18="--patch-size 256 --batch-size 16"

@@ -30,12 +30,14 @@ Nothing generated here is ever committed (.gitignore covers *.tif).
 import hashlib
 import json
 import os
+import re
 import struct
 import subprocess
 import tempfile
 
 import numpy as np
 import rasterio
+import rasterio.errors
 import rasterio.shutil
 from rasterio.enums import Resampling
 from rasterio.io import MemoryFile
@@ -490,18 +492,28 @@ def fixture_path(spec, directory=None):
 # What GDAL says about a file and its windows.
 # ---------------------------------------------------------------------------
 
-def debian_gdal_read(path, level=0):
-    """All bands of `path` (overview `level`) as (bands, H, W), decoded by
-    Debian's GDAL (gdal_translate, libjpeg-turbo): an uncompressed copy is
-    made next to the file once and read back."""
-    out = "%s.debian-l%d.tif" % (path, level)
+def debian_gdal_read(name, level=0, ot=None):
+    """All bands of dataset `name` (a path, or GDAL's GTIFF_RAW:/GTIFF_DIR:
+    syntax; overview `level`) as (bands, H, W), decoded by Debian's GDAL
+    (gdal_translate, libjpeg-turbo), converted to GDAL type `ot` if given:
+    an uncompressed copy is made next to the file once and read back."""
+    m = re.match(r"((?:GTIFF_RAW:|GTIFF_DIR:\d+:)*)(.*)$", name)
+    prefix, path = m.group(1), m.group(2)
+    tag = re.sub(r"\W", "", prefix.lower()) + (ot or "")
+    out = "%s.debian%s-l%d.tif" % (path, "-" + tag if tag else "", level)
     if not os.path.exists(out):
         tmp = out + ".%d.tmp" % os.getpid()
         cmd = ["gdal_translate", "-q", "-of", "GTiff", "-co", "COMPRESS=NONE",
                "--config", "GDAL_PAM_ENABLED", "NO"]
         if level:
             cmd += ["-ovr", str(level - 1)]
-        subprocess.run(cmd + [path, tmp], check=True, capture_output=True, timeout=300)
+        if ot:
+            cmd += ["-ot", ot]
+        try:
+            subprocess.run(cmd + [name, tmp], check=True, capture_output=True, timeout=300)
+        except subprocess.CalledProcessError as e:
+            raise rasterio.errors.RasterioIOError(
+                "gdal_translate %s: %s" % (name, e.stderr.decode(errors="replace").strip()))
         os.replace(tmp, out)
     with rasterio.open(out) as d:
         return d.read()
@@ -561,20 +573,22 @@ def fill_value(ds):
     return 0 if nd is None else nd
 
 
-def gdal_read(ds, window, bands=None, level=0):
-    """Expected (bands, h, w) array: GDAL inside the image, nodata/0 outside."""
+def gdal_read(ds, window, bands=None, level=0, dtype=None, debian_ot=None):
+    """Expected (bands, h, w) array: GDAL inside the image, nodata/0 outside.
+    dtype: the array's type (default: numpy_dtype(ds)); debian_ot: read
+    with Debian's GDAL converted to that GDAL type (as JPEG files are)."""
     x, y, w, h = window
     bands = list(bands) if bands else list(range(1, ds.count + 1))
     W, H = level_size(ds, level)
-    dt = numpy_dtype(ds)
+    dt = np.dtype(dtype or numpy_dtype(ds))
     out = np.empty((len(bands), h, w), dtype=dt)
     out[...] = np.array(fill_value(ds)).astype(dt)
     x0, y0 = max(x, 0), max(y, 0)
     x1, y1 = min(x + w, W), min(y + h, H)
     if x1 <= x0 or y1 <= y0:
         return out
-    if _is_jpeg(ds):
-        a = debian_gdal_read(ds.name, level)
+    if debian_ot or _is_jpeg(ds):
+        a = debian_gdal_read(ds.name, level, debian_ot)
         out[:, y0 - y:y1 - y, x0 - x:x1 - x] = a[[b - 1 for b in bands], y0:y1, x0:x1]
         return out
     src = _level(ds, level)

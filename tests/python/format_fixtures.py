@@ -10,7 +10,8 @@ IFD chains, overviews in SubIFDs), files that must be refused at open, and
 metadata (band descriptions, units, nodata, scale/offset, GDAL metadata
 domains, TIFF text tags).
 
-Files GDAL can write are written by GDAL; the others are GDAL files taken
+Files GDAL can write are written by GDAL (3.10, the one rasterio's wheel
+carries, as in conformance.py; docs/conformance.md); the others are GDAL files taken
 apart (read_tiff) and written again with the change (write_tiff), or built
 from scratch with the same writer.  Compressed streams come from GDAL too
 (compress()), so nothing depends on a Python codec.  Everything is made at
@@ -33,9 +34,11 @@ import zlib
 from collections import namedtuple
 
 import numpy as np
-from osgeo import gdal
-
-gdal.UseExceptions()
+import rasterio
+import rasterio.shutil
+from rasterio.enums import Resampling
+from rasterio.io import MemoryFile
+from rasterio.transform import Affine
 
 with open(os.path.abspath(__file__), "rb") as _f:
     GENERATOR_VERSION = hashlib.sha256(_f.read()).hexdigest()[:16]
@@ -202,9 +205,9 @@ def compress(data, codec, **opts):
     """`data` compressed by GDAL's (libtiff's) `codec` as one strip."""
     tmp = tempfile.mktemp(suffix=".tif", dir=opts.pop("dir", None))
     try:
-        mem = gdal.GetDriverByName("MEM").Create("", len(data), 1, 1, gdal.GDT_Byte)
-        mem.GetRasterBand(1).WriteArray(np.frombuffer(data, np.uint8)[None, :])
-        gdal.GetDriverByName("GTiff").CreateCopy(tmp, mem, options=["COMPRESS=" + codec])
+        with rasterio.open(tmp, "w", driver="GTiff", width=len(data), height=1, count=1,
+                           dtype="uint8", COMPRESS=codec) as d:
+            d.write(np.frombuffer(data, np.uint8)[None, None, :])
         return read_tiff(tmp)[1][0].chunks[0]
     finally:
         if os.path.exists(tmp):
@@ -230,43 +233,87 @@ def pixels(h, w, nb, dtype, seed):
     return np.stack(out)
 
 
-GDAL_TYPES = {"uint8": gdal.GDT_Byte, "uint16": gdal.GDT_UInt16, "int16": gdal.GDT_Int16,
-              "uint32": gdal.GDT_UInt32, "int32": gdal.GDT_Int32,
-              "float32": gdal.GDT_Float32, "float64": gdal.GDT_Float64,
-              "cint16": gdal.GDT_CInt16, "cint32": gdal.GDT_CInt32,
-              "complex64": gdal.GDT_CFloat32, "complex128": gdal.GDT_CFloat64}
+# GDAL's complex integer types: NumPy has none, so the pixels are given as
+# complex floats and GDAL converts them (rasterio knows CInt16 but not CInt32:
+# a VRT band of that type over the float source does it).
+COMPLEX_INT = {"cint16": ("CInt16", "complex64"), "cint32": ("CInt32", "complex128")}
 
 
-def gdal_write(path, data, opts, dtype=None, nodata=None, overviews=None,
-               band_setup=None, ds_setup=None):
+def _kw(opts):
+    return dict(o.split("=", 1) for o in opts)
+
+
+def _complex_int_vrt(src, gdal_type, vrt):
+    """A VRT of `src` whose bands are of `gdal_type` (GDAL converts)."""
+    with rasterio.open(src) as d:
+        w, h, nb = d.width, d.height, d.count
+        gt = ", ".join(repr(v) for v in d.transform.to_gdal())
+    bands = "".join(
+        '<VRTRasterBand dataType="%s" band="%d"><SimpleSource>'
+        '<SourceFilename relativeToVRT="0">%s</SourceFilename><SourceBand>%d</SourceBand>'
+        '</SimpleSource></VRTRasterBand>' % (gdal_type, b, src, b) for b in range(1, nb + 1))
+    with open(vrt, "w") as f:
+        f.write('<VRTDataset rasterXSize="%d" rasterYSize="%d"><GeoTransform>%s'
+                '</GeoTransform>%s</VRTDataset>' % (w, h, gt, bands))
+
+
+def gdal_write(path, data, opts, dtype=None, nodata=None, overviews=None, meta=None):
     """Write a (bands, h, w) array with the GTiff driver; overviews are
-    built on a temporary copy and copied in (COPY_SRC_OVERVIEWS)."""
+    built on a temporary copy and copied in (COPY_SRC_OVERVIEWS).  meta:
+    {"tags": {...}, "bands": [{"description", "scale", "offset", "unit",
+    "tags"}, ...]}, the dataset's and each band's metadata."""
     nb, h, w = data.shape
-    dt = GDAL_TYPES[dtype or str(data.dtype)]
-    mem = gdal.GetDriverByName("MEM").Create("", w, h, nb, dt)
-    mem.SetGeoTransform([300000.0, 30.0, 0.0, 5000000.0, 0.0, -30.0])
-    for b in range(nb):
-        band = mem.GetRasterBand(b + 1)
-        band.WriteArray(data[b])
-        if nodata is not None:
-            band.SetNoDataValue(nodata)
-        if band_setup:
-            band_setup(b, band)
-    if ds_setup:
-        ds_setup(mem)
-    if overviews:
-        tmp = path + ".ovr-src.tif"
-        keep = ("TILED", "BLOCKXSIZE", "BLOCKYSIZE", "INTERLEAVE")
-        t = gdal.GetDriverByName("GTiff").CreateCopy(
-            tmp, mem, options=[o for o in opts if o.split("=")[0] in keep])
-        t.BuildOverviews("NEAREST", overviews)
-        t = None
-        src = gdal.Open(tmp)
-        gdal.GetDriverByName("GTiff").CreateCopy(path, src, options=opts + ["COPY_SRC_OVERVIEWS=YES"])
-        src = None
-        os.unlink(tmp)
-    else:
-        gdal.GetDriverByName("GTiff").CreateCopy(path, mem, options=opts)
+    dtype = dtype or str(data.dtype)
+    gdal_type, dtype = COMPLEX_INT.get(dtype, (None, dtype))
+    tmps = []
+    try:
+        with MemoryFile() as mf:
+            with mf.open(driver="GTiff", width=w, height=h, count=nb, dtype=dtype,
+                         nodata=nodata, tiled=True,
+                         transform=Affine.from_gdal(300000.0, 30.0, 0.0, 5000000.0, 0.0, -30.0)
+                         ) as m:
+                m.write(data.astype(dtype))
+                meta = meta or {}
+                if meta.get("tags"):
+                    m.update_tags(**meta["tags"])
+                for b, bm in enumerate(meta.get("bands", []), 1):
+                    if bm.get("description"):
+                        m.set_band_description(b, bm["description"])
+                    if bm.get("unit"):
+                        m.set_band_unit(b, bm["unit"])
+                    if bm.get("tags"):
+                        m.update_tags(b, **bm["tags"])
+                scaled = [bm for bm in meta.get("bands", []) if "scale" in bm]
+                if scaled:
+                    bms = meta["bands"] + [{}] * (nb - len(meta["bands"]))
+                    m.scales = tuple(bm.get("scale", 1.0) for bm in bms)
+                    m.offsets = tuple(bm.get("offset", 0.0) for bm in bms)
+            src = mf.name
+            if gdal_type:
+                src = path + ".src.tif"
+                tmps.append(src)
+                with mf.open() as m:
+                    rasterio.shutil.copy(m, src, driver="GTiff")
+                vrt = path + ".vrt"
+                tmps.append(vrt)
+                _complex_int_vrt(src, gdal_type, vrt)
+                src = vrt
+            if overviews:
+                tmp = path + ".ovr-src.tif"
+                tmps.append(tmp)
+                keep = ("TILED", "BLOCKXSIZE", "BLOCKYSIZE", "INTERLEAVE")
+                rasterio.shutil.copy(src, tmp, driver="GTiff",
+                                     **_kw([o for o in opts if o.split("=")[0] in keep]))
+                with rasterio.open(tmp, "r+") as t:
+                    t.build_overviews(overviews, Resampling.nearest)
+                rasterio.shutil.copy(tmp, path, driver="GTiff",
+                                     **_kw(opts + ["COPY_SRC_OVERVIEWS=YES"]))
+            else:
+                rasterio.shutil.copy(src, path, driver="GTiff", **_kw(opts))
+    finally:
+        for t in tmps:
+            if os.path.exists(t):
+                os.unlink(t)
 
 
 def _tiled(t=64):
@@ -573,27 +620,24 @@ def checked_in(name):
 
 def metadata_file(path):
     data = pixels(40, 50, 3, "int16", 15)
-
-    def band_setup(b, band):
-        band.SetDescription(["red & <edge>", "nir", ""][b])
-        if b < 2:
-            band.SetScale([0.5, 0.001][b])
-            band.SetOffset([10.0, -3.25][b])
-            band.SetUnitType(["m", "reflectance"][b])
-        band.SetMetadataItem("BAND_KEY", "band %d" % (b + 1))
-
-    def ds_setup(ds):
-        ds.SetMetadataItem("TIFFTAG_DATETIME", "2024:05:06 07:08:09")
-        ds.SetMetadataItem("TIFFTAG_SOFTWARE", "cogfeed tests")
-        ds.SetMetadataItem("TIFFTAG_ARTIST", "someone")
-        ds.SetMetadataItem("TIFFTAG_IMAGEDESCRIPTION", "a \"quoted\" description")
-        ds.SetMetadataItem("TIFFTAG_XRESOLUTION", "300")
-        ds.SetMetadataItem("TIFFTAG_YRESOLUTION", "150.5")
-        ds.SetMetadataItem("TIFFTAG_RESOLUTIONUNIT", "3")
-        ds.SetMetadataItem("MISSION", "S2B & co <x>")
-        ds.SetMetadataItem("CLOUD_COVER", "12.5")
+    bands = [{"description": "red & <edge>", "scale": 0.5, "offset": 10.0, "unit": "m"},
+             {"description": "nir", "scale": 0.001, "offset": -3.25, "unit": "reflectance"},
+             {}]
+    for b, bm in enumerate(bands):
+        bm["tags"] = {"BAND_KEY": "band %d" % (b + 1)}
+    tags = {
+        "TIFFTAG_DATETIME": "2024:05:06 07:08:09",
+        "TIFFTAG_SOFTWARE": "cogfeed tests",
+        "TIFFTAG_ARTIST": "someone",
+        "TIFFTAG_IMAGEDESCRIPTION": "a \"quoted\" description",
+        "TIFFTAG_XRESOLUTION": "300",
+        "TIFFTAG_YRESOLUTION": "150.5",
+        "TIFFTAG_RESOLUTIONUNIT": "3",
+        "MISSION": "S2B & co <x>",
+        "CLOUD_COVER": "12.5",
+    }
     gdal_write(path, data, _tiled(32) + ["COMPRESS=DEFLATE"], nodata=-999,
-               band_setup=band_setup, ds_setup=ds_setup)
+               meta={"tags": tags, "bands": bands})
 
 
 def metadata_domains_file(path):
@@ -746,7 +790,7 @@ def fixture_path(name, directory=None):
     """Path of fixture `name`, made if not cached."""
     directory = directory or default_dir()
     os.makedirs(directory, exist_ok=True)
-    tag = hashlib.sha256(("%s|%s|%s" % (name, GENERATOR_VERSION, gdal.__version__))
+    tag = hashlib.sha256(("%s|%s|%s" % (name, GENERATOR_VERSION, rasterio.__gdal_version__))
                          .encode()).hexdigest()[:16]
     path = os.path.join(directory, "%s-%s.tif" % (name, tag))
     if os.path.exists(path):

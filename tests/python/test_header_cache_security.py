@@ -18,9 +18,12 @@ import sys
 
 import numpy as np
 import pytest
+import rasterio
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "servers"))
+sys.path.insert(0, HERE)
+import conformance as C  # noqa: E402
 from servers import Nginx  # noqa: E402
 
 import cogfeed  # noqa: E402
@@ -34,20 +37,15 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0,
 
 def make_cog(path, seed, size=256, tile=64):
     """An uncompressed tiled COG whose tiles all differ; returns the pixels
-    and the tile offsets (from GDAL)."""
-    from osgeo import gdal
+    and the tile offsets (GDAL's, through rasterio)."""
     rng = np.random.default_rng(seed)
     arr = rng.integers(0, 255, (size, size), dtype=np.uint8)
-    mem = gdal.GetDriverByName("MEM").Create("", size, size, 1, gdal.GDT_Byte)
-    mem.GetRasterBand(1).WriteArray(arr)
-    gdal.Translate(str(path), mem, format="COG",
-                   creationOptions=["BLOCKSIZE=%d" % tile, "COMPRESS=NONE",
-                                    "OVERVIEWS=NONE"])
-    ds = gdal.Open(str(path))
-    b = ds.GetRasterBand(1)
+    C.write_array(path, arr[None], "COG", BLOCKSIZE=tile, COMPRESS="NONE",
+                  OVERVIEWS="NONE")
     n = size // tile
-    offs = [int(b.GetMetadataItem("BLOCK_OFFSET_%d_%d" % (x, y), "TIFF"))
-            for y in range(n) for x in range(n)]
+    with rasterio.open(str(path)) as ds:
+        offs = [int(ds.get_tag_item("BLOCK_OFFSET_%d_%d" % (x, y), "TIFF", bidx=1))
+                for y in range(n) for x in range(n)]
     return arr, offs
 
 

@@ -21,7 +21,9 @@ import cogfeed  # noqa: E402
 
 def test_core_import_does_not_import_the_research_tools():
     """cogfeed's core never imports cogfeed.tools (Optuna, matplotlib, the
-    UNet, bench) nor torch or GDAL: they are extras."""
+    UNet, bench) nor torch or GDAL: they are extras.  'osgeo' is GDAL's own
+    Python bindings: the project no longer uses them (rasterio instead), but a
+    user's environment may have them, and the core must not import them."""
     code = ("import sys, cogfeed, cogfeed.loader, cogfeed.cli\n"
             "heavy = [m for m in sys.modules if m == 'cogfeed.tools' or\n"
             "         m.startswith('cogfeed.tools.') or m.split('.')[0] in\n"
