@@ -5,6 +5,7 @@
  */
 #define CF_PY_MAIN
 #include "pymod.h"
+#include "io/io_options.h"
 
 #include <structmember.h>
 
@@ -70,51 +71,40 @@ typedef struct {
 static PyTypeObject IOType;
 static PyObject *default_io = NULL; /* created on first use */
 
+/* The keywords: every scalar of the one table (lib/io/io_options.h), which
+ * also gives their parse formats and defaults, then the two paths. */
+static char *io_kwlist[] = {
+#define X(f, ...) #f,
+    CF__IO_SCALARS(X)
+#undef X
+    "header_cache_dir", "ca_file", NULL};
+
 int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **keep) {
-    static char *kwlist[] = {"max_inflight", "header_bytes", "merge_gap", "request_timeout_s",
-                             "connect_timeout_s", "low_speed_time_s", "low_speed_bytes",
-                             "max_retries", "retry_budget", "retry_base_ms", "retry_max_ms",
-                             "verify_tls", "header_cache_dir", "ca_file", "max_open_files",
-                             "hedge_after_ms", "header_cache_max_bytes", "header_memory_max",
-                             NULL};
     *keep = NULL;
     cf_io_options_init(o);
-    int max_inflight = o->max_inflight, max_retries = o->max_retries, budget = o->retry_budget;
-    int verify = o->verify_tls, max_open = o->max_open_files;
-    Py_ssize_t header_bytes = (Py_ssize_t)o->header_bytes, merge_gap = (Py_ssize_t)o->merge_gap;
-    long low_bytes = o->low_speed_bytes;
-    double rt = o->request_timeout_s, ct = o->connect_timeout_s, lt = o->low_speed_time_s;
-    double rb = o->retry_base_ms, rm = o->retry_max_ms, hedge = o->hedge_after_ms;
+#define X(f, ctype, pytype, fmt, def, lo, hi, hint) pytype f = (pytype)(def);
+    CF__IO_SCALARS(X)
+#undef X
     PyObject *cache = Py_None, *ca = Py_None;
-    unsigned long long cache_max = o->header_cache_max_bytes, hdr_mem = o->header_memory_max;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$inndddliiddpOOidKK:IO", kwlist, &max_inflight,
-                                     &header_bytes, &merge_gap, &rt, &ct, &lt, &low_bytes,
-                                     &max_retries, &budget, &rb, &rm, &verify, &cache, &ca,
-                                     &max_open, &hedge, &cache_max, &hdr_mem))
+#define X(f, ctype, pytype, fmt, def, lo, hi, hint) fmt
+    static const char format[] = "|$" CF__IO_SCALARS(X) "OO:IO";
+#undef X
+#define X(f, ...) &f,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, format, io_kwlist, CF__IO_SCALARS(X) &cache,
+                                     &ca))
         return 0;
-    if (max_inflight < 1 || header_bytes < 16 || merge_gap < 0 || max_retries < 0 || budget < 0 ||
-        max_open < 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "max_inflight >= 1, header_bytes >= 16, merge_gap/max_retries/"
-                        "retry_budget/max_open_files >= 0 required");
-        return 0;
-    }
-    o->max_inflight = max_inflight;
-    o->header_bytes = (size_t)header_bytes;
-    o->merge_gap = (size_t)merge_gap;
-    o->request_timeout_s = rt;
-    o->connect_timeout_s = ct;
-    o->low_speed_time_s = lt;
-    o->low_speed_bytes = low_bytes;
-    o->max_retries = max_retries;
-    o->retry_budget = budget;
-    o->retry_base_ms = rb;
-    o->retry_max_ms = rm;
-    o->verify_tls = verify;
-    o->max_open_files = max_open;
-    o->hedge_after_ms = hedge;
-    o->header_cache_max_bytes = cache_max;
-    o->header_memory_max = hdr_mem;
+#undef X
+    /* Ranges are checked in C (cf_io_new's own check), before values are
+     * narrowed to their fields (a negative size would wrap). */
+    cf_error e;
+#define X(f, ctype, ...)                                                                   \
+    if (cf__io_check(CF__IOO_##f, (double)f, &e) != CF_OK) {                               \
+        PyErr_SetString(PyExc_ValueError, e.msg);                                          \
+        return 0;                                                                          \
+    }                                                                                      \
+    o->f = (ctype)f;
+    CF__IO_SCALARS(X)
+#undef X
     /* The path strings live in bytes objects kept in *keep. */
     PyObject *cache_b = NULL, *ca_b = NULL;
     if ((cache != Py_None && !PyUnicode_FSConverter(cache, &cache_b)) ||

@@ -19,6 +19,7 @@
  * state belong to the parent process.
  */
 #include "io_internal.h"
+#include "io_options.h"
 
 #include <errno.h>
 #include <math.h>
@@ -32,18 +33,34 @@ void cf_io_options_init(cf_io_options *opt) {
     if (!opt) return;
     memset(opt, 0, sizeof *opt);
     opt->struct_size = sizeof *opt;
-    opt->max_inflight = 64;
-    opt->header_bytes = 64 << 10;
-    opt->merge_gap = 64 << 10;
-    opt->request_timeout_s = 60;
-    opt->connect_timeout_s = 10;
-    opt->low_speed_time_s = 15;
-    opt->low_speed_bytes = 1024;
-    opt->max_retries = 6;
-    opt->retry_budget = 1000;
-    opt->retry_base_ms = 100;
-    opt->retry_max_ms = 10000;
-    opt->verify_tls = 1;
+#define X(f, ctype, pytype, fmt, def, lo, hi, hint) opt->f = (ctype)(def);
+    CF__IO_SCALARS(X)
+#undef X
+}
+
+/* The scalar options' ranges, from the one table (io_options.h). */
+static const struct {
+    const char *name;
+    double lo, hi;
+    const char *hint;
+} scalars[CF__IOO_COUNT] = {
+#define X(f, ctype, pytype, fmt, def, lo, hi, hint) {#f, (double)(lo), (double)(hi), hint},
+    CF__IO_SCALARS(X)
+#undef X
+};
+
+cf_status cf__io_check(int id, double v, cf_error *err) {
+    if (id < 0 || id >= CF__IOO_COUNT)
+        return cf__err(err, CF_E_ARG, "cf_io_new: unknown option %d", id);
+    if (v >= scalars[id].lo && v <= scalars[id].hi) return CF_OK;
+    /* %.17g prints the integer options exactly (they fit 2^53 or are
+     * unbounded); the smallest positive double stands for "> 0". */
+    int open_lo = scalars[id].lo == CF__IO_POSITIVE;
+    return cf__err(err, CF_E_ARG, "cf_io_new: %s %.17g not in %c%.17g, %.17g]%s%s%s",
+                   scalars[id].name, v, open_lo ? '(' : '[',
+                   open_lo ? 0.0 : scalars[id].lo, scalars[id].hi,
+                   scalars[id].hint[0] ? " (" : "", scalars[id].hint,
+                   scalars[id].hint[0] ? ")" : "");
 }
 
 static int clamp_inflight(int n) {
@@ -67,15 +84,11 @@ cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err) {
         memcpy(&o, opt, opt->struct_size);
         o.struct_size = sizeof o;
     }
-    if (!(o.request_timeout_s > 0) || !(o.connect_timeout_s > 0) ||
-        !(o.low_speed_time_s >= 0) || o.low_speed_bytes < 0 ||
-        o.max_retries < 0 || o.retry_budget < 0 || !(o.retry_base_ms >= 0) ||
-        !(o.retry_max_ms >= 0) || o.header_bytes == 0 || o.max_open_files < 0 ||
-        o.header_bytes > CF_MAX_HEADER_BYTES)
-        return cf__err(err, CF_E_ARG,
-                       "cf_io_new: an option is out of range (timeouts must "
-                       "be > 0, counts >= 0, header_bytes in 1..%llu)",
-                       (unsigned long long)CF_MAX_HEADER_BYTES);
+    cf_status st;
+#define X(f, ...)                                                                          \
+    if ((st = cf__io_check(CF__IOO_##f, (double)o.f, err)) != CF_OK) return st;
+    CF__IO_SCALARS(X)
+#undef X
     /* libcurl would only say so at the first https transfer, as a TLS
      * error of that URL. */
     if (o.ca_file && access(o.ca_file, R_OK) != 0) {

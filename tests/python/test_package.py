@@ -90,3 +90,20 @@ def test_loader_raw_dtype(cog_path, dtype):
 def test_loader_rejects_other_dtypes(cog_path, dtype):
     with pytest.raises(ValueError, match="dtype must be 'raw' or float32"):
         cogfeed.Loader([cog_path], patch_size=32, batch_size=2, dtype=dtype)
+
+
+def test_io_options_checked_in_c_by_name():
+    """cogfeed.IO's keywords come from C's one table (lib/io/io_options.h)
+    and are checked there, before narrowing: the Python side used to
+    check five of them with one message for all, and let NaN timeouts and
+    a negative low_speed_bytes through to C's "an option is out of
+    range"."""
+    import math
+    cases = {"max_inflight": 0, "header_bytes": -5, "merge_gap": -1,
+             "request_timeout_s": 0.0, "retry_base_ms": math.nan,
+             "low_speed_bytes": -1, "max_open_files": -2}
+    for name, bad in cases.items():
+        with pytest.raises(ValueError, match="%s .* not in" % name):
+            cogfeed.IO(**{name: bad})
+    cogfeed.IO(request_timeout_s=math.inf, hedge_after_ms=-1,
+               header_cache_max_bytes=0)
