@@ -11,7 +11,7 @@
  * beyond it.
  *
  * How many patches are read at once adapts to how busy the CPUs are
- * (loader_adapt.c) unless max_inflight fixes it.
+ * (loader_adapt.c) unless the concurrency option fixes it.
  *
  * This file keeps the ring of batch slots, the reader threads and the
  * consumer's calls; loader_internal.h lists the other pieces.
@@ -56,7 +56,7 @@ static double process_cpu_s(void) {
  * `conc` samples: how busy the CPUs were, retries, whether the ring was
  * full.  Called under ld->mu after each sample. */
 static void adapt(cf_loader *ld) {
-    if (ld->o.max_inflight) return;
+    if (ld->o.concurrency) return;
     double now = cf__now();
     int in_window = ld->win_t0 != 0; /* a window is running */
     if (in_window) {

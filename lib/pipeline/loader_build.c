@@ -13,16 +13,33 @@
 void cf_loader_options_init(cf_loader_options *opt) {
     memset(opt, 0, sizeof *opt);
     opt->struct_size = sizeof *opt;
-    opt->time_steps = 1;
-    opt->patch_size = 256;
-    opt->batch_size = 32;
     opt->sampler = CF_SAMPLER_RANDOM;
-    opt->world_size = 1;
-    opt->apply_scale_offset = 1;
-    opt->prefetch = 0; /* auto: see build() */
-    opt->inflight_bytes = 0; /* auto: see build() */
-    opt->cache_bytes = (size_t)256 << 20;
-    opt->skip_limit = 0.5;
+#define X(f, ctype, pytype, fmt, def, lo, hi, hint) opt->f = (ctype)(def);
+    CF__LOADER_SCALARS(X)
+#undef X
+}
+
+/* The scalar options' ranges, from the one table (loader_options.h). */
+static const struct {
+    const char *name;
+    double lo, hi;
+    const char *hint;
+} scalars[CF__LDO_COUNT] = {
+#define X(f, ctype, pytype, fmt, def, lo, hi, hint) {#f, (double)(lo), (double)(hi), hint},
+    CF__LOADER_SCALARS(X)
+#undef X
+};
+
+cf_status cf__loader_check(int id, double v, cf_error *err) {
+    if (id < 0 || id >= CF__LDO_COUNT)
+        return cf__err(err, CF_E_ARG, "loader: unknown option %d", id);
+    if (v >= scalars[id].lo && v <= scalars[id].hi) return CF_OK;
+    /* %.17g prints integers exactly (every integer option fits 2^53 or is
+     * unbounded). */
+    return cf__err(err, CF_E_ARG, "loader: %s %.17g not in [%.17g, %.17g]%s%s%s",
+                   scalars[id].name, v, scalars[id].lo, scalars[id].hi,
+                   scalars[id].hint[0] ? " (" : "", scalars[id].hint,
+                   scalars[id].hint[0] ? ")" : "");
 }
 
 static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
@@ -35,46 +52,28 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     cf_loader_options *o = &ld->o;
     if (!o->images || !o->nfiles)
         return cf__err(err, CF_E_ARG, "loader: no images");
-    if (o->time_steps < 1 || o->time_steps > 1024)
-        return cf__err(err, CF_E_ARG, "loader: time_steps %d not in [1, 1024]",
-                       o->time_steps);
-    if (o->nlayers < 0 || o->nlayers > 64 || (o->nlayers && !o->layers))
-        return cf__err(err, CF_E_ARG, "loader: nlayers %d not in [0, 64]",
-                       o->nlayers);
+    cf_status st;
+#define X(f, ...)                                                                          \
+    if ((st = cf__loader_check(CF__LDO_##f, (double)o->f, err)) != CF_OK) return st;
+    CF__LOADER_SCALARS(X)
+#undef X
+    if (o->nlayers && !o->layers)
+        return cf__err(err, CF_E_ARG, "loader: nlayers %d but no layers", o->nlayers);
     if (o->nfiles > ((size_t)1 << 24))
         return cf__err(err, CF_E_LIMIT, "loader: %zu files (max %d)",
                        o->nfiles, 1 << 24);
-    if (o->batch_size < 1 || o->batch_size > 65536)
-        return cf__err(err, CF_E_ARG, "loader: batch_size %u not in [1, 65536]",
-                       o->batch_size);
-    if (o->patch_size < 1 || o->patch_size > 65536)
-        return cf__err(err, CF_E_ARG, "loader: patch_size %u not in [1, 65536]",
-                       o->patch_size);
-    if (o->prefetch < 0) o->prefetch = 1;
-    /* 0 stays: auto, sized in build() once the reader count is known. */
-    if (o->prefetch > LD_MAX_PREFETCH)
-        return cf__err(err, CF_E_ARG, "loader: prefetch %d > %d", o->prefetch,
-                       LD_MAX_PREFETCH);
-    if (o->threads < 0 || o->threads > LD_MAX_THREADS ||
-        o->max_inflight < 0 || o->max_inflight > LD_MAX_THREADS)
-        return cf__err(err, CF_E_ARG,
-                       "loader: threads / max_inflight not in [0, %d]",
-                       LD_MAX_THREADS);
+    if (o->nmean > CF_MAX_BANDS || o->nstd > CF_MAX_BANDS)
+        return cf__err(err, CF_E_ARG, "loader: %u mean / %u std values (max %d)", o->nmean,
+                       o->nstd, CF_MAX_BANDS);
     if (o->out_dtype != CF_DT_UNKNOWN && o->out_dtype != CF_DT_F32)
         return cf__err(err, CF_E_ARG,
                        "loader: output dtype must be raw or float32");
     if ((o->mean || o->std) && o->out_dtype != CF_DT_F32)
         return cf__err(err, CF_E_ARG,
                        "loader: mean/std normalisation needs float32 output");
-    if (o->level < 0)
-        return cf__err(err, CF_E_ARG, "loader: level %d < 0 (0 is full "
-                       "resolution, 1 the first overview)", o->level);
     if (o->nbands < 0 || o->nbands > CF_MAX_BANDS || (o->nbands && !o->bands))
         return cf__err(err, CF_E_ARG, "loader: nbands %d not in [0, %d]",
                        o->nbands, CF_MAX_BANDS);
-    if (!(o->skip_limit >= 0 && o->skip_limit <= 1))
-        return cf__err(err, CF_E_ARG, "loader: skip_limit %g not in [0, 1]",
-                       o->skip_limit);
     /* Copy everything the caller may free after cf_loader_new. */
     size_t nimg = o->nfiles * (size_t)o->time_steps;
     ld->nurls = nimg + (o->masks ? o->nfiles : 0) +
@@ -203,6 +202,11 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
                                cf_dtype_name(i0.dtype));
         }
     }
+    if ((o->mean && o->nmean && o->nmean != C) || (o->std && o->nstd && o->nstd != C))
+        return cf__err(err, CF_E_ARG,
+                       "loader: mean and std need one value per output channel (%u), "
+                       "not %u / %u",
+                       C, o->mean ? o->nmean : C, o->std ? o->nstd : C);
     if (o->mean || o->std) {
         ld->mean = cf__calloc(C, sizeof(float));
         ld->std = cf__calloc(C, sizeof(float));
@@ -354,7 +358,7 @@ static cf_status build(cf_loader *ld, cf_error *err) {
                        (unsigned long long)(4 * (uint64_t)ld->scratch_bytes));
     /* A reader thread reads and decodes one patch at a time, so patches
      * in flight need as many threads. */
-    int want = o->threads > o->max_inflight ? o->threads : o->max_inflight;
+    int want = o->threads > o->concurrency ? o->threads : o->concurrency;
     /* Remote: a reader spends ~2 round trips per patch (image, then mask)
      * waiting, so covering 164 ms at a few hundred patches/s takes 100+
      * patches in flight; waiting threads cost only their stacks. */
@@ -368,7 +372,7 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     ld->nthreads = want;
     /* Remote starts at a quarter of the readers: the fast phase of the
      * controller doubles from there within a second or two. */
-    int start = o->max_inflight ? o->max_inflight
+    int start = o->concurrency ? o->concurrency
                                 : ld->remote ? (want / 4 > 8 ? want / 4 : 8)
                                              : 8;
     cf__adapt_init(&ld->ctl, start, want);

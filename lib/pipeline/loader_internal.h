@@ -22,12 +22,13 @@
 #include "budget.h"
 #include "cog_internal.h"
 #include "loader_adapt.h"
+#include "loader_options.h"
 #include "read_plan.h"
 #include "sampler.h"
 #include "tile_cache.h"
 
-#define LD_MAX_THREADS 1024
-#define LD_MAX_PREFETCH 64
+#define LD_MAX_THREADS CF__LD_MAX_THREADS
+#define LD_MAX_PREFETCH CF__LD_MAX_PREFETCH
 #define LD_MAX_CACHE_ENTRIES 4096
 #define LD_MAX_GROUP_TILES 256
 /* Default reader threads for remote files: 128, or 32 per core on bigger
