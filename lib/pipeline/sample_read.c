@@ -262,6 +262,37 @@ static cf_cog *member_cog(const cf_loader *ld, size_t f, const ld_member *mb) {
                : ld->lay[f * (size_t)ld->o.nlayers + (size_t)mb->layer];
 }
 
+/* Input m of a sample of file f (member m, or the mask when m is
+ * nmembers): the part that reads window w of it, raw and band-sequential,
+ * into dst.  One input, one part: an input that needs another way to the
+ * sample's window is read by its own step here. */
+static void input_part(const cf_loader *ld, size_t f, const cf_window *w, int m,
+                       uint8_t *dst, ld_part *p) {
+    memset(p, 0, sizeof *p);
+    p->x = w->x;
+    p->y = w->y;
+    p->w = w->w;
+    p->h = w->h;
+    p->dst = dst;
+    if (m == ld->nmembers) {
+        p->cog = ld->msk[f];
+        p->bands0 = p->planes = ld->ident;
+        p->nbands = p->nplanes = 1;
+        p->dt = ld->lay_out.mask_dtype;
+        p->bytes = ld->plane * ld->mask_es;
+        return;
+    }
+    const ld_member *mb = &ld->members[m];
+    p->cog = member_cog(ld, f, mb);
+    int sel = mb->layer < 0 && ld->bands;
+    p->bands0 = sel ? ld->bands0 : ld->ident;
+    p->planes = sel ? ld->planes0 : ld->ident;
+    p->nbands = mb->nb;
+    p->nplanes = sel ? (uint32_t)ld->nplanes0 : mb->nb;
+    p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+    p->bytes = cf__ld_member_bytes(ld, mb, ld->o.patch_size, ld->o.patch_size);
+}
+
 /* Read, convert and augment sample j into position i of slot s. */
 cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t i,
                              uint64_t epoch, uint64_t j, uint64_t *decoded, double *t_read,
@@ -290,35 +321,15 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     for (int g = 0; g < nall && st == CF_OK;) {
         int np = nall - g < LD_PART_CHUNKS ? nall - g : LD_PART_CHUNKS;
         for (int k = 0; k < np; k++) {
-            ld_part *p = &parts[k];
             int m = g + k;
-            memset(p, 0, sizeof *p);
-            p->x = w.x;
-            p->y = w.y;
-            p->w = w.w;
-            p->h = w.h;
-            if (m == ld->nmembers) {
-                p->cog = ld->msk[f];
-                p->bands0 = p->planes = ld->ident;
-                p->nbands = p->nplanes = 1;
-                p->dt = ld->lay_out.mask_dtype;
-                p->dst = mask;
-                p->bytes = ld->plane * ld->mask_es;
-                continue;
+            uint8_t *dst = mask;
+            if (m < ld->nmembers) {
+                const ld_member *mb = &ld->members[m];
+                dst = f32 ? wk->scratch + off
+                          : img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
+                off += cf__ld_member_bytes(ld, mb, P, P);
             }
-            const ld_member *mb = &ld->members[m];
-            p->cog = member_cog(ld, f, mb);
-            int sel = mb->layer < 0 && ld->bands;
-            p->bands0 = sel ? ld->bands0 : ld->ident;
-            p->planes = sel ? ld->planes0 : ld->ident;
-            p->nbands = mb->nb;
-            p->nplanes = sel ? (uint32_t)ld->nplanes0 : mb->nb;
-            p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
-            p->bytes = cf__ld_member_bytes(ld, mb, P, P);
-            p->dst = f32 ? wk->scratch + off
-                         : img + ((size_t)mb->t * C + mb->channel) *
-                                     ld->plane * ld->es;
-            off += p->bytes;
+            input_part(ld, f, &w, m, dst, &parts[k]);
         }
         if (o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
             st = read_parts(ld, wk, parts, np, &bad, err);
