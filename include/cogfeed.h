@@ -55,7 +55,8 @@ typedef enum cf_status {
     CF_E_CODEC = 6,       /* corrupt compressed tile data */
     CF_E_LIMIT = 7,       /* a safety cap was hit (size, count, memory) */
     CF_E_HTTP = 8,        /* HTTP error status not covered below */
-    CF_E_AUTH = 9,        /* 401/403: missing, wrong or expired credentials */
+    CF_E_AUTH = 9,        /* 401/403: missing, wrong or expired credentials;
+                             or the server's TLS certificate did not verify */
     CF_E_NOTFOUND = 10,   /* file or object does not exist (404, ENOENT) */
     CF_E_CHANGED = 11,    /* object changed while reading (ETag, 412) */
     CF_E_RANGE = 12,      /* range request failed: 416, no range support,

@@ -772,7 +772,10 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_ISSUER_ERROR:
-        return fail(x, CF_E_IO,
+        /* CF_E_AUTH: the server could not be authenticated, which no
+         * retry and no other sample fixes; the loader's skip_errors must
+         * not drop it as if the file were bad. */
+        return fail(x, CF_E_AUTH,
                     "%s: TLS certificate verification failed (%s): give the "
                     "server's CA with ca_file, or set verify_tls=0 to skip "
                     "the check",
