@@ -588,7 +588,8 @@ typedef struct cf_loader_options {
     /* Output. */
     cf_dtype out_dtype;        /* CF_DT_UNKNOWN: the files' dtype; CF_DT_F32 */
     int apply_scale_offset;    /* float32 only: per-band scale/offset (1) */
-    const float *mean, *std;   /* float32 only: per output channel; NULL */
+    const float *mean, *std;   /* float32 only: per output channel; NULL.
+                                  nmean / nstd values (below) */
     int skip_errors;           /* drop and count failed samples (0: fail).
                                   Never dropped, even so: failures of the
                                   run rather than the sample (CF_E_AUTH,
@@ -616,9 +617,13 @@ typedef struct cf_loader_options {
                                   one patch at a time (0: auto: 2 x cores
                                   + 2 local; remote 128, or 32 per
                                   core where that is more); at least
-                                  max_inflight */
-    int max_inflight;          /* patches read at once; 0: adaptive, up to
-                                  the threads and inflight_bytes */
+                                  concurrency */
+    union {
+        int concurrency;       /* patches read at once; 0: adaptive, up to
+                                  the threads and inflight_bytes.  (Not the
+                                  io's max_inflight, which counts requests.) */
+        int max_inflight;      /* its old name: deprecated, same member */
+    };
     size_t inflight_bytes;     /* byte budget of patches being read, as
                                   above (0: auto: 256 MiB, 64 MiB per
                                   core on machines of more than 4 cores);
@@ -636,6 +641,10 @@ typedef struct cf_loader_options {
      * reads mostly fail (a server gone, expired credentials) stops
      * instead of delivering empty batches.  In [0, 1]; 1: never (0.5). */
     double skip_limit;
+    /* Values in mean and std: each must be the number of output channels
+     * (cf_loader_new fails otherwise).  0 with the array set: one per
+     * output channel, unchecked (callers built before these fields). */
+    uint32_t nmean, nstd;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-

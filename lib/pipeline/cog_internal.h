@@ -101,19 +101,7 @@ cf_status cf__cog_prepare_read(const cf_cog *cog, int level, int64_t x, int64_t 
                                size_t dst_size, int *all, int *nb_out, int *ifdi_out,
                                uint8_t fill[CF__FILL_MAX], cf_error *err);
 
-/* The chunk grid under the window [x0, x1) x [y0, y1), which lies inside
- * the IFD: columns cx0..cx1, rows cy0..cy1, and the planes to read into
- * planes[0..nplanes): one per distinct band of bands0[0..nb) (0-based) for
- * planar configuration 2, else the one plane 0.  count = columns x rows x
- * planes.  0 (count 0) when more than max_planes planes are needed. */
-typedef struct cf_chunk_grid {
-    uint32_t cx0, cx1, cy0, cy1, nplanes;
-    uint64_t count;
-} cf_chunk_grid;
-int cf__cog_chunk_grid(const cf_tiff_ifd *ifd, int64_t x0, int64_t y0, int64_t x1,
-                       int64_t y1, const int *bands0, int nb, uint32_t *planes,
-                       uint32_t max_planes, cf_chunk_grid *g);
-/* The chunks a window of IFD `ifdi` needs (clipped to the image), with
+/* The chunks a window of IFD `ifdi` needs (planned by read_plan.h), with
  * their compressed bytes summed in *total; dst is first filled with
  * `fill` where the window lies outside the image or a chunk is sparse.
  * *out (malloc'd, the caller frees) lists the non-sparse chunks. */

@@ -8,6 +8,7 @@ copying.
 
 import json
 import os
+import warnings
 
 from . import _cogfeed
 
@@ -45,15 +46,10 @@ def _paths(x, what):
         raise TypeError("%s: expected a path or a sequence of paths" % what)
 
 
-def _positive(v, what, none_ok=False):
-    """int(v), refused unless >= 1 (the C side takes unsigned values, where
-    -5 would wrap to a huge size or stride)."""
-    if v is None and none_ok:
-        return 0
-    i = int(v)
-    if i < 1:
-        raise ValueError("%s must be >= 1, not %r" % (what, v))
-    return i
+def _int0(v):
+    """None as 0 (the C side's "default"); anything else as an int, checked
+    by the C side."""
+    return 0 if v is None else int(v)
 
 
 class Loader:
@@ -91,7 +87,7 @@ class Loader:
             area).
         bands: 1-based image bands to read (default: all).
         level: overview level (0 = full resolution).
-        stride: grid sampler step in pixels, >= 1 (default patch_size;
+        stride: grid sampler step in pixels (default None or 0: patch_size;
             smaller overlaps, larger leaves gaps; the last row/column is
             moved back to end at the edge).
         epoch: epoch to start with (default 0).
@@ -124,8 +120,11 @@ class Loader:
         decode_threads: reader threads; each reads and decodes one patch at
             a time (default: 2 x cores + 2 for local files; for remote 128,
             or 32 per core where that is more; capped by inflight_bytes).
-        max_inflight: patches read at once (default None: adaptive, raised
-            while CPU cores sit idle, lowered on retries).
+        concurrency: patches read at once (default None: adaptive, raised
+            while CPU cores sit idle, lowered on retries); stats()
+            ["concurrency"] says where it stands.  (Its old name
+            max_inflight still works, with a DeprecationWarning: IO's
+            max_inflight counts requests, not patches.)
         inflight_bytes: memory budget of the patches being read: reader
             scratch, compressed tiles in flight and decode scratch all come
             out of it, and readers wait for room (default None: 256 MiB, or
@@ -141,8 +140,9 @@ class Loader:
             remote files with no request in the next run), max_open_files
             (local files open at once; default a quarter of ulimit -n),
             hedge_after_ms (a slow request is sent again; -1: never).
-            Default: IO's defaults.  With adaptive max_inflight, the loader resizes the
-            loops' own max_inflight as it goes (remote files).
+            Default: IO's defaults.  With adaptive concurrency, the loader
+            resizes the loops' max_inflight (requests) as it goes (remote
+            files).
         copy: give each batch its own arrays instead of ring views.
     """
 
@@ -152,9 +152,10 @@ class Loader:
                  world_size=1, epoch_length=None, drop_last=False,
                  flip=False, rot90=False, dtype="raw", scale_offset=True,
                  mean=None, std=None, skip_errors=False, prefetch=None,
-                 decode_threads=None, max_inflight=None,
+                 decode_threads=None, concurrency=None,
                  inflight_bytes=None, cache_bytes=256 * _MiB,
-                 io_options=None, copy=False, skip_limit=0.5):
+                 io_options=None, copy=False, skip_limit=0.5,
+                 max_inflight=None):
         if isinstance(images, (str, bytes, os.PathLike)):
             images = [images]
         images = list(images)
@@ -175,16 +176,7 @@ class Loader:
         nfiles = len(flat) // t
         if weights is not None:
             weights = list(weights)
-            if len(weights) != nfiles:
-                raise ValueError("weights: %d values for %d image files"
-                                 % (len(weights), nfiles))
-        if int(level) < 0:
-            raise ValueError("level must be >= 0 (0: full resolution), not %r"
-                             % (level,))
         masks_l = None if masks is None else _paths(masks, "masks")
-        if masks_l is not None and len(masks_l) != nfiles:
-            raise ValueError("%d masks for %d image files" % (len(masks_l),
-                                                             nfiles))
         nlayers = 0
         lay = None
         if layers is not None:
@@ -197,28 +189,34 @@ class Loader:
                 raise ValueError("layers: every file needs the same layers")
             lay = [p for x in per for p in x]
         f32 = _is_float32(dtype)
-        if max_inflight in (None, "auto", "adaptive", 0):
-            max_inflight = 0
+        if max_inflight is not None:
+            warnings.warn("Loader(max_inflight=...) is now concurrency=... "
+                          "(patches read at once; IO's max_inflight counts "
+                          "requests)", DeprecationWarning, stacklevel=2)
+            if concurrency is None:
+                concurrency = max_inflight
+        if concurrency in ("auto", "adaptive"):
+            concurrency = None
+        # Values are passed through: the C side checks every range (one
+        # table, lib/pipeline/loader_options.h).
         self._kw = dict(
             images=flat, masks=masks_l, layers=lay, nlayers=nlayers,
             time_steps=t,
             weights=None if weights is None else [float(w) for w in weights],
             bands=None if bands is None else [int(b) for b in bands],
-            level=int(level), patch_size=_positive(patch_size, "patch_size"),
-            batch_size=_positive(batch_size, "batch_size"),
-            sampler=str(sampler),
-            stride=_positive(stride, "stride", none_ok=True),
-            seed=int(seed), epoch=int(epoch),
+            level=int(level), patch_size=int(patch_size),
+            batch_size=int(batch_size), sampler=str(sampler),
+            stride=_int0(stride), seed=int(seed), epoch=int(epoch),
             rank=int(rank), world_size=int(world_size),
-            epoch_length=int(epoch_length or 0), drop_last=bool(drop_last),
+            epoch_length=_int0(epoch_length), drop_last=bool(drop_last),
             flip=bool(flip), rot90=bool(rot90), float32=f32,
-            scale_offset=bool(scale_offset),
+            apply_scale_offset=bool(scale_offset),
             mean=None if mean is None else [float(m) for m in mean],
             std=None if std is None else [float(s) for s in std],
             skip_errors=bool(skip_errors), skip_limit=float(skip_limit),
-            prefetch=int(prefetch or 0),
-            threads=int(decode_threads or 0), max_inflight=int(max_inflight),
-            inflight_bytes=int(inflight_bytes or 0),
+            prefetch=_int0(prefetch), threads=_int0(decode_threads),
+            concurrency=_int0(concurrency),
+            inflight_bytes=_int0(inflight_bytes),
             cache_bytes=int(cache_bytes),
             io_options=None if io_options is None else dict(io_options))
         self._ld = _cogfeed._Loader(**self._kw)

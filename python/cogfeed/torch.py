@@ -102,7 +102,7 @@ class CogDataset(IterableDataset):
         epoch: first epoch (default 0); see set_epoch.
         **loader_kwargs: any other cogfeed.Loader argument (patch_size,
             batch_size, sampler, seed, flip, rot90, dtype, mean, std,
-            skip_errors, prefetch, max_inflight, ...); rank and world_size
+            skip_errors, prefetch, concurrency, ...); rank and world_size
             are set from the DataLoader and torch.distributed.
     """
 

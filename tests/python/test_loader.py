@@ -228,8 +228,12 @@ def test_float32_scale_and_normalisation(data):
             want = (raw - np.array(mean, np.float32)[:, None, None]) / \
                 np.array(std, np.float32)[:, None, None]
             np.testing.assert_allclose(batch["image"][i], want, rtol=1e-6)
-    with pytest.raises(ValueError, match="one value per output channel"):
+    # Checked in C (the length of mean / std against the channels).
+    with pytest.raises(cogfeed.Error, match="one value per output channel"):
         cogfeed.Loader(data["images"][:1], dtype="float32", mean=[1.0])
+    with pytest.raises(cogfeed.Error, match=r"channel \(3\), not 3 / 4"):
+        cogfeed.Loader(data["images"][:1], dtype="float32",
+                       mean=[1.0, 2.0, 3.0], std=[1.0] * 4)
     with pytest.raises(cogfeed.Error, match="float32"):
         cogfeed.Loader(data["images"][:1], mean=[1.0, 2.0, 3.0])
 
@@ -442,10 +446,17 @@ def test_copy_gives_independent_arrays(data):
 
 def test_fixed_inflight_and_stats(data):
     ld = cogfeed.Loader(data["images"], data["masks"], patch_size=32,
-                        batch_size=4, max_inflight=2, epoch_length=16)
+                        batch_size=4, concurrency=2, epoch_length=16)
     n = sum(len(b["windows"]) for b in ld)
     st = ld.stats()
     assert n == 16 and st["samples"] == 16 and st["concurrency"] == 2
+    # The old name of concurrency still works, and says it is old.
+    with pytest.warns(DeprecationWarning, match="concurrency"):
+        old = cogfeed.Loader(data["images"], patch_size=32, batch_size=4,
+                             max_inflight=3, epoch_length=8)
+    next(iter(old))
+    assert old.stats()["concurrency"] == 3
+    old.close()
     for k in ("bytes_fetched", "bytes_decoded", "bytes_delivered", "requests",
               "retries", "io_inflight", "cache_hit_rate", "wait_s",
               "read_busy_s", "convert_busy_s"):
@@ -494,7 +505,7 @@ def test_tile_shuffle_reuses_decoded_tiles(data):
 def test_from_config(tmp_path, data):
     cfg = {"images": data["images"], "masks": data["masks"],
            "patch_size": 32, "batch_size": 4, "sampler": "blocked",
-           "max_inflight": None, "decode_threads": 2, "cache_bytes": 1 << 24,
+           "concurrency": None, "decode_threads": 2, "cache_bytes": 1 << 24,
            "dtype": "float32", "prefetch": 2, "seed": 1,
            "variant": "/somewhere/lerc_zstd_512"}
     p = tmp_path / "best.json"
@@ -601,15 +612,22 @@ def test_bad_arguments(data):
     assert e.value.code == 10  # CF_E_NOTFOUND
     with pytest.raises(cogfeed.Error, match="\\.\\.\\.\u00e9+/x.tif"):
         cogfeed.Loader(["/nonexistent/a" + "\u00e9" * 150 + "/x.tif"])
-    # Sizes and steps below 1 are refused (the C side takes unsigned
-    # values: a stride of -5 used to wrap to a huge one and skip pixels).
-    for kw in (dict(stride=-5), dict(stride=0), dict(patch_size=-1),
-               dict(batch_size=0)):
-        with pytest.raises(ValueError, match="must be >= 1"):
+    # Values out of range are refused by the C side's one table, before
+    # they are narrowed (unsigned fields: a stride of -5 used to wrap to a
+    # huge one and skip pixels).
+    for kw, msg in ((dict(stride=-5), "stride -5 not in"),
+                    (dict(patch_size=-1), "patch_size -1 not in"),
+                    (dict(batch_size=0), "batch_size 0 not in"),
+                    (dict(prefetch=65), "prefetch 65 not in"),
+                    (dict(inflight_bytes=-1), "inflight_bytes -1 not in"),
+                    (dict(decode_threads=5000), "threads 5000 not in"),
+                    (dict(concurrency=-2), "concurrency -2 not in"),
+                    (dict(skip_limit=1.5), "skip_limit 1.5 not in")):
+        with pytest.raises(ValueError, match=msg):
             cogfeed.Loader(data["images"], sampler="grid", **kw)
     with pytest.raises(ValueError, match="weights: 1 values for 2 image"):
         cogfeed.Loader(data["images"], weights=[1.0])
-    with pytest.raises(ValueError, match="level must be >= 0"):
+    with pytest.raises(ValueError, match="level -1 not in .*full resolution"):
         cogfeed.Loader(data["images"], level=-1)
     # A level the files lack: named once, with the levels they have.
     with pytest.raises(cogfeed.Error) as e:

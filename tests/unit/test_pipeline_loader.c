@@ -644,6 +644,18 @@ static void test_float_normalise(void) {
     CHECK(fabsf(v[(2 + 1) * P * P + 2 * P + 3] - want1) < 1e-3f);
     cf_loader_release(ld, &b);
     cf_loader_free(ld);
+    /* With their lengths given, they must match the 2 channels. */
+    o.nmean = o.nstd = 2;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+    cf_loader_free(ld);
+    o.nmean = 3;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG &&
+          strstr(e.msg, "one value per output channel (2), not 3 / 2"));
+    /* A caller built before nmean / nstd: its struct ends before them, so
+     * whatever lies there is not read (one value per channel, as then). */
+    o.struct_size = offsetof(cf_loader_options, nmean);
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+    cf_loader_free(ld);
 }
 
 int main(void) {
