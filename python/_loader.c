@@ -93,7 +93,10 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         "seed", "epoch", "rank", "world_size", "epoch_length", "drop_last",
         "flip", "rot90", "float32", "scale_offset", "mean", "std",
         "skip_errors", "prefetch", "threads", "max_inflight",
-        "inflight_bytes", "cache_bytes", "io_options", "skip_limit", NULL};
+        "inflight_bytes", "cache_bytes", "io_options", "skip_limit", "grid",
+        "grid_crs", "grid_res", "resampling", "mask_resampling",
+        "layer_resampling", "reproject", "ungeoreferenced", "error_threshold",
+        NULL};
     PyObject *images, *masks = Py_None, *layers = Py_None, *weights = Py_None,
                       *bands = Py_None, *mean = Py_None, *std = Py_None,
                       *io_kw = Py_None;
@@ -106,13 +109,19 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     Py_ssize_t inflight_bytes = 0, /* auto */
                cache_bytes = (Py_ssize_t)256 << 20;
     double skip_limit = 0.5;
+    PyObject *grid = Py_None, *grid_crs = Py_None, *layer_rs = Py_None;
+    double grid_xres = 0, grid_yres = 0, error_threshold = 0.125;
+    const char *rs_name = "bilinear", *mask_rs_name = "nearest";
+    int reproject = 1, ungeoref = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O|$OOiiOOiIIsIKKiiKpppppOOpiiinnOd", kwlist, &images,
-            &masks, &layers, &nlayers, &time_steps, &weights, &bands, &level,
-            &patch, &batch, &sampler, &stride, &seed, &epoch, &rank,
+            args, kw, "O|$OOiiOOiIIsIKKiiKpppppOOpiiinnOdOO(dd)ssOppd", kwlist,
+            &images, &masks, &layers, &nlayers, &time_steps, &weights, &bands,
+            &level, &patch, &batch, &sampler, &stride, &seed, &epoch, &rank,
             &world_size, &epoch_length, &drop_last, &flip, &rot90, &f32,
             &scale_offset, &mean, &std, &skip, &prefetch, &threads,
-            &max_inflight, &inflight_bytes, &cache_bytes, &io_kw, &skip_limit))
+            &max_inflight, &inflight_bytes, &cache_bytes, &io_kw, &skip_limit,
+            &grid, &grid_crs, &grid_xres, &grid_yres, &rs_name, &mask_rs_name,
+            &layer_rs, &reproject, &ungeoref, &error_threshold))
         return -1;
     if (io_kw != Py_None && !PyDict_Check(io_kw)) {
         PyErr_SetString(PyExc_TypeError,
@@ -125,6 +134,12 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     }
     cf_loader_options o;
     cf_loader_options_init(&o);
+    cf_error rs_err;
+    if (cf_resampling_from_name(rs_name, &o.resampling, &rs_err) != CF_OK ||
+        cf_resampling_from_name(mask_rs_name, &o.mask_resampling, &rs_err) != CF_OK) {
+        PyErr_SetString(PyExc_ValueError, rs_err.msg);
+        return -1;
+    }
     if (sampler_kind(sampler, &o.sampler) < 0) {
         PyErr_Format(PyExc_ValueError,
                      "sampler must be 'random', 'blocked', 'tile-shuffle' or "
@@ -153,6 +168,9 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     Py_ssize_t nimg = 0, nmask = 0, nlay = 0, nw = 0, nmean = 0, nstd = 0;
+    cf_grid tgrid;
+    cf_crs *grid_hold = NULL, *gcrs = NULL;
+    cf_resampling *lrs = NULL;
     int nb = 0;
     const char **img = NULL, **msk = NULL, **lay = NULL;
     double *w = NULL, *mn = NULL, *sd = NULL;
@@ -176,6 +194,42 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         goto done;
     if (std != Py_None && !(sd = num_array(std, &nstd, "std must be a sequence")))
         goto done;
+    if (grid != Py_None) {
+        if (!cf_py_grid_parse(grid, &tgrid, &grid_hold)) goto done;
+        o.grid = &tgrid;
+    }
+    if (grid_crs != Py_None) {
+        if (!cf_py_crs_convert(grid_crs, &gcrs)) goto done;
+        o.grid_crs = gcrs;
+        o.grid_res[0] = grid_xres;
+        o.grid_res[1] = grid_yres;
+    }
+    if (layer_rs != Py_None) {
+        Py_ssize_t n = 0;
+        PyObject *names = PyList_New(0);
+        const char **nm = names ? str_array(layer_rs, &n, names, "layer_resampling must be a "
+                                            "sequence of names") : NULL;
+        if (nm && n != nlayers) {
+            PyErr_Format(PyExc_ValueError, "layer_resampling: %zd names for %d layers", n,
+                         nlayers);
+        } else if (nm) {
+            lrs = PyMem_Calloc((size_t)(n ? n : 1), sizeof *lrs);
+            if (!lrs) PyErr_NoMemory();
+            for (Py_ssize_t k = 0; lrs && k < n; k++)
+                if (cf_resampling_from_name(nm[k], &lrs[k], &rs_err) != CF_OK) {
+                    PyErr_SetString(PyExc_ValueError, rs_err.msg);
+                    PyMem_Free(lrs);
+                    lrs = NULL;
+                }
+        }
+        PyMem_Free(nm);
+        Py_XDECREF(names);
+        if (!lrs) goto done;
+        o.layer_resampling = lrs;
+    }
+    o.reproject = reproject;
+    o.ungeoreferenced = ungeoref;
+    o.error_threshold = error_threshold;
     if (nimg == 0 || nimg % time_steps) {
         PyErr_SetString(PyExc_ValueError,
                         "images: need a positive multiple of time_steps");
@@ -283,6 +337,9 @@ done:
     PyMem_Free(sd);
     PyMem_Free(mf);
     PyMem_Free(sf);
+    PyMem_Free(lrs);
+    cf_crs_free(grid_hold);
+    cf_crs_free(gcrs);
     Py_DECREF(keep);
     Py_XDECREF(io_keep);
     return rc;
@@ -547,6 +604,28 @@ static PyObject *Loader_window(LoaderObject *self, PyObject *args) {
     return Py_BuildValue("(NI)", window_tuple(&w), w.aug);
 }
 
+/* window_grid(file, x, y, w, h) -> (crs, geotransform, w, h) of that
+ * window of the file's target grid, or None when it has none. */
+static PyObject *Loader_window_grid(LoaderObject *self, PyObject *args) {
+    cf_window w;
+    memset(&w, 0, sizeof w);
+    long long x, y;
+    if (!PyArg_ParseTuple(args, "ILLII", &w.file, &x, &y, &w.w, &w.h) || check_open(self))
+        return NULL;
+    w.x = x;
+    w.y = y;
+    cf_grid g;
+    cf_error e;
+    cf_status st = cf_loader_window_grid(self->ld, &w, &g, &e);
+    if (st == CF_E_STATE) Py_RETURN_NONE;
+    if (st != CF_OK) return cf_py_raise(st, &e);
+    PyObject *crs = g.crs ? cf_py_crs_new(cf_crs_ref(g.crs)) : (Py_INCREF(Py_None), Py_None);
+    if (!crs) return NULL;
+    const double *t = g.transform;
+    return Py_BuildValue("(N(dddddd)II)", crs, t[0], t[1], t[2], t[3], t[4], t[5], g.width,
+                         g.height);
+}
+
 static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
     if (check_open(self)) return NULL;
     cf_loader_stats s;
@@ -603,6 +682,8 @@ static PyMethodDef Loader_methods[] = {
      "position() -> (epoch, next_batch)."},
     {"window", (PyCFunction)Loader_window, METH_VARARGS,
      "window(j) -> ((file, x, y, w, h), aug) of this rank's sample j."},
+    {"window_grid", (PyCFunction)Loader_window_grid, METH_VARARGS,
+     "window_grid(file, x, y, w, h) -> (crs, geotransform, w, h) or None."},
     {"stats", (PyCFunction)Loader_stats, METH_NOARGS,
      "stats() -> dict of counters and busy times."},
     {"close", (PyCFunction)Loader_close, METH_NOARGS,

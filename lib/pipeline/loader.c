@@ -17,6 +17,7 @@
 #include "budget.h"
 #include "cog_internal.h"
 #include "loader_adapt.h"
+#include "sample_grid.h"
 #include "sampler.h"
 
 #include <errno.h>
@@ -97,7 +98,9 @@ typedef struct ld_part {
     const int *planes;        /* the distinct ones in order (planar files) */
     uint32_t nbands, nplanes;
     cf_dtype dt;
-    int64_t x, y;             /* the window read, at the loader's level */
+    int level;                /* the level read (the loader's, or the one
+                                 a warped input's plan picked) */
+    int64_t x, y;             /* the window read, at that level */
     uint32_t w, h;
     uint8_t *dst;             /* raw, band-sequential */
     size_t bytes;
@@ -115,6 +118,9 @@ struct cf_loader {
     int *bands, *bands0;      /* as given (1-based), and 0-based */
     int *planes0, nplanes0;   /* bands0 without repeats (planar files) */
     float *mean, *std;
+    cf__sg *sg;               /* each input on its sample's target grid */
+    size_t warp_off, warp_bytes; /* warped inputs' source windows: this
+                                    region of each reader's scratch */
     cf_io *io;                /* ios[0] */
     cf_io *ios[LD_MAX_IOS];   /* files are spread over these */
     int nios, own_io, remote;
@@ -207,6 +213,10 @@ void cf_loader_options_init(cf_loader_options *opt) {
     opt->inflight_bytes = 0; /* auto: see build() */
     opt->cache_bytes = (size_t)256 << 20;
     opt->skip_limit = 0.5;
+    opt->resampling = CF_RS_BILINEAR;
+    opt->mask_resampling = CF_RS_NEAREST;
+    opt->reproject = 1;
+    opt->error_threshold = 0.125;
 }
 
 static int is_remote_url(const char *u) {
@@ -317,52 +327,6 @@ static cf_status level_of(const cf_loader *ld, const cf_cog *c,
                           cf_level_info *li, cf_error *err) {
     cf_status st = cf_cog_level_info(c, ld->o.level, li, err);
     if (st != CF_OK) return cf__err_prefix(err, st, "loader");
-    return CF_OK;
-}
-
-/* Masks, layers and later scenes must match the first scene pixel for
- * pixel: same size at the level and, where both have one, the same
- * geotransform. */
-static cf_status check_aligned(const cf_loader *ld, const cf_cog *ref,
-                               const cf_cog *c, const char *what,
-                               cf_error *err) {
-    cf_level_info a, b;
-    cf_status st = level_of(ld, ref, &a, err);
-    if (st != CF_OK) return st;
-    if ((st = level_of(ld, c, &b, err)) != CF_OK) {
-        if (ld->o.level > 0)
-            cf__err_hint(err, st, "a %s needs the overviews its image has",
-                         what);
-        return st;
-    }
-    if (a.width != b.width || a.height != b.height) {
-        cf__err(err, CF_E_ARG,
-                "loader: %s %s is not aligned with image %s: size %ux%u vs "
-                "%ux%u",
-                what, cf_cog_name(c), cf_cog_name(ref), b.width, b.height,
-                a.width, a.height);
-        if (ld->o.level)
-            cf__err_hint(err, CF_E_ARG,
-                         "at level %d (overviews made by different tools can "
-                         "round sizes differently)", ld->o.level);
-        return CF_E_ARG;
-    }
-    cf_cog_info ia, ib;
-    cf_cog_get_info(ref, &ia);
-    cf_cog_get_info(c, &ib);
-    if (ia.has_geotransform && ib.has_geotransform) {
-        for (int i = 0; i < 6; i++) {
-            double d = fabs(ia.geotransform[i] - ib.geotransform[i]);
-            double m = fmax(fabs(ia.geotransform[i]),
-                            fabs(ib.geotransform[i]));
-            if (d > 1e-9 * fmax(m, 1.0))
-                return cf__err(err, CF_E_ARG,
-                               "loader: %s %s is not aligned with image %s: "
-                               "geotransform[%d] %.12g vs %.12g",
-                               what, cf_cog_name(c), cf_cog_name(ref), i,
-                               ib.geotransform[i], ia.geotransform[i]);
-        }
-    }
     return CF_OK;
 }
 
@@ -565,6 +529,13 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
     return CF_OK;
 }
 
+/* The input (url) index of member m of sample file f. */
+static size_t member_slot(const cf_loader *ld, size_t f, const ld_member *mb) {
+    const size_t F = ld->o.nfiles, T = (size_t)ld->o.time_steps;
+    if (mb->layer < 0) return f * T + (size_t)mb->t;
+    return F * T + (ld->msk ? F : 0) + f * (size_t)ld->o.nlayers + (size_t)mb->layer;
+}
+
 static size_t raw_member_bytes(const cf_loader *ld, const ld_member *m,
                                uint64_t w, uint64_t h) {
     cf_dtype dt = m->layer < 0 ? ld->raw_dt : ld->layer_dt[m->layer];
@@ -580,6 +551,24 @@ static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
     cf_codec_params p;
     cf__cog_chunk_params(cog, &c, &p);
     return cf_codec_ctx_growth(NULL, &p, cf_codec_chunk_bytes(&p));
+}
+
+/* The source windows of a typical sample's warped inputs (file 0's, at
+ * the centre of its target), twice over: each reader's scratch holds
+ * them; a sample that needs more borrows the difference for its read. */
+static size_t warp_scratch(const cf_loader *ld) {
+    if (!cf__sg_any_warp(ld->sg)) return 0;
+    uint64_t sum = 0;
+    for (int m = 0; m <= ld->nmembers; m++) {
+        if (m == ld->nmembers && !ld->msk) break;
+        const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
+        size_t slot = mb ? member_slot(ld, 0, mb) : ld->o.nfiles * (size_t)ld->o.time_steps;
+        if (cf__sg_input_at(ld->sg, slot)->how != CF__SG_WARP) continue;
+        cf_cog *cog = *url_slot((cf_loader *)ld, slot);
+        sum += cf__sg_typical_bytes(ld->sg, slot, cog, 0, ld->o.patch_size,
+                                    mb ? (int)mb->nb : 1, &ld->o);
+    }
+    return (size_t)(2 * sum + 64);
 }
 
 static cf_status build(cf_loader *ld, cf_error *err) {
@@ -612,15 +601,18 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     uint64_t cell_bytes = 0;
     for (size_t f = 0; f < o->nfiles; f++) {
         cf_level_info li;
-        st = level_of(ld, ld->img[f * (size_t)o->time_steps], &li, err);
-        if (st != CF_OK) {
-            free(sf);
-            return st;
+        if (!cf__sg_sampler_dims(ld->sg, f, o->patch_size, &sf[f].width, &sf[f].height,
+                                 &sf[f].tile_w, &sf[f].tile_h)) {
+            st = level_of(ld, ld->img[f * (size_t)o->time_steps], &li, err);
+            if (st != CF_OK) {
+                free(sf);
+                return st;
+            }
+            sf[f].width = li.width;
+            sf[f].height = li.height;
+            sf[f].tile_w = li.tile_width ? li.tile_width : li.width;
+            sf[f].tile_h = li.tile_height ? li.tile_height : li.height;
         }
-        sf[f].width = li.width;
-        sf[f].height = li.height;
-        sf[f].tile_w = li.tile_width ? li.tile_width : li.width;
-        sf[f].tile_h = li.tile_height ? li.tile_height : li.height;
         sf[f].weight = o->weights ? o->weights[f] : 0;
         if (o->weights && !(o->weights[f] > 0 && isfinite(o->weights[f]))) {
             free(sf);
@@ -674,6 +666,9 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
         sum += raw_member_bytes(ld, &ld->members[m], P, P);
     ld->scratch_bytes = sum > sb ? sum : sb;
+    ld->warp_off = ld->scratch_bytes;
+    ld->warp_bytes = warp_scratch(ld);
+    ld->scratch_bytes += ld->warp_bytes;
     for (int i = 0; i < CF_MAX_BANDS; i++) ld->ident[i] = i;
 
     /* Readers: fixed, or adaptive up to a cap set by the byte budget
@@ -843,22 +838,14 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
             st = cf__err(err, CF_E_NOMEM, "loader: file table");
     }
     if (st == CF_OK) st = open_all(ld, err);
-    for (size_t f = 0; st == CF_OK && f < o->nfiles; f++) {
-        const cf_cog *ref = ld->img[f * (size_t)o->time_steps];
-        for (int t = 1; st == CF_OK && t < o->time_steps; t++)
-            st = check_aligned(ld, ref, ld->img[f * (size_t)o->time_steps +
-                                                (size_t)t],
-                               "scene", err);
-        if (st == CF_OK && ld->msk)
-            st = check_aligned(ld, ref, ld->msk[f], "mask", err);
-        for (int l = 0; st == CF_OK && l < o->nlayers; l++)
-            st = check_aligned(ld, ref, ld->lay[f * (size_t)o->nlayers +
-                                                (size_t)l],
-                               "layer", err);
-    }
+    /* Every input placed on its sample's target grid, or refused. */
+    if (st == CF_OK) st = cf__sg_new(o, ld->img, ld->msk, ld->lay, &ld->sg, err);
     if (st == CF_OK) st = build(ld, err);
     ld->o.masks = NULL; /* caller memory: not kept */
     ld->o.weights = NULL;
+    ld->o.grid = NULL;
+    ld->o.grid_crs = NULL;
+    ld->o.layer_resampling = NULL;
     if (st != CF_OK) {
         cf_loader_free(ld);
         return st;
@@ -924,7 +911,8 @@ static void part_chunk_at(const ld_part *p, const cf_tiff_ifd *ifd, uint64_t i,
  * goes to the first chunk. */
 static void part_begin(const cf_loader *ld, ld_part *p) {
     const cf_cog *cog = p->cog;
-    p->ifdi = cog->tiff->levels[ld->o.level];
+    (void)ld;
+    p->ifdi = cog->tiff->levels[p->level];
     const cf_tiff_ifd *ifd = &cog->tiff->ifds[p->ifdi];
     p->next = p->count = 0;
     int64_t x0 = p->x < 0 ? 0 : p->x, y0 = p->y < 0 ? 0 : p->y;
@@ -1336,6 +1324,187 @@ static cf_cog *member_cog(const cf_loader *ld, size_t f, const ld_member *mb) {
                : ld->lay[f * (size_t)ld->o.nlayers + (size_t)mb->layer];
 }
 
+/* One input of a sample (a member, or the mask) as it is read onto the
+ * sample's target grid (sample_grid.h): one part read straight into its
+ * block (shifted by whole pixels), or, warped, the parts of its source
+ * windows, resampled into its block once they are read. */
+typedef struct ld_input {
+    cf_cog *cog;
+    uint8_t *dst;             /* its raw block, nb x P x P */
+    cf_dtype dt;
+    uint32_t nb;
+    int warped;
+    int part0;                /* its first part (warped) */
+    cf__grid_plan plan;       /* warped */
+} ld_input;
+
+/* The part of input m (a member, or the mask when m == nmembers) of
+ * sample window w of file f, as the input lies on the image; *slot its
+ * url index. */
+static void input_part(const cf_loader *ld, ld_worker *wk, size_t f, const cf_window *w, int m,
+                       uint8_t *img, uint8_t *mask, size_t off, ld_part *p, size_t *slot) {
+    const size_t C = ld->lay_out.channels;
+    memset(p, 0, sizeof *p);
+    p->level = ld->o.level;
+    p->x = w->x;
+    p->y = w->y;
+    p->w = w->w;
+    p->h = w->h;
+    if (m == ld->nmembers) {
+        *slot = ld->o.nfiles * (size_t)ld->o.time_steps + f;
+        p->cog = ld->msk[f];
+        p->bands0 = p->planes = ld->ident;
+        p->nbands = p->nplanes = 1;
+        p->dt = ld->lay_out.mask_dtype;
+        p->dst = mask;
+        p->bytes = ld->plane * ld->mask_es;
+        return;
+    }
+    const ld_member *mb = &ld->members[m];
+    *slot = member_slot(ld, f, mb);
+    p->cog = member_cog(ld, f, mb);
+    int sel = mb->layer < 0 && ld->bands;
+    p->bands0 = sel ? ld->bands0 : ld->ident;
+    p->planes = sel ? ld->planes0 : ld->ident;
+    p->nbands = mb->nb;
+    p->nplanes = sel ? (uint32_t)ld->nplanes0 : mb->nb;
+    p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+    p->bytes = raw_member_bytes(ld, mb, ld->o.patch_size, ld->o.patch_size);
+    p->dst = ld->o.out_dtype == CF_DT_F32
+                 ? wk->scratch + off
+                 : img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
+}
+
+/* The parts of inputs g, g+1, ... of a sample, as many as fit
+ * LD_PART_CHUNKS parts: *ni inputs (whose warp plans the caller frees),
+ * *np parts.  Warped inputs' source windows go to the reader's warp
+ * scratch, or to *tmp (the caller frees it) when a sample needs more. */
+static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_window *w, int g,
+                              int nall, uint8_t *img, uint8_t *mask, size_t *off,
+                              ld_part *parts, int *np, ld_input *ins, int *ni, uint8_t **tmp,
+                              cf_cog **bad, cf_error *err) {
+    uint64_t need = 0;
+    cf_status st = CF_OK;
+    *np = *ni = 0;
+    while (g + *ni < nall && *ni < LD_PART_CHUNKS) {
+        const int m = g + *ni;
+        ld_input *in = &ins[*ni];
+        memset(in, 0, sizeof *in);
+        ld_part p;
+        size_t slot;
+        input_part(ld, wk, f, w, m, img, mask, *off, &p, &slot);
+        const cf__sg_input *how = cf__sg_input_at(ld->sg, slot);
+        if (how->how == CF__SG_DIRECT) {
+            if (*np == LD_PART_CHUNKS) break;
+            p.x += how->dx;
+            p.y += how->dy;
+            parts[(*np)++] = p;
+        } else {
+            st = cf__sg_plan(ld->sg, slot, p.cog, f, w->x, w->y, w->w, w->h, (int)p.nbands,
+                             &ld->o, &in->plan, err);
+            if (st != CF_OK) {
+                *bad = p.cog;
+                break;
+            }
+            if (*np + in->plan.n > LD_PART_CHUNKS) {
+                size_t n = in->plan.n;
+                cf__grid_plan_free(&in->plan);
+                if (*ni) break; /* the next group takes it */
+                *bad = p.cog;
+                st = cf__err(err, CF_E_LIMIT, "%s: %zu source windows for one patch (max %d)",
+                             cf_cog_name(p.cog), n, LD_PART_CHUNKS);
+                break;
+            }
+            in->warped = 1;
+            in->part0 = *np;
+            size_t bps = cf_dtype_size(p.dt);
+            for (size_t k = 0; k < in->plan.n; k++) {
+                const cf_warp_chunk *c = &in->plan.chunks[k];
+                ld_part q = p;
+                q.level = c->rq.level;
+                q.x = c->win.x;
+                q.y = c->win.y;
+                q.w = c->win.w;
+                q.h = c->win.h;
+                q.bytes = (size_t)q.w * q.h * q.nbands * bps;
+                need += q.bytes;
+                parts[(*np)++] = q;
+            }
+        }
+        in->cog = p.cog;
+        in->dst = p.dst;
+        in->dt = p.dt;
+        in->nb = p.nbands;
+        if (m < ld->nmembers) *off += p.bytes;
+        (*ni)++;
+    }
+    if (st != CF_OK || !need) return st;
+    uint8_t *base = wk->scratch + ld->warp_off;
+    if (need > ld->warp_bytes) {
+        /* An unusual patch (a steeper reprojection, a missing overview):
+         * its own buffer for this read, within a quarter of the budget. */
+        cf_cog *first = NULL;
+        for (int k = 0; k < *ni && !first; k++)
+            if (ins[k].warped) first = ins[k].cog;
+        if (need > ld->o.inflight_bytes / 4) {
+            *bad = first;
+            return cf__err(err, CF_E_LIMIT,
+                           "source windows of %llu bytes for one patch, above a quarter of "
+                           "inflight_bytes (%zu): add overviews or raise inflight_bytes",
+                           (unsigned long long)need, ld->o.inflight_bytes);
+        }
+        *tmp = cf__malloc((size_t)need);
+        if (!*tmp) {
+            *bad = first;
+            return cf__err(err, CF_E_NOMEM, "out of memory (%llu bytes of source windows)",
+                           (unsigned long long)need);
+        }
+        base = *tmp;
+    }
+    size_t woff = 0;
+    for (int k = 0; k < *ni; k++)
+        for (size_t c = 0; ins[k].warped && c < ins[k].plan.n; c++) {
+            ld_part *q = &parts[ins[k].part0 + (int)c];
+            q->dst = base + woff;
+            woff += q->bytes;
+        }
+    return CF_OK;
+}
+
+/* Resample the warped inputs of a group from their source windows (read)
+ * into their blocks: GDAL's warp, as cog.read(grid=...) computes it. */
+static cf_status finish_inputs(const cf_loader *ld, ld_input *ins, int ni, const ld_part *parts,
+                               cf_cog **bad, cf_error *err) {
+    for (int i = 0; i < ni; i++) {
+        ld_input *in = &ins[i];
+        if (!in->warped) continue;
+        cf__grid_fill(in->dst, (size_t)in->nb * ld->plane, in->dt, in->plan.fill);
+        for (size_t k = 0; k < in->plan.n; k++) {
+            const ld_part *q = &parts[in->part0 + (int)k];
+            uint8_t *valid = NULL;
+            cf_status st = CF_OK;
+            if (in->cog->tiff->mask_of_level[q->level] >= 0) {
+                /* An internal mask is validity, as for GDAL (a second
+                 * request: such files are rare in stacks). */
+                size_t npx = (size_t)q->w * q->h;
+                valid = cf__malloc(npx);
+                st = valid ? cf_cog_read_mask(in->cog, q->level, q->x, q->y, q->w, q->h, valid,
+                                              npx, err)
+                           : cf__err(err, CF_E_NOMEM, "out of memory");
+            }
+            if (st == CF_OK)
+                st = cf__grid_resample(in->cog, &in->plan, k, q->dst, valid, in->dst,
+                                       ld->o.patch_size, err);
+            free(valid);
+            if (st != CF_OK) {
+                *bad = in->cog;
+                return st;
+            }
+        }
+    }
+    return CF_OK;
+}
+
 /* Read, convert and augment sample j into position i of slot s. */
 static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
                              uint32_t i, uint64_t epoch, uint64_t j,
@@ -1353,56 +1522,40 @@ static cf_status read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s,
     uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
                             : NULL;
     /* The parts: image members (raw into the slot, or into scratch when
-     * converted to float32), then the mask.  They go out together, up to
-     * LD_PART_CHUNKS parts at a time (a long time series takes several
-     * groups). */
+     * converted to float32), then the mask, each on the sample's target
+     * grid.  They go out together, up to LD_PART_CHUNKS parts at a time (a
+     * long time series takes several groups). */
     const int nall = ld->nmembers + (mask != NULL);
     ld_part parts[LD_PART_CHUNKS];
+    ld_input ins[LD_PART_CHUNKS];
     size_t off = 0;
     cf_status st = CF_OK;
     cf_cog *bad = NULL;
     double t0 = cf__now();
     for (int g = 0; g < nall && st == CF_OK;) {
-        int np = nall - g < LD_PART_CHUNKS ? nall - g : LD_PART_CHUNKS;
-        for (int k = 0; k < np; k++) {
-            ld_part *p = &parts[k];
-            int m = g + k;
-            memset(p, 0, sizeof *p);
-            p->x = w.x;
-            p->y = w.y;
-            p->w = w.w;
-            p->h = w.h;
-            if (m == ld->nmembers) {
-                p->cog = ld->msk[f];
-                p->bands0 = p->planes = ld->ident;
-                p->nbands = p->nplanes = 1;
-                p->dt = ld->lay_out.mask_dtype;
-                p->dst = mask;
-                p->bytes = ld->plane * ld->mask_es;
-                continue;
-            }
-            const ld_member *mb = &ld->members[m];
-            p->cog = member_cog(ld, f, mb);
-            int sel = mb->layer < 0 && ld->bands;
-            p->bands0 = sel ? ld->bands0 : ld->ident;
-            p->planes = sel ? ld->planes0 : ld->ident;
-            p->nbands = mb->nb;
-            p->nplanes = sel ? (uint32_t)ld->nplanes0 : mb->nb;
-            p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
-            p->bytes = raw_member_bytes(ld, mb, P, P);
-            p->dst = f32 ? wk->scratch + off
-                         : img + ((size_t)mb->t * C + mb->channel) *
-                                     ld->plane * ld->es;
-            off += p->bytes;
-        }
-        if (o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
+        int np, ni;
+        uint8_t *tmp = NULL;
+        st = place_inputs(ld, wk, f, &w, g, nall, img, mask, &off, parts, &np, ins, &ni, &tmp,
+                          &bad, err);
+        if (st == CF_OK && o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
             st = read_parts(ld, wk, parts, np, &bad, err);
             for (int k = 0; k < np && st == CF_OK; k++) *decoded += parts[k].bytes;
         } else {
-            for (int k = 0; k < np && st == CF_OK; k++)
-                st = read_block(ld, wk, &parts[k], &w, decoded, &bad, err);
+            for (int k = 0; k < np && st == CF_OK; k++) {
+                const ld_part *p = &parts[k];
+                /* The shuffle cache holds cells of the loader's level,
+                 * on the image's own pixels. */
+                if (p->level == o->level && p->x == w.x && p->y == w.y)
+                    st = read_block(ld, wk, &parts[k], &w, decoded, &bad, err);
+                else if ((st = read_parts(ld, wk, &parts[k], 1, &bad, err)) == CF_OK)
+                    *decoded += p->bytes;
+            }
         }
-        g += np;
+        if (st == CF_OK) st = finish_inputs(ld, ins, ni, parts, &bad, err);
+        for (int k = 0; k < ni; k++)
+            if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
+        free(tmp);
+        g += ni;
     }
     *t_read += cf__now() - t0;
     /* The file whose read failed; the sample's image if none was named. */
@@ -1930,6 +2083,12 @@ cf_status cf_loader_window(const cf_loader *ld, uint64_t j, cf_window *out,
     return CF_OK;
 }
 
+cf_status cf_loader_window_grid(const cf_loader *ld, const cf_window *w, cf_grid *out,
+                                cf_error *err) {
+    if (!ld || !w || !out) return cf__err(err, CF_E_ARG, "cf_loader_window_grid: NULL argument");
+    return cf__sg_window_grid(ld->sg, w->file, w->x, w->y, w->w, w->h, out, err);
+}
+
 void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     memset(out, 0, sizeof *out);
     if (getpid() != ld->pid) return; /* forked child: see check_pid */
@@ -2084,6 +2243,7 @@ void cf_loader_free(cf_loader *ld) {
     free(ld->members);
     free(ld->layer_bands);
     free(ld->layer_dt);
+    cf__sg_free(ld->sg);
     cf__sampler_free(&ld->samp);
     if (!child) {
         pthread_mutex_destroy(&ld->mu);

@@ -71,7 +71,8 @@ class CogDataset(IterableDataset):
 
     Each item is a dict: ``"image"`` (B, C, H, W) (or (B, T, C, H, W)),
     ``"mask"`` (B, 1, H, W) when masks are given, ``"windows"``,
-    ``"augment"``, ``"index"``, ``"epoch"`` as in cogfeed.Loader.
+    ``"grid"`` (each sample's cogfeed.Grid), ``"augment"``, ``"index"``,
+    ``"epoch"`` as in cogfeed.Loader.
 
     Sharding is automatic: the shard of a DataLoader worker w of W in
     process rank r of R (rank/world size from torch.distributed when
@@ -373,6 +374,7 @@ class CogDataset(IterableDataset):
                     return
                 out = {"image": _tensor(b["image"]),
                        "windows": b["windows"], "augment": b["augment"],
+                       "grid": b["grid"],
                        "index": b["index"], "epoch": b["epoch"]}
                 if "mask" in b:
                     out["mask"] = _tensor(b["mask"])
