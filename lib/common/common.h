@@ -115,6 +115,9 @@ char *cf__name_dup(const char *name);
  * that it can appear in messages; a long one keeps its head and tail
  * (cf__name_fit).  Always NUL-terminates. */
 void cf__redact_url(const char *url, char *out, size_t outlen);
+/* Length of "scheme" when url starts with "scheme://" (RFC 3986: a
+ * letter, then letters, digits, '+', '-', '.'), else 0. */
+size_t cf__url_scheme_len(const char *url);
 
 /* Thin wrappers that make failed allocations testable in one place. */
 void *cf__malloc(size_t n);

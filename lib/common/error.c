@@ -111,10 +111,8 @@ char *cf__name_dup(const char *name) {
     return cf__strdup(buf);
 }
 
-/* Length of "scheme" when url starts with "scheme://" (RFC 3986: a
- * letter, then letters, digits, '+', '-', '.'), else 0: a "://" further
- * on, in a path or a query, is no scheme. */
-static size_t scheme_len(const char *url) {
+/* A "://" further on, in a path or a query, is no scheme. */
+size_t cf__url_scheme_len(const char *url) {
     size_t n = 0;
     if (!((url[0] >= 'a' && url[0] <= 'z') || (url[0] >= 'A' && url[0] <= 'Z')))
         return 0;
@@ -137,7 +135,7 @@ void cf__redact_url(const char *url, char *out, size_t outlen) {
      * whole. */
     size_t o = 0;
     const char *p = url;
-    size_t sl = scheme_len(url);
+    size_t sl = cf__url_scheme_len(url);
     if (sl) {
         const char *host = url + sl + 3;
         size_t alen = strcspn(host, "/?#");

@@ -24,6 +24,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -91,7 +92,6 @@ static void reset_response(cf__xfer *x) {
     x->etag[0] = x->last_modified[0] = x->ms_code[0] = x->location[0] = 0;
     x->location_long = 0;
     x->retry_after = -1;
-    x->hdr_done = 0;
     x->hdr_bytes = 0;
 }
 
@@ -99,15 +99,18 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud) {
     cf__xfer *x = ud;
     size_t n = size * nitems;
     char v[1024];
-    if (x->lost) return 0; /* its twin answered first: abort */
-    if (!x->ttfb_seen) {
-        x->ttfb_seen = 1;
+    if (x->state == CF__XS_LOST) return 0; /* its twin answered first: abort */
+    if (x->state == CF__XS_SENDING) {
+        cf__xfer_move(x, CF__XS_HEADERS);
         cf__hedge_note_ttfb(&x->lp->hedge, cf__now() - x->t_start);
     }
     if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
-        /* A new response (e.g. after 100 Continue): forget the last. */
+        /* A new response (e.g. after 100 Continue): forget the last.  (A
+         * status line among a chunked body's trailers leaves BODY as it
+         * is: the headers were validated.) */
         const char *sp = memchr(buf, ' ', n);
         reset_response(x);
+        if (x->state == CF__XS_HEADERS_END) cf__xfer_move(x, CF__XS_HEADERS);
         x->hdr_bytes = n;
         if (sp && (size_t)(sp - buf) + 4 <= n && isdigit((unsigned char)sp[1]) &&
             isdigit((unsigned char)sp[2]) && isdigit((unsigned char)sp[3]))
@@ -116,7 +119,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud) {
     }
     x->hdr_bytes += n;
     if (buf[0] == '\r' || buf[0] == '\n') { /* the blank line: headers end */
-        x->hdr_done = 1;
+        if (x->state == CF__XS_HEADERS) cf__xfer_move(x, CF__XS_HEADERS_END);
         return n;
     }
     if (ieq_prefix(buf, n, "content-range")) {
@@ -324,9 +327,9 @@ static int check_headers(cf__xfer *x) {
 static size_t on_body(char *buf, size_t size, size_t nitems, void *ud) {
     cf__xfer *x = ud;
     size_t n = size * nitems;
-    if (x->lost) return 0; /* its twin wrote first: not a byte from here */
-    if (!x->checked) {
-        x->checked = 1;
+    if (x->state == CF__XS_LOST) return 0; /* its twin wrote first: not a byte from here */
+    if (x->state != CF__XS_BODY) {
+        cf__xfer_move(x, CF__XS_BODY);
         if (!check_headers(x)) return 0; /* aborts the transfer */
         /* The first leg of a hedged request to start a good body is the
          * one that writes into the callers' buffers. */
@@ -373,14 +376,24 @@ static const char *current_url(const cf__xfer *x) {
     return x->redirect_url ? x->redirect_url : cf__auth_http_url(x->src->auth);
 }
 
+/* A time in seconds as the long that curl takes, in units of `unit`
+ * seconds (1e-3 for milliseconds), at least 1.  Options may say "no
+ * bound" (request_timeout_s = inf, Python's float("inf")) or be huge: a
+ * plain cast of those is undefined (LONG_MIN on x86-64, which made every
+ * request time out after 1 ms), so they become INT_MAX units, 24 days
+ * in milliseconds, longer than any request. */
+static long curl_time(double secs, double unit) {
+    double v = secs / unit;
+    if (!(v >= 1.0)) return 1;
+    return v >= (double)INT_MAX ? (long)INT_MAX : (long)v;
+}
+
 cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     cf_src *s = x->src;
     const cf_io_options *o = &lp->io->opts;
     reset_response(x);
     x->lp = lp;
     x->t_start = cf__now();
-    x->ttfb_seen = 0;
-    x->checked = 0;
     x->abort = CF__AB_NONE;
     x->abort_msg[0] = 0;
     x->errbody_len = 0;
@@ -454,7 +467,7 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
      * a connection known to multiplex, the hedge is another stream of it:
      * that helps against a slow server, not a stalled connection; a fresh
      * connection would cost two more round trips every time.) */
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, x->is_hedge ? 0L : 1L);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, x->leg == CF__LEG_SECOND ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     /* Receive buffer sized to the body, from 64 KiB up to curl's 512 KiB
@@ -471,13 +484,12 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(o->connect_timeout_s * 1000.0));
-    long tmo = (long)(left * 1000.0);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo > 0 ? tmo : 1L);
+                     curl_time(o->connect_timeout_s, 1e-3));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, curl_time(left, 1e-3));
     if (o->low_speed_time_s > 0 && o->low_speed_bytes > 0) {
-        long secs = (long)(o->low_speed_time_s + 0.999);
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, o->low_speed_bytes);
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, secs < 1 ? 1L : secs);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
+                         curl_time(o->low_speed_time_s + 0.999, 1.0));
     }
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, o->verify_tls ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, o->verify_tls ? 2L : 0L);
@@ -492,17 +504,28 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     x->attempts++;
     atomic_fetch_add(&lp->io->n_requests, 1);
     atomic_fetch_add(&s->requests, 1);
+    cf__xfer_move(x, CF__XS_SENDING);
     return CF_OK;
 nomem:
     curl_slist_free_all(h);
     return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
 }
 
-void cf__xfer_fail(cf__xfer *x, cf_status code, const char *msg) {
+static void set_result(cf__xfer *x, cf_status code, const char *msg) {
     x->result = code;
     x->err.code = code;
     x->err.http_status = (int)x->status;
     snprintf(x->err.msg, sizeof x->err.msg, "%s", msg);
+}
+
+void cf__xfer_fail(cf__xfer *x, cf_status code, const char *msg) {
+    set_result(x, code, msg);
+    cf__xfer_move(x, CF__XS_FAILED);
+}
+
+void cf__xfer_cancel(cf__xfer *x, const char *msg) {
+    set_result(x, CF_E_STATE, msg);
+    cf__xfer_move(x, CF__XS_CANCELLED);
 }
 
 static int fail(cf__xfer *x, cf_status code, const char *fmt, ...)
@@ -563,6 +586,7 @@ static int retry(cf__loop *lp, cf__xfer *x, cf_status code, const char *why,
         x->resumes++;
         atomic_fetch_add(&io->n_retries, 1);
         x->due = now + delay;
+        cf__xfer_move(x, CF__XS_RESUME);
         return 0;
     }
     if (x->retries >= o->max_retries)
@@ -596,6 +620,7 @@ static int retry(cf__loop *lp, cf__xfer *x, cf_status code, const char *why,
     x->retries++;
     atomic_fetch_add(&io->n_retries, 1);
     x->due = now + delay;
+    cf__xfer_move(x, CF__XS_BACKOFF);
     return 0;
 }
 
@@ -660,6 +685,7 @@ static int follow_redirect(cf__loop *lp, cf__xfer *x) {
     /* Once off the original host, stay without credentials. */
     if (strcasecmp(h0, h1) != 0 || strcmp(p0, p1) != 0) x->foreign_host = 1;
     x->due = 0;
+    cf__xfer_move(x, CF__XS_REDIRECT);
     (void)lp;
     return 0;
 }
@@ -689,8 +715,9 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     snprintf(cerr, sizeof cerr, "%s", curl_easy_strerror(rc));
     cf__xfer_release(lp, x);
 
-    if (rc == CURLE_OK && !x->checked && (x->status == 200 || x->status == 206)) {
-        x->checked = 1;
+    if (rc == CURLE_OK && x->state != CF__XS_BODY &&
+        (x->status == 200 || x->status == 206)) {
+        cf__xfer_move(x, CF__XS_BODY);
         check_headers(x); /* empty body: still validate */
     }
     char why[400];
@@ -716,7 +743,8 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     /* Cut off inside the response's headers.  Beyond libcurl's limits (a
      * line of 100 KiB, 300 KiB in all) it is a broken or hostile server
      * that would do it again: no retry. */
-    if (rc != CURLE_OK && !x->hdr_done && !x->checked) {
+    if (rc != CURLE_OK &&
+        (x->state == CF__XS_SENDING || x->state == CF__XS_HEADERS)) {
         char hs[32] = "";
         if (x->status) snprintf(hs, sizeof hs, "HTTP %ld ", x->status);
         if (rc == CURLE_OUT_OF_MEMORY)
@@ -787,6 +815,7 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
         }
         if (x->got == x->len) {
             x->result = CF_OK;
+            cf__xfer_move(x, CF__XS_DONE);
             /* AWS's rule: a success gives back what its last retry took,
              * or a token when it needed none. */
             cf__quota_give(&lp->quota,
@@ -873,7 +902,7 @@ cf__xfer *cf__xfer_hedge(const cf__xfer *x) {
     h->redirects = x->redirects;
     h->t0 = x->t0;
     h->foreign_host = x->foreign_host;
-    h->hedged = h->is_hedge = 1;
+    h->leg = CF__LEG_SECOND;
     return h;
 }
 

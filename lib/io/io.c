@@ -264,6 +264,7 @@ static void slot_remove(cf__loop *lp, cf__xfer *x) {
 /* Free leg x, already out of multi and the slots, without callbacks: its
  * twin answers for the request. */
 static void leg_free(cf__loop *lp, cf__xfer *x) {
+    cf__xfer_move(x, CF__XS_DROPPED);
     cf__xfer_release(lp, x);
     cf__xfer_free(x);
 }
@@ -273,7 +274,7 @@ void cf__io_hedge_won(cf__xfer *x) {
     if (!t) return;
     cf__loop *lp = x->lp;
     x->twin = t->twin = NULL;
-    t->lost = 1;
+    cf__xfer_move(t, CF__XS_LOST);
     /* Not removed here: this runs inside a curl callback of x. */
     t->next = lp->lost;
     lp->lost = t;
@@ -313,7 +314,8 @@ static double hedge_scan(cf__loop *lp) {
     int n = lp->active; /* legs started here are not looked at */
     for (int i = 0; d >= 0 && i < n; i++) {
         cf__xfer *x = lp->slots[i];
-        if (x->hedged || x->lost || x->ttfb_seen) continue; /* answering */
+        /* Sent twice already, lost, or answering. */
+        if (x->leg != CF__LEG_ONLY || x->state != CF__XS_SENDING) continue;
         double at = x->t_start + d;
         if (at > now) {
             if (at < next) next = at;
@@ -321,7 +323,7 @@ static double hedge_scan(cf__loop *lp) {
         }
         if (lp->active >= limit || lp->active >= CF_IO_MAX_INFLIGHT) break;
         if (!cf__hedge_take(&lp->hedge)) break;
-        x->hedged = 1; /* once per request, whatever happens next */
+        x->leg = CF__LEG_FIRST; /* once per request, whatever happens next */
         cf__xfer *h = cf__xfer_hedge(x);
         cf_error e;
         cf__err_clear(&e);
@@ -386,7 +388,8 @@ static void drain_done(cf__loop *lp) {
         if (cf__xfer_done(lp, x, rc)) {
             /* The answer came from the second copy (it was first, or the
              * first copy failed), whatever the answer is. */
-            if (x->is_hedge) atomic_fetch_add(&lp->io->n_hedge_wins, 1);
+            if (x->leg == CF__LEG_SECOND)
+                atomic_fetch_add(&lp->io->n_hedge_wins, 1);
             cf__xfer_finish(x);
         } else {
             pending_push(lp, x);
@@ -397,7 +400,7 @@ static void drain_done(cf__loop *lp) {
 static void fail_all(cf__xfer *list, const char *why) {
     while (list) {
         cf__xfer *n = list->next;
-        cf__xfer_fail(list, CF_E_STATE, why);
+        cf__xfer_cancel(list, why);
         cf__xfer_finish(list);
         list = n;
     }
@@ -661,6 +664,7 @@ cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err) {
         cf__xfer *x = xs[i];
         x->t0 = now; /* reset when its first attempt starts */
         x->due = 0;
+        cf__xfer_move(x, CF__XS_QUEUED);
         xq_append(&lp->q_head, &lp->q_tail, x, x);
         lp->queued++;
     }

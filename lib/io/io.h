@@ -27,6 +27,15 @@ typedef struct cf_range_req {
     void *user;         /* caller's tag, untouched */
 } cf_range_req;
 
+/* 1 when `url` names a remote object, 0 for a local path: the one rule
+ * of the library (cf_src_new, the loader).  Remote: an RFC 3986 scheme
+ * (a letter, then letters, digits, '+', '-', '.') followed by "://",
+ * other than file (in any case); cf_src_new then takes http(s), s3, az
+ * and gs and refuses other schemes by name.  Everything else is a path:
+ * "file://" URLs, "s3:/x" (one slash), "./a://b", "3d://x" (a scheme
+ * starts with a letter), "". */
+int cf__url_is_remote(const char *url);
+
 /* Parse the URL, pick the backend and credentials (from the environment
  * variables in design.md).  Local files are opened (size known); remote
  * objects are not contacted yet.  io (NULL only for local files) must

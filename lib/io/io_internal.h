@@ -27,6 +27,7 @@ struct cf_io {
     char *ca_file;
     _Atomic uint64_t n_requests, n_retries, n_bytes, n_connect_fail,
         n_read_fail, n_cache_hits, n_hedges, n_hedge_wins;
+    _Atomic uint64_t n_bad_moves; /* illegal transfer state moves (xstate.c) */
     _Atomic int inflight;
     _Atomic int max_inflight;
     _Atomic int cancel;       /* cf__io_cancel */
@@ -171,6 +172,51 @@ enum cf__abort {
     CF__AB_SHORT         /* object ends before the requested range does */
 };
 
+/* xstate.c: where one transfer is (docs/internals.md, "A transfer's
+ * states").  The waiting states sit in the loop's queue or pending list,
+ * the active ones (SENDING .. BODY, LOST) in curl and the loop's slots;
+ * DONE, FAILED and CANCELLED have a result and run their callbacks;
+ * DROPPED is a hedge leg freed without them. */
+typedef enum cf__xstate {
+    CF__XS_NEW = 0,      /* made, not handed to the loop yet */
+    CF__XS_QUEUED,       /* submitted: waits for a slot, never sent */
+    CF__XS_BACKOFF,      /* an attempt failed: waits for its retry time */
+    CF__XS_RESUME,       /* a body was cut short after bringing bytes:
+                            waits to ask for the rest (no retry) */
+    CF__XS_REDIRECT,     /* answered 3xx: waits to go to the target */
+    CF__XS_SENDING,      /* in curl: connecting, sending, no response
+                            byte yet (a hedge may be sent) */
+    CF__XS_HEADERS,      /* reading a response's header block */
+    CF__XS_HEADERS_END,  /* the header block ended; no body byte yet */
+    CF__XS_BODY,         /* headers validated (first body byte, or an
+                            empty body): bytes go to the callers, or an
+                            error body is kept for its code */
+    CF__XS_LOST,         /* a hedge leg whose twin answered first:
+                            writes nothing, taken out of curl next */
+    CF__XS_DONE,         /* finished, result CF_OK */
+    CF__XS_FAILED,       /* finished with an error */
+    CF__XS_CANCELLED,    /* failed because the io was cancelled or closed */
+    CF__XS_DROPPED,      /* a hedge leg freed without callbacks */
+    CF__XS_COUNT
+} cf__xstate;
+
+/* Which copy of a request a transfer is (hedging, io.c). */
+typedef enum cf__xleg {
+    CF__LEG_ONLY = 0,    /* never sent twice */
+    CF__LEG_FIRST,       /* the original of a request sent twice */
+    CF__LEG_SECOND       /* the second copy */
+} cf__xleg;
+
+const char *cf__xstate_name(cf__xstate s);
+int cf__xstate_legal(cf__xstate from, cf__xstate to);
+/* 1 when an illegal move stops the process (builds without NDEBUG, and
+ * sanitizer builds), 0 when it is counted in io->n_bad_moves and made. */
+int cf__xstate_checked(void);
+/* The one way a transfer changes state (loop thread, or the submitter
+ * before the loop sees it). */
+void cf__xfer_move_at(cf__xfer *x, cf__xstate to, const char *file, int line);
+#define cf__xfer_move(x, to) cf__xfer_move_at((x), (to), __FILE__, __LINE__)
+
 /* One HTTP GET for a byte range covering one or more callers' requests. */
 struct cf__xfer {
     cf__xfer *next;
@@ -193,17 +239,17 @@ struct cf__xfer {
     int mismatches;           /* Content-Range mismatches seen */
     int redirects;
     int slot;                 /* index in loop->slots while active */
+    cf__loop *lp;
+    cf__xstate state;         /* changed only by cf__xfer_move */
+    const char *moved_file;   /* where the last move was made, for the */
+    int moved_line;           /* message of an illegal one */
     /* Hedging (io.c): a request sent twice is two xfers, each a full
      * copy (own reqs array) linked as twins.  Only the first to start a
      * body (the winner) writes into the callers' buffers and finishes;
-     * the other is dropped without callbacks. */
-    cf__loop *lp;
+     * the other is LOST, then DROPPED without callbacks. */
     cf__xfer *twin;           /* the other leg while both run */
-    int hedged;               /* has been sent twice: never again */
-    int is_hedge;             /* the second leg */
-    int lost;                 /* its twin won: writes nothing more */
+    cf__xleg leg;             /* not ONLY: never hedged again */
     double t_start;           /* this attempt's start */
-    int ttfb_seen;            /* its first byte was noted */
     double t0;                /* first attempt's start: deadline base */
     double due;               /* not before (backoff) */
     char *redirect_url;       /* current redirect target, or NULL */
@@ -213,7 +259,6 @@ struct cf__xfer {
     CURL *easy;
     struct curl_slist *hdrs;
     long status;
-    int checked;              /* headers validated (first body byte) */
     enum cf__abort abort;
     char abort_msg[256];
     int have_cr;
@@ -222,7 +267,6 @@ struct cf__xfer {
     char etag[160];           /* "" when absent or unusable */
     char last_modified[64];   /* "" when absent or unusable */
     double retry_after;       /* seconds, <0 none; as asked, uncapped */
-    int hdr_done;             /* the response's header block ended */
     size_t hdr_bytes;         /* header bytes of this response */
     char ms_code[64];
     char location[1024];
@@ -242,15 +286,18 @@ double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s);
 /* http.c: loop-thread side of one transfer. */
 cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err);
 /* Called with the curl result when multi reports the transfer done.
- * Returns 1 when the transfer is finished (x->result set), 0 when it was
- * re-queued for a retry (x->due set). */
+ * Returns 1 when the transfer is finished (DONE or FAILED, x->result
+ * set), 0 when it waits for another attempt (BACKOFF, RESUME or REDIRECT,
+ * x->due set). */
 int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc);
 void cf__xfer_finish(cf__xfer *x); /* run callbacks, free x */
 /* Its easy handle back to the loop's spares (or freed) and its headers
  * freed; x itself stays.  The handle must be out of multi. */
 void cf__xfer_release(cf__loop *lp, cf__xfer *x);
 void cf__xfer_free(cf__xfer *x);
+/* Set the result and move to FAILED, or with cancelled to CANCELLED. */
 void cf__xfer_fail(cf__xfer *x, cf_status code, const char *msg);
+void cf__xfer_cancel(cf__xfer *x, const char *msg);
 /* http.c: a second leg for x (hedging): the same ranges, callers and progress,
  * its own reqs array; not started.  NULL when out of memory. */
 cf__xfer *cf__xfer_hedge(const cf__xfer *x);

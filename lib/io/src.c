@@ -16,14 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int is_remote_url(const char *url) {
-    const char *p = strstr(url, "://");
-    if (!p || p == url) return 0;
-    for (const char *c = url; c < p; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-              (*c >= '0' && *c <= '9') || *c == '+' || *c == '-' || *c == '.'))
-            return 0;
-    return !(p - url == 4 && strncasecmp(url, "file", 4) == 0);
+int cf__url_is_remote(const char *url) {
+    size_t n = url ? cf__url_scheme_len(url) : 0;
+    return n > 0 && !(n == 4 && strncasecmp(url, "file", 4) == 0);
 }
 
 /* file:///abs/path and file://localhost/abs/path -> /abs/path. */
@@ -66,7 +61,7 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
     if (!out) return cf__err(err, CF_E_ARG, "cf_src_new: out is NULL");
     *out = NULL;
     if (!url || !*url) return cf__err(err, CF_E_ARG, "cf_src_new: empty URL");
-    int remote = is_remote_url(url);
+    int remote = cf__url_is_remote(url);
     if (remote && !io)
         return cf__err(err, CF_E_ARG, "cf_src_new: a remote URL needs a cf_io");
     cf_src *s = cf__calloc(1, sizeof *s);

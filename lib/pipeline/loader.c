@@ -220,7 +220,7 @@ void cf_loader_options_init(cf_loader_options *opt) {
 }
 
 static int is_remote_url(const char *u) {
-    return strstr(u, "://") && strncmp(u, "file://", 7) != 0;
+    return cf__url_is_remote(u);
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,0 +1,109 @@
+/*
+ * test_io_url.c - which names are remote URLs and which are local paths:
+ * cf__url_is_remote, the one rule that cf_src_new and the loader use
+ * (before, each had its own, and "FILE:///x" or "./a://b" was remote to
+ * the loader and local to cf_src_new).  For odd inputs the rule's answer
+ * must be what cf_src_new then does: open a local path (here a missing
+ * one: CF_E_NOTFOUND "cannot open", naming the path) or parse a remote
+ * URL (nothing is sent: a src, or CF_E_ARG naming what is wrong with it),
+ * and what the message names (the redaction finds the same scheme).
+ */
+#include "cf_test.h"
+#include "io/io.h"
+
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int remote;
+} CASES[] = {
+    {"/no/such/dir/x.tif", 0},
+    {"no_such_dir/x.tif", 0},
+    {"", 0},
+    /* file:// is local whatever its case */
+    {"file:///no/such/dir/x.tif", 0},
+    {"FILE:///no/such/dir/x.tif", 0},
+    {"File://localhost/no/such/dir/x.tif", 0},
+    {"file:no_such_dir/x.tif", 0},
+    /* a colon is not a scheme without "://" */
+    {"s3:/no_such_bucket/k.tif", 0},
+    {"s3:no_such_bucket/k.tif", 0},
+    {"http:/no_such_host/x.tif", 0},
+    {"C:/no/such/dir/x.tif", 0},
+    {"no_such_dir/a:b.tif", 0},
+    /* "://" after a '/', '.', ' ' or a leading digit is in a path */
+    {"./no_such_dir://x.tif", 0},
+    {"no_such_dir/a://b.tif", 0},
+    {"no such://x.tif", 0},
+    {"3d://no_such/x.tif", 0},
+    {"://no_such/x.tif", 0},
+    /* schemes in any case */
+    {"http://127.0.0.1:9/x.tif", 1},
+    {"HTTP://127.0.0.1:9/x.tif", 1},
+    {"Https://127.0.0.1:9/x.tif", 1},
+    {"s3://bucket/k.tif", 1},
+    {"S3://bucket/k.tif", 1},
+    {"az://container/b.tif", 1},
+    {"GS://bucket/k.tif", 1},
+    /* schemes cf_src_new does not take: remote, refused by name */
+    {"ftp://127.0.0.1/x.tif", 1},
+    {"filex://x.tif", 1},
+    {"fil://x.tif", 1},
+    {"x+y-z.w://h/x.tif", 1},
+};
+
+static void test_rule_and_src_agree(void) {
+    cf_io_options o;
+    cf_io_options_init(&o);
+    cf_io *io = NULL;
+    cf_error e;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK);
+    CHECK(cf__url_is_remote(NULL) == 0);
+    for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+        const char *u = CASES[i].name;
+        int got = cf__url_is_remote(u);
+        if (got != CASES[i].remote) fprintf(stderr, "  rule: %s -> %d\n", u, got);
+        CHECK(got == CASES[i].remote);
+        if (!*u) continue; /* cf_src_new refuses "" before asking */
+        cf_src *s = NULL;
+        cf__err_clear(&e);
+        cf_status st = cf_src_new(io, u, &s, &e);
+        int ok;
+        if (CASES[i].remote) {
+            /* Parsed as a URL: a src (not contacted yet), or its scheme,
+             * form or credentials refused -- never a file lookup. */
+            ok = (st == CF_OK && cf_src_is_remote(s)) ||
+                 ((st == CF_E_ARG || st == CF_E_AUTH) && !strstr(e.msg, "cannot open"));
+        } else {
+            ok = st == CF_E_NOTFOUND && strstr(e.msg, "cannot open") &&
+                 strstr(e.msg, ".tif: cannot open");
+        }
+        if (!ok) fprintf(stderr, "  src: %s -> %d: %s\n", u, (int)st, e.msg);
+        CHECK(ok);
+        cf_src_free(s);
+    }
+    /* A remote URL needs an io; a local path does not. */
+    cf_src *s = NULL;
+    CHECK(cf_src_new(NULL, "HTTP://127.0.0.1:9/x.tif", &s, &e) == CF_E_ARG &&
+          strstr(e.msg, "needs a cf_io"));
+    CHECK(cf_src_new(NULL, "FILE:///no/such/dir/x.tif", &s, &e) == CF_E_NOTFOUND);
+    cf_io_free(io);
+}
+
+/* The redaction (lib/common) reads the same scheme: a remote URL's user
+ * info is dropped, and a path that only looks like one is left whole. */
+static void test_redaction_agrees(void) {
+    char out[CF__NAME_MAX];
+    cf__redact_url("HTTPS://user:pw@h/x.tif?sig=S", out, sizeof out);
+    CHECK(strcmp(out, "HTTPS://h/x.tif") == 0);
+    CHECK(cf__url_is_remote("HTTPS://user:pw@h/x.tif?sig=S"));
+    CHECK(cf__url_scheme_len("./a://b") == 0 && !cf__url_is_remote("./a://b"));
+    CHECK(cf__url_scheme_len("3d://x") == 0 && cf__url_scheme_len("s3://b/k") == 2 &&
+          cf__url_scheme_len("file:///x") == 4 && !cf__url_is_remote("file:///x"));
+}
+
+int main(void) {
+    test_rule_and_src_agree();
+    test_redaction_agrees();
+    return CF_TEST_END();
+}
