@@ -26,7 +26,21 @@ from multiprocessing import context as _mp_context
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from .grid import Grid
 from .loader import Loader
+
+try:
+    # A batch's "grid" is a list of cogfeed.Grid: torch's default_collate
+    # (a DataLoader given a batch_size, which is warned about) keeps them
+    # as lists instead of failing on an unknown type.
+    from torch.utils.data._utils.collate import default_collate_fn_map
+
+    def _collate_grids(batch, *, collate_fn_map=None):
+        return list(batch)
+
+    default_collate_fn_map.setdefault(Grid, _collate_grids)
+except ImportError:  # older torch: no extensible collate
+    pass
 
 
 def _dist_rank_world():
