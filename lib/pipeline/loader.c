@@ -15,6 +15,7 @@
  */
 #include "../common/common.h"
 #include "budget.h"
+#include "chunk_cache.h"
 #include "cog_internal.h"
 #include "loader_adapt.h"
 #include "sample_grid.h"
@@ -100,6 +101,7 @@ typedef struct ld_part {
     cf_dtype dt;
     int level;                /* the level read (the loader's, or the one
                                  a warped input's plan picked) */
+    int cache;                /* its decoded chunks go through ld->cc */
     int64_t x, y;             /* the window read, at that level */
     uint32_t w, h;
     uint8_t *dst;             /* raw, band-sequential */
@@ -121,6 +123,8 @@ struct cf_loader {
     cf__sg *sg;               /* each input on its sample's target grid */
     size_t warp_off, warp_bytes; /* warped inputs' source windows: this
                                     region of each reader's scratch */
+    cf__ccache *cc;           /* decoded chunks of warped inputs, kept for
+                                 the neighbouring patches (cache_bytes) */
     cf_io *io;                /* ios[0] */
     cf_io *ios[LD_MAX_IOS];   /* files are spread over these */
     int nios, own_io, remote;
@@ -669,6 +673,10 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     ld->warp_off = ld->scratch_bytes;
     ld->warp_bytes = warp_scratch(ld);
     ld->scratch_bytes += ld->warp_bytes;
+    if (ld->warp_bytes && o->sampler != CF_SAMPLER_TILE_SHUFFLE && o->cache_bytes) {
+        ld->cc = cf__cc_new(o->cache_bytes);
+        if (!ld->cc) return cf__err(err, CF_E_NOMEM, "loader: chunk cache");
+    }
     for (int i = 0; i < CF_MAX_BANDS; i++) ld->ident[i] = i;
 
     /* Readers: fixed, or adaptive up to a cap set by the byte budget
@@ -1024,9 +1032,17 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
             /* A kit only for chunks that need decoding, borrowed once. */
             if (!kit && !cf__cog_chunk_raw(p->cog, c)) kit = cf__kits_get(&ld->kits);
             st = cf__kits_decode(&ld->kits, kit, p->cog, c, r->dst, &chunk, err);
-            if (st == CF_OK)
+            if (st == CF_OK) {
                 cf__cog_paste(p->cog, c, chunk, p->x, p->y, p->w, p->h,
                               p->bands0, (int)p->nbands, p->dst, 1);
+                if (p->cache) {
+                    cf_codec_params cp;
+                    cf__cog_chunk_params(p->cog, c, &cp);
+                    size_t n = cf__cog_chunk_raw(p->cog, c) ? (size_t)c->len
+                                                            : cf_codec_chunk_bytes(&cp);
+                    cf__cc_add(ld->cc, p->cog, c, chunk, n);
+                }
+            }
         }
         if (st != CF_OK) *bad = p->cog;
     }
@@ -1061,6 +1077,17 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
             if (!has) {
                 cur++;
                 continue;
+            }
+            if (p->cache) {
+                void *h;
+                const uint8_t *d = cf__cc_get(ld->cc, p->cog, c, &h);
+                if (d) {
+                    cf__cog_paste(p->cog, c, d, p->x, p->y, p->w, p->h, p->bands0,
+                                  (int)p->nbands, p->dst, 1);
+                    cf__cc_put(ld->cc, h);
+                    p->next++;
+                    continue;
+                }
             }
             st = cf__budget_fits(p->cog, c, 1, fcap, dcap, "the loader",
                                  ld->o.inflight_bytes, err);
@@ -1427,6 +1454,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
                 q.w = c->win.w;
                 q.h = c->win.h;
                 q.bytes = (size_t)q.w * q.h * q.nbands * bps;
+                q.cache = ld->cc != NULL;
                 need += q.bytes;
                 parts[(*np)++] = q;
             }
@@ -2125,8 +2153,17 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     cf__budget_usage(&ld->kits.b, &du, &dp);
     uint64_t fixed = ld->ring_bytes +
                      (uint64_t)ld->nthreads * ld->scratch_bytes;
+    if (ld->cc) {
+        uint64_t h, m;
+        size_t u, pk;
+        cf__cc_stats(ld->cc, &h, &m, &u, &pk);
+        out->cache_hits += h;
+        out->cache_misses += m;
+        cache_used += u;
+        cache_peak += pk;
+    }
     out->memory_budget = ld->ring_bytes + ld->o.inflight_bytes +
-                         (ld->cache ? ld->o.cache_bytes : 0);
+                         (ld->cache || ld->cc ? ld->o.cache_bytes : 0);
     out->memory_used = fixed + cache_used + fu + du;
     out->memory_peak = fixed + cache_peak + fp + dp;
 }
@@ -2169,6 +2206,7 @@ static void release_inputs(cf_loader *ld) {
         cf__budget_trim(&ld->fetch.b);
         cf__budget_trim(&ld->kits.b);
     }
+    if (ld->cc) cf__cc_clear(ld->cc);
     pthread_mutex_lock(&ld->cache_mu);
     for (int i = 0; i < ld->ncache; i++) free(ld->cache[i].buf);
     if (ld->cache) memset(ld->cache, 0, (size_t)ld->ncache * sizeof *ld->cache);
@@ -2244,6 +2282,7 @@ void cf_loader_free(cf_loader *ld) {
     free(ld->layer_bands);
     free(ld->layer_dt);
     cf__sg_free(ld->sg);
+    cf__cc_free(ld->cc);
     cf__sampler_free(&ld->samp);
     if (!child) {
         pthread_mutex_destroy(&ld->mu);

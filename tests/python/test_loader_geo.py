@@ -198,3 +198,19 @@ def test_torch_batches_carry_their_grid(tile):
             assert g == cogfeed.Grid.like(tile["B02"]).window(*b["windows"][i][1:])
             exp = c.read(grid=g, resampling="bilinear").astype(np.float32)[0]
             np.testing.assert_array_equal(b["image"][i, 1].numpy(), exp)
+
+
+def test_decoded_tiles_of_resampled_inputs_are_kept(tile):
+    """A 20 m / 60 m tile serves several 10 m patches: it is decoded once
+    and kept (cache_bytes) for the next, with the same pixels as without
+    the cache."""
+    kw = dict(sampler="blocked", patch_size=64, batch_size=8, seed=3)
+    with stack(tile, **kw) as a, stack(tile, cache_bytes=0, **kw) as b:
+        for ba, bb in zip(a, b):
+            assert ba["windows"] == bb["windows"]
+            np.testing.assert_array_equal(ba["image"], bb["image"])
+            np.testing.assert_array_equal(ba["mask"], bb["mask"])
+        sa, sb = a.stats(), b.stats()
+    assert sa["cache_hits"] > sa["cache_misses"] > 0, sa
+    assert sb["cache_hits"] == sb["cache_misses"] == 0, sb
+    assert sa["bytes_decoded"] < sb["bytes_decoded"] or sa["requests"] < sb["requests"]
