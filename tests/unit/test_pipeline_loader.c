@@ -593,6 +593,13 @@ static void test_misaligned(void) {
     CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG && strstr(e.msg, "a_mask.tif"));
     o.ungeoreferenced = 1;
     CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+    /* Its patches have no grid to say where they are. */
+    cf_window win;
+    memset(&win, 0, sizeof win);
+    win.w = win.h = 8;
+    cf_grid g;
+    CHECK(cf_loader_window_grid(ld, &win, &g, &e) == CF_E_STATE &&
+          strstr(e.msg, "georeferencing"));
     cf_loader_free(ld);
     o.masks = msks;
     CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG);
