@@ -53,6 +53,12 @@ cf_status cf_src_read_head(cf_src *src, uint8_t *buf, size_t len, size_t *got,
                            cf_error *err);
 /* Use a size and ETag known from a header cache instead of a first request. */
 void cf_src_assume(cf_src *src, uint64_t size, const char *etag);
+/* The Last-Modified pinned by the first response that had one, into out
+ * (n bytes; "" when none); and, with a header cache hit, the one known
+ * from the cache: the validator when there is no strong ETag, checked by
+ * every later response and sent as If-Unmodified-Since (http.c). */
+void cf_src_last_modified(const cf_src *src, char *out, size_t n);
+void cf_src_assume_last_modified(cf_src *src, const char *date);
 
 uint64_t cf_src_size(const cf_src *src);      /* UINT64_MAX until known */
 const char *cf_src_etag(const cf_src *src);   /* NULL if none */

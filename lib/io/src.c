@@ -139,6 +139,25 @@ void cf_src_assume(cf_src *s, uint64_t size, const char *etag) {
     pthread_mutex_unlock(&s->mu);
 }
 
+void cf_src_last_modified(const cf_src *s, char *out, size_t n) {
+    cf_src *m = (cf_src *)s; /* the lock is not part of the value */
+    pthread_mutex_lock(&m->mu);
+    snprintf(out, n, "%s", s->last_modified);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void cf_src_assume_last_modified(cf_src *s, const char *date) {
+    if (!s || !s->remote || !date) return;
+    pthread_mutex_lock(&s->mu);
+    /* It goes back to the server in a header: only a printable date that
+     * fits, as http.c keeps of a response's. */
+    size_t n = strlen(date);
+    int ok = n < sizeof s->last_modified && curl_getdate(date, NULL) > 0;
+    for (size_t i = 0; ok && i < n; i++) ok = date[i] >= 0x20 && date[i] < 0x7f;
+    if (ok) memcpy(s->last_modified, date, n + 1);
+    pthread_mutex_unlock(&s->mu);
+}
+
 uint64_t cf_src_size(const cf_src *s) {
     cf_src *m = (cf_src *)s; /* the lock is not part of the value */
     pthread_mutex_lock(&m->mu);

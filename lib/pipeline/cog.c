@@ -222,6 +222,9 @@ static int parse_from_cache(cf_cog *cog) {
     cf_tiff_parser_free(p);
     if (ok) {
         cf_src_assume(cog->src, e->size, e->etag);
+        /* Without a strong ETag the date is what tells a changed object:
+         * the first tile read must match the header's, not pin its own. */
+        cf_src_assume_last_modified(cog->src, e->last_modified);
         cog->from_cache = 1;
         cog->header_requests = 0;
         cog->header_bytes = 0;
@@ -288,6 +291,10 @@ cf_status cf_cog_open_ex(cf_io *io, const char *url,
             st = parse_from_src(cog, rec, err);
             if (!st && rec) {
                 rec->size = cf_src_size(cog->src);
+                char lm[128];
+                cf_src_last_modified(cog->src, lm, sizeof lm);
+                if (lm[0] && !(rec->last_modified = cf__strdup(lm)))
+                    rec->incomplete = 1; /* no memory: not stored */
                 cf__hc_store(io, cog->src, rec, cf_src_etag(cog->src));
             }
             cf__hc_entry_free(rec);

@@ -5,14 +5,18 @@
  * symbolic links that make us overwrite something else, or entries with
  * wrong tile offsets that we would trust without a request.  So:
  *   - the folder is created 0700 and used only when it is owned by this
- *     user and writable by nobody else; otherwise the disk cache is off
- *     for the io, said once on stderr (cf__hc_disk_why_off tells the
- *     same).  It is opened once and every file operation is relative to
- *     that descriptor, so renaming the path afterwards changes nothing.
+ *     user and writable by nobody else, and every folder above it (and
+ *     every link on the way) is the user's or root's; otherwise the disk
+ *     cache is off for the io, said once on stderr (cf__hc_disk_why_off
+ *     tells the same).  It is opened one name at a time and then once
+ *     for all: every file operation is relative to that descriptor, so
+ *     renaming the path afterwards changes nothing.
+ *   - a store that fails (full disk, read-only folder) is said once; an
+ *     unwritable folder is still read;
  *   - an entry is written to an unpredictable temp name created with
  *     O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, then renamed into place (a
  *     reader sees all of it or nothing); read with O_NOFOLLOW, and used
- *     only when it is a regular file owned by this user;
+ *     only when it is a regular file owned by this user with one name;
  *   - every entry ends with the SHA-256 of all its other bytes, and names
  *     its key inside: a bit flip, a cut-off write or an entry copied to
  *     another name fails the check and the entry is dropped.  (A checksum
@@ -36,11 +40,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HC_MAGIC "CFHDR002"
+/* Format 3: magic, key(32), size(8), ETag (u32 length + bytes),
+ * Last-Modified (u32 length + bytes), nranges(u32), then per range
+ * off(8) len(8) bytes, and the SHA-256 of all of that.  (Format 2 had no
+ * Last-Modified: such entries fail the magic and are dropped.) */
+#define HC_MAGIC "CFHDR003"
 #define HC_SUM 32                          /* trailing SHA-256 */
-#define HC_FIXED (8 + 32 + 8 + 4 + 4)      /* magic key size elen nranges */
+#define HC_FIXED (8 + 32 + 8 + 4 + 4 + 4)  /* magic key size elen lmlen nranges */
 #define HC_MAX_ENTRY ((uint64_t)64 << 20)  /* one entry file */
 #define HC_MAX_ETAG 1024
+#define HC_MAX_LM 128
 /* The folder is listed again after this many stores, so that what other
  * processes wrote counts too. */
 #define HC_SCAN_EVERY 256
@@ -51,18 +60,22 @@
 #define HC_EVICT_TO(cap) ((cap) / 10 * 9)
 #define HC_MAX_LISTED (1u << 20)
 
-typedef enum { DISK_UNCHECKED, DISK_READY, DISK_OFF } disk_state;
+/* UNCHECKED -> READY (entries read and stored) or OFF (refused);
+ * READY -> READ_ONLY when the folder cannot be written to (read-only
+ * file system, no permission): its entries are still read. */
+typedef enum { DISK_UNCHECKED, DISK_READY, DISK_READ_ONLY, DISK_OFF } disk_state;
 
 struct cf_hc_disk {
     pthread_mutex_t mu;
     disk_state state;
     char *dir;
     int fd;              /* the folder, once DISK_READY */
+    int store_said;      /* a failed store was reported (once per io) */
     uint64_t max_bytes;
     uint64_t bytes;      /* entries at the last listing + written since */
     unsigned stores;     /* since the last listing */
     int listing;         /* a thread is listing / evicting */
-    char why[600];       /* DISK_OFF: the sentence said on stderr */
+    char why[800];       /* DISK_OFF: the sentence said on stderr */
 };
 
 cf_hc_disk *cf__hc_disk_new(const char *dir, uint64_t max_bytes) {
@@ -91,7 +104,7 @@ void cf__hc_disk_free(cf_hc_disk *d) {
 
 static void refuse(cf_hc_disk *d, const char *fmt, ...) CF__PRINTF(2, 3);
 static void refuse(cf_hc_disk *d, const char *fmt, ...) {
-    char name[CF__NAME_MAX], reason[300];
+    char name[CF__NAME_MAX], reason[400];
     cf__name_fit(d->dir, strlen(d->dir), name, sizeof name);
     va_list ap;
     va_start(ap, fmt);
@@ -104,66 +117,18 @@ static void refuse(cf_hc_disk *d, const char *fmt, ...) {
     d->state = DISK_OFF;
 }
 
-/* mkdir -p with mode 0700 for every folder it creates.  0 or an errno. */
-static int make_dirs(const char *dir) {
-    char *p = cf__strdup(dir);
-    if (!p) return ENOMEM;
-    int first = 0;
-    for (size_t i = 1; p[i]; i++) {
-        if (p[i] != '/') continue;
-        p[i] = 0;
-        if (mkdir(p, 0700) != 0 && errno != EEXIST && !first) first = errno;
-        p[i] = '/';
-    }
-    int e = mkdir(p, 0700) == 0 || errno == EEXIST ? 0 : errno;
-    free(p);
-    /* "No such file" for the last part hides why its parent is missing. */
-    return e == ENOENT && first ? first : e;
-}
-
 static void scan(cf_hc_disk *d, int dfd);
 
 /* Check the folder once (d->mu held). */
 static void open_folder(cf_hc_disk *d) {
-    uid_t me = geteuid();
-    int e = make_dirs(d->dir);
-    if (e) {
-        refuse(d, "cannot be created (%s)", strerror(e));
-        return;
-    }
-    /* A symbolic link is followed only when it is ours: another user's
-     * link in a shared parent (/tmp) could lead anywhere this user may
-     * write, such as root's own folders. */
-    struct stat st;
-    if (lstat(d->dir, &st) != 0) {
-        refuse(d, "cannot be examined (%s)", strerror(errno));
-        return;
-    }
-    if (S_ISLNK(st.st_mode) && st.st_uid != me) {
-        refuse(d, "is a symbolic link owned by uid %u, not by this user "
-               "(uid %u)", (unsigned)st.st_uid, (unsigned)me);
-        return;
-    }
-    int fd = open(d->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char why[400];
+    int fd = cf__hc_folder_open(d->dir, why, sizeof why);
     if (fd < 0) {
-        refuse(d, "cannot be opened (%s)", strerror(errno));
+        refuse(d, "%s", why);
         return;
     }
-    if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        refuse(d, "is not a folder");
-    } else if (st.st_uid != me) {
-        refuse(d, "is owned by uid %u, not by this user (uid %u)",
-               (unsigned)st.st_uid, (unsigned)me);
-    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        refuse(d, "is writable by %s (mode %04o; make it 0700)",
-               (st.st_mode & S_IWOTH) ? "every user" : "its group",
-               (unsigned)(st.st_mode & 07777));
-    } else {
-        d->fd = fd;
-        d->state = DISK_READY;
-        return;
-    }
-    close(fd);
+    d->fd = fd;
+    d->state = DISK_READY;
 }
 
 /* The folder's descriptor, or -1 when the disk cache is off. */
@@ -171,7 +136,7 @@ static int ready(cf_hc_disk *d) {
     pthread_mutex_lock(&d->mu);
     int first = d->state == DISK_UNCHECKED;
     if (first) open_folder(d);
-    int fd = d->state == DISK_READY ? d->fd : -1;
+    int fd = d->state == DISK_READY || d->state == DISK_READ_ONLY ? d->fd : -1;
     if (first && fd >= 0) d->listing = 1;
     pthread_mutex_unlock(&d->mu);
     /* The first listing learns how full the folder is (and trims it when
@@ -212,6 +177,21 @@ static void put64(uint8_t *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* A validator (u32 length + bytes, fewer than max) at b + *pos; NULL
+ * when it does not fit in body bytes.  *out stays NULL when empty. */
+static int get_text(const uint8_t *b, size_t body, size_t *pos, uint32_t max,
+                    char **out) {
+    *out = NULL;
+    if (body - *pos < 4) return 0;
+    uint32_t len = cf__rd32(b + *pos, false);
+    *pos += 4;
+    if (len >= max || len > body - *pos) return 0;
+    if (len && !(*out = cf__calloc(1, (size_t)len + 1))) return 0;
+    if (len) memcpy(*out, b + *pos, len);
+    *pos += len;
+    return 1;
+}
+
 /* Parse a checked entry file of n bytes; NULL when anything is off. */
 static cf_hc_entry *decode(const uint8_t *b, size_t n, const cf_hc_key *k) {
     size_t body = n - HC_SUM, pos = 0;
@@ -221,16 +201,13 @@ static cf_hc_entry *decode(const uint8_t *b, size_t n, const cf_hc_key *k) {
     cf_hc_entry *e = cf__hc_entry_new();
     if (!e) return NULL;
     e->size = cf__rd64(b + 40, false);
-    uint32_t elen = cf__rd32(b + 48, false);
-    pos = 52;
-    /* An entry without an ETag could not be checked against the object
-     * by If-Match: never written, never trusted. */
-    int ok = elen > 0 && elen < HC_MAX_ETAG && elen + 4 <= body - pos &&
-             (e->etag = cf__calloc(1, elen + 1)) != NULL;
-    if (ok) {
-        memcpy(e->etag, b + pos, elen);
-        pos += elen;
-    }
+    pos = 48;
+    /* An entry without a validator could not be checked against the
+     * object (If-Match, If-Unmodified-Since): never written, never
+     * trusted. */
+    int ok = get_text(b, body, &pos, HC_MAX_ETAG, &e->etag) &&
+             get_text(b, body, &pos, HC_MAX_LM, &e->last_modified) &&
+             (e->etag || e->last_modified) && body - pos >= 4;
     uint32_t nr = ok ? cf__rd32(b + pos, false) : 0;
     pos += 4;
     ok = ok && nr <= HC_MAX_RANGES;
@@ -273,8 +250,11 @@ cf_hc_entry *cf__hc_disk_load(cf_hc_disk *d, const cf_hc_key *k) {
     struct stat st;
     cf_hc_entry *e = NULL;
     int corrupt = 0;
+    /* One name only: a hard link (which O_NOFOLLOW does not see) gives
+     * the file a second name the cache does not control. */
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-        st.st_size >= HC_FIXED + HC_SUM && (uint64_t)st.st_size <= HC_MAX_ENTRY) {
+        st.st_nlink == 1 && st.st_size >= HC_FIXED + HC_SUM &&
+        (uint64_t)st.st_size <= HC_MAX_ENTRY) {
         size_t n = (size_t)st.st_size;
         uint8_t *b = cf__malloc(n), sum[HC_SUM];
         if (b && read_all(fd, b, n)) {
@@ -293,23 +273,61 @@ cf_hc_entry *cf__hc_disk_load(cf_hc_disk *d, const cf_hc_key *k) {
 
 static void account(cf_hc_disk *d, int dfd, uint64_t n);
 
+/* A store failed with errno e: said once per io.  A folder that cannot
+ * be written to at all (read-only file system, no permission) is not
+ * tried again, and its entries are still read; a full disk or quota may
+ * clear, so later stores try again (quietly). */
+static void store_failed(cf_hc_disk *d, int e) {
+    int for_good = e == EROFS || e == EACCES || e == EPERM;
+    pthread_mutex_lock(&d->mu);
+    if (for_good && d->state == DISK_READY) d->state = DISK_READ_ONLY;
+    int say = !d->store_said;
+    d->store_said = 1;
+    pthread_mutex_unlock(&d->mu);
+    if (!say) return;
+    char name[CF__NAME_MAX];
+    cf__name_fit(d->dir, strlen(d->dir), name, sizeof name);
+    if (for_good)
+        fprintf(stderr, "cogfeed: header cache folder %s cannot be written to "
+                "(%s): its entries are still read, new ones are kept in "
+                "memory only for this io\n", name, strerror(e));
+    else
+        fprintf(stderr, "cogfeed: header cache folder %s: an entry could not "
+                "be stored (%s); headers are kept in memory only while this "
+                "lasts\n", name, strerror(e));
+}
+
+static void put_text(uint8_t *b, size_t *pos, const char *t, size_t len) {
+    put32(b + *pos, (uint32_t)len);
+    if (len) memcpy(b + *pos + 4, t, len);
+    *pos += 4 + len;
+}
+
 void cf__hc_disk_store(cf_hc_disk *d, const cf_hc_key *k, const cf_hc_entry *e) {
-    if (!e->etag || !*e->etag || strlen(e->etag) >= HC_MAX_ETAG || e->incomplete)
+    size_t elen = e->etag ? strlen(e->etag) : 0,
+           lmlen = e->last_modified ? strlen(e->last_modified) : 0;
+    /* Without a validator a later process could not tell a changed
+     * object: such entries stay in memory. */
+    if ((!elen && !lmlen) || elen >= HC_MAX_ETAG || lmlen >= HC_MAX_LM ||
+        e->incomplete)
         return;
     int dfd = ready(d);
     if (dfd < 0) return;
-    uint64_t n = HC_FIXED + strlen(e->etag) + HC_SUM;
+    pthread_mutex_lock(&d->mu);
+    int writable = d->state == DISK_READY;
+    pthread_mutex_unlock(&d->mu);
+    if (!writable) return;
+    uint64_t n = HC_FIXED + elen + lmlen + HC_SUM;
     for (size_t i = 0; i < e->nranges; i++) n += 16 + e->ranges[i].len;
     if (n > HC_MAX_ENTRY || n > d->max_bytes) return;
     uint8_t *b = cf__malloc((size_t)n);
     if (!b) return;
-    size_t elen = strlen(e->etag), pos = 0;
+    size_t pos = 48;
     memcpy(b, HC_MAGIC, 8);
     memcpy(b + 8, k->b, 32);
     put64(b + 40, e->size);
-    put32(b + 48, (uint32_t)elen);
-    memcpy(b + 52, e->etag, elen);
-    pos = 52 + elen;
+    put_text(b, &pos, e->etag, elen);
+    put_text(b, &pos, e->last_modified, lmlen);
     put32(b + pos, (uint32_t)e->nranges);
     pos += 4;
     for (size_t i = 0; i < e->nranges; i++) {
@@ -322,7 +340,7 @@ void cf__hc_disk_store(cf_hc_disk *d, const cf_hc_key *k, const cf_hc_entry *e) 
 
     char name[72], tmp[100];
     entry_name(k, name);
-    int fd = -1;
+    int fd = -1, err = 0;
     for (int tries = 0; fd < 0 && tries < 4; tries++) {
         /* Unpredictable, so nobody can have put anything at this name
          * beforehand; O_EXCL|O_NOFOLLOW refuse whatever is there anyway. */
@@ -339,6 +357,7 @@ void cf__hc_disk_store(cf_hc_disk *d, const cf_hc_key *k, const cf_hc_entry *e) 
         snprintf(tmp, sizeof tmp, "%s.%s.tmp", name, rh);
         fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                     0600);
+        if (fd < 0) err = errno;
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd >= 0) {
@@ -346,16 +365,21 @@ void cf__hc_disk_store(cf_hc_disk *d, const cf_hc_key *k, const cf_hc_entry *e) 
         while (done < n) {
             ssize_t w = write(fd, b + done, (size_t)n - done);
             if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) break;
+            if (w <= 0) {
+                err = w < 0 ? errno : EIO;
+                break;
+            }
             done += (size_t)w;
         }
-        int ok = close(fd) == 0 && done == n;
+        if (close(fd) != 0 && !err) err = errno;
         /* rename() makes the entry appear whole or not at all, and
          * replaces whatever was at its name (a link itself, never what
          * it points to). */
-        if (!ok || renameat(dfd, tmp, dfd, name) != 0) unlinkat(dfd, tmp, 0);
+        if (!err && renameat(dfd, tmp, dfd, name) != 0) err = errno;
+        if (err) unlinkat(dfd, tmp, 0);
         else account(d, dfd, n);
     }
+    if (err) store_failed(d, err);
     free(b);
 }
 

@@ -30,6 +30,8 @@ int cf__ahead_take(cf__ahead *a, uint64_t off, cf__ahead_range *r) {
         const cf__ahead_range *h = &a->held[i];
         if (off >= h->off && off - h->off < h->len) {
             *r = *h;
+            a->used++;
+            a->taken += h->len;
             drop(a, i);
             return 1;
         }
@@ -39,13 +41,17 @@ int cf__ahead_take(cf__ahead *a, uint64_t off, cf__ahead_range *r) {
 
 unsigned cf__ahead_plan(cf__ahead *a, uint64_t off, uint64_t len,
                         cf_range_req *g) {
-    /* A demand a stride after the last one (or a whole number of strides:
-     * the guesses in between were right) doubles the guesses; any other
-     * demand learns a new stride and tries one guess. */
+    /* A demand a whole number of strides after the last one doubles the
+     * guesses when every guess of the last round was used (the chain went
+     * on at that stride past them); when only some were, it keeps that
+     * many.  Any other demand learns a new stride and tries one guess. */
+    a->demanded += len;
     if (a->last && off > a->last) {
         uint64_t d = off - a->last;
-        if (a->stride && d % a->stride == 0) {
-            a->n = a->n ? a->n * 2 : 1;
+        if (a->stride && d % a->stride == 0 && a->used && a->used == a->sent) {
+            a->n = a->sent * 2;
+        } else if (a->stride && d % a->stride == 0 && a->used) {
+            a->n = a->used;
         } else {
             a->stride = d;
             a->n = 1;
@@ -55,6 +61,7 @@ unsigned cf__ahead_plan(cf__ahead *a, uint64_t off, uint64_t len,
         a->n = 0;
     }
     a->last = off;
+    a->sent = a->used = 0;
     if (a->n > a->max_guesses) a->n = a->max_guesses;
     /* A stride within the range itself reads on anyway; a long range is
      * the tag data of many IFDs at once, not worth repeating. */
@@ -67,7 +74,12 @@ unsigned cf__ahead_plan(cf__ahead *a, uint64_t off, uint64_t len,
             at >= a->size)
             break;
         uint64_t l = len < a->size - at ? len : a->size - at;
-        if (round + l > CF__AHEAD_MAX_ROUND) break;
+        /* Guess bytes not (yet) used stay within what the parser asked
+         * for, plus a little. */
+        if (round + l > CF__AHEAD_MAX_ROUND ||
+            a->guessed - a->taken + round + l >
+                a->demanded + a->taken + CF__AHEAD_SLACK)
+            break;
         uint8_t *d = cf__malloc((size_t)l);
         if (!d) break;
         memset(&g[k], 0, sizeof g[k]);
@@ -77,6 +89,7 @@ unsigned cf__ahead_plan(cf__ahead *a, uint64_t off, uint64_t len,
         round += l;
         k++;
     }
+    a->guessed += round;
     return k;
 }
 
@@ -93,6 +106,7 @@ void cf__ahead_keep(cf__ahead *a, cf_range_req *g, unsigned n) {
             free(g[i].dst);
             continue;
         }
+        a->sent++;
         a->held[a->nheld++] = (cf__ahead_range){g[i].off, (size_t)g[i].len, g[i].dst};
         a->held_bytes += g[i].len;
     }

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define HC_MEM_MAX ((size_t)256 << 20) /* bytes kept in memory per io */
 
@@ -21,6 +22,7 @@ typedef struct hc_item {
 
 typedef struct cf_hc_table {
     pthread_mutex_t mu;
+    pid_t pid;            /* the process that uses it (see table()) */
     hc_item *head; /* newest first */
     size_t bytes;
     int disk_made;        /* disk below was made from the io's options */
@@ -29,7 +31,10 @@ typedef struct cf_hc_table {
 
 hc_table *cf__hc_table_new(void) {
     hc_table *t = cf__calloc(1, sizeof *t);
-    if (t) pthread_mutex_init(&t->mu, NULL);
+    if (t) {
+        pthread_mutex_init(&t->mu, NULL);
+        t->pid = getpid();
+    }
     return t;
 }
 
@@ -51,6 +56,7 @@ void cf__hc_entry_free(cf_hc_entry *e) {
     for (size_t i = 0; i < e->nranges; i++) free(e->ranges[i].data);
     free(e->ranges);
     free(e->etag);
+    free(e->last_modified);
     free(e);
 }
 
@@ -86,6 +92,8 @@ static cf_hc_entry *entry_copy(const cf_hc_entry *e, const char *etag) {
     if (!c) return NULL;
     c->size = e->size;
     if (etag && !(c->etag = cf__strdup(etag))) goto fail;
+    if (e->last_modified && !(c->last_modified = cf__strdup(e->last_modified)))
+        goto fail;
     for (size_t i = 0; i < e->nranges; i++)
         if (cf__hc_add_range(c, e->ranges[i].off, e->ranges[i].data, e->ranges[i].len))
             goto fail;
@@ -95,9 +103,32 @@ fail:
     return NULL;
 }
 
+/* This process's table.  After fork() (a DataLoader's workers) the
+ * parent's table may be locked for ever by a thread that does not exist
+ * in the child.  So a child takes a table of its own at its first use, as
+ * io.c takes its own loop: with the parent's entries when their lock was
+ * free at the fork (they are whole then), empty otherwise, and with the
+ * folder opened afresh (its lock may be held too).  The parent's table
+ * is left as it is in the child: never locked, never freed. */
 static hc_table *table(cf_io *io) {
     cf_io_state *state = cf__io_state(io);
-    return state ? state->hc : NULL;
+    if (!state) return NULL;
+    pid_t me = getpid();
+    for (;;) {
+        hc_table *t = atomic_load(&state->hc);
+        if (!t || t->pid == me) return t;
+        hc_table *nt = cf__hc_table_new();
+        if (!nt) return NULL;
+        if (pthread_mutex_trylock(&t->mu) == 0) {
+            nt->head = t->head;
+            nt->bytes = t->bytes;
+            t->head = NULL;
+            t->bytes = 0;
+            pthread_mutex_unlock(&t->mu);
+        }
+        if (atomic_compare_exchange_strong(&state->hc, &t, nt)) return nt;
+        cf__hc_table_free(nt); /* another thread of this child won */
+    }
 }
 
 /* io's disk folder, NULL when there is none. */
@@ -159,7 +190,7 @@ void cf__hc_store(cf_io *io, const cf_src *src, const cf_hc_entry *e,
     cf_hc_key k;
     if (!cf__hc_key(src, &k)) return;
     hc_table *t = table(io);
-    cf_hc_disk *d = etag ? disk(io, t) : NULL;
+    cf_hc_disk *d = etag || e->last_modified ? disk(io, t) : NULL;
     if (d) {
         cf_hc_entry *c = entry_copy(e, etag);
         if (c) cf__hc_disk_store(d, &k, c);

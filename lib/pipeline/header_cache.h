@@ -1,9 +1,10 @@
 /*
  * header_cache.h - header bytes of remote files kept per cf_io (in memory)
  * and optionally on disk (io option header_cache_dir), with the object's
- * size and ETag.  A hit opens a file with no request; later tile reads
- * still send If-Match with the cached ETag, so a changed object is
- * reported as changed rather than read with a stale index.
+ * size, ETag and Last-Modified.  A hit opens a file with no request; later
+ * tile reads still send If-Match with the cached ETag (or, without a
+ * strong one, If-Unmodified-Since with the cached date), so a changed
+ * object is reported as changed rather than read with a stale index.
  *
  * Entries are keyed by what names the object and who asks for it (hc_key.c:
  * scheme, endpoint, store, key and credential identity, without the query
@@ -26,6 +27,10 @@ typedef struct cf_hc_range {
 typedef struct cf_hc_entry {
     uint64_t size;
     char *etag;
+    /* The object's Last-Modified when the header was read (NULL: none):
+     * without a strong ETag it is what a later read is checked against
+     * (If-Unmodified-Since), as lib/io/http.c does within one open. */
+    char *last_modified;
     cf_hc_range *ranges;
     size_t nranges, cap;
     size_t bytes;
@@ -46,12 +51,13 @@ cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
                            size_t len);
 /* A private copy of the cached entry for src's object, or NULL. */
 cf_hc_entry *cf__hc_lookup(cf_io *io, const cf_src *src);
-/* Remember e (copied) for src's object with the given ETag (may be NULL);
- * an incomplete entry is not stored, and one already stored is dropped,
- * so that every open does not copy and write it again for nothing.
- * Without an ETag the entry stays in memory only: a later process could
- * not tell a changed object (no If-Match to fail) and would read it with
- * a stale header. */
+/* Remember e (copied, with its last_modified) for src's object with the
+ * given ETag (may be NULL); an incomplete entry is not stored, and one
+ * already stored is dropped, so that every open does not copy and write
+ * it again for nothing.  Without an ETag or a Last-Modified the entry
+ * stays in memory only: a later process could not tell a changed object
+ * (no If-Match or If-Unmodified-Since to fail) and would read it with a
+ * stale header. */
 void cf__hc_store(cf_io *io, const cf_src *src, const cf_hc_entry *e,
                   const char *etag);
 /* Drop src's entry from memory and disk (a stale one: the object changed). */
@@ -77,6 +83,13 @@ int cf__hc_key(const cf_src *src, cf_hc_key *out);
  * those parameters name (the key id of X-Amz-Credential, a SAS's skoid),
  * never a signature.  malloc'ed, NULL when out of memory. */
 char *cf__hc_stable_url(const char *url, char *who, size_t n);
+
+/* hc_folder.c: open dir, creating what is missing (0700), when it and the
+ * way to it are private to this user: a descriptor to read it by, or -1
+ * with why (n bytes) saying what is wrong ("is owned by uid 1001, not by
+ * this user (uid 0)", "is below /shared, which every user may write to
+ * ..."). */
+int cf__hc_folder_open(const char *dir, char *why, size_t n);
 
 /* hc_disk.c: the folder of one io (created on first use, from its
  * options); every call is thread-safe. */

@@ -39,8 +39,8 @@ void cf__pool_put(cf_ctx_pool *p, cf_codec_ctx *ctx) {
 static void *state_new(void) {
     cf_io_state *s = cf__calloc(1, sizeof *s);
     if (!s) return NULL;
-    s->hc = cf__hc_table_new();
-    if (!s->hc) {
+    atomic_init(&s->hc, cf__hc_table_new());
+    if (!atomic_load(&s->hc)) {
         free(s);
         return NULL;
     }
@@ -50,7 +50,7 @@ static void *state_new(void) {
 
 static void state_free(void *p) {
     cf_io_state *s = p;
-    cf__hc_table_free(s->hc);
+    cf__hc_table_free(atomic_load(&s->hc));
     cf__pool_destroy(&s->pool);
     free(s);
 }

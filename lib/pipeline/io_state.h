@@ -8,6 +8,7 @@
 #define CF_IO_STATE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "../codec/codec.h"
 #include "../io/io.h"
@@ -29,7 +30,9 @@ void cf__pool_put(cf_ctx_pool *p, cf_codec_ctx *ctx);
 
 struct cf_hc_table;
 typedef struct cf_io_state {
-    struct cf_hc_table *hc;
+    /* This process's header cache (a forked child swaps in its own:
+     * header_cache.c). */
+    _Atomic(struct cf_hc_table *) hc;
     cf_ctx_pool pool;
 } cf_io_state;
 

@@ -503,11 +503,47 @@ static const char *owned_name(const owned *o) {
  *    fetch, 16 bytes per chunk indexed, JPEGTables) is within the
  *    budget, so a file over it is refused before its arrays are fetched
  *    or anything that large is allocated. */
+/* a + b, or UINT64_MAX when that overflows: sums of sizes a file
+ * declares must not wrap round to something small. */
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+    uint64_t s;
+    return cf__add_u64(a, b, &s) ? s : UINT64_MAX;
+}
+
+/* Bytes pass 2 will fetch: the out-of-line data of every tag the parser
+ * reads, in every IFD, that is not held yet -- the union, so that data
+ * two IFDs share counts once.  (It fetches a tag's data whole even where
+ * pass 3 reads only a few values, as of BitsPerSample or a GeoKey
+ * directory: those count whole, as they would be held whole.) */
+static cf_status tag_bytes_to_fetch(ctx *c, uint64_t *out) {
+    *out = 0;
+    span *v = cf__malloc((size_t)c->nifds * NSLOT * sizeof *v);
+    if (!v) return ferr(c, -1, CF_E_NOMEM, "out of memory");
+    size_t n = 0;
+    for (int i = 0; i < c->nifds; i++)
+        for (int s = 0; s < NSLOT; s++) {
+            uint64_t lo, hi;
+            if (data_span(c, &c->ifds[i].e[s], &lo, &hi) && !known(c->p, lo, hi - lo))
+                v[n++] = (span){lo, hi};
+        }
+    qsort(v, n, sizeof *v, span_cmp);
+    uint64_t sum = 0, end = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t lo = v[k].lo > end ? v[k].lo : end;
+        if (v[k].hi > lo) sum = sat_add(sum, v[k].hi - lo);
+        if (v[k].hi > end) end = v[k].hi;
+    }
+    free(v);
+    *out = sum;
+    return CF_OK;
+}
+
 static cf_status check_arrays(ctx *c) {
+    uint64_t fetch = 0, index = 0, chunks = 0;
+    TRY(tag_bytes_to_fetch(c, &fetch));
     owned *v = cf__malloc((size_t)c->nifds * 3 * sizeof *v);
     if (!v) return ferr(c, -1, CF_E_NOMEM, "out of memory");
     size_t n = 0;
-    uint64_t fetch = 0, index = 0, chunks = 0;
     for (int i = 0; i < c->nifds; i++) {
         const rawifd *r = &c->ifds[i];
         v[n++] = (owned){r->off, r->end, i, -1};
@@ -518,9 +554,8 @@ static cf_status check_arrays(ctx *c) {
         for (int j = 0; j < 3; j++) {
             const ent *e = &r->e[slots[j]];
             bool in_file = data_span(c, e, &lo, &hi);
-            if (in_file && !known(c->p, lo, hi - lo)) fetch += hi - lo;
             if (j == 2) {
-                if (in_file) index += hi - lo; /* copied as they are */
+                if (in_file) index = sat_add(index, hi - lo); /* copied */
                 continue;
             }
             if (in_file) v[n++] = (owned){lo, hi, i, slots[j]};
@@ -532,8 +567,8 @@ static cf_status check_arrays(ctx *c) {
                 k = 0;
         }
         if (k == UINT64_MAX) k = 0;
-        chunks += k;
-        index += k > UINT64_MAX / 64 ? UINT64_MAX / 4 : 16 * k;
+        chunks = sat_add(chunks, k);
+        index = sat_add(index, k > UINT64_MAX / 16 ? UINT64_MAX : 16 * k);
     }
     qsort(v, n, sizeof *v, owned_cmp);
     cf_status st = CF_OK;
@@ -550,14 +585,15 @@ static cf_status check_arrays(ctx *c) {
         if (v[k].hi > v[top].hi) top = k;
     }
     free(v);
-    uint64_t need = c->p->total + fetch + index;
+    uint64_t need = sat_add(sat_add(c->p->total, fetch), index);
     if (st == CF_OK && need > c->p->budget)
         st = ferr(c, -1, CF_E_LIMIT,
-                  "parsing its header needs %llu bytes of memory (%llu tiles "
+                  "parsing its header needs %s%llu bytes of memory (%llu tiles "
                   "or strips indexed at 16 bytes each, %llu header bytes), "
                   "above the budget of %llu (io option header_memory_max)",
+                  need == UINT64_MAX ? "more than " : "",
                   (unsigned long long)need, (unsigned long long)chunks,
-                  (unsigned long long)(c->p->total + fetch),
+                  (unsigned long long)sat_add(c->p->total, fetch),
                   (unsigned long long)c->p->budget);
     return st;
 }
@@ -1595,7 +1631,16 @@ cf_status cf_tiff_parser_run(cf_tiff_parser *p, cf_tiff **out,
                        "shorter than its header says?)",
                        p->name, (unsigned long long)c.need_off);
     }
-    uint64_t room = CF_MAX_HEADER_BYTES - p->total;
+    /* Never ask for more than the budget lets the parser hold: what the
+     * declared sizes tell is refused before (check_arrays), and what they
+     * cannot tell (the IFD tables of a long chain) stops here. */
+    uint64_t cap = p->budget < CF_MAX_HEADER_BYTES ? p->budget : CF_MAX_HEADER_BYTES;
+    uint64_t room = p->total < cap ? cap - p->total : 0;
+    if (room == 0 && cap < CF_MAX_HEADER_BYTES)
+        return cf__err(err, CF_E_LIMIT,
+                       "%s: parsing its header needs more than %llu bytes of "
+                       "memory, the budget (io option header_memory_max)",
+                       p->name, (unsigned long long)cap);
     if (room == 0)
         return cf__err(err, CF_E_LIMIT,
                        "%s: header needs more than %llu bytes (limit)",

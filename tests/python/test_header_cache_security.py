@@ -330,3 +330,55 @@ def test_least_recently_used_entries_are_evicted(site, tmp_path):
             if open_read(site.url(n), hc, header_cache_max_bytes=10 * cap)[0]
             .header_requests == 0}
     assert kept == {"a.tif", "e.tif", "f.tif"}
+
+
+# -- objects without an ETag: the entry carries Last-Modified ---------------
+
+T1 = "Mon, 01 Jan 2024 00:00:00 GMT"
+
+
+def test_memory_hit_checks_last_modified(site):
+    """No ETag; Last-Modified T1 for the first request, T2 after (the
+    object changed once its header was read).  An open from the io's
+    memory must read with the header's date, as an open that reads its
+    header does (If-Unmodified-Since: T1, 412, "changed").  Old code: the
+    entry knew no date, the first tile read pinned T2 and the read went
+    through on a header of the object as it was before."""
+    site.reset()
+    url = site.url("f.tif", fault="noetag-lmchange")
+    io = cogfeed.IO()
+    first = cogfeed.open(url, io=io)
+    assert first.header_requests == 1
+    again = cogfeed.open(url, io=io)
+    assert again.header_requests == 0  # from memory
+    with pytest.raises(cogfeed.Error, match="changed"):
+        again.read(window=(0, 0, 64, 64))
+    assert site.last_header("/fault/noetag-lmchange/f.tif", "ius") == T1
+
+
+def test_last_modified_entries_go_to_disk(site, tmp_path):
+    """Without an ETag but with a Last-Modified an entry is written to
+    disk (old code: memory only, every process read the header again); a
+    later process opens with no request and reads with
+    If-Unmodified-Since, and a changed object is reported, never read
+    with the old header."""
+    hc = tmp_path / "hc"
+    site.reset()
+    url = site.url("e.tif", fault="noetag")
+    open_read(url, hc)
+    assert len(entries(hc)) == 1
+    cog, px = open_read(url, hc)
+    assert cog.header_requests == 0
+    assert (px == site.truth["e.tif"][0]).all()
+    assert site.last_header("/fault/noetag/e.tif", "ius") == T1
+    assert site.last_header("/fault/noetag/e.tif", "im") == ""
+
+    site.reset()
+    hc2 = tmp_path / "hc2"
+    url = site.url("e.tif", fault="noetag-lmchange")
+    cogfeed.open(url, io=cogfeed.IO(header_cache_dir=str(hc2)))  # T1
+    cog = cogfeed.open(url, io=cogfeed.IO(header_cache_dir=str(hc2)))
+    assert cog.header_requests == 0
+    with pytest.raises(cogfeed.Error, match="changed"):
+        cog.read(window=(0, 0, 64, 64))
+    assert entries(hc2) == []  # the stale entry is dropped

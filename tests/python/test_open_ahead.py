@@ -23,11 +23,13 @@ import cogfeed  # noqa: E402
 STEP = 2 << 20
 
 
-def pages(path, n, step=STEP, jitter=0):
-    """n IFDs of 16x16 uint8 pages, IFD k at 8 + k*step (+ k*k*jitter),
-    its one tile (all pixels k) right after it; the rest of the file a
-    hole."""
+def pages(path, n, step=STEP, jitter=0, offsets=None):
+    """n IFDs of 16x16 uint8 pages, IFD k at 8 + k*step (+ k*k*jitter), or
+    at offsets[k], its one tile (all pixels k) right after it; the rest of the
+    file a hole."""
     def ifd_at(k):
+        if offsets:
+            return offsets[k] if k < n else offsets[-1] + 65536
         return 8 + k * step + k * k * jitter
     with open(path, "wb") as f:
         f.write(b"II*\0" + struct.pack("<I", 8))
@@ -50,12 +52,27 @@ def pages(path, n, step=STEP, jitter=0):
         f.truncate(ifd_at(n))
 
 
+def decoy_offsets(n, s=32768):
+    """IFD offsets whose gaps are all multiples of the first stride s but
+    never land where the guesses are: s, 2s, 3s, 5s, 9s, 17s, 33s (each
+    one past as many guesses as the last round sent), then 64s (past the
+    most guesses a round sends).  The first two IFDs lie beyond the first
+    64 KiB read, so that the parser asks for each."""
+    gaps = [131072 - 8, s, 2 * s, 3 * s, 5 * s, 9 * s, 17 * s, 33 * s]
+    gaps += [64 * s] * n
+    at = [8]
+    for g in gaps[:n - 1]:
+        at.append(at[-1] + g)
+    return at
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("pages")
     pages(str(root / "p255.tif"), 255)
     pages(str(root / "p40.tif"), 40, jitter=4096)  # no constant stride
     pages(str(root / "p3.tif"), 3)
+    pages(str(root / "decoy.tif"), 255, offsets=decoy_offsets(255))
     with Nginx(str(root), latency_ms=40) as srv:
         yield srv
 
@@ -100,3 +117,18 @@ def test_irregular_chain_still_opens(site):
     assert (cog.read(window=(0, 0, 16, 16), level=30) == 30).all()
     reqs = site.requests("/p40.tif")
     assert reqs - 1 <= 2 * 40, reqs
+
+
+def test_guesses_that_never_hit_cost_little(site):
+    """A chain laid out to defeat the guesses (decoy_offsets): the first
+    read-ahead doubled the guesses at every demand a whole number of
+    strides away and fetched 259 MB to open 255 IFDs that need 4 MB (one
+    16 KiB read each), close to the 256 MiB header cap.  Now guesses
+    double only after a round that was all used, and unused guesses stay
+    within the bytes the parser asked for plus 1 MiB."""
+    site.reset()
+    cog = cogfeed.open(site.url("decoy.tif"), io=cogfeed.IO())
+    assert len(cog.overviews) == 30  # GDAL uses the first 30 reduced IFDs
+    assert (cog.read(window=(0, 0, 16, 16), level=30) == 30).all()
+    needed = 255 * 16384  # the whole chain is walked (masks may follow)
+    assert cog.header_bytes <= 2 * needed + (1 << 20), cog.header_bytes

@@ -28,11 +28,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define OTHER_UID 4242 /* "another user" */
+
 
 static int files_in(const char *dir) {
     DIR *d = opendir(dir);
@@ -177,6 +183,23 @@ static void basics(const char *dir) {
     CHECK(files_in(dir) == 0);
     CHECK(!on_disk(dir, url));
 
+    /* No ETag but a Last-Modified: on disk too, with its date (the
+     * validator a later process checks the object with). */
+    ok->last_modified = strdup("Mon, 01 Jan 2024 00:00:00 GMT");
+    cf__hc_store(io, src, ok, NULL);
+    CHECK(files_in(dir) == 1);
+    cf_io *io3 = io_with(dir, 0);
+    cf_src *src3 = src_of(io3, url);
+    got = cf__hc_lookup(io3, src3);
+    cf_src_free(src3);
+    cf_io_free(io3);
+    CHECK(got && !got->etag && got->last_modified &&
+          !strcmp(got->last_modified, "Mon, 01 Jan 2024 00:00:00 GMT"));
+    cf__hc_entry_free(got);
+    cf__hc_forget(io, src);
+    free(ok->last_modified);
+    ok->last_modified = NULL;
+
     /* Stale: forgotten in memory and on disk. */
     cf__hc_store(io, src, ok, "\"e4\"");
     CHECK(files_in(dir) == 1 && on_disk(dir, url));
@@ -186,7 +209,7 @@ static void basics(const char *dir) {
 
     /* An entry without an ETag (sealed properly) is not used: it could
      * not be checked against the object by If-Match.  Layout: magic(8)
-     * key(32) size(8) elen(4) etag ... sha256(32). */
+     * key(32) size(8) elen(4) etag lmlen(4) lm ... sha256(32). */
     cf__hc_store(io, src, ok, "\"e5\"");
     the_entry(dir, path, sizeof path);
     size_t n;
@@ -288,9 +311,9 @@ static void keys(const char *dir) {
 
 /* -------------------------------------------------------- folder rules */
 
-/* Run f(dir) with stderr captured; returns how many lines mention the
- * folder's refusal. */
-static int refusals_said(void (*f)(const char *), const char *dir) {
+/* Run f(dir) with stderr captured; returns how many times it said
+ * `phrase`. */
+static int said(void (*f)(const char *), const char *dir, const char *phrase) {
     char log[] = "/tmp/cf_hc_err_XXXXXX";
     int lfd = mkstemp(log);
     CHECK(lfd >= 0);
@@ -306,11 +329,16 @@ static int refusals_said(void (*f)(const char *), const char *dir) {
     char *t = (char *)cf_test_slurp(log, &n);
     unlink(log);
     int lines = 0;
-    for (char *p = t; p && (p = strstr(p, "the on-disk header cache is off")); p++)
+    for (char *p = t; p && (p = strstr(p, phrase)); p++)
         lines++;
     if (t) fputs(t, stderr);
     free(t);
     return lines;
+}
+
+/* How many lines of f(dir) mention the folder's refusal. */
+static int refusals_said(void (*f)(const char *), const char *dir) {
+    return said(f, dir, "the on-disk header cache is off");
 }
 
 static const char *expect_why; /* substring the refusal must hold */
@@ -333,6 +361,8 @@ static void use_refused(const char *dir) {
     cf_src_free(s);
     cf_io_free(io);
 }
+
+static void path_rules(const char *tmp);
 
 static void folder_rules(const char *tmp) {
     char dir[256];
@@ -391,6 +421,76 @@ static void folder_rules(const char *tmp) {
     put(dir, 0, "http://127.0.0.1:1/a.tif", one, "\"a\"");
     CHECK(files_in(target) == 1);
     cf__hc_entry_free(one);
+    path_rules(tmp);
+}
+
+/* The folders on the way to the cache folder: whoever may rename what is
+ * in them can swap the cache folder for another of the user's folders,
+ * or for a folder of a file system they control (where every file can
+ * claim to be the user's).  43b28fd and the first hardening checked only
+ * the last folder and the last link, so each case below was used. */
+static void path_rules(const char *tmp) {
+    char dir[256], mid[256], target[256];
+    cf_hc_entry *one = entry(1);
+    /* A folder above that every user may write to, without the sticky
+     * bit: refused, and nothing written below it. */
+    snprintf(mid, sizeof mid, "%s/open", tmp);
+    mkdir(mid, 0700);
+    chmod(mid, 0777);
+    snprintf(dir, sizeof dir, "%s/open/hc", tmp);
+    expect_why = "open, which every user may write to";
+    CHECK(refusals_said(use_refused, dir) == 1);
+    CHECK(files_in(mid) == 0);
+    /* Group-writable: the same. */
+    chmod(mid, 0770);
+    expect_why = "open, which its group may write to";
+    CHECK(refusals_said(use_refused, dir) == 1);
+    CHECK(files_in(mid) == 0);
+    /* With the sticky bit (as /tmp), others may not rename what is not
+     * theirs: accepted. */
+    chmod(mid, 01777);
+    put(dir, 0, "http://127.0.0.1:1/a.tif", one, "\"a\"");
+    CHECK(files_in(dir) == 1);
+
+    if (geteuid() != 0) {
+        cf__hc_entry_free(one);
+        return;
+    }
+    /* Another user's link on the way (old: followed, and the cache made
+     * in the folder it leads to). */
+    snprintf(target, sizeof target, "%s/elsewhere", tmp);
+    mkdir(target, 0700);
+    snprintf(mid, sizeof mid, "%s/via", tmp);
+    CHECK(symlink(target, mid) == 0);
+    CHECK(lchown(mid, OTHER_UID, OTHER_UID) == 0);
+    snprintf(dir, sizeof dir, "%s/via/hc", tmp);
+    expect_why = "via, a symbolic link owned by uid 4242";
+    CHECK(refusals_said(use_refused, dir) == 1);
+    CHECK(files_in(target) == 0);
+    /* Ours (or root's): followed. */
+    CHECK(lchown(mid, 0, 0) == 0);
+    put(dir, 0, "http://127.0.0.1:1/a.tif", one, "\"a\"");
+    snprintf(mid, sizeof mid, "%s/elsewhere/hc", tmp);
+    CHECK(files_in(mid) == 1);
+    /* A folder above owned by another user, even 0755: they may rename
+     * the cache folder away and put anything in its place. */
+    snprintf(mid, sizeof mid, "%s/theirs2", tmp);
+    mkdir(mid, 0755);
+    snprintf(dir, sizeof dir, "%s/theirs2/hc", tmp);
+    mkdir(dir, 0700);
+    CHECK(chown(mid, OTHER_UID, OTHER_UID) == 0);
+    expect_why = "theirs2, which is owned by uid 4242";
+    CHECK(refusals_said(use_refused, dir) == 1);
+    CHECK(files_in(dir) == 0);
+    /* A link inside the path that leads through such a folder: the
+     * folders are checked where the path really goes. */
+    snprintf(mid, sizeof mid, "%s/tolink", tmp);
+    CHECK(symlink("theirs2", mid) == 0);
+    snprintf(dir, sizeof dir, "%s/tolink/hc", tmp);
+    CHECK(refusals_said(use_refused, dir) == 1);
+    snprintf(dir, sizeof dir, "%s/theirs2/hc", tmp);
+    CHECK(files_in(dir) == 0);
+    cf__hc_entry_free(one);
 }
 
 /* --------------------------------------------------------- file rules */
@@ -431,6 +531,16 @@ static void file_rules(const char *tmp) {
         CHECK(chown(path, 0, 0) == 0);
         CHECK(on_disk(dir, url));
     }
+
+    /* A second name for the entry elsewhere (a hard link, which
+     * O_NOFOLLOW does not see): not the cache's alone, so ignored (old:
+     * used); used again once the link is gone. */
+    char hard[4096];
+    snprintf(hard, sizeof hard, "%s/hardlink", tmp);
+    CHECK(link(path, hard) == 0);
+    CHECK(!on_disk(dir, url));
+    unlink(hard);
+    CHECK(on_disk(dir, url));
 
     /* Random bit flips anywhere in the entry: each is caught and the
      * entry dropped. */
@@ -487,6 +597,150 @@ static void file_rules(const char *tmp) {
     put(dir, 0, url, ok, "\"h\""); /* first use of an io: lists */
     cf__hc_entry_free(ok);
     CHECK(access(stale, F_OK) != 0 && access(mine, F_OK) == 0);
+}
+
+/* ------------------------------------------------------ store failures */
+
+/* One io stores four entries and finds each again (from memory). */
+static void store_some(const char *dir) {
+    cf_io *io = io_with(dir, 0);
+    cf_hc_entry *e = entry(20); /* 2.4 KB a file */
+    char url[64];
+    for (int i = 0; i < 4; i++) {
+        snprintf(url, sizeof url, "http://127.0.0.1:1/w%d.tif", i);
+        cf_src *s = src_of(io, url);
+        cf__hc_store(io, s, e, "\"w\"");
+        cf_hc_entry *got = cf__hc_lookup(io, s);
+        CHECK(got != NULL);
+        cf__hc_entry_free(got);
+        cf_src_free(s);
+    }
+    cf__hc_entry_free(e);
+    cf_io_free(io);
+}
+
+/* Run f in a child process (its CHECKs count there); 1 when they held. */
+static int in_child(void (*f)(const char *), const char *arg) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        f(arg);
+        fflush(stdout);
+        _exit(cf_test_fail_ ? 1 : 0);
+    }
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+}
+
+/* A full disk (here a file size limit: writes past 1000 bytes fail with
+ * EFBIG; the captured stderr stays below it). */
+static void when_full(const char *dir) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {1000, 1000};
+    CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0);
+    CHECK(said(store_some, dir, "could not be stored (File too large)") == 1);
+}
+
+/* As another user, in a folder of theirs they may not write to (a
+ * read-only copy of a cache): its entries are read, stores said once. */
+static void when_read_only(const char *dir) {
+    CHECK(setgid(OTHER_UID) == 0 && setuid(OTHER_UID) == 0);
+    CHECK(said(store_some, dir, "cannot be written to (Permission denied)") == 1);
+    CHECK(on_disk(dir, "http://127.0.0.1:1/ro.tif"));
+}
+
+/* Stores that fail are said once per io (43b28fd and the first
+ * hardening: nothing said, the cache silently off); opens go on and
+ * entries stay in memory. */
+static void store_failures(const char *tmp) {
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/full", tmp);
+    CHECK(in_child(when_full, dir));
+    CHECK(files_in(dir) == 0); /* no temp file left behind */
+    if (geteuid() != 0) return;
+    snprintf(dir, sizeof dir, "%s/ro", tmp);
+    cf_hc_entry *e = entry(2);
+    put(dir, 0, "http://127.0.0.1:1/ro.tif", e, "\"ro\"");
+    cf__hc_entry_free(e);
+    char path[4096];
+    the_entry(dir, path, sizeof path);
+    CHECK(chown(path, OTHER_UID, OTHER_UID) == 0);
+    CHECK(chown(dir, OTHER_UID, OTHER_UID) == 0 && chmod(dir, 0500) == 0);
+    CHECK(chmod(tmp, 0711) == 0);
+    CHECK(in_child(when_read_only, dir));
+    CHECK(files_in(dir) == 1);
+    chmod(tmp, 0700);
+    chmod(dir, 0700);
+}
+
+/* ---------------------------------------------------------------- fork */
+
+/* A DataLoader forks its workers while other threads of the parent may be
+ * using the io: a lock such a thread held at the fork stays held in the
+ * child for ever.  Here a thread keeps looking up a 32 MiB entry (the
+ * table's lock is held while it is copied) while the main thread forks;
+ * each child looks the entry up once.  Old: most children hung on the
+ * lock (6 of 8, killed by their alarm).  Now a child takes a table of
+ * its own. */
+typedef struct spinner {
+    cf_io *io;
+    cf_src *src;
+    atomic_int stop;
+} spinner;
+
+static void *spin(void *arg) {
+    spinner *sp = arg;
+    while (!atomic_load(&sp->stop)) cf__hc_entry_free(cf__hc_lookup(sp->io, sp->src));
+    return NULL;
+}
+
+static void fork_while_busy(void) {
+    spinner sp = {io_with("", 0), NULL, 0};
+    sp.src = src_of(sp.io, "http://127.0.0.1:1/big.tif");
+    cf_hc_entry *big = cf__hc_entry_new();
+    uint8_t *b = calloc(1, 32u << 20);
+    CHECK(cf__hc_add_range(big, 0, b, 32u << 20) == CF_OK);
+    free(b);
+    cf__hc_store(sp.io, sp.src, big, NULL); /* no validator: memory only */
+    cf__hc_entry_free(big);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, spin, &sp) == 0);
+    int hung = 0, ok = 0;
+    for (int i = 0; i < 8; i++) {
+        usleep(2000);
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(20);
+            cf__hc_entry_free(cf__hc_lookup(sp.io, sp.src));
+            _exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        hung += WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+        ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    atomic_store(&sp.stop, 1);
+    pthread_join(th, NULL);
+    CHECK(hung == 0 && ok == 8);
+    if (hung || ok != 8) fprintf(stderr, "  forks: %d hung, %d ok of 8\n", hung, ok);
+    /* Forked while nothing else ran: the child keeps the parent's
+     * entries (a worker opens the files its parent opened with no
+     * request), and the parent keeps them too. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        cf_hc_entry *e = cf__hc_lookup(sp.io, sp.src);
+        _exit(e && e->nranges == 1 ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+          WEXITSTATUS(status) == 0);
+    cf_hc_entry *e = cf__hc_lookup(sp.io, sp.src);
+    CHECK(e != NULL);
+    cf__hc_entry_free(e);
+    cf_src_free(sp.src);
+    cf_io_free(sp.io);
 }
 
 /* ------------------------------------------------------------ eviction */
@@ -569,6 +823,8 @@ int main(void) {
     keys(dir);
     folder_rules(tmp);
     file_rules(tmp);
+    store_failures(tmp);
+    fork_while_busy();
     eviction(tmp);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
