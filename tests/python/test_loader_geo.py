@@ -214,3 +214,23 @@ def test_decoded_tiles_of_resampled_inputs_are_kept(tile):
     assert sa["cache_hits"] > sa["cache_misses"] > 0, sa
     assert sb["cache_hits"] == sb["cache_misses"] == 0, sb
     assert sa["bytes_decoded"] < sb["bytes_decoded"] or sa["requests"] < sb["requests"]
+
+
+def test_tile_shuffle_and_time_steps(tile):
+    """tile-shuffle keeps the image's cells in its cache and reads
+    resampled inputs per patch; a second time step at 20 m is a scene read
+    onto the first's grid."""
+    with stack(tile, sampler="tile-shuffle", patch_size=64, batch_size=8,
+               epoch_length=32) as ld:
+        for b in ld:
+            check_batch(tile, b)
+    with cogfeed.Loader([[tile["B02"], tile["B05"]]], masks=[tile["SCL"]], patch_size=64,
+                        batch_size=4, sampler="random", epoch_length=8, seed=2,
+                        dtype="float32", scale_offset=False) as ld:
+        for b in ld:
+            assert b["image"].shape == (4, 2, 1, 64, 64)
+            for i, g in enumerate(b["grid"]):
+                for tt, n in enumerate(("B02", "B05")):
+                    with cogfeed.open(tile[n]) as c:
+                        exp = c.read(grid=g, resampling="bilinear").astype(np.float32)[0]
+                    np.testing.assert_array_equal(b["image"][i, tt, 0], exp)
