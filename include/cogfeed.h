@@ -645,6 +645,36 @@ typedef struct cf_loader_options {
      * (cf_loader_new fails otherwise).  0 with the array set: one per
      * output channel, unchecked (callers built before these fields). */
     uint32_t nmean, nstd;
+    /* Grids (docs/loader.md, "Grids").  Each sample file has a target
+     * grid, and every input of its samples (each scene, each layer, the
+     * mask) is read onto it: as it is where it lies on the grid (a whole
+     * pixel shift is a plain read), resampled where its resolution or
+     * origin differs (the overview GDAL would pick when coarser), and
+     * reprojected (PROJ, within error_threshold) where its CRS differs. */
+    const cf_grid *grid;       /* one target grid for every sample file:
+                                  the sampler draws windows of it (its crs
+                                  is borrowed during cf_loader_new only);
+                                  NULL: see grid_crs */
+    const cf_crs *grid_crs;    /* with grid NULL: each file's target is
+                                  its image's footprint in this CRS at
+                                  grid_res, snapped outwards to multiples
+                                  of it (gdalwarp -t_srs -tr -tap); NULL:
+                                  the image's own grid at `level` */
+    double grid_res[2];        /* x, y resolution (> 0) with grid_crs */
+    cf_resampling resampling;  /* images and layers (CF_RS_BILINEAR) */
+    cf_resampling mask_resampling;          /* (CF_RS_NEAREST) */
+    const cf_resampling *layer_resampling;  /* nlayers kernels; NULL:
+                                               `resampling` for all */
+    /* An input in another CRS than its target grid (PROJ's equivalence,
+     * not code equality): 1 (default) reprojected; 0 refused, naming the
+     * file and both CRSs. */
+    int reproject;
+    /* An input without georeferencing (no geotransform; or no CRS while
+     * the target has one), or a stack whose image has none: 0 (default)
+     * refused, naming the file; 1 read pixel for pixel, which needs its
+     * size at `level` to equal the target's. */
+    int ungeoreferenced;
+    double error_threshold;    /* reprojection, source pixels (0.125) */
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-
@@ -705,8 +735,9 @@ typedef struct cf_loader_stats {
 
 CF_API void cf_loader_options_init(cf_loader_options *opt);
 
-/* Open every file (checking that masks and layers are aligned: same size
- * and geotransform) and allocate the ring.  Threads start at the first
+/* Open every file, place every input on its sample's target grid
+ * (refusing, with the file named, what cannot be placed: see `grid`,
+ * `reproject`, `ungeoreferenced`) and allocate the ring.  Threads start at the first
  * cf_loader_next.  Strings in opt are copied.  After fork() a loader works
  * only in the process that created it (CF_E_STATE elsewhere; stats read as
  * zero there); cf_loader_free is safe in both. */
@@ -765,6 +796,14 @@ CF_API void cf_loader_close(cf_loader *ld);
  * (the sampler is a pure function of seed, epoch, rank and world size). */
 CF_API cf_status cf_loader_window(const cf_loader *ld, uint64_t j, cf_window *out,
                                   cf_error *err);
+/* The grid of a sampled window: that window of its sample file's target
+ * grid (cf_loader_options.grid), i.e. where the patch lies before
+ * augmentation, so that predictions can be written back.  out->crs is
+ * borrowed from the loader (valid until cf_loader_free).  CF_E_STATE when
+ * the target has no georeferencing (an image without a geotransform, read
+ * with ungeoreferenced = 1).  Thread-safe. */
+CF_API cf_status cf_loader_window_grid(const cf_loader *ld, const cf_window *w,
+                                       cf_grid *out, cf_error *err);
 /* Thread-safe. */
 CF_API void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out);
 

@@ -92,9 +92,10 @@ static int sampler_kind(const char *s, cf_sampler_kind *out) {
  * gives their parse formats and defaults. */
 static char *loader_kwlist[] = {
     "images", "masks", "layers", "weights", "bands", "sampler", "flip", "rot90",
-    "float32", "mean", "std", "io_options",
+    "float32", "mean", "std", "io_options", "grid", "grid_crs", "grid_res",
+    "layer_resampling",
 #define X(f, ...) #f,
-    CF__LOADER_SCALARS(X)
+    CF__LOADER_SCALARS(X) CF__LOADER_KERNELS(X)
 #undef X
     NULL};
 
@@ -104,16 +105,27 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
                       *io_kw = Py_None;
     const char *sampler = "random";
     int flip = 0, rot90 = 0, f32 = 0;
+    PyObject *grid = Py_None, *grid_crs = Py_None, *layer_rs = Py_None;
+    double grid_xres = 0, grid_yres = 0;
 #define X(f, ctype, pytype, fmt, def, lo, hi, hint) pytype f = (pytype)(def);
     CF__LOADER_SCALARS(X)
 #undef X
+    /* Kernels by name; NULL: cf_loader_options_init's default. */
+#define X(f, def) const char *f = NULL;
+    CF__LOADER_KERNELS(X)
+#undef X
 #define X(f, ctype, pytype, fmt, def, lo, hi, hint) fmt
-    static const char format[] = "O|$OOOOspppOOO" CF__LOADER_SCALARS(X);
+#define K(f, def) "z"
+    static const char format[] =
+        "O|$OOOOspppOOOOO(dd)O" CF__LOADER_SCALARS(X) CF__LOADER_KERNELS(K);
+#undef K
 #undef X
 #define X(f, ...) , &f
     if (!PyArg_ParseTupleAndKeywords(args, kw, format, loader_kwlist, &images, &masks,
                                      &layers, &weights, &bands, &sampler, &flip, &rot90,
-                                     &f32, &mean, &std, &io_kw CF__LOADER_SCALARS(X)))
+                                     &f32, &mean, &std, &io_kw, &grid, &grid_crs,
+                                     &grid_xres, &grid_yres,
+                                     &layer_rs CF__LOADER_SCALARS(X) CF__LOADER_KERNELS(X)))
         return -1;
 #undef X
     /* Ranges are checked in C, before values are narrowed to their fields
@@ -139,6 +151,14 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     }
     cf_loader_options o;
     cf_loader_options_init(&o);
+    cf_error rs_err;
+#define X(f, def)                                                                          \
+    if (f && cf_resampling_from_name(f, &o.f, &rs_err) != CF_OK) {                         \
+        PyErr_SetString(PyExc_ValueError, rs_err.msg);                                     \
+        return -1;                                                                         \
+    }
+    CF__LOADER_KERNELS(X)
+#undef X
     if (sampler_kind(sampler, &o.sampler) < 0) {
         PyErr_Format(PyExc_ValueError,
                      "sampler must be 'random', 'blocked', 'tile-shuffle' or "
@@ -160,6 +180,9 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     Py_ssize_t nimg = 0, nmask = 0, nlay = 0, nw = 0, nmean = 0, nstd = 0;
+    cf_grid tgrid;
+    cf_crs *grid_hold = NULL, *gcrs = NULL;
+    cf_resampling *lrs = NULL;
     int nb = 0;
     const char **img = NULL, **msk = NULL, **lay = NULL;
     double *w = NULL, *mn = NULL, *sd = NULL;
@@ -183,6 +206,39 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         goto done;
     if (std != Py_None && !(sd = num_array(std, &nstd, "std must be a sequence")))
         goto done;
+    if (grid != Py_None) {
+        if (!cf_py_grid_parse(grid, &tgrid, &grid_hold)) goto done;
+        o.grid = &tgrid;
+    }
+    if (grid_crs != Py_None) {
+        if (!cf_py_crs_convert(grid_crs, &gcrs)) goto done;
+        o.grid_crs = gcrs;
+        o.grid_res[0] = grid_xres;
+        o.grid_res[1] = grid_yres;
+    }
+    if (layer_rs != Py_None) {
+        Py_ssize_t n = 0;
+        PyObject *names = PyList_New(0);
+        const char **nm = names ? str_array(layer_rs, &n, names, "layer_resampling must be a "
+                                            "sequence of names") : NULL;
+        if (nm && n != nlayers) {
+            PyErr_Format(PyExc_ValueError, "layer_resampling: %zd names for %lld layers", n,
+                         nlayers);
+        } else if (nm) {
+            lrs = PyMem_Calloc((size_t)(n ? n : 1), sizeof *lrs);
+            if (!lrs) PyErr_NoMemory();
+            for (Py_ssize_t k = 0; lrs && k < n; k++)
+                if (cf_resampling_from_name(nm[k], &lrs[k], &rs_err) != CF_OK) {
+                    PyErr_SetString(PyExc_ValueError, rs_err.msg);
+                    PyMem_Free(lrs);
+                    lrs = NULL;
+                }
+        }
+        PyMem_Free(nm);
+        Py_XDECREF(names);
+        if (!lrs) goto done;
+        o.layer_resampling = lrs;
+    }
     if (nimg == 0 || nimg % time_steps) {
         PyErr_SetString(PyExc_ValueError,
                         "images: need a positive multiple of time_steps");
@@ -269,6 +325,9 @@ done:
     PyMem_Free(sd);
     PyMem_Free(mf);
     PyMem_Free(sf);
+    PyMem_Free(lrs);
+    cf_crs_free(grid_hold);
+    cf_crs_free(gcrs);
     Py_DECREF(keep);
     Py_XDECREF(io_keep);
     return rc;
@@ -533,6 +592,28 @@ static PyObject *Loader_window(LoaderObject *self, PyObject *args) {
     return Py_BuildValue("(NI)", window_tuple(&w), w.aug);
 }
 
+/* window_grid(file, x, y, w, h) -> (crs, geotransform, w, h) of that
+ * window of the file's target grid, or None when it has none. */
+static PyObject *Loader_window_grid(LoaderObject *self, PyObject *args) {
+    cf_window w;
+    memset(&w, 0, sizeof w);
+    long long x, y;
+    if (!PyArg_ParseTuple(args, "ILLII", &w.file, &x, &y, &w.w, &w.h) || check_open(self))
+        return NULL;
+    w.x = x;
+    w.y = y;
+    cf_grid g;
+    cf_error e;
+    cf_status st = cf_loader_window_grid(self->ld, &w, &g, &e);
+    if (st == CF_E_STATE) Py_RETURN_NONE;
+    if (st != CF_OK) return cf_py_raise(st, &e);
+    PyObject *crs = g.crs ? cf_py_crs_new(cf_crs_ref(g.crs)) : (Py_INCREF(Py_None), Py_None);
+    if (!crs) return NULL;
+    const double *t = g.transform;
+    return Py_BuildValue("(N(dddddd)II)", crs, t[0], t[1], t[2], t[3], t[4], t[5], g.width,
+                         g.height);
+}
+
 static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
     if (check_open(self)) return NULL;
     cf_loader_stats s;
@@ -589,6 +670,8 @@ static PyMethodDef Loader_methods[] = {
      "position() -> (epoch, next_batch)."},
     {"window", (PyCFunction)Loader_window, METH_VARARGS,
      "window(j) -> ((file, x, y, w, h), aug) of this rank's sample j."},
+    {"window_grid", (PyCFunction)Loader_window_grid, METH_VARARGS,
+     "window_grid(file, x, y, w, h) -> (crs, geotransform, w, h) or None."},
     {"stats", (PyCFunction)Loader_stats, METH_NOARGS,
      "stats() -> dict of counters and busy times."},
     {"close", (PyCFunction)Loader_close, METH_NOARGS,

@@ -135,4 +135,33 @@ cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c
                                uint32_t h, const int *bands, int nb, uint8_t *dst,
                                int expand_bits, cf_error *err);
 
+/* A read onto a grid, planned (read_grid.c): the coordinate map, the
+ * source level (GDAL's overview choice), GDAL's chunks (each a target
+ * window and the source window it needs) and the nodata rules.  Shared by
+ * cf_cog_read_grid and the loader (sample_grid.c), so that both compute
+ * the same pixels. */
+typedef struct cf__grid_plan {
+    cf_warp *w;
+    cf_xform *xf_own;
+    int level;
+    cf_warp_chunk *chunks;
+    size_t n;
+    cf_warp_src proto;         /* dtype, bands, source nodata */
+    cf_warp_dst out;           /* target nodata, band stride */
+    double fill;               /* what pixels without a value hold */
+} cf__grid_plan;
+/* xf_known: xf is the grid CRS -> cog CRS transformation (NULL: the same
+ * CRS), else it is worked out here.  nb bands are resampled. */
+cf_status cf__grid_plan_new(cf_cog *cog, const cf_grid *grid, const cf_warp_options *o, int nb,
+                            int xf_known, cf_xform *xf, cf__grid_plan *pl, cf_error *err);
+void cf__grid_plan_free(cf__grid_plan *pl);
+/* Resample chunk k from its source window (band-sequential, the cog's
+ * dtype; valid: its internal mask or NULL) into dst, the whole target
+ * grid (band-sequential, rows row_stride samples apart). */
+cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
+                            const void *src_data, const uint8_t *valid, void *dst,
+                            size_t row_stride, cf_error *err);
+/* n samples of dtype t set to v, stored as the warper stores values. */
+void cf__grid_fill(void *dst, size_t n, cf_dtype t, double v);
+
 #endif

@@ -522,6 +522,12 @@ cf_status cf_loader_window(const cf_loader *ld, uint64_t j, cf_window *out,
     return CF_OK;
 }
 
+cf_status cf_loader_window_grid(const cf_loader *ld, const cf_window *w, cf_grid *out,
+                                cf_error *err) {
+    if (!ld || !w || !out) return cf__err(err, CF_E_ARG, "cf_loader_window_grid: NULL argument");
+    return cf__sg_window_grid(ld->sg, w->file, w->x, w->y, w->w, w->h, out, err);
+}
+
 void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     memset(out, 0, sizeof *out);
     if (getpid() != ld->pid) return; /* forked child: see check_pid */
@@ -556,8 +562,19 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     cf__budget_usage(&ld->kits.b, &du, &dp);
     uint64_t fixed = ld->ring_bytes +
                      (uint64_t)ld->nthreads * ld->scratch_bytes;
+    if (ld->cc) {
+        /* Decoded chunks of resampled inputs (chunk_cache.h): the same
+         * cache_bytes, the same counters. */
+        uint64_t h, m;
+        size_t u, pk;
+        cf__cc_stats(ld->cc, &h, &m, &u, &pk);
+        out->cache_hits += h;
+        out->cache_misses += m;
+        cache_used += u;
+        cache_peak += pk;
+    }
     out->memory_budget = ld->ring_bytes + ld->o.inflight_bytes +
-                         (ld->cache.ents ? ld->o.cache_bytes : 0);
+                         (ld->cache.ents || ld->cc ? ld->o.cache_bytes : 0);
     out->memory_used = fixed + cache_used + fu + du;
     out->memory_peak = fixed + cache_peak + fp + dp;
 }
@@ -601,6 +618,7 @@ static void release_inputs(cf_loader *ld) {
         cf__budget_trim(&ld->kits.b);
     }
     cf__tcache_clear(&ld->cache);
+    if (ld->cc) cf__cc_clear(ld->cc);
 }
 
 void cf_loader_close(cf_loader *ld) {

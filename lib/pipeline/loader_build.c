@@ -17,6 +17,9 @@ void cf_loader_options_init(cf_loader_options *opt) {
 #define X(f, ctype, pytype, fmt, def, lo, hi, hint) opt->f = (ctype)(def);
     CF__LOADER_SCALARS(X)
 #undef X
+#define X(f, def) opt->f = def;
+    CF__LOADER_KERNELS(X)
+#undef X
 }
 
 /* The scalar options' ranges, from the one table (loader_options.h). */
@@ -56,6 +59,11 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
 #define X(f, ...)                                                                          \
     if ((st = cf__loader_check(CF__LDO_##f, (double)o->f, err)) != CF_OK) return st;
     CF__LOADER_SCALARS(X)
+#undef X
+#define X(f, def)                                                                          \
+    if ((unsigned)o->f >= CF_RS_COUNT)                                                     \
+        return cf__err(err, CF_E_ARG, "loader: " #f " %d is no resampling kernel", (int)o->f);
+    CF__LOADER_KERNELS(X)
 #undef X
     if (o->nlayers && !o->layers)
         return cf__err(err, CF_E_ARG, "loader: nlayers %d but no layers", o->nlayers);
@@ -245,6 +253,31 @@ static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
     return cf_codec_ctx_growth(NULL, &p, cf_codec_chunk_bytes(&p));
 }
 
+size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb) {
+    const size_t F = ld->o.nfiles, T = (size_t)ld->o.time_steps;
+    if (mb->layer < 0) return f * T + (size_t)mb->t;
+    return F * T + (ld->msk ? F : 0) + f * (size_t)ld->o.nlayers + (size_t)mb->layer;
+}
+
+/* The source windows of a typical sample's warped inputs (file 0's, at
+ * the centre of its target), twice over: each reader's scratch holds
+ * them; a sample that needs more borrows the difference for its read. */
+static size_t warp_scratch(cf_loader *ld) {
+    if (!cf__sg_any_warp(ld->sg)) return 0;
+    uint64_t sum = 0;
+    for (int m = 0; m <= ld->nmembers; m++) {
+        if (m == ld->nmembers && !ld->msk) break;
+        const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
+        size_t slot = mb ? cf__ld_member_slot(ld, 0, mb)
+                         : ld->o.nfiles * (size_t)ld->o.time_steps;
+        if (cf__sg_input_at(ld->sg, slot)->how != CF__SG_WARP) continue;
+        cf_cog *cog = *cf__ld_url_slot(ld, slot);
+        sum += cf__sg_typical_bytes(ld->sg, slot, cog, 0, ld->o.patch_size,
+                                    mb ? (int)mb->nb : 1, &ld->o);
+    }
+    return (size_t)(2 * sum + 64);
+}
+
 static cf_status build(cf_loader *ld, cf_error *err) {
     cf_loader_options *o = &ld->o;
     cf_status st = plan_channels(ld, err);
@@ -274,16 +307,21 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     if (!sf) return cf__err(err, CF_E_NOMEM, "loader: sampler files");
     uint64_t cell_bytes = 0;
     for (size_t f = 0; f < o->nfiles; f++) {
-        cf_level_info li;
-        st = cf__ld_level(ld, ld->img[f * (size_t)o->time_steps], &li, err);
-        if (st != CF_OK) {
-            free(sf);
-            return st;
+        /* A target grid of its own (grid=): windows of it; else the
+         * image's level. */
+        if (!cf__sg_sampler_dims(ld->sg, f, o->patch_size, &sf[f].width, &sf[f].height,
+                                 &sf[f].tile_w, &sf[f].tile_h)) {
+            cf_level_info li;
+            st = cf__ld_level(ld, ld->img[f * (size_t)o->time_steps], &li, err);
+            if (st != CF_OK) {
+                free(sf);
+                return st;
+            }
+            sf[f].width = li.width;
+            sf[f].height = li.height;
+            sf[f].tile_w = li.tile_width ? li.tile_width : li.width;
+            sf[f].tile_h = li.tile_height ? li.tile_height : li.height;
         }
-        sf[f].width = li.width;
-        sf[f].height = li.height;
-        sf[f].tile_w = li.tile_width ? li.tile_width : li.width;
-        sf[f].tile_h = li.tile_height ? li.tile_height : li.height;
         sf[f].weight = o->weights ? o->weights[f] : 0;
         if (o->weights && !(o->weights[f] > 0 && isfinite(o->weights[f]))) {
             free(sf);
@@ -337,6 +375,13 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
         sum += cf__ld_member_bytes(ld, &ld->members[m], P, P);
     ld->scratch_bytes = sum > sb ? sum : sb;
+    ld->warp_off = ld->scratch_bytes;
+    ld->warp_bytes = warp_scratch(ld);
+    ld->scratch_bytes += ld->warp_bytes;
+    if (ld->warp_bytes && o->sampler != CF_SAMPLER_TILE_SHUFFLE && o->cache_bytes) {
+        ld->cc = cf__cc_new(o->cache_bytes);
+        if (!ld->cc) return cf__err(err, CF_E_NOMEM, "loader: chunk cache");
+    }
     for (int i = 0; i < CF_MAX_BANDS; i++) ld->ident[i] = i;
 
     /* Readers: fixed, or adaptive up to a cap set by the byte budget
@@ -507,6 +552,9 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
     if (st == CF_OK) st = build(ld, err);
     ld->o.masks = NULL; /* caller memory: not kept */
     ld->o.weights = NULL;
+    ld->o.grid = NULL;
+    ld->o.grid_crs = NULL;
+    ld->o.layer_resampling = NULL;
     if (st != CF_OK) {
         cf_loader_free(ld);
         return st;
@@ -576,6 +624,8 @@ void cf_loader_free(cf_loader *ld) {
     free(ld->members);
     free(ld->layer_bands);
     free(ld->layer_dt);
+    cf__sg_free(ld->sg);
+    cf__cc_free(ld->cc);
     cf__sampler_free(&ld->samp);
     if (!child) {
         pthread_mutex_destroy(&ld->mu);

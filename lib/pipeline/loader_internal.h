@@ -2,13 +2,16 @@
  * loader_internal.h - what the pieces of the Loader share (docs/internals.md
  * draws them):
  *
- *   loader_open.c   opening the inputs from many threads, checking that
- *                   they line up
+ *   loader_open.c   opening the inputs from many threads, placing each on
+ *                   its sample's target grid (sample_grid.c)
  *   loader_build.c  options, channels, the sampler, the budget, the ring;
  *                   freeing it all
  *   sample_read.c   one sample: plan (read_plan.c), fetch, decode and paste
  *                   its files' chunks, crop cells of the tile cache
- *                   (tile_cache.c), convert and augment (convert.c)
+ *                   (tile_cache.c), resample inputs that are not on the
+ *                   sample's grid (read_grid.c's plan, their decoded
+ *                   chunks kept in chunk_cache.c), convert and augment
+ *                   (convert.c)
  *   loader.c        the ring of batch slots, the reader threads, the
  *                   consumer's calls, stats, close
  */
@@ -20,10 +23,12 @@
 
 #include "../common/common.h"
 #include "budget.h"
+#include "chunk_cache.h"
 #include "cog_internal.h"
 #include "loader_adapt.h"
 #include "loader_options.h"
 #include "read_plan.h"
+#include "sample_grid.h"
 #include "sampler.h"
 #include "tile_cache.h"
 
@@ -87,7 +92,10 @@ typedef struct ld_part {
     const int *planes;        /* the distinct ones in order (planar files) */
     uint32_t nbands, nplanes;
     cf_dtype dt;
-    int64_t x, y;             /* the window read, at the loader's level */
+    int level;                /* the level read (the loader's, or the one
+                                 a warped input's plan picked) */
+    int cache;                /* its decoded chunks go through ld->cc */
+    int64_t x, y;             /* the window read, at that level */
     uint32_t w, h;
     uint8_t *dst;             /* raw, band-sequential */
     size_t bytes;
@@ -101,6 +109,11 @@ struct cf_loader {
     int *bands, *bands0;      /* as given (1-based), and 0-based */
     int *planes0, nplanes0;   /* bands0 without repeats (planar files) */
     float *mean, *std;
+    cf__sg *sg;               /* each input on its sample's target grid */
+    size_t warp_off, warp_bytes; /* warped inputs' source windows: this
+                                    region of each reader's scratch */
+    cf__ccache *cc;           /* decoded chunks of warped inputs, kept for
+                                 the neighbouring patches (cache_bytes) */
     cf_io *io;                /* ios[0] */
     cf_io *ios[LD_MAX_IOS];   /* files are spread over these */
     int nios, own_io, remote;
@@ -175,8 +188,8 @@ struct cf_loader {
 };
 
 /* loader_open.c: open every input (images, masks, layers) from many
- * threads, then check that masks, layers and later scenes line up with
- * each file's first scene. */
+ * threads, then place each on its sample's target grid (ld->sg), refusing
+ * what cannot be placed. */
 cf_status cf__ld_open_inputs(cf_loader *ld, cf_error *err);
 /* The file of input i (images, then masks, then layers). */
 cf_cog **cf__ld_url_slot(cf_loader *ld, size_t i);
@@ -187,6 +200,8 @@ cf_status cf__ld_level(const cf_loader *ld, const cf_cog *c, cf_level_info *li,
 /* loader_build.c: raw bytes of member m for a w x h window. */
 size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
                            uint64_t h);
+/* The input (url) index of member mb of sample file f. */
+size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb);
 
 /* sample_read.c: read, convert and augment sample j of `epoch` into
  * position i of slot s; *decoded, *t_read and *t_conv are added to. */

@@ -1,11 +1,11 @@
 /*
  * loader_open.c - the Loader's inputs: every image, mask and layer opened
  * from many threads at once (remote opens are a round trip each), then
- * checked to line up pixel for pixel with their file's first scene.
+ * each placed on its sample's target grid by sample_grid.c (read as it
+ * lies, shifted, resampled or reprojected; or refused, naming the file).
  */
 #include "loader_internal.h"
 
-#include <math.h>
 #include <stdatomic.h>
 
 /* Files being opened by many threads at once: each takes the next
@@ -111,67 +111,10 @@ cf_status cf__ld_level(const cf_loader *ld, const cf_cog *c, cf_level_info *li,
     return CF_OK;
 }
 
-/* Masks, layers and later scenes must match the first scene pixel for
- * pixel: same size at the level and, where both have one, the same
- * geotransform. */
-static cf_status check_aligned(const cf_loader *ld, const cf_cog *ref,
-                               const cf_cog *c, const char *what,
-                               cf_error *err) {
-    cf_level_info a, b;
-    cf_status st = cf__ld_level(ld, ref, &a, err);
-    if (st != CF_OK) return st;
-    if ((st = cf__ld_level(ld, c, &b, err)) != CF_OK) {
-        if (ld->o.level > 0)
-            cf__err_hint(err, st, "a %s needs the overviews its image has",
-                         what);
-        return st;
-    }
-    if (a.width != b.width || a.height != b.height) {
-        cf__err(err, CF_E_ARG,
-                "loader: %s %s is not aligned with image %s: size %ux%u vs "
-                "%ux%u",
-                what, cf_cog_name(c), cf_cog_name(ref), b.width, b.height,
-                a.width, a.height);
-        if (ld->o.level)
-            cf__err_hint(err, CF_E_ARG,
-                         "at level %d (overviews made by different tools can "
-                         "round sizes differently)", ld->o.level);
-        return CF_E_ARG;
-    }
-    cf_cog_info ia, ib;
-    cf_cog_get_info(ref, &ia);
-    cf_cog_get_info(c, &ib);
-    if (ia.has_geotransform && ib.has_geotransform) {
-        for (int i = 0; i < 6; i++) {
-            double d = fabs(ia.geotransform[i] - ib.geotransform[i]);
-            double m = fmax(fabs(ia.geotransform[i]),
-                            fabs(ib.geotransform[i]));
-            if (d > 1e-9 * fmax(m, 1.0))
-                return cf__err(err, CF_E_ARG,
-                               "loader: %s %s is not aligned with image %s: "
-                               "geotransform[%d] %.12g vs %.12g",
-                               what, cf_cog_name(c), cf_cog_name(ref), i,
-                               ib.geotransform[i], ia.geotransform[i]);
-        }
-    }
-    return CF_OK;
-}
-
 cf_status cf__ld_open_inputs(cf_loader *ld, cf_error *err) {
-    const cf_loader_options *o = &ld->o;
     cf_status st = open_all(ld, err);
-    for (size_t f = 0; st == CF_OK && f < o->nfiles; f++) {
-        const cf_cog *ref = ld->img[f * (size_t)o->time_steps];
-        for (int t = 1; st == CF_OK && t < o->time_steps; t++)
-            st = check_aligned(ld, ref, ld->img[f * (size_t)o->time_steps +
-                                                (size_t)t],
-                               "scene", err);
-        if (st == CF_OK && ld->msk)
-            st = check_aligned(ld, ref, ld->msk[f], "mask", err);
-        for (int l = 0; st == CF_OK && l < o->nlayers; l++)
-            st = check_aligned(ld, ref, ld->lay[f * (size_t)o->nlayers +
-                                                (size_t)l],
-                               "layer", err);
-    }
+    /* Every input placed on its sample's target grid, or refused
+     * (sample_grid.c). */
+    if (st == CF_OK) st = cf__sg_new(&ld->o, ld->img, ld->msk, ld->lay, &ld->sg, err);
     return st;
 }

@@ -17,15 +17,18 @@
  *
  * Flags (p) take any int, as C callers write them: nonzero is yes.
  *
- * From it come cf_loader_options_init (loader_build.c), the checks of
- * cf_loader_new, and the extension's keyword list, format string and
- * defaults (python/_loader.c).  The options that are not scalars (inputs,
- * bands, weights, mean/std, the sampler's name, augmentation flags, the
- * output dtype, io) are converted by hand.
+ * From it (and CF__LOADER_KERNELS below) come cf_loader_options_init
+ * (loader_build.c), the checks of cf_loader_new, and the extension's
+ * keyword list, format string and defaults (python/_loader.c).  The
+ * options that are not scalars (inputs, bands, weights, mean/std, the
+ * sampler's name, augmentation flags, the output dtype, io, the target
+ * grid and its CRS and resolution, the layers' kernels) are converted by
+ * hand.
  */
 #ifndef CF_LOADER_OPTIONS_H
 #define CF_LOADER_OPTIONS_H
 
+#include <float.h>
 #include <stdint.h>
 
 #include "cogfeed.h"
@@ -54,7 +57,21 @@
     X(threads, int, long long, "L", 0, 0, CF__LD_MAX_THREADS, "0: auto")                  \
     X(concurrency, int, long long, "L", 0, 0, CF__LD_MAX_THREADS, "0: adaptive")          \
     X(inflight_bytes, size_t, long long, "L", 0, 0, INT64_MAX, "0: auto")                 \
-    X(cache_bytes, size_t, long long, "L", (size_t)256 << 20, 0, INT64_MAX, "")
+    X(cache_bytes, size_t, long long, "L", (size_t)256 << 20, 0, INT64_MAX, "")           \
+    X(reproject, int, int, "p", 1, INT32_MIN, INT32_MAX, "")                              \
+    X(ungeoreferenced, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                        \
+    X(error_threshold, double, double, "d", 0.125, 0, DBL_MAX,                            \
+      "source pixels; 0 transforms every pixel")
+
+/* The resampling kernels (cf_resampling), one row per member:
+ *
+ *   X(field, default)
+ *
+ * The extension takes them by name (cf_resampling_from_name; None: the
+ * default); cf_loader_new refuses a value that is no kernel. */
+#define CF__LOADER_KERNELS(X)                                                             \
+    X(resampling, CF_RS_BILINEAR)                                                         \
+    X(mask_resampling, CF_RS_NEAREST)
 
 enum {
 #define CF__X(f, ...) CF__LDO_##f,

@@ -4,8 +4,11 @@
  * every file fetched together in batches within the fetch budget, decoded
  * with a kit of the decode budget and pasted into the slot (or the
  * reader's scratch, for float32 output); with the tile-shuffle sampler,
- * crops of cells kept in tile_cache.c; then converted and augmented
- * (convert.c).
+ * crops of cells kept in tile_cache.c.  Each input is read onto the
+ * sample's target grid (sample_grid.c): as it lies or shifted by whole
+ * pixels, else through the source windows of read_grid.c's warp plan,
+ * resampled into its block (their decoded chunks kept for neighbouring
+ * patches in chunk_cache.c); then converted and augmented (convert.c).
  */
 #include "loader_internal.h"
 
@@ -38,9 +41,9 @@ static void wait_cb(cf_range_req *r, void *user) {
 /* Start reading part p: plan its window (read_plan.h); what no chunk
  * covers (outside the image, sparse chunks) gets the fill value, as
  * cf_cog_read gives it. */
-static void part_begin(const cf_loader *ld, ld_part *p) {
+static void part_begin(ld_part *p) {
     const cf_cog *cog = p->cog;
-    int ifdi = cog->tiff->levels[ld->o.level];
+    int ifdi = cog->tiff->levels[p->level];
     cf__plan_init(&p->plan, cog, ifdi, p->x, p->y, p->w, p->h, p->planes, p->nplanes);
     if (p->plan.prefill) cf__cog_fill(cog, ifdi, p->dst, (size_t)p->w * p->h * p->nbands);
 }
@@ -109,9 +112,17 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
             /* A kit only for chunks that need decoding, borrowed once. */
             if (!kit && !cf__cog_chunk_raw(p->cog, c)) kit = cf__kits_get(&ld->kits);
             st = cf__kits_decode(&ld->kits, kit, p->cog, c, r->dst, &chunk, err);
-            if (st == CF_OK)
+            if (st == CF_OK) {
                 cf__cog_paste(p->cog, c, chunk, p->x, p->y, p->w, p->h,
                               p->bands0, (int)p->nbands, p->dst, 1);
+                if (p->cache) {
+                    cf_codec_params cp;
+                    cf__cog_chunk_params(p->cog, c, &cp);
+                    size_t n = cf__cog_chunk_raw(p->cog, c) ? (size_t)c->len
+                                                            : cf_codec_chunk_bytes(&cp);
+                    cf__cc_add(ld->cc, p->cog, c, chunk, n);
+                }
+            }
         }
         if (st != CF_OK) *bad = p->cog;
     }
@@ -127,7 +138,7 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
  * part's file. */
 static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
                             int np, cf_cog **bad, cf_error *err) {
-    for (int i = 0; i < np; i++) part_begin(ld, &parts[i]);
+    for (int i = 0; i < np; i++) part_begin(&parts[i]);
     const uint64_t fcap = ld->fetch.b.cap, dcap = ld->kits.b.cap;
     int cur = 0;
     cf_status st = CF_OK;
@@ -146,6 +157,18 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
             if (!has) {
                 cur++;
                 continue;
+            }
+            if (p->cache) {
+                /* A decoded chunk kept by a neighbouring patch. */
+                void *h;
+                const uint8_t *d = cf__cc_get(ld->cc, p->cog, c, &h);
+                if (d) {
+                    cf__cog_paste(p->cog, c, d, p->x, p->y, p->w, p->h, p->bands0,
+                                  (int)p->nbands, p->dst, 1);
+                    cf__cc_put(ld->cc, h);
+                    cf__plan_take(&p->plan);
+                    continue;
+                }
             }
             st = cf__budget_fits(p->cog, c, 1, fcap, dcap, "the loader",
                                  ld->o.inflight_bytes, err);
@@ -264,11 +287,13 @@ static cf_cog *member_cog(const cf_loader *ld, size_t f, const ld_member *mb) {
 
 /* Input m of a sample of file f (member m, or the mask when m is
  * nmembers): the part that reads window w of it, raw and band-sequential,
- * into dst.  One input, one part: an input that needs another way to the
- * sample's window is read by its own step here. */
+ * into dst, as the input lies on the image.  place_inputs then puts it on
+ * the sample's target grid: shifted, or read through the source windows
+ * of a warp plan. */
 static void input_part(const cf_loader *ld, size_t f, const cf_window *w, int m,
                        uint8_t *dst, ld_part *p) {
     memset(p, 0, sizeof *p);
+    p->level = ld->o.level;
     p->x = w->x;
     p->y = w->y;
     p->w = w->w;
@@ -293,6 +318,162 @@ static void input_part(const cf_loader *ld, size_t f, const cf_window *w, int m,
     p->bytes = cf__ld_member_bytes(ld, mb, ld->o.patch_size, ld->o.patch_size);
 }
 
+/* One input of a sample (a member, or the mask) as it is read onto the
+ * sample's target grid (sample_grid.h): one part read straight into its
+ * block (shifted by whole pixels), or, warped, the parts of its source
+ * windows, resampled into its block once they are read. */
+typedef struct ld_input {
+    cf_cog *cog;
+    uint8_t *dst;             /* its raw block, nb x P x P */
+    cf_dtype dt;
+    uint32_t nb;
+    int warped;
+    int part0;                /* its first part (warped) */
+    cf__grid_plan plan;       /* warped */
+} ld_input;
+
+/* The parts of inputs g, g+1, ... of a sample of file f (window w), as
+ * many as fit LD_PART_CHUNKS parts: *ni inputs (whose warp plans the
+ * caller frees), *np parts.  Member blocks go to the slot (img), or to
+ * the reader's scratch at *off for float32 output; the mask's to mask.
+ * Warped inputs' source windows go to the reader's warp scratch, or to
+ * *tmp (the caller frees it) when a sample needs more. */
+static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_window *w, int g,
+                              int nall, uint8_t *img, uint8_t *mask, size_t *off,
+                              ld_part *parts, int *np, ld_input *ins, int *ni, uint8_t **tmp,
+                              cf_cog **bad, cf_error *err) {
+    const size_t C = ld->lay_out.channels;
+    const int f32 = ld->o.out_dtype == CF_DT_F32;
+    uint64_t need = 0;
+    cf_status st = CF_OK;
+    *np = *ni = 0;
+    while (g + *ni < nall && *ni < LD_PART_CHUNKS) {
+        const int m = g + *ni;
+        ld_input *in = &ins[*ni];
+        memset(in, 0, sizeof *in);
+        uint8_t *dst = mask;
+        size_t slot = ld->o.nfiles * (size_t)ld->o.time_steps + f;
+        if (m < ld->nmembers) {
+            const ld_member *mb = &ld->members[m];
+            dst = f32 ? wk->scratch + *off
+                      : img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
+            slot = cf__ld_member_slot(ld, f, mb);
+        }
+        ld_part p;
+        input_part(ld, f, w, m, dst, &p);
+        const cf__sg_input *how = cf__sg_input_at(ld->sg, slot);
+        if (how->how == CF__SG_DIRECT) {
+            if (*np == LD_PART_CHUNKS) break;
+            p.x += how->dx;
+            p.y += how->dy;
+            parts[(*np)++] = p;
+        } else {
+            st = cf__sg_plan(ld->sg, slot, p.cog, f, w->x, w->y, w->w, w->h, (int)p.nbands,
+                             &ld->o, &in->plan, err);
+            if (st != CF_OK) {
+                *bad = p.cog;
+                break;
+            }
+            if (*np + in->plan.n > LD_PART_CHUNKS) {
+                size_t n = in->plan.n;
+                cf__grid_plan_free(&in->plan);
+                if (*ni) break; /* the next group takes it */
+                *bad = p.cog;
+                st = cf__err(err, CF_E_LIMIT, "%s: %zu source windows for one patch (max %d)",
+                             cf_cog_name(p.cog), n, LD_PART_CHUNKS);
+                break;
+            }
+            in->warped = 1;
+            in->part0 = *np;
+            size_t bps = cf_dtype_size(p.dt);
+            for (size_t k = 0; k < in->plan.n; k++) {
+                const cf_warp_chunk *c = &in->plan.chunks[k];
+                ld_part q = p;
+                q.level = c->rq.level;
+                q.x = c->win.x;
+                q.y = c->win.y;
+                q.w = c->win.w;
+                q.h = c->win.h;
+                q.bytes = (size_t)q.w * q.h * q.nbands * bps;
+                q.cache = ld->cc != NULL;
+                need += q.bytes;
+                parts[(*np)++] = q;
+            }
+        }
+        in->cog = p.cog;
+        in->dst = p.dst;
+        in->dt = p.dt;
+        in->nb = p.nbands;
+        if (m < ld->nmembers) *off += p.bytes;
+        (*ni)++;
+    }
+    if (st != CF_OK || !need) return st;
+    uint8_t *base = wk->scratch + ld->warp_off;
+    if (need > ld->warp_bytes) {
+        /* An unusual patch (a steeper reprojection, a missing overview):
+         * its own buffer for this read, within a quarter of the budget. */
+        cf_cog *first = NULL;
+        for (int k = 0; k < *ni && !first; k++)
+            if (ins[k].warped) first = ins[k].cog;
+        if (need > ld->o.inflight_bytes / 4) {
+            *bad = first;
+            return cf__err(err, CF_E_LIMIT,
+                           "source windows of %llu bytes for one patch, above a quarter of "
+                           "inflight_bytes (%zu): add overviews or raise inflight_bytes",
+                           (unsigned long long)need, ld->o.inflight_bytes);
+        }
+        *tmp = cf__malloc((size_t)need);
+        if (!*tmp) {
+            *bad = first;
+            return cf__err(err, CF_E_NOMEM, "out of memory (%llu bytes of source windows)",
+                           (unsigned long long)need);
+        }
+        base = *tmp;
+    }
+    size_t woff = 0;
+    for (int k = 0; k < *ni; k++)
+        for (size_t c = 0; ins[k].warped && c < ins[k].plan.n; c++) {
+            ld_part *q = &parts[ins[k].part0 + (int)c];
+            q->dst = base + woff;
+            woff += q->bytes;
+        }
+    return CF_OK;
+}
+
+/* Resample the warped inputs of a group from their source windows (read)
+ * into their blocks: GDAL's warp, as cog.read(grid=...) computes it. */
+static cf_status finish_inputs(const cf_loader *ld, ld_input *ins, int ni, const ld_part *parts,
+                               cf_cog **bad, cf_error *err) {
+    for (int i = 0; i < ni; i++) {
+        ld_input *in = &ins[i];
+        if (!in->warped) continue;
+        cf__grid_fill(in->dst, (size_t)in->nb * ld->plane, in->dt, in->plan.fill);
+        for (size_t k = 0; k < in->plan.n; k++) {
+            const ld_part *q = &parts[in->part0 + (int)k];
+            uint8_t *valid = NULL;
+            cf_status st = CF_OK;
+            if (in->cog->tiff->mask_of_level[q->level] >= 0) {
+                /* An internal mask is validity, as for GDAL (a second
+                 * request: such files are rare in stacks). */
+                size_t npx = (size_t)q->w * q->h;
+                valid = cf__malloc(npx);
+                st = valid ? cf_cog_read_mask(in->cog, q->level, q->x, q->y, q->w, q->h, valid,
+                                              npx, err)
+                           : cf__err(err, CF_E_NOMEM, "out of memory");
+            }
+            if (st == CF_OK)
+                st = cf__grid_resample(in->cog, &in->plan, k, q->dst, valid, in->dst,
+                                       ld->o.patch_size, err);
+            free(valid);
+            if (st != CF_OK) {
+                *bad = in->cog;
+                return st;
+            }
+        }
+    }
+    return CF_OK;
+}
+
 /* Read, convert and augment sample j into position i of slot s. */
 cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t i,
                              uint64_t epoch, uint64_t j, uint64_t *decoded, double *t_read,
@@ -309,36 +490,40 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
                             : NULL;
     /* The parts: image members (raw into the slot, or into scratch when
-     * converted to float32), then the mask.  They go out together, up to
-     * LD_PART_CHUNKS parts at a time (a long time series takes several
-     * groups). */
+     * converted to float32), then the mask, each on the sample's target
+     * grid.  They go out together, up to LD_PART_CHUNKS parts at a time (a
+     * long time series takes several groups). */
     const int nall = ld->nmembers + (mask != NULL);
     ld_part parts[LD_PART_CHUNKS];
+    ld_input ins[LD_PART_CHUNKS];
     size_t off = 0;
     cf_status st = CF_OK;
     cf_cog *bad = NULL;
     double t0 = cf__now();
     for (int g = 0; g < nall && st == CF_OK;) {
-        int np = nall - g < LD_PART_CHUNKS ? nall - g : LD_PART_CHUNKS;
-        for (int k = 0; k < np; k++) {
-            int m = g + k;
-            uint8_t *dst = mask;
-            if (m < ld->nmembers) {
-                const ld_member *mb = &ld->members[m];
-                dst = f32 ? wk->scratch + off
-                          : img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
-                off += cf__ld_member_bytes(ld, mb, P, P);
-            }
-            input_part(ld, f, &w, m, dst, &parts[k]);
-        }
-        if (o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
+        int np, ni;
+        uint8_t *tmp = NULL;
+        st = place_inputs(ld, wk, f, &w, g, nall, img, mask, &off, parts, &np, ins, &ni, &tmp,
+                          &bad, err);
+        if (st == CF_OK && o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
             st = read_parts(ld, wk, parts, np, &bad, err);
             for (int k = 0; k < np && st == CF_OK; k++) *decoded += parts[k].bytes;
         } else {
-            for (int k = 0; k < np && st == CF_OK; k++)
-                st = read_block(ld, wk, &parts[k], &w, decoded, &bad, err);
+            for (int k = 0; k < np && st == CF_OK; k++) {
+                const ld_part *p = &parts[k];
+                /* The shuffle cache holds cells of the loader's level,
+                 * on the image's own pixels. */
+                if (p->level == o->level && p->x == w.x && p->y == w.y)
+                    st = read_block(ld, wk, &parts[k], &w, decoded, &bad, err);
+                else if ((st = read_parts(ld, wk, &parts[k], 1, &bad, err)) == CF_OK)
+                    *decoded += p->bytes;
+            }
         }
-        g += np;
+        if (st == CF_OK) st = finish_inputs(ld, ins, ni, parts, &bad, err);
+        for (int k = 0; k < ni; k++)
+            if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
+        free(tmp);
+        g += ni;
     }
     *t_read += cf__now() - t0;
     /* The file whose read failed; the sample's image if none was named. */

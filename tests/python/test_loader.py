@@ -341,14 +341,31 @@ def test_long_time_series_reads_in_groups(tmp_path, dtype):
     assert n == 8
 
 
-def test_misaligned_mask_is_a_clear_error(tmp_path, data):
+def test_misaligned_mask_is_read_onto_the_image_grid(tmp_path, data):
+    """A mask 1 px (10 m) east of its image, and one of another size on
+    the same grid, are read where they lie on the image's grid (old code:
+    refused as "not aligned"); outside them the mask is 0 (no nodata)."""
     other = make_cog(os.path.join(str(tmp_path), "shifted.tif"),
                      expected(300, 260, 0, 0, 1),
                      gt=(500010, 10, 0, 4100000, 0, -10))
-    with pytest.raises(cogfeed.Error, match="shifted.tif.*not aligned"):
-        cogfeed.Loader(data["images"][:1], masks=[other])
-    with pytest.raises(cogfeed.Error, match="not aligned.*size"):
-        cogfeed.Loader(data["images"][:1], masks=[data["masks"][1]])
+    smaller = data["masks"][1]  # 200 x 330, same origin as image a
+    for mask, x0, (mw, mh) in ((other, -1, (300, 260)), (smaller, 0, (200, 330))):
+        with cogfeed.Loader(data["images"][:1], masks=[mask], patch_size=32,
+                            batch_size=8, sampler="grid") as ld:
+            n = 0
+            for batch in ld:
+                for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+                    yy, xx = np.mgrid[y:y + h, x:x + w]
+                    mx = xx + x0
+                    inside = (mx >= 0) & (mx < mw) & (yy < mh)
+                    src = expected(mw, mh, 0, 0, 1)[0]
+                    if mask is smaller:
+                        src = (expected(mw, mh, 1000, 0, 1)[0] & 0xFF)
+                    want = np.where(inside, src[np.clip(yy, 0, mh - 1),
+                                                np.clip(mx, 0, mw - 1)], 0)
+                    np.testing.assert_array_equal(batch["mask"][i, 0], want)
+                    n += 1
+            assert n == len(ld) * 8 or n > 0
     with pytest.raises(ValueError, match="masks"):
         cogfeed.Loader(data["images"], masks=data["masks"][:1])
 
@@ -645,8 +662,12 @@ def test_masks_and_layers_need_the_overviews(tmp_path):
     gdal_write(ip, img[:1], "COG", BLOCKSIZE=128, OVERVIEWS="AUTO",
                OVERVIEW_COUNT=2)
     mp = make_cog(tmp_path / "m.tif", (img[:1] & 0xFF).astype(np.uint8), 128)
-    with pytest.raises(cogfeed.Error) as e:
+    with pytest.raises(cogfeed.Error, match="no georeferencing"):
         cogfeed.Loader([ip], [mp], patch_size=32, level=1)
+    # Read pixel for pixel (the image has no geotransform), the mask needs
+    # the level.
+    with pytest.raises(cogfeed.Error) as e:
+        cogfeed.Loader([ip], [mp], patch_size=32, level=1, ungeoreferenced=True)
     msg = str(e.value)
     assert "m.tif: level 1 does not exist: the file has no overviews" in msg
     assert "a mask needs the overviews its image has" in msg, msg
@@ -663,9 +684,25 @@ def test_masks_and_layers_need_the_overviews(tmp_path):
     gdal_write(om, odd, "GTiff", gt, TILED="YES")
     with rasterio.open(om, "r+") as ds:
         ds.build_overviews([2], rasterio.enums.Resampling.nearest)
+    # Georeferenced, the mask is read onto the image's level-1 grid (the
+    # overview GDAL picks), as cog.read(grid=...) reads it.
+    with cogfeed.Loader([oi], [om], patch_size=32, level=1, batch_size=4,
+                        sampler="grid") as ld:
+        b = next(iter(ld))
+        with cogfeed.open(om) as c:
+            for i in range(len(b["windows"])):
+                exp = c.read(grid=b["grid"][i], resampling="nearest")
+                np.testing.assert_array_equal(b["mask"][i], exp)
+    # Pixel for pixel (ungeoreferenced), the sizes must agree: the message
+    # says at which level.
+    om2 = str(tmp_path / "om2.tif")
+    gdal_write(om2, odd, "GTiff", None, TILED="YES")
+    with rasterio.open(om2, "r+") as ds:
+        ds.build_overviews([2], rasterio.enums.Resampling.nearest)
     with pytest.raises(cogfeed.Error) as e:
-        cogfeed.Loader([oi], [om], patch_size=32, level=1)
-    assert ("size 500x389 vs 500x388; at level 1 (overviews made by "
+        cogfeed.Loader([oi], [om2], patch_size=32, level=1, ungeoreferenced=True)
+    assert ("size 500x389 vs 500x388, and without georeferencing only the "
+            "size can place it; at level 1 (overviews made by "
             "different tools") in str(e.value), str(e.value)
 
 

@@ -160,6 +160,7 @@ static void base_options(cf_loader_options *o, const char **imgs,
     cf_loader_options_init(o);
     o->images = imgs;
     o->masks = msks;
+    o->ungeoreferenced = 1; /* these test files have no geotransform */
     o->nfiles = 2;
     o->patch_size = 24;
     o->batch_size = 5;
@@ -394,6 +395,7 @@ static void test_bad_tile(int skip) {
     cf_loader_options_init(&o);
     o.images = imgs;
     o.masks = msks;
+    o.ungeoreferenced = 1;
     o.nfiles = 2;
     o.patch_size = 32;
     o.batch_size = 4;
@@ -581,8 +583,27 @@ static void test_misaligned(void) {
     o.nfiles = 1;
     cf_loader *ld;
     cf_error e;
+    /* Neither file is georeferenced: refused unless asked for, and then
+     * only when the sizes agree. */
     CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG);
-    CHECK(strstr(e.msg, "not aligned") && strstr(e.msg, "b_mask.tif"));
+    CHECK(strstr(e.msg, "not aligned") && strstr(e.msg, "b_mask.tif") &&
+          strstr(e.msg, "georeferencing"));
+    const char *same[] = {msk_a};
+    o.masks = same;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG && strstr(e.msg, "a_mask.tif"));
+    o.ungeoreferenced = 1;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+    /* Its patches have no grid to say where they are. */
+    cf_window win;
+    memset(&win, 0, sizeof win);
+    win.w = win.h = 8;
+    cf_grid g;
+    CHECK(cf_loader_window_grid(ld, &win, &g, &e) == CF_E_STATE &&
+          strstr(e.msg, "georeferencing"));
+    cf_loader_free(ld);
+    o.masks = msks;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG);
+    CHECK(strstr(e.msg, "not aligned") && strstr(e.msg, "b_mask.tif") && strstr(e.msg, "size"));
     /* A missing file names itself. */
     const char *missing[] = {"/nonexistent/x.tif"};
     o.images = missing;
