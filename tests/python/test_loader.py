@@ -639,7 +639,8 @@ def test_bad_arguments(data):
                     (dict(inflight_bytes=-1), "inflight_bytes -1 not in"),
                     (dict(decode_threads=5000), "threads 5000 not in"),
                     (dict(concurrency=-2), "concurrency -2 not in"),
-                    (dict(skip_limit=1.5), "skip_limit 1.5 not in")):
+                    (dict(skip_limit=1.5), "skip_limit 1.5 not in"),
+                    (dict(error_threshold=-1), "error_threshold -1 not in")):
         with pytest.raises(ValueError, match=msg):
             cogfeed.Loader(data["images"], sampler="grid", **kw)
     with pytest.raises(ValueError, match="weights: 1 values for 2 image"):

@@ -23,6 +23,9 @@ static void test_defaults(void) {
     CHECK(o.cache_bytes == (size_t)256 << 20 && o.inflight_bytes == 0);
     CHECK(o.prefetch == 0 && o.threads == 0 && o.concurrency == 0);
     CHECK(o.mean == NULL && o.nmean == 0 && o.io == NULL && o.images == NULL);
+    CHECK(o.reproject == 1 && o.ungeoreferenced == 0 && o.error_threshold == 0.125);
+    CHECK(o.resampling == CF_RS_BILINEAR && o.mask_resampling == CF_RS_NEAREST);
+    CHECK(o.grid == NULL && o.grid_crs == NULL && o.layer_resampling == NULL);
     /* Every default lies in its own range. */
 #define X(f, ...) CHECK(cf__loader_check(CF__LDO_##f, (double)o.f, NULL) == CF_OK);
     CF__LOADER_SCALARS(X)
@@ -61,6 +64,11 @@ static void test_ranges(void) {
     }
     cf_error err;
     CHECK(cf__loader_check(CF__LDO_skip_limit, NAN, &err) == CF_E_ARG);
+    CHECK(cf__loader_check(CF__LDO_error_threshold, 0, NULL) == CF_OK);
+    CHECK(cf__loader_check(CF__LDO_error_threshold, -0.01, &err) == CF_E_ARG &&
+          strstr(err.msg, "error_threshold -0.01 not in [0, "));
+    CHECK(cf__loader_check(CF__LDO_error_threshold, NAN, &err) == CF_E_ARG);
+    CHECK(cf__loader_check(CF__LDO_error_threshold, INFINITY, &err) == CF_E_ARG);
     CHECK(cf__loader_check(CF__LDO_inflight_bytes, -1, &err) == CF_E_ARG &&
           strstr(err.msg, "inflight_bytes -1 not in [0, "));
     CHECK(cf__loader_check(CF__LDO_level, -1, &err) == CF_E_ARG &&
@@ -97,6 +105,9 @@ static void test_new_checks(void) {
     BAD(concurrency, -1, "concurrency");
     BAD(max_inflight, 2000, "concurrency");
     BAD(skip_limit, -0.5, "skip_limit");
+    BAD(error_threshold, -1, "error_threshold");
+    BAD(resampling, (cf_resampling)CF_RS_COUNT, "resampling");
+    BAD(mask_resampling, (cf_resampling)-1, "mask_resampling");
 #undef BAD
     /* In range, the file is what fails (opened, and named). */
     cf_loader_options_init(&o);
