@@ -81,7 +81,7 @@ def bench_command(data, loader, settings, seconds, warmup, latency_ms=None,
             "--seconds", str(seconds), "--warmup", str(warmup)]
     flag = {"patch_size": "--patch-size", "batch_size": "--batch-size",
             "sampler": "--sampler", "seed": "--seed",
-            "prefetch": "--prefetch", "max_inflight": "--max-inflight",
+            "prefetch": "--prefetch", "concurrency": "--concurrency",
             "decode_threads": "--decode-threads"}
     for k, v in settings.items():
         if v is not None:
@@ -293,7 +293,7 @@ def main(argv):
                    help="--targets: baseline worker counts tried remotely")
     p.add_argument("--best-workers-local", default="2,4,8",
                    help="--targets: baseline worker counts tried locally")
-    p.add_argument("--tuned", default='{"max_inflight": 64, '
+    p.add_argument("--tuned", default='{"concurrency": 64, '
                    '"decode_threads": 64, "prefetch": 6}',
                    help="--targets: JSON of cogfeed's tuned settings")
     p.add_argument("--pairs", type=int, default=3,

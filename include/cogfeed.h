@@ -588,7 +588,8 @@ typedef struct cf_loader_options {
     /* Output. */
     cf_dtype out_dtype;        /* CF_DT_UNKNOWN: the files' dtype; CF_DT_F32 */
     int apply_scale_offset;    /* float32 only: per-band scale/offset (1) */
-    const float *mean, *std;   /* float32 only: per output channel; NULL */
+    const float *mean, *std;   /* float32 only: per output channel; NULL.
+                                  nmean / nstd values (below) */
     int skip_errors;           /* drop and count failed samples (0: fail).
                                   Never dropped, even so: failures of the
                                   run rather than the sample (CF_E_AUTH,
@@ -616,9 +617,13 @@ typedef struct cf_loader_options {
                                   one patch at a time (0: auto: 2 x cores
                                   + 2 local; remote 128, or 32 per
                                   core where that is more); at least
-                                  max_inflight */
-    int max_inflight;          /* patches read at once; 0: adaptive, up to
-                                  the threads and inflight_bytes */
+                                  concurrency */
+    union {
+        int concurrency;       /* patches read at once; 0: adaptive, up to
+                                  the threads and inflight_bytes.  (Not the
+                                  io's max_inflight, which counts requests.) */
+        int max_inflight;      /* its old name: deprecated, same member */
+    };
     size_t inflight_bytes;     /* byte budget of patches being read, as
                                   above (0: auto: 256 MiB, 64 MiB per
                                   core on machines of more than 4 cores);
@@ -636,6 +641,40 @@ typedef struct cf_loader_options {
      * reads mostly fail (a server gone, expired credentials) stops
      * instead of delivering empty batches.  In [0, 1]; 1: never (0.5). */
     double skip_limit;
+    /* Values in mean and std: each must be the number of output channels
+     * (cf_loader_new fails otherwise).  0 with the array set: one per
+     * output channel, unchecked (callers built before these fields). */
+    uint32_t nmean, nstd;
+    /* Grids (docs/loader.md, "Grids").  Each sample file has a target
+     * grid, and every input of its samples (each scene, each layer, the
+     * mask) is read onto it: as it is where it lies on the grid (a whole
+     * pixel shift is a plain read), resampled where its resolution or
+     * origin differs (the overview GDAL would pick when coarser), and
+     * reprojected (PROJ, within error_threshold) where its CRS differs. */
+    const cf_grid *grid;       /* one target grid for every sample file:
+                                  the sampler draws windows of it (its crs
+                                  is borrowed during cf_loader_new only);
+                                  NULL: see grid_crs */
+    const cf_crs *grid_crs;    /* with grid NULL: each file's target is
+                                  its image's footprint in this CRS at
+                                  grid_res, snapped outwards to multiples
+                                  of it (gdalwarp -t_srs -tr -tap); NULL:
+                                  the image's own grid at `level` */
+    double grid_res[2];        /* x, y resolution (> 0) with grid_crs */
+    cf_resampling resampling;  /* images and layers (CF_RS_BILINEAR) */
+    cf_resampling mask_resampling;          /* (CF_RS_NEAREST) */
+    const cf_resampling *layer_resampling;  /* nlayers kernels; NULL:
+                                               `resampling` for all */
+    /* An input in another CRS than its target grid (PROJ's equivalence,
+     * not code equality): 1 (default) reprojected; 0 refused, naming the
+     * file and both CRSs. */
+    int reproject;
+    /* An input without georeferencing (no geotransform; or no CRS while
+     * the target has one), or a stack whose image has none: 0 (default)
+     * refused, naming the file; 1 read pixel for pixel, which needs its
+     * size at `level` to equal the target's. */
+    int ungeoreferenced;
+    double error_threshold;    /* reprojection, source pixels (0.125) */
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-
@@ -696,8 +735,9 @@ typedef struct cf_loader_stats {
 
 CF_API void cf_loader_options_init(cf_loader_options *opt);
 
-/* Open every file (checking that masks and layers are aligned: same size
- * and geotransform) and allocate the ring.  Threads start at the first
+/* Open every file, place every input on its sample's target grid
+ * (refusing, with the file named, what cannot be placed: see `grid`,
+ * `reproject`, `ungeoreferenced`) and allocate the ring.  Threads start at the first
  * cf_loader_next.  Strings in opt are copied.  After fork() a loader works
  * only in the process that created it (CF_E_STATE elsewhere; stats read as
  * zero there); cf_loader_free is safe in both. */
@@ -756,6 +796,14 @@ CF_API void cf_loader_close(cf_loader *ld);
  * (the sampler is a pure function of seed, epoch, rank and world size). */
 CF_API cf_status cf_loader_window(const cf_loader *ld, uint64_t j, cf_window *out,
                                   cf_error *err);
+/* The grid of a sampled window: that window of its sample file's target
+ * grid (cf_loader_options.grid), i.e. where the patch lies before
+ * augmentation, so that predictions can be written back.  out->crs is
+ * borrowed from the loader (valid until cf_loader_free).  CF_E_STATE when
+ * the target has no georeferencing (an image without a geotransform, read
+ * with ungeoreferenced = 1).  Thread-safe. */
+CF_API cf_status cf_loader_window_grid(const cf_loader *ld, const cf_window *w,
+                                       cf_grid *out, cf_error *err);
 /* Thread-safe. */
 CF_API void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out);
 

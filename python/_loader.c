@@ -6,6 +6,7 @@
  * the memory outlives every view).
  */
 #include "pymod.h"
+#include "pipeline/loader_options.h"
 
 typedef struct {
     PyObject_HEAD cf_loader *ld;
@@ -86,34 +87,59 @@ static int sampler_kind(const char *s, cf_sampler_kind *out) {
     return 0;
 }
 
+/* The keywords: the inputs and other hand-converted options, then every
+ * scalar of the one table (lib/pipeline/loader_options.h), which also
+ * gives their parse formats and defaults. */
+static char *loader_kwlist[] = {
+    "images", "masks", "layers", "weights", "bands", "sampler", "flip", "rot90",
+    "float32", "mean", "std", "io_options", "grid", "grid_crs", "grid_res",
+    "layer_resampling",
+#define X(f, ...) #f,
+    CF__LOADER_SCALARS(X) CF__LOADER_KERNELS(X)
+#undef X
+    NULL};
+
 static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {
-        "images", "masks", "layers", "nlayers", "time_steps", "weights",
-        "bands", "level", "patch_size", "batch_size", "sampler", "stride",
-        "seed", "epoch", "rank", "world_size", "epoch_length", "drop_last",
-        "flip", "rot90", "float32", "scale_offset", "mean", "std",
-        "skip_errors", "prefetch", "threads", "max_inflight",
-        "inflight_bytes", "cache_bytes", "io_options", "skip_limit", NULL};
     PyObject *images, *masks = Py_None, *layers = Py_None, *weights = Py_None,
                       *bands = Py_None, *mean = Py_None, *std = Py_None,
                       *io_kw = Py_None;
-    int nlayers = 0, time_steps = 1, level = 0, rank = 0, world_size = 1;
-    unsigned int patch = 256, batch = 32, stride = 0;
     const char *sampler = "random";
-    unsigned long long seed = 0, epoch = 0, epoch_length = 0;
-    int drop_last = 0, flip = 0, rot90 = 0, f32 = 0, scale_offset = 1,
-        skip = 0, prefetch = 0, threads = 0, max_inflight = 0;
-    Py_ssize_t inflight_bytes = 0, /* auto */
-               cache_bytes = (Py_ssize_t)256 << 20;
-    double skip_limit = 0.5;
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O|$OOiiOOiIIsIKKiiKpppppOOpiiinnOd", kwlist, &images,
-            &masks, &layers, &nlayers, &time_steps, &weights, &bands, &level,
-            &patch, &batch, &sampler, &stride, &seed, &epoch, &rank,
-            &world_size, &epoch_length, &drop_last, &flip, &rot90, &f32,
-            &scale_offset, &mean, &std, &skip, &prefetch, &threads,
-            &max_inflight, &inflight_bytes, &cache_bytes, &io_kw, &skip_limit))
+    int flip = 0, rot90 = 0, f32 = 0;
+    PyObject *grid = Py_None, *grid_crs = Py_None, *layer_rs = Py_None;
+    double grid_xres = 0, grid_yres = 0;
+#define X(f, ctype, pytype, fmt, def, lo, hi, hint) pytype f = (pytype)(def);
+    CF__LOADER_SCALARS(X)
+#undef X
+    /* Kernels by name; NULL: cf_loader_options_init's default. */
+#define X(f, def) const char *f = NULL;
+    CF__LOADER_KERNELS(X)
+#undef X
+#define X(f, ctype, pytype, fmt, def, lo, hi, hint) fmt
+#define K(f, def) "z"
+    static const char format[] =
+        "O|$OOOOspppOOOOO(dd)O" CF__LOADER_SCALARS(X) CF__LOADER_KERNELS(K);
+#undef K
+#undef X
+#define X(f, ...) , &f
+    if (!PyArg_ParseTupleAndKeywords(args, kw, format, loader_kwlist, &images, &masks,
+                                     &layers, &weights, &bands, &sampler, &flip, &rot90,
+                                     &f32, &mean, &std, &io_kw, &grid, &grid_crs,
+                                     &grid_xres, &grid_yres,
+                                     &layer_rs CF__LOADER_SCALARS(X) CF__LOADER_KERNELS(X)))
         return -1;
+#undef X
+    /* Ranges are checked in C, before values are narrowed to their fields
+     * (a negative size would wrap). */
+    {
+        cf_error e;
+#define X(f, ...)                                                                          \
+    if (cf__loader_check(CF__LDO_##f, (double)f, &e) != CF_OK) {                           \
+        PyErr_SetString(PyExc_ValueError, e.msg);                                          \
+        return -1;                                                                         \
+    }
+        CF__LOADER_SCALARS(X)
+#undef X
+    }
     if (io_kw != Py_None && !PyDict_Check(io_kw)) {
         PyErr_SetString(PyExc_TypeError,
                         "io_options must be a dict of cogfeed.IO keyword arguments");
@@ -125,18 +151,19 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     }
     cf_loader_options o;
     cf_loader_options_init(&o);
+    cf_error rs_err;
+#define X(f, def)                                                                          \
+    if (f && cf_resampling_from_name(f, &o.f, &rs_err) != CF_OK) {                         \
+        PyErr_SetString(PyExc_ValueError, rs_err.msg);                                     \
+        return -1;                                                                         \
+    }
+    CF__LOADER_KERNELS(X)
+#undef X
     if (sampler_kind(sampler, &o.sampler) < 0) {
         PyErr_Format(PyExc_ValueError,
                      "sampler must be 'random', 'blocked', 'tile-shuffle' or "
                      "'grid', not '%s'",
                      sampler);
-        return -1;
-    }
-    if (inflight_bytes < 0 || cache_bytes < 0 || time_steps < 1 ||
-        nlayers < 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "inflight_bytes, cache_bytes, nlayers must be >= 0 and "
-                        "time_steps >= 1");
         return -1;
     }
     cf_io_options io_o;
@@ -153,6 +180,9 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     Py_ssize_t nimg = 0, nmask = 0, nlay = 0, nw = 0, nmean = 0, nstd = 0;
+    cf_grid tgrid;
+    cf_crs *grid_hold = NULL, *gcrs = NULL;
+    cf_resampling *lrs = NULL;
     int nb = 0;
     const char **img = NULL, **msk = NULL, **lay = NULL;
     double *w = NULL, *mn = NULL, *sd = NULL;
@@ -176,70 +206,92 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         goto done;
     if (std != Py_None && !(sd = num_array(std, &nstd, "std must be a sequence")))
         goto done;
+    if (grid != Py_None) {
+        if (!cf_py_grid_parse(grid, &tgrid, &grid_hold)) goto done;
+        o.grid = &tgrid;
+    }
+    if (grid_crs != Py_None) {
+        if (!cf_py_crs_convert(grid_crs, &gcrs)) goto done;
+        o.grid_crs = gcrs;
+        o.grid_res[0] = grid_xres;
+        o.grid_res[1] = grid_yres;
+    }
+    if (layer_rs != Py_None) {
+        Py_ssize_t n = 0;
+        PyObject *names = PyList_New(0);
+        const char **nm = names ? str_array(layer_rs, &n, names, "layer_resampling must be a "
+                                            "sequence of names") : NULL;
+        if (nm && n != nlayers) {
+            PyErr_Format(PyExc_ValueError, "layer_resampling: %zd names for %lld layers", n,
+                         nlayers);
+        } else if (nm) {
+            lrs = PyMem_Calloc((size_t)(n ? n : 1), sizeof *lrs);
+            if (!lrs) PyErr_NoMemory();
+            for (Py_ssize_t k = 0; lrs && k < n; k++)
+                if (cf_resampling_from_name(nm[k], &lrs[k], &rs_err) != CF_OK) {
+                    PyErr_SetString(PyExc_ValueError, rs_err.msg);
+                    PyMem_Free(lrs);
+                    lrs = NULL;
+                }
+        }
+        PyMem_Free(nm);
+        Py_XDECREF(names);
+        if (!lrs) goto done;
+        o.layer_resampling = lrs;
+    }
     if (nimg == 0 || nimg % time_steps) {
         PyErr_SetString(PyExc_ValueError,
                         "images: need a positive multiple of time_steps");
         goto done;
     }
     size_t nfiles = (size_t)(nimg / time_steps);
-    if ((msk && (size_t)nmask != nfiles) || (w && (size_t)nw != nfiles) ||
-        (size_t)nlay != nfiles * (size_t)nlayers) {
-        PyErr_SetString(PyExc_ValueError,
-                        "masks, weights and layers must have one entry per "
-                        "sample file (layers: nlayers per file)");
+    if (msk && (size_t)nmask != nfiles) {
+        PyErr_Format(PyExc_ValueError, "%zd masks for %zu image files", nmask, nfiles);
         goto done;
     }
-    if (mn || sd) {
-        /* The channel count is known only once the files are open, and
-         * the C side reads one value per channel: pad to the channel cap
-         * (identity values) and check the lengths after opening. */
-        Py_ssize_t n = CF_MAX_BANDS;
-        if (nmean > n || nstd > n) {
-            PyErr_SetString(PyExc_ValueError, "mean/std: too many values");
-            goto done;
-        }
-        mf = PyMem_Calloc((size_t)n, sizeof *mf);
-        sf = PyMem_Calloc((size_t)n, sizeof *sf);
-        if (!mf || !sf) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            mf[i] = mn && i < nmean ? (float)mn[i] : 0.0f;
-            sf[i] = sd && i < nstd ? (float)sd[i] : 1.0f;
-        }
+    if (w && (size_t)nw != nfiles) {
+        PyErr_Format(PyExc_ValueError, "weights: %zd values for %zu image files", nw, nfiles);
+        goto done;
     }
+    if ((size_t)nlay != nfiles * (size_t)nlayers) {
+        PyErr_Format(PyExc_ValueError,
+                     "layers: %zd paths for %zu image files of %lld layers each", nlay,
+                     nfiles, nlayers);
+        goto done;
+    }
+    if (nmean > CF_MAX_BANDS || nstd > CF_MAX_BANDS) {
+        PyErr_SetString(PyExc_ValueError, "mean/std: too many values");
+        goto done;
+    }
+    if (mn) mf = PyMem_Calloc((size_t)(nmean ? nmean : 1), sizeof *mf);
+    if (sd) sf = PyMem_Calloc((size_t)(nstd ? nstd : 1), sizeof *sf);
+    if ((mn && !mf) || (sd && !sf)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nmean; i++) mf[i] = (float)mn[i];
+    for (Py_ssize_t i = 0; i < nstd; i++) sf[i] = (float)sd[i];
     o.images = img;
     o.nfiles = nfiles;
-    o.time_steps = time_steps;
     o.masks = msk;
     o.layers = lay;
-    o.nlayers = nlayers;
     o.weights = w;
     o.bands = bi;
     o.nbands = nb;
-    o.level = level;
-    o.patch_size = patch;
-    o.batch_size = batch;
-    o.stride = stride;
-    o.seed = seed;
-    o.epoch = epoch;
-    o.rank = rank;
-    o.world_size = world_size;
-    o.epoch_length = epoch_length;
-    o.drop_last = drop_last;
+#define X(f, ctype, ...) o.f = (ctype)f;
+    CF__LOADER_SCALARS(X)
+#undef X
     o.augment = (flip ? CF_AUG_FLIP : 0) | (rot90 ? CF_AUG_ROT90 : 0);
     o.out_dtype = f32 ? CF_DT_F32 : CF_DT_UNKNOWN;
-    o.apply_scale_offset = scale_offset;
-    o.skip_errors = skip;
-    o.skip_limit = skip_limit;
-    o.prefetch = prefetch;
-    o.threads = threads;
-    o.max_inflight = max_inflight;
-    o.inflight_bytes = (size_t)inflight_bytes;
-    o.cache_bytes = (size_t)cache_bytes;
-    o.mean = mf;
-    o.std = sf;
+    /* An empty list is a length (0 channels never match), not "unset". */
+    o.mean = mn ? mf : NULL;
+    o.std = sd ? sf : NULL;
+    o.nmean = (uint32_t)nmean;
+    o.nstd = (uint32_t)nstd;
+    if ((mn && !nmean) || (sd && !nstd)) {
+        PyErr_SetString(PyExc_ValueError, "mean and std need one value per output channel");
+        goto done;
+    }
     o.io_options = io_keep ? &io_o : NULL;
     cf_error e;
     cf_status st;
@@ -252,16 +304,6 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         goto done;
     }
     cf_loader_get_layout(ld, &self->lay);
-    if ((mn && (uint32_t)nmean != self->lay.channels) ||
-        (sd && (uint32_t)nstd != self->lay.channels)) {
-        Py_BEGIN_ALLOW_THREADS
-        cf_loader_free(ld);
-        Py_END_ALLOW_THREADS
-        PyErr_Format(PyExc_ValueError,
-                     "mean and std need one value per output channel (%u)",
-                     self->lay.channels);
-        goto done;
-    }
     self->ld = ld;
     self->held.slot = -1;
     self->buffers = PyMem_Calloc((size_t)self->lay.prefetch * 2,
@@ -283,6 +325,9 @@ done:
     PyMem_Free(sd);
     PyMem_Free(mf);
     PyMem_Free(sf);
+    PyMem_Free(lrs);
+    cf_crs_free(grid_hold);
+    cf_crs_free(gcrs);
     Py_DECREF(keep);
     Py_XDECREF(io_keep);
     return rc;
@@ -547,6 +592,28 @@ static PyObject *Loader_window(LoaderObject *self, PyObject *args) {
     return Py_BuildValue("(NI)", window_tuple(&w), w.aug);
 }
 
+/* window_grid(file, x, y, w, h) -> (crs, geotransform, w, h) of that
+ * window of the file's target grid, or None when it has none. */
+static PyObject *Loader_window_grid(LoaderObject *self, PyObject *args) {
+    cf_window w;
+    memset(&w, 0, sizeof w);
+    long long x, y;
+    if (!PyArg_ParseTuple(args, "ILLII", &w.file, &x, &y, &w.w, &w.h) || check_open(self))
+        return NULL;
+    w.x = x;
+    w.y = y;
+    cf_grid g;
+    cf_error e;
+    cf_status st = cf_loader_window_grid(self->ld, &w, &g, &e);
+    if (st == CF_E_STATE) Py_RETURN_NONE;
+    if (st != CF_OK) return cf_py_raise(st, &e);
+    PyObject *crs = g.crs ? cf_py_crs_new(cf_crs_ref(g.crs)) : (Py_INCREF(Py_None), Py_None);
+    if (!crs) return NULL;
+    const double *t = g.transform;
+    return Py_BuildValue("(N(dddddd)II)", crs, t[0], t[1], t[2], t[3], t[4], t[5], g.width,
+                         g.height);
+}
+
 static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
     if (check_open(self)) return NULL;
     cf_loader_stats s;
@@ -603,6 +670,8 @@ static PyMethodDef Loader_methods[] = {
      "position() -> (epoch, next_batch)."},
     {"window", (PyCFunction)Loader_window, METH_VARARGS,
      "window(j) -> ((file, x, y, w, h), aug) of this rank's sample j."},
+    {"window_grid", (PyCFunction)Loader_window_grid, METH_VARARGS,
+     "window_grid(file, x, y, w, h) -> (crs, geotransform, w, h) or None."},
     {"stats", (PyCFunction)Loader_stats, METH_NOARGS,
      "stats() -> dict of counters and busy times."},
     {"close", (PyCFunction)Loader_close, METH_NOARGS,

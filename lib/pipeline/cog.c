@@ -10,6 +10,7 @@
 #include "cog_internal.h"
 #include "head_ahead.h"
 #include "header_cache.h"
+#include "read_plan.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -816,13 +817,10 @@ void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
     const cf_tiff_ifd *ifd = &cog->tiff->ifds[c->ifd];
     cf_codec_params p;
     cf__cog_chunk_params(cog, c, &p);
-    int64_t px0 = (int64_t)c->cx * ifd->chunk_w, py0 = (int64_t)c->cy * ifd->chunk_h;
-    int64_t px1 = px0 + ifd->chunk_w, py1 = py0 + p.height;
-    if (px1 > ifd->width) px1 = ifd->width;
-    if (py1 > ifd->height) py1 = ifd->height;
-    int64_t ix0 = px0 > x ? px0 : x, iy0 = py0 > y ? py0 : y;
-    int64_t ix1 = px1 < x + w ? px1 : x + w, iy1 = py1 < y + h ? py1 : y + h;
-    if (ix0 >= ix1 || iy0 >= iy1) return;
+    cf__rect in;
+    if (!cf__plan_chunk_rect(ifd, c, x, y, w, h, &in)) return;
+    const int64_t px0 = (int64_t)c->cx * ifd->chunk_w, py0 = (int64_t)c->cy * ifd->chunk_h;
+    const int64_t ix0 = in.x0, iy0 = in.y0, ix1 = in.x1, iy1 = in.y1;
     /* The decoded chunk's layout (widened depths, RGB(A) colours). */
     uint32_t osamp, obits;
     cf_codec_out_layout(&p, &osamp, &obits);
@@ -912,89 +910,42 @@ static size_t out_bps(const cf_cog *cog, int ifdi) {
     return bits >= 8 ? bits / 8u : 1;
 }
 
-int cf__cog_chunk_grid(const cf_tiff_ifd *ifd, int64_t x0, int64_t y0, int64_t x1,
-                       int64_t y1, const int *bands0, int nb, uint32_t *planes,
-                       uint32_t max_planes, cf_chunk_grid *g) {
-    g->cx0 = (uint32_t)(x0 / ifd->chunk_w);
-    g->cx1 = (uint32_t)((x1 - 1) / ifd->chunk_w);
-    g->cy0 = (uint32_t)(y0 / ifd->chunk_h);
-    g->cy1 = (uint32_t)((y1 - 1) / ifd->chunk_h);
-    /* Planes to read: all at once for pixel interleave, else one per
-     * distinct requested band. */
-    g->nplanes = 0;
-    if (ifd->planar == 2) {
-        for (int k = 0; k < nb; k++) {
-            int dup = 0;
-            for (uint32_t j = 0; j < g->nplanes; j++) dup |= planes[j] == (uint32_t)bands0[k];
-            if (dup) continue;
-            if (g->nplanes == max_planes) {
-                g->count = 0;
-                return 0;
-            }
-            planes[g->nplanes++] = (uint32_t)bands0[k];
-        }
-    } else {
-        planes[g->nplanes++] = 0;
-    }
-    g->count = (uint64_t)(g->cx1 - g->cx0 + 1) * (g->cy1 - g->cy0 + 1) * g->nplanes;
-    return 1;
-}
-
 cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t y,
                                 uint32_t w, uint32_t h, const int *bands, int nb,
                                 uint8_t *dst, const uint8_t fill[CF__FILL_MAX], cf_chunk **out,
                                 size_t *nout, uint64_t *total, cf_error *err) {
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
-    size_t bps = out_bps(cog, ifdi);
-    size_t npix = (size_t)w * h;
     *out = NULL;
     *nout = 0;
     *total = 0;
-    /* Clip the window to the image; what lies outside is fill. */
-    int64_t x0 = x < 0 ? 0 : x, y0 = y < 0 ? 0 : y;
-    int64_t x1 = x + (int64_t)w, y1 = y + (int64_t)h;
-    if (x1 > ifd->width) x1 = ifd->width;
-    if (y1 > ifd->height) y1 = ifd->height;
-    int inside = x >= 0 && y >= 0 && x + (int64_t)w <= ifd->width &&
-                 y + (int64_t)h <= ifd->height;
-    if (!inside) fill_samples(dst, npix * (size_t)nb, bps, fill);
-    if (x0 >= x1 || y0 >= y1) return CF_OK;
-
-    uint32_t planes[CF_MAX_BANDS];
-    cf_chunk_grid g;
-    cf__cog_chunk_grid(ifd, x0, y0, x1, y1, bands, nb, planes, CF_MAX_BANDS, &g);
-    uint64_t nchunks = g.count;
-    if (nchunks > CF_MAX_CHUNKS)
+    int planes[CF_MAX_BANDS];
+    uint32_t np = cf__plan_planes(bands, nb, planes);
+    cf__plan p;
+    cf__plan_init(&p, cog, ifdi, x, y, w, h, planes, np);
+    if (p.count > CF_MAX_CHUNKS)
         return cf__err(err, CF_E_LIMIT, "%s: window needs %llu tiles", cog->name,
-                       (unsigned long long)nchunks);
-    cf_chunk *chunks = cf__calloc((size_t)nchunks, sizeof *chunks);
+                       (unsigned long long)p.count);
+    if (p.prefill) fill_samples(dst, (size_t)w * h * (size_t)nb, out_bps(cog, ifdi), fill);
+    if (!p.count) return CF_OK;
+    cf_chunk *chunks = cf__calloc((size_t)p.count, sizeof *chunks);
     if (!chunks) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
     size_t nc = 0;
-    int sparse = 0;
     cf_status st = CF_OK;
-    for (uint32_t pl = 0; pl < g.nplanes && !st; pl++)
-        for (uint32_t cy = g.cy0; cy <= g.cy1 && !st; cy++)
-            for (uint32_t cx = g.cx0; cx <= g.cx1 && !st; cx++) {
-                cf_chunk *c = &chunks[nc];
-                st = cf__cog_chunk(cog, ifdi, cx, cy, planes[pl], c, err);
-                if (st) break;
-                if (c->len == 0) {
-                    sparse = 1;
-                    continue;
-                }
-                if (!cf__add_u64(*total, c->len, total) || *total > (4ull << 30)) {
-                    st = cf__err(err, CF_E_LIMIT,
-                                 "%s: window needs more than 4 GiB of tile data",
-                                 cog->name);
-                    break;
-                }
-                nc++;
-            }
+    for (;;) {
+        int has;
+        st = cf__plan_peek(&p, &chunks[nc], &has, err);
+        if (st || !has) break;
+        cf__plan_take(&p);
+        if (!cf__add_u64(*total, chunks[nc].len, total) || *total > (4ull << 30)) {
+            st = cf__err(err, CF_E_LIMIT, "%s: window needs more than 4 GiB of tile data",
+                         cog->name);
+            break;
+        }
+        nc++;
+    }
     if (st) {
         free(chunks);
         return st;
     }
-    if (sparse && inside) fill_samples(dst, npix * (size_t)nb, bps, fill);
     *out = chunks;
     *nout = nc;
     return CF_OK;

@@ -101,19 +101,7 @@ cf_status cf__cog_prepare_read(const cf_cog *cog, int level, int64_t x, int64_t 
                                size_t dst_size, int *all, int *nb_out, int *ifdi_out,
                                uint8_t fill[CF__FILL_MAX], cf_error *err);
 
-/* The chunk grid under the window [x0, x1) x [y0, y1), which lies inside
- * the IFD: columns cx0..cx1, rows cy0..cy1, and the planes to read into
- * planes[0..nplanes): one per distinct band of bands0[0..nb) (0-based) for
- * planar configuration 2, else the one plane 0.  count = columns x rows x
- * planes.  0 (count 0) when more than max_planes planes are needed. */
-typedef struct cf_chunk_grid {
-    uint32_t cx0, cx1, cy0, cy1, nplanes;
-    uint64_t count;
-} cf_chunk_grid;
-int cf__cog_chunk_grid(const cf_tiff_ifd *ifd, int64_t x0, int64_t y0, int64_t x1,
-                       int64_t y1, const int *bands0, int nb, uint32_t *planes,
-                       uint32_t max_planes, cf_chunk_grid *g);
-/* The chunks a window of IFD `ifdi` needs (clipped to the image), with
+/* The chunks a window of IFD `ifdi` needs (planned by read_plan.h), with
  * their compressed bytes summed in *total; dst is first filled with
  * `fill` where the window lies outside the image or a chunk is sparse.
  * *out (malloc'd, the caller frees) lists the non-sparse chunks. */
@@ -146,5 +134,34 @@ cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c
                                const uint8_t *src, int64_t x, int64_t y, uint32_t w,
                                uint32_t h, const int *bands, int nb, uint8_t *dst,
                                int expand_bits, cf_error *err);
+
+/* A read onto a grid, planned (read_grid.c): the coordinate map, the
+ * source level (GDAL's overview choice), GDAL's chunks (each a target
+ * window and the source window it needs) and the nodata rules.  Shared by
+ * cf_cog_read_grid and the loader (sample_grid.c), so that both compute
+ * the same pixels. */
+typedef struct cf__grid_plan {
+    cf_warp *w;
+    cf_xform *xf_own;
+    int level;
+    cf_warp_chunk *chunks;
+    size_t n;
+    cf_warp_src proto;         /* dtype, bands, source nodata */
+    cf_warp_dst out;           /* target nodata, band stride */
+    double fill;               /* what pixels without a value hold */
+} cf__grid_plan;
+/* xf_known: xf is the grid CRS -> cog CRS transformation (NULL: the same
+ * CRS), else it is worked out here.  nb bands are resampled. */
+cf_status cf__grid_plan_new(cf_cog *cog, const cf_grid *grid, const cf_warp_options *o, int nb,
+                            int xf_known, cf_xform *xf, cf__grid_plan *pl, cf_error *err);
+void cf__grid_plan_free(cf__grid_plan *pl);
+/* Resample chunk k from its source window (band-sequential, the cog's
+ * dtype; valid: its internal mask or NULL) into dst, the whole target
+ * grid (band-sequential, rows row_stride samples apart). */
+cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
+                            const void *src_data, const uint8_t *valid, void *dst,
+                            size_t row_stride, cf_error *err);
+/* n samples of dtype t set to v, stored as the warper stores values. */
+void cf__grid_fill(void *dst, size_t n, cf_dtype t, double v);
 
 #endif

@@ -46,7 +46,7 @@ cf_status cf_cog_grid(const cf_cog *cog, int level, cf_grid *out, cf_error *err)
 }
 
 /* n samples of dtype t set to v (GDAL's INIT_DEST: the nodata, or 0). */
-static void fill(void *dst, size_t n, cf_dtype t, double v) {
+void cf__grid_fill(void *dst, size_t n, cf_dtype t, double v) {
     size_t sz = cf_dtype_size(t);
     if (v == 0) {
         memset(dst, 0, n * sz);
@@ -105,11 +105,10 @@ static cf_status check_args(cf_cog *cog, const cf_grid *g, const cf_warp_options
 }
 
 /* Read one chunk's source window and resample it into dst. */
-static cf_status read_chunk(cf_cog *cog, const cf_warp *w, const cf_warp_chunk *ch,
-                            const int *bands, int nb, const cf_warp_src *proto,
-                            cf_warp_dst *dst, cf_error *err) {
-    const cf_warp_win *win = &ch->win;
-    const cf_warp_req *rq = &ch->rq;
+static cf_status read_chunk(cf_cog *cog, const cf__grid_plan *pl, size_t k, const int *bands,
+                            int nb, void *dst, size_t row_stride, cf_error *err) {
+    const cf_warp_win *win = &pl->chunks[k].win;
+    const cf_warp_req *rq = &pl->chunks[k].rq;
     size_t bps = cf_dtype_size(cog->dtype);
     size_t npx = (size_t)win->w * win->h;
     size_t len = npx * (size_t)nb * bps;
@@ -125,40 +124,91 @@ static cf_status read_chunk(cf_cog *cog, const cf_warp *w, const cf_warp_chunk *
             st = cf_cog_read_mask(cog, rq->level, win->x, win->y, win->w, win->h, valid, npx,
                                   err);
     }
-    if (!st) {
-        cf_warp_src src = *proto;
-        src.data = buf;
-        src.valid = valid;
-        st = cf__warp_resample(w, rq, win, &src, dst, err);
-        if (st) cf__err_prefix(err, st, "%s", cog->name);
-    }
+    if (!st) st = cf__grid_resample(cog, pl, k, buf, valid, dst, row_stride, err);
     free(valid);
     free(buf);
     return st;
 }
 
-/* The map of grid onto the cog and the level to read: *w and *xf are the
- * caller's to free. */
-static cf_status plan(cf_cog *cog, const cf_grid *grid, const cf_warp_options *o, cf_warp **w,
-                      cf_xform **xf, uint32_t (*sizes)[2], int *level, cf_error *err) {
+void cf__grid_plan_free(cf__grid_plan *pl) {
+    free(pl->chunks);
+    cf__warp_free(pl->w);
+    cf__xform_free(pl->xf_own);
+    memset(pl, 0, sizeof *pl);
+}
+
+cf_status cf__grid_plan_new(cf_cog *cog, const cf_grid *grid, const cf_warp_options *o, int nb,
+                            int xf_known, cf_xform *xf, cf__grid_plan *pl, cf_error *err) {
     const cf_tiff *t = cog->tiff;
-    *w = NULL;
-    cf_status st = crs_pair(cog, grid, xf, err);
-    if (st) return st;
+    memset(pl, 0, sizeof *pl);
+    cf_status st = CF_OK;
+    if (!xf_known) {
+        st = crs_pair(cog, grid, &pl->xf_own, err);
+        if (st) return st;
+        xf = pl->xf_own;
+    }
     cf_grid src;
     st = cf_cog_grid(cog, 0, &src, err);
-    if (!st) st = cf__warp_new(&src, grid, *xf, o->error_threshold, w, err);
+    if (!st) st = cf__warp_new(&src, grid, xf, o->error_threshold, &pl->w, err);
     if (st) {
-        cf__xform_free(*xf);
-        *xf = NULL;
+        cf__grid_plan_free(pl);
         return st;
     }
+    uint32_t sizes[CF_MAX_IFDS][2];
     for (int l = 0; l < t->nlevels; l++) level_size(cog, l, &sizes[l][0], &sizes[l][1]);
-    *level = o->level;
-    if (*level == CF_LEVEL_AUTO)
-        *level = cf__warp_pick_level(*w, 0, 0, grid->width, grid->height,
-                                     (const uint32_t(*)[2])sizes, t->nlevels);
-    return CF_OK;
+    int level = o->level;
+    if (level == CF_LEVEL_AUTO)
+        level = cf__warp_pick_level(pl->w, 0, 0, grid->width, grid->height,
+                                    (const uint32_t(*)[2])sizes, t->nlevels);
+    pl->level = level;
+
+    /* Nodata: the file's unless overridden; the fill follows it. */
+    cf_warp_src *proto = &pl->proto;
+    proto->dtype = cog->dtype;
+    proto->nbands = nb;
+    if (o->src_nodata_set < 0) proto->has_nodata = t->has_nodata, proto->nodata = t->nodata;
+    else if (o->src_nodata_set > 0) proto->has_nodata = 1, proto->nodata = o->src_nodata;
+    cf_warp_dst *out = &pl->out;
+    out->band_stride = (size_t)grid->width * grid->height;
+    if (o->dst_nodata_set < 0) out->has_nodata = proto->has_nodata, out->nodata = proto->nodata;
+    else if (o->dst_nodata_set > 0) out->has_nodata = 1, out->nodata = o->dst_nodata;
+    pl->fill = out->has_nodata ? out->nodata : 0;
+
+    cf_warp_req rq = {0};
+    rq.rs = o->resampling;
+    rq.level = level;
+    rq.lw = sizes[level][0];
+    rq.lh = sizes[level][1];
+    rq.w0 = sizes[0][0];
+    rq.h0 = sizes[0][1];
+    rq.tw = grid->width;
+    rq.th = grid->height;
+    /* GDAL's chunks, with its cost model and its 64 MiB limit. */
+    size_t bps = cf_dtype_size(cog->dtype);
+    cf_warp_cost cost;
+    cost.src_bits = 8.0 * bps * nb + (proto->has_nodata ? nb : 0) +
+                    (t->mask_of_level[level] >= 0 ? 1 : 0);
+    cost.dst_bits = 8.0 * bps * nb + (out->has_nodata ? nb : 0);
+    cost.memory = 64.0 * 1024 * 1024;
+    st = cf__warp_chunks(pl->w, &rq, &cost, &pl->chunks, &pl->n, err);
+    if (st) cf__grid_plan_free(pl);
+    return st;
+}
+
+cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
+                            const void *src_data, const uint8_t *valid, void *dst,
+                            size_t row_stride, cf_error *err) {
+    const cf_warp_req *c = &pl->chunks[k].rq;
+    size_t bps = cf_dtype_size(cog->dtype);
+    cf_warp_src src = pl->proto;
+    src.data = src_data;
+    src.valid = valid;
+    cf_warp_dst part = pl->out;
+    part.data = (uint8_t *)dst + ((size_t)c->ty * row_stride + (size_t)c->tx) * bps;
+    part.row_stride = row_stride;
+    cf_status st = cf__warp_resample(pl->w, c, &pl->chunks[k].win, &src, &part, err);
+    if (st) cf__err_prefix(err, st, "%s", cog->name);
+    return st;
 }
 
 cf_status cf_cog_grid_level(cf_cog *cog, const cf_grid *grid, const cf_warp_options *opt,
@@ -169,13 +219,12 @@ cf_status cf_cog_grid_level(cf_cog *cog, const cf_grid *grid, const cf_warp_opti
     const cf_warp_options *o = opt ? opt : &defaults;
     cf_status st = check_args(cog, grid, o, SIZE_MAX, 1, err);
     if (st) return st;
-    cf_warp *w;
-    cf_xform *xf;
-    uint32_t sizes[CF_MAX_IFDS][2];
-    st = plan(cog, grid, o, &w, &xf, sizes, level, err);
-    cf__warp_free(w);
-    cf__xform_free(xf);
-    return st;
+    cf__grid_plan pl;
+    st = cf__grid_plan_new(cog, grid, o, 1, 0, NULL, &pl, err);
+    if (st) return st;
+    *level = pl.level;
+    cf__grid_plan_free(&pl);
+    return CF_OK;
 }
 
 cf_status cf_cog_read_grid(cf_cog *cog, const cf_grid *grid, const int *bands, int nbands,
@@ -195,53 +244,13 @@ cf_status cf_cog_read_grid(cf_cog *cog, const cf_grid *grid, const int *bands, i
                            bands[k], ifd0->samples);
     cf_status st = check_args(cog, grid, o, dst_size, nb, err);
     if (st) return st;
-
-    /* Nodata: the file's unless overridden; the fill follows it. */
-    cf_warp_src proto = {.dtype = cog->dtype, .nbands = nb};
-    if (o->src_nodata_set < 0) proto.has_nodata = t->has_nodata, proto.nodata = t->nodata;
-    else if (o->src_nodata_set > 0) proto.has_nodata = 1, proto.nodata = o->src_nodata;
-    cf_warp_dst out = {.data = dst, .band_stride = (size_t)grid->width * grid->height};
-    if (o->dst_nodata_set < 0) out.has_nodata = proto.has_nodata, out.nodata = proto.nodata;
-    else if (o->dst_nodata_set > 0) out.has_nodata = 1, out.nodata = o->dst_nodata;
-    fill(dst, (size_t)nb * grid->width * grid->height, cog->dtype,
-         out.has_nodata ? out.nodata : 0);
-
-    cf_xform *xf = NULL;
-    cf_warp *w = NULL;
-    uint32_t sizes[CF_MAX_IFDS][2];
-    int level;
-    st = plan(cog, grid, o, &w, &xf, sizes, &level, err);
+    cf__grid_plan pl;
+    st = cf__grid_plan_new(cog, grid, o, nb, 0, NULL, &pl, err);
     if (st) return st;
-    o->level_used = level;
-
-    cf_warp_req rq = {0};
-    rq.rs = o->resampling;
-    rq.level = level;
-    rq.lw = sizes[level][0];
-    rq.lh = sizes[level][1];
-    rq.w0 = sizes[0][0];
-    rq.h0 = sizes[0][1];
-    rq.tw = grid->width;
-    rq.th = grid->height;
-    /* GDAL's chunks, with its cost model and its 64 MiB limit. */
-    size_t bps = cf_dtype_size(cog->dtype);
-    cf_warp_cost cost;
-    cost.src_bits = 8.0 * bps * nb + (proto.has_nodata ? nb : 0) +
-                    (t->mask_of_level[level] >= 0 ? 1 : 0);
-    cost.dst_bits = 8.0 * bps * nb + (out.has_nodata ? nb : 0);
-    cost.memory = 64.0 * 1024 * 1024;
-    cf_warp_chunk *chunks = NULL;
-    size_t nchunks = 0;
-    st = cf__warp_chunks(w, &rq, &cost, &chunks, &nchunks, err);
-    for (size_t k = 0; !st && k < nchunks; k++) {
-        const cf_warp_req *c = &chunks[k].rq;
-        cf_warp_dst part = out;
-        part.data = (uint8_t *)dst + ((size_t)c->ty * grid->width + (size_t)c->tx) * bps;
-        part.row_stride = grid->width;
-        st = read_chunk(cog, w, &chunks[k], bands, nb, &proto, &part, err);
-    }
-    free(chunks);
-    cf__warp_free(w);
-    cf__xform_free(xf);
+    o->level_used = pl.level;
+    cf__grid_fill(dst, (size_t)nb * grid->width * grid->height, cog->dtype, pl.fill);
+    for (size_t k = 0; !st && k < pl.n; k++)
+        st = read_chunk(cog, &pl, k, bands, nb, dst, grid->width, err);
+    cf__grid_plan_free(&pl);
     return st;
 }

@@ -8,6 +8,7 @@ copying.
 
 import json
 import os
+import warnings
 
 from . import _cogfeed
 
@@ -45,15 +46,79 @@ def _paths(x, what):
         raise TypeError("%s: expected a path or a sequence of paths" % what)
 
 
-def _positive(v, what, none_ok=False):
-    """int(v), refused unless >= 1 (the C side takes unsigned values, where
-    -5 would wrap to a huge size or stride)."""
-    if v is None and none_ok:
-        return 0
-    i = int(v)
-    if i < 1:
-        raise ValueError("%s must be >= 1, not %r" % (what, v))
-    return i
+def _int0(v):
+    """None as 0 (the C side's "default"); anything else as an int, checked
+    by the C side."""
+    return 0 if v is None else int(v)
+
+
+_RESAMPLING = ("nearest", "bilinear", "cubic", "average", "mode")
+
+
+def _kernel(name, what):
+    n = "nearest" if name == "near" else str(name)
+    if n not in _RESAMPLING:
+        raise ValueError("%s: resampling %r is not one of %s" % (
+            what, name, ", ".join(_RESAMPLING)))
+    return n
+
+
+def _resampling(rs, nlayers):
+    """(image, mask, [layer, ...]) kernels from resampling= (a name for
+    the images and layers, or a dict with "image", "mask", "layers")."""
+    image, mask, layers = "bilinear", "nearest", None
+    if isinstance(rs, dict):
+        unknown = set(rs) - {"image", "mask", "layers"}
+        if unknown:
+            raise ValueError("resampling: unknown keys %s (use image, mask, "
+                             "layers)" % ", ".join(sorted(unknown)))
+        image = _kernel(rs.get("image", image), "resampling['image']")
+        mask = _kernel(rs.get("mask", mask), "resampling['mask']")
+        ly = rs.get("layers", image)
+        if isinstance(ly, str):
+            layers = [_kernel(ly, "resampling['layers']")] * nlayers
+        else:
+            layers = [_kernel(x, "resampling['layers']") for x in ly]
+            if len(layers) != nlayers:
+                raise ValueError("resampling['layers']: %d kernels for %d "
+                                 "layers" % (len(layers), nlayers))
+    elif rs is not None:
+        image = _kernel(rs, "resampling")
+    return image, mask, layers
+
+
+def _target(grid):
+    """grid= as (Grid or None, grid_crs or None, (xres, yres))."""
+    from .grid import Grid
+    if grid is None:
+        return None, None, (0.0, 0.0)
+    if isinstance(grid, Grid):
+        return grid, None, (0.0, 0.0)
+    if isinstance(grid, (str, bytes, os.PathLike)):
+        return Grid.like(os.fspath(grid)), None, (0.0, 0.0)
+    if not isinstance(grid, dict):
+        raise TypeError("grid: a cogfeed.Grid, a file to take the grid of, "
+                        "or a dict (crs, res, optional bounds; or like)")
+    unknown = set(grid) - {"crs", "res", "bounds", "like"}
+    if unknown:
+        raise ValueError("grid: unknown keys %s (use crs, res, bounds, like)"
+                         % ", ".join(sorted(unknown)))
+    if "like" in grid:
+        if set(grid) != {"like"}:
+            raise ValueError("grid: 'like' takes no other keys")
+        return Grid.like(grid["like"]), None, (0.0, 0.0)
+    if "crs" not in grid or "res" not in grid:
+        raise ValueError("grid: a dict needs crs and res (and optionally "
+                         "bounds), or like")
+    res = grid["res"]
+    xres, yres = (res, res) if not hasattr(res, "__len__") else res
+    if grid.get("bounds") is not None:
+        return Grid.from_bounds(grid["crs"], grid["bounds"], (xres, yres)), \
+            None, (0.0, 0.0)
+    from ._cogfeed import CRS
+    crs = grid["crs"] if isinstance(grid["crs"], CRS) else CRS(grid["crs"])
+    return None, crs, (float(xres), float(yres))
+
 
 
 class Loader:
@@ -62,8 +127,18 @@ class Loader:
     Each batch is a dict: ``"image"`` of shape (B, C, H, W) (or
     (B, T, C, H, W) with time series), ``"mask"`` of shape (B, 1, H, W) when
     masks are given, ``"windows"`` a list of (file_index, x, y, w, h) in
-    pixels of the chosen level, ``"augment"`` the flip/rotation code of each
-    sample (see below), ``"index"`` the batch number and ``"epoch"``.
+    pixels of the chosen level (of the target grid when ``grid`` is set),
+    ``"grid"`` the cogfeed.Grid of each sample's patch (where it lies, before
+    augmentation, so that predictions can be written back; None for an
+    image without georeferencing), ``"augment"`` the flip/rotation code of
+    each sample (see below), ``"index"`` the batch number and ``"epoch"``.
+
+    Every input of a sample (each time step, each layer, the mask) is read
+    onto the sample's target grid: by default the image's own grid; see
+    ``grid``.  An input on that grid up to a whole-pixel shift is read as
+    it is; one at another resolution or origin is resampled (the overview
+    GDAL would pick when coarser); one in another CRS is reprojected
+    (``reproject``).  docs/loader.md, "Grids".
 
     The arrays VIEW the loader's ring memory without copying: they are valid
     until the next batch is taken (or ``copy=True``).  Iterating runs to the
@@ -75,8 +150,8 @@ class Loader:
         images: a path/URL or a list of them (local, file://, http(s)://,
             s3://, az://, gs://); for time series, a list of lists of T
             aligned scenes each.
-        masks: one mask per image file, aligned pixel for pixel (size and
-            geotransform are checked), or None.
+        masks: one mask per image file (read onto the sample's grid like
+            every input), or None.
         patch_size: side of the square patches in pixels (default 256).
         batch_size: patches per batch (default 32).
         sampler: "random" (uniform windows anywhere), "blocked" (each patch
@@ -91,7 +166,7 @@ class Loader:
             area).
         bands: 1-based image bands to read (default: all).
         level: overview level (0 = full resolution).
-        stride: grid sampler step in pixels, >= 1 (default patch_size;
+        stride: grid sampler step in pixels (default None or 0: patch_size;
             smaller overlaps, larger leaves gaps; the last row/column is
             moved back to end at the edge).
         epoch: epoch to start with (default 0).
@@ -124,8 +199,11 @@ class Loader:
         decode_threads: reader threads; each reads and decodes one patch at
             a time (default: 2 x cores + 2 for local files; for remote 128,
             or 32 per core where that is more; capped by inflight_bytes).
-        max_inflight: patches read at once (default None: adaptive, raised
-            while CPU cores sit idle, lowered on retries).
+        concurrency: patches read at once (default None: adaptive, raised
+            while CPU cores sit idle, lowered on retries); stats()
+            ["concurrency"] says where it stands.  (Its old name
+            max_inflight still works, with a DeprecationWarning: IO's
+            max_inflight counts requests, not patches.)
         inflight_bytes: memory budget of the patches being read: reader
             scratch, compressed tiles in flight and decode scratch all come
             out of it, and readers wait for room (default None: 256 MiB, or
@@ -141,9 +219,32 @@ class Loader:
             remote files with no request in the next run), max_open_files
             (local files open at once; default a quarter of ulimit -n),
             hedge_after_ms (a slow request is sent again; -1: never).
-            Default: IO's defaults.  With adaptive max_inflight, the loader resizes the
-            loops' own max_inflight as it goes (remote files).
+            Default: IO's defaults.  With adaptive concurrency, the loader
+            resizes the loops' max_inflight (requests) as it goes (remote
+            files).
         copy: give each batch its own arrays instead of ring views.
+        grid: the target grid of the samples (default None: each image's
+            own grid at ``level``): a cogfeed.Grid (one grid for every
+            image file; the sampler draws windows of it), a path or URL
+            (the grid of that file), ``{"like": path}``, ``{"crs": ...,
+            "res": r or (xres, yres), "bounds": (xmin, ymin, xmax, ymax)}``
+            (one grid), or ``{"crs": ..., "res": ...}`` (each image's
+            footprint in that CRS at that resolution, snapped to multiples
+            of it: gdalwarp -t_srs -tr -tap).
+        resampling: kernel of the inputs read onto the grid: "nearest",
+            "bilinear" (default), "cubic", "average" or "mode", for the
+            images and layers; or a dict {"image": ..., "layers": name or
+            one per layer, "mask": ...}.  Masks use "nearest" unless given
+            (use "mode" for labels read onto a coarser grid).  Computed as
+            GDAL's warper computes them (nodata never contributes).
+        reproject: read inputs in another CRS than the grid reprojected
+            (default True); False refuses them, naming both CRSs.
+        ungeoreferenced: inputs without georeferencing (no geotransform,
+            or no CRS while the grid has one), and stacks on an image
+            without one, are refused (default False); True reads such an
+            input pixel for pixel when its size equals the grid's.
+        error_threshold: reprojection error bound in source pixels
+            (default 0.125, gdalwarp's -et); 0 transforms every pixel.
     """
 
     def __init__(self, images, masks=None, patch_size=256, batch_size=32,
@@ -152,9 +253,11 @@ class Loader:
                  world_size=1, epoch_length=None, drop_last=False,
                  flip=False, rot90=False, dtype="raw", scale_offset=True,
                  mean=None, std=None, skip_errors=False, prefetch=None,
-                 decode_threads=None, max_inflight=None,
+                 decode_threads=None, concurrency=None,
                  inflight_bytes=None, cache_bytes=256 * _MiB,
-                 io_options=None, copy=False, skip_limit=0.5):
+                 io_options=None, copy=False, skip_limit=0.5,
+                 max_inflight=None, grid=None, resampling="bilinear",
+                 reproject=True, ungeoreferenced=False, error_threshold=0.125):
         if isinstance(images, (str, bytes, os.PathLike)):
             images = [images]
         images = list(images)
@@ -175,16 +278,7 @@ class Loader:
         nfiles = len(flat) // t
         if weights is not None:
             weights = list(weights)
-            if len(weights) != nfiles:
-                raise ValueError("weights: %d values for %d image files"
-                                 % (len(weights), nfiles))
-        if int(level) < 0:
-            raise ValueError("level must be >= 0 (0: full resolution), not %r"
-                             % (level,))
         masks_l = None if masks is None else _paths(masks, "masks")
-        if masks_l is not None and len(masks_l) != nfiles:
-            raise ValueError("%d masks for %d image files" % (len(masks_l),
-                                                             nfiles))
         nlayers = 0
         lay = None
         if layers is not None:
@@ -197,34 +291,47 @@ class Loader:
                 raise ValueError("layers: every file needs the same layers")
             lay = [p for x in per for p in x]
         f32 = _is_float32(dtype)
-        if max_inflight in (None, "auto", "adaptive", 0):
-            max_inflight = 0
+        if max_inflight is not None:
+            warnings.warn("Loader(max_inflight=...) is now concurrency=... "
+                          "(patches read at once; IO's max_inflight counts "
+                          "requests)", DeprecationWarning, stacklevel=2)
+            if concurrency is None:
+                concurrency = max_inflight
+        if concurrency in ("auto", "adaptive"):
+            concurrency = None
+        # Values are passed through: the C side checks every range (one
+        # table, lib/pipeline/loader_options.h).
+        rs_image, rs_mask, rs_layers = _resampling(resampling, nlayers)
+        tgrid, tcrs, tres = _target(grid)
         self._kw = dict(
             images=flat, masks=masks_l, layers=lay, nlayers=nlayers,
             time_steps=t,
             weights=None if weights is None else [float(w) for w in weights],
             bands=None if bands is None else [int(b) for b in bands],
-            level=int(level), patch_size=_positive(patch_size, "patch_size"),
-            batch_size=_positive(batch_size, "batch_size"),
-            sampler=str(sampler),
-            stride=_positive(stride, "stride", none_ok=True),
-            seed=int(seed), epoch=int(epoch),
+            level=int(level), patch_size=int(patch_size),
+            batch_size=int(batch_size), sampler=str(sampler),
+            stride=_int0(stride), seed=int(seed), epoch=int(epoch),
             rank=int(rank), world_size=int(world_size),
-            epoch_length=int(epoch_length or 0), drop_last=bool(drop_last),
+            epoch_length=_int0(epoch_length), drop_last=bool(drop_last),
             flip=bool(flip), rot90=bool(rot90), float32=f32,
-            scale_offset=bool(scale_offset),
+            apply_scale_offset=bool(scale_offset),
             mean=None if mean is None else [float(m) for m in mean],
             std=None if std is None else [float(s) for s in std],
             skip_errors=bool(skip_errors), skip_limit=float(skip_limit),
-            prefetch=int(prefetch or 0),
-            threads=int(decode_threads or 0), max_inflight=int(max_inflight),
-            inflight_bytes=int(inflight_bytes or 0),
+            prefetch=_int0(prefetch), threads=_int0(decode_threads),
+            concurrency=_int0(concurrency),
+            inflight_bytes=_int0(inflight_bytes),
             cache_bytes=int(cache_bytes),
-            io_options=None if io_options is None else dict(io_options))
+            io_options=None if io_options is None else dict(io_options),
+            grid=tgrid, grid_crs=tcrs, grid_res=tres, resampling=rs_image,
+            mask_resampling=rs_mask, layer_resampling=rs_layers,
+            reproject=bool(reproject), ungeoreferenced=bool(ungeoreferenced),
+            error_threshold=float(error_threshold))
         self._ld = _cogfeed._Loader(**self._kw)
         self._layout = self._ld.layout()
         self._copy = bool(copy)
         self._time_series = t > 1
+        self._origins = {}
 
     # -- construction from a config ------------------------------------
 
@@ -269,10 +376,27 @@ class Loader:
             image = image.copy()
             mask = None if mask is None else mask.copy()
         batch = {"image": image, "windows": windows, "augment": augs,
+                 "grid": [self._grid_of(w) for w in windows],
                  "index": index, "epoch": self._ld.position()[0]}
         if mask is not None:
             batch["mask"] = mask
         return batch
+
+    def _grid_of(self, window):
+        f, x, y, w, h = window
+        g = self._origins.get(f, False)
+        if g is False:
+            r = self._ld.window_grid(f, 0, 0, 1, 1)
+            from .grid import Grid
+            g = None if r is None else Grid(r[0], geotransform=r[1],
+                                            width=1, height=1)
+            self._origins[f] = g
+        return None if g is None else g.window(x, y, w, h)
+
+    def grid(self, window):
+        """The cogfeed.Grid of a window (file, x, y, w, h) of this loader
+        (as in batch["windows"]): where that patch lies."""
+        return self._grid_of(tuple(window))
 
     def __len__(self):
         """Batches of this rank per epoch."""
@@ -306,8 +430,13 @@ class Loader:
         import hashlib
         k = self._kw
         h = hashlib.sha256()
-        for part in (k["images"], k["masks"] or [], k["layers"] or [],
-                     k["weights"] or [], [k["time_steps"]]):
+        parts = [k["images"], k["masks"] or [], k["layers"] or [],
+                 k["weights"] or [], [k["time_steps"]]]
+        if k["grid"] is not None or k["grid_crs"] is not None:
+            # (only then: states of loaders on their images' grids keep
+            # their digest)
+            parts.append([k["grid"], k["grid_crs"], k["grid_res"]])
+        for part in parts:
             h.update(json.dumps([str(x) for x in part]).encode())
         st = dict((key, k[key]) for key in self._STREAM_KEYS)
         st["files"] = h.hexdigest()[:16]

@@ -26,7 +26,21 @@ from multiprocessing import context as _mp_context
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from .grid import Grid
 from .loader import Loader
+
+try:
+    # A batch's "grid" is a list of cogfeed.Grid: torch's default_collate
+    # (a DataLoader given a batch_size, which is warned about) keeps them
+    # as lists instead of failing on an unknown type.
+    from torch.utils.data._utils.collate import default_collate_fn_map
+
+    def _collate_grids(batch, *, collate_fn_map=None):
+        return list(batch)
+
+    default_collate_fn_map.setdefault(Grid, _collate_grids)
+except ImportError:  # older torch: no extensible collate
+    pass
 
 
 def _dist_rank_world():
@@ -71,7 +85,8 @@ class CogDataset(IterableDataset):
 
     Each item is a dict: ``"image"`` (B, C, H, W) (or (B, T, C, H, W)),
     ``"mask"`` (B, 1, H, W) when masks are given, ``"windows"``,
-    ``"augment"``, ``"index"``, ``"epoch"`` as in cogfeed.Loader.
+    ``"grid"`` (each sample's cogfeed.Grid), ``"augment"``, ``"index"``,
+    ``"epoch"`` as in cogfeed.Loader.
 
     Sharding is automatic: the shard of a DataLoader worker w of W in
     process rank r of R (rank/world size from torch.distributed when
@@ -102,7 +117,7 @@ class CogDataset(IterableDataset):
         epoch: first epoch (default 0); see set_epoch.
         **loader_kwargs: any other cogfeed.Loader argument (patch_size,
             batch_size, sampler, seed, flip, rot90, dtype, mean, std,
-            skip_errors, prefetch, max_inflight, ...); rank and world_size
+            skip_errors, prefetch, concurrency, ...); rank and world_size
             are set from the DataLoader and torch.distributed.
     """
 
@@ -373,6 +388,7 @@ class CogDataset(IterableDataset):
                     return
                 out = {"image": _tensor(b["image"]),
                        "windows": b["windows"], "augment": b["augment"],
+                       "grid": b["grid"],
                        "index": b["index"], "epoch": b["epoch"]}
                 if "mask" in b:
                     out["mask"] = _tensor(b["mask"])

@@ -228,8 +228,12 @@ def test_float32_scale_and_normalisation(data):
             want = (raw - np.array(mean, np.float32)[:, None, None]) / \
                 np.array(std, np.float32)[:, None, None]
             np.testing.assert_allclose(batch["image"][i], want, rtol=1e-6)
-    with pytest.raises(ValueError, match="one value per output channel"):
+    # Checked in C (the length of mean / std against the channels).
+    with pytest.raises(cogfeed.Error, match="one value per output channel"):
         cogfeed.Loader(data["images"][:1], dtype="float32", mean=[1.0])
+    with pytest.raises(cogfeed.Error, match=r"channel \(3\), not 3 / 4"):
+        cogfeed.Loader(data["images"][:1], dtype="float32",
+                       mean=[1.0, 2.0, 3.0], std=[1.0] * 4)
     with pytest.raises(cogfeed.Error, match="float32"):
         cogfeed.Loader(data["images"][:1], mean=[1.0, 2.0, 3.0])
 
@@ -337,14 +341,31 @@ def test_long_time_series_reads_in_groups(tmp_path, dtype):
     assert n == 8
 
 
-def test_misaligned_mask_is_a_clear_error(tmp_path, data):
+def test_misaligned_mask_is_read_onto_the_image_grid(tmp_path, data):
+    """A mask 1 px (10 m) east of its image, and one of another size on
+    the same grid, are read where they lie on the image's grid (old code:
+    refused as "not aligned"); outside them the mask is 0 (no nodata)."""
     other = make_cog(os.path.join(str(tmp_path), "shifted.tif"),
                      expected(300, 260, 0, 0, 1),
                      gt=(500010, 10, 0, 4100000, 0, -10))
-    with pytest.raises(cogfeed.Error, match="shifted.tif.*not aligned"):
-        cogfeed.Loader(data["images"][:1], masks=[other])
-    with pytest.raises(cogfeed.Error, match="not aligned.*size"):
-        cogfeed.Loader(data["images"][:1], masks=[data["masks"][1]])
+    smaller = data["masks"][1]  # 200 x 330, same origin as image a
+    for mask, x0, (mw, mh) in ((other, -1, (300, 260)), (smaller, 0, (200, 330))):
+        with cogfeed.Loader(data["images"][:1], masks=[mask], patch_size=32,
+                            batch_size=8, sampler="grid") as ld:
+            n = 0
+            for batch in ld:
+                for i, (f, x, y, w, h) in enumerate(batch["windows"]):
+                    yy, xx = np.mgrid[y:y + h, x:x + w]
+                    mx = xx + x0
+                    inside = (mx >= 0) & (mx < mw) & (yy < mh)
+                    src = expected(mw, mh, 0, 0, 1)[0]
+                    if mask is smaller:
+                        src = (expected(mw, mh, 1000, 0, 1)[0] & 0xFF)
+                    want = np.where(inside, src[np.clip(yy, 0, mh - 1),
+                                                np.clip(mx, 0, mw - 1)], 0)
+                    np.testing.assert_array_equal(batch["mask"][i, 0], want)
+                    n += 1
+            assert n == len(ld) * 8 or n > 0
     with pytest.raises(ValueError, match="masks"):
         cogfeed.Loader(data["images"], masks=data["masks"][:1])
 
@@ -442,10 +463,17 @@ def test_copy_gives_independent_arrays(data):
 
 def test_fixed_inflight_and_stats(data):
     ld = cogfeed.Loader(data["images"], data["masks"], patch_size=32,
-                        batch_size=4, max_inflight=2, epoch_length=16)
+                        batch_size=4, concurrency=2, epoch_length=16)
     n = sum(len(b["windows"]) for b in ld)
     st = ld.stats()
     assert n == 16 and st["samples"] == 16 and st["concurrency"] == 2
+    # The old name of concurrency still works, and says it is old.
+    with pytest.warns(DeprecationWarning, match="concurrency"):
+        old = cogfeed.Loader(data["images"], patch_size=32, batch_size=4,
+                             max_inflight=3, epoch_length=8)
+    next(iter(old))
+    assert old.stats()["concurrency"] == 3
+    old.close()
     for k in ("bytes_fetched", "bytes_decoded", "bytes_delivered", "requests",
               "retries", "io_inflight", "cache_hit_rate", "wait_s",
               "read_busy_s", "convert_busy_s"):
@@ -494,7 +522,7 @@ def test_tile_shuffle_reuses_decoded_tiles(data):
 def test_from_config(tmp_path, data):
     cfg = {"images": data["images"], "masks": data["masks"],
            "patch_size": 32, "batch_size": 4, "sampler": "blocked",
-           "max_inflight": None, "decode_threads": 2, "cache_bytes": 1 << 24,
+           "concurrency": None, "decode_threads": 2, "cache_bytes": 1 << 24,
            "dtype": "float32", "prefetch": 2, "seed": 1,
            "variant": "/somewhere/lerc_zstd_512"}
     p = tmp_path / "best.json"
@@ -601,15 +629,23 @@ def test_bad_arguments(data):
     assert e.value.code == 10  # CF_E_NOTFOUND
     with pytest.raises(cogfeed.Error, match="\\.\\.\\.\u00e9+/x.tif"):
         cogfeed.Loader(["/nonexistent/a" + "\u00e9" * 150 + "/x.tif"])
-    # Sizes and steps below 1 are refused (the C side takes unsigned
-    # values: a stride of -5 used to wrap to a huge one and skip pixels).
-    for kw in (dict(stride=-5), dict(stride=0), dict(patch_size=-1),
-               dict(batch_size=0)):
-        with pytest.raises(ValueError, match="must be >= 1"):
+    # Values out of range are refused by the C side's one table, before
+    # they are narrowed (unsigned fields: a stride of -5 used to wrap to a
+    # huge one and skip pixels).
+    for kw, msg in ((dict(stride=-5), "stride -5 not in"),
+                    (dict(patch_size=-1), "patch_size -1 not in"),
+                    (dict(batch_size=0), "batch_size 0 not in"),
+                    (dict(prefetch=65), "prefetch 65 not in"),
+                    (dict(inflight_bytes=-1), "inflight_bytes -1 not in"),
+                    (dict(decode_threads=5000), "threads 5000 not in"),
+                    (dict(concurrency=-2), "concurrency -2 not in"),
+                    (dict(skip_limit=1.5), "skip_limit 1.5 not in"),
+                    (dict(error_threshold=-1), "error_threshold -1 not in")):
+        with pytest.raises(ValueError, match=msg):
             cogfeed.Loader(data["images"], sampler="grid", **kw)
     with pytest.raises(ValueError, match="weights: 1 values for 2 image"):
         cogfeed.Loader(data["images"], weights=[1.0])
-    with pytest.raises(ValueError, match="level must be >= 0"):
+    with pytest.raises(ValueError, match="level -1 not in .*full resolution"):
         cogfeed.Loader(data["images"], level=-1)
     # A level the files lack: named once, with the levels they have.
     with pytest.raises(cogfeed.Error) as e:
@@ -627,8 +663,12 @@ def test_masks_and_layers_need_the_overviews(tmp_path):
     gdal_write(ip, img[:1], "COG", BLOCKSIZE=128, OVERVIEWS="AUTO",
                OVERVIEW_COUNT=2)
     mp = make_cog(tmp_path / "m.tif", (img[:1] & 0xFF).astype(np.uint8), 128)
-    with pytest.raises(cogfeed.Error) as e:
+    with pytest.raises(cogfeed.Error, match="no georeferencing"):
         cogfeed.Loader([ip], [mp], patch_size=32, level=1)
+    # Read pixel for pixel (the image has no geotransform), the mask needs
+    # the level.
+    with pytest.raises(cogfeed.Error) as e:
+        cogfeed.Loader([ip], [mp], patch_size=32, level=1, ungeoreferenced=True)
     msg = str(e.value)
     assert "m.tif: level 1 does not exist: the file has no overviews" in msg
     assert "a mask needs the overviews its image has" in msg, msg
@@ -645,9 +685,25 @@ def test_masks_and_layers_need_the_overviews(tmp_path):
     gdal_write(om, odd, "GTiff", gt, TILED="YES")
     with rasterio.open(om, "r+") as ds:
         ds.build_overviews([2], rasterio.enums.Resampling.nearest)
+    # Georeferenced, the mask is read onto the image's level-1 grid (the
+    # overview GDAL picks), as cog.read(grid=...) reads it.
+    with cogfeed.Loader([oi], [om], patch_size=32, level=1, batch_size=4,
+                        sampler="grid") as ld:
+        b = next(iter(ld))
+        with cogfeed.open(om) as c:
+            for i in range(len(b["windows"])):
+                exp = c.read(grid=b["grid"][i], resampling="nearest")
+                np.testing.assert_array_equal(b["mask"][i], exp)
+    # Pixel for pixel (ungeoreferenced), the sizes must agree: the message
+    # says at which level.
+    om2 = str(tmp_path / "om2.tif")
+    gdal_write(om2, odd, "GTiff", None, TILED="YES")
+    with rasterio.open(om2, "r+") as ds:
+        ds.build_overviews([2], rasterio.enums.Resampling.nearest)
     with pytest.raises(cogfeed.Error) as e:
-        cogfeed.Loader([oi], [om], patch_size=32, level=1)
-    assert ("size 500x389 vs 500x388; at level 1 (overviews made by "
+        cogfeed.Loader([oi], [om2], patch_size=32, level=1, ungeoreferenced=True)
+    assert ("size 500x389 vs 500x388, and without georeferencing only the "
+            "size can place it; at level 1 (overviews made by "
             "different tools") in str(e.value), str(e.value)
 
 

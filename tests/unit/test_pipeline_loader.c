@@ -38,6 +38,10 @@ static void entry(FILE *f, uint16_t tag, uint16_t type, uint32_t n,
 /* A little-endian tiled TIFF: spp 2 x uint16 (image) or spp 1 x uint8
  * (mask); tile `bad_tile` (if >= 0) points past the end of the file;
  * tiles DEFLATE-compressed (zlib, compression 8) when `deflate`. */
+/* With geo_res > 0, write_tiff_ex adds a geotransform: pixel size
+ * geo_res, top-left corner (geo_x0, geo_y0), no CRS. */
+static double geo_res, geo_x0, geo_y0;
+
 static void write_tiff_ex(const char *path, uint32_t W, uint32_t H, uint32_t T,
                           int mask, int bad_tile, int deflate) {
     FILE *f = fopen(path, "wb");
@@ -47,9 +51,11 @@ static void write_tiff_ex(const char *path, uint32_t W, uint32_t H, uint32_t T,
     }
     uint32_t spp = mask ? 1 : 2, bps = mask ? 8 : 16, es = bps / 8;
     uint32_t ta = (W + T - 1) / T, td = (H + T - 1) / T, n = ta * td;
-    uint32_t ntags = mask ? 12 : 13;
+    const int geo = geo_res > 0;
+    uint32_t ntags = (mask ? 12 : 13) + (geo ? 2 : 0);
     uint32_t ifd = 8, arrays = ifd + 2 + ntags * 12 + 4;
-    uint32_t data = arrays + 8 * n;
+    uint32_t doubles = arrays + 8 * n; /* 9 doubles of the geotransform */
+    uint32_t data = doubles + (geo ? 72 : 0);
     uint32_t tile_bytes = T * T * spp * es;
     /* The tiles first (their sizes go into the header). */
     uint8_t *raw = malloc(tile_bytes);
@@ -99,6 +105,10 @@ static void write_tiff_ex(const char *path, uint32_t W, uint32_t H, uint32_t T,
     entry(f, 325, 4, n, arrays + 4 * n);
     if (!mask) entry(f, 338, 3, 1, 0);
     entry(f, 339, 3, spp, spp == 1 ? 1 : (1 | 1 << 16));
+    if (geo) {
+        entry(f, 33550, 12, 3, doubles);
+        entry(f, 33922, 12, 6, doubles + 24);
+    }
     put32(f, 0);
     uint32_t at = data, total = 0;
     for (uint32_t i = 0; i < n; i++) total += len[i];
@@ -107,6 +117,10 @@ static void write_tiff_ex(const char *path, uint32_t W, uint32_t H, uint32_t T,
         at += len[i];
     }
     for (uint32_t i = 0; i < n; i++) put32(f, len[i]);
+    if (geo) {
+        double d[9] = {geo_res, geo_res, 0, 0, 0, 0, geo_x0, geo_y0, 0};
+        fwrite(d, sizeof d, 1, f);
+    }
     for (uint32_t t = 0; t < n; t++) fwrite(tiles + (size_t)t * cap, 1, len[t], f);
     fclose(f);
     libdeflate_free_compressor(z);
@@ -160,6 +174,7 @@ static void base_options(cf_loader_options *o, const char **imgs,
     cf_loader_options_init(o);
     o->images = imgs;
     o->masks = msks;
+    o->ungeoreferenced = 1; /* these test files have no geotransform */
     o->nfiles = 2;
     o->patch_size = 24;
     o->batch_size = 5;
@@ -394,6 +409,7 @@ static void test_bad_tile(int skip) {
     cf_loader_options_init(&o);
     o.images = imgs;
     o.masks = msks;
+    o.ungeoreferenced = 1;
     o.nfiles = 2;
     o.patch_size = 32;
     o.batch_size = 4;
@@ -581,8 +597,27 @@ static void test_misaligned(void) {
     o.nfiles = 1;
     cf_loader *ld;
     cf_error e;
+    /* Neither file is georeferenced: refused unless asked for, and then
+     * only when the sizes agree. */
     CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG);
-    CHECK(strstr(e.msg, "not aligned") && strstr(e.msg, "b_mask.tif"));
+    CHECK(strstr(e.msg, "not aligned") && strstr(e.msg, "b_mask.tif") &&
+          strstr(e.msg, "georeferencing"));
+    const char *same[] = {msk_a};
+    o.masks = same;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG && strstr(e.msg, "a_mask.tif"));
+    o.ungeoreferenced = 1;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+    /* Its patches have no grid to say where they are. */
+    cf_window win;
+    memset(&win, 0, sizeof win);
+    win.w = win.h = 8;
+    cf_grid g;
+    CHECK(cf_loader_window_grid(ld, &win, &g, &e) == CF_E_STATE &&
+          strstr(e.msg, "georeferencing"));
+    cf_loader_free(ld);
+    o.masks = msks;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG);
+    CHECK(strstr(e.msg, "not aligned") && strstr(e.msg, "b_mask.tif") && strstr(e.msg, "size"));
     /* A missing file names itself. */
     const char *missing[] = {"/nonexistent/x.tif"};
     o.images = missing;
@@ -616,6 +651,84 @@ static void test_misaligned(void) {
     CHECK(strstr(e.msg, "gone_1.tif: cannot open") != NULL);
 }
 
+/* A stack on one grid from files on others: a layer at twice the pixel
+ * size and one shifted by half a pixel (resampled, bilinear), a mask
+ * shifted by whole pixels (read as it is).  Every patch equals
+ * cf_cog_read_grid of each input onto the patch's grid; many readers at
+ * once share the decoded tiles of the coarse layer (the chunk cache). */
+static void test_grids(void) {
+    char img[600], coarse[600], half[600], msk[600];
+    snprintf(img, sizeof img, "%s/g_img.tif", dir);
+    snprintf(coarse, sizeof coarse, "%s/g_coarse.tif", dir);
+    snprintf(half, sizeof half, "%s/g_half.tif", dir);
+    snprintf(msk, sizeof msk, "%s/g_mask.tif", dir);
+    geo_x0 = 1000, geo_y0 = 5000, geo_res = 10;
+    write_tiff_ex(img, 160, 128, 32, 0, -1, 1);
+    geo_res = 20;
+    write_tiff_ex(coarse, 90, 70, 32, 0, -1, 1);
+    geo_x0 = 1005, geo_res = 10;
+    write_tiff_ex(half, 160, 128, 32, 0, -1, 0);
+    geo_x0 = 1030, geo_y0 = 4980;
+    write_tiff_ex(msk, 150, 120, 32, 1, -1, 0);
+    geo_res = 0;
+    const char *imgs[] = {img}, *msks[] = {msk}, *lays[] = {coarse, half};
+    cf_loader_options o;
+    cf_loader_options_init(&o);
+    CHECK(o.resampling == CF_RS_BILINEAR && o.mask_resampling == CF_RS_NEAREST && o.reproject);
+    o.images = imgs;
+    o.masks = msks;
+    o.layers = lays;
+    o.nlayers = 2;
+    o.nfiles = 1;
+    o.patch_size = 24;
+    o.batch_size = 4;
+    o.sampler = CF_SAMPLER_RANDOM;
+    o.epoch_length = 48;
+    o.max_inflight = 6;
+    o.seed = 5;
+    cf_loader *ld;
+    cf_error e;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+    if (!ld) return;
+    cf_cog *cogs[4];
+    const char *paths[4] = {img, coarse, half, msk};
+    for (int k = 0; k < 4; k++) CHECK(cf_cog_open(NULL, paths[k], &cogs[k], &e) == CF_OK);
+    uint16_t want[2 * 24 * 24];
+    uint8_t wmask[24 * 24];
+    cf_batch b;
+    int n = 0, differ = 0;
+    while (cf_loader_next(ld, &b, &e) == CF_OK) {
+        for (uint32_t i = 0; i < b.n; i++, n++) {
+            cf_grid g;
+            CHECK(cf_loader_window_grid(ld, &b.windows[i], &g, &e) == CF_OK);
+            const uint16_t *got = (const uint16_t *)b.image + (size_t)i * 6 * 24 * 24;
+            for (int k = 0; k < 3; k++) {
+                cf_warp_options wo;
+                cf_warp_options_init(&wo);
+                wo.resampling = CF_RS_BILINEAR;
+                CHECK(cf_cog_read_grid(cogs[k], &g, NULL, 0, &wo, want, sizeof want, &e) ==
+                      CF_OK);
+                differ += memcmp(got + (size_t)k * 2 * 24 * 24, want, sizeof want) != 0;
+            }
+            CHECK(cf_cog_read_grid(cogs[3], &g, NULL, 0, NULL, wmask, sizeof wmask, &e) ==
+                  CF_OK);
+            differ += memcmp((const uint8_t *)b.mask + (size_t)i * 24 * 24, wmask,
+                          sizeof wmask) != 0;
+        }
+        cf_loader_release(ld, &b);
+    }
+    CHECK(n == 48 && differ == 0);
+    cf_loader_stats st;
+    cf_loader_get_stats(ld, &st);
+    CHECK(st.cache_hits > 0);
+    for (int k = 0; k < 4; k++) cf_cog_close(cogs[k]);
+    cf_loader_free(ld);
+    /* The same files without reprojection allowed still load (one CRS). */
+    o.reproject = 0;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+    cf_loader_free(ld);
+}
+
 static void test_float_normalise(void) {
     const char *imgs[] = {img_a};
     float mean[2] = {100, 200}, sd[2] = {2, 4};
@@ -644,6 +757,18 @@ static void test_float_normalise(void) {
     CHECK(fabsf(v[(2 + 1) * P * P + 2 * P + 3] - want1) < 1e-3f);
     cf_loader_release(ld, &b);
     cf_loader_free(ld);
+    /* With their lengths given, they must match the 2 channels. */
+    o.nmean = o.nstd = 2;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+    cf_loader_free(ld);
+    o.nmean = 3;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG &&
+          strstr(e.msg, "one value per output channel (2), not 3 / 2"));
+    /* A caller built before nmean / nstd: its struct ends before them, so
+     * whatever lies there is not read (one value per channel, as then). */
+    o.struct_size = offsetof(cf_loader_options, nmean);
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+    cf_loader_free(ld);
 }
 
 int main(void) {
@@ -657,6 +782,7 @@ int main(void) {
     test_bad_tile(0);
     test_bad_tile(1);
     test_misaligned();
+    test_grids();
     test_float_normalise();
     test_budget();
     test_skip_limit();

@@ -233,6 +233,15 @@ def report(r, out=sys.stdout):
         out.write("  %-26s %s\n" % (k, v))
 
 
+class _OldConcurrency(argparse.Action):
+    """--max-inflight: still read, with a note that it is --concurrency."""
+
+    def __call__(self, parser, ns, value, option=None):
+        sys.stderr.write("cogfeed bench: --max-inflight is now --concurrency "
+                         "(patches read at once)\n")
+        setattr(ns, self.dest, value)
+
+
 def add_loader_flags(p):
     p.add_argument("--patch-size", type=int)
     p.add_argument("--batch-size", type=int)
@@ -240,8 +249,11 @@ def add_loader_flags(p):
                    choices=("random", "blocked", "tile-shuffle", "grid"))
     p.add_argument("--seed", type=int)
     p.add_argument("--prefetch", type=int, help="batch slots in flight")
-    p.add_argument("--max-inflight", default=None,
-                   help="concurrent requests, or 'adaptive' (default)")
+    p.add_argument("--concurrency", default=None,
+                   help="patches read at once, or 'adaptive' (default)")
+    # The old name of --concurrency (IO's max_inflight counts requests).
+    p.add_argument("--max-inflight", dest="concurrency",
+                   action=_OldConcurrency, help=argparse.SUPPRESS)
     p.add_argument("--decode-threads", type=int)
     p.add_argument("--cache-bytes", type=int)
     p.add_argument("--dtype", choices=("raw", "float32"))
@@ -251,15 +263,16 @@ def settings_from(a, cfg=None):
     """Loader settings: hard defaults < config file < explicit flags."""
     s = dict(common.LOADER_KEYS)
     for k, v in (cfg or {}).items():
+        k = "concurrency" if k == "max_inflight" else k  # its old name
         if k in s:
             s[k] = v
     for k in common.LOADER_KEYS:
         v = getattr(a, k, None)
         if v is not None:
             s[k] = v
-    if isinstance(s["max_inflight"], str):
-        s["max_inflight"] = None if s["max_inflight"] == "adaptive" \
-            else int(s["max_inflight"])
+    if isinstance(s["concurrency"], str):
+        s["concurrency"] = None if s["concurrency"] == "adaptive" \
+            else int(s["concurrency"])
     return s
 
 

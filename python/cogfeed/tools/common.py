@@ -13,7 +13,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.realpath(__file__)))))
 
 # Loader keyword names a config (best.json) may carry, with the bench
-# defaults.  None means "the loader's own default" (for max_inflight:
+# defaults.  None means "the loader's own default" (for concurrency:
 # adaptive).
 LOADER_KEYS = {
     "patch_size": 256,
@@ -21,7 +21,7 @@ LOADER_KEYS = {
     "sampler": "random",
     "seed": 0,
     "prefetch": None,
-    "max_inflight": None,
+    "concurrency": None,
     "decode_threads": None,
     "cache_bytes": None,
     "dtype": "raw",

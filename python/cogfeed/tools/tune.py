@@ -2,7 +2,7 @@
 
 The search space is the paper's: the dataset variants found in a folder
 (convert's layout, DIR/<compress>_<tile>/{images,masks}), patch size and
-sampler, plus cogfeed's own knobs: max_inflight (or adaptive), decode
+sampler, plus cogfeed's own knobs: concurrency (or adaptive), decode
 threads, prefetch depth and the tile cache.  Each trial is a short
 `cogfeed bench` (same code) and its objective is steady-state MB/s.  With
 --serve-latency-ms the whole folder is served once by nginx with that
@@ -29,7 +29,7 @@ from . import bench, common
 # optuna (the experiments extra) is imported where a search runs, so that
 # `cogfeed tune --help` works in any install.
 
-MAX_INFLIGHT = ("adaptive", "4", "16", "64", "256")
+CONCURRENCY = ("adaptive", "4", "16", "64", "256")
 CACHE_MB = (8, 32, 128, 512)
 DECODE_THREADS = ("auto", "2", "8", "32", "64")
 
@@ -192,9 +192,9 @@ def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
                  "batch_size": batch_size, "seed": seed}
             kw = {}
             if loader == "cogfeed":
-                mi = trial.suggest_categorical("max_inflight",
-                                               list(MAX_INFLIGHT))
-                s["max_inflight"] = None if mi == "adaptive" else int(mi)
+                mi = trial.suggest_categorical("concurrency",
+                                               list(CONCURRENCY))
+                s["concurrency"] = None if mi == "adaptive" else int(mi)
                 # cogfeed's reader threads each read and decode one patch
                 # at a time, so with adaptive concurrency they bound the
                 # patches in flight: "auto" (the loader's default: 64 for

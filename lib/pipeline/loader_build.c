@@ -1,0 +1,637 @@
+/*
+ * loader_build.c - making a Loader: its options checked and copied, the
+ * channel layout of its inputs, the sampler over them, the memory budget
+ * (docs/loader.md, "Memory") split between readers, decoding and fetching,
+ * the ring of batch slots; and freeing it all.
+ */
+#include "loader_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+void cf_loader_options_init(cf_loader_options *opt) {
+    memset(opt, 0, sizeof *opt);
+    opt->struct_size = sizeof *opt;
+    opt->sampler = CF_SAMPLER_RANDOM;
+#define X(f, ctype, pytype, fmt, def, lo, hi, hint) opt->f = (ctype)(def);
+    CF__LOADER_SCALARS(X)
+#undef X
+#define X(f, def) opt->f = def;
+    CF__LOADER_KERNELS(X)
+#undef X
+}
+
+/* The scalar options' ranges, from the one table (loader_options.h). */
+static const struct {
+    const char *name;
+    double lo, hi;
+    const char *hint;
+} scalars[CF__LDO_COUNT] = {
+#define X(f, ctype, pytype, fmt, def, lo, hi, hint) {#f, (double)(lo), (double)(hi), hint},
+    CF__LOADER_SCALARS(X)
+#undef X
+};
+
+cf_status cf__loader_check(int id, double v, cf_error *err) {
+    if (id < 0 || id >= CF__LDO_COUNT)
+        return cf__err(err, CF_E_ARG, "loader: unknown option %d", id);
+    if (v >= scalars[id].lo && v <= scalars[id].hi) return CF_OK;
+    /* %.17g prints integers exactly (every integer option fits 2^53 or is
+     * unbounded). */
+    return cf__err(err, CF_E_ARG, "loader: %s %.17g not in [%.17g, %.17g]%s%s%s",
+                   scalars[id].name, v, scalars[id].lo, scalars[id].hi,
+                   scalars[id].hint[0] ? " (" : "", scalars[id].hint,
+                   scalars[id].hint[0] ? ")" : "");
+}
+
+static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
+                              cf_error *err) {
+    size_t n = opt->struct_size < sizeof ld->o ? opt->struct_size
+                                               : sizeof ld->o;
+    cf_loader_options_init(&ld->o);
+    memcpy(&ld->o, opt, n);
+    ld->o.struct_size = sizeof ld->o;
+    cf_loader_options *o = &ld->o;
+    if (!o->images || !o->nfiles)
+        return cf__err(err, CF_E_ARG, "loader: no images");
+    cf_status st;
+#define X(f, ...)                                                                          \
+    if ((st = cf__loader_check(CF__LDO_##f, (double)o->f, err)) != CF_OK) return st;
+    CF__LOADER_SCALARS(X)
+#undef X
+#define X(f, def)                                                                          \
+    if ((unsigned)o->f >= CF_RS_COUNT)                                                     \
+        return cf__err(err, CF_E_ARG, "loader: " #f " %d is no resampling kernel", (int)o->f);
+    CF__LOADER_KERNELS(X)
+#undef X
+    if (o->nlayers && !o->layers)
+        return cf__err(err, CF_E_ARG, "loader: nlayers %d but no layers", o->nlayers);
+    if (o->nfiles > ((size_t)1 << 24))
+        return cf__err(err, CF_E_LIMIT, "loader: %zu files (max %d)",
+                       o->nfiles, 1 << 24);
+    if (o->nmean > CF_MAX_BANDS || o->nstd > CF_MAX_BANDS)
+        return cf__err(err, CF_E_ARG, "loader: %u mean / %u std values (max %d)", o->nmean,
+                       o->nstd, CF_MAX_BANDS);
+    if (o->out_dtype != CF_DT_UNKNOWN && o->out_dtype != CF_DT_F32)
+        return cf__err(err, CF_E_ARG,
+                       "loader: output dtype must be raw or float32");
+    if ((o->mean || o->std) && o->out_dtype != CF_DT_F32)
+        return cf__err(err, CF_E_ARG,
+                       "loader: mean/std normalisation needs float32 output");
+    if (o->nbands < 0 || o->nbands > CF_MAX_BANDS || (o->nbands && !o->bands))
+        return cf__err(err, CF_E_ARG, "loader: nbands %d not in [0, %d]",
+                       o->nbands, CF_MAX_BANDS);
+    /* Copy everything the caller may free after cf_loader_new. */
+    size_t nimg = o->nfiles * (size_t)o->time_steps;
+    ld->nurls = nimg + (o->masks ? o->nfiles : 0) +
+                o->nfiles * (size_t)o->nlayers;
+    ld->urls = cf__calloc(ld->nurls, sizeof *ld->urls);
+    if (!ld->urls) return cf__err(err, CF_E_NOMEM, "loader: url table");
+    for (size_t i = 0; i < ld->nurls; i++) {
+        const char *u;
+        if (i < nimg) u = o->images[i];
+        else if (o->masks && i < nimg + o->nfiles) u = o->masks[i - nimg];
+        else u = o->layers[i - nimg - (o->masks ? o->nfiles : 0)];
+        if (!u) return cf__err(err, CF_E_ARG, "loader: input %zu is NULL", i);
+        ld->urls[i] = cf__strdup(u);
+        if (!ld->urls[i]) return cf__err(err, CF_E_NOMEM, "loader: urls");
+        if (cf__url_is_remote(u)) ld->remote = 1;
+    }
+    o->images = NULL;
+    o->layers = NULL;
+    if (o->nbands) {
+        ld->bands = cf__calloc((size_t)o->nbands, sizeof *ld->bands);
+        ld->bands0 = cf__calloc((size_t)o->nbands, sizeof *ld->bands0);
+        if (!ld->bands || !ld->bands0)
+            return cf__err(err, CF_E_NOMEM, "loader: bands");
+        memcpy(ld->bands, opt->bands, (size_t)o->nbands * sizeof *ld->bands);
+        for (int b = 0; b < o->nbands; b++) ld->bands0[b] = ld->bands[b] - 1;
+        /* A band plane of a planar file is fetched once even when the
+         * band is asked for twice. */
+        ld->planes0 = cf__calloc((size_t)o->nbands, sizeof *ld->planes0);
+        if (!ld->planes0) return cf__err(err, CF_E_NOMEM, "loader: bands");
+        for (int b = 0; b < o->nbands; b++) {
+            int dup = 0;
+            for (int k = 0; k < ld->nplanes0; k++) dup |= ld->planes0[k] == ld->bands0[b];
+            if (!dup) ld->planes0[ld->nplanes0++] = ld->bands0[b];
+        }
+    }
+    o->bands = NULL;
+    return CF_OK;
+}
+
+/* Bands, dtypes and channel layout; all files of a role must agree. */
+static cf_status plan_channels(cf_loader *ld, cf_error *err) {
+    cf_loader_options *o = &ld->o;
+    cf_cog_info inf;
+    cf_cog_get_info(ld->img[0], &inf);
+    ld->raw_dt = inf.dtype;
+    ld->ci = o->nbands ? (uint32_t)o->nbands : inf.count;
+    for (size_t i = 0; i < o->nfiles * (size_t)o->time_steps; i++) {
+        cf_cog_info b;
+        cf_cog_get_info(ld->img[i], &b);
+        if (b.dtype != ld->raw_dt)
+            return cf__err(err, CF_E_ARG,
+                           "loader: image %s is %s but %s is %s",
+                           cf_cog_name(ld->img[i]), cf_dtype_name(b.dtype),
+                           cf_cog_name(ld->img[0]), cf_dtype_name(ld->raw_dt));
+        if (!o->nbands && b.count != inf.count)
+            return cf__err(err, CF_E_ARG,
+                           "loader: image %s has %u bands but %s has %u",
+                           cf_cog_name(ld->img[i]), b.count,
+                           cf_cog_name(ld->img[0]), inf.count);
+        for (int k = 0; k < o->nbands; k++)
+            if (ld->bands[k] < 1 || (uint32_t)ld->bands[k] > b.count)
+                return cf__err(err, CF_E_ARG,
+                               "loader: band %d not in image %s (1..%u)",
+                               ld->bands[k], cf_cog_name(ld->img[i]), b.count);
+    }
+    uint32_t C = ld->ci;
+    if (o->nlayers) {
+        ld->layer_bands = cf__calloc((size_t)o->nlayers, sizeof(uint32_t));
+        ld->layer_dt = cf__calloc((size_t)o->nlayers, sizeof(cf_dtype));
+        if (!ld->layer_bands || !ld->layer_dt)
+            return cf__err(err, CF_E_NOMEM, "loader: layers");
+    }
+    for (int l = 0; l < o->nlayers; l++) {
+        for (size_t f = 0; f < o->nfiles; f++) {
+            const cf_cog *c = ld->lay[f * (size_t)o->nlayers + (size_t)l];
+            cf_cog_get_info(c, &inf);
+            if (f == 0) {
+                ld->layer_bands[l] = inf.count;
+                ld->layer_dt[l] = inf.dtype;
+            } else if (inf.count != ld->layer_bands[l] ||
+                       inf.dtype != ld->layer_dt[l]) {
+                return cf__err(err, CF_E_ARG,
+                               "loader: layer %s differs (bands/dtype) from "
+                               "layer %d of the first file",
+                               cf_cog_name(c), l);
+            }
+        }
+        if (o->out_dtype == CF_DT_UNKNOWN && ld->layer_dt[l] != ld->raw_dt)
+            return cf__err(err, CF_E_ARG,
+                           "loader: layer %d (%s) is %s but the images (%s) "
+                           "are %s: use float32 output to stack them",
+                           l, cf_cog_name(ld->lay[l]),
+                           cf_dtype_name(ld->layer_dt[l]),
+                           cf_cog_name(ld->img[0]), cf_dtype_name(ld->raw_dt));
+        C += ld->layer_bands[l];
+    }
+    if (C > CF_MAX_BANDS)
+        return cf__err(err, CF_E_LIMIT, "loader: %u channels (max %d)", C,
+                       CF_MAX_BANDS);
+    ld->nmembers = o->time_steps * (1 + o->nlayers);
+    ld->members = cf__calloc((size_t)ld->nmembers, sizeof *ld->members);
+    if (!ld->members) return cf__err(err, CF_E_NOMEM, "loader: members");
+    int m = 0;
+    for (int t = 0; t < o->time_steps; t++) {
+        uint32_t ch = 0;
+        for (int l = -1; l < o->nlayers; l++) {
+            ld_member *mb = &ld->members[m++];
+            mb->t = t;
+            mb->layer = l;
+            mb->channel = ch;
+            mb->nb = l < 0 ? ld->ci : ld->layer_bands[l];
+            ch += mb->nb;
+        }
+    }
+    if (ld->msk) {
+        cf_cog_info i0;
+        cf_cog_get_info(ld->msk[0], &i0);
+        /* 1-bit masks are expanded to 0/1 bytes by the reader. */
+        ld->lay_out.mask_dtype = i0.dtype;
+        for (size_t f = 1; f < o->nfiles; f++) {
+            cf_cog_get_info(ld->msk[f], &inf);
+            if (inf.dtype != i0.dtype)
+                return cf__err(err, CF_E_ARG, "loader: mask %s is %s, not %s",
+                               cf_cog_name(ld->msk[f]),
+                               cf_dtype_name(inf.dtype),
+                               cf_dtype_name(i0.dtype));
+        }
+    }
+    if ((o->mean && o->nmean && o->nmean != C) || (o->std && o->nstd && o->nstd != C))
+        return cf__err(err, CF_E_ARG,
+                       "loader: mean and std need one value per output channel (%u), "
+                       "not %u / %u",
+                       C, o->mean ? o->nmean : C, o->std ? o->nstd : C);
+    if (o->mean || o->std) {
+        ld->mean = cf__calloc(C, sizeof(float));
+        ld->std = cf__calloc(C, sizeof(float));
+        if (!ld->mean || !ld->std)
+            return cf__err(err, CF_E_NOMEM, "loader: mean/std");
+        for (uint32_t c = 0; c < C; c++) {
+            ld->mean[c] = o->mean ? o->mean[c] : 0.0f;
+            ld->std[c] = o->std ? o->std[c] : 1.0f;
+            if (!(ld->std[c] != 0.0f) || !isfinite(ld->std[c]) ||
+                !isfinite(ld->mean[c]))
+                return cf__err(err, CF_E_ARG,
+                               "loader: channel %u: std must be finite and "
+                               "non-zero, mean finite",
+                               c);
+        }
+    }
+    o->mean = o->std = NULL;
+    ld->lay_out.channels = C;
+    return CF_OK;
+}
+
+size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
+                           uint64_t h) {
+    cf_dtype dt = m->layer < 0 ? ld->raw_dt : ld->layer_dt[m->layer];
+    return (size_t)(m->nb * w * h * cf_dtype_size(dt));
+}
+
+/* The most decoding one of cog's chunks at the loader's level can take
+ * from the kits' budget (a full tile, a new codec context). */
+static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
+    cf_chunk c;
+    memset(&c, 0, sizeof c);
+    c.ifd = cog->tiff->levels[ld->o.level];
+    cf_codec_params p;
+    cf__cog_chunk_params(cog, &c, &p);
+    return cf_codec_ctx_growth(NULL, &p, cf_codec_chunk_bytes(&p));
+}
+
+size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb) {
+    const size_t F = ld->o.nfiles, T = (size_t)ld->o.time_steps;
+    if (mb->layer < 0) return f * T + (size_t)mb->t;
+    return F * T + (ld->msk ? F : 0) + f * (size_t)ld->o.nlayers + (size_t)mb->layer;
+}
+
+/* The source windows of a typical sample's warped inputs (file 0's, at
+ * the centre of its target), twice over: each reader's scratch holds
+ * them; a sample that needs more borrows the difference for its read. */
+static size_t warp_scratch(cf_loader *ld) {
+    if (!cf__sg_any_warp(ld->sg)) return 0;
+    uint64_t sum = 0;
+    for (int m = 0; m <= ld->nmembers; m++) {
+        if (m == ld->nmembers && !ld->msk) break;
+        const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
+        size_t slot = mb ? cf__ld_member_slot(ld, 0, mb)
+                         : ld->o.nfiles * (size_t)ld->o.time_steps;
+        if (cf__sg_input_at(ld->sg, slot)->how != CF__SG_WARP) continue;
+        cf_cog *cog = *cf__ld_url_slot(ld, slot);
+        sum += cf__sg_typical_bytes(ld->sg, slot, cog, 0, ld->o.patch_size,
+                                    mb ? (int)mb->nb : 1, &ld->o);
+    }
+    return (size_t)(2 * sum + 64);
+}
+
+static cf_status build(cf_loader *ld, cf_error *err) {
+    cf_loader_options *o = &ld->o;
+    cf_status st = plan_channels(ld, err);
+    if (st != CF_OK) return st;
+    const uint64_t P = o->patch_size, B = o->batch_size;
+    ld->plane = (size_t)(P * P);
+    cf_loader_layout *L = &ld->lay_out;
+    L->batch_size = o->batch_size;
+    L->patch_size = o->patch_size;
+    L->time_steps = (uint32_t)o->time_steps;
+    L->dtype = o->out_dtype == CF_DT_F32 ? CF_DT_F32 : ld->raw_dt;
+    ld->es = cf_dtype_size(L->dtype);
+    L->has_mask = ld->msk != NULL;
+    ld->mask_es = L->has_mask ? cf_dtype_size(L->mask_dtype) : 0;
+    uint64_t img_bytes, mask_bytes;
+    if (!cf__mul_u64(B * o->time_steps, L->channels, &img_bytes) ||
+        !cf__mul_u64(img_bytes, P * P, &img_bytes) ||
+        !cf__mul_u64(img_bytes, ld->es, &img_bytes) ||
+        img_bytes > ((uint64_t)1 << 40))
+        return cf__err(err, CF_E_LIMIT, "loader: batch slot too large");
+    mask_bytes = B * P * P * ld->mask_es;
+    L->image_bytes = (size_t)img_bytes;
+    L->mask_bytes = (size_t)mask_bytes;
+
+    /* Sampler over the files' sizes at the chosen level. */
+    cf__samp_file *sf = cf__calloc(o->nfiles, sizeof *sf);
+    if (!sf) return cf__err(err, CF_E_NOMEM, "loader: sampler files");
+    uint64_t cell_bytes = 0;
+    for (size_t f = 0; f < o->nfiles; f++) {
+        /* A target grid of its own (grid=): windows of it; else the
+         * image's level. */
+        if (!cf__sg_sampler_dims(ld->sg, f, o->patch_size, &sf[f].width, &sf[f].height,
+                                 &sf[f].tile_w, &sf[f].tile_h)) {
+            cf_level_info li;
+            st = cf__ld_level(ld, ld->img[f * (size_t)o->time_steps], &li, err);
+            if (st != CF_OK) {
+                free(sf);
+                return st;
+            }
+            sf[f].width = li.width;
+            sf[f].height = li.height;
+            sf[f].tile_w = li.tile_width ? li.tile_width : li.width;
+            sf[f].tile_h = li.tile_height ? li.tile_height : li.height;
+        }
+        sf[f].weight = o->weights ? o->weights[f] : 0;
+        if (o->weights && !(o->weights[f] > 0 && isfinite(o->weights[f]))) {
+            free(sf);
+            return cf__err(err, CF_E_ARG,
+                           "loader: weight of file %zu (%s) must be a finite "
+                           "number > 0, not %g",
+                           f, cf_cog_name(ld->img[f * (size_t)o->time_steps]),
+                           o->weights[f]);
+        }
+        uint64_t cw = (P + sf[f].tile_w - 1) / sf[f].tile_w * sf[f].tile_w;
+        uint64_t ch = (P + sf[f].tile_h - 1) / sf[f].tile_h * sf[f].tile_h;
+        uint64_t cb = 0;
+        for (int m = 0; m < ld->nmembers; m++)
+            cb += cf__ld_member_bytes(ld, &ld->members[m], cw, ch);
+        cb += cw * ch * ld->mask_es;
+        if (cb > cell_bytes) cell_bytes = cb;
+    }
+    cf__sampler_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.kind = o->sampler;
+    sc.files = sf;
+    sc.nfiles = o->nfiles;
+    sc.patch = o->patch_size;
+    sc.stride = o->stride;
+    sc.seed = o->seed;
+    sc.epoch = o->epoch;
+    sc.rank = o->rank;
+    sc.world_size = o->world_size;
+    sc.length = o->epoch_length;
+    sc.drop_last = o->drop_last;
+    sc.augment = o->augment;
+    /* Two groups of cells must fit the cache, because readers cross from
+     * one group into the next while the last crops of the first are read. */
+    uint64_t k = cell_bytes ? o->cache_bytes / (2 * cell_bytes) : 1;
+    sc.group_tiles = (uint32_t)(k < 1 ? 1 : k > LD_MAX_GROUP_TILES
+                                                ? LD_MAX_GROUP_TILES
+                                                : k);
+    st = cf__sampler_init(&ld->samp, &sc, err);
+    free(sf);
+    if (st != CF_OK) return st;
+    uint64_t cnt = ld->samp.count;
+    L->samples = o->drop_last ? cnt / B * B : cnt;
+    L->batches = o->drop_last ? cnt / B : (cnt + B - 1) / B;
+    ld->total = L->samples;
+
+    /* Scratch: every raw member block of a sample (float32 output: they
+     * are read at once, then converted), at least one output plane (for
+     * augmentation). */
+    size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
+    size_t sum = 0;
+    for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
+        sum += cf__ld_member_bytes(ld, &ld->members[m], P, P);
+    ld->scratch_bytes = sum > sb ? sum : sb;
+    ld->warp_off = ld->scratch_bytes;
+    ld->warp_bytes = warp_scratch(ld);
+    ld->scratch_bytes += ld->warp_bytes;
+    if (ld->warp_bytes && o->sampler != CF_SAMPLER_TILE_SHUFFLE && o->cache_bytes) {
+        ld->cc = cf__cc_new(o->cache_bytes);
+        if (!ld->cc) return cf__err(err, CF_E_NOMEM, "loader: chunk cache");
+    }
+    for (int i = 0; i < CF_MAX_BANDS; i++) ld->ident[i] = i;
+
+    /* Readers: fixed, or adaptive up to a cap set by the byte budget
+     * (auto: 256 MiB, or 64 MiB per core on machines of more than 4); their
+     * scratch takes at most half of it. */
+    if (!o->inflight_bytes) {
+        uint64_t b = (uint64_t)64 << 20;
+        o->inflight_bytes = (size_t)(cf__ncpu() > 4 ? b * cf__ncpu() : 4 * b);
+    }
+    const uint64_t I = o->inflight_bytes;
+    uint64_t by_budget = I / 2 / ld->scratch_bytes;
+    if (by_budget < 1)
+        return cf__err(err, CF_E_ARG,
+                       "loader: inflight_bytes %llu is too small: a reader's "
+                       "scratch for one patch is %zu bytes, and at most half "
+                       "of inflight_bytes goes to scratch (at least %llu "
+                       "needed)",
+                       (unsigned long long)I, ld->scratch_bytes,
+                       (unsigned long long)(4 * (uint64_t)ld->scratch_bytes));
+    /* A reader thread reads and decodes one patch at a time, so patches
+     * in flight need as many threads. */
+    int want = o->threads > o->concurrency ? o->threads : o->concurrency;
+    /* Remote: a reader spends ~2 round trips per patch (image, then mask)
+     * waiting, so covering 164 ms at a few hundred patches/s takes 100+
+     * patches in flight; waiting threads cost only their stacks. */
+    if (!want) {
+        size_t r = LD_REMOTE_THREADS_PER_CORE * cf__ncpu();
+        want = ld->remote ? (int)(r > LD_REMOTE_THREADS_MIN ? r : LD_REMOTE_THREADS_MIN)
+                          : (int)(2 * cf__ncpu() + 2);
+    }
+    if ((uint64_t)want > by_budget) want = (int)by_budget;
+    if (want > LD_MAX_THREADS) want = LD_MAX_THREADS;
+    ld->nthreads = want;
+    /* Remote starts at a quarter of the readers: the fast phase of the
+     * controller doubles from there within a second or two. */
+    int start = o->concurrency ? o->concurrency
+                                : ld->remote ? (want / 4 > 8 ? want / 4 : 8)
+                                             : 8;
+    cf__adapt_init(&ld->ctl, start, want);
+    if (!o->prefetch) {
+        /* Auto ring: batches are handed out in order, so the slots must
+         * hold every patch being read plus the batch the consumer holds
+         * and one ready to take, or readers idle behind a slow patch.
+         * Capped at twice the in-flight byte budget, at least 4 slots. */
+        uint64_t n = ((uint64_t)want + B - 1) / B + 2;
+        uint64_t slot = img_bytes + mask_bytes;
+        uint64_t cap = slot ? 2 * I / slot : n;
+        if (n > cap) n = cap;
+        if (n < 4) n = 4;
+        if (n > LD_MAX_PREFETCH) n = LD_MAX_PREFETCH;
+        o->prefetch = (int)n;
+    }
+    L->prefetch = o->prefetch;
+    ld->ring_bytes = (uint64_t)o->prefetch *
+                     (img_bytes + mask_bytes + B * (sizeof(cf_window) + 1));
+
+    /* The rest of inflight_bytes: decoding (kits: at most a quarter, and
+     * no more than every kit decoding the largest tile of the inputs at
+     * once), then fetching. */
+    int nkits = (int)(2 * cf__ncpu() + 2);
+    if (nkits > ld->nthreads) nkits = ld->nthreads;
+    uint64_t need = 0;
+    size_t ncogs = ld->nurls;
+    for (size_t i = 0; i < ncogs; i++) {
+        uint64_t n = decode_need(ld, *cf__ld_url_slot(ld, i));
+        if (n > need) need = n;
+    }
+    uint64_t dec = (uint64_t)nkits * need;
+    if (dec > I / 4 || dec / (uint64_t)nkits != need) dec = I / 4;
+    uint64_t fetch = I - (uint64_t)ld->nthreads * ld->scratch_bytes - dec;
+    if (cf__bufpool_init(&ld->fetch, fetch, ld->nthreads) != CF_OK ||
+        cf__kits_init(&ld->kits, nkits, dec) != CF_OK) {
+        ld->budgets = 1;
+        return cf__err(err, CF_E_NOMEM, "loader: budgets");
+    }
+    ld->budgets = 1;
+
+    ld->slots = cf__calloc((size_t)o->prefetch, sizeof *ld->slots);
+    if (!ld->slots) return cf__err(err, CF_E_NOMEM, "loader: ring");
+    for (int i = 0; i < o->prefetch; i++) {
+        ld_slot *s = &ld->slots[i];
+        s->windows = cf__calloc(B, sizeof *s->windows);
+        s->ok = cf__calloc(B, 1);
+        s->image = cf__malloc(L->image_bytes);
+        s->mask = L->mask_bytes ? cf__malloc(L->mask_bytes) : NULL;
+        s->own_buffers = 1;
+        if (!s->windows || !s->ok || !s->image ||
+            (L->mask_bytes && !s->mask))
+            return cf__err(err, CF_E_NOMEM,
+                           "loader: ring slot %d (%zu bytes)", i,
+                           L->image_bytes);
+    }
+    if (o->sampler == CF_SAMPLER_TILE_SHUFFLE &&
+        cf__tcache_alloc(&ld->cache, o->cache_bytes, LD_MAX_CACHE_ENTRIES, err) != CF_OK)
+        return CF_E_NOMEM;
+    ld->skip_window = 2 * o->batch_size > LD_SKIP_WINDOW ? 2 * o->batch_size
+                                                         : LD_SKIP_WINDOW;
+    ld->skip_hist = cf__calloc(ld->skip_window, 1);
+    ld->workers = cf__calloc((size_t)ld->nthreads, sizeof *ld->workers);
+    if (!ld->workers || !ld->skip_hist)
+        return cf__err(err, CF_E_NOMEM, "loader: workers");
+    return CF_OK;
+}
+
+cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
+                        cf_error *err) {
+    *out = NULL;
+    if (!opt || opt->struct_size < offsetof(cf_loader_options, io))
+        return cf__err(err, CF_E_ARG,
+                       "loader: options not initialised (call "
+                       "cf_loader_options_init)");
+    cf_loader *ld = cf__calloc(1, sizeof *ld);
+    if (!ld) return cf__err(err, CF_E_NOMEM, "loader");
+    pthread_mutex_init(&ld->mu, NULL);
+    pthread_cond_init(&ld->work_cv, NULL);
+    /* Timed waits of cf_loader_next_wait run on the monotonic clock. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ld->ready_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    cf__tcache_init(&ld->cache);
+    cf_status st = copy_options(ld, opt, err);
+    if (st == CF_OK) {
+        ld->io = ld->o.io;
+        ld->ios[0] = ld->io;
+        ld->nios = 1;
+        if (!ld->io) {
+            /* One io loop thread receives every response of its files: at
+             * a few hundred MB/s it is a core's worth of recv() and copies,
+             * and on a busy machine one thread gets one thread's share.
+             * Remote files are spread over one loop per core. */
+            cf_io_options io;
+            cf_io_options_init(&io);
+            int k = ld->remote ? (int)cf__ncpu() : 1;
+            if (k < 1) k = 1;
+            if (k > LD_MAX_IOS) k = LD_MAX_IOS;
+            if ((size_t)k > ld->nurls) k = (int)ld->nurls;
+            ld->nios = 0;
+            const cf_io_options *io_o = ld->o.io_options ? ld->o.io_options
+                                                          : &io;
+            for (int i = 0; i < k && st == CF_OK; i++) {
+                st = cf_io_new(io_o, &ld->ios[i], err);
+                if (st == CF_OK) ld->nios++;
+            }
+            /* One bound on open local files for the whole loader. */
+            for (int i = 1; i < ld->nios; i++)
+                cf__io_share_fdpool(ld->ios[i], ld->ios[0]);
+            ld->io = ld->ios[0];
+            ld->own_io = ld->nios > 0;
+            /* A bad option fails the first loop; fewer loops still work. */
+            if (st != CF_OK && ld->nios) st = CF_OK;
+        }
+        ld->o.io_options = NULL; /* the caller's, read only here */
+    }
+    const cf_loader_options *o = &ld->o;
+    if (st == CF_OK) {
+        ld->img = cf__calloc(o->nfiles * (size_t)o->time_steps,
+                             sizeof *ld->img);
+        if (opt->masks) ld->msk = cf__calloc(o->nfiles, sizeof *ld->msk);
+        if (o->nlayers)
+            ld->lay = cf__calloc(o->nfiles * (size_t)o->nlayers,
+                                 sizeof *ld->lay);
+        if (!ld->img || (opt->masks && !ld->msk) || (o->nlayers && !ld->lay))
+            st = cf__err(err, CF_E_NOMEM, "loader: file table");
+    }
+    if (st == CF_OK) st = cf__ld_open_inputs(ld, err);
+    if (st == CF_OK) st = build(ld, err);
+    ld->o.masks = NULL; /* caller memory: not kept */
+    ld->o.weights = NULL;
+    ld->o.grid = NULL;
+    ld->o.grid_crs = NULL;
+    ld->o.layer_resampling = NULL;
+    if (st != CF_OK) {
+        cf_loader_free(ld);
+        return st;
+    }
+    ld->epoch = ld->claim_epoch = o->epoch;
+    ld->pid = getpid();
+    *out = ld;
+    return CF_OK;
+}
+
+void cf_loader_get_layout(const cf_loader *ld, cf_loader_layout *out) {
+    *out = ld->lay_out;
+}
+
+cf_status cf_loader_shard_batches(const cf_loader *ld, int rank, int world_size,
+                                  uint64_t *batches, cf_error *err) {
+    if (!ld || !batches || world_size < 1 || rank < 0 || rank >= world_size)
+        return cf__err(err, CF_E_ARG, "cf_loader_shard_batches: rank %d not in [0, world_size %d)",
+                       rank, world_size);
+    uint64_t B = ld->lay_out.batch_size;
+    uint64_t cnt = cf__sampler_shard_count(&ld->samp, (uint64_t)rank, (uint64_t)world_size);
+    *batches = ld->o.drop_last ? cnt / B : (cnt + B - 1) / B;
+    return CF_OK;
+}
+
+void cf_loader_free(cf_loader *ld) {
+    if (!ld) return;
+    /* In a forked child there are no reader threads to stop, and a lock may
+     * have been copied while held: free the memory only. */
+    int child = ld->pid && getpid() != ld->pid;
+    if (!child) cf_loader_close(ld);
+    for (int t = 0; ld->workers && t < ld->nthreads; t++)
+        free(ld->workers[t].scratch);
+    free(ld->workers);
+    if (ld->budgets) {
+        cf__bufpool_destroy(&ld->fetch, !child);
+        cf__kits_destroy(&ld->kits, !child);
+    }
+    free(ld->skip_hist);
+    free(ld->planes0);
+    for (int i = 0; ld->slots && i < ld->o.prefetch; i++) {
+        if (ld->slots[i].own_buffers) {
+            free(ld->slots[i].image);
+            free(ld->slots[i].mask);
+        }
+        free(ld->slots[i].windows);
+        free(ld->slots[i].ok);
+    }
+    free(ld->slots);
+    size_t nimg = ld->o.nfiles * (size_t)ld->o.time_steps;
+    for (size_t i = 0; ld->img && i < nimg; i++) cf_cog_close(ld->img[i]);
+    for (size_t i = 0; ld->msk && i < ld->o.nfiles; i++)
+        cf_cog_close(ld->msk[i]);
+    for (size_t i = 0; ld->lay && i < ld->o.nfiles * (size_t)ld->o.nlayers;
+         i++)
+        cf_cog_close(ld->lay[i]);
+    free(ld->img);
+    free(ld->msk);
+    free(ld->lay);
+    for (int i = 0; ld->own_io && i < ld->nios; i++) cf_io_free(ld->ios[i]);
+    for (size_t i = 0; ld->urls && i < ld->nurls; i++) free(ld->urls[i]);
+    free(ld->urls);
+    free(ld->bands);
+    free(ld->bands0);
+    free(ld->mean);
+    free(ld->std);
+    free(ld->members);
+    free(ld->layer_bands);
+    free(ld->layer_dt);
+    cf__sg_free(ld->sg);
+    cf__cc_free(ld->cc);
+    cf__sampler_free(&ld->samp);
+    if (!child) {
+        pthread_mutex_destroy(&ld->mu);
+        pthread_cond_destroy(&ld->work_cv);
+        pthread_cond_destroy(&ld->ready_cv);
+    }
+    cf__tcache_destroy(&ld->cache, !child);
+    free(ld);
+}

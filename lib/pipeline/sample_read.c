@@ -1,0 +1,554 @@
+/*
+ * sample_read.c - one sample of the Loader: the windows of its files
+ * (image scenes, layers, the mask) planned by read_plan.c, every chunk of
+ * every file fetched together in batches within the fetch budget, decoded
+ * with a kit of the decode budget and pasted into the slot (or the
+ * reader's scratch, for float32 output); with the tile-shuffle sampler,
+ * crops of cells kept in tile_cache.c.  Each input is read onto the
+ * sample's target grid (sample_grid.c): as it lies or shifted by whole
+ * pixels, else through the source windows of read_grid.c's warp plan,
+ * resampled into its block (their decoded chunks kept for neighbouring
+ * patches in chunk_cache.c); then converted and augmented (convert.c).
+ */
+#include "loader_internal.h"
+
+#include "convert.h"
+
+#include <stdlib.h>
+
+/* Why not cf_cog_read per part: it reads one file at a time (image, then
+ * mask: two round trips per patch on remote storage), allocates its fetch
+ * and tile buffers on every call (page faults on every patch) and answers
+ * to no budget.  Here every chunk of every part of a sample goes out
+ * together (one round trip), in batches of at most LD_PART_CHUNKS chunks
+ * that fit the fetch budget, into buffers kept from patch to patch, and
+ * is decoded with a kit whose scratch is charged to the decode budget. */
+
+typedef struct ld_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t left;
+} ld_wait;
+
+static void wait_cb(cf_range_req *r, void *user) {
+    ld_wait *w = user;
+    (void)r;
+    pthread_mutex_lock(&w->mu);
+    if (--w->left == 0) pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Start reading part p: plan its window (read_plan.h); what no chunk
+ * covers (outside the image, sparse chunks) gets the fill value, as
+ * cf_cog_read gives it. */
+static void part_begin(ld_part *p) {
+    const cf_cog *cog = p->cog;
+    int ifdi = cog->tiff->levels[p->level];
+    cf__plan_init(&p->plan, cog, ifdi, p->x, p->y, p->w, p->h, p->planes, p->nplanes);
+    if (p->plan.prefill) cf__cog_fill(cog, ifdi, p->dst, (size_t)p->w * p->h * p->nbands);
+}
+
+/* Fetch the worker's k chunks (total compressed bytes) into a buffer of
+ * the fetch budget, then decode and paste each into its part. */
+static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
+                              size_t k, uint64_t total, cf_cog **bad,
+                              cf_error *err) {
+    cf_cog *first = parts[wk->cpart[0]].cog;
+    cf__buf buf;
+    int fresh;
+    cf_status st = cf__bufpool_get(&ld->fetch, (size_t)total, &buf, &fresh, err);
+    if (st != CF_OK) {
+        *bad = first;
+        return cf__err_prefix(err, st, "%s: waiting for %llu bytes of tiles",
+                              cf_cog_name(first), (unsigned long long)total);
+    }
+    if (fresh) cf__cog_prefault(first, buf.p, buf.cap);
+    memset(wk->reqs, 0, k * sizeof *wk->reqs);
+    cf__cog_chunk_reqs(wk->chunks, k, buf.p, wk->reqs);
+    for (size_t i = 0; i < k; i++) {
+        cf_range_req *r = &wk->reqs[i];
+        r->err = &wk->errs[i];
+        r->status = CF_E_IO;
+        cf__err_clear(r->err);
+    }
+    /* Every part's chunks go out before waiting for any. */
+    ld_wait wt;
+    pthread_mutex_init(&wt.mu, NULL);
+    pthread_cond_init(&wt.cv, NULL);
+    wt.left = k;
+    for (size_t i = 0; i < k;) {
+        size_t j = i;
+        while (j < k && wk->cpart[j] == wk->cpart[i]) j++;
+        cf_cog *cog = parts[wk->cpart[i]].cog;
+        cf_status s2 = cf_src_submit(cog->src, &wk->reqs[i], j - i, wait_cb,
+                                     &wt, err);
+        if (s2 != CF_OK) {
+            /* Nothing of this run was submitted: no callbacks to wait. */
+            pthread_mutex_lock(&wt.mu);
+            wt.left -= j - i;
+            pthread_mutex_unlock(&wt.mu);
+            if (st == CF_OK) {
+                st = s2;
+                *bad = cog;
+            }
+        }
+        i = j;
+    }
+    pthread_mutex_lock(&wt.mu);
+    while (wt.left) pthread_cond_wait(&wt.cv, &wt.mu);
+    pthread_mutex_unlock(&wt.mu);
+    pthread_cond_destroy(&wt.cv);
+    pthread_mutex_destroy(&wt.mu);
+    cf__kit *kit = NULL;
+    for (size_t i = 0; i < k && st == CF_OK; i++) {
+        ld_part *p = &parts[wk->cpart[i]];
+        const cf_chunk *c = &wk->chunks[i];
+        cf_range_req *r = &wk->reqs[i];
+        const uint8_t *chunk = NULL;
+        if (r->status != CF_OK) {
+            if (err) *err = *r->err;
+            st = cf__cog_fetch_failed(p->cog, r->status, err);
+        } else {
+            /* A kit only for chunks that need decoding, borrowed once. */
+            if (!kit && !cf__cog_chunk_raw(p->cog, c)) kit = cf__kits_get(&ld->kits);
+            st = cf__kits_decode(&ld->kits, kit, p->cog, c, r->dst, &chunk, err);
+            if (st == CF_OK) {
+                cf__cog_paste(p->cog, c, chunk, p->x, p->y, p->w, p->h,
+                              p->bands0, (int)p->nbands, p->dst, 1);
+                if (p->cache) {
+                    cf_codec_params cp;
+                    cf__cog_chunk_params(p->cog, c, &cp);
+                    size_t n = cf__cog_chunk_raw(p->cog, c) ? (size_t)c->len
+                                                            : cf_codec_chunk_bytes(&cp);
+                    cf__cc_add(ld->cc, p->cog, c, chunk, n);
+                }
+            }
+        }
+        if (st != CF_OK) *bad = p->cog;
+    }
+    cf__kits_put(&ld->kits, kit);
+    cf__bufpool_put(&ld->fetch, &buf);
+    return st;
+}
+
+/* Read parts[0..np): their chunks in order, in batches that fit the
+ * fetch budget.  A chunk that can never fit (its compressed bytes above
+ * the fetch budget, or its decode above the decode budget) fails the part
+ * with CF_E_LIMIT before anything is allocated.  On failure *bad names the
+ * part's file. */
+static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
+                            int np, cf_cog **bad, cf_error *err) {
+    for (int i = 0; i < np; i++) part_begin(&parts[i]);
+    const uint64_t fcap = ld->fetch.b.cap, dcap = ld->kits.b.cap;
+    int cur = 0;
+    cf_status st = CF_OK;
+    while (st == CF_OK) {
+        size_t k = 0;
+        uint64_t total = 0;
+        while (cur < np && k < LD_PART_CHUNKS) {
+            ld_part *p = &parts[cur];
+            cf_chunk *c = &wk->chunks[k];
+            int has;
+            st = cf__plan_peek(&p->plan, c, &has, err);
+            if (st != CF_OK) {
+                *bad = p->cog;
+                break;
+            }
+            if (!has) {
+                cur++;
+                continue;
+            }
+            if (p->cache) {
+                /* A decoded chunk kept by a neighbouring patch. */
+                void *h;
+                const uint8_t *d = cf__cc_get(ld->cc, p->cog, c, &h);
+                if (d) {
+                    cf__cog_paste(p->cog, c, d, p->x, p->y, p->w, p->h, p->bands0,
+                                  (int)p->nbands, p->dst, 1);
+                    cf__cc_put(ld->cc, h);
+                    cf__plan_take(&p->plan);
+                    continue;
+                }
+            }
+            st = cf__budget_fits(p->cog, c, 1, fcap, dcap, "the loader",
+                                 ld->o.inflight_bytes, err);
+            if (st != CF_OK) {
+                *bad = p->cog;
+                break;
+            }
+            if (total + c->len > fcap) break; /* the next batch takes it */
+            wk->cpart[k++] = cur;
+            total += c->len;
+            cf__plan_take(&p->plan);
+        }
+        if (st != CF_OK || !k) break;
+        st = fetch_decode(ld, wk, parts, k, total, bad, err);
+    }
+    return st;
+}
+
+/* Part p's cell (cx, cy, cw, ch) from the tile cache, loading it on a
+ * miss; NULL (and *st CF_OK) when the cache cannot take it. */
+static cf__tcache_ent *cached_cell(cf_loader *ld, ld_worker *wk, const ld_part *p,
+                                   size_t bytes, int64_t cx, int64_t cy, uint32_t cw,
+                                   uint32_t ch, int *loaded, cf_status *st, cf_cog **bad,
+                                   cf_error *err) {
+    *st = CF_OK;
+    cf__tcache_ent *e = cf__tcache_get(&ld->cache, p->cog, cx, cy, cw, ch, bytes, loaded);
+    if (!e || !*loaded) return e;
+    uint8_t *buf = cf__malloc(bytes);
+    if (!buf) {
+        *st = cf__err(err, CF_E_NOMEM, "loader: %s: cache cell of %zu bytes",
+                      cf_cog_name(p->cog), bytes);
+        *bad = p->cog;
+    } else {
+        ld_part cell = *p;
+        cell.x = cx;
+        cell.y = cy;
+        cell.w = cw;
+        cell.h = ch;
+        cell.dst = buf;
+        cell.bytes = bytes;
+        *st = read_parts(ld, wk, &cell, 1, bad, err);
+        if (*st != CF_OK) {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    cf__tcache_loaded(&ld->cache, e, buf);
+    return buf ? e : NULL;
+}
+
+/* Read part p (window `w` of the sample) on its own; with the
+ * tile-shuffle sampler, crop it out of the cached cell.  *decoded
+ * receives the raw bytes the reader produced. */
+static cf_status read_block(cf_loader *ld, ld_worker *wk, ld_part *p,
+                            const cf_window *w, uint64_t *decoded,
+                            cf_cog **bad, cf_error *err) {
+    size_t es = cf_dtype_size(p->dt);
+    if (ld->o.sampler == CF_SAMPLER_TILE_SHUFFLE) {
+        int64_t cx, cy;
+        uint32_t cw, ch;
+        cf__sampler_cell(&ld->samp, w, &cx, &cy, &cw, &ch);
+        size_t bytes = (size_t)p->nbands * cw * ch * es;
+        cf_status st;
+        int loaded;
+        cf__tcache_ent *e = cached_cell(ld, wk, p, bytes, cx, cy, cw, ch, &loaded,
+                                        &st, bad, err);
+        if (st != CF_OK) return st;
+        if (e) {
+            if (loaded) *decoded += bytes;
+            size_t row = (size_t)w->w * es;
+            for (uint32_t b = 0; b < p->nbands; b++)
+                for (uint32_t r = 0; r < w->h; r++) {
+                    const uint8_t *s =
+                        e->buf + (((size_t)b * ch + (size_t)(w->y - cy + r)) *
+                                      cw +
+                                  (size_t)(w->x - cx)) *
+                                     es;
+                    memcpy(p->dst + ((size_t)b * w->h + r) * row, s, row);
+                }
+            cf__tcache_put(&ld->cache, e);
+            return CF_OK;
+        }
+    }
+    *decoded += p->bytes;
+    return read_parts(ld, wk, p, 1, bad, err);
+}
+
+/* Member mb's raw block `raw` to float32 planes at `out`, with the
+ * file's scale/offset (when asked) and the channels' mean/std. */
+static void convert_member(const cf_loader *ld, const ld_member *mb,
+                           const cf_cog *cog, const uint8_t *raw,
+                           uint8_t *out) {
+    const cf_loader_options *o = &ld->o;
+    cf_dtype dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+    const int *bands = mb->layer < 0 ? ld->bands : NULL;
+    for (uint32_t b = 0; b < mb->nb; b++) {
+        int band = bands ? bands[b] : (int)b + 1;
+        double sc = 1, off = 0;
+        if (o->apply_scale_offset) {
+            sc = cf_cog_band_scale(cog, band);
+            off = cf_cog_band_offset(cog, band);
+        }
+        uint32_t c = mb->channel + b;
+        cf__convert_band(raw + (size_t)b * ld->plane * cf_dtype_size(dt), dt, ld->plane,
+                         sc, off, ld->mean ? ld->mean[c] : 0, ld->std ? ld->std[c] : 1,
+                         (float *)(void *)(out + b * ld->plane * 4));
+    }
+}
+
+/* The file that member m of a sample of file f reads. */
+static cf_cog *member_cog(const cf_loader *ld, size_t f, const ld_member *mb) {
+    return mb->layer < 0
+               ? ld->img[f * (size_t)ld->o.time_steps + (size_t)mb->t]
+               : ld->lay[f * (size_t)ld->o.nlayers + (size_t)mb->layer];
+}
+
+/* Input m of a sample of file f (member m, or the mask when m is
+ * nmembers): the part that reads window w of it, raw and band-sequential,
+ * into dst, as the input lies on the image.  place_inputs then puts it on
+ * the sample's target grid: shifted, or read through the source windows
+ * of a warp plan. */
+static void input_part(const cf_loader *ld, size_t f, const cf_window *w, int m,
+                       uint8_t *dst, ld_part *p) {
+    memset(p, 0, sizeof *p);
+    p->level = ld->o.level;
+    p->x = w->x;
+    p->y = w->y;
+    p->w = w->w;
+    p->h = w->h;
+    p->dst = dst;
+    if (m == ld->nmembers) {
+        p->cog = ld->msk[f];
+        p->bands0 = p->planes = ld->ident;
+        p->nbands = p->nplanes = 1;
+        p->dt = ld->lay_out.mask_dtype;
+        p->bytes = ld->plane * ld->mask_es;
+        return;
+    }
+    const ld_member *mb = &ld->members[m];
+    p->cog = member_cog(ld, f, mb);
+    int sel = mb->layer < 0 && ld->bands;
+    p->bands0 = sel ? ld->bands0 : ld->ident;
+    p->planes = sel ? ld->planes0 : ld->ident;
+    p->nbands = mb->nb;
+    p->nplanes = sel ? (uint32_t)ld->nplanes0 : mb->nb;
+    p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+    p->bytes = cf__ld_member_bytes(ld, mb, ld->o.patch_size, ld->o.patch_size);
+}
+
+/* One input of a sample (a member, or the mask) as it is read onto the
+ * sample's target grid (sample_grid.h): one part read straight into its
+ * block (shifted by whole pixels), or, warped, the parts of its source
+ * windows, resampled into its block once they are read. */
+typedef struct ld_input {
+    cf_cog *cog;
+    uint8_t *dst;             /* its raw block, nb x P x P */
+    cf_dtype dt;
+    uint32_t nb;
+    int warped;
+    int part0;                /* its first part (warped) */
+    cf__grid_plan plan;       /* warped */
+} ld_input;
+
+/* The parts of inputs g, g+1, ... of a sample of file f (window w), as
+ * many as fit LD_PART_CHUNKS parts: *ni inputs (whose warp plans the
+ * caller frees), *np parts.  Member blocks go to the slot (img), or to
+ * the reader's scratch at *off for float32 output; the mask's to mask.
+ * Warped inputs' source windows go to the reader's warp scratch, or to
+ * *tmp (the caller frees it) when a sample needs more. */
+static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_window *w, int g,
+                              int nall, uint8_t *img, uint8_t *mask, size_t *off,
+                              ld_part *parts, int *np, ld_input *ins, int *ni, uint8_t **tmp,
+                              cf_cog **bad, cf_error *err) {
+    const size_t C = ld->lay_out.channels;
+    const int f32 = ld->o.out_dtype == CF_DT_F32;
+    uint64_t need = 0;
+    cf_status st = CF_OK;
+    *np = *ni = 0;
+    while (g + *ni < nall && *ni < LD_PART_CHUNKS) {
+        const int m = g + *ni;
+        ld_input *in = &ins[*ni];
+        memset(in, 0, sizeof *in);
+        uint8_t *dst = mask;
+        size_t slot = ld->o.nfiles * (size_t)ld->o.time_steps + f;
+        if (m < ld->nmembers) {
+            const ld_member *mb = &ld->members[m];
+            dst = f32 ? wk->scratch + *off
+                      : img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
+            slot = cf__ld_member_slot(ld, f, mb);
+        }
+        ld_part p;
+        input_part(ld, f, w, m, dst, &p);
+        const cf__sg_input *how = cf__sg_input_at(ld->sg, slot);
+        if (how->how == CF__SG_DIRECT) {
+            if (*np == LD_PART_CHUNKS) break;
+            p.x += how->dx;
+            p.y += how->dy;
+            parts[(*np)++] = p;
+        } else {
+            st = cf__sg_plan(ld->sg, slot, p.cog, f, w->x, w->y, w->w, w->h, (int)p.nbands,
+                             &ld->o, &in->plan, err);
+            if (st != CF_OK) {
+                *bad = p.cog;
+                break;
+            }
+            if (*np + in->plan.n > LD_PART_CHUNKS) {
+                size_t n = in->plan.n;
+                cf__grid_plan_free(&in->plan);
+                if (*ni) break; /* the next group takes it */
+                *bad = p.cog;
+                st = cf__err(err, CF_E_LIMIT, "%s: %zu source windows for one patch (max %d)",
+                             cf_cog_name(p.cog), n, LD_PART_CHUNKS);
+                break;
+            }
+            in->warped = 1;
+            in->part0 = *np;
+            size_t bps = cf_dtype_size(p.dt);
+            for (size_t k = 0; k < in->plan.n; k++) {
+                const cf_warp_chunk *c = &in->plan.chunks[k];
+                ld_part q = p;
+                q.level = c->rq.level;
+                q.x = c->win.x;
+                q.y = c->win.y;
+                q.w = c->win.w;
+                q.h = c->win.h;
+                q.bytes = (size_t)q.w * q.h * q.nbands * bps;
+                q.cache = ld->cc != NULL;
+                need += q.bytes;
+                parts[(*np)++] = q;
+            }
+        }
+        in->cog = p.cog;
+        in->dst = p.dst;
+        in->dt = p.dt;
+        in->nb = p.nbands;
+        if (m < ld->nmembers) *off += p.bytes;
+        (*ni)++;
+    }
+    if (st != CF_OK || !need) return st;
+    uint8_t *base = wk->scratch + ld->warp_off;
+    if (need > ld->warp_bytes) {
+        /* An unusual patch (a steeper reprojection, a missing overview):
+         * its own buffer for this read, within a quarter of the budget. */
+        cf_cog *first = NULL;
+        for (int k = 0; k < *ni && !first; k++)
+            if (ins[k].warped) first = ins[k].cog;
+        if (need > ld->o.inflight_bytes / 4) {
+            *bad = first;
+            return cf__err(err, CF_E_LIMIT,
+                           "source windows of %llu bytes for one patch, above a quarter of "
+                           "inflight_bytes (%zu): add overviews or raise inflight_bytes",
+                           (unsigned long long)need, ld->o.inflight_bytes);
+        }
+        *tmp = cf__malloc((size_t)need);
+        if (!*tmp) {
+            *bad = first;
+            return cf__err(err, CF_E_NOMEM, "out of memory (%llu bytes of source windows)",
+                           (unsigned long long)need);
+        }
+        base = *tmp;
+    }
+    size_t woff = 0;
+    for (int k = 0; k < *ni; k++)
+        for (size_t c = 0; ins[k].warped && c < ins[k].plan.n; c++) {
+            ld_part *q = &parts[ins[k].part0 + (int)c];
+            q->dst = base + woff;
+            woff += q->bytes;
+        }
+    return CF_OK;
+}
+
+/* Resample the warped inputs of a group from their source windows (read)
+ * into their blocks: GDAL's warp, as cog.read(grid=...) computes it. */
+static cf_status finish_inputs(const cf_loader *ld, ld_input *ins, int ni, const ld_part *parts,
+                               cf_cog **bad, cf_error *err) {
+    for (int i = 0; i < ni; i++) {
+        ld_input *in = &ins[i];
+        if (!in->warped) continue;
+        cf__grid_fill(in->dst, (size_t)in->nb * ld->plane, in->dt, in->plan.fill);
+        for (size_t k = 0; k < in->plan.n; k++) {
+            const ld_part *q = &parts[in->part0 + (int)k];
+            uint8_t *valid = NULL;
+            cf_status st = CF_OK;
+            if (in->cog->tiff->mask_of_level[q->level] >= 0) {
+                /* An internal mask is validity, as for GDAL (a second
+                 * request: such files are rare in stacks). */
+                size_t npx = (size_t)q->w * q->h;
+                valid = cf__malloc(npx);
+                st = valid ? cf_cog_read_mask(in->cog, q->level, q->x, q->y, q->w, q->h, valid,
+                                              npx, err)
+                           : cf__err(err, CF_E_NOMEM, "out of memory");
+            }
+            if (st == CF_OK)
+                st = cf__grid_resample(in->cog, &in->plan, k, q->dst, valid, in->dst,
+                                       ld->o.patch_size, err);
+            free(valid);
+            if (st != CF_OK) {
+                *bad = in->cog;
+                return st;
+            }
+        }
+    }
+    return CF_OK;
+}
+
+/* Read, convert and augment sample j into position i of slot s. */
+cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t i,
+                             uint64_t epoch, uint64_t j, uint64_t *decoded, double *t_read,
+                             double *t_conv, cf_error *err) {
+    const cf_loader_options *o = &ld->o;
+    const size_t T = (size_t)o->time_steps, C = ld->lay_out.channels;
+    const uint32_t P = o->patch_size;
+    const int f32 = o->out_dtype == CF_DT_F32;
+    cf_window w;
+    cf__sampler_window_at(&ld->samp, epoch, j, &w);
+    s->windows[i] = w;
+    const size_t f = w.file;
+    uint8_t *img = s->image + (size_t)i * T * C * ld->plane * ld->es;
+    uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
+                            : NULL;
+    /* The parts: image members (raw into the slot, or into scratch when
+     * converted to float32), then the mask, each on the sample's target
+     * grid.  They go out together, up to LD_PART_CHUNKS parts at a time (a
+     * long time series takes several groups). */
+    const int nall = ld->nmembers + (mask != NULL);
+    ld_part parts[LD_PART_CHUNKS];
+    ld_input ins[LD_PART_CHUNKS];
+    size_t off = 0;
+    cf_status st = CF_OK;
+    cf_cog *bad = NULL;
+    double t0 = cf__now();
+    for (int g = 0; g < nall && st == CF_OK;) {
+        int np, ni;
+        uint8_t *tmp = NULL;
+        st = place_inputs(ld, wk, f, &w, g, nall, img, mask, &off, parts, &np, ins, &ni, &tmp,
+                          &bad, err);
+        if (st == CF_OK && o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
+            st = read_parts(ld, wk, parts, np, &bad, err);
+            for (int k = 0; k < np && st == CF_OK; k++) *decoded += parts[k].bytes;
+        } else {
+            for (int k = 0; k < np && st == CF_OK; k++) {
+                const ld_part *p = &parts[k];
+                /* The shuffle cache holds cells of the loader's level,
+                 * on the image's own pixels. */
+                if (p->level == o->level && p->x == w.x && p->y == w.y)
+                    st = read_block(ld, wk, &parts[k], &w, decoded, &bad, err);
+                else if ((st = read_parts(ld, wk, &parts[k], 1, &bad, err)) == CF_OK)
+                    *decoded += p->bytes;
+            }
+        }
+        if (st == CF_OK) st = finish_inputs(ld, ins, ni, parts, &bad, err);
+        for (int k = 0; k < ni; k++)
+            if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
+        free(tmp);
+        g += ni;
+    }
+    *t_read += cf__now() - t0;
+    /* The file whose read failed; the sample's image if none was named. */
+    if (st != CF_OK)
+        return cf__err_prefix(err, st,
+                              "loader: sample %llu (%s, window %lld,%lld,%u,%u)",
+                              (unsigned long long)w.index,
+                              cf_cog_name(bad ? bad : ld->img[f * T]),
+                              (long long)w.x, (long long)w.y, w.w, w.h);
+    double t2 = cf__now();
+    off = 0;
+    for (int m = 0; f32 && m < ld->nmembers; m++) {
+        const ld_member *mb = &ld->members[m];
+        convert_member(ld, mb, member_cog(ld, f, mb), wk->scratch + off,
+                       img + ((size_t)mb->t * C + mb->channel) * ld->plane *
+                                 ld->es);
+        off += cf__ld_member_bytes(ld, mb, P, P);
+    }
+    if (w.aug) {
+        for (size_t p = 0; p < T * C; p++)
+            cf__augment_plane(img + p * ld->plane * ld->es, ld->es, P, w.aug,
+                          wk->scratch);
+        if (mask) cf__augment_plane(mask, ld->mask_es, P, w.aug, wk->scratch);
+    }
+    *t_conv += cf__now() - t2;
+    return CF_OK;
+}
+
