@@ -758,8 +758,11 @@ cf_status cf__warp_resample(const cf_warp *w, const cf_warp_req *rq, const cf_wa
     cf__warp_level_inverse(w, rq->lw, rq->lh, c.inv);
     cf_status st = build_masks(&c, err);
     c.realcase = c.masks || dst->has_nodata;
-    /* The fast path takes masks for nearest only (a lookup per pixel). */
-    int fast_ok = !c.masks || rq->rs == CF_RS_NEAREST;
+    /* The fast path takes masks for nearest (a lookup per pixel) and the
+     * 2x2 bilinear (its table where all four taps are valid, GDAL's
+     * per-pixel formula where some are not). */
+    int fast_ok = !c.masks || rq->rs == CF_RS_NEAREST ||
+                  (rq->rs == CF_RS_BILINEAR && c.use4 && c.W > 1 && c.H > 1);
     if (!st && (!fast_ok || rq->general || !cf__rs_separable(&c, &st, err))) st = general(&c, err);
     free_masks(&c);
     return st;

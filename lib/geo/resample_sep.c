@@ -274,6 +274,12 @@ static void bilinear(const rs_call *c, const double *P, int b, const axis *ax, c
  * row computes the products of its weight with those few once (the same
  * products, hence the same bits) and the pixels only gather and sum.
  * Values go straight into the typed output. */
+/* The pixel under a centre inside the window (GWKCheckAndComputeSrcOffsets). */
+static inline int64_t centre_index(double s, uint32_t size) {
+    int64_t k = (int64_t)(s + 1e-10);
+    return k == (int64_t)size ? k - 1 : k;
+}
+
 typedef struct bil_tab {
     double m[4], div;
 } bil_tab;
@@ -281,6 +287,7 @@ typedef struct bil_tab {
 typedef struct bil_cols {
     int32_t *ph;               /* per column: its entry, -1 when the
                                   column is outside or at the border */
+    int64_t *centre;           /* per column: the pixel under the centre */
     double *rx;                /* distinct column weights */
     bil_tab *tab;              /* per distinct weight, for the row */
     uint32_t n;
@@ -290,10 +297,12 @@ static int bil_cols_new(const rs_call *c, const axis *ax, bil_cols *bc) {
     bc->ph = cf__malloc(c->tw * sizeof *bc->ph);
     bc->rx = cf__malloc(c->tw * sizeof *bc->rx);
     bc->tab = cf__malloc(c->tw * sizeof *bc->tab);
+    bc->centre = cf__malloc(c->tw * sizeof *bc->centre);
     bc->n = 0;
-    if (!bc->ph || !bc->rx || !bc->tab) return 0;
+    if (!bc->ph || !bc->rx || !bc->tab || !bc->centre) return 0;
     for (uint32_t i = 0; i < c->tw; i++) {
         bc->ph[i] = -1;
+        bc->centre[i] = centre_index(ax->pos[i], c->W);
         if (!ax->in[i] || ax->ntap[i] != 2) continue;
         double rx = ax->wt[(size_t)i * ax->stride];
         uint32_t d = 0;
@@ -313,6 +322,17 @@ static void bil_cols_free(bil_cols *bc) {
     free(bc->ph);
     free(bc->rx);
     free(bc->tab);
+    free(bc->centre);
+}
+
+/* With masks (GDAL's GWKBilinearResample4Sample after its centre test):
+ * nothing where the pixel under the centre is invalid for every band,
+ * else the valid taps renormalised. */
+static inline int bil_pixel_mask(const rs_call *c, const double *P, const uint8_t *V,
+                                 const uint8_t *urow, const axis *ax, const axis *ay,
+                                 const bil_cols *bc, uint32_t i, uint32_t j, double *v) {
+    if (urow && !urow[bc->centre[i]]) return 0;
+    return cf__rs_bil4_mask(c, P, V, ax->pos[i], ay->pos[j], v);
 }
 
 #define BIL_ROW(T, lo, hi, is_signed)                                               \
@@ -322,12 +342,20 @@ static void bil_cols_free(bil_cols *bc) {
             int32_t ph = bc->ph[i];                                                 \
             double v;                                                               \
             if (ph < 0) {                                                           \
-                if (ax->in[i] && bil_pixel(c, P, ax, ay, i, j, &v))                 \
+                if (ax->in[i] && (V || urow ? bil_pixel_mask(c, P, V, urow, ax, ay, bc, i, j, &v) \
+                                            : bil_pixel(c, P, ax, ay, i, j, &v)))   \
+                    cf__rs_store(t, orow, i, v, nudge, nd);                         \
+                continue;                                                           \
+            }                                                                       \
+            int64_t k = ax->idx[i];                                                 \
+            if (urow && !urow[bc->centre[i]]) continue;                             \
+            if (V && !(v0[k] && v0[k + 1] && v1[k] && v1[k + 1])) {                 \
+                if (cf__rs_bil4_mask(c, P, V, ax->pos[i], ay->pos[j], &v))          \
                     cf__rs_store(t, orow, i, v, nudge, nd);                         \
                 continue;                                                           \
             }                                                                       \
             const bil_tab *q = &tab[ph];                                            \
-            const double *p0 = r0 + ax->idx[i], *p1 = r1 + ax->idx[i];              \
+            const double *p0 = r0 + k, *p1 = r1 + k;                                \
             double acc = p0[0] * q->m[0] + p0[1] * q->m[1] + p1[0] * q->m[2] +      \
                          p1[1] * q->m[3];                                           \
             if (allone) v = acc;                                                    \
@@ -349,12 +377,20 @@ static void bilinear_table(const rs_call *c, const double *P, int b, const axis 
     int nudge = c->dst->has_nodata;
     double nd = c->dst->nodata;
     bil_tab *tab = bc->tab;
+    /* Masks: tap validity V, and the unified mask at the centre. */
+    const uint8_t *V = c->tapvalid ? c->tapvalid[b] : NULL;
     for (uint32_t j = 0; j < c->th; j++) {
         if (!ay->in[j]) continue;
+        const uint8_t *urow =
+            c->unified ? c->unified + centre_index(ay->pos[j], c->H) * (int64_t)c->W : NULL;
         if (ay->ntap[j] < 0 || (t != CF_DT_U8 && t != CF_DT_I8 && t != CF_DT_U16 &&
                                 t != CF_DT_I16 && t != CF_DT_U32 && t != CF_DT_I32)) {
             for (uint32_t i = 0; i < c->tw; i++)
-                rb->set[i] = ax->in[i] ? (uint8_t)bil_pixel(c, P, ax, ay, i, j, &rb->vals[i]) : 0;
+                rb->set[i] = !ax->in[i] ? 0
+                             : V || urow
+                                 ? (uint8_t)bil_pixel_mask(c, P, V, urow, ax, ay, bc, i, j,
+                                                           &rb->vals[i])
+                                 : (uint8_t)bil_pixel(c, P, ax, ay, i, j, &rb->vals[i]);
             store_row(c, b, j, rb);
             continue;
         }
@@ -371,6 +407,7 @@ static void bilinear_table(const rs_call *c, const double *P, int b, const axis 
             allone &= q->div == 1.0;
         }
         const double *r0 = P + ay->idx[j] * (int64_t)c->W, *r1 = r0 + c->W;
+        const uint8_t *v0 = V ? V + ay->idx[j] * (int64_t)c->W : NULL, *v1 = V ? v0 + c->W : NULL;
         uint8_t *orow = (uint8_t *)c->dst->data +
                         ((size_t)b * c->ostride + (size_t)j * c->orow) * c->bps;
         switch (t) {
