@@ -23,7 +23,8 @@
  * Arithmetic is double, in GDAL's order of operations, so results match
  * GDAL's bit for bit for nearest and mode and to within a unit of the
  * last place otherwise (docs/conformance.md has the measured differences).
- * The affine no-mask case goes to the separable fast path (resample_sep.c).
+ * The affine no-mask case (and nearest and 2x2 bilinear with masks) goes
+ * to the separable fast path (resample_sep.c).
  */
 #include "resample_internal.h"
 

@@ -1,12 +1,14 @@
 /*
  * resample_sep.c - the fast path of the resampler: one CRS, north-up grids
- * (no rotation) and no invalid source pixel, which is every Sentinel-2
- * band onto another band's grid.  Then a target column always samples the
+ * (no rotation) and no invalid source pixel (nearest and the 2x2
+ * bilinear also with invalid ones), which is every Sentinel-2 band onto
+ * another band's grid.  Then a target column always samples the
  * same source columns with the same weights, and a target row the same
  * rows: indices and weights are computed once per column and per row
  * instead of once per pixel, and the kernels run in two passes (columns,
  * then rows) where that saves work (cubic, and the widened kernels of
- * coarser targets).  Nearest copies samples without converting them.
+ * coarser targets).  Nearest copies samples without converting them;
+ * bilinear with a nodata takes its weights from a per-row table.
  *
  * The arithmetic is the general path's (resample.c), operation for
  * operation, so both give the same values; tests/unit/test_geo_warp.c
