@@ -290,6 +290,8 @@ typedef struct bil_cols {
     int32_t *ph;               /* per column: its entry, -1 when the
                                   column is outside or at the border */
     int64_t *centre;           /* per column: the pixel under the centre */
+    uint32_t ia, ib;           /* the interior: columns [ia, ib) all have
+                                  an entry (none when they are not a run) */
     double *rx;                /* distinct column weights */
     bil_tab *tab;              /* per distinct weight, for the row */
     uint32_t n;
@@ -317,6 +319,13 @@ static int bil_cols_new(const rs_call *c, const axis *ax, bil_cols *bc) {
         }
         bc->ph[i] = (int32_t)d;
     }
+    uint32_t ia = 0, ib = c->tw;
+    while (ia < ib && bc->ph[ia] < 0) ia++;
+    while (ib > ia && bc->ph[ib - 1] < 0) ib--;
+    for (uint32_t i = ia; i < ib; i++)
+        if (bc->ph[i] < 0) ia = ib = 0;
+    bc->ia = ia;
+    bc->ib = ib;
     return 1;
 }
 
@@ -337,40 +346,60 @@ static inline int bil_pixel_mask(const rs_call *c, const double *P, const uint8_
     return cf__rs_bil4_mask(c, P, V, ax->pos[i], ay->pos[j], v);
 }
 
+/* A pixel the table does not cover (outside the interior columns, or a
+ * tap invalid): GDAL's per-pixel formula, stored as store_row would. */
+static void bil_slow(const rs_call *c, const double *P, const uint8_t *V, const uint8_t *urow,
+                     const axis *ax, const axis *ay, const bil_cols *bc, uint32_t i, uint32_t j,
+                     uint8_t *orow, int nudge, double nd) {
+    double v;
+    if (!ax->in[i]) return;
+    if (V || urow ? bil_pixel_mask(c, P, V, urow, ax, ay, bc, i, j, &v)
+                  : bil_pixel(c, P, ax, ay, i, j, &v))
+        cf__rs_store(c->src->dtype, orow, i, v, nudge, nd);
+}
+
+/* One pixel of the interior from the table; MASKED: tested as GDAL does.
+ * The nodata test is the integer one: (double)r == nd exactly when nd is
+ * an integer of the type's range equal to r. */
+#define BIL_PIX(T, lo, hi, is_signed, MASKED)                                       \
+    do {                                                                            \
+        int64_t k = idx[i];                                                         \
+        if (MASKED) {                                                               \
+            if (urow && !urow[centre[i]]) continue;                                 \
+            if (V && !(v0[k] && v0[k + 1] && v1[k] && v1[k + 1])) {                 \
+                bil_slow(c, P, V, urow, ax, ay, bc, i, j, orow, nudge, nd);         \
+                continue;                                                           \
+            }                                                                       \
+        }                                                                           \
+        const bil_tab *q = &tab[ph[i]];                                             \
+        double acc = r0[k] * q->m[0] + r0[k + 1] * q->m[1] + r1[k] * q->m[2] +      \
+                     r1[k + 1] * q->m[3];                                           \
+        double v;                                                                   \
+        if (allone) v = acc;                                                        \
+        else if (q->div < 0.00001) continue;                                        \
+        else v = q->div == 1.0 ? acc : acc / q->div;                                \
+        T r;                                                                        \
+        if (v >= (double)(lo) && v <= (double)(hi))                                 \
+            r = is_signed ? (T)floor(v + 0.5) : (T)(v + 0.5);                       \
+        else                                                                        \
+            r = isnan(v) ? 0 : v < (double)(lo) ? (lo) : (hi);                      \
+        if (nz && r == ndv) r = r == (lo) ? (T)((lo) + 1) : (T)(r - 1);             \
+        o[i] = r;                                                                   \
+    } while (0)
+
 #define BIL_ROW(T, lo, hi, is_signed)                                               \
     do {                                                                            \
         T *o = (T *)orow;                                                           \
-        for (uint32_t i = 0; i < c->tw; i++) {                                      \
-            int32_t ph = bc->ph[i];                                                 \
-            double v;                                                               \
-            if (ph < 0) {                                                           \
-                if (ax->in[i] && (V || urow ? bil_pixel_mask(c, P, V, urow, ax, ay, bc, i, j, &v) \
-                                            : bil_pixel(c, P, ax, ay, i, j, &v)))   \
-                    cf__rs_store(t, orow, i, v, nudge, nd);                         \
-                continue;                                                           \
-            }                                                                       \
-            int64_t k = ax->idx[i];                                                 \
-            if (urow && !urow[bc->centre[i]]) continue;                             \
-            if (V && !(v0[k] && v0[k + 1] && v1[k] && v1[k + 1])) {                 \
-                if (cf__rs_bil4_mask(c, P, V, ax->pos[i], ay->pos[j], &v))          \
-                    cf__rs_store(t, orow, i, v, nudge, nd);                         \
-                continue;                                                           \
-            }                                                                       \
-            const bil_tab *q = &tab[ph];                                            \
-            const double *p0 = r0 + k, *p1 = r1 + k;                                \
-            double acc = p0[0] * q->m[0] + p0[1] * q->m[1] + p1[0] * q->m[2] +      \
-                         p1[1] * q->m[3];                                           \
-            if (allone) v = acc;                                                    \
-            else if (q->div < 0.00001) continue;                                    \
-            else v = q->div == 1.0 ? acc : acc / q->div;                            \
-            T r;                                                                    \
-            if (v >= (double)(lo) && v <= (double)(hi))                             \
-                r = is_signed ? (T)floor(v + 0.5) : (T)(v + 0.5);                   \
-            else                                                                    \
-                r = isnan(v) ? 0 : v < (double)(lo) ? (lo) : (hi);                  \
-            if (nudge && (double)r == nd) r = r == (lo) ? (T)((lo) + 1) : (T)(r - 1); \
-            o[i] = r;                                                               \
-        }                                                                           \
+        int nz = nudge && nd >= (double)(lo) && nd <= (double)(hi) && nd == floor(nd); \
+        T ndv = nz ? (T)nd : 0;                                                     \
+        for (uint32_t i = 0; i < bc->ia; i++)                                       \
+            bil_slow(c, P, V, urow, ax, ay, bc, i, j, orow, nudge, nd);             \
+        for (uint32_t i = bc->ib; i < c->tw; i++)                                   \
+            bil_slow(c, P, V, urow, ax, ay, bc, i, j, orow, nudge, nd);             \
+        if (!V && !urow)                                                            \
+            for (uint32_t i = bc->ia; i < bc->ib; i++) BIL_PIX(T, lo, hi, is_signed, 0); \
+        else                                                                        \
+            for (uint32_t i = bc->ia; i < bc->ib; i++) BIL_PIX(T, lo, hi, is_signed, 1); \
     } while (0)
 
 static void bilinear_table(const rs_call *c, const double *P, int b, const axis *ax,
@@ -412,6 +441,8 @@ static void bilinear_table(const rs_call *c, const double *P, int b, const axis 
         const uint8_t *v0 = V ? V + ay->idx[j] * (int64_t)c->W : NULL, *v1 = V ? v0 + c->W : NULL;
         uint8_t *orow = (uint8_t *)c->dst->data +
                         ((size_t)b * c->ostride + (size_t)j * c->orow) * c->bps;
+        const int32_t *ph = bc->ph;
+        const int64_t *idx = ax->idx, *centre = bc->centre;
         switch (t) {
         case CF_DT_U8: BIL_ROW(uint8_t, 0, UINT8_MAX, 0); break;
         case CF_DT_I8: BIL_ROW(int8_t, INT8_MIN, INT8_MAX, 1); break;
@@ -423,6 +454,7 @@ static void bilinear_table(const rs_call *c, const double *P, int b, const axis 
     }
 }
 #undef BIL_ROW
+#undef BIL_PIX
 
 /* Cubic (4x4) and the widened kernels: columns first into h (one row of
  * h per source row the target needs), then rows. */
