@@ -306,7 +306,7 @@ static int bil_cols_new(const rs_call *c, const axis *ax, bil_cols *bc) {
     if (!bc->ph || !bc->rx || !bc->tab || !bc->centre) return 0;
     for (uint32_t i = 0; i < c->tw; i++) {
         bc->ph[i] = -1;
-        bc->centre[i] = centre_index(ax->pos[i], c->W);
+        bc->centre[i] = ax->in[i] ? centre_index(ax->pos[i], c->W) : 0;
         if (!ax->in[i] || ax->ntap[i] != 2) continue;
         double rx = ax->wt[(size_t)i * ax->stride];
         uint32_t d = 0;
