@@ -23,7 +23,8 @@
  * Arithmetic is double, in GDAL's order of operations, so results match
  * GDAL's bit for bit for nearest and mode and to within a unit of the
  * last place otherwise (docs/conformance.md has the measured differences).
- * The affine no-mask case goes to the separable fast path (resample_sep.c).
+ * The affine no-mask case (and nearest and 2x2 bilinear with masks) goes
+ * to the separable fast path (resample_sep.c).
  */
 #include "resample_internal.h"
 
@@ -175,11 +176,51 @@ static int nodata_mask(const cf_warp_src *s, const void *band, size_t n, uint8_t
  * mask becomes the unified one, several bands' are OR-ed into it (a pixel
  * is invalid only when every band is nodata) and kept per band; the
  * internal mask is the unified mask only when nodata made none. */
+/* 1 when some sample of an integer band up to 32 bits equals the nodata
+ * as nodata_mask() tests it (those types hold the nodata exactly, so the
+ * typed comparison is the double one); -1 for other types (not known). */
+static int has_nodata_int(const cf_warp_src *s, const void *band, size_t n) {
+    double nd = s->nodata, lo, hi;
+    switch (s->dtype) {
+    case CF_DT_U8: lo = 0, hi = UINT8_MAX; break;
+    case CF_DT_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case CF_DT_U16: lo = 0, hi = UINT16_MAX; break;
+    case CF_DT_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case CF_DT_U32: lo = 0, hi = UINT32_MAX; break;
+    case CF_DT_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+    default: return -1;
+    }
+    if (isnan(nd) || nd < lo || nd > hi + 0.000001) return 0;
+    double want = floor(nd + 0.000001);
+    if (want > hi) return 0; /* no sample can equal it */
+    int found = 0;
+#define ND_SCAN(T)                                                               \
+    do {                                                                         \
+        const T *p = band, v = (T)want;                                          \
+        for (size_t k = 0; k < n; k++) found |= p[k] == v;                       \
+    } while (0)
+    switch (s->dtype) {
+    case CF_DT_U8: ND_SCAN(uint8_t); break;
+    case CF_DT_I8: ND_SCAN(int8_t); break;
+    case CF_DT_U16: ND_SCAN(uint16_t); break;
+    case CF_DT_I16: ND_SCAN(int16_t); break;
+    case CF_DT_U32: ND_SCAN(uint32_t); break;
+    default: ND_SCAN(int32_t); break;
+    }
+#undef ND_SCAN
+    return found;
+}
+
 static cf_status build_masks(rs_call *c, cf_error *err) {
     const cf_warp_src *s = c->src;
     size_t n = (size_t)c->W * c->H;
     int nb = s->nbands;
-    if (s->has_nodata) {
+    int scan = s->has_nodata;
+    /* The usual window holds no nodata at all: one typed pass says so,
+     * and no mask is built (the masks would be dropped below). */
+    for (int b = 0; scan && b < nb; b++)
+        scan = has_nodata_int(s, (const uint8_t *)s->data + (size_t)b * n * c->bps, n) == 0;
+    if (s->has_nodata && !scan) {
         c->band = cf__calloc((size_t)nb, sizeof *c->band);
         if (!c->band) return cf__err(err, CF_E_NOMEM, "out of memory");
         int any = 0;
@@ -718,8 +759,11 @@ cf_status cf__warp_resample(const cf_warp *w, const cf_warp_req *rq, const cf_wa
     cf__warp_level_inverse(w, rq->lw, rq->lh, c.inv);
     cf_status st = build_masks(&c, err);
     c.realcase = c.masks || dst->has_nodata;
-    /* The fast path takes masks for nearest only (a lookup per pixel). */
-    int fast_ok = !c.masks || rq->rs == CF_RS_NEAREST;
+    /* The fast path takes masks for nearest (a lookup per pixel) and the
+     * 2x2 bilinear (its table where all four taps are valid, GDAL's
+     * per-pixel formula where some are not). */
+    int fast_ok = !c.masks || rq->rs == CF_RS_NEAREST ||
+                  (rq->rs == CF_RS_BILINEAR && c.use4 && c.W > 1 && c.H > 1);
     if (!st && (!fast_ok || rq->general || !cf__rs_separable(&c, &st, err))) st = general(&c, err);
     free_masks(&c);
     return st;

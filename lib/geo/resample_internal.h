@@ -101,7 +101,8 @@ void cf__rs_store_row(cf_dtype t, void *band, const double *vals, const uint8_t 
 void cf__rs_to_double(cf_dtype t, const void *src, size_t n, double *out);
 
 /* The separable fast path: axis-aligned same-CRS maps without masks
- * (nearest, bilinear, cubic, average; nearest with masks too).  0 when it
+ * (nearest, bilinear, cubic, average; nearest and 2x2 bilinear with masks
+ * too).  0 when it
  * does not apply (the caller then runs the general path); CF_E_NOMEM is
  * reported in err. */
 int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err);

@@ -1,12 +1,14 @@
 /*
  * resample_sep.c - the fast path of the resampler: one CRS, north-up grids
- * (no rotation) and no invalid source pixel, which is every Sentinel-2
- * band onto another band's grid.  Then a target column always samples the
+ * (no rotation) and no invalid source pixel (nearest and the 2x2
+ * bilinear also with invalid ones), which is every Sentinel-2 band onto
+ * another band's grid.  Then a target column always samples the
  * same source columns with the same weights, and a target row the same
  * rows: indices and weights are computed once per column and per row
  * instead of once per pixel, and the kernels run in two passes (columns,
  * then rows) where that saves work (cubic, and the widened kernels of
- * coarser targets).  Nearest copies samples without converting them.
+ * coarser targets).  Nearest copies samples without converting them;
+ * bilinear with a nodata takes its weights from a per-row table.
  *
  * The arithmetic is the general path's (resample.c), operation for
  * operation, so both give the same values; tests/unit/test_geo_warp.c
@@ -236,37 +238,223 @@ static int border_bilinear(const rs_call *c, const double *P, double sx, double 
     return 1;
 }
 
-/* Bilinear (2x2): the formula of each path, per pixel, from the tables. */
+/* Bilinear (2x2) at one pixel of a row: the formula of each path, from
+ * the tables; 0 when GDAL gives the pixel no value. */
+static inline int bil_pixel(const rs_call *c, const double *P, const axis *ax, const axis *ay,
+                            uint32_t i, uint32_t j, double *v) {
+    if (ax->ntap[i] < 0 || ay->ntap[j] < 0) return border_bilinear(c, P, ax->pos[i], ay->pos[j], v);
+    int64_t W = c->W;
+    double ry = ay->wt[(size_t)j * ay->stride], ry1 = 1.0 - ry;
+    double rx = ax->wt[(size_t)i * ax->stride], rx1 = 1.0 - rx;
+    const double *p = P + ay->idx[j] * W + ax->idx[i];
+    if (c->realcase) {
+        double m1 = rx * ry, m2 = rx1 * ry, m3 = rx * ry1, m4 = rx1 * ry1;
+        double div = m1 + m2 + m3 + m4;
+        double acc = p[0] * m1 + p[1] * m2 + p[W] * m3 + p[W + 1] * m4;
+        if (div < 0.00001) return 0;
+        *v = div == 1.0 ? acc : acc / div;
+    } else {
+        *v = (p[0] * rx + p[1] * rx1) * ry + (p[W] * rx + p[W + 1] * rx1) * ry1;
+    }
+    return 1;
+}
+
 static void bilinear(const rs_call *c, const double *P, int b, const axis *ax, const axis *ay,
                      row_buf *rb) {
-    int64_t W = c->W;
     for (uint32_t j = 0; j < c->th; j++) {
         if (!ay->in[j]) continue;
-        double ry = ay->wt[(size_t)j * ay->stride], ry1 = 1.0 - ry;
-        const double *prow = P + ay->idx[j] * W;
-        for (uint32_t i = 0; i < c->tw; i++) {
-            rb->set[i] = 0;
-            if (!ax->in[i]) continue;
-            if (ax->ntap[i] < 0 || ay->ntap[j] < 0) {
-                rb->set[i] = (uint8_t)border_bilinear(c, P, ax->pos[i], ay->pos[j], &rb->vals[i]);
-                continue;
-            }
-            double rx = ax->wt[(size_t)i * ax->stride], rx1 = 1.0 - rx;
-            const double *p = prow + ax->idx[i];
-            if (c->realcase) {
-                double m1 = rx * ry, m2 = rx1 * ry, m3 = rx * ry1, m4 = rx1 * ry1;
-                double div = m1 + m2 + m3 + m4;
-                double acc = p[0] * m1 + p[1] * m2 + p[W] * m3 + p[W + 1] * m4;
-                if (div < 0.00001) continue;
-                rb->vals[i] = div == 1.0 ? acc : acc / div;
-            } else {
-                rb->vals[i] = (p[0] * rx + p[1] * rx1) * ry + (p[W] * rx + p[W + 1] * rx1) * ry1;
-            }
-            rb->set[i] = 1;
-        }
+        for (uint32_t i = 0; i < c->tw; i++)
+            rb->set[i] = ax->in[i] ? (uint8_t)bil_pixel(c, P, ax, ay, i, j, &rb->vals[i]) : 0;
         store_row(c, b, j, rb);
     }
 }
+
+/* Bilinear in GDAL's real case (a destination nodata, no mask: every
+ * Sentinel-2 band) from a table.  A pixel's four weights are products of
+ * its column's weight and its row's; an integer ratio (20 m or 60 m onto
+ * 10 m) gives only as many distinct column weights as the ratio, so each
+ * row computes the products of its weight with those few once (the same
+ * products, hence the same bits) and the pixels only gather and sum.
+ * Values go straight into the typed output. */
+/* The pixel under a centre inside the window (GWKCheckAndComputeSrcOffsets). */
+static inline int64_t centre_index(double s, uint32_t size) {
+    int64_t k = (int64_t)(s + 1e-10);
+    return k == (int64_t)size ? k - 1 : k;
+}
+
+typedef struct bil_tab {
+    double m[4], div;
+} bil_tab;
+
+typedef struct bil_cols {
+    int32_t *ph;               /* per column: its entry, -1 when the
+                                  column is outside or at the border */
+    int64_t *centre;           /* per column: the pixel under the centre */
+    uint32_t ia, ib;           /* the interior: columns [ia, ib) all have
+                                  an entry (none when they are not a run) */
+    double *rx;                /* distinct column weights */
+    bil_tab *tab;              /* per distinct weight, for the row */
+    uint32_t n;
+} bil_cols;
+
+static int bil_cols_new(const rs_call *c, const axis *ax, bil_cols *bc) {
+    bc->ph = cf__malloc(c->tw * sizeof *bc->ph);
+    bc->rx = cf__malloc(c->tw * sizeof *bc->rx);
+    bc->tab = cf__malloc(c->tw * sizeof *bc->tab);
+    bc->centre = cf__malloc(c->tw * sizeof *bc->centre);
+    bc->n = 0;
+    if (!bc->ph || !bc->rx || !bc->tab || !bc->centre) return 0;
+    for (uint32_t i = 0; i < c->tw; i++) {
+        bc->ph[i] = -1;
+        bc->centre[i] = ax->in[i] ? centre_index(ax->pos[i], c->W) : 0;
+        if (!ax->in[i] || ax->ntap[i] != 2) continue;
+        double rx = ax->wt[(size_t)i * ax->stride];
+        uint32_t d = 0;
+        /* Look among the first few only: a non-integer ratio lists each
+         * column once, which costs what the per-pixel products did. */
+        while (d < bc->n && d < 32 && bc->rx[d] != rx) d++;
+        if (d == bc->n || d == 32) {
+            d = bc->n++;
+            bc->rx[d] = rx;
+        }
+        bc->ph[i] = (int32_t)d;
+    }
+    uint32_t ia = 0, ib = c->tw;
+    while (ia < ib && bc->ph[ia] < 0) ia++;
+    while (ib > ia && bc->ph[ib - 1] < 0) ib--;
+    for (uint32_t i = ia; i < ib; i++)
+        if (bc->ph[i] < 0) ia = ib = 0;
+    bc->ia = ia;
+    bc->ib = ib;
+    return 1;
+}
+
+static void bil_cols_free(bil_cols *bc) {
+    free(bc->ph);
+    free(bc->rx);
+    free(bc->tab);
+    free(bc->centre);
+}
+
+/* With masks (GDAL's GWKBilinearResample4Sample after its centre test):
+ * nothing where the pixel under the centre is invalid for every band,
+ * else the valid taps renormalised. */
+static inline int bil_pixel_mask(const rs_call *c, const double *P, const uint8_t *V,
+                                 const uint8_t *urow, const axis *ax, const axis *ay,
+                                 const bil_cols *bc, uint32_t i, uint32_t j, double *v) {
+    if (urow && !urow[bc->centre[i]]) return 0;
+    return cf__rs_bil4_mask(c, P, V, ax->pos[i], ay->pos[j], v);
+}
+
+/* A pixel the table does not cover (outside the interior columns, or a
+ * tap invalid): GDAL's per-pixel formula, stored as store_row would. */
+static void bil_slow(const rs_call *c, const double *P, const uint8_t *V, const uint8_t *urow,
+                     const axis *ax, const axis *ay, const bil_cols *bc, uint32_t i, uint32_t j,
+                     uint8_t *orow, int nudge, double nd) {
+    double v;
+    if (!ax->in[i]) return;
+    if (V || urow ? bil_pixel_mask(c, P, V, urow, ax, ay, bc, i, j, &v)
+                  : bil_pixel(c, P, ax, ay, i, j, &v))
+        cf__rs_store(c->src->dtype, orow, i, v, nudge, nd);
+}
+
+/* One pixel of the interior from the table; MASKED: tested as GDAL does.
+ * The nodata test is the integer one: (double)r == nd exactly when nd is
+ * an integer of the type's range equal to r. */
+#define BIL_PIX(T, lo, hi, is_signed, MASKED)                                       \
+    do {                                                                            \
+        int64_t k = idx[i];                                                         \
+        if (MASKED) {                                                               \
+            if (urow && !urow[centre[i]]) continue;                                 \
+            if (V && !(v0[k] && v0[k + 1] && v1[k] && v1[k + 1])) {                 \
+                bil_slow(c, P, V, urow, ax, ay, bc, i, j, orow, nudge, nd);         \
+                continue;                                                           \
+            }                                                                       \
+        }                                                                           \
+        const bil_tab *q = &tab[ph[i]];                                             \
+        double acc = r0[k] * q->m[0] + r0[k + 1] * q->m[1] + r1[k] * q->m[2] +      \
+                     r1[k + 1] * q->m[3];                                           \
+        double v;                                                                   \
+        if (allone) v = acc;                                                        \
+        else if (q->div < 0.00001) continue;                                        \
+        else v = q->div == 1.0 ? acc : acc / q->div;                                \
+        T r;                                                                        \
+        if (v >= (double)(lo) && v <= (double)(hi))                                 \
+            r = is_signed ? (T)floor(v + 0.5) : (T)(v + 0.5);                       \
+        else                                                                        \
+            r = isnan(v) ? 0 : v < (double)(lo) ? (lo) : (hi);                      \
+        if (nz && r == ndv) r = r == (lo) ? (T)((lo) + 1) : (T)(r - 1);             \
+        o[i] = r;                                                                   \
+    } while (0)
+
+#define BIL_ROW(T, lo, hi, is_signed)                                               \
+    do {                                                                            \
+        T *o = (T *)orow;                                                           \
+        int nz = nudge && nd >= (double)(lo) && nd <= (double)(hi) && nd == floor(nd); \
+        T ndv = nz ? (T)nd : 0;                                                     \
+        for (uint32_t i = 0; i < bc->ia; i++)                                       \
+            bil_slow(c, P, V, urow, ax, ay, bc, i, j, orow, nudge, nd);             \
+        for (uint32_t i = bc->ib; i < c->tw; i++)                                   \
+            bil_slow(c, P, V, urow, ax, ay, bc, i, j, orow, nudge, nd);             \
+        if (!V && !urow)                                                            \
+            for (uint32_t i = bc->ia; i < bc->ib; i++) BIL_PIX(T, lo, hi, is_signed, 0); \
+        else                                                                        \
+            for (uint32_t i = bc->ia; i < bc->ib; i++) BIL_PIX(T, lo, hi, is_signed, 1); \
+    } while (0)
+
+static void bilinear_table(const rs_call *c, const double *P, int b, const axis *ax,
+                           const axis *ay, bil_cols *bc, row_buf *rb) {
+    cf_dtype t = c->src->dtype;
+    int nudge = c->dst->has_nodata;
+    double nd = c->dst->nodata;
+    bil_tab *tab = bc->tab;
+    /* Masks: tap validity V, and the unified mask at the centre. */
+    const uint8_t *V = c->tapvalid ? c->tapvalid[b] : NULL;
+    for (uint32_t j = 0; j < c->th; j++) {
+        if (!ay->in[j]) continue;
+        const uint8_t *urow =
+            c->unified ? c->unified + centre_index(ay->pos[j], c->H) * (int64_t)c->W : NULL;
+        if (ay->ntap[j] < 0 || (t != CF_DT_U8 && t != CF_DT_I8 && t != CF_DT_U16 &&
+                                t != CF_DT_I16 && t != CF_DT_U32 && t != CF_DT_I32)) {
+            for (uint32_t i = 0; i < c->tw; i++)
+                rb->set[i] = !ax->in[i] ? 0
+                             : V || urow
+                                 ? (uint8_t)bil_pixel_mask(c, P, V, urow, ax, ay, bc, i, j,
+                                                           &rb->vals[i])
+                                 : (uint8_t)bil_pixel(c, P, ax, ay, i, j, &rb->vals[i]);
+            store_row(c, b, j, rb);
+            continue;
+        }
+        double ry = ay->wt[(size_t)j * ay->stride], ry1 = 1.0 - ry;
+        int allone = 1;
+        for (uint32_t d = 0; d < bc->n; d++) {
+            double rx = bc->rx[d], rx1 = 1.0 - rx;
+            bil_tab *q = &tab[d];
+            q->m[0] = rx * ry;
+            q->m[1] = rx1 * ry;
+            q->m[2] = rx * ry1;
+            q->m[3] = rx1 * ry1;
+            q->div = q->m[0] + q->m[1] + q->m[2] + q->m[3];
+            allone &= q->div == 1.0;
+        }
+        const double *r0 = P + ay->idx[j] * (int64_t)c->W, *r1 = r0 + c->W;
+        const uint8_t *v0 = V ? V + ay->idx[j] * (int64_t)c->W : NULL, *v1 = V ? v0 + c->W : NULL;
+        uint8_t *orow = (uint8_t *)c->dst->data +
+                        ((size_t)b * c->ostride + (size_t)j * c->orow) * c->bps;
+        const int32_t *ph = bc->ph;
+        const int64_t *idx = ax->idx, *centre = bc->centre;
+        switch (t) {
+        case CF_DT_U8: BIL_ROW(uint8_t, 0, UINT8_MAX, 0); break;
+        case CF_DT_I8: BIL_ROW(int8_t, INT8_MIN, INT8_MAX, 1); break;
+        case CF_DT_U16: BIL_ROW(uint16_t, 0, UINT16_MAX, 0); break;
+        case CF_DT_I16: BIL_ROW(int16_t, INT16_MIN, INT16_MAX, 1); break;
+        case CF_DT_U32: BIL_ROW(uint32_t, 0, UINT32_MAX, 0); break;
+        default: BIL_ROW(int32_t, INT32_MIN, INT32_MAX, 1); break;
+        }
+    }
+}
+#undef BIL_ROW
+#undef BIL_PIX
 
 /* Cubic (4x4) and the widened kernels: columns first into h (one row of
  * h per source row the target needs), then rows. */
@@ -351,6 +539,7 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
     memset(&ay, 0, sizeof ay);
     span *spx = NULL, *spy = NULL;
     double *P = NULL, *h = NULL;
+    bil_cols bc = {0};
     row_buf rb = {cf__malloc(tw * sizeof *rb.vals), cf__malloc(tw)};
     int stride = wide ? 2 * (c->rx > c->ry ? c->rx : c->ry) + 2 : 5;
     if (!cx || !cy || !ok || !tmp || !rb.vals || !rb.set) goto nomem;
@@ -404,6 +593,7 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
                 if (ay.idx[j] < r0) r0 = ay.idx[j];
                 if (ay.idx[j] + ay.ntap[j] > r1) r1 = ay.idx[j] + ay.ntap[j];
             }
+    if (rs == CF_RS_BILINEAR && !wide && c->realcase && !bil_cols_new(c, &ax, &bc)) goto nomem;
     if (r1 > r0) {
         h = cf__malloc((size_t)(r1 - r0) * tw * sizeof *h);
         if (!h) goto nomem;
@@ -411,7 +601,8 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
     for (int b = 0; b < c->src->nbands; b++) {
         cf__rs_to_double(c->src->dtype, (const uint8_t *)c->src->data + (size_t)b * n * c->bps, n,
                          P);
-        if (rs == CF_RS_BILINEAR && !wide) bilinear(c, P, b, &ax, &ay, &rb);
+        if (rs == CF_RS_BILINEAR && !wide && bc.ph) bilinear_table(c, P, b, &ax, &ay, &bc, &rb);
+        else if (rs == CF_RS_BILINEAR && !wide) bilinear(c, P, b, &ax, &ay, &rb);
         else two_pass(c, P, b, &ax, &ay, h, r1 > r0 ? r0 : 0, r1 > r0 ? r1 : 0, &rb);
     }
     goto done;
@@ -430,5 +621,6 @@ done:
     free(rb.set);
     axis_free(&ax);
     axis_free(&ay);
+    bil_cols_free(&bc);
     return 1;
 }

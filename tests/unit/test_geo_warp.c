@@ -99,8 +99,10 @@ static void test_fast_equals_general(void) {
             uint32_t n = (uint32_t)(2000 / res);
             cf_grid dst = grid(500 + cases[ci][1], 2500 + cases[ci][2], res, n, n);
             for (int rs = 0; rs < CF_RS_COUNT; rs++)
-                for (int with_nd = 0; with_nd < 2; with_nd++) {
-                    cf_warp_src proto = {NULL, t, 2, NULL, with_nd, 3};
+                for (int with_nd = 0; with_nd < 3; with_nd++) {
+                    /* nodata 3 is in the data (masks), 25000 is not (GDAL's
+                     * real-case formulas without masks) */
+                    cf_warp_src proto = {NULL, t, 2, NULL, with_nd > 0, with_nd == 1 ? 3 : 25000};
                     size_t sz = 2 * (size_t)n * n * bps;
                     uint8_t *a = malloc(sz), *b = malloc(sz);
                     run(&src, data, t, 2, &dst, (cf_resampling)rs, 0, &proto, a, 77);
@@ -118,8 +120,37 @@ static void test_fast_equals_general(void) {
         }
         free(data);
     }
-    CHECK(compared == 4 * 8 * 5 * 2);
+    CHECK(compared == 4 * 8 * 5 * 3);
     CHECK(mismatches == 0);
+}
+
+/* A nodata that no source pixel holds but bilinear computes: the fast
+ * path's table moves it off as the general path does (GDAL's real case),
+ * at 2:1 and 6:1 up and a non-integer ratio. */
+static void test_fast_nudge(void) {
+    cf_grid src = grid(0, 3000, 60, 50, 50);
+    uint16_t *data = malloc(50 * 50 * sizeof *data);
+    for (int i = 0; i < 50 * 50; i++) data[i] = rnd() % 2 ? 10 : 20;
+    const double res[] = {30, 10, 17};
+    cf_warp_src proto = {NULL, CF_DT_U16, 1, NULL, 1, 13};
+    for (int k = 0; k < 3; k++) {
+        uint32_t n = (uint32_t)(2400 / res[k]);
+        cf_grid dst = grid(300, 2700, res[k], n, n);
+        uint16_t *a = malloc((size_t)n * n * 2), *b = malloc((size_t)n * n * 2);
+        run(&src, data, CF_DT_U16, 1, &dst, CF_RS_BILINEAR, 0, &proto, a, 13);
+        run(&src, data, CF_DT_U16, 1, &dst, CF_RS_BILINEAR, 1, &proto, b, 13);
+        CHECK(memcmp(a, b, (size_t)n * n * 2) == 0);
+        int moved = 0, thirteen = 0;
+        for (size_t i = 0; i < (size_t)n * n; i++) {
+            moved += a[i] == 12;
+            thirteen += a[i] == 13;
+        }
+        CHECK(moved > 0);
+        CHECK(thirteen == 0); /* the whole target lies inside the source */
+        free(a);
+        free(b);
+    }
+    free(data);
 }
 
 static void test_translation_and_replication(void) {
@@ -348,6 +379,7 @@ static void test_threads(void) {
 int main(void) {
     CHECK(cf_crs_from_epsg(32633, &utm33, NULL) == CF_OK);
     test_fast_equals_general();
+    test_fast_nudge();
     test_translation_and_replication();
     test_nodata();
     test_lattice_bound();
