@@ -306,6 +306,7 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     cf__samp_file *sf = cf__calloc(o->nfiles, sizeof *sf);
     if (!sf) return cf__err(err, CF_E_NOMEM, "loader: sampler files");
     uint64_t cell_bytes = 0;
+    int tiles_shared = 0;
     for (size_t f = 0; f < o->nfiles; f++) {
         /* A target grid of its own (grid=): windows of it; else the
          * image's level. */
@@ -331,6 +332,7 @@ static cf_status build(cf_loader *ld, cf_error *err) {
                            f, cf_cog_name(ld->img[f * (size_t)o->time_steps]),
                            o->weights[f]);
         }
+        if (sf[f].tile_w > P || sf[f].tile_h > P) tiles_shared = 1;
         uint64_t cw = (P + sf[f].tile_w - 1) / sf[f].tile_w * sf[f].tile_w;
         uint64_t ch = (P + sf[f].tile_h - 1) / sf[f].tile_h * sf[f].tile_h;
         uint64_t cb = 0;
@@ -378,7 +380,16 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     ld->warp_off = ld->scratch_bytes;
     ld->warp_bytes = warp_scratch(ld);
     ld->scratch_bytes += ld->warp_bytes;
-    if (ld->warp_bytes && o->sampler != CF_SAMPLER_TILE_SHUFFLE && o->cache_bytes) {
+    /* The grid sampler visits neighbouring patches one after another: when
+     * patches are smaller than tiles (or overlap), one decoded tile serves
+     * several of them, as GDAL's block cache serves TorchGeo's
+     * GridGeoSampler.  Without this each patch fetched and decoded its
+     * tiles afresh (2 requests per 256 px patch of 512 px tiles, against
+     * TorchGeo's 0.63: docs/performance.md, "Against the alternatives"). */
+    if (o->stride && o->stride < P) tiles_shared = 1;
+    ld->cc_direct = o->sampler == CF_SAMPLER_GRID && tiles_shared && o->cache_bytes;
+    if ((ld->warp_bytes || ld->cc_direct) && o->sampler != CF_SAMPLER_TILE_SHUFFLE &&
+        o->cache_bytes) {
         ld->cc = cf__cc_new(o->cache_bytes);
         if (!ld->cc) return cf__err(err, CF_E_NOMEM, "loader: chunk cache");
     }

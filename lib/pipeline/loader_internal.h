@@ -114,6 +114,8 @@ struct cf_loader {
                                     region of each reader's scratch */
     cf__ccache *cc;           /* decoded chunks of warped inputs, kept for
                                  the neighbouring patches (cache_bytes) */
+    int cc_direct;            /* inputs read as they lie go through cc too
+                                 (grid sampler, patches sharing tiles) */
     cf_io *io;                /* ios[0] */
     cf_io *ios[LD_MAX_IOS];   /* files are spread over these */
     int nios, own_io, remote;

@@ -366,6 +366,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             if (*np == LD_PART_CHUNKS) break;
             p.x += how->dx;
             p.y += how->dy;
+            p.cache = ld->cc_direct;
             parts[(*np)++] = p;
         } else {
             st = cf__sg_plan(ld->sg, slot, p.cog, f, w->x, w->y, w->w, w->h, (int)p.nbands,

@@ -1049,3 +1049,31 @@ def test_many_bands_selected(tmp_path):
                 b["image"][i], c.read(window=(x, y, w, h), bands=bands))
             n += 1
     assert n == ld.layout["samples"] > 0
+
+
+def test_grid_patches_smaller_than_tiles_share_decoded_tiles(tmp_path):
+    """The grid sampler's neighbouring patches share tiles when patches are
+    smaller than tiles: each tile is fetched and decoded about once, as
+    GDAL's block cache serves TorchGeo's GridGeoSampler.  Before, every
+    patch fetched its tiles afresh (here 4 fetches of each tile, per image
+    and mask); the pixels are the same either way."""
+    ip, mp_ = make_pair(str(tmp_path), "g", 512, 512, block=256)
+    runs = {}
+    for cb in (0, 64 << 20):
+        ld = cogfeed.Loader([ip], [mp_], patch_size=64, batch_size=4,
+                            sampler="grid", cache_bytes=cb, epoch_length=64,
+                            decode_threads=1, concurrency=1, prefetch=1)
+        batches = [(b["image"].copy(), b["mask"].copy(), b["windows"])
+                   for b in ld]
+        runs[cb] = (batches, ld.stats())
+        ld.close()
+    (plain, st0), (cached, st1) = runs[0], runs[64 << 20]
+    assert len(plain) == len(cached) == 16
+    for (a, am, aw), (b, bm, bw) in zip(plain, cached):
+        assert aw == bw
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(am, bm)
+    # 64 patches of 64 px in 4 tiles of 256 px (image and mask): 16 reads
+    # of each tile without the cache, a few with it
+    assert st0["requests"] >= 4 * st1["requests"], (st0, st1)
+    assert st1["cache_hits"] > 0
