@@ -599,10 +599,15 @@ typedef struct cf_loader_options {
      * input.  The loader's memory is at most
      *   prefetch x (image_bytes + mask_bytes)   the ring (and a window
      *                                          record per sample)
-     *   + cache_bytes                          tile-shuffle only
+     *   + cache_bytes                          decoded tiles kept: tile-
+     *                                          shuffle; grid with patches
+     *                                          sharing tiles; resampled
+     *                                          inputs
      *   + inflight_bytes                       everything else:
      *       readers x one patch of scratch     (at most half of it)
      *       + decode scratch of the kits       (at most a quarter)
+     *       + source windows beyond a reader's (an eighth, only when an
+     *         scratch                           input is resampled)
      *       + compressed tiles being fetched   (the rest)
      * (cf_loader_stats.memory_budget); readers wait for room rather than
      * allocate past it, and a tile that can never fit (its compressed
@@ -628,7 +633,10 @@ typedef struct cf_loader_options {
                                   above (0: auto: 256 MiB, 64 MiB per
                                   core on machines of more than 4 cores);
                                   caps the reader threads */
-    size_t cache_bytes;        /* tile-shuffle buffer of decoded tiles (256 MiB) */
+    size_t cache_bytes;        /* decoded tiles kept (256 MiB): tile-shuffle's
+                                  buffer; with other samplers the tiles
+                                  that neighbouring patches share (grid,
+                                  resampled inputs); 0: none */
     cf_io *io;                 /* NULL: the loader makes its own */
     /* With io NULL: the options of the io loops the loader makes (TLS,
      * timeouts, retries, header cache); NULL: defaults.  Read during

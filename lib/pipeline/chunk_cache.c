@@ -38,14 +38,14 @@ cf__ccache *cf__cc_new(size_t cap) {
     return cc;
 }
 
-void cf__cc_free(cf__ccache *cc) {
+void cf__cc_free(cf__ccache *cc, int lock) {
     if (!cc) return;
     for (cc_ent *e = cc->head, *n; e; e = n) {
         n = e->next;
         free(e->data);
         free(e);
     }
-    pthread_mutex_destroy(&cc->mu);
+    if (lock) pthread_mutex_destroy(&cc->mu);
     free(cc);
 }
 

@@ -21,7 +21,9 @@ typedef struct cf__ccache cf__ccache;
 /* A cache of at most cap bytes of decoded chunks (plus a small record
  * each); NULL on out of memory. */
 cf__ccache *cf__cc_new(size_t cap);
-void cf__cc_free(cf__ccache *cc);
+/* lock 0: free the memory only (a forked child, where the lock may have
+ * been copied while held). */
+void cf__cc_free(cf__ccache *cc, int lock);
 
 /* Chunk (cog, c->ifd, c->index) if cached, pinned until cf__cc_put(*h);
  * NULL otherwise. */

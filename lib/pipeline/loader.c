@@ -242,9 +242,11 @@ static void stop_threads(cf_loader *ld) {
     /* Readers waiting for memory give up their patch (it is dropped). */
     cf__budget_abort(&ld->fetch.b, 1);
     cf__budget_abort(&ld->kits.b, 1);
+    cf__budget_abort(&ld->borrow, 1);
     for (int t = 0; t < n; t++) pthread_join(ld->workers[t].th, NULL);
     cf__budget_abort(&ld->fetch.b, 0);
     cf__budget_abort(&ld->kits.b, 0);
+    cf__budget_abort(&ld->borrow, 0);
     pthread_mutex_lock(&ld->mu);
     ld->stop = 0; /* a closed loader's readers stop on ld->closed */
     pthread_mutex_unlock(&ld->mu);
@@ -557,9 +559,10 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
                      &cache_peak);
     /* The budget (docs/loader.md, "Memory") and what is charged to it;
      * the peak adds the parts' own peaks, so it is an upper bound. */
-    uint64_t fu, fp, du, dp;
+    uint64_t fu, fp, du, dp, bu, bp;
     cf__budget_usage(&ld->fetch.b, &fu, &fp);
     cf__budget_usage(&ld->kits.b, &du, &dp);
+    cf__budget_usage(&ld->borrow, &bu, &bp);
     uint64_t fixed = ld->ring_bytes +
                      (uint64_t)ld->nthreads * ld->scratch_bytes;
     if (ld->cc) {
@@ -575,8 +578,8 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     }
     out->memory_budget = ld->ring_bytes + ld->o.inflight_bytes +
                          (ld->cache.ents || ld->cc ? ld->o.cache_bytes : 0);
-    out->memory_used = fixed + cache_used + fu + du;
-    out->memory_peak = fixed + cache_peak + fp + dp;
+    out->memory_used = fixed + cache_used + fu + du + bu;
+    out->memory_peak = fixed + cache_peak + fp + dp + bp;
 }
 
 /* Close the files and the loader's own io loops now (their connections,

@@ -462,7 +462,13 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     }
     uint64_t dec = (uint64_t)nkits * need;
     if (dec > I / 4 || dec / (uint64_t)nkits != need) dec = I / 4;
-    uint64_t fetch = I - (uint64_t)ld->nthreads * ld->scratch_bytes - dec;
+    /* Resampled inputs whose source windows outgrow a reader's warp
+     * scratch (a steeper reprojection, a file without the overview the
+     * first one has) borrow a buffer of their own; all such borrows
+     * together stay within an eighth, taken from the fetch share. */
+    uint64_t borrow = ld->warp_bytes ? I / 8 : 0;
+    uint64_t fetch = I - (uint64_t)ld->nthreads * ld->scratch_bytes - dec - borrow;
+    cf__budget_init(&ld->borrow, borrow);
     if (cf__bufpool_init(&ld->fetch, fetch, ld->nthreads) != CF_OK ||
         cf__kits_init(&ld->kits, nkits, dec) != CF_OK) {
         ld->budgets = 1;
@@ -603,6 +609,7 @@ void cf_loader_free(cf_loader *ld) {
     if (ld->budgets) {
         cf__bufpool_destroy(&ld->fetch, !child);
         cf__kits_destroy(&ld->kits, !child);
+        cf__budget_destroy(&ld->borrow, !child);
     }
     free(ld->skip_hist);
     free(ld->planes0);
@@ -636,7 +643,7 @@ void cf_loader_free(cf_loader *ld) {
     free(ld->layer_bands);
     free(ld->layer_dt);
     cf__sg_free(ld->sg);
-    cf__cc_free(ld->cc);
+    cf__cc_free(ld->cc, !child);
     cf__sampler_free(&ld->samp);
     if (!child) {
         pthread_mutex_destroy(&ld->mu);

@@ -167,6 +167,9 @@ struct cf_loader {
      * the decode kits' budget and the fetch buffers' budget. */
     cf__bufpool fetch;        /* compressed tiles being read */
     cf__kits kits;            /* codec contexts lent to decoding readers */
+    cf__budget borrow;        /* source windows of resampled inputs that
+                                 do not fit a reader's warp scratch (an
+                                 eighth of inflight_bytes; 0: none) */
     int budgets;              /* fetch and kits initialised */
     uint64_t ring_bytes;      /* the ring's slots, fixed */
     int ident[CF_MAX_BANDS];  /* 0, 1, 2, ...: "all bands" for the paste */

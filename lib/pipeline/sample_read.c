@@ -118,8 +118,9 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
                 if (p->cache) {
                     cf_codec_params cp;
                     cf__cog_chunk_params(p->cog, c, &cp);
-                    size_t n = cf__cog_chunk_raw(p->cog, c) ? (size_t)c->len
-                                                            : cf_codec_chunk_bytes(&cp);
+                    /* What paste reads, not the raw chunk's byte count:
+                     * a file may claim more bytes than the tile holds. */
+                    size_t n = cf_codec_chunk_bytes(&cp);
                     cf__cc_add(ld->cc, p->cog, c, chunk, n);
                 }
             }
@@ -341,7 +342,7 @@ typedef struct ld_input {
 static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_window *w, int g,
                               int nall, uint8_t *img, uint8_t *mask, size_t *off,
                               ld_part *parts, int *np, ld_input *ins, int *ni, uint8_t **tmp,
-                              cf_cog **bad, cf_error *err) {
+                              uint64_t *tmp_bytes, cf_cog **bad, cf_error *err) {
     const size_t C = ld->lay_out.channels;
     const int f32 = ld->o.out_dtype == CF_DT_F32;
     uint64_t need = 0;
@@ -416,19 +417,26 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         cf_cog *first = NULL;
         for (int k = 0; k < *ni && !first; k++)
             if (ins[k].warped) first = ins[k].cog;
-        if (need > ld->o.inflight_bytes / 4) {
+        /* Charged to the loader's borrow budget (waiting, in turn, while
+         * other readers' borrows fill it); a reader holds nothing else of
+         * it meanwhile, so the wait ends as theirs finish. */
+        cf_status bst = cf__budget_take(&ld->borrow, need, err);
+        if (bst != CF_OK) {
             *bad = first;
+            if (bst != CF_E_LIMIT) return bst;
             return cf__err(err, CF_E_LIMIT,
-                           "source windows of %llu bytes for one patch, above a quarter of "
+                           "source windows of %llu bytes for one patch, above an eighth of "
                            "inflight_bytes (%zu): add overviews or raise inflight_bytes",
                            (unsigned long long)need, ld->o.inflight_bytes);
         }
         *tmp = cf__malloc((size_t)need);
         if (!*tmp) {
+            cf__budget_give(&ld->borrow, need);
             *bad = first;
             return cf__err(err, CF_E_NOMEM, "out of memory (%llu bytes of source windows)",
                            (unsigned long long)need);
         }
+        *tmp_bytes = need;
         base = *tmp;
     }
     size_t woff = 0;
@@ -504,8 +512,9 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     for (int g = 0; g < nall && st == CF_OK;) {
         int np, ni;
         uint8_t *tmp = NULL;
+        uint64_t tmp_bytes = 0;
         st = place_inputs(ld, wk, f, &w, g, nall, img, mask, &off, parts, &np, ins, &ni, &tmp,
-                          &bad, err);
+                          &tmp_bytes, &bad, err);
         if (st == CF_OK && o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
             st = read_parts(ld, wk, parts, np, &bad, err);
             for (int k = 0; k < np && st == CF_OK; k++) *decoded += parts[k].bytes;
@@ -524,6 +533,7 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
         for (int k = 0; k < ni; k++)
             if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
         free(tmp);
+        if (tmp) cf__budget_give(&ld->borrow, tmp_bytes);
         g += ni;
     }
     *t_read += cf__now() - t0;
