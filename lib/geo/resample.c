@@ -123,6 +123,20 @@ void cf__rs_to_double(cf_dtype t, const void *src, size_t n, double *out) {
 
 /* ------------------------------------------------------------- masks */
 
+/* The range of an integer type of up to 32 bits (nodata tests of
+ * nodata_mask and has_nodata_int); 0 for other types. */
+static int int32_range(cf_dtype t, double *lo, double *hi) {
+    switch (t) {
+    case CF_DT_U8: *lo = 0, *hi = UINT8_MAX; return 1;
+    case CF_DT_I8: *lo = INT8_MIN, *hi = INT8_MAX; return 1;
+    case CF_DT_U16: *lo = 0, *hi = UINT16_MAX; return 1;
+    case CF_DT_I16: *lo = INT16_MIN, *hi = INT16_MAX; return 1;
+    case CF_DT_U32: *lo = 0, *hi = UINT32_MAX; return 1;
+    case CF_DT_I32: *lo = INT32_MIN, *hi = INT32_MAX; return 1;
+    default: return 0;
+    }
+}
+
 /* GDAL's nodata test (GDALWarpNoDataMasker): integers compare with the
  * nodata rounded down (none when it is outside the type), floats with a
  * relative tolerance of 1e-10, NaN matches NaN. */
@@ -144,15 +158,7 @@ static int nodata_mask(const cf_warp_src *s, const void *band, size_t n, uint8_t
         return invalid;
     }
     double lo, hi;
-    switch (s->dtype) {
-    case CF_DT_U8: lo = 0, hi = UINT8_MAX; break;
-    case CF_DT_I8: lo = INT8_MIN, hi = INT8_MAX; break;
-    case CF_DT_U16: lo = 0, hi = UINT16_MAX; break;
-    case CF_DT_I16: lo = INT16_MIN, hi = INT16_MAX; break;
-    case CF_DT_U32: lo = 0, hi = UINT32_MAX; break;
-    case CF_DT_I32: lo = INT32_MIN, hi = INT32_MAX; break;
-    default: lo = -9.2e18, hi = 1.8e19; break;
-    }
+    if (!int32_range(s->dtype, &lo, &hi)) lo = -9.2e18, hi = 1.8e19;
     if (isnan(nd) || nd < lo || nd > hi + 0.000001) {
         memset(m, 1, n);
         return 0;
@@ -181,15 +187,7 @@ static int nodata_mask(const cf_warp_src *s, const void *band, size_t n, uint8_t
  * typed comparison is the double one); -1 for other types (not known). */
 static int has_nodata_int(const cf_warp_src *s, const void *band, size_t n) {
     double nd = s->nodata, lo, hi;
-    switch (s->dtype) {
-    case CF_DT_U8: lo = 0, hi = UINT8_MAX; break;
-    case CF_DT_I8: lo = INT8_MIN, hi = INT8_MAX; break;
-    case CF_DT_U16: lo = 0, hi = UINT16_MAX; break;
-    case CF_DT_I16: lo = INT16_MIN, hi = INT16_MAX; break;
-    case CF_DT_U32: lo = 0, hi = UINT32_MAX; break;
-    case CF_DT_I32: lo = INT32_MIN, hi = INT32_MAX; break;
-    default: return -1;
-    }
+    if (!int32_range(s->dtype, &lo, &hi)) return -1;
     if (isnan(nd) || nd < lo || nd > hi + 0.000001) return 0;
     double want = floor(nd + 0.000001);
     if (want > hi) return 0; /* no sample can equal it */
