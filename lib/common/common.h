@@ -39,6 +39,19 @@ cf_status cf__err_hint(cf_error *err, cf_status st, const char *fmt, ...)
     CF__PRINTF(3, 4);
 void cf__err_clear(cf_error *err);
 
+/* One row of an option table (io_options.h, loader_options.h): the
+ * option's name, its accepted range [lo, hi] (lo DBL_TRUE_MIN: > 0) and a
+ * hint said after a value out of range ("" for none). */
+typedef struct cf__opt_range {
+    const char *name;
+    double lo, hi;
+    const char *hint;
+} cf__opt_range;
+/* CF_OK when v is in tab[id]'s range (NaN never is), else CF_E_ARG with
+ * "WHO: NAME V not in [LO, HI] (HINT)". */
+cf_status cf__opt_check(const cf__opt_range *tab, int n, int id, double v, const char *who,
+                        cf_error *err);
+
 /* Checked arithmetic: return false on overflow. */
 static inline bool cf__mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
     return !__builtin_mul_overflow(a, b, out);

@@ -39,28 +39,14 @@ void cf_io_options_init(cf_io_options *opt) {
 }
 
 /* The scalar options' ranges, from the one table (io_options.h). */
-static const struct {
-    const char *name;
-    double lo, hi;
-    const char *hint;
-} scalars[CF__IOO_COUNT] = {
+static const cf__opt_range scalars[CF__IOO_COUNT] = {
 #define X(f, ctype, pytype, fmt, def, lo, hi, hint) {#f, (double)(lo), (double)(hi), hint},
     CF__IO_SCALARS(X)
 #undef X
 };
 
 cf_status cf__io_check(int id, double v, cf_error *err) {
-    if (id < 0 || id >= CF__IOO_COUNT)
-        return cf__err(err, CF_E_ARG, "cf_io_new: unknown option %d", id);
-    if (v >= scalars[id].lo && v <= scalars[id].hi) return CF_OK;
-    /* %.17g prints the integer options exactly (they fit 2^53 or are
-     * unbounded); the smallest positive double stands for "> 0". */
-    int open_lo = scalars[id].lo == CF__IO_POSITIVE;
-    return cf__err(err, CF_E_ARG, "cf_io_new: %s %.17g not in %c%.17g, %.17g]%s%s%s",
-                   scalars[id].name, v, open_lo ? '(' : '[',
-                   open_lo ? 0.0 : scalars[id].lo, scalars[id].hi,
-                   scalars[id].hint[0] ? " (" : "", scalars[id].hint,
-                   scalars[id].hint[0] ? ")" : "");
+    return cf__opt_check(scalars, CF__IOO_COUNT, id, v, "cf_io_new", err);
 }
 
 static int clamp_inflight(int n) {

@@ -23,26 +23,14 @@ void cf_loader_options_init(cf_loader_options *opt) {
 }
 
 /* The scalar options' ranges, from the one table (loader_options.h). */
-static const struct {
-    const char *name;
-    double lo, hi;
-    const char *hint;
-} scalars[CF__LDO_COUNT] = {
+static const cf__opt_range scalars[CF__LDO_COUNT] = {
 #define X(f, ctype, pytype, fmt, def, lo, hi, hint) {#f, (double)(lo), (double)(hi), hint},
     CF__LOADER_SCALARS(X)
 #undef X
 };
 
 cf_status cf__loader_check(int id, double v, cf_error *err) {
-    if (id < 0 || id >= CF__LDO_COUNT)
-        return cf__err(err, CF_E_ARG, "loader: unknown option %d", id);
-    if (v >= scalars[id].lo && v <= scalars[id].hi) return CF_OK;
-    /* %.17g prints integers exactly (every integer option fits 2^53 or is
-     * unbounded). */
-    return cf__err(err, CF_E_ARG, "loader: %s %.17g not in [%.17g, %.17g]%s%s%s",
-                   scalars[id].name, v, scalars[id].lo, scalars[id].hi,
-                   scalars[id].hint[0] ? " (" : "", scalars[id].hint,
-                   scalars[id].hint[0] ? ")" : "");
+    return cf__opt_check(scalars, CF__LDO_COUNT, id, v, "loader", err);
 }
 
 static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
