@@ -557,14 +557,20 @@ static PyObject *Loader_release(LoaderObject *self, PyObject *unused) {
 }
 
 static PyObject *Loader_set_epoch(LoaderObject *self, PyObject *args) {
-    unsigned long long epoch, batch = 0;
-    if (!PyArg_ParseTuple(args, "K|K", &epoch, &batch) || check_open(self))
+    /* Signed on purpose: "K" would wrap -1 to 2^64 - 1 without a word. */
+    long long epoch, batch = 0;
+    if (!PyArg_ParseTuple(args, "L|L", &epoch, &batch) || check_open(self))
         return NULL;
+    if (epoch < 0 || batch < 0) {
+        PyErr_Format(PyExc_ValueError, "set_epoch: %s %lld is negative",
+                     epoch < 0 ? "epoch" : "batch", epoch < 0 ? epoch : batch);
+        return NULL;
+    }
     release_held(self);
     cf_error e;
     cf_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = cf_loader_set_epoch(self->ld, epoch, batch, &e);
+    st = cf_loader_set_epoch(self->ld, (uint64_t)epoch, (uint64_t)batch, &e);
     Py_END_ALLOW_THREADS
     if (st != CF_OK) return cf_py_raise(st, &e);
     Py_RETURN_NONE;

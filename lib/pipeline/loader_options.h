@@ -16,6 +16,8 @@
  * hint     said after a value out of range ("" for none)
  *
  * Flags (p) take any int, as C callers write them: nonzero is yes.
+ * seed alone is parsed unsigned (K): a negative seed is taken modulo 2^64,
+ * as torch.manual_seed takes it.
  *
  * From it (and CF__LOADER_KERNELS below) come cf_loader_options_init
  * (loader_build.c), the checks of cf_loader_new, and the extension's
@@ -45,10 +47,10 @@
     X(batch_size, uint32_t, long long, "L", 32, 1, 65536, "")                             \
     X(stride, uint32_t, long long, "L", 0, 0, UINT32_MAX, "0: patch_size")                \
     X(seed, uint64_t, unsigned long long, "K", 0, 0, UINT64_MAX, "")                      \
-    X(epoch, uint64_t, unsigned long long, "K", 0, 0, UINT64_MAX, "")                     \
+    X(epoch, uint64_t, long long, "L", 0, 0, INT64_MAX, "")                               \
     X(rank, int, long long, "L", 0, 0, INT32_MAX, "")                                     \
     X(world_size, int, long long, "L", 1, 1, INT32_MAX, "")                               \
-    X(epoch_length, uint64_t, unsigned long long, "K", 0, 0, UINT64_MAX, "")              \
+    X(epoch_length, uint64_t, long long, "L", 0, 0, INT64_MAX, "")                        \
     X(drop_last, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                              \
     X(apply_scale_offset, int, int, "p", 1, INT32_MIN, INT32_MAX, "")                     \
     X(skip_errors, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                            \

@@ -640,11 +640,26 @@ def test_bad_arguments(data):
                     (dict(decode_threads=5000), "threads 5000 not in"),
                     (dict(concurrency=-2), "concurrency -2 not in"),
                     (dict(skip_limit=1.5), "skip_limit 1.5 not in"),
-                    (dict(error_threshold=-1), "error_threshold -1 not in")):
+                    (dict(error_threshold=-1), "error_threshold -1 not in"),
+                    # epochs are counted, not hashed: -1 used to wrap to
+                    # 2^64 - 1 silently ("K")
+                    (dict(epoch=-1), "epoch -1 not in"),
+                    (dict(epoch_length=-3), "epoch_length -3 not in")):
         with pytest.raises(ValueError, match=msg):
             cogfeed.Loader(data["images"], sampler="grid", **kw)
     with pytest.raises(ValueError, match="weights: 1 values for 2 image"):
         cogfeed.Loader(data["images"], weights=[1.0])
+    with cogfeed.Loader(data["images"], sampler="grid") as ld:
+        with pytest.raises(ValueError, match="epoch -1 is negative"):
+            ld.set_epoch(-1)
+        with pytest.raises(ValueError, match="batch -2 is negative"):
+            ld._ld.set_epoch(0, -2)
+    # seed: any int, a negative one modulo 2^64 as torch.manual_seed does
+    a = cogfeed.Loader(data["images"], seed=-1, batch_size=2)
+    b = cogfeed.Loader(data["images"], seed=2 ** 64 - 1, batch_size=2)
+    assert a.window(0) == b.window(0)
+    a.close()
+    b.close()
     with pytest.raises(ValueError, match="level -1 not in .*full resolution"):
         cogfeed.Loader(data["images"], level=-1)
     # A level the files lack: named once, with the levels they have.
