@@ -9,6 +9,7 @@
 #include "cogfeed.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -131,17 +132,38 @@ static int io_option(int argc, char **argv, int *i, cf_io_options *o,
                !strcmp(a, "--max-retries") || !strcmp(a, "--timeout")) {
         if (!v) return -1;
         errno = 0;
-        double d = strtod(v, &end);
-        if (errno || *end || !(d >= 0)) return -1;
-        if (!strcmp(a, "--header-bytes")) o->header_bytes = (size_t)d;
-        else if (!strcmp(a, "--max-inflight")) o->max_inflight = (int)d;
-        else if (!strcmp(a, "--max-retries")) o->max_retries = (int)d;
-        else o->request_timeout_s = d;
+        if (!strcmp(a, "--timeout")) {
+            double d = strtod(v, &end);
+            if (errno || *end || end == v || !(d >= 0)) return -1;
+            o->request_timeout_s = d;
+        } else {
+            /* Whole numbers within the field's type: a double cast to int
+             * beyond its range is undefined, and "2.5" is no count. */
+            long long n = strtoll(v, &end, 10);
+            int is_size = !strcmp(a, "--header-bytes");
+            if (errno || *end || end == v || n < 0 || (!is_size && n > INT_MAX))
+                return -1;
+            if (is_size) o->header_bytes = (size_t)n;
+            else if (!strcmp(a, "--max-inflight")) o->max_inflight = (int)n;
+            else o->max_retries = (int)n;
+        }
     } else {
         return 0;
     }
     (*i)++;
     return 1;
+}
+
+/* io_option refused argv[i]'s value: say which, and what it takes. */
+static int bad_value(const char *cmd, int argc, char **argv, int i) {
+    const char *a = argv[i];
+    if (i + 1 >= argc)
+        fprintf(stderr, "cogfeed %s: %s needs a value\n", cmd, a);
+    else
+        fprintf(stderr, "cogfeed %s: bad value for %s: '%s' (%s)\n", cmd, a, argv[i + 1],
+                strcmp(a, "--timeout") ? "a whole number, 0 or more"
+                                       : "seconds, 0 or more");
+    return 2;
 }
 
 /* Length of the valid UTF-8 sequence at s, 0 when there is none. */
@@ -337,7 +359,7 @@ static int cmd_info(int argc, char **argv) {
     cf_open_options_init(&oo);
     for (int i = 0; i < argc; i++) {
         int r = io_option(argc, argv, &i, &o, &oo);
-        if (r < 0) return fprintf(stderr, "cogfeed info: bad value for %s\n", argv[i]), 2;
+        if (r < 0) return bad_value("info", argc, argv, i);
         if (r) continue;
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return command_help(info_text);
@@ -570,7 +592,7 @@ static int cmd_read(int argc, char **argv) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int r = io_option(argc, argv, &i, &o, &oo);
-        if (r < 0) return fprintf(stderr, "cogfeed read: bad value for %s\n", a), 2;
+        if (r < 0) return bad_value("read", argc, argv, i);
         if (r) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return command_help(read_text);
         if (!strcmp(a, "--mask")) {

@@ -167,6 +167,20 @@ def test_errors_exit_nonzero_and_name_the_file(paths, tmp_path):
     assert r.returncode != 0 and "not-a-tiff.tif" in r.stderr
 
 
+def test_io_option_values_are_whole_numbers_in_range(paths):
+    # A count is a whole number that fits its field: "2.5" used to become
+    # 2 silently, and 1e10 was cast to int (undefined behaviour).
+    p = paths["mask_u16_gtiff"]
+    for opt, val in (("--max-inflight", "2.5"), ("--max-inflight", "1e10"),
+                     ("--max-retries", "-1"), ("--max-inflight", "4294967297"),
+                     ("--header-bytes", "99999999999999999999"), ("--timeout", "x")):
+        r = run("info", "--json", opt, val, p, check=False)
+        assert r.returncode == 2, (opt, val, r.returncode, r.stderr)
+        assert "bad value for %s: '%s'" % (opt, val) in r.stderr, r.stderr
+    r = run("info", "--json", "--max-inflight", "8", "--timeout", "2.5", p)
+    assert '"width"' in r.stdout
+
+
 def test_read_more_than_64_bands(paths, tmp_path):
     # --bands takes as many bands as a file may have (once capped at 64).
     p = paths["many_bands_u16_band"]
