@@ -210,6 +210,30 @@ def test_multiband_nodata_is_per_band(data):
     assert ((got[0] == 0) != (got[1] == 0)).any()
 
 
+@pytest.mark.parametrize("shape", [(1, 40), (40, 1), (1, 1), (2, 40)])
+@pytest.mark.parametrize("nodata", [None, 0])
+def test_one_pixel_wide_sources_as_gdalwarp(data, shape, nodata, tmp_path):
+    """Sources one pixel wide or high: the 2x2 bilinear's table path needs
+    two taps per axis, so such windows go to the per-pixel kernels, as
+    gdalwarp (which clamps the taps) reads them."""
+    rng = np.random.default_rng(sum(shape))
+    a = rng.integers(100, 9000, shape).astype(np.uint16)[None]
+    kw = {}
+    if nodata is not None:
+        a[0, 0, 0] = nodata
+        kw["nodata"] = nodata
+    path = F.write_cog(str(tmp_path / "thin.tif"), a, (X0, 10.0, 0.0, Y0, 0.0, -10.0), **kw)
+    h, w = shape
+    for res, sh in ((5, 0.0), (10, 3.3), (7.5, 2.0)):
+        grid = utm((X0 - 20 + sh, Y0 - h * 10 - 20 + sh, X0 + w * 10 + 20 + sh, Y0 + 20 + sh),
+                   res)
+        for kernel in ("bilinear", "cubic"):
+            with cogfeed.open(path) as cog:
+                got = cog.read(grid=grid, resampling=kernel)
+            exp = F.gdalwarp(path, str(tmp_path / "ref.tif"), grid, kernel)
+            np.testing.assert_array_equal(got, exp, err_msg="%s %s %s" % (kernel, res, sh))
+
+
 def test_errors(data):
     with cogfeed.open(data["u16_10"]) as cog:
         g = utm((X0, Y0 - 100, X0 + 100, Y0), 10)
