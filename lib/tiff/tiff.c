@@ -1071,7 +1071,8 @@ static cf_status oj_refuse(cf_tiff_ifd *o, cf_status code, const char *fmt,
                            ...) {
     va_list ap;
     va_start(ap, fmt);
-    int n = snprintf(o->ojpeg_why, sizeof o->ojpeg_why, "old-style JPEG: ");
+    int n = snprintf(o->ojpeg_why, sizeof o->ojpeg_why,
+                     "old-style JPEG (OJPEG): ");
     vsnprintf(o->ojpeg_why + n, sizeof o->ojpeg_why - (size_t)n, fmt, ap);
     va_end(ap);
     o->ojpeg_status = code;
@@ -1415,6 +1416,14 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
         TRY(oj_tables(c, i, o, &j));
         if (o->ojpeg_status) return CF_OK;
     }
+    /* A frame whose quantization tables the stream never defines (its
+     * tables were left in a JPEGTables tag, which old-style JPEG ignores)
+     * fails in libjpeg, under GDAL too: say so now. */
+    for (int k = 0; k < 3; k++)
+        if (j.tq[k] > 3 || !j.q[j.tq[k]].d)
+            return oj_refuse(o, CF_E_FORMAT, "component %d uses quantization "
+                             "table %u, which %s does not define", k, j.tq[k],
+                             src);
     o->ycbcr_sub_h = (uint16_t)sh;
     o->ycbcr_sub_v = (uint16_t)sv;
 
