@@ -631,16 +631,16 @@ def _jpeg_segments(stream):
             return segs, stream[p:]
 
 
-def _jpeg_strips(shape, photometric, rps, seed=21):
-    """GDAL JPEG strips of a (bands, h, w) image: (tables segments, [(SOF,
-    SOS, entropy data without EOI)] per strip)."""
+def _jpeg_strips(shape, photometric, rps, seed=21, data=None):
+    """GDAL JPEG strips of a (bands, h, w) image (`data`, or pixels()):
+    (tables segments, [(SOF, SOS, entropy data without EOI)] per strip)."""
     nb, h, w = shape
     tmp = tempfile.mktemp(suffix=".tif")
     opts = ["COMPRESS=JPEG", "JPEGTABLESMODE=3", "BLOCKYSIZE=%d" % rps, "JPEG_QUALITY=85"]
     if photometric:
         opts.append("PHOTOMETRIC=" + photometric)
     try:
-        gdal_write(tmp, pixels(h, w, nb, "uint8", seed), opts)
+        gdal_write(tmp, pixels(h, w, nb, "uint8", seed) if data is None else data, opts)
         _, ifds = read_tiff(tmp)
     finally:
         if os.path.exists(tmp):
@@ -680,7 +680,7 @@ def _table_parts(tables):
     return q, dc, ac
 
 
-def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=None):
+def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=None, data=None):
     """An old-style JPEG file of a (bands, h, w) image.
     layout "whole":  JPEGInterchangeFormat is one complete stream of the
                      image (restart markers between strips when there are
@@ -690,11 +690,12 @@ def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=Non
     layout "header_jif": JPEGInterchangeFormat holds the header (SOI to
                      SOS), the strips the entropy data.
     layout "strip_streams": each strip a complete stream, nothing else.
-    bad: a malformation (see the fixtures)."""
+    bad: a malformation (see the fixtures).  data: the pixels (uint8,
+    `shape`), pixels() by default."""
     nb, h, w = shape
     def make(path):
         r = rps or h
-        tables, strips = _jpeg_strips(shape, photometric, r)
+        tables, strips = _jpeg_strips(shape, photometric, r, data=data)
         sof, sos = strips[0][0], strips[0][1]
         d = Ifd()
         d.set(256, 4, w)
@@ -717,11 +718,11 @@ def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=Non
             head = b"\xff\xd8" + b"".join(tables) + dri + \
                 _sof_height(sof, h - 9 if bad == "sof_height" else h) + sos
             body, parts = b"", []
-            for k, (_, _, data) in enumerate(strips):
+            for k, (_, _, ent) in enumerate(strips):
                 if k:
                     body += bytes([0xFF, 0xD0 + (k - 1) % 8])
-                parts.append((len(head) + len(body), len(data)))
-                body += data
+                parts.append((len(head) + len(body), len(ent)))
+                body += ent
             stream = head + body + b"\xff\xd9"
             if bad == "truncated":
                 stream = stream[:len(stream) * 2 // 3]
