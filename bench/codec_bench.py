@@ -2,7 +2,9 @@
 
 For each codec a SIZE x SIZE image with 512 px tiles is written by GDAL's
 COG driver, or its GTiff driver for the variants the COG driver does not
-write (LZMA, CCITT, 12-bit, float16, CInt16, CMYK, CIELab: see CODECS)
+write (LZMA, CCITT, 12-bit, float16, CInt16, CMYK, CIELab: see CODECS;
+OJPEG, which nothing writes, is GDAL's JPEG strips rebuilt, 512-row strips
+read strip by strip)
 (cached in $CF_TEST_DATA/bench or /tmp/cogfeed-bench), read once
 so it sits in the page cache, then decoded whole, tile by tile:
 
@@ -51,6 +53,7 @@ from rasterio.windows import Window
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "python"))
 import conformance as C  # noqa: E402
+import format_fixtures as F  # noqa: E402
 
 import cogfeed  # noqa: E402
 
@@ -80,6 +83,9 @@ CODECS = {
     "CINT16": ("cint16", 1, ["COMPRESS=NONE"]),
     "CMYK": ("uint8", 4, ["COMPRESS=NONE", "PHOTOMETRIC=CMYK"]),
     "CIELAB": ("uint8", 3, ["COMPRESS=NONE", "PHOTOMETRIC=CIELAB"]),
+    # nothing writes old-style JPEG: GDAL's JPEG strips (tile rows each)
+    # rebuilt as an OJPEG file with table tags (format_fixtures.ojpeg_file)
+    "OJPEG": ("uint8", 3, ["OJPEG"]),
 }
 # rasterio's names of the GDAL types written
 GDT = {"uint8": "uint8", "uint16": "uint16", "float32": "float32", "bit": "uint8",
@@ -123,6 +129,10 @@ def make_file(codec, size, tile, directory):
         return path
     data = pixels(size, dtype, bands)
     tmp = path + ".tmp.tif"
+    if codec == "OJPEG":
+        F.ojpeg_file(data.shape, "tables", rps=tile, data=data)(tmp)
+        os.replace(tmp, path)
+        return path
     if any(o.startswith("COMPRESS=") for o in opts):
         driver, opts = "GTiff", ["TILED=YES", "BLOCKXSIZE=%d" % tile, "BLOCKYSIZE=%d" % tile,
                                  "NUM_THREADS=ALL_CPUS"] + opts
@@ -171,6 +181,9 @@ def bench_codec(codec, args):
         while f.read(1 << 24):
             pass
     wins = tiles(args.size, args.tile)
+    if codec == "OJPEG":  # a strip file: block by block is strip by strip
+        wins = [(0, y, args.size, min(args.tile, args.size - y))
+                for y in range(0, args.size, args.tile)]
     cog = cogfeed.open(path)
     shape = (cog.count, cog.height, cog.width)
     nbytes = cog.count * cog.height * cog.width * np.dtype(cog.dtype).itemsize
@@ -215,7 +228,7 @@ def bench_codec(codec, args):
     res["ratio_1t"] = res["cogfeed_1t"] / res["gdal_1t"]
     res["ratio_mt"] = res["cogfeed_mt"] / res["gdal_mt"]
     whole = whole.reshape(shape)
-    if codec == "JPEG":  # libjpeg-turbo's pixels: Debian's GDAL
+    if codec in ("JPEG", "OJPEG"):  # libjpeg-turbo's pixels: Debian's GDAL
         ref = whole = C.debian_gdal_read(path).reshape(shape)
     res["bit_exact"] = bool(mine.tobytes() == ref.tobytes() == whole.tobytes() ==
                             mine_mt.tobytes())

@@ -7,7 +7,8 @@ it is read) followed by a real chunk: streams written by GDAL (libtiff's
 encoders), raw samples for the conversions.  A few hundred bytes each; the
 files are 40x30 or smaller, made by format_fixtures.py's makers.
 
-Usage: .venv/bin/python fuzz/fuzz_codec_seeds.py  (after ./run.sh build)
+Usage: .venv/bin/python fuzz/fuzz_codec_seeds.py [NAME...]  (after ./run.sh
+build; NAMEs: only those fmt_* files)
 """
 
 import os
@@ -84,7 +85,14 @@ def main():
         "fmt_subifds": F.rewrite(F.gdal_file((1, 30, 40), "uint8", ["COMPRESS=DEFLATE"] + t16,
                                                 overviews=[2]),
                                  F.move_overviews_to_subifds),
+        # old-style JPEG: the three places its JPEG header comes from
+        "fmt_ojpeg_if_strips": F.ojpeg_file((3, 40, 24), "whole", rps=16),
+        "fmt_ojpeg_header_jif": F.ojpeg_file((3, 30, 21), "header_jif", rps=16),
+        "fmt_ojpeg_tables": F.ojpeg_file((3, 40, 24), "tables", rps=16),
     }
+    only = sys.argv[1:]  # names to (re)write; all when none
+    files = {k: v for k, v in files.items() if not only or k in only}
+    seeds = {k: v for k, v in seeds.items() if not only}
     d = os.path.join(HERE, "seeds", "open")
     for name, make in files.items():
         make(os.path.join(d, name))

@@ -31,6 +31,7 @@ void cf_codec_ctx_free(cf_codec_ctx *ctx) {
     free(ctx->rev.p);
     free(ctx->stage.p);
     free(ctx->runs.p);
+    free(ctx->ojpeg.p);
     free(ctx);
 }
 
@@ -175,7 +176,7 @@ uint64_t cf_codec_stored_bytes(const cf_codec_params *p) {
 uint64_t cf_codec_ctx_bytes(const cf_codec_ctx *ctx) {
     if (!ctx) return 0;
     uint64_t n = sizeof *ctx + ctx->outer.cap + ctx->aux.cap + ctx->row.cap +
-                 ctx->tile.cap;
+                 ctx->tile.cap + ctx->ojpeg.cap;
     if (ctx->deflate) n += CF__DEFLATE_STATE;
     if (ctx->zstd) n += ZSTD_sizeof_DCtx(ctx->zstd);
     return n;
@@ -223,6 +224,11 @@ uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
     }
     case 7: /* jpeg.c: libjpeg's coefficients (progressive), ~2 B/sample */
         g += 2 * n + ((uint64_t)1 << 20);
+        break;
+    case 6: /* ojpeg.c: the stream copied with its header, about the
+             * chunk's size; libjpeg holds one iMCU row */
+        g += scratch_growth(ctx ? &ctx->ojpeg : NULL, n + (64 << 10)) +
+             ((uint64_t)1 << 20);
         break;
     case 50001: /* libwebp's planes (YUV or ARGB) */
         g += n + n / 2 + ((uint64_t)64 << 10);

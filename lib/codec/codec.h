@@ -35,8 +35,13 @@ typedef struct cf_codec_params {
     uint32_t height;        /* rows in this chunk */
     uint32_t samples;       /* samples per pixel in this chunk */
     int big_endian;         /* file byte order */
-    const uint8_t *jpeg_tables;
+    const uint8_t *jpeg_tables; /* JPEG: JPEGTables; old-style JPEG: the
+                                   header libtiff writes (tiff.h) */
     size_t jpeg_tables_len;
+    const char *refuse;     /* old-style JPEG: why this layout is not read
+                               (cf_codec_check fails with refuse_code and
+                               it); NULL when it is */
+    int refuse_code;
     uint16_t ycbcr_sub_h, ycbcr_sub_v;
     uint16_t fill_order;    /* 2: bits of each stored byte reversed
                                (FillOrder); 0 or 1: as usual */

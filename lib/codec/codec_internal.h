@@ -29,6 +29,7 @@ struct cf_codec_ctx {
                            colour-converted into the caller's buffer */
     void *lzma;         /* lzma_stream, lazily (lzma.c) */
     cf__scratch runs;   /* CCITT run lengths of two rows (ccitt.c) */
+    cf__scratch ojpeg;  /* old-style JPEG: header + chunk + EOI (ojpeg.c) */
 };
 
 /* Make `s` hold at least `n` bytes.  CF_E_NOMEM on failure. */
@@ -115,7 +116,11 @@ cf_status cf__decode_ccitt(cf_codec_ctx *, const cf_codec_params *,
                            cf_error *);
 /* Free a lazily made lzma_stream (NULL allowed). */
 void cf__lzma_free(void *stream);
+cf_status cf__decode_ojpeg(cf_codec_ctx *, const cf_codec_params *,
+                           const uint8_t *, size_t, uint8_t *, size_t,
+                           cf_error *);
 cf_status cf__check_jpeg(const cf_codec_params *p, cf_error *err);
+cf_status cf__check_ojpeg(const cf_codec_params *p, cf_error *err);
 cf_status cf__check_webp(const cf_codec_params *p, cf_error *err);
 cf_status cf__check_lerc(const cf_codec_params *p, cf_error *err);
 cf_status cf__check_ccitt(const cf_codec_params *p, cf_error *err);

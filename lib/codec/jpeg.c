@@ -14,12 +14,11 @@
 #include "codec_internal.h"
 
 #ifdef CF_HAVE_JPEG
-#include <setjmp.h>
-#include <stdio.h>
 #include <stdlib.h>
 
+#include "jpeg_internal.h"
+
 #include <jerror.h>
-#include <jpeglib.h>
 
 /* Progressive streams rescan the coefficient buffer on every scan; a crafted
  * stream with thousands of tiny scans burns CPU (libjpeg-turbo's own
@@ -34,25 +33,16 @@
 #else
 #define CF_JPEG_LIB_VERSION "(unknown version)"
 #endif
-#define CF_JPEG_ROWS 16
 
-
-
-typedef struct jerr_state {
-    struct jpeg_error_mgr pub;
-    jmp_buf jb;
-    char msg[JMSG_LENGTH_MAX];
-    int corrupt; /* a data-corruption warning was seen */
-} jerr_state;
 
 static void on_error_exit(j_common_ptr ci) {
-    jerr_state *e = (jerr_state *)ci->err;
+    cf__jpeg_err *e = (cf__jpeg_err *)ci->err;
     (*ci->err->format_message)(ci, e->msg);
     longjmp(e->jb, 1);
 }
 
 static void on_emit(j_common_ptr ci, int level) {
-    jerr_state *e = (jerr_state *)ci->err;
+    cf__jpeg_err *e = (cf__jpeg_err *)ci->err;
     if (level >= 0) return; /* trace messages */
     switch (ci->err->msg_code) {
     case JWRN_JPEG_EOF:
@@ -72,25 +62,15 @@ static void on_progress(j_common_ptr ci) {
     if (!ci->is_decompressor) return;
     j_decompress_ptr d = (j_decompress_ptr)ci;
     if (d->input_scan_number > CF_JPEG_MAX_SCANS) {
-        jerr_state *e = (jerr_state *)ci->err;
+        cf__jpeg_err *e = (cf__jpeg_err *)ci->err;
         snprintf(e->msg, sizeof e->msg, "more than %d progressive scans",
                  CF_JPEG_MAX_SCANS);
         longjmp(e->jb, 1);
     }
 }
 
-/* State the setjmp'ed region modifies lives in this struct, reached through
- * a pointer, so nothing needs `volatile`. */
-typedef struct jpeg_job {
-    struct jpeg_decompress_struct ci;
-    jerr_state jerr;
-    struct jpeg_progress_mgr progress;
-    cf_status code;
-    int created, ok;
-    char why[JMSG_LENGTH_MAX + 40];
-} jpeg_job;
-
-static int run(jpeg_job *j, const cf_codec_params *p, const uint8_t *src,
+/* The new-style JPEG decode, a session body. */
+static int run(cf__jpeg_job *j, const cf_codec_params *p, const uint8_t *src,
                size_t src_len, uint8_t *dst, size_t dst_len) {
     j_decompress_ptr ci = &j->ci;
     if (p->jpeg_tables && p->jpeg_tables_len) {
@@ -179,10 +159,6 @@ static int run(jpeg_job *j, const cf_codec_params *p, const uint8_t *src,
             return 0;
         }
     }
-    if (j->jerr.corrupt) {
-        snprintf(j->why, sizeof j->why, "%s", j->jerr.msg);
-        return 0;
-    }
     (void)dst_len;
     return 1;
 }
@@ -200,19 +176,12 @@ cf_status cf__check_jpeg(const cf_codec_params *p, cf_error *err) {
     return CF_OK;
 }
 
-cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
-                          const uint8_t *src, size_t src_len, uint8_t *dst,
-                          size_t dst_len, cf_error *err) {
-    cf_status cst = cf__check_jpeg(p, err);
-    if (cst) return cst;
-    if (p->jpeg_tables && p->jpeg_tables_len && p->jpeg_tables_len < 4)
-        return cf__err(err, CF_E_CODEC, "JPEGTables of %zu bytes",
-                       p->jpeg_tables_len);
-    if (src_len < 4)
-        return cf__err(err, CF_E_CODEC, "stream of %zu bytes", src_len);
+cf_status cf__jpeg_session(cf__jpeg_body body, const cf_codec_params *p,
+                           const uint8_t *src, size_t src_len, uint8_t *dst,
+                           size_t dst_len, cf_error *err) {
     if (src_len > 0xffffffffu || p->jpeg_tables_len > 0xffffffffu)
         return cf__err(err, CF_E_LIMIT, "stream of %zu bytes", src_len);
-    jpeg_job *j = cf__calloc(1, sizeof *j);
+    cf__jpeg_job *j = cf__calloc(1, sizeof *j);
     if (!j) return cf__err(err, CF_E_NOMEM, "JPEG decoder state");
     j->code = CF_E_CODEC;
     j->ci.err = jpeg_std_error(&j->jerr.pub);
@@ -222,7 +191,11 @@ cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
     if (setjmp(j->jerr.jb) == 0) {
         jpeg_create_decompress(&j->ci);
         j->created = 1;
-        j->ok = run(j, p, src, src_len, dst, dst_len);
+        j->ok = body(j, p, src, src_len, dst, dst_len);
+        if (j->ok && j->jerr.corrupt) {
+            snprintf(j->why, sizeof j->why, "%s", j->jerr.msg);
+            j->ok = 0;
+        }
     } else {
         /* 12-bit streams are valid JPEG this build cannot decode */
         j->code = j->jerr.pub.msg_code == JERR_BAD_PRECISION ? CF_E_UNSUPPORTED
@@ -235,6 +208,20 @@ cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
     cf_status st = j->ok ? CF_OK : cf__err(err, j->code, "%s", j->why);
     free(j);
     return st;
+}
+
+cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
+                          const uint8_t *src, size_t src_len, uint8_t *dst,
+                          size_t dst_len, cf_error *err) {
+    (void)ctx;
+    cf_status cst = cf__check_jpeg(p, err);
+    if (cst) return cst;
+    if (p->jpeg_tables && p->jpeg_tables_len && p->jpeg_tables_len < 4)
+        return cf__err(err, CF_E_CODEC, "JPEGTables of %zu bytes",
+                       p->jpeg_tables_len);
+    if (src_len < 4)
+        return cf__err(err, CF_E_CODEC, "stream of %zu bytes", src_len);
+    return cf__jpeg_session(run, p, src, src_len, dst, dst_len, err);
 }
 #else
 /* Built without libjpeg: the registry reports "not built with JPEG". */

@@ -50,17 +50,19 @@ static const cf__codec_entry cf__codecs[] = {
 #ifdef CF_HAVE_JPEG
     {7, "JPEG", cf__decode_jpeg, "JPEG", CF__CODEC_NOBITREV, cf__check_jpeg,
      NULL},
+    /* libtiff's tif_ojpeg.c reads the file's bytes itself: no bit
+     * reversal, no predictor */
+    {6, "OJPEG", cf__decode_ojpeg, "JPEG", CF__CODEC_NOBITREV,
+     cf__check_ojpeg, NULL},
 #else
     {7, "JPEG", NULL, "JPEG", CF__CODEC_NOBITREV, NULL, NULL},
+    {6, "OJPEG", NULL, "JPEG", CF__CODEC_NOBITREV, NULL, NULL},
 #endif
 #ifdef CF_HAVE_WEBP
     {50001, "WEBP", cf__decode_webp, "WebP", 0, cf__check_webp, NULL},
 #else
     {50001, "WEBP", NULL, "WebP", 0, NULL, NULL},
 #endif
-    NOT_READ(6, "OJPEG", "old-style JPEG (withdrawn in 1995 by TIFF "
-             "Technical Note 2) is not read; convert the file with "
-             "gdal_translate"),
     NOT_READ(34712, "JPEG2000", "GDAL's GTiff driver does not read it "
              "either"),
     NOT_READ(50002, "JXL", "JPEG XL in TIFF is not read (Debian's GDAL "

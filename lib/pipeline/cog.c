@@ -570,6 +570,10 @@ void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
     p->big_endian = cog->tiff->big_endian;
     p->jpeg_tables = ifd->jpeg_tables;
     p->jpeg_tables_len = ifd->jpeg_tables_len;
+    if (ifd->ojpeg_status) {
+        p->refuse = ifd->ojpeg_why;
+        p->refuse_code = ifd->ojpeg_status;
+    }
     p->ycbcr_sub_h = ifd->ycbcr_sub_h;
     p->ycbcr_sub_v = ifd->ycbcr_sub_v;
     p->fill_order = ifd->fill_order;

@@ -52,7 +52,10 @@ typedef struct cf_tiff_ifd {
     uint16_t photometric;
     uint16_t planar;             /* 1 contig, 2 separate */
     uint16_t ycbcr_sub_h, ycbcr_sub_v; /* YCbCrSubsampling (default 2,2) */
-    uint8_t *jpeg_tables;        /* owned, NULL if absent */
+    uint8_t *jpeg_tables;        /* owned, NULL if absent; old-style
+                                    JPEG: the header libtiff writes in
+                                    front of the entropy data, SOF first
+                                    (tiff.c, parse_ojpeg) */
     size_t jpeg_tables_len;
     uint32_t lerc_version;       /* LercParameters[0], 0 if absent */
     uint32_t lerc_sub;           /* LercParameters[1]: CF_LERC_* */
@@ -73,6 +76,11 @@ typedef struct cf_tiff_ifd {
     float white_point[2];
     float ycbcr_coef[3];
     float ref_bw[6];
+    /* Old-style JPEG whose layout cannot be read as libtiff reads it: the
+     * status and reason a read of this IFD fails with (0 and "" when it
+     * can be read). */
+    int ojpeg_status;
+    char ojpeg_why[200];
 } cf_tiff_ifd;
 
 /* An image's metadata as GDAL presents it (meta.c): "KEY=VALUE" items by

@@ -605,6 +605,239 @@ def ojpeg_no_spp(path):
     write_tiff(path, [d], e)
 
 
+# --- old-style JPEG (compression 6) -----------------------------------------
+# Nothing writes it any more, so these are built from GDAL's new-style JPEG
+# strips (JPEGTABLESMODE=3: every table in JPEGTables, the same for all
+# strips): a strip's stream is SOI SOF SOS <entropy data> EOI, and each
+# strip's entropy data starts with DC predictors at zero, exactly what a
+# restart interval is.  The layouts are the ones libtiff's tif_ojpeg.c
+# reads (docs/reader.md).
+
+def _jpeg_segments(stream):
+    """[(marker, segment bytes incl. FF xx)] up to SOS, and the bytes after
+    the SOS segment."""
+    segs, p = [], 0
+    while True:
+        assert stream[p] == 0xFF
+        m = stream[p + 1]
+        if m in (0xD8, 0xD9):
+            segs.append((m, stream[p:p + 2]))
+            p += 2
+            continue
+        n = struct.unpack(">H", stream[p + 2:p + 4])[0]
+        segs.append((m, stream[p:p + 2 + n]))
+        p += 2 + n
+        if m == 0xDA:
+            return segs, stream[p:]
+
+
+def _jpeg_strips(shape, photometric, rps, seed=21, data=None):
+    """GDAL JPEG strips of a (bands, h, w) image (`data`, or pixels()):
+    (tables segments, [(SOF, SOS, entropy data without EOI)] per strip)."""
+    nb, h, w = shape
+    tmp = tempfile.mktemp(suffix=".tif")
+    opts = ["COMPRESS=JPEG", "JPEGTABLESMODE=3", "BLOCKYSIZE=%d" % rps, "JPEG_QUALITY=85"]
+    if photometric:
+        opts.append("PHOTOMETRIC=" + photometric)
+    try:
+        gdal_write(tmp, pixels(h, w, nb, "uint8", seed) if data is None else data, opts)
+        _, ifds = read_tiff(tmp)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    d = ifds[0]
+    tables, _ = _jpeg_segments(bytes(d.get(347)) + b"\xff\xda\x00\x02")
+    tables = [s for m, s in tables if m in (0xDB, 0xC4)]
+    strips = []
+    for c in d.chunks:
+        segs, rest = _jpeg_segments(c)
+        sof = next(s for m, s in segs if m in (0xC0, 0xC1))
+        sos = next(s for m, s in segs if m == 0xDA)
+        assert rest[-2:] == b"\xff\xd9"
+        strips.append((sof, sos, rest[:-2]))
+    return tables, strips
+
+
+def _sof_height(sof, h):
+    return sof[:5] + struct.pack(">H", h) + sof[7:]
+
+
+def _table_parts(tables):
+    """Old-style table tags' data: 64-byte Q tables, and 16 counts + values
+    for each DC and AC Huffman table, by table id."""
+    q, dc, ac = {}, {}, {}
+    for s in tables:
+        body = s[4:]
+        if s[1] == 0xDB:
+            while body:
+                q[body[0] & 15] = body[1:65]
+                body = body[65:]
+        else:
+            while body:
+                n = sum(body[1:17])
+                (ac if body[0] >> 4 else dc)[body[0] & 15] = body[1:17 + n]
+                body = body[17 + n:]
+    return q, dc, ac
+
+
+def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=None, data=None):
+    """An old-style JPEG file of a (bands, h, w) image.
+    layout "whole":  JPEGInterchangeFormat is one complete stream of the
+                     image (restart markers between strips when there are
+                     several); the strips point into its entropy data.
+    layout "tables": JPEGQ/DC/ACTables and JPEGRestartInterval tags, strips
+                     of entropy data only.
+    layout "header_jif": JPEGInterchangeFormat holds the header (SOI to
+                     SOS), the strips the entropy data.
+    layout "strip_streams": each strip a complete stream, nothing else.
+    bad: a malformation (see the fixtures).  data: the pixels (uint8,
+    `shape`), pixels() by default."""
+    nb, h, w = shape
+    def make(path):
+        r = rps or h
+        tables, strips = _jpeg_strips(shape, photometric, r, data=data)
+        sof, sos = strips[0][0], strips[0][1]
+        d = Ifd()
+        d.set(256, 4, w)
+        d.set(257, 4, h)
+        d.set(258, 3, [8] * nb)
+        d.set(259, 3, 6)
+        d.set(262, 3, 6 if nb == 3 else 1)
+        d.set(277, 3, nb)
+        d.set(278, 4, r)
+        d.set(273, 4, [0])
+        d.set(279, 4, [0])
+        if nb == 3:
+            d.set(530, 3, list(sub))
+        patch = {}
+        if layout == "whole":
+            # entropy data of all strips, RSTn between them, in one stream
+            mcus = -(-w // (8 * sub[0])) * (r // (8 * sub[1])) if nb == 3 else \
+                -(-w // 8) * (r // 8)
+            dri = b"\xff\xdd\x00\x04" + struct.pack(">H", mcus) if len(strips) > 1 else b""
+            head = b"\xff\xd8" + b"".join(tables) + dri + \
+                _sof_height(sof, h - 9 if bad == "sof_height" else h) + sos
+            body, parts = b"", []
+            for k, (_, _, ent) in enumerate(strips):
+                if k:
+                    body += bytes([0xFF, 0xD0 + (k - 1) % 8])
+                parts.append((len(head) + len(body), len(ent)))
+                body += ent
+            stream = head + body + b"\xff\xd9"
+            if bad == "truncated":
+                stream = stream[:len(stream) * 2 // 3]
+            d.chunks = [stream]
+            d.set(513, 4, 0)
+            d.set(514, 4, 0)
+            patch["whole"] = (parts, len(stream))
+        elif layout == "header_jif":
+            # JPEGInterchangeFormat holds the header only, up to its SOS
+            head = b"\xff\xd8" + b"".join(tables) + _sof_height(sof, h) + sos
+            d.chunks = [head] + [s[2] for s in strips]
+            d.set(513, 4, 0)
+            d.set(514, 4, 0)
+            patch["header"] = len(head)
+        elif layout == "tables":
+            q, dc, ac = _table_parts(tables)
+            # the tables each component uses, as the SOF and SOS say
+            qids = [sof[12 + 3 * k] for k in range(nb)]
+            hids = [sos[6 + 2 * k] for k in range(nb)]
+            d.set(512, 3, 1)
+            d.set(515, 3, 0)
+            nq = {"one_qtable": 1, "qtables_count": 4}.get(bad, nb)
+            ids_q = (qids * 2)[:nq]
+            d.set(519, 4, [0] * nq)
+            d.set(520, 4, [0] * nb)
+            d.set(521, 4, [0] * nb)
+            blob = b"".join(q[i] for i in ids_q) + b"".join(dc[i >> 4] for i in hids) + \
+                b"".join(ac[i & 15] for i in hids)
+            datas = [s[2] for s in strips]
+            if bad == "truncated":
+                datas[-1] = datas[-1][:len(datas[-1]) // 3]
+            d.chunks = datas
+            patch["tables"] = (hids, dc, ac, blob, nq)
+        else:
+            d.chunks = [b"\xff\xd8" + b"".join(tables) + s[0] + s[1] + s[2] + b"\xff\xd9"
+                        for s in strips]
+        e = "<"
+        ifd_at, _ = write_tiff(path, [d], e)
+        out = bytearray(open(path, "rb").read())
+        if "whole" in patch:
+            parts, n = patch["whole"]
+            at = _tag_value(out, e, ifd_at[0], 273)[0]
+            _patch_tag(out, e, ifd_at[0], 513, struct.pack(e + "I", at))
+            _patch_tag(out, e, ifd_at[0], 514, struct.pack(e + "I", n))
+            _set_array(out, e, ifd_at[0], 273, [at + o for o, _ in parts])
+            _set_array(out, e, ifd_at[0], 279, [c for _, c in parts])
+        if "header" in patch:
+            offs = _tag_value(out, e, ifd_at[0], 273)
+            cnts = _tag_value(out, e, ifd_at[0], 279)
+            _patch_tag(out, e, ifd_at[0], 513, struct.pack(e + "I", offs[0]))
+            _patch_tag(out, e, ifd_at[0], 514, struct.pack(e + "I", patch["header"]))
+            _set_array(out, e, ifd_at[0], 273, offs[1:])
+            _set_array(out, e, ifd_at[0], 279, cnts[1:])
+        if "tables" in patch:
+            hids, dc, ac, blob, nq = patch["tables"]
+            base = len(out)
+            out += blob
+            qo = [base + 64 * k for k in range(nq)]
+            p = base + 64 * nq
+            dco, aco = [], []
+            for i in hids:
+                dco.append(p)
+                p += len(dc[i >> 4])
+            for i in hids:
+                aco.append(p)
+                p += len(ac[i & 15])
+            if bad == "table_past_eof":
+                aco[-1] = len(out) + 1000
+            _set_array(out, e, ifd_at[0], 519, qo)
+            _set_array(out, e, ifd_at[0], 520, dco)
+            _set_array(out, e, ifd_at[0], 521, aco)
+        with open(path, "wb") as f:
+            f.write(out)
+    return make
+
+
+def _tag_value(out, e, ifd_off, tag):
+    n = struct.unpack(e + "H", out[ifd_off:ifd_off + 2])[0]
+    for i in range(n):
+        p = ifd_off + 2 + 12 * i
+        t, typ, cnt = struct.unpack(e + "HHI", out[p:p + 8])
+        if t == tag:
+            size = TYPE_SIZE[typ] * cnt
+            vo = p + 8 if size <= 4 else struct.unpack(e + "I", out[p + 8:p + 12])[0]
+            return list(struct.unpack(e + FMT[typ] * cnt, out[vo:vo + size]))
+    raise KeyError(tag)
+
+
+def _set_array(out, e, ifd_off, tag, values):
+    """Set a LONG array tag; one that does not fit where it is goes to the
+    end of the file."""
+    n = struct.unpack(e + "H", out[ifd_off:ifd_off + 2])[0]
+    raw = struct.pack(e + "I" * len(values), *values)
+    for i in range(n):
+        p = ifd_off + 2 + 12 * i
+        t, typ, cnt = struct.unpack(e + "HHI", out[p:p + 8])
+        if t != tag:
+            continue
+        if len(raw) <= 4:
+            out[p + 2:p + 8] = struct.pack(e + "HI", 4, len(values))
+            out[p + 8:p + 12] = raw + b"\0" * (4 - len(raw))
+        elif cnt * TYPE_SIZE[typ] >= len(raw) and cnt * TYPE_SIZE[typ] > 4:
+            vo = struct.unpack(e + "I", out[p + 8:p + 12])[0]
+            out[p + 2:p + 8] = struct.pack(e + "HI", 4, len(values))
+            out[vo:vo + len(raw)] = raw
+        else:
+            if len(out) % 2:
+                out.append(0)
+            at = len(out)
+            out += raw
+            out[p + 2:p + 12] = struct.pack(e + "HII", 4, len(values), at)
+        return
+    raise KeyError(tag)
+
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 
@@ -748,7 +981,34 @@ FIXTURES = [
                                                     fill_order_2)),
     _fx("jpeg12_refused", "JPEG", unsupported_codec(7, bits=12), expect="refuse",
         reason="12-bit JPEG"),
-    _fx("ojpeg_no_spp", "OJPEG", ojpeg_no_spp, expect="refuse", reason="old-style JPEG"),
+    _fx("ojpeg_no_spp", "OJPEG", ojpeg_no_spp, expect="refuse",
+        reason="quantization table 0, which strip 0 does not define"),
+    # old-style JPEG, in the layouts libtiff (so GDAL) reads
+    _fx("ojpeg_if_ycbcr22", "OJPEG", ojpeg_file((3, 37, 45), "whole")),
+    _fx("ojpeg_if_ycbcr11", "OJPEG", ojpeg_file((3, 30, 41), "whole", photometric="RGB",
+                                                sub=(1, 1))),
+    _fx("ojpeg_if_strips", "OJPEG", ojpeg_file((3, 70, 45), "whole", rps=16)),
+    _fx("ojpeg_if_strips_11", "OJPEG", ojpeg_file((3, 70, 45), "whole", rps=8,
+                                                  photometric="RGB", sub=(1, 1))),
+    _fx("ojpeg_if_header_strips", "OJPEG", ojpeg_file((3, 75, 61), "header_jif", rps=32)),
+    _fx("ojpeg_strip_stream", "OJPEG", ojpeg_file((3, 37, 45), "strip_streams")),
+    _fx("ojpeg_tables_restart", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16)),
+    _fx("ojpeg_tables_11", "OJPEG", ojpeg_file((3, 50, 47), "tables", rps=8,
+                                               photometric="RGB", sub=(1, 1))),
+    _fx("ojpeg_tables_one_strip", "OJPEG", ojpeg_file((3, 37, 45), "tables")),
+    _fx("ojpeg_tables_one_qtable", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16,
+                                                       bad="one_qtable")),
+    # ... and the ones GDAL does not read
+    _fx("ojpeg_grey_refused", "OJPEG", ojpeg_file((1, 33, 50), "whole", photometric=None),
+        expect="refuse", reason="PhotometricInterpretation 1 with 1 samples"),
+    _fx("ojpeg_strip_streams_refused", "OJPEG", ojpeg_file((3, 70, 45), "strip_streams",
+        rps=16), expect="refuse", reason="strip 0 is 16 rows high, the image 70"),
+    _fx("ojpeg_sof_height_refused", "OJPEG", ojpeg_file((3, 37, 45), "whole",
+        bad="sof_height"), expect="refuse", reason="unexpected height"),
+    _fx("ojpeg_qtables_count_refused", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16,
+        bad="qtables_count"), expect="refuse", reason="JPEGQTables has 4 values"),
+    _fx("ojpeg_table_past_eof_refused", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16,
+        bad="table_past_eof"), expect="refuse", reason="past the end of the file"),
     # --- what GDAL tolerates -------------------------------------------------
     _fx("deflate_trailing_bytes", "tolerate", rewrite(gdal_file((1, 50, 60), "uint16",
         ["COMPRESS=DEFLATE", "BLOCKYSIZE=7"]), trailing_bytes)),

@@ -185,6 +185,88 @@ def good(big=False, be=False, **kw):
     return t, t.build()
 
 
+# Old-style JPEG pieces: a flat Q table, and Huffman tables of one 2-bit
+# code each (DC category 0, AC end of block), so that 3 zero bytes are one
+# 2x2 MCU of flat gray.
+OJ_Q = bytes([1] * 64)
+OJ_DC = bytes([0, 1] + [0] * 14 + [0])
+OJ_AC = bytes([0, 1] + [0] * 14 + [0])
+
+
+def ojpeg_strips(rps=16, strips=None, tables=None, jif=None, extra=(), counts=None):
+    """A 64x64 old-style JPEG YCbCr 2x2 file in strips of `rps` rows, with
+    JPEG*Tables tags pointing at `tables` (q, dc, ac byte strings, or
+    offsets) or a JPEGInterchangeFormat stream `jif`."""
+    t = Tiff()
+    n = -(-64 // rps)
+    if strips is None:
+        strips = [bytes(3 * 4 * (rps // 16))] * n
+    offs = [t.data(b) for b in strips]
+    t.ifd()
+    for tag, typ, v in [(256, 4, 64), (257, 4, 64), (258, 3, [8, 8, 8]), (259, 3, 6),
+                        (262, 3, 6), (277, 3, 3), (278, 4, rps), (273, 4, offs),
+                        (279, 4, counts or [len(b) for b in strips]), (530, 3, [2, 2])]:
+        t.tag(tag, typ, v)
+    if jif is not None:
+        t.tag(513, 4, t.data(jif))
+        t.tag(514, 4, len(jif))
+    elif tables is not False:
+        q, dc, ac = tables or (OJ_Q, OJ_DC, OJ_AC)
+        at = [x if isinstance(x, int) else t.data(x) for x in (q, dc, ac)]
+        t.tag(512, 3, 1)
+        for tag, off in zip((519, 520, 521), at):
+            t.tag(tag, 4, [off] * 3 if not isinstance(off, list) else off)
+    for tag, typ, v in extra:
+        t.tag(tag, typ, v)
+    return t.build()
+
+
+def ojpeg_jif(sof_h=64, body=b"", dht=None, marker=0xC0):
+    dqt = b"\xff\xdb\x00\x43\x00" + OJ_Q
+    dht = dht if dht is not None else (
+        b"\xff\xc4" + struct.pack(">H", 2 + 1 + len(OJ_DC)) + b"\x00" + OJ_DC +
+        b"\xff\xc4" + struct.pack(">H", 2 + 1 + len(OJ_AC)) + b"\x10" + OJ_AC)
+    sof = bytes([0xFF, marker, 0, 17, 8]) + struct.pack(">HH", sof_h, 64) + \
+        bytes([3, 1, 0x22, 0, 2, 0x11, 0, 3, 0x11, 0])
+    sos = bytes([0xFF, 0xDA, 0, 12, 3, 1, 0, 2, 0, 3, 0, 0, 63, 0])
+    return b"\xff\xd8" + dqt + dht + sof + sos + body
+
+
+def ojpeg_cases():
+    """Item 26: old-style JPEG (tiff.c parse_ojpeg, codec ojpeg.c)."""
+    yield "ojpeg_flat", 26, "ok", "old-style JPEG, table tags, 4 strips", ojpeg_strips()
+    yield "ojpeg_jif_flat", 26, "ok", "old-style JPEG, JPEGInterchangeFormat stream", \
+        ojpeg_strips(rps=64, tables=False, jif=ojpeg_jif(body=bytes(48) + b"\xff\xd9"))
+    yield "ojpeg_jif_no_dri", 26, "read", "old-style JPEG stream of 4 strips without \
+RST markers", ojpeg_strips(tables=False, jif=ojpeg_jif(body=bytes(48) + b"\xff\xd9"))
+    yield "ojpeg_strip_truncated", 26, "read", "old-style JPEG strip of 2 bytes", \
+        ojpeg_strips(strips=[bytes(12), b"\0\0", bytes(12), bytes(12)])
+    yield "ojpeg_strip_garbage", 26, "read", "old-style JPEG strips of noise", \
+        ojpeg_strips(strips=[bytes((k * 37 + 11) & 255 for k in range(40))] * 4)
+    yield "ojpeg_table_past_eof", 26, "open", "JPEGQTables offset past EOF", \
+        ojpeg_strips(tables=(1 << 30, OJ_DC, OJ_AC))
+    yield "ojpeg_qtables_count", 26, "open", "JPEGQTables with 4 values", \
+        ojpeg_strips(tables=False, extra=[(519, 4, [8] * 4), (520, 4, [8] * 3),
+                                          (521, 4, [8] * 3)])
+    yield "ojpeg_no_tables", 26, "open", "old-style JPEG without tables or stream", \
+        ojpeg_strips(tables=False)
+    yield "ojpeg_huffman_too_long", 26, "open", "DC table of 4080 codes", \
+        ojpeg_strips(tables=(OJ_Q, bytes([255] * 16), OJ_AC))
+    yield "ojpeg_rps_not_mcu", 26, "open", "RowsPerStrip 8 with 2x2 MCUs", \
+        ojpeg_strips(rps=8, strips=[bytes(6)] * 8)
+    yield "ojpeg_sof_short", 26, "open", "SOF 32 rows for a 64-row image", \
+        ojpeg_strips(tables=False, jif=ojpeg_jif(sof_h=32, body=bytes(48)))
+    yield "ojpeg_progressive", 26, "open", "SOF2 in the stream", \
+        ojpeg_strips(tables=False, jif=ojpeg_jif(marker=0xC2))
+    yield "ojpeg_dht_past_end", 26, "open", "DHT longer than the stream", \
+        ojpeg_strips(tables=False, jif=ojpeg_jif(dht=b"\xff\xc4\x40\x00\x00")[:60])
+    yield "ojpeg_jif_garbage", 26, "read", "JPEGInterchangeFormat data is noise", \
+        ojpeg_strips(tables=False, jif=ojpeg_jif(body=bytes((k * 53 + 7) & 255
+                                                            for k in range(64))))
+    yield "ojpeg_jif_past_eof", 26, "read", "JPEGInterchangeFormat past EOF", \
+        ojpeg_strips(tables=False, extra=[(513, 4, 1 << 30), (514, 4, 100)])
+
+
 def cases():
     """Yield (name, item, expect, what, bytes)."""
     # 1: IFD loops and long chains
@@ -477,7 +559,8 @@ def cases():
         t.build()
     t = Tiff()
     image(t, comp=6, tiles=[b"\xff\xd8" * 10] * 4)
-    yield "ojpeg", 26, "read", "old-style JPEG (refused at open)", t.build()
+    yield "ojpeg", 26, "read", "tiled old-style JPEG (refused at open)", t.build()
+    yield from ojpeg_cases()
     # Not TIFF at all
     yield "empty", 0, "open", "0 bytes", b""
     yield "not_tiff", 0, "open", "PNG signature", b"\x89PNG\r\n\x1a\n" + b"\0" * 64

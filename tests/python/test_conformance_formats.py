@@ -268,12 +268,46 @@ def test_refusal_of_band_interleaved_cmyk_lifts_with_raw(paths):
 
 def test_ojpeg_reports_gdals_band_count(paths):
     """GDAL takes an old-style JPEG file without SamplesPerPixel as 3
-    bands; the refusal says so (it used to be reported as 1 band)."""
+    bands (it used to be reported as 1 band).  This one's strips are
+    new-style JPEG streams whose tables sit in a JPEGTables tag, which
+    old-style JPEG ignores: GDAL opens it and fails to read it; cogfeed
+    refuses it at open, saying why."""
     ds = gdal_open(paths["ojpeg_no_spp"])
     assert ds.count == 3
+    with pytest.raises(Exception):
+        C.debian_gdal_read(paths["ojpeg_no_spp"])
     with pytest.raises(cogfeed.Error) as ei:
         cogfeed.open(paths["ojpeg_no_spp"])
-    assert "OJPEG" in str(ei.value)
+    assert "OJPEG" in str(ei.value) and "quantization table 0" in str(ei.value)
+
+
+@pytest.mark.parametrize("name", [n for n in REFUSE if n.startswith("ojpeg_")])
+def test_ojpeg_refused_where_gdal_fails(paths, name):
+    """The old-style JPEG layouts cogfeed refuses are ones Debian's GDAL
+    (libtiff's tif_ojpeg.c) cannot read either."""
+    with pytest.raises(Exception):
+        C.debian_gdal_read(paths[name])
+
+
+def test_ojpeg_truncated_strip_fails_naming_it(tmp_path):
+    """A truncated old-style JPEG strip: GDAL warns and hands out gray
+    pixels; cogfeed fails the read, naming the file and the strip."""
+    for layout, rps, tile in (("tables", 16, "tile 4"), ("whole", None, "tile 0")):
+        path = str(tmp_path / ("ojpeg_truncated_%s.tif" % layout))
+        F.ojpeg_file((3, 70, 45), layout, rps=rps, bad="truncated")(path)
+        cog = cogfeed.open(path)
+        with pytest.raises(cogfeed.Error) as ei:
+            cog.read()
+        msg = str(ei.value)
+        assert path in msg and tile in msg and "premature end" in msg, msg
+
+
+def test_ojpeg_is_not_read_raw(paths):
+    """GDAL's GTIFF_RAW: refuses old-style JPEG (libtiff reads it only
+    through its RGBA interface); so does the raw option."""
+    with pytest.raises(cogfeed.Error) as ei:
+        cogfeed.open(paths["ojpeg_if_ycbcr22"], raw_color=True)
+    assert "raw" in str(ei.value)
 
 
 @pytest.mark.parametrize("name,words", [

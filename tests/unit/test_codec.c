@@ -573,7 +573,12 @@ static void test_params(cf_codec_ctx *ctx) {
     CHECK(cf_codec_supported(1, 0) && cf_codec_supported(5, 0) &&
           cf_codec_supported(8, 0) && cf_codec_supported(32946, 0) &&
           cf_codec_supported(32773, 0) && cf_codec_supported(50000, 0));
-    CHECK(!cf_codec_supported(6, 0) && !cf_codec_supported(34712, 0));
+#ifdef CF_HAVE_JPEG
+    CHECK(cf_codec_supported(6, 0)); /* old-style JPEG (ojpeg.c) */
+#else
+    CHECK(!cf_codec_supported(6, 0));
+#endif
+    CHECK(!cf_codec_supported(34712, 0));
 #ifdef CF_HAVE_LERC
     CHECK(cf_codec_supported(34887, 2) && !cf_codec_supported(34887, 3));
 #else
@@ -786,6 +791,60 @@ static void jpeg_encode_progressive(const uint8_t *px, int w, int h,
     }
     jpeg_finish_compress(&ci);
     jpeg_destroy_compress(&ci);
+}
+
+/* Old-style JPEG: the header tiff.c builds (SOF first) in front of a
+ * strip's entropy data.  One flat 16x16 MCU of YCbCr 2x2: every block's DC
+ * and AC are one 2-bit code each (category 0, end of block), so 3 zero
+ * bytes code Y = Cb = Cr = 128, which libtiff's YCbCr-to-RGB makes 128. */
+static void test_ojpeg(cf_codec_ctx *ctx) {
+    static const uint8_t hdr[] = {
+        0xFF, 0xD8,
+        0xFF, 0xC0, 0, 17, 8, 0, 16, 0, 16, 3, 1, 0x22, 0, 2, 0x11, 0, 3, 0x11, 0,
+        0xFF, 0xDB, 0, 67, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        0xFF, 0xC4, 0, 20, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0xFF, 0xC4, 0, 20, 0x10, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0xFF, 0xDA, 0, 12, 3, 1, 0, 2, 0, 3, 0, 0, 63, 0};
+    cf_error err;
+    uint8_t data[3] = {0, 0, 0}, out[16 * 16 * 3];
+    cf_codec_params p = params(6, 8, 16, 16, 3);
+    p.photometric = 6;
+    p.color = CF_COLOR_YCBCR;
+    p.ycbcr_sub_h = p.ycbcr_sub_v = 2;
+    p.strip = 1;
+    const float coef[3] = {0.299f, 0.587f, 0.114f};
+    const float refbw[6] = {0, 255, 128, 255, 128, 255};
+    memcpy(p.ycbcr_coef, coef, sizeof coef);
+    memcpy(p.ref_bw, refbw, sizeof refbw);
+    /* no header: refused (the TIFF layer always makes one) */
+    CHECK(cf_codec_check(&p, &err) == CF_E_UNSUPPORTED);
+    p.jpeg_tables = hdr;
+    p.jpeg_tables_len = sizeof hdr;
+    CHECK(cf_codec_check(&p, &err) == CF_OK);
+    CHECK(cf_codec_chunk_bytes(&p) == sizeof out);
+    CHECK(cf_codec_decode(ctx, &p, data, 3, out, sizeof out, &err) == CF_OK);
+    int flat = 1;
+    for (size_t i = 0; i < sizeof out; i++) flat &= out[i] == 128;
+    CHECK(flat);
+    /* fewer rows than the frame (a last strip): the SOF gets its height */
+    p.height = 5;
+    CHECK(cf_codec_decode(ctx, &p, data, 3, out, 16 * 5 * 3, &err) == CF_OK);
+    CHECK(out[0] == 128 && out[16 * 5 * 3 - 1] == 128);
+    p.height = 16;
+    /* truncated or empty data is an error, never gray pixels */
+    CHECK(cf_codec_decode(ctx, &p, data, 1, out, sizeof out, &err) == CF_E_CODEC);
+    CHECK(cf_codec_decode(ctx, &p, data, 0, out, sizeof out, &err) == CF_E_CODEC);
+    /* what the TIFF layer refuses comes through with its status */
+    p.refuse = "old-style JPEG (OJPEG): tiled files are not read";
+    p.refuse_code = CF_E_UNSUPPORTED;
+    CHECK(cf_codec_check(&p, &err) == CF_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "tiled files"));
+    p.refuse = NULL;
+    /* raw YCbCr is not read (GDAL's GTIFF_RAW: refuses it too) */
+    p.color = CF_COLOR_YCBCR_RAW;
+    CHECK(cf_codec_check(&p, &err) == CF_E_UNSUPPORTED);
 }
 
 static void test_jpeg(cf_codec_ctx *ctx) {
@@ -1229,6 +1288,7 @@ int main(void) {
 #endif
 #ifdef CF_HAVE_JPEG
     test_jpeg(ctx);
+    test_ojpeg(ctx);
 #endif
     test_ccitt(ctx);
     test_odd_depths(ctx);

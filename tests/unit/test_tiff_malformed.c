@@ -95,7 +95,13 @@ int main(void) {
         cf__err_clear(&err2);
         cf_status st2 = parse_remote(d, len, fname, &err2);
         int ok;
-        if (!strcmp(expect, "open")) {
+        if (!strcmp(expect, "open") && st == CF_OK && t &&
+            t->ifds[0].ojpeg_status) {
+            /* old-style JPEG the parser cannot lay out as libtiff does:
+             * the IFD carries the refusal, which cf_cog_open's codec
+             * check makes (test_malformed_tiff.py checks that) */
+            ok = st2 == CF_OK && t->ifds[0].ojpeg_why[0];
+        } else if (!strcmp(expect, "open")) {
             ok = st != CF_OK && st != CF__NEED_BYTES && t == NULL &&
                  !strncmp(err.msg, fname, strlen(fname)) && st2 == st;
         } else {
