@@ -207,7 +207,8 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
             cf__cc_found found = CF__CC_NONE;
             const uint8_t *d = NULL;
             void *h = NULL;
-            if (p->cache) found = cf__cc_claim(ld->cc, p->cog, &c, decoded_len(p->cog, &c), &d, &h);
+            if (p->cache)
+                found = cf__cc_claim(ld->cc, p->cog, &c, decoded_len(p->cog, &c), &d, &h);
             if (found == CF__CC_HIT) {
                 /* A decoded chunk kept by a neighbouring patch. */
                 cf__cog_paste(p->cog, &c, d, p->x, p->y, p->w, p->h, p->bands0,
@@ -241,9 +242,9 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
             if (st != CF_OK) break;
             continue;
         }
-        /* Nothing to fetch now: every claim of this reader is read. */
-        /* (k is 0 only when no chunk is left but those put aside: a
-         * chunk always fits an empty batch, cf__budget_fits saw to it.) */
+        /* Nothing to fetch now (a chunk always fits an empty batch,
+         * cf__budget_fits saw to it, so only chunks put aside are left):
+         * every claim of this reader is read, its waits can begin. */
         if (!nw) break;
         for (size_t i = 0; i < nw; i++) {
             ld_part *p = &parts[wk->wpart[i]];
