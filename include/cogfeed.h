@@ -600,9 +600,9 @@ typedef struct cf_loader_options {
      *   prefetch x (image_bytes + mask_bytes)   the ring (and a window
      *                                          record per sample)
      *   + cache_bytes                          decoded tiles kept: tile-
-     *                                          shuffle; grid with patches
-     *                                          sharing tiles; resampled
-     *                                          inputs
+     *                                          shuffle; random patches;
+     *                                          grid with patches sharing
+     *                                          tiles; resampled inputs
      *   + inflight_bytes                       everything else:
      *       readers x one patch of scratch     (at most half of it)
      *       + decode scratch of the kits       (at most a quarter)
@@ -633,10 +633,19 @@ typedef struct cf_loader_options {
                                   above (0: auto: 256 MiB, 64 MiB per
                                   core on machines of more than 4 cores);
                                   caps the reader threads */
-    size_t cache_bytes;        /* decoded tiles kept (256 MiB): tile-shuffle's
+    size_t cache_bytes;        /* decoded tiles kept: tile-shuffle's
                                   buffer; with other samplers the tiles
-                                  that neighbouring patches share (grid,
-                                  resampled inputs); 0: none */
+                                  that patches meet again (random; grid
+                                  and blocked patches smaller than tiles;
+                                  resampled inputs), shared by readers
+                                  that need one at the same time (one
+                                  fetch and decode).  Default: 5% of the
+                                  physical memory (or of the cgroup's
+                                  limit), at least 256 MiB: GDAL_CACHEMAX's
+                                  default, which TorchGeo's workers each
+                                  get, so that random patches over a
+                                  dataset partly in memory hit tiles
+                                  decoded before.  0: none */
     cf_io *io;                 /* NULL: the loader makes its own */
     /* With io NULL: the options of the io loops the loader makes (TLS,
      * timeouts, retries, header cache); NULL: defaults.  Read during

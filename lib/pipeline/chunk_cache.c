@@ -1,8 +1,11 @@
 /*
- * chunk_cache.c - decoded chunks kept for the next patches (chunk_cache.h):
- * a hash table of (file, IFD, chunk index) over a doubly linked LRU list,
- * under one mutex (lookups are a hash and a few pointer moves; the copy in
- * and the paste out happen outside it, the entry pinned).
+ * chunk_cache.c - decoded chunks kept for the next patches, and shared by
+ * the readers that miss them together (chunk_cache.h): a hash table of
+ * (file, IFD, chunk index) over a doubly linked LRU list, under one mutex
+ * (lookups are a hash and a few pointer moves; the copy in and the paste
+ * out happen outside it, the entry pinned).  Waiters of pending entries
+ * sleep on one condition variable, woken only when an entry they wait on
+ * settles.
  */
 #include "chunk_cache.h"
 
@@ -11,19 +14,29 @@
 
 #define CC_BUCKETS 4096
 
+typedef enum cc_state {
+    CC_PENDING, /* claimed, being fetched and decoded; in the table */
+    CC_READY,   /* data holds the chunk; in the table */
+    CC_FAILED   /* abandoned: out of the table, freed by its last ref */
+} cc_state;
+
 typedef struct cc_ent {
     const cf_cog *cog;
     int ifd;
     uint64_t index;
-    uint8_t *data;
-    size_t len;
-    int refs;
-    struct cc_ent *hnext;      /* hash chain */
+    cc_state state;
+    uint8_t *data;              /* len bytes once READY (NULL while PENDING
+                                   unless an evicted buffer was reused) */
+    size_t len;                 /* counted in used while in the table */
+    int refs;                   /* pins: readers, the claimer, waiters */
+    int waiters;                /* in cf__cc_wait on it */
+    struct cc_ent *hnext;       /* hash chain */
     struct cc_ent *prev, *next; /* LRU: most recent at head */
 } cc_ent;
 
 struct cf__ccache {
     pthread_mutex_t mu;
+    pthread_cond_t settled; /* a pending entry with waiters settled */
     size_t cap, used, peak;
     cc_ent *table[CC_BUCKETS];
     cc_ent *head, *tail;
@@ -34,6 +47,7 @@ cf__ccache *cf__cc_new(size_t cap) {
     cf__ccache *cc = cf__calloc(1, sizeof *cc);
     if (!cc) return NULL;
     pthread_mutex_init(&cc->mu, NULL);
+    pthread_cond_init(&cc->settled, NULL);
     cc->cap = cap;
     return cc;
 }
@@ -45,7 +59,10 @@ void cf__cc_free(cf__ccache *cc, int lock) {
         free(e->data);
         free(e);
     }
-    if (lock) pthread_mutex_destroy(&cc->mu);
+    if (lock) {
+        pthread_cond_destroy(&cc->settled);
+        pthread_mutex_destroy(&cc->mu);
+    }
     free(cc);
 }
 
@@ -78,88 +95,152 @@ static void push_front(cf__ccache *cc, cc_ent *e) {
     if (!cc->tail) cc->tail = e;
 }
 
-static void drop(cf__ccache *cc, cc_ent *e) {
+/* Take e out of the table and the LRU list (its bytes leave the budget). */
+static void unlink_ent(cf__ccache *cc, cc_ent *e) {
     cc_ent **pp = &cc->table[bucket(e->cog, e->ifd, e->index)];
     while (*pp != e) pp = &(*pp)->hnext;
     *pp = e->hnext;
     unlink_lru(cc, e);
     cc->used -= e->len;
-    free(e->data);
-    free(e);
 }
 
-const uint8_t *cf__cc_get(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c, void **h) {
+/* Make room for len more bytes by evicting unpinned entries, oldest
+ * first; the first evicted buffer of exactly len bytes goes to *reuse
+ * (the caller's, NULL if none).  0: the pinned ones leave no room. */
+static int make_room(cf__ccache *cc, size_t len, uint8_t **reuse) {
+    *reuse = NULL;
+    for (cc_ent *v = cc->tail; cc->used + len > cc->cap;) {
+        while (v && v->refs) v = v->prev;
+        if (!v) return 0;
+        cc_ent *p = v->prev;
+        unlink_ent(cc, v);
+        if (!*reuse && v->len == len) *reuse = v->data;
+        else free(v->data);
+        free(v);
+        v = p;
+    }
+    return 1;
+}
+
+cf__cc_found cf__cc_claim(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c, size_t len,
+                          const uint8_t **data, void **h) {
+    *data = NULL;
+    *h = NULL;
+    /* The record is made before taking the lock (usually needed: a miss). */
+    cc_ent *fresh = len && len <= cc->cap ? cf__calloc(1, sizeof *fresh) : NULL;
+    cf__cc_found r = CF__CC_NONE;
+    uint8_t *spare = NULL;
     pthread_mutex_lock(&cc->mu);
     cc_ent *e = find(cc, cog, c->ifd, c->index);
     if (e) {
         e->refs++;
         unlink_lru(cc, e);
         push_front(cc, e);
+        *h = e;
+        if (e->state == CC_READY) {
+            cc->hits++;
+            *data = e->data;
+            r = CF__CC_HIT;
+        } else {
+            r = CF__CC_WAIT; /* counted when it settles */
+        }
+    } else {
+        cc->misses++;
+        if (fresh && make_room(cc, len, &spare)) {
+            e = fresh;
+            fresh = NULL;
+            e->cog = cog;
+            e->ifd = c->ifd;
+            e->index = c->index;
+            e->state = CC_PENDING;
+            e->len = len;
+            e->data = spare;
+            spare = NULL;
+            e->refs = 1; /* the claimer's */
+            size_t b = bucket(cog, c->ifd, c->index);
+            e->hnext = cc->table[b];
+            cc->table[b] = e;
+            push_front(cc, e);
+            cc->used += len;
+            if (cc->used > cc->peak) cc->peak = cc->used;
+            *h = e;
+            r = CF__CC_CLAIMED;
+        }
+    }
+    pthread_mutex_unlock(&cc->mu);
+    free(fresh);
+    free(spare);
+    return r;
+}
+
+/* Drop one pin of e, under the lock; a FAILED entry goes with its last. */
+static void unpin(cc_ent *e) {
+    if (--e->refs == 0 && e->state == CC_FAILED) {
+        free(e->data);
+        free(e);
+    }
+}
+
+void cf__cc_publish(cf__ccache *cc, void *h, const uint8_t *data) {
+    cc_ent *e = h;
+    /* The entry is the claimer's alone until it is READY: fill it
+     * outside the lock. */
+    if (!e->data) e->data = cf__malloc(e->len);
+    if (!e->data) {
+        cf__cc_abandon(cc, h);
+        return;
+    }
+    memcpy(e->data, data, e->len);
+    pthread_mutex_lock(&cc->mu);
+    e->state = CC_READY;
+    if (e->waiters) pthread_cond_broadcast(&cc->settled);
+    unpin(e);
+    pthread_mutex_unlock(&cc->mu);
+}
+
+void cf__cc_abandon(cf__ccache *cc, void *h) {
+    cc_ent *e = h;
+    pthread_mutex_lock(&cc->mu);
+    unlink_ent(cc, e);
+    e->state = CC_FAILED;
+    if (e->waiters) pthread_cond_broadcast(&cc->settled);
+    unpin(e);
+    pthread_mutex_unlock(&cc->mu);
+}
+
+const uint8_t *cf__cc_wait(cf__ccache *cc, void *h) {
+    cc_ent *e = h;
+    pthread_mutex_lock(&cc->mu);
+    e->waiters++;
+    while (e->state == CC_PENDING) pthread_cond_wait(&cc->settled, &cc->mu);
+    e->waiters--;
+    const uint8_t *d = NULL;
+    if (e->state == CC_READY) {
+        d = e->data;
         cc->hits++;
     } else {
         cc->misses++;
     }
     pthread_mutex_unlock(&cc->mu);
-    *h = e;
-    return e ? e->data : NULL;
+    return d;
 }
 
 void cf__cc_put(cf__ccache *cc, void *h) {
     if (!h) return;
     pthread_mutex_lock(&cc->mu);
-    ((cc_ent *)h)->refs--;
+    unpin(h);
     pthread_mutex_unlock(&cc->mu);
-}
-
-void cf__cc_add(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c, const uint8_t *data,
-                size_t len) {
-    if (!len || len > cc->cap) return;
-    /* The copy is made before taking the lock (a tile is ~100 KB). */
-    uint8_t *copy = cf__malloc(len);
-    cc_ent *e = cf__calloc(1, sizeof *e);
-    if (!copy || !e) {
-        free(copy);
-        free(e);
-        return;
-    }
-    memcpy(copy, data, len);
-    e->cog = cog;
-    e->ifd = c->ifd;
-    e->index = c->index;
-    e->data = copy;
-    e->len = len;
-    pthread_mutex_lock(&cc->mu);
-    int keep = !find(cc, cog, c->ifd, c->index); /* another reader was first */
-    for (cc_ent *v = cc->tail; keep && cc->used + len > cc->cap;) {
-        while (v && v->refs) v = v->prev;
-        if (!v) {
-            keep = 0; /* everything left is pinned */
-            break;
-        }
-        cc_ent *p = v->prev;
-        drop(cc, v);
-        v = p;
-    }
-    if (keep) {
-        size_t b = bucket(cog, c->ifd, c->index);
-        e->hnext = cc->table[b];
-        cc->table[b] = e;
-        push_front(cc, e);
-        cc->used += len;
-        if (cc->used > cc->peak) cc->peak = cc->used;
-    }
-    pthread_mutex_unlock(&cc->mu);
-    if (!keep) {
-        free(copy);
-        free(e);
-    }
 }
 
 void cf__cc_clear(cf__ccache *cc) {
     pthread_mutex_lock(&cc->mu);
     for (cc_ent *e = cc->head, *n; e; e = n) {
         n = e->next;
-        if (!e->refs) drop(cc, e);
+        if (!e->refs) {
+            unlink_ent(cc, e);
+            free(e->data);
+            free(e);
+        }
     }
     pthread_mutex_unlock(&cc->mu);
 }

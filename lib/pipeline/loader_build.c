@@ -7,8 +7,36 @@
 #include "loader_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+/* The cgroup's memory limit (v2, then v1), 0 if none or unreadable. */
+static uint64_t cgroup_limit(void) {
+    static const char *const files[] = {"/sys/fs/cgroup/memory.max",
+                                        "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        FILE *f = fopen(files[i], "r");
+        if (!f) continue;
+        unsigned long long v = 0;
+        int n = fscanf(f, "%llu", &v); /* "max": no limit */
+        fclose(f);
+        if (n == 1 && v) return v;
+    }
+    return 0;
+}
+
+size_t cf__ld_default_cache_bytes(void) {
+    const uint64_t floor = (uint64_t)256 << 20;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    uint64_t lim = cgroup_limit();
+    if (lim && (!ram || lim < ram)) ram = lim;
+    uint64_t b = ram / 20;
+    if (b < floor) b = floor;
+    if (b > SIZE_MAX / 2) b = SIZE_MAX / 2;
+    return (size_t)b;
+}
 
 void cf_loader_options_init(cf_loader_options *opt) {
     memset(opt, 0, sizeof *opt);
@@ -375,7 +403,13 @@ static cf_status build(cf_loader *ld, cf_error *err) {
      * tiles afresh (2 requests per 256 px patch of 512 px tiles, against
      * TorchGeo's 0.63: docs/performance.md, "Against the alternatives"). */
     if (o->stride && o->stride < P) tiles_shared = 1;
-    ld->cc_direct = o->sampler == CF_SAMPLER_GRID && tiles_shared && o->cache_bytes;
+    /* Random patches straddle tiles, and over a dataset that partly fits
+     * the cache they meet tiles decoded before, as GDAL's block cache
+     * (GDAL_CACHEMAX) serves TorchGeo's RandomGeoSampler; when the
+     * dataset is far larger the cache turns over, reusing its buffers
+     * (docs/loader.md, "Decoded tiles kept"). */
+    ld->cc_direct = o->cache_bytes && o->sampler != CF_SAMPLER_TILE_SHUFFLE &&
+                    (tiles_shared || o->sampler == CF_SAMPLER_RANDOM);
     if ((ld->warp_bytes || ld->cc_direct) && o->sampler != CF_SAMPLER_TILE_SHUFFLE &&
         o->cache_bytes) {
         ld->cc = cf__cc_new(o->cache_bytes);

@@ -82,6 +82,15 @@ typedef struct ld_worker {
     int cpart[LD_PART_CHUNKS]; /* the part each chunk belongs to */
     cf_range_req reqs[LD_PART_CHUNKS];
     cf_error errs[LD_PART_CHUNKS];
+    void *claim[LD_PART_CHUNKS]; /* its chunk cache claim, or NULL */
+    /* Chunks other readers claimed (chunk_cache.h), waited on once this
+     * reader's own fetches are done; and those whose claimer gave up,
+     * fetched by this reader. */
+    cf_chunk wchunks[LD_PART_CHUNKS];
+    int wpart[LD_PART_CHUNKS];
+    void *wh[LD_PART_CHUNKS];
+    cf_chunk rchunks[LD_PART_CHUNKS];
+    int rpart[LD_PART_CHUNKS];
 } ld_worker;
 
 /* One file read of a sample: an image member, the mask, or (tile-shuffle)
@@ -115,7 +124,8 @@ struct cf_loader {
     cf__ccache *cc;           /* decoded chunks of warped inputs, kept for
                                  the neighbouring patches (cache_bytes) */
     int cc_direct;            /* inputs read as they lie go through cc too
-                                 (grid sampler, patches sharing tiles) */
+                                 (random patches; grid patches sharing
+                                 tiles) */
     cf_io *io;                /* ios[0] */
     cf_io *ios[LD_MAX_IOS];   /* files are spread over these */
     int nios, own_io, remote;

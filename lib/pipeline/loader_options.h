@@ -38,6 +38,14 @@
 #define CF__LD_MAX_THREADS 1024
 #define CF__LD_MAX_PREFETCH 64
 
+/* cache_bytes's default, as GDAL_CACHEMAX's: 5% of the usable physical
+ * memory (the machine's, or the cgroup's limit where lower), at least
+ * 256 MiB.  Users of GDAL expect a reader to keep that much decoded
+ * (TorchGeo's workers each get it), and random patches over a dataset
+ * that partly fits it meet tiles decoded before; the floor is the old
+ * fixed default, which tile-shuffle's groups were tuned on. */
+size_t cf__ld_default_cache_bytes(void);
+
 #define CF__LOADER_SCALARS(X)                                                             \
     X(time_steps, int, long long, "L", 1, 1, 1024, "")                                    \
     X(nlayers, int, long long, "L", 0, 0, 64, "")                                         \
@@ -59,7 +67,8 @@
     X(threads, int, long long, "L", 0, 0, CF__LD_MAX_THREADS, "0: auto")                  \
     X(concurrency, int, long long, "L", 0, 0, CF__LD_MAX_THREADS, "0: adaptive")          \
     X(inflight_bytes, size_t, long long, "L", 0, 0, INT64_MAX, "0: auto")                 \
-    X(cache_bytes, size_t, long long, "L", (size_t)256 << 20, 0, INT64_MAX, "")           \
+    X(cache_bytes, size_t, long long, "L", cf__ld_default_cache_bytes(), 0, INT64_MAX,     \
+      "0: none")                                                                          \
     X(reproject, int, int, "p", 1, INT32_MIN, INT32_MAX, "")                              \
     X(ungeoreferenced, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                        \
     X(error_threshold, double, double, "d", 0.125, 0, DBL_MAX,                            \

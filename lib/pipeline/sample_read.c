@@ -7,8 +7,10 @@
  * crops of cells kept in tile_cache.c.  Each input is read onto the
  * sample's target grid (sample_grid.c): as it lies or shifted by whole
  * pixels, else through the source windows of read_grid.c's warp plan,
- * resampled into its block (their decoded chunks kept for neighbouring
- * patches in chunk_cache.c); then converted and augmented (convert.c).
+ * resampled into its block.  Decoded chunks are kept for the next
+ * patches, and shared by readers that miss them together, in
+ * chunk_cache.c (random patches, grid patches sharing tiles, resampled
+ * inputs); then converted and augmented (convert.c).
  */
 #include "loader_internal.h"
 
@@ -48,8 +50,27 @@ static void part_begin(ld_part *p) {
     if (p->plan.prefill) cf__cog_fill(cog, ifdi, p->dst, (size_t)p->w * p->h * p->nbands);
 }
 
+/* Bytes of chunk c decoded, as cf__cog_paste reads them: not the raw
+ * chunk's byte count (a file may claim more bytes than the tile holds). */
+static size_t decoded_len(const cf_cog *cog, const cf_chunk *c) {
+    cf_codec_params cp;
+    cf__cog_chunk_params(cog, c, &cp);
+    return cf_codec_chunk_bytes(&cp);
+}
+
+/* Give up the claims of chunks [from, k) of the batch (not read). */
+static void abandon_claims(cf_loader *ld, ld_worker *wk, size_t from, size_t k) {
+    for (size_t i = from; i < k; i++)
+        if (wk->claim[i]) {
+            cf__cc_abandon(ld->cc, wk->claim[i]);
+            wk->claim[i] = NULL;
+        }
+}
+
 /* Fetch the worker's k chunks (total compressed bytes) into a buffer of
- * the fetch budget, then decode and paste each into its part. */
+ * the fetch budget, then decode and paste each into its part, publishing
+ * the claimed ones in the chunk cache (and abandoning, on failure, those
+ * not read). */
 static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
                               size_t k, uint64_t total, cf_cog **bad,
                               cf_error *err) {
@@ -58,6 +79,7 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
     int fresh;
     cf_status st = cf__bufpool_get(&ld->fetch, (size_t)total, &buf, &fresh, err);
     if (st != CF_OK) {
+        abandon_claims(ld, wk, 0, k);
         *bad = first;
         return cf__err_prefix(err, st, "%s: waiting for %llu bytes of tiles",
                               cf_cog_name(first), (unsigned long long)total);
@@ -115,18 +137,15 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
             if (st == CF_OK) {
                 cf__cog_paste(p->cog, c, chunk, p->x, p->y, p->w, p->h,
                               p->bands0, (int)p->nbands, p->dst, 1);
-                if (p->cache) {
-                    cf_codec_params cp;
-                    cf__cog_chunk_params(p->cog, c, &cp);
-                    /* What paste reads, not the raw chunk's byte count:
-                     * a file may claim more bytes than the tile holds. */
-                    size_t n = cf_codec_chunk_bytes(&cp);
-                    cf__cc_add(ld->cc, p->cog, c, chunk, n);
+                if (wk->claim[i]) {
+                    cf__cc_publish(ld->cc, wk->claim[i], chunk);
+                    wk->claim[i] = NULL;
                 }
             }
         }
         if (st != CF_OK) *bad = p->cog;
     }
+    abandon_claims(ld, wk, 0, k);
     cf__kits_put(&ld->kits, kit);
     cf__bufpool_put(&ld->fetch, &buf);
     return st;
@@ -136,55 +155,112 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
  * fetch budget.  A chunk that can never fit (its compressed bytes above
  * the fetch budget, or its decode above the decode budget) fails the part
  * with CF_E_LIMIT before anything is allocated.  On failure *bad names the
- * part's file. */
+ * part's file.
+ *
+ * Parts that go through the chunk cache: a chunk cached is pasted from
+ * it; one no other reader is reading is claimed and joins the batch; one
+ * another reader claimed is put aside (wchunks) and waited on only when
+ * this reader holds no claim it has not read (after a batch): every
+ * pending entry then belongs to a reader that is fetching, never waiting,
+ * so waits always end.  A chunk whose claimer gave up is fetched here
+ * (rchunks). */
 static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
                             int np, cf_cog **bad, cf_error *err) {
     for (int i = 0; i < np; i++) part_begin(&parts[i]);
     const uint64_t fcap = ld->fetch.b.cap, dcap = ld->kits.b.cap;
     int cur = 0;
+    size_t nw = 0, nr = 0; /* put aside, to fetch here */
     cf_status st = CF_OK;
-    while (st == CF_OK) {
+    for (;;) {
         size_t k = 0;
         uint64_t total = 0;
-        while (cur < np && k < LD_PART_CHUNKS) {
-            ld_part *p = &parts[cur];
-            cf_chunk *c = &wk->chunks[k];
-            int has;
-            st = cf__plan_peek(&p->plan, c, &has, err);
-            if (st != CF_OK) {
-                *bad = p->cog;
-                break;
-            }
-            if (!has) {
-                cur++;
-                continue;
-            }
-            if (p->cache) {
-                /* A decoded chunk kept by a neighbouring patch. */
-                void *h;
-                const uint8_t *d = cf__cc_get(ld->cc, p->cog, c, &h);
-                if (d) {
-                    cf__cog_paste(p->cog, c, d, p->x, p->y, p->w, p->h, p->bands0,
-                                  (int)p->nbands, p->dst, 1);
-                    cf__cc_put(ld->cc, h);
-                    cf__plan_take(&p->plan);
+        while (k < LD_PART_CHUNKS) {
+            cf_chunk c;
+            int pi, retry = nr > 0;
+            if (retry) {
+                c = wk->rchunks[nr - 1];
+                pi = wk->rpart[nr - 1];
+            } else {
+                if (cur >= np || nw == LD_PART_CHUNKS) break;
+                int has;
+                st = cf__plan_peek(&parts[cur].plan, &c, &has, err);
+                if (st != CF_OK) {
+                    *bad = parts[cur].cog;
+                    break;
+                }
+                if (!has) {
+                    cur++;
                     continue;
                 }
+                pi = cur;
             }
-            st = cf__budget_fits(p->cog, c, 1, fcap, dcap, "the loader",
+            ld_part *p = &parts[pi];
+            st = cf__budget_fits(p->cog, &c, 1, fcap, dcap, "the loader",
                                  ld->o.inflight_bytes, err);
             if (st != CF_OK) {
                 *bad = p->cog;
                 break;
             }
-            if (total + c->len > fcap) break; /* the next batch takes it */
-            wk->cpart[k++] = cur;
-            total += c->len;
-            cf__plan_take(&p->plan);
+            if (total + c.len > fcap) break; /* the next batch takes it */
+            if (retry) nr--;
+            else cf__plan_take(&p->plan);
+            cf__cc_found found = CF__CC_NONE;
+            const uint8_t *d = NULL;
+            void *h = NULL;
+            if (p->cache)
+                found = cf__cc_claim(ld->cc, p->cog, &c, decoded_len(p->cog, &c), &d, &h);
+            if (found == CF__CC_HIT) {
+                /* A decoded chunk kept by a neighbouring patch. */
+                cf__cog_paste(p->cog, &c, d, p->x, p->y, p->w, p->h, p->bands0,
+                              (int)p->nbands, p->dst, 1);
+                cf__cc_put(ld->cc, h);
+                continue;
+            }
+            if (found == CF__CC_WAIT && !retry) {
+                wk->wchunks[nw] = c;
+                wk->wpart[nw] = pi;
+                wk->wh[nw++] = h;
+                continue;
+            }
+            if (found == CF__CC_WAIT) {
+                /* Claimed afresh after its claimer gave up: read it here
+                 * rather than wait twice. */
+                cf__cc_put(ld->cc, h);
+                h = NULL;
+            }
+            wk->chunks[k] = c;
+            wk->cpart[k] = pi;
+            wk->claim[k++] = found == CF__CC_CLAIMED ? h : NULL;
+            total += c.len;
         }
-        if (st != CF_OK || !k) break;
-        st = fetch_decode(ld, wk, parts, k, total, bad, err);
+        if (st != CF_OK) {
+            abandon_claims(ld, wk, 0, k);
+            break;
+        }
+        if (k) {
+            st = fetch_decode(ld, wk, parts, k, total, bad, err);
+            if (st != CF_OK) break;
+            continue;
+        }
+        /* Nothing to fetch now (a chunk always fits an empty batch,
+         * cf__budget_fits saw to it, so only chunks put aside are left):
+         * every claim of this reader is read, its waits can begin. */
+        if (!nw) break;
+        for (size_t i = 0; i < nw; i++) {
+            ld_part *p = &parts[wk->wpart[i]];
+            const uint8_t *d = cf__cc_wait(ld->cc, wk->wh[i]);
+            if (d)
+                cf__cog_paste(p->cog, &wk->wchunks[i], d, p->x, p->y, p->w, p->h,
+                              p->bands0, (int)p->nbands, p->dst, 1);
+            else {
+                wk->rchunks[nr] = wk->wchunks[i];
+                wk->rpart[nr++] = wk->wpart[i];
+            }
+            cf__cc_put(ld->cc, wk->wh[i]);
+        }
+        nw = 0;
     }
+    for (size_t i = 0; i < nw; i++) cf__cc_put(ld->cc, wk->wh[i]);
     return st;
 }
 

@@ -212,7 +212,11 @@ class Loader:
             naming the file, level and tile.  The loader's memory is at
             most prefetch x a batch + cache_bytes (tile-shuffle) +
             inflight_bytes: stats()["memory_budget"].
-        cache_bytes: tile-shuffle buffer of decoded tiles (default 256 MiB).
+        cache_bytes: decoded tiles kept (default None: 5% of the physical
+            memory, at least 256 MiB, as GDAL_CACHEMAX): tile-shuffle's
+            buffer; with other samplers the tiles that random patches,
+            grid patches sharing tiles and resampled inputs meet again;
+            0: none.
         io_options: dict of cogfeed.IO keyword arguments for the loader's
             own I/O loops: ca_file / verify_tls (a private object store),
             timeouts and retries, header_cache_dir (open thousands of
@@ -254,7 +258,7 @@ class Loader:
                  flip=False, rot90=False, dtype="raw", scale_offset=True,
                  mean=None, std=None, skip_errors=False, prefetch=None,
                  decode_threads=None, concurrency=None,
-                 inflight_bytes=None, cache_bytes=256 * _MiB,
+                 inflight_bytes=None, cache_bytes=None,
                  io_options=None, copy=False, skip_limit=0.5,
                  max_inflight=None, grid=None, resampling="bilinear",
                  reproject=True, ungeoreferenced=False, error_threshold=0.125):
@@ -321,12 +325,13 @@ class Loader:
             prefetch=_int0(prefetch), threads=_int0(decode_threads),
             concurrency=_int0(concurrency),
             inflight_bytes=_int0(inflight_bytes),
-            cache_bytes=int(cache_bytes),
             io_options=None if io_options is None else dict(io_options),
             grid=tgrid, grid_crs=tcrs, grid_res=tres, resampling=rs_image,
             mask_resampling=rs_mask, layer_resampling=rs_layers,
             reproject=bool(reproject), ungeoreferenced=bool(ungeoreferenced),
             error_threshold=float(error_threshold))
+        if cache_bytes is not None:  # None: the C default (5% of RAM)
+            self._kw["cache_bytes"] = int(cache_bytes)
         self._ld = _cogfeed._Loader(**self._kw)
         self._layout = self._ld.layout()
         self._copy = bool(copy)

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_defaults(void) {
     cf_loader_options o;
@@ -20,7 +21,15 @@ static void test_defaults(void) {
     CHECK(o.time_steps == 1 && o.patch_size == 256 && o.batch_size == 32);
     CHECK(o.sampler == CF_SAMPLER_RANDOM && o.world_size == 1 && o.rank == 0);
     CHECK(o.apply_scale_offset == 1 && o.skip_limit == 0.5);
-    CHECK(o.cache_bytes == (size_t)256 << 20 && o.inflight_bytes == 0);
+    /* cache_bytes: GDAL_CACHEMAX's default, 5% of the memory, at least
+     * 256 MiB. */
+    {
+        uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+        uint64_t want = ram / 20 > ((uint64_t)256 << 20) ? ram / 20 : (uint64_t)256 << 20;
+        CHECK(o.cache_bytes == cf__ld_default_cache_bytes());
+        CHECK(o.cache_bytes >= (size_t)256 << 20 && o.cache_bytes <= want);
+    }
+    CHECK(o.inflight_bytes == 0);
     CHECK(o.prefetch == 0 && o.threads == 0 && o.concurrency == 0);
     CHECK(o.mean == NULL && o.nmean == 0 && o.io == NULL && o.images == NULL);
     CHECK(o.reproject == 1 && o.ungeoreferenced == 0 && o.error_threshold == 0.125);
