@@ -458,6 +458,10 @@ def decode(cfg):
         if fn:
             bare = getattr(imagecodecs, fn)
             kw = {"tables": jt} if fn == "jpeg8_decode" and jt else {}
+            if fn in ("deflate_decode", "lzw_decode", "packbits_decode",
+                      "zstd_decode"):
+                # the decoded size, as tifffile passes it: no guessing
+                kw = {"out": tw * th * cog.count * cog.dtype.itemsize}
             variants.append(("imagecodecs_codec_1t",
                              lambda: [bare(segs[k], **kw) for k in ks]))
         best, last = {}, {}
