@@ -461,16 +461,21 @@ def report(res, out=sys.stdout):
                   "imagecodecs (tifffile's page.decode of the same bytes, "
                   "same layout);\nCog.read = the tile's window end to end; "
                   "ic codec = imagecodecs' bare codec function, 1 thread\n")
-        out.write("%-13s %-10s %9s %9s %6s %9s %9s %6s %9s %9s %9s %s\n" % (
-            "codec", "dtype", "cf 1t", "ic 1t", "ratio", "cf mt", "ic mt",
-            "ratio", "read 1t", "read mt", "ic codec", "exact"))
+        out.write("(cpu = the ratio of CPU seconds per GB, imagecodecs / "
+                  "cogfeed: less moved by other load than wall time)\n")
+        out.write("%-13s %-10s %9s %9s %6s %9s %9s %6s %6s %6s %9s %9s %9s "
+                  "%s\n" % (
+                      "codec", "dtype", "cf 1t", "ic 1t", "ratio", "cf mt",
+                      "ic mt", "ratio", "cpu 1t", "cpu mt", "read 1t",
+                      "read mt", "ic codec", "exact"))
         for r in d["codecs"]:
             out.write("%-13s %-10s %9.0f %9.0f %6.2f %9.0f %9.0f %6.2f "
-                      "%9.0f %9.0f %9s %s\n"
+                      "%6.2f %6.2f %9.0f %9.0f %9s %s\n"
                       % (r["codec"], "%sx%d" % (r["dtype"], r["bands"]),
                          r["cogfeed_1t"], r["imagecodecs_1t"],
                          r["ratio_1t"], r["cogfeed_mt"],
                          r["imagecodecs_mt"], r["ratio_mt"],
+                         r.get("ratio_cpu_1t", 0), r.get("ratio_cpu_mt", 0),
                          r.get("cogfeed_read_1t", 0),
                          r.get("cogfeed_read_mt", 0),
                          "%.0f" % r["imagecodecs_codec_1t"]
