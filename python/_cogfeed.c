@@ -607,12 +607,13 @@ static void unpack_bits(uint8_t *buf, size_t rows, size_t per_row) {
 }
 
 static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"data", "index", "level", NULL};
+    static char *kwlist[] = {"data", "index", "level", "out", NULL};
     Py_buffer data;
     unsigned long long index;
-    PyObject *index_obj, *level_obj = Py_None;
+    PyObject *index_obj, *level_obj = Py_None, *out = Py_None;
     int level;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*O|O", kwlist, &data, &index_obj, &level_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*O|O$O", kwlist, &data, &index_obj,
+                                     &level_obj, &out))
         return NULL;
     PyArrayObject *arr = NULL;
     cf_chunk_info ci;
@@ -634,7 +635,22 @@ static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) 
                      cf_cog_name(self->cog), cf_dtype_name(ci.dtype));
         goto fail;
     }
-    arr = (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
+    if (out == Py_None) {
+        arr = (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
+    } else if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
+               !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
+               PyArray_TYPE((PyArrayObject *)out) != typenum ||
+               !PyArray_ISWRITEABLE((PyArrayObject *)out) ||
+               memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
+        PyErr_Format(PyExc_ValueError,
+                     "out must be a writeable C-contiguous %s array of shape (%u, %u, %u)",
+                     ci.bits == 1 ? "uint8" : cf_dtype_name(ci.dtype), ci.height, ci.width,
+                     ci.samples);
+        goto fail;
+    } else {
+        Py_INCREF(out);
+        arr = (PyArrayObject *)out;
+    }
     if (!arr || !reading_begin(self)) goto fail;
     void *dst = PyArray_DATA(arr);
     size_t size = (size_t)PyArray_NBYTES(arr);
@@ -787,13 +803,14 @@ static PyMethodDef Cog_methods[] = {
      "and what decode_tile gives for it: shape (h, w, samples), the whole tile as stored;\n"
      "count is the number of tiles of the level (all band planes)."},
     {"decode_tile", (PyCFunction)(void (*)(void))Cog_decode_tile, METH_VARARGS | METH_KEYWORDS,
-     "decode_tile(data, index, level=0) -> ndarray (h, w, samples)\n\n"
+     "decode_tile(data, index, level=0, *, out=None) -> ndarray (h, w, samples)\n\n"
      "Decode the compressed bytes of tile (or strip) `index` that the caller fetched\n"
      "itself (bytes, bytearray, memoryview, ...): the whole tile as stored, pixel-\n"
      "interleaved, the file's dtype, exactly the samples read() cuts its windows from\n"
      "(1-bit samples as 0/1 bytes). Empty data for a sparse tile gives nodata. No I/O;\n"
      "the GIL is released. The bytes are untrusted: bad ones raise cogfeed.Error\n"
-     "naming the file, level and tile."},
+     "naming the file, level and tile. out: a C-contiguous array of that shape and dtype\n"
+     "to decode into (reused from tile to tile: no allocation, no fresh pages)."},
     {"level_info", (PyCFunction)Cog_level_shape, METH_O,
      "level_info(level) -> dict(width, height, tile_width, tile_height, tiled)"},
     {"get_metadata", (PyCFunction)(void (*)(void))Cog_get_metadata, METH_VARARGS | METH_KEYWORDS,

@@ -178,6 +178,21 @@ def test_wrong_index_and_level(paths):
     a = cog.decode_tile(data, 1)
     for buf in (bytearray(data), memoryview(data), np.frombuffer(data, np.uint8)):
         assert np.array_equal(cog.decode_tile(buf, 1), a)
+    # out=: decoded into the caller's array (reused), checked first
+    buf = np.full(a.shape, 7, a.dtype)
+    assert cog.decode_tile(data, 1, out=buf) is buf and np.array_equal(buf, a)
+    for bad in (np.zeros(a.shape, np.float32), np.zeros((512, 512, 1), a.dtype),
+                np.zeros(a.shape, a.dtype)[:, ::-1], "x"):
+        with pytest.raises(ValueError, match="out must be"):
+            cog.decode_tile(data, 1, out=bad)
+    ro = np.zeros(a.shape, a.dtype)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="out must be"):
+        cog.decode_tile(data, 1, out=ro)
+    # a failed decode into out leaves zeros, never the previous tile
+    with pytest.raises(cogfeed.Error):
+        cog.decode_tile(data[:100], 1, out=buf)
+    assert not buf.any()
     cog.close()
     with pytest.raises(ValueError, match="closed"):
         cog.decode_tile(data, 1)
