@@ -11,17 +11,21 @@ than wall time):
                 1.5.4, lerc 4.0.0, libjpeg-turbo 2.1.5, libwebp 1.2.4), no
                 predictor, no Python, no allocation
   ic lib        imagecodecs' own codec function (deflate_decode, ...) on
-                the same bytes: its bundled, newer libraries (libdeflate
-                1.26, zstd 1.5.7, lerc 4.2.0, libjpeg-turbo 3.2.0, libwebp
-                1.6.0) plus a Python call and a fresh output array
-  cogfeed       Cog.decode_tile: Debian's library plus our code (Python
-                call, output array, checks, predictor)
-  imagecodecs   tifffile's page.decode: imagecodecs plus tifffile's code
-                (what bench/peers.py compares with)
+                the same bytes into one reused array (out=): its bundled,
+                newer libraries (libdeflate 1.26, zstd 1.5.7, lerc 4.2.0,
+                libjpeg-turbo 3.2.0, libwebp 1.6.0) plus a Python call
+  cogfeed(out)  Cog.decode_tile(out=one reused array): Debian's library
+                plus our code (Python call, checks, predictor)
+  cogfeed       Cog.decode_tile, a fresh array per tile (as bench/peers.py
+                times it): plus the allocation and its fresh pages
+  imagecodecs   tifffile's page.decode, a fresh array per tile: imagecodecs
+                plus tifffile's code (what bench/peers.py compares with)
 
-debian lib / ic lib is the libraries' version difference; cogfeed /
-debian lib is what our code costs on top of the library (the predictor's
-share included, which neither library column pays).  Run with the peers'
+debian lib / ic lib is the libraries' version difference (neither
+allocates; ic lib pays a Python call per tile); cogfeed(out) / debian lib
+is what our code costs on top of the library (the predictor included,
+which neither library column pays); cogfeed / cogfeed(out) what a fresh
+output array costs.  Run with the peers'
 venv and its build of the extension (bench/peers.py makes both):
 
     cc -O2 -o /tmp/codec_floor bench/codec_floor.c -ldeflate -lzstd \\
@@ -82,9 +86,16 @@ def main():
         jt = pg.jpegtables or b""
         fn = getattr(imagecodecs, IC[name])
         kw = {"tables": jt} if name == "jpeg" and jt else {}
+        # every variant but tifffile's decodes into one array, reused:
+        # no allocation and no fresh pages, so that the columns differ by
+        # the library and the code around it only
         if IC[name] in ("deflate_decode", "lzw_decode", "packbits_decode",
                         "zstd_decode"):
-            kw = {"out": tw * th * spp * isz}
+            kw["out"] = np.empty(tw * th * spp * isz, np.uint8)
+        else:
+            kw["out"] = np.empty((th, tw, spp) if spp > 1 else (th, tw),
+                                 pg.dtype)
+        mine = np.empty((th, tw, spp), pg.dtype)
         dump = None
         if name in FLOOR:
             with tempfile.NamedTemporaryFile(delete=False) as f:
@@ -96,6 +107,8 @@ def main():
         ks = range(len(segs))
         variants = [
             ("cogfeed", lambda: [cog.decode_tile(segs[k], k) for k in ks]),
+            ("cogfeed_out", lambda: [cog.decode_tile(segs[k], k, out=mine)
+                                     for k in ks]),
             ("imagecodecs", lambda: [pg.decode(segs[k], k, jpegtables=jt or None)
                                      for k in ks]),
             ("ic_lib", lambda: [fn(segs[k], **kw) for k in ks])]
@@ -123,10 +136,11 @@ def main():
         cog.close()
         tf.close()
         sys.stderr.write(
-            "%-13s debian lib %6s  ic lib %6.0f  cogfeed %6.0f  "
-            "imagecodecs %6.0f MB/CPU-s\n" % (
+            "%-13s debian lib %6s  ic lib %6.0f  cogfeed(out) %6.0f  "
+            "cogfeed %6.0f  imagecodecs %6.0f MB/CPU-s\n" % (
                 r["codec"], "%.0f" % r["debian_lib"] if "debian_lib" in r
-                else "-", r["ic_lib"], r["cogfeed"], r["imagecodecs"]))
+                else "-", r["ic_lib"], r["cogfeed_out"], r["cogfeed"],
+                r["imagecodecs"]))
     res = {"imagecodecs": imagecodecs.__version__,
            "libraries": imagecodecs.version(), "rows": rows}
     if a.json:
