@@ -196,3 +196,23 @@ def test_wrong_index_and_level(paths):
     cog.close()
     with pytest.raises(ValueError, match="closed"):
         cog.decode_tile(data, 1)
+
+
+def test_threads_decode_one_cog(paths):
+    """Many threads decoding tiles of one open file (the codec contexts
+    come from the file's pool) get what one thread gets."""
+    from concurrent.futures import ThreadPoolExecutor
+    p = paths["zstd_u16_p2_t256"]
+    cog = cogfeed.open(p)
+    with open(p, "rb") as f:
+        blob = f.read()
+    n = cog.tile_info(0)["count"]
+    segs = []
+    for k in range(n):
+        ti = cog.tile_info(k)
+        segs.append(blob[ti["offset"]:ti["offset"] + ti["byte_count"]])
+    want = [cog.decode_tile(segs[k], k).tobytes() for k in range(n)]
+    jobs = [k % n for k in range(8 * n)]
+    with ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(lambda k: cog.decode_tile(segs[k], k).tobytes(), jobs))
+    assert all(g == want[k] for g, k in zip(got, jobs))
