@@ -376,6 +376,51 @@ typedef struct cf_read_req {
 CF_API cf_status cf_cog_read_many(cf_read_req *reqs, size_t n, int threads,
                            size_t inflight_bytes, cf_error *err);
 
+/* One tile (or strip) of a level, for callers that fetch its compressed
+ * bytes themselves -- their own HTTP client, object store or cache -- and
+ * decode them with cf_cog_decode_chunk.  Chunks are numbered as the TIFF
+ * stores them: row by row across the level (index = row * across + col),
+ * and for a band-interleaved file (planar 2) band plane after band plane. */
+typedef struct cf_chunk_info {
+    uint64_t count;            /* chunks of this level, all planes */
+    uint64_t offset;           /* its compressed bytes in the file ... */
+    uint64_t byte_count;       /* ... and how many (0: sparse, no data) */
+    uint32_t col, row, plane;  /* place in the grid; band plane (planar 2) */
+    uint32_t width, height;    /* decoded pixels: the whole tile (edge
+                                  tiles keep their stored padding); for a
+                                  strip the image width and its rows */
+    uint32_t samples;          /* per pixel, interleaved (1 for a plane) */
+    uint32_t bits;             /* per decoded sample: the dtype's size * 8,
+                                  or 1 for bit masks (packed, MSB first,
+                                  rows padded to whole bytes) */
+    cf_dtype dtype;            /* of the decoded samples (CF_DT_U8 for 1
+                                  bit and colour-converted samples) */
+    size_t size;               /* bytes cf_cog_decode_chunk writes */
+} cf_chunk_info;
+
+/* Describe chunk `index` of a level.  CF_E_ARG for a level or index that
+ * does not exist (the message says how many there are); CF_E_FORMAT when
+ * the chunk's offset and byte count lie outside the file (*out is filled
+ * all the same: bytes from elsewhere can still be decoded). */
+CF_API cf_status cf_cog_chunk_info(const cf_cog *cog, int level, uint64_t index,
+                                   cf_chunk_info *out, cf_error *err);
+
+/* Decode the `n` compressed bytes of chunk `index` of a level that the
+ * caller already has into dst: the chunk as stored, pixel-interleaved
+ * (height, width, samples) rows in native byte order, exactly as
+ * cf_cog_read would decode it before cutting its window out (predictor
+ * undone, odd depths and float16 widened, CMYK/CIELab/YCbCr converted as
+ * the cog was opened), cf_chunk_info's layout and size.  dst_size must be
+ * at least that size; only that many bytes are written.  A sparse chunk
+ * (byte_count 0) given with n == 0 fills dst with the nodata value (0
+ * without one), as cf_cog_read reads it.  The bytes are untrusted:
+ * decoding stops at the chunk's size, and short, corrupt or foreign bytes
+ * fail with CF_E_CODEC or CF_E_FORMAT and a message naming the file, level
+ * and tile; dst is then zeroed.  Thread-safe, and no I/O is done. */
+CF_API cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index,
+                                     const void *src, size_t n, void *dst,
+                                     size_t dst_size, cf_error *err);
+
 /* Requests this cog has sent so far (open + reads).  Thread-safe. */
 CF_API uint64_t cf_cog_requests(const cf_cog *cog);
 

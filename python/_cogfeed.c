@@ -547,6 +547,132 @@ static PyObject *Cog_read_mask(CogObject *self, PyObject *args, PyObject *kw) {
     return (PyObject *)arr;
 }
 
+/* A level number argument (None: 0). */
+static int level_arg(PyObject *o, int *level) {
+    *level = 0;
+    if (o == Py_None) return 1;
+    long l = PyLong_AsLong(o);
+    if (l == -1 && PyErr_Occurred()) return 0;
+    if (l < INT_MIN || l > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "level out of range");
+        return 0;
+    }
+    *level = (int)l;
+    return 1;
+}
+
+/* A tile index argument: a non-negative int (OverflowError otherwise). */
+static int index_arg(PyObject *o, unsigned long long *index) {
+    if (!PyLong_Check(o)) {
+        PyObject *i = PyNumber_Index(o);
+        if (!i) return 0;
+        *index = PyLong_AsUnsignedLongLong(i);
+        Py_DECREF(i);
+    } else {
+        *index = PyLong_AsUnsignedLongLong(o);
+    }
+    return !(*index == (unsigned long long)-1 && PyErr_Occurred());
+}
+
+static PyObject *Cog_tile_info(CogObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"index", "level", NULL};
+    unsigned long long index;
+    PyObject *index_obj, *level_obj = Py_None;
+    int level;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwlist, &index_obj, &level_obj))
+        return NULL;
+    if (!index_arg(index_obj, &index) || !level_arg(level_obj, &level) || !check_open(self))
+        return NULL;
+    cf_chunk_info ci;
+    cf_error err = {0};
+    cf_status st = cf_cog_chunk_info(self->cog, level, index, &ci, &err);
+    if (st) return cf_py_raise(st, &err);
+    return Py_BuildValue("{s:K,s:K,s:K,s:I,s:I,s:I,s:(III),s:I}", "count",
+                         (unsigned long long)ci.count, "offset",
+                         (unsigned long long)ci.offset, "byte_count",
+                         (unsigned long long)ci.byte_count, "col", ci.col, "row", ci.row,
+                         "plane", ci.plane, "shape", ci.height, ci.width, ci.samples, "bits",
+                         ci.bits);
+}
+
+/* 1-bit rows (packed, MSB first, padded to bytes) -> one 0/1 byte per
+ * sample, in place from the end (the packed rows lie at the start). */
+static void unpack_bits(uint8_t *buf, size_t rows, size_t per_row) {
+    size_t row_bytes = (per_row + 7) / 8;
+    for (size_t r = rows; r-- > 0;) {
+        const uint8_t *s = buf + r * row_bytes;
+        uint8_t *d = buf + r * per_row;
+        for (size_t i = per_row; i-- > 0;) d[i] = (uint8_t)((s[i >> 3] >> (7 - (i & 7))) & 1);
+    }
+}
+
+static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"data", "index", "level", "out", NULL};
+    Py_buffer data;
+    unsigned long long index;
+    PyObject *index_obj, *level_obj = Py_None, *out = Py_None;
+    int level;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*O|O$O", kwlist, &data, &index_obj,
+                                     &level_obj, &out))
+        return NULL;
+    PyArrayObject *arr = NULL;
+    cf_chunk_info ci;
+    cf_error err = {0};
+    cf_status st;
+    if (!index_arg(index_obj, &index) || !level_arg(level_obj, &level) || !check_open(self))
+        goto fail;
+    st = cf_cog_chunk_info(self->cog, level, index, &ci, &err);
+    /* CF_E_FORMAT: the file's range of the tile lies outside the file, but
+     * bytes from elsewhere decode all the same (ci is filled) */
+    if (st && st != CF_E_FORMAT) {
+        cf_py_raise(st, &err);
+        goto fail;
+    }
+    int typenum = cf_py_npy_type(ci.bits == 1 ? CF_DT_U8 : ci.dtype);
+    npy_intp dims[3] = {(npy_intp)ci.height, (npy_intp)ci.width, (npy_intp)ci.samples};
+    if (typenum < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: no NumPy type for %s samples",
+                     cf_cog_name(self->cog), cf_dtype_name(ci.dtype));
+        goto fail;
+    }
+    if (out == Py_None) {
+        arr = (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
+    } else if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
+               !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
+               PyArray_TYPE((PyArrayObject *)out) != typenum ||
+               !PyArray_ISWRITEABLE((PyArrayObject *)out) ||
+               memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
+        PyErr_Format(PyExc_ValueError,
+                     "out must be a writeable C-contiguous %s array of shape (%u, %u, %u)",
+                     ci.bits == 1 ? "uint8" : cf_dtype_name(ci.dtype), ci.height, ci.width,
+                     ci.samples);
+        goto fail;
+    } else {
+        Py_INCREF(out);
+        arr = (PyArrayObject *)out;
+    }
+    if (!arr || !reading_begin(self)) goto fail;
+    void *dst = PyArray_DATA(arr);
+    size_t size = (size_t)PyArray_NBYTES(arr);
+    cf_dtype dt = ci.dtype;
+    Py_BEGIN_ALLOW_THREADS st = cf_cog_decode_chunk(self->cog, level, index, data.buf,
+                                                    (size_t)data.len, dst, size, &err);
+    if (!st && ci.bits == 1) unpack_bits(dst, ci.height, (size_t)ci.width * ci.samples);
+    /* complex integers were decoded into the first part of the array */
+    if (!st && ci.bits != 1) cf_complex_widen(dt, dst, dst, (size_t)PyArray_SIZE(arr));
+    Py_END_ALLOW_THREADS reading_end(self);
+    PyBuffer_Release(&data);
+    if (st) {
+        Py_DECREF(arr);
+        return cf_py_raise(st, &err);
+    }
+    return (PyObject *)arr;
+fail:
+    Py_XDECREF(arr);
+    PyBuffer_Release(&data);
+    return NULL;
+}
+
 static PyObject *Cog_close(CogObject *self, PyObject *noargs) {
     if (self->readers)
         self->close_pending = 1; /* the last running read closes it */
@@ -671,6 +797,20 @@ static PyMethodDef Cog_methods[] = {
      "grid(level=0) -> cogfeed.Grid of the file (an overview's for level > 0)"},
     {"read_mask", (PyCFunction)(void (*)(void))Cog_read_mask, METH_VARARGS | METH_KEYWORDS,
      "read_mask(window=None, level=0) -> uint8 ndarray (h, w): 255 valid, 0 invalid"},
+    {"tile_info", (PyCFunction)(void (*)(void))Cog_tile_info, METH_VARARGS | METH_KEYWORDS,
+     "tile_info(index, level=0) -> dict(count, offset, byte_count, col, row, plane, shape, bits)\n\n"
+     "Where tile (or strip) `index` of a level lies in the file (offset, byte_count; 0: sparse)\n"
+     "and what decode_tile gives for it: shape (h, w, samples), the whole tile as stored;\n"
+     "count is the number of tiles of the level (all band planes)."},
+    {"decode_tile", (PyCFunction)(void (*)(void))Cog_decode_tile, METH_VARARGS | METH_KEYWORDS,
+     "decode_tile(data, index, level=0, *, out=None) -> ndarray (h, w, samples)\n\n"
+     "Decode the compressed bytes of tile (or strip) `index` that the caller fetched\n"
+     "itself (bytes, bytearray, memoryview, ...): the whole tile as stored, pixel-\n"
+     "interleaved, the file's dtype, exactly the samples read() cuts its windows from\n"
+     "(1-bit samples as 0/1 bytes). Empty data for a sparse tile gives nodata. No I/O;\n"
+     "the GIL is released. The bytes are untrusted: bad ones raise cogfeed.Error\n"
+     "naming the file, level and tile. out: a C-contiguous array of that shape and dtype\n"
+     "to decode into (reused from tile to tile: no allocation, no fresh pages)."},
     {"level_info", (PyCFunction)Cog_level_shape, METH_O,
      "level_info(level) -> dict(width, height, tile_width, tile_height, tiled)"},
     {"get_metadata", (PyCFunction)(void (*)(void))Cog_get_metadata, METH_VARARGS | METH_KEYWORDS,

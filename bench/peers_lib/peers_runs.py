@@ -390,20 +390,34 @@ def patches_torchgeo(cfg):
 
 # -- decode -----------------------------------------------------------------
 
+# imagecodecs' own codec function for each row (the library call alone, no
+# tifffile around it, no predictor), and the keyword arguments it needs.
+IC_CODEC = {"DEFLATE": "deflate_decode", "DEFLATE_F32": "deflate_decode",
+            "LZW": "lzw_decode", "PACKBITS": "packbits_decode",
+            "ZSTD": "zstd_decode", "LERC": "lerc_decode",
+            "LERC_DEFLATE": "lerc_decode", "LERC_ZSTD": "lerc_decode",
+            "JPEG": "jpeg8_decode", "WEBP": "webp_decode"}
+
+
 def decode(cfg):
-    """Each codec's file: every tile decoded by cogfeed (Cog.read of the
-    tile's window: pread from the page cache, decode, predictor, paste
-    into a (bands, h, w) array) and by imagecodecs (tifffile's
-    page.decode of the tile's bytes, read into memory beforehand, into
-    its own (h, w, bands) layout: cogfeed's deinterleave is not asked of
-    it), with 1 thread and with cfg["threads"]; the best of
-    cfg["repeat"] rounds, each round running every variant in turn;
-    bit-exactness checked."""
+    """Each codec's file: every tile's compressed bytes, read into memory
+    beforehand, decoded by cogfeed (Cog.decode_tile: the tile as stored,
+    (h, w, bands), predictor undone) and by imagecodecs (tifffile's
+    page.decode of the same bytes: the same layout, predictor undone),
+    with 1 thread and with cfg["threads"] -- like for like.  Beside them,
+    in their own columns: cogfeed's end-to-end Cog.read of each tile's
+    window (pread from the page cache, decode, paste into (bands, h, w)),
+    and imagecodecs' bare codec function on the same bytes (the library
+    call alone, 1 thread: no tifffile, no predictor), which separates the
+    library's time from the code around it.  The best of cfg["repeat"]
+    rounds, each round running every variant in turn; bit-exactness of
+    decode_tile against imagecodecs checked."""
     import cogfeed
     import imagecodecs
     import tifffile
     out = {"imagecodecs": imagecodecs.__version__,
-           "tifffile": tifffile.__version__, "codecs": []}
+           "tifffile": tifffile.__version__,
+           "libraries": imagecodecs.version(), "codecs": []}
     n = cfg["threads"]
     for codec, path in cfg["files"]:
         tf = tifffile.TiffFile(path)
@@ -420,48 +434,84 @@ def decode(cfg):
                 for k in range(len(segs))]
         dec, jt = pg.decode, pg.jpegtables
         cog = cogfeed.open(path)
-        nbytes = sum(w * h for _, _, w, h in wins) * cog.count * \
-            cog.dtype.itemsize
+        # every tile whole, as stored (the files are multiples of the tile)
+        nbytes = len(segs) * tw * th * cog.count * cog.dtype.itemsize
         ex = ThreadPoolExecutor(n)
 
         def ic(k):
             return dec(segs[k], k, jpegtables=jt)[0]   # (1, h, w, bands)
 
         def cf(k):
-            return cog.read(window=wins[k])
+            return cog.decode_tile(segs[k], k)         # (h, w, bands)
+
+        def cf_read(k):
+            return cog.read(window=wins[k])            # (bands, h, w)
 
         ks = range(len(segs))
         variants = [("cogfeed_1t", lambda: [cf(k) for k in ks]),
                     ("imagecodecs_1t", lambda: [ic(k) for k in ks]),
                     ("cogfeed_mt", lambda: list(ex.map(cf, ks))),
-                    ("imagecodecs_mt", lambda: list(ex.map(ic, ks)))]
-        best, last = {}, {}
+                    ("imagecodecs_mt", lambda: list(ex.map(ic, ks))),
+                    ("cogfeed_read_1t", lambda: [cf_read(k) for k in ks]),
+                    ("cogfeed_read_mt", lambda: list(ex.map(cf_read, ks)))]
+        fn = IC_CODEC.get(codec)
+        if fn:
+            bare = getattr(imagecodecs, fn)
+            kw = {"tables": jt} if fn == "jpeg8_decode" and jt else {}
+            if fn in ("deflate_decode", "lzw_decode", "packbits_decode",
+                      "zstd_decode"):
+                # the decoded size, as tifffile passes it: no guessing
+                kw = {"out": tw * th * cog.count * cog.dtype.itemsize}
+            variants.append(("imagecodecs_codec_1t",
+                             lambda: [bare(segs[k], **kw) for k in ks]))
+        # wall time, and CPU time of the process (all its threads): on a
+        # machine shared with other work the CPU seconds per GB move less
+        best, last, cpu = {}, {}, {}
         for _ in range(cfg["repeat"]):
-            for name, fn in variants:
-                t0 = time.perf_counter()
-                last[name] = fn()
+            for name, run in variants:
+                c0, t0 = time.process_time(), time.perf_counter()
+                last[name] = run()
                 dt = time.perf_counter() - t0
+                dc = time.process_time() - c0
                 best[name] = min(dt, best.get(name, dt))
+                cpu[name] = min(dc, cpu.get(name, dc))
         ex.shutdown()
-        same = all(np.array_equal(a, np.moveaxis(
-            b[0, :a.shape[1], :a.shape[2]], -1, 0))
-            for a, b in zip(last["cogfeed_1t"], last["imagecodecs_1t"]))
+        same = all(np.array_equal(a, b[0].reshape(a.shape))
+                   for a, b in zip(last["cogfeed_1t"], last["imagecodecs_1t"]))
+        same_read = all(np.array_equal(a[:, :b.shape[0], :b.shape[1]],
+                                       np.moveaxis(b, -1, 0)[:, :a.shape[1],
+                                                             :a.shape[2]])
+                        for a, b in zip(last["cogfeed_read_1t"],
+                                        last["cogfeed_1t"]))
         r = {"codec": codec, "dtype": str(cog.dtype), "bands": cog.count,
              "tiles": len(segs), "file_mb": len(raw) / 1e6,
-             "decoded_mb": nbytes / 1e6, "bit_exact": bool(same),
+             "decoded_mb": nbytes / 1e6, "bit_exact": bool(same and same_read),
              "threads": n, "load_avg": os.getloadavg()[0]}
         for k, t in best.items():
             r[k] = nbytes / t / 1e6
+        for k, t in cpu.items():   # CPU seconds per GB of decoded pixels
+            r["cpu_s_per_gb_" + k] = t / (nbytes / 1e9)
+        r["ratio_cpu_1t"] = (r["cpu_s_per_gb_imagecodecs_1t"] /
+                             r["cpu_s_per_gb_cogfeed_1t"])
+        r["ratio_cpu_mt"] = (r["cpu_s_per_gb_imagecodecs_mt"] /
+                             r["cpu_s_per_gb_cogfeed_mt"])
         r["ratio_1t"] = r["cogfeed_1t"] / r["imagecodecs_1t"]
         r["ratio_mt"] = r["cogfeed_mt"] / r["imagecodecs_mt"]
+        r["ratio_read_1t"] = r["cogfeed_read_1t"] / r["imagecodecs_1t"]
+        r["ratio_read_mt"] = r["cogfeed_read_mt"] / r["imagecodecs_mt"]
         cog.close()
         tf.close()
         out["codecs"].append(r)
         sys.stderr.write("decode %-13s cogfeed %7.0f / %7.0f MB/s, "
-                         "imagecodecs %7.0f / %7.0f (1 / %d threads)%s\n" % (
+                         "imagecodecs %7.0f / %7.0f (1 / %d threads); "
+                         "Cog.read %7.0f / %7.0f; imagecodecs codec alone "
+                         "%s%s\n" % (
                              codec, r["cogfeed_1t"], r["cogfeed_mt"],
                              r["imagecodecs_1t"], r["imagecodecs_mt"], n,
-                             "" if same else "  NOT BIT-EXACT"))
+                             r["cogfeed_read_1t"], r["cogfeed_read_mt"],
+                             "%.0f" % r["imagecodecs_codec_1t"]
+                             if "imagecodecs_codec_1t" in r else "-",
+                             "" if same and same_read else "  NOT BIT-EXACT"))
     return out
 
 

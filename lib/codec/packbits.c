@@ -25,12 +25,14 @@ cf_status cf__decode_packbits(cf_codec_ctx *ctx, const cf_codec_params *p,
                                "literal run of %d bytes at input byte %zu "
                                "runs past the end of the %zu-byte chunk",
                                n + 1, in - 1, src_len);
-            /* Runs are mostly a few bytes, where a libc call costs more than
-             * the copy: copy a fixed 8 bytes (one move; the bytes past the
-             * run are overwritten by what follows) when both sides have
-             * room. */
-            if (cnt <= 8 && src_len - in >= 8 && dst_len - out >= 8) {
-                memcpy(dst + out, src + in, 8);
+            /* Runs are at most 128 bytes, where a libc call costs more
+             * than the copy: copy whole 16-byte blocks (fixed-size moves;
+             * the bytes past the run are overwritten by what follows) when
+             * both sides have room for them. */
+            size_t up = (cnt + 15) & ~(size_t)15;
+            if (up <= src_len - in && up <= dst_len - out) {
+                for (size_t k = 0; k < cnt; k += 16)
+                    memcpy(dst + out + k, src + in + k, 16);
             } else {
                 memcpy(dst + out, src + in, cnt);
             }
@@ -45,8 +47,11 @@ cf_status cf__decode_packbits(cf_codec_ctx *ctx, const cf_codec_params *p,
                                in - 1);
             if (cnt > dst_len - out) cnt = dst_len - out;
             uint8_t v = src[in++];
-            if (cnt <= 8 && dst_len - out >= 8) {
-                memset(dst + out, v, 8);
+            size_t up = (cnt + 15) & ~(size_t)15;
+            if (up <= dst_len - out) {
+                uint8_t blk[16];
+                memset(blk, v, 16);
+                for (size_t k = 0; k < cnt; k += 16) memcpy(dst + out + k, blk, 16);
             } else {
                 memset(dst + out, v, cnt);
             }

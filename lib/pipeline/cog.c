@@ -386,9 +386,7 @@ void cf_cog_get_info(const cf_cog *cog, cf_cog_info *o) {
     o->etag = cog->etag;
 }
 
-/* CF_E_ARG unless level is one of cog's: 0 (full resolution) and its
- * overviews. */
-static cf_status check_level(const cf_cog *cog, int level, cf_error *err) {
+cf_status cf__cog_check_level(const cf_cog *cog, int level, cf_error *err) {
     int n = cog->tiff->nlevels;
     if (level >= 0 && level < n) return CF_OK;
     if (n == 1)
@@ -405,7 +403,7 @@ static cf_status check_level(const cf_cog *cog, int level, cf_error *err) {
 cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
                             cf_error *err) {
     if (!cog || !out) return cf__err(err, CF_E_ARG, "cf_cog_level_info: NULL argument");
-    cf_status st = check_level(cog, level, err);
+    cf_status st = cf__cog_check_level(cog, level, err);
     if (st != CF_OK) return st;
     const cf_tiff_ifd *ifd = &cog->tiff->ifds[cog->tiff->levels[level]];
     out->width = ifd->width;
@@ -1082,7 +1080,7 @@ done:
 
 static cf_status check_window(const cf_cog *cog, int level, uint32_t w,
                               uint32_t h, int64_t x, int64_t y, cf_error *err) {
-    cf_status st = check_level(cog, level, err);
+    cf_status st = cf__cog_check_level(cog, level, err);
     if (st != CF_OK) return st;
     if (w == 0 || h == 0 || w > CF_MAX_DIMENSION || h > CF_MAX_DIMENSION)
         return cf__err(err, CF_E_ARG, "%s: window size %ux%u invalid", cog->name, w, h);

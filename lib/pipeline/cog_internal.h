@@ -58,6 +58,10 @@ typedef struct cf_chunk {
  * says so.  Thread-safe; returns st. */
 cf_status cf__cog_fetch_failed(cf_cog *cog, cf_status st, cf_error *err);
 
+/* CF_E_ARG unless level is one of cog's: 0 (full resolution) and its
+ * overviews; the message names the file and the levels it has. */
+cf_status cf__cog_check_level(const cf_cog *cog, int level, cf_error *err);
+
 /* Describe chunk (cx, cy, plane) of IFD `ifd`, validating its byte range
  * against the file size. */
 cf_status cf__cog_chunk(const cf_cog *cog, int ifd, uint32_t cx, uint32_t cy,

@@ -447,15 +447,22 @@ static uint32_t ref_half(uint16_t h) {
 
 static void test_predictors(cf_codec_ctx *ctx) {
     cf_error err;
-    const uint32_t w = 37, h = 5; /* odd width: edge tiles keep full width */
+    uint32_t w = 37;
+    const uint32_t h = 5, wmax = 133; /* odd widths: edge tiles keep full width */
     struct libdeflate_compressor *c = libdeflate_alloc_compressor(1);
-    uint64_t *vals = malloc(sizeof(uint64_t) * w * h * 4);
-    uint8_t *file = malloc(w * h * 4 * 8), *enc = malloc(w * h * 64 + 1024),
-            *out = malloc(w * h * 4 * 8), *native = malloc(w * h * 4 * 8);
+    uint64_t *vals = malloc(sizeof(uint64_t) * wmax * h * 4);
+    uint8_t *file = malloc(wmax * h * 4 * 8), *enc = malloc(wmax * h * 64 + 1024),
+            *out = malloc(wmax * h * 4 * 8), *native = malloc(wmax * h * 4 * 8);
     unsigned bits_list[] = {8, 16, 32, 64};
+    /* Every sample size and 1-4 samples per pixel (the SIMD paths take
+     * pixels of 1, 2, 4, 8 and 16 bytes, the others go scalar), widths of
+     * less than one 16-byte block up to many blocks and a tail. */
+    const uint32_t widths[] = {1, 3, 37, 133};
+    for (int wi = 0; wi < 4; wi++)
     for (int bi = 0; bi < 4; bi++)
-        for (uint32_t spp = 1; spp <= 4; spp += 3)
+        for (uint32_t spp = 1; spp <= 4; spp++)
             for (int be = 0; be < 2; be++) {
+                w = widths[wi];
                 unsigned bytes = bits_list[bi] / 8;
                 size_t nv = (size_t)w * h * spp, len = nv * bytes;
                 for (size_t i = 0; i < nv; i++) {
@@ -464,7 +471,7 @@ static void test_predictors(cf_codec_ctx *ctx) {
                 }
                 forward_pred2(vals, file, w, h, spp, bytes, be);
                 size_t n = libdeflate_zlib_compress(c, file, len, enc,
-                                                    w * h * 64 + 1024);
+                                                    wmax * h * 64 + 1024);
                 cf_codec_params p = params(32946, (uint16_t)(bytes * 8), w, h, spp);
                 p.predictor = 2;
                 p.big_endian = be;
@@ -487,6 +494,7 @@ static void test_predictors(cf_codec_ctx *ctx) {
                 CHECK(bad == 0);
             }
     /* predictor 3 for float16/32/64; file byte order does not matter */
+    w = 37;
     for (unsigned bytes = 2; bytes <= 8; bytes *= 2)
         for (uint32_t spp = 1; spp <= 3; spp += 2)
             for (int be = 0; be < 2; be++) {

@@ -341,6 +341,106 @@ static void test_errors(void) {
     free(file);
 }
 
+/* cf_cog_chunk_info and cf_cog_decode_chunk: every chunk of the file,
+ * decoded from its bytes, is the chunk as stored (padding included), and
+ * bad arguments fail naming the file, level and chunk. */
+static void test_decode_chunks(const spec *s, const char *label) {
+    size_t len;
+    uint8_t *file = build(s, &len);
+    cf_cog *cog = NULL;
+    cf_error err = {0};
+    CHECK(cf_cog_open_memory(file, len, label, &cog, &err) == CF_OK);
+    if (!cog) {
+        free(file);
+        return;
+    }
+    uint32_t cw = s->tw ? s->tw : s->w, ch = s->th;
+    uint32_t across = (s->w + cw - 1) / cw, down = (s->h + ch - 1) / ch;
+    uint32_t spc = s->planar == 2 ? 1 : s->spp;
+    uint64_t n = (uint64_t)across * down * (s->planar == 2 ? s->spp : 1);
+    uint16_t *buf = malloc((size_t)cw * ch * spc * 2 + 64);
+    for (uint64_t k = 0; k < n; k++) {
+        cf_chunk_info ci;
+        CHECK(cf_cog_chunk_info(cog, 0, k, &ci, &err) == CF_OK);
+        CHECK(ci.count == n && ci.dtype == CF_DT_U16 && ci.bits == 16 && ci.samples == spc);
+        uint32_t plane = (uint32_t)(k / ((uint64_t)across * down));
+        CHECK(ci.plane == plane && ci.col == k % across && ci.row == k % (across * down) / across);
+        uint32_t rows = ch;
+        if (!s->tw && (uint64_t)ci.row * ch + ch > s->h) rows = s->h - ci.row * ch;
+        CHECK(ci.width == cw && ci.height == rows && ci.size == (size_t)cw * rows * spc * 2);
+        CHECK(cf_cog_decode_chunk(cog, 0, k, file + ci.offset, (size_t)ci.byte_count, buf,
+                                  ci.size + 64, &err) == CF_OK);
+        int ok = 1;
+        for (uint32_t r = 0; r < rows && ok; r++)
+            for (uint32_t c = 0; c < cw && ok; c++)
+                for (uint32_t sm = 0; sm < spc; sm++) {
+                    int64_t x = (int64_t)ci.col * cw + c, y = (int64_t)ci.row * ch + r;
+                    int b = s->planar == 2 ? (int)plane : (int)sm;
+                    uint16_t want = (int64_t)k == s->sparse ? (s->nodata ? (uint16_t)atoi(s->nodata) : 0)
+                                    : (x < s->w && y < s->h) ? val(b, x, y) : GARBAGE;
+                    if (buf[((size_t)r * cw + c) * spc + sm] != want) ok = 0;
+                }
+        CHECK(ok);
+    }
+    /* dst too small: refused before anything is written */
+    cf_chunk_info ci;
+    uint64_t last = n - 1;
+    CHECK(cf_cog_chunk_info(cog, 0, last, &ci, &err) == CF_OK);
+    buf[0] = 0x5a5a;
+    CHECK(cf_cog_decode_chunk(cog, 0, last, file + ci.offset, (size_t)ci.byte_count, buf,
+                              ci.size - 1, &err) == CF_E_ARG);
+    CHECK(strstr(err.msg, label) && strstr(err.msg, "level 0") && strstr(err.msg, "dst holds"));
+    CHECK(buf[0] == 0x5a5a);
+    /* short bytes: a codec error naming the chunk, dst zeroed */
+    if (ci.byte_count) {
+        CHECK(cf_cog_decode_chunk(cog, 0, last, file + ci.offset, (size_t)ci.byte_count - 1,
+                                  buf, ci.size, &err) == CF_E_CODEC);
+        char want[64];
+        snprintf(want, sizeof want, "level 0, %s %llu", s->tw ? "tile" : "strip",
+                 (unsigned long long)last);
+        CHECK(strstr(err.msg, label) && strstr(err.msg, want));
+        CHECK(buf[0] == 0 && buf[ci.size / 2 - 1] == 0);
+    }
+    /* chunks and levels that do not exist, NULL arguments */
+    CHECK(cf_cog_chunk_info(cog, 0, n, &ci, &err) == CF_E_ARG);
+    CHECK(strstr(err.msg, label) && strstr(err.msg, "level 0 has"));
+    CHECK(cf_cog_decode_chunk(cog, 0, UINT64_MAX, file, 8, buf, ci.size, &err) == CF_E_ARG);
+    CHECK(cf_cog_decode_chunk(cog, 1, 0, file, 8, buf, ci.size, &err) == CF_E_ARG);
+    CHECK(strstr(err.msg, "level 1 does not exist"));
+    CHECK(cf_cog_decode_chunk(cog, -1, 0, file, 8, buf, ci.size, &err) == CF_E_ARG);
+    CHECK(cf_cog_decode_chunk(cog, 0, 0, NULL, 8, buf, ci.size, &err) == CF_E_ARG);
+    CHECK(cf_cog_decode_chunk(cog, 0, 0, file, 8, NULL, ci.size, &err) == CF_E_ARG);
+    CHECK(cf_cog_decode_chunk(NULL, 0, 0, file, 8, buf, ci.size, NULL) == CF_E_ARG);
+    CHECK(cf_cog_chunk_info(cog, 0, 0, NULL, &err) == CF_E_ARG);
+    free(buf);
+    cf_cog_close(cog);
+    free(file);
+}
+
+/* A chunk whose recorded range lies past the end of the file: its info is
+ * an error naming it, but filled, and bytes from elsewhere decode. */
+static void test_decode_chunk_truncated(void) {
+    spec bad = {100, 70, 32, 16, 3, 1, -1, NULL, 5};
+    size_t len;
+    uint8_t *file = build(&bad, &len);
+    cf_cog *cog = NULL;
+    cf_error err = {0};
+    CHECK(cf_cog_open_memory(file, len, "trunc.tif", &cog, &err) == CF_OK);
+    cf_chunk_info ci;
+    CHECK(cf_cog_chunk_info(cog, 0, 5, &ci, &err) == CF_E_FORMAT);
+    CHECK(strstr(err.msg, "trunc.tif") && strstr(err.msg, "level 0, tile 5") &&
+          strstr(err.msg, "outside the file"));
+    CHECK(ci.size == 32 * 16 * 3 * 2 && ci.byte_count == ci.size && ci.col == 1 && ci.row == 1);
+    uint8_t *src = calloc(1, ci.size), *dst = malloc(ci.size);
+    src[0] = 7;
+    CHECK(cf_cog_decode_chunk(cog, 0, 5, src, ci.size, dst, ci.size, &err) == CF_OK);
+    CHECK(dst[0] == 7 && dst[1] == 0);
+    free(src);
+    free(dst);
+    cf_cog_close(cog);
+    free(file);
+}
+
 int main(void) {
     spec tiled = {100, 70, 32, 16, 3, 1, -1, NULL, -1};
     run_layout(&tiled, "tiled.tif");
@@ -358,5 +458,12 @@ int main(void) {
     run_layout(&one_tile, "one_tile.tif");
     test_threads();
     test_errors();
+    test_decode_chunks(&tiled, "tiled.tif");
+    test_decode_chunks(&planar, "planar.tif");
+    test_decode_chunks(&strips, "strips.tif");
+    test_decode_chunks(&strips2, "strips_planar.tif");
+    test_decode_chunks(&sparse, "sparse.tif");
+    test_decode_chunks(&sparse2, "sparse_planar.tif");
+    test_decode_chunk_truncated();
     return CF_TEST_END();
 }
