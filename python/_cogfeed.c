@@ -355,8 +355,8 @@ fail:
     return 0;
 }
 
-/* The array a read fills: `out` when it is a writeable C-contiguous array
- * of the file's dtype and shape (count, h, w), else a new one (out None);
+/* The array a read fills: `out` when it is a writeable, aligned,
+ * native-order C-contiguous array of the file's dtype and shape (count, h, w), else a new one (out None);
  * a new reference, or NULL with an exception. */
 static PyArrayObject *out_array(CogObject *self, PyObject *out, int count, long long h,
                                 long long w) {
@@ -366,10 +366,11 @@ static PyArrayObject *out_array(CogObject *self, PyObject *out, int count, long 
     if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
         !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
         PyArray_TYPE((PyArrayObject *)out) != typenum ||
-        !PyArray_ISWRITEABLE((PyArrayObject *)out) ||
+        !PyArray_ISBEHAVED((PyArrayObject *)out) || /* aligned, writeable, native order */
         memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
         PyErr_Format(PyExc_ValueError,
-                     "out must be a writeable C-contiguous %s array of shape (%d, %lld, %lld)",
+                     "out must be a writeable, aligned, native-order C-contiguous %s array "
+                     "of shape (%d, %lld, %lld)",
                      cf_dtype_name(self->info.dtype), count, h, w);
         return NULL;
     }
@@ -640,10 +641,11 @@ static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) 
     } else if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
                !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
                PyArray_TYPE((PyArrayObject *)out) != typenum ||
-               !PyArray_ISWRITEABLE((PyArrayObject *)out) ||
+               !PyArray_ISBEHAVED((PyArrayObject *)out) || /* aligned, writeable, native order */
                memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
         PyErr_Format(PyExc_ValueError,
-                     "out must be a writeable C-contiguous %s array of shape (%u, %u, %u)",
+                     "out must be a writeable, aligned, native-order C-contiguous %s array "
+                     "of shape (%u, %u, %u)",
                      ci.bits == 1 ? "uint8" : cf_dtype_name(ci.dtype), ci.height, ci.width,
                      ci.samples);
         goto fail;

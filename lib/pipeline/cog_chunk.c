@@ -38,7 +38,7 @@ static cf_status locate(const cf_cog *cog, int level, uint64_t index,
 }
 
 /* The decoded layout of chunk c: its codec parameters, dtype and size
- * (0 when it cannot be decoded: the open refused such files already). */
+ * (0 when it is above CF_MAX_CHUNK_BYTES: refused by both callers). */
 static void layout(const cf_cog *cog, const cf_chunk *c, cf_codec_params *p,
                    cf_chunk_info *o) {
     cf__cog_chunk_params(cog, c, p);
@@ -68,6 +68,14 @@ cf_status cf_cog_chunk_info(const cf_cog *cog, int level, uint64_t index,
     cf_codec_params p;
     layout(cog, &c, &p, out);
     out->count = count;
+    if (!out->size) {
+        /* Never a size a caller would allocate before learning it is
+         * refused (the layout stays filled in, for the message). */
+        char where[96];
+        return cf__err(err, CF_E_LIMIT, "%s: %s: decoded size above %llu bytes", cog->name,
+                       cf__cog_chunk_where(cog, &c, where, sizeof where),
+                       (unsigned long long)CF_MAX_CHUNK_BYTES);
+    }
     /* The range check a read makes; *out is filled even when it fails, for
      * a caller whose bytes come from elsewhere. */
     uint64_t size = cog->src ? cf_src_size(cog->src) : cog->mem_size;

@@ -1147,6 +1147,10 @@ static cf_status oj_walk(ctx *c, cf_tiff_ifd *o, oj_state *j, uint64_t start,
                 j->q[b[k]] = (oj_seg){b + k, 65, 0, 0};
             }
         } else if (m == 0xC4) { /* DHT: kept whole, filed by its first table */
+            /* A table is a class/id byte and 16 code counts at least. */
+            if (bn < 17)
+                return oj_refuse(o, CF_E_FORMAT, "corrupt DHT marker in %s "
+                                 "(%u bytes)", src, bn);
             unsigned cls = b[0] >> 4, id = b[0] & 15;
             if (cls > 1 || id > 3)
                 return oj_refuse(o, CF_E_FORMAT, "corrupt DHT marker in %s",
@@ -1443,6 +1447,11 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
         ri = (uint16_t)mcus;
     }
     if (j.have_ri) ri = j.ri;
+    else if (several && mcus > 0xffff)
+        /* DRI's field is 16 bits: such strips cannot each be one interval. */
+        return oj_refuse(o, CF_E_UNSUPPORTED, "strips of %llu MCUs (a JPEG "
+                         "restart interval holds at most 65535)",
+                         (unsigned long long)mcus);
 
     if (jif && hdr_end < end) {
         /* The stream holds the entropy data: libjpeg reads the whole image
@@ -1466,6 +1475,13 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
         if (o->counts[0] > CF_MAX_CHUNK_BYTES)
             return oj_refuse(o, CF_E_LIMIT, "a stream of %llu bytes",
                              (unsigned long long)o->counts[0]);
+        /* The whole image is one chunk now: its decoded size gets the
+         * check parse_chunks gave the strips. */
+        if (!cf__chunk_bytes(o->width, 3, 8, o->height))
+            return oj_refuse(o, CF_E_LIMIT, "the image decodes as one chunk "
+                             "of %ux%u RGB pixels, above %llu bytes",
+                             o->width, o->height,
+                             (unsigned long long)CF_MAX_CHUNK_BYTES);
     } else {
         /* Entropy data in the strips, each one restart interval. */
         if (several && ri != mcus)

@@ -193,17 +193,18 @@ OJ_DC = bytes([0, 1] + [0] * 14 + [0])
 OJ_AC = bytes([0, 1] + [0] * 14 + [0])
 
 
-def ojpeg_strips(rps=16, strips=None, tables=None, jif=None, extra=(), counts=None):
-    """A 64x64 old-style JPEG YCbCr 2x2 file in strips of `rps` rows, with
-    JPEG*Tables tags pointing at `tables` (q, dc, ac byte strings, or
-    offsets) or a JPEGInterchangeFormat stream `jif`."""
+def ojpeg_strips(rps=16, strips=None, tables=None, jif=None, extra=(), counts=None,
+                 w=64, h=64):
+    """A w x h (64x64) old-style JPEG YCbCr 2x2 file in strips of `rps`
+    rows, with JPEG*Tables tags pointing at `tables` (q, dc, ac byte
+    strings, or offsets) or a JPEGInterchangeFormat stream `jif`."""
     t = Tiff()
-    n = -(-64 // rps)
+    n = -(-h // rps)
     if strips is None:
         strips = [bytes(3 * 4 * (rps // 16))] * n
     offs = [t.data(b) for b in strips]
     t.ifd()
-    for tag, typ, v in [(256, 4, 64), (257, 4, 64), (258, 3, [8, 8, 8]), (259, 3, 6),
+    for tag, typ, v in [(256, 4, w), (257, 4, h), (258, 3, [8, 8, 8]), (259, 3, 6),
                         (262, 3, 6), (277, 3, 3), (278, 4, rps), (273, 4, offs),
                         (279, 4, counts or [len(b) for b in strips]), (530, 3, [2, 2])]:
         t.tag(tag, typ, v)
@@ -221,12 +222,12 @@ def ojpeg_strips(rps=16, strips=None, tables=None, jif=None, extra=(), counts=No
     return t.build()
 
 
-def ojpeg_jif(sof_h=64, body=b"", dht=None, marker=0xC0):
+def ojpeg_jif(sof_h=64, body=b"", dht=None, marker=0xC0, sof_w=64):
     dqt = b"\xff\xdb\x00\x43\x00" + OJ_Q
     dht = dht if dht is not None else (
         b"\xff\xc4" + struct.pack(">H", 2 + 1 + len(OJ_DC)) + b"\x00" + OJ_DC +
         b"\xff\xc4" + struct.pack(">H", 2 + 1 + len(OJ_AC)) + b"\x10" + OJ_AC)
-    sof = bytes([0xFF, marker, 0, 17, 8]) + struct.pack(">HH", sof_h, 64) + \
+    sof = bytes([0xFF, marker, 0, 17, 8]) + struct.pack(">HH", sof_h, sof_w) + \
         bytes([3, 1, 0x22, 0, 2, 0x11, 0, 3, 0x11, 0])
     sos = bytes([0xFF, 0xDA, 0, 12, 3, 1, 0, 2, 0, 3, 0, 0, 63, 0])
     return b"\xff\xd8" + dqt + dht + sof + sos + body
@@ -265,6 +266,19 @@ RST markers", ojpeg_strips(tables=False, jif=ojpeg_jif(body=bytes(48) + b"\xff\x
                                                             for k in range(64))))
     yield "ojpeg_jif_past_eof", 26, "read", "JPEGInterchangeFormat past EOF", \
         ojpeg_strips(tables=False, extra=[(513, 4, 1 << 30), (514, 4, 100)])
+    # After review: the whole image as one chunk gets the chunk size check
+    # (it opened, then every read failed: "tile too large"); a DHT with no
+    # table was read one byte past its segment; strips of more MCUs than a
+    # 16-bit restart interval holds had it truncated.
+    yield "ojpeg_jif_one_huge_chunk", 26, "open", "JPEGInterchangeFormat stream of a \
+20000x20000 image, read as one chunk of 1.2 GB", \
+        ojpeg_strips(tables=False, w=20000, h=20000, strips=[bytes(12)] * 1250,
+                     jif=ojpeg_jif(sof_h=20000, sof_w=20000, body=bytes(48) + b"\xff\xd9"))
+    yield "ojpeg_dht_empty", 26, "open", "DHT segment without a table", \
+        ojpeg_strips(tables=False, jif=ojpeg_jif(dht=b"\xff\xc4\x00\x02"))
+    yield "ojpeg_restart_interval_overflow", 26, "open", "strips of 65536 MCUs \
+without DRI", ojpeg_strips(tables=False, w=65535, h=512, rps=256, strips=[bytes(12)] * 2,
+                           jif=ojpeg_jif(sof_h=512, sof_w=65535, body=bytes(48) + b"\xff\xd9"))
 
 
 def cases():

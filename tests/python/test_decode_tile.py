@@ -189,6 +189,18 @@ def test_wrong_index_and_level(paths):
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="out must be"):
         cog.decode_tile(data, 1, out=ro)
+    # byte-swapped or misaligned arrays pass a type-number check but would
+    # get native bytes (wrong values) or typed stores at odd addresses
+    if a.dtype.itemsize > 1:
+        with pytest.raises(ValueError, match="native-order"):
+            cog.decode_tile(data, 1, out=np.zeros(a.shape, a.dtype.newbyteorder()))
+        raw = np.zeros(a.size * a.dtype.itemsize + 1, np.uint8)
+        odd = raw[1:].view(a.dtype).reshape(a.shape)
+        assert not odd.flags.aligned
+        with pytest.raises(ValueError, match="aligned"):
+            cog.decode_tile(data, 1, out=odd)
+        with pytest.raises(ValueError, match="native-order"):
+            cog.read(out=np.zeros((cog.count, cog.height, cog.width), a.dtype.newbyteorder()))
     # a failed decode into out leaves zeros, never the previous tile
     with pytest.raises(cogfeed.Error):
         cog.decode_tile(data[:100], 1, out=buf)
