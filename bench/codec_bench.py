@@ -5,7 +5,8 @@ COG driver, or its GTiff driver for the variants the COG driver does not
 write (LZMA, CCITT, 12-bit, float16, CInt16, CMYK, CIELab: see CODECS;
 OJPEG, which nothing writes, is GDAL's JPEG strips rebuilt, 512-row strips
 read strip by strip)
-(cached in $CF_TEST_DATA/bench or /tmp/cogfeed-bench), read once
+(cached in $CF_TEST_DATA/bench, or bench/ of a private per-user folder in
+the temp folder: conformance.testdata_root()), read once
 so it sits in the page cache, then decoded whole, tile by tile:
 
   cogfeed 1 thread   one cogfeed.open, cog.read() of every tile in order
@@ -40,7 +41,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -259,9 +259,9 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--codecs", default=",".join(CODECS))
-    ap.add_argument("--dir", default=os.path.join(
-        os.environ.get("CF_TEST_DATA") or os.path.join(tempfile.gettempdir(), "cogfeed-testdata"),
-        "bench"))
+    ap.add_argument("--dir", default=None,
+                    help="cache of the generated files (default: the tests' data "
+                    "folder's bench/, conformance.testdata_root())")
     ap.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ap.add_argument("--markdown", metavar="JSON",
                     help="print the table of a saved --json result as Markdown, run nothing")
@@ -270,6 +270,7 @@ def main():
         with open(args.markdown) as f:
             print_markdown(json.load(f))
         return 0
+    args.dir = args.dir or os.path.join(C.testdata_root(), "bench")
     os.makedirs(args.dir, exist_ok=True)
     results = []
     load_before = os.getloadavg()[0]

@@ -8,7 +8,7 @@
  * and beside decode_tile, which separates the library's version from our
  * code.  Not part of the build:
  *
- *   cc -O2 -o /tmp/codec_floor bench/codec_floor.c -ldeflate -lzstd \
+ *   cc -O2 -o build/codec_floor bench/codec_floor.c -ldeflate -lzstd \
  *      -lLerc -ljpeg -lwebp
  *   codec_floor CODEC DUMP WIDTH HEIGHT SAMPLES BYTES REPEAT [LERCTYPE]
  *

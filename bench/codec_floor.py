@@ -28,11 +28,11 @@ which neither library column pays); cogfeed / cogfeed(out) what a fresh
 output array costs.  Run with the peers'
 venv and its build of the extension (bench/peers.py makes both):
 
-    cc -O2 -o /tmp/codec_floor bench/codec_floor.c -ldeflate -lzstd \\
+    cc -O2 -o build/codec_floor bench/codec_floor.c -ldeflate -lzstd \\
        -lLerc -ljpeg -lwebp
     PYTHONPATH=build-peers/python bench/.venv-peers/bin/python \\
        bench/codec_floor.py --data /tmp/cf-peers-data/codecs-4096 \\
-       --floor /tmp/codec_floor [--json out.json]
+       --floor build/codec_floor [--json out.json]
 """
 import argparse
 import json

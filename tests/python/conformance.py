@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import struct
 import subprocess
 import tempfile
@@ -241,11 +242,30 @@ def spec_hash(spec):
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def default_dir():
+def testdata_root():
+    """Where generated test data is cached: $CF_TEST_DATA (run.sh and ctest
+    set it to build/testdata), else a folder of this user's in the temp
+    folder, which other local users can also write to: a name they could
+    plant first (a symlink, a folder of theirs with fixtures of their own,
+    one open to all) is refused rather than read or written through."""
     root = os.environ.get("CF_TEST_DATA")
-    if not root:
-        root = os.path.join(tempfile.gettempdir(), "cogfeed-testdata")
-    return os.path.join(root, "conformance")
+    if root:
+        return root
+    root = os.path.join(tempfile.gettempdir(), "cogfeed-testdata-%d" % os.getuid())
+    try:
+        os.mkdir(root, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(root)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise RuntimeError("%s is not a private folder of this user (a symlink, another "
+                           "user's, or writable by others): remove it or set CF_TEST_DATA"
+                           % root)
+    return root
+
+
+def default_dir():
+    return os.path.join(testdata_root(), "conformance")
 
 
 def make_pixels(spec):

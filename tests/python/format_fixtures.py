@@ -26,8 +26,10 @@ Each Fixture says what the conformance test expects of it:
                    opened with raw_color=True
 """
 
+import contextlib
 import hashlib
 import os
+import shutil
 import struct
 import tempfile
 import zlib
@@ -201,17 +203,25 @@ def _patch_tag(out, e, ifd_off, tag, raw):
     raise KeyError(tag)
 
 
+@contextlib.contextmanager
+def scratch_tif(dir=None):
+    """A path for a scratch TIFF inside a fresh private folder (mkdtemp:
+    0700), removed after: tempfile.mktemp only names a file in the shared
+    temp folder, where another local user can plant a symlink first."""
+    d = tempfile.mkdtemp(prefix="cf-scratch-", dir=dir)
+    try:
+        yield os.path.join(d, "scratch.tif")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def compress(data, codec, **opts):
     """`data` compressed by GDAL's (libtiff's) `codec` as one strip."""
-    tmp = tempfile.mktemp(suffix=".tif", dir=opts.pop("dir", None))
-    try:
+    with scratch_tif(opts.pop("dir", None)) as tmp:
         with rasterio.open(tmp, "w", driver="GTiff", width=len(data), height=1, count=1,
                            dtype="uint8", COMPRESS=codec) as d:
             d.write(np.frombuffer(data, np.uint8)[None, None, :])
         return read_tiff(tmp)[1][0].chunks[0]
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def pixels(h, w, nb, dtype, seed):
@@ -522,12 +532,10 @@ def truncated_file(path):
 
 
 def read_tiff_bytes(data):
-    tmp = tempfile.mktemp(suffix=".tif")
-    try:
-        open(tmp, "wb").write(data)
+    with scratch_tif() as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
         return read_tiff(tmp)
-    finally:
-        os.unlink(tmp)
 
 
 def ifd_chain(kind):
@@ -635,16 +643,12 @@ def _jpeg_strips(shape, photometric, rps, seed=21, data=None):
     """GDAL JPEG strips of a (bands, h, w) image (`data`, or pixels()):
     (tables segments, [(SOF, SOS, entropy data without EOI)] per strip)."""
     nb, h, w = shape
-    tmp = tempfile.mktemp(suffix=".tif")
     opts = ["COMPRESS=JPEG", "JPEGTABLESMODE=3", "BLOCKYSIZE=%d" % rps, "JPEG_QUALITY=85"]
     if photometric:
         opts.append("PHOTOMETRIC=" + photometric)
-    try:
+    with scratch_tif() as tmp:
         gdal_write(tmp, pixels(h, w, nb, "uint8", seed) if data is None else data, opts)
         _, ifds = read_tiff(tmp)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     d = ifds[0]
     tables, _ = _jpeg_segments(bytes(d.get(347)) + b"\xff\xda\x00\x02")
     tables = [s for m, s in tables if m in (0xDB, 0xC4)]
@@ -1041,9 +1045,8 @@ FIXTURES_BY_NAME = {f.name: f for f in FIXTURES}
 
 
 def default_dir():
-    root = os.environ.get("CF_TEST_DATA") or os.path.join(tempfile.gettempdir(),
-                                                           "cogfeed-testdata")
-    return os.path.join(root, "formats")
+    from conformance import testdata_root
+    return os.path.join(testdata_root(), "formats")
 
 
 def fixture_path(name, directory=None):
