@@ -355,27 +355,35 @@ fail:
     return 0;
 }
 
-/* The array a read fills: `out` when it is a writeable, aligned,
- * native-order C-contiguous array of the file's dtype and shape (count, h, w), else a new one (out None);
- * a new reference, or NULL with an exception. */
-static PyArrayObject *out_array(CogObject *self, PyObject *out, int count, long long h,
-                                long long w) {
-    npy_intp dims[3] = {count, (npy_intp)h, (npy_intp)w};
-    int typenum = cf_py_npy_type(self->info.dtype);
-    if (out == Py_None) return (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
+/* The array a read or a tile decode fills: `out` when it is a writeable,
+ * aligned, native-order C-contiguous array of typenum and shape dims (a
+ * byte-swapped or misaligned one would get native bytes or typed stores at
+ * odd addresses), else a new one (out None); a new reference, or NULL with
+ * an exception naming `type`. */
+static PyArrayObject *out_array3(PyObject *out, const npy_intp dims[3], int typenum,
+                                 const char *type) {
+    if (out == Py_None) return (PyArrayObject *)PyArray_SimpleNew(3, (npy_intp *)dims, typenum);
     if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
         !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
         PyArray_TYPE((PyArrayObject *)out) != typenum ||
         !PyArray_ISBEHAVED((PyArrayObject *)out) || /* aligned, writeable, native order */
-        memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
+        memcmp(PyArray_DIMS((PyArrayObject *)out), dims, 3 * sizeof *dims)) {
         PyErr_Format(PyExc_ValueError,
                      "out must be a writeable, aligned, native-order C-contiguous %s array "
-                     "of shape (%d, %lld, %lld)",
-                     cf_dtype_name(self->info.dtype), count, h, w);
+                     "of shape (%lld, %lld, %lld)",
+                     type, (long long)dims[0], (long long)dims[1], (long long)dims[2]);
         return NULL;
     }
     Py_INCREF(out);
     return (PyArrayObject *)out;
+}
+
+/* The array a read fills: out_array3 of the file's dtype, (count, h, w). */
+static PyArrayObject *out_array(CogObject *self, PyObject *out, int count, long long h,
+                                long long w) {
+    npy_intp dims[3] = {count, (npy_intp)h, (npy_intp)w};
+    return out_array3(out, dims, cf_py_npy_type(self->info.dtype),
+                      cf_dtype_name(self->info.dtype));
 }
 
 /* Optional number arguments of the grid read: None or a float. */
@@ -636,23 +644,7 @@ static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) 
                      cf_cog_name(self->cog), cf_dtype_name(ci.dtype));
         goto fail;
     }
-    if (out == Py_None) {
-        arr = (PyArrayObject *)PyArray_SimpleNew(3, dims, typenum);
-    } else if (!PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 3 ||
-               !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out) ||
-               PyArray_TYPE((PyArrayObject *)out) != typenum ||
-               !PyArray_ISBEHAVED((PyArrayObject *)out) || /* aligned, writeable, native order */
-               memcmp(PyArray_DIMS((PyArrayObject *)out), dims, sizeof dims)) {
-        PyErr_Format(PyExc_ValueError,
-                     "out must be a writeable, aligned, native-order C-contiguous %s array "
-                     "of shape (%u, %u, %u)",
-                     ci.bits == 1 ? "uint8" : cf_dtype_name(ci.dtype), ci.height, ci.width,
-                     ci.samples);
-        goto fail;
-    } else {
-        Py_INCREF(out);
-        arr = (PyArrayObject *)out;
-    }
+    arr = out_array3(out, dims, typenum, ci.bits == 1 ? "uint8" : cf_dtype_name(ci.dtype));
     if (!arr || !reading_begin(self)) goto fail;
     void *dst = PyArray_DATA(arr);
     size_t size = (size_t)PyArray_NBYTES(arr);
