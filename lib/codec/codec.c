@@ -32,6 +32,7 @@ void cf_codec_ctx_free(cf_codec_ctx *ctx) {
     free(ctx->stage.p);
     free(ctx->runs.p);
     free(ctx->ojpeg.p);
+    free(ctx->lerc2.p);
     free(ctx);
 }
 
@@ -176,7 +177,7 @@ uint64_t cf_codec_stored_bytes(const cf_codec_params *p) {
 uint64_t cf_codec_ctx_bytes(const cf_codec_ctx *ctx) {
     if (!ctx) return 0;
     uint64_t n = sizeof *ctx + ctx->outer.cap + ctx->aux.cap + ctx->row.cap +
-                 ctx->tile.cap + ctx->ojpeg.cap;
+                 ctx->tile.cap + ctx->ojpeg.cap + ctx->lerc2.cap;
     if (ctx->deflate) n += CF__DEFLATE_STATE;
     if (ctx->zstd) n += ZSTD_sizeof_DCtx(ctx->zstd);
     return n;
@@ -219,6 +220,9 @@ uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
         uint64_t masks = is_float ? npix * p->samples : alpha ? npix : 0;
         uint64_t stage = is_float && p->samples > 1 ? n : 0;
         g += scratch_growth(ctx ? &ctx->aux : NULL, masks + stage + 1);
+        g += scratch_growth(ctx ? &ctx->lerc2 : NULL,
+                            cf__lerc2_scratch_bytes(p->width, p->height,
+                                                    p->samples));
         g += n + npix; /* liblerc's own mask and staging */
         break;
     }

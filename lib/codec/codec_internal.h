@@ -30,6 +30,7 @@ struct cf_codec_ctx {
     void *lzma;         /* lzma_stream, lazily (lzma.c) */
     cf__scratch runs;   /* CCITT run lengths of two rows (ccitt.c) */
     cf__scratch ojpeg;  /* old-style JPEG: header + chunk + EOI (ojpeg.c) */
+    cf__scratch lerc2;  /* lerc2.c: its state, the mask bits, depth ranges */
 };
 
 /* Make `s` hold at least `n` bytes.  CF_E_NOMEM on failure. */
@@ -101,6 +102,19 @@ cf_status cf__decode_zstd(cf_codec_ctx *, const cf_codec_params *,
 cf_status cf__decode_lerc(cf_codec_ctx *, const cf_codec_params *,
                           const uint8_t *, size_t, uint8_t *, size_t,
                           cf_error *);
+/* lerc2.c: decode one Lerc2 blob (one band) into out, and the validity
+ * of each pixel into mask (0/1 bytes) when mask is not NULL, exactly as
+ * lerc_decode(blob, len, mask ? 1 : 0, mask, depth, cols, rows, 1, dt, out)
+ * would.  *done = 1 when it did; *done = 0 (and CF_OK) when the blob is
+ * one it leaves to liblerc (see lerc2.c).  An error only for a blob
+ * liblerc would read out of bounds or convert undefinedly, or CF_E_NOMEM. */
+cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
+                           size_t len, int dt, int depth, int cols, int rows,
+                           uint8_t *out, uint8_t *mask, int *done,
+                           cf_error *err);
+/* The scratch cf__lerc2_decode reserves for a blob of this size. */
+size_t cf__lerc2_scratch_bytes(uint64_t width, uint64_t height,
+                               uint64_t depth);
 cf_status cf__decode_jpeg(cf_codec_ctx *, const cf_codec_params *,
                           const uint8_t *, size_t, uint8_t *, size_t,
                           cf_error *);

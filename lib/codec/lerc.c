@@ -143,13 +143,24 @@ cf_status cf__decode_lerc(cf_codec_ctx *ctx, const cf_codec_params *p,
     if (st) return st;
     uint8_t *mask = want_mask ? ctx->aux.p : NULL;
     uint8_t *out = band_seq ? ctx->aux.p + mask_bytes : dst;
-    if (!want_mask && nvalid != npix) memset(dst, 0, dst_len);
-    lerc_status ls = lerc_decode(blob, (unsigned)blob_len,
-                                 want_mask ? (int)(band_seq ? nmasks : 1) : 0,
-                                 mask, (int)ndim, (int)ncols, (int)nrows,
-                                 (int)nbands, (unsigned)dt, out);
-    if (ls != 0)
-        return cf__err(err, CF_E_CODEC, "lerc_decode failed (status %u)", ls);
+    /* One band: cogfeed's own decoder (lerc2.c) takes the blobs it knows,
+     * liblerc the rest, with the same values either way. */
+    int done = 0;
+    if (!band_seq) {
+        st = cf__lerc2_decode(&ctx->lerc2, blob, blob_len, dt, (int)ndim,
+                              (int)ncols, (int)nrows, out, mask, &done, err);
+        if (st) return st;
+    }
+    if (!done) {
+        if (!want_mask && nvalid != npix) memset(dst, 0, dst_len);
+        lerc_status ls = lerc_decode(
+            blob, (unsigned)blob_len,
+            want_mask ? (int)(band_seq ? nmasks : 1) : 0, mask, (int)ndim,
+            (int)ncols, (int)nrows, (int)nbands, (unsigned)dt, out);
+        if (ls != 0)
+            return cf__err(err, CF_E_CODEC, "lerc_decode failed (status %u)",
+                           ls);
+    }
 
     if (alpha_mask) {
         /* Spread (spp-1)-sample pixels to spp samples, back to front so it

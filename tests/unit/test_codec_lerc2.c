@@ -1,0 +1,324 @@
+/*
+ * test_codec_lerc2.c - cogfeed's own Lerc2 decoder (lib/codec/lerc2.c)
+ * against liblerc, the decoder it must equal.
+ *
+ * 1. Blobs liblerc's encoder writes (versions 3-6, the 8 data types, depth
+ *    1-4, sizes from 1x1 to 130 px, no mask / a partial mask / no valid
+ *    pixel, lossless and lossy, noise, gradients, 8-bit classes (lookup
+ *    tables), constants) decode to liblerc's exact bytes and mask; every
+ *    blob written in tiles is decoded by lerc2.c itself (not deferred).
+ * 2. Corrupted blobs (random bytes changed, the checksum made valid again
+ *    so that the damage reaches the blocks, or left invalid) never decode
+ *    where liblerc refuses, and decode to liblerc's bytes where it accepts
+ *    them.  A blob whose values liblerc would read past is refused.
+ * 3. Through cf_codec_decode: LERC_ZSTD tiles equal lerc_decode's pixels.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cf_test.h"
+#include "codec/codec_internal.h"
+
+#ifdef CF_HAVE_LERC
+#include <Lerc_c_api.h>
+#include <zstd.h>
+
+static const unsigned SZ[8] = {1, 1, 2, 2, 4, 4, 4, 8};
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+/* Fletcher-32 as the LERC specification writes it, word by word. */
+static uint32_t fletcher_ref(const uint8_t *p, size_t len) {
+    uint32_t s1 = 0xffff, s2 = 0xffff;
+    size_t words = len / 2;
+    while (words) {
+        size_t t = words >= 359 ? 359 : words;
+        words -= t;
+        do {
+            s1 += (uint32_t)*p++ << 8;
+            s2 += s1 += *p++;
+        } while (--t);
+        s1 = (s1 & 0xffff) + (s1 >> 16);
+        s2 = (s2 & 0xffff) + (s2 >> 16);
+    }
+    if (len & 1) s2 += s1 += (uint32_t)*p << 8;
+    s1 = (s1 & 0xffff) + (s1 >> 16);
+    s2 = (s2 & 0xffff) + (s2 >> 16);
+    return s2 << 16 | s1;
+}
+
+/* Rewrite a v3+ blob's checksum for its current bytes.  Header ints
+ * after the checksum: rows, cols, depth (v4+), valid, block, blob size. */
+static void reseal(uint8_t *b, size_t n) {
+    int32_t version, blobsize;
+    if (n < 14 + 6 * 4) return;
+    memcpy(&version, b + 6, 4);
+    if (version < 3) return;
+    memcpy(&blobsize, b + 14 + 4 * (version >= 4 ? 5 : 4), 4);
+    if (blobsize < 14 || (size_t)blobsize > n) return;
+    uint32_t c = fletcher_ref(b + 14, (size_t)blobsize - 14);
+    memcpy(b + 10, &c, 4);
+}
+
+/* Pixel values of type dt: pattern 0 noise over the type's range (or
+ * +-1e6 for floats), 1 a smooth gradient, 2 eight classes, 3 a constant
+ * per depth, 4 small noise around a large offset. */
+static void fill(uint8_t *d, int dt, size_t n, int depth, int pattern,
+                 int cols) {
+    for (size_t i = 0; i < n; i++) {
+        size_t px = i / (size_t)depth;
+        int dep = (int)(i % (size_t)depth);
+        double v;
+        switch (pattern) {
+        case 0: v = (double)rnd(); break;
+        case 1: v = (double)(px % (size_t)cols) * 3 + (double)(px / (size_t)cols) + dep * 50; break;
+        case 2: v = (double)(((px % (size_t)cols) / 9 + (px / (size_t)cols) / 7) % 8) * 17; break;
+        case 3: v = 40 + dep * 3; break;
+        default: v = 1000 + (rnd() % 64); break;
+        }
+        switch (dt) {
+        case 0: { int8_t x = (int8_t)((int)fmod(v, 256.0) - 128); memcpy(d + i, &x, 1); break; }
+        case 1: { uint8_t x = (uint8_t)fmod(v, 256.0); memcpy(d + i, &x, 1); break; }
+        case 2: { int16_t x = (int16_t)((int)fmod(v, 65536.0) - 32768); memcpy(d + 2 * i, &x, 2); break; }
+        case 3: { uint16_t x = (uint16_t)fmod(v, 65536.0); memcpy(d + 2 * i, &x, 2); break; }
+        case 4: { int32_t x = (int32_t)(fmod(v, 4294967296.0) - 2147483648.0); memcpy(d + 4 * i, &x, 4); break; }
+        case 5: { uint32_t x = (uint32_t)fmod(v, 4294967296.0); memcpy(d + 4 * i, &x, 4); break; }
+        case 6: { float x = (float)(pattern == 0 ? (v / 4294967296.0 - 0.5) * 2e6 : v * 0.37); memcpy(d + 4 * i, &x, 4); break; }
+        default: { double x = pattern == 0 ? (v / 4294967296.0 - 0.5) * 2e6 : v * 0.37; memcpy(d + 8 * i, &x, 8); break; }
+        }
+    }
+}
+
+static int done_count, defer_count, tiled_done_count;
+
+/* Decode blob both ways; checks the outcomes agree.  must_take: the blob
+ * is one lerc2.c takes (it may not defer).  Returns lerc2's *done. */
+static int compare(cf__scratch *scr, const uint8_t *blob, size_t n, int dt,
+                   int depth, int cols, int rows, int with_mask,
+                   int must_take, const char *what) {
+    size_t npix = (size_t)cols * rows, bytes = npix * depth * SZ[dt];
+    uint8_t *a = malloc(bytes + 1), *b = malloc(bytes + 1);
+    uint8_t *ma = malloc(npix + 1), *mb = malloc(npix + 1);
+    memset(a, 0x5a, bytes);
+    memset(b, 0xa5, bytes);
+    lerc_status ls = lerc_decode(blob, (unsigned)n, with_mask, with_mask ? ma : NULL,
+                                 depth, cols, rows, 1, (unsigned)dt, a);
+    cf_error err;
+    memset(&err, 0, sizeof err);
+    int done = 0;
+    cf_status st = cf__lerc2_decode(scr, blob, n, dt, depth, cols, rows, b,
+                                    with_mask ? mb : NULL, &done, &err);
+    int ok = 1;
+    if (st != CF_OK) {
+        /* refused: only where liblerc misreads (it "succeeds" on garbage) */
+        ok = err.msg[0] != 0;
+    } else if (done) {
+        ok = ls == 0 && memcmp(a, b, bytes) == 0 &&
+             (!with_mask || memcmp(ma, mb, npix) == 0);
+    } else {
+        ok = !must_take;
+    }
+    if (!ok)
+        fprintf(stderr, "%s: dt %d depth %d %dx%d mask %d: liblerc %d, "
+                "lerc2 status %d done %d (%s)\n", what, dt, depth, cols, rows,
+                with_mask, (int)ls, (int)st, done, err.msg);
+    CHECK(ok);
+    if (st == CF_OK) {
+        if (done) done_count++;
+        else defer_count++;
+    }
+    free(a);
+    free(b);
+    free(ma);
+    free(mb);
+    return st == CF_OK && done;
+}
+
+static void test_encoded(cf__scratch *scr) {
+    static const int sizes[][2] = {{1, 1}, {7, 5}, {64, 64}, {100, 37},
+                                   {33, 130}, {9, 17}};
+    uint8_t *data = malloc(130 * 130 * 4 * 8);
+    uint8_t *valid = malloc(130 * 130);
+    size_t cap = 130 * 130 * 4 * 8 * 2 + 4096;
+    uint8_t *blob = malloc(cap);
+    int cases = 0;
+    for (int version = 3; version <= 6; version++)
+        for (int dt = 0; dt < 8; dt++)
+            for (int depth = 1; depth <= 4; depth += (depth == 1 ? 1 : 2))
+                for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+                    for (int pattern = 0; pattern < 5; pattern++)
+                        for (int mk = 0; mk < 3; mk++)
+                            for (int lossy = 0; lossy < 2; lossy++) {
+        int cols = sizes[si][0], rows = sizes[si][1];
+        size_t npix = (size_t)cols * rows;
+        if (depth > 1 && version < 4) continue; /* depth came with v4 */
+        fill(data, dt, npix * depth, depth, pattern, cols);
+        /* mask: 0 none, 1 every third pixel and a hole, 2 none valid */
+        for (size_t k = 0; k < npix; k++)
+            valid[k] = mk == 2 ? 0 : (uint8_t)(k % 3 != 0 && !(k > 40 && k < 70));
+        double maxz = dt < 6 ? (lossy ? 2.0 + (pattern & 1) : 0.5)
+                             : (lossy ? 0.01 * (pattern + 1) : 0.0);
+        unsigned nb = 0;
+        lerc_status es = lerc_encodeForVersion(
+            data, version, (unsigned)dt, depth, cols, rows, 1, mk ? 1 : 0,
+            mk ? valid : NULL, maxz, blob, (unsigned)cap, &nb);
+        if (es != 0) continue;
+        cases++;
+        /* the 8-bit lossless image may be Huffman coded (liblerc's), v6
+         * lossless floats may use the float coder: those may defer */
+        int huff = (dt <= 1 && maxz == 0.5) || (version >= 6 && dt >= 6 && maxz == 0);
+        int must = !huff;
+        char what[64];
+        snprintf(what, sizeof what, "v%d pattern %d lossy %d", version,
+                 pattern, lossy);
+        /* a blob with a mask needs a mask asked for, as liblerc says */
+        int took = compare(scr, blob, nb, dt, depth, cols, rows, 1, must, what);
+        if (took && !huff) tiled_done_count++;
+        compare(scr, blob, nb, dt, depth, cols, rows, 0, 0, what);
+    }
+    printf("encoded: %d blobs, lerc2 decoded %d, deferred %d\n", cases,
+           done_count, defer_count);
+    CHECK(cases > 2000);
+    CHECK(tiled_done_count > 1000);
+    free(data);
+    free(valid);
+    free(blob);
+}
+
+static void test_corrupt(cf__scratch *scr) {
+    uint8_t *data = malloc(64 * 64 * 4 * 8);
+    uint8_t *valid = malloc(64 * 64);
+    size_t cap = 64 * 64 * 4 * 8 * 2 + 4096;
+    uint8_t *blob = malloc(cap), *bad = malloc(cap);
+    int before = done_count;
+    for (int round = 0; round < 3000; round++) {
+        int dt = (int)(rnd() % 8), depth = 1 + (int)(rnd() % 3);
+        int cols = 1 + (int)(rnd() % 64), rows = 1 + (int)(rnd() % 64);
+        int version = 3 + (int)(rnd() % 4), mk = (int)(rnd() % 2);
+        if (version < 4) depth = 1;
+        size_t npix = (size_t)cols * rows;
+        fill(data, dt, npix * depth, depth, (int)(rnd() % 5), cols);
+        for (size_t k = 0; k < npix; k++) valid[k] = (uint8_t)(rnd() % 4 != 0);
+        double maxz = dt < 6 ? 0.5 + (rnd() % 2) : 0.001 * (rnd() % 3);
+        /* liblerc 4.0 aborts (an assert in fpl_Compression.cpp) on some
+         * corrupt v6 lossless-float blobs: not those here */
+        if (version == 6 && dt >= 6 && maxz == 0) version = 5;
+        unsigned nb = 0;
+        if (lerc_encodeForVersion(data, version, (unsigned)dt, depth, cols,
+                                  rows, 1, mk, mk ? valid : NULL, maxz, blob,
+                                  (unsigned)cap, &nb) != 0)
+            continue;
+        memcpy(bad, blob, nb);
+        int flips = 1 + (int)(rnd() % 4);
+        for (int f = 0; f < flips; f++) {
+            /* mostly past the header, where the blocks are */
+            size_t at = nb > 80 && rnd() % 4 ? 60 + rnd() % (nb - 60) : rnd() % nb;
+            bad[at] ^= (uint8_t)(1u << (rnd() % 8));
+            if (rnd() % 8 == 0) bad[at] = (uint8_t)rnd();
+        }
+        if (rnd() % 4) reseal(bad, nb);
+        compare(scr, bad, nb, dt, depth, cols, rows, 1, 0, "corrupt");
+        /* truncated */
+        compare(scr, blob, nb - 1 - rnd() % nb, dt, depth, cols, rows, 1, 0,
+                "truncated");
+    }
+    printf("corrupt: lerc2 decoded %d of them identically\n",
+           done_count - before);
+    free(data);
+    free(valid);
+    free(blob);
+    free(bad);
+}
+
+/* A hand-made v3 blob: one 8x8 block of uint16 bit-stuffed with 63 values
+ * for a mask of 64 valid pixels: liblerc would read past its 63 values;
+ * lerc2.c refuses it by name.  Built from an encoded blob by patching the
+ * block's count and resealing. */
+static void test_short_block(cf__scratch *scr) {
+    uint16_t v[64];
+    for (int i = 0; i < 64; i++) v[i] = (uint16_t)(1000 + (i * 37) % 500);
+    uint8_t blob[1024];
+    unsigned nb = 0;
+    CHECK(lerc_encodeForVersion(v, 3, 3, 1, 8, 8, 1, 0, NULL, 0.5, blob,
+                                sizeof blob, &nb) == 0);
+    /* v3 header: key 6, version 4, checksum 4, 6 ints, 3 doubles; mask int;
+     * then the one-sweep flag, the block flag, the uint16 offset, and the
+     * stuffer's head byte (bits 6-7: 2 -> a 1-byte count) */
+    size_t at = 6 + 4 + 4 + 24 + 24 + 4;
+    CHECK(blob[at] == 0);          /* not one sweep */
+    CHECK((blob[at + 1] & 3) == 1); /* bit-stuffed block */
+    size_t head = at + 2 + 2;
+    CHECK((blob[head] >> 6) == 2);
+    CHECK(blob[head + 1] == 64);
+    blob[head + 1] = 63;
+    reseal(blob, nb);
+    uint16_t out[64];
+    cf_error err;
+    memset(&err, 0, sizeof err);
+    int done = 1;
+    CHECK(cf__lerc2_decode(scr, blob, nb, 3, 1, 8, 8, (uint8_t *)out, NULL,
+                           &done, &err) == CF_E_CODEC);
+    CHECK(done == 0);
+    CHECK(strstr(err.msg, "63 values") != NULL);
+}
+
+/* Through the codec: LERC_ZSTD 4-band uint16 tiles, as GDAL writes them
+ * (libtiff: Lerc2 v4, depth = samples), equal lerc_decode's pixels. */
+static void test_codec_path(void) {
+    const int w = 256, h = 128, spp = 4;
+    size_t n = (size_t)w * h * spp;
+    uint16_t *px = malloc(n * 2), *ref = malloc(n * 2), *out = malloc(n * 2);
+    for (size_t i = 0; i < n; i++)
+        px[i] = (uint16_t)(300 + ((i / spp) % w) * 2 + (rnd() % 200));
+    size_t cap = n * 4 + 4096;
+    uint8_t *blob = malloc(cap), *z = malloc(cap);
+    unsigned nb = 0;
+    CHECK(lerc_encodeForVersion(px, 4, 3, spp, w, h, 1, 0, NULL, 0.5, blob,
+                                (unsigned)cap, &nb) == 0);
+    CHECK(lerc_decode(blob, nb, 0, NULL, spp, w, h, 1, 3, ref) == 0);
+    size_t zn = ZSTD_compress(z, cap, blob, nb, 3);
+    cf_codec_ctx *ctx = cf_codec_ctx_new();
+    cf_codec_params p;
+    memset(&p, 0, sizeof p);
+    p.compression = 34887;
+    p.bits = 16;
+    p.samples = spp;
+    p.width = w;
+    p.height = h;
+    p.sample_format = 1;
+    p.predictor = 1;
+    p.photometric = 1;
+    p.lerc_sub = 2;
+    cf_error err;
+    CHECK(cf_codec_decode(ctx, &p, z, zn, (uint8_t *)out, n * 2, &err) == CF_OK);
+    CHECK(memcmp(out, ref, n * 2) == 0);
+    CHECK(memcmp(out, px, n * 2) == 0);
+    cf_codec_ctx_free(ctx);
+    free(px);
+    free(ref);
+    free(out);
+    free(blob);
+    free(z);
+}
+#endif
+
+int main(void) {
+#ifdef CF_HAVE_LERC
+    cf__scratch scr = {NULL, 0};
+    test_encoded(&scr);
+    test_corrupt(&scr);
+    test_short_block(&scr);
+    test_codec_path();
+    free(scr.p);
+#else
+    printf("built without liblerc: nothing to compare\n");
+#endif
+    return CF_TEST_END();
+}
