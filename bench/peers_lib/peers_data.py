@@ -67,6 +67,15 @@ def cli(python, env, *args):
                    check=True, env=env)
 
 
+def complete(folder, n):
+    """Whether a synth/convert output folder holds its n masks (the last
+    files either command writes); a run stopped half-way left fewer, and
+    the folder is made again."""
+    masks = os.path.join(folder, "masks")
+    return os.path.isdir(masks) and len(
+        [f for f in os.listdir(masks) if f.endswith(".tif")]) >= n
+
+
 def make(root, python, env, scenes=32, unique=4, size=SIZE):
     """root/{deflate_512,lerc_zstd_512}/{images,masks}/scene_NNN.tif;
     returns {codec: folder}.  Made once (kept when complete)."""
@@ -78,11 +87,11 @@ def make(root, python, env, scenes=32, unique=4, size=SIZE):
     if os.path.exists(done):
         return out
     raw = os.path.join(root, "raw")
-    if not os.path.isdir(os.path.join(raw, "masks")):
+    if not complete(raw, unique):
         cli(python, env, "synth", raw, "--scenes", unique, "--size", size,
             "--tile", 512)
     lz = os.path.join(root, "lerc_zstd_unique")
-    if not os.path.isdir(os.path.join(lz, "masks")):
+    if not complete(lz, unique):
         cli(python, env, "convert", raw, lz, "--compress", "lerc_zstd",
             "--tile", 512, "--quiet")
     for codec, src in (("DEFLATE", raw), ("LERC_ZSTD", lz)):

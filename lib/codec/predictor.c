@@ -190,7 +190,10 @@ cf_status cf__predictor_apply(cf__scratch *rowbuf, const cf_codec_params *p,
         cf_status st = cf__scratch_reserve(rowbuf, row_bytes, err);
         if (st) return st;
     }
-    for (uint32_t y = 0; y < p->height; y++) {
+    /* Rows are independent; the last ones the decoder wrote are the ones
+     * still in cache (a 512 px tile of 4 uint16 bands is 2 MB, more than
+     * a core's L2), so go from the bottom up. */
+    for (uint32_t y = p->height; y-- > 0;) {
         uint8_t *row = buf + (size_t)y * row_bytes;
         if (p->predictor == 3) {
             fp_acc(row, rowbuf->p, wc, (unsigned)bps, stride);
