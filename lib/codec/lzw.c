@@ -169,9 +169,15 @@ restart:
                 widen_at = (1u << ++nbits) - 1 + late;
         }
         size_t room = dst_len - out;
-        if (slen <= 16 && room >= 16 && spos + 16 <= out) {
+        if (slen <= 8 && room >= 8 && spos + 8 <= out) {
             /* most strings are short: one fixed-size move (bytes past
-             * the string are rewritten by what follows) */
+             * the string are rewritten by what follows); 8 bytes for the
+             * shortest, where a 16-byte load more often straddles the
+             * stores of the last few codes and waits (uint16 imagery: 6%
+             * faster than 16 for all) */
+            memcpy(dst + out, dst + spos, 8);
+            out += slen;
+        } else if (slen <= 16 && room >= 16 && spos + 16 <= out) {
             memcpy(dst + out, dst + spos, 16);
             out += slen;
         } else {
