@@ -105,9 +105,9 @@ cf_status cf__decode_lerc(cf_codec_ctx *, const cf_codec_params *,
 /* lerc2.c: decode one Lerc2 blob (one band) into out, and the validity
  * of each pixel into mask (0/1 bytes) when mask is not NULL, exactly as
  * lerc_decode(blob, len, mask ? 1 : 0, mask, depth, cols, rows, 1, dt, out)
- * would.  *done = 1 when it did; *done = 0 (and CF_OK) when the blob is
- * one it leaves to liblerc (see lerc2.c).  An error only for a blob
- * liblerc would read out of bounds or convert undefinedly, or CF_E_NOMEM. */
+ * would.  *done = 1 when it did; *done = 0 (and CF_OK) when the blob is of
+ * a kind it leaves to liblerc (see lerc2.c).  CF_E_CODEC, with what is
+ * wrong, for a malformed blob of the kinds it takes; CF_E_NOMEM. */
 cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
                            size_t len, int dt, int depth, int cols, int rows,
                            uint8_t *out, uint8_t *mask, int *done,

@@ -15,18 +15,21 @@
  * write; libtiff writes version 4), one band, every data type, any depth,
  * masks, constant images and blocks, raw blocks, bit-stuffed blocks with
  * or without a lookup table, and v5+ blocks coded as a difference to the
- * previous depth.  Everything else (Huffman-coded 8-bit images, the v6
- * lossless float coder, versions 1-2, several bands, v6 no-data values,
- * and any blob it finds malformed) it leaves to liblerc: `*done` stays 0
- * and the caller calls lerc_decode, so that what is refused, and how, stays
- * liblerc's.  A blob it does decode gives exactly liblerc 4.0's values:
- * the same header checks, the same order of the same double operations
- * where the data is lossy or floating point (offset + n * 2 * maxZError,
- * clamped to the depth's maximum), integers where that arithmetic is exact.
- * The one difference: where liblerc would read past a block's values or
- * convert a value outside its type (undefined behaviour there, possible
- * only in a crafted blob whose checksum still matches), this decoder
- * refuses the blob with CF_E_CODEC.
+ * previous depth.  What it does not take it leaves to liblerc (`*done`
+ * stays 0 and the caller calls lerc_decode): Huffman-coded 8-bit images,
+ * the v6 lossless float coder, versions 1-2, several bands, v6 no-data
+ * values.  A blob it does decode gives exactly liblerc 4.0's values: the
+ * same header checks, the same order of the same double operations where
+ * the data is lossy or floating point (offset + n * 2 * maxZError, clamped
+ * to the depth's maximum), integers where that arithmetic is exact.
+ *
+ * A malformed blob of the kinds it takes (a bad checksum, a block past the
+ * end, a flag out of step, a block with fewer values than valid pixels, a
+ * lookup index past its table, a value outside its type) is refused here
+ * with CF_E_CODEC and what is wrong, not handed to liblerc: liblerc
+ * refuses the same blobs, except those it misreads (reading past its
+ * buffers, converting undefinedly), and lerc_decode crashed on such a
+ * crafted blob in tests/unit/test_codec_lerc2.c.
  *
  * The format (Esri's LERC specification, Lerc2.cpp): "Lerc2 ", version,
  * checksum (v3+: Fletcher-32 over the rest of the blob), header ints and
@@ -99,6 +102,14 @@ typedef struct l2 {
 /* Outcome of a step: go on, leave the blob to liblerc, or refuse it. */
 enum { L2_OK, L2_DEFER, L2_BAD };
 
+/* A blob liblerc would refuse too (or misread): refused here, by name,
+ * rather than handed to liblerc, whose readers are not all safe on
+ * crafted blobs (a block past its values crashed lerc_decode in a test). */
+static int bad(l2 *s, const char *what) {
+    cf__err(s->err, CF_E_CODEC, "LERC blob: %s", what);
+    return L2_BAD;
+}
+
 static int rd(l2 *s, void *v, size_t n) {
     if ((size_t)(s->end - s->p) < n) return 0;
     memcpy(v, s->p, n);
@@ -116,19 +127,19 @@ static int read_header(l2 *s) {
     l2_header *h = &s->h;
     if (s->end - s->p < 6 || memcmp(s->p, "Lerc2 ", 6) != 0) return L2_DEFER;
     s->p += 6;
-    if (!rd(s, &h->version, 4)) return L2_DEFER;
+    if (!rd(s, &h->version, 4)) return bad(s, "header truncated");
     /* versions 1-2 (no checksum, older bit stuffing) and anything newer
      * than liblerc 4.0 knows stay liblerc's */
     if (h->version < 3 || h->version > 6) return L2_DEFER;
-    if (!rd(s, &h->checksum, 4)) return L2_DEFER;
+    if (!rd(s, &h->checksum, 4)) return bad(s, "header truncated");
     int32_t iv[8] = {0};
     int nints = 6 + (h->version >= 4) + (h->version >= 6);
-    if (!rd(s, iv, 4 * (size_t)nints)) return L2_DEFER;
+    if (!rd(s, iv, 4 * (size_t)nints)) return bad(s, "header truncated");
     uint8_t bv[4] = {0};
-    if (h->version >= 6 && !rd(s, bv, 4)) return L2_DEFER;
+    if (h->version >= 6 && !rd(s, bv, 4)) return bad(s, "header truncated");
     double dv[5] = {0};
     int ndbl = h->version >= 6 ? 5 : 3;
-    if (!rd(s, dv, 8 * (size_t)ndbl)) return L2_DEFER;
+    if (!rd(s, dv, 8 * (size_t)ndbl)) return bad(s, "header truncated");
     int i = 0;
     h->rows = iv[i++];
     h->cols = iv[i++];
@@ -145,13 +156,13 @@ static int read_header(l2 *s) {
     if (h->rows <= 0 || h->cols <= 0 || h->depth <= 0 || h->nvalid < 0 ||
         h->mbsize <= 0 || h->blobsize <= 0 || h->dt < DT_CHAR ||
         h->dt > DT_DOUBLE)
-        return L2_DEFER;
+        return bad(s, "header has an impossible size, type or block size");
     uint64_t npix = (uint64_t)h->rows * (uint64_t)h->cols;
     uint64_t nbpp = dt_size[h->dt];
-    if (npix > INT32_MAX || (uint64_t)h->nvalid > npix) return L2_DEFER;
+    if (npix > INT32_MAX || (uint64_t)h->nvalid > npix) return bad(s, "header has an impossible size, type or block size");
     if (h->mbsize > L2_MAX_MB || nbpp * (uint64_t)h->depth > INT32_MAX ||
         nbpp * (uint64_t)h->depth * npix > INT32_MAX)
-        return L2_DEFER;
+        return bad(s, "header has an impossible size, type or block size");
     return L2_OK;
 }
 
@@ -240,10 +251,10 @@ static uint32_t fletcher32(const uint8_t *b, size_t len) {
 
 static int read_mask(l2 *s, uint8_t *bits, size_t nbytes) {
     int32_t nmask;
-    if (!rd(s, &nmask, 4) || nmask < 0) return L2_DEFER;
+    if (!rd(s, &nmask, 4) || nmask < 0) return bad(s, "mask size missing or negative");
     int64_t npix = (int64_t)s->h.rows * s->h.cols;
     if ((s->h.nvalid == 0 || s->h.nvalid == npix) && nmask != 0)
-        return L2_DEFER;
+        return bad(s, "a mask where every pixel or none is valid");
     if (s->h.nvalid == npix) {
         s->bits = NULL;
         return L2_OK;
@@ -256,13 +267,13 @@ static int read_mask(l2 *s, uint8_t *bits, size_t nbytes) {
     /* nmask 0 with some pixels invalid means "the previous band's mask":
      * liblerc's fresh decoder has none (it reads uninitialised memory) */
     if (nmask == 0 || (size_t)(s->end - s->p) < (size_t)nmask)
-        return L2_DEFER;
+        return bad(s, "mask missing or past the end");
     /* RLE: int16 counts; > 0: that many literal bytes, <= 0: one byte
      * repeated -count times; -32768 ends.  liblerc checks against all the
      * bytes left in the blob, not only nmask. */
     const uint8_t *q = s->p;
     size_t left = (size_t)(s->end - s->p), at = 0;
-    if (left < 2) return L2_DEFER;
+    if (left < 2) return bad(s, "mask past the end");
     left -= 2;
     for (;;) {
         int16_t cnt;
@@ -271,7 +282,7 @@ static int read_mask(l2 *s, uint8_t *bits, size_t nbytes) {
         if (cnt == -32768) break;
         size_t n = (size_t)(cnt <= 0 ? -(int)cnt : cnt);
         size_t m = cnt <= 0 ? 1 : n;
-        if (left < m + 2 || at + n > nbytes) return L2_DEFER;
+        if (left < m + 2 || at + n > nbytes) return bad(s, "mask runs past the end or the image");
         if (cnt > 0)
             memcpy(bits + at, q, n);
         else
@@ -281,7 +292,7 @@ static int read_mask(l2 *s, uint8_t *bits, size_t nbytes) {
         left -= m + 2;
     }
     /* liblerc leaves bytes past the runs as they were (uninitialised) */
-    if (at != nbytes) return L2_DEFER;
+    if (at != nbytes) return bad(s, "mask shorter than the image");
     s->p += nmask;
     s->bits = bits;
     return L2_OK;
@@ -290,7 +301,7 @@ static int read_mask(l2 *s, uint8_t *bits, size_t nbytes) {
 /* ---- values: read, convert and store one of the 8 types -------------- */
 
 /* ReadVariableDataType: a value of type `dt` as double. */
-static double rd_var(const uint8_t *p, int dt) {
+L2_INLINE double rd_var(const uint8_t *p, int dt) {
     switch (dt) {
     case DT_CHAR: return (int8_t)p[0];
     case DT_BYTE: return p[0];
@@ -304,7 +315,7 @@ static double rd_var(const uint8_t *p, int dt) {
 }
 
 /* Lerc2::GetDataTypeUsed: the type of a block's offset; -1 if none. */
-static int dt_used(int dt, int tc) {
+L2_INLINE int dt_used(int dt, int tc) {
     int r;
     switch (dt) {
     case DT_SHORT:
@@ -449,18 +460,43 @@ unstuff_avx2(const uint8_t *p, uint32_t *o, unsigned n, unsigned b,
     }
     if (i < n) unstuff(p, o, n - i, b);
 }
+
+/* The common block in one pass: 8 rows of 8 values of b <= 16 bits (a row
+ * is b bytes), each clamped to lim, plus off, stored as 16 bits in rows
+ * `stride` values apart; the caller knows off + lim <= 65535.  Reads 16
+ * bytes at each row. */
+__attribute__((target("avx2"))) static void
+unstuff_u16x8_avx2(const uint8_t *p, unsigned b, const uint8_t *shuf,
+                   const uint32_t *shift, uint32_t off, uint32_t lim,
+                   uint16_t *o, size_t stride) {
+    const __m256i sh = _mm256_loadu_si256((const __m256i *)(const void *)shuf);
+    const __m256i sv = _mm256_loadu_si256((const __m256i *)(const void *)shift);
+    const __m256i mask = _mm256_set1_epi32((int)((1u << b) - 1));
+    const __m256i vlim = _mm256_set1_epi32((int)lim);
+    const __m256i voff = _mm256_set1_epi32((int)off);
+    for (int i = 0; i < 8; i++, p += b, o += stride) {
+        __m256i y = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128((const __m128i *)(const void *)p));
+        y = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(y, sh), sv),
+                             mask);
+        y = _mm256_add_epi32(_mm256_min_epu32(y, vlim), voff);
+        __m128i z = _mm_packus_epi32(_mm256_castsi256_si128(y),
+                                     _mm256_extracti128_si256(y, 1));
+        _mm_storeu_si128((__m128i *)(void *)o, z);
+    }
+}
 #endif
 
 /* BitUnStuff: n values of b bits from the cursor into o (n >= 1). */
 static int bit_unstuff(l2 *s, uint32_t *o, unsigned n, unsigned b) {
-    if (n == 0 || b == 0 || b >= 32) return L2_DEFER;
+    if (n == 0 || b == 0 || b >= 32) return bad(s, "block values of an impossible count or width");
     size_t used = ((uint64_t)n * b + 7) / 8;
     size_t left = (size_t)(s->end - s->p);
-    if (left < used) return L2_DEFER;
+    if (left < used) return bad(s, "block values past the end");
     const uint8_t *src = s->p;
     if (left < used + 16) {
         /* near the end of the blob: read from a zero-padded copy */
-        if (used > L2_MAX_STUFFED) return L2_DEFER;
+        if (used > L2_MAX_STUFFED) return bad(s, "block values past the end");
         memcpy(s->pad, s->p, used);
         memset(s->pad + used, 0, 16);
         src = s->pad;
@@ -477,35 +513,71 @@ static int bit_unstuff(l2 *s, uint32_t *o, unsigned n, unsigned b) {
 
 /* BitStuffer2::Decode into s->vals; *count = number of values, *vmax a
  * bound on them. */
+/* A block stuffed() may decode straight into 16-bit rows (l2_fuse). */
+typedef struct l2_fuse {
+    int64_t off, zm;   /* the block offset and the depth's clamp */
+    uint16_t *o;       /* its first value's place */
+    size_t stride;     /* values between rows */
+} l2_fuse;
+
 static int stuffed(l2 *s, unsigned maxcount, unsigned *count,
-                   uint32_t *vmax) {
+                   uint32_t *vmax, const l2_fuse *fu, int *fused) {
     uint8_t head;
-    if (!rd(s, &head, 1)) return L2_DEFER;
+    if (!rd(s, &head, 1)) return bad(s, "block header past the end");
     int b67 = head >> 6;
     int nb = b67 == 0 ? 4 : 3 - b67;
     int lut = (head >> 5) & 1;
     unsigned bits = head & 31;
     uint32_t n = 0;
-    if (nb == 0) return L2_DEFER;
+    if (nb == 0) return bad(s, "block header past the end");
     uint8_t tmp[4] = {0};
-    if (!rd(s, tmp, (size_t)nb)) return L2_DEFER;
+    if (!rd(s, tmp, (size_t)nb)) return bad(s, "block header past the end");
     n = nb == 1 ? tmp[0] : nb == 2 ? (uint32_t)(tmp[0] | tmp[1] << 8)
                                   : (uint32_t)(tmp[0] | tmp[1] << 8 |
                                                tmp[2] << 16 |
                                                (uint32_t)tmp[3] << 24);
-    if (n > maxcount) return L2_DEFER;
+    if (n > maxcount) return bad(s, "block with more values than pixels");
     *count = n;
     if (!lut) {
         /* 0 bits: liblerc keeps the previous block's values (stale) */
-        if (bits == 0) return L2_DEFER;
+        if (bits == 0) return bad(s, "block values of width 0");
         *vmax = (uint32_t)(((uint64_t)1 << bits) - 1);
+#ifdef L2_AVX2
+        /* an 8x8 block of unsigned 16-bit values, all there, every value
+         * off + min(v, zhi - off) inside the type: unpack, clamp, add and
+         * store in one pass (the values never go through s->vals) */
+        if (fu && s->avx2 && n == 64 && bits <= 16) {
+            int64_t zhi = fu->off + (int64_t)*vmax;
+            zhi = fu->zm < zhi ? fu->zm : zhi;
+            size_t used = 8 * (size_t)bits, left = (size_t)(s->end - s->p);
+            if (fu->off >= 0 && zhi >= fu->off && zhi <= 65535 &&
+                left >= used) {
+                const uint8_t *src = s->p;
+                if (left < used + 16) {
+                    memcpy(s->pad, s->p, used);
+                    memset(s->pad + used, 0, 16);
+                    src = s->pad;
+                }
+                unstuff_u16x8_avx2(src, bits, s->shuf[bits], s->shift[bits],
+                                   (uint32_t)fu->off,
+                                   (uint32_t)(zhi - fu->off), fu->o,
+                                   fu->stride);
+                s->p += used;
+                *fused = 1;
+                return L2_OK;
+            }
+        }
+#else
+        (void)fu;
+        (void)fused;
+#endif
         return bit_unstuff(s, s->vals, n, bits);
     }
-    if (bits == 0) return L2_DEFER;
+    if (bits == 0) return bad(s, "block table of width 0");
     uint8_t nlut_byte;
-    if (!rd(s, &nlut_byte, 1)) return L2_DEFER;
+    if (!rd(s, &nlut_byte, 1)) return bad(s, "block header past the end");
     int nlut = nlut_byte - 1;
-    if (nlut < 1) return L2_DEFER;
+    if (nlut < 1) return bad(s, "block table of no entries");
     int r = bit_unstuff(s, s->lut + 1, (unsigned)nlut, bits);
     if (r) return r;
     s->lut[0] = 0;
@@ -626,11 +698,11 @@ L2_INLINE int read_block(l2 *s, int i0, int i1, int j0, int j1, int d,
     /* element of pixel (i, j) of this block and depth */
 #define L2_AT(i, j) (pl->m0 + (size_t)((i) - i0) * pl->row + (size_t)((j) - j0) * nd)
     uint8_t flag;
-    if (!rd(s, &flag, 1)) return L2_DEFER;
+    if (!rd(s, &flag, 1)) return bad(s, "blocks end early");
     int diff = h->version >= 5 ? (flag & 4) != 0 : 0;
     int pattern = h->version >= 5 ? 14 : 15;
-    if (((flag >> 2) & pattern) != ((j0 >> 3) & pattern)) return L2_DEFER;
-    if (diff && d == 0) return L2_DEFER;
+    if (((flag >> 2) & pattern) != ((j0 >> 3) & pattern)) return bad(s, "block flag of another block column (out of step)");
+    if (diff && d == 0) return bad(s, "first depth coded as a difference");
     int b67 = flag >> 6;
     flag &= 3;
 
@@ -650,20 +722,20 @@ L2_INLINE int read_block(l2 *s, int i0, int i1, int j0, int j1, int d,
         return L2_OK;
     }
     if (flag == 0) { /* raw values of the valid pixels */
-        if (diff) return L2_DEFER;
+        if (diff) return bad(s, "raw block coded as a difference");
         for (int i = i0; i < i1; i++) {
             size_t k = (size_t)i * cols + (size_t)j0;
             for (int j = j0; j < j1; j++, k++) {
                 if (!valid(s, k)) continue;
                 if (!rd(s, o + L2_AT(i, j) * dt_size[dt], dt_size[dt]))
-                    return L2_DEFER;
+                    return bad(s, "raw block past the end");
             }
         }
         return L2_OK;
     }
 
     int du = dt_used(diff && is_int_dt(dt) ? DT_INT : dt, b67);
-    if (du < 0 || (size_t)(s->end - s->p) < dt_size[du]) return L2_DEFER;
+    if (du < 0 || (size_t)(s->end - s->p) < dt_size[du]) return bad(s, "block offset of no type, or past the end");
     double offset = rd_var(s->p, du);
     s->p += dt_size[du];
     double zmax = h->version >= 4 && h->depth > 1 ? s->dmax[d] : h->zmax;
@@ -687,16 +759,28 @@ L2_INLINE int read_block(l2 *s, int i0, int i1, int j0, int j1, int d,
 
     unsigned maxcount = (unsigned)((i1 - i0) * (j1 - j0)), n;
     uint32_t vmax;
-    int r = stuffed(s, maxcount, &n, &vmax);
-    if (r) return r;
-    const uint32_t *v = s->vals;
-    const int all = n == maxcount; /* liblerc: then every pixel, valid or not */
     const double scale = 2 * h->maxzerr;
     /* Integers with maxZError 0.5 (scale 1): offset + v [+ previous] and
      * the clamp are exact in int64, as they are in liblerc's doubles,
      * when the clamp is a whole number. */
     const int exact = is_int_dt(dt) && scale == 1.0 && zmax == floor(zmax) &&
                       zmax > -9.0e15 && zmax < 9.0e15;
+    /* unsigned 16-bit, 8 x 8, every pixel valid, rows of side-by-side
+     * values: stuffed() may store the block itself */
+    l2_fuse fu, *fup = NULL;
+    if (dt == DT_USHORT && exact && !diff && !s->bits && nd == 1 &&
+        i1 - i0 == 8 && j1 - j0 == 8) {
+        fu.off = (int64_t)offset;
+        fu.zm = (int64_t)zmax;
+        fu.o = (uint16_t *)(void *)o + pl->m0;
+        fu.stride = pl->row;
+        fup = &fu;
+    }
+    int fused = 0;
+    int r = stuffed(s, maxcount, &n, &vmax, fup, &fused);
+    if (r || fused) return r;
+    const uint32_t *v = s->vals;
+    const int all = n == maxcount; /* liblerc: then every pixel, valid or not */
     unsigned used = 0;
     if (exact && all && !diff) {
         /* the common block: every value is off + v clamped to zm, which
@@ -862,7 +946,7 @@ static int one_sweep(l2 *s) {
     size_t npix = (size_t)h->rows * h->cols;
     size_t len = (size_t)h->depth * dt_size[h->dt], nvalid = 0;
     for (size_t k = 0; k < npix; k++) nvalid += valid(s, k) ? 1 : 0;
-    if ((size_t)(s->end - s->p) / len < nvalid) return L2_DEFER;
+    if ((size_t)(s->end - s->p) / len < nvalid) return bad(s, "uncompressed values past the end");
     for (size_t k = 0; k < npix; k++) {
         if (!valid(s, k)) continue;
         memcpy(s->out + k * len, s->p, len);
@@ -875,7 +959,7 @@ static int one_sweep(l2 *s) {
 static int read_ranges(l2 *s) {
     const l2_header *h = &s->h;
     size_t sz = dt_size[h->dt];
-    if ((size_t)(s->end - s->p) / sz / 2 < (size_t)h->depth) return L2_DEFER;
+    if ((size_t)(s->end - s->p) / sz / 2 < (size_t)h->depth) return bad(s, "depth ranges past the end");
     for (int d = 0; d < h->depth; d++, s->p += sz)
         s->dmin[d] = rd_var(s->p, h->dt);
     for (int d = 0; d < h->depth; d++, s->p += sz)
@@ -922,6 +1006,7 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
 #endif
 
     int r = read_header(s);
+    if (r == L2_BAD) return CF_E_CODEC;
     if (r) return CF_OK;
     const l2_header *h = &s->h;
     /* what lerc_decode would refuse or do differently: another type or
@@ -930,9 +1015,11 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
         h->rows != rows || (size_t)h->blobsize > len || h->blobs_more != 0 ||
         h->pass_nodata)
         return CF_OK;
-    if (h->blobsize < 14) return CF_OK;
+    if (h->blobsize < 14)
+        return cf__err(err, CF_E_CODEC, "LERC blob: header has an impossible size");
     if (fletcher32(blob + 14, (size_t)h->blobsize - 14) != h->checksum)
-        return CF_OK;
+        return cf__err(err, CF_E_CODEC,
+                       "LERC blob: checksum mismatch (corrupt data)");
     /* only this blob: bytes after it belong to nobody (lerc.c checks the
      * blob fills the chunk) */
     s->end = blob + h->blobsize;
@@ -963,7 +1050,7 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
         if (r) goto finish;
         uint8_t sweep;
         if (!rd(s, &sweep, 1)) {
-            r = L2_DEFER;
+            r = bad(s, "data flag past the end");
             goto finish;
         }
         if (!sweep) {
@@ -974,8 +1061,15 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
                            h->maxzerr == 0;
             if (huff_int || huff_flt) {
                 uint8_t mode;
-                /* 0 tiling; Huffman modes and bad flags are liblerc's */
-                if (!rd(s, &mode, 1) || mode != 0) {
+                /* 0 tiling; the Huffman modes (1-2 from v4, 3 from v6)
+                 * are liblerc's */
+                if (!rd(s, &mode, 1) || mode > 3 ||
+                    (mode > 2 && h->version < 6) ||
+                    (mode > 1 && h->version < 4)) {
+                    r = bad(s, "coding mode past the end or unknown");
+                    goto finish;
+                }
+                if (mode != 0) {
                     r = L2_DEFER;
                     goto finish;
                 }

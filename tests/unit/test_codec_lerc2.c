@@ -8,9 +8,9 @@
  *    tables), constants) decode to liblerc's exact bytes and mask; every
  *    blob written in tiles is decoded by lerc2.c itself (not deferred).
  * 2. Corrupted blobs (random bytes changed, the checksum made valid again
- *    so that the damage reaches the blocks, or left invalid) never decode
- *    where liblerc refuses, and decode to liblerc's bytes where it accepts
- *    them.  A blob whose values liblerc would read past is refused.
+ *    so that the damage reaches the blocks, or left invalid; truncated)
+ *    are refused by name, or decode to liblerc's bytes.  A blob whose
+ *    values liblerc would read past is refused.
  * 3. Through cf_codec_decode: LERC_ZSTD tiles equal lerc_decode's pixels.
  */
 #include <math.h>
@@ -69,7 +69,7 @@ static void reseal(uint8_t *b, size_t n) {
 
 /* Pixel values of type dt: pattern 0 noise over the type's range (or
  * +-1e6 for floats), 1 a smooth gradient, 2 eight classes, 3 a constant
- * per depth, 4 small noise around a large offset. */
+ * per depth, 4 noise around a large offset, 1 to 16 bits wide by rows. */
 static void fill(uint8_t *d, int dt, size_t n, int depth, int pattern,
                  int cols) {
     for (size_t i = 0; i < n; i++) {
@@ -81,7 +81,9 @@ static void fill(uint8_t *d, int dt, size_t n, int depth, int pattern,
         case 1: v = (double)(px % (size_t)cols) * 3 + (double)(px / (size_t)cols) + dep * 50; break;
         case 2: v = (double)(((px % (size_t)cols) / 9 + (px / (size_t)cols) / 7) % 8) * 17; break;
         case 3: v = 40 + dep * 3; break;
-        default: v = 1000 + (rnd() % 64); break;
+        default: /* noise whose width changes every 8 rows: 1-16 bits */
+            v = 1000 + (rnd() % (1u << (1 + (px / (size_t)cols / 8) % 16)));
+            break;
         }
         switch (dt) {
         case 0: { int8_t x = (int8_t)((int)fmod(v, 256.0) - 128); memcpy(d + i, &x, 1); break; }
@@ -96,34 +98,40 @@ static void fill(uint8_t *d, int dt, size_t n, int depth, int pattern,
     }
 }
 
-static int done_count, defer_count, tiled_done_count;
+static int done_count, defer_count, refused_count, tiled_done_count;
 
-/* Decode blob both ways; checks the outcomes agree.  must_take: the blob
- * is one lerc2.c takes (it may not defer).  Returns lerc2's *done. */
+/* Decode blob with lerc2.c, then (unless it refused) with liblerc, and
+ * check the outcomes agree.  valid_blob: liblerc's encoder wrote it as it
+ * is, so lerc2.c must not refuse it; must_take: lerc2.c may not defer it.
+ * A blob lerc2.c refuses is not given to liblerc, which may crash on it;
+ * nor, unless it is valid, one lerc2.c defers (Huffman or float coded: as
+ * exposed to liblerc as every reader of such data).  Returns *done. */
 static int compare(cf__scratch *scr, const uint8_t *blob, size_t n, int dt,
                    int depth, int cols, int rows, int with_mask,
-                   int must_take, const char *what) {
+                   int valid_blob, int must_take, const char *what) {
     size_t npix = (size_t)cols * rows, bytes = npix * depth * SZ[dt];
     uint8_t *a = malloc(bytes + 1), *b = malloc(bytes + 1);
     uint8_t *ma = malloc(npix + 1), *mb = malloc(npix + 1);
     memset(a, 0x5a, bytes);
     memset(b, 0xa5, bytes);
-    lerc_status ls = lerc_decode(blob, (unsigned)n, with_mask, with_mask ? ma : NULL,
-                                 depth, cols, rows, 1, (unsigned)dt, a);
     cf_error err;
     memset(&err, 0, sizeof err);
     int done = 0;
     cf_status st = cf__lerc2_decode(scr, blob, n, dt, depth, cols, rows, b,
                                     with_mask ? mb : NULL, &done, &err);
     int ok = 1;
+    lerc_status ls = 0;
     if (st != CF_OK) {
-        /* refused: only where liblerc misreads (it "succeeds" on garbage) */
-        ok = err.msg[0] != 0;
-    } else if (done) {
-        ok = ls == 0 && memcmp(a, b, bytes) == 0 &&
-             (!with_mask || memcmp(ma, mb, npix) == 0);
-    } else {
-        ok = !must_take;
+        /* refused: never a blob liblerc's encoder wrote; always by name */
+        ok = !valid_blob && strncmp(err.msg, "LERC ", 5) == 0;
+    } else if (done || valid_blob) {
+        ls = lerc_decode(blob, (unsigned)n, with_mask, with_mask ? ma : NULL,
+                         depth, cols, rows, 1, (unsigned)dt, a);
+        if (done)
+            ok = ls == 0 && memcmp(a, b, bytes) == 0 &&
+                 (!with_mask || memcmp(ma, mb, npix) == 0);
+        else
+            ok = !must_take;
     }
     if (!ok)
         fprintf(stderr, "%s: dt %d depth %d %dx%d mask %d: liblerc %d, "
@@ -133,6 +141,8 @@ static int compare(cf__scratch *scr, const uint8_t *blob, size_t n, int dt,
     if (st == CF_OK) {
         if (done) done_count++;
         else defer_count++;
+    } else {
+        refused_count++;
     }
     free(a);
     free(b);
@@ -143,7 +153,7 @@ static int compare(cf__scratch *scr, const uint8_t *blob, size_t n, int dt,
 
 static void test_encoded(cf__scratch *scr) {
     static const int sizes[][2] = {{1, 1}, {7, 5}, {64, 64}, {100, 37},
-                                   {33, 130}, {9, 17}};
+                                   {33, 130}, {9, 17}, {16, 128}};
     uint8_t *data = malloc(130 * 130 * 4 * 8);
     uint8_t *valid = malloc(130 * 130);
     size_t cap = 130 * 130 * 4 * 8 * 2 + 4096;
@@ -179,9 +189,10 @@ static void test_encoded(cf__scratch *scr) {
         snprintf(what, sizeof what, "v%d pattern %d lossy %d", version,
                  pattern, lossy);
         /* a blob with a mask needs a mask asked for, as liblerc says */
-        int took = compare(scr, blob, nb, dt, depth, cols, rows, 1, must, what);
+        int took = compare(scr, blob, nb, dt, depth, cols, rows, 1, 1, must,
+                           what);
         if (took && !huff) tiled_done_count++;
-        compare(scr, blob, nb, dt, depth, cols, rows, 0, 0, what);
+        compare(scr, blob, nb, dt, depth, cols, rows, 0, 1, 0, what);
     }
     printf("encoded: %d blobs, lerc2 decoded %d, deferred %d\n", cases,
            done_count, defer_count);
@@ -224,13 +235,14 @@ static void test_corrupt(cf__scratch *scr) {
             if (rnd() % 8 == 0) bad[at] = (uint8_t)rnd();
         }
         if (rnd() % 4) reseal(bad, nb);
-        compare(scr, bad, nb, dt, depth, cols, rows, 1, 0, "corrupt");
+        compare(scr, bad, nb, dt, depth, cols, rows, 1, 0, 0, "corrupt");
         /* truncated */
         compare(scr, blob, nb - 1 - rnd() % nb, dt, depth, cols, rows, 1, 0,
-                "truncated");
+                0, "truncated");
     }
-    printf("corrupt: lerc2 decoded %d of them identically\n",
-           done_count - before);
+    printf("corrupt: lerc2 decoded %d of them identically, refused %d\n",
+           done_count - before, refused_count);
+    CHECK(refused_count > 1000);
     free(data);
     free(valid);
     free(blob);
