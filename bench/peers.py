@@ -449,14 +449,17 @@ def targets(res):
                             t["peak_rss_mb"], 0.5, "<="))
     for codec in sorted({r["codec"] for r in rows
                          if r["workload"] == "windows"}):
+        # read_many reads the very window list async-tiff reads (the
+        # Loader samples its own windows, which may share tiles): the fair
+        # pair, so the target is judged on it
         c = best(workload="windows", storage="remote", codec=codec,
-                 reader="cogfeed")
+                 reader="cogfeed", setting="read_many")
         t = best(workload="windows", storage="remote", codec=codec,
                  reader="async-tiff")
         if c and t:
-            out.append(("windows/s remote %s: cogfeed / async-tiff's best"
-                        % codec, c["items_per_s"] / t["items_per_s"], 2.0,
-                        ">="))
+            out.append(("windows/s remote %s: read_many / async-tiff, "
+                        "same list" % codec,
+                        c["items_per_s"] / t["items_per_s"], 2.0, ">="))
     for r in (res.get("decode") or {}).get("codecs", []):
         if r["codec"] == "NONE":
             continue    # imagecodecs hands back a view of the bytes

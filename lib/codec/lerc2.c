@@ -106,7 +106,7 @@ enum { L2_OK, L2_DEFER, L2_BAD };
  * rather than handed to liblerc, whose readers are not all safe on
  * crafted blobs (a block past its values crashed lerc_decode in a test). */
 static int bad(l2 *s, const char *what) {
-    cf__err(s->err, CF_E_CODEC, "LERC blob: %s", what);
+    cf__err(s->err, CF_E_CODEC, "blob: %s", what);
     return L2_BAD;
 }
 
@@ -159,7 +159,8 @@ static int read_header(l2 *s) {
         return bad(s, "header has an impossible size, type or block size");
     uint64_t npix = (uint64_t)h->rows * (uint64_t)h->cols;
     uint64_t nbpp = dt_size[h->dt];
-    if (npix > INT32_MAX || (uint64_t)h->nvalid > npix) return bad(s, "header has an impossible size, type or block size");
+    if (npix > INT32_MAX || (uint64_t)h->nvalid > npix)
+        return bad(s, "header has an impossible size, type or block size");
     if (h->mbsize > L2_MAX_MB || nbpp * (uint64_t)h->depth > INT32_MAX ||
         nbpp * (uint64_t)h->depth * npix > INT32_MAX)
         return bad(s, "header has an impossible size, type or block size");
@@ -251,7 +252,8 @@ static uint32_t fletcher32(const uint8_t *b, size_t len) {
 
 static int read_mask(l2 *s, uint8_t *bits, size_t nbytes) {
     int32_t nmask;
-    if (!rd(s, &nmask, 4) || nmask < 0) return bad(s, "mask size missing or negative");
+    if (!rd(s, &nmask, 4) || nmask < 0)
+        return bad(s, "mask size missing or negative");
     int64_t npix = (int64_t)s->h.rows * s->h.cols;
     if ((s->h.nvalid == 0 || s->h.nvalid == npix) && nmask != 0)
         return bad(s, "a mask where every pixel or none is valid");
@@ -282,7 +284,8 @@ static int read_mask(l2 *s, uint8_t *bits, size_t nbytes) {
         if (cnt == -32768) break;
         size_t n = (size_t)(cnt <= 0 ? -(int)cnt : cnt);
         size_t m = cnt <= 0 ? 1 : n;
-        if (left < m + 2 || at + n > nbytes) return bad(s, "mask runs past the end or the image");
+        if (left < m + 2 || at + n > nbytes)
+            return bad(s, "mask runs past the end or the image");
         if (cnt > 0)
             memcpy(bits + at, q, n);
         else
@@ -489,7 +492,8 @@ unstuff_u16x8_avx2(const uint8_t *p, unsigned b, const uint8_t *shuf,
 
 /* BitUnStuff: n values of b bits from the cursor into o (n >= 1). */
 static int bit_unstuff(l2 *s, uint32_t *o, unsigned n, unsigned b) {
-    if (n == 0 || b == 0 || b >= 32) return bad(s, "block values of an impossible count or width");
+    if (n == 0 || b == 0 || b >= 32)
+        return bad(s, "block values of an impossible count or width");
     size_t used = ((uint64_t)n * b + 7) / 8;
     size_t left = (size_t)(s->end - s->p);
     if (left < used) return bad(s, "block values past the end");
@@ -591,7 +595,7 @@ static int stuffed(l2 *s, unsigned maxcount, unsigned *count,
         /* liblerc reads past its table here (no check from v3 on) */
         if (s->vals[i] > (unsigned)nlut)
             return cf__err(s->err, CF_E_CODEC,
-                           "LERC block lookup index %u past a table of %d",
+                           "block lookup index %u past a table of %d",
                            s->vals[i], nlut + 1),
                    L2_BAD;
         s->vals[i] = s->lut[s->vals[i]];
@@ -631,8 +635,9 @@ L2_INLINE void put_exact_t(uint8_t *o, size_t m0, size_t row, size_t nd,
 static void put_u16_sse2(uint16_t *o, size_t row, int h, int w,
                          const uint32_t *v, int64_t off, int64_t zc) {
     const __m128i bias = _mm_set1_epi32((int)0x80000000u);
-    const __m128i limb = _mm_set1_epi32((int)(uint32_t)((uint32_t)(zc - off) ^ 0x80000000u));
-    const __m128i lim = _mm_set1_epi32((int)(zc - off));
+    const uint32_t lim32 = (uint32_t)(zc - off);
+    const __m128i limb = _mm_set1_epi32((int)(lim32 ^ 0x80000000u));
+    const __m128i lim = _mm_set1_epi32((int)lim32);
     const __m128i offv = _mm_set1_epi32((int)(off - 32768));
     const __m128i flip = _mm_set1_epi16((short)0x8000);
     for (int i = 0; i < h; i++, v += w, o += row) {
@@ -651,7 +656,7 @@ static void put_u16_sse2(uint16_t *o, size_t row, int h, int w,
             _mm_storeu_si128((__m128i *)(o + j), _mm_xor_si128(z, flip));
         }
         for (; j < w; j++) {
-            uint32_t r = v[j] > (uint32_t)(zc - off) ? (uint32_t)(zc - off) : v[j];
+            uint32_t r = v[j] > lim32 ? lim32 : v[j];
             uint16_t z = (uint16_t)(off + r);
             memcpy(o + j, &z, 2);
         }
@@ -659,9 +664,9 @@ static void put_u16_sse2(uint16_t *o, size_t row, int h, int w,
 }
 #endif
 
-static __attribute__((noinline)) void put_exact(uint8_t *o, size_t m0, size_t row, size_t nd, int h,
-                      int w, const uint32_t *v, int64_t off, int64_t zm,
-                      int dt, int64_t zhi) {
+static __attribute__((noinline)) void
+put_exact(uint8_t *o, size_t m0, size_t row, size_t nd, int h, int w,
+          const uint32_t *v, int64_t off, int64_t zm, int dt, int64_t zhi) {
 #ifdef __SSE2__
     /* zhi = min(zm, off + max v) is the same clamp for these values */
     if (nd == 1 && dt == DT_USHORT && zhi >= off) {
@@ -684,7 +689,7 @@ static __attribute__((noinline)) void put_exact(uint8_t *o, size_t m0, size_t ro
 
 static int bad_value(l2 *s, int i0, int j0) {
     cf__err(s->err, CF_E_CODEC,
-            "LERC block at row %d, column %d: a value outside its type", i0,
+            "block at row %d, column %d: a value outside its type", i0,
             j0);
     return L2_BAD;
 }
@@ -696,12 +701,14 @@ L2_INLINE int read_block(l2 *s, int i0, int i1, int j0, int j1, int d,
     uint8_t *o = pl->o;
     const size_t prev = pl->prev;
     /* element of pixel (i, j) of this block and depth */
-#define L2_AT(i, j) (pl->m0 + (size_t)((i) - i0) * pl->row + (size_t)((j) - j0) * nd)
+#define L2_AT(i, j)                                                          \
+    (pl->m0 + (size_t)((i) - i0) * pl->row + (size_t)((j) - j0) * nd)
     uint8_t flag;
     if (!rd(s, &flag, 1)) return bad(s, "blocks end early");
     int diff = h->version >= 5 ? (flag & 4) != 0 : 0;
     int pattern = h->version >= 5 ? 14 : 15;
-    if (((flag >> 2) & pattern) != ((j0 >> 3) & pattern)) return bad(s, "block flag of another block column (out of step)");
+    if (((flag >> 2) & pattern) != ((j0 >> 3) & pattern))
+        return bad(s, "block flag of another block column (out of step)");
     if (diff && d == 0) return bad(s, "first depth coded as a difference");
     int b67 = flag >> 6;
     flag &= 3;
@@ -735,7 +742,8 @@ L2_INLINE int read_block(l2 *s, int i0, int i1, int j0, int j1, int d,
     }
 
     int du = dt_used(diff && is_int_dt(dt) ? DT_INT : dt, b67);
-    if (du < 0 || (size_t)(s->end - s->p) < dt_size[du]) return bad(s, "block offset of no type, or past the end");
+    if (du < 0 || (size_t)(s->end - s->p) < dt_size[du])
+        return bad(s, "block offset of no type, or past the end");
     double offset = rd_var(s->p, du);
     s->p += dt_size[du];
     double zmax = h->version >= 4 && h->depth > 1 ? s->dmax[d] : h->zmax;
@@ -833,7 +841,7 @@ L2_INLINE int read_block(l2 *s, int i0, int i1, int j0, int j1, int d,
 short_block:
     /* liblerc reads past the block's values here */
     cf__err(s->err, CF_E_CODEC,
-            "LERC block at row %d, column %d: %u values for more valid pixels",
+            "block at row %d, column %d: %u values for more valid pixels",
             i0, j0, n);
     return L2_BAD;
 #undef L2_AT
@@ -946,7 +954,8 @@ static int one_sweep(l2 *s) {
     size_t npix = (size_t)h->rows * h->cols;
     size_t len = (size_t)h->depth * dt_size[h->dt], nvalid = 0;
     for (size_t k = 0; k < npix; k++) nvalid += valid(s, k) ? 1 : 0;
-    if ((size_t)(s->end - s->p) / len < nvalid) return bad(s, "uncompressed values past the end");
+    if ((size_t)(s->end - s->p) / len < nvalid)
+        return bad(s, "uncompressed values past the end");
     for (size_t k = 0; k < npix; k++) {
         if (!valid(s, k)) continue;
         memcpy(s->out + k * len, s->p, len);
@@ -959,7 +968,8 @@ static int one_sweep(l2 *s) {
 static int read_ranges(l2 *s) {
     const l2_header *h = &s->h;
     size_t sz = dt_size[h->dt];
-    if ((size_t)(s->end - s->p) / sz / 2 < (size_t)h->depth) return bad(s, "depth ranges past the end");
+    if ((size_t)(s->end - s->p) / sz / 2 < (size_t)h->depth)
+        return bad(s, "depth ranges past the end");
     for (int d = 0; d < h->depth; d++, s->p += sz)
         s->dmin[d] = rd_var(s->p, h->dt);
     for (int d = 0; d < h->depth; d++, s->p += sz)
@@ -1016,10 +1026,10 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
         h->pass_nodata)
         return CF_OK;
     if (h->blobsize < 14)
-        return cf__err(err, CF_E_CODEC, "LERC blob: header has an impossible size");
+        return cf__err(err, CF_E_CODEC, "blob: header has an impossible size");
     if (fletcher32(blob + 14, (size_t)h->blobsize - 14) != h->checksum)
         return cf__err(err, CF_E_CODEC,
-                       "LERC blob: checksum mismatch (corrupt data)");
+                       "blob: checksum mismatch (corrupt data)");
     /* only this blob: bytes after it belong to nobody (lerc.c checks the
      * blob fills the chunk) */
     s->end = blob + h->blobsize;

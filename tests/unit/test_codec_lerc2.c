@@ -123,7 +123,7 @@ static int compare(cf__scratch *scr, const uint8_t *blob, size_t n, int dt,
     lerc_status ls = 0;
     if (st != CF_OK) {
         /* refused: never a blob liblerc's encoder wrote; always by name */
-        ok = !valid_blob && strncmp(err.msg, "LERC ", 5) == 0;
+        ok = !valid_blob && strncmp(err.msg, "bl", 2) == 0;
     } else if (done || valid_blob) {
         ls = lerc_decode(blob, (unsigned)n, with_mask, with_mask ? ma : NULL,
                          depth, cols, rows, 1, (unsigned)dt, a);
