@@ -159,11 +159,14 @@ static int read_header(l2 *s) {
         return bad(s, "header has an impossible size, type or block size");
     uint64_t npix = (uint64_t)h->rows * (uint64_t)h->cols;
     uint64_t nbpp = dt_size[h->dt];
-    if (npix > INT32_MAX || (uint64_t)h->nvalid > npix)
-        return bad(s, "header has an impossible size, type or block size");
-    if (h->mbsize > L2_MAX_MB || nbpp * (uint64_t)h->depth > INT32_MAX ||
-        nbpp * (uint64_t)h->depth * npix > INT32_MAX)
-        return bad(s, "header has an impossible size, type or block size");
+    /* outputs of 2 GB and more: liblerc 4.0 has no limit of its own (the
+     * reader's chunk limits apply before either decoder); leave them */
+    if (npix > INT32_MAX || nbpp * (uint64_t)h->depth * npix > INT32_MAX)
+        return L2_DEFER;
+    if ((uint64_t)h->nvalid > npix)
+        return bad(s, "header counts more valid pixels than pixels");
+    /* a block side over 32 is refused only when there are blocks to read
+     * (read_tiles_t), as liblerc does: a constant image decodes */
     return L2_OK;
 }
 
@@ -889,6 +892,7 @@ L2_INLINE int read_tiles_t(l2 *s, const int dt) {
     const size_t cols = (size_t)h->cols, nd = (size_t)h->depth;
     const int staged = dt_size[dt] == 2 && nd == 4 && !s->bits;
     int mb = h->mbsize;
+    if (mb > L2_MAX_MB) return bad(s, "blocks larger than 32 pixels");
     int ty = (h->rows + mb - 1) / mb, tx = (h->cols + mb - 1) / mb;
     for (int it = 0; it < ty; it++) {
         int i0 = it * mb, i1 = it == ty - 1 ? h->rows : i0 + mb;
@@ -1035,7 +1039,9 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
     s->end = blob + h->blobsize;
     s->dmin = ranges;
     s->dmax = ranges + depth;
-    if (read_mask(s, bits, mbytes)) return CF_OK;
+    r = read_mask(s, bits, mbytes);
+    if (r == L2_BAD) return CF_E_CODEC;
+    if (r) return CF_OK;
     /* lerc_decode with no mask asked refuses a blob that has one */
     if (!mask && (s->bits || h->nvalid == 0)) return CF_OK;
 

@@ -281,6 +281,58 @@ static void test_short_block(cf__scratch *scr) {
     CHECK(strstr(err.msg, "63 values") != NULL);
 }
 
+/* Review findings, each failing on the first version of lerc2.c:
+ * a mask whose runs fill fewer bytes than the image's was deferred to
+ * liblerc, which decoded it with bytes it never wrote (and an error was
+ * left set with CF_OK); a block side over 32 was refused at the header,
+ * where liblerc refuses it only when it reads blocks (a constant image
+ * with one decodes). */
+static void test_review(cf__scratch *scr) {
+    enum { W = 40, H = 20 };
+    uint16_t v[W * H], out[W * H];
+    uint8_t valid[W * H], blob[8192], mask[W * H];
+    for (int i = 0; i < W * H; i++) {
+        v[i] = (uint16_t)(500 + (i * 37) % 300);
+        valid[i] = (uint8_t)(i % 5 != 2);
+    }
+    unsigned nb = 0;
+    CHECK(lerc_encodeForVersion(v, 4, 3, 1, W, H, 1, 1, valid, 0.5, blob,
+                                sizeof blob, &nb) == 0);
+    /* v4 header: key 6, version 4, checksum 4, 7 ints, 3 doubles; then
+     * the mask's byte count and its runs: one run of 99 bytes for 100 */
+    size_t at = 6 + 4 + 4 + 28 + 24;
+    int32_t nmask;
+    memcpy(&nmask, blob + at, 4);
+    CHECK(nmask >= 5);
+    int16_t run = -99, end = -32768;
+    memcpy(blob + at + 4, &run, 2);
+    blob[at + 6] = 0x55;
+    memcpy(blob + at + 7, &end, 2);
+    reseal(blob, nb);
+    cf_error err;
+    memset(&err, 0, sizeof err);
+    int done = 1;
+    CHECK(cf__lerc2_decode(scr, blob, nb, 3, 1, W, H, (uint8_t *)out, mask,
+                           &done, &err) == CF_E_CODEC);
+    CHECK(done == 0);
+    CHECK(strstr(err.msg, "mask") != NULL);
+    /* a constant image whose header says 64-pixel blocks */
+    for (int i = 0; i < W * H; i++) v[i] = 777;
+    CHECK(lerc_encodeForVersion(v, 4, 3, 1, W, H, 1, 0, NULL, 0.5, blob,
+                                sizeof blob, &nb) == 0);
+    int32_t mb = 64;
+    memcpy(blob + 14 + 4 * 4, &mb, 4); /* rows, cols, depth, valid, block */
+    reseal(blob, nb);
+    uint16_t ref[W * H];
+    CHECK(lerc_decode(blob, nb, 0, NULL, 1, W, H, 1, 3, ref) == 0);
+    memset(&err, 0, sizeof err);
+    done = 0;
+    CHECK(cf__lerc2_decode(scr, blob, nb, 3, 1, W, H, (uint8_t *)out, NULL,
+                           &done, &err) == CF_OK);
+    CHECK(done == 1);
+    CHECK(memcmp(out, ref, sizeof out) == 0 && out[0] == 777);
+}
+
 /* Through the codec: LERC_ZSTD 4-band uint16 tiles, as GDAL writes them
  * (libtiff: Lerc2 v4, depth = samples), equal lerc_decode's pixels. */
 static void test_codec_path(void) {
@@ -327,6 +379,7 @@ int main(void) {
     test_encoded(&scr);
     test_corrupt(&scr);
     test_short_block(&scr);
+    test_review(&scr);
     test_codec_path();
     free(scr.p);
 #else
