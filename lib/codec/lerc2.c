@@ -18,7 +18,7 @@
  * previous depth.  What it does not take it leaves to liblerc (`*done`
  * stays 0 and the caller calls lerc_decode): Huffman-coded 8-bit images,
  * the v6 lossless float coder, versions 1-2, several bands, v6 no-data
- * values.  A blob it does decode gives exactly liblerc 4.0's values: the
+ * values, outputs of 2 GB or more.  A blob it does decode gives exactly liblerc 4.0's values: the
  * same header checks, the same order of the same double operations where
  * the data is lossy or floating point (offset + n * 2 * maxZError, clamped
  * to the depth's maximum), integers where that arithmetic is exact.
