@@ -93,8 +93,6 @@ typedef struct l2 {
     uint8_t pad[L2_MAX_STUFFED + 16];       /* stuffed bytes near the end */
 #ifdef L2_AVX2
     int avx2;                               /* the CPU has it */
-    uint8_t shuf[17][32];  /* per width: bytes of 8 values in 32-bit lanes */
-    uint32_t shift[17][8]; /* and each value's bit offset in its lane */
 #endif
     cf_error *err;
 } l2;
@@ -434,20 +432,36 @@ static void unstuff(const uint8_t *p, uint32_t *o, unsigned n, unsigned b) {
 }
 
 #ifdef L2_AVX2
-/* The shuffles for widths 1-16: 8 values of b bits are b bytes (at most
- * 16); value k starts at byte (k*b)/8, bit (k*b)%8, and spans at most 3
- * bytes.  Both 128-bit halves hold the same 16 bytes, values 0-3 are read
- * in the low half, 4-7 in the high one. */
-static void avx2_tables(l2 *s) {
-    for (unsigned b = 1; b <= 16; b++)
-        for (unsigned k = 0; k < 8; k++) {
-            unsigned bit = k * b, at = bit >> 3;
-            for (unsigned c = 0; c < 4; c++)
-                s->shuf[b][4 * k + c] =
-                    (uint8_t)(at + c < 16 ? at + c : 0x80);
-            s->shift[b][k] = bit & 7;
-        }
-}
+/* The shuffles for widths 1-16, constant: 8 values of b bits are b bytes
+ * (at most 16); value k starts at byte (k*b)/8, bit (k*b)%8, and spans at
+ * most 3 bytes, gathered into its 32-bit lane (0x80: a zero byte).  Both
+ * 128-bit halves hold the same 16 bytes: values 0-3 are read in the low
+ * half, 4-7 in the high one.  Row 0 is unused. */
+#define L2_AT8(b, k, c) ((((k) * (b)) >> 3) + (c))
+#define L2_SB(b, k, c) (L2_AT8(b, k, c) < 16 ? L2_AT8(b, k, c) : 0x80)
+#define L2_SK(b, k) L2_SB(b, k, 0), L2_SB(b, k, 1), L2_SB(b, k, 2), L2_SB(b, k, 3)
+#define L2_SROW(b)                                                           \
+    {L2_SK(b, 0), L2_SK(b, 1), L2_SK(b, 2), L2_SK(b, 3),                   \
+     L2_SK(b, 4), L2_SK(b, 5), L2_SK(b, 6), L2_SK(b, 7)}
+#define L2_HROW(b)                                                           \
+    {0, (b) & 7, (2 * (b)) & 7, (3 * (b)) & 7, (4 * (b)) & 7, (5 * (b)) & 7, \
+     (6 * (b)) & 7, (7 * (b)) & 7}
+static const uint8_t l2_shuf[17][32] = {
+    L2_SROW(0),  L2_SROW(1),  L2_SROW(2),  L2_SROW(3),  L2_SROW(4),
+    L2_SROW(5),  L2_SROW(6),  L2_SROW(7),  L2_SROW(8),  L2_SROW(9),
+    L2_SROW(10), L2_SROW(11), L2_SROW(12), L2_SROW(13), L2_SROW(14),
+    L2_SROW(15), L2_SROW(16)};
+/* each value's bit offset in its lane */
+static const uint32_t l2_shift[17][8] = {
+    L2_HROW(0),  L2_HROW(1),  L2_HROW(2),  L2_HROW(3),  L2_HROW(4),
+    L2_HROW(5),  L2_HROW(6),  L2_HROW(7),  L2_HROW(8),  L2_HROW(9),
+    L2_HROW(10), L2_HROW(11), L2_HROW(12), L2_HROW(13), L2_HROW(14),
+    L2_HROW(15), L2_HROW(16)};
+#undef L2_HROW
+#undef L2_SROW
+#undef L2_SK
+#undef L2_SB
+#undef L2_AT8
 
 /* unstuff for b <= 16, 8 values a step; reads 16 bytes at each group of b
  * bytes (the caller guarantees 16 readable bytes past the values). */
@@ -493,24 +507,29 @@ unstuff_u16x8_avx2(const uint8_t *p, unsigned b, const uint8_t *shuf,
 }
 #endif
 
+/* The `used` bytes of stuffed values at the cursor, with 16 readable
+ * bytes after them (the unpackers read past the last value): the blob
+ * itself, or near its end a zero-padded copy.  NULL when the blob ends
+ * before them. */
+static const uint8_t *stuffed_bytes(l2 *s, size_t used) {
+    size_t left = (size_t)(s->end - s->p);
+    if (left < used || used > L2_MAX_STUFFED) return NULL;
+    if (left >= used + 16) return s->p;
+    memcpy(s->pad, s->p, used);
+    memset(s->pad + used, 0, 16);
+    return s->pad;
+}
+
 /* BitUnStuff: n values of b bits from the cursor into o (n >= 1). */
 static int bit_unstuff(l2 *s, uint32_t *o, unsigned n, unsigned b) {
     if (n == 0 || b == 0 || b >= 32)
         return bad(s, "block values of an impossible count or width");
     size_t used = ((uint64_t)n * b + 7) / 8;
-    size_t left = (size_t)(s->end - s->p);
-    if (left < used) return bad(s, "block values past the end");
-    const uint8_t *src = s->p;
-    if (left < used + 16) {
-        /* near the end of the blob: read from a zero-padded copy */
-        if (used > L2_MAX_STUFFED) return bad(s, "block values past the end");
-        memcpy(s->pad, s->p, used);
-        memset(s->pad + used, 0, 16);
-        src = s->pad;
-    }
+    const uint8_t *src = stuffed_bytes(s, used);
+    if (!src) return bad(s, "block values past the end");
 #ifdef L2_AVX2
     if (s->avx2 && b <= 16)
-        unstuff_avx2(src, o, n, b, s->shuf[b], s->shift[b]);
+        unstuff_avx2(src, o, n, b, l2_shuf[b], l2_shift[b]);
     else
 #endif
         unstuff(src, o, n, b);
@@ -556,16 +575,11 @@ static int stuffed(l2 *s, unsigned maxcount, unsigned *count,
         if (fu && s->avx2 && n == 64 && bits <= 16) {
             int64_t zhi = fu->off + (int64_t)*vmax;
             zhi = fu->zm < zhi ? fu->zm : zhi;
-            size_t used = 8 * (size_t)bits, left = (size_t)(s->end - s->p);
+            size_t used = 8 * (size_t)bits;
+            const uint8_t *src = NULL;
             if (fu->off >= 0 && zhi >= fu->off && zhi <= 65535 &&
-                left >= used) {
-                const uint8_t *src = s->p;
-                if (left < used + 16) {
-                    memcpy(s->pad, s->p, used);
-                    memset(s->pad + used, 0, 16);
-                    src = s->pad;
-                }
-                unstuff_u16x8_avx2(src, bits, s->shuf[bits], s->shift[bits],
+                (src = stuffed_bytes(s, used)) != NULL) {
+                unstuff_u16x8_avx2(src, bits, l2_shuf[bits], l2_shift[bits],
                                    (uint32_t)fu->off,
                                    (uint32_t)(zhi - fu->off), fu->o,
                                    fu->stride);
@@ -617,16 +631,16 @@ typedef struct l2_place {
     size_t m0, row, px, prev;
 } l2_place;
 
-/* An h x w block of values v, every one off + v clamped to zm and known to
+/* An h x w block of values v, every one off + v clamped to zc and known to
  * fit type dt, to o at element m0, rows `row` elements apart, depth nd. */
 L2_INLINE void put_exact_t(uint8_t *o, size_t m0, size_t row, size_t nd,
                            int h, int w, const uint32_t *v, int64_t off,
-                           int64_t zm, const int dt) {
+                           int64_t zc, const int dt) {
     for (int i = 0; i < h; i++, v += w, m0 += row) {
         size_t m = m0;
         for (int j = 0; j < w; j++, m += nd) {
             int64_t z = off + (int64_t)v[j];
-            st_int(o, m, zm < z ? zm : z, dt);
+            st_int(o, m, zc < z ? zc : z, dt);
         }
     }
 }
@@ -667,26 +681,26 @@ static void put_u16_sse2(uint16_t *o, size_t row, int h, int w,
 }
 #endif
 
+/* put_exact_t for any integer type.  zc is the depth's clamp lowered to
+ * off + the block's largest possible value: the same clamp for every value
+ * of the block, and it says whether every value fits 16 bits. */
 static __attribute__((noinline)) void
 put_exact(uint8_t *o, size_t m0, size_t row, size_t nd, int h, int w,
-          const uint32_t *v, int64_t off, int64_t zm, int dt, int64_t zhi) {
+          const uint32_t *v, int64_t off, int64_t zc, int dt) {
 #ifdef __SSE2__
-    /* zhi = min(zm, off + max v) is the same clamp for these values */
-    if (nd == 1 && dt == DT_USHORT && zhi >= off) {
-        put_u16_sse2((uint16_t *)(void *)o + m0, row, h, w, v, off, zhi);
+    if (nd == 1 && dt == DT_USHORT && zc >= off) {
+        put_u16_sse2((uint16_t *)(void *)o + m0, row, h, w, v, off, zc);
         return;
     }
-#else
-    (void)zhi;
 #endif
     switch (dt) {
     case DT_CHAR:
-    case DT_BYTE: put_exact_t(o, m0, row, nd, h, w, v, off, zm, DT_BYTE); break;
+    case DT_BYTE: put_exact_t(o, m0, row, nd, h, w, v, off, zc, DT_BYTE); break;
     case DT_SHORT:
     case DT_USHORT:
-        put_exact_t(o, m0, row, nd, h, w, v, off, zm, DT_USHORT);
+        put_exact_t(o, m0, row, nd, h, w, v, off, zc, DT_USHORT);
         break;
-    default: put_exact_t(o, m0, row, nd, h, w, v, off, zm, DT_UINT); break;
+    default: put_exact_t(o, m0, row, nd, h, w, v, off, zc, DT_UINT); break;
     }
 }
 
@@ -801,8 +815,8 @@ L2_INLINE int read_block(l2 *s, int i0, int i1, int j0, int j1, int d,
         int64_t zlo = off < zm ? off : zm, zhi = off + (int64_t)vmax;
         zhi = zm < zhi ? zm : zhi;
         if (zlo >= (int64_t)dt_lo[dt] && zhi <= (int64_t)dt_hi[dt]) {
-            put_exact(o, pl->m0, pl->row, nd, i1 - i0, j1 - j0, v, off, zm,
-                      dt, zhi);
+            put_exact(o, pl->m0, pl->row, nd, i1 - i0, j1 - j0, v, off, zhi,
+                      dt);
             return L2_OK;
         }
     }
@@ -1016,7 +1030,6 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
     s->bits = NULL;
 #ifdef L2_AVX2
     s->avx2 = __builtin_cpu_supports("avx2");
-    if (s->avx2) avx2_tables(s);
 #endif
 
     int r = read_header(s);
