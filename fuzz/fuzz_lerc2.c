@@ -21,24 +21,7 @@
 #ifdef CF_HAVE_LERC
 #include <Lerc_c_api.h>
 
-static uint32_t fletcher(const uint8_t *p, size_t len) {
-    uint32_t s1 = 0xffff, s2 = 0xffff;
-    size_t words = len / 2;
-    while (words) {
-        size_t t = words >= 359 ? 359 : words;
-        words -= t;
-        do {
-            s1 += (uint32_t)*p++ << 8;
-            s2 += s1 += *p++;
-        } while (--t);
-        s1 = (s1 & 0xffff) + (s1 >> 16);
-        s2 = (s2 & 0xffff) + (s2 >> 16);
-    }
-    if (len & 1) s2 += s1 += (uint32_t)*p << 8;
-    s1 = (s1 & 0xffff) + (s1 >> 16);
-    s2 = (s2 & 0xffff) + (s2 >> 16);
-    return s2 << 16 | s1;
-}
+#include "lerc2_blob.h" /* tests/unit: the reference Fletcher-32, reseal */
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -53,20 +36,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *blob = malloc(n);
     if (!blob) return 0;
     memcpy(blob, data + 5, n);
-    int32_t version = 0, blobsize = 0;
+    int32_t version = 0;
     memcpy(&version, blob + 6, 4);
-    if (version >= 3)
-        memcpy(&blobsize, blob + 14 + 4 * (version >= 4 ? 5 : 4), 4);
-    if (!(data[4] & 2) && version >= 3) {
-        if (blobsize >= 14 && (size_t)blobsize <= n) {
-            uint32_t c = fletcher(blob + 14, (size_t)blobsize - 14);
-            memcpy(blob + 10, &c, 4);
-        }
-    }
+    if (!(data[4] & 2)) lerc2_reseal(blob, n);
     /* lerc.c hands over exactly one blob (its size must be the chunk's):
      * liblerc would read bytes after it as the next band's header */
-    if (version >= 1 && blobsize > 0 && (size_t)blobsize < n)
-        n = (size_t)blobsize;
+    int32_t blobsize = lerc2_blob_size(blob, n);
+    if (blobsize > 0 && (size_t)blobsize < n) n = (size_t)blobsize;
     size_t npix = (size_t)cols * rows, bytes = npix * depth * sz[dt];
     uint8_t *a = malloc(bytes), *b = malloc(bytes);
     uint8_t *ma = malloc(npix), *mb = malloc(npix);

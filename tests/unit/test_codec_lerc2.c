@@ -19,6 +19,7 @@
 
 #include "cf_test.h"
 #include "codec/codec_internal.h"
+#include "lerc2_blob.h"
 
 #ifdef CF_HAVE_LERC
 #include <Lerc_c_api.h>
@@ -32,39 +33,6 @@ static uint32_t rnd(void) {
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return (uint32_t)(rng >> 11);
-}
-
-/* Fletcher-32 as the LERC specification writes it, word by word. */
-static uint32_t fletcher_ref(const uint8_t *p, size_t len) {
-    uint32_t s1 = 0xffff, s2 = 0xffff;
-    size_t words = len / 2;
-    while (words) {
-        size_t t = words >= 359 ? 359 : words;
-        words -= t;
-        do {
-            s1 += (uint32_t)*p++ << 8;
-            s2 += s1 += *p++;
-        } while (--t);
-        s1 = (s1 & 0xffff) + (s1 >> 16);
-        s2 = (s2 & 0xffff) + (s2 >> 16);
-    }
-    if (len & 1) s2 += s1 += (uint32_t)*p << 8;
-    s1 = (s1 & 0xffff) + (s1 >> 16);
-    s2 = (s2 & 0xffff) + (s2 >> 16);
-    return s2 << 16 | s1;
-}
-
-/* Rewrite a v3+ blob's checksum for its current bytes.  Header ints
- * after the checksum: rows, cols, depth (v4+), valid, block, blob size. */
-static void reseal(uint8_t *b, size_t n) {
-    int32_t version, blobsize;
-    if (n < 14 + 6 * 4) return;
-    memcpy(&version, b + 6, 4);
-    if (version < 3) return;
-    memcpy(&blobsize, b + 14 + 4 * (version >= 4 ? 5 : 4), 4);
-    if (blobsize < 14 || (size_t)blobsize > n) return;
-    uint32_t c = fletcher_ref(b + 14, (size_t)blobsize - 14);
-    memcpy(b + 10, &c, 4);
 }
 
 /* Pixel values of type dt: pattern 0 noise over the type's range (or
@@ -234,7 +202,7 @@ static void test_corrupt(cf__scratch *scr) {
             bad[at] ^= (uint8_t)(1u << (rnd() % 8));
             if (rnd() % 8 == 0) bad[at] = (uint8_t)rnd();
         }
-        if (rnd() % 4) reseal(bad, nb);
+        if (rnd() % 4) lerc2_reseal(bad, nb);
         compare(scr, bad, nb, dt, depth, cols, rows, 1, 0, 0, "corrupt");
         /* truncated */
         compare(scr, blob, nb - 1 - rnd() % nb, dt, depth, cols, rows, 1, 0,
@@ -270,7 +238,7 @@ static void test_short_block(cf__scratch *scr) {
     CHECK((blob[head] >> 6) == 2);
     CHECK(blob[head + 1] == 64);
     blob[head + 1] = 63;
-    reseal(blob, nb);
+    lerc2_reseal(blob, nb);
     uint16_t out[64];
     cf_error err;
     memset(&err, 0, sizeof err);
@@ -308,7 +276,7 @@ static void test_review(cf__scratch *scr) {
     memcpy(blob + at + 4, &run, 2);
     blob[at + 6] = 0x55;
     memcpy(blob + at + 7, &end, 2);
-    reseal(blob, nb);
+    lerc2_reseal(blob, nb);
     cf_error err;
     memset(&err, 0, sizeof err);
     int done = 1;
@@ -322,7 +290,7 @@ static void test_review(cf__scratch *scr) {
                                 sizeof blob, &nb) == 0);
     int32_t mb = 64;
     memcpy(blob + 14 + 4 * 4, &mb, 4); /* rows, cols, depth, valid, block */
-    reseal(blob, nb);
+    lerc2_reseal(blob, nb);
     uint16_t ref[W * H];
     CHECK(lerc_decode(blob, nb, 0, NULL, 1, W, H, 1, 3, ref) == 0);
     memset(&err, 0, sizeof err);
