@@ -79,6 +79,15 @@ static double unit_of(PJ_CONTEXT *ctx, PJ *crs) {
     return isfinite(f) && f > 0 ? f : 0;
 }
 
+/* Whether the projected CRS `crs` is based on a geographic CRS, the only
+ * base a map projection has a meaning on. */
+static int geographic_base(PJ_CONTEXT *ctx, PJ *crs) {
+    PJ *base = proj_get_source_crs(ctx, crs);
+    PJ_TYPE t = base ? proj_get_type(base) : PJ_TYPE_UNKNOWN;
+    proj_destroy(base);
+    return t == PJ_TYPE_GEOGRAPHIC_2D_CRS || t == PJ_TYPE_GEOGRAPHIC_3D_CRS;
+}
+
 cf_status cf__crs_wrap(PJ_CONTEXT *ctx, PJ *pj, int written, cf_crs **out,
                        cf_error *err) {
     *out = NULL;
@@ -118,6 +127,14 @@ cf_status cf__crs_wrap(PJ_CONTEXT *ctx, PJ *pj, int written, cf_crs **out,
     }
     if (!c->horiz) c->horiz = pj;
     c->kind = kind_of(proj_get_type(c->horiz));
+    if (c->kind == CF_CRS_PROJECTED && !geographic_base(ctx, c->horiz)) {
+        /* WKT (BASEGEODCRS with a Cartesian CS) and GeoKeys can put a
+         * projection on a geocentric CRS; PROJ 9 builds it, then crashes
+         * on it (proj_identify dereferences the base as geographic). */
+        crs_destroy(c);
+        return cf__err(err, CF_E_ARG,
+                       "a projected CRS whose base CRS is not geographic (lat/lon)");
+    }
     c->linear_unit = c->kind == CF_CRS_GEOGRAPHIC ? 0 : unit_of(ctx, c->horiz);
     c->epsg = code_of(pj, "EPSG");
     if (!c->epsg && (c->kind == CF_CRS_PROJECTED || c->kind == CF_CRS_GEOGRAPHIC))

@@ -259,6 +259,21 @@ static void test_other_forms(void) {
     CHECK(cf_crs_from_string("not a crs", &c, &err) == CF_E_ARG);
     CHECK(strstr(err.msg, "not a crs") != NULL);
     CHECK(cf_crs_from_string("+proj=pipeline +step +proj=unitconvert", &c, &err) == CF_E_ARG);
+    /* The same in WKT: a projection on a BASEGEODCRS with a Cartesian CS. */
+    CHECK(cf_crs_from_string(
+              "PROJCRS[\"x\",BASEGEODCRS[\"g\",DATUM[\"World Geodetic System 1984\","
+              "ELLIPSOID[\"WGS 84\",6378137,298.257223563]],CS[Cartesian,3],"
+              "AXIS[\"X\",geocentricX,LENGTHUNIT[\"metre\",1]],"
+              "AXIS[\"Y\",geocentricY,LENGTHUNIT[\"metre\",1]],"
+              "AXIS[\"Z\",geocentricZ,LENGTHUNIT[\"metre\",1]]],"
+              "CONVERSION[\"UTM zone 33N\",METHOD[\"Transverse Mercator\",ID[\"EPSG\",9807]],"
+              "PARAMETER[\"Longitude of natural origin\",15,ANGLEUNIT[\"degree\",0.0174532925199433]],"
+              "PARAMETER[\"Scale factor at natural origin\",0.9996,SCALEUNIT[\"unity\",1]],"
+              "PARAMETER[\"False easting\",500000,LENGTHUNIT[\"metre\",1]]],"
+              "CS[Cartesian,2],AXIS[\"E\",east,LENGTHUNIT[\"metre\",1]],"
+              "AXIS[\"N\",north,LENGTHUNIT[\"metre\",1]]]",
+              &c, &err) == CF_E_ARG && !c);
+    CHECK(strstr(err.msg, "not geographic") != NULL);
     cf_crs_free(e);
 }
 
@@ -301,6 +316,20 @@ static void test_bad_keys(void) {
     c = build(&k, note);
     CHECK(c != NULL); /* a TM with defaults */
     cf_crs_free(c);
+    /* A projection on a geocentric GCS (EPSG:4331, found by fuzz_geokeys):
+     * PROJ builds it and then crashed in proj_identify. */
+    ks_init(&k);
+    ks_short(&k, 1024, 1);
+    ks_short(&k, 2048, 4331);
+    ks_short(&k, 3072, 32767);
+    ks_short(&k, 3075, 1);
+    CHECK(build(&k, note) == NULL && strstr(note, "not geographic") != NULL);
+    ks_init(&k);
+    ks_short(&k, 1024, 1);
+    ks_short(&k, 2048, 4978); /* WGS 84 geocentric */
+    ks_short(&k, 3072, 32767);
+    ks_short(&k, 3074, 16033); /* UTM zone 33N */
+    CHECK(build(&k, note) == NULL && strstr(note, "not geographic") != NULL);
 }
 
 static void test_memo(void) {
