@@ -438,7 +438,9 @@ typedef struct cf_crs cf_crs;
  * "ESRI:102100", WKT1 or WKT2, PROJJSON, a PROJ string ("+proj=utm
  * +zone=33 +datum=WGS84").  A deprecated EPSG code is replaced by its
  * successor, as GDAL does (cf_crs_epsg_written keeps the code as given).
- * CF_E_ARG, naming what PROJ said, when it is not a CRS. */
+ * CF_E_ARG, naming what PROJ said, when it is not a CRS, and for a
+ * projected CRS whose base is not geographic (a projection on a geocentric
+ * CRS: PROJ builds one but cannot use it). */
 CF_API cf_status cf_crs_from_string(const char *text, cf_crs **out, cf_error *err);
 CF_API cf_status cf_crs_from_epsg(int code, cf_crs **out, cf_error *err);
 /* Another reference to crs (the same object). */
