@@ -201,6 +201,35 @@ static void test_lzw(cf_codec_ctx *ctx) {
             CHECK(memcmp(in, out, len) == 0);
         }
 
+    /* runs of one byte: every code after the first is KwKwK and one byte
+     * longer than the last, so strings cross the decoder's 8-byte inline
+     * limit, and the chunk ends at every offset of them; then runs of
+     * random lengths and bytes, which mix the two cases */
+    int run_fails = 0;
+    for (size_t len = 1; len < 300; len++) {
+        memset(in, 'A' + (int)(len % 3), len);
+        size_t n = lzw_encode(in, len, enc, 0, 1, NULL);
+        cf_codec_params p = params(5, 8, (uint32_t)len, 1, 1);
+        uint8_t *exact = malloc(len); /* a write past it fails under ASan */
+        if (cf_codec_decode(ctx, &p, enc, n, exact, len, &err) != CF_OK ||
+            memcmp(in, exact, len))
+            run_fails++;
+        free(exact);
+    }
+    for (int round = 0; round < 50; round++) {
+        size_t len = 0;
+        while (len < 20000) {
+            size_t run = 1 + rnd() % 40;
+            memset(in + len, (int)(rnd() & 3), run);
+            len += run;
+        }
+        size_t n = lzw_encode(in, len, enc, round & 1, 1, NULL);
+        cf_codec_params p = params(5, 8, (uint32_t)len, 1, 1);
+        if (cf_codec_decode(ctx, &p, enc, n, out, len, &err) != CF_OK || memcmp(in, out, len))
+            run_fails++;
+    }
+    CHECK(run_fails == 0);
+
     /* missing EOI: decodes; data after EOI: ignored */
     fill(in, 5000, 0);
     size_t n = lzw_encode(in, 5000, enc, 0, 0, NULL);
