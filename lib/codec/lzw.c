@@ -177,6 +177,11 @@ restart:
             /* bytes past the string are rewritten by what follows */
             store_le64(dst + out, e.val);
             out += e.len;
+        } else if (e.len <= 32 && room >= 32 && e.pos + 32 <= out) {
+            /* longer strings (compressible data) are mostly short too: one
+             * fixed-size move, not a call */
+            memcpy(dst + out, dst + e.pos, 32);
+            out += e.len;
         } else {
             size_t n = e.len < room ? e.len : room;
             if (e.len <= 8) {
