@@ -177,7 +177,8 @@ uint64_t cf_codec_stored_bytes(const cf_codec_params *p) {
 uint64_t cf_codec_ctx_bytes(const cf_codec_ctx *ctx) {
     if (!ctx) return 0;
     uint64_t n = sizeof *ctx + ctx->outer.cap + ctx->aux.cap + ctx->row.cap +
-                 ctx->tile.cap + ctx->ojpeg.cap + ctx->lerc2.cap;
+                 ctx->tile.cap + ctx->ojpeg.cap + ctx->lerc2.cap + ctx->rev.cap +
+                 ctx->stage.cap + ctx->runs.cap;
     if (ctx->deflate) n += CF__DEFLATE_STATE;
     if (ctx->zstd) n += ZSTD_sizeof_DCtx(ctx->zstd);
     return n;
@@ -200,8 +201,23 @@ uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
     if (p->predictor == 3) /* predictor.c: one row of staging */
         g += scratch_growth(ctx ? &ctx->row : NULL,
                             (uint64_t)p->width * p->samples * (p->bits / 8));
+    /* decode_inner: the stored samples staged before they are widened or
+     * converted; the input with its bits reversed (FillOrder 2), which
+     * the chunk's stored size bounds unless the codec expands data */
+    if (post_kind(p) != POST_NONE)
+        g += scratch_growth(ctx ? &ctx->stage : NULL, cf_codec_stored_bytes(p));
+    const cf__codec_entry *e = cf__codec_find(p->compression);
+    if (p->fill_order == 2 && e && !(e->flags & CF__CODEC_NOBITREV)) {
+        uint64_t s = cf_codec_stored_bytes(p);
+        g += scratch_growth(ctx ? &ctx->rev : NULL, s + s / 8 + 4096);
+    }
     int need_deflate = 0, need_zstd = 0;
     switch (p->compression) {
+    case 2:
+    case 3:
+    case 4: /* ccitt.c: run ends of two rows */
+        g += scratch_growth(ctx ? &ctx->runs : NULL, 2 * ((uint64_t)p->width + 6) * 4);
+        break;
     case 8:
     case 32946: need_deflate = 1; break;
     case 50000: need_zstd = 1; break;

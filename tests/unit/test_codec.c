@@ -999,6 +999,25 @@ static int decode_within(cf_codec_ctx *ctx, const cf_codec_params *p,
     return st == CF_OK && after <= before + g && g <= fresh && fresh >= after - before;
 }
 
+/* On a fresh context, after decoding `warm` (NULL: nothing) so that the
+ * codec's state and the tile buffer are there already: decode_within p,
+ * and cf_codec_ctx_bytes grew by at least the `scratch` bytes the decoder
+ * holds on to for it. */
+static int holds_scratch(const cf_codec_params *warm, const uint8_t *wsrc, size_t wn,
+                         const cf_codec_params *p, const uint8_t *src, size_t n,
+                         uint64_t scratch) {
+    cf_codec_ctx *ctx = cf_codec_ctx_new();
+    int ok = !warm || decode_within(ctx, warm, wsrc, wn);
+    uint64_t before = cf_codec_ctx_bytes(ctx);
+    ok = ok && decode_within(ctx, p, src, n);
+    uint64_t held = cf_codec_ctx_bytes(ctx) - before;
+    if (held < scratch)
+        fprintf(stderr, "compression %u: context counts %llu more bytes, holds %llu\n",
+                p->compression, (unsigned long long)held, (unsigned long long)scratch);
+    cf_codec_ctx_free(ctx);
+    return ok && held >= scratch;
+}
+
 static void test_accounting(void) {
     enum { W = 64, H = 48 };
     uint8_t *raw = malloc(W * H * 16), *enc = malloc(1 << 21), *enc2 = malloc(1 << 21);
@@ -1018,14 +1037,33 @@ static void test_accounting(void) {
     uint8_t *big = malloc((size_t)16 * W * H * 4), *encb = malloc(1 << 22);
     fill(big, (size_t)16 * W * H * 4, 1);
     size_t nb = libdeflate_zlib_compress(c, big, (size_t)16 * W * H * 4, encb, 1 << 22);
+    /* 12-bit samples (staged, then unpacked), and a FillOrder 2 chunk
+     * (its bits reversed into scratch first) */
+    cf_codec_params p12 = params(8, 12, W, H, 1);
+    size_t n12 = libdeflate_zlib_compress(c, raw, (size_t)cf_codec_stored_bytes(&p12), encb + (1 << 21), 1 << 21);
+    cf_codec_params pf = pd;
+    pf.fill_order = 2;
+    uint8_t *encf = malloc(nd);
+    for (size_t i = 0; i < nd; i++) {
+        uint8_t v = enc[i], r = 0;
+        for (int b = 0; b < 8; b++) r |= (uint8_t)(((v >> b) & 1) << (7 - b));
+        encf[i] = r;
+    }
     libdeflate_free_compressor(c);
-    CHECK(nd && nz && nb && !ZSTD_isError(nz));
+    CHECK(nd && nz && nb && n12 && !ZSTD_isError(nz));
     cf_codec_ctx *ctx = cf_codec_ctx_new();
     CHECK(decode_within(ctx, &pd, enc, nd));
     CHECK(decode_within(ctx, &pz, enc2, nz));
     CHECK(decode_within(ctx, &pb, encb, nb));
     CHECK(decode_within(ctx, &pd, enc, nd));
+    CHECK(decode_within(ctx, &p12, encb + (1 << 21), n12));
+    CHECK(decode_within(ctx, &pf, encf, nd));
     cf_codec_ctx_free(ctx);
+    /* the staging and the reversed input are counted, not only bounded */
+    CHECK(holds_scratch(&pd, enc, nd, &p12, encb + (1 << 21), n12,
+                        cf_codec_stored_bytes(&p12)));
+    CHECK(holds_scratch(&pd, enc, nd, &pf, encf, nd, nd));
+    free(encf);
 #ifdef CF_HAVE_LERC
     /* LERC: float 3-band band-sequential with masks (aux staging), under
      * zstd and deflate outer layers, after and before the others */
@@ -1115,6 +1153,9 @@ static void test_ccitt(cf_codec_ctx *ctx) {
     p = params(4, 1, 8, 2, 1);
     CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x18 && out[1] == 0x18);
+    /* its run ends are memory the loader's budget accounts for */
+    CHECK(holds_scratch(NULL, NULL, 0, &p, w.b, (w.n + 7) / 8,
+                        2 * (8 + 6) * sizeof(uint32_t)));
     /* ... and vertical codes against it: VR1 VR1 (black 4..5), V0 */
     memset(&w, 0, sizeof w);
     put_bits(&w, "001 1000 11 1");
