@@ -194,7 +194,7 @@ static uint64_t scratch_growth(const cf__scratch *s, uint64_t need) {
 }
 
 uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
-                             uint64_t tile_bytes) {
+                             uint64_t tile_bytes, uint64_t src_bytes) {
     uint64_t n = cf_codec_chunk_bytes(p);
     uint64_t g = ctx ? 0 : sizeof(cf_codec_ctx);
     g += scratch_growth(ctx ? &ctx->tile : NULL, tile_bytes);
@@ -202,22 +202,19 @@ uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
         g += scratch_growth(ctx ? &ctx->row : NULL,
                             (uint64_t)p->width * p->samples * (p->bits / 8));
     /* decode_inner: the stored samples staged before they are widened or
-     * converted; the input with its bits reversed (FillOrder 2), which
-     * the chunk's stored size bounds unless the codec expands data */
+     * converted; the input with its bits reversed (FillOrder 2) */
     if (post_kind(p) != POST_NONE)
         g += scratch_growth(ctx ? &ctx->stage : NULL, cf_codec_stored_bytes(p));
     const cf__codec_entry *e = cf__codec_find(p->compression);
     if (p->fill_order == 2 && e && !(e->flags & CF__CODEC_NOBITREV)) {
         uint64_t s = cf_codec_stored_bytes(p);
-        g += scratch_growth(ctx ? &ctx->rev : NULL, s + s / 8 + 4096);
+        g += scratch_growth(ctx ? &ctx->rev : NULL, src_bytes ? src_bytes : s + s / 8 + 4096);
     }
+    /* ccitt.c (every CCITT scheme): run ends of two rows */
+    if (e && e->decode == cf__decode_ccitt)
+        g += scratch_growth(ctx ? &ctx->runs : NULL, 2 * ((uint64_t)p->width + 6) * 4);
     int need_deflate = 0, need_zstd = 0;
     switch (p->compression) {
-    case 2:
-    case 3:
-    case 4: /* ccitt.c: run ends of two rows */
-        g += scratch_growth(ctx ? &ctx->runs : NULL, 2 * ((uint64_t)p->width + 6) * 4);
-        break;
     case 8:
     case 32946: need_deflate = 1; break;
     case 50000: need_zstd = 1; break;

@@ -72,14 +72,17 @@ uint8_t *cf_codec_ctx_tile(cf_codec_ctx *ctx, size_t n, cf_error *err);
  * (its scratch buffers and decoder states; 0 for NULL).
  * cf_codec_ctx_growth: at most how much decoding one chunk of p with ctx
  * (NULL: a new context) can add to that, the caller also asking
- * cf_codec_ctx_tile for tile_bytes, plus the working memory the codec's
+ * cf_codec_ctx_tile for tile_bytes, the chunk's compressed bytes being
+ * src_bytes (a FillOrder 2 chunk is copied reversed; 0 when not known:
+ * then the stored size plus an eighth stands in, an estimate that the
+ * caller's budget corrects after the decode), plus the working memory the codec's
  * library allocates and frees within the call (an estimate: a progressive
  * JPEG's coefficients, LERC's and WebP's planes).  Kept next to the codecs
  * whose scratch it mirrors (lerc.c, predictor.c); test_codec.c checks it
  * against real decodes. */
 uint64_t cf_codec_ctx_bytes(const cf_codec_ctx *ctx);
 uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
-                             uint64_t tile_bytes);
+                             uint64_t tile_bytes, uint64_t src_bytes);
 
 /* How a decoded chunk is laid out (what cf_codec_decode writes): rows of
  * `width` pixels of *samples samples of *bits bits each, pixel-interleaved

@@ -25,8 +25,9 @@
  * it would return garbage:
  *  - end of input without EOI: treated as EOI (libtiff warns);
  *  - bytes after EOI, or after the output is full: ignored;
- *  - dictionary full without CLEAR: the table stops growing (codes are at
- *    most 12 bits, so libtiff's entries past 4095 are unreachable anyway);
+ *  - dictionary full without CLEAR: the table stops growing and decoding
+ *    goes on (libtiff 4.5 refuses such a stream, "Using code not yet in
+ *    table"; no encoder we know writes one);
  *  - a code beyond the next free entry, or a non-literal first code after
  *    CLEAR: corrupt;
  *  - old-style (pre-TIFF 6) LZW, recognised like libtiff by a stream

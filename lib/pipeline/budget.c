@@ -280,7 +280,7 @@ uint64_t cf__kits_need(const cf_cog *cog, const cf_chunk *c) {
     if (cf__cog_chunk_raw(cog, c)) return 0;
     cf_codec_params p;
     uint64_t tile = chunk_tile(cog, c, &p);
-    return cf_codec_ctx_growth(NULL, &p, tile);
+    return cf_codec_ctx_growth(NULL, &p, tile, c->len);
 }
 
 cf_status cf__kits_decode(cf__kits *k, cf__kit *kit, cf_cog *cog,
@@ -289,7 +289,7 @@ cf_status cf__kits_decode(cf__kits *k, cf__kit *kit, cf_cog *cog,
     if (cf__cog_chunk_raw(cog, c)) return cf__cog_decode_chunk(cog, NULL, c, src, out, err);
     cf_codec_params p;
     uint64_t tile = chunk_tile(cog, c, &p);
-    uint64_t fresh = cf_codec_ctx_growth(NULL, &p, tile);
+    uint64_t fresh = cf_codec_ctx_growth(NULL, &p, tile, c->len);
     char where[128];
     if (fresh > k->b.cap)
         return cf__err(err, CF_E_LIMIT,
@@ -297,7 +297,7 @@ cf_status cf__kits_decode(cf__kits *k, cf__kit *kit, cf_cog *cog,
                        "the decode budget of %llu (raise inflight_bytes)",
                        cog->name, cf__cog_chunk_where(cog, c, where, sizeof where),
                        (unsigned long long)fresh, (unsigned long long)k->b.cap);
-    uint64_t g = cf_codec_ctx_growth(kit->ctx, &p, tile);
+    uint64_t g = cf_codec_ctx_growth(kit->ctx, &p, tile, c->len);
     if (!cf__budget_try(&k->b, g)) {
         /* Wait holding nothing of this budget: this kit's context goes
          * first (it was about to grow anyway). */

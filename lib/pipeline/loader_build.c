@@ -266,7 +266,7 @@ static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
     c.ifd = cog->tiff->levels[ld->o.level];
     cf_codec_params p;
     cf__cog_chunk_params(cog, &c, &p);
-    return cf_codec_ctx_growth(NULL, &p, cf_codec_chunk_bytes(&p));
+    return cf_codec_ctx_growth(NULL, &p, cf_codec_chunk_bytes(&p), 0);
 }
 
 size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb) {

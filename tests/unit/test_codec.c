@@ -986,8 +986,8 @@ static int decode_within(cf_codec_ctx *ctx, const cf_codec_params *p,
                          const uint8_t *src, size_t n) {
     cf_error err;
     uint64_t tile = cf_codec_chunk_bytes(p);
-    uint64_t before = cf_codec_ctx_bytes(ctx), g = cf_codec_ctx_growth(ctx, p, tile);
-    uint64_t fresh = cf_codec_ctx_growth(NULL, p, tile);
+    uint64_t before = cf_codec_ctx_bytes(ctx), g = cf_codec_ctx_growth(ctx, p, tile, n);
+    uint64_t fresh = cf_codec_ctx_growth(NULL, p, tile, n);
     uint8_t *dst = cf_codec_ctx_tile(ctx, (size_t)tile, &err);
     cf_status st = dst ? cf_codec_decode(ctx, p, src, n, dst, (size_t)tile, &err) : CF_E_NOMEM;
     uint64_t after = cf_codec_ctx_bytes(ctx);
@@ -1063,6 +1063,23 @@ static void test_accounting(void) {
     CHECK(holds_scratch(&pd, enc, nd, &p12, encb + (1 << 21), n12,
                         cf_codec_stored_bytes(&p12)));
     CHECK(holds_scratch(&pd, enc, nd, &pf, encf, nd, nd));
+    /* FillOrder 2 with far more bytes than the chunk stores (an LZW
+     * stream, then slack after its EOI): the reversed copy is the whole
+     * input, which the growth bound takes from the chunk's byte count */
+    cf_codec_params pl2 = params(5, 8, W, H, 1);
+    pl2.fill_order = 2;
+    uint8_t *encl2 = malloc((size_t)66 * W * H);
+    size_t nl2 = lzw_encode(raw, W * H, encl2, 0, 1, NULL);
+    memset(encl2 + nl2, 0x5a, 64 * W * H);
+    for (size_t i = 0; i < nl2; i++) {
+        uint8_t v = encl2[i], r = 0;
+        for (int b = 0; b < 8; b++) r |= (uint8_t)(((v >> b) & 1) << (7 - b));
+        encl2[i] = r;
+    }
+    ctx = cf_codec_ctx_new();
+    CHECK(decode_within(ctx, &pl2, encl2, nl2 + 64 * W * H));
+    cf_codec_ctx_free(ctx);
+    free(encl2);
     free(encf);
 #ifdef CF_HAVE_LERC
     /* LERC: float 3-band band-sequential with masks (aux staging), under
@@ -1156,6 +1173,16 @@ static void test_ccitt(cf_codec_ctx *ctx) {
     /* its run ends are memory the loader's budget accounts for */
     CHECK(holds_scratch(NULL, NULL, 0, &p, w.b, (w.n + 7) / 8,
                         2 * (8 + 6) * sizeof(uint32_t)));
+    /* ... and so are those of every CCITT scheme: RLE with rows on 16-bit
+     * words (CCITTRLEW, 32771), the RLE rows above each padded to a word */
+    memset(&w, 0, sizeof w);
+    put_bits(&w, "1000 11 000111 0000");
+    put_bits(&w, "0111 11 0111 000000");
+    cf_codec_params pw = params(32771, 1, 6, 2, 1);
+    CHECK(cf_codec_decode(ctx, &pw, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
+    CHECK(out[0] == 0x18 && out[1] == 0x30);
+    CHECK(holds_scratch(NULL, NULL, 0, &pw, w.b, (w.n + 7) / 8,
+                        2 * (6 + 6) * sizeof(uint32_t)));
     /* ... and vertical codes against it: VR1 VR1 (black 4..5), V0 */
     memset(&w, 0, sizeof w);
     put_bits(&w, "001 1000 11 1");
