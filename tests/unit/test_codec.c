@@ -169,6 +169,19 @@ static void fill(uint8_t *p, size_t n, int mode) {
                            : (uint8_t)((i / 7) ^ (i % 13));
 }
 
+/* The LZW stream enc[0..n) decodes to want[0..len) as a 1-row chunk, into a
+ * buffer of exactly len bytes (a write past it fails under ASan). */
+static int lzw_decodes_exact(cf_codec_ctx *ctx, const uint8_t *enc, size_t n,
+                             const uint8_t *want, size_t len) {
+    cf_error err;
+    cf_codec_params p = params(5, 8, (uint32_t)len, 1, 1);
+    uint8_t *exact = malloc(len);
+    int ok = exact && cf_codec_decode(ctx, &p, enc, n, exact, len, &err) == CF_OK &&
+             memcmp(want, exact, len) == 0;
+    free(exact);
+    return ok;
+}
+
 static void test_lzw(cf_codec_ctx *ctx) {
     cf_error err;
     size_t cap = 1 << 20;
@@ -209,12 +222,7 @@ static void test_lzw(cf_codec_ctx *ctx) {
     for (size_t len = 1; len < 300; len++) {
         memset(in, 'A' + (int)(len % 3), len);
         size_t n = lzw_encode(in, len, enc, 0, 1, NULL);
-        cf_codec_params p = params(5, 8, (uint32_t)len, 1, 1);
-        uint8_t *exact = malloc(len); /* a write past it fails under ASan */
-        if (cf_codec_decode(ctx, &p, enc, n, exact, len, &err) != CF_OK ||
-            memcmp(in, exact, len))
-            run_fails++;
-        free(exact);
+        run_fails += !lzw_decodes_exact(ctx, enc, n, in, len);
     }
     for (int round = 0; round < 50; round++) {
         size_t len = 0;
@@ -225,14 +233,8 @@ static void test_lzw(cf_codec_ctx *ctx) {
         }
         size_t n = lzw_encode(in, len, enc, round & 1, 1, NULL);
         /* the whole stream, and cut to end inside a string */
-        for (size_t cut = 0; cut < 40; cut += 39) {
-            cf_codec_params p = params(5, 8, (uint32_t)(len - cut), 1, 1);
-            uint8_t *exact = malloc(len - cut);
-            if (cf_codec_decode(ctx, &p, enc, n, exact, len - cut, &err) != CF_OK ||
-                memcmp(in, exact, len - cut))
-                run_fails++;
-            free(exact);
-        }
+        for (size_t cut = 0; cut < 40; cut += 39)
+            run_fails += !lzw_decodes_exact(ctx, enc, n, in, len - cut);
     }
     CHECK(run_fails == 0);
 
@@ -1044,11 +1046,7 @@ static void test_accounting(void) {
     cf_codec_params pf = pd;
     pf.fill_order = 2;
     uint8_t *encf = malloc(nd);
-    for (size_t i = 0; i < nd; i++) {
-        uint8_t v = enc[i], r = 0;
-        for (int b = 0; b < 8; b++) r |= (uint8_t)(((v >> b) & 1) << (7 - b));
-        encf[i] = r;
-    }
+    cf__bits_reverse(enc, encf, nd);
     libdeflate_free_compressor(c);
     CHECK(nd && nz && nb && n12 && !ZSTD_isError(nz));
     cf_codec_ctx *ctx = cf_codec_ctx_new();
@@ -1071,11 +1069,7 @@ static void test_accounting(void) {
     uint8_t *encl2 = malloc((size_t)66 * W * H);
     size_t nl2 = lzw_encode(raw, W * H, encl2, 0, 1, NULL);
     memset(encl2 + nl2, 0x5a, 64 * W * H);
-    for (size_t i = 0; i < nl2; i++) {
-        uint8_t v = encl2[i], r = 0;
-        for (int b = 0; b < 8; b++) r |= (uint8_t)(((v >> b) & 1) << (7 - b));
-        encl2[i] = r;
-    }
+    cf__bits_reverse(encl2, encl2, nl2);
     ctx = cf_codec_ctx_new();
     CHECK(decode_within(ctx, &pl2, encl2, nl2 + 64 * W * H));
     cf_codec_ctx_free(ctx);
