@@ -470,7 +470,39 @@ def targets(res):
     return out
 
 
+def cpu_model():
+    """The CPU's name and the vector extensions the codecs' libraries pick
+    at run time: ratios near 1.0 move with them (libdeflate's and zstd's
+    newer releases use AVX-512 and VNNI where older ones stop at AVX2)."""
+    info, flags = {}, set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                k = k.strip()
+                if k in ("model name", "cpu family", "model") \
+                        and k not in info:
+                    info[k] = v.strip()
+                elif k == "flags" and not flags:
+                    flags = set(v.split())
+    except OSError:
+        pass
+    # a virtual machine may name it only "Intel(R) Xeon(R) Processor":
+    # family and model say which generation
+    name = "%s (family %s, model %s)" % (info.get("model name", "?"),
+                                         info.get("cpu family", "?"),
+                                         info.get("model", "?"))
+    keep = [x for x in ("sse4_2", "avx2", "bmi2", "avx512f", "avx512bw",
+                        "avx512_vnni", "avx_vnni", "vpclmulqdq") if x in flags]
+    return {"model": name, "flags": keep}
+
+
 def report(res, out=sys.stdout):
+    cpu = res.get("cpu")
+    if cpu:
+        out.write("\nmachine: %s cores, %s (%s)\n" % (
+            res.get("cpus"), cpu["model"] or "unknown CPU",
+            " ".join(cpu["flags"])))
     out.write("\n" + HEAD + "\n")
     for r in res["rows"]:
         print_row(r, out)
@@ -608,6 +640,7 @@ def main(argv):
     from servers import Nginx
     res = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
            "load_before": os.getloadavg()[0], "cpus": os.cpu_count(),
+           "cpu": cpu_model(),
            "latency_ms": a.latency_ms, "quick": q, "rows": [],
            "versions": versions()}
     runs = Runs()
