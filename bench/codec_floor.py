@@ -21,20 +21,28 @@ than wall time):
   imagecodecs   tifffile's page.decode, a fresh array per tile: imagecodecs
                 plus tifffile's code (what bench/peers.py compares with)
 
-debian lib / ic lib is the libraries' version difference (neither
-allocates; ic lib pays a Python call per tile); cogfeed(out) / debian lib
+  ic lib (C)    bench/codec_floor.c calling imagecodecs' bundled build of
+                the library (imagecodecs.libs/libwebp-*.so, ...; dlmopen'd)
+                in place of Debian's: the same harness, only the library
+                differs (deflate, zstd, lerc, webp: the .so files that
+                imagecodecs ships)
+
+debian lib / ic lib (C) is the libraries' version difference alone, in
+the same C harness; debian lib / ic lib the same with a Python call per
+tile on imagecodecs' side (neither allocates); cogfeed(out) / debian lib
 is what our code costs on top of the library (the predictor included,
 which neither library column pays); cogfeed / cogfeed(out) what a fresh
 output array costs.  Run with the peers'
 venv and its build of the extension (bench/peers.py makes both):
 
     cc -O2 -o build/codec_floor bench/codec_floor.c -ldeflate -lzstd \\
-       -lLerc -ljpeg -lwebp
+       -lLerc -ljpeg -lwebp -ldl
     PYTHONPATH=build-peers/python bench/.venv-peers/bin/python \\
        bench/codec_floor.py --data /tmp/cf-peers-data/codecs-4096 \\
        --floor build/codec_floor [--json out.json]
 """
 import argparse
+import glob
 import json
 import os
 import struct
@@ -53,6 +61,9 @@ IC = {"deflate": "deflate_decode", "deflate_f32": "deflate_decode",
 FLOOR = {"deflate": "deflate", "deflate_f32": "deflate", "zstd": "zstd",
          "lerc": "lerc", "lerc_deflate": "lerc_deflate",
          "lerc_zstd": "lerc_zstd", "jpeg": "jpeg", "webp": "webp"}
+# imagecodecs' bundled libraries, by the codec_floor codec that calls them
+IC_SO = {"deflate": "libdeflate-*.so*", "zstd": "libzstd-*.so*",
+         "lerc": "libLerc-*.so*", "webp": "libwebp-*.so*"}
 LERC_TYPE = {"uint8": 1, "int16": 2, "uint16": 3, "int32": 4, "uint32": 5,
              "float32": 6, "float64": 7}
 
@@ -67,6 +78,8 @@ def main():
     import cogfeed
     import imagecodecs
     import tifffile
+    libs = os.path.join(os.path.dirname(os.path.dirname(imagecodecs.__file__)),
+                        "imagecodecs.libs")
     rows = []
     for name in ("deflate", "lzw", "packbits", "zstd", "deflate_f32", "lerc",
                  "lerc_deflate", "lerc_zstd", "jpeg", "webp"):
@@ -119,14 +132,20 @@ def main():
                 run()
                 dt = time.thread_time() - t0
                 best[v] = min(dt, best.get(v, dt))
-            if dump:
-                out = subprocess.run(
-                    [a.floor, FLOOR[name], dump, str(tw), str(th), str(spp),
-                     str(isz), "1", str(LERC_TYPE.get(str(pg.dtype), 0))],
-                    check=True, capture_output=True, text=True).stdout
-                mbs = float(out.strip())
-                dt = nbytes / mbs / 1e6
-                best["debian_lib"] = min(dt, best.get("debian_lib", dt))
+            if not dump:
+                continue
+            cmd = [a.floor, FLOOR[name], dump, str(tw), str(th), str(spp),
+                   str(isz), "1", str(LERC_TYPE.get(str(pg.dtype), 0))]
+            so = sorted(glob.glob(os.path.join(libs, IC_SO[FLOOR[name]]))) \
+                if FLOOR[name] in IC_SO else []
+            for col, extra in (("debian_lib", []),
+                               ("ic_lib_c", so[:1])):
+                if col == "ic_lib_c" and not so:
+                    continue
+                out = subprocess.run(cmd + extra, check=True,
+                                     capture_output=True, text=True).stdout
+                dt = nbytes / float(out.strip()) / 1e6
+                best[col] = min(dt, best.get(col, dt))
         if dump:
             os.unlink(dump)
         r = {"codec": name.upper(), "dtype": str(pg.dtype), "bands": spp,
@@ -136,11 +155,11 @@ def main():
         cog.close()
         tf.close()
         sys.stderr.write(
-            "%-13s debian lib %6s  ic lib %6.0f  cogfeed(out) %6.0f  "
-            "cogfeed %6.0f  imagecodecs %6.0f MB/CPU-s\n" % (
-                r["codec"], "%.0f" % r["debian_lib"] if "debian_lib" in r
-                else "-", r["ic_lib"], r["cogfeed_out"], r["cogfeed"],
-                r["imagecodecs"]))
+            "%-13s debian lib %6s  ic lib (C) %6s  ic lib %6.0f  "
+            "cogfeed(out) %6.0f  cogfeed %6.0f  imagecodecs %6.0f MB/CPU-s\n"
+            % (r["codec"], "%.0f" % r["debian_lib"] if "debian_lib" in r
+               else "-", "%.0f" % r["ic_lib_c"] if "ic_lib_c" in r else "-",
+               r["ic_lib"], r["cogfeed_out"], r["cogfeed"], r["imagecodecs"]))
     res = {"imagecodecs": imagecodecs.__version__,
            "libraries": imagecodecs.version(), "rows": rows}
     if a.json:
