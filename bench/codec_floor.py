@@ -109,7 +109,7 @@ def main():
             kw["out"] = np.empty((th, tw, spp) if spp > 1 else (th, tw),
                                  pg.dtype)
         mine = np.empty((th, tw, spp), pg.dtype)
-        dump = None
+        dump, floors = None, []
         if name in FLOOR:
             with tempfile.NamedTemporaryFile(delete=False) as f:
                 f.write(struct.pack("<I", len(jt)) + jt +
@@ -117,6 +117,15 @@ def main():
                 for s in segs:
                     f.write(struct.pack("<I", len(s)) + s)
                 dump = f.name
+            # the C harness with Debian's library, then with imagecodecs'
+            # own build of it where imagecodecs ships one
+            cmd = [a.floor, FLOOR[name], dump, str(tw), str(th), str(spp),
+                   str(isz), "1", str(LERC_TYPE.get(str(pg.dtype), 0))]
+            floors = [("debian_lib", cmd)]
+            pattern = IC_SO.get(FLOOR[name])
+            so = sorted(glob.glob(os.path.join(libs, pattern))) if pattern else []
+            if so:
+                floors.append(("ic_lib_c", cmd + so[:1]))
         ks = range(len(segs))
         variants = [
             ("cogfeed", lambda: [cog.decode_tile(segs[k], k) for k in ks]),
@@ -132,18 +141,9 @@ def main():
                 run()
                 dt = time.thread_time() - t0
                 best[v] = min(dt, best.get(v, dt))
-            if not dump:
-                continue
-            cmd = [a.floor, FLOOR[name], dump, str(tw), str(th), str(spp),
-                   str(isz), "1", str(LERC_TYPE.get(str(pg.dtype), 0))]
-            so = sorted(glob.glob(os.path.join(libs, IC_SO[FLOOR[name]]))) \
-                if FLOOR[name] in IC_SO else []
-            for col, extra in (("debian_lib", []),
-                               ("ic_lib_c", so[:1])):
-                if col == "ic_lib_c" and not so:
-                    continue
-                out = subprocess.run(cmd + extra, check=True,
-                                     capture_output=True, text=True).stdout
+            for col, c in floors:
+                out = subprocess.run(c, check=True, capture_output=True,
+                                     text=True).stdout
                 dt = nbytes / float(out.strip()) / 1e6
                 best[col] = min(dt, best.get(col, dt))
         if dump:

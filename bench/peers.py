@@ -472,8 +472,9 @@ def targets(res):
 
 def cpu_model():
     """The CPU's name and the vector extensions the codecs' libraries pick
-    at run time: ratios near 1.0 move with them (libdeflate's and zstd's
-    newer releases use AVX-512 and VNNI where older ones stop at AVX2)."""
+    at run time: ratios near 1.0 move with them (on a CPU with AVX-512
+    VNNI, imagecodecs' libdeflate 1.26 computed Adler-32 twice as fast as
+    Debian's 1.14; on the CPU before, the two were closer)."""
     info, flags = {}, set()
     try:
         with open("/proc/cpuinfo") as f:
