@@ -184,7 +184,11 @@ int cf_py_status_init(PyObject *m) {
         } else {
             bases = PyTuple_Pack(1, cf_py_Error);
         }
-        PyObject *dict = bases ? Py_BuildValue("{sO}", "code", status_member[i]) : NULL;
+        /* Class attributes, so that an instance made in Python (a test's
+         * double, a re-raise) has them too; cf_py_raise sets its own. */
+        PyObject *dict = bases ? Py_BuildValue("{sOsssi}", "code", status_member[i], "name",
+                                               w->text, "http_status", 0)
+                               : NULL;
         char qual[96], doc[512];
         snprintf(qual, sizeof qual, "cogfeed.%s", w->pyclass);
         snprintf(doc, sizeof doc, "%s (%d): %s.%s%s%s", w->name, (int)w->code, w->doc,

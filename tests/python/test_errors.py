@@ -52,6 +52,8 @@ def test_status_enum_names_and_classes_come_from_one_table():
         if pybase:
             assert issubclass(cls, getattr(builtins, pybase)), (cls, pybase)
         assert name in cls.__doc__ and doc in cls.__doc__
+        made = cls("made in Python")  # has the attributes of its status too
+        assert (made.code, made.name, made.http_status) == (code, text, 0)
     # No class that the table does not name, none missing.
     subs = {n for n in cogfeed.__all__
             if isinstance(getattr(cogfeed, n), type)
