@@ -44,31 +44,67 @@ extern "C" {
 /* Errors                                                              */
 /* ------------------------------------------------------------------ */
 
-/* Stable status codes: values never change once released. */
-typedef enum cf_status {
-    CF_OK = 0,
-    CF_E_ARG = 1,         /* invalid argument from the caller */
-    CF_E_NOMEM = 2,       /* allocation failed */
-    CF_E_IO = 3,          /* local I/O error or network transport failure */
-    CF_E_FORMAT = 4,      /* malformed TIFF / GeoTIFF structure */
-    CF_E_UNSUPPORTED = 5, /* valid but unsupported (or codec not built in) */
-    CF_E_CODEC = 6,       /* corrupt compressed tile data */
-    CF_E_LIMIT = 7,       /* a safety cap was hit (size, count, memory) */
-    CF_E_HTTP = 8,        /* HTTP error status not covered below */
-    CF_E_AUTH = 9,        /* 401/403: missing, wrong or expired credentials;
-                             or the server's TLS certificate did not verify */
-    CF_E_NOTFOUND = 10,   /* file or object does not exist (404, ENOENT) */
-    CF_E_CHANGED = 11,    /* object changed while reading (ETag, 412) */
-    CF_E_RANGE = 12,      /* range request failed: 416, no range support,
-                             Content-Range mismatch */
-    CF_E_TIMEOUT = 13,    /* deadline, stall or retry budget exhausted */
-    CF_E_STATE = 14,      /* call not valid in the object's current state */
-    CF_E_END = 15         /* iteration finished (not an error) */
-} cf_status;
+/* The status table: one row per status, and the one place statuses are
+ * defined.  It generates the enum below, cf_status_name(), cf_strerror()
+ * and the Python module's cogfeed.Status and exception classes, so the
+ * four cannot drift apart.  Each row is
+ *   X(ID, VALUE, TEXT, DOC, PYCLASS, PYBASE)
+ *   ID      the enum constant (CF_OK, CF_E_...); cf_status_name()'s text
+ *   VALUE   stable: a value never changes once released
+ *   TEXT    cf_strerror()'s short English text
+ *   DOC     what the status means
+ *   PYCLASS the Python exception raised for it (cogfeed.PYCLASS, a subclass
+ *           of cogfeed.Error); "" for the two that are not errors
+ *   PYBASE  the builtin exception it also subclasses, so that
+ *           `except FileNotFoundError` catches a missing file; "" when
+ *           cogfeed.Error (a RuntimeError) alone is the base */
+#define CF_STATUS_TABLE(X)                                                              \
+    X(CF_OK, 0, "success", "no error", "", "")                                          \
+    X(CF_E_ARG, 1, "invalid argument", "invalid argument from the caller",              \
+      "ArgumentError", "ValueError")                                                    \
+    X(CF_E_NOMEM, 2, "out of memory", "allocation failed", "OutOfMemoryError",          \
+      "MemoryError")                                                                    \
+    X(CF_E_IO, 3, "I/O error", "local I/O error or network transport failure",          \
+      "InputOutputError", "OSError")                                                    \
+    X(CF_E_FORMAT, 4, "malformed TIFF", "malformed TIFF / GeoTIFF structure",           \
+      "FormatError", "OSError")                                                         \
+    X(CF_E_UNSUPPORTED, 5, "unsupported", "valid but unsupported (or codec not built in)", \
+      "UnsupportedError", "OSError")                                                    \
+    X(CF_E_CODEC, 6, "corrupt compressed data", "corrupt compressed tile data",         \
+      "CodecError", "OSError")                                                          \
+    X(CF_E_LIMIT, 7, "safety limit exceeded", "a safety cap was hit (size, count, memory)", \
+      "LimitError", "")                                                                 \
+    X(CF_E_HTTP, 8, "HTTP error", "HTTP error status not covered below", "HTTPError",   \
+      "OSError")                                                                        \
+    X(CF_E_AUTH, 9, "access denied",                                                    \
+      "401/403: missing, wrong or expired credentials; or the server's TLS "            \
+      "certificate did not verify",                                                     \
+      "AccessDeniedError", "PermissionError")                                           \
+    X(CF_E_NOTFOUND, 10, "not found", "file or object does not exist (404, ENOENT)",    \
+      "NotFoundError", "FileNotFoundError")                                             \
+    X(CF_E_CHANGED, 11, "object changed while reading",                                 \
+      "object changed while reading (ETag, 412)", "ObjectChangedError", "OSError")      \
+    X(CF_E_RANGE, 12, "range request failed",                                           \
+      "range request failed: 416, no range support, Content-Range mismatch",            \
+      "RangeRequestError", "OSError")                                                   \
+    X(CF_E_TIMEOUT, 13, "timed out", "deadline, stall or retry budget exhausted",       \
+      "TimedOutError", "TimeoutError")                                                  \
+    X(CF_E_STATE, 14, "invalid state", "call not valid in the object's current state",  \
+      "StateError", "")                                                                 \
+    X(CF_E_END, 15, "end of iteration", "iteration finished (not an error)", "", "")
 
-/* A short fixed English name for a status ("malformed TIFF", ...).
- * Never NULL; thread-safe. */
+#define CF__STATUS_ENUM_ROW(id, value, text, doc, pyclass, pybase) id = value,
+
+/* Stable status codes (CF_OK, CF_E_ARG, ... CF_E_END: the table above). */
+typedef enum cf_status { CF_STATUS_TABLE(CF__STATUS_ENUM_ROW) } cf_status;
+
+/* A short fixed English text for a status ("malformed TIFF", ...), or
+ * "unknown error" for a value not in the table.  Never NULL; thread-safe. */
 CF_API const char *cf_strerror(cf_status s);
+
+/* The status's enum constant as text ("CF_OK", "CF_E_NOTFOUND", ...), or
+ * NULL for a value not in the table.  Thread-safe. */
+CF_API const char *cf_status_name(cf_status s);
 
 /* Error detail.  Plain struct so that each call (or work item) can carry its
  * own: there is no global error state. */

@@ -1,7 +1,8 @@
 /*
  * _cogfeed.c - the CPython extension: cogfeed.open(url) -> Cog with .read(),
- * cogfeed.IO (the I/O loop and its options), cogfeed.Error.  Thin: every
- * byte is moved by the C library, with the GIL released while it works.
+ * cogfeed.IO (the I/O loop and its options); cogfeed.Error and its
+ * classes come from _status.c.  Thin: every byte is moved by the C
+ * library, with the GIL released while it works.
  */
 #define CF_PY_MAIN
 #include "pymod.h"
@@ -11,34 +12,6 @@
 
 #include <limits.h>
 #include <math.h>
-
-PyObject *cf_py_Error = NULL;
-
-PyObject *cf_py_raise(cf_status code, const cf_error *err) {
-    const char *msg = err && err->msg[0] ? err->msg : cf_strerror(code);
-    /* File names need not be UTF-8 (POSIX paths are bytes), and a message
-     * cut at its size may end inside a character: never let decoding it
-     * replace the error itself. */
-    PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
-    if (!text) return NULL;
-    PyObject *exc = PyObject_CallFunctionObjArgs(cf_py_Error, text, NULL);
-    Py_DECREF(text);
-    if (!exc) return NULL;
-    PyObject *c = PyLong_FromLong((long)code);
-    PyObject *n = PyUnicode_FromString(cf_strerror(code));
-    PyObject *h = PyLong_FromLong(err ? err->http_status : 0);
-    if (c && n && h) {
-        PyObject_SetAttrString(exc, "code", c);
-        PyObject_SetAttrString(exc, "name", n);
-        PyObject_SetAttrString(exc, "http_status", h);
-    }
-    Py_XDECREF(c);
-    Py_XDECREF(n);
-    Py_XDECREF(h);
-    PyErr_SetObject(cf_py_Error, exc);
-    Py_DECREF(exc);
-    return NULL;
-}
 
 int cf_py_npy_type(cf_dtype t) {
     switch (t) {
@@ -1266,13 +1239,7 @@ PyMODINIT_FUNC PyInit__cogfeed(void) {
     if (PyType_Ready(&IOType) < 0 || PyType_Ready(&CogType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
-    cf_py_Error = PyErr_NewExceptionWithDoc(
-        "cogfeed.Error",
-        "Raised for every cogfeed failure; .code, .name and .http_status say which.",
-        PyExc_RuntimeError, NULL);
-    if (!cf_py_Error) return NULL;
-    Py_INCREF(cf_py_Error);
-    PyModule_AddObject(m, "Error", cf_py_Error);
+    if (cf_py_status_init(m) < 0) return NULL;
     Py_INCREF(&IOType);
     PyModule_AddObject(m, "IO", (PyObject *)&IOType);
     Py_INCREF(&CogType);

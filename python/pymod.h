@@ -21,13 +21,19 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
-/* cogfeed.Error (subclass of RuntimeError); attributes: code (int),
- * name (cf_strerror), http_status (int). */
+/* cogfeed.Error (subclass of RuntimeError), the base of the class of each
+ * status (_status.c); attributes: code (a cogfeed.Status, an int), name
+ * (cf_strerror), http_status (int). */
 extern PyObject *cf_py_Error;
 
-/* Raise cogfeed.Error from err (or from code when err is NULL/empty);
- * returns NULL for convenience. */
+/* Raise the exception class of `code` (cogfeed.NotFoundError, ...; a
+ * cogfeed.Error) from err (or from code when err is NULL/empty); returns
+ * NULL for convenience. */
 PyObject *cf_py_raise(cf_status code, const cf_error *err);
+
+/* Add Error, Status, the status classes, status_table() and status_name()
+ * to the module, from CF_STATUS_TABLE; -1 with an exception set. */
+int cf_py_status_init(PyObject *m);
 
 /* numpy dtype number for a cf_dtype (NPY_UINT8, ...). */
 int cf_py_npy_type(cf_dtype t);

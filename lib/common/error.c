@@ -1,34 +1,11 @@
 /*
- * error.c - status names and the per-call error struct.  No global state:
+ * error.c - the per-call error struct (status names: status.c).  No global state:
  * every message lives in the caller's cf_error.
  */
 #include "common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-const char *cf_strerror(cf_status s) {
-    switch (s) {
-    case CF_OK: return "success";
-    case CF_E_ARG: return "invalid argument";
-    case CF_E_NOMEM: return "out of memory";
-    case CF_E_IO: return "I/O error";
-    case CF_E_FORMAT: return "malformed TIFF";
-    case CF_E_UNSUPPORTED: return "unsupported";
-    case CF_E_CODEC: return "corrupt compressed data";
-    case CF_E_LIMIT: return "safety limit exceeded";
-    case CF_E_HTTP: return "HTTP error";
-    case CF_E_AUTH: return "access denied";
-    case CF_E_NOTFOUND: return "not found";
-    case CF_E_CHANGED: return "object changed while reading";
-    case CF_E_RANGE: return "range request failed";
-    case CF_E_TIMEOUT: return "timed out";
-    case CF_E_STATE: return "invalid state";
-    case CF_E_END: return "end of iteration";
-    }
-    if (s == CF__NEED_BYTES) return "more bytes needed";
-    return "unknown error";
-}
 
 cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...) {
     if (!err) return code;

@@ -7,9 +7,20 @@
 Everything that moves or decodes bytes is C (the ``_cogfeed`` extension);
 this package is a thin layer over it.
 """
-from ._cogfeed import IO, Cog, CRS, Error, open, read_many, default_io, __version__
+from ._cogfeed import IO, Cog, CRS, open, read_many, default_io, __version__
+# The errors: cogfeed.Error, and one subclass per status of cogfeed.h's
+# CF_STATUS_TABLE, built from that table by the extension (the tests check
+# that this list and the .pyi name every class of the table).
+from ._cogfeed import (Error, Status, ArgumentError, OutOfMemoryError, InputOutputError,
+                       FormatError, UnsupportedError, CodecError, LimitError, HTTPError,
+                       AccessDeniedError, NotFoundError, ObjectChangedError,
+                       RangeRequestError, TimedOutError, StateError)
 from .grid import Grid
 from .loader import Loader
 
 __all__ = ["open", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
-           "Loader", "__version__"]
+           "Loader", "__version__",
+           "Status", "ArgumentError", "OutOfMemoryError", "InputOutputError", "FormatError",
+           "UnsupportedError", "CodecError", "LimitError", "HTTPError", "AccessDeniedError",
+           "NotFoundError", "ObjectChangedError", "RangeRequestError", "TimedOutError",
+           "StateError"]

@@ -1,6 +1,7 @@
 """Type stubs for cogfeed._cogfeed, the C core (python/_cogfeed.c and
 python/_loader.c).  tests/python/test_package.py checks them against the
 module with mypy's stubtest."""
+import enum
 from types import TracebackType
 from typing import Any, Optional, Sequence, Tuple, Union, final
 
@@ -11,12 +12,79 @@ __version__: str
 
 _Window = Tuple[int, int, int, int]
 
+class Status(enum.IntEnum):
+    """cogfeed's status codes: cogfeed.h's cf_status, the same values,
+    names without CF_E_ (CF_STATUS_TABLE)."""
+    OK = 0
+    ARG = 1
+    NOMEM = 2
+    IO = 3
+    FORMAT = 4
+    UNSUPPORTED = 5
+    CODEC = 6
+    LIMIT = 7
+    HTTP = 8
+    AUTH = 9
+    NOTFOUND = 10
+    CHANGED = 11
+    RANGE = 12
+    TIMEOUT = 13
+    STATE = 14
+    END = 15
+
 class Error(RuntimeError):
-    """Raised for every cogfeed failure; .code, .name and .http_status say
-    which."""
-    code: int
+    """Raised for every cogfeed failure, as the subclass of its status.
+    .code (a Status), .name (its short text) and .http_status say which."""
+    code: Status
     name: str
     http_status: int
+
+class ArgumentError(Error, ValueError):
+    """CF_E_ARG: invalid argument from the caller."""
+
+class OutOfMemoryError(Error, MemoryError):
+    """CF_E_NOMEM: allocation failed."""
+
+class InputOutputError(Error, OSError):
+    """CF_E_IO: local I/O error or network transport failure."""
+
+class FormatError(Error, OSError):
+    """CF_E_FORMAT: malformed TIFF / GeoTIFF structure."""
+
+class UnsupportedError(Error, OSError):
+    """CF_E_UNSUPPORTED: valid but unsupported (or codec not built in)."""
+
+class CodecError(Error, OSError):
+    """CF_E_CODEC: corrupt compressed tile data."""
+
+class LimitError(Error):
+    """CF_E_LIMIT: a safety cap was hit (size, count, memory)."""
+
+class HTTPError(Error, OSError):
+    """CF_E_HTTP: HTTP error status not covered below."""
+
+class AccessDeniedError(Error, PermissionError):
+    """CF_E_AUTH: 401/403, or a TLS certificate that did not verify."""
+
+class NotFoundError(Error, FileNotFoundError):
+    """CF_E_NOTFOUND: file or object does not exist (404, ENOENT)."""
+
+class ObjectChangedError(Error, OSError):
+    """CF_E_CHANGED: object changed while reading (ETag, 412)."""
+
+class RangeRequestError(Error, OSError):
+    """CF_E_RANGE: range request failed: 416, no range support, Content-Range mismatch."""
+
+class TimedOutError(Error, TimeoutError):
+    """CF_E_TIMEOUT: deadline, stall or retry budget exhausted."""
+
+class StateError(Error):
+    """CF_E_STATE: call not valid in the object's current state."""
+
+def status_table() -> Tuple[Tuple[str, int, str, str, str, str, str], ...]:
+    """CF_STATUS_TABLE's rows: (name, code, text, doc, pyclass, pybase, member)."""
+def status_name(code: int) -> Optional[str]:
+    """C's cf_status_name: 'CF_E_NOTFOUND', ...; None for a non-status."""
 
 @final
 class IO:

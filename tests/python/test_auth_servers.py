@@ -25,7 +25,7 @@ import conformance as C  # noqa: E402  (GDAL through rasterio)
 import cogfeed  # noqa: E402
 
 
-CF_E_AUTH, CF_E_NOTFOUND = 9, 10
+CF_E_AUTH, CF_E_NOTFOUND = cogfeed.Status.AUTH, cogfeed.Status.NOTFOUND
 WINDOWS = [(0, 0, 256, 256), (200, 150, 300, 200), (650, 450, 100, 100), (0, 0, 700, 500)]
 
 # Every credential variable cogfeed reads, cleared around each test so that

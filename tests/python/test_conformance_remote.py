@@ -191,7 +191,7 @@ def test_stale_header_cache_entry_is_dropped(tmp_path):
                 else:
                     cogfeed.read_many([(stale, (0, 0, 64, 64))])
             msg = str(ei.value)
-            assert ei.value.code == 11 and "HTTP 412" in msg, msg
+            assert ei.value.code == cogfeed.Status.CHANGED and "HTTP 412" in msg, msg
             assert "came from the header cache" in msg, msg
             fresh = cogfeed.open(url, io=cogfeed.IO(header_cache_dir=hc))
             assert fresh.header_requests == 1
@@ -235,7 +235,7 @@ def test_read_many_identical_over_http(paths, folder):
         with pytest.raises(cogfeed.Error) as err:
             cogfeed.read_many(local, inflight_bytes=1 << 10, threads=3)
         e = err.value
-        assert e.code == 7 and "inflight_bytes" in str(e), e
+        assert e.code == cogfeed.Status.LIMIT and "inflight_bytes" in str(e), e
         assert re.search(r"level \d+, (tile|strip) \d+", str(e)), e
         small = 32 << 20  # the fixtures' 200-band tile needs 64 MiB
         while True:
@@ -244,7 +244,7 @@ def test_read_many_identical_over_http(paths, folder):
                                               threads=3)
                 break
             except cogfeed.Error as e:
-                assert e.code == 7 and "inflight_bytes" in str(e), e
+                assert e.code == cogfeed.Status.LIMIT and "inflight_bytes" in str(e), e
                 small *= 2
         for kw in ({}, {"inflight_bytes": small, "threads": 3}):
             got = cogfeed.read_many(local, **kw) if not kw else got_small
@@ -275,7 +275,7 @@ def test_read_many_identical_over_http(paths, folder):
         good = cogfeed.open(srv.url(base), io=io)
         with pytest.raises(cogfeed.Error) as ei:
             cogfeed.read_many([(good, win), (changed, win), (good, win)])
-        assert ei.value.code == 11 and base in str(ei.value)
+        assert ei.value.code == cogfeed.Status.CHANGED and base in str(ei.value)
         assert cogfeed.read_many([(good, win)])[0].tobytes() == want[0].tobytes()
 
 

@@ -22,7 +22,7 @@ from test_loader import expected, make_cog  # noqa: E402
 
 import cogfeed  # noqa: E402
 
-E_LIMIT, E_AUTH = 7, 9
+E_LIMIT, E_AUTH = cogfeed.Status.LIMIT, cogfeed.Status.AUTH
 GIB = 1 << 30
 
 

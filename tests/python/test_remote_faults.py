@@ -20,8 +20,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "servers"))
 from servers import Nginx, find_tool, free_port  # noqa: E402
 
-E_IO, E_HTTP, E_AUTH, E_NOTFOUND, E_CHANGED, E_RANGE, E_TIMEOUT = (
-    3, 8, 9, 10, 11, 12, 13)
+from cogfeed import Status  # noqa: E402  (the C status table's values)
+
+OK, E_IO, E_HTTP, E_AUTH, E_NOTFOUND, E_CHANGED, E_RANGE, E_TIMEOUT = (
+    Status.OK, Status.IO, Status.HTTP, Status.AUTH, Status.NOTFOUND, Status.CHANGED,
+    Status.RANGE, Status.TIMEOUT)
 
 # Fast retries so that the suite stays quick; the behaviour is the same.
 FAST = ["retry_base_ms=20", "retry_max_ms=200", "low_speed_time_s=1",
@@ -65,7 +68,7 @@ def blob(data, off, n, name="a.bin"):
 
 
 def check_ok(r, op=-1):
-    assert r["ops"][op]["status"] == 0, r["ops"][op]["msg"]
+    assert r["ops"][op]["status"] == OK, r["ops"][op]["msg"]
 
 
 # -- baseline ------------------------------------------------------------
@@ -211,7 +214,7 @@ def test_retry_budget_refills_with_successes(srv):
     assert storm_op["status"] == E_TIMEOUT and "retry budget" in storm_op["msg"]
     check_ok(r, 2)
     # the transient 503 after the storm: retried, and read
-    assert later["status"] == 0, later["msg"]
+    assert later["status"] == OK, later["msg"]
     assert r["stats"]["retries"] == 5
     assert srv.requests(path) == 14 + 6 + 2
 
@@ -481,7 +484,7 @@ def test_at_sign_in_query_is_not_user_info(srv):
     info, so the message names http://host, not the secret after it."""
     r = fetch(srv.base + "?sig=A@S3CR3T_at_in_query", "head:100")
     op = r["ops"][0]
-    assert op["status"] != 0
+    assert op["status"] != OK
     assert r["name"] == srv.base
     assert "S3CR3T" not in json.dumps(r) and "sig=" not in op["msg"]
 

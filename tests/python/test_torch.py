@@ -343,5 +343,6 @@ def test_expired_credentials_raise_through_the_dataloader(tmp_path):
                 for batch in DataLoader(ds, batch_size=None):
                     sizes.append(batch["image"].shape[0])
         ds.close()
-    assert err.value.code == 9 and "403" in str(err.value), err.value
+    assert isinstance(err.value, PermissionError), err.value
+    assert err.value.code == cogfeed.Status.AUTH and "403" in str(err.value), err.value
     assert 0 not in sizes and sum(sizes) < 20, sizes
