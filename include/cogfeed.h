@@ -431,12 +431,16 @@ CF_API uint64_t cf_cog_requests(const cf_cog *cog);
 /* A coordinate reference system, held by PROJ.  Immutable and reference
  * counted: every function below is thread-safe.  Two CRSs are the same
  * when PROJ says they are equivalent (cf_crs_equivalent), whatever their
- * codes or names. */
+ * codes or names.  A file's CRS comes from its GeoKeys, EPSG codes or WKT
+ * only (never a PROJ string, nothing naming a file).  PROJ's network
+ * access is off in cogfeed's PROJ contexts whatever PROJ_NETWORK says;
+ * the environment variable COGFEED_PROJ_NETWORK=ON turns it on. */
 typedef struct cf_crs cf_crs;
 
 /* Any CRS PROJ reads: "EPSG:32633" (or just "32633"), "OGC:CRS84",
  * "ESRI:102100", WKT1 or WKT2, PROJJSON, a PROJ string ("+proj=utm
- * +zone=33 +datum=WGS84").  A deprecated EPSG code is replaced by its
+ * +zone=33 +datum=WGS84"; the caller's own text: a PROJ string can name
+ * files, so never pass one taken from a file).  A deprecated EPSG code is replaced by its
  * successor, as GDAL does (cf_crs_epsg_written keeps the code as given).
  * CF_E_ARG, naming what PROJ said, when it is not a CRS, and for a
  * projected CRS whose base is not geographic (a projection on a geocentric
