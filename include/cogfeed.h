@@ -56,8 +56,10 @@ typedef enum cf_status {
     CF_E_LIMIT = 7,       /* a safety cap was hit (size, count, memory) */
     CF_E_HTTP = 8,        /* HTTP error status not covered below */
     CF_E_AUTH = 9,        /* 401/403: missing, wrong or expired credentials;
-                             or the server's TLS certificate did not verify */
-    CF_E_NOTFOUND = 10,   /* file or object does not exist (404, ENOENT) */
+                             407 (proxy), 451 (legal block); or the server's
+                             TLS certificate did not verify */
+    CF_E_NOTFOUND = 10,   /* file or object does not exist (404, 410,
+                             ENOENT), or its host name does not resolve */
     CF_E_CHANGED = 11,    /* object changed while reading (ETag, 412) */
     CF_E_RANGE = 12,      /* range request failed: 416, no range support,
                              Content-Range mismatch */
@@ -643,8 +645,10 @@ typedef struct cf_loader_options {
                                   nmean / nstd values (below) */
     int skip_errors;           /* drop and count failed samples (0: fail).
                                   Never dropped, even so: failures of the
-                                  run rather than the sample (CF_E_AUTH,
-                                  CF_E_NOTFOUND, CF_E_CHANGED, CF_E_NOMEM):
+                                  run rather than the sample (CF_E_AUTH:
+                                  401/403/407/451, TLS; CF_E_NOTFOUND:
+                                  404/410, a host that does not resolve;
+                                  CF_E_CHANGED, CF_E_NOMEM):
                                   their batch fails.  See skip_limit. */
     /* Resources: every buffer comes out of these, never sized by the
      * input.  The loader's memory is at most
