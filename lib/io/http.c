@@ -516,6 +516,7 @@ static void set_result(cf__xfer *x, cf_status code, const char *msg) {
     x->err.code = code;
     x->err.http_status = (int)x->status;
     snprintf(x->err.msg, sizeof x->err.msg, "%s", msg);
+    cf__msg_escape(x->err.msg, sizeof x->err.msg);
 }
 
 void cf__xfer_fail(cf__xfer *x, cf_status code, const char *msg) {
