@@ -52,7 +52,7 @@ void cf__msg_escape(char *msg, size_t cap) {
         /* Do not leave a cut UTF-8 sequence at the end. */
         while (i > 0 && ((unsigned char)msg[i] & 0xC0) == 0x80) {
             i--;
-            used--;
+            used -= is_ctl((unsigned char)msg[i]) ? 4 : 1;
         }
         n = i;
         len = used;

@@ -145,6 +145,13 @@ static void test_control_characters(void) {
     big[sizeof big - 1] = 0;
     cf__err(&e, CF_E_IO, "%s", big);
     CHECK(!has_ctl(e.msg) && strlen(e.msg) == sizeof e.msg - 4 && !strchr(e.msg, 0x5c));
+    /* A cut before UTF-8 continuation bytes that follow an escape. */
+    memset(big, 'a', sizeof big);
+    big[sizeof e.msg - 6] = '\x1b';
+    memset(big + sizeof e.msg - 5, 0xa9, 5);
+    big[sizeof e.msg] = 0;
+    cf__err(&e, CF_E_IO, "%s", big);
+    CHECK(!has_ctl(e.msg) && strlen(e.msg) == sizeof e.msg - 6);
     cf__err(&e, CF_E_IO, "x");
     cf__err_prefix(&e, CF_E_IO, "\x1bp");
     CHECK(strcmp(e.msg, "\\x1bp: x") == 0);
