@@ -77,10 +77,12 @@ extern "C" {
     X(CF_E_HTTP, 8, "HTTP error", "HTTP error status not covered below", "HTTPError",   \
       "OSError")                                                                        \
     X(CF_E_AUTH, 9, "access denied",                                                    \
-      "401/403: missing, wrong or expired credentials; or the server's TLS "            \
-      "certificate did not verify",                                                     \
+      "401/403: missing, wrong or expired credentials; 407 (proxy), 451 (legal "        \
+      "block); or the server's TLS certificate did not verify",                         \
       "AccessDeniedError", "PermissionError")                                           \
-    X(CF_E_NOTFOUND, 10, "not found", "file or object does not exist (404, ENOENT)",    \
+    X(CF_E_NOTFOUND, 10, "not found",                                                   \
+      "file or object does not exist (404, 410, ENOENT), or its host name does not "    \
+      "resolve",                                                                        \
       "NotFoundError", "FileNotFoundError")                                             \
     X(CF_E_CHANGED, 11, "object changed while reading",                                 \
       "object changed while reading (ETag, 412)", "ObjectChangedError", "OSError")      \
@@ -467,12 +469,16 @@ CF_API uint64_t cf_cog_requests(const cf_cog *cog);
 /* A coordinate reference system, held by PROJ.  Immutable and reference
  * counted: every function below is thread-safe.  Two CRSs are the same
  * when PROJ says they are equivalent (cf_crs_equivalent), whatever their
- * codes or names. */
+ * codes or names.  A file's CRS comes from its GeoKeys, EPSG codes or WKT
+ * only (never a PROJ string, nothing naming a file).  PROJ's network
+ * access is off in cogfeed's PROJ contexts whatever PROJ_NETWORK says;
+ * the environment variable COGFEED_PROJ_NETWORK=ON turns it on. */
 typedef struct cf_crs cf_crs;
 
 /* Any CRS PROJ reads: "EPSG:32633" (or just "32633"), "OGC:CRS84",
  * "ESRI:102100", WKT1 or WKT2, PROJJSON, a PROJ string ("+proj=utm
- * +zone=33 +datum=WGS84").  A deprecated EPSG code is replaced by its
+ * +zone=33 +datum=WGS84"; the caller's own text: a PROJ string can name
+ * files, so never pass one taken from a file).  A deprecated EPSG code is replaced by its
  * successor, as GDAL does (cf_crs_epsg_written keeps the code as given).
  * CF_E_ARG, naming what PROJ said, when it is not a CRS, and for a
  * projected CRS whose base is not geographic (a projection on a geocentric
@@ -675,8 +681,10 @@ typedef struct cf_loader_options {
                                   nmean / nstd values (below) */
     int skip_errors;           /* drop and count failed samples (0: fail).
                                   Never dropped, even so: failures of the
-                                  run rather than the sample (CF_E_AUTH,
-                                  CF_E_NOTFOUND, CF_E_CHANGED, CF_E_NOMEM):
+                                  run rather than the sample (CF_E_AUTH:
+                                  401/403/407/451, TLS; CF_E_NOTFOUND:
+                                  404/410, a host that does not resolve;
+                                  CF_E_CHANGED, CF_E_NOMEM):
                                   their batch fails.  See skip_limit. */
     /* Resources: every buffer comes out of these, never sized by the
      * input.  The loader's memory is at most

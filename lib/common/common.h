@@ -38,6 +38,12 @@ cf_status cf__err_prefix(cf_error *err, cf_status st, const char *fmt, ...)
 cf_status cf__err_hint(cf_error *err, cf_status st, const char *fmt, ...)
     CF__PRINTF(3, 4);
 void cf__err_clear(cf_error *err);
+/* Escape, in place, the control characters (bytes below 0x20 and 0x7f) of
+ * the message in msg[cap] as "\xNN", cutting the end when it no longer
+ * fits (never inside an escape).  A message quotes URLs, names and
+ * servers' answers, and must not carry a raw ESC, BEL or CR to a
+ * terminal or a log.  cf__err, cf__err_prefix and cf__err_hint do it. */
+void cf__msg_escape(char *msg, size_t cap);
 
 /* One row of an option table (io_options.h, loader_options.h): the
  * option's name, its accepted range [lo, hi] (lo DBL_TRUE_MIN: > 0) and a

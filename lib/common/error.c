@@ -7,6 +7,50 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static int is_ctl(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+void cf__msg_escape(char *msg, size_t cap) {
+    if (!msg || !cap) return;
+    size_t n = strnlen(msg, cap - 1), k = 0;
+    for (size_t i = 0; i < n; i++) k += is_ctl((unsigned char)msg[i]);
+    if (!k) return;
+    /* From the end, each byte to its place; escapes that would pass the
+     * end are dropped with what follows them. */
+    size_t len = n + 3 * k;
+    if (len > cap - 1) {
+        /* Keep the longest head whose escaped form fits. */
+        size_t used = 0, i = 0;
+        while (i < n) {
+            size_t w = is_ctl((unsigned char)msg[i]) ? 4 : 1;
+            if (used + w > cap - 1) break;
+            used += w;
+            i++;
+        }
+        /* Do not leave a cut UTF-8 sequence at the end. */
+        while (i > 0 && ((unsigned char)msg[i] & 0xC0) == 0x80) {
+            i--;
+            used -= is_ctl((unsigned char)msg[i]) ? 4 : 1;
+        }
+        n = i;
+        len = used;
+    }
+    msg[len] = 0;
+    size_t o = len;
+    for (size_t i = n; i-- > 0;) {
+        unsigned char c = (unsigned char)msg[i];
+        if (is_ctl(c)) {
+            static const char hex[] = "0123456789abcdef";
+            o -= 4;
+            msg[o] = '\\';
+            msg[o + 1] = 'x';
+            msg[o + 2] = hex[c >> 4];
+            msg[o + 3] = hex[c & 15];
+        } else {
+            msg[--o] = (char)c;
+        }
+    }
+}
+
 cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...) {
     if (!err) return code;
     err->code = code;
@@ -14,6 +58,7 @@ cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    cf__msg_escape(err->msg, sizeof err->msg);
     return code;
 }
 
@@ -34,6 +79,7 @@ cf_status cf__err_prefix(cf_error *err, cf_status st, const char *fmt, ...) {
     if (m > room) m = room;
     memcpy(err->msg + n + 2, old, m);
     err->msg[n + 2 + m] = 0;
+    cf__msg_escape(err->msg, sizeof err->msg);
     return st;
 }
 
@@ -46,6 +92,7 @@ cf_status cf__err_hint(cf_error *err, cf_status st, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(err->msg + n + 2, sizeof err->msg - n - 2, fmt, ap);
         va_end(ap);
+        cf__msg_escape(err->msg, sizeof err->msg);
     }
     return st;
 }

@@ -17,9 +17,14 @@
  * thread would keep a database handle per reader thread).  A context is
  * never used by two threads at once.  After fork() the child starts an
  * empty pool (it never touches a database handle its parent opened).
- * Logging is off: errors are read with cf__proj_msg.  NULL only when out
+ * Logging is off: errors are read with cf__proj_msg; network access is
+ * off unless cf__proj_network_wanted().  NULL only when out
  * of memory. */
 PJ_CONTEXT *cf__proj_get(void);
+/* Whether the user asked for PROJ's network access
+ * (COGFEED_PROJ_NETWORK=ON / YES / TRUE / 1); a lent context has it on
+ * only then, never because of PROJ_NETWORK. */
+int cf__proj_network_wanted(void);
 void cf__proj_put(PJ_CONTEXT *ctx);
 /* The last error PROJ recorded in ctx, as text ("" when none). */
 const char *cf__proj_msg(PJ_CONTEXT *ctx);

@@ -13,7 +13,9 @@
  *    and the projection parameter keys with libgeotiff's fallbacks and
  *    defaults), the linear unit, and the citation as its name;
  *  - GeographicTypeGeoKey with an EPSG code, or a user-defined one;
- *  - an "ESRI PE String = " citation read as WKT;
+ *  - an "ESRI PE String = " citation read as WKT, and only as WKT: never
+ *    a PROJ string, and never WKT that can name a file (see
+ *    pe_string_refused);
  *  - a vertical EPSG code making a compound CRS;
  *  - any other keys: a local (engineering) CRS named by the citation.
  *
@@ -27,6 +29,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 
 enum {
     K_MODEL = 1024, K_CITATION = 1026,
@@ -505,7 +508,42 @@ static PJ *build_local(PJ_CONTEXT *ctx, const keys *ks) {
              "AXIS[\"(E)\",east,ORDER[1],LENGTHUNIT[\"%s\",%.17g]],"
              "AXIS[\"(N)\",north,ORDER[2],LENGTHUNIT[\"%s\",%.17g]]]",
              name, lu.name, lu.factor, lu.name, lu.factor);
-    return proj_create(ctx, wkt);
+    return proj_create_from_wkt(ctx, wkt, NULL, NULL, NULL);
+}
+
+/* Why the text of an ESRI PE string citation cannot go to PROJ, or NULL
+ * when it may.  proj_create() also reads PROJ strings, and those open
+ * files: "+init=FILE:id" reads and parses any file (a FIFO or
+ * /dev/stdin hangs the open), "+grids=", "+nadgrids=", "+geoidgrids="
+ * open a path when the CRS is built or used.  WKT can carry PROJ strings
+ * too: WKT1's EXTENSION["PROJ4", ...], a METHOD["PROJ-based operation
+ * method: ..."], and WKT2's PARAMETERFILE names a grid file.  A file may
+ * hold WKT and nothing else: it must start with a keyword, and no '='
+ * (every PROJ string that names a file needs one), no EXTENSION and no
+ * PARAMETERFILE anywhere, quoted names included (no real PE string has
+ * them).  The WKT then goes to proj_create_from_wkt, which reads nothing
+ * but WKT. */
+static const char *pe_string_refused(const char *s) {
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '=') return "it holds a PROJ string ('=')";
+        if (c == '+' && ((p[1] | 0x20) >= 'a' && (p[1] | 0x20) <= 'z'))
+            return "it holds a PROJ string ('+' and a name)";
+        if (c < 0x20 && c != '\t' && c != '\r' && c != '\n')
+            return "it holds control characters";
+    }
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z')))
+        return "not WKT";
+    static const char *const words[] = {"extension", "parameterfile", "proj-based"};
+    for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+        size_t n = strlen(words[w]);
+        for (const char *p = s; *p; p++)
+            if (!strncasecmp(p, words[w], n))
+                return w == 1 ? "it names a grid file (PARAMETERFILE)"
+                              : "it holds a PROJ string (EXTENSION or PROJ-based method)";
+    }
+    return NULL;
 }
 
 /* Build the CRS; *written gets the EPSG code as written. */
@@ -527,7 +565,15 @@ static PJ *build(PJ_CONTEXT *ctx, const keys *ks, int *written, char *note,
     char pe[2400];
     if (get_ascii(ks, K_PCS_CITATION, pe, sizeof pe) && !strncmp(pe, "ESRI PE String = ", 17) &&
         model != MODEL_GEOGRAPHIC && !valid_code(pcs)) {
-        c = proj_create(ctx, pe + 17);
+        const char *why = pe_string_refused(pe + 17);
+        if (why) {
+            snprintf(note, notelen,
+                     "ESRI PE string citation refused: %s (a file's CRS must be "
+                     "WKT that names no file)",
+                     why);
+            return NULL;
+        }
+        c = proj_create_from_wkt(ctx, pe + 17, NULL, NULL, NULL);
         if (!c) snprintf(note, notelen, "ESRI PE string citation PROJ cannot read");
     } else if (model == MODEL_PROJECTED) {
         if (valid_code(pcs) && !valid_code(proj) && !ct && !valid_code(gcs) &&

@@ -9,10 +9,19 @@
  * cache of database handles, not state anyone observes; fork() leaves the
  * parent's contexts to the parent (a child starts empty and never closes
  * them: SQLite handles must not be used across fork).
+ *
+ * PROJ's network access (grids fetched from its CDN, a cache database
+ * written in the home folder) is off in every context whatever
+ * PROJ_NETWORK says: which grids a transformation wants depends on the
+ * CRS a file names, and a file must not make the process reach a server
+ * or write to disk.  The user turns it on with COGFEED_PROJ_NETWORK=ON,
+ * read each time a context is lent, so that setting it late still works.
  */
 #include "geo_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define POOL_MAX 64
@@ -26,6 +35,12 @@ static void quiet(void *data, int level, const char *msg) {
     (void)data;
     (void)level;
     (void)msg;
+}
+
+int cf__proj_network_wanted(void) {
+    const char *v = getenv("COGFEED_PROJ_NETWORK");
+    return v && (!strcasecmp(v, "ON") || !strcasecmp(v, "YES") ||
+                 !strcasecmp(v, "TRUE") || !strcmp(v, "1"));
 }
 
 PJ_CONTEXT *cf__proj_get(void) {
@@ -43,6 +58,7 @@ PJ_CONTEXT *cf__proj_get(void) {
         ctx = proj_context_create();
         if (ctx) proj_log_func(ctx, NULL, quiet);
     }
+    if (ctx) proj_context_set_enable_network(ctx, cf__proj_network_wanted());
     return ctx;
 }
 

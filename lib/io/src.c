@@ -61,6 +61,18 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
     if (!out) return cf__err(err, CF_E_ARG, "cf_src_new: out is NULL");
     *out = NULL;
     if (!url || !*url) return cf__err(err, CF_E_ARG, "cf_src_new: empty URL");
+    /* A name holding a control character is refused (a URL list can be
+     * hostile; ESC, BEL or CR must not reach a request line, a terminal
+     * or a log); the message escapes it. */
+    for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            char shown[CF__NAME_MAX];
+            cf__redact_url(url, shown, sizeof shown);
+            return cf__err(err, CF_E_ARG,
+                           "%s: a URL or file name holding a control character "
+                           "(0x%02x at byte %zu) is refused",
+                           shown, *p, (size_t)(p - (const unsigned char *)url));
+        }
     int remote = cf__url_is_remote(url);
     if (remote && !io)
         return cf__err(err, CF_E_ARG, "cf_src_new: a remote URL needs a cf_io");

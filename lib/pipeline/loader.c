@@ -130,8 +130,9 @@ static int claimable(cf_loader *ld) {
 }
 
 /* Failures that are not the sample's fault but the run's: expired or
- * wrong credentials (401/403), an object that was readable and is gone
- * (404, a deleted file), an object replaced while read (ETag, 412, a
+ * wrong credentials (401/403), a proxy wanting credentials (407), a legal
+ * block (451), an object that was readable and is gone (404, 410, a
+ * deleted file), a host name that does not resolve, an object replaced while read (ETag, 412, a
  * rewritten file), no memory, a stopped loader.  skip_errors never drops
  * these: the batch fails with them.  Corrupt or oversized tiles, and
  * transport failures after the io layer's retries, are the sample's. */

@@ -229,3 +229,15 @@ def test_https_redirect_to_plain_http_is_refused(cert):
         out = fetch(r.url("k.tif?" + SAS), env_with(AWS, GCS), ca_file=cert[0])
         assert "refused" in out["ops"][0]["msg"]
         assert not h.seen()
+
+
+def test_proxy_wanting_credentials_is_the_runs_failure():
+    """A proxy that answers CONNECT with 407: CF_E_AUTH naming the 407 (a
+    failure of the run, never a sample a loader may skip), one attempt."""
+    with hostile.Hostile(connect_status=407) as h:
+        r = fetch("https://victimacct.blob.core.windows.net/c/x.tif",
+                  env_with(proxy=h.proxy))
+        op = r["ops"][0]
+        assert op["status"] == 9 and "407" in op["msg"], op
+        assert "proxy wants credentials" in op["msg"], op
+        assert [s["via"] for s in h.seen()] == ["connect"]

@@ -202,3 +202,45 @@ def test_no_crs(tmp_path):
     info = json.loads(subprocess.run([BIN, "info", "--json", p], capture_output=True, text=True,
                                      check=True).stdout)
     assert info["crs"] is None and info["epsg"] is None
+
+
+_NET_CHILD = """
+import sys
+import cogfeed
+cog = cogfeed.open(sys.argv[1])
+g = cogfeed.Grid.from_bounds(4326, (-99.9, 39.6, -99.5, 39.9), 0.01)
+print(cog.read(grid=g).shape)
+"""
+
+
+@pytest.mark.parametrize("opt_in", [False, True])
+def test_proj_network_only_when_asked(tmp_path, opt_in):
+    """A NAD27 file read onto EPSG:4326 with PROJ_NETWORK=ON in the
+    environment: PROJ's network stays off (no request to its grid server,
+    here a local recording server, and no cache database in $HOME); only
+    COGFEED_PROJ_NETWORK=ON turns it on."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "servers"))
+    from hostile import Hostile
+    arr = np.arange(64 * 48, dtype=np.uint16).reshape(1, 48, 64)
+    path = F.write_cog(str(tmp_path / "nad27.tif"), arr,
+                       (-100.0, 0.01, 0.0, 40.0, 0.0, -0.01), srs="EPSG:4267")
+    home = tmp_path / "home"
+    home.mkdir()
+    with Hostile() as h:
+        env = dict(os.environ, HOME=str(home), PROJ_NETWORK="ON",
+                   PROJ_NETWORK_ENDPOINT=h.url("/").rstrip("/"))
+        for k in ("XDG_DATA_HOME", "PROJ_USER_WRITABLE_DIRECTORY",
+                  "COGFEED_PROJ_NETWORK"):
+            env.pop(k, None)
+        if opt_in:
+            env["COGFEED_PROJ_NETWORK"] = "ON"
+        r = subprocess.run([sys.executable, "-c", _NET_CHILD, path], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        seen = h.seen()
+    written = [os.path.join(d, f) for d, _, fs in os.walk(home) for f in fs]
+    if opt_in:
+        assert seen and written, (seen, written)
+    else:
+        assert seen == [] and written == [], (seen, written)

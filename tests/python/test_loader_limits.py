@@ -186,6 +186,26 @@ def test_expired_credentials_fail_the_run_even_with_skip_errors(served, skip):
     assert st["skipped"] == 0
 
 
+@pytest.mark.parametrize("code,want", [(407, E_AUTH), (410, 10), (451, E_AUTH)])
+def test_proxy_auth_gone_and_legal_block_fail_the_run(served, code, want):
+    """A proxy wanting credentials (407), an object gone for good (410), a
+    legal block (451) after 20 requests: with skip_errors and
+    skip_limit=1.0 the batches fail naming the status, never come out
+    empty (all three used to be dropped as samples' failures)."""
+    served.reset()
+    url = served.url("cog.tif", fault="after-%d-20" % code)
+    ld = cogfeed.Loader([url], patch_size=64, batch_size=8, sampler="grid",
+                        skip_errors=True, skip_limit=1.0, decode_threads=2)
+    sizes, errors = _run(ld)
+    st = ld.stats()
+    ld.close()
+    assert errors and 0 not in sizes, (sizes, errors)
+    for e in errors:
+        assert e.code == want and ("HTTP %d" % code) in str(e), e
+        assert "cog.tif" in str(e), e
+    assert st["skipped"] == 0
+
+
 def test_skip_errors_gives_up_when_most_samples_fail(served):
     """The server answers 500 to everything after its first 10 requests (a
     store gone): each sample fails after the io layer's retries, an error

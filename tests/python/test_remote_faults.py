@@ -499,6 +499,34 @@ def test_404_names_url_without_query(srv):
     assert r["requests"] == 1
 
 
+@pytest.mark.parametrize("code,want,words", [
+    (407, 9, "proxy wants credentials"),
+    (410, 10, "gone"),
+    (451, 9, "unavailable for legal reasons"),
+])
+def test_proxy_auth_gone_and_legal_block_are_the_runs_failures(srv, code, want, words):
+    """407, 410 and 451 are failures of the run (CF_E_AUTH / CF_E_NOTFOUND,
+    never skipped by a loader), not retried, the real status named."""
+    r = fetch(srv.url("a.bin", "status-%d-0" % code), "head:100",
+              opts=["max_retries=3"])
+    op = r["ops"][0]
+    assert op["status"] == want and op["http_status"] == code, op
+    assert ("HTTP %d" % code) in op["msg"] and words in op["msg"], op["msg"]
+    assert r["requests"] == 1
+
+
+def test_host_that_does_not_resolve_fails_at_once():
+    """A name under .invalid (RFC 6761: never resolves) is permanent: one
+    attempt, no retry loop, the URL named without its query."""
+    r = fetch("http://cogfeed-test.invalid/a.bin?sig=S3CR3T", "head:100",
+              opts=["max_retries=3"])
+    op = r["ops"][0]
+    assert op["status"] == E_NOTFOUND, op
+    assert "does not resolve" in op["msg"] and "not retried" in op["msg"]
+    assert "cogfeed-test.invalid/a.bin" in op["msg"] and "S3CR3T" not in op["msg"]
+    assert r["stats"]["connect_failures"] == 1
+
+
 # -- hostile responses: endless headers -------------------------------------
 
 @pytest.mark.parametrize("answer,want", [

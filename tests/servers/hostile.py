@@ -20,7 +20,8 @@ through a proxy), the proxy itself, and the target of a redirect.
   TLS with its own certificate inside the tunnel (pass ``ca_file`` to the
   client: that is an attacker who owns the look-alike domain and a valid
   certificate for it) and records the request inside with via "tunnel";
-  otherwise it refuses the tunnel with 403.
+  otherwise it refuses the tunnel with ``connect_status`` (403; 407 plays
+  a proxy that wants credentials).
 - ``tls=True`` serves TLS directly (an https URL, or a redirect target).
 - ``Redirector(location)`` answers every request with a 307 to
   ``location + path`` (no query), recording what it got as well: the
@@ -154,8 +155,8 @@ class _Handler(socketserver.BaseRequestHandler):
         if line.upper().startswith("CONNECT "):
             srv.record("connect", line, headers)
             if not srv.mitm:
-                send(sock, b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n"
-                           b"Connection: close\r\n\r\n")
+                send(sock, b"HTTP/1.1 %d Refused\r\nContent-Length: 0\r\n"
+                           b"Connection: close\r\n\r\n" % srv.connect_status)
                 return
             if not send(sock, b"HTTP/1.1 200 Connection established\r\n\r\n"):
                 return
@@ -182,8 +183,10 @@ class _Server(socketserver.ThreadingTCPServer):
 
 
 class Hostile:
-    def __init__(self, tls=False, mitm=False, cert=None, answer=answer_404):
+    def __init__(self, tls=False, mitm=False, cert=None, answer=answer_404,
+                 connect_status=403):
         self.tls, self.mitm, self.answer = tls, mitm, answer
+        self.connect_status = connect_status
         self.cert = cert          # (cert, key) from make_cert
         self.ctx = None
         self._seen = []

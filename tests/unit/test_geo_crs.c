@@ -3,23 +3,29 @@
  * built here: EPSG codes (and GDAL's replacement of deprecated ones),
  * user-defined projected and geographic CRSs that PROJ must find
  * equivalent to their EPSG twins, unit overrides, ESRI PE strings, local
- * CRSs, vertical codes, malformed directories, the memo, and threads.
+ * CRSs, vertical codes, malformed directories, citations that try to
+ * make PROJ open a path, the memo, and threads.
  * (Against GDAL's own reading of GDAL-written files: tests/python/
  * test_geo.py.)
  */
 #include "cf_test.h"
 #include "geo/geo.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct keyset {
     uint16_t dir[4 + 4 * 32];
     size_t nkeys;
     double dbl[32];
     size_t ndbl;
-    char ascii[512];
+    char ascii[2048];
     size_t nascii;
 } keyset;
 
@@ -277,6 +283,136 @@ static void test_other_forms(void) {
     cf_crs_free(e);
 }
 
+/* A FIFO whose writer end a thread keeps opening (open() blocks until
+ * someone opens it to read): each time PROJ opens the path, the thread's
+ * open returns, it counts that, writes 'X' into PROJ's read and closes,
+ * and waits in open() again, so a second open by PROJ does not hang
+ * either.  When the work is done the test opens the FIFO itself to let
+ * the thread go.  Opens made for PROJ were all counted by then: PROJ's
+ * read ends only when the thread has closed its end. */
+typedef struct fifo_probe {
+    char path[128];
+    pthread_t th;
+    atomic_int stop, opened;
+} fifo_probe;
+
+static void *fifo_writer(void *arg) {
+    fifo_probe *f = arg;
+    for (;;) {
+        int fd = open(f->path, O_WRONLY);
+        if (fd < 0) break;
+        int stop = atomic_load(&f->stop);
+        if (!stop) atomic_fetch_add(&f->opened, 1);
+        if (write(fd, stop ? "S" : "X", 1) != 1) perror("fifo write");
+        close(fd);
+        if (stop) break;
+    }
+    return NULL;
+}
+
+static int fifo_start(fifo_probe *f, const char *dir, const char *name) {
+    snprintf(f->path, sizeof f->path, "%s/%s", dir, name);
+    atomic_init(&f->stop, 0);
+    atomic_init(&f->opened, 0);
+    if (mkfifo(f->path, 0600) != 0) return 0;
+    return pthread_create(&f->th, NULL, fifo_writer, f) == 0;
+}
+
+/* 1 when nobody but this test opened the FIFO. */
+static int fifo_untouched(fifo_probe *f) {
+    char c = 0;
+    atomic_store(&f->stop, 1);
+    int fd = open(f->path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, &c, 1) : -1;
+    if (fd >= 0) close(fd);
+    pthread_join(f->th, NULL);
+    unlink(f->path);
+    return n == 1 && c == 'S' && atomic_load(&f->opened) == 0;
+}
+
+static void test_citations_name_no_path(void) {
+    char dir[] = "/tmp/cf_crs_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    /* A planted PROJ init file: +init=FILE:id would read it and make its
+     * content the file's CRS. */
+    char planted[160], text[1200];
+    snprintf(planted, sizeof planted, "%s/planted", dir);
+    FILE *pf = fopen(planted, "w");
+    CHECK(pf != NULL);
+    if (pf) {
+        fputs("<x> +proj=longlat +ellps=GRS80 +type=crs <>\n", pf);
+        fclose(pf);
+    }
+    /* Each citation, with the path of a FIFO in it (PATH). */
+    static const char *const cits[] = {
+        "+init=PATH:x",
+        "+proj=longlat +ellps=GRS80 +init=PATH:x +type=crs",
+        "+proj=longlat +datum=WGS84 +grids=PATH +type=crs",
+        "+proj=longlat +ellps=GRS80 +nadgrids=PATH +type=crs",
+        "+proj=longlat +ellps=GRS80 +geoidgrids=PATH +type=crs",
+        /* WKT1 with a PROJ.4 extension, used when the CRS is transformed */
+        "GEOGCS[\"x\",DATUM[\"WGS_1984\",SPHEROID[\"WGS 84\",6378137,298.257223563]],"
+        "PRIMEM[\"Greenwich\",0],UNIT[\"degree\",0.0174532925199433],"
+        "EXTENSION[\"PROJ4\",\"+proj=longlat +ellps=WGS84 +nadgrids=PATH\"]]",
+        /* WKT2 bound to WGS 84 by a grid file */
+        "BOUNDCRS[SOURCECRS[GEOGCRS[\"x\",DATUM[\"d\",ELLIPSOID[\"GRS 1980\",6378137,"
+        "298.257222101]],CS[ellipsoidal,2],AXIS[\"lat\",north],AXIS[\"lon\",east],"
+        "ANGLEUNIT[\"degree\",0.0174532925199433]]],TARGETCRS[GEOGCRS[\"WGS 84\","
+        "DATUM[\"World Geodetic System 1984\",ELLIPSOID[\"WGS 84\",6378137,298.257223563]],"
+        "CS[ellipsoidal,2],AXIS[\"lat\",north],AXIS[\"lon\",east],"
+        "ANGLEUNIT[\"degree\",0.0174532925199433]]],ABRIDGEDTRANSFORMATION[\"t\","
+        "METHOD[\"NTv2\",ID[\"EPSG\",9615]],"
+        "PARAMETERFILE[\"Latitude and longitude difference file\",\"PATH\"]]]",
+    };
+    for (size_t i = 0; i < sizeof cits / sizeof *cits; i++) {
+        fifo_probe f;
+        char name[16];
+        snprintf(name, sizeof name, "fifo%zu", i);
+        int ok = fifo_start(&f, dir, name);
+        CHECK(ok);
+        if (!ok) continue;
+        /* PATH -> the FIFO's path */
+        const char *at = strstr(cits[i], "PATH");
+        snprintf(text, sizeof text, "ESRI PE String = %.*s%s%s", (int)(at - cits[i]),
+                 cits[i], f.path, at + 4);
+        keyset k;
+        ks_init(&k);
+        ks_short(&k, 1024, 1);
+        ks_short(&k, 3072, 32767);
+        ks_ascii(&k, 3073, text);
+        char note[160] = "";
+        cf_crs *c = build(&k, note);
+        /* What a read onto WGS 84 would do with it. */
+        cf_crs *w = NULL;
+        CHECK(cf_crs_from_epsg(4326, &w, NULL) == CF_OK);
+        if (c && w) {
+            cf_xform *x = NULL;
+            cf_error e = {0};
+            cf__xform_new(c, w, &x, &e);
+            cf__xform_free(x);
+        }
+        cf_crs_free(w);
+        int untouched = fifo_untouched(&f);
+        CHECK(untouched);
+        CHECK(!c && strstr(note, "refused") != NULL);
+        if (!untouched || c) fprintf(stderr, "  citation %zu: %s (%s)\n", i, text, note);
+        cf_crs_free(c);
+    }
+    /* The planted file is not read either: no CRS, a note saying why. */
+    snprintf(text, sizeof text, "ESRI PE String = +init=%s:x", planted);
+    keyset k;
+    ks_init(&k);
+    ks_short(&k, 1024, 1);
+    ks_short(&k, 3072, 32767);
+    ks_ascii(&k, 3073, text);
+    char note[160] = "";
+    cf_crs *c = build(&k, note);
+    CHECK(!c && strstr(note, "PROJ string") != NULL);
+    cf_crs_free(c);
+    unlink(planted);
+    rmdir(dir);
+}
+
 static void test_bad_keys(void) {
     char note[160];
     keyset k;
@@ -399,6 +535,7 @@ int main(void) {
     test_user_defined();
     test_other_forms();
     test_bad_keys();
+    test_citations_name_no_path();
     test_memo();
     test_threads();
     return CF_TEST_END();

@@ -7,6 +7,8 @@
  * one: CF_E_NOTFOUND "cannot open", naming the path) or parse a remote
  * URL (nothing is sent: a src, or CF_E_ARG naming what is wrong with it),
  * and what the message names (the redaction finds the same scheme).
+ * Names holding control characters are refused, and no message carries
+ * a raw control character (cf__msg_escape).
  */
 #include "cf_test.h"
 #include "io/io.h"
@@ -102,8 +104,64 @@ static void test_redaction_agrees(void) {
           cf__url_scheme_len("file:///x") == 4 && !cf__url_is_remote("file:///x"));
 }
 
+static int has_ctl(const char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
+    return 0;
+}
+
+static void test_control_characters(void) {
+    /* Refused before anything is sent or opened, escaped in the message,
+     * the query (a secret) still dropped. */
+    static const char *const names[] = {
+        "http://127.0.0.1:9/a\x1b]0;pwned\x07.tif?sig=S3CR3T",
+        "https://h/x\r\nX-Injected: 1/a.tif",
+        "s3://bucket/key\x1b[2J.tif",
+        "/tmp/no\x1b[31mred.tif",
+        "http://h/del\x7f.tif",
+    };
+    cf_io_options o;
+    cf_io_options_init(&o);
+    cf_io *io = NULL;
+    CHECK(cf_io_new(&o, &io, NULL) == CF_OK);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        cf_src *s = NULL;
+        cf_error e = {0};
+        CHECK(cf_src_new(io, names[i], &s, &e) == CF_E_ARG && !s);
+        CHECK(!has_ctl(e.msg) && strstr(e.msg, "control character") != NULL);
+        CHECK(strstr(e.msg, "\\x") != NULL && strstr(e.msg, "S3CR3T") == NULL);
+        if (has_ctl(e.msg) || !strstr(e.msg, "\\x")) fprintf(stderr, "  %zu: %s\n", i, e.msg);
+        cf_src_free(s);
+    }
+    cf_io_free(io);
+
+    /* Every message is escaped, and an escape is never cut. */
+    cf_error e = {0};
+    cf__err(&e, CF_E_IO, "a\x1b[31mb\r\nc\x7f");
+    CHECK(strcmp(e.msg, "a\\x1b[31mb\\x0d\\x0ac\\x7f") == 0);
+    char big[sizeof e.msg + 8];
+    memset(big, 'a', sizeof big);
+    big[sizeof e.msg - 4] = '\x1b';
+    big[sizeof big - 1] = 0;
+    cf__err(&e, CF_E_IO, "%s", big);
+    CHECK(!has_ctl(e.msg) && strlen(e.msg) == sizeof e.msg - 4 && !strchr(e.msg, 0x5c));
+    /* A cut before UTF-8 continuation bytes that follow an escape. */
+    memset(big, 'a', sizeof big);
+    big[sizeof e.msg - 6] = '\x1b';
+    memset(big + sizeof e.msg - 5, 0xa9, 5);
+    big[sizeof e.msg] = 0;
+    cf__err(&e, CF_E_IO, "%s", big);
+    CHECK(!has_ctl(e.msg) && strlen(e.msg) == sizeof e.msg - 6);
+    cf__err(&e, CF_E_IO, "x");
+    cf__err_prefix(&e, CF_E_IO, "\x1bp");
+    CHECK(strcmp(e.msg, "\\x1bp: x") == 0);
+    cf__err_hint(&e, CF_E_IO, "\x07");
+    CHECK(strcmp(e.msg, "\\x1bp: x; \\x07") == 0);
+}
+
 int main(void) {
     test_rule_and_src_agree();
     test_redaction_agrees();
+    test_control_characters();
     return CF_TEST_END();
 }
