@@ -28,6 +28,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "servers"))
 from servers import find_tool  # noqa: E402
 import hostile  # noqa: E402
 
+from cogfeed import Status  # noqa: E402
+
 SAS = "sv=2021-08-06&sp=r&sig=SASSECRETSIG%3D"
 KEY = base64.b64encode(b"K" * 64).decode()
 AWS = {"AWS_ACCESS_KEY_ID": "AKIAHOSTILETESTKEY", "AWS_SECRET_ACCESS_KEY": "AWSSECRETKEY/xyz",
@@ -238,6 +240,6 @@ def test_proxy_wanting_credentials_is_the_runs_failure():
         r = fetch("https://victimacct.blob.core.windows.net/c/x.tif",
                   env_with(proxy=h.proxy))
         op = r["ops"][0]
-        assert op["status"] == 9 and "407" in op["msg"], op
+        assert op["status"] == Status.AUTH and "407" in op["msg"], op
         assert "proxy wants credentials" in op["msg"], op
         assert [s["via"] for s in h.seen()] == ["connect"]

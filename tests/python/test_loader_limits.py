@@ -22,7 +22,8 @@ from test_loader import expected, make_cog  # noqa: E402
 
 import cogfeed  # noqa: E402
 
-E_LIMIT, E_AUTH = cogfeed.Status.LIMIT, cogfeed.Status.AUTH
+E_LIMIT, E_AUTH, E_NOTFOUND = (cogfeed.Status.LIMIT, cogfeed.Status.AUTH,
+                              cogfeed.Status.NOTFOUND)
 GIB = 1 << 30
 
 
@@ -186,7 +187,7 @@ def test_expired_credentials_fail_the_run_even_with_skip_errors(served, skip):
     assert st["skipped"] == 0
 
 
-@pytest.mark.parametrize("code,want", [(407, E_AUTH), (410, 10), (451, E_AUTH)])
+@pytest.mark.parametrize("code,want", [(407, E_AUTH), (410, E_NOTFOUND), (451, E_AUTH)])
 def test_proxy_auth_gone_and_legal_block_fail_the_run(served, code, want):
     """A proxy wanting credentials (407), an object gone for good (410), a
     legal block (451) after 20 requests: with skip_errors and

@@ -500,9 +500,9 @@ def test_404_names_url_without_query(srv):
 
 
 @pytest.mark.parametrize("code,want,words", [
-    (407, 9, "proxy wants credentials"),
-    (410, 10, "gone"),
-    (451, 9, "unavailable for legal reasons"),
+    (407, E_AUTH, "proxy wants credentials"),
+    (410, E_NOTFOUND, "gone"),
+    (451, E_AUTH, "unavailable for legal reasons"),
 ])
 def test_proxy_auth_gone_and_legal_block_are_the_runs_failures(srv, code, want, words):
     """407, 410 and 451 are failures of the run (CF_E_AUTH / CF_E_NOTFOUND,
