@@ -755,8 +755,9 @@ static PyMethodDef Cog_methods[] = {
      "window=(x, y, w, h) in pixels of the level (None: whole level); bands are 1-based;\n"
      "pixels outside the image are nodata (0 without nodata).\n"
      "grid=cogfeed.Grid: read onto that grid instead (shape (bands, grid.height,\n"
-     "grid.width)) with resampling 'nearest', 'bilinear', 'cubic', 'average' or 'mode',\n"
-     "as gdalwarp computes it; level None (default) picks an overview as gdalwarp does;\n"
+     "grid.width)) with resampling 'nearest' (the default, as gdalwarp's; the Loader's\n"
+     "default for images is 'bilinear': pass it for the Loader's array), 'bilinear',\n"
+     "'cubic', 'average' or 'mode', as gdalwarp computes it; level None (default) picks an overview as gdalwarp does;\n"
      "another CRS is reprojected within error_threshold source pixels; nodata sources\n"
      "never contribute, pixels without a value are dst_nodata (default: the source's,\n"
      "else 0). The GIL is released."},

@@ -9,9 +9,11 @@
 #include "cogfeed.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,9 @@ static const char *usage_text =
     "  experiment  train a UNet under four loader set-ups\n"
     "  demo        the whole story end to end in a few minutes\n"
     "\n"
-    "`cogfeed COMMAND --help` for a command's options; `cogfeed --version`.\n"
+    "`cogfeed COMMAND --help` for a command's options (--opt VALUE or\n"
+    "--opt=VALUE); `cogfeed --version`.  Exit status: 0 success, 1 failure,\n"
+    "2 bad usage.\n"
     "URL: a path, file://, http(s)://, s3://bucket/key, az://container/blob,\n"
     "gs://bucket/key; credentials from the usual environment variables\n"
     "(AWS_*, AZURE_STORAGE_*, GOOGLE_OAUTH_ACCESS_TOKEN).\n";
@@ -69,7 +73,13 @@ static const char *info_text =
     "\n"
     "options:\n"
     "  -h, --help            show this help and exit\n"
-    "  --json                one JSON object on stdout instead of text\n";
+    "  --json                one JSON object on one line instead of text:\n"
+    "                        strict JSON (NaN and infinities are null;\n"
+    "                        has_nodata tells a NaN nodata from none), the\n"
+    "                        CRS's PROJJSON embedded as an object\n"
+    "\n"
+    "Text from the file (tags, metadata, names) is printed with control\n"
+    "characters escaped as \\xNN, so that none reaches the terminal raw.\n";
 
 static const char *read_text =
     "usage: cogfeed read URL --window X,Y,W,H -o OUT.npy [--level N]\n"
@@ -107,63 +117,178 @@ static int fail(const char *what, cf_status st, const cf_error *err) {
     return 1;
 }
 
-/* Parse the I/O options shared by info and read; returns 1 if argv[*i] was
- * one of them (consuming its value), -1 on a bad value. */
-static int io_option(int argc, char **argv, int *i, cf_io_options *o,
-                     cf_open_options *oo) {
-    const char *a = argv[*i];
-    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    char *end = NULL;
-    if (!strcmp(a, "--insecure")) {
-        o->verify_tls = 0;
-        return 1;
-    }
-    if (!strcmp(a, "--raw-color")) {
-        oo->raw_color = 1;
-        return 1;
-    }
-    if (!strcmp(a, "--header-cache")) {
-        if (!v) return -1;
-        o->header_cache_dir = v;
-    } else if (!strcmp(a, "--ca-file")) {
-        if (!v) return -1;
-        o->ca_file = v;
-    } else if (!strcmp(a, "--header-bytes") || !strcmp(a, "--max-inflight") ||
-               !strcmp(a, "--max-retries") || !strcmp(a, "--timeout")) {
-        if (!v) return -1;
-        errno = 0;
-        if (!strcmp(a, "--timeout")) {
-            double d = strtod(v, &end);
-            if (errno || *end || end == v || !(d >= 0)) return -1;
-            o->request_timeout_s = d;
-        } else {
-            /* Whole numbers within the field's type: a double cast to int
-             * beyond its range is undefined, and "2.5" is no count. */
-            long long n = strtoll(v, &end, 10);
-            int is_size = !strcmp(a, "--header-bytes");
-            if (errno || *end || end == v || n < 0 || (!is_size && n > INT_MAX))
-                return -1;
-            if (is_size) o->header_bytes = (size_t)n;
-            else if (!strcmp(a, "--max-inflight")) o->max_inflight = (int)n;
-            else o->max_retries = (int)n;
-        }
-    } else {
-        return 0;
-    }
-    (*i)++;
-    return 1;
+/* Long-only options: values above every character, so that getopt_long's
+ * return tells them apart from -h and -o. */
+enum {
+    OPT_HEADER_BYTES = 256,
+    OPT_MAX_INFLIGHT,
+    OPT_HEADER_CACHE,
+    OPT_MAX_RETRIES,
+    OPT_TIMEOUT,
+    OPT_CA_FILE,
+    OPT_INSECURE,
+    OPT_RAW_COLOR,
+    OPT_JSON,
+    OPT_WINDOW,
+    OPT_LEVEL,
+    OPT_BANDS,
+    OPT_MASK,
+};
+
+/* The I/O options shared by info and read (io_options_text). */
+#define IO_LONG_OPTIONS                                              \
+    {"header-bytes", required_argument, NULL, OPT_HEADER_BYTES},     \
+    {"max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT},     \
+    {"header-cache", required_argument, NULL, OPT_HEADER_CACHE},     \
+    {"max-retries", required_argument, NULL, OPT_MAX_RETRIES},       \
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},               \
+    {"ca-file", required_argument, NULL, OPT_CA_FILE},               \
+    {"insecure", no_argument, NULL, OPT_INSECURE},                   \
+    {"raw-color", no_argument, NULL, OPT_RAW_COLOR},                 \
+    {"help", no_argument, NULL, 'h'}
+
+static const struct option info_options[] = {
+    IO_LONG_OPTIONS,
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct option read_options[] = {
+    IO_LONG_OPTIONS,
+    {"window", required_argument, NULL, OPT_WINDOW},
+    {"output", required_argument, NULL, 'o'},
+    {"level", required_argument, NULL, OPT_LEVEL},
+    {"bands", required_argument, NULL, OPT_BANDS},
+    {"mask", no_argument, NULL, OPT_MASK},
+    {NULL, 0, NULL, 0},
+};
+
+/* The long name of the option getopt_long returned as `val`. */
+static const char *option_name(const struct option *lo, int val) {
+    for (; lo->name; lo++)
+        if (lo->val == val) return lo->name;
+    return "?";
 }
 
-/* io_option refused argv[i]'s value: say which, and what it takes. */
-static int bad_value(const char *cmd, int argc, char **argv, int i) {
-    const char *a = argv[i];
-    if (i + 1 >= argc)
-        fprintf(stderr, "cogfeed %s: %s needs a value\n", cmd, a);
-    else
-        fprintf(stderr, "cogfeed %s: bad value for %s: '%s' (%s)\n", cmd, a, argv[i + 1],
-                strcmp(a, "--timeout") ? "a whole number, 0 or more"
-                                       : "seconds, 0 or more");
+/* A usage error: the message, a pointer to the command's help, status 2. */
+static int usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "cogfeed %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'cogfeed %s --help'.\n", cmd);
     return 2;
+}
+
+/* getopt_long refused argv[optind - 1] (opterr is 0: the words are ours).
+ * `missing`: the option needs a value and none came. */
+static int bad_option(const char *cmd, const struct option *lo, char **argv, int missing) {
+    const char *arg = argv[optind - 1];
+    if (strncmp(arg, "--", 2) != 0 || !arg[2]) {
+        /* a short option: optopt is its character */
+        if (missing) return usage_error(cmd, "-%c needs a value", optopt);
+        return usage_error(cmd, "unknown option '-%c'", optopt);
+    }
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t n = eq ? (size_t)(eq - name) : strlen(name);
+    const struct option *exact = NULL;
+    int matches = 0;
+    for (const struct option *o = lo; o->name; o++) {
+        if (strncmp(o->name, name, n) != 0) continue;
+        if (strlen(o->name) == n) exact = o;
+        matches++;
+    }
+    if (exact || matches == 1) {
+        const struct option *o = exact;
+        for (const struct option *p = lo; !o && p->name; p++)
+            if (!strncmp(p->name, name, n)) o = p;
+        if (missing) return usage_error(cmd, "--%s needs a value", o->name);
+        if (eq && o->has_arg == no_argument)
+            return usage_error(cmd, "--%s takes no value (got '%s')", o->name, arg);
+    }
+    if (matches > 1 && !exact) {
+        fprintf(stderr, "cogfeed %s: ambiguous option '--%.*s' could be", cmd, (int)n, name);
+        for (const struct option *o = lo; o->name; o++)
+            if (!strncmp(o->name, name, n)) fprintf(stderr, " --%s", o->name);
+        fprintf(stderr, "\nTry 'cogfeed %s --help'.\n", cmd);
+        return 2;
+    }
+    return usage_error(cmd, "unknown option '--%.*s'", (int)n, name);
+}
+
+/* A refused value: which option, the value, and what it takes. */
+static int bad_value(const char *cmd, const struct option *lo, int opt, const char *v,
+                     const char *wants) {
+    const char *name = opt == 'o' ? "output" : option_name(lo, opt);
+    return usage_error(cmd, "bad value for --%s: '%s' (%s)", name, v, wants);
+}
+
+/* An I/O option: 1 if `opt` was one (its value taken), 0 if not, -1 on a
+ * bad value (reported, *rc set to the exit status). */
+static int io_option(const char *cmd, const struct option *lo, int opt, const char *v,
+                     cf_io_options *o, cf_open_options *oo, int *rc) {
+    char *end = NULL;
+    switch (opt) {
+    case OPT_INSECURE:
+        o->verify_tls = 0;
+        return 1;
+    case OPT_RAW_COLOR:
+        oo->raw_color = 1;
+        return 1;
+    case OPT_HEADER_CACHE:
+        o->header_cache_dir = v;
+        return 1;
+    case OPT_CA_FILE:
+        o->ca_file = v;
+        return 1;
+    case OPT_TIMEOUT: {
+        errno = 0;
+        double d = strtod(v, &end);
+        if (errno || *end || end == v || !(d >= 0)) {
+            *rc = bad_value(cmd, lo, opt, v, "seconds, 0 or more");
+            return -1;
+        }
+        o->request_timeout_s = d;
+        return 1;
+    }
+    case OPT_HEADER_BYTES:
+    case OPT_MAX_INFLIGHT:
+    case OPT_MAX_RETRIES: {
+        /* Whole numbers within the field's type: a double cast to int
+         * beyond its range is undefined, and "2.5" is no count. */
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        int is_size = opt == OPT_HEADER_BYTES;
+        if (errno || *end || end == v || n < 0 || (!is_size && n > INT_MAX)) {
+            *rc = bad_value(cmd, lo, opt, v, "a whole number, 0 or more");
+            return -1;
+        }
+        if (is_size) o->header_bytes = (size_t)n;
+        else if (opt == OPT_MAX_INFLIGHT) o->max_inflight = (int)n;
+        else o->max_retries = (int)n;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* The one URL a command takes, from the operands getopt_long left at
+ * argv[optind..]: NULL after reporting none or too many. */
+static const char *one_url(const char *cmd, int argc, char **argv, int *rc) {
+    if (optind >= argc) {
+        *rc = usage_error(cmd, "missing URL (%s takes one URL)", cmd);
+        return NULL;
+    }
+    if (optind + 1 < argc) {
+        *rc = usage_error(cmd, "unexpected argument '%s' (%s takes one URL)", argv[optind + 1],
+                          cmd);
+        return NULL;
+    }
+    return argv[optind];
 }
 
 /* Length of the valid UTF-8 sequence at s, 0 when there is none. */
@@ -176,7 +301,9 @@ static int utf8_len(const unsigned char *s) {
 }
 
 /* A JSON string; bytes that are not UTF-8 (TIFF text tags may be Latin-1)
- * are taken as Latin-1 so that the output stays valid JSON. */
+ * are taken as Latin-1 so that the output stays valid JSON.  Control
+ * characters, C0 and C1 (U+0080-U+009F: CSI among them) and DEL, are
+ * \u escapes, so that a hostile file's text reaches no terminal raw. */
 static void json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (; s && *s; s++) {
@@ -187,7 +314,10 @@ static void json_str(FILE *f, const char *s) {
         else {
             int n = utf8_len((const unsigned char *)s);
             if (!n) fprintf(f, "\\u%04x", c);
-            else {
+            else if (n == 2 && c == 0xC2 && (unsigned char)s[1] < 0xA0) {
+                fprintf(f, "\\u%04x", (unsigned char)s[1]);
+                s++;
+            } else {
                 fwrite(s, 1, (size_t)n, f);
                 s += n - 1;
             }
@@ -196,10 +326,59 @@ static void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* Text from a file (tags, metadata, names) for a terminal: control
+ * characters (C0, DEL, C1 in UTF-8) and bytes that are not UTF-8 as \xNN,
+ * so that ESC, BEL or CR in a hostile file can neither clear the screen,
+ * retitle the window nor overwrite the line; each item stays on its line. */
+static void text_strn(FILE *f, const char *s, size_t len) {
+    const char *stop = s + len;
+    for (; s < stop && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
+        else if (c < 0x80) fputc(c, f);
+        else {
+            int n = utf8_len((const unsigned char *)s);
+            if (!n) fprintf(f, "\\x%02x", c);
+            else if (n == 2 && c == 0xC2 && (unsigned char)s[1] < 0xA0) {
+                fprintf(f, "\\xc2\\x%02x", (unsigned char)s[1]);
+                s++;
+            } else {
+                fwrite(s, 1, (size_t)n, f);
+                s += n - 1;
+            }
+        }
+    }
+}
+
+static void text_str(FILE *f, const char *s) {
+    if (s) text_strn(f, s, strlen(s));
+}
+
+/* A number; JSON has no NaN or infinity, so those are null (strict JSON,
+ * as Python's json.loads(..., parse_constant=...) and jq accept). */
 static void json_num(FILE *f, double v) {
-    if (isnan(v)) fputs("\"nan\"", f);
-    else if (isinf(v)) fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);
+    if (!isfinite(v)) fputs("null", f);
     else fprintf(f, "%.17g", v);
+}
+
+/* JSON text that PROJ wrote (indented over many lines) as one line:
+ * whitespace outside strings dropped, strings copied as they are. */
+static void json_compact(FILE *f, const char *s) {
+    int in_str = 0;
+    for (; *s; s++) {
+        char c = *s;
+        if (in_str) {
+            if ((unsigned char)c < 0x20) fprintf(f, "\\u%04x", (unsigned char)c);
+            else fputc(c, f);
+            if (c == '\\' && s[1]) fputc(*++s, f);
+            else if (c == '"') in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+            fputc(c, f);
+        } else if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+            fputc(c, f);
+        }
+    }
 }
 
 static const char *interleave_name(int planar) { return planar == 2 ? "band" : "pixel"; }
@@ -240,7 +419,10 @@ static void json_crs(FILE *f, const cf_cog *cog) {
     json_str(f, cf_crs_wkt(c));
     /* PROJ writes PROJJSON: embed it as the object it is. */
     const char *pj = cf_crs_projjson(c);
-    fprintf(f, ", \"projjson\": %s}", pj[0] == '{' ? pj : "null");
+    fputs(", \"projjson\": ", f);
+    if (pj[0] == '{') json_compact(f, pj);
+    else fputs("null", f);
+    fputc('}', f);
 }
 
 /* "bounds" (xmin, ymin, xmax, ymax) and "res" of level 0, null without a
@@ -270,12 +452,18 @@ static void print_crs(FILE *f, const cf_cog *cog) {
     const cf_crs *c = cf_cog_crs(cog);
     if (!c) {
         const char *note = cf_cog_crs_note(cog);
-        fprintf(f, "CRS:          none%s%s%s\n", note[0] ? " (" : "", note, note[0] ? ")" : "");
+        fputs("CRS:          none", f);
+        if (note[0]) {
+            fputs(" (", f);
+            text_str(f, note);
+            fputc(')', f);
+        }
+        fputc('\n', f);
         return;
     }
-    if (cf_crs_epsg(c)) fprintf(f, "CRS:          EPSG:%d, %s", cf_crs_epsg(c), cf_crs_name(c));
-    else fprintf(f, "CRS:          user-defined %s, %s", kind_name(cf_crs_kind_of(c)),
-                 cf_crs_name(c));
+    if (cf_crs_epsg(c)) fprintf(f, "CRS:          EPSG:%d, ", cf_crs_epsg(c));
+    else fprintf(f, "CRS:          user-defined %s, ", kind_name(cf_crs_kind_of(c)));
+    text_str(f, cf_crs_name(c));
     if (cf_crs_epsg_written(c) && cf_crs_epsg_written(c) != cf_crs_epsg(c))
         fprintf(f, " (written as EPSG:%d)", cf_crs_epsg_written(c));
     fputc('\n', f);
@@ -351,26 +539,24 @@ static void json_lines(FILE *f, const char *s) {
 }
 
 static int cmd_info(int argc, char **argv) {
-    const char *url = NULL;
-    int json = 0;
+    int json = 0, rc = 0, c;
     cf_io_options o;
     cf_io_options_init(&o);
     cf_open_options oo;
     cf_open_options_init(&oo);
-    for (int i = 0; i < argc; i++) {
-        int r = io_option(argc, argv, &i, &o, &oo);
-        if (r < 0) return bad_value("info", argc, argv, i);
-        if (r) continue;
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return command_help(info_text);
-        else if (argv[i][0] == '-' && argv[i][1]) return fprintf(stderr, "cogfeed info: unknown option %s\n", argv[i]), 2;
-        else if (!url) url = argv[i];
-        else return usage(2);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", info_options, NULL)) != -1) {
+        if (c == 'h') return command_help(info_text);
+        if (c == OPT_JSON) json = 1;
+        else if (c == '?' || c == ':') return bad_option("info", info_options, argv, c == ':');
+        else if (io_option("info", info_options, c, optarg, &o, &oo, &rc) < 0) return rc;
     }
-    if (!url) return usage(2);
+    const char *url = one_url("info", argc, argv, &rc);
+    if (!url) return rc;
     cf_io *io = NULL;
     cf_cog *cog = NULL;
-    int rc = open_cog("info", &o, &oo, url, &io, &cog);
+    rc = open_cog("info", &o, &oo, url, &io, &cog);
     if (rc) return rc;
     cf_cog_info in;
     cf_cog_get_info(cog, &in);
@@ -409,7 +595,9 @@ static int cmd_info(int argc, char **argv) {
         else fputs(", \"epsg\": null", f);
         json_crs(f, cog);
         json_grid(f, cog, &in);
-        fputs(", \"nodata\": ", f);
+        /* NaN nodata (common in float files) is null in JSON: has_nodata
+         * tells it from no nodata at all. */
+        fprintf(f, ", \"has_nodata\": %s, \"nodata\": ", in.has_nodata ? "true" : "false");
         if (in.has_nodata) json_num(f, in.nodata);
         else fputs("null", f);
         fputs(", \"scale\": [", f);
@@ -429,8 +617,9 @@ static int cmd_info(int argc, char **argv) {
             json_str(f, cf_cog_band_description(cog, (int)b));
             fputs(", \"unit\": ", f);
             json_str(f, cf_cog_band_unit(cog, (int)b));
-            fputs(", \"nodata\": ", f);
-            if (cf_cog_band_nodata(cog, (int)b, &nd)) json_num(f, nd);
+            int has_nd = cf_cog_band_nodata(cog, (int)b, &nd) != 0;
+            fprintf(f, ", \"has_nodata\": %s, \"nodata\": ", has_nd ? "true" : "false");
+            if (has_nd) json_num(f, nd);
             else fputs("null", f);
             fputs(", \"scale\": ", f);
             json_num(f, cf_cog_band_scale(cog, (int)b));
@@ -452,12 +641,18 @@ static int cmd_info(int argc, char **argv) {
                    ", \"header_requests\": %u}\n",
                 in.file_size, in.header_bytes, in.header_requests);
     } else {
-        fprintf(f, "URL:          %s\n", cf_cog_name(cog));
+        /* Every string that may come from the file (or its URL) goes
+         * through text_str. */
+        fputs("URL:          ", f);
+        text_str(f, cf_cog_name(cog));
+        fputc('\n', f);
         fprintf(f, "Size:         %u x %u, %u band%s, %s\n", in.width, in.height, in.count,
                 in.count == 1 ? "" : "s", in.bits_per_sample == 1 ? "1-bit" : cf_dtype_name(in.dtype));
         fprintf(f, "Layout:       %s %u x %u, %s interleave\n", in.tiled ? "tiles" : "strips",
                 in.tile_width, in.tile_height, interleave_name(in.planar));
-        fprintf(f, "Compression:  %s, predictor %d\n", in.compression_name, in.predictor);
+        fputs("Compression:  ", f);
+        text_str(f, in.compression_name);
+        fprintf(f, ", predictor %d\n", in.predictor);
         fprintf(f, "Format:       %s, %s-endian\n", in.bigtiff ? "BigTIFF" : "TIFF",
                 in.big_endian ? "big" : "little");
         fprintf(f, "Overviews:    ");
@@ -489,18 +684,30 @@ static int cmd_info(int argc, char **argv) {
         for (uint32_t b = 1; b <= in.count && b <= CF_MAX_BANDS; b++) {
             const char *d = cf_cog_band_description(cog, (int)b);
             const char *u = cf_cog_band_unit(cog, (int)b);
-            if (*d || *u)
-                fprintf(f, "Band %-8u %s%s%s%s\n", b, d, *u ? " (" : "", u, *u ? ")" : "");
+            if (!*d && !*u) continue;
+            fprintf(f, "Band %-8u ", b);
+            text_str(f, d);
+            if (*u) {
+                fputs(" (", f);
+                text_str(f, u);
+                fputc(')', f);
+            }
+            fputc('\n', f);
         }
         const char *const *md = cf_cog_metadata(cog, 0, "");
-        for (int k = 0; md && md[k]; k++)
-            fprintf(f, "%-13s %s\n", k ? "" : "Metadata:", md[k]);
+        for (int k = 0; md && md[k]; k++) {
+            fprintf(f, "%-13s ", k ? "" : "Metadata:");
+            text_str(f, md[k]);
+            fputc('\n', f);
+        }
         const char *warn = cf_cog_warnings(cog);
         while (warn && *warn) {
             const char *e = strchr(warn, '\n');
-            int n = e ? (int)(e - warn) : (int)strlen(warn);
-            fprintf(f, "Warning:      %.*s\n", n, warn);
-            warn += n + (e != NULL);
+            size_t n = e ? (size_t)(e - warn) : strlen(warn);
+            fputs("Warning:      ", f);
+            text_strn(f, warn, n);
+            fputc('\n', f);
+            warn = e ? e + 1 : warn + strlen(warn);
         }
         fprintf(f, "File size:    %" PRIu64 " bytes\n", in.file_size);
         fprintf(f, "Opened with:  %u request%s, %" PRIu64 " header bytes\n", in.header_requests,
@@ -580,65 +787,68 @@ static int parse_ints(const char *s, long long *out, int max) {
 }
 
 static int cmd_read(int argc, char **argv) {
-    const char *url = NULL, *out = NULL;
+    const char *out = NULL;
     long long win[4];
-    int have_win = 0, level = 0, mask = 0, nb = 0;
+    int have_win = 0, level = 0, mask = 0, nb = 0, rc = 0, c;
     static int bands[CF_MAX_BANDS];
+    static long long tmp[CF_MAX_BANDS];
     cf_io_options o;
     cf_io_options_init(&o);
     cf_open_options oo;
     cf_open_options_init(&oo);
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int r = io_option(argc, argv, &i, &o, &oo);
-        if (r < 0) return bad_value("read", argc, argv, i);
-        if (r) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return command_help(read_text);
-        if (!strcmp(a, "--mask")) {
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":ho:", read_options, NULL)) != -1) {
+        const char *v = optarg;
+        long long lv;
+        int n;
+        switch (c) {
+        case 'h':
+            return command_help(read_text);
+        case '?':
+        case ':':
+            return bad_option("read", read_options, argv, c == ':');
+        case OPT_MASK:
             mask = 1;
-            continue;
-        }
-        if (!strcmp(a, "--window") || !strcmp(a, "--level") || !strcmp(a, "--bands") ||
-            !strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!v) return fprintf(stderr, "cogfeed read: %s needs a value\n", a), 2;
-            i++;
-            if (!strcmp(a, "--window")) {
-                if (parse_ints(v, win, 4) != 4 || win[2] <= 0 || win[3] <= 0 ||
-                    win[2] > UINT32_MAX || win[3] > UINT32_MAX)
-                    return fprintf(stderr, "cogfeed read: --window wants X,Y,W,H with W,H > 0\n"), 2;
-                have_win = 1;
-            } else if (!strcmp(a, "--level")) {
-                long long lv;
-                if (parse_ints(v, &lv, 1) != 1 || lv < 0 || lv > 1000)
-                    return fprintf(stderr, "cogfeed read: bad --level %s\n", v), 2;
-                level = (int)lv;
-            } else if (!strcmp(a, "--bands")) {
-                static long long tmp[CF_MAX_BANDS];
-                int n = parse_ints(v, tmp, CF_MAX_BANDS);
-                if (n <= 0) return fprintf(stderr, "cogfeed read: bad --bands %s\n", v), 2;
-                for (int k = 0; k < n; k++) {
-                    if (tmp[k] < 1 || tmp[k] > CF_MAX_BANDS)
-                        return fprintf(stderr, "cogfeed read: band %lld out of range\n", tmp[k]), 2;
-                    bands[k] = (int)tmp[k];
-                }
-                nb = n;
-            } else {
-                out = v;
+            break;
+        case 'o':
+            out = v;
+            break;
+        case OPT_WINDOW:
+            if (parse_ints(v, win, 4) != 4 || win[2] <= 0 || win[3] <= 0 ||
+                win[2] > UINT32_MAX || win[3] > UINT32_MAX)
+                return bad_value("read", read_options, c, v,
+                                 "X,Y,W,H: whole numbers, W and H above 0");
+            have_win = 1;
+            break;
+        case OPT_LEVEL:
+            if (parse_ints(v, &lv, 1) != 1 || lv < 0 || lv > 1000)
+                return bad_value("read", read_options, c, v, "a whole number, 0 or more");
+            level = (int)lv;
+            break;
+        case OPT_BANDS:
+            n = parse_ints(v, tmp, CF_MAX_BANDS);
+            if (n <= 0)
+                return bad_value("read", read_options, c, v,
+                                 "band numbers from 1, separated by commas");
+            for (int k = 0; k < n; k++) {
+                if (tmp[k] < 1 || tmp[k] > CF_MAX_BANDS)
+                    return bad_value("read", read_options, c, v, "band numbers from 1");
+                bands[k] = (int)tmp[k];
             }
-            continue;
+            nb = n;
+            break;
+        default:
+            if (io_option("read", read_options, c, v, &o, &oo, &rc) < 0) return rc;
         }
-        if (a[0] == '-' && a[1]) return fprintf(stderr, "cogfeed read: unknown option %s\n", a), 2;
-        if (!url) url = a;
-        else return usage(2);
     }
-    if (!url || !have_win || !out) {
-        fprintf(stderr, "cogfeed read: needs URL, --window X,Y,W,H and -o OUT.npy\n");
-        return 2;
-    }
+    const char *url = one_url("read", argc, argv, &rc);
+    if (!url) return rc;
+    if (!have_win) return usage_error("read", "missing --window X,Y,W,H");
+    if (!out) return usage_error("read", "missing -o OUT.npy");
     cf_io *io = NULL;
     cf_cog *cog = NULL;
-    int rc = open_cog("read", &o, &oo, url, &io, &cog);
+    rc = open_cog("read", &o, &oo, url, &io, &cog);
     if (rc) return rc;
     cf_cog_info in;
     cf_cog_get_info(cog, &in);
@@ -733,15 +943,18 @@ static int run_python(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) return usage(2);
+    if (argc < 2) {
+        fputs("cogfeed: missing COMMAND\n\n", stderr);
+        return usage(2);
+    }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) return usage(0);
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("cogfeed %s\n", CF_VERSION_STRING);
         return 0;
     }
-    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
-    if (!strcmp(cmd, "read")) return cmd_read(argc - 2, argv + 2);
+    if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "read")) return cmd_read(argc - 1, argv + 1);
     static const char *const py_cmds[] = {"synth", "convert", "bench", "tune", "experiment", "demo"};
     for (size_t i = 0; i < sizeof py_cmds / sizeof *py_cmds; i++)
         if (!strcmp(cmd, py_cmds[i])) return run_python(argc - 1, argv + 1);

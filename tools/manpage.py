@@ -5,7 +5,7 @@
 
 The page is `cogfeed --help` followed by `cogfeed COMMAND --help` for every
 command, each in a section of its own, so it says exactly what the help
-says.  docs/cogfeed.1 is checked in (cmake --install and the wheel install
+says; then ENVIRONMENT, EXIT STATUS and EXAMPLES from the tables below.  docs/cogfeed.1 is checked in (cmake --install and the wheel install
 it as share/man/man1/cogfeed.1); tests/python/test_cli.py regenerates it
 and fails when it no longer matches the help.
 """
@@ -34,6 +34,87 @@ def _roff(text):
     return ".nf\n" + "\n".join(out) + "\n.fi\n"
 
 
+# Every environment variable cogfeed reads (tests/python/test_cli.py finds
+# the names the sources read and fails when one is missing here).
+ENVIRONMENT = [
+    ("AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN",
+     "S3 credentials (requests are signed with SigV4)."),
+    ("AWS_REGION, AWS_DEFAULT_REGION",
+     "S3 region, the first one set (default us-east-1)."),
+    ("AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL",
+     "S3-compatible endpoint instead of AWS's (MinIO, moto), the first one "
+     "set; credentials go to it."),
+    ("AWS_NO_SIGN_REQUEST",
+     "YES: unsigned S3 requests (public buckets)."),
+    ("AZURE_STORAGE_CONNECTION_STRING",
+     "Azure Blob account, key or SAS, and endpoint (BlobEndpoint: Azurite)."),
+    ("AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_ACCESS_KEY, AZURE_STORAGE_SAS_TOKEN",
+     "Azure Blob account and its shared key or a SAS token."),
+    ("GOOGLE_OAUTH_ACCESS_TOKEN",
+     "OAuth 2 bearer token for gs:// URLs."),
+    ("STORAGE_EMULATOR_HOST",
+     "GCS emulator endpoint instead of storage.googleapis.com."),
+    ("http_proxy, https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY, no_proxy, "
+     "NO_PROXY",
+     "proxies, as libcurl reads them (an https request reaches a proxy "
+     "only as CONNECT)."),
+    ("PROJ_DATA, PROJ_NETWORK",
+     "read by PROJ: where its database lies, and whether it may download "
+     "grids (off unless set to ON)."),
+    ("COGFEED_PYTHON",
+     "the python3 to which the C tool hands synth, convert, bench, tune, "
+     "experiment and demo (default python3 on PATH; the installed command "
+     "sets it to its own interpreter)."),
+    ("COGFEED_C_TOOL",
+     "the C tool the installed (Python) command runs for info and read "
+     "(default the one inside the package)."),
+    ("PYTHONPATH",
+     "the C tool of a build tree puts the build's python folder in front of "
+     "it before handing a command to Python."),
+    ("CF_SOURCE_DIR",
+     "the source tree whose tests/servers bench, tune and demo use to serve "
+     "files over http (default: the tree the package lies in)."),
+    ("GDAL_NUM_THREADS",
+     "threads of the baseline loader's GDAL (--loader baseline); 1 when "
+     "unset."),
+    ("RANK, WORLD_SIZE",
+     "the shard of cogfeed.torch's loaders when torch.distributed is not "
+     "initialised (Python API)."),
+]
+
+EXIT_STATUS = [
+    ("0", "success."),
+    ("1", "failure: a file or URL that cannot be opened or read (the "
+     "message on stderr names it), an output that cannot be written, a "
+     "missing Python package."),
+    ("2", "bad usage: an unknown option, a missing or extra argument, a "
+     "value out of range (the message names the argument)."),
+    ("128+N", "killed by signal N (130: Ctrl-C; 143: SIGTERM, which the "
+     "Python commands turn into a clean stop of the servers and workers "
+     "they started)."),
+]
+
+EXAMPLES = """\
+cogfeed info scene.tif
+cogfeed info --json s3://bucket/scene.tif | jq .crs.epsg
+cogfeed read scene.tif --window=0,0,512,512 --bands 3,2,1 -o rgb.npy
+cogfeed read https://host/scene.tif --window 0,0,256,256 --level 2 -o ovr.npy
+cogfeed synth data/raw --scenes 4 --size 1024
+cogfeed convert data/raw data/lerc_zstd_512 --compress lerc_zstd --tile 512
+cogfeed bench --images data/lerc_zstd_512 --sampler blocked --json
+cogfeed tune data --trials 20 --out tune-out
+python3 -m cogfeed demo --out demo-out
+"""
+
+
+def _tagged(items):
+    """(term, text) pairs as tagged paragraphs."""
+    out = []
+    for term, text in items:
+        out.append(".TP\n.B \"%s\"\n%s\n" % (term.replace("-", "\\-"), text))
+    return "".join(out)
+
+
 def manpage():
     from cogfeed import cli
     version = _help(["--version"]).split()[-1]
@@ -48,6 +129,12 @@ def manpage():
     for name in cli.commands():
         parts.append(".SS %s\n" % name)
         parts.append(_roff(_help([name, "--help"])))
+    parts.append(".SH ENVIRONMENT\n")
+    parts.append(_tagged(ENVIRONMENT))
+    parts.append(".SH EXIT STATUS\n")
+    parts.append(_tagged(EXIT_STATUS))
+    parts.append(".SH EXAMPLES\n")
+    parts.append(_roff(EXAMPLES))
     parts.append(".SH SEE ALSO\nThe cogfeed documentation: README.md and "
                  "docs/*.md of the source tree.\n")
     return "".join(parts)

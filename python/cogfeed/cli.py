@@ -45,8 +45,9 @@ def usage(out):
               "commands:\n")
     for name, what in commands().items():
         out.write("  %-11s %s\n" % (name, what))
-    out.write("\n`cogfeed COMMAND --help` for a command's options; "
-              "`cogfeed --version`.\n"
+    out.write("\n`cogfeed COMMAND --help` for a command's options (--opt "
+              "VALUE or\n--opt=VALUE); `cogfeed --version`.  Exit status: 0 "
+              "success, 1 failure,\n2 bad usage.\n"
               "URL: a path, file://, http(s)://, s3://bucket/key, "
               "az://container/blob,\n"
               "gs://bucket/key; credentials from the usual environment "
@@ -77,9 +78,13 @@ def _run_c(argv):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        usage(sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
+    if not argv:
+        sys.stderr.write("cogfeed: missing COMMAND\n\n")
+        usage(sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help", "help"):
+        usage(sys.stdout)
+        return 0
     cmd = argv[0]
     if cmd in ("--version", "version"):
         from importlib.metadata import PackageNotFoundError, version

@@ -16,6 +16,8 @@ import sys
 import numpy as np
 import pytest
 
+import cogfeed
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conformance as C  # noqa: E402
 
@@ -72,7 +74,8 @@ def test_info_json_matches_gdal(paths, name):
     if nd is None:
         assert info["nodata"] is None
     elif math.isnan(nd):
-        assert str(info["nodata"]).lower() == "nan"
+        # strict JSON has no NaN: null, with has_nodata saying there is one
+        assert info["nodata"] is None and info["has_nodata"] is True
     else:
         assert float(info["nodata"]) == nd
     assert info["has_mask"] == C.has_dataset_mask(ds)
@@ -244,3 +247,243 @@ def test_man_page_is_the_help():
     assert p.returncode == 0, p.stderr
     assert p.stdout == page, ("docs/cogfeed.1 is out of date: run "
                               "python tools/manpage.py -o docs/cogfeed.1")
+
+
+# -- one parser: --opt=value, argument counts, strict one-line JSON --------
+
+def _strict_json(text):
+    """json.loads that refuses NaN and Infinity (Python accepts them by
+    default; JSON does not)."""
+    def refuse(c):
+        raise ValueError("not JSON: %s" % c)
+    return json.loads(text, parse_constant=refuse)
+
+
+# The C tool, and the command as `python -m cogfeed` runs it (the Python
+# side, which execs the package's C tool for info and read).
+EXES = [[BIN], [sys.executable, "-m", "cogfeed"]]
+
+
+def run_exe(exe, *args):
+    return subprocess.run(exe + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("exe", EXES, ids=["c", "python-m"])
+def test_options_take_equals_form(paths, tmp_path, exe):
+    """--opt=value is the same as --opt value (the C commands refused it)."""
+    p = paths["lerc_deflate_i16_t512"]
+    spaced, joined = tmp_path / "a.npy", tmp_path / "b.npy"
+    r = run_exe(exe, "read", p, "--window", "3,5,40,30", "--bands", "1", "--level", "0",
+                "--output", spaced)
+    assert r.returncode == 0, r.stderr
+    r = run_exe(exe, "read", p, "--window=3,5,40,30", "--bands=1", "--level=0",
+                "--output=%s" % joined, "--max-inflight=8", "--timeout=30")
+    assert r.returncode == 0, r.stderr
+    r = run_exe(exe, "read", p, "--window=3,5,40,30", "--bands=1", "-o%s" % (tmp_path / "c.npy"))
+    assert r.returncode == 0, r.stderr
+    a = np.load(spaced)
+    assert a.shape == (1, 30, 40)
+    np.testing.assert_array_equal(a, np.load(joined))
+    np.testing.assert_array_equal(a, np.load(tmp_path / "c.npy"))
+    r = run_exe(exe, "info", "--json", "--header-bytes=4096", p)
+    assert r.returncode == 0, r.stderr
+    assert _strict_json(r.stdout)["width"] > 0
+    # the value check applies to the joined form too
+    r = run_exe(exe, "info", "--max-inflight=2.5", p)
+    assert r.returncode == 2 and "bad value for --max-inflight: '2.5'" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("exe", EXES, ids=["c", "python-m"])
+def test_usage_errors_name_the_argument(paths, tmp_path, exe):
+    """A wrong argument count or an unknown option gets exit status 2 and a
+    message saying what is wrong, not the top-level usage."""
+    p = paths["mask_u16_gtiff"]
+    out = tmp_path / "o.npy"
+    cases = [
+        (("info", p, "b"), "cogfeed info: unexpected argument 'b' (info takes one URL)"),
+        (("info",), "cogfeed info: missing URL"),
+        (("info", "--json"), "cogfeed info: missing URL"),
+        (("info", "--json=1", p), "cogfeed info: --json takes no value"),
+        (("info", "--bogus", p), "cogfeed info: unknown option '--bogus'"),
+        (("info", "-x", p), "cogfeed info: unknown option '-x'"),
+        (("info", p, "--timeout"), "cogfeed info: --timeout needs a value"),
+        (("info", "--max", "3", p), "ambiguous option '--max'"),
+        (("read", p, "q", "--window", "0,0,4,4", "-o", out),
+         "cogfeed read: unexpected argument 'q' (read takes one URL)"),
+        (("read", "--window", "0,0,4,4", "-o", out), "cogfeed read: missing URL"),
+        (("read", p, "-o", out), "cogfeed read: missing --window"),
+        (("read", p, "--window=0,0,4,4"), "cogfeed read: missing -o OUT.npy"),
+        (("read", p, "--window=0,0,4", "-o", out),
+         "cogfeed read: bad value for --window: '0,0,4'"),
+        (("read", p, "--window", "0,0,4,4", "--level=x", "-o", out),
+         "cogfeed read: bad value for --level: 'x'"),
+        (("read", p, "--window", "0,0,4,4", "--bands=0", "-o", out),
+         "cogfeed read: bad value for --bands: '0'"),
+        (("read", p, "--window", "0,0,4,4", "-o"), "cogfeed read: -o needs a value"),
+        (("read", p, "--window", "0,0,4,4", "--mask=yes", "-o", out),
+         "cogfeed read: --mask takes no value"),
+        ((), "cogfeed: missing COMMAND"),
+        (("frobnicate",), "cogfeed: unknown command 'frobnicate'"),
+    ]
+    for args, msg in cases:
+        r = run_exe(exe, *args)
+        assert r.returncode == 2, (args, r.returncode, r.stderr)
+        assert msg in r.stderr, (args, r.stderr)
+        assert not r.stdout, (args, r.stdout)
+        if args and args[0] in ("info", "read"):
+            # one message and where to look, not the whole usage
+            assert "Try 'cogfeed %s --help'." % args[0] in r.stderr and \
+                "commands:" not in r.stderr, r.stderr
+    assert not out.exists()
+
+
+def test_info_json_is_one_line_of_strict_json(paths):
+    """One line (line-oriented consumers), strict JSON (NaN nodata as null,
+    not the string "nan"), PROJJSON embedded as a compact object."""
+    for name in ("lerc_zstd_f32_nan_t256", "gtiff_band_i16_zstd"):
+        out = run("info", paths[name], "--json").stdout
+        assert out.endswith("\n") and out.count("\n") == 1, out[:400]
+        info = _strict_json(out)
+        assert isinstance(info["crs"]["projjson"], dict), info["crs"]
+        assert info["crs"]["projjson"]["type"].endswith("CRS")
+        assert '"nan"' not in out.lower() and "NaN" not in out
+        if name.startswith("lerc_zstd_f32_nan"):
+            assert info["has_nodata"] is True and info["nodata"] is None
+            assert all(b["has_nodata"] and b["nodata"] is None for b in info["bands"])
+        else:
+            assert info["has_nodata"] == (info["nodata"] is not None)
+
+
+# ESC, BEL, CR and a CSI (U+009B): a screen clear, a window title, a
+# carriage return that would overwrite the line.
+EVIL = "x\x1b[2J\x07y\rz\x1b]0;pwned\x07w\u009b31m"
+CONTROL = set(chr(c) for c in range(0x20) if c != 0x0a) | {"\x7f"} | \
+    set(chr(c) for c in range(0x80, 0xa0))
+
+
+@pytest.fixture(scope="module")
+def hostile_tif(tmp_path_factory):
+    """A GeoTIFF whose ImageDescription, Software and GDAL_METADATA (a
+    dataset item and a band description) carry control characters, written
+    byte by byte (GDAL would drop them from its XML)."""
+    import rasterio
+    from rasterio.transform import from_origin
+    import format_fixtures as FF
+    d = tmp_path_factory.mktemp("hostile")
+    base, evil = d / "base.tif", d / "evil.tif"
+    with rasterio.open(base, "w", driver="GTiff", width=16, height=8, count=1,
+                       dtype="uint8", crs="EPSG:32633",
+                       transform=from_origin(500000, 4000000, 10, 10)) as ds:
+        ds.write(np.zeros((1, 8, 16), np.uint8))
+    e, ifds = FF.read_tiff(base)
+    raw = EVIL.encode("utf-8")
+    ref = "".join("&#%d;" % ord(c) if ord(c) < 0x20 else c for c in EVIL)
+    xml = ('<GDALMetadata>\n  <Item name="EVIL">%s</Item>\n'
+           '  <Item name="DESCRIPTION" sample="0" role="description">band %s</Item>\n'
+           '</GDALMetadata>' % (ref, ref))
+    ifds[0].set(270, 2, b"desc " + raw + b"\0")
+    ifds[0].set(305, 2, b"soft " + raw + b"\0")
+    ifds[0].set(42112, 2, xml.encode("utf-8") + b"\0")
+    FF.write_tiff(evil, ifds, e)
+    with cogfeed.open(str(evil)) as cog:  # the file carries what it should
+        assert cog.metadata["TIFFTAG_IMAGEDESCRIPTION"] == "desc " + EVIL
+        assert cog.metadata["EVIL"] == EVIL
+        assert cog.descriptions[0] == "band " + EVIL
+    return evil
+
+
+@pytest.mark.parametrize("exe", EXES, ids=["c", "python-m"])
+def test_info_escapes_control_characters(hostile_tif, exe):
+    r = run_exe(exe, "info", hostile_tif)
+    assert r.returncode == 0, r.stderr
+    bad = sorted(set(r.stdout) & CONTROL)
+    assert not bad, (bad, r.stdout)
+    for item in ("TIFFTAG_IMAGEDESCRIPTION=desc ", "TIFFTAG_SOFTWARE=soft ", "EVIL=",
+                 "band "):
+        assert item + r"x\x1b[2J\x07y\x0dz\x1b]0;pwned\x07w\xc2\x9b31m" in r.stdout, \
+            (item, r.stdout)
+    r = run_exe(exe, "info", "--json", hostile_tif)
+    assert r.returncode == 0, r.stderr
+    assert not set(r.stdout) & CONTROL and r.stdout.count("\n") == 1, r.stdout
+    # JSON escapes them (\u001b ...), and they come back exact
+    assert r"x\u001b[2J\u0007y\rz" in r.stdout or r"x\u001b[2J\u0007y\u000dz" in r.stdout
+    info = _strict_json(r.stdout)
+    assert info["metadata"][""]["TIFFTAG_IMAGEDESCRIPTION"] == "desc " + EVIL
+    assert info["metadata"][""]["TIFFTAG_SOFTWARE"] == "soft " + EVIL
+    assert info["metadata"][""]["EVIL"] == EVIL
+    assert info["bands"][0]["description"] == "band " + EVIL
+
+
+def test_python_m_cogfeed_is_the_command(paths):
+    """`python -m cogfeed` works like `cogfeed` (cogfeed/__main__.py)."""
+    r = run_exe([sys.executable, "-m", "cogfeed"], "--help")
+    assert r.returncode == 0 and r.stdout == run("--help").stdout
+    r = run_exe([sys.executable, "-m", "cogfeed"], "--version")
+    assert r.returncode == 0 and r.stdout == run("--version").stdout
+    p = paths["gtiff_band_i16_zstd"]
+    r = run_exe([sys.executable, "-m", "cogfeed"], "info", "--json", p)
+    assert r.returncode == 0 and r.stdout == run("info", "--json", p).stdout
+
+
+def _man_section(page, name):
+    start = page.index("\n.SH %s\n" % name)
+    end = page.find("\n.SH ", start + 1)
+    return page[start:end if end > 0 else len(page)]
+
+
+def test_man_page_environment_lists_every_variable_read():
+    """ENVIRONMENT names every variable the sources read (lib/, tools/,
+    python/), EXIT STATUS gives 0, 1 and 2, and there are EXAMPLES."""
+    import re
+    src = os.environ.get("CF_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(src, "docs", "cogfeed.1")) as f:
+        page = f.read()
+    env = _man_section(page, "ENVIRONMENT").replace("\\-", "-")
+    pat = re.compile(r'(?:\bge|getenv|environ\.get|environ\.setdefault|environ\[)\(?\s*'
+                     r'"([A-Za-z_][A-Za-z0-9_]*)"')
+    names = set()
+    for top in ("lib", "tools", "python"):
+        for dirpath, _, files in os.walk(os.path.join(src, top)):
+            for fn in files:
+                if fn.endswith((".c", ".h", ".py")):
+                    with open(os.path.join(dirpath, fn), errors="replace") as f:
+                        names.update(pat.findall(f.read()))
+    assert {"AWS_ACCESS_KEY_ID", "AZURE_STORAGE_ACCOUNT", "STORAGE_EMULATOR_HOST",
+            "COGFEED_PYTHON", "COGFEED_C_TOOL"} <= names, names
+    missing = sorted(n for n in names if not re.search(r"\b%s\b" % n, env))
+    assert not missing, "not in the man page's ENVIRONMENT: %s" % missing
+    for proxy in ("https_proxy", "no_proxy"):  # libcurl reads these for us
+        assert proxy in env
+    status = _man_section(page, "EXIT STATUS")
+    for code in ('.B "0"', '.B "1"', '.B "2"'):
+        assert code in status, status
+    assert "cogfeed read" in _man_section(page, "EXAMPLES")
+
+
+def test_every_option_has_help_text():
+    """Every option of every Python command's parser says what it does."""
+    import argparse
+    import contextlib
+    import importlib
+    import io
+    missing = []
+    orig = argparse._ActionsContainer.add_argument
+    current = [None]
+
+    def add(self, *args, **kw):
+        act = orig(self, *args, **kw)
+        if not act.help and not isinstance(act, argparse._HelpAction):
+            missing.append((current[0], act.option_strings or act.dest))
+        return act
+    argparse._ActionsContainer.add_argument = add
+    try:
+        from cogfeed import cli
+        for cmd, (mod, _, _) in cli.COMMANDS.items():
+            current[0] = cmd
+            m = importlib.import_module("cogfeed.tools." + mod)
+            with contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit):
+                m.main(["--help"])
+    finally:
+        argparse._ActionsContainer.add_argument = orig
+    assert not missing, missing

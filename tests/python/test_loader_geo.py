@@ -112,6 +112,30 @@ def test_target_grid_option(tile):
         stack(tile, grid={"crs": 32633})
 
 
+def test_default_kernels_are_read_grid_with_the_kernel_named(tile):
+    """The Loader's defaults (no resampling=): images and layers bilinear,
+    as TorchGeo reads images; masks nearest.  cog.read(grid=)'s default is
+    nearest, as gdalwarp's and rasterio's reproject's, so the "same array"
+    holds with the kernel passed: read(grid=g, resampling="bilinear") for a
+    resampled image or layer, read(grid=g) (nearest) for a mask."""
+    with cogfeed.Loader(tile["B02"], masks=tile["SCL"], layers=[[tile["B05"]]],
+                        patch_size=80, batch_size=6, sampler="grid", dtype="float32",
+                        scale_offset=False) as ld:
+        b = next(iter(ld))
+    differs = 0
+    for i, g in enumerate(b["grid"]):
+        with cogfeed.open(tile["B02"]) as c:  # the image's own grid: a plain read
+            np.testing.assert_array_equal(b["image"][i, 0], c.read(grid=g)[0])
+        with cogfeed.open(tile["B05"]) as c:  # 20 m onto 10 m: resampled
+            exp = c.read(grid=g, resampling="bilinear").astype(np.float32)[0]
+            np.testing.assert_array_equal(b["image"][i, 1], exp, err_msg=str(g))
+            differs += not np.array_equal(b["image"][i, 1], c.read(grid=g)[0])
+        with cogfeed.open(tile["SCL"]) as c:  # 20 m mask: nearest, read's default
+            np.testing.assert_array_equal(b["mask"][i], c.read(grid=g))
+    # the kernel matters: read(grid=)'s nearest is not the Loader's bilinear
+    assert differs == len(b["grid"])
+
+
 def _retag(src, dst, crs=None, transform=True):
     """src's pixels and nodata with another CRS, or no georeferencing."""
     with rasterio.open(src) as s:

@@ -86,6 +86,20 @@ def test_synth_deterministic(tmp, data):
     assert digest(other) != digest(data)
 
 
+def test_synth_s2_tile_default_agrees(tmp):
+    """`cogfeed synth --layout s2` and synth_s2.synth_s2() (the API that
+    tests and bench/warp_bench.py call) write the same tiles by default:
+    512 px, what docs/tools.md promises (the API said 256)."""
+    from cogfeed.tools import synth_s2
+    api = synth_s2.synth_s2(str(tmp / "s2api"), size=96, progress=False)
+    cli("synth", tmp / "s2cli", "--layout", "s2", "--size", 96, "--quiet")
+    for name in ("B02", "SCL", "DEM"):
+        with cogfeed.open(api[name]) as a, \
+                cogfeed.open(synth_s2.layout(str(tmp / "s2cli"))[name]) as c:
+            assert (a.tile_width, a.tile_height) == (c.tile_width, c.tile_height) == (512, 512)
+            np.testing.assert_array_equal(a.read(), c.read())
+
+
 def test_synth_looks_like_sentinel2(data):
     with rasterio.open(str(data / "images" / "scene_000.tif")) as ds:
         assert (ds.width, ds.height, ds.count) == (256, 256, 4)

@@ -243,20 +243,28 @@ class _OldConcurrency(argparse.Action):
 
 
 def add_loader_flags(p):
-    p.add_argument("--patch-size", type=int)
-    p.add_argument("--batch-size", type=int)
+    p.add_argument("--patch-size", type=int,
+                   help="patch width and height in pixels (default 256)")
+    p.add_argument("--batch-size", type=int,
+                   help="patches per batch (default 32)")
     p.add_argument("--sampler",
-                   choices=("random", "blocked", "tile-shuffle", "grid"))
-    p.add_argument("--seed", type=int)
+                   choices=("random", "blocked", "tile-shuffle", "grid"),
+                   help="where patches come from (default random)")
+    p.add_argument("--seed", type=int, help="sampler seed (default 0)")
     p.add_argument("--prefetch", type=int, help="batch slots in flight")
     p.add_argument("--concurrency", default=None,
                    help="patches read at once, or 'adaptive' (default)")
     # The old name of --concurrency (IO's max_inflight counts requests).
     p.add_argument("--max-inflight", dest="concurrency",
                    action=_OldConcurrency, help=argparse.SUPPRESS)
-    p.add_argument("--decode-threads", type=int)
-    p.add_argument("--cache-bytes", type=int)
-    p.add_argument("--dtype", choices=("raw", "float32"))
+    p.add_argument("--decode-threads", type=int,
+                   help="decode threads (default: the Loader's, all cores)")
+    p.add_argument("--cache-bytes", type=int,
+                   help="decoded tiles kept, in bytes (default: the "
+                        "Loader's, 5%% of memory)")
+    p.add_argument("--dtype", choices=("raw", "float32"),
+                   help="batch type: the file's own (raw, default) or "
+                        "float32")
 
 
 def settings_from(a, cfg=None):
@@ -288,7 +296,9 @@ def main(argv):
     p.add_argument("--config", help="JSON of Loader settings (tune's "
                    "best.json); flags override it")
     p.add_argument("--loader", choices=("cogfeed", "baseline"),
-                   default="cogfeed")
+                   default="cogfeed",
+                   help="cogfeed's Loader (default) or the paper-style "
+                        "DataLoader over rasterio")
     p.add_argument("--baseline-workers", type=int, default=4,
                    help="DataLoader worker processes (baseline)")
     p.add_argument("--baseline-prefetch", type=int, default=2,
@@ -301,7 +311,8 @@ def main(argv):
     p.add_argument("--serve-latency-ms", type=int, default=None,
                    help="serve the files with local nginx at this latency "
                         "and read them over http")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object on stdout instead of text")
     a = p.parse_args(argv)
     cfg = common.load_config(a.config) if a.config else {}
     images = a.images or cfg.get("images")

@@ -217,8 +217,11 @@ def main(argv):
                     "with GDAL's COG driver; folders keep their layout.")
     p.add_argument("src", nargs="+", help="GeoTIFF files or folders")
     p.add_argument("outdir", help="output folder (e.g. DATA/lerc_zstd_512)")
-    p.add_argument("--compress", required=True, choices=CODECS)
-    p.add_argument("--tile", type=int, default=512)
+    p.add_argument("--compress", required=True, choices=CODECS,
+                   help="codec of the variant (required)")
+    p.add_argument("--tile", type=int, default=512,
+                   help="internal tile size, 128-1024, a multiple of 16 "
+                        "(default 512)")
     p.add_argument("--level", type=int, default=None,
                    help="deflate/zstd/lerc_zstd level")
     p.add_argument("--overviews", choices=("none", "auto"), default="none",
@@ -233,7 +236,8 @@ def main(argv):
                         "written as jpeg/webp")
     p.add_argument("--threads", type=int, default=1,
                    help="GDAL compression threads")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar or notes on stderr")
     # Options may come before, between or after SRC... OUTDIR.
     a = p.parse_intermixed_args(argv)
     try:

@@ -137,15 +137,23 @@ def main(argv):
         description="synth -> convert -> serve with 164 ms latency -> "
                     "stream with the paper-style loader and cogfeed -> "
                     "short training; prints the comparison.")
-    p.add_argument("--out", default="demo-out")
-    p.add_argument("--scenes", type=int, default=4)
-    p.add_argument("--size", type=int, default=1024)
+    p.add_argument("--out", default="demo-out",
+                   help="folder for the data, results and plots "
+                        "(default demo-out)")
+    p.add_argument("--scenes", type=int, default=4,
+                   help="scenes synthesised (default 4)")
+    p.add_argument("--size", type=int, default=1024,
+                   help="scene width and height in pixels (default 1024)")
     p.add_argument("--seconds", type=float, default=8.0,
                    help="bench seconds per loader and storage")
     p.add_argument("--budget", type=float, default=20.0,
                    help="training seconds per set-up")
-    p.add_argument("--latency-ms", type=int, default=164)
-    p.add_argument("--baseline-workers", type=int, default=4)
+    p.add_argument("--latency-ms", type=int, default=164,
+                   help="latency of the served (remote) runs, in ms "
+                        "(default 164)")
+    p.add_argument("--baseline-workers", type=int, default=4,
+                   help="DataLoader worker processes of the baseline "
+                        "(default 4)")
     p.add_argument("--no-train", action="store_true",
                    help="skip the training part")
     a = p.parse_args(argv)

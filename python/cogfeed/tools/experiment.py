@@ -497,17 +497,27 @@ def main(argv):
     p.add_argument("--data", required=True,
                    help="dataset folder with images/ and masks/ (the last "
                         "scene is held out for validation)")
-    p.add_argument("--out", default="experiment-out")
+    p.add_argument("--out", default="experiment-out",
+                   help="folder for the results and plots (default "
+                        "experiment-out)")
     p.add_argument("--budget", type=float, default=60.0,
                    help="training seconds per set-up")
-    p.add_argument("--patch-size", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--patch-size", type=int, default=128,
+                   help="patch width and height in pixels (default 128)")
+    p.add_argument("--batch-size", type=int, default=8,
+                   help="patches per batch (default 8)")
     p.add_argument("--sampler", default="random",
                    choices=("random", "blocked", "grid"),
                    help="sampler of the four set-ups (both loaders)")
-    p.add_argument("--latency-ms", type=int, default=164)
-    p.add_argument("--baseline-workers", type=int, default=4)
-    p.add_argument("--baseline-prefetch", type=int, default=2)
+    p.add_argument("--latency-ms", type=int, default=164,
+                   help="latency of the served (remote) set-ups, in ms "
+                        "(default 164)")
+    p.add_argument("--baseline-workers", type=int, default=4,
+                   help="DataLoader worker processes of the baseline "
+                        "(default 4)")
+    p.add_argument("--baseline-prefetch", type=int, default=2,
+                   help="DataLoader prefetch_factor of the baseline "
+                        "(default 2)")
     p.add_argument("--config", help="cogfeed settings JSON (tune's best.json;"
                    " patch size, batch size and sampler stay the "
                    "experiment's)")

@@ -197,19 +197,24 @@ def main(argv):
         prog="cogfeed synth",
         description="Generate a labelled Sentinel-2-like dataset "
                     "(4-band uint16 images + uint8 land-cover masks).")
-    p.add_argument("outdir")
+    p.add_argument("outdir", help="folder to write (created if missing)")
     p.add_argument("--layout", choices=("scenes", "s2"), default="scenes",
                    help="scenes: 4-band images + masks (default); s2: one "
                         "Sentinel-2-like tile, a COG per band at 10/20/60 m, "
                         "SCL, a DEM in EPSG:4326 and labels on another grid")
-    p.add_argument("--scenes", type=int, default=4)
+    p.add_argument("--scenes", type=int, default=4,
+                   help="number of scenes (default 4; scenes layout only)")
     p.add_argument("--size", type=int, default=None,
                    help="scene width and height in pixels (default 1024; s2: "
                         "the 10 m bands', a multiple of 6, default 1098)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed: the same seed writes the same files "
+                        "(default 0)")
     p.add_argument("--tile", type=int, default=512,
-                   help="internal tile size of the written COGs")
-    p.add_argument("--quiet", action="store_true")
+                   help="internal tile size of the written COGs (default "
+                        "512, both layouts)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress on stderr")
     a = p.parse_args(argv)
     if a.layout == "s2":
         from . import synth_s2

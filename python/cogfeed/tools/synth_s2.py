@@ -96,7 +96,7 @@ def layout(outdir):
     return p
 
 
-def synth_s2(outdir, size=1098, seed=0, tile=256, progress=True):
+def synth_s2(outdir, size=1098, seed=0, tile=512, progress=True):
     """Write the tile (size: pixels of a 10 m band, a multiple of 6);
     return layout(outdir)."""
     from rasterio.transform import from_origin

@@ -289,21 +289,32 @@ def main(argv):
                     "settings; writes best.json, trials.csv and plots.")
     p.add_argument("dataset", help="folder of variants "
                    "(DIR/<compress>_<tile>/images, masks) or one dataset")
-    p.add_argument("--out", default="tune-out")
-    p.add_argument("--trials", type=int, default=20)
+    p.add_argument("--out", default="tune-out",
+                   help="folder for best.json, trials.csv and the plots "
+                        "(default tune-out)")
+    p.add_argument("--trials", type=int, default=20,
+                   help="number of trials (default 20)")
     p.add_argument("--trial-seconds", type=float, default=5.0,
                    help="measured seconds per trial")
-    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=1,
+                   help="batches skipped before each trial's clock starts "
+                        "(default 1)")
     p.add_argument("--serve-latency-ms", type=int, default=None,
                    help="tune for remote reads: serve DATASET with nginx "
                         "at this latency")
     p.add_argument("--loader", choices=("cogfeed", "baseline"),
-                   default="cogfeed")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--patch-sizes", default="128,256,512")
+                   default="cogfeed",
+                   help="tune cogfeed's Loader (default) or the "
+                        "paper-style baseline")
+    p.add_argument("--batch-size", type=int, default=32,
+                   help="patches per batch, fixed (default 32)")
+    p.add_argument("--patch-sizes", default="128,256,512",
+                   help="comma list of patch sizes tried (default "
+                        "128,256,512)")
     p.add_argument("--samplers", default=None,
                    help="comma list (default: random,blocked,tile-shuffle)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the search (default 0)")
     p.add_argument("--max-cache-frac", type=float, default=0.25,
                    help="largest tile cache tried, as a fraction of the "
                         "decoded dataset (default 0.25, so that a small "
