@@ -58,9 +58,12 @@ ENVIRONMENT = [
      "NO_PROXY",
      "proxies, as libcurl reads them (an https request reaches a proxy "
      "only as CONNECT)."),
-    ("PROJ_DATA, PROJ_NETWORK",
-     "read by PROJ: where its database lies, and whether it may download "
-     "grids (off unless set to ON)."),
+    ("PROJ_DATA",
+     "read by PROJ: where its database lies."),
+    ("COGFEED_PROJ_NETWORK",
+     "ON (or YES, TRUE, 1): PROJ may download the grids a reprojection "
+     "asks for from its CDN. Off by default, whatever PROJ_NETWORK says, "
+     "because a file's CRS would choose what is fetched."),
     ("COGFEED_PYTHON",
      "the python3 to which the C tool hands synth, convert, bench, tune, "
      "experiment and demo (default python3 on PATH; the installed command "
