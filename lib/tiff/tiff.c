@@ -841,6 +841,11 @@ static void set_comp_name(cf_tiff_ifd *o) {
     const char *n = NULL;
     switch (o->compression) {
     case CF_COMP_NONE: n = "NONE"; break;
+    /* GDAL's names (COMPRESSION metadata); 32771 as the registry has it */
+    case 2: n = "CCITTRLE"; break;
+    case 3: n = "CCITTFAX3"; break;
+    case 4: n = "CCITTFAX4"; break;
+    case 32771: n = "CCITTRLEW"; break;
     case CF_COMP_LZW: n = "LZW"; break;
     case CF_COMP_OJPEG: n = "OJPEG"; break;
     case CF_COMP_JPEG: n = "JPEG"; break;
