@@ -869,6 +869,17 @@ static void set_comp_name(cf_tiff_ifd *o) {
                   (unsigned)o->compression);
 }
 
+/* libtiff's size of uncompressed chunk k (TIFFVStripSize64 with the
+ * strip's rows, TIFFTileSize64). */
+static uint64_t none_bytes(const cf_tiff_ifd *o, uint64_t k, uint64_t spc) {
+    uint64_t rows = o->chunk_h;
+    if (!o->tiled) {
+        uint64_t row0 = (k % o->chunks_down) * o->chunk_h;
+        if (o->height - row0 < rows) rows = o->height - row0;
+    }
+    return cf__chunk_bytes(o->chunk_w, spc, o->bits, rows);
+}
+
 static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
     int so, sc;
     uint64_t cw, ch;
@@ -951,6 +962,19 @@ static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
     uint64_t got;
     TRY(tag_uints(c, i, so, n, o->offsets, &got));
     TRY(tag_uints(c, i, sc, n, o->counts, &got));
+    /* An uncompressed chunk is read as libtiff reads it: its decoded size
+     * from its offset, whatever its byte count says (TIFFReadEncodedStrip
+     * and TIFFReadEncodedTile read uncompressed data straight into the
+     * caller's buffer, the strip or tile size, and GDAL reads through
+     * them); so a byte count too small or too large for the bits per
+     * sample is ignored.  A count of 0 stays a sparse chunk.  Not for
+     * what GDAL reads through libtiff's RGBA interface (YCbCr, 8-bit CMYK
+     * and CIELab): there a short count fails GDAL's read, and cogfeed's. */
+    int rgba = o->photometric == 6 ||
+               (o->bits == 8 && (o->photometric == 5 || o->photometric == 8));
+    if (o->compression == CF_COMP_NONE && !rgba)
+        for (uint64_t k = 0; k < n; k++)
+            if (o->counts[k]) o->counts[k] = none_bytes(o, k, spc);
     const char *what = o->tiled ? "tile" : "strip";
     uint64_t past = 0, first_past = 0;
     for (uint64_t k = 0; k < n; k++) {

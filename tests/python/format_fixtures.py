@@ -384,6 +384,29 @@ def rewrite(base, change, e=None):
     return make
 
 
+def with_counts(base, change):
+    """A file made by `base` whose StripByteCounts (or TileByteCounts) are
+    then replaced by change(counts), the chunks left where they are."""
+    def make(path):
+        base(path)
+        out = bytearray(open(path, "rb").read())
+        e = "<" if out[:2] == b"II" else ">"
+        ifd = struct.unpack(e + "I", out[4:8])[0]
+        tag = 325 if _has_tag(out, e, ifd, 325) else 279
+        _set_array(out, e, ifd, tag, change(_tag_value(out, e, ifd, tag)))
+        with open(path, "wb") as f:
+            f.write(out)
+    return make
+
+
+def _has_tag(out, e, ifd_off, tag):
+    try:
+        _tag_value(out, e, ifd_off, tag)
+        return True
+    except KeyError:
+        return False
+
+
 def fill_order_2(ifds):
     rev = bytes(int("{:08b}".format(i)[::-1], 2) for i in range(256))
     for d in ifds:
@@ -1021,6 +1044,23 @@ FIXTURES = [
     _fx("tiles_in_stripoffsets", "tolerate", rewrite(gdal_file((1, 70, 80), "uint8",
         ["COMPRESS=LZW"] + _tiled(32)), tiles_as_strips)),
     _fx("truncated", "tolerate", truncated_file),
+    # uncompressed chunks: libtiff reads the strip (tile) size from the
+    # offset, whatever the byte count says (too short, too long for the
+    # bits per sample, even past the end of the file)
+    _fx("none_counts_half_strips", "tolerate", with_counts(gdal_file((1, 50, 100), "uint16",
+        ["BLOCKYSIZE=10"]), lambda c: [v // 2 for v in c])),
+    _fx("none_count_as_1bit", "tolerate", with_counts(gdal_file((1, 50, 100), "uint8",
+        ["BLOCKYSIZE=50"]), lambda c: [v // 8 for v in c])),
+    _fx("none_count_bilevel_as_8bit", "tolerate", with_counts(bilevel_file((1, 50, 101),
+        ["BLOCKYSIZE=50"]), lambda c: [50 * 101])),
+    _fx("none_count_nbits12_as_16", "tolerate", with_counts(nbits_file((1, 30, 41), "uint16",
+        12, ["BLOCKYSIZE=30"]), lambda c: [30 * 41 * 2])),
+    _fx("none_counts_tiles_short", "tolerate", with_counts(gdal_file((2, 70, 80), "int16",
+        _tiled(32)), lambda c: [v - 3 for v in c])),
+    # ... but not what GDAL reads through libtiff's RGBA interface: a
+    # short strip fails there, in GDAL and in cogfeed
+    _fx("none_counts_cmyk_short", "tolerate", with_counts(gdal_file((4, 30, 40), "uint8",
+        ["PHOTOMETRIC=CMYK", "BLOCKYSIZE=10"]), lambda c: [v - 3 for v in c])),
     _fx("ifd_loop", "tolerate", ifd_chain("loop")),
     _fx("ifd_past_eof", "tolerate", ifd_chain("past_eof")),
     _fx("ifd_bad_trailing", "tolerate", ifd_chain("bad_ifd")),
