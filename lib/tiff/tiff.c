@@ -1130,14 +1130,27 @@ static cf_status oj_bytes(ctx *c, uint64_t at, uint64_t n, uint64_t end,
 
 /* The markers of the stream at [start, end) up to its SOS, as
  * OJPEGReadHeaderInfoSec reads them; *hdr_end is where the SOS ends
- * (start when the stream holds no marker: tables come from the tags). */
+ * (start when the stream holds no marker: tables come from the tags).
+ * libtiff reads the JPEGInterchangeFormat stream on into strip 0 when it
+ * ends between two markers before the SOS: so does this, with `more`
+ * ([more[0], more[1]), strip 0; NULL when there is none), and *in_more
+ * is then set: the SOS ends in strip 0. */
 static cf_status oj_walk(ctx *c, cf_tiff_ifd *o, oj_state *j, uint64_t start,
-                         uint64_t end, const char *src, uint64_t *hdr_end) {
+                         uint64_t end, const char *src, const uint64_t *more,
+                         uint64_t *hdr_end, int *in_more) {
     uint64_t at = start;
     const uint8_t *d;
     *hdr_end = start;
+    *in_more = 0;
     if (end - start > OJ_MAX_HEADER) end = start + OJ_MAX_HEADER;
     for (;;) {
+        if (at == end && more && !*in_more && at > start) {
+            at = more[0];
+            end = more[1];
+            if (end - at > OJ_MAX_HEADER) end = at + OJ_MAX_HEADER;
+            src = "strip 0 (where the JPEGInterchangeFormat stream goes on)";
+            *in_more = 1;
+        }
         OJ_GET(at, 1, end, &d, "the JPEG header");
         if (d[0] != 0xFF) break;
         unsigned m = 0xFF;
@@ -1405,9 +1418,14 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
     }
     oj_state j;
     memset(&j, 0, sizeof j);
-    uint64_t hdr_end;
-    TRY(oj_walk(c, o, &j, start, end, src, &hdr_end));
+    uint64_t hdr_end, strip0[2] = {o->offsets[0], 0};
+    int in_strip0;
+    if (!cf__add_u64(strip0[0], o->counts[0], &strip0[1]))
+        return oj_refuse(o, CF_E_FORMAT, "strip 0 has an absurd size");
+    TRY(oj_walk(c, o, &j, start, end, src, jif ? strip0 : NULL, &hdr_end,
+                &in_strip0));
     if (o->ojpeg_status) return CF_OK;
+    if (in_strip0) src = "strip 0";
 
     /* The sampling: the SOF's when it has one TIFF can say (libtiff's
      * OJPEGSubsamplingCorrect), else the tag's (2x2 by default). */
@@ -1482,7 +1500,7 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
                          "restart interval holds at most 65535)",
                          (unsigned long long)mcus);
 
-    if (jif && hdr_end < end) {
+    if (jif && !in_strip0 && hdr_end < end) {
         /* The stream holds the entropy data: libjpeg reads the whole image
          * from it, so it is read as one chunk. */
         if (several) {
@@ -1518,7 +1536,8 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
                              "does not match the strips (%llu MCUs each)",
                              (unsigned long long)ri, src,
                              (unsigned long long)mcus);
-        if (!jif && j.sos) { /* the header was strip 0's start */
+        if ((!jif || in_strip0) && j.sos) { /* strip 0 starts with (the
+                                                end of) the header */
             o->counts[0] -= hdr_end - o->offsets[0];
             o->offsets[0] = hdr_end;
             if (o->counts[0] == 0)

@@ -716,6 +716,9 @@ def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=Non
                      of entropy data only.
     layout "header_jif": JPEGInterchangeFormat holds the header (SOI to
                      SOS), the strips the entropy data.
+    layout "header_sos_strip0": JPEGInterchangeFormat holds the header up
+                     to the frame (SOI, tables, SOF), strip 0 starts with
+                     the SOS.
     layout "strip_streams": each strip a complete stream, nothing else.
     bad: a malformation (see the fixtures).  data: the pixels (uint8,
     `shape`), pixels() by default."""
@@ -761,6 +764,15 @@ def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=Non
             # JPEGInterchangeFormat holds the header only, up to its SOS
             head = b"\xff\xd8" + b"".join(tables) + _sof_height(sof, h) + sos
             d.chunks = [head] + [s[2] for s in strips]
+            d.set(513, 4, 0)
+            d.set(514, 4, 0)
+            patch["header"] = len(head)
+        elif layout == "header_sos_strip0":
+            # JPEGInterchangeFormat holds a complete header up to the
+            # frame, the scan header starts strip 0 (libtiff reads the
+            # stream on into the strips)
+            head = b"\xff\xd8" + b"".join(tables) + _sof_height(sof, h)
+            d.chunks = [head, sos + strips[0][2]] + [s[2] for s in strips[1:]]
             d.set(513, 4, 0)
             d.set(514, 4, 0)
             patch["header"] = len(head)
@@ -1018,6 +1030,9 @@ FIXTURES = [
     _fx("ojpeg_if_strips_11", "OJPEG", ojpeg_file((3, 70, 45), "whole", rps=8,
                                                   photometric="RGB", sub=(1, 1))),
     _fx("ojpeg_if_header_strips", "OJPEG", ojpeg_file((3, 75, 61), "header_jif", rps=32)),
+    _fx("ojpeg_header_sos_strip0", "OJPEG", ojpeg_file((3, 75, 61), "header_sos_strip0",
+                                                        rps=32)),
+    _fx("ojpeg_header_sos_strip0_one", "OJPEG", ojpeg_file((3, 37, 45), "header_sos_strip0")),
     _fx("ojpeg_strip_stream", "OJPEG", ojpeg_file((3, 37, 45), "strip_streams")),
     _fx("ojpeg_tables_restart", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16)),
     _fx("ojpeg_tables_11", "OJPEG", ojpeg_file((3, 50, 47), "tables", rps=8,
