@@ -1374,8 +1374,16 @@ static cf_status oj_header(ctx *c, int i, cf_tiff_ifd *o, const oj_state *j,
 static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
     /* What GDAL reads: YCbCr through libtiff's RGBA interface; it refuses
      * other old-style JPEG ("only supported through RGBA interface"). */
-    if (o->tiled)
-        return oj_refuse(o, CF_E_UNSUPPORTED, "tiled files are not read");
+    /* Tiles: libtiff's frame is one tile wide and as tall as the image's
+     * tile rows, every tile one restart interval (OJPEGReadHeaderInfo's
+     * strile_width and strile_length_total), so one column of tiles reads
+     * like strips; tiles of further columns fall outside that frame and
+     * come out wrong, without an error, in GDAL. */
+    if (o->tiled && o->chunks_across > 1)
+        return oj_refuse(o, CF_E_UNSUPPORTED, "tiled with %u tiles across "
+                         "(libtiff decodes a frame one tile wide: GDAL reads "
+                         "only the first column of tiles right)",
+                         o->chunks_across);
     if (o->photometric != 6 || o->samples != 3)
         return oj_refuse(o, CF_E_UNSUPPORTED, "PhotometricInterpretation %u "
                          "with %u samples (GDAL reads only 3-sample YCbCr, "
@@ -1443,18 +1451,18 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
             return oj_refuse(o, CF_E_FORMAT, "the JPEG data of %s is %u rows "
                              "high, the image %u (libtiff: unexpected height)",
                              src, j.sof_y, o->height);
-        if (j.sof_x != o->width)
+        if (j.sof_x != o->chunk_w)
             return oj_refuse(o, CF_E_FORMAT, "the JPEG data of %s is %u "
-                             "columns wide, the image %u", src, j.sof_x,
-                             o->width);
+                             "columns wide, the %s %u", src, j.sof_x,
+                             o->tiled ? "tiles" : "image", o->chunk_w);
     } else {
         if (jif)
             return oj_refuse(o, CF_E_FORMAT, "the JPEGInterchangeFormat "
                              "stream does not start with a JPEG marker");
         j.sof_id = 0xC0;
-        j.sof_x = (uint16_t)o->width;
+        j.sof_x = (uint16_t)o->chunk_w; /* the image's, or a tile's */
         j.sof_y = (uint16_t)o->height;
-        if (o->width > 65535 || o->height > 65535)
+        if (o->chunk_w > 65535 || o->height > 65535)
             return oj_refuse(o, CF_E_FORMAT, "image larger than JPEG allows");
         j.c[0] = 0;
         j.c[1] = 1;
@@ -1489,7 +1497,7 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
                              "multiple of the MCU height %u (libtiff: "
                              "incompatible vertical subsampling and strip "
                              "length)", o->chunk_h, 8 * sv);
-        mcus = (uint64_t)((o->width + 8 * sh - 1) / (8 * sh)) *
+        mcus = (uint64_t)((o->chunk_w + 8 * sh - 1) / (8 * sh)) *
                (o->chunk_h / (8 * sv));
         ri = (uint16_t)mcus;
     }
@@ -1503,6 +1511,9 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
     if (jif && !in_strip0 && hdr_end < end) {
         /* The stream holds the entropy data: libjpeg reads the whole image
          * from it, so it is read as one chunk. */
+        if (o->tiled)
+            return oj_refuse(o, CF_E_UNSUPPORTED, "tiles whose entropy data "
+                             "is in the JPEGInterchangeFormat stream");
         if (several) {
             /* libtiff's RGBA strip reader drops bytes at the end of each
              * strip when a block row does not divide by sv (photometric.c),

@@ -662,11 +662,13 @@ def _jpeg_segments(stream):
             return segs, stream[p:]
 
 
-def _jpeg_strips(shape, photometric, rps, seed=21, data=None):
-    """GDAL JPEG strips of a (bands, h, w) image (`data`, or pixels()):
-    (tables segments, [(SOF, SOS, entropy data without EOI)] per strip)."""
+def _jpeg_strips(shape, photometric, rps, seed=21, data=None, tile=None):
+    """GDAL JPEG strips (tiles of tile x tile pixels when `tile`) of a
+    (bands, h, w) image (`data`, or pixels()): (tables segments, [(SOF,
+    SOS, entropy data without EOI)] per strip)."""
     nb, h, w = shape
-    opts = ["COMPRESS=JPEG", "JPEGTABLESMODE=3", "BLOCKYSIZE=%d" % rps, "JPEG_QUALITY=85"]
+    opts = ["COMPRESS=JPEG", "JPEGTABLESMODE=3", "JPEG_QUALITY=85"]
+    opts += _tiled(tile) if tile else ["BLOCKYSIZE=%d" % rps]
     if photometric:
         opts.append("PHOTOMETRIC=" + photometric)
     with scratch_tif() as tmp:
@@ -707,7 +709,8 @@ def _table_parts(tables):
     return q, dc, ac
 
 
-def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=None, data=None):
+def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=None, data=None,
+               tile=None):
     """An old-style JPEG file of a (bands, h, w) image.
     layout "whole":  JPEGInterchangeFormat is one complete stream of the
                      image (restart markers between strips when there are
@@ -721,11 +724,13 @@ def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=Non
                      the SOS.
     layout "strip_streams": each strip a complete stream, nothing else.
     bad: a malformation (see the fixtures).  data: the pixels (uint8,
-    `shape`), pixels() by default."""
+    `shape`), pixels() by default.  tile: tiles of tile x tile pixels
+    (layout "tables" only: each tile one restart interval, as libtiff
+    reads them)."""
     nb, h, w = shape
     def make(path):
-        r = rps or h
-        tables, strips = _jpeg_strips(shape, photometric, r, data=data)
+        r = tile or rps or h
+        tables, strips = _jpeg_strips(shape, photometric, r, data=data, tile=tile)
         sof, sos = strips[0][0], strips[0][1]
         d = Ifd()
         d.set(256, 4, w)
@@ -734,9 +739,16 @@ def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=Non
         d.set(259, 3, 6)
         d.set(262, 3, 6 if nb == 3 else 1)
         d.set(277, 3, nb)
-        d.set(278, 4, r)
-        d.set(273, 4, [0])
-        d.set(279, 4, [0])
+        if tile:
+            assert layout == "tables"
+            d.set(322, 3, tile)
+            d.set(323, 3, tile)
+            d.set(324, 4, [0])
+            d.set(325, 4, [0])
+        else:
+            d.set(278, 4, r)
+            d.set(273, 4, [0])
+            d.set(279, 4, [0])
         if nb == 3:
             d.set(530, 3, list(sub))
         patch = {}
@@ -1038,6 +1050,10 @@ FIXTURES = [
     _fx("ojpeg_tables_11", "OJPEG", ojpeg_file((3, 50, 47), "tables", rps=8,
                                                photometric="RGB", sub=(1, 1))),
     _fx("ojpeg_tables_one_strip", "OJPEG", ojpeg_file((3, 37, 45), "tables")),
+    # tiled: one column of tiles (libtiff's frame is one tile wide)
+    _fx("ojpeg_tables_tiled", "OJPEG", ojpeg_file((3, 70, 29), "tables", tile=32)),
+    _fx("ojpeg_tables_tiled_11", "OJPEG", ojpeg_file((3, 50, 16), "tables", tile=16,
+                                                     photometric="RGB", sub=(1, 1))),
     _fx("ojpeg_tables_one_qtable", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16,
                                                        bad="one_qtable")),
     # ... and the ones GDAL does not read
@@ -1049,6 +1065,10 @@ FIXTURES = [
         bad="sof_height"), expect="refuse", reason="unexpected height"),
     _fx("ojpeg_qtables_count_refused", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16,
         bad="qtables_count"), expect="refuse", reason="JPEGQTables has 4 values"),
+    # GDAL reads this one, but only the first column of tiles right (no
+    # error): refused, saying so
+    _fx("tiled_ojpeg_columns_refused", "OJPEG", ojpeg_file((3, 70, 45), "tables", tile=32),
+        expect="refuse", reason="tiled with 2 tiles across"),
     _fx("ojpeg_table_past_eof_refused", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16,
         bad="table_past_eof"), expect="refuse", reason="past the end of the file"),
     # --- what GDAL tolerates -------------------------------------------------
