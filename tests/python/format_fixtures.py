@@ -366,6 +366,49 @@ def bilevel_file(shape, opts, seed=3):
     return make
 
 
+def fax_page(shape, opts, seed=7, border=0):
+    """A bilevel fax-like page: lines of text (Pillow's default font at a
+    few sizes), rules, boxes, long white runs, all-white rows; `border`
+    black columns at the right edge (a scanner's edge)."""
+    def make(path):
+        from PIL import Image, ImageDraw, ImageFont
+        nb, h, w = shape
+        rng = np.random.default_rng(seed)
+        im = Image.new("1", (w, h), 0)
+        draw = ImageDraw.Draw(im)
+        words = ["FAX", "page", "of", "the", "quick", "brown", "fox", "jumps", "over",
+                 "1234", "dog", "###", "|||", "mmm", "iii", "Re:", "To:", "From:"]
+        y = 40
+        while y < h - 10:
+            size = int(rng.choice([12, 16, 22, 30]))
+            font = ImageFont.load_default(size=size)
+            line = " ".join(str(v) for v in rng.choice(words, 30))
+            draw.text((int(rng.integers(20, 120)), y), line, font=font, fill=1)
+            y += size + int(rng.integers(4, 40))
+            r = rng.random()
+            if r < 0.1:
+                draw.line([0, y, w - 1, y], fill=1, width=int(rng.integers(1, 4)))
+            elif r < 0.2:
+                x0, x1 = sorted(int(v) for v in rng.integers(0, w, 2))
+                draw.rectangle([x0, y, x1, y + int(rng.integers(5, 60))], outline=1,
+                               fill=int(rng.integers(0, 2)))
+        a = np.array(im, dtype=np.uint8)
+        if border:
+            a[:, w - border:] = 1
+        gdal_write(path, a[None], opts + ["NBITS=1"], dtype="uint8")
+    return make
+
+
+def narrower(width):
+    """A change for rewrite(): ImageWidth made smaller than the width the
+    strips were coded at (rows decode past the width: libtiff cleans each
+    up, keeping the zero runs its cleanup makes as changing elements of
+    the next row's reference)."""
+    def change(ifds):
+        ifds[0].set(256, 4, width)
+    return change
+
+
 def rewrite(base, change, e=None):
     """A GDAL file made by `base` (a maker), then `change(ifds)` applied to
     its IFDs before writing it again (change may return (ifds, subifds))."""
@@ -1026,6 +1069,16 @@ FIXTURES = [
         ["COMPRESS=CCITTFAX4"] + _tiled(64))),
     _fx("ccittfax3_strips", "CCITT", bilevel_file((1, 77, 250),
         ["COMPRESS=CCITTFAX3", "BLOCKYSIZE=10"])),
+    # fax pages with a black right edge coded 1728 wide in files that say
+    # 1720 and 1700 (one strip each): libtiff (so GDAL) decodes them with
+    # its row-end cleanup and no error; cogfeed fell out of step ("uncompressed
+    # mode", "vertical code left of a0")
+    _fx("ccittfax4_page_1720", "CCITT", rewrite(fax_page((1, 1100, 1728),
+        ["COMPRESS=CCITTFAX4", "BLOCKYSIZE=1100"], seed=11, border=18), narrower(1720))),
+    _fx("ccittfax4_page_1700_300rows", "CCITT", rewrite(fax_page((1, 300, 1728),
+        ["COMPRESS=CCITTFAX4", "BLOCKYSIZE=300"], seed=9, border=40), narrower(1700))),
+    _fx("ccittfax4_page_2592", "CCITT", fax_page((1, 300, 2592),
+        ["COMPRESS=CCITTFAX4", "BLOCKYSIZE=300"], seed=8)),
     _fx("ccittfax3_2d", "CCITT", checked_in("ccitt_g3_2d.tif")),
     _fx("ccittfax3_2d_fillbits", "CCITT", checked_in("ccitt_g3_2d_fillbits.tif")),
     _fx("ccittfax3_2d_fillorder2", "CCITT", rewrite(checked_in("ccitt_g3_2d.tif"),
