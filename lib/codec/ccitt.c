@@ -12,8 +12,12 @@
  *    bits before it and junk before the first are skipped);
  *  - a row that ends early (an EOL too soon) is filled with white; a run
  *    past the row's end is dropped and the rest filled with white;
- *  - runs of 0 pixels are merged away (a pixel colour change is where a
- *    run of non-zero length starts).
+ *  - rows are kept as libtiff keeps them, run lengths with their zero
+ *    runs, cleaned up at the row's end as libtiff's CLEANUP_RUNS does:
+ *    the zero runs are changing elements of the next row's reference, so
+ *    a stream coded wider than the file says decodes as in GDAL (found by
+ *    differential tests against libtiff 4.5 over random pages and
+ *    mutated streams).
  * A bad code word, data that ends before the chunk's rows, an early end
  * of block, or the T.4 uncompressed mode are errors: libtiff decodes
  * those into a partly filled strip with a warning, which would be a
@@ -21,8 +25,8 @@
  *
  * Decoding is table driven: one lookup of 12 (white), 13 (black) or 7
  * (2-D modes) bits per code, tables built once from the code lists.
- * Every position is bounded by the row width; memory is two rows of run
- * ends in the context.
+ * Memory is two rows of run lengths in the context, as many as libtiff
+ * holds (a row needing more fails, as in libtiff).
  */
 #include "codec_internal.h"
 
@@ -222,36 +226,40 @@ static int at_end(const reader *r) { return r->pos >= r->nbits; }
 
 /* ------------------------------------------------------------ decode */
 
-typedef struct line {
-    uint32_t *end; /* end[i]: where run i ends; run i is black if i odd */
-    uint32_t pos;  /* index of the last run */
-    int over;      /* a run went past the row: dropped (libtiff) */
-} line;
-
+/* Rows are arrays of run lengths, white first, alternating, kept the way
+ * libtiff's tif_fax3.h keeps them (and so GDAL decodes): a run of zero
+ * pixels is kept, a row that ends off its width is cleaned up as
+ * CLEANUP_RUNS does, the filled row clamps its runs to the width, and a
+ * zero run is appended for the next row's reference.  The zero runs
+ * matter: they are changing elements to the next row's b1, so a stream
+ * whose rows end past the width (an encoder's width larger than the
+ * file's) decodes as libtiff decodes it only this way. */
 typedef struct dec {
     reader r;
     uint32_t width;
-    line cur, ref;
+    uint32_t *cur, *ref; /* run lengths (libtiff's curruns, refruns) */
+    size_t cap;          /* entries each holds */
+    size_t lim;          /* runs a row may have (libtiff's nruns) */
+    size_t pa;           /* runs in cur so far */
+    int64_t a0;          /* pixels so far */
+    uint64_t rl;         /* pending run length (make-up and pass codes) */
     cf_error *err;
     uint32_t row;
 } dec;
-
-/* Extend the row with a run of `black` colour up to a1: a run of zero
- * pixels adds nothing; one past the row is dropped. */
-static void add_run(line *l, uint32_t width, uint64_t a1, int black) {
-    if (a1 > width) {
-        l->over = 1;
-        return;
-    }
-    if (a1 <= l->end[l->pos]) return;
-    if ((l->pos & 1) != (uint32_t)black) l->pos++;
-    l->end[l->pos] = (uint32_t)a1;
-}
 
 static cf_status bad(dec *d, const char *what) {
     return cf__err(d->err, CF_E_CODEC, "%s at row %u (bit %llu of %llu)",
                    what, (unsigned)d->row, (unsigned long long)d->r.pos,
                    (unsigned long long)d->r.nbits);
+}
+
+/* libtiff's SETVALUE: close the pending run plus x pixels. */
+static cf_status setvalue(dec *d, uint64_t x) {
+    if (d->pa >= d->lim) return bad(d, "more runs than a row holds");
+    d->cur[d->pa++] = (uint32_t)(d->rl + x);
+    d->a0 += (int64_t)x;
+    d->rl = 0;
+    return CF_OK;
 }
 
 /* One run length of the given colour: make-up codes then a terminating
@@ -271,96 +279,134 @@ static cf_status read_run(dec *d, int black, uint64_t *run, int *eol) {
             return CF_OK;
         }
         *run += e->run;
-        if (*run > ((uint64_t)d->width << 1) + 2560)
-            return bad(d, "run longer than the row");
+        /* libtiff takes any run (one past the row is cleaned up); a
+         * stream of 2^30 pixel runs is hostile, and runs are 32-bit */
+        if (*run > (1u << 30)) return bad(d, "run of more than 2^30 pixels");
         if (e->kind == K_TERM) return CF_OK;
     }
 }
 
-/* Close a row as libtiff does: a row that ended early (or lost a run
- * past its end) is completed in white. */
-static void finish_row(dec *d, uint64_t a0) {
-    if (a0 < d->width || d->cur.over) add_run(&d->cur, d->width, d->width, 0);
-}
-
-/* A Modified Huffman (1-D) row.  *eol: it ended at an EOL. */
-static cf_status row_1d(dec *d, int *eol) {
-    uint64_t a0 = 0;
-    int black = 0;
-    *eol = 0;
-    while (a0 < d->width) {
-        uint64_t run;
-        cf_status st = read_run(d, black, &run, eol);
-        if (st) return st;
-        if (*eol) break;
-        add_run(&d->cur, d->width, a0 + run, black);
-        a0 += run;
-        black ^= 1;
+/* CLEANUP_RUNS: a row that does not end at its width loses the runs past
+ * it and is completed in white (libtiff warns: "line length mismatch"). */
+static cf_status cleanup(dec *d) {
+    cf_status st = CF_OK;
+    int64_t w = d->width;
+    if (d->rl) st = setvalue(d, 0);
+    if (st || d->a0 == w) return st;
+    while (d->a0 > w && d->pa > 0) d->a0 -= d->cur[--d->pa];
+    if (d->a0 < w) {
+        if (d->a0 < 0) d->a0 = 0;
+        if (d->pa & 1) st = setvalue(d, 0);
+        if (!st) st = setvalue(d, (uint64_t)(w - d->a0));
+    } else if (d->a0 > w) {
+        st = setvalue(d, (uint64_t)w);
+        if (!st) st = setvalue(d, 0);
     }
-    finish_row(d, a0);
-    return CF_OK;
+    return st;
 }
 
-/* A 2-D row against the reference row.  *eol: it ended at an EOL. */
-static cf_status row_2d(dec *d, int *eol) {
-    const uint32_t *ref = d->ref.end, w = d->width;
-    int64_t a0 = -1; /* before the first pixel */
-    int black = 0;
-    uint32_t rp = 0; /* ref index; its parity is the colour at a0 */
+/* A Modified Huffman (1-D) row (EXPAND1D).  *eol: it ended at an EOL. */
+static cf_status row_1d(dec *d, int *eol) {
+    cf_status st;
+    int64_t w = d->width;
     *eol = 0;
-    while (a0 < (int64_t)w) {
-        /* b1: the first change on the reference row right of a0 to the
-         * opposite colour (ref[rp], rp of a0's colour parity); b2 the
-         * next.  The reference row ends with sentinels at w. */
-        while ((int64_t)ref[rp] <= a0 && ref[rp] < w) rp += 2;
-        uint32_t b1 = ref[rp], b2 = ref[rp + 1];
+    for (;;) {
+        for (int black = 0; black < 2; black++) {
+            uint64_t run;
+            st = read_run(d, black, &run, eol);
+            if (st) return st;
+            if (*eol) return cleanup(d);
+            st = setvalue(d, run);
+            if (st) return st;
+            if (d->a0 >= w) return cleanup(d);
+        }
+        if (d->cur[d->pa - 1] == 0 && d->cur[d->pa - 2] == 0) d->pa -= 2;
+    }
+}
+
+/* A 2-D row against the reference row (EXPAND2D).  *eol: it ended at an
+ * EOL. */
+static cf_status row_2d(dec *d, int *eol) {
+    const uint32_t *ref = d->ref;
+    const int64_t w = d->width;
+    size_t pb = 0;
+    int64_t b1 = ref[pb++];
+    cf_status st;
+    *eol = 0;
+/* CHECK_b1: b1 to the first change right of a0 of the other colour
+ * (skipped before the row's first run, as libtiff skips it). */
+#define CHECK_B1()                                                        \
+    do {                                                                  \
+        if (d->pa)                                                        \
+            while (b1 <= d->a0 && b1 < w) {                               \
+                if (pb + 1 >= d->cap) return bad(d, "reference row overrun"); \
+                b1 += (int64_t)ref[pb] + ref[pb + 1];                     \
+                pb += 2;                                                  \
+            }                                                             \
+    } while (0)
+    while (d->a0 < w) {
+        if (d->pa >= d->lim) return bad(d, "more runs than a row holds");
         if (at_end(&d->r)) return bad(d, "data ends");
         const ment *m = &mode_tab[peek(&d->r, MBITS)];
-        uint64_t start = a0 < 0 ? 0 : (uint64_t)a0;
         switch (m->mode) {
         case M_PASS:
             skip(&d->r, m->len);
-            add_run(&d->cur, w, b2, black);
-            a0 = b2;
-            if (b2 < w) rp += 2;
+            CHECK_B1();
+            if (pb + 1 >= d->cap) return bad(d, "reference row overrun");
+            b1 += ref[pb++];
+            d->rl += (uint64_t)(b1 - d->a0);
+            d->a0 = b1;
+            b1 += ref[pb++];
             break;
         case M_HORIZ: {
             skip(&d->r, m->len);
-            uint64_t r1, r2;
-            int e1, e2;
-            cf_status st = read_run(d, black, &r1, &e1);
-            if (!st && e1) st = bad(d, "EOL in a horizontal-mode run");
-            if (!st) st = read_run(d, !black, &r2, &e2);
-            if (!st && e2) st = bad(d, "EOL in a horizontal-mode run");
-            if (st) return st;
-            add_run(&d->cur, w, start + r1, black);
-            add_run(&d->cur, w, start + r1 + r2, !black);
-            a0 = (int64_t)(start + r1 + r2);
+            int black = (int)(d->pa & 1);
+            for (int k = 0; k < 2; k++, black ^= 1) {
+                uint64_t run;
+                int e;
+                st = read_run(d, black, &run, &e);
+                if (!st && e) st = bad(d, "EOL in a horizontal-mode run");
+                if (!st) st = setvalue(d, run);
+                if (st) return st;
+            }
+            CHECK_B1();
             break;
         }
-        case M_V: {
+        case M_V:
             skip(&d->r, m->len);
-            int64_t a1 = (int64_t)b1 + m->delta;
-            if (a1 < (int64_t)start) return bad(d, "vertical code left of a0");
-            add_run(&d->cur, w, (uint64_t)a1, black);
-            a0 = a1;
-            black ^= 1;
-            if (m->delta < 0 && rp > 0) rp--;
-            else rp++;
+            CHECK_B1();
+            if (m->delta < 0 && b1 < d->a0 - m->delta)
+                return bad(d, "vertical code left of a0");
+            st = setvalue(d, (uint64_t)(b1 - d->a0 + m->delta));
+            if (st) return st;
+            if (m->delta < 0) {
+                if (pb == 0) return bad(d, "reference row overrun");
+                b1 -= ref[--pb];
+            } else {
+                if (pb >= d->cap) return bad(d, "reference row overrun");
+                b1 += ref[pb++];
+            }
             break;
-        }
         case M_EXT: return bad(d, "uncompressed mode (not supported)");
         case M_EOL:
             if (peek(&d->r, 11) != 0) return bad(d, "bad 2-D code");
             skip(&d->r, 11);
             *eol = 1;
-            finish_row(d, a0 < 0 ? 0 : (uint64_t)a0);
-            return CF_OK;
+            /* libtiff closes the row with its rest, then cleans it up
+             * (a0 not moved: the rest is counted twice, and the fill
+             * clamps it) */
+            if (d->pa >= d->lim) return bad(d, "more runs than a row holds");
+            d->cur[d->pa++] = (uint32_t)(d->a0 < w ? w - d->a0 : 0);
+            return cleanup(d);
         default: return bad(d, "bad 2-D code");
         }
     }
-    finish_row(d, (uint64_t)a0);
-    return CF_OK;
+#undef CHECK_B1
+    if (d->rl) {
+        st = setvalue(d, 0);
+        if (st) return st;
+    }
+    return cleanup(d);
 }
 
 /* Group 3: skip to and past the EOL that starts a row (fill bits and, at
@@ -381,42 +427,33 @@ static cf_status sync_eol(dec *d, int seen) {
     return CF_OK;
 }
 
-static void fill_row(const line *l, uint32_t width, uint8_t *row) {
-    memset(row, 0, (width + 7) / 8);
-    for (uint32_t i = 1; i <= l->pos; i += 2) {
-        uint32_t x0 = l->end[i - 1], x1 = l->end[i];
-        if (x1 > width) x1 = width;
-        while (x0 < x1 && (x0 & 7)) {
-            row[x0 >> 3] |= (uint8_t)(0x80 >> (x0 & 7));
-            x0++;
-        }
-        if (x0 + 8 <= x1) {
-            memset(row + (x0 >> 3), 0xff, (x1 - x0) >> 3);
-            x0 += (x1 - x0) & ~7u;
-        }
-        for (; x0 < x1; x0++) row[x0 >> 3] |= (uint8_t)(0x80 >> (x0 & 7));
+static void set_bits(uint8_t *row, uint32_t x0, uint32_t x1) {
+    while (x0 < x1 && (x0 & 7)) {
+        row[x0 >> 3] |= (uint8_t)(0x80 >> (x0 & 7));
+        x0++;
     }
+    if (x0 + 8 <= x1) {
+        memset(row + (x0 >> 3), 0xff, (x1 - x0) >> 3);
+        x0 += (x1 - x0) & ~7u;
+    }
+    for (; x0 < x1; x0++) row[x0 >> 3] |= (uint8_t)(0x80 >> (x0 & 7));
 }
 
-static void reset_line(line *l) {
-    l->pos = 0;
-    l->end[0] = 0;
-    l->over = 0;
-}
-
-/* Sentinels at the width after the last run end: b1 stops at the first
- * one of its parity (n+1 or n+2), a vertical code may step one further,
- * and b2 is read one past that, so four are needed. */
-static void sentinels(line *l, uint32_t width) {
-    for (uint32_t k = 1; k <= 4; k++) l->end[l->pos + k] = width;
-}
-
-/* The row just decoded becomes the reference. */
-static void swap_lines(dec *d) {
-    line t = d->ref;
-    d->ref = d->cur;
-    d->cur = t;
-    sentinels(&d->ref, d->width);
+/* _TIFFFax3fillruns: paint the row, clamping its runs to the width (the
+ * clamped runs are the next row's reference). */
+static void fill_row(dec *d, uint8_t *row) {
+    uint32_t *runs = d->cur, w = d->width, x = 0;
+    size_t n = d->pa;
+    memset(row, 0, (w + 7) / 8);
+    if (n & 1) runs[n++] = 0;
+    for (size_t i = 0; i < n; i += 2) {
+        for (int k = 0; k < 2; k++) {
+            uint32_t run = runs[i + k];
+            if ((uint64_t)x + run > w || run > w) run = runs[i + k] = w - x;
+            if (k) set_bits(row, x, x + run);
+            x += run;
+        }
+    }
 }
 
 cf_status cf__check_ccitt(const cf_codec_params *p, cf_error *err) {
@@ -438,12 +475,16 @@ cf_status cf__decode_ccitt(cf_codec_ctx *ctx, const cf_codec_params *p,
     size_t row_bytes = ((size_t)w + 7) / 8;
     if (row_bytes * p->height != dst_len)
         return cf__err(err, CF_E_ARG, "output of %zu bytes", dst_len);
-    /* Two rows of run ends, plus 4 sentinels each.  A row has at most
-     * w + 1 runs, and every run but the first costs it a code of one bit
-     * at least: the input's bits bound them too, so a tiny chunk that
-     * claims a huge width asks for little memory. */
-    size_t per = (size_t)w + 6;
-    if ((uint64_t)src_len * 8 + 8 < per) per = src_len * 8 + 8;
+    int g3 = p->compression == 3, g4 = p->compression == 4;
+    int twod = g4 || (g3 && (p->t4_options & 1));
+    /* Two rows of runs.  libtiff holds (w + 1 rounded up to 32) runs a
+     * row, twice that with 2-D coding, and fails a row that needs more.
+     * Every run but a few a row costs a code of one bit at least, so the
+     * input's bits bound them too: a tiny chunk that claims a huge width
+     * asks for little memory. */
+    size_t lim = ((size_t)w + 1 + 31) / 32 * 32 * (twod ? 2 : 1);
+    size_t per = lim + 8;
+    if ((uint64_t)src_len * 8 + 64 < per) per = src_len * 8 + 64;
     st = cf__scratch_reserve(&ctx->runs, 2 * per * sizeof(uint32_t), err);
     if (st) return st;
     dec d;
@@ -453,23 +494,25 @@ cf_status cf__decode_ccitt(cf_codec_ctx *ctx, const cf_codec_params *p,
     d.r.nbits = (uint64_t)src_len * 8;
     d.width = w;
     d.err = err;
-    d.cur.end = (uint32_t *)ctx->runs.p;
-    d.ref.end = d.cur.end + per;
-    /* The first reference row is all white. */
-    reset_line(&d.ref);
-    d.ref.end[0] = w;
-    sentinels(&d.ref, w);
-    int g3 = p->compression == 3, g4 = p->compression == 4;
-    int twod = g3 && (p->t4_options & 1);
+    d.cur = (uint32_t *)ctx->runs.p;
+    d.ref = d.cur + per;
+    d.cap = per;
+    d.lim = lim < per - 4 ? lim : per - 4;
+    memset(d.cur, 0, 2 * per * sizeof(uint32_t));
+    /* The first reference row is all white (Fax3PreDecode). */
+    d.ref[0] = w;
+    d.ref[1] = 0;
     int eol = 0;
     for (d.row = 0; d.row < p->height; d.row++) {
-        reset_line(&d.cur);
+        d.pa = 0;
+        d.a0 = 0;
+        d.rl = 0;
         if (g3) {
             st = sync_eol(&d, eol);
             if (st) return st;
         }
         int is1d = !g4;
-        if (twod) {
+        if (g3 && twod) {
             if (at_end(&d.r)) return bad(&d, "data ends");
             is1d = (int)peek(&d.r, 1);
             skip(&d.r, 1);
@@ -477,8 +520,12 @@ cf_status cf__decode_ccitt(cf_codec_ctx *ctx, const cf_codec_params *p,
         st = is1d ? row_1d(&d, &eol) : row_2d(&d, &eol);
         if (st) return st;
         if (g4 && eol) return bad(&d, "end of block before the last row");
-        fill_row(&d.cur, w, dst + (size_t)d.row * row_bytes);
-        swap_lines(&d);
+        fill_row(&d, dst + (size_t)d.row * row_bytes);
+        /* the imaginary change for reference */
+        d.cur[d.pa] = 0;
+        uint32_t *t = d.ref;
+        d.ref = d.cur;
+        d.cur = t;
         if (p->compression == 2) /* RLE: rows start on a byte */
             skip_to(&d.r, (d.r.pos + 7) & ~(uint64_t)7);
         else if (p->compression == 32771) /* RLEW: on a 16-bit word */

@@ -210,9 +210,11 @@ uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
         uint64_t s = cf_codec_stored_bytes(p);
         g += scratch_growth(ctx ? &ctx->rev : NULL, src_bytes ? src_bytes : s + s / 8 + 4096);
     }
-    /* ccitt.c (every CCITT scheme): run ends of two rows */
+    /* ccitt.c (every CCITT scheme): run lengths of two rows, as many as
+     * libtiff holds (w + 1 rounded up to 32, twice that for 2-D) */
     if (e && e->decode == cf__decode_ccitt)
-        g += scratch_growth(ctx ? &ctx->runs : NULL, 2 * ((uint64_t)p->width + 6) * 4);
+        g += scratch_growth(ctx ? &ctx->runs : NULL,
+                            2 * (((uint64_t)p->width + 32) / 32 * 64 + 8) * 4);
     int need_deflate = 0, need_zstd = 0;
     switch (p->compression) {
     case 8:

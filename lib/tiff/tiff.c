@@ -841,6 +841,11 @@ static void set_comp_name(cf_tiff_ifd *o) {
     const char *n = NULL;
     switch (o->compression) {
     case CF_COMP_NONE: n = "NONE"; break;
+    /* GDAL's names (COMPRESSION metadata); 32771 as the registry has it */
+    case 2: n = "CCITTRLE"; break;
+    case 3: n = "CCITTFAX3"; break;
+    case 4: n = "CCITTFAX4"; break;
+    case 32771: n = "CCITTRLEW"; break;
     case CF_COMP_LZW: n = "LZW"; break;
     case CF_COMP_OJPEG: n = "OJPEG"; break;
     case CF_COMP_JPEG: n = "JPEG"; break;
@@ -862,6 +867,17 @@ static void set_comp_name(cf_tiff_ifd *o) {
     if (n) snprintf(o->comp_name, sizeof o->comp_name, "%s", n);
     else snprintf(o->comp_name, sizeof o->comp_name, "UNKNOWN(%u)",
                   (unsigned)o->compression);
+}
+
+/* libtiff's size of uncompressed chunk k (TIFFVStripSize64 with the
+ * strip's rows, TIFFTileSize64). */
+static uint64_t none_bytes(const cf_tiff_ifd *o, uint64_t k, uint64_t spc) {
+    uint64_t rows = o->chunk_h;
+    if (!o->tiled) {
+        uint64_t row0 = (k % o->chunks_down) * o->chunk_h;
+        if (o->height - row0 < rows) rows = o->height - row0;
+    }
+    return cf__chunk_bytes(o->chunk_w, spc, o->bits, rows);
 }
 
 static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
@@ -946,6 +962,19 @@ static cf_status parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
     uint64_t got;
     TRY(tag_uints(c, i, so, n, o->offsets, &got));
     TRY(tag_uints(c, i, sc, n, o->counts, &got));
+    /* An uncompressed chunk is read as libtiff reads it: its decoded size
+     * from its offset, whatever its byte count says (TIFFReadEncodedStrip
+     * and TIFFReadEncodedTile read uncompressed data straight into the
+     * caller's buffer, the strip or tile size, and GDAL reads through
+     * them); so a byte count too small or too large for the bits per
+     * sample is ignored.  A count of 0 stays a sparse chunk.  Not for
+     * what GDAL reads through libtiff's RGBA interface (YCbCr, 8-bit CMYK
+     * and CIELab): there a short count fails GDAL's read, and cogfeed's. */
+    int rgba = o->photometric == 6 ||
+               (o->bits == 8 && (o->photometric == 5 || o->photometric == 8));
+    if (o->compression == CF_COMP_NONE && !rgba)
+        for (uint64_t k = 0; k < n; k++)
+            if (o->counts[k]) o->counts[k] = none_bytes(o, k, spc);
     const char *what = o->tiled ? "tile" : "strip";
     uint64_t past = 0, first_past = 0;
     for (uint64_t k = 0; k < n; k++) {
@@ -1101,14 +1130,27 @@ static cf_status oj_bytes(ctx *c, uint64_t at, uint64_t n, uint64_t end,
 
 /* The markers of the stream at [start, end) up to its SOS, as
  * OJPEGReadHeaderInfoSec reads them; *hdr_end is where the SOS ends
- * (start when the stream holds no marker: tables come from the tags). */
+ * (start when the stream holds no marker: tables come from the tags).
+ * libtiff reads the JPEGInterchangeFormat stream on into strip 0 when it
+ * ends between two markers before the SOS: so does this, with `more`
+ * ([more[0], more[1]), strip 0; NULL when there is none), and *in_more
+ * is then set: the SOS ends in strip 0. */
 static cf_status oj_walk(ctx *c, cf_tiff_ifd *o, oj_state *j, uint64_t start,
-                         uint64_t end, const char *src, uint64_t *hdr_end) {
+                         uint64_t end, const char *src, const uint64_t *more,
+                         uint64_t *hdr_end, int *in_more) {
     uint64_t at = start;
     const uint8_t *d;
     *hdr_end = start;
+    *in_more = 0;
     if (end - start > OJ_MAX_HEADER) end = start + OJ_MAX_HEADER;
     for (;;) {
+        if (at == end && more && !*in_more && at > start) {
+            at = more[0];
+            end = more[1];
+            if (end - at > OJ_MAX_HEADER) end = at + OJ_MAX_HEADER;
+            src = "strip 0 (where the JPEGInterchangeFormat stream goes on)";
+            *in_more = 1;
+        }
         OJ_GET(at, 1, end, &d, "the JPEG header");
         if (d[0] != 0xFF) break;
         unsigned m = 0xFF;
@@ -1332,8 +1374,16 @@ static cf_status oj_header(ctx *c, int i, cf_tiff_ifd *o, const oj_state *j,
 static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
     /* What GDAL reads: YCbCr through libtiff's RGBA interface; it refuses
      * other old-style JPEG ("only supported through RGBA interface"). */
-    if (o->tiled)
-        return oj_refuse(o, CF_E_UNSUPPORTED, "tiled files are not read");
+    /* Tiles: libtiff's frame is one tile wide and as tall as the image's
+     * tile rows, every tile one restart interval (OJPEGReadHeaderInfo's
+     * strile_width and strile_length_total), so one column of tiles reads
+     * like strips; tiles of further columns fall outside that frame and
+     * come out wrong, without an error, in GDAL. */
+    if (o->tiled && o->chunks_across > 1)
+        return oj_refuse(o, CF_E_UNSUPPORTED, "tiled with %u tiles across "
+                         "(libtiff decodes a frame one tile wide: GDAL reads "
+                         "only the first column of tiles right)",
+                         o->chunks_across);
     if (o->photometric != 6 || o->samples != 3)
         return oj_refuse(o, CF_E_UNSUPPORTED, "PhotometricInterpretation %u "
                          "with %u samples (GDAL reads only 3-sample YCbCr, "
@@ -1376,9 +1426,14 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
     }
     oj_state j;
     memset(&j, 0, sizeof j);
-    uint64_t hdr_end;
-    TRY(oj_walk(c, o, &j, start, end, src, &hdr_end));
+    uint64_t hdr_end, strip0[2] = {o->offsets[0], 0};
+    int in_strip0;
+    if (!cf__add_u64(strip0[0], o->counts[0], &strip0[1]))
+        return oj_refuse(o, CF_E_FORMAT, "strip 0 has an absurd size");
+    TRY(oj_walk(c, o, &j, start, end, src, jif ? strip0 : NULL, &hdr_end,
+                &in_strip0));
     if (o->ojpeg_status) return CF_OK;
+    if (in_strip0) src = "strip 0";
 
     /* The sampling: the SOF's when it has one TIFF can say (libtiff's
      * OJPEGSubsamplingCorrect), else the tag's (2x2 by default). */
@@ -1396,18 +1451,18 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
             return oj_refuse(o, CF_E_FORMAT, "the JPEG data of %s is %u rows "
                              "high, the image %u (libtiff: unexpected height)",
                              src, j.sof_y, o->height);
-        if (j.sof_x != o->width)
+        if (j.sof_x != o->chunk_w)
             return oj_refuse(o, CF_E_FORMAT, "the JPEG data of %s is %u "
-                             "columns wide, the image %u", src, j.sof_x,
-                             o->width);
+                             "columns wide, the %s %u", src, j.sof_x,
+                             o->tiled ? "tiles" : "image", o->chunk_w);
     } else {
         if (jif)
             return oj_refuse(o, CF_E_FORMAT, "the JPEGInterchangeFormat "
                              "stream does not start with a JPEG marker");
         j.sof_id = 0xC0;
-        j.sof_x = (uint16_t)o->width;
+        j.sof_x = (uint16_t)o->chunk_w; /* the image's, or a tile's */
         j.sof_y = (uint16_t)o->height;
-        if (o->width > 65535 || o->height > 65535)
+        if (o->chunk_w > 65535 || o->height > 65535)
             return oj_refuse(o, CF_E_FORMAT, "image larger than JPEG allows");
         j.c[0] = 0;
         j.c[1] = 1;
@@ -1442,7 +1497,7 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
                              "multiple of the MCU height %u (libtiff: "
                              "incompatible vertical subsampling and strip "
                              "length)", o->chunk_h, 8 * sv);
-        mcus = (uint64_t)((o->width + 8 * sh - 1) / (8 * sh)) *
+        mcus = (uint64_t)((o->chunk_w + 8 * sh - 1) / (8 * sh)) *
                (o->chunk_h / (8 * sv));
         ri = (uint16_t)mcus;
     }
@@ -1453,9 +1508,12 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
                          "restart interval holds at most 65535)",
                          (unsigned long long)mcus);
 
-    if (jif && hdr_end < end) {
+    if (jif && !in_strip0 && hdr_end < end) {
         /* The stream holds the entropy data: libjpeg reads the whole image
          * from it, so it is read as one chunk. */
+        if (o->tiled)
+            return oj_refuse(o, CF_E_UNSUPPORTED, "tiles whose entropy data "
+                             "is in the JPEGInterchangeFormat stream");
         if (several) {
             /* libtiff's RGBA strip reader drops bytes at the end of each
              * strip when a block row does not divide by sv (photometric.c),
@@ -1489,7 +1547,8 @@ static cf_status parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
                              "does not match the strips (%llu MCUs each)",
                              (unsigned long long)ri, src,
                              (unsigned long long)mcus);
-        if (!jif && j.sos) { /* the header was strip 0's start */
+        if ((!jif || in_strip0) && j.sos) { /* strip 0 starts with (the
+                                                end of) the header */
             o->counts[0] -= hdr_end - o->offsets[0];
             o->offsets[0] = hdr_end;
             if (o->counts[0] == 0)

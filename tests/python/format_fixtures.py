@@ -366,6 +366,49 @@ def bilevel_file(shape, opts, seed=3):
     return make
 
 
+def fax_page(shape, opts, seed=7, border=0):
+    """A bilevel fax-like page: lines of text (Pillow's default font at a
+    few sizes), rules, boxes, long white runs, all-white rows; `border`
+    black columns at the right edge (a scanner's edge)."""
+    def make(path):
+        from PIL import Image, ImageDraw, ImageFont
+        nb, h, w = shape
+        rng = np.random.default_rng(seed)
+        im = Image.new("1", (w, h), 0)
+        draw = ImageDraw.Draw(im)
+        words = ["FAX", "page", "of", "the", "quick", "brown", "fox", "jumps", "over",
+                 "1234", "dog", "###", "|||", "mmm", "iii", "Re:", "To:", "From:"]
+        y = 40
+        while y < h - 10:
+            size = int(rng.choice([12, 16, 22, 30]))
+            font = ImageFont.load_default(size=size)
+            line = " ".join(str(v) for v in rng.choice(words, 30))
+            draw.text((int(rng.integers(20, 120)), y), line, font=font, fill=1)
+            y += size + int(rng.integers(4, 40))
+            r = rng.random()
+            if r < 0.1:
+                draw.line([0, y, w - 1, y], fill=1, width=int(rng.integers(1, 4)))
+            elif r < 0.2:
+                x0, x1 = sorted(int(v) for v in rng.integers(0, w, 2))
+                draw.rectangle([x0, y, x1, y + int(rng.integers(5, 60))], outline=1,
+                               fill=int(rng.integers(0, 2)))
+        a = np.array(im, dtype=np.uint8)
+        if border:
+            a[:, w - border:] = 1
+        gdal_write(path, a[None], opts + ["NBITS=1"], dtype="uint8")
+    return make
+
+
+def narrower(width):
+    """A change for rewrite(): ImageWidth made smaller than the width the
+    strips were coded at (rows decode past the width: libtiff cleans each
+    up, keeping the zero runs its cleanup makes as changing elements of
+    the next row's reference)."""
+    def change(ifds):
+        ifds[0].set(256, 4, width)
+    return change
+
+
 def rewrite(base, change, e=None):
     """A GDAL file made by `base` (a maker), then `change(ifds)` applied to
     its IFDs before writing it again (change may return (ifds, subifds))."""
@@ -382,6 +425,29 @@ def rewrite(base, change, e=None):
             ifds = r
         write_tiff(path, ifds, e or order, subifds=subs)
     return make
+
+
+def with_counts(base, change):
+    """A file made by `base` whose StripByteCounts (or TileByteCounts) are
+    then replaced by change(counts), the chunks left where they are."""
+    def make(path):
+        base(path)
+        out = bytearray(open(path, "rb").read())
+        e = "<" if out[:2] == b"II" else ">"
+        ifd = struct.unpack(e + "I", out[4:8])[0]
+        tag = 325 if _has_tag(out, e, ifd, 325) else 279
+        _set_array(out, e, ifd, tag, change(_tag_value(out, e, ifd, tag)))
+        with open(path, "wb") as f:
+            f.write(out)
+    return make
+
+
+def _has_tag(out, e, ifd_off, tag):
+    try:
+        _tag_value(out, e, ifd_off, tag)
+        return True
+    except KeyError:
+        return False
 
 
 def fill_order_2(ifds):
@@ -639,11 +705,13 @@ def _jpeg_segments(stream):
             return segs, stream[p:]
 
 
-def _jpeg_strips(shape, photometric, rps, seed=21, data=None):
-    """GDAL JPEG strips of a (bands, h, w) image (`data`, or pixels()):
-    (tables segments, [(SOF, SOS, entropy data without EOI)] per strip)."""
+def _jpeg_strips(shape, photometric, rps, seed=21, data=None, tile=None):
+    """GDAL JPEG strips (tiles of tile x tile pixels when `tile`) of a
+    (bands, h, w) image (`data`, or pixels()): (tables segments, [(SOF,
+    SOS, entropy data without EOI)] per strip)."""
     nb, h, w = shape
-    opts = ["COMPRESS=JPEG", "JPEGTABLESMODE=3", "BLOCKYSIZE=%d" % rps, "JPEG_QUALITY=85"]
+    opts = ["COMPRESS=JPEG", "JPEGTABLESMODE=3", "JPEG_QUALITY=85"]
+    opts += _tiled(tile) if tile else ["BLOCKYSIZE=%d" % rps]
     if photometric:
         opts.append("PHOTOMETRIC=" + photometric)
     with scratch_tif() as tmp:
@@ -684,7 +752,8 @@ def _table_parts(tables):
     return q, dc, ac
 
 
-def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=None, data=None):
+def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=None, data=None,
+               tile=None):
     """An old-style JPEG file of a (bands, h, w) image.
     layout "whole":  JPEGInterchangeFormat is one complete stream of the
                      image (restart markers between strips when there are
@@ -693,13 +762,18 @@ def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=Non
                      of entropy data only.
     layout "header_jif": JPEGInterchangeFormat holds the header (SOI to
                      SOS), the strips the entropy data.
+    layout "header_sos_strip0": JPEGInterchangeFormat holds the header up
+                     to the frame (SOI, tables, SOF), strip 0 starts with
+                     the SOS.
     layout "strip_streams": each strip a complete stream, nothing else.
     bad: a malformation (see the fixtures).  data: the pixels (uint8,
-    `shape`), pixels() by default."""
+    `shape`), pixels() by default.  tile: tiles of tile x tile pixels
+    (layout "tables" only: each tile one restart interval, as libtiff
+    reads them)."""
     nb, h, w = shape
     def make(path):
-        r = rps or h
-        tables, strips = _jpeg_strips(shape, photometric, r, data=data)
+        r = tile or rps or h
+        tables, strips = _jpeg_strips(shape, photometric, r, data=data, tile=tile)
         sof, sos = strips[0][0], strips[0][1]
         d = Ifd()
         d.set(256, 4, w)
@@ -708,9 +782,16 @@ def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=Non
         d.set(259, 3, 6)
         d.set(262, 3, 6 if nb == 3 else 1)
         d.set(277, 3, nb)
-        d.set(278, 4, r)
-        d.set(273, 4, [0])
-        d.set(279, 4, [0])
+        if tile:
+            assert layout == "tables"
+            d.set(322, 3, tile)
+            d.set(323, 3, tile)
+            d.set(324, 4, [0])
+            d.set(325, 4, [0])
+        else:
+            d.set(278, 4, r)
+            d.set(273, 4, [0])
+            d.set(279, 4, [0])
         if nb == 3:
             d.set(530, 3, list(sub))
         patch = {}
@@ -738,6 +819,15 @@ def ojpeg_file(shape, layout, rps=None, photometric="YCBCR", sub=(2, 2), bad=Non
             # JPEGInterchangeFormat holds the header only, up to its SOS
             head = b"\xff\xd8" + b"".join(tables) + _sof_height(sof, h) + sos
             d.chunks = [head] + [s[2] for s in strips]
+            d.set(513, 4, 0)
+            d.set(514, 4, 0)
+            patch["header"] = len(head)
+        elif layout == "header_sos_strip0":
+            # JPEGInterchangeFormat holds a complete header up to the
+            # frame, the scan header starts strip 0 (libtiff reads the
+            # stream on into the strips)
+            head = b"\xff\xd8" + b"".join(tables) + _sof_height(sof, h)
+            d.chunks = [head, sos + strips[0][2]] + [s[2] for s in strips[1:]]
             d.set(513, 4, 0)
             d.set(514, 4, 0)
             patch["header"] = len(head)
@@ -979,6 +1069,16 @@ FIXTURES = [
         ["COMPRESS=CCITTFAX4"] + _tiled(64))),
     _fx("ccittfax3_strips", "CCITT", bilevel_file((1, 77, 250),
         ["COMPRESS=CCITTFAX3", "BLOCKYSIZE=10"])),
+    # fax pages with a black right edge coded 1728 wide in files that say
+    # 1720 and 1700 (one strip each): libtiff (so GDAL) decodes them with
+    # its row-end cleanup and no error; cogfeed fell out of step ("uncompressed
+    # mode", "vertical code left of a0")
+    _fx("ccittfax4_page_1720", "CCITT", rewrite(fax_page((1, 1100, 1728),
+        ["COMPRESS=CCITTFAX4", "BLOCKYSIZE=1100"], seed=11, border=18), narrower(1720))),
+    _fx("ccittfax4_page_1700_300rows", "CCITT", rewrite(fax_page((1, 300, 1728),
+        ["COMPRESS=CCITTFAX4", "BLOCKYSIZE=300"], seed=9, border=40), narrower(1700))),
+    _fx("ccittfax4_page_2592", "CCITT", fax_page((1, 300, 2592),
+        ["COMPRESS=CCITTFAX4", "BLOCKYSIZE=300"], seed=8)),
     _fx("ccittfax3_2d", "CCITT", checked_in("ccitt_g3_2d.tif")),
     _fx("ccittfax3_2d_fillbits", "CCITT", checked_in("ccitt_g3_2d_fillbits.tif")),
     _fx("ccittfax3_2d_fillorder2", "CCITT", rewrite(checked_in("ccitt_g3_2d.tif"),
@@ -995,11 +1095,18 @@ FIXTURES = [
     _fx("ojpeg_if_strips_11", "OJPEG", ojpeg_file((3, 70, 45), "whole", rps=8,
                                                   photometric="RGB", sub=(1, 1))),
     _fx("ojpeg_if_header_strips", "OJPEG", ojpeg_file((3, 75, 61), "header_jif", rps=32)),
+    _fx("ojpeg_header_sos_strip0", "OJPEG", ojpeg_file((3, 75, 61), "header_sos_strip0",
+                                                        rps=32)),
+    _fx("ojpeg_header_sos_strip0_one", "OJPEG", ojpeg_file((3, 37, 45), "header_sos_strip0")),
     _fx("ojpeg_strip_stream", "OJPEG", ojpeg_file((3, 37, 45), "strip_streams")),
     _fx("ojpeg_tables_restart", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16)),
     _fx("ojpeg_tables_11", "OJPEG", ojpeg_file((3, 50, 47), "tables", rps=8,
                                                photometric="RGB", sub=(1, 1))),
     _fx("ojpeg_tables_one_strip", "OJPEG", ojpeg_file((3, 37, 45), "tables")),
+    # tiled: one column of tiles (libtiff's frame is one tile wide)
+    _fx("ojpeg_tables_tiled", "OJPEG", ojpeg_file((3, 70, 29), "tables", tile=32)),
+    _fx("ojpeg_tables_tiled_11", "OJPEG", ojpeg_file((3, 50, 16), "tables", tile=16,
+                                                     photometric="RGB", sub=(1, 1))),
     _fx("ojpeg_tables_one_qtable", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16,
                                                        bad="one_qtable")),
     # ... and the ones GDAL does not read
@@ -1011,6 +1118,10 @@ FIXTURES = [
         bad="sof_height"), expect="refuse", reason="unexpected height"),
     _fx("ojpeg_qtables_count_refused", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16,
         bad="qtables_count"), expect="refuse", reason="JPEGQTables has 4 values"),
+    # GDAL reads this one, but only the first column of tiles right (no
+    # error): refused, saying so
+    _fx("tiled_ojpeg_columns_refused", "OJPEG", ojpeg_file((3, 70, 45), "tables", tile=32),
+        expect="refuse", reason="tiled with 2 tiles across"),
     _fx("ojpeg_table_past_eof_refused", "OJPEG", ojpeg_file((3, 70, 45), "tables", rps=16,
         bad="table_past_eof"), expect="refuse", reason="past the end of the file"),
     # --- what GDAL tolerates -------------------------------------------------
@@ -1021,6 +1132,23 @@ FIXTURES = [
     _fx("tiles_in_stripoffsets", "tolerate", rewrite(gdal_file((1, 70, 80), "uint8",
         ["COMPRESS=LZW"] + _tiled(32)), tiles_as_strips)),
     _fx("truncated", "tolerate", truncated_file),
+    # uncompressed chunks: libtiff reads the strip (tile) size from the
+    # offset, whatever the byte count says (too short, too long for the
+    # bits per sample, even past the end of the file)
+    _fx("none_counts_half_strips", "tolerate", with_counts(gdal_file((1, 50, 100), "uint16",
+        ["BLOCKYSIZE=10"]), lambda c: [v // 2 for v in c])),
+    _fx("none_count_as_1bit", "tolerate", with_counts(gdal_file((1, 50, 100), "uint8",
+        ["BLOCKYSIZE=50"]), lambda c: [v // 8 for v in c])),
+    _fx("none_count_bilevel_as_8bit", "tolerate", with_counts(bilevel_file((1, 50, 101),
+        ["BLOCKYSIZE=50"]), lambda c: [50 * 101])),
+    _fx("none_count_nbits12_as_16", "tolerate", with_counts(nbits_file((1, 30, 41), "uint16",
+        12, ["BLOCKYSIZE=30"]), lambda c: [30 * 41 * 2])),
+    _fx("none_counts_tiles_short", "tolerate", with_counts(gdal_file((2, 70, 80), "int16",
+        _tiled(32)), lambda c: [v - 3 for v in c])),
+    # ... but not what GDAL reads through libtiff's RGBA interface: a
+    # short strip fails there, in GDAL and in cogfeed
+    _fx("none_counts_cmyk_short", "tolerate", with_counts(gdal_file((4, 30, 40), "uint8",
+        ["PHOTOMETRIC=CMYK", "BLOCKYSIZE=10"]), lambda c: [v - 3 for v in c])),
     _fx("ifd_loop", "tolerate", ifd_chain("loop")),
     _fx("ifd_past_eof", "tolerate", ifd_chain("past_eof")),
     _fx("ifd_bad_trailing", "tolerate", ifd_chain("bad_ifd")),

@@ -362,16 +362,24 @@ def cases():
     t.patch(b, t.value_pos(0, 324), t.ifd_off[0] + 2, 4)
     yield "offsets_in_ifd", 9, "open", "TileOffsets data inside the IFD", b
     # 7: byte counts
+    # (an uncompressed tile is read as libtiff reads it: its size from its
+    # offset, whatever the count says; GDAL reads these two)
     t = Tiff()
     image(t, counts=[1024, 1024, 1 << 30, 1024])
-    yield "bytecount_past_eof", 7, "read", "ByteCount of 1 GiB (truncated file)", \
+    yield "bytecount_past_eof", 7, "ok", "ByteCount of 1 GiB, the tile's 1024 bytes in the file", \
         t.build()
+    t = Tiff()
+    image(t, counts=[1024, 1024, 1 << 30, 1024])
+    b = t.build()
+    offs = struct.unpack_from("<I", b, t.value_pos(0, 324))[0]  # 4 LONGs, elsewhere
+    t.patch(b, offs + 8, len(b) - 100, 4)
+    yield "tile_data_past_eof", 7, "read", "uncompressed tile 2 starts 100 bytes before the end", b
     t = Tiff()
     image(t, skip=(325,))
     yield "bytecount_missing", 7, "open", "no TileByteCounts", t.build()
     t = Tiff()
     image(t, counts=[1024, 10, 1024, 1024])
-    yield "bytecount_too_small", 7, "read", "uncompressed tile of 10 bytes", \
+    yield "bytecount_too_small", 7, "ok", "uncompressed tile whose count says 10 bytes", \
         t.build()
     t = Tiff()
     image(t, counts=[1024, 0, 1024, 1024], offsets=None)

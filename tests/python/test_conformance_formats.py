@@ -328,6 +328,17 @@ def test_tolerated_problems_are_reported(paths, name, words):
     assert "Warning:" in r.stdout
 
 
+def test_ccitt_codecs_named_as_gdal_names_them(paths):
+    """`info` names the CCITT codecs as GDAL's COMPRESSION metadata does
+    (they were UNKNOWN(2), (3) and (4))."""
+    for name in ("ccittrle", "ccittfax3", "ccittfax4"):
+        gdal = gdal_open(paths[name]).tags(ns="IMAGE_STRUCTURE")["COMPRESSION"]
+        r = subprocess.run([COGFEED, "info", "--json", paths[name]], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["compression"] == gdal
+
+
 def test_truncated_file_names_the_missing_tile(paths):
     cog = cogfeed.open(paths["truncated"])
     with pytest.raises(cogfeed.Error) as ei:

@@ -1164,6 +1164,17 @@ static void test_ccitt(cf_codec_ctx *ctx) {
     p = params(4, 1, 8, 2, 1);
     CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x18 && out[1] == 0x18);
+    /* A row coded past the width (horizontal: white 0, black 10 in a row
+     * of 8) is cleaned up as libtiff does: the black run is dropped, the
+     * row is white, and the reference keeps a zero black run at 0 -- a
+     * changing element: the next row's V0 V0 make it all black (libtiff
+     * 4.5's TIFFReadEncodedStrip gives 00 ff; it was 00 00 here, and the
+     * rows after fell out of step with libtiff's). */
+    memset(&w, 0, sizeof w);
+    put_bits(&w, "001 00110101 0000100");
+    put_bits(&w, "1 1");
+    CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
+    CHECK(out[0] == 0x00 && out[1] == 0xff);
     /* its run ends are memory the loader's budget accounts for */
     CHECK(holds_scratch(NULL, NULL, 0, &p, w.b, (w.n + 7) / 8,
                         2 * (8 + 6) * sizeof(uint32_t)));

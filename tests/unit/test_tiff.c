@@ -146,6 +146,8 @@ static void test_planar_and_types(void) {
                  {50001, 0, "WEBP"},      {5, 0, "LZW"},
                  {1, 0, "NONE"},          {32773, 0, "PACKBITS"},
                  {7, 0, "JPEG"},          {32946, 0, "DEFLATE"},
+                 {2, 0, "CCITTRLE"},      {3, 0, "CCITTFAX3"},
+                 {4, 0, "CCITTFAX4"},     {32771, 0, "CCITTRLEW"},
                  {9999, 0, "UNKNOWN(9999)"}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         tw_init(&w, true, false);
