@@ -1149,12 +1149,14 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         int covers;
         uint32_t need = rows_needed(ifd, c, &p, x, y, w, h, &covers);
         size_t len = (size_t)cf_codec_chunk_bytes(&p);
-        int raw = !len || raw_usable(&p, c->len, len);
+        /* Uncompressed host-order chunks are their own decoded form: kept
+         * as fetched, and a strip's first rows are fetched alone. */
+        int raw = len && raw_usable(&p, c->len, len);
         rc[i].rows = p.height;
-        if (!raw && !ifd->tiled && need * 2 <= p.height && cf_codec_can_stop(&p))
+        if (len && !ifd->tiled && need * 2 <= p.height && cf_codec_can_stop(&p))
             rc[i].rows = cf_codec_stop_rows(&p, need);
         rc[i].found = CF__CC_NONE;
-        if (cc && !raw && !covers) {
+        if (cc && len && !covers) {
             const uint8_t *d = NULL;
             rc[i].found = cf__cc_claim_rows(cc, cog, c, len / p.height, need, p.height,
                                             &rc[i].rows, &d, &rc[i].h);
@@ -1169,8 +1171,9 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         }
         if (rc[i].found == CF__CC_WAIT) continue;
         rc[i].fetch = 1;
-        fc[nf++] = *c;
-        ftotal += c->len;
+        fc[nf] = *c;
+        if (raw && rc[i].rows < p.height) fc[nf].len = (uint64_t)rc[i].rows * (len / p.height);
+        ftotal += fc[nf++].len;
     }
 
     /* Fetch every chunk not found in one batch (merged and in flight

@@ -193,3 +193,28 @@ def test_threads_decode_each_strip_once(files):
 def test_cache_bytes_checked():
     with pytest.raises(ValueError):
         cogfeed.IO(cache_bytes=-2)
+
+
+def test_uncompressed_strip_rows_read_once(files):
+    """Uncompressed strips are their own decoded form: a window at the top
+    of a tall one reads its first rows only, and the window beside it
+    reads nothing (kept in the cache as read)."""
+    path = files[("NONE", H)]
+    io = cogfeed.IO()
+    with cogfeed.open(path, io) as c:
+        b0 = io.stats()["bytes_fetched"]
+        a = c.read((0, 0, 100, 40))  # 40 rows, rounded up to 32: 64
+        b1 = io.stats()["bytes_fetched"]
+        assert b1 - b0 == 64 * W * 3
+        np.testing.assert_array_equal(a, _gdal(path, (0, 0, 100, 40)))
+        np.testing.assert_array_equal(c.read((150, 10, 100, 50)), _gdal(path, (150, 10, 100, 50)))
+        assert io.stats()["bytes_fetched"] == b1
+        assert c.stats()["cache_hits"] == 1
+    # uncompressed strips of 16 rows: each read from the file once
+    path = files[("NONE", 16)]
+    io = cogfeed.IO()
+    with cogfeed.open(path, io) as c:
+        b0 = io.stats()["bytes_fetched"]
+        for x in (0, 100, 200):
+            np.testing.assert_array_equal(c.read((x, 0, 100, 64)), _gdal(path, (x, 0, 100, 64)))
+        assert io.stats()["bytes_fetched"] - b0 == 64 * W * 3
