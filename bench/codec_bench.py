@@ -34,10 +34,38 @@ timed against that build, and its pixels are checked against Debian's GDAL
 is a benchmark, not a test: run it by hand after ./run.sh build, e.g.
 
     PYTHONPATH=build/python .venv/bin/python bench/codec_bench.py [--json]
+
+--strips measures strip files instead (issue 25 item 10): the SIZE x SIZE
+image of each of --strip-codecs written untiled by GDAL's GTiff driver
+(TILED=NO, BLOCKYSIZE=N for each N of --strip-rows, 0 being one strip of
+the whole image; OJPEG rebuilt from GDAL's JPEG strips as above), read as
+512 x 512 windows (--window) in row order and in a random order (seed 1),
+one thread:
+
+  cogfeed           one cogfeed.IO per round, so its cache of decoded
+                    chunks (cache_bytes) starts empty: strips are decoded
+                    once for the windows beside each other, and a window
+                    near the top of a tall strip decodes only down to its
+                    last row
+  cogfeed no cache  the same with cache_bytes=-1: every window decodes the
+                    strips it touches (down to its last row); left out for
+                    one strip of the whole image, where it decodes the
+                    image once per window
+  GDAL              the dataset reopened per round: its block cache
+                    starts empty too
+
+State: the file in the page cache (read once before), decoded-chunk caches
+cold at the start of each round and warm within it (that is the point).
+MB/s of window pixels delivered; the windows tile the image once.  Every
+cogfeed result is checked bit-exact against GDAL's (Debian's GDAL for JPEG
+and OJPEG, as above):
+
+    PYTHONPATH=build/python .venv/bin/python bench/codec_bench.py --strips
 """
 
 import argparse
 import hashlib
+import random
 import json
 import os
 import sys
@@ -147,6 +175,142 @@ def make_file(codec, size, tile, directory):
             rasterio.shutil.copy(m, tmp, driver=driver, **dict(o.split("=", 1) for o in opts))
     os.replace(tmp, path)
     return path
+
+
+# --strips: the codecs of strip files (types and options from CODECS)
+STRIP_CODECS = ["DEFLATE", "LZW", "JPEG", "OJPEG", "NONE"]
+
+
+def make_strip_file(codec, size, rps, directory):
+    """codec's image (CODECS' type and options) in strips of rps rows (0:
+    one strip), written by GDAL's GTiff driver (OJPEG: rebuilt from GDAL's
+    JPEG strips)."""
+    dtype, bands, opts = CODECS[codec]
+    rows = rps or size
+    key = hashlib.sha256(json.dumps(["strips", codec, size, rows, dtype, bands, opts, 1,
+                                     rasterio.__gdal_version__]).encode()).hexdigest()[:12]
+    path = os.path.join(directory, "strips_%s_%d_%d_%s.tif" % (codec, size, rows, key))
+    if os.path.exists(path):
+        return path
+    data = pixels(size, dtype, bands)
+    tmp = path + ".tmp.tif"
+    if codec == "OJPEG":
+        F.ojpeg_file(data.shape, "tables", rps=rows, data=data)(tmp)
+    else:
+        co = dict(o.split("=", 1) for o in opts)
+        co.update(COMPRESS=codec, TILED="NO", BLOCKYSIZE=str(rows))
+        with rasterio.open(tmp, "w", driver="GTiff", width=size, height=size, count=bands,
+                           dtype=GDT[dtype], **co) as m:
+            m.write(data)
+    os.replace(tmp, path)
+    return path
+
+
+def bench_strips(codec, rps, args):
+    """One strip layout: rows per strip `rps` (0: one strip), windows in
+    row order and in a random order; see the module's docstring."""
+    path = make_strip_file(codec, args.size, rps, args.dir)
+    with open(path, "rb") as f:  # into the page cache
+        while f.read(1 << 24):
+            pass
+    win = args.window
+    wins = tiles(args.size, win)
+    shuffled = list(wins)
+    random.Random(1).shuffle(shuffled)
+    with cogfeed.open(path) as cog:
+        shape = (cog.count, cog.height, cog.width)
+        dtype = cog.dtype
+        nbytes = cog.count * cog.height * cog.width * np.dtype(cog.dtype).itemsize
+    out = []
+    for order, ws in (("rows", wins), ("random", shuffled)):
+        res = {"codec": codec, "rows_per_strip": rps or args.size, "order": order,
+               "dtype": str(dtype), "bands": shape[0], "size": args.size, "window": win,
+               "file_mb": os.path.getsize(path) / 1e6, "decoded_mb": nbytes / 1e6}
+
+        def cf(cache, ws=ws):
+            with cogfeed.open(path, cogfeed.IO(cache_bytes=cache)) as c:
+                parts = [c.read(window=w) for w in ws]
+                res["decoded_per_delivered_" + ("cache" if cache == 0 else "nocache")] = \
+                    c.stats()["decoded_bytes"] / c.stats()["delivered_bytes"]
+                return parts
+
+        def gdal(ws=ws):
+            with rasterio.Env(GDAL_NUM_THREADS="1"), rasterio.open(path) as ds:
+                return [ds.read(window=Window(*w)) for w in ws]
+
+        variants = [("cogfeed", lambda: cf(0)), ("gdal", gdal)]
+        if rps:
+            variants.append(("cogfeed_nocache", lambda: cf(-1)))
+        best, got = interleaved_best(args.repeat, variants)
+        for k, t in best.items():
+            res[k] = nbytes / t / 1e6
+        res["ratio"] = res["cogfeed"] / res["gdal"]
+        if rps:
+            res["ratio_nocache"] = res["cogfeed_nocache"] / res["gdal"]
+        mine = assemble(got["cogfeed"], ws, shape, dtype)
+        ref = assemble([p.reshape((shape[0],) + p.shape[-2:]) for p in got["gdal"]], ws, shape,
+                       mine.dtype)
+        if codec in ("JPEG", "OJPEG"):  # libjpeg-turbo's pixels: Debian's GDAL
+            ref = C.debian_gdal_read(path).reshape(shape)
+        same = mine.tobytes() == ref.tobytes()
+        if rps:
+            same = same and assemble(got["cogfeed_nocache"], ws, shape,
+                                     dtype).tobytes() == ref.tobytes()
+        res["bit_exact"] = bool(same)
+        out.append(res)
+    return out
+
+
+def print_strips_markdown(doc):
+    print("| codec | rows per strip | order | file MB | cogfeed | cogfeed, no cache | GDAL | "
+          "ratio | ratio, no cache | decoded / delivered | bit-exact |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in doc["results"]:
+        nc = "cogfeed_nocache" in r
+        print("| %s | %d | %s | %.1f | %.0f | %s | %.0f | %.2f | %s | %.2f%s | %s |" % (
+            r["codec"], r["rows_per_strip"], r["order"], r["file_mb"], r["cogfeed"],
+            "%.0f" % r["cogfeed_nocache"] if nc else "-", r["gdal"], r["ratio"],
+            "%.2f" % r["ratio_nocache"] if nc else "-", r["decoded_per_delivered_cache"],
+            " (%.2f)" % r["decoded_per_delivered_nocache"] if nc else "",
+            "yes" if r["bit_exact"] else "NO"))
+    print()
+    print("GDAL %s, cogfeed %s, %d CPUs, load average before/after %.1f / %.1f." % (
+        doc["gdal"], doc["cogfeed"], doc["cpus"], *doc["loadavg_before_after"]))
+
+
+def main_strips(args):
+    results = []
+    load_before = os.getloadavg()[0]
+    if not args.json:
+        print("%d x %d strip files, %d px windows, 1 thread, best of %d; MB/s of window "
+              "pixels; decoded-chunk caches cold at each round's start" % (
+                  args.size, args.size, args.window, args.repeat))
+        print("%-8s %5s %-7s %8s %9s %9s %9s %7s %7s %9s %s" % (
+            "codec", "rps", "order", "file MB", "cogfeed", "no cache", "gdal", "ratio",
+            "ratio nc", "dec/deliv", "exact"))
+    for codec in args.strip_codecs.split(","):
+        for rps in [int(v) for v in args.strip_rows.split(",")]:
+            for r in bench_strips(codec, rps, args):
+                results.append(r)
+                if not args.json:
+                    nc = "cogfeed_nocache" in r
+                    print("%-8s %5d %-7s %8.1f %9.0f %9s %9.0f %7.2f %7s %9.2f %s" % (
+                        codec, r["rows_per_strip"], r["order"], r["file_mb"], r["cogfeed"],
+                        "%.0f" % r["cogfeed_nocache"] if nc else "-", r["gdal"], r["ratio"],
+                        "%.2f" % r["ratio_nocache"] if nc else "-",
+                        r["decoded_per_delivered_cache"],
+                        "yes" if r["bit_exact"] else "NO"), flush=True)
+    load = [load_before, os.getloadavg()[0]]
+    doc = {"gdal": rasterio.__gdal_version__, "cogfeed": cogfeed.__version__,
+           "cpus": os.cpu_count(), "loadavg_before_after": load, "strips": True,
+           "results": results}
+    if args.json:
+        json.dump(doc, sys.stdout, indent=1)
+        print()
+    else:
+        print("load average before/after: %.1f / %.1f on %d CPUs" % (load[0], load[1],
+                                                                    os.cpu_count()))
+    return 0 if all(r["bit_exact"] for r in results) else 1
 
 
 def tiles(size, tile):
@@ -262,16 +426,25 @@ def main():
     ap.add_argument("--dir", default=None,
                     help="cache of the generated files (default: the tests' data "
                     "folder's bench/, conformance.testdata_root())")
+    ap.add_argument("--strips", action="store_true",
+                    help="strip files read as windows instead (see above)")
+    ap.add_argument("--strip-codecs", default=",".join(STRIP_CODECS))
+    ap.add_argument("--strip-rows", default="16,64,0",
+                    help="rows per strip of the layouts (0: one strip of the whole image)")
+    ap.add_argument("--window", type=int, default=512, help="--strips: window size")
     ap.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ap.add_argument("--markdown", metavar="JSON",
                     help="print the table of a saved --json result as Markdown, run nothing")
     args = ap.parse_args()
     if args.markdown:
         with open(args.markdown) as f:
-            print_markdown(json.load(f))
+            doc = json.load(f)
+        (print_strips_markdown if doc.get("strips") else print_markdown)(doc)
         return 0
     args.dir = args.dir or os.path.join(C.testdata_root(), "bench")
     os.makedirs(args.dir, exist_ok=True)
+    if args.strips:
+        return main_strips(args)
     results = []
     load_before = os.getloadavg()[0]
     if not args.json:

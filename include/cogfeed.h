@@ -220,6 +220,15 @@ typedef struct cf_io_options {
      * that large is fetched or allocated.  0: default
      * CF_HEADER_MEMORY_DEFAULT. */
     uint64_t header_memory_max;
+    /* Decoded tiles and strips kept for the next window reads of this io's
+     * files (cf_cog_read and what reads through it), shared by them and
+     * by the threads reading at once (a chunk two reads miss together is
+     * decoded once), least recently used out first: a strip or tile that
+     * a window needs only part of is decoded once for the windows beside
+     * it, as GDAL's block cache does.  0: 5% of the physical memory, at
+     * least 256 MiB (GDAL_CACHEMAX's default); < 0: none.  Held lazily:
+     * only what reads put there. */
+    int64_t cache_bytes;
 } cf_io_options;
 
 /* 1 GiB of cached headers: some 16,000 files of 64 KiB. */
@@ -461,6 +470,21 @@ CF_API cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index,
 
 /* Requests this cog has sent so far (open + reads).  Thread-safe. */
 CF_API uint64_t cf_cog_requests(const cf_cog *cog);
+
+/* What the window reads of a cog (cf_cog_read, cf_cog_read_mask and the
+ * reads made through them) decoded since it opened.  Thread-safe. */
+typedef struct cf_cog_stats {
+    uint64_t chunks_decoded;  /* tiles and strips decoded (uncompressed
+                                 ones pasted from their bytes are not) */
+    uint64_t decoded_bytes;   /* what they decoded to: a strip decoded only
+                                 down to a window's last rows counts those */
+    uint64_t delivered_bytes; /* bytes of the windows read */
+    uint64_t cache_hits;      /* chunks found decoded in the io's cache
+                                 (cf_io_options.cache_bytes), or decoded by
+                                 another reader that missed them first */
+    uint64_t cache_misses;    /* chunks looked for there and not found */
+} cf_cog_stats;
+CF_API void cf_cog_get_stats(const cf_cog *cog, cf_cog_stats *out);
 
 /* ------------------------------------------------------------------ */
 /* Georeferencing: CRSs, grids, reading onto a grid (docs/reader.md)   */

@@ -162,7 +162,7 @@ static PyTypeObject IOType = {
               "low_speed_bytes=1024, max_retries=6, retry_budget=1000, retry_base_ms=100, "
               "retry_max_ms=10000, verify_tls=True, header_cache_dir=None, ca_file=None, "
               "max_open_files=0, hedge_after_ms=0, header_cache_max_bytes=0, "
-              "header_memory_max=0)\n\n"
+              "header_memory_max=0, cache_bytes=0)\n\n"
               "One I/O event loop (libcurl multi) shared by every file opened with it; "
               "its local files keep at most max_open_files descriptors open "
               "(0: a quarter of ulimit -n).  A request with no answer after "
@@ -171,7 +171,9 @@ static PyTypeObject IOType = {
               "100 ms; < 0: never).  header_cache_dir's folder holds at most "
               "header_cache_max_bytes (0: 1 GiB), least recently used entries removed "
               "first; parsing one file's header may take header_memory_max bytes "
-              "(0: 256 MiB).",
+              "(0: 256 MiB).  Decoded tiles and strips that windows read only in part "
+              "are kept for the next reads of its files within cache_bytes (0: 5% of "
+              "the memory, at least 256 MiB, as GDAL_CACHEMAX; -1: none).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)IO_init,
     .tp_dealloc = (destructor)IO_dealloc,
@@ -640,6 +642,17 @@ fail:
     return NULL;
 }
 
+static PyObject *Cog_stats(CogObject *self, PyObject *noargs) {
+    if (!check_open(self)) return NULL;
+    cf_cog_stats s;
+    cf_cog_get_stats(self->cog, &s);
+    return Py_BuildValue("{sKsKsKsKsK}", "chunks_decoded", (unsigned long long)s.chunks_decoded,
+                         "decoded_bytes", (unsigned long long)s.decoded_bytes,
+                         "delivered_bytes", (unsigned long long)s.delivered_bytes,
+                         "cache_hits", (unsigned long long)s.cache_hits, "cache_misses",
+                         (unsigned long long)s.cache_misses);
+}
+
 static PyObject *Cog_close(CogObject *self, PyObject *noargs) {
     if (self->readers)
         self->close_pending = 1; /* the last running read closes it */
@@ -788,6 +801,11 @@ static PyMethodDef Cog_methods[] = {
     {"metadata_domains", (PyCFunction)(void (*)(void))Cog_metadata_domains,
      METH_VARARGS | METH_KEYWORDS,
      "metadata_domains(band=0) -> list of the domains that have items ('' the default)"},
+    {"stats", (PyCFunction)Cog_stats, METH_NOARGS,
+     "stats() -> dict: chunks_decoded, decoded_bytes (what the tiles and strips read so far\n"
+     "decoded to; a strip decoded only down to a window's last rows counts those),\n"
+     "delivered_bytes (of the windows read() and read_mask() gave), cache_hits and\n"
+     "cache_misses (chunks found, or not, decoded in the IO's cache_bytes)"},
     {"close", (PyCFunction)Cog_close, METH_NOARGS, "close the file"},
     {"__enter__", (PyCFunction)Cog_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)Cog_exit, METH_VARARGS, NULL},

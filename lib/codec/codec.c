@@ -472,3 +472,40 @@ cf_status cf_codec_decode(cf_codec_ctx *ctx, const cf_codec_params *p,
     if (st) memset(dst, 0, dst_len);
     return st;
 }
+
+int cf_codec_can_stop(const cf_codec_params *p) {
+    switch (p->compression) {
+    case 1:     /* none */
+    case 5:     /* LZW */
+    case 6:     /* old-style JPEG */
+    case 7:     /* JPEG */
+    case 8:     /* DEFLATE */
+    case 32946: /* DEFLATE (old code) */
+        break;
+    default: return 0;
+    }
+    /* subsampled YCbCr not in JPEG: whole blocks (cf_codec_stop_rows) */
+    if ((p->color == CF_COLOR_YCBCR || p->color == CF_COLOR_YCBCR_RAW) &&
+        (p->ycbcr_sub_v == 0 || 32 % p->ycbcr_sub_v))
+        return 0;
+    return 1;
+}
+
+uint32_t cf_codec_stop_rows(const cf_codec_params *p, uint32_t need) {
+    uint64_t r = ((uint64_t)need + 31) / 32 * 32;
+    return r >= p->height ? p->height : (uint32_t)r;
+}
+
+cf_status cf_codec_decode_rows(cf_codec_ctx *ctx, const cf_codec_params *p, uint32_t rows,
+                               const uint8_t *src, size_t src_len, uint8_t *dst,
+                               size_t dst_len, cf_error *err) {
+    if (!p || rows >= p->height) return cf_codec_decode(ctx, p, src, src_len, dst, dst_len, err);
+    if (!cf_codec_can_stop(p) || rows == 0 || rows % 32) {
+        if (dst) memset(dst, 0, dst_len);
+        return cf__err(err, CF_E_ARG, "codec: cannot decode %u of %u rows", rows, p->height);
+    }
+    cf_codec_params q = *p;
+    q.full_height = p->full_height ? p->full_height : p->height;
+    q.height = rows;
+    return cf_codec_decode(ctx, &q, src, src_len, dst, dst_len, err);
+}

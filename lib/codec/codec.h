@@ -54,6 +54,11 @@ typedef struct cf_codec_params {
     float white_point[2];   /* CIELab: the WhitePoint tag (x, y) */
     float ycbcr_coef[3];    /* YCbCr: YCbCrCoefficients */
     float ref_bw[6];        /* YCbCr: ReferenceBlackWhite */
+    uint32_t full_height;   /* 0, or (set by cf_codec_decode_rows) the
+                               chunk's rows when height is only its first
+                               rows: a codec that can stop early stops
+                               there (deflate.c goes straight to zlib's
+                               streaming inflate) */
 } cf_codec_params;
 
 /* Per-thread decoder state and scratch buffers.  Not thread-safe: give each
@@ -152,6 +157,28 @@ cf_status cf_codec_color(const cf_color_tags *t, int raw, uint16_t *color,
 cf_status cf_codec_decode(cf_codec_ctx *ctx, const cf_codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err);
+
+/* Whether a chunk of p can be decoded through its first rows only
+ * (cf_codec_decode_rows): the codecs whose stream gives its rows in order
+ * and that stop once the output is full (uncompressed, LZW, DEFLATE, JPEG,
+ * old-style JPEG), with every step after them row by row (predictor,
+ * swab, widening, colour conversion: subsampled YCbCr in blocks of
+ * ycbcr_sub_v rows). */
+int cf_codec_can_stop(const cf_codec_params *p);
+/* Rows cf_codec_decode_rows decodes for a caller needing the first `need`
+ * rows of a chunk of p: need rounded up to 32 (whole JPEG MCU rows, whole
+ * YCbCr blocks), at most p->height. */
+uint32_t cf_codec_stop_rows(const cf_codec_params *p, uint32_t need);
+/* cf_codec_decode of the first `rows` rows of the chunk only (rows from
+ * cf_codec_stop_rows, or p->height: then the whole chunk as
+ * cf_codec_decode): dst_len is cf_codec_chunk_bytes of p with that
+ * height.  The stream is read only as far as those rows need (a DEFLATE
+ * or LZW strip of 4096 rows read for its first 512 inflates an eighth of
+ * itself).  CF_E_ARG when p cannot stop early (cf_codec_can_stop) or
+ * rows is not one cf_codec_stop_rows gives. */
+cf_status cf_codec_decode_rows(cf_codec_ctx *ctx, const cf_codec_params *p, uint32_t rows,
+                               const uint8_t *src, size_t src_len, uint8_t *dst,
+                               size_t dst_len, cf_error *err);
 
 /* 1 if this build can decode `compression` (with lerc_sub for LERC). */
 int cf_codec_supported(uint16_t compression, uint16_t lerc_sub);

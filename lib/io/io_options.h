@@ -58,7 +58,9 @@
     X(header_cache_max_bytes, uint64_t, unsigned long long, "K", 0, 0, UINT64_MAX,        \
       "0: 1 GiB")                                                                         \
     X(header_memory_max, uint64_t, unsigned long long, "K", 0, 0, UINT64_MAX,             \
-      "0: 256 MiB")
+      "0: 256 MiB")                                                                       \
+    X(cache_bytes, int64_t, long long, "L", 0, -1, INT64_MAX,                              \
+      "0: 5% of the memory, -1: none")
 
 enum {
 #define CF__X(f, ...) CF__IOO_##f,

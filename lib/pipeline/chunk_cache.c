@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define CC_BUCKETS 4096
 
@@ -21,9 +22,14 @@ typedef enum cc_state {
 } cc_state;
 
 typedef struct cc_ent {
-    const cf_cog *cog;
+    uint64_t uid;               /* the file's cf_cog uid (never reused, so a
+                                   closed file's entries are never met by
+                                   another file: they age out) */
     int ifd;
     uint64_t index;
+    uint32_t rows;              /* rows of the chunk held, from its top (a
+                                   strip decoded only as far as a window
+                                   needed); the whole chunk otherwise */
     cc_state state;
     uint8_t *data;              /* len bytes once READY (NULL while PENDING
                                    unless an evicted buffer was reused) */
@@ -41,6 +47,7 @@ struct cf__ccache {
     cc_ent *table[CC_BUCKETS];
     cc_ent *head, *tail;
     uint64_t hits, misses;
+    pid_t pid;              /* the process that made it */
 };
 
 cf__ccache *cf__cc_new(size_t cap) {
@@ -49,8 +56,11 @@ cf__ccache *cf__cc_new(size_t cap) {
     pthread_mutex_init(&cc->mu, NULL);
     pthread_cond_init(&cc->settled, NULL);
     cc->cap = cap;
+    cc->pid = getpid();
     return cc;
 }
+
+pid_t cf__cc_pid(const cf__ccache *cc) { return cc->pid; }
 
 void cf__cc_free(cf__ccache *cc, int lock) {
     if (!cc) return;
@@ -66,16 +76,16 @@ void cf__cc_free(cf__ccache *cc, int lock) {
     free(cc);
 }
 
-static size_t bucket(const cf_cog *cog, int ifd, uint64_t index) {
-    uint64_t h = (uint64_t)(uintptr_t)cog * 0x9E3779B97F4A7C15ull;
+static size_t bucket(uint64_t uid, int ifd, uint64_t index) {
+    uint64_t h = uid * 0x9E3779B97F4A7C15ull;
     h ^= (uint64_t)(unsigned)ifd * 0xC2B2AE3D27D4EB4Full + index * 0x165667B19E3779F9ull;
     h ^= h >> 29;
     return (size_t)(h % CC_BUCKETS);
 }
 
-static cc_ent *find(cf__ccache *cc, const cf_cog *cog, int ifd, uint64_t index) {
-    for (cc_ent *e = cc->table[bucket(cog, ifd, index)]; e; e = e->hnext)
-        if (e->cog == cog && e->ifd == ifd && e->index == index) return e;
+static cc_ent *find(cf__ccache *cc, uint64_t uid, int ifd, uint64_t index) {
+    for (cc_ent *e = cc->table[bucket(uid, ifd, index)]; e; e = e->hnext)
+        if (e->uid == uid && e->ifd == ifd && e->index == index) return e;
     return NULL;
 }
 
@@ -97,7 +107,7 @@ static void push_front(cf__ccache *cc, cc_ent *e) {
 
 /* Take e out of the table and the LRU list (its bytes leave the budget). */
 static void unlink_ent(cf__ccache *cc, cc_ent *e) {
-    cc_ent **pp = &cc->table[bucket(e->cog, e->ifd, e->index)];
+    cc_ent **pp = &cc->table[bucket(e->uid, e->ifd, e->index)];
     while (*pp != e) pp = &(*pp)->hnext;
     *pp = e->hnext;
     unlink_lru(cc, e);
@@ -124,19 +134,44 @@ static int make_room(cf__ccache *cc, size_t len, uint8_t **reuse) {
 
 cf__cc_found cf__cc_claim(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c, size_t len,
                           const uint8_t **data, void **h) {
+    uint32_t rows = 1;
+    return cf__cc_claim_rows(cc, cog, c, len, 1, 1, &rows, data, h);
+}
+
+cf__cc_found cf__cc_claim_rows(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c,
+                               size_t row_bytes, uint32_t need, uint32_t full, uint32_t *rows,
+                               const uint8_t **data, void **h) {
     *data = NULL;
     *h = NULL;
     /* The record is made before taking the lock (usually needed: a miss). */
-    cc_ent *fresh = len && len <= cc->cap ? cf__calloc(1, sizeof *fresh) : NULL;
+    cc_ent *fresh = row_bytes && row_bytes <= cc->cap ? cf__calloc(1, sizeof *fresh) : NULL;
     cf__cc_found r = CF__CC_NONE;
     uint8_t *spare = NULL;
     pthread_mutex_lock(&cc->mu);
-    cc_ent *e = find(cc, cog, c->ifd, c->index);
+    cc_ent *e = find(cc, cog->uid, c->ifd, c->index);
+    if (e && e->rows < need) {
+        /* A strip decoded through fewer rows than this reader needs: an
+         * idle one is replaced by the whole strip (a reader that went
+         * further down once goes on), one in use is left to its readers
+         * (this one decodes without the cache). */
+        if (e->state != CC_READY || e->refs) {
+            cc->misses++;
+            pthread_mutex_unlock(&cc->mu);
+            free(fresh);
+            return CF__CC_NONE;
+        }
+        unlink_ent(cc, e);
+        free(e->data);
+        free(e);
+        e = NULL;
+        *rows = full;
+    }
     if (e) {
         e->refs++;
         unlink_lru(cc, e);
         push_front(cc, e);
         *h = e;
+        *rows = e->rows;
         if (e->state == CC_READY) {
             cc->hits++;
             *data = e->data;
@@ -146,18 +181,20 @@ cf__cc_found cf__cc_claim(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c, 
         }
     } else {
         cc->misses++;
-        if (fresh && make_room(cc, len, &spare)) {
+        size_t len = (size_t)*rows * row_bytes;
+        if (fresh && len <= cc->cap && make_room(cc, len, &spare)) {
             e = fresh;
             fresh = NULL;
-            e->cog = cog;
+            e->uid = cog->uid;
             e->ifd = c->ifd;
             e->index = c->index;
             e->state = CC_PENDING;
             e->len = len;
+            e->rows = *rows;
             e->data = spare;
             spare = NULL;
             e->refs = 1; /* the claimer's */
-            size_t b = bucket(cog, c->ifd, c->index);
+            size_t b = bucket(cog->uid, c->ifd, c->index);
             e->hnext = cc->table[b];
             cc->table[b] = e;
             push_front(cc, e);

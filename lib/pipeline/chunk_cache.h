@@ -37,6 +37,8 @@
 #ifndef CF_CHUNK_CACHE_H
 #define CF_CHUNK_CACHE_H
 
+#include <sys/types.h>
+
 #include "cog_internal.h"
 
 typedef struct cf__ccache cf__ccache;
@@ -55,16 +57,30 @@ typedef enum cf__cc_found {
 /* A cache of at most cap bytes of decoded chunks (plus a small record
  * each); NULL on out of memory. */
 cf__ccache *cf__cc_new(size_t cap);
+/* The process that made cc (a forked child makes its own). */
+pid_t cf__cc_pid(const cf__ccache *cc);
 /* lock 0: free the memory only (a forked child, where the lock may have
  * been copied while held; pending entries of the parent's readers are
  * freed without waiting: those readers do not exist in the child). */
 void cf__cc_free(cf__ccache *cc, int lock);
 
-/* Chunk (cog, c->ifd, c->index), of len bytes decoded: see cf__cc_found.
+/* Chunk (cog->uid, c->ifd, c->index), of len bytes decoded: see cf__cc_found.
  * A claim evicts what it needs (reusing an evicted buffer of the same
  * size: no fresh pages to fault in when the cache turns over). */
 cf__cc_found cf__cc_claim(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c, size_t len,
                           const uint8_t **data, void **h);
+/* cf__cc_claim for a chunk whose decoded rows are row_bytes each, of
+ * which the caller needs the first `need` (of `full`) and would decode
+ * *rows (need <= *rows <= full: a strip decoded only down to the window,
+ * cf_codec_decode_rows).  An entry holding fewer than `need` rows is a
+ * miss: when idle it is dropped and the claim is the caller's with *rows
+ * set to full (a reader that went further down once goes on: the strip
+ * is decoded whole the second time, not once more per window), else
+ * CF__CC_NONE.  On CF__CC_HIT and CF__CC_WAIT *rows is the entry's (at
+ * least need); on CF__CC_CLAIMED the rows to decode and publish. */
+cf__cc_found cf__cc_claim_rows(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c,
+                               size_t row_bytes, uint32_t need, uint32_t full, uint32_t *rows,
+                               const uint8_t **data, void **h);
 /* The caller's claim h, decoded: copy its len bytes in and wake its
  * waiters (out of memory: abandoned instead). */
 void cf__cc_publish(cf__ccache *cc, void *h, const uint8_t *data);

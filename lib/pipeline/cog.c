@@ -7,6 +7,7 @@
  * Ties the lower layers together and is the only place that knows about
  * both TIFF structure and I/O.
  */
+#include "chunk_cache.h"
 #include "cog_internal.h"
 #include "head_ahead.h"
 #include "header_cache.h"
@@ -26,6 +27,8 @@ static cf_status cog_alloc(const char *name, cf_cog **out, cf_error *err) {
     cf__pool_init(&cog->own_pool);
     cog->pool = &cog->own_pool;
     atomic_init(&cog->cache_dropped, 0);
+    static _Atomic uint64_t next_uid = 1;
+    cog->uid = atomic_fetch_add(&next_uid, 1);
     memcpy(cog->name, red, sizeof red);
     *out = cog;
     return CF_OK;
@@ -491,6 +494,17 @@ const char *cf_cog_name(const cf_cog *cog) { return cog ? cog->name : ""; }
 
 uint64_t cf_cog_requests(const cf_cog *cog) {
     return cog && cog->src ? cf_src_requests(cog->src) : 0;
+}
+
+void cf_cog_get_stats(const cf_cog *cog, cf_cog_stats *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    if (!cog) return;
+    o->chunks_decoded = atomic_load(&cog->n_decoded);
+    o->decoded_bytes = atomic_load(&cog->decoded_bytes);
+    o->delivered_bytes = atomic_load(&cog->delivered_bytes);
+    o->cache_hits = atomic_load(&cog->cache_hits);
+    o->cache_misses = atomic_load(&cog->cache_misses);
 }
 
 /* -------------------------------------------------------------- chunks */
@@ -959,9 +973,12 @@ int cf__cog_chunk_raw(const cf_cog *cog, const cf_chunk *c) {
     return raw_usable(&p, c->len, (size_t)cf_codec_chunk_bytes(&p));
 }
 
-cf_status cf__cog_decode_chunk(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
-                               const uint8_t *src, const uint8_t **out,
-                               cf_error *err) {
+/* Decode the first `rows` rows of fetched chunk c with ctx (rows: the
+ * chunk's height, or cf_codec_stop_rows of it): *out is the context's
+ * buffer, or src for uncompressed host-order chunks (whole, not decoded). */
+static cf_status decode_rows(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+                             const uint8_t *src, uint32_t rows, const uint8_t **out,
+                             cf_error *err) {
     cf_codec_params p;
     cf__cog_chunk_params(cog, c, &p);
     size_t len = (size_t)cf_codec_chunk_bytes(&p);
@@ -986,9 +1003,29 @@ cf_status cf__cog_decode_chunk(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c
     if (!tile) {
         return cf__err_prefix(err, CF_E_NOMEM, "%s", cog->name);
     }
-    cf_status st = cf__cog_decode(cog, ctx, c, &p, src, (size_t)c->len, tile, len, err);
-    if (!st) *out = tile;
+    cf_status st;
+    if (rows < p.height) {
+        size_t part = (size_t)rows * (len / p.height);
+        st = cf_codec_decode_rows(ctx, &p, rows, src, (size_t)c->len, tile, part, err);
+        if (st)
+            cf__err_prefix(err, st, "%s: strip %llu of IFD %d (its first %u rows)", cog->name,
+                           (unsigned long long)c->index, cog->tiff->ifds[c->ifd].index, rows);
+        len = part;
+    } else {
+        st = cf__cog_decode(cog, ctx, c, &p, src, (size_t)c->len, tile, len, err);
+    }
+    if (!st) {
+        *out = tile;
+        atomic_fetch_add(&cog->n_decoded, 1);
+        atomic_fetch_add(&cog->decoded_bytes, (uint64_t)len);
+    }
     return st;
+}
+
+cf_status cf__cog_decode_chunk(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+                               const uint8_t *src, const uint8_t **out,
+                               cf_error *err) {
+    return decode_rows(cog, ctx, c, src, UINT32_MAX, out, err);
 }
 
 cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
@@ -1021,7 +1058,59 @@ void cf__cog_prefault(const cf_cog *cog, uint8_t *buf, size_t len) {
         for (size_t o = 0; o < len; o += 4096) buf[o] = 0;
 }
 
-/* Read a window of IFD `ifdi` (an image level or a mask). */
+/* How read_ifd takes one chunk of its window. */
+typedef struct rd_chunk {
+    cf__cc_found found;        /* CF__CC_NONE: fetched and decoded here,
+                                  kept nowhere */
+    void *h;                   /* the cache entry (claimed, or waited on) */
+    uint32_t rows;             /* rows decoded (or held by the entry) */
+    int fetch;                 /* fetched in the window's batch */
+} rd_chunk;
+
+/* Which rows of chunk c the window needs from its top (a strip: down to
+ * the window's last row; a tile: all), and whether the window covers the
+ * whole chunk (then no later window is likely to need it again: it is
+ * not kept). */
+static uint32_t rows_needed(const cf_tiff_ifd *ifd, const cf_chunk *c, const cf_codec_params *p,
+                            int64_t x, int64_t y, uint32_t w, uint32_t h, int *covers) {
+    cf__rect r;
+    *covers = 0;
+    if (!cf__plan_chunk_rect(ifd, c, x, y, w, h, &r)) return p->height;
+    int64_t px0 = (int64_t)c->cx * ifd->chunk_w, py0 = (int64_t)c->cy * ifd->chunk_h;
+    int64_t px1 = px0 + ifd->chunk_w, py1 = py0 + p->height;
+    if (px1 > (int64_t)ifd->width) px1 = ifd->width;
+    *covers = r.x0 == px0 && r.y0 == py0 && r.x1 == px1 && r.y1 == py1;
+    if (ifd->tiled) return p->height;
+    return (uint32_t)(r.y1 - py0);
+}
+
+/* Fetch chunks[i] alone and decode its first rows into ctx's buffer
+ * (a chunk whose claimer gave it up). */
+static cf_status fetch_one(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c, uint32_t rows,
+                           uint8_t **buf, const uint8_t **out, cf_error *err) {
+    const uint8_t *src = cog->mem ? cog->mem + c->off : NULL;
+    *buf = NULL;
+    if (!src) {
+        *buf = cf__malloc((size_t)c->len);
+        if (!*buf) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+        cf_range_req rq = {.off = c->off, .len = c->len, .dst = *buf, .err = err};
+        cf_status st = cf_src_read(cog->src, &rq, 1, err);
+        if (st) return cf__cog_fetch_failed(cog, st, err);
+        src = *buf;
+    }
+    return decode_rows(cog, ctx, c, src, rows, out, err);
+}
+
+/* Read a window of IFD `ifdi` (an image level or a mask).
+ *
+ * Chunks the window needs only part of go through the io's cache of
+ * decoded chunks (cf__io_read_cache): found there, they are pasted
+ * without a fetch; claimed, they are fetched, decoded, kept and pasted;
+ * pending in another reader's hands, they are waited for once this
+ * reader's own claims are published (chunk_cache.h's order, so no two
+ * readers wait on each other).  A strip whose codec can stop early is
+ * decoded only down to the window's last row when that is at most half
+ * of it (cf_codec_decode_rows), and kept with that row count. */
 static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
                           uint32_t w, uint32_t h, const int *bands, int nb,
                           uint8_t *dst, int expand_bits, const uint8_t fill[CF__FILL_MAX],
@@ -1035,45 +1124,134 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         free(chunks);
         return st;
     }
+    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
+    cf__ccache *cc = cog->src ? cf__io_read_cache(cog->io) : NULL;
+    rd_chunk *rc = cf__calloc(nreq, sizeof *rc);
+    cf_chunk *fc = cf__calloc(nreq, sizeof *fc); /* the ones fetched */
     cf_range_req *reqs = NULL; /* files only: in-memory chunks need none */
     uint8_t *fetched = NULL;
     void *gate = NULL; /* decode gate token (remote) */
     cf_codec_ctx *ctx = NULL;
+    size_t nf = 0;
+    uint64_t ftotal = 0;
+    if (!rc || !fc) {
+        free(rc);
+        free(fc);
+        free(chunks);
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+    }
 
-    /* Fetch every chunk in one batch (merged and in flight together). */
-    if (cog->src) {
-        reqs = cf__calloc(nreq, sizeof *reqs);
-        fetched = cf__malloc((size_t)total);
+    /* Plan each chunk: rows to decode, and what the cache holds of it. */
+    for (size_t i = 0; i < nreq; i++) {
+        const cf_chunk *c = &chunks[i];
+        cf_codec_params p;
+        cf__cog_chunk_params(cog, c, &p);
+        int covers;
+        uint32_t need = rows_needed(ifd, c, &p, x, y, w, h, &covers);
+        size_t len = (size_t)cf_codec_chunk_bytes(&p);
+        /* Uncompressed host-order chunks are their own decoded form: kept
+         * as fetched, and a strip's first rows are fetched alone. */
+        int raw = len && raw_usable(&p, c->len, len);
+        rc[i].rows = p.height;
+        if (len && !ifd->tiled && need * 2 <= p.height && cf_codec_can_stop(&p))
+            rc[i].rows = cf_codec_stop_rows(&p, need);
+        rc[i].found = CF__CC_NONE;
+        if (cc && len && !covers) {
+            const uint8_t *d = NULL;
+            rc[i].found = cf__cc_claim_rows(cc, cog, c, len / p.height, need, p.height,
+                                            &rc[i].rows, &d, &rc[i].h);
+            if (rc[i].found == CF__CC_HIT) {
+                atomic_fetch_add(&cog->cache_hits, 1);
+                cf__cog_paste(cog, c, d, x, y, w, h, bands, nb, dst, expand_bits);
+                cf__cc_put(cc, rc[i].h);
+                rc[i].h = NULL;
+                continue;
+            }
+            if (rc[i].found != CF__CC_WAIT) atomic_fetch_add(&cog->cache_misses, 1);
+        }
+        if (rc[i].found == CF__CC_WAIT) continue;
+        rc[i].fetch = 1;
+        fc[nf] = *c;
+        if (raw && rc[i].rows < p.height) fc[nf].len = (uint64_t)rc[i].rows * (len / p.height);
+        ftotal += fc[nf++].len;
+    }
+
+    /* Fetch every chunk not found in one batch (merged and in flight
+     * together). */
+    if (cog->src && nf) {
+        reqs = cf__calloc(nf, sizeof *reqs);
+        fetched = cf__malloc((size_t)ftotal);
         if (!reqs || !fetched) {
             st = cf__err(err, CF_E_NOMEM, "%s: out of memory (%llu bytes)", cog->name,
-                         (unsigned long long)total);
+                         (unsigned long long)ftotal);
             goto done;
         }
-        cf__cog_chunk_reqs(chunks, nreq, fetched, reqs);
-        cf__cog_prefault(cog, fetched, (size_t)total);
-        st = cf_src_read(cog->src, reqs, nreq, err);
+        cf__cog_chunk_reqs(fc, nf, fetched, reqs);
+        cf__cog_prefault(cog, fetched, (size_t)ftotal);
+        st = cf_src_read(cog->src, reqs, nf, err);
         if (st) {
             st = cf__cog_fetch_failed(cog, st, err);
             goto done;
         }
-        /* Remote: at most one decoder per CPU, see cf_io_decode_enter. */
-        if (cf_src_is_remote(cog->src)) gate = cf_io_decode_enter(cf_src_io(cog->src));
     }
+    /* Remote: at most one decoder per CPU, see cf_io_decode_enter. */
+    if (cog->src && cf_src_is_remote(cog->src)) gate = cf_io_decode_enter(cf_src_io(cog->src));
     ctx = cf__cog_ctx_get(cog);
     if (!ctx) {
         st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
         goto done;
     }
-    for (size_t i = 0; i < nreq && !st; i++) {
-        const uint8_t *src = reqs ? reqs[i].dst : cog->mem + chunks[i].off;
-        st = cf__cog_decode_paste(cog, ctx, &chunks[i], src, x, y, w, h, bands, nb, dst,
-                                  expand_bits, err);
+    for (size_t i = 0, k = 0; i < nreq && !st; i++) {
+        if (!rc[i].fetch) continue;
+        const uint8_t *src = reqs ? reqs[k].dst : cog->mem + chunks[i].off;
+        k++;
+        const uint8_t *d = NULL;
+        st = decode_rows(cog, ctx, &chunks[i], src, rc[i].rows, &d, err);
+        if (st) break;
+        if (rc[i].found == CF__CC_CLAIMED) {
+            cf__cc_publish(cc, rc[i].h, d);
+            rc[i].h = NULL;
+        }
+        cf__cog_paste(cog, &chunks[i], d, x, y, w, h, bands, nb, dst, expand_bits);
     }
 done:
+    /* Claims not published (an error before or during the decodes): their
+     * waiters fetch them themselves. */
+    for (size_t i = 0; i < nreq; i++)
+        if (rc[i].found == CF__CC_CLAIMED && rc[i].h) {
+            cf__cc_abandon(cc, rc[i].h);
+            rc[i].h = NULL;
+        }
     cf_io_decode_leave(gate);
-    cf__cog_ctx_put(cog, ctx);
+    gate = NULL;
     free(fetched);
     free(reqs);
+    /* Chunks other readers claimed: waited for now that this reader's own
+     * are settled. */
+    for (size_t i = 0; i < nreq; i++) {
+        if (rc[i].found != CF__CC_WAIT) continue;
+        const uint8_t *d = st ? NULL : cf__cc_wait(cc, rc[i].h);
+        if (d) {
+            atomic_fetch_add(&cog->cache_hits, 1);
+            cf__cog_paste(cog, &chunks[i], d, x, y, w, h, bands, nb, dst, expand_bits);
+        } else if (!st) {
+            /* its claimer gave it up: fetch it here */
+            atomic_fetch_add(&cog->cache_misses, 1);
+            if (!ctx && !(ctx = cf__cog_ctx_get(cog)))
+                st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+            uint8_t *buf = NULL;
+            if (!st) st = fetch_one(cog, ctx, &chunks[i], rc[i].rows, &buf, &d, err);
+            if (!st) cf__cog_paste(cog, &chunks[i], d, x, y, w, h, bands, nb, dst, expand_bits);
+            free(buf);
+        }
+        cf__cc_put(cc, rc[i].h);
+    }
+    cf__cog_ctx_put(cog, ctx);
+    if (!st)
+        atomic_fetch_add(&cog->delivered_bytes,
+                         (uint64_t)w * h * (uint64_t)nb * out_bps(cog, ifdi));
+    free(fc);
+    free(rc);
     free(chunks);
     return st;
 }

@@ -37,6 +37,11 @@ struct cf_cog {
     uint16_t *color;           /* per IFD: CF_COLOR_* it is read with */
     cf_crs *crs;               /* from the GeoKeys; NULL: none */
     char crs_note[160];        /* why there is none, when keys exist */
+    uint64_t uid;              /* never reused in the process: the chunk
+                                  cache's key (chunk_cache.h) */
+    /* cf_cog_get_stats's counters */
+    _Atomic uint64_t n_decoded, decoded_bytes, delivered_bytes, cache_hits,
+        cache_misses;
 };
 
 /* Room for one fill sample of any dtype (a complex float64 is 16 bytes). */

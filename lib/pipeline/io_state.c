@@ -5,6 +5,10 @@
 #include "io_state.h"
 
 #include <stdlib.h>
+#include <unistd.h>
+
+#include "chunk_cache.h"
+#include "loader_options.h"
 
 void cf__pool_init(cf_ctx_pool *p) {
     pthread_mutex_init(&p->mu, NULL);
@@ -50,6 +54,8 @@ static void *state_new(void) {
 
 static void state_free(void *p) {
     cf_io_state *s = p;
+    struct cf__ccache *cc = atomic_load(&s->cc);
+    if (cc) cf__cc_free(cc, cf__cc_pid(cc) == getpid());
     cf__hc_table_free(atomic_load(&s->hc));
     cf__pool_destroy(&s->pool);
     free(s);
@@ -57,4 +63,22 @@ static void state_free(void *p) {
 
 cf_io_state *cf__io_state(cf_io *io) {
     return cf_io_upper_state(io, state_new, state_free);
+}
+
+struct cf__ccache *cf__io_read_cache(cf_io *io) {
+    cf_io_state *s = io ? cf__io_state(io) : NULL;
+    if (!s) return NULL;
+    cf__ccache *cc = atomic_load(&s->cc);
+    pid_t me = getpid();
+    if (cc && cf__cc_pid(cc) == me) return cc;
+    int64_t want = cf_io_opts(io)->cache_bytes;
+    if (want < 0) return NULL;
+    size_t cap = want ? (size_t)want : cf__ld_default_cache_bytes();
+    cf__ccache *fresh = cf__cc_new(cap);
+    if (!fresh) return NULL;
+    /* The first thread to install one wins; a parent's copy is left (see
+     * io_state.h). */
+    if (atomic_compare_exchange_strong(&s->cc, &cc, fresh)) return fresh;
+    cf__cc_free(fresh, 1);
+    return cc;
 }

@@ -29,15 +29,27 @@ cf_codec_ctx *cf__pool_get(cf_ctx_pool *p);
 void cf__pool_put(cf_ctx_pool *p, cf_codec_ctx *ctx);
 
 struct cf_hc_table;
+struct cf__ccache;
 typedef struct cf_io_state {
     /* This process's header cache (a forked child swaps in its own:
      * header_cache.c). */
     _Atomic(struct cf_hc_table *) hc;
     cf_ctx_pool pool;
+    /* Decoded chunks of window reads (cf_io_options.cache_bytes), made on
+     * first use; a forked child makes its own (cf__io_read_cache). */
+    _Atomic(struct cf__ccache *) cc;
 } cf_io_state;
 
 /* The io's state, created on first use; NULL when out of memory. */
 cf_io_state *cf__io_state(cf_io *io);
+
+/* The io's cache of decoded chunks for window reads, made on first use
+ * within cf_io_options.cache_bytes; NULL when that is < 0 or out of
+ * memory.  A forked child (a DataLoader's worker) gets a fresh one: the
+ * parent's lock may have been copied held; its copy is left alone
+ * (copy-on-write pages of the parent's, never freed in the child, so that
+ * no thread of the child can meet it freed). */
+struct cf__ccache *cf__io_read_cache(cf_io *io);
 
 /* header_cache.c */
 struct cf_hc_table *cf__hc_table_new(void);

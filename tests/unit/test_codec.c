@@ -1381,6 +1381,51 @@ static void test_color_checks(cf_codec_ctx *ctx) {
     CHECK(rgba[0] == 205 * 155 / 255 && rgba[1] == 205 && rgba[2] == 0 && rgba[3] == 255);
 }
 
+/* cf_codec_decode_rows: the first rows of a DEFLATE / LZW strip (16-bit,
+ * big-endian, horizontal predictor) are exactly the first rows of the whole
+ * decode; rows not rounded to 32, and codecs that cannot stop, are refused;
+ * a corrupt stream after the rows asked for is not met. */
+static void test_decode_rows(cf_codec_ctx *ctx) {
+    cf_error err;
+    const uint32_t w = 45, h = 200, spp = 2;
+    size_t nv = (size_t)w * h * spp, len = nv * 2;
+    uint64_t *vals = malloc(sizeof(uint64_t) * nv);
+    uint8_t *file = malloc(len), *enc = malloc(4 * len + 1024), *full = malloc(len),
+            *part = malloc(len);
+    for (size_t i = 0; i < nv; i++) vals[i] = rnd() & 0xffff;
+    forward_pred2(vals, file, w, h, spp, 2, 1);
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
+    for (int codec = 0; codec < 2; codec++) {
+        size_t n = codec ? lzw_encode(file, len, enc, 0, 1, NULL)
+                         : libdeflate_zlib_compress(c, file, len, enc, 4 * len + 1024);
+        cf_codec_params p = params(codec ? 5 : 8, 16, w, h, spp);
+        p.predictor = 2;
+        p.big_endian = 1;
+        CHECK(cf_codec_can_stop(&p));
+        CHECK(cf_codec_decode(ctx, &p, enc, n, full, len, &err) == CF_OK);
+        CHECK(cf_codec_stop_rows(&p, 1) == 32 && cf_codec_stop_rows(&p, 190) == 192 &&
+              cf_codec_stop_rows(&p, 193) == h);
+        size_t row = (size_t)w * spp * 2;
+        CHECK(cf_codec_decode_rows(ctx, &p, 64, enc, n, part, 64 * row, &err) == CF_OK);
+        CHECK(memcmp(part, full, 64 * row) == 0);
+        /* the stream cut after a third: the first 32 rows still decode */
+        CHECK(cf_codec_decode_rows(ctx, &p, 32, enc, n / 3, part, 32 * row, &err) == CF_OK);
+        CHECK(memcmp(part, full, 32 * row) == 0);
+        CHECK(cf_codec_decode(ctx, &p, enc, n / 3, full, len, &err) == CF_E_CODEC);
+        CHECK(cf_codec_decode_rows(ctx, &p, 40, enc, n, part, 40 * row, &err) == CF_E_ARG);
+    }
+    cf_codec_params z = params(50000, 16, w, h, spp);
+    CHECK(!cf_codec_can_stop(&z));
+    CHECK(cf_codec_decode_rows(ctx, &z, 32, enc, 10, part, 32 * (size_t)w * spp * 2, &err) ==
+          CF_E_ARG);
+    libdeflate_free_compressor(c);
+    free(vals);
+    free(file);
+    free(enc);
+    free(full);
+    free(part);
+}
+
 int main(void) {
     uint16_t one = 1;
     uint8_t first;
@@ -1396,6 +1441,7 @@ int main(void) {
     test_packbits(ctx);
     test_deflate_zstd(ctx);
     test_predictors(ctx);
+    test_decode_rows(ctx);
 #ifdef CF_HAVE_LERC
     test_lerc(ctx);
 #endif

@@ -4,8 +4,8 @@
  * counted in the budget, readers that miss a chunk together decoding it
  * once, a claimer that fails (its waiters fetch it themselves, a later
  * claim starts afresh), two readers each waiting on a chunk the other
- * claimed (no deadlock when each reads its own claims first), and clear /
- * free while a claim is pending.  Run under TSan by the suite's TSan stage.
+ * claimed (no deadlock when each reads its own claims first), clear /
+ * free while a claim is pending, and strips kept with the rows decoded.  Run under TSan by the suite's TSan stage.
  */
 #include "cf_test.h"
 #include "pipeline/chunk_cache.h"
@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The "files": the cache only compares their addresses. */
-static int fa, fb;
-#define FA ((const cf_cog *)(const void *)&fa)
-#define FB ((const cf_cog *)(const void *)&fb)
+/* The "files": the cache only compares their uids. */
+static cf_cog fa = {.uid = 1}, fb = {.uid = 2};
+#define FA ((const cf_cog *)&fa)
+#define FB ((const cf_cog *)&fb)
 
 static cf_chunk chunk(uint64_t index) {
     cf_chunk c;
@@ -277,11 +277,59 @@ static void test_close_while_pending(void) {
     cf__cc_free(z.cc, 0);
 }
 
+/* Strips decoded down to a window's last row: an entry records its rows;
+ * a reader needing fewer gets it, one needing more replaces it when idle
+ * (and is told to decode the whole strip) or, when it is in use or still
+ * pending, decodes without the cache. */
+static void test_partial_rows(void) {
+    cf__ccache *cc = cf__cc_new(1000);
+    cf_chunk c = chunk(3);
+    const uint8_t *d;
+    void *h, *h2;
+    uint32_t rows = 4; /* 4 of 10 rows of 10 bytes */
+    CHECK(cf__cc_claim_rows(cc, FA, &c, 10, 3, 10, &rows, &d, &h) == CF__CC_CLAIMED);
+    CHECK(rows == 4);
+    /* pending with 4 rows: a reader needing 6 does not wait for it */
+    rows = 6;
+    CHECK(cf__cc_claim_rows(cc, FA, &c, 10, 6, 10, &rows, &d, &h2) == CF__CC_NONE);
+    /* one needing 2 waits for it */
+    rows = 2;
+    CHECK(cf__cc_claim_rows(cc, FA, &c, 10, 2, 10, &rows, &d, &h2) == CF__CC_WAIT);
+    CHECK(rows == 4);
+    uint8_t buf[100];
+    memset(buf, 5, sizeof buf);
+    cf__cc_publish(cc, h, buf);
+    d = cf__cc_wait(cc, h2);
+    CHECK(d && d[39] == 5);
+    uint64_t hits, misses;
+    size_t used, peak;
+    cf__cc_stats(cc, &hits, &misses, &used, &peak);
+    CHECK(used == 40);
+    /* in use (h2 pinned): a reader needing 8 rows decodes on its own */
+    rows = 8;
+    CHECK(cf__cc_claim_rows(cc, FA, &c, 10, 8, 10, &rows, &d, &h) == CF__CC_NONE);
+    cf__cc_put(cc, h2);
+    /* idle: replaced, and the whole strip is the claimer's to decode */
+    rows = 8;
+    CHECK(cf__cc_claim_rows(cc, FA, &c, 10, 8, 10, &rows, &d, &h) == CF__CC_CLAIMED);
+    CHECK(rows == 10);
+    cf__cc_stats(cc, &hits, &misses, &used, &peak);
+    CHECK(used == 100);
+    memset(buf, 6, sizeof buf);
+    cf__cc_publish(cc, h, buf);
+    rows = 9;
+    CHECK(cf__cc_claim_rows(cc, FA, &c, 10, 10, 10, &rows, &d, &h) == CF__CC_HIT);
+    CHECK(rows == 10 && d[99] == 6);
+    cf__cc_put(cc, h);
+    cf__cc_free(cc, 1);
+}
+
 int main(void) {
     test_hits_eviction_reuse();
     test_pending_counts_in_budget();
     test_one_decode();
     test_cross_claims();
     test_close_while_pending();
+    test_partial_rows();
     return CF_TEST_END();
 }

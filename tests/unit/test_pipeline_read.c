@@ -301,6 +301,51 @@ static void test_threads(void) {
     free(file);
 }
 
+/* Threads reading windows of one strip file through a file (so through
+ * the io's cache of decoded chunks, chunk_cache.h's claim protocol: run
+ * under TSan by the suite's TSan stage), then the cache's counters: a
+ * window beside one read before reads no strip again. */
+static void test_threads_strips_cached(void) {
+    spec s = {100, 70, 0, 16, 3, 1, -1, NULL, -1};
+    size_t len;
+    uint8_t *file = build(&s, &len);
+    const char *dir = getenv("CF_TEST_DATA");
+    char path[512];
+    snprintf(path, sizeof path, "%s/read_strips_threads.tif", dir && *dir ? dir : "/tmp");
+    if (dir && *dir) mkdir(dir, 0755);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(file, 1, len, f) == len);
+    if (f) fclose(f);
+    cf_cog *cog = NULL;
+    cf_error err = {0};
+    CHECK(cf_cog_open(NULL, path, &cog, &err) == CF_OK);
+    if (cog) {
+        pthread_t th[4];
+        thread_arg args[4];
+        for (int i = 0; i < 4; i++) {
+            args[i] = (thread_arg){cog, &s, i, 0};
+            pthread_create(&th[i], NULL, reader, &args[i]);
+        }
+        for (int i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            CHECK(args[i].ok);
+        }
+        cf_cog_stats st0, st1;
+        cf_cog_get_stats(cog, &st0);
+        CHECK(st0.cache_hits > 0);
+        CHECK(st0.delivered_bytes == 4 * 50 * 17 * 23 * 3 * 2);
+        int bands[3] = {1, 2, 3};
+        /* strips 0-1 were read by the threads' windows: kept */
+        CHECK(check_window(cog, &s, 60, 0, 30, 32, bands, 3, 0));
+        cf_cog_get_stats(cog, &st1);
+        CHECK(st1.cache_hits == st0.cache_hits + 2);
+        CHECK(st1.cache_misses == st0.cache_misses);
+        cf_cog_close(cog);
+    }
+    unlink(path);
+    free(file);
+}
+
 static void test_errors(void) {
     /* A tile whose bytes lie past the end of the file (a truncated file):
      * it opens as in GDAL, with a warning naming the tile; windows that do
@@ -457,6 +502,7 @@ int main(void) {
     spec one_tile = {20, 10, 64, 64, 3, 1, -1, NULL, -1};
     run_layout(&one_tile, "one_tile.tif");
     test_threads();
+    test_threads_strips_cached();
     test_errors();
     test_decode_chunks(&tiled, "tiled.tif");
     test_decode_chunks(&planar, "planar.tif");
