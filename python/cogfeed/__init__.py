@@ -10,6 +10,13 @@ this package is a thin layer over it.
 from ._cogfeed import IO, Cog, CRS, Error, open, read_many, default_io, __version__
 from .grid import Grid
 from .loader import Loader
+# The types of the Loader's arguments and results (for type checkers).
+from .loader import (Batch, DType, GridSpec, IOOptions, LoaderLayout,
+                     LoaderOptions, LoaderState, LoaderStats, Resampling,
+                     ResamplingSpec, Sampler, StrPath, Window)
 
 __all__ = ["open", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
            "Loader", "__version__"]
+__all__ += ["Batch", "DType", "GridSpec", "IOOptions", "LoaderLayout",
+            "LoaderOptions", "LoaderState", "LoaderStats", "Resampling",
+            "ResamplingSpec", "Sampler", "StrPath", "Window"]
