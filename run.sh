@@ -13,9 +13,9 @@
 #   ./run.sh bench       the side-by-side benchmarks of bench/
 #
 # Set-up is idempotent: Debian packages are installed only when missing
-# (needs root or sudo), azurite (npm) only when tests/servers lacks it, the
-# Python environment .venv (requirements-dev.txt, from PyPI) only when
-# missing or when requirements-dev.txt changed.
+# (needs root or sudo), azurite and pyright (npm) only when tests/servers
+# lacks them, the Python environment .venv (requirements-dev.txt, from
+# PyPI) only when missing or when requirements-dev.txt changed.
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$PWD
@@ -52,8 +52,9 @@ setup() {
     log "npm missing: installing Debian's npm"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
   fi
-  if [ ! -x tests/servers/node_modules/.bin/azurite-blob ]; then
-    log "installing azurite (npm) into tests/servers"
+  if [ ! -x tests/servers/node_modules/.bin/azurite-blob ] ||
+     [ ! -x tests/servers/node_modules/.bin/pyright ]; then
+    log "installing azurite and pyright (npm) into tests/servers"
     npm install --silent --no-audit --no-fund --prefix tests/servers >/dev/null
   fi
   setup_venv

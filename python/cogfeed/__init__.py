@@ -17,6 +17,10 @@ from ._cogfeed import (Error, Status, ArgumentError, OutOfMemoryError, InputOutp
                        RangeRequestError, TimedOutError, StateError)
 from .grid import Grid
 from .loader import Loader
+# The types of the Loader's arguments and results (for type checkers).
+from .loader import (Batch, DType, GridSpec, IOOptions, LoaderLayout,
+                     LoaderOptions, LoaderState, LoaderStats, Resampling,
+                     ResamplingSpec, Sampler, StrPath, Window)
 
 __all__ = ["open", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
            "Loader", "__version__",
@@ -24,3 +28,6 @@ __all__ = ["open", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io
            "UnsupportedError", "CodecError", "LimitError", "HTTPError", "AccessDeniedError",
            "NotFoundError", "ObjectChangedError", "RangeRequestError", "TimedOutError",
            "StateError"]
+__all__ += ["Batch", "DType", "GridSpec", "IOOptions", "LoaderLayout",
+            "LoaderOptions", "LoaderState", "LoaderStats", "Resampling",
+            "ResamplingSpec", "Sampler", "StrPath", "Window"]

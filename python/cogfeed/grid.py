@@ -8,12 +8,27 @@ y = d*col + e*row + f; ``geotransform`` is the same in GDAL's order
 ``(c, a, b, f, d, e)``.
 """
 
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, cast
+
 from ._cogfeed import CRS, grid_from_bounds
+
+if TYPE_CHECKING:
+    from ._cogfeed import Cog
 
 __all__ = ["Grid"]
 
+#: Six numbers: a transform (rasterio order) or a geotransform (GDAL order).
+_Six = Tuple[float, float, float, float, float, float]
 
-def _crs(value):
+#: What cogfeed.CRS() takes: a CRS, an EPSG code, "EPSG:4326", WKT,
+#: PROJ JSON or a PROJ string.
+CRSLike = Union[CRS, int, str]
+
+
+def _crs(value: Optional[CRSLike]) -> Optional[CRS]:
     if value is None or isinstance(value, CRS):
         return value
     return CRS(value)
@@ -29,8 +44,15 @@ class Grid:
 
     __slots__ = ("crs", "geotransform", "width", "height")
 
-    def __init__(self, crs, transform=None, width=None, height=None, *,
-                 geotransform=None):
+    crs: Optional[CRS]
+    geotransform: _Six
+    width: int
+    height: int
+
+    def __init__(self, crs: Optional[CRSLike],
+                 transform: Optional[Sequence[float]] = None,
+                 width: Optional[int] = None, height: Optional[int] = None, *,
+                 geotransform: Optional[Sequence[float]] = None) -> None:
         if (transform is None) == (geotransform is None):
             raise ValueError("Grid: give transform (rasterio order) or "
                              "geotransform (GDAL order), one of them")
@@ -38,8 +60,9 @@ class Grid:
             t = tuple(float(v) for v in tuple(transform)[:6])
             if len(t) != 6:
                 raise ValueError("transform must have 6 numbers (a, b, c, d, e, f)")
-            gt = (t[2], t[0], t[1], t[5], t[3], t[4])
+            gt: Tuple[float, ...] = (t[2], t[0], t[1], t[5], t[3], t[4])
         else:
+            assert geotransform is not None
             gt = tuple(float(v) for v in geotransform)
             if len(gt) != 6:
                 raise ValueError("geotransform must have 6 numbers")
@@ -54,47 +77,55 @@ class Grid:
         object.__setattr__(self, "width", width)
         object.__setattr__(self, "height", height)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Grid is immutable")
 
     @classmethod
-    def from_bounds(cls, crs, bounds, res):
+    def from_bounds(cls, crs: Optional[CRSLike],
+                    bounds: Tuple[float, float, float, float],
+                    res: Union[float, Tuple[float, float]]) -> Grid:
         """The north-up grid of resolution res (a number or (xres, yres))
         covering bounds (xmin, ymin, xmax, ymax) from its top-left corner;
         the size follows gdalwarp's -te/-tr rule."""
-        xres, yres = (res, res) if not hasattr(res, "__len__") else res
+        if hasattr(res, "__len__"):
+            xres, yres = cast(Tuple[float, float], res)
+        else:
+            xres = yres = float(res)
         c = _crs(crs)
-        gt, w, h = grid_from_bounds(c, tuple(bounds), float(xres), float(yres))
+        gt, w, h = grid_from_bounds(
+            c, cast(Tuple[float, float, float, float], tuple(bounds)),
+            float(xres), float(yres))
         return cls(c, geotransform=gt, width=w, height=h)
 
     @classmethod
-    def like(cls, source, level=0):
+    def like(cls, source: Union[Grid, Cog, str, bytes, os.PathLike[str]],
+             level: int = 0) -> Grid:
         """The grid of a file (a cogfeed.Cog, a path or URL) or of a Grid."""
         if isinstance(source, Grid):
             return source
-        if hasattr(source, "grid"):
+        if not isinstance(source, (str, bytes, os.PathLike)):
             return source.grid(level)
         from . import open as _open
         with _open(source) as cog:
             return cog.grid(level)
 
     @property
-    def transform(self):
+    def transform(self) -> _Six:
         c, a, b, f, d, e = self.geotransform
         return (a, b, c, d, e, f)
 
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, int]:
         """(height, width), numpy order."""
         return (self.height, self.width)
 
     @property
-    def res(self):
+    def res(self) -> Tuple[float, float]:
         g = self.geotransform
         return (abs(complex(g[1], g[4])), abs(complex(g[2], g[5])))
 
     @property
-    def bounds(self):
+    def bounds(self) -> Tuple[float, float, float, float]:
         """(left, bottom, right, top)."""
         g = self.geotransform
         xs, ys = [], []
@@ -104,14 +135,14 @@ class Grid:
             ys.append(g[3] + px * g[4] + py * g[5])
         return (min(xs), min(ys), max(xs), max(ys))
 
-    def window(self, x, y, width, height):
+    def window(self, x: int, y: int, width: int, height: int) -> Grid:
         """The window (x, y, width, height) of this grid as a Grid (a patch)."""
         g = self.geotransform
         return Grid(self.crs, width=width, height=height, geotransform=(
             g[0] + x * g[1] + y * g[2], g[1], g[2],
             g[3] + x * g[4] + y * g[5], g[4], g[5]))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Grid):
             return NotImplemented
         same_crs = (self.crs is None and other.crs is None) or (
@@ -119,20 +150,20 @@ class Grid:
         return (same_crs and self.geotransform == other.geotransform
                 and (self.width, self.height) == (other.width, other.height))
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.geotransform, self.width, self.height))
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
         return (_rebuild, (self.crs, self.geotransform, self.width, self.height))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Grid(%r, geotransform=%r, width=%d, height=%d)" % (
             self.crs, self.geotransform, self.width, self.height)
 
 
-def _rebuild(crs, gt, w, h):
+def _rebuild(crs: Optional[CRS], gt: _Six, w: int, h: int) -> Grid:
     return Grid(crs, geotransform=gt, width=w, height=h)
 
 
-def _from_cog(crs, gt, width, height):
+def _from_cog(crs: Optional[CRS], gt: _Six, width: int, height: int) -> Grid:
     return Grid(crs, geotransform=gt, width=width, height=height)

@@ -6,19 +6,224 @@ module normalises arguments and turns ring slots into numpy arrays without
 copying.
 """
 
+from __future__ import annotations
+
 import json
 import os
+import sys
 import warnings
+from typing import (TYPE_CHECKING, Any, Dict, List, Literal, Mapping,
+                    Optional, Protocol, Sequence, Tuple, Type, TypedDict,
+                    Union, cast)
 
 from . import _cogfeed
 
+if sys.version_info >= (3, 11):
+    from typing import NotRequired, Unpack
+elif TYPE_CHECKING:  # type checkers bundle typing_extensions' stubs
+    from typing_extensions import NotRequired, Unpack
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from ._cogfeed import CRS
+    from .grid import Grid
+
+__all__ = ["Loader", "Batch", "LoaderState", "LoaderOptions", "LoaderLayout",
+           "LoaderStats", "IOOptions", "GridSpec", "ResamplingSpec", "Sampler",
+           "Resampling", "DType", "Window", "StrPath"]
+
 _MiB = 1 << 20
+
+# -- the types of the public API (checked by tests/python/test_typing.py
+#    with mypy --strict and pyright on a user's script) -------------------
+
+#: A local path or a URL (file://, http(s)://, s3://, az://, gs://).
+StrPath = Union[str, "os.PathLike[str]"]
+
+#: The samplers (python/_loader.c's sampler names; "tile_shuffle" is
+#: accepted too).
+Sampler = Literal["random", "blocked", "tile-shuffle", "tile_shuffle", "grid"]
+
+#: The resampling kernels (lib/geo/grid.c's names; "near" is GDAL's
+#: spelling of "nearest").
+Resampling = Literal["nearest", "near", "bilinear", "cubic", "average", "mode"]
+
+#: A window of a batch: (file index, x, y, width, height) in pixels.
+Window = Tuple[int, int, int, int, int]
+
+
+class _TorchDType(Protocol):
+    """torch.float32 (a torch.dtype) without importing torch: the loader
+    takes it, and the check stays exact where torch is not installed."""
+    @property
+    def is_floating_point(self) -> bool: ...
+    @property
+    def is_complex(self) -> bool: ...
+
+
+#: The output dtype: "raw" (the files' own, None too) or float32 as a
+#: string, numpy or torch dtype.
+DType = Union[Literal["raw", "float32", "f4"], "np.dtype[np.float32]",
+              Type["np.float32"], _TorchDType, None]
+
+
+class ResamplingSpec(TypedDict, total=False):
+    """resampling= as a dict: the kernel of the images, of the mask and
+    of the layers (one name, or one per layer)."""
+    image: Resampling
+    mask: Resampling
+    layers: Union[Resampling, Sequence[Resampling]]
+
+
+class GridSpec(TypedDict, total=False):
+    """grid= as a dict: {"crs", "res"[, "bounds"]} or {"like": file}."""
+    crs: Union[CRS, int, str]
+    res: Union[float, Tuple[float, float]]
+    bounds: Tuple[float, float, float, float]
+    like: Union[StrPath, Grid]
+
+
+class IOOptions(TypedDict, total=False):
+    """io_options=: cogfeed.IO's keyword arguments."""
+    max_inflight: int
+    header_bytes: int
+    merge_gap: int
+    request_timeout_s: float
+    connect_timeout_s: float
+    low_speed_time_s: float
+    low_speed_bytes: int
+    max_retries: int
+    retry_budget: int
+    retry_base_ms: float
+    retry_max_ms: float
+    verify_tls: bool
+    header_cache_dir: Optional[str]
+    ca_file: Optional[str]
+    max_open_files: int
+    hedge_after_ms: float
+    header_cache_max_bytes: int
+    header_memory_max: int
+
+
+class LoaderOptions(TypedDict, total=False):
+    """The keyword arguments of cogfeed.Loader after images and masks
+    (cogfeed.torch.CogDataset takes them as **loader_kwargs; it sets rank
+    and world_size itself).  See Loader for what each means."""
+    patch_size: int
+    batch_size: int
+    sampler: Sampler
+    seed: int
+    layers: Optional[Sequence[Union[StrPath, Sequence[StrPath]]]]
+    weights: Optional[Sequence[float]]
+    bands: Optional[Sequence[int]]
+    level: int
+    stride: Optional[int]
+    epoch_length: Optional[int]
+    drop_last: bool
+    flip: bool
+    rot90: bool
+    dtype: DType
+    scale_offset: bool
+    mean: Optional[Sequence[float]]
+    std: Optional[Sequence[float]]
+    skip_errors: bool
+    skip_limit: float
+    prefetch: Optional[int]
+    decode_threads: Optional[int]
+    concurrency: Union[int, Literal["auto", "adaptive"], None]
+    max_inflight: Optional[int]
+    inflight_bytes: Optional[int]
+    cache_bytes: Optional[int]
+    io_options: Optional[IOOptions]
+    grid: Union[Grid, StrPath, GridSpec, None]
+    resampling: Union[Resampling, ResamplingSpec, None]
+    reproject: bool
+    ungeoreferenced: bool
+    error_threshold: float
+
+
+class Batch(TypedDict):
+    """A batch of cogfeed.Loader (see Loader); the arrays' dtype is the
+    files' (dtype="raw") or float32."""
+    image: npt.NDArray[Any]
+    mask: NotRequired[npt.NDArray[Any]]
+    windows: List[Window]
+    augment: List[int]
+    grid: List[Optional[Grid]]
+    index: int
+    epoch: int
+
+
+class LoaderState(TypedDict):
+    """Loader.state_dict(): where the iteration is (epoch, next batch)
+    and what the stream depends on.  A CogDataset's state before its
+    first iteration holds only epoch and batch."""
+    epoch: int
+    batch: int
+    seed: NotRequired[int]
+    sampler: NotRequired[str]
+    rank: NotRequired[int]
+    world_size: NotRequired[int]
+    batch_size: NotRequired[int]
+    patch_size: NotRequired[int]
+    stride: NotRequired[int]
+    epoch_length: NotRequired[int]
+    drop_last: NotRequired[bool]
+    flip: NotRequired[bool]
+    rot90: NotRequired[bool]
+    level: NotRequired[int]
+    files: NotRequired[str]
+
+
+class LoaderLayout(TypedDict):
+    """Loader.layout: shapes and sizes."""
+    batch_size: int
+    patch_size: int
+    time_steps: int
+    channels: int
+    dtype: str
+    has_mask: bool
+    mask_dtype: str
+    image_bytes: int
+    mask_bytes: int
+    prefetch: int
+    samples: int
+    batches: int
+
+
+class LoaderStats(TypedDict):
+    """Loader.stats(): counters (see Loader.stats)."""
+    samples: int
+    batches: int
+    skipped: int
+    bytes_fetched: int
+    bytes_decoded: int
+    bytes_delivered: int
+    requests: int
+    retries: int
+    io_inflight: int
+    concurrency: int
+    reading: int
+    cache_hits: int
+    cache_misses: int
+    cache_hit_rate: float
+    wait_s: float
+    read_busy_s: float
+    convert_busy_s: float
+    elapsed_s: float
+    hedges: int
+    hedge_wins: int
+    memory_budget: int
+    memory_used: int
+    memory_peak: int
 
 #: Config keys that describe where a config came from, not how to load.
 _META_KEYS = ("variant",)
 
 
-def _is_float32(dtype):
+def _is_float32(dtype: object) -> bool:
     """False for dtype "raw" (or None), True for anything numpy reads as
     float32 ("float32", "f4", numpy.float32, numpy.dtype("float32"),
     torch.float32); ValueError otherwise."""
@@ -29,7 +234,7 @@ def _is_float32(dtype):
         return True
     try:
         import numpy as np
-        if np.dtype(dtype) == np.float32:
+        if np.dtype(cast(Any, dtype)) == np.float32:
             return True
     except TypeError:
         pass
@@ -37,16 +242,18 @@ def _is_float32(dtype):
                      "torch dtype), not %r" % (dtype,))
 
 
-def _paths(x, what):
-    if isinstance(x, (str, bytes, os.PathLike)):
-        return [os.fspath(x)]
+def _paths(x: object, what: str) -> List[str]:
+    if isinstance(x, (str, os.PathLike)):
+        return [str(os.fspath(x))]
+    if isinstance(x, bytes):
+        return [os.fsdecode(x)]
     try:
-        return [os.fspath(p) for p in x]
+        return [os.fsdecode(os.fspath(p)) for p in cast(Sequence[Any], x)]
     except TypeError:
         raise TypeError("%s: expected a path or a sequence of paths" % what)
 
 
-def _int0(v):
+def _int0(v: Optional[int]) -> int:
     """None as 0 (the C side's "default"); anything else as an int, checked
     by the C side."""
     return 0 if v is None else int(v)
@@ -55,7 +262,7 @@ def _int0(v):
 _RESAMPLING = ("nearest", "bilinear", "cubic", "average", "mode")
 
 
-def _kernel(name, what):
+def _kernel(name: object, what: str) -> str:
     n = "nearest" if name == "near" else str(name)
     if n not in _RESAMPLING:
         raise ValueError("%s: resampling %r is not one of %s" % (
@@ -63,10 +270,12 @@ def _kernel(name, what):
     return n
 
 
-def _resampling(rs, nlayers):
+def _resampling(rs: object, nlayers: int
+                ) -> Tuple[str, str, Optional[List[str]]]:
     """(image, mask, [layer, ...]) kernels from resampling= (a name for
     the images and layers, or a dict with "image", "mask", "layers")."""
-    image, mask, layers = "bilinear", "nearest", None
+    image, mask = "bilinear", "nearest"
+    layers: Optional[List[str]] = None
     if isinstance(rs, dict):
         unknown = set(rs) - {"image", "mask", "layers"}
         if unknown:
@@ -87,7 +296,8 @@ def _resampling(rs, nlayers):
     return image, mask, layers
 
 
-def _target(grid):
+def _target(grid: object
+            ) -> Tuple[Optional[Grid], Optional[CRS], Tuple[float, float]]:
     """grid= as (Grid or None, grid_crs or None, (xres, yres))."""
     from .grid import Grid
     if grid is None:
@@ -251,40 +461,69 @@ class Loader:
             (default 0.125, gdalwarp's -et); 0 transforms every pixel.
     """
 
-    def __init__(self, images, masks=None, patch_size=256, batch_size=32,
-                 sampler="random", seed=0, *, layers=None, weights=None,
-                 bands=None, level=0, stride=None, epoch=0, rank=0,
-                 world_size=1, epoch_length=None, drop_last=False,
-                 flip=False, rot90=False, dtype="raw", scale_offset=True,
-                 mean=None, std=None, skip_errors=False, prefetch=None,
-                 decode_threads=None, concurrency=None,
-                 inflight_bytes=None, cache_bytes=None,
-                 io_options=None, copy=False, skip_limit=0.5,
-                 max_inflight=None, grid=None, resampling="bilinear",
-                 reproject=True, ungeoreferenced=False, error_threshold=0.125):
-        if isinstance(images, (str, bytes, os.PathLike)):
-            images = [images]
-        images = list(images)
-        if not images:
+    def __init__(
+        self,
+        images: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]]],
+        masks: Union[StrPath, Sequence[StrPath], None] = None,
+        patch_size: int = 256,
+        batch_size: int = 32,
+        sampler: Sampler = "random",
+        seed: int = 0,
+        *,
+        layers: Optional[Sequence[Union[StrPath, Sequence[StrPath]]]] = None,
+        weights: Optional[Sequence[float]] = None,
+        bands: Optional[Sequence[int]] = None,
+        level: int = 0,
+        stride: Optional[int] = None,
+        epoch: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        epoch_length: Optional[int] = None,
+        drop_last: bool = False,
+        flip: bool = False,
+        rot90: bool = False,
+        dtype: DType = "raw",
+        scale_offset: bool = True,
+        mean: Optional[Sequence[float]] = None,
+        std: Optional[Sequence[float]] = None,
+        skip_errors: bool = False,
+        prefetch: Optional[int] = None,
+        decode_threads: Optional[int] = None,
+        concurrency: Union[int, Literal["auto", "adaptive"], None] = None,
+        inflight_bytes: Optional[int] = None,
+        cache_bytes: Optional[int] = None,
+        io_options: Optional[IOOptions] = None,
+        copy: bool = False,
+        skip_limit: float = 0.5,
+        max_inflight: Optional[int] = None,
+        grid: Union[Grid, StrPath, GridSpec, None] = None,
+        resampling: Union[Resampling, ResamplingSpec, None] = "bilinear",
+        reproject: bool = True,
+        ungeoreferenced: bool = False,
+        error_threshold: float = 0.125,
+    ) -> None:
+        items: List[Any] = ([images] if isinstance(images, (str, bytes, os.PathLike))
+                            else list(images))
+        if not items:
             raise ValueError("images: at least one file is needed")
-        series = [isinstance(i, (list, tuple)) for i in images]
+        series = [isinstance(i, (list, tuple)) for i in items]
         if any(series) and not all(series):
             raise ValueError("images: mix of single scenes and time series")
         if all(series):
-            t = len(images[0])
-            if t < 1 or any(len(i) != t for i in images):
+            t = len(items[0])
+            if t < 1 or any(len(i) != t for i in items):
                 raise ValueError("images: every time series needs the same "
                                  "number of scenes")
-            flat = [os.fspath(p) for i in images for p in i]
+            flat = [os.fspath(p) for i in items for p in i]
         else:
             t = 1
-            flat = [os.fspath(p) for p in images]
+            flat = [os.fspath(p) for p in items]
         nfiles = len(flat) // t
         if weights is not None:
             weights = list(weights)
         masks_l = None if masks is None else _paths(masks, "masks")
         nlayers = 0
-        lay = None
+        lay: Optional[List[str]] = None
         if layers is not None:
             layers = list(layers)
             if len(layers) != nfiles:
@@ -307,7 +546,7 @@ class Loader:
         # table, lib/pipeline/loader_options.h).
         rs_image, rs_mask, rs_layers = _resampling(resampling, nlayers)
         tgrid, tcrs, tres = _target(grid)
-        self._kw = dict(
+        self._kw: Dict[str, Any] = dict(
             images=flat, masks=masks_l, layers=lay, nlayers=nlayers,
             time_steps=t,
             weights=None if weights is None else [float(w) for w in weights],
@@ -323,7 +562,7 @@ class Loader:
             std=None if std is None else [float(s) for s in std],
             skip_errors=bool(skip_errors), skip_limit=float(skip_limit),
             prefetch=_int0(prefetch), threads=_int0(decode_threads),
-            concurrency=_int0(concurrency),
+            concurrency=_int0(cast(Optional[int], concurrency)),
             inflight_bytes=_int0(inflight_bytes),
             io_options=None if io_options is None else dict(io_options),
             grid=tgrid, grid_crs=tcrs, grid_res=tres, resampling=rs_image,
@@ -333,15 +572,16 @@ class Loader:
         if cache_bytes is not None:  # None: the C default (5% of RAM)
             self._kw["cache_bytes"] = int(cache_bytes)
         self._ld = _cogfeed._Loader(**self._kw)
-        self._layout = self._ld.layout()
+        self._layout = cast(LoaderLayout, self._ld.layout())
         self._copy = bool(copy)
         self._time_series = t > 1
-        self._origins = {}
+        self._origins: Dict[int, Optional[Grid]] = {}
 
     # -- construction from a config ------------------------------------
 
     @classmethod
-    def from_config(cls, config, **overrides):
+    def from_config(cls, config: Union[StrPath, Mapping[str, Any]],
+                    **overrides: Any) -> Loader:
         """A Loader from a dict or a JSON file of Loader keyword arguments
         (what ``cogfeed tune`` writes as best.json: it holds "images" and,
         when used, "masks").  Keyword arguments override the config."""
@@ -365,10 +605,10 @@ class Loader:
 
     # -- iteration ------------------------------------------------------
 
-    def __iter__(self):
+    def __iter__(self) -> Loader:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Batch:
         r = self._ld.next()
         if r is None:
             epoch, _ = self._ld.position()
@@ -380,34 +620,34 @@ class Loader:
         if self._copy:
             image = image.copy()
             mask = None if mask is None else mask.copy()
-        batch = {"image": image, "windows": windows, "augment": augs,
-                 "grid": [self._grid_of(w) for w in windows],
-                 "index": index, "epoch": self._ld.position()[0]}
+        batch: Batch = {"image": image, "windows": windows, "augment": augs,
+                        "grid": [self._grid_of(w) for w in windows],
+                        "index": index, "epoch": self._ld.position()[0]}
         if mask is not None:
             batch["mask"] = mask
         return batch
 
-    def _grid_of(self, window):
+    def _grid_of(self, window: Window) -> Optional[Grid]:
         f, x, y, w, h = window
-        g = self._origins.get(f, False)
-        if g is False:
+        if f not in self._origins:
             r = self._ld.window_grid(f, 0, 0, 1, 1)
             from .grid import Grid
-            g = None if r is None else Grid(r[0], geotransform=r[1],
-                                            width=1, height=1)
-            self._origins[f] = g
+            self._origins[f] = None if r is None else Grid(
+                r[0], geotransform=r[1], width=1, height=1)
+        g = self._origins[f]
         return None if g is None else g.window(x, y, w, h)
 
-    def grid(self, window):
+    def grid(self, window: Sequence[int]) -> Optional[Grid]:
         """The cogfeed.Grid of a window (file, x, y, w, h) of this loader
         (as in batch["windows"]): where that patch lies."""
-        return self._grid_of(tuple(window))
+        f, x, y, w, h = window
+        return self._grid_of((f, x, y, w, h))
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches of this rank per epoch."""
         return int(self._layout["batches"])
 
-    def shard_len(self, rank, world_size):
+    def shard_len(self, rank: int, world_size: int) -> int:
         """Batches per epoch that shard ``rank`` of ``world_size`` of the
         same settings gets (this loader's own: len(self)), computed, not
         read: e.g. the lengths of DataLoader workers' shards."""
@@ -415,12 +655,12 @@ class Loader:
 
     # -- epochs and resuming --------------------------------------------
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Start epoch ``epoch`` from its first batch (invalidates views)."""
         self._ld.set_epoch(int(epoch), 0)
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         return self._ld.position()[0]
 
     # What decides the stream of windows besides (epoch, batch): a state
@@ -429,7 +669,7 @@ class Loader:
                     "patch_size", "stride", "epoch_length", "drop_last",
                     "flip", "rot90", "level")
 
-    def _stream(self):
+    def _stream(self) -> Dict[str, Any]:
         """The settings of _STREAM_KEYS and a short digest of the inputs
         and their weights, in order ("files")."""
         import hashlib
@@ -447,17 +687,15 @@ class Loader:
         st["files"] = h.hexdigest()[:16]
         return st
 
-    def state_dict(self):
+    def state_dict(self) -> LoaderState:
         """Where the iteration is: resuming from it continues exactly.  It
         also records what the stream depends on (seed, sampler, shard,
         batch and patch size, epoch length, augmentation, level and a
         digest of the files and weights)."""
         epoch, batch = self._ld.position()
-        st = {"epoch": epoch, "batch": batch}
-        st.update(self._stream())
-        return st
+        return cast(LoaderState, dict(self._stream(), epoch=epoch, batch=batch))
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a state_dict() of a loader with the same settings;
         ValueError names the first setting that differs (keys a state
         lacks, e.g. from an older version, are not checked)."""
@@ -472,18 +710,18 @@ class Loader:
     # -- inspection -----------------------------------------------------
 
     @property
-    def layout(self):
+    def layout(self) -> LoaderLayout:
         """Shapes and sizes: batch_size, patch_size, time_steps, channels,
         dtype, has_mask, image_bytes/mask_bytes per slot, prefetch,
         samples and batches of this rank per epoch."""
-        return dict(self._layout)
+        return cast(LoaderLayout, dict(self._layout))
 
-    def window(self, j):
+    def window(self, j: int) -> Tuple[Window, int]:
         """((file, x, y, w, h), augment code) of this rank's sample j of
         the current epoch, computed without reading."""
         return self._ld.window(int(j))
 
-    def stats(self):
+    def stats(self) -> LoaderStats:
         """Counters: samples, batches, skipped, bytes_fetched /
         bytes_decoded / bytes_delivered, requests, retries, hedges /
         hedge_wins (requests sent twice / answered by the second copy),
@@ -493,22 +731,22 @@ class Loader:
         convert_busy_s (summed over reader threads), elapsed_s,
         memory_budget / memory_used / memory_peak (bytes: the budget of
         the loader's buffers, what they hold now, the most they held)."""
-        return self._ld.stats()
+        return cast(LoaderStats, self._ld.stats())
 
-    def set_buffers(self, slot, image, mask=None):
+    def set_buffers(self, slot: int, image: Any, mask: Any = None) -> None:
         """Use caller memory (any writable C-contiguous buffer of at least
         layout["image_bytes"] / ["mask_bytes"], e.g. pinned memory) for ring
         slot ``slot``.  Only before the first batch of an epoch."""
         self._ld.set_buffers(int(slot), image, mask)
 
-    def close(self):
+    def close(self) -> None:
         """Stop the reader threads now and close the files and the I/O
         loops' connections; the ring is freed with the last batch that
         views it."""
         self._ld.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Loader:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

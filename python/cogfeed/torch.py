@@ -9,33 +9,87 @@
         for batch in dl:
             x, y = batch["image"], batch["mask"]   # already on the GPU
 
-The dataset yields whole batches (hence ``batch_size=None``; another
-batch_size gets a warning).  One cogfeed loader already reads many patches
-at once from one process, so ``num_workers=0`` is the intended setting;
-with workers, every worker reads its own disjoint shard.  ``len(ds)`` is
-the number of batches the DataLoader holding it yields per epoch (tqdm and
+The dataset yields whole batches, hence ``batch_size=None``: a DataLoader
+that batches them again (its default batch_size=1, or any other) raises
+a TypeError saying so at its first batch, instead of stacking them into
+(N, B, C, H, W).  One cogfeed loader already reads many patches at once
+from one process, so ``num_workers=0`` is the intended setting; with
+workers, every worker reads its own disjoint shard.  ``len(ds)`` is the
+number of batches the DataLoader holding it yields per epoch (tqdm and
 OneCycleLR need it), for any number of workers.
 """
+
+from __future__ import annotations
 
 import gc
 import multiprocessing
 import os
-import warnings
+import sys
 from multiprocessing import context as _mp_context
+from typing import (TYPE_CHECKING, Any, Dict, Iterator, List, Mapping,
+                    Optional, Sequence, Tuple, TypedDict, Union, cast)
 
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from .grid import Grid
-from .loader import Loader
+from .loader import Loader, LoaderOptions, LoaderState, StrPath, Window
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired, Unpack
+elif TYPE_CHECKING:  # type checkers bundle typing_extensions' stubs
+    from typing_extensions import NotRequired, Unpack
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["CogDataset", "TorchBatch"]
+
+
+class TorchBatch(TypedDict):
+    """A batch of CogDataset: cogfeed.Batch with tensors (see CogDataset)."""
+    image: torch.Tensor
+    mask: NotRequired[torch.Tensor]
+    windows: List[Window]
+    augment: List[int]
+    grid: List[Optional[Grid]]
+    index: int
+    epoch: int
+
+
+class _Batch(Dict[str, Any]):
+    """What CogDataset yields (a dict, typed as TorchBatch): its own type
+    so that torch's default_collate can refuse to batch batches."""
+    __slots__ = ()
+
+
+def _refuse_collation(batch: Sequence[Mapping[str, Any]], *,
+                      collate_fn_map: Optional[Dict[Any, Any]] = None) -> Any:
+    """default_collate of a list of CogDataset batches: a DataLoader with a
+    batch_size (its default is 1) would stack them into (N, B, C, H, W)."""
+    shape = tuple(batch[0]["image"].shape) if batch else ()
+    raise TypeError(
+        "CogDataset yields whole batches (image %s): use "
+        "DataLoader(dataset, batch_size=None).  A DataLoader with a "
+        "batch_size (default 1; here %d) stacks them into (%d, %s)"
+        % ("x".join(map(str, shape)), len(batch), len(batch),
+           ", ".join(map(str, shape))))
+
 
 try:
-    # A batch's "grid" is a list of cogfeed.Grid: torch's default_collate
-    # (a DataLoader given a batch_size, which is warned about) keeps them
-    # as lists instead of failing on an unknown type.
+    # torch's default_collate dispatches on the element's type first: a
+    # DataLoader with a batch_size (auto-collation) gets a TypeError naming
+    # the fix.  batch_size=None does not collate (default_convert keeps a
+    # dict subclass as it is).
     from torch.utils.data._utils.collate import default_collate_fn_map
 
-    def _collate_grids(batch, *, collate_fn_map=None):
+    default_collate_fn_map[_Batch] = _refuse_collation
+
+    # A batch's "grid" is a list of cogfeed.Grid: a user's default_collate
+    # of their own samples holding Grids keeps them as lists.
+    def _collate_grids(batch: Sequence[Grid], *,
+                       collate_fn_map: Optional[Dict[Any, Any]] = None
+                       ) -> List[Grid]:
         return list(batch)
 
     default_collate_fn_map.setdefault(Grid, _collate_grids)
@@ -43,7 +97,7 @@ except ImportError:  # older torch: no extensible collate
     pass
 
 
-def _dist_rank_world():
+def _dist_rank_world() -> Tuple[int, int]:
     """(rank, world_size) from an initialised process group, else from the
     RANK / WORLD_SIZE environment variables, else (0, 1)."""
     try:
@@ -60,7 +114,7 @@ def _dist_rank_world():
 _WIDEN = {"uint16": "int32", "uint32": "int64"}
 
 
-def _tensor(arr):
+def _tensor(arr: npt.NDArray[Any]) -> torch.Tensor:
     """torch.from_numpy without a copy; a lossless widening copy for
     uint16/uint32.  Widened on every torch version: torch >= 2.3 can hold
     uint16 but few operations accept it, and a batch's dtype should not
@@ -75,15 +129,18 @@ def _tensor(arr):
                         arr.dtype.name) from None
 
 
-class CogDataset(IterableDataset):
+class CogDataset(IterableDataset[TorchBatch]):
     """Batches of COG patches as torch tensors, for
-    ``torch.utils.data.DataLoader(dataset, batch_size=None)``.
+    ``torch.utils.data.DataLoader(dataset, batch_size=None)`` (a DataLoader
+    with a batch_size, its default 1 included, raises a TypeError at its
+    first batch: it would stack the dataset's batches).
 
     Tensors share memory with the loader (torch.from_numpy) except for
     uint16/uint32 data, which torch cannot hold: those are widened to
     int32/int64 (a copy); dtype="float32" is the zero-copy path for them.
 
-    Each item is a dict: ``"image"`` (B, C, H, W) (or (B, T, C, H, W)),
+    Each item is a dict (typed cogfeed.torch.TorchBatch): ``"image"``
+    (B, C, H, W) (or (B, T, C, H, W)),
     ``"mask"`` (B, 1, H, W) when masks are given, ``"windows"``,
     ``"grid"`` (each sample's cogfeed.Grid), ``"augment"``, ``"index"``,
     ``"epoch"`` as in cogfeed.Loader.
@@ -121,8 +178,17 @@ class CogDataset(IterableDataset):
             are set from the DataLoader and torch.distributed.
     """
 
-    def __init__(self, images, masks=None, *, pin_memory=False, device=None,
-                 copy=None, epoch=0, **loader_kwargs):
+    def __init__(
+        self,
+        images: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]]],
+        masks: Union[StrPath, Sequence[StrPath], None] = None,
+        *,
+        pin_memory: bool = False,
+        device: Union[str, torch.device, None] = None,
+        copy: Optional[bool] = None,
+        epoch: int = 0,
+        **loader_kwargs: Unpack[LoaderOptions],
+    ) -> None:
         super().__init__()
         for k in ("rank", "world_size"):
             if k in loader_kwargs:
@@ -130,15 +196,16 @@ class CogDataset(IterableDataset):
                                  "torch.distributed / RANK, WORLD_SIZE)" % k)
         self.images = images
         self.masks = masks
-        self.device = None if device is None else torch.device(device)
-        if self.device is not None and self.device.type == "cpu":
-            self.device = None
+        dev = None if device is None else torch.device(device)
+        self.device: Optional[torch.device] = (
+            None if dev is not None and dev.type == "cpu" else dev)
         self.pin_memory = bool(pin_memory) or self.device is not None
         self.copy = copy
         self.epoch = int(epoch)
         # Workers read the epoch from shared memory: persistent workers
         # keep their copy of the dataset from one epoch to the next, and
         # would not see set_epoch otherwise.
+        self._epoch_shared: Any
         try:
             self._epoch_shared = multiprocessing.RawValue("q", self.epoch)
         except OSError:  # no shared memory here: set_epoch reaches new
@@ -146,24 +213,26 @@ class CogDataset(IterableDataset):
         # Workers are outside the process group: they shard by the rank
         # the main process saw.
         self._rank_world = _dist_rank_world()
-        self.loader_kwargs = dict(loader_kwargs)
+        self.loader_kwargs: LoaderOptions = cast(LoaderOptions, dict(loader_kwargs))
         # The main process keeps its loader from one iteration to the next,
         # so that epochs run into each other (see Loader); workers make
         # theirs per iteration.
-        self._ld, self._ld_pid = None, None
+        self._ld: Optional[Loader] = None
+        self._ld_pid: Optional[int] = None
         self._iterating = False
-        self._resume = None  # load_state_dict's state, for the next iteration
-        self._len = {}  # (workers, rank, world_size): batches per epoch
-        self._warned = set()  # DataLoaders warned about their batch_size
+        # load_state_dict's state, for the next iteration
+        self._resume: Optional[LoaderState] = None
+        # (workers, rank, world_size): batches per epoch
+        self._len: Dict[Tuple[int, int, int], int] = {}
 
     # -- length, and the DataLoader this dataset is in ----------------------
 
-    def _dataloaders(self):
+    def _dataloaders(self) -> List[Any]:
         """The torch DataLoaders whose dataset this is (found through the
         garbage collector's referrers: a DataLoader tells its dataset
         nothing, yet len() depends on its num_workers)."""
         from torch.utils.data import DataLoader
-        found = []
+        found: List[Any] = []
         for r in gc.get_referrers(self):
             if isinstance(r, DataLoader):
                 cands = [r]
@@ -175,29 +244,11 @@ class CogDataset(IterableDataset):
             found += [d for d in cands if d.dataset is self and d not in found]
         return found
 
-    def _check_dataloaders(self):
-        """The DataLoaders holding this dataset; warns (once per DataLoader)
-        about one whose batch_size is not None."""
-        loaders = self._dataloaders()
-        for dl in loaders:
-            if dl.batch_size is not None and id(dl) not in self._warned:
-                self._warned.add(id(dl))
-                bs = self.loader_kwargs.get("batch_size", 32)
-                warnings.warn(
-                    "CogDataset yields whole batches: use DataLoader(dataset, "
-                    "batch_size=None).  With batch_size=%d the DataLoader "
-                    "stacks %d of them, so images come out (%d, %d, C, H, W) "
-                    "instead of (%d, C, H, W)" % (dl.batch_size, dl.batch_size,
-                                                   dl.batch_size, bs, bs),
-                    UserWarning, stacklevel=3)
-        return loaders
-
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches per epoch of the DataLoader holding this dataset (or, in
         none, of iterating it in this process): the sum over the workers'
         shards, computed from the sampler (no data is read)."""
-        loaders = self._check_dataloaders()
-        workers = {dl.num_workers for dl in loaders}
+        workers = {dl.num_workers for dl in self._dataloaders()}
         if len(workers) > 1:
             raise TypeError("len(CogDataset): DataLoaders with num_workers %s "
                             "hold this dataset, and its length depends on "
@@ -217,7 +268,7 @@ class CogDataset(IterableDataset):
                     probe.close()
         return self._len[key]
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Use epoch ``epoch`` for the next iteration (call it before each
         epoch, as with DistributedSampler; persistent workers see it too).
         In the main process it also takes the current rank and world size
@@ -228,34 +279,56 @@ class CogDataset(IterableDataset):
                 self._epoch_shared.value = self.epoch
             self._rank_world = _dist_rank_world()
 
-    def state_dict(self):
+    def state_dict(self) -> LoaderState:
         """Where the main process's iteration is (cogfeed.Loader.state_dict:
         epoch, next batch and what the stream depends on), for a
-        checkpoint; before any iteration, the start of set_epoch's epoch."""
+        checkpoint; before any iteration, the start of set_epoch's epoch
+        (epoch and batch only)."""
         if self._resume is not None:
-            return dict(self._resume)
+            return cast(LoaderState, dict(self._resume))
         ld = self._ld
         if ld is not None and self._ld_pid == os.getpid():
             return ld.state_dict()
         return {"epoch": self.epoch, "batch": 0}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Make the next iteration continue from `state` (a state_dict() of
-        a dataset with the same settings).  Mid-epoch (batch > 0) needs the
-        main process (num_workers=0): DataLoader workers split the epoch
-        among themselves and start it from the top."""
-        state = dict(state)
-        self.set_epoch(int(state["epoch"]))
-        self._resume = state if int(state.get("batch", 0)) > 0 else None
+        a dataset with the same settings).  A state of other settings
+        (seed, sampler, files, batch size, ...) raises ValueError here,
+        naming the first that differs, as cogfeed.Loader.load_state_dict:
+        the check is the main process loader's own (made here, and kept for
+        the next iteration).  Mid-epoch (batch > 0) needs the main process
+        (num_workers=0): DataLoader workers split the epoch among
+        themselves and start it from the top."""
+        if "epoch" not in state:
+            raise ValueError("CogDataset.load_state_dict: the state has no "
+                             "'epoch' (keys: %s)" % ", ".join(sorted(state)))
+        st = cast(LoaderState, dict(state, epoch=int(state["epoch"]),
+                                    batch=int(state.get("batch", 0))))
+        ld = self._main_loader()
+        ld.load_state_dict(st)  # ValueError for another stream; seeks
+        self.set_epoch(st["epoch"])
+        self._resume = st if st["batch"] > 0 else None
 
-    def _current_epoch(self):
+    def _main_loader(self) -> Loader:
+        """The loader kept in the main process (made now if there is none)."""
+        if get_worker_info() is not None:
+            raise RuntimeError("CogDataset: the main process's loader is not "
+                               "a worker's")
+        ld = self._ld
+        if ld is None or self._ld_pid != os.getpid():
+            ld = self.make_loader()
+            self._ld, self._ld_pid = ld, os.getpid()
+        return ld
+
+    def _current_epoch(self) -> int:
         """The epoch to read: in a worker the main process's latest."""
         s = self._epoch_shared
         if s is not None and get_worker_info() is not None:
             return int(s.value)
         return self.epoch
 
-    def shard(self):
+    def shard(self) -> Tuple[int, int]:
         """(rank, world_size) this process/worker reads."""
         info = get_worker_info()
         if info is None:
@@ -266,7 +339,7 @@ class CogDataset(IterableDataset):
             rank, world = self._rank_world
         return rank * nw + wid, world * nw
 
-    def make_loader(self):
+    def make_loader(self) -> Loader:
         """The cogfeed.Loader of this process/worker's shard."""
         rank, world = self.shard()
         in_worker = get_worker_info() is not None
@@ -297,13 +370,13 @@ class CogDataset(IterableDataset):
                 # storage alive.
         return ld
 
-    def pinned(self, in_worker=None):
+    def pinned(self, in_worker: Optional[bool] = None) -> bool:
         """Whether the ring slots are pinned host memory."""
         if in_worker is None:
             in_worker = get_worker_info() is not None
-        return self.pin_memory and not in_worker and torch.cuda.is_available()
+        return bool(self.pin_memory and not in_worker and torch.cuda.is_available())
 
-    def _loader(self):
+    def _loader(self) -> Loader:
         """This process's loader for self.epoch from its first batch: the
         one kept from the last iteration in the main process (its readers
         have been reading this epoch ahead when it is the next one), or a
@@ -320,11 +393,12 @@ class CogDataset(IterableDataset):
                 self._ld, self._ld_pid = ld, os.getpid()
             return ld
         st = ld.state_dict()
-        if st["epoch"] != self.epoch or st["batch"] != 0:
+        want = (self.epoch, 0 if self._resume is None else self._resume["batch"])
+        if (st["epoch"], st["batch"]) != want:  # (load_state_dict's seek kept)
             ld.set_epoch(self.epoch)
         return ld
 
-    def _resumed(self, ld):
+    def _resumed(self, ld: Loader) -> None:
         """Apply load_state_dict's state to this iteration's loader."""
         state, self._resume = self._resume, None
         if state is None:
@@ -332,14 +406,15 @@ class CogDataset(IterableDataset):
         if get_worker_info() is not None:
             raise ValueError("CogDataset.load_state_dict mid-epoch (batch "
                              "%d) needs num_workers=0" % state["batch"])
-        ld.load_state_dict(state)
+        pos = ld.state_dict()
+        if (pos["epoch"], pos["batch"]) != (state["epoch"], state["batch"]):
+            ld.load_state_dict(state)
 
-    def __getstate__(self):
+    def __getstate__(self) -> Dict[str, Any]:
         # Sent to spawned DataLoader workers: they make their own loader.
         d = self.__dict__.copy()
         d["_ld"] = d["_ld_pid"] = None
         d["_iterating"] = False
-        d["_warned"] = set(d["_warned"])
         if _mp_context.get_spawning_popen() is None:
             # Plain pickling (not to a new process): shared memory cannot
             # travel, and a copy has no workers to share the epoch with.
@@ -348,21 +423,19 @@ class CogDataset(IterableDataset):
             d["_rank_world"] = _dist_rank_world()
         return d
 
-    def close(self):
+    def close(self) -> None:
         """Stop the kept loader's readers and free its ring."""
         ld, self._ld = self._ld, None
         if ld is not None and self._ld_pid == os.getpid():
             ld.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
-    def __iter__(self):
-        if get_worker_info() is None or not self._warned:
-            self._check_dataloaders()
+    def __iter__(self) -> Iterator[TorchBatch]:
         ld = self._loader()
         self._resumed(ld)
         kept = ld is self._ld
@@ -370,10 +443,10 @@ class CogDataset(IterableDataset):
             self._iterating = True
         pinned = self.pinned()
         dev = self.device
-        stream = torch.cuda.Stream(dev) if dev is not None else None
+        stream = torch.cuda.Stream(dev) if dev is not None else None  # type: ignore[no-untyped-call]
         # CUDA work that may still read the ring slot of the batch handed
         # out last; the loader reuses that slot when asked for the next.
-        done = None
+        done: Optional[torch.cuda.Event] = None
         try:
             while True:
                 if done is not None:
@@ -386,22 +459,23 @@ class CogDataset(IterableDataset):
                     b = next(ld)
                 except StopIteration:
                     return
-                out = {"image": _tensor(b["image"]),
-                       "windows": b["windows"], "augment": b["augment"],
-                       "grid": b["grid"],
-                       "index": b["index"], "epoch": b["epoch"]}
+                out = _Batch(image=_tensor(b["image"]),
+                             windows=b["windows"], augment=b["augment"],
+                             grid=b["grid"],
+                             index=b["index"], epoch=b["epoch"])
                 if "mask" in b:
                     out["mask"] = _tensor(b["mask"])
                 if stream is not None:
                     done = self._to_device(out, stream)
-                yield out
+                yield cast(TorchBatch, out)
         finally:
             if kept:
                 self._iterating = False
             else:
                 ld.close()
 
-    def _to_device(self, out, stream):
+    def _to_device(self, out: Dict[str, Any],
+                   stream: torch.cuda.Stream) -> torch.cuda.Event:
         """Copy the batch's tensors to self.device on `stream`; the
         consumer's stream waits for them.  Returns the copy's event."""
         consumer = torch.cuda.current_stream(self.device)
@@ -412,7 +486,7 @@ class CogDataset(IterableDataset):
             for k in ("image", "mask"):
                 if k in out:
                     out[k] = out[k].to(self.device, non_blocking=True)
-            ev = torch.cuda.Event()
+            ev = torch.cuda.Event()  # type: ignore[no-untyped-call]
             ev.record(stream)
         consumer.wait_event(ev)
         for k in ("image", "mask"):

@@ -107,3 +107,136 @@ def test_io_options_checked_in_c_by_name():
             cogfeed.IO(**{name: bad})
     cogfeed.IO(request_timeout_s=math.inf, hedge_after_ms=-1,
                header_cache_max_bytes=0)
+
+
+# -- the typed API, as a user's type checker sees it -------------------------
+
+DATA = os.path.join(HERE, "data")
+PYRIGHT = os.path.join(HERE, os.pardir, "servers", "node_modules", ".bin", "pyright")
+
+
+def _package_parent():
+    """The folder holding the cogfeed package under test, or None where it
+    is an installed one (site-packages: found by the checkers themselves,
+    and mypy refuses site-packages in MYPYPATH)."""
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(cogfeed.__file__)))
+    return None if os.path.basename(parent) in ("site-packages", "dist-packages") else parent
+
+
+def _mypy(script, tmp_path):
+    """mypy --strict on script: {line: [messages]}, and its output."""
+    env = dict(os.environ)
+    parent = _package_parent()
+    if parent:
+        env["MYPYPATH"] = parent  # the build tree's python/ (PYTHONPATH)
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict",
+                        "--python-executable", sys.executable,
+                        "--cache-dir", str(tmp_path / "mypy_cache"),
+                        "--no-color-output", "--no-error-summary",
+                        os.path.basename(script)],
+                       cwd=os.path.dirname(script), env=env,
+                       capture_output=True, text=True, timeout=600)
+    errors = {}
+    for ln in r.stdout.splitlines():
+        parts = ln.split(":", 3)
+        if len(parts) == 4 and parts[2].strip() == "error":
+            # (an error in the package itself, checked from the build
+            # tree, fails the test as well: line 0)
+            line = int(parts[1]) if parts[0] == os.path.basename(script) else 0
+            errors.setdefault(line, []).append(ln)
+    assert r.returncode in (0, 1) and (r.returncode == 0) == (not errors), \
+        r.stdout[-3000:] + r.stderr[-2000:]
+    return errors, r.stdout + r.stderr
+
+
+def _pyright(script, tmp_path):
+    """pyright (strict) on script: {line: [messages]}, and its output."""
+    import json
+    assert os.path.exists(PYRIGHT), (
+        "pyright is missing: ./run.sh build installs it (npm install --prefix "
+        "tests/servers, tests/servers/package.json)")
+    cfg = {"include": [os.path.basename(script)], "typeCheckingMode": "strict"}
+    if _package_parent():
+        cfg["extraPaths"] = [_package_parent()]
+    conf = os.path.join(os.path.dirname(script), "pyrightconfig.json")
+    with open(conf, "w") as f:
+        json.dump(cfg, f)
+    r = subprocess.run([PYRIGHT, "-p", conf, "--pythonpath", sys.executable,
+                        "--outputjson"], cwd=os.path.dirname(script),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    errors = {}
+    for d in out["generalDiagnostics"]:
+        if d["severity"] == "error":
+            errors.setdefault(d["range"]["start"]["line"] + 1, []).append(d["message"])
+    return errors, r.stdout
+
+
+def _copy_script(name, tmp_path):
+    import shutil
+    d = tmp_path / name.replace(".py", "")
+    d.mkdir()
+    return shutil.copy(os.path.join(DATA, name), d / name)
+
+
+def test_user_script_type_checks_and_runs(tmp_path):
+    """A user's script (tests/python/data/typed_user.py: open and read, a
+    Loader with its options, batches, states, a CogDataset in a DataLoader)
+    passes mypy --strict and pyright's strict mode: no untyped calls, and
+    its assert_type lines pin the types a user relies on (batch["image"]
+    an NDArray, state_dict() a LoaderState, ...; Any would fail them).
+    Then it runs, on two small COGs: the types describe what it gets."""
+    script = _copy_script("typed_user.py", tmp_path)
+    errors, out = _mypy(script, tmp_path)
+    assert not errors, out[-4000:]
+    errors, out = _pyright(script, tmp_path)
+    assert not errors, errors
+    from test_loader import make_pair
+    img, msk = make_pair(str(tmp_path), "u", 200, 160)
+    r = subprocess.run([sys.executable, script, img, msk], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and "typed_user ok" in r.stdout, r.stdout + r.stderr
+
+
+def _marked_lines(script):
+    """{line: word} of the lines marked "# typo: word" ("# typo": the
+    checkers print the value's type, not the word)."""
+    import re
+    marks = {}
+    with open(script) as f:
+        for i, ln in enumerate(f, 1):
+            m = re.search(r"  # typo(?:: (\w+))?$", ln.rstrip())
+            if m:
+                marks[i] = m.group(1) or ""
+    return marks
+
+
+@pytest.mark.parametrize("checker", ["mypy", "pyright"])
+def test_typos_are_type_errors(tmp_path, checker):
+    """Misspelt sampler, kernel and dtype names, a misspelt keyword and
+    state key, through Loader, CogDataset's **loader_kwargs and Cog.read:
+    each checker reports an error on every such line of
+    tests/python/data/typed_typos.py, naming the typo, and nowhere else."""
+    script = _copy_script("typed_typos.py", tmp_path)
+    marks = _marked_lines(script)
+    assert {"randm", "bilinaer", "float23"} <= set(marks.values())
+    errors, out = (_mypy if checker == "mypy" else _pyright)(script, tmp_path)
+    assert set(errors) == set(marks), (sorted(errors), sorted(marks), out[-4000:])
+    for line, word in marks.items():
+        if word:
+            assert any(word in m for m in errors[line]), (line, word, errors[line])
+
+
+def test_option_types_follow_the_signatures():
+    """LoaderOptions (CogDataset's **loader_kwargs) names every Loader
+    keyword but the ones CogDataset sets itself, and IOOptions every
+    cogfeed.IO keyword (its signature line)."""
+    import inspect
+    import re
+    from cogfeed.loader import IOOptions, LoaderOptions
+    params = set(inspect.signature(cogfeed.Loader.__init__).parameters)
+    own = {"self", "images", "masks", "rank", "world_size", "epoch", "copy"}
+    assert set(LoaderOptions.__annotations__) == params - own
+    sig = cogfeed.IO.__doc__.split(")", 1)[0]
+    assert set(IOOptions.__annotations__) == set(re.findall(r"(\w+)=", sig))

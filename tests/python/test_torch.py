@@ -200,11 +200,20 @@ def test_state_dict_resumes_mid_epoch(data):
     with pytest.raises(Exception, match="num_workers=0"):
         list(DataLoader(workers, batch_size=None, num_workers=1,
                         multiprocessing_context="fork"))
-    # A state of another dataset is refused.
+    # A state of another dataset is refused at once (as the Loader does),
+    # not at the first batch, and leaves the dataset as it was.
     other = CogDataset(data["images"], **dict(kw, seed=4))
-    other.load_state_dict(state)
     with pytest.raises(ValueError, match="seed=3"):
-        list(DataLoader(other, batch_size=None))
+        other.load_state_dict(state)
+    assert other.state_dict()["batch"] == 0
+    assert windows(DataLoader(other, batch_size=None)) != ref
+    files = CogDataset(data["images"][::-1], **kw)
+    with pytest.raises(ValueError, match="files"):
+        files.load_state_dict(state)
+    with pytest.raises(ValueError, match="no 'epoch'"):
+        files.load_state_dict({"batch": 3})
+    for d in (ds, again, workers, other, files):
+        d.close()
 
 
 @pytest.mark.parametrize("ctx", ["fork", "spawn"])

@@ -2,7 +2,7 @@
 epoch (tqdm and OneCycleLR call it), whatever num_workers is: each worker
 reads shard rank * W + w of world_size * W, and the length is the sum of
 those shards' batches, computed from the sampler; and a DataLoader that
-would stack the dataset's batches (batch_size not None) gets a warning."""
+would stack the dataset's batches (batch_size not None) is an error."""
 import os
 import sys
 import warnings
@@ -67,17 +67,33 @@ def test_torch_and_numpy_dtypes(data):
         ds.close()
 
 
-def test_batch_size_not_none_warns(data):
+@pytest.mark.parametrize("workers", [0, 1])
+@pytest.mark.parametrize("batch_size", [1, 2])
+def test_dataloader_batching_batches_is_an_error(data, batch_size, workers):
+    """The dataset yields whole batches: a DataLoader with a batch_size
+    (its default is 1) would stack them into (N, B, C, H, W).  Its first
+    batch raises a TypeError that says to pass batch_size=None: plain
+    next(iter(DataLoader(ds))) included (the old warning looked for the
+    DataLoader through the garbage collector and missed that one), and
+    in a worker too."""
     ds = CogDataset(data, patch_size=32, batch_size=4, epoch_length=8)
-    dl = DataLoader(ds, batch_size=2)
-    with pytest.warns(UserWarning, match="batch_size=None"):
-        b = next(iter(dl))
-    assert tuple(b["image"].shape) == (2, 4, 3, 32, 32)  # what it warned about
+    kw = dict(num_workers=workers)
+    if workers:
+        kw["multiprocessing_context"] = "fork"
+    dl = DataLoader(ds, **kw) if batch_size == 1 else DataLoader(ds, batch_size=batch_size, **kw)
+    with pytest.raises(TypeError, match=r"batch_size=None.*stacks them into \(%d, 4, 3, 32, 32\)"
+                       % batch_size):
+        next(iter(dl))
     ds.close()
+
+
+def test_dataloader_batch_size_none(data):
     ds = CogDataset(data, patch_size=32, batch_size=4, epoch_length=8)
     dl = DataLoader(ds, batch_size=None)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert tuple(next(iter(dl))["image"].shape) == (4, 3, 32, 32)
+        b = next(iter(dl))
+        assert tuple(b["image"].shape) == (4, 3, 32, 32)
+        assert isinstance(b, dict) and len(b["grid"]) == 4
         assert len(dl) == 2
     ds.close()
