@@ -142,7 +142,7 @@ class PatchDataset:
     """Map-style dataset: item i = the patch window_for(..., i)."""
 
     def __init__(self, images, masks, patch, sampler, seed, length,
-                 mean=None, std=None, dtype="raw", vsicurl_cache=True):
+                 mean=None, std=None, dtype="raw"):
         import torch  # noqa: F401  (fail here, not in a worker)
         if sampler not in SAMPLERS:
             raise ValueError("baseline loader: sampler %r not supported "
@@ -159,12 +159,6 @@ class PatchDataset:
         self.seed = seed
         self.length = length
         self.dtype = dtype
-        self.env = dict(GDAL_ENV)
-        if not vsicurl_cache:
-            # No /vsicurl/ content kept from one open to the next (each
-            # patch opens its file anew): what a dataset larger than
-            # GDAL's 16 MB region cache gets, and cogfeed's cache_bytes=0.
-            self.env["CPL_VSIL_CURL_NON_CACHED"] = "/vsicurl/"
         self.mean = None if mean is None else \
             np.asarray(mean, np.float32)[:, None, None]
         self.std = None if std is None else \
@@ -181,7 +175,7 @@ class PatchDataset:
         si, x, y = window_for(self.scenes, self.patch, self.sampler,
                               self.seed, i)
         w = Window(x, y, self.patch, self.patch)
-        with rasterio.Env(**self.env):
+        with rasterio.Env(**GDAL_ENV):
             with rasterio.open(gdal_path(self.scenes[si].url)) as ds:
                 img = ds.read(window=w)
             m = None
@@ -218,15 +212,10 @@ class BaselineLoader:
 
     def __init__(self, images, masks=None, patch_size=256, batch_size=32,
                  sampler="random", seed=0, workers=4, prefetch_factor=2,
-                 length=10 ** 9, mean=None, std=None, dtype="raw",
-                 vsicurl_cache=True):
-        """vsicurl_cache=False: GDAL keeps no /vsicurl/ content across
-        opens (CPL_VSIL_CURL_NON_CACHED), so that a small dataset streams
-        as a large one would."""
+                 length=10 ** 9, mean=None, std=None, dtype="raw"):
         from torch.utils.data import DataLoader
         self.dataset = PatchDataset(images, masks, patch_size, sampler,
-                                    seed, length, mean, std, dtype,
-                                    vsicurl_cache)
+                                    seed, length, mean, std, dtype)
         self.workers = workers
         kw = {}
         if workers > 0:

@@ -327,9 +327,7 @@ class _Baseline(_Stream):
             batch_size=s.get("batch_size", 32),
             sampler=s.get("sampler", "random"), seed=s.get("seed", 0),
             workers=workers, prefetch_factor=prefetch, mean=mean, std=std,
-            dtype=s.get("dtype", "raw"),
-            # cache_bytes=0 (no cache across patches) for both loaders
-            vsicurl_cache=s.get("cache_bytes") != 0)
+            dtype=s.get("dtype", "raw"))
 
     def pids(self):
         return [os.getpid()] + self.loader.worker_pids()
