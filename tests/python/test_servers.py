@@ -271,7 +271,7 @@ def test_range_server_multipart(rsrv, root):
 
 def test_range_server_stays_in_its_root(rsrv, root, tmp_path):
     (tmp_path / "secret").write_text("x")
-    for path in ("/../secret", "/%2e%2e/secret", "/..%2fsecret",
+    for path in ("/../secret", "/%2e%2e/secret", "/..%2fsecret", "/a.bin%00",
                  "/" + str(tmp_path / "secret"), "/nope.bin", "/"):
         st, _, _ = get(rsrv, path)
         assert st == 404, path

@@ -317,6 +317,8 @@ def _range_handler(root, latency_s, log):
 
         def _path(self):
             p = urllib.parse.unquote(self.path.split("?", 1)[0])
+            if "\0" in p:
+                return None
             full = os.path.realpath(os.path.join(root, p.lstrip("/")))
             if full != root and not full.startswith(root + os.sep):
                 return None
