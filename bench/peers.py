@@ -138,7 +138,6 @@ def env_for(where, extra=None):
     for k in list(e):
         if k.startswith(("GDAL_", "CPL_", "VSI_")):
             del e[k]
-    e["CF_SOURCE_DIR"] = REPO
     e["PYTHONWARNINGS"] = "ignore"
     if not HERE_ONLY:
         e["PYTHONPATH"] = os.path.join(BUILD if where == "venv" else

@@ -74,9 +74,6 @@ ENVIRONMENT = [
     ("PYTHONPATH",
      "the C tool of a build tree puts the build's python folder in front of "
      "it before handing a command to Python."),
-    ("CF_SOURCE_DIR",
-     "the source tree whose tests/servers bench, tune and demo use to serve "
-     "files over http (default: the tree the package lies in)."),
     ("GDAL_NUM_THREADS",
      "threads of the baseline loader's GDAL (--loader baseline); 1 when "
      "unset."),

@@ -32,6 +32,13 @@ COMMANDS = {
 }
 
 
+# The modules each extra brings (pyproject.toml), for the error that names
+# the extra: an ImportError of anything else is reported as it is.
+EXTRA_MODULES = {
+    "experiments": ("torch", "optuna", "matplotlib", "rasterio"),
+}
+
+
 def commands():
     """Every command with its one-line description, in the order of help."""
     out = dict(C_COMMANDS)
@@ -110,8 +117,13 @@ def main(argv=None):
     except ImportError as e:
         if extra is None or e.name is None or e.name.startswith("cogfeed"):
             raise
-        sys.stderr.write("cogfeed %s: %s is not installed: pip install "
-                         "'cogfeed[%s]'\n" % (cmd, e.name, extra))
+        top = e.name.split(".")[0]
+        if top in EXTRA_MODULES.get(extra, ()):
+            sys.stderr.write("cogfeed %s: %s is not installed: pip install "
+                             "'cogfeed[%s]'\n" % (cmd, top, extra))
+        else:  # not something the extra brings: say what failed
+            sys.stderr.write("cogfeed %s: cannot import %s (%s)\n"
+                             % (cmd, e.name, e))
         return 1
 
 

@@ -217,3 +217,93 @@ def test_serve_cli_runs_until_killed(root):
     time.sleep(0.2)
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=0.5)
+
+
+# -- the pure-Python range server (cogfeed.tools.servers.RangeServer) --------
+
+@pytest.fixture(scope="module")
+def rsrv(root):
+    import servers
+    with servers.RangeServer(str(root), latency_ms=100,
+                             access_log=True) as s:
+        yield s
+
+
+def test_range_server_ranges_etag_and_latency(rsrv, root):
+    data = (root / "a.bin").read_bytes()
+    t = time.monotonic()
+    st, h, b = get(rsrv, "/a.bin", (100, 199))
+    assert time.monotonic() - t >= 0.1  # the first-byte latency
+    assert st == 206 and b == data[100:200]
+    assert h["content-range"] == "bytes 100-199/%d" % SIZE
+    assert h["accept-ranges"] == "bytes" and h["etag"]
+    st, _, b = get(rsrv, "/a.bin", headers={"Range": "bytes=-10"})
+    assert st == 206 and b == data[-10:]
+    st, _, b = get(rsrv, "/a.bin", headers={"Range": "bytes=%d-" % (SIZE - 5)})
+    assert st == 206 and b == data[-5:]
+    st, _, b = get(rsrv, "/a.bin", (SIZE - 5, SIZE + 100))
+    assert st == 206 and b == data[-5:]
+    st, _, b = get(rsrv, "/a.bin")
+    assert st == 200 and b == data
+    st, _, _ = get(rsrv, "/a.bin", (0, 0), {"If-Match": '"other"'})
+    assert st == 412
+    st, _, b = get(rsrv, "/a.bin", (0, 3), {"If-Match": h["etag"]})
+    assert st == 206 and b == data[:4]
+    st, h, _ = get(rsrv, "/a.bin", (SIZE + 10, SIZE + 20))
+    assert st == 416 and h["content-range"] == "bytes */%d" % SIZE
+
+
+def test_range_server_multipart(rsrv, root):
+    data = (root / "a.bin").read_bytes()
+    st, h, b = get(rsrv, "/a.bin", headers={"Range": "bytes=0-9,1000-1099"})
+    assert st == 206 and int(h["content-length"]) == len(b)
+    sep = h["content-type"].split("boundary=")[1]
+    assert h["content-type"].startswith("multipart/byteranges")
+    parts = [p for p in b.split(b"--" + sep.encode()) if p.strip(b"\r\n-")]
+    got = []
+    for p in parts:
+        head, _, body = p.partition(b"\r\n\r\n")
+        rng = [ln for ln in head.split(b"\r\n") if ln.startswith(b"Content-Range")]
+        a, z = rng[0].split(b" ")[-1].split(b"/")[0].split(b"-")
+        got.append((int(a), int(z), body[:int(z) - int(a) + 1]))
+    assert got == [(0, 9, data[0:10]), (1000, 1099, data[1000:1100])]
+
+
+def test_range_server_stays_in_its_root(rsrv, root, tmp_path):
+    (tmp_path / "secret").write_text("x")
+    for path in ("/../secret", "/%2e%2e/secret", "/..%2fsecret", "/a.bin%00",
+                 "/" + str(tmp_path / "secret"), "/nope.bin", "/"):
+        st, _, _ = get(rsrv, path)
+        assert st == 404, path
+
+
+def test_range_server_keepalive_and_access_log(rsrv):
+    c = http.client.HTTPConnection("127.0.0.1", rsrv.port, timeout=10)
+    for _ in range(3):  # one connection, three requests
+        c.request("GET", "/a.bin", headers={"Range": "bytes=0-99"})
+        r = c.getresponse()
+        assert r.status == 206 and len(r.read()) == 100
+    c.close()
+    with open(os.path.join(rsrv.tmp, "access.log")) as f:
+        lines = f.read().splitlines()
+    # nginx's combined format, which bench's LogCounter reads
+    assert sum('"GET /a.bin HTTP/1.1" 206 100 ' in ln for ln in lines) >= 3
+
+
+def test_missing_nginx_is_named_and_auto_falls_back(root, monkeypatch):
+    import servers
+    m = sys.modules["_cf_tools_servers"]
+    monkeypatch.setattr(m, "NGINX_BIN", "/nonexistent/nginx")
+    with pytest.raises(RuntimeError,
+                       match="apt-get install nginx libnginx-mod-http-lua"):
+        servers.Nginx(str(root)).start()
+    with pytest.raises(RuntimeError, match="nginx .with the lua module. is "
+                       "not installed"):
+        servers.server(str(root), kind="nginx")
+    s = servers.server(str(root), 0, kind="auto")
+    assert s.kind == "python" and "libnginx-mod-http-lua" in s.fallback
+    with s:
+        st, _, b = get(s, "/a.bin", (0, 9))
+        assert st == 206 and len(b) == 10
+    monkeypatch.undo()
+    assert servers.server(str(root), kind="auto").kind == "nginx"

@@ -274,6 +274,76 @@ def test_bench_remote_counts_server_traffic(variants):
     assert "MB/s" in text and "http (20 ms latency)" in text
 
 
+def test_bench_splits_cold_and_warm_passes(variants):
+    # 3 scenes of 256 px, patch 64: one pass is 3 x 16 = 48 patches.
+    args = ("bench", "--images", variants / "lerc_zstd_128", "--patch-size",
+            64, "--batch-size", 8, "--passes", 3, "--warmup", 1)
+    r = json.loads(cli(*args, "--json"))  # the default cache holds it all
+    assert r["pass_patches"] == 48
+    cold, warm = r["passes"]["cold"], r["passes"]["warm"]
+    assert cold["state"] == "cold" and cold["complete"]
+    assert cold["patches"] >= 48 and warm["patches"] > 0
+    assert cold["requests"] > 0 and cold["cache_misses"] > 0
+    # Cache-resident: every chunk of the warm passes came from the cache.
+    assert warm["requests"] == 0 and warm["bytes_fetched"] == 0
+    assert warm["cache_hits"] > 0 and warm["cache_misses"] == 0
+    assert r["window_state"] in ("warm", "cold+warm")
+    text = cli(*args)
+    assert "pass 1 (cold)" in text and "passes 2+ (warm)" in text
+    assert "cache-resident" in text
+    # No cache: the warm passes fetch and decode again (streaming).
+    r = json.loads(cli(*args, "--cache-bytes", 0, "--json"))
+    warm = r["passes"]["warm"]
+    assert warm["requests"] > 0 and warm["bytes_fetched"] > 0
+    assert warm["cache_hits"] == 0 and warm["cache_misses"] == 0
+    assert "cache-resident" not in cli(*args, "--cache-bytes", 0)
+
+
+def test_bench_over_the_python_range_server(variants):
+    from cogfeed.tools import servers
+    d = variants / "deflate_128"
+    r = json.loads(cli("bench", "--images", d, "--patch-size", 64,
+                       "--batch-size", 4, "--batches", 5, "--warmup", 1,
+                       "--prefetch", 2, "--serve-latency-ms", 20, "--server",
+                       "python", "--cache-bytes", 0, "--json"))
+    assert r["server"].startswith("cogfeed's pure-Python range server")
+    assert r["traffic_source"] == "server-access-log" and r["requests"] > 0
+    assert r["passes"]["cold"]["requests"] > 0
+    text = cli("bench", "--images", d, "--patch-size", 64, "--batch-size", 4,
+               "--batches", 2, "--warmup", 1, "--loader", "baseline",
+               "--baseline-workers", 1, "--serve-latency-ms", 5, "--server",
+               "python")
+    assert "MB/s" in text and "pure-Python range server" in text
+    # The same pixels over it as from the file (cogfeed's reader).
+    img = sorted((d / "images").iterdir())[0]
+    with servers.RangeServer(str(d)) as s, cogfeed.open(str(img)) as local, \
+            cogfeed.open(s.url("images/" + img.name)) as remote:
+        np.testing.assert_array_equal(
+            remote.read(window=(0, 0, remote.width, remote.height)),
+            local.read(window=(0, 0, local.width, local.height)))
+
+
+def test_cli_names_what_is_really_missing(variants):
+    # An ImportError names the extra only for a module that the extra
+    # brings; anything else is reported as what it is.
+    code = ("import sys; sys.modules[sys.argv[1]] = None\n"
+            "from cogfeed import cli; sys.exit(cli.main(sys.argv[2:]))")
+
+    def run(block, *args):
+        return subprocess.run([sys.executable, "-c", code, block] +
+                              [str(a) for a in args], capture_output=True,
+                              text=True,
+                              timeout=60, env=ENV)
+    r = run("torch", "bench", "--images", variants / "deflate_128",
+            "--loader", "baseline", "--batches", 1)
+    assert r.returncode == 1
+    assert "torch is not installed: pip install 'cogfeed[experiments]'" \
+        in r.stderr, r.stderr
+    r = run("csv", "tune", "--help")
+    assert r.returncode == 1 and "cannot import csv" in r.stderr, r.stderr
+    assert "pip install" not in r.stderr, r.stderr
+
+
 def test_tune_writes_config_the_loader_accepts(tmp, variants):
     out = tmp / "tune"
     r = cli_full("tune", variants, "--out", out, "--trials", 3, "--trial-seconds",

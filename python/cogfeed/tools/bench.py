@@ -25,9 +25,20 @@ batches after it until --batches or --seconds is reached.  Reported:
 Both loaders stream one long epoch (STREAM_EPOCH patches), so a small
 dataset's epoch boundaries are not what is measured.
 
---serve-latency-ms N serves the files with the project's nginx launcher
-(tests/servers) adding N ms before the first byte of every response, and
-reads them over http:// (/vsicurl/ for the baseline).
+Cold and warm: the run is also split at the end of its first pass over
+the data (as many patches as the files' non-overlapping patches): pass 1
+is cold (from the loader's creation: files opened, nothing in any cache),
+passes 2+ warm, each with its MB/s, requests and (cogfeed) chunk-cache
+hits out of lookups.  With the default cache_bytes (5% of memory) a
+dataset smaller than the cache is cache-resident in the warm passes:
+nothing is fetched or decoded again, and the figure measures the cache;
+--cache-bytes 0 measures streaming in every pass.  window_state says
+which the measured window was.
+
+--serve-latency-ms N serves the files on 127.0.0.1 adding N ms before the
+first byte of every response (cogfeed.tools.servers: nginx with the lua
+module when installed, else --server python, cogfeed's pure-Python range
+server), and reads them over http:// (/vsicurl/ for the baseline).
 """
 
 import argparse
@@ -45,7 +56,7 @@ FIELDS = ("loader", "transport", "latency_ms", "files", "settings",
           "patches_per_s", "requests", "requests_per_s", "bytes_delivered",
           "bytes_fetched", "fetch_ratio", "traffic_source", "cpu_seconds",
           "cpu_s_per_gb", "cpu_s_per_gb_by_thread", "peak_rss_mb",
-          "loader_stats")
+          "loader_stats", "pass_patches", "passes", "window_state", "server")
 
 
 def _cogfeed_traffic(st):
@@ -53,18 +64,95 @@ def _cogfeed_traffic(st):
     return st.get("requests"), st.get("bytes_fetched")
 
 
+def pass_patches(paths, patch_size):
+    """Patches in one pass over the data: the non-overlapping patches of
+    every file (what cogfeed.Loader takes as an epoch by default)."""
+    n = 0
+    for p in paths:
+        w, h = common.cog_shape(p)[:2]
+        n += max(1, w // patch_size) * max(1, h // patch_size)
+    return n
+
+
+class _Snap:
+    """Counters at one point of a run, cumulative from its start."""
+
+    def __init__(self, ld, logc, t, patches, delivered, base=None,
+                 start=False):
+        self.t, self.patches, self.delivered = t, patches, delivered
+        self.cpu = common.cpu_seconds(ld.pids())
+        # A cogfeed loader counts from its creation (its files opened):
+        # the run's start is zero.  The server's log and /proc count more.
+        st = {} if (start and ld.kind == "cogfeed") else ld.stats()
+        self.hits = self.misses = None
+        if logc is not None:
+            r, b = logc.take()
+            r0, b0 = (base.req, base.byt) if base is not None else (0, 0)
+            self.req, self.byt = r0 + r, b0 + b
+        elif ld.kind == "cogfeed":
+            self.req, self.byt = (st.get("requests", 0),
+                                  st.get("bytes_fetched", 0))
+        elif getattr(ld, "transport", None) == "file":
+            self.req = st.get("local_read_calls")
+            self.byt = st.get("local_read_bytes")
+        else:
+            self.req = self.byt = None
+        if ld.kind == "cogfeed":
+            self.hits = st.get("cache_hits", 0)
+            self.misses = st.get("cache_misses", 0)
+
+
+def _between(a, b, state, complete=True):
+    def d(x, y):
+        return None if x is None or y is None else y - x
+    el = max(b.t - a.t, 1e-9)
+    delivered = b.delivered - a.delivered
+    req = d(a.req, b.req)
+    return {
+        "state": state, "complete": complete,
+        "patches": b.patches - a.patches, "seconds": el,
+        "mb_per_s": delivered / 1e6 / el,
+        "patches_per_s": (b.patches - a.patches) / el,
+        "requests": req,
+        "requests_per_s": None if req is None else req / el,
+        "bytes_delivered": delivered, "bytes_fetched": d(a.byt, b.byt),
+        "cache_hits": d(a.hits, b.hits), "cache_misses": d(a.misses, b.misses),
+        "cpu_seconds": b.cpu - a.cpu,
+    }
+
+
 def measure(ld, batches=None, seconds=None, warmup=2, log=None,
-            itemsize=2, on_batch=None):
+            itemsize=2, on_batch=None, pass_size=None, passes=None,
+            started=None, pass_log=None):
     """Drive loader wrapper `ld` and return the measurement dict (without
-    the descriptive fields)."""
-    if batches is None and seconds is None:
+    the descriptive fields).
+
+    With pass_size (patches in one pass over the data), the run is also
+    split at the end of the first pass: "passes" holds the first pass
+    (cold: from the start, opening the files included, nothing cached
+    yet) and the later ones (warm), each with its requests and, for
+    cogfeed, its chunk-cache hits and misses; "window_state" says which
+    of them the measured window covers.  passes=N also ends the run once
+    N passes are delivered.  started (time.perf_counter() before the
+    loader was made) and pass_log (a common.LogCounter made then) let the
+    first pass include the loader's creation."""
+    if batches is None and seconds is None and passes is None:
         seconds = 10.0
     t_start = time.perf_counter()
+    t_pass = started if started is not None else t_start
+    passlog = pass_log if pass_log is not None else \
+        (common.LogCounter(log) if (log and pass_size) else None)
+    s_start = _Snap(ld, passlog, 0.0, 0, 0, start=True) \
+        if pass_size else None
+    s_pass = None
+    pass_batch = None  # index of the batch that ended the first pass
     it = iter(ld)
     first = None
     n = 0
     delivered = 0
     patches = 0
+    all_patches = 0
+    all_delivered = 0
     t0 = None
     cpu0 = 0.0
     thr0 = {}
@@ -75,6 +163,16 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
         now = time.perf_counter()
         if first is None:
             first = now - t_start
+        img, msk = common.batch_arrays(b)
+        size = common.nelem(img) * itemsize
+        if msk is not None:
+            size += common.nelem(msk)
+        all_patches += int(img.shape[0])
+        all_delivered += size
+        if pass_size and s_pass is None and all_patches >= pass_size:
+            s_pass = _Snap(ld, passlog, now - t_pass, all_patches,
+                           all_delivered, s_start)
+            pass_batch = n
         if t0 is None:
             if n == warmup:
                 # This batch's arrival starts the clock; what arrives after
@@ -86,17 +184,16 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
                 logc = common.LogCounter(log) if log else None
             n += 1
             continue
-        img, msk = common.batch_arrays(b)
-        delivered += common.nelem(img) * itemsize
-        if msk is not None:
-            delivered += common.nelem(msk)
+        delivered += size
         patches += int(img.shape[0])
         if on_batch:
             on_batch(b)
         n += 1
         measured += 1
         if (batches is not None and measured >= batches) or \
-                (seconds is not None and now - t0 >= seconds):
+                (seconds is not None and now - t0 >= seconds) or \
+                (passes is not None and pass_size and
+                 all_patches >= passes * pass_size):
             break
     t1 = time.perf_counter()
     if t0 is None or not measured:
@@ -129,7 +226,7 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
             byt = st1["local_read_bytes"] - st0.get("local_read_bytes", 0)
             src = "proc-io"
     gb = delivered / 1e9
-    return {
+    out = {
         "batches": measured, "patches": patches, "seconds": el,
         "first_batch_s": first,
         "mb_per_s": delivered / 1e6 / el,
@@ -147,14 +244,38 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
                                    if gb > 0 and v > 0},
         "peak_rss_mb": rss,
         "loader_stats": st1,
+        "pass_patches": pass_size,
+        "passes": None,
+        "window_state": None,
     }
+    if pass_size:
+        s_end = _Snap(ld, passlog, t1 - t_pass, all_patches, all_delivered,
+                      s_pass or s_start)
+        if s_pass is None:
+            out["passes"] = {"cold": _between(s_start, s_end, "cold", False),
+                             "warm": None}
+            out["window_state"] = "cold"
+        else:
+            warm = None
+            if s_end.patches > s_pass.patches:
+                warm = _between(s_pass, s_end, "warm")
+            out["passes"] = {"cold": _between(s_start, s_pass, "cold"),
+                             "warm": warm}
+            # The window starts after batch `warmup`: warm when the first
+            # pass ended by then.
+            out["window_state"] = "warm" if pass_batch <= warmup \
+                else "cold+warm"
+    return out
 
 
 def run_on(img_urls, msk_urls, loader, settings, batches=None, seconds=None,
            warmup=2, transport="file", log=None, latency_ms=None,
-           baseline_workers=4, baseline_prefetch=2, itemsize=2):
+           baseline_workers=4, baseline_prefetch=2, itemsize=2,
+           pass_size=None, passes=None, server=None):
     """Benchmark a loader over already-resolved URLs (local paths or
-    http://); log is the serving nginx's access log when there is one."""
+    http://); log is the serving server's access log when there is one;
+    pass_size: patches in one pass over the data (pass_patches), for the
+    cold / warm split; server: which server served them (a line)."""
     s = dict(common.LOADER_KEYS)
     s.update({k: v for k, v in (settings or {}).items()
               if k in common.LOADER_KEYS})
@@ -162,26 +283,32 @@ def run_on(img_urls, msk_urls, loader, settings, batches=None, seconds=None,
     # 10**9), so that both loaders stream the same way (cogfeed's readers
     # would run into the next epoch anyway; the baseline's workers would
     # not).  Each kind ignores the other's arguments.
+    started = time.perf_counter()
+    pass_log = common.LogCounter(log) if (log and pass_size) else None
     ld = common.make_loader(loader, img_urls, msk_urls, s, baseline_workers,
                             baseline_prefetch, epoch_length=STREAM_EPOCH)
     ld.transport = transport
     try:
-        r = measure(ld, batches, seconds, warmup, log, itemsize)
+        r = measure(ld, batches, seconds, warmup, log, itemsize,
+                    pass_size=pass_size, passes=passes, started=started,
+                    pass_log=pass_log)
     finally:
         ld.close()
     if loader == "baseline":
         s = dict(s, workers=baseline_workers,
                  prefetch_factor=baseline_prefetch)
     r.update({"loader": loader, "files": len(img_urls), "settings": s,
-              "latency_ms": latency_ms, "transport": transport})
+              "latency_ms": latency_ms, "transport": transport,
+              "server": server})
     return r
 
 
 def run(images, masks=None, loader="cogfeed", settings=None, batches=None,
         seconds=None, warmup=2, serve_latency_ms=None, baseline_workers=4,
-        baseline_prefetch=2):
+        baseline_prefetch=2, server="auto", passes=None):
     """One benchmark run over local files (served over http when
-    serve_latency_ms is set); returns a dict with every key of FIELDS."""
+    serve_latency_ms is set, by `server`: see common.served); returns a
+    dict with every key of FIELDS."""
     if isinstance(images, str):
         imgs, msks = common.resolve(images, masks)
     else:
@@ -189,14 +316,21 @@ def run(images, masks=None, loader="cogfeed", settings=None, batches=None,
     kw = dict(batches=batches, seconds=seconds, warmup=warmup,
               latency_ms=serve_latency_ms, baseline_workers=baseline_workers,
               baseline_prefetch=baseline_prefetch,
-              itemsize=common.cog_shape(imgs[0])[3])
+              itemsize=common.cog_shape(imgs[0])[3], passes=passes)
+    # Counted on the local files: opening the remote ones here would warm
+    # what the first pass is to measure cold.
+    ps = (settings or {}).get("patch_size") or \
+        common.LOADER_KEYS["patch_size"]
+    kw["pass_size"] = pass_patches(imgs, ps)
     if serve_latency_ms is None:
         return run_on(imgs, msks, loader, settings, transport="file", **kw)
-    with common.served(imgs + (msks or []), serve_latency_ms) as (srv, url):
+    with common.served(imgs + (msks or []), serve_latency_ms,
+                       server) as (srv, url):
         return run_on([url(p) for p in imgs],
                       [url(p) for p in msks] if msks else None, loader,
                       settings, transport="http",
-                      log=common.access_log(srv), **kw)
+                      log=common.access_log(srv),
+                      server=common.server_note(srv), **kw)
 
 
 def _fmt(v, unit=""):
@@ -231,6 +365,42 @@ def report(r, out=sys.stdout):
                                                    r["seconds"]))]
     for k, v in rows:
         out.write("  %-26s %s\n" % (k, v))
+    if r.get("window_state"):
+        out.write("  %-26s %s\n" % ("measured window is", {
+            "cold": "cold (inside the first pass)",
+            "warm": "warm (after the first pass)",
+            "cold+warm": "cold then warm (the first pass ended inside it)",
+        }[r["window_state"]]))
+    if r.get("server"):
+        out.write("  %-26s %s\n" % ("served by", r["server"]))
+    if r.get("passes"):
+        out.write("  passes (one pass: %d patches; cold = from the loader's "
+                  "creation):\n" % r["pass_patches"])
+        for line in pass_lines(r):
+            out.write("    " + line + "\n")
+        w = r["passes"].get("warm")
+        if w and w["cache_hits"] and not w["cache_misses"]:
+            out.write("  the warm passes were cache-resident (every chunk "
+                      "from the cache, nothing decoded again): "
+                      "--cache-bytes 0 measures streaming\n")
+
+
+def pass_lines(r):
+    """Table lines of a run's first pass (cold) and later passes (warm)."""
+    lines = ["%-22s %9s %10s %9s %12s" % ("", "MB/s", "patches/s",
+                                          "requests", "cache hits")]
+    for key, name in (("cold", "pass 1 (cold)"), ("warm", "passes 2+ (warm)")):
+        p = r["passes"].get(key)
+        if p is None:
+            lines.append("%-22s %s" % (name, "not reached"))
+            continue
+        if not p["complete"]:
+            name += " %d%%" % (100 * p["patches"] // max(1, r["pass_patches"]))
+        lines.append("%-22s %9.1f %10.1f %9s %12s" % (
+            name, p["mb_per_s"], p["patches_per_s"], _fmt(p["requests"]),
+            "n/a" if p["cache_hits"] is None else
+            "%d/%d" % (p["cache_hits"], p["cache_hits"] + p["cache_misses"])))
+    return lines
 
 
 class _OldConcurrency(argparse.Action):
@@ -309,8 +479,16 @@ def main(argv):
     p.add_argument("--warmup", type=int, default=2,
                    help="batches skipped before the clock starts")
     p.add_argument("--serve-latency-ms", type=int, default=None,
-                   help="serve the files with local nginx at this latency "
-                        "and read them over http")
+                   help="serve the files on 127.0.0.1 at this first-byte "
+                        "latency and read them over http")
+    p.add_argument("--server", choices=("auto", "nginx", "python"),
+                   default="auto",
+                   help="what serves them: nginx with the lua module, "
+                        "cogfeed's pure-Python range server, or auto "
+                        "(nginx when installed; default)")
+    p.add_argument("--passes", type=int,
+                   help="end after this many passes over the data (one "
+                        "pass: the files' non-overlapping patches)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object on stdout instead of text")
     a = p.parse_args(argv)
@@ -322,7 +500,8 @@ def main(argv):
     try:
         r = run(images, masks, a.loader, settings_from(a, cfg), a.batches,
                 a.seconds, a.warmup, a.serve_latency_ms,
-                a.baseline_workers, a.baseline_prefetch)
+                a.baseline_workers, a.baseline_prefetch, a.server,
+                a.passes)
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         sys.stderr.write("cogfeed bench: %s\n" % e)
         return 1

@@ -7,10 +7,6 @@ import glob
 import json
 import os
 import re
-import sys
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.realpath(__file__)))))
 
 # Loader keyword names a config (best.json) may carry, with the bench
 # defaults.  None means "the loader's own default" (for concurrency:
@@ -68,33 +64,34 @@ def load_config(path):
     return cfg
 
 
-def servers_module():
-    """tests/servers/servers.py (the project's nginx launcher)."""
-    d = os.path.join(os.environ.get("CF_SOURCE_DIR", REPO), "tests",
-                     "servers")
-    if d not in sys.path:
-        sys.path.insert(0, d)
-    import servers  # noqa: E402
-    return servers
-
-
 @contextlib.contextmanager
-def served(paths, latency_ms):
-    """Serve the common folder of `paths` with nginx at latency_ms first-byte
-    latency; yields (server, url-of(path) function)."""
+def served(paths, latency_ms, server="auto"):
+    """Serve the common folder of `paths` on 127.0.0.1 at latency_ms
+    first-byte latency; yields (server, url-of(path) function).  server:
+    "nginx" (with the lua module), "python" (cogfeed's own range server)
+    or "auto" (nginx when installed, else the Python one; the server's
+    describe() and fallback say which and why)."""
+    from . import servers
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p))
                                for p in paths])
     # The access log is what tells bench how many requests and bytes a
     # loader really cost over http.
     # Object storage is many servers: one nginx worker per 4 cores keeps
     # the server from being the bottleneck on big machines (1 on 2 cores).
-    srv = servers_module().Nginx(root, latency_ms=latency_ms,
-                                 access_log=True,
-                                 workers=max(1, (os.cpu_count() or 1) // 4))
+    srv = servers.server(root, latency_ms, server, access_log=True,
+                         workers=max(1, (os.cpu_count() or 1) // 4))
     with srv as s:
         def url(p):
             return s.url(os.path.relpath(os.path.abspath(p), root))
         yield s, url
+
+
+def server_note(srv):
+    """One line saying which server served the files, and why."""
+    text = srv.describe()
+    if getattr(srv, "fallback", None):
+        text += " (%s)" % srv.fallback
+    return text
 
 
 def access_log(server):
