@@ -105,6 +105,7 @@ class IOOptions(TypedDict, total=False):
     hedge_after_ms: float
     header_cache_max_bytes: int
     header_memory_max: int
+    cache_bytes: int
 
 
 class LoaderOptions(TypedDict, total=False):

@@ -72,7 +72,18 @@ def _check_file(path, raw_color=False):
             row, col = divmod(rest, across)
             assert (ti["plane"], ti["row"], ti["col"]) == (plane, row, col)
             data = blob[ti["offset"]:ti["offset"] + ti["byte_count"]]
-            got = cog.decode_tile(data, k, level=level)
+            try:
+                got = cog.decode_tile(data, k, level=level)
+            except cogfeed.Error as e:
+                # a chunk that cannot be decoded (an uncompressed CMYK strip
+                # shorter than its size, which GDAL fails on too): reading
+                # it fails as well, and both name the chunk
+                assert "level %d, %s %d" % (level, "tile" if li["tiled"] else "strip",
+                                            k) in str(e), e
+                with pytest.raises(type(e)):
+                    cog.read(window=(col * tw, row * th, tw, th), level=level,
+                             bands=None if pixel else [plane + 1])
+                continue
             assert got.shape == ti["shape"], (path, level, k)
             h, w, s = got.shape
             assert w == tw and h == (th if li["tiled"] else min(th, li["height"] - row * th))
