@@ -295,6 +295,24 @@ def test_options_take_equals_form(paths, tmp_path, exe):
 
 
 @pytest.mark.parametrize("exe", EXES, ids=["c", "python-m"])
+def test_host_that_does_not_resolve_fails_at_once(exe):
+    """A host name that does not resolve is permanent (exit 1, one
+    message naming the URL without its query), not retried like a
+    transient fault: it was tried 7 times (5.7 s).  A name under .invalid
+    never resolves (RFC 6761).  The attempt count is checked by the io's
+    statistics in test_remote_faults; here, the message says so."""
+    url = "http://cogfeed-test.invalid/scene.tif?sig=S3CR3T"
+    for args in (("info", "--max-retries=5", url),
+                 ("read", url, "--window=0,0,4,4", "--max-retries=5", "-o", "never.npy")):
+        r = run_exe(exe, *args)
+        assert r.returncode == 1, (args, r.returncode, r.stderr)
+        assert "cogfeed-test.invalid/scene.tif" in r.stderr and "S3CR3T" not in r.stderr, \
+            r.stderr
+        assert "does not resolve" in r.stderr and "not retried" in r.stderr, r.stderr
+        assert not r.stdout and not os.path.exists("never.npy")
+
+
+@pytest.mark.parametrize("exe", EXES, ids=["c", "python-m"])
 def test_usage_errors_name_the_argument(paths, tmp_path, exe):
     """A wrong argument count or an unknown option gets exit status 2 and a
     message saying what is wrong, not the top-level usage."""
