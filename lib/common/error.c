@@ -7,12 +7,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int is_ctl(unsigned char c) { return c < 0x20 || c == 0x7f; }
+/* Is byte i of m (n bytes) one to escape?  C0 controls and DEL, and both
+ * bytes of a C1 control in UTF-8 (U+0080..U+009F, C2 80..C2 9F: CSI is
+ * C2 9B), which terminals act on as they do on ESC [. */
+static int ctl_at(const unsigned char *m, size_t n, size_t i) {
+    unsigned char c = m[i];
+    if (c < 0x20 || c == 0x7f) return 1;
+    if (c == 0xC2) return i + 1 < n && m[i + 1] >= 0x80 && m[i + 1] <= 0x9F;
+    return c >= 0x80 && c <= 0x9F && i > 0 && m[i - 1] == 0xC2;
+}
 
 void cf__msg_escape(char *msg, size_t cap) {
     if (!msg || !cap) return;
-    size_t n = strnlen(msg, cap - 1), k = 0;
-    for (size_t i = 0; i < n; i++) k += is_ctl((unsigned char)msg[i]);
+    const unsigned char *m = (const unsigned char *)msg;
+    size_t n0 = strnlen(msg, cap - 1), n = n0, k = 0;
+    for (size_t i = 0; i < n; i++) k += ctl_at(m, n0, i);
     if (!k) return;
     /* From the end, each byte to its place; escapes that would pass the
      * end are dropped with what follows them. */
@@ -21,24 +30,32 @@ void cf__msg_escape(char *msg, size_t cap) {
         /* Keep the longest head whose escaped form fits. */
         size_t used = 0, i = 0;
         while (i < n) {
-            size_t w = is_ctl((unsigned char)msg[i]) ? 4 : 1;
+            size_t w = ctl_at(m, n0, i) ? 4 : 1;
             if (used + w > cap - 1) break;
             used += w;
             i++;
         }
-        /* Do not leave a cut UTF-8 sequence at the end. */
-        while (i > 0 && ((unsigned char)msg[i] & 0xC0) == 0x80) {
+        /* Do not leave a cut UTF-8 sequence (or half a C1 pair) at the end. */
+        while (i > 0 && (m[i] & 0xC0) == 0x80) {
             i--;
-            used -= is_ctl((unsigned char)msg[i]) ? 4 : 1;
+            used -= ctl_at(m, n0, i) ? 4 : 1;
         }
         n = i;
         len = used;
     }
-    msg[len] = 0;
+    /* Widths are decided on the original bytes before any is overwritten:
+     * the fill runs from the end, and the escape of byte i lands at or
+     * after i, so the bytes still to read (0..i-1) are intact, but byte
+     * i+1 (C1's second byte, read by ctl_at for a C2) may not be: keep
+     * the decision of the byte to the right. */
     size_t o = len;
+    int right_is_c1 = 0; /* byte i+1 was the second byte of a C1 pair */
     for (size_t i = n; i-- > 0;) {
-        unsigned char c = (unsigned char)msg[i];
-        if (is_ctl(c)) {
+        unsigned char c = m[i];
+        int ctl = c < 0x20 || c == 0x7f || (c == 0xC2 && right_is_c1) ||
+                  (c >= 0x80 && c <= 0x9F && i > 0 && m[i - 1] == 0xC2);
+        right_is_c1 = c >= 0x80 && c <= 0x9F && i > 0 && m[i - 1] == 0xC2;
+        if (ctl) {
             static const char hex[] = "0123456789abcdef";
             o -= 4;
             msg[o] = '\\';
@@ -49,6 +66,7 @@ void cf__msg_escape(char *msg, size_t cap) {
             msg[--o] = (char)c;
         }
     }
+    msg[len] = 0;
 }
 
 cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...) {

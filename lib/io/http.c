@@ -703,6 +703,41 @@ void cf__xfer_release(cf__loop *lp, cf__xfer *x) {
     x->hdrs = NULL;
 }
 
+/* FNV-1a of the host name of url (lowercase; up to ':', '/', '?', '#'
+ * after the user info), 0 for none. */
+static uint64_t host_hash(const char *url) {
+    const char *h = url ? strstr(url, "://") : NULL;
+    if (!h) return 0;
+    h += 3;
+    const char *end = h + strcspn(h, "/?#");
+    for (const char *at = h; at < end; at++)
+        if (*at == '@') h = at + 1;
+    uint64_t v = 1469598103934665603ull;
+    int any = 0;
+    for (; h < end && *h != ':'; h++, any = 1) {
+        unsigned char c = (unsigned char)*h;
+        if (c >= 'A' && c <= 'Z') c = (unsigned char)(c + 32);
+        v = (v ^ c) * 1099511628211ull;
+    }
+    return any ? (v ? v : 1) : 0;
+}
+
+static int host_answered(const cf__loop *lp, uint64_t h) {
+    if (!h) return 0;
+    for (size_t i = 0; i < sizeof lp->answered / sizeof *lp->answered; i++)
+        if (lp->answered[i] == h) return 1;
+    return 0;
+}
+
+/* x got an answer (its host's name resolved): remember the host. */
+static void note_answered(cf__loop *lp, const cf__xfer *x) {
+    lp->proxy_answered = 1; /* any answer came through the proxy, if one */
+    uint64_t h = host_hash(current_url(x));
+    if (!h || host_answered(lp, h)) return;
+    size_t cap = sizeof lp->answered / sizeof *lp->answered;
+    lp->answered[lp->answered_next++ % cap] = h;
+}
+
 int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     cf_io *io = lp->io;
     const char *n = x->src->name;
@@ -717,6 +752,7 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
     char cerr[128];
     snprintf(cerr, sizeof cerr, "%s", curl_easy_strerror(rc));
     cf__xfer_release(lp, x);
+    if (x->status != 0 || tunnel != 0) note_answered(lp, x);
 
     if (rc == CURLE_OK && x->state != CF__XS_BODY &&
         (x->status == 200 || x->status == 206)) {
@@ -793,10 +829,22 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
         return fail(x, CF_E_ARG, "%s: %s", n, cerr);
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
-        /* A name that does not resolve will not resolve in a second
-         * either: permanent, no retry loop (it used to take 7 tries and
-         * 5.7 s).  The run's failure (CF_E_NOTFOUND): no other sample on
-         * that host can be read. */
+        /* A name that never resolved will not resolve in a second either:
+         * permanent, no retry loop (it used to take 7 tries and 5.7 s).
+         * The run's failure (CF_E_NOTFOUND): no other sample on that host
+         * can be read.  But libcurl says the same of a resolver that
+         * timed out or answered "try again" (a restart, a busy DNS
+         * server): a name that answered before on this io is retried
+         * like any transport failure, so a long run survives it. */
+        if (rc == CURLE_COULDNT_RESOLVE_PROXY ? lp->proxy_answered
+                                              : host_answered(lp, host_hash(current_url(x)))) {
+            atomic_fetch_add(&io->n_connect_fail, 1);
+            snprintf(why, sizeof why, "%s did not resolve, though it did before (%s)",
+                     rc == CURLE_COULDNT_RESOLVE_PROXY ? "the proxy's host name"
+                                                       : "the host name",
+                     cerr);
+            return retry(lp, x, CF_E_IO, why, RETRY_ERROR);
+        }
         atomic_fetch_add(&io->n_connect_fail, 1);
         return fail(x, CF_E_NOTFOUND, "%s: %s does not resolve (curl: %s): not retried", n,
                     rc == CURLE_COULDNT_RESOLVE_PROXY ? "the proxy's host name"

@@ -108,6 +108,13 @@ struct cf__loop {
     cf__hedge hedge;
     cf__quota quota;          /* retries left to all its requests */
     cf__xfer *lost;           /* hedge legs that lost, still in multi */
+    /* Hosts that answered (hashes of their names; the oldest replaced),
+     * and whether any transfer got through a proxy: a name that resolved
+     * before and fails to now is a resolver's hiccup, retried; one that
+     * never resolved is permanent (http.c). */
+    uint64_t answered[64];
+    unsigned answered_next;
+    int proxy_answered;
 };
 
 /* Most submitted-but-not-started transfers before submitters wait. */

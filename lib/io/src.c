@@ -63,9 +63,10 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
     if (!url || !*url) return cf__err(err, CF_E_ARG, "cf_src_new: empty URL");
     /* A name holding a control character is refused (a URL list can be
      * hostile; ESC, BEL or CR must not reach a request line, a terminal
-     * or a log); the message escapes it. */
+     * or a log); the message escapes it.  C1 controls in UTF-8 (C2 80..
+     * C2 9F: CSI is C2 9B) too, which terminals act on like ESC [. */
     for (const unsigned char *p = (const unsigned char *)url; *p; p++)
-        if (*p < 0x20 || *p == 0x7f) {
+        if (*p < 0x20 || *p == 0x7f || (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F)) {
             char shown[CF__NAME_MAX];
             cf__redact_url(url, shown, sizeof shown);
             return cf__err(err, CF_E_ARG,

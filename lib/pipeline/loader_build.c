@@ -560,10 +560,14 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
             if (k > LD_MAX_IOS) k = LD_MAX_IOS;
             if ((size_t)k > ld->nurls) k = (int)ld->nurls;
             ld->nios = 0;
-            const cf_io_options *io_o = ld->o.io_options ? ld->o.io_options
-                                                          : &io;
+            if (ld->o.io_options) io = *ld->o.io_options; /* strings: copied by cf_io_new */
+            /* No chunk cache in the loader's own io loops: the loader keeps
+             * decoded tiles in its own cache, within cache_bytes and its
+             * budget; an io cache (5% of memory by default) would hold the
+             * partial mask tiles of resampled inputs outside both. */
+            io.cache_bytes = -1;
             for (int i = 0; i < k && st == CF_OK; i++) {
-                st = cf_io_new(io_o, &ld->ios[i], err);
+                st = cf_io_new(&io, &ld->ios[i], err);
                 if (st == CF_OK) ld->nios++;
             }
             /* One bound on open local files for the whole loader. */

@@ -341,6 +341,11 @@ def test_usage_errors_name_the_argument(paths, tmp_path, exe):
         (("read", p, "--window", "0,0,4,4", "-o"), "cogfeed read: -o needs a value"),
         (("read", p, "--window", "0,0,4,4", "--mask=yes", "-o", out),
          "cogfeed read: --mask takes no value"),
+        # a short option refused inside a cluster is named, not the
+        # argument before it (it said "unknown option '--json'")
+        (("info", "--json", "-xy", p), "cogfeed info: unknown option '-x'"),
+        (("read", p, "--window=0,0,4,4", "-qz", "-o", out),
+         "cogfeed read: unknown option '-q'"),
         ((), "cogfeed: missing COMMAND"),
         (("frobnicate",), "cogfeed: unknown command 'frobnicate'"),
     ]
@@ -431,6 +436,38 @@ def test_info_escapes_control_characters(hostile_tif, exe):
     assert info["metadata"][""]["TIFFTAG_SOFTWARE"] == "soft " + EVIL
     assert info["metadata"][""]["EVIL"] == EVIL
     assert info["bands"][0]["description"] == "band " + EVIL
+
+
+@pytest.mark.parametrize("exe", EXES, ids=["c", "python-m"])
+def test_info_json_escapes_the_crs_name_inside_projjson(tmp_path, exe):
+    """A user-defined CRS takes its name from the file's citation, and
+    PROJ copies it into the PROJJSON that info --json embeds: DEL and C1
+    (CSI) there came out raw (only C0 was escaped inside it)."""
+    import rasterio
+    from rasterio.crs import CRS
+    from rasterio.transform import from_origin
+    wkt = ('PROJCS["EVILNAMEXXXXXXXXXX",GEOGCS["WGS 84",DATUM["WGS_1984",'
+           'SPHEROID["WGS 84",6378137,298.257223563]],PRIMEM["Greenwich",0],'
+           'UNIT["degree",0.0174532925199433]],PROJECTION["Transverse_Mercator"],'
+           'PARAMETER["latitude_of_origin",0],PARAMETER["central_meridian",15.123],'
+           'PARAMETER["scale_factor",0.9996],PARAMETER["false_easting",500000],'
+           'PARAMETER["false_northing",0],UNIT["metre",1]]')
+    base, evil = tmp_path / "base.tif", tmp_path / "evil.tif"
+    with rasterio.open(base, "w", driver="GTiff", width=8, height=8, count=1,
+                       dtype="uint8", crs=CRS.from_wkt(wkt),
+                       transform=from_origin(500000, 4000000, 10, 10)) as ds:
+        ds.write(np.zeros((1, 8, 8), np.uint8))
+    blob = base.read_bytes()
+    assert blob.count(b"EVILNAMEXXXXXXXXXX") == 1
+    evil.write_bytes(blob.replace(b"EVILNAMEXXXXXXXXXX", b"EVIL\x7f\xc2\x9b2JXXXXXXXXXX"))
+    with cogfeed.open(str(evil)) as cog:  # the name reaches the CRS
+        assert cog.crs.name == "EVIL\x7f\u009b2JXXXXXXXXXX"
+    r = run_exe(exe, "info", "--json", evil)
+    assert r.returncode == 0, r.stderr
+    assert not set(r.stdout) & CONTROL and r.stdout.count("\n") == 1, r.stdout
+    info = _strict_json(r.stdout)
+    assert info["crs"]["projjson"]["name"] == "EVIL\x7f\u009b2JXXXXXXXXXX"
+    assert info["crs"]["name"] == "EVIL\x7f\u009b2JXXXXXXXXXX"
 
 
 def test_python_m_cogfeed_is_the_command(paths):

@@ -104,9 +104,11 @@ static void test_redaction_agrees(void) {
           cf__url_scheme_len("file:///x") == 4 && !cf__url_is_remote("file:///x"));
 }
 
+/* C0, DEL, and C1 in UTF-8 (C2 80..C2 9F). */
 static int has_ctl(const char *s) {
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F))
+            return 1;
     return 0;
 }
 
@@ -119,6 +121,8 @@ static void test_control_characters(void) {
         "s3://bucket/key\x1b[2J.tif",
         "/tmp/no\x1b[31mred.tif",
         "http://h/del\x7f.tif",
+        "https://h/a\xc2\x9b" "2J.tif", /* C1 CSI in UTF-8 */
+        "/tmp/nel\xc2\x85.tif",         /* C1 NEL */
     };
     cf_io_options o;
     cf_io_options_init(&o);
@@ -137,9 +141,20 @@ static void test_control_characters(void) {
 
     /* Every message is escaped, and an escape is never cut. */
     cf_error e = {0};
+    char big[sizeof e.msg + 8];
     cf__err(&e, CF_E_IO, "a\x1b[31mb\r\nc\x7f");
     CHECK(strcmp(e.msg, "a\\x1b[31mb\\x0d\\x0ac\\x7f") == 0);
-    char big[sizeof e.msg + 8];
+    /* C1 in UTF-8: both bytes escaped; other UTF-8 (é, C3 A9) and a
+     * lone continuation byte left as they are. */
+    cf__err(&e, CF_E_IO, "a\xc2\x9b" "2J \xc3\xa9 \xc2\xa0 \x9b");
+    CHECK(strcmp(e.msg, "a\\xc2\\x9b2J \xc3\xa9 \xc2\xa0 \x9b") == 0);
+    /* A cut never splits a C1 pair's escape. */
+    memset(big, 'a', sizeof big);
+    big[sizeof e.msg - 6] = '\xc2';
+    big[sizeof e.msg - 5] = '\x9b';
+    big[sizeof big - 1] = 0;
+    cf__err(&e, CF_E_IO, "%s", big);
+    CHECK(!has_ctl(e.msg) && strlen(e.msg) == sizeof e.msg - 6 && !strchr(e.msg, 0x5c));
     memset(big, 'a', sizeof big);
     big[sizeof e.msg - 4] = '\x1b';
     big[sizeof big - 1] = 0;
