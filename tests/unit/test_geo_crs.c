@@ -67,6 +67,17 @@ static cf_crs *build(const keyset *k, char *note) {
     return c;
 }
 
+/* A user-defined PCS named only by its citation (GTCitation's PCS
+ * citation, key 3073): how the ESRI PE string reaches the reader. */
+static cf_crs *build_pcs_citation(const char *text, char *note) {
+    keyset k;
+    ks_init(&k);
+    ks_short(&k, 1024, 1);
+    ks_short(&k, 3072, 32767);
+    ks_ascii(&k, 3073, text);
+    return build(&k, note);
+}
+
 static cf_crs *epsg(int code) {
     cf_crs *c = NULL;
     CHECK(cf_crs_from_epsg(code, &c, NULL) == CF_OK);
@@ -375,13 +386,8 @@ static void test_citations_name_no_path(void) {
         const char *at = strstr(cits[i], "PATH");
         snprintf(text, sizeof text, "ESRI PE String = %.*s%s%s", (int)(at - cits[i]),
                  cits[i], f.path, at + 4);
-        keyset k;
-        ks_init(&k);
-        ks_short(&k, 1024, 1);
-        ks_short(&k, 3072, 32767);
-        ks_ascii(&k, 3073, text);
         char note[160] = "";
-        cf_crs *c = build(&k, note);
+        cf_crs *c = build_pcs_citation(text, note);
         /* What a read onto WGS 84 would do with it. */
         cf_crs *w = NULL;
         CHECK(cf_crs_from_epsg(4326, &w, NULL) == CF_OK);
@@ -400,13 +406,8 @@ static void test_citations_name_no_path(void) {
     }
     /* The planted file is not read either: no CRS, a note saying why. */
     snprintf(text, sizeof text, "ESRI PE String = +init=%s:x", planted);
-    keyset k;
-    ks_init(&k);
-    ks_short(&k, 1024, 1);
-    ks_short(&k, 3072, 32767);
-    ks_ascii(&k, 3073, text);
     char note[160] = "";
-    cf_crs *c = build(&k, note);
+    cf_crs *c = build_pcs_citation(text, note);
     CHECK(!c && strstr(note, "PROJ string") != NULL);
     cf_crs_free(c);
     unlink(planted);

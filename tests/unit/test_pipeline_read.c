@@ -281,22 +281,27 @@ static void *reader(void *p) {
     return NULL;
 }
 
-static void test_threads(void) {
-    spec s = {100, 70, 32, 16, 3, 1, -1, NULL, -1};
-    size_t len;
-    uint8_t *file = build(&s, &len);
-    cf_cog *cog = NULL;
-    CHECK(cf_cog_open_memory(file, len, "threads.tif", &cog, NULL) == CF_OK);
+/* Four threads reading windows of cog at once, each checked. */
+static void read_in_four_threads(cf_cog *cog, const spec *s) {
     pthread_t th[4];
     thread_arg args[4];
     for (int i = 0; i < 4; i++) {
-        args[i] = (thread_arg){cog, &s, i, 0};
+        args[i] = (thread_arg){cog, s, i, 0};
         pthread_create(&th[i], NULL, reader, &args[i]);
     }
     for (int i = 0; i < 4; i++) {
         pthread_join(th[i], NULL);
         CHECK(args[i].ok);
     }
+}
+
+static void test_threads(void) {
+    spec s = {100, 70, 32, 16, 3, 1, -1, NULL, -1};
+    size_t len;
+    uint8_t *file = build(&s, &len);
+    cf_cog *cog = NULL;
+    CHECK(cf_cog_open_memory(file, len, "threads.tif", &cog, NULL) == CF_OK);
+    read_in_four_threads(cog, &s);
     cf_cog_close(cog);
     free(file);
 }
@@ -309,10 +314,14 @@ static void test_threads_strips_cached(void) {
     spec s = {100, 70, 0, 16, 3, 1, -1, NULL, -1};
     size_t len;
     uint8_t *file = build(&s, &len);
+    /* CF_TEST_DATA (ctest sets it), else a private folder: never a fixed
+     * name in the shared /tmp, where another user could plant a link. */
     const char *dir = getenv("CF_TEST_DATA");
-    char path[512];
-    snprintf(path, sizeof path, "%s/read_strips_threads.tif", dir && *dir ? dir : "/tmp");
+    char tmp[] = "/tmp/cf_read_XXXXXX", path[512];
     if (dir && *dir) mkdir(dir, 0755);
+    else dir = mkdtemp(tmp);
+    CHECK(dir != NULL);
+    snprintf(path, sizeof path, "%s/read_strips_threads.tif", dir ? dir : ".");
     FILE *f = fopen(path, "wb");
     CHECK(f && fwrite(file, 1, len, f) == len);
     if (f) fclose(f);
@@ -320,16 +329,7 @@ static void test_threads_strips_cached(void) {
     cf_error err = {0};
     CHECK(cf_cog_open(NULL, path, &cog, &err) == CF_OK);
     if (cog) {
-        pthread_t th[4];
-        thread_arg args[4];
-        for (int i = 0; i < 4; i++) {
-            args[i] = (thread_arg){cog, &s, i, 0};
-            pthread_create(&th[i], NULL, reader, &args[i]);
-        }
-        for (int i = 0; i < 4; i++) {
-            pthread_join(th[i], NULL);
-            CHECK(args[i].ok);
-        }
+        read_in_four_threads(cog, &s);
         cf_cog_stats st0, st1;
         cf_cog_get_stats(cog, &st0);
         CHECK(st0.cache_hits > 0);
@@ -343,6 +343,7 @@ static void test_threads_strips_cached(void) {
         cf_cog_close(cog);
     }
     unlink(path);
+    if (dir == tmp) rmdir(tmp);
     free(file);
 }
 
