@@ -939,6 +939,70 @@ CF_API cf_status cf_loader_window_grid(const cf_loader *ld, const cf_window *w,
 /* Thread-safe. */
 CF_API void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out);
 
+/* ------------------------------------------------------------------ */
+/* Option tables: the scalar options, enumerable                       */
+/* ------------------------------------------------------------------ */
+/* Every scalar member of cf_loader_options and cf_io_options (and the
+ * loader's kernels) with its type, default and accepted range, generated
+ * from the same rows as cf_*_options_init and the checks of
+ * cf_loader_new / cf_io_new, so that bindings, command lines and
+ * documents read them instead of restating them (as curl's
+ * curl_easy_option_next enumerates curl_easy_setopt's options).  The
+ * members that are not scalars (paths, arrays, the sampler, the grid)
+ * are not listed. */
+
+typedef enum cf_option_type {
+    CF_OPT_INT = 0,   /* a signed integer member: values in .i */
+    CF_OPT_UINT = 1,  /* uint64_t: values in .u (the Python binding takes
+                         a negative value modulo 2^64, as seed) */
+    CF_OPT_FLOAT = 2, /* double: values in .d (NaN is never in range) */
+    CF_OPT_BOOL = 3,  /* int flag, nonzero is yes: .i is 0 or 1 */
+    CF_OPT_KERNEL = 4 /* cf_resampling: .i, named by `choices` */
+} cf_option_type;
+
+typedef union cf_option_value {
+    int64_t i;
+    uint64_t u;
+    double d;
+} cf_option_value;
+
+/* def is computed on this machine (the loader's cache_bytes: 5% of the
+ * memory); default_doc says how. */
+#define CF_OPTF_RUNTIME_DEFAULT 1u
+
+typedef struct cf_option_info {
+    const char *name;      /* the member, and the Python keyword */
+    const char *group;     /* "loader" (cf_loader_options) or "io" */
+    int id;                /* its index in its table */
+    cf_option_type type;
+    const char *ctype;     /* the member's C type, e.g. "size_t" */
+    size_t offset, size;   /* of the member in its options struct */
+    cf_option_value def;   /* what cf_*_options_init sets */
+    cf_option_value lo, hi;/* what cf_*_new accepts: [lo, hi]; a float lo
+                              of DBL_TRUE_MIN means > 0; BOOL: [0, 1],
+                              any int being taken */
+    const char *hint;      /* the special values ("0: auto"); "" none */
+    const char *default_doc; /* CF_OPTF_RUNTIME_DEFAULT: the rule, in
+                                words; else "" */
+    unsigned flags;        /* CF_OPTF_* */
+    const char *const *choices; /* CF_OPT_KERNEL: the names, by value */
+    int nchoices;
+} cf_option_info;
+
+/* The loader's table (its scalars, then its kernels) and the io's, in
+ * the order of their members; *n gets the count.  Static storage, built
+ * on the first call; thread-safe. */
+CF_API const cf_option_info *cf_loader_option_table(size_t *n);
+CF_API const cf_option_info *cf_io_option_table(size_t *n);
+/* The entry of `name` in a table; NULL when none. */
+CF_API const cf_option_info *cf_option_by_name(const cf_option_info *table, size_t n,
+                                               const char *name);
+/* Whether v is a value of `opt` that cf_loader_new / cf_io_new accept:
+ * CF_OK, or CF_E_ARG with their message ("loader: NAME V not in [LO,
+ * HI] (HINT)"), so that a binding can check a wide value before
+ * narrowing it into the member.  Kernels: v is the cf_resampling. */
+CF_API cf_status cf_option_check(const cf_option_info *opt, double v, cf_error *err);
+
 #ifdef __cplusplus
 }
 #endif

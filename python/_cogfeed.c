@@ -6,7 +6,6 @@
  */
 #define CF_PY_MAIN
 #include "pymod.h"
-#include "io/io_options.h"
 
 #include <structmember.h>
 
@@ -44,40 +43,23 @@ typedef struct {
 static PyTypeObject IOType;
 static PyObject *default_io = NULL; /* created on first use */
 
-/* The keywords: every scalar of the one table (lib/io/io_options.h), which
- * also gives their parse formats and defaults, then the two paths. */
-static char *io_kwlist[] = {
-#define X(f, ...) #f,
-    CF__IO_SCALARS(X)
-#undef X
-    "header_cache_dir", "ca_file", NULL};
+/* The keywords: every scalar of the C table (cf_io_option_table), each
+ * converted and checked by its row (python/_options.c) before it is
+ * narrowed into its member; then the two paths. */
+static char *io_path_kwlist[] = {"header_cache_dir", "ca_file", NULL};
 
 int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **keep) {
     *keep = NULL;
     cf_io_options_init(o);
-#define X(f, ctype, pytype, fmt, def, lo, hi, hint) pytype f = (pytype)(def);
-    CF__IO_SCALARS(X)
-#undef X
+    size_t n;
+    const cf_option_info *tab = cf_io_option_table(&n);
+    PyObject *rest = kw ? PyDict_Copy(kw) : NULL;
+    if (kw && !rest) return 0;
     PyObject *cache = Py_None, *ca = Py_None;
-#define X(f, ctype, pytype, fmt, def, lo, hi, hint) fmt
-    static const char format[] = "|$" CF__IO_SCALARS(X) "OO:IO";
-#undef X
-#define X(f, ...) &f,
-    if (!PyArg_ParseTupleAndKeywords(args, kw, format, io_kwlist, CF__IO_SCALARS(X) &cache,
-                                     &ca))
-        return 0;
-#undef X
-    /* Ranges are checked in C (cf_io_new's own check), before values are
-     * narrowed to their fields (a negative size would wrap). */
-    cf_error e;
-#define X(f, ctype, ...)                                                                   \
-    if (cf__io_check(CF__IOO_##f, (double)f, &e) != CF_OK) {                               \
-        PyErr_SetString(PyExc_ValueError, e.msg);                                          \
-        return 0;                                                                          \
-    }                                                                                      \
-    o->f = (ctype)f;
-    CF__IO_SCALARS(X)
-#undef X
+    int ok = cf_py_take_options(rest, tab, n, o) &&
+             PyArg_ParseTupleAndKeywords(args, rest, "|$OO:IO", io_path_kwlist, &cache, &ca);
+    Py_XDECREF(rest); /* cache and ca stay alive in kw */
+    if (!ok) return 0;
     /* The path strings live in bytes objects kept in *keep. */
     PyObject *cache_b = NULL, *ca_b = NULL;
     if ((cache != Py_None && !PyUnicode_FSConverter(cache, &cache_b)) ||
@@ -153,17 +135,38 @@ static PyMethodDef IO_methods[] = {
      "set_max_inflight(n): change the number of requests kept in flight"},
     {NULL, NULL, 0, NULL}};
 
+/* IOType's tp_doc: "IO(*, NAME=DEFAULT, ..., header_cache_dir=None,
+ * ca_file=None)" from the C table (cf_io_option_table), then the prose;
+ * built once, before PyType_Ready. */
+static char io_doc_buf[4096];
+
+static const char *io_doc(const char *prose) {
+    size_t n, k = 0;
+    const cf_option_info *t = cf_io_option_table(&n);
+    k += (size_t)snprintf(io_doc_buf, sizeof io_doc_buf, "IO(*");
+    for (size_t i = 0; i < n && k < sizeof io_doc_buf; i++) {
+        char v[64];
+        switch (t[i].type) {
+        case CF_OPT_UINT: snprintf(v, sizeof v, "%llu", (unsigned long long)t[i].def.u); break;
+        case CF_OPT_FLOAT: snprintf(v, sizeof v, "%.17g", t[i].def.d); break;
+        case CF_OPT_BOOL: snprintf(v, sizeof v, "%s", t[i].def.i ? "True" : "False"); break;
+        default: snprintf(v, sizeof v, "%lld", (long long)t[i].def.i); break;
+        }
+        k += (size_t)snprintf(io_doc_buf + k, sizeof io_doc_buf - k, ", %s=%s", t[i].name, v);
+    }
+    if (k < sizeof io_doc_buf)
+        snprintf(io_doc_buf + k, sizeof io_doc_buf - k,
+                 ", header_cache_dir=None, ca_file=None)\n\n%s", prose);
+    return io_doc_buf;
+}
+
 static PyTypeObject IOType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cogfeed.IO",
     .tp_basicsize = sizeof(IOObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "IO(*, max_inflight=64, header_bytes=65536, merge_gap=65536, "
-              "request_timeout_s=60, connect_timeout_s=10, low_speed_time_s=15, "
-              "low_speed_bytes=1024, max_retries=6, retry_budget=1000, retry_base_ms=100, "
-              "retry_max_ms=10000, verify_tls=True, header_cache_dir=None, ca_file=None, "
-              "max_open_files=0, hedge_after_ms=0, header_cache_max_bytes=0, "
-              "header_memory_max=0, cache_bytes=0)\n\n"
-              "One I/O event loop (libcurl multi) shared by every file opened with it; "
+    /* Its signature line, with the defaults of the C table, is put in
+     * front at module init (io_doc). */
+    .tp_doc = "One I/O event loop (libcurl multi) shared by every file opened with it; "
               "its local files keep at most max_open_files descriptors open "
               "(0: a quarter of ulimit -n).  A request with no answer after "
               "hedge_after_ms is sent once more, the first answer wins (0: the 95th "
@@ -1255,6 +1258,7 @@ static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "cogfeed._cogfeed"
 PyMODINIT_FUNC PyInit__cogfeed(void);
 PyMODINIT_FUNC PyInit__cogfeed(void) {
     import_array();
+    IOType.tp_doc = io_doc(IOType.tp_doc);
     if (PyType_Ready(&IOType) < 0 || PyType_Ready(&CogType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
@@ -1265,6 +1269,7 @@ PyMODINIT_FUNC PyInit__cogfeed(void) {
     PyModule_AddObject(m, "Cog", (PyObject *)&CogType);
     PyModule_AddStringConstant(m, "__version__", CF_VERSION_STRING);
     if (cf_py_loader_init(m) < 0) return NULL;
+    if (cf_py_options_init(m) < 0) return NULL;
     if (cf_py_geo_init(m) < 0) return NULL;
     return m;
 }

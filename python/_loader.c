@@ -6,7 +6,6 @@
  * the memory outlives every view).
  */
 #include "pymod.h"
-#include "pipeline/loader_options.h"
 
 typedef struct {
     PyObject_HEAD cf_loader *ld;
@@ -87,250 +86,253 @@ static int sampler_kind(const char *s, cf_sampler_kind *out) {
     return 0;
 }
 
-/* The keywords: the inputs and other hand-converted options, then every
- * scalar of the one table (lib/pipeline/loader_options.h), which also
- * gives their parse formats and defaults. */
+/* _Loader's keywords: every scalar and kernel of the C table
+ * (cf_loader_option_table), converted and checked row by row
+ * (python/_options.c), then these, converted by hand below. */
 static char *loader_kwlist[] = {
     "images", "masks", "layers", "weights", "bands", "sampler", "flip", "rot90",
     "float32", "mean", "std", "io_options", "grid", "grid_crs", "grid_res",
-    "layer_resampling",
-#define X(f, ...) #f,
-    CF__LOADER_SCALARS(X) CF__LOADER_KERNELS(X)
-#undef X
-    NULL};
+    "layer_resampling", NULL};
 
-static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
-    PyObject *images, *masks = Py_None, *layers = Py_None, *weights = Py_None,
-                      *bands = Py_None, *mean = Py_None, *std = Py_None,
-                      *io_kw = Py_None;
-    const char *sampler = "random";
-    int flip = 0, rot90 = 0, f32 = 0;
-    PyObject *grid = Py_None, *grid_crs = Py_None, *layer_rs = Py_None;
-    double grid_xres = 0, grid_yres = 0;
-#define X(f, ctype, pytype, fmt, def, lo, hi, hint) pytype f = (pytype)(def);
-    CF__LOADER_SCALARS(X)
-#undef X
-    /* Kernels by name; NULL: cf_loader_options_init's default. */
-#define X(f, def) const char *f = NULL;
-    CF__LOADER_KERNELS(X)
-#undef X
-#define X(f, ctype, pytype, fmt, def, lo, hi, hint) fmt
-#define K(f, def) "z"
-    static const char format[] =
-        "O|$OOOOspppOOOOO(dd)O" CF__LOADER_SCALARS(X) CF__LOADER_KERNELS(K);
-#undef K
-#undef X
-#define X(f, ...) , &f
-    if (!PyArg_ParseTupleAndKeywords(args, kw, format, loader_kwlist, &images, &masks,
-                                     &layers, &weights, &bands, &sampler, &flip, &rot90,
-                                     &f32, &mean, &std, &io_kw, &grid, &grid_crs,
-                                     &grid_xres, &grid_yres,
-                                     &layer_rs CF__LOADER_SCALARS(X) CF__LOADER_KERNELS(X)))
-        return -1;
-#undef X
-    /* Ranges are checked in C, before values are narrowed to their fields
-     * (a negative size would wrap). */
-    {
-        cf_error e;
-#define X(f, ...)                                                                          \
-    if (cf__loader_check(CF__LDO_##f, (double)f, &e) != CF_OK) {                           \
-        PyErr_SetString(PyExc_ValueError, e.msg);                                          \
-        return -1;                                                                         \
-    }
-        CF__LOADER_SCALARS(X)
-#undef X
-    }
-    if (io_kw != Py_None && !PyDict_Check(io_kw)) {
+/* The hand-converted keywords, and what they are converted into: owned
+ * here until cf_loader_new has copied it (loader_args_free). */
+typedef struct loader_args {
+    PyObject *images, *masks, *layers, *weights, *bands, *mean, *std, *io_kw;
+    PyObject *grid, *grid_crs, *layer_rs;
+    const char *sampler;
+    int flip, rot90, f32;
+    double grid_res[2];
+    PyObject *keep;    /* bytes objects the path arrays point into */
+    PyObject *io_keep; /* io_options' paths */
+    cf_io_options io_o;
+    const char **img, **msk, **lay;
+    Py_ssize_t nimg, nmask, nlay, nw, nmean, nstd;
+    double *w, *mn, *sd;
+    int *bi, nb;
+    float *mf, *sf;
+    cf_grid tgrid;
+    cf_crs *grid_hold, *gcrs;
+    cf_resampling *lrs;
+} loader_args;
+
+static void loader_args_free(loader_args *a) {
+    PyMem_Free(a->img);
+    PyMem_Free(a->msk);
+    PyMem_Free(a->lay);
+    PyMem_Free(a->w);
+    PyMem_Free(a->bi);
+    PyMem_Free(a->mn);
+    PyMem_Free(a->sd);
+    PyMem_Free(a->mf);
+    PyMem_Free(a->sf);
+    PyMem_Free(a->lrs);
+    cf_crs_free(a->grid_hold);
+    cf_crs_free(a->gcrs);
+    Py_XDECREF(a->keep);
+    Py_XDECREF(a->io_keep);
+}
+
+/* The keywords: the table's into o (its defaults for those not given,
+ * ranges checked before narrowing, so a negative size cannot wrap), the
+ * rest into a; the sampler and io_options converted. */
+static int parse_keywords(PyObject *args, PyObject *kw, loader_args *a, cf_loader_options *o) {
+    size_t n;
+    const cf_option_info *tab = cf_loader_option_table(&n);
+    PyObject *rest = kw ? PyDict_Copy(kw) : NULL;
+    if (kw && !rest) return 0;
+    /* Borrowed from rest, whose values kw holds too. */
+    int ok = cf_py_take_options(rest, tab, n, o) &&
+             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)O",
+                                         loader_kwlist, &a->images, &a->masks, &a->layers,
+                                         &a->weights, &a->bands, &a->sampler, &a->flip,
+                                         &a->rot90, &a->f32, &a->mean, &a->std, &a->io_kw,
+                                         &a->grid, &a->grid_crs, &a->grid_res[0],
+                                         &a->grid_res[1], &a->layer_rs);
+    Py_XDECREF(rest);
+    if (!ok) return 0;
+    if (a->io_kw != Py_None && !PyDict_Check(a->io_kw)) {
         PyErr_SetString(PyExc_TypeError,
                         "io_options must be a dict of cogfeed.IO keyword arguments");
-        return -1;
+        return 0;
     }
-    if (self->ld) {
-        PyErr_SetString(PyExc_RuntimeError, "_Loader already initialised");
-        return -1;
-    }
-    cf_loader_options o;
-    cf_loader_options_init(&o);
-    cf_error rs_err;
-#define X(f, def)                                                                          \
-    if (f && cf_resampling_from_name(f, &o.f, &rs_err) != CF_OK) {                         \
-        PyErr_SetString(PyExc_ValueError, rs_err.msg);                                     \
-        return -1;                                                                         \
-    }
-    CF__LOADER_KERNELS(X)
-#undef X
-    if (sampler_kind(sampler, &o.sampler) < 0) {
+    if (sampler_kind(a->sampler, &o->sampler) < 0) {
         PyErr_Format(PyExc_ValueError,
                      "sampler must be 'random', 'blocked', 'tile-shuffle' or "
                      "'grid', not '%s'",
-                     sampler);
-        return -1;
+                     a->sampler);
+        return 0;
     }
-    cf_io_options io_o;
-    PyObject *io_keep = NULL;
-    if (io_kw != Py_None) {
+    o->augment = (a->flip ? CF_AUG_FLIP : 0) | (a->rot90 ? CF_AUG_ROT90 : 0);
+    o->out_dtype = a->f32 ? CF_DT_F32 : CF_DT_UNKNOWN;
+    if (a->io_kw != Py_None) {
         PyObject *none = PyTuple_New(0);
-        int ok = none && cf_py_io_options(none, io_kw, &io_o, &io_keep);
+        ok = none && cf_py_io_options(none, a->io_kw, &a->io_o, &a->io_keep);
         Py_XDECREF(none);
-        if (!ok) return -1;
+        if (!ok) return 0;
+        o->io_options = &a->io_o;
     }
-    PyObject *keep = PyList_New(0);
-    if (!keep) {
-        Py_XDECREF(io_keep);
-        return -1;
+    return 1;
+}
+
+/* images, masks, layers, weights and bands, their counts checked against
+ * time_steps and nlayers. */
+static int convert_inputs(loader_args *a, cf_loader_options *o) {
+    a->img = str_array(a->images, &a->nimg, a->keep, "images must be a sequence of paths");
+    if (!a->img) return 0;
+    if (a->masks != Py_None &&
+        !(a->msk = str_array(a->masks, &a->nmask, a->keep, "masks must be a sequence")))
+        return 0;
+    if (a->layers != Py_None &&
+        !(a->lay = str_array(a->layers, &a->nlay, a->keep, "layers must be a sequence")))
+        return 0;
+    if (a->weights != Py_None &&
+        !(a->w = num_array(a->weights, &a->nw, "weights must be a sequence")))
+        return 0;
+    if (!cf_py_parse_bands(a->bands, &a->bi, &a->nb)) return 0;
+    if (a->nimg == 0 || a->nimg % o->time_steps) {
+        PyErr_SetString(PyExc_ValueError, "images: need a positive multiple of time_steps");
+        return 0;
     }
-    Py_ssize_t nimg = 0, nmask = 0, nlay = 0, nw = 0, nmean = 0, nstd = 0;
-    cf_grid tgrid;
-    cf_crs *grid_hold = NULL, *gcrs = NULL;
-    cf_resampling *lrs = NULL;
-    int nb = 0;
-    const char **img = NULL, **msk = NULL, **lay = NULL;
-    double *w = NULL, *mn = NULL, *sd = NULL;
-    int *bi = NULL;
-    float *mf = NULL, *sf = NULL;
-    int rc = -1;
-    img = str_array(images, &nimg, keep, "images must be a sequence of paths");
-    if (!img) goto done;
-    if (masks != Py_None &&
-        !(msk = str_array(masks, &nmask, keep, "masks must be a sequence")))
-        goto done;
-    if (layers != Py_None &&
-        !(lay = str_array(layers, &nlay, keep, "layers must be a sequence")))
-        goto done;
-    if (weights != Py_None &&
-        !(w = num_array(weights, &nw, "weights must be a sequence")))
-        goto done;
-    if (!cf_py_parse_bands(bands, &bi, &nb)) goto done;
-    if (mean != Py_None &&
-        !(mn = num_array(mean, &nmean, "mean must be a sequence")))
-        goto done;
-    if (std != Py_None && !(sd = num_array(std, &nstd, "std must be a sequence")))
-        goto done;
-    if (grid != Py_None) {
-        if (!cf_py_grid_parse(grid, &tgrid, &grid_hold)) goto done;
-        o.grid = &tgrid;
+    size_t nfiles = (size_t)(a->nimg / o->time_steps);
+    if (a->msk && (size_t)a->nmask != nfiles) {
+        PyErr_Format(PyExc_ValueError, "%zd masks for %zu image files", a->nmask, nfiles);
+        return 0;
     }
-    if (grid_crs != Py_None) {
-        if (!cf_py_crs_convert(grid_crs, &gcrs)) goto done;
-        o.grid_crs = gcrs;
-        o.grid_res[0] = grid_xres;
-        o.grid_res[1] = grid_yres;
+    if (a->w && (size_t)a->nw != nfiles) {
+        PyErr_Format(PyExc_ValueError, "weights: %zd values for %zu image files", a->nw,
+                     nfiles);
+        return 0;
     }
-    if (layer_rs != Py_None) {
-        Py_ssize_t n = 0;
-        PyObject *names = PyList_New(0);
-        const char **nm = names ? str_array(layer_rs, &n, names, "layer_resampling must be a "
-                                            "sequence of names") : NULL;
-        if (nm && n != nlayers) {
-            PyErr_Format(PyExc_ValueError, "layer_resampling: %zd names for %lld layers", n,
-                         nlayers);
-        } else if (nm) {
-            lrs = PyMem_Calloc((size_t)(n ? n : 1), sizeof *lrs);
-            if (!lrs) PyErr_NoMemory();
-            for (Py_ssize_t k = 0; lrs && k < n; k++)
-                if (cf_resampling_from_name(nm[k], &lrs[k], &rs_err) != CF_OK) {
-                    PyErr_SetString(PyExc_ValueError, rs_err.msg);
-                    PyMem_Free(lrs);
-                    lrs = NULL;
-                }
-        }
-        PyMem_Free(nm);
-        Py_XDECREF(names);
-        if (!lrs) goto done;
-        o.layer_resampling = lrs;
-    }
-    if (nimg == 0 || nimg % time_steps) {
-        PyErr_SetString(PyExc_ValueError,
-                        "images: need a positive multiple of time_steps");
-        goto done;
-    }
-    size_t nfiles = (size_t)(nimg / time_steps);
-    if (msk && (size_t)nmask != nfiles) {
-        PyErr_Format(PyExc_ValueError, "%zd masks for %zu image files", nmask, nfiles);
-        goto done;
-    }
-    if (w && (size_t)nw != nfiles) {
-        PyErr_Format(PyExc_ValueError, "weights: %zd values for %zu image files", nw, nfiles);
-        goto done;
-    }
-    if ((size_t)nlay != nfiles * (size_t)nlayers) {
+    if ((size_t)a->nlay != nfiles * (size_t)o->nlayers) {
         PyErr_Format(PyExc_ValueError,
-                     "layers: %zd paths for %zu image files of %lld layers each", nlay,
-                     nfiles, nlayers);
-        goto done;
+                     "layers: %zd paths for %zu image files of %d layers each", a->nlay,
+                     nfiles, o->nlayers);
+        return 0;
     }
-    if (nmean > CF_MAX_BANDS || nstd > CF_MAX_BANDS) {
+    o->images = a->img;
+    o->nfiles = nfiles;
+    o->masks = a->msk;
+    o->layers = a->lay;
+    o->weights = a->w;
+    o->bands = a->bi;
+    o->nbands = a->nb;
+    return 1;
+}
+
+/* mean and std, as floats; an empty list is a length (0 channels never
+ * match), not "unset". */
+static int convert_norm(loader_args *a, cf_loader_options *o) {
+    if (a->mean != Py_None &&
+        !(a->mn = num_array(a->mean, &a->nmean, "mean must be a sequence")))
+        return 0;
+    if (a->std != Py_None && !(a->sd = num_array(a->std, &a->nstd, "std must be a sequence")))
+        return 0;
+    if (a->nmean > CF_MAX_BANDS || a->nstd > CF_MAX_BANDS) {
         PyErr_SetString(PyExc_ValueError, "mean/std: too many values");
-        goto done;
+        return 0;
     }
-    if (mn) mf = PyMem_Calloc((size_t)(nmean ? nmean : 1), sizeof *mf);
-    if (sd) sf = PyMem_Calloc((size_t)(nstd ? nstd : 1), sizeof *sf);
-    if ((mn && !mf) || (sd && !sf)) {
+    if (a->mn) a->mf = PyMem_Calloc((size_t)(a->nmean ? a->nmean : 1), sizeof *a->mf);
+    if (a->sd) a->sf = PyMem_Calloc((size_t)(a->nstd ? a->nstd : 1), sizeof *a->sf);
+    if ((a->mn && !a->mf) || (a->sd && !a->sf)) {
         PyErr_NoMemory();
-        goto done;
+        return 0;
     }
-    for (Py_ssize_t i = 0; i < nmean; i++) mf[i] = (float)mn[i];
-    for (Py_ssize_t i = 0; i < nstd; i++) sf[i] = (float)sd[i];
-    o.images = img;
-    o.nfiles = nfiles;
-    o.masks = msk;
-    o.layers = lay;
-    o.weights = w;
-    o.bands = bi;
-    o.nbands = nb;
-#define X(f, ctype, ...) o.f = (ctype)f;
-    CF__LOADER_SCALARS(X)
-#undef X
-    o.augment = (flip ? CF_AUG_FLIP : 0) | (rot90 ? CF_AUG_ROT90 : 0);
-    o.out_dtype = f32 ? CF_DT_F32 : CF_DT_UNKNOWN;
-    /* An empty list is a length (0 channels never match), not "unset". */
-    o.mean = mn ? mf : NULL;
-    o.std = sd ? sf : NULL;
-    o.nmean = (uint32_t)nmean;
-    o.nstd = (uint32_t)nstd;
-    if ((mn && !nmean) || (sd && !nstd)) {
+    for (Py_ssize_t i = 0; i < a->nmean; i++) a->mf[i] = (float)a->mn[i];
+    for (Py_ssize_t i = 0; i < a->nstd; i++) a->sf[i] = (float)a->sd[i];
+    o->mean = a->mn ? a->mf : NULL;
+    o->std = a->sd ? a->sf : NULL;
+    o->nmean = (uint32_t)a->nmean;
+    o->nstd = (uint32_t)a->nstd;
+    if ((a->mn && !a->nmean) || (a->sd && !a->nstd)) {
         PyErr_SetString(PyExc_ValueError, "mean and std need one value per output channel");
-        goto done;
+        return 0;
     }
-    o.io_options = io_keep ? &io_o : NULL;
+    return 1;
+}
+
+/* layer_resampling: one kernel name per layer. */
+static int convert_layer_kernels(loader_args *a, cf_loader_options *o) {
+    Py_ssize_t n = 0;
+    cf_error e;
+    PyObject *names = PyList_New(0);
+    const char **nm = names ? str_array(a->layer_rs, &n, names, "layer_resampling must be a "
+                                        "sequence of names") : NULL;
+    if (nm && n != o->nlayers) {
+        PyErr_Format(PyExc_ValueError, "layer_resampling: %zd names for %d layers", n,
+                     o->nlayers);
+    } else if (nm) {
+        a->lrs = PyMem_Calloc((size_t)(n ? n : 1), sizeof *a->lrs);
+        if (!a->lrs) PyErr_NoMemory();
+        for (Py_ssize_t k = 0; a->lrs && k < n; k++)
+            if (cf_resampling_from_name(nm[k], &a->lrs[k], &e) != CF_OK) {
+                PyErr_SetString(PyExc_ValueError, e.msg);
+                PyMem_Free(a->lrs);
+                a->lrs = NULL;
+            }
+    }
+    PyMem_Free(nm);
+    Py_XDECREF(names);
+    o->layer_resampling = a->lrs;
+    return a->lrs != NULL;
+}
+
+/* The target grid (a Grid; or a CRS and resolution) and the layers'
+ * kernels. */
+static int convert_grid(loader_args *a, cf_loader_options *o) {
+    if (a->grid != Py_None) {
+        if (!cf_py_grid_parse(a->grid, &a->tgrid, &a->grid_hold)) return 0;
+        o->grid = &a->tgrid;
+    }
+    if (a->grid_crs != Py_None) {
+        if (!cf_py_crs_convert(a->grid_crs, &a->gcrs)) return 0;
+        o->grid_crs = a->gcrs;
+        o->grid_res[0] = a->grid_res[0];
+        o->grid_res[1] = a->grid_res[1];
+    }
+    return a->layer_rs == Py_None || convert_layer_kernels(a, o);
+}
+
+/* cf_loader_new (the GIL released: it opens every file), and the slot
+ * bookkeeping. */
+static int create(LoaderObject *self, const cf_loader_options *o) {
     cf_error e;
     cf_status st;
     cf_loader *ld = NULL;
     Py_BEGIN_ALLOW_THREADS
-    st = cf_loader_new(&o, &ld, &e);
+    st = cf_loader_new(o, &ld, &e);
     Py_END_ALLOW_THREADS
     if (st != CF_OK) {
         cf_py_raise(st, &e);
-        goto done;
+        return 0;
     }
     cf_loader_get_layout(ld, &self->lay);
     self->ld = ld;
     self->held.slot = -1;
-    self->buffers = PyMem_Calloc((size_t)self->lay.prefetch * 2,
-                                 sizeof *self->buffers);
-    self->views = PyMem_Calloc((size_t)self->lay.prefetch * 2,
-                               sizeof *self->views);
+    self->buffers = PyMem_Calloc((size_t)self->lay.prefetch * 2, sizeof *self->buffers);
+    self->views = PyMem_Calloc((size_t)self->lay.prefetch * 2, sizeof *self->views);
     if (!self->buffers || !self->views) {
         PyErr_NoMemory();
-        goto done;
+        return 0;
     }
-    rc = 0;
-done:
-    PyMem_Free(img);
-    PyMem_Free(msk);
-    PyMem_Free(lay);
-    PyMem_Free(w);
-    PyMem_Free(bi);
-    PyMem_Free(mn);
-    PyMem_Free(sd);
-    PyMem_Free(mf);
-    PyMem_Free(sf);
-    PyMem_Free(lrs);
-    cf_crs_free(grid_hold);
-    cf_crs_free(gcrs);
-    Py_DECREF(keep);
-    Py_XDECREF(io_keep);
-    return rc;
+    return 1;
+}
+
+static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
+    loader_args a = {.masks = Py_None, .layers = Py_None, .weights = Py_None,
+                     .bands = Py_None, .mean = Py_None, .std = Py_None, .io_kw = Py_None,
+                     .grid = Py_None, .grid_crs = Py_None, .layer_rs = Py_None,
+                     .sampler = "random"};
+    cf_loader_options o;
+    cf_loader_options_init(&o);
+    if (self->ld) {
+        PyErr_SetString(PyExc_RuntimeError, "_Loader already initialised");
+        return -1;
+    }
+    int ok = parse_keywords(args, kw, &a, &o) && (a.keep = PyList_New(0)) != NULL &&
+             convert_inputs(&a, &o) && convert_norm(&a, &o) && convert_grid(&a, &o) &&
+             create(self, &o);
+    loader_args_free(&a);
+    return ok ? 0 : -1;
 }
 
 static void release_held(LoaderObject *self) {

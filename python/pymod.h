@@ -58,6 +58,16 @@ PyObject *cf_py_seq(PyObject *obj, const char *msg);
  * for None) and *nb (0 for None).  0 with an exception set on error. */
 int cf_py_parse_bands(PyObject *obj, int **bands, int *nb);
 
+/* Option tables (python/_options.c).  Each keyword of kw (a dict the
+ * caller owns, may be NULL) that names an option of tab is converted by
+ * the option's type, checked with cf_option_check (ValueError with the C
+ * message) and stored into the options struct at base; it is then
+ * removed from kw, which is left with the hand-converted keywords.  0
+ * with an exception set on error. */
+int cf_py_take_options(PyObject *kw, const cf_option_info *tab, size_t n, void *base);
+/* Add loader_options() and io_options() to the module. */
+int cf_py_options_init(PyObject *module);
+
 /* Loader bindings (python/_loader.c): add the Loader type to the module. */
 int cf_py_loader_init(PyObject *module);
 

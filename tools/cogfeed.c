@@ -41,15 +41,21 @@ static const char *usage_text =
     "gs://bucket/key; credentials from the usual environment variables\n"
     "(AWS_*, AZURE_STORAGE_*, GOOGLE_OAUTH_ACCESS_TOKEN).\n";
 
+/* The I/O options that set a scalar of cf_io_options: --help shows the
+ * default of the C table (cf_io_option_table), not a copy of it. */
+static const struct io_table_opt {
+    const char *flag, *field, *help;
+} io_table_opts[] = {
+    {"header-bytes N", "header_bytes", "first speculative read of a remote file"},
+    {"max-inflight N", "max_inflight", "requests in flight at once"},
+    {"max-retries N", "max_retries", "retries per request"},
+    {"timeout SECONDS", "request_timeout_s", "deadline per request, retries included"},
+};
+
+/* The other I/O options, after those. */
 static const char *io_options_text =
-    "\n"
-    "I/O options:\n"
-    "  --header-bytes N      first speculative read of a remote file (65536)\n"
-    "  --max-inflight N      requests in flight at once (64)\n"
     "  --header-cache DIR    keep parsed headers in DIR: a second open makes\n"
     "                        no request\n"
-    "  --max-retries N       retries per request (6)\n"
-    "  --timeout SECONDS     deadline per request, retries included (60)\n"
     "  --ca-file PEM         the CAs to trust instead of the system's\n"
     "  --insecure            do not verify TLS certificates\n"
     "  --raw-color           CMYK, CIELab and YCbCr as stored, like GDAL's\n"
@@ -107,6 +113,18 @@ static int usage(int rc) {
 
 static int command_help(const char *text) {
     fputs(text, stdout);
+    fputs("\nI/O options:\n", stdout);
+    size_t n;
+    const cf_option_info *tab = cf_io_option_table(&n);
+    for (size_t i = 0; i < sizeof io_table_opts / sizeof *io_table_opts; i++) {
+        const cf_option_info *o = cf_option_by_name(tab, n, io_table_opts[i].field);
+        if (!o) continue; /* a row gone from the table: its option is too */
+        char def[32];
+        if (o->type == CF_OPT_FLOAT) snprintf(def, sizeof def, "%g", o->def.d);
+        else if (o->type == CF_OPT_UINT) snprintf(def, sizeof def, "%llu", (unsigned long long)o->def.u);
+        else snprintf(def, sizeof def, "%lld", (long long)o->def.i);
+        printf("  --%-19s %s (%s)\n", io_table_opts[i].flag, io_table_opts[i].help, def);
+    }
     fputs(io_options_text, stdout);
     return 0;
 }

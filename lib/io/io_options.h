@@ -17,9 +17,11 @@
  * hint     said after a value out of range ("" for none)
  *
  * From it come cf_io_options_init and the checks of cf_io_new (io.c), and
- * the extension's keyword list, format string and defaults
- * (python/_cogfeed.c).  The two paths (header_cache_dir, ca_file) are
- * converted by hand.
+ * the public table cf_io_option_table (io_option_table.c), through which
+ * the extension (cogfeed.IO's keywords, python/_cogfeed.c), the CLI's
+ * --help (tools/cogfeed.c) and docs/remote.md's table
+ * (tools/option_docs.py) read it.  The two paths (header_cache_dir,
+ * ca_file) are converted by hand.
  */
 #ifndef CF_IO_OPTIONS_H
 #define CF_IO_OPTIONS_H

@@ -20,8 +20,10 @@
  * as torch.manual_seed takes it.
  *
  * From it (and CF__LOADER_KERNELS below) come cf_loader_options_init
- * (loader_build.c), the checks of cf_loader_new, and the extension's
- * keyword list, format string and defaults (python/_loader.c).  The
+ * (loader_build.c), the checks of cf_loader_new, and the public table
+ * cf_loader_option_table (loader_option_table.c), through which the
+ * extension (python/_loader.c), cogfeed.Loader's defaults and help, the
+ * CLI's and the docs' option tables (tools/option_docs.py) read it.  The
  * options that are not scalars (inputs, bands, weights, mean/std, the
  * sampler's name, augmentation flags, the output dtype, io, the target
  * grid and its CRS and resolution, the layers' kernels) are converted by
@@ -45,6 +47,10 @@
  * that partly fits it meet tiles decoded before; the floor is the old
  * fixed default, which tile-shuffle's groups were tuned on. */
 size_t cf__ld_default_cache_bytes(void);
+/* ... in words: cf_option_info.default_doc of cache_bytes, whose default
+ * is flagged CF_OPTF_RUNTIME_DEFAULT (loader_option_table.c). */
+#define CF__LD_DEFAULT_CACHE_BYTES_DOC                                                    \
+    "5% of the physical memory (or of the cgroup's limit), at least 256 MiB"
 
 #define CF__LOADER_SCALARS(X)                                                             \
     X(time_steps, int, long long, "L", 1, 1, 1024, "")                                    \

@@ -90,6 +90,12 @@ def status_table() -> Tuple[Tuple[str, int, str, str, str, str, str], ...]:
     """CF_STATUS_TABLE's rows: (name, code, text, doc, pyclass, pybase, member)."""
 def status_name(code: int) -> Optional[str]:
     """C's cf_status_name: 'CF_E_NOTFOUND', ...; None for a non-status."""
+def loader_options() -> list[dict[str, Any]]:
+    """cf_loader_option_table: the Loader's scalar options and kernels, one
+    dict each (name, group, id, type, ctype, default, min, max, hint,
+    default_doc, runtime_default, choices)."""
+def io_options() -> list[dict[str, Any]]:
+    """cf_io_option_table: cogfeed.IO's scalar options, as loader_options."""
 
 @final
 class IO:

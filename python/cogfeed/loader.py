@@ -46,8 +46,10 @@ StrPath = Union[str, "os.PathLike[str]"]
 #: accepted too).
 Sampler = Literal["random", "blocked", "tile-shuffle", "tile_shuffle", "grid"]
 
-#: The resampling kernels (lib/geo/grid.c's names; "near" is GDAL's
-#: spelling of "nearest").
+#: The resampling kernels (the choices of the C table's "resampling":
+#: _OPTIONS below; "near" is GDAL's spelling of "nearest").  Type checkers
+#: need the names in the source: tests/python/test_options.py checks them
+#: against the C table.
 Resampling = Literal["nearest", "near", "bilinear", "cubic", "average", "mode"]
 
 #: A window of a batch: (file index, x, y, width, height) in pixels.
@@ -220,6 +222,24 @@ class LoaderStats(TypedDict):
     memory_used: int
     memory_peak: int
 
+#: The C option tables (include/cogfeed.h, cf_option_info): the Loader's
+#: scalars and kernels, and cogfeed.IO's, by name: type, default, min,
+#: max, hint, choices.  Loader's defaults, kernel names and the defaults
+#: and ranges in help(Loader) come from here, not from this file.
+_OPTIONS: Dict[str, Dict[str, Any]] = {
+    o["name"]: o for o in _cogfeed.loader_options()}
+_IO_OPTIONS: Dict[str, Dict[str, Any]] = {
+    o["name"]: o for o in _cogfeed.io_options()}
+
+#: Loader keywords named otherwise in the C table.
+_C_NAMES = {"scale_offset": "apply_scale_offset", "decode_threads": "threads"}
+
+
+def _default(name: str) -> Any:
+    """The C table's default of option `name` (its C name)."""
+    return _OPTIONS[name]["default"]
+
+
 #: Config keys that describe where a config came from, not how to load.
 _META_KEYS = ("variant",)
 
@@ -260,7 +280,7 @@ def _int0(v: Optional[int]) -> int:
     return 0 if v is None else int(v)
 
 
-_RESAMPLING = ("nearest", "bilinear", "cubic", "average", "mode")
+_RESAMPLING: Tuple[str, ...] = tuple(_OPTIONS["resampling"]["choices"])
 
 
 def _kernel(name: object, what: str) -> str:
@@ -275,7 +295,7 @@ def _resampling(rs: object, nlayers: int
                 ) -> Tuple[str, str, Optional[List[str]]]:
     """(image, mask, [layer, ...]) kernels from resampling= (a name for
     the images and layers, or a dict with "image", "mask", "layers")."""
-    image, mask = "bilinear", "nearest"
+    image, mask = _default("resampling"), _default("mask_resampling")
     layers: Optional[List[str]] = None
     if isinstance(rs, dict):
         unknown = set(rs) - {"image", "mask", "layers"}
@@ -363,14 +383,14 @@ class Loader:
             aligned scenes each.
         masks: one mask per image file (read onto the sample's grid like
             every input), or None.
-        patch_size: side of the square patches in pixels (default 256).
-        batch_size: patches per batch (default 32).
+        patch_size: side of the square patches in pixels.
+        batch_size: patches per batch.
         sampler: "random" (uniform windows anywhere), "blocked" (each patch
             inside one tile: one tile read per patch), "tile-shuffle" (whole
             tiles decoded once into a shuffle buffer, random crops from many
             tiles per batch), or "grid" (every patch in order, for
             validation/inference).
-        seed: seed of the sampler and augmentation (default 0).
+        seed: seed of the sampler and augmentation.
         layers: extra aligned layers stacked as channels after the image
             bands: one list of paths per image file (e.g. [dem, landcover]).
         weights: sampling weight of each image file, > 0 (default: its
@@ -380,14 +400,14 @@ class Loader:
         stride: grid sampler step in pixels (default None or 0: patch_size;
             smaller overlaps, larger leaves gaps; the last row/column is
             moved back to end at the edge).
-        epoch: epoch to start with (default 0).
-        rank: this process's shard (default 0).
-        world_size: number of shards (default 1); shards are disjoint and
+        epoch: epoch to start with.
+        rank: this process's shard.
+        world_size: number of shards; shards are disjoint and
             together cover the epoch.
         epoch_length: patches per epoch over all ranks (default: the number
             of non-overlapping patches of all files; grid: all windows).
         drop_last: drop a last partial batch, and give every rank the same
-            number of batches (default False).
+            number of batches.
         flip: random horizontal/vertical flips, same for image and mask.
         rot90: random rotations by multiples of 90 degrees, same for image
             and mask.  Code a of a sample: rotate by a & 3 quarter turns as
@@ -397,13 +417,13 @@ class Loader:
         mean: float32 only: per-channel mean to subtract.
         std: float32 only: per-channel standard deviation to divide by.
         skip_errors: drop failed patches from their batch and count them in
-            stats()["skipped"] instead of raising (default False).  Never
+            stats()["skipped"] instead of raising.  Never
             dropped: failures of the run rather than of the patch (expired
             or wrong credentials, an object gone or replaced while read, no
             memory); their batch raises.
         skip_limit: with skip_errors, raise (the batch's first failure)
             when more than this share of the last max(64, 2 x batch_size)
-            patches was dropped (default 0.5; 1.0: never).
+            patches was dropped (1.0: never).
         prefetch: batch slots in the ring (default None: enough for every
             patch being read plus two batches, at least 4, at most
             2 x inflight_bytes); memory is prefetch x batch bytes.
@@ -423,8 +443,8 @@ class Loader:
             naming the file, level and tile.  The loader's memory is at
             most prefetch x a batch + cache_bytes (tile-shuffle) +
             inflight_bytes: stats()["memory_budget"].
-        cache_bytes: decoded tiles kept (default None: 5% of the physical
-            memory, at least 256 MiB, as GDAL_CACHEMAX): tile-shuffle's
+        cache_bytes: decoded tiles kept (default None: the C default below,
+            as GDAL_CACHEMAX's): tile-shuffle's
             buffer; with other samplers the tiles that random patches,
             grid patches sharing tiles and resampled inputs meet again;
             0: none.
@@ -447,47 +467,47 @@ class Loader:
             footprint in that CRS at that resolution, snapped to multiples
             of it: gdalwarp -t_srs -tr -tap).
         resampling: kernel of the inputs read onto the grid: "nearest",
-            "bilinear" (default), "cubic", "average" or "mode", for the
+            "bilinear", "cubic", "average" or "mode", for the
             images and layers; or a dict {"image": ..., "layers": name or
             one per layer, "mask": ...}.  Masks use "nearest" unless given
             (use "mode" for labels read onto a coarser grid).  Computed as
             GDAL's warper computes them (nodata never contributes).
         reproject: read inputs in another CRS than the grid reprojected
-            (default True); False refuses them, naming both CRSs.
+            (True); False refuses them, naming both CRSs.
         ungeoreferenced: inputs without georeferencing (no geotransform,
             or no CRS while the grid has one), and stacks on an image
-            without one, are refused (default False); True reads such an
+            without one, are refused (False); True reads such an
             input pixel for pixel when its size equals the grid's.
         error_threshold: reprojection error bound in source pixels
-            (default 0.125, gdalwarp's -et); 0 transforms every pixel.
+            (gdalwarp's -et).
     """
 
     def __init__(
         self,
         images: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]]],
         masks: Union[StrPath, Sequence[StrPath], None] = None,
-        patch_size: int = 256,
-        batch_size: int = 32,
+        patch_size: int = _default("patch_size"),
+        batch_size: int = _default("batch_size"),
         sampler: Sampler = "random",
-        seed: int = 0,
+        seed: int = _default("seed"),
         *,
         layers: Optional[Sequence[Union[StrPath, Sequence[StrPath]]]] = None,
         weights: Optional[Sequence[float]] = None,
         bands: Optional[Sequence[int]] = None,
-        level: int = 0,
+        level: int = _default("level"),
         stride: Optional[int] = None,
-        epoch: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
+        epoch: int = _default("epoch"),
+        rank: int = _default("rank"),
+        world_size: int = _default("world_size"),
         epoch_length: Optional[int] = None,
-        drop_last: bool = False,
+        drop_last: bool = _default("drop_last"),
         flip: bool = False,
         rot90: bool = False,
         dtype: DType = "raw",
-        scale_offset: bool = True,
+        scale_offset: bool = _default("apply_scale_offset"),
         mean: Optional[Sequence[float]] = None,
         std: Optional[Sequence[float]] = None,
-        skip_errors: bool = False,
+        skip_errors: bool = _default("skip_errors"),
         prefetch: Optional[int] = None,
         decode_threads: Optional[int] = None,
         concurrency: Union[int, Literal["auto", "adaptive"], None] = None,
@@ -495,13 +515,13 @@ class Loader:
         cache_bytes: Optional[int] = None,
         io_options: Optional[IOOptions] = None,
         copy: bool = False,
-        skip_limit: float = 0.5,
+        skip_limit: float = _default("skip_limit"),
         max_inflight: Optional[int] = None,
         grid: Union[Grid, StrPath, GridSpec, None] = None,
-        resampling: Union[Resampling, ResamplingSpec, None] = "bilinear",
-        reproject: bool = True,
-        ungeoreferenced: bool = False,
-        error_threshold: float = 0.125,
+        resampling: Union[Resampling, ResamplingSpec, None] = _default("resampling"),
+        reproject: bool = _default("reproject"),
+        ungeoreferenced: bool = _default("ungeoreferenced"),
+        error_threshold: float = _default("error_threshold"),
     ) -> None:
         items: List[Any] = ([images] if isinstance(images, (str, bytes, os.PathLike))
                             else list(images))
@@ -751,3 +771,90 @@ class Loader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# -- help(Loader): the defaults and ranges of the C table ------------------
+
+#: What each Arguments entry of Loader's docstring gets from the C table
+#: (the prose stays hand-written; defaults and ranges are generated).
+_DOC_ROWS = {"resampling": ("resampling", "mask_resampling")}
+#: Upper bounds that only say "no bound": the largest int, int64, uint64.
+_NO_BOUND = (2**31 - 1, 2**63 - 1, 2**64 - 1)
+
+
+def _fmt(o: Mapping[str, Any], v: Any) -> str:
+    if o["type"] == "bool":
+        return "True" if v else "False"
+    if o["type"] == "kernel":
+        return '"%s"' % v
+    if o["type"] == "float":
+        return "%.17g" % v
+    return str(v)
+
+
+def _range(o: Mapping[str, Any]) -> str:
+    """The accepted range in words ("" for flags)."""
+    if o["type"] == "bool":
+        return ""
+    if o["type"] == "kernel":
+        return "one of " + ", ".join(o["choices"])
+    lo, hi = o["min"], o["max"]
+    lo_s = "> 0" if o["type"] == "float" and lo == 5e-324 else \
+        ("" if lo == float("-inf") else "at least %s" % _fmt(o, lo))
+    if hi in _NO_BOUND or hi in (float("inf"), sys.float_info.max):
+        return lo_s
+    if lo_s.startswith("at least"):
+        return "%s to %s" % (_fmt(o, lo), _fmt(o, hi))
+    return ("%s, at most %s" % (lo_s, _fmt(o, hi))).lstrip(", ")
+
+
+def option_summary(o: Mapping[str, Any], here: bool = True) -> str:
+    """One C table row in words: 'C default 0; 0 to 64 (0: auto).'.  A
+    default computed on the machine is said in words, and with here its
+    value on this one."""
+    if o["runtime_default"]:
+        d = "C default: %s%s" % (o["default_doc"], " (here %s)" % _fmt(
+            o, o["default"]) if here else "")
+    else:
+        d = "C default %s" % _fmt(o, o["default"])
+    r = _range(o)
+    return "%s%s%s." % (d, "; " + r if r else "",
+                        " (%s)" % o["hint"] if o["hint"] else "")
+
+
+def _table_doc(doc: Optional[str]) -> Optional[str]:
+    """Loader's docstring with each table-backed entry of its Arguments
+    followed by the C table's default and range (option_summary)."""
+    if not doc:
+        return doc  # python -OO
+    import re
+    import textwrap
+    out: List[str] = []
+    pending: List[str] = []
+
+    def flush() -> None:
+        for name in pending:
+            o = _OPTIONS[name]
+            text = option_summary(o)
+            if len(pending) > 1:
+                text = "%s: %s" % (name, text)
+            out.extend(textwrap.wrap(text, 76, initial_indent=" " * 12,
+                                     subsequent_indent=" " * 12))
+        pending.clear()
+
+    args = False
+    for line in doc.split("\n"):
+        entry = re.match(r"^        (\w+): ", line) if args else None
+        if entry or (args and not line.startswith(" " * 12)):
+            flush()
+        if line.strip() == "Arguments:":
+            args = True
+        elif entry:
+            c = _C_NAMES.get(entry.group(1), entry.group(1))
+            pending.extend(n for n in _DOC_ROWS.get(c, (c,)) if n in _OPTIONS)
+        out.append(line)
+    flush()
+    return "\n".join(out)
+
+
+Loader.__doc__ = _table_doc(Loader.__doc__)

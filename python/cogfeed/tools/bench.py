@@ -412,26 +412,44 @@ class _OldConcurrency(argparse.Action):
         setattr(ns, self.dest, value)
 
 
+def table_help(name):
+    """The C table's default and range of Loader option `name`, for an
+    argparse help ('%' doubled; the same text on every machine, for the
+    man page): the flags restate no C default."""
+    from ..loader import _OPTIONS, option_summary
+    return option_summary(_OPTIONS[name], here=False).rstrip(".").replace(
+        "%", "%%")
+
+
+def table_default(name):
+    """The C table's default of Loader option `name`."""
+    from ..loader import _default
+    return _default(name)
+
+
 def add_loader_flags(p):
     p.add_argument("--patch-size", type=int,
-                   help="patch width and height in pixels (default 256)")
+                   help="patch width and height in pixels (%s)"
+                   % table_help("patch_size"))
     p.add_argument("--batch-size", type=int,
-                   help="patches per batch (default 32)")
+                   help="patches per batch (%s)" % table_help("batch_size"))
     p.add_argument("--sampler",
                    choices=("random", "blocked", "tile-shuffle", "grid"),
                    help="where patches come from (default random)")
-    p.add_argument("--seed", type=int, help="sampler seed (default 0)")
-    p.add_argument("--prefetch", type=int, help="batch slots in flight")
+    p.add_argument("--seed", type=int,
+                   help="sampler seed (%s)" % table_help("seed"))
+    p.add_argument("--prefetch", type=int,
+                   help="batch slots in flight (%s)" % table_help("prefetch"))
     p.add_argument("--concurrency", default=None,
                    help="patches read at once, or 'adaptive' (default)")
     # The old name of --concurrency (IO's max_inflight counts requests).
     p.add_argument("--max-inflight", dest="concurrency",
                    action=_OldConcurrency, help=argparse.SUPPRESS)
     p.add_argument("--decode-threads", type=int,
-                   help="decode threads (default: the Loader's, all cores)")
+                   help="decode threads (%s)" % table_help("threads"))
     p.add_argument("--cache-bytes", type=int,
-                   help="decoded tiles kept, in bytes (default: the "
-                        "Loader's, 5%% of memory)")
+                   help="decoded tiles kept, in bytes (%s)"
+                   % table_help("cache_bytes"))
     p.add_argument("--dtype", choices=("raw", "float32"),
                    help="batch type: the file's own (raw, default) or "
                         "float32")

@@ -163,11 +163,13 @@ def plot(study, out):
 
 
 def tune(dataset, out, trials=20, trial_seconds=5.0, warmup=1,
-         serve_latency_ms=None, loader="cogfeed", batch_size=32,
+         serve_latency_ms=None, loader="cogfeed", batch_size=None,
          patch_sizes=(128, 256, 512), samplers=None, seed=0,
          baseline_workers=(1, 2, 4, 8), max_cache_frac=0.25,
          log=sys.stderr):
     import optuna
+    if batch_size is None:  # the Loader's (the C table's)
+        batch_size = bench.table_default("batch_size")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     os.makedirs(out, exist_ok=True)
     var = variants(dataset)
@@ -306,8 +308,10 @@ def main(argv):
                    default="cogfeed",
                    help="tune cogfeed's Loader (default) or the "
                         "paper-style baseline")
-    p.add_argument("--batch-size", type=int, default=32,
-                   help="patches per batch, fixed (default 32)")
+    p.add_argument("--batch-size", type=int,
+                   default=bench.table_default("batch_size"),
+                   help="patches per batch, fixed (the Loader's: %s)"
+                   % bench.table_help("batch_size"))
     p.add_argument("--patch-sizes", default="128,256,512",
                    help="comma list of patch sizes tried (default "
                         "128,256,512)")
