@@ -249,6 +249,7 @@ typedef struct cf_io_stats {
     int max_inflight;         /* current limit */
     uint64_t hedges;          /* requests sent a second time (hedged) */
     uint64_t hedge_wins;      /* ... whose answer came from the second copy */
+    int peak_inflight;        /* most requests in flight at once so far */
 } cf_io_stats;
 
 CF_API void cf_io_options_init(cf_io_options *opt);
