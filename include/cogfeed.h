@@ -249,6 +249,7 @@ typedef struct cf_io_stats {
     int max_inflight;         /* current limit */
     uint64_t hedges;          /* requests sent a second time (hedged) */
     uint64_t hedge_wins;      /* ... whose answer came from the second copy */
+    int peak_inflight;        /* most requests in flight at once so far */
 } cf_io_stats;
 
 CF_API void cf_io_options_init(cf_io_options *opt);
@@ -336,6 +337,37 @@ CF_API void cf_open_options_init(cf_open_options *opt);
 CF_API cf_status cf_cog_open_ex(cf_io *io, const char *url,
                          const cf_open_options *opt, cf_cog **out,
                          cf_error *err);
+
+/* One file of cf_cog_open_many: its URL, and its result. */
+typedef struct cf_open_req {
+    const char *url;
+    cf_cog *cog;               /* out: the opened file; NULL on failure */
+    cf_status status;          /* out: this file's result */
+    cf_error *err;             /* out, optional: this file's error (its
+                                  message names the file) */
+} cf_open_req;
+
+/* Open many files at once: each is opened as cf_cog_open_ex opens it
+ * (header cache, speculative header_bytes read, more reads as the parser
+ * asks), but the opens run together as state machines driven by the
+ * calling thread: every file's first request is sent at once, each later
+ * round trip (IFDs past header_bytes) as soon as that file's last answer
+ * came, so N remote files cost about one round trip of wall time instead
+ * of N (the io loop keeps at most max_inflight requests in flight and
+ * queues the others).  A header cache hit opens a file with no request,
+ * before anything is sent.  Local files are read by the calling thread.
+ * At most max_inflight files, and no more than header_memory_max bytes of
+ * first reads, are being opened at once; the others wait their turn.
+ *
+ * Each req gets its own status, and its cog (NULL when it failed): one
+ * failing file never loses the others.  Returns CF_OK when every file
+ * opened, else the first failure's status (lowest index), with err
+ * saying how many failed and that one's message.  The caller closes each
+ * req's cog.  io: as cf_cog_open's (NULL: each file gets a private io;
+ * pass one io to share its loop).  opt applies to every file (NULL: the
+ * defaults).  Thread-safe: calls from many threads run independently. */
+CF_API cf_status cf_cog_open_many(cf_io *io, cf_open_req *reqs, size_t n,
+                                  const cf_open_options *opt, cf_error *err);
 
 /* Information; strings stay valid until cf_cog_close. Thread-safe. */
 CF_API void cf_cog_get_info(const cf_cog *cog, cf_cog_info *out);

@@ -107,7 +107,7 @@ static void IO_dealloc(IOObject *self) {
 static PyObject *IO_stats(IOObject *self, PyObject *noargs) {
     cf_io_stats s;
     cf_io_get_stats(self->io, &s);
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:K,s:K}", "requests",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:K,s:K,s:i}", "requests",
                          (unsigned long long)s.requests, "retries", (unsigned long long)s.retries,
                          "bytes_fetched", (unsigned long long)s.bytes_fetched,
                          "connect_failures", (unsigned long long)s.connect_failures,
@@ -115,7 +115,7 @@ static PyObject *IO_stats(IOObject *self, PyObject *noargs) {
                          "header_cache_hits", (unsigned long long)s.header_cache_hits,
                          "inflight", s.inflight, "max_inflight", s.max_inflight, "hedges",
                          (unsigned long long)s.hedges, "hedge_wins",
-                         (unsigned long long)s.hedge_wins);
+                         (unsigned long long)s.hedge_wins, "peak_inflight", s.peak_inflight);
 }
 
 static PyObject *IO_set_max_inflight(IOObject *self, PyObject *arg) {
@@ -130,7 +130,7 @@ static PyObject *IO_set_max_inflight(IOObject *self, PyObject *arg) {
 static PyMethodDef IO_methods[] = {
     {"stats", (PyCFunction)IO_stats, METH_NOARGS,
      "stats() -> dict: requests, retries, bytes_fetched, connect_failures, read_failures, "
-     "header_cache_hits, inflight, max_inflight, hedges, hedge_wins"},
+     "header_cache_hits, inflight, max_inflight, hedges, hedge_wins, peak_inflight"},
     {"set_max_inflight", (PyCFunction)IO_set_max_inflight, METH_O,
      "set_max_inflight(n): change the number of requests kept in flight"},
     {NULL, NULL, 0, NULL}};
@@ -1064,6 +1064,28 @@ static PyTypeObject CogType = {
     .tp_repr = (reprfunc)Cog_repr,
 };
 
+/* A Cog for an opened file, which it then owns (closed on failure);
+ * io_ref: the IO object it was opened with. */
+static PyObject *wrap_cog(cf_cog *cog, PyObject *io_ref) {
+    CogObject *o = PyObject_New(CogObject, &CogType);
+    if (!o) {
+        cf_cog_close(cog);
+        return NULL;
+    }
+    o->cog = cog;
+    o->readers = o->close_pending = 0; /* PyObject_New does not zero */
+    Py_INCREF(io_ref);
+    o->io = io_ref;
+    o->crs = NULL;
+    cf_cog_get_info(cog, &o->info);
+    o->crs = cf_py_crs_new(cf_crs_ref(cf_cog_crs(cog)));
+    if (!o->crs) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    return (PyObject *)o;
+}
+
 static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"url", "io", "raw_color", NULL};
     PyObject *url_obj, *io_obj = Py_None;
@@ -1092,22 +1114,137 @@ static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
     Py_BEGIN_ALLOW_THREADS st = cf_cog_open_ex(io, url, &oo, &cog, &err);
     Py_END_ALLOW_THREADS Py_DECREF(url_b);
     if (st) return cf_py_raise(st, &err);
-    CogObject *o = PyObject_New(CogObject, &CogType);
-    if (!o) {
-        cf_cog_close(cog);
+    return wrap_cog(cog, io_ref);
+}
+
+/* open_many(urls, io=None, *, raw_color=False, errors="raise") */
+static PyObject *py_open_many(PyObject *mod, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"urls", "io", "raw_color", "errors", NULL};
+    PyObject *urls, *io_obj = Py_None;
+    int raw_color = 0;
+    const char *errors = "raise";
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$ps", kwlist, &urls, &io_obj, &raw_color,
+                                     &errors))
         return NULL;
+    int ret_errors = !strcmp(errors, "return");
+    if (!ret_errors && strcmp(errors, "raise"))
+        return PyErr_Format(PyExc_ValueError, "errors must be 'raise' or 'return', not '%s'",
+                            errors);
+    if (PyUnicode_Check(urls) || PyBytes_Check(urls))
+        return PyErr_Format(PyExc_TypeError, "urls must be a sequence of URLs, not one URL "
+                                             "(use cogfeed.open)");
+    cf_open_options oo;
+    cf_open_options_init(&oo);
+    oo.raw_color = raw_color;
+    cf_io *io = cf_py_io_get(io_obj);
+    if (!io) return NULL;
+    PyObject *io_ref = io_obj == Py_None ? default_io : io_obj;
+    PyObject *seq = cf_py_seq(urls, "urls must be a sequence of URLs (str or os.PathLike)");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *names = PyTuple_New(n); /* the URLs as bytes, alive while open */
+    cf_open_req *reqs = PyMem_Calloc(n ? (size_t)n : 1, sizeof *reqs);
+    cf_error *errs = PyMem_Calloc(n ? (size_t)n : 1, sizeof *errs);
+    PyObject *out = NULL, *ret = NULL;
+    if (!names || !reqs || !errs) {
+        if (names) PyErr_NoMemory();
+        goto done;
     }
-    o->cog = cog;
-    o->readers = o->close_pending = 0; /* PyObject_New does not zero */
-    Py_INCREF(io_ref);
-    o->io = io_ref;
-    cf_cog_get_info(cog, &o->info);
-    o->crs = cf_py_crs_new(cf_crs_ref(cf_cog_crs(cog)));
-    if (!o->crs) {
-        Py_DECREF(o);
-        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b;
+        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, i), &b)) goto done;
+        PyTuple_SET_ITEM(names, i, b);
+        reqs[i].url = PyBytes_AS_STRING(b);
+        reqs[i].err = &errs[i];
     }
-    return (PyObject *)o;
+    /* Each req gets its own status: the overall one adds nothing. */
+    Py_BEGIN_ALLOW_THREADS(void) cf_cog_open_many(io, reqs, (size_t)n, &oo, NULL);
+    Py_END_ALLOW_THREADS
+
+    /* Every opened file is a Cog now (closed by its dealloc if we fail);
+     * a failed one is its exception. */
+    out = PyList_New(n);
+    Py_ssize_t nbad = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item;
+        if (reqs[i].cog) {
+            item = wrap_cog(reqs[i].cog, io_ref);
+            reqs[i].cog = NULL;
+        } else {
+            item = cf_py_error_new(reqs[i].status, &errs[i]);
+            nbad++;
+        }
+        if (!item || !out) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    if (ret_errors || !nbad) {
+        ret = out;
+        out = NULL;
+        goto done;
+    }
+    {
+        /* One exception, of the first failure's class, naming every file
+         * that failed; .errors: per URL, its exception or None. */
+        PyObject *first = NULL, *msg = NULL, *lines = PyList_New(0), *errlist = PyList_New(n);
+        if (!lines || !errlist) goto fail;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *it = PyList_GET_ITEM(out, i);
+            int bad = !PyObject_TypeCheck(it, &CogType);
+            if (bad && !first) first = it;
+            PyObject *e = bad ? it : Py_None;
+            Py_INCREF(e);
+            PyList_SET_ITEM(errlist, i, e);
+            if (bad) {
+                PyObject *line = PyUnicode_FromFormat("  [%zd] %S", i, it);
+                if (!line || PyList_Append(lines, line) < 0) {
+                    Py_XDECREF(line);
+                    goto fail;
+                }
+                Py_DECREF(line);
+            }
+        }
+        {
+            PyObject *sep = PyUnicode_FromString("\n");
+            PyObject *body = sep ? PyUnicode_Join(sep, lines) : NULL;
+            Py_XDECREF(sep);
+            if (body)
+                msg = PyUnicode_FromFormat("%zd of %zd files failed to open:\n%U", nbad, n, body);
+            Py_XDECREF(body);
+        }
+        if (!msg) goto fail;
+        {
+            PyObject *exc = PyObject_CallFunctionObjArgs((PyObject *)Py_TYPE(first), msg, NULL);
+            if (!exc) goto fail;
+            static const char *const keep[] = {"code", "name", "http_status"};
+            for (size_t j = 0; j < sizeof keep / sizeof keep[0]; j++) {
+                PyObject *v = PyObject_GetAttrString(first, keep[j]);
+                if (!v || PyObject_SetAttrString(exc, keep[j], v) < 0) PyErr_Clear();
+                Py_XDECREF(v);
+            }
+            if (PyObject_SetAttrString(exc, "errors", errlist) < 0) {
+                Py_DECREF(exc);
+                goto fail;
+            }
+            PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+            Py_DECREF(exc);
+        }
+    fail:
+        Py_XDECREF(msg);
+        Py_XDECREF(lines);
+        Py_XDECREF(errlist);
+    }
+done:
+    /* Files opened but not handed to a Cog (out of memory on the way) */
+    for (Py_ssize_t i = 0; reqs && i < n; i++) cf_cog_close(reqs[i].cog);
+    Py_XDECREF(out);
+    Py_XDECREF(names);
+    PyMem_Free(reqs);
+    PyMem_Free(errs);
+    Py_DECREF(seq);
+    return ret;
 }
 
 /* grid_level(cog, grid, resampling='nearest') -> the level a read onto
@@ -1237,6 +1374,16 @@ static PyMethodDef module_methods[] = {
      "http(s)://, s3://, az://, gs:// URL.\nio: a cogfeed.IO (None: the process default).\n"
      "raw_color: CMYK, CIELab and YCbCr (not JPEG) as stored, like GDAL's GTIFF_RAW:\n"
      "prefix, instead of the RGB(A) GDAL reads them as by default."},
+    {"open_many", (PyCFunction)(void (*)(void))py_open_many, METH_VARARGS | METH_KEYWORDS,
+     "open_many(urls, io=None, *, raw_color=False, errors='raise') -> list of Cog\n\n"
+     "Open many COGs at once: every file's header reads run together on the io's\n"
+     "loop, so N remote files take about one round trip, not N (docs/reader.md,\n"
+     "\"Opening many files\").  The list is in the order of urls.\n"
+     "errors='raise': if any file fails, the ones opened are closed and one\n"
+     "exception is raised, of the first failure's class (cogfeed.NotFoundError,\n"
+     "...), naming every file that failed; its .errors lists, per URL, the\n"
+     "exception or None.  errors='return': failures are returned in place, as\n"
+     "asyncio.gather(return_exceptions=True) does.  The GIL is released."},
     {"read_many", (PyCFunction)(void (*)(void))py_read_many, METH_VARARGS | METH_KEYWORDS,
      "read_many(items, bands=None, level=0, *, threads=0, inflight_bytes=0) -> list of ndarray\n\n"
      "Read many windows at once: items are (Cog, (x, y, w, h)) pairs (window None: the\n"

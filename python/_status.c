@@ -42,7 +42,7 @@ static const char *short_name(const char *name) {
     return name + 3;
 }
 
-PyObject *cf_py_raise(cf_status code, const cf_error *err) {
+PyObject *cf_py_error_new(cf_status code, const cf_error *err) {
     const char *msg = err && err->msg[0] ? err->msg : cf_strerror(code);
     /* File names need not be UTF-8 (POSIX paths are bytes), and a message
      * cut at its size may end inside a character: never let decoding it
@@ -67,7 +67,13 @@ PyObject *cf_py_raise(cf_status code, const cf_error *err) {
     Py_XDECREF(c);
     Py_XDECREF(n);
     Py_XDECREF(h);
-    PyErr_SetObject(cls, exc);
+    return exc;
+}
+
+PyObject *cf_py_raise(cf_status code, const cf_error *err) {
+    PyObject *exc = cf_py_error_new(code, err);
+    if (!exc) return NULL;
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     Py_DECREF(exc);
     return NULL;
 }

@@ -30,6 +30,9 @@ extern PyObject *cf_py_Error;
  * cogfeed.Error) from err (or from code when err is NULL/empty); returns
  * NULL for convenience. */
 PyObject *cf_py_raise(cf_status code, const cf_error *err);
+/* The exception cf_py_raise raises, as a new reference (NULL: a Python
+ * error is set). */
+PyObject *cf_py_error_new(cf_status code, const cf_error *err);
 
 /* Add Error, Status, the status classes, status_table() and status_name()
  * to the module, from CF_STATUS_TABLE; -1 with an exception set. */

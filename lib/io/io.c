@@ -144,6 +144,13 @@ void cf_io_get_stats(cf_io *io, cf_io_stats *out) {
     out->max_inflight = atomic_load(&io->max_inflight);
     out->hedges = atomic_load(&io->n_hedges);
     out->hedge_wins = atomic_load(&io->n_hedge_wins);
+    out->peak_inflight = atomic_load(&io->peak_inflight);
+}
+
+/* Loop thread: one more request in flight. */
+static void inflight_up(cf_io *io) {
+    int now = atomic_fetch_add(&io->inflight, 1) + 1;
+    if (now > atomic_load(&io->peak_inflight)) atomic_store(&io->peak_inflight, now);
 }
 
 /* Any thread: make the loop thread look at its queue and limits. */
@@ -235,7 +242,7 @@ static double start_ready(cf__loop *lp) {
         }
         x->slot = lp->active;
         lp->slots[lp->active++] = x;
-        atomic_fetch_add(&lp->io->inflight, 1);
+        inflight_up(lp->io);
         cf__hedge_note_request(&lp->hedge);
         started = 1;
     }
@@ -333,7 +340,7 @@ static double hedge_scan(cf__loop *lp) {
         }
         h->slot = lp->active;
         lp->slots[lp->active++] = h;
-        atomic_fetch_add(&lp->io->inflight, 1);
+        inflight_up(lp->io);
         atomic_fetch_add(&lp->io->n_hedges, 1);
         x->twin = h;
         h->twin = x;

@@ -91,6 +91,14 @@ cf_status cf_src_read(cf_src *src, cf_range_req *reqs, size_t n,
 typedef void (*cf_range_cb)(cf_range_req *req, void *user);
 cf_status cf_src_submit(cf_src *src, cf_range_req *reqs, size_t n,
                         cf_range_cb cb, void *user, cf_error *err);
+/* Asynchronous form of cf_src_read_head, for many opens on one loop: r
+ * asks for [0, r->len) (r->off 0, r->dst r->len bytes); cb(r, user) runs
+ * once when it is done, as cf_src_submit's (the io loop thread for a
+ * remote object, the calling thread for a local file), with r->len set to
+ * the bytes the object had and its size and ETag learnt.  On an error
+ * return cb never runs. */
+cf_status cf_src_submit_head(cf_src *src, cf_range_req *r, cf_range_cb cb,
+                             void *user, cf_error *err);
 
 /* Decode gate.  Callers may wait on the network in any number, but only
  * as many as there are CPUs decode at once: a crowd of runnable decoders

@@ -29,6 +29,7 @@ struct cf_io {
         n_read_fail, n_cache_hits, n_hedges, n_hedge_wins;
     _Atomic uint64_t n_bad_moves; /* illegal transfer state moves (xstate.c) */
     _Atomic int inflight;
+    _Atomic int peak_inflight; /* most of inflight so far (loop thread) */
     _Atomic int max_inflight;
     _Atomic int cancel;       /* cf__io_cancel */
     /* The loop of the current process.  Replaced (never freed) in a forked

@@ -472,47 +472,49 @@ cf_status cf_src_submit(cf_src *s, cf_range_req *reqs, size_t n, cf_range_cb cb,
     return CF_OK;
 }
 
+cf_status cf_src_submit_head(cf_src *s, cf_range_req *r, cf_range_cb cb,
+                             void *user, cf_error *err) {
+    if (!s || !r || !r->dst || !r->len || r->off || !cb)
+        return cf__err(err, CF_E_ARG, "cf_src_submit_head: bad argument");
+    uint64_t size = cf_src_size(s);
+    if (!s->remote || size != UINT64_MAX) {
+        /* Size known (a local file, or cf_src_assume): an ordinary read
+         * of what the object has. */
+        if (size < r->len) r->len = size;
+        if (!r->len) {
+            r->status = CF_OK;
+            if (r->err) cf__err_clear(r->err);
+            cb(r, user);
+            return CF_OK;
+        }
+        return cf_src_submit(s, r, 1, cb, user, err);
+    }
+    cf__xfer *x = xfer_new(s, &r, 1, cb, user);
+    if (!x) return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
+    x->head = 1;
+    cf_status st = cf__io_submit(s->io, &x, 1, err);
+    if (st != CF_OK) cf__xfer_free(x);
+    return st;
+}
+
 cf_status cf_src_read_head(cf_src *s, uint8_t *buf, size_t len, size_t *got,
                            cf_error *err) {
     if (got) *got = 0;
     if (!s || !buf || !len)
         return cf__err(err, CF_E_ARG, "cf_src_read_head: bad argument");
-    if (!s->remote) {
-        uint64_t n = s->size < len ? s->size : len;
-        cf_range_req r = {0, n, buf, CF_OK, err, NULL};
-        cf_status st = n ? local_read(s, &r) : CF_OK;
-        if (st == CF_OK && got) *got = (size_t)n;
-        return st;
-    }
-    uint64_t size = cf_src_size(s);
-    if (size != UINT64_MAX) {
-        /* Size known (cf_src_assume): an ordinary range read. */
-        uint64_t n = size < len ? size : len;
-        cf_range_req r = {0, n, buf, CF_OK, NULL, NULL};
-        cf_status st = n ? remote_read(s, &r, 1, err) : CF_OK;
-        if (st == CF_OK && got) *got = (size_t)n;
-        return st;
-    }
-    cf_range_req r = {0, len, buf, CF_OK, NULL, NULL};
-    cf_range_req *rp = &r;
-    cf__xfer *x = xfer_new(s, &rp, 1, waiter_cb, NULL);
-    if (!x) return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
-    x->head = 1;
     cf_error e;
     cf__err_clear(&e);
-    r.err = &e;
+    cf_range_req r = {0, len, buf, CF_OK, &e, NULL};
     waiter w;
     waiter_init(&w, 1);
-    x->user = &w;
-    cf_status st = cf__io_submit(s->io, &x, 1, err);
-    if (st != CF_OK) cf__xfer_free(x);
+    cf_status st = cf_src_submit_head(s, &r, waiter_cb, &w, err);
     waiter_finish(&w, st == CF_OK);
     if (st == CF_OK) {
         st = r.status;
         if (st != CF_OK) {
             if (err) *err = e;
         } else if (got) {
-            *got = (size_t)r.len; /* the transfer set it to the bytes read */
+            *got = (size_t)r.len; /* the bytes the object really had */
         }
     }
     return st;

@@ -9,7 +9,6 @@
  */
 #include "chunk_cache.h"
 #include "cog_internal.h"
-#include "head_ahead.h"
 #include "header_cache.h"
 #include "read_plan.h"
 
@@ -120,97 +119,6 @@ static cf_status cog_finish(cf_cog *cog, cf_error *err) {
     return CF_OK;
 }
 
-/* Drive the need-bytes protocol over a source. */
-static cf_status parse_from_src(cf_cog *cog, cf_hc_entry *rec,
-                                cf_error *err) {
-    const cf_io_options *o = cf_io_opts(cog->io);
-    size_t first = o->header_bytes ? o->header_bytes : 65536;
-    uint8_t *buf = cf__malloc(first);
-    if (!buf) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
-    size_t got = 0;
-    cf_status st = cf_src_read_head(cog->src, buf, first, &got, err);
-    if (st) {
-        free(buf);
-        return st;
-    }
-    cog->header_requests = 1;
-    cog->header_bytes = got;
-    uint64_t size = cf_src_size(cog->src);
-    cf_tiff_parser *p = cf_tiff_parser_new(size, cog->name);
-    if (!p) {
-        free(buf);
-        return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
-    }
-    cf_tiff_parser_set_budget(p, o->header_memory_max);
-    st = cf_tiff_parser_add(p, 0, buf, got, err);
-    /* Recording for the header cache may leave a range out (the entry is
-     * then not stored); it never fails the open. */
-    if (!st && rec) (void)cf__hc_add_range(rec, 0, buf, got);
-    free(buf);
-    /* Remote chains of far-apart IFDs are read ahead (head_ahead.h); a
-     * round stays within the in-flight limit, so within one wave. */
-    cf__ahead ah;
-    int guesses = cf_src_is_remote(cog->src) ? o->max_inflight - 1 : 0;
-    cf__ahead_init(&ah, size, guesses > 0 ? (unsigned)guesses : 0);
-    cf_range_req *rq = cf__calloc(1 + CF__AHEAD_MAX_GUESSES, sizeof *rq);
-    if (!rq) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
-    while (!st) {
-        uint64_t off = 0, len = 0;
-        st = cf_tiff_parser_run(p, &cog->tiff, &off, &len, err);
-        if (st != CF__NEED_BYTES) break;
-        if (off >= size) {
-            st = cf__err(err, CF_E_FORMAT,
-                         "%s: header points past the end of the file "
-                         "(offset %llu, size %llu)",
-                         cog->name, (unsigned long long)off,
-                         (unsigned long long)size);
-            break;
-        }
-        cf__ahead_range r;
-        if (cf__ahead_take(&ah, off, &r)) { /* a guess that held */
-            st = cf_tiff_parser_add(p, r.off, r.data, r.len, err);
-            if (!st && rec) (void)cf__hc_add_range(rec, r.off, r.data, r.len);
-            free(r.data);
-            continue;
-        }
-        if (len > size - off) len = size - off;
-        if (cog->header_bytes + len > CF_MAX_HEADER_BYTES) {
-            st = cf__err(err, CF_E_LIMIT, "%s: header larger than %llu bytes",
-                         cog->name, (unsigned long long)CF_MAX_HEADER_BYTES);
-            break;
-        }
-        uint8_t *more = cf__malloc((size_t)len);
-        if (!more) {
-            st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
-            break;
-        }
-        rq[0] = (cf_range_req){.off = off, .len = len, .dst = more, .err = err};
-        unsigned k = cf__ahead_plan(&ah, off, len, rq + 1);
-        uint64_t bytes = len;
-        for (unsigned j = 1; j <= k; j++) bytes += rq[j].len;
-        while (k && cog->header_bytes + bytes > CF_MAX_HEADER_BYTES) {
-            bytes -= rq[k].len;
-            free(rq[k--].dst);
-        }
-        /* Only the range asked for decides: a guess that fails is
-         * dropped (its error goes to a scratch buffer). */
-        cf_error scratch;
-        uint64_t before = cf_src_requests(cog->src);
-        (void)cf_src_read(cog->src, rq, 1 + k, &scratch);
-        st = rq[0].status;
-        cog->header_requests += (uint32_t)(cf_src_requests(cog->src) - before);
-        cog->header_bytes += bytes;
-        if (!st) st = cf_tiff_parser_add(p, off, more, (size_t)len, err);
-        if (!st && rec) (void)cf__hc_add_range(rec, off, more, (size_t)len);
-        free(more);
-        cf__ahead_keep(&ah, rq + 1, k);
-    }
-    cf__ahead_free(&ah);
-    free(rq);
-    cf_tiff_parser_free(p);
-    return st;
-}
-
 /* Try the header cache: on a hit the file opens without any request. */
 static int parse_from_cache(cf_cog *cog) {
     cf_hc_entry *e = cf__hc_lookup(cog->io, cog->src);
@@ -270,7 +178,19 @@ cf_status cf_cog_open_ex(cf_io *io, const char *url,
                          const cf_open_options *opt, cf_cog **out,
                          cf_error *err) {
     if (!url || !out) return cf__err(err, CF_E_ARG, "cf_cog_open: NULL argument");
+    /* One file is many files with n = 1 (open_many.c drives the header
+     * reads). */
+    cf_open_req r = {.url = url, .err = err};
+    cf_status st = cf_cog_open_many(io, &r, 1, opt, NULL);
+    *out = r.cog;
+    return st ? st : r.status;
+}
+
+cf_status cf__cog_open_begin(cf_io *io, const char *url,
+                             const cf_open_options *opt, cf_cog **out,
+                             int *fetch, cf_error *err) {
     *out = NULL;
+    *fetch = 0;
     cf_cog *cog;
     cf_status st = cog_alloc(url, &cog, err);
     if (st) return st;
@@ -287,31 +207,22 @@ cf_status cf_cog_open_ex(cf_io *io, const char *url,
     cf_io_state *state = cf__io_state(io);
     if (state) cog->pool = &state->pool;
     st = cf_src_new(io, url, &cog->src, err);
-    if (!st) {
-        snprintf(cog->name, sizeof cog->name, "%s", cf_src_name(cog->src));
-        int remote = cf_src_is_remote(cog->src);
-        if (!(remote && parse_from_cache(cog))) {
-            cf_hc_entry *rec = remote ? cf__hc_entry_new() : NULL;
-            st = parse_from_src(cog, rec, err);
-            if (!st && rec) {
-                rec->size = cf_src_size(cog->src);
-                char lm[128];
-                cf_src_last_modified(cog->src, lm, sizeof lm);
-                if (lm[0] && !(rec->last_modified = cf__strdup(lm)))
-                    rec->incomplete = 1; /* no memory: not stored */
-                cf__hc_store(io, cog->src, rec, cf_src_etag(cog->src));
-            }
-            cf__hc_entry_free(rec);
-        }
-    }
-    if (!st) st = cog_finish(cog, err);
-    if (!st && cf_src_etag(cog->src)) cog->etag = cf__strdup(cf_src_etag(cog->src));
     if (st) {
         cf_cog_close(cog);
         return st;
     }
+    snprintf(cog->name, sizeof cog->name, "%s", cf_src_name(cog->src));
+    *fetch = !(cf_src_is_remote(cog->src) && parse_from_cache(cog));
     *out = cog;
     return CF_OK;
+}
+
+cf_status cf__cog_open_end(cf_cog *cog, cf_error *err) {
+    cf_status st = cog_finish(cog, err);
+    if (!st && cf_src_etag(cog->src) &&
+        !(cog->etag = cf__strdup(cf_src_etag(cog->src))))
+        st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
+    return st;
 }
 
 cf_status cf_cog_open_memory(const void *data, size_t size, const char *name,

@@ -56,6 +56,17 @@ typedef struct cf_chunk {
     uint64_t off, len;         /* compressed bytes; len 0 = sparse */
 } cf_chunk;
 
+/* Opening (cog.c; open_many.c drives it): a cog for url with its source
+ * made, from the header cache when it has the file (*fetch 0: parsed,
+ * no request made), else *fetch 1: its header is to be read and parsed
+ * into cog->tiff (header_requests, header_bytes counted).  Then
+ * cf__cog_open_end checks every IFD a read can touch and takes the CRS
+ * and ETag.  On failure the caller closes the cog. */
+cf_status cf__cog_open_begin(cf_io *io, const char *url,
+                             const cf_open_options *opt, cf_cog **out,
+                             int *fetch, cf_error *err);
+cf_status cf__cog_open_end(cf_cog *cog, cf_error *err);
+
 /* A fetch of cog's tiles failed with st (message in err).  When the object
  * changed and cog's header came from the header cache, that entry is stale:
  * it is dropped (once: a fresh entry another process stored since is not

@@ -7,7 +7,7 @@
 Everything that moves or decodes bytes is C (the ``_cogfeed`` extension);
 this package is a thin layer over it.
 """
-from ._cogfeed import IO, Cog, CRS, open, read_many, default_io, __version__
+from ._cogfeed import IO, Cog, CRS, open, open_many, read_many, default_io, __version__
 # The errors: cogfeed.Error, and one subclass per status of cogfeed.h's
 # CF_STATUS_TABLE, built from that table by the extension (the tests check
 # that this list and the .pyi name every class of the table).
@@ -22,7 +22,7 @@ from .loader import (Batch, DType, GridSpec, IOOptions, LoaderLayout,
                      LoaderOptions, LoaderState, LoaderStats, Resampling,
                      ResamplingSpec, Sampler, StrPath, Window)
 
-__all__ = ["open", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
+__all__ = ["open", "open_many", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
            "Loader", "__version__",
            "Status", "ArgumentError", "OutOfMemoryError", "InputOutputError", "FormatError",
            "UnsupportedError", "CodecError", "LimitError", "HTTPError", "AccessDeniedError",

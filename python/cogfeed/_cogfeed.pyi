@@ -4,7 +4,7 @@ module with mypy's stubtest."""
 import enum
 import os
 from types import TracebackType
-from typing import Any, Literal, Optional, Sequence, Tuple, Union, final
+from typing import Any, Literal, Optional, Sequence, Tuple, Union, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -271,6 +271,27 @@ class Cog:
     ) -> None: ...
 
 def open(url: Union[str, bytes, os.PathLike[str], os.PathLike[bytes]], io: Optional[IO] = None, *, raw_color: bool = False) -> Cog: ...
+_URL = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
+
+# errors="raise" (default): every URL opened, or one exception of the first
+# failure's class naming each file that failed (.errors: per URL, its
+# exception or None); errors="return": failures in place.
+@overload
+def open_many(
+    urls: Sequence[_URL],
+    io: Optional[IO] = None,
+    *,
+    raw_color: bool = False,
+    errors: Literal["raise"] = "raise",
+) -> list[Cog]: ...
+@overload
+def open_many(
+    urls: Sequence[_URL],
+    io: Optional[IO] = None,
+    *,
+    raw_color: bool = False,
+    errors: Literal["return"],
+) -> list[Union[Cog, Error]]: ...
 def read_many(
     items: Sequence[Tuple[Cog, Optional[_Window]]],
     bands: Optional[Sequence[int]] = None,
