@@ -240,18 +240,30 @@ def _str(v: Any, what: str, limit: int = 4096) -> str:
     return v
 
 
+_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})"
+                     r"(?:\.(\d{1,12}))?([Zz]|[+-]\d{2}:\d{2})$")
+
+
 def _time(v: Any, what: str) -> Optional[_dt.datetime]:
+    """An RFC 3339 date-time (what STAC requires; fractions of any length,
+    as Python 3.9's fromisoformat does not take), in UTC when no offset."""
     if v is None:
         return None
     s = _str(v, what, 64)
+    m = _RFC3339.match(s)
     try:
-        t = _dt.datetime.fromisoformat(s[:-1] + "+00:00" if s[-1:] in "zZ" and s
-                                       else s)
+        if not m:
+            raise ValueError(s)
+        y, mo, d, h, mi, se = (int(x) for x in m.groups()[:6])
+        us = int((m.group(7) or "0")[:6].ljust(6, "0"))
+        z = m.group(8)
+        tz = _dt.timezone.utc
+        if z not in ("Z", "z"):
+            off = _dt.timedelta(hours=int(z[1:3]), minutes=int(z[4:6]))
+            tz = _dt.timezone(-off if z[0] == "-" else off)
+        return _dt.datetime(y, mo, d, h, mi, min(se, 59), us, tzinfo=tz)
     except ValueError:
         raise StacError("%s: %r is not an RFC 3339 date-time" % (what, s)) from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=_dt.timezone.utc)
-    return t
 
 
 # -- the model -------------------------------------------------------------
@@ -578,7 +590,10 @@ def _expiry(url: str) -> Optional[float]:
     q = parse_qs(url.split("#", 1)[0].partition("?")[2])
     try:
         if "se" in q:
-            t = _time(q["se"][0], "se")
+            se = q["se"][0]
+            if re.match(r"^\d{4}-\d{2}-\d{2}$", se):   # a date alone: its start
+                se += "T00:00:00Z"
+            t = _time(se, "se")
             return t.timestamp() if t else None
         if "X-Amz-Date" in q and "X-Amz-Expires" in q:
             t0 = _dt.datetime.strptime(q["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ")

@@ -476,7 +476,58 @@ def test_pystac_objects(cat):
     got = stac.items(it)
     assert [i.id for i in got] == ["s33-a"]
     assert got[0].assets["B04"].href == cat["data"]["s33-a"]["B04"]
-    ic = pystac.ItemCollection.from_file(cat["search"])
-    assert [i.id for i in stac.items(ic)] == IDS
+    # Items read from their own files keep their self links: hrefs resolve.
+    ic = pystac.ItemCollection([pystac.Item.from_file(cat["items"][i]) for i in IDS])
+    got = stac.items(ic)
+    assert [i.id for i in got] == IDS
+    assert got[2].assets["B08"].href == cat["data"]["s34-a"]["B08"]
+    # A search result file's items have no location (pystac keeps none):
+    # their relative hrefs are refused by name rather than guessed.
+    with pytest.raises(stac.StacError, match="item 's33-a', asset 'B02': relative href"):
+        stac.items(pystac.ItemCollection.from_file(cat["search"]))
     c = pystac.Catalog.from_file(cat["catalog"])
     assert sorted(i.id for i in stac.items(c)) == sorted(IDS)
+
+
+# -- typing ------------------------------------------------------------------
+
+TYPED_USER = '''\
+import datetime
+from typing import List, Optional, Tuple
+
+from typing_extensions import assert_type
+
+import cogfeed
+from cogfeed import stac
+
+
+def sign(href: str) -> str:
+    return href + "?sig=x"
+
+
+its = stac.items("catalog.json", limits=stac.Limits(max_items=10))
+assert_type(its, stac.Items)
+it = its[0]
+assert_type(it.time, Optional[datetime.datetime])
+assert_type(it.cloud_cover, Optional[float])
+sel = its.filter(lambda i: (i.cloud_cover or 0) < 20).select(["red", "nir"], sign=sign)
+assert_type(sel.images(), List[str])
+assert_type(sel.header_grids, List[Tuple[str, str]])
+grids: List[cogfeed.Grid] = sel.grids()
+loader = cogfeed.Loader(sel, patch_size=64)
+sel.select  # typo: select
+'''
+
+
+@pytest.mark.parametrize("checker", ["mypy", "pyright"])
+def test_stac_api_type_checks(tmp_path, checker):
+    """A user's script over cogfeed.stac passes mypy --strict and pyright
+    strict, but for the one marked typo (a Selection has no select)."""
+    import test_package
+    d = tmp_path / "u"
+    d.mkdir()
+    script = d / "stac_user.py"
+    script.write_text(TYPED_USER)
+    run = test_package._mypy if checker == "mypy" else test_package._pyright
+    errors, out = run(str(script), tmp_path)
+    assert set(errors) == {len(TYPED_USER.splitlines())}, out[-4000:]
