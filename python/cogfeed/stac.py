@@ -53,6 +53,7 @@ Source = Any
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 _REMOTE = ("http", "https", "s3", "az", "gs")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _AUTH_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,31}:[A-Za-z0-9_.\-]{1,32}$")
 
 
@@ -146,10 +147,9 @@ def _check_target(origin: str, href: str, what: str) -> None:
     """The rule for hrefs a document names (links and assets): a remote
     document may not send cogfeed to the local disk, and an https one not
     to plain http.  Control characters are refused."""
-    for c in href:
-        if ord(c) < 0x20 or ord(c) == 0x7F:
-            raise StacError("%s: a href holding a control character is refused"
-                            % what)
+    if _CONTROL.search(href):
+        raise StacError("%s: a href holding a control character is refused"
+                        % what)
     if not href:
         raise StacError("%s: empty href" % what)
     o, t = _scheme(origin), _scheme(href)
@@ -170,51 +170,35 @@ def _bad_constant(name: str) -> float:
 
 def _depth(obj: Any, limit: int) -> int:
     """Nesting depth of a parsed document, stopping past limit."""
-    stack: List[Tuple[Any, int]] = [(obj, 1)]
-    worst = 0
-    while stack:
-        o, d = stack.pop()
-        worst = max(worst, d)
-        if worst > limit:
-            return worst
-        if isinstance(o, dict):
-            stack.extend((v, d + 1) for v in o.values())
-        elif isinstance(o, list):
-            stack.extend((v, d + 1) for v in o)
-    return worst
+    level: List[Any] = [obj]
+    depth = 0
+    while level and depth <= limit:
+        depth += 1
+        nxt: List[Any] = []
+        for o in level:
+            vs = o.values() if isinstance(o, dict) else o
+            nxt.extend(v for v in vs if isinstance(v, (dict, list)))
+        level = nxt
+    return depth
 
 
 def _parse(data: bytes, where: str, limits: Limits) -> Dict[str, Any]:
-    # Nesting is checked on the text first: the parser itself recurses.
-    depth = cur = 0
-    in_str = esc = False
-    for b in data:
-        if in_str:
-            if esc:
-                esc = False
-            elif b == 0x5C:
-                esc = True
-            elif b == 0x22:
-                in_str = False
-        elif b == 0x22:
-            in_str = True
-        elif b in (0x5B, 0x7B):
-            cur += 1
-            if cur > depth:
-                depth = cur
-                if depth > limits.max_nesting:
-                    raise StacError("%s: JSON nested deeper than %d levels"
-                                    % (where, limits.max_nesting))
-        elif b in (0x5D, 0x7D):
-            cur -= 1
+    # The C parser guards its own recursion (RecursionError); the nesting
+    # bound is then checked on the result without recursing.
+    too_deep = StacError("%s: JSON nested deeper than %d levels"
+                         % (where, limits.max_nesting))
     try:
         doc = json.loads(data, parse_constant=_bad_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+    except RecursionError:
+        raise too_deep from None
+    except (ValueError, UnicodeDecodeError) as e:
         raise StacError("%s: not valid JSON: %s" % (where, e)) from None
     if not isinstance(doc, dict):
         raise StacError("%s: a STAC document is a JSON object, not %s"
                         % (where, type(doc).__name__))
-    return doc
+    if _depth(doc, limits.max_nesting) > limits.max_nesting:
+        raise too_deep
+    return cast(Dict[str, Any], doc)
 
 
 def _num(v: Any, what: str) -> float:
@@ -457,6 +441,8 @@ def _bands(a: Mapping[str, Any], what: str, limits: Limits) -> Tuple[Band, ...]:
                 raise StacError("%s: %s[%d] is not an object" % (what, key, i))
         return v
 
+    if "eo:bands" not in a and "raster:bands" not in a and "bands" not in a:
+        return ()
     eo, raster, v11 = lst("eo:bands"), lst("raster:bands"), lst("bands")
     n = max(len(eo), len(raster), len(v11))
     out = []
