@@ -84,6 +84,8 @@ class Limits:
     max_nesting: int = 64
     #: the largest proj:shape side (pixels)
     max_side: int = 1 << 31
+    #: a STAC GeoParquet file: its bytes, and its columns decoded
+    max_table_bytes: int = 256 << 20
 
 
 # -- small helpers ---------------------------------------------------------
@@ -762,7 +764,8 @@ def items(source: Source, *, io: Optional[IO] = None,
     """Read STAC items from source: a path or URL (file://, http(s)://,
     s3://, az://, gs://) of an Item, an ItemCollection, a Collection or a
     Catalog (whose item and child links are followed, relative to the
-    catalog's own location); a parsed document (dict); a pystac Item,
+    catalog's own location), or of a STAC GeoParquet table (a name ending
+    in .parquet / .geoparquet; needs pyarrow); a parsed document (dict); a pystac Item,
     ItemCollection, Catalog or Collection, or a pystac-client ItemSearch;
     or a list of any of these.  io: the cogfeed.IO that reads the JSON
     (default: cogfeed.default_io()).  Raises StacError naming the
@@ -777,7 +780,10 @@ def items(source: Source, *, io: Optional[IO] = None,
                 href = os.path.abspath(href)
             _check_target("", href, "items()")
             w.seen.add(href)
-            w.document(w.fetch(href), href, ())
+            if _PARQUET.search(href.split("#", 1)[0].split("?", 1)[0]):
+                _geoparquet(w, href)
+            else:
+                w.document(w.fetch(href), href, ())
         elif isinstance(s, dict):
             w.document(cast(Dict[str, Any], s), None, ())
         else:
@@ -789,6 +795,146 @@ def items(source: Source, *, io: Optional[IO] = None,
             for d in ds:
                 w.document(d, None, ())
     return Items(w.items)
+
+
+# -- STAC GeoParquet --------------------------------------------------------
+
+_PARQUET = re.compile(r"\.(geo)?parquet$", re.IGNORECASE)
+_ITEM_COLUMNS = ("type", "stac_version", "stac_extensions", "id", "geometry",
+                 "bbox", "links", "assets", "collection")
+
+
+def _wkb(b: bytes, where: str) -> Dict[str, Any]:
+    """GeoJSON of a WKB Point, Polygon or MultiPolygon (2D, or with Z / M
+    dropped), the footprint types STAC items have."""
+    import struct
+    pos = 0
+
+    def take(fmt: str) -> Tuple[Any, ...]:
+        nonlocal pos
+        n = struct.calcsize(fmt)
+        if pos + n > len(b):
+            raise StacError("%s: geometry WKB cut short" % where)
+        v = struct.unpack_from(fmt, b, pos)
+        pos += n
+        return v
+
+    def geom(depth: int) -> Tuple[str, Any]:
+        if depth > 2:
+            raise StacError("%s: geometry WKB nested too deep" % where)
+        (order,) = take("B")
+        e = "<" if order == 1 else ">"
+        (t,) = take(e + "I")
+        dims = 2
+        if t & 0x80000000 or t & 0x40000000:      # EWKB Z / M flags
+            dims += bool(t & 0x80000000) + bool(t & 0x40000000)
+            t &= 0xFFFF
+        elif t >= 1000:                           # ISO Z (1000s), M, ZM
+            dims += 1 if t // 1000 in (1, 2) else 2
+            t %= 1000
+        if t & 0x20000000 or t & 0xFFFF0000:
+            raise StacError("%s: geometry WKB with an SRID or unknown type" % where)
+
+        def point() -> List[float]:
+            v = take(e + "d" * dims)
+            return [float(v[0]), float(v[1])]
+
+        def count(limit: int) -> int:
+            (n,) = take(e + "I")
+            if n > limit or n * 16 > len(b) - pos:
+                raise StacError("%s: geometry WKB count %d beyond its bytes"
+                                % (where, n))
+            return int(n)
+
+        def ring() -> List[List[float]]:
+            return [point() for _ in range(count(1 << 24))]
+
+        if t == 1:
+            return "Point", point()
+        if t == 3:
+            return "Polygon", [ring() for _ in range(count(1 << 16))]
+        if t == 6 and depth == 0:
+            polys = []
+            for _ in range(count(1 << 16)):
+                k, c = geom(depth + 1)
+                if k != "Polygon":
+                    raise StacError("%s: MultiPolygon holding a %s" % (where, k))
+                polys.append(c)
+            return "MultiPolygon", polys
+        raise StacError("%s: geometry WKB type %d not read (Point, Polygon, "
+                        "MultiPolygon)" % (where, t))
+
+    kind, coords = geom(0)
+    return {"type": kind, "coordinates": coords}
+
+
+def _plain(v: Any) -> Any:
+    """A row value as JSON would hold it: nulls of the table's union
+    schema dropped, dates as RFC 3339 text."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=_dt.timezone.utc)
+        return v.astimezone(_dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    return v
+
+
+def _geoparquet(w: _Walk, href: str) -> None:
+    """Items of a STAC GeoParquet file (stac-geoparquet's layout: one row
+    per item; id, geometry as WKB, bbox, links, assets as columns, the
+    properties as the other columns), read through the io and decoded by
+    pyarrow (the optional extra)."""
+    wh = _shown(href)
+    import importlib
+    try:   # Any-typed: pyarrow is an optional extra, without stubs
+        pa: Any = importlib.import_module("pyarrow")
+        pq: Any = importlib.import_module("pyarrow.parquet")
+    except ImportError:
+        raise StacError("%s: reading STAC GeoParquet needs pyarrow (pip "
+                        "install cogfeed[stac])" % wh) from None
+    data = w.io.get(href, max_bytes=w.limits.max_table_bytes)
+    if data[:4] != b"PAR1" or data[-4:] != b"PAR1":
+        raise StacError("%s: not a Parquet file" % wh)
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        md = pf.metadata
+        if md.num_rows + len(w.items) > w.limits.max_items:
+            raise StacError("%s: %d rows, more than the %d items allowed"
+                            % (wh, md.num_rows, w.limits.max_items))
+        decoded = sum(md.row_group(i).total_byte_size
+                      for i in range(md.num_row_groups))
+        if decoded > w.limits.max_table_bytes:
+            raise StacError("%s: %d bytes once decoded, more than the %d "
+                            "allowed (max_table_bytes)"
+                            % (wh, decoded, w.limits.max_table_bytes))
+        names = set(pf.schema_arrow.names)
+        if "id" not in names or "assets" not in names:
+            raise StacError("%s: not a STAC GeoParquet table (no id or assets "
+                            "column)" % wh)
+        rows = pf.read().to_pylist()
+    except StacError:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise StacError("%s: unreadable Parquet: %s" % (wh, e)) from None
+    for i, r in enumerate(rows):
+        rw = "%s: row %d" % (wh, i)
+        g = r.get("geometry")
+        bbox = r.get("bbox")
+        if isinstance(bbox, dict):
+            bbox = [bbox.get(k) for k in ("xmin", "ymin", "xmax", "ymax")]
+        d = {
+            "type": "Feature", "id": r.get("id"),
+            "geometry": _wkb(g, rw) if isinstance(g, bytes) else None,
+            "bbox": bbox, "links": _plain(r.get("links") or []),
+            "assets": _plain(r.get("assets") or {}),
+            "collection": r.get("collection"),
+            "properties": _plain({k: v for k, v in r.items()
+                                  if k not in _ITEM_COLUMNS}),
+        }
+        w.add(item_from_dict(d, href=href, where=rw, limits=w.limits))
 
 
 # -- selection and the Loader's inputs -------------------------------------

@@ -489,6 +489,42 @@ def test_pystac_objects(cat):
     assert sorted(i.id for i in stac.items(c)) == sorted(IDS)
 
 
+# -- STAC GeoParquet (optional: pyarrow; the file written by stac-geoparquet) --
+
+def test_geoparquet_gives_the_items_of_the_json(cat, srv, tmp_path):
+    pytest.importorskip("pyarrow")
+    sga = pytest.importorskip("stac_geoparquet.arrow")
+    with open(cat["search"]) as f:
+        feats = json.load(f)["features"]
+    path = os.path.join(cat["root"], "items.parquet")   # beside search.json
+    sga.to_parquet(sga.parse_stac_items_to_arrow(feats), path)
+    for src in (path, srv.url("items.parquet")):
+        got = stac.items(src, io=fast_io())
+        want = stac.items(cat["search"] if src == path else srv.url("search.json"),
+                          io=fast_io())
+        assert [i.id for i in got] == IDS
+        for g, w in zip(got, want):
+            assert (g.time, g.cloud_cover, g.collection) == (w.time, w.cloud_cover,
+                                                             w.collection)
+            assert g.geometry["type"] == w.geometry["type"] == "Polygon"
+            np.testing.assert_allclose(g.geometry["coordinates"], w.geometry["coordinates"])
+            np.testing.assert_allclose(g.bbox, w.bbox)
+            assert set(g.assets) == set(w.assets)
+            for k, a in w.assets.items():
+                b = g.assets[k]
+                assert (b.href, b.crs, b.transform, b.shape, b.nodata, b.scale,
+                        b.data_type, b.common_names) == (
+                    a.href, a.crs, a.transform, a.shape, a.nodata, a.scale,
+                    a.data_type, a.common_names), (g.id, k)
+        assert got.select(["red", "nir"]).images() == want.select(["red", "nir"]).images()
+    with pytest.raises(stac.StacError, match="items.parquet: 5 rows, more than the 3 items"):
+        stac.items(path, limits=stac.Limits(max_items=3))
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 not really PAR1")
+    with pytest.raises(stac.StacError, match="bad.parquet: unreadable Parquet"):
+        stac.items(str(bad))
+
+
 # -- typing ------------------------------------------------------------------
 
 TYPED_USER = '''\
