@@ -1067,6 +1067,20 @@ class Selection:
             return None
         return [[self.href(a) for a in r[1:]] for r in self.assets]
 
+    def hrefs(self, name: str) -> List[str]:
+        """The href (signed) of the asset `name` (a key or a common name)
+        of each selected item, e.g. the Loader's masks=; StacError naming
+        the item where one has none."""
+        out = []
+        for it in self.items:
+            a = _pick(it, name)
+            if a is None:
+                raise StacError("%s: no asset with key or common name %r"
+                                % (_where(it.id, _shown(it.href) if it.href
+                                          else "<dict>"), name))
+            out.append(self.href(a))
+        return out
+
     def grids(self, io: Optional[IO] = None) -> List[Grid]:
         """The grid of each item's first asset: from the projection
         extension when it gives the whole grid, else from the file's header

@@ -182,6 +182,19 @@ def test_loader_over_items_equals_over_paths_and_the_pixels(cat):
             np.testing.assert_array_equal(img[k], src)
 
 
+def test_loader_with_a_mask_asset(cat):
+    sel = stac.items(cat["catalog"]).filter(lambda i: i.id == "s33-b") \
+        .select(["nir"])
+    masks = sel.hrefs("landcover")
+    assert masks == [cat["data"]["s33-b"]["landcover"]]
+    ld = cogfeed.Loader(sel, masks=masks, patch_size=128, batch_size=4,
+                        sampler="grid")
+    b = next(iter(ld))
+    assert b["image"].shape == (4, 1, 128, 128) and b["mask"].shape == (4, 1, 128, 128)
+    with pytest.raises(stac.StacError, match="item 's33-b': no asset .* 'swir16'"):
+        sel.hrefs("swir16")
+
+
 def test_loader_over_an_http_catalog(cat, srv):
     """The catalog read through the io from nginx; its relative hrefs
     resolved to nginx URLs; the Loader reads the same arrays."""
