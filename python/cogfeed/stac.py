@@ -129,14 +129,20 @@ def _resolve(base: Optional[str], href: str) -> str:
         assert m is not None
         rest = base[m.end():].split("#", 1)[0].split("?", 1)[0]
         auth, _, path = rest.partition("/")
-        if href.startswith("/"):
-            joined = href
+        # The href's own query and fragment stay as they are.
+        cut = min([i for i in (href.find("?"), href.find("#")) if i >= 0],
+                  default=len(href))
+        hpath, tail = href[:cut], href[cut:]
+        if hpath.startswith("/"):
+            joined = hpath
         else:
-            joined = posixpath.join("/" + posixpath.dirname(path), href)
-        norm = posixpath.normpath(joined)
+            joined = posixpath.join("/" + posixpath.dirname(path), hpath)
+        norm = posixpath.normpath(joined) if joined else "/"
+        if norm.startswith("//"):
+            norm = "/" + norm.lstrip("/")
         if joined.endswith("/") and not norm.endswith("/"):
             norm += "/"
-        return m.group(0) + auth + norm
+        return m.group(0) + auth + norm + tail
     root = base[7:] if bs == "file" else base
     if root.startswith("localhost/"):
         root = root[9:]

@@ -358,6 +358,19 @@ def test_remote_catalog_may_not_name_local_files(cat, srv):
         stac.items(srv.url("evil/item.json"), io=fast_io())
 
 
+def test_relative_hrefs_resolve_against_the_document():
+    d = {"type": "Feature", "id": "x", "properties": {"datetime": "2024-01-01T00:00:00Z"},
+         "links": [], "assets": {
+             "a": {"href": "./b/../x.tif?sig=a/../b"}, "up": {"href": "../../../../y.tif"},
+             "abs": {"href": "/z.tif"}, "s3": {"href": "s3://bucket/k.tif"}}}
+    it = stac.item_from_dict(d, href="https://h.example/c/d/item.json?token=T")
+    assert {k: a.href for k, a in it.assets.items()} == {
+        "a": "https://h.example/c/d/x.tif?sig=a/../b", "up": "https://h.example/y.tif",
+        "abs": "https://h.example/z.tif", "s3": "s3://bucket/k.tif"}
+    it = stac.item_from_dict(d, href="s3://bucket/stac/item.json")
+    assert it.assets["a"].href == "s3://bucket/stac/x.tif?sig=a/../b"
+
+
 def test_https_document_may_not_name_plain_http():
     with pytest.raises(stac.StacError, match="plain http, named by an https document"):
         stac.item_from_dict(
