@@ -195,6 +195,19 @@ def test_loader_with_a_mask_asset(cat):
         sel.hrefs("swir16")
 
 
+def test_cog_dataset_takes_the_selection_lists(cat):
+    pytest.importorskip("torch")
+    from cogfeed.torch import CogDataset
+    sel = stac.items(cat["catalog"]).filter(lambda i: i.id == "s33-a") \
+        .select(["red", "nir"])
+    ds = CogDataset(**sel.loader_inputs(), patch_size=128, batch_size=4,
+                    sampler="grid")
+    b = next(iter(ds))
+    want = cat["arrays"]["s33-a"][[2, 3]]
+    for k, (fi, x, y, w, h) in enumerate(b["windows"]):
+        np.testing.assert_array_equal(b["image"][k].numpy(), want[:, y:y + h, x:x + w])
+
+
 def test_loader_over_an_http_catalog(cat, srv):
     """The catalog read through the io from nginx; its relative hrefs
     resolved to nginx URLs; the Loader reads the same arrays."""
