@@ -265,6 +265,22 @@ CF_API void cf_io_set_max_inflight(cf_io *io, int n);
 /* Hard ceiling of in-flight requests this io accepts. */
 #define CF_IO_MAX_INFLIGHT 1024
 
+/* Read a whole (small) object into memory: a local path, file://, or any
+ * remote URL form, through the same path as every read (credentials go
+ * only where docs/remote.md says, retries, redirects, the ETag of the
+ * first response pinned).  For a catalog's JSON (STAC), a manifest.
+ * io may be NULL for a local file only.  The size comes from the first
+ * response (a range read of header_bytes); an object larger than
+ * max_bytes (1 .. CF_IO_GET_MAX) fails with CF_E_LIMIT naming the URL
+ * (redacted) before the rest is fetched or allocated.  A server that
+ * ignores Range may send up to max_bytes + 1 bytes before it is refused.
+ * On success *data (owned by the caller: cf_io_get_free) holds *len bytes
+ * and a NUL after them; on failure *data is NULL.  Thread-safe; blocks. */
+#define CF_IO_GET_MAX (1ull << 30)
+CF_API cf_status cf_io_get(cf_io *io, const char *url, size_t max_bytes, void **data,
+                           size_t *len, cf_error *err);
+CF_API void cf_io_get_free(void *data);
+
 /* ------------------------------------------------------------------ */
 /* COG: one opened (Geo)TIFF                                           */
 /* ------------------------------------------------------------------ */

@@ -127,10 +127,46 @@ static PyObject *IO_set_max_inflight(IOObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* IO.get(url, max_bytes=64 MiB) -> bytes: cf_io_get, the GIL released. */
+static PyObject *IO_get(IOObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"url", "max_bytes", NULL};
+    PyObject *url_obj;
+    unsigned long long max_bytes = 64ull << 20;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$K:get", kwlist, &url_obj, &max_bytes))
+        return NULL;
+    if (!self->io) return PyErr_Format(PyExc_ValueError, "cogfeed.IO was not initialised");
+    if (max_bytes == 0 || max_bytes > CF_IO_GET_MAX)
+        return PyErr_Format(PyExc_ValueError, "max_bytes must be in 1..%llu",
+                            (unsigned long long)CF_IO_GET_MAX);
+    PyObject *url_b = NULL;
+    if (!PyUnicode_FSConverter(url_obj, &url_b)) return NULL;
+    const char *url = PyBytes_AS_STRING(url_b);
+    if (strlen(url) != (size_t)PyBytes_GET_SIZE(url_b)) {
+        Py_DECREF(url_b);
+        return PyErr_Format(PyExc_ValueError, "url holds a NUL character");
+    }
+    void *data = NULL;
+    size_t len = 0;
+    cf_error err;
+    cf_status st;
+    Py_BEGIN_ALLOW_THREADS st = cf_io_get(self->io, url, (size_t)max_bytes, &data, &len, &err);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(url_b);
+    if (st != CF_OK) return cf_py_raise(st, &err);
+    PyObject *out = PyBytes_FromStringAndSize(data, (Py_ssize_t)len);
+    cf_io_get_free(data);
+    return out;
+}
+
 static PyMethodDef IO_methods[] = {
     {"stats", (PyCFunction)IO_stats, METH_NOARGS,
      "stats() -> dict: requests, retries, bytes_fetched, connect_failures, read_failures, "
      "header_cache_hits, inflight, max_inflight, hedges, hedge_wins, peak_inflight"},
+    {"get", (PyCFunction)(void (*)(void))IO_get, METH_VARARGS | METH_KEYWORDS,
+     "get(url, *, max_bytes=67108864) -> bytes: the whole object (a local path, file://, "
+     "http(s)://, s3://, az://, gs://), read with this IO's credentials, retries and "
+     "redirect rules; cogfeed.Error (LimitError) naming the URL when it is larger than "
+     "max_bytes, refused before the rest is fetched"},
     {"set_max_inflight", (PyCFunction)IO_set_max_inflight, METH_O,
      "set_max_inflight(n): change the number of requests kept in flight"},
     {NULL, NULL, 0, NULL}};

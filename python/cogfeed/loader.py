@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from ._cogfeed import CRS
     from .grid import Grid
+    from .stac import Selection
 
 __all__ = ["Loader", "Batch", "LoaderState", "LoaderOptions", "LoaderLayout",
            "LoaderStats", "IOOptions", "GridSpec", "ResamplingSpec", "Sampler",
@@ -380,7 +381,9 @@ class Loader:
     Arguments:
         images: a path/URL or a list of them (local, file://, http(s)://,
             s3://, az://, gs://); for time series, a list of lists of T
-            aligned scenes each.
+            aligned scenes each; or a cogfeed.stac.Selection (STAC items'
+            chosen assets: one sample source per item, the first asset as
+            the image and one layer per other asset; docs/datasets.md).
         masks: one mask per image file (read onto the sample's grid like
             every input), or None.
         patch_size: side of the square patches in pixels.
@@ -484,7 +487,8 @@ class Loader:
 
     def __init__(
         self,
-        images: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]]],
+        images: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
+                      Selection],
         masks: Union[StrPath, Sequence[StrPath], None] = None,
         patch_size: int = _default("patch_size"),
         batch_size: int = _default("batch_size"),
@@ -523,6 +527,16 @@ class Loader:
         ungeoreferenced: bool = _default("ungeoreferenced"),
         error_threshold: float = _default("error_threshold"),
     ) -> None:
+        from .stac import Selection as _Selection
+        stac_sel: Optional[_Selection] = None
+        if isinstance(images, _Selection):
+            # STAC items (cogfeed.stac): one sample source per item, one
+            # layer per selected asset after the first (docs/datasets.md).
+            if layers is not None:
+                raise ValueError("layers: a STAC selection gives its own "
+                                 "(one per selected asset)")
+            stac_sel = images
+            images, layers = stac_sel.images(), stac_sel.layers()
         items: List[Any] = ([images] if isinstance(images, (str, bytes, os.PathLike))
                             else list(images))
         if not items:
@@ -592,7 +606,12 @@ class Loader:
             error_threshold=float(error_threshold))
         if cache_bytes is not None:  # None: the C default (5% of RAM)
             self._kw["cache_bytes"] = int(cache_bytes)
-        self._ld = _cogfeed._Loader(**self._kw)
+        try:
+            self._ld = _cogfeed._Loader(**self._kw)
+        except _cogfeed.Error as e:
+            if stac_sel is None:
+                raise
+            raise stac_sel.explain(e) from None
         self._layout = cast(LoaderLayout, self._ld.layout())
         self._copy = bool(copy)
         self._time_series = t > 1

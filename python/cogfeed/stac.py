@@ -1,0 +1,1152 @@
+"""cogfeed.stac: STAC Items, ItemCollections, Collections and static
+Catalogs in; their assets out as the Loader's inputs (docs/datasets.md).
+
+    import cogfeed
+    items = cogfeed.stac.items("https://example.com/catalog.json")
+    sel = items.select(["red", "green", "blue", "nir"])   # keys or common names
+    loader = cogfeed.Loader(sel, patch_size=256)            # one layer per asset
+
+JSON is read through cogfeed's own I/O (``IO.get``: local paths, file://,
+http(s)://, s3://, az://, gs://, with the credential rules of
+docs/remote.md for every href) and parsed with the standard library; pystac
+and pystac-client objects are taken where those are installed (never
+required).  A catalog may come from someone hostile: every count, size and
+depth is bounded, links may not leave a remote catalog for the local disk
+or go from https to http, and link loops are refused (``Limits``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import math
+import os
+import posixpath
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List,
+                    Mapping, Optional, Sequence, Set, Tuple, Union, cast,
+                    overload)
+from urllib.parse import parse_qs
+
+from . import _cogfeed
+from .grid import Grid
+
+if TYPE_CHECKING:
+    from ._cogfeed import IO, CRS
+
+__all__ = ["Asset", "Item", "Items", "Selection", "Limits", "Signer",
+           "SignFunction", "StacError", "items", "item_from_dict"]
+
+log = logging.getLogger("cogfeed.stac")
+
+#: sign=: href -> signed href, or (signed href, expiry as a POSIX time).
+SignFunction = Callable[[str], Union[str, Tuple[str, float]]]
+
+#: A source of items: a path or URL of a STAC JSON document, a parsed
+#: document (dict), a pystac Item / ItemCollection / Catalog, a
+#: pystac-client ItemSearch, or a list of these.
+Source = Any
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+_REMOTE = ("http", "https", "s3", "az", "gs")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_AUTH_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,31}:[A-Za-z0-9_.\-]{1,32}$")
+
+
+class StacError(ValueError):
+    """A STAC document cogfeed cannot use: broken JSON, a missing or
+    wrong-typed field, a refused link, a bound exceeded.  The message names
+    the document (file or URL, without its query string), the item id and
+    the asset key where they apply."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what a catalog may make cogfeed do (docs/datasets.md,
+    "Hostile catalogs")."""
+    #: bytes of one JSON document (IO.get's max_bytes)
+    max_bytes: int = 16 << 20
+    #: documents fetched while walking a catalog
+    max_documents: int = 10_000
+    #: items in all (a collection, a search result, a catalog walk)
+    max_items: int = 1_000_000
+    #: child levels below the document given
+    max_depth: int = 16
+    #: links of one document, assets of one item, bands of one asset
+    max_links: int = 100_000
+    max_assets: int = 1_000
+    max_bands: int = 10_000
+    #: JSON nesting depth of one document
+    max_nesting: int = 64
+    #: the largest proj:shape side (pixels)
+    max_side: int = 1 << 31
+    #: a STAC GeoParquet file: its bytes, and its columns decoded
+    max_table_bytes: int = 256 << 20
+
+
+# -- small helpers ---------------------------------------------------------
+
+
+def _scheme(href: str) -> str:
+    m = _SCHEME.match(href)
+    return m.group(1).lower() if m else ""
+
+
+def _is_local(href: str) -> bool:
+    s = _scheme(href)
+    return s in ("", "file")
+
+
+def _shown(href: str) -> str:
+    """href as errors show it: no user info, query or fragment, control
+    characters escaped (as the C side's names)."""
+    h = href.split("#", 1)[0].split("?", 1)[0]
+    m = _SCHEME.match(h)
+    if m:
+        rest = h[m.end():]
+        auth, sep, path = rest.partition("/")
+        if "@" in auth:
+            auth = auth.rsplit("@", 1)[1]
+        h = m.group(0) + auth + sep + path
+    out = "".join(c if 0x20 <= ord(c) != 0x7F else "\\x%02x" % ord(c) for c in h)
+    return out if len(out) <= 300 else out[:140] + "..." + out[-140:]
+
+
+def _resolve(base: Optional[str], href: str) -> str:
+    """href made absolute against the document it came from (base: a path
+    or URL; its query is not carried over)."""
+    if _scheme(href) or base is None:
+        return href
+    if href.startswith("/") and _is_local(base):
+        return href
+    bs = _scheme(base)
+    if bs and bs != "file":
+        m = _SCHEME.match(base)
+        assert m is not None
+        rest = base[m.end():].split("#", 1)[0].split("?", 1)[0]
+        auth, _, path = rest.partition("/")
+        # The href's own query and fragment stay as they are.
+        cut = min([i for i in (href.find("?"), href.find("#")) if i >= 0],
+                  default=len(href))
+        hpath, tail = href[:cut], href[cut:]
+        if hpath.startswith("/"):
+            joined = hpath
+        else:
+            joined = posixpath.join("/" + posixpath.dirname(path), hpath)
+        norm = posixpath.normpath(joined) if joined else "/"
+        if norm.startswith("//"):
+            norm = "/" + norm.lstrip("/")
+        if joined.endswith("/") and not norm.endswith("/"):
+            norm += "/"
+        return m.group(0) + auth + norm + tail
+    root = base[7:] if bs == "file" else base
+    if root.startswith("localhost/"):
+        root = root[9:]
+    d = os.path.dirname(root)
+    p = os.path.normpath(os.path.join(d, href))
+    return ("file://" + p) if bs == "file" else p
+
+
+def _check_target(origin: str, href: str, what: str) -> None:
+    """The rule for hrefs a document names (links and assets): a remote
+    document may not send cogfeed to the local disk, and an https one not
+    to plain http.  Control characters are refused."""
+    if _CONTROL.search(href):
+        raise StacError("%s: a href holding a control character is refused"
+                        % what)
+    if not href:
+        raise StacError("%s: empty href" % what)
+    o, t = _scheme(origin), _scheme(href)
+    if t and t != "file" and t not in _REMOTE:
+        raise StacError("%s: unsupported URL scheme %r in %s" % (
+            what, t, _shown(href)))
+    if o in _REMOTE and _is_local(href):
+        raise StacError("%s: %s is a local file named by a remote document "
+                        "(%s): refused" % (what, _shown(href), _shown(origin)))
+    if o == "https" and t == "http":
+        raise StacError("%s: %s is plain http, named by an https document "
+                        "(%s): refused" % (what, _shown(href), _shown(origin)))
+
+
+def _bad_constant(name: str) -> float:
+    raise ValueError("%s is not JSON" % name)
+
+
+def _depth(obj: Any, limit: int) -> int:
+    """Nesting depth of a parsed document, stopping past limit."""
+    level: List[Any] = [obj]
+    depth = 0
+    while level and depth <= limit:
+        depth += 1
+        nxt: List[Any] = []
+        for o in level:
+            vs = o.values() if isinstance(o, dict) else o
+            nxt.extend(v for v in vs if isinstance(v, (dict, list)))
+        level = nxt
+    return depth
+
+
+def _parse(data: bytes, where: str, limits: Limits) -> Dict[str, Any]:
+    # The C parser guards its own recursion (RecursionError); the nesting
+    # bound is then checked on the result without recursing.
+    too_deep = StacError("%s: JSON nested deeper than %d levels"
+                         % (where, limits.max_nesting))
+    try:
+        doc = json.loads(data, parse_constant=_bad_constant)
+    except RecursionError:
+        raise too_deep from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise StacError("%s: not valid JSON: %s" % (where, e)) from None
+    if not isinstance(doc, dict):
+        raise StacError("%s: a STAC document is a JSON object, not %s"
+                        % (where, type(doc).__name__))
+    if _depth(doc, limits.max_nesting) > limits.max_nesting:
+        raise too_deep
+    return cast(Dict[str, Any], doc)
+
+
+def _num(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise StacError("%s: a number is needed, not %r" % (what, _short(v)))
+    f = float(v)
+    if not math.isfinite(f):
+        raise StacError("%s: %r is not finite" % (what, v))
+    return f
+
+
+def _short(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _str(v: Any, what: str, limit: int = 4096) -> str:
+    if not isinstance(v, str):
+        raise StacError("%s: a string is needed, not %s" % (what, _short(v)))
+    if len(v) > limit:
+        raise StacError("%s: a string of %d characters (at most %d)"
+                        % (what, len(v), limit))
+    return v
+
+
+_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})"
+                     r"(?:\.(\d{1,12}))?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _time(v: Any, what: str) -> Optional[_dt.datetime]:
+    """An RFC 3339 date-time (what STAC requires; fractions of any length,
+    as Python 3.9's fromisoformat does not take), in UTC when no offset."""
+    if v is None:
+        return None
+    s = _str(v, what, 64)
+    m = _RFC3339.match(s)
+    try:
+        if not m:
+            raise ValueError(s)
+        y, mo, d, h, mi, se = (int(x) for x in m.groups()[:6])
+        us = int((m.group(7) or "0")[:6].ljust(6, "0"))
+        z = m.group(8)
+        tz = _dt.timezone.utc
+        if z not in ("Z", "z"):
+            off = _dt.timedelta(hours=int(z[1:3]), minutes=int(z[4:6]))
+            tz = _dt.timezone(-off if z[0] == "-" else off)
+        return _dt.datetime(y, mo, d, h, mi, min(se, 59), us, tzinfo=tz)
+    except ValueError:
+        raise StacError("%s: %r is not an RFC 3339 date-time" % (what, s)) from None
+
+
+# -- the model -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Band:
+    """One band of an asset: eo:bands / STAC 1.1 bands and raster:bands."""
+    name: Optional[str] = None
+    common_name: Optional[str] = None
+    nodata: Optional[float] = None
+    scale: Optional[float] = None
+    offset: Optional[float] = None
+    data_type: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Asset:
+    """An asset of an item, with what the projection and raster extensions
+    say about it (asset fields over item fields)."""
+    key: str
+    href: str                  #: absolute, unsigned
+    item_id: str
+    type: Optional[str] = None
+    roles: Tuple[str, ...] = ()
+    bands: Tuple[Band, ...] = ()
+    #: projection extension: a CRS text ("EPSG:32633", WKT2 or PROJ JSON)
+    crs: Optional[str] = None
+    transform: Optional[Tuple[float, float, float, float, float, float]] = None
+    shape: Optional[Tuple[int, int]] = None     #: (height, width)
+    proj_bbox: Optional[Tuple[float, float, float, float]] = None
+    where: str = ""            #: the document it came from (shown form)
+
+    @property
+    def common_names(self) -> Tuple[str, ...]:
+        return tuple(b.common_name for b in self.bands if b.common_name)
+
+    @property
+    def nodata(self) -> Optional[float]:
+        return self.bands[0].nodata if self.bands else None
+
+    @property
+    def scale(self) -> Optional[float]:
+        return self.bands[0].scale if self.bands else None
+
+    @property
+    def offset(self) -> Optional[float]:
+        return self.bands[0].offset if self.bands else None
+
+    @property
+    def data_type(self) -> Optional[str]:
+        return self.bands[0].data_type if self.bands else None
+
+    @property
+    def has_grid(self) -> bool:
+        """True when the projection extension gives the whole grid (a CRS,
+        proj:transform and proj:shape), so no header read is needed."""
+        return (self.crs is not None and self.transform is not None
+                and self.shape is not None)
+
+    def stac_grid(self) -> Optional[Grid]:
+        """The grid the projection extension gives, or None."""
+        if not self.has_grid:
+            return None
+        assert self.transform is not None and self.shape is not None
+        try:
+            return Grid(_crs(self.crs), self.transform, self.shape[1],
+                        self.shape[0])
+        except (ValueError, _cogfeed.Error) as e:
+            raise StacError("%s: item %r, asset %r: projection fields are "
+                            "not a grid: %s" % (self.where, self.item_id,
+                                                self.key, e)) from None
+
+
+_crs_cache: Dict[str, CRS] = {}
+_crs_lock = threading.Lock()
+
+
+def _crs(text: Optional[str]) -> Optional[CRS]:
+    if text is None:
+        return None
+    with _crs_lock:
+        c = _crs_cache.get(text)
+    if c is None:
+        c = _cogfeed.CRS(text)
+        with _crs_lock:
+            if len(_crs_cache) < 4096:
+                _crs_cache[text] = c
+    return c
+
+
+@dataclass(frozen=True)
+class Item:
+    """A STAC Item: id, dates, cloud cover, footprint and assets."""
+    id: str
+    assets: Mapping[str, Asset]
+    datetime: Optional[_dt.datetime] = None
+    start_datetime: Optional[_dt.datetime] = None
+    end_datetime: Optional[_dt.datetime] = None
+    cloud_cover: Optional[float] = None
+    geometry: Optional[Dict[str, Any]] = None
+    bbox: Optional[Tuple[float, ...]] = None
+    collection: Optional[str] = None
+    href: Optional[str] = None        #: where it was read from, if known
+    properties: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def time(self) -> Optional[_dt.datetime]:
+        """datetime, else start_datetime."""
+        return self.datetime or self.start_datetime
+
+
+def _where(item_id: Optional[str], where: str, key: Optional[str] = None) -> str:
+    s = where
+    if item_id is not None:
+        s += ": item %r" % item_id
+    if key is not None:
+        s += ", asset %r" % key
+    return s
+
+
+def _proj(d: Mapping[str, Any], what: str, limits: Limits,
+          into: Dict[str, Any]) -> None:
+    """The projection extension's fields of d (an item's properties or an
+    asset) into `into`; CRS texts that could make PROJ open files are
+    refused."""
+    crs: Optional[str] = None
+    if d.get("proj:code") is not None:
+        code = _str(d["proj:code"], what + ": proj:code", 64)
+        if not _AUTH_CODE.match(code):
+            raise StacError("%s: proj:code %r is not AUTHORITY:CODE" % (what, code))
+        crs = code
+    elif d.get("proj:epsg") is not None:
+        e = d["proj:epsg"]
+        if isinstance(e, bool) or not isinstance(e, int) or not 0 < e < 10**7:
+            raise StacError("%s: proj:epsg %s is not an EPSG code" % (what, _short(e)))
+        crs = "EPSG:%d" % e
+    elif d.get("proj:wkt2") is not None:
+        w = _str(d["proj:wkt2"], what + ": proj:wkt2", 1 << 16).strip()
+        if not re.match(r"^[A-Z][A-Z0-9_]*\s*\[", w):
+            raise StacError("%s: proj:wkt2 is not WKT" % what)
+        crs = w
+    elif d.get("proj:projjson") is not None:
+        pj = d["proj:projjson"]
+        if not isinstance(pj, dict):
+            raise StacError("%s: proj:projjson is not an object" % what)
+        crs = json.dumps(pj)
+    if crs is not None:
+        into["crs"] = crs
+    if d.get("proj:transform") is not None:
+        t = d["proj:transform"]
+        if not isinstance(t, list) or len(t) not in (6, 9):
+            raise StacError("%s: proj:transform needs 6 or 9 numbers, not %s"
+                            % (what, _short(t)))
+        v = [_num(x, what + ": proj:transform") for x in t]
+        if len(t) == 9 and v[6:] != [0.0, 0.0, 1.0]:
+            raise StacError("%s: proj:transform's last row is not 0, 0, 1" % what)
+        into["transform"] = tuple(v[:6])
+    if d.get("proj:shape") is not None:
+        s = d["proj:shape"]
+        if (not isinstance(s, list) or len(s) != 2 or
+                any(isinstance(x, bool) or not isinstance(x, int) for x in s)):
+            raise StacError("%s: proj:shape needs two integers [rows, "
+                            "columns], not %s" % (what, _short(s)))
+        if not all(0 < x <= limits.max_side for x in s):
+            raise StacError("%s: proj:shape %s out of range 1..%d"
+                            % (what, s, limits.max_side))
+        into["shape"] = (s[0], s[1])
+    if d.get("proj:bbox") is not None:
+        b = d["proj:bbox"]
+        if not isinstance(b, list) or len(b) not in (4, 6):
+            raise StacError("%s: proj:bbox needs 4 numbers" % what)
+        v = [_num(x, what + ": proj:bbox") for x in b]
+        into["proj_bbox"] = (v[0], v[1], v[-3], v[-2]) if len(v) == 6 else tuple(v)
+
+
+def _bands(a: Mapping[str, Any], what: str, limits: Limits) -> Tuple[Band, ...]:
+    """eo:bands + raster:bands (STAC 1.0, two parallel lists) or bands
+    (STAC 1.1, one list with eo:common_name, nodata, data_type...)."""
+    def lst(key: str) -> List[Any]:
+        v = a.get(key)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise StacError("%s: %s is not a list" % (what, key))
+        if len(v) > limits.max_bands:
+            raise StacError("%s: %s has %d entries (at most %d)"
+                            % (what, key, len(v), limits.max_bands))
+        for i, b in enumerate(v):
+            if not isinstance(b, dict):
+                raise StacError("%s: %s[%d] is not an object" % (what, key, i))
+        return v
+
+    if "eo:bands" not in a and "raster:bands" not in a and "bands" not in a:
+        return ()
+    eo, raster, v11 = lst("eo:bands"), lst("raster:bands"), lst("bands")
+    n = max(len(eo), len(raster), len(v11))
+    out = []
+    for i in range(n):
+        e = eo[i] if i < len(eo) else {}
+        r = raster[i] if i < len(raster) else {}
+        b = v11[i] if i < len(v11) else {}
+        w = "%s: band %d" % (what, i)
+
+        def pick(*cands: Tuple[Mapping[str, Any], str]) -> Any:
+            for m, k in cands:
+                if m.get(k) is not None:
+                    return m[k]
+            return None
+
+        name = pick((b, "name"), (e, "name"))
+        cn = pick((b, "eo:common_name"), (e, "common_name"))
+        nd = pick((b, "nodata"), (r, "nodata"), (a, "nodata"))
+        sc = pick((b, "raster:scale"), (r, "scale"), (a, "raster:scale"))
+        of = pick((b, "raster:offset"), (r, "offset"), (a, "raster:offset"))
+        dt = pick((b, "data_type"), (r, "data_type"), (a, "data_type"))
+        nodata: Optional[float] = None
+        if nd is not None:
+            if isinstance(nd, str) and nd in ("nan", "inf", "-inf"):
+                nodata = float(nd)
+            else:
+                nodata = _num(nd, w + ": nodata")
+        out.append(Band(
+            name=None if name is None else _str(name, w + ": name", 256),
+            common_name=None if cn is None else _str(cn, w + ": common_name", 64),
+            nodata=nodata,
+            scale=None if sc is None else _num(sc, w + ": scale"),
+            offset=None if of is None else _num(of, w + ": offset"),
+            data_type=None if dt is None else _str(dt, w + ": data_type", 32)))
+    return tuple(out)
+
+
+def item_from_dict(d: Mapping[str, Any], *, href: Optional[str] = None,
+                   where: Optional[str] = None,
+                   limits: Limits = Limits()) -> Item:
+    """An Item from its parsed JSON.  href: where it was read from (relative
+    asset hrefs are resolved against it, else against its absolute self
+    link); where: how errors name the document."""
+    wh = where or (_shown(href) if href else "<dict>")
+    if d.get("type") != "Feature":
+        raise StacError("%s: not a STAC Item (type %s, not \"Feature\")"
+                        % (wh, _short(d.get("type"))))
+    iid = d.get("id")
+    if not isinstance(iid, str) or not iid or len(iid) > 1024:
+        raise StacError("%s: an item needs a string id, not %s" % (wh, _short(iid)))
+    w = _where(iid, wh)
+    props = d.get("properties")
+    if not isinstance(props, dict):
+        raise StacError("%s: properties is not an object" % w)
+    links = d.get("links", [])
+    if not isinstance(links, list):
+        raise StacError("%s: links is not a list" % w)
+    base = href
+    if base is None:
+        for ln in links[:limits.max_links]:
+            if (isinstance(ln, dict) and ln.get("rel") == "self" and
+                    isinstance(ln.get("href"), str) and
+                    (_scheme(ln["href"]) or ln["href"].startswith("/"))):
+                base = ln["href"]
+                break
+    item_proj: Dict[str, Any] = {}
+    _proj(props, w, limits, item_proj)
+    assets_d = d.get("assets")
+    if not isinstance(assets_d, dict):
+        raise StacError("%s: assets is not an object" % w)
+    if len(assets_d) > limits.max_assets:
+        raise StacError("%s: %d assets (at most %d)" % (w, len(assets_d),
+                                                        limits.max_assets))
+    assets: Dict[str, Asset] = {}
+    for key, a in assets_d.items():
+        aw = _where(iid, wh, key)
+        if not isinstance(a, dict):
+            raise StacError("%s: not an object" % aw)
+        h = a.get("href")
+        if not isinstance(h, str) or not h:
+            raise StacError("%s: no href" % aw)
+        h = _str(h, aw + ": href", 8192)
+        absolute = _resolve(base, h)
+        if not _scheme(absolute) and not os.path.isabs(absolute):
+            raise StacError("%s: relative href %r and no location to resolve "
+                            "it against (no absolute self link)" % (aw, _shown(h)))
+        _check_target(base or absolute, absolute, aw)
+        pj = dict(item_proj)
+        _proj(a, aw, limits, pj)
+        roles = a.get("roles", [])
+        if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+            raise StacError("%s: roles is not a list of strings" % aw)
+        t = a.get("type")
+        assets[key] = Asset(
+            key=key, href=absolute, item_id=iid,
+            type=None if t is None else _str(t, aw + ": type", 256),
+            roles=tuple(roles[:64]), bands=_bands(a, aw, limits),
+            crs=pj.get("crs"), transform=pj.get("transform"),
+            shape=pj.get("shape"), proj_bbox=pj.get("proj_bbox"), where=wh)
+    cc = props.get("eo:cloud_cover")
+    geom = d.get("geometry")
+    if geom is not None and not isinstance(geom, dict):
+        raise StacError("%s: geometry is not an object" % w)
+    bbox = d.get("bbox")
+    bb: Optional[Tuple[float, ...]] = None
+    if bbox is not None:
+        if not isinstance(bbox, list) or len(bbox) not in (4, 6):
+            raise StacError("%s: bbox needs 4 or 6 numbers" % w)
+        bb = tuple(_num(x, w + ": bbox") for x in bbox)
+    col = d.get("collection")
+    it = Item(
+        id=iid, assets=assets,
+        datetime=_time(props.get("datetime"), w + ": datetime"),
+        start_datetime=_time(props.get("start_datetime"), w + ": start_datetime"),
+        end_datetime=_time(props.get("end_datetime"), w + ": end_datetime"),
+        cloud_cover=None if cc is None else _num(cc, w + ": eo:cloud_cover"),
+        geometry=geom, bbox=bb,
+        collection=col if isinstance(col, str) else None,
+        href=href, properties=props)
+    if it.time is None:
+        raise StacError("%s: neither datetime nor start_datetime" % w)
+    return it
+
+
+# -- signing ---------------------------------------------------------------
+
+
+def _expiry(url: str) -> Optional[float]:
+    """The expiry a signed URL's query states: Azure SAS se=, S3 SigV4
+    X-Amz-Date + X-Amz-Expires, SigV2 / CloudFront Expires=; None."""
+    q = parse_qs(url.split("#", 1)[0].partition("?")[2])
+    try:
+        if "se" in q:
+            se = q["se"][0]
+            if re.match(r"^\d{4}-\d{2}-\d{2}$", se):   # a date alone: its start
+                se += "T00:00:00Z"
+            t = _time(se, "se")
+            return t.timestamp() if t else None
+        if "X-Amz-Date" in q and "X-Amz-Expires" in q:
+            t0 = _dt.datetime.strptime(q["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ")
+            return (t0.replace(tzinfo=_dt.timezone.utc).timestamp() +
+                    float(q["X-Amz-Expires"][0]))
+        if "Expires" in q:
+            return float(q["Expires"][0])
+    except (ValueError, StacError):
+        return None
+    return None
+
+
+class Signer:
+    """sign= made lazy: an href is signed when it is first handed out,
+    and signed again once its signature is within `margin_s` of expiring.
+    The expiry is what the sign function returns with the href (a tuple
+    (href, POSIX time)), else what the signed URL's query says (Azure SAS
+    ``se=``, S3 ``X-Amz-Date`` + ``X-Amz-Expires``, ``Expires=``), else
+    never.  The signed hrefs live in memory only; cogfeed's header cache
+    files them without the signature (lib/pipeline/hc_key.c)."""
+
+    def __init__(self, sign: SignFunction, margin_s: float = 300.0) -> None:
+        if not callable(sign):
+            raise TypeError("sign must be a callable href -> signed href")
+        self._sign = sign
+        self.margin_s = float(margin_s)
+        self._cache: Dict[str, Tuple[str, Optional[float]]] = {}
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    def __call__(self, href: str) -> str:
+        now = time.time()
+        with self._lock:
+            hit = self._cache.get(href)
+        if hit is not None and (hit[1] is None or hit[1] - self.margin_s > now):
+            return hit[0]
+        r = self._sign(href)
+        self.calls += 1
+        exp: Optional[float]
+        if isinstance(r, tuple):
+            signed, exp = str(r[0]), float(r[1])
+        elif isinstance(r, str):
+            signed, exp = r, _expiry(r)
+        else:
+            raise TypeError("sign(%s) returned %s, not a str or (str, expiry)"
+                            % (_shown(href), type(r).__name__))
+        # The signer is the user's: it may change the query, never where
+        # the href points (a signature for another host is refused).
+        if _shown(signed) != _shown(href):
+            raise StacError("sign(%s) returned a href to %s: a signer may "
+                            "add a query, not move the href"
+                            % (_shown(href), _shown(signed)))
+        with self._lock:
+            self._cache[href] = (signed, exp)
+        return signed
+
+
+# -- reading documents -----------------------------------------------------
+
+
+class _Walk:
+    def __init__(self, io: Optional[IO], limits: Limits) -> None:
+        self.io = io if io is not None else _cogfeed.default_io()
+        self.limits = limits
+        self.fetched = 0
+        self.seen: Set[str] = set()
+        self.items: List[Item] = []
+        self.ids: Set[Tuple[Optional[str], str]] = set()
+
+    def fetch(self, href: str) -> Dict[str, Any]:
+        if self.fetched >= self.limits.max_documents:
+            raise StacError("%s: more than %d documents in one catalog walk"
+                            % (_shown(href), self.limits.max_documents))
+        self.fetched += 1
+        data = self.io.get(href, max_bytes=self.limits.max_bytes)
+        return _parse(data, _shown(href), self.limits)
+
+    def add(self, it: Item) -> None:
+        if len(self.items) >= self.limits.max_items:
+            raise StacError("%s: more than %d items" % (
+                _where(it.id, _shown(it.href) if it.href else "<dict>"),
+                self.limits.max_items))
+        self.items.append(it)
+
+    def document(self, doc: Dict[str, Any], href: Optional[str],
+                 path: Tuple[str, ...]) -> None:
+        """Walk one parsed document read from href (None: given as a
+        dict); path: the hrefs of its ancestors (loop detection)."""
+        wh = _shown(href) if href else "<dict>"
+        t = doc.get("type")
+        if t == "Feature":
+            self.add(item_from_dict(doc, href=href, where=wh, limits=self.limits))
+            return
+        if t == "FeatureCollection":
+            feats = doc.get("features")
+            if not isinstance(feats, list):
+                raise StacError("%s: FeatureCollection without a features list" % wh)
+            if len(self.items) + len(feats) > self.limits.max_items:
+                raise StacError("%s: %d features, more than the %d items allowed"
+                                % (wh, len(feats), self.limits.max_items))
+            for i, f in enumerate(feats):
+                if not isinstance(f, dict):
+                    raise StacError("%s: features[%d] is not an object" % (wh, i))
+                self.add(item_from_dict(f, href=href, where="%s: features[%d]"
+                                        % (wh, i), limits=self.limits))
+            return
+        if t in ("Catalog", "Collection"):
+            self.catalog(doc, href, path)
+            return
+        raise StacError("%s: not a STAC Item, ItemCollection, Collection or "
+                        "Catalog (type %s)" % (wh, _short(t)))
+
+    def catalog(self, doc: Dict[str, Any], href: Optional[str],
+                path: Tuple[str, ...]) -> None:
+        wh = _shown(href) if href else "<dict>"
+        if len(path) > self.limits.max_depth:
+            raise StacError("%s: catalog nested deeper than %d levels"
+                            % (wh, self.limits.max_depth))
+        links = doc.get("links", [])
+        if not isinstance(links, list):
+            raise StacError("%s: links is not a list" % wh)
+        if len(links) > self.limits.max_links:
+            raise StacError("%s: %d links (at most %d)"
+                            % (wh, len(links), self.limits.max_links))
+        base = href
+        if base is None:
+            for ln in links:
+                if (isinstance(ln, dict) and ln.get("rel") == "self" and
+                        isinstance(ln.get("href"), str) and _scheme(ln["href"])):
+                    base = ln["href"]
+        for i, ln in enumerate(links):
+            if not isinstance(ln, dict):
+                raise StacError("%s: links[%d] is not an object" % (wh, i))
+            rel = ln.get("rel")
+            if rel not in ("item", "child"):
+                continue
+            h = ln.get("href")
+            if not isinstance(h, str):
+                raise StacError("%s: links[%d] (%s) has no href" % (wh, i, rel))
+            target = _resolve(base, _str(h, "%s: links[%d]" % (wh, i), 8192))
+            if not _scheme(target) and not os.path.isabs(target):
+                raise StacError("%s: relative link %r and no location to "
+                                "resolve it against" % (wh, _shown(h)))
+            _check_target(base or target, target, "%s: links[%d]" % (wh, i))
+            key = target.split("#", 1)[0]
+            if key in path or key == (href or ""):
+                raise StacError("%s: link loop: links[%d] (%s) leads back to %s"
+                                % (wh, i, rel, _shown(target)))
+            if key in self.seen:
+                continue   # reached twice (not a loop): read once
+            self.seen.add(key)
+            sub = self.fetch(target)
+            self.document(sub, target, path + ((href or ""),))
+
+
+def _to_dicts(obj: Any) -> Optional[List[Dict[str, Any]]]:
+    """pystac / pystac-client objects as dicts, else None."""
+    if hasattr(obj, "items_as_dicts") and callable(obj.items_as_dicts):
+        return [cast(Dict[str, Any], d) for d in obj.items_as_dicts()]
+    if hasattr(obj, "item_collection") and callable(obj.item_collection) and \
+            not hasattr(obj, "to_dict"):
+        return cast(List[Dict[str, Any]], obj.item_collection().to_dict()["features"])
+    if hasattr(obj, "get_all_items") or hasattr(obj, "get_items"):
+        # A pystac Catalog / Collection in memory: its items, resolved.
+        get = getattr(obj, "get_items", None) or getattr(obj, "get_all_items")
+        try:
+            its = list(get(recursive=True))
+        except TypeError:
+            its = list(get())
+        return [cast(Dict[str, Any], i.to_dict(transform_hrefs=True)) for i in its]
+    if hasattr(obj, "to_dict") and callable(obj.to_dict):
+        d = obj.to_dict()
+        if isinstance(d, dict):
+            return [d]
+    return None
+
+
+def items(source: Source, *, io: Optional[IO] = None,
+          limits: Limits = Limits()) -> Items:
+    """Read STAC items from source: a path or URL (file://, http(s)://,
+    s3://, az://, gs://) of an Item, an ItemCollection, a Collection or a
+    Catalog (whose item and child links are followed, relative to the
+    catalog's own location), or of a STAC GeoParquet table (a name ending
+    in .parquet / .geoparquet; needs pyarrow); a parsed document (dict); a pystac Item,
+    ItemCollection, Catalog or Collection, or a pystac-client ItemSearch;
+    or a list of any of these.  io: the cogfeed.IO that reads the JSON
+    (default: cogfeed.default_io()).  Raises StacError naming the
+    document, item id and asset key for what cannot be used, and
+    cogfeed.Error (NotFoundError, LimitError...) for what cannot be read."""
+    w = _Walk(io, limits)
+    srcs = list(source) if isinstance(source, (list, tuple)) else [source]
+    for s in srcs:
+        if isinstance(s, (str, os.PathLike)):
+            href = os.fspath(s)
+            if not _scheme(href):
+                href = os.path.abspath(href)
+            _check_target("", href, "items()")
+            w.seen.add(href)
+            if _PARQUET.search(href.split("#", 1)[0].split("?", 1)[0]):
+                _geoparquet(w, href)
+            else:
+                w.document(w.fetch(href), href, ())
+        elif isinstance(s, dict):
+            w.document(cast(Dict[str, Any], s), None, ())
+        else:
+            ds = _to_dicts(s)
+            if ds is None:
+                raise TypeError("items(): a path, URL, dict, pystac or "
+                                "pystac-client object is needed, not %s"
+                                % type(s).__name__)
+            for d in ds:
+                w.document(d, None, ())
+    return Items(w.items)
+
+
+# -- STAC GeoParquet --------------------------------------------------------
+
+_PARQUET = re.compile(r"\.(geo)?parquet$", re.IGNORECASE)
+_ITEM_COLUMNS = ("type", "stac_version", "stac_extensions", "id", "geometry",
+                 "bbox", "links", "assets", "collection")
+
+
+def _wkb(b: bytes, where: str) -> Dict[str, Any]:
+    """GeoJSON of a WKB Point, Polygon or MultiPolygon (2D, or with Z / M
+    dropped), the footprint types STAC items have."""
+    import struct
+    pos = 0
+
+    def take(fmt: str) -> Tuple[Any, ...]:
+        nonlocal pos
+        n = struct.calcsize(fmt)
+        if pos + n > len(b):
+            raise StacError("%s: geometry WKB cut short" % where)
+        v = struct.unpack_from(fmt, b, pos)
+        pos += n
+        return v
+
+    def geom(depth: int) -> Tuple[str, Any]:
+        if depth > 2:
+            raise StacError("%s: geometry WKB nested too deep" % where)
+        (order,) = take("B")
+        e = "<" if order == 1 else ">"
+        (t,) = take(e + "I")
+        dims = 2
+        if t & 0x80000000 or t & 0x40000000:      # EWKB Z / M flags
+            dims += bool(t & 0x80000000) + bool(t & 0x40000000)
+            t &= 0xFFFF
+        elif t >= 1000:                           # ISO Z (1000s), M, ZM
+            dims += 1 if t // 1000 in (1, 2) else 2
+            t %= 1000
+        if t & 0x20000000 or t & 0xFFFF0000:
+            raise StacError("%s: geometry WKB with an SRID or unknown type" % where)
+
+        def point() -> List[float]:
+            v = take(e + "d" * dims)
+            return [float(v[0]), float(v[1])]
+
+        def count(limit: int) -> int:
+            (n,) = take(e + "I")
+            if n > limit or n * 16 > len(b) - pos:
+                raise StacError("%s: geometry WKB count %d beyond its bytes"
+                                % (where, n))
+            return int(n)
+
+        def ring() -> List[List[float]]:
+            return [point() for _ in range(count(1 << 24))]
+
+        if t == 1:
+            return "Point", point()
+        if t == 3:
+            return "Polygon", [ring() for _ in range(count(1 << 16))]
+        if t == 6 and depth == 0:
+            polys = []
+            for _ in range(count(1 << 16)):
+                k, c = geom(depth + 1)
+                if k != "Polygon":
+                    raise StacError("%s: MultiPolygon holding a %s" % (where, k))
+                polys.append(c)
+            return "MultiPolygon", polys
+        raise StacError("%s: geometry WKB type %d not read (Point, Polygon, "
+                        "MultiPolygon)" % (where, t))
+
+    kind, coords = geom(0)
+    return {"type": kind, "coordinates": coords}
+
+
+def _plain(v: Any) -> Any:
+    """A row value as JSON would hold it: nulls of the table's union
+    schema dropped, dates as RFC 3339 text."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=_dt.timezone.utc)
+        return v.astimezone(_dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    return v
+
+
+def _geoparquet(w: _Walk, href: str) -> None:
+    """Items of a STAC GeoParquet file (stac-geoparquet's layout: one row
+    per item; id, geometry as WKB, bbox, links, assets as columns, the
+    properties as the other columns), read through the io and decoded by
+    pyarrow (the optional extra)."""
+    wh = _shown(href)
+    import importlib
+    try:   # Any-typed: pyarrow is an optional extra, without stubs
+        pa: Any = importlib.import_module("pyarrow")
+        pq: Any = importlib.import_module("pyarrow.parquet")
+    except ImportError:
+        raise StacError("%s: reading STAC GeoParquet needs pyarrow (pip "
+                        "install cogfeed[stac])" % wh) from None
+    data = w.io.get(href, max_bytes=w.limits.max_table_bytes)
+    if data[:4] != b"PAR1" or data[-4:] != b"PAR1":
+        raise StacError("%s: not a Parquet file" % wh)
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        md = pf.metadata
+        if md.num_rows + len(w.items) > w.limits.max_items:
+            raise StacError("%s: %d rows, more than the %d items allowed"
+                            % (wh, md.num_rows, w.limits.max_items))
+        decoded = sum(md.row_group(i).total_byte_size
+                      for i in range(md.num_row_groups))
+        if decoded > w.limits.max_table_bytes:
+            raise StacError("%s: %d bytes once decoded, more than the %d "
+                            "allowed (max_table_bytes)"
+                            % (wh, decoded, w.limits.max_table_bytes))
+        names = set(pf.schema_arrow.names)
+        if "id" not in names or "assets" not in names:
+            raise StacError("%s: not a STAC GeoParquet table (no id or assets "
+                            "column)" % wh)
+        rows = pf.read().to_pylist()
+    except StacError:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise StacError("%s: unreadable Parquet: %s" % (wh, e)) from None
+    for i, r in enumerate(rows):
+        rw = "%s: row %d" % (wh, i)
+        g = r.get("geometry")
+        bbox = r.get("bbox")
+        if isinstance(bbox, dict):
+            bbox = [bbox.get(k) for k in ("xmin", "ymin", "xmax", "ymax")]
+        d = {
+            "type": "Feature", "id": r.get("id"),
+            "geometry": _wkb(g, rw) if isinstance(g, bytes) else None,
+            "bbox": bbox, "links": _plain(r.get("links") or []),
+            "assets": _plain(r.get("assets") or {}),
+            "collection": r.get("collection"),
+            "properties": _plain({k: v for k, v in r.items()
+                                  if k not in _ITEM_COLUMNS}),
+        }
+        w.add(item_from_dict(d, href=href, where=rw, limits=w.limits))
+
+
+# -- selection and the Loader's inputs -------------------------------------
+
+
+class Items(Sequence[Item]):
+    """The items read (in order); select() picks their assets."""
+
+    def __init__(self, items: Sequence[Item]) -> None:
+        self._items = list(items)
+
+    @overload
+    def __getitem__(self, i: int) -> Item: ...
+    @overload
+    def __getitem__(self, i: slice) -> Items: ...
+
+    def __getitem__(self, i: Union[int, slice]) -> Union[Item, Items]:
+        if isinstance(i, slice):
+            return Items(self._items[i])
+        return self._items[i]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self._items)
+
+    def __repr__(self) -> str:
+        return "<cogfeed.stac.Items: %d items>" % len(self._items)
+
+    def filter(self, predicate: Callable[[Item], bool]) -> Items:
+        return Items([i for i in self._items if predicate(i)])
+
+    def select(self, assets: Sequence[str], *,
+               sign: Optional[SignFunction] = None,
+               missing: str = "error") -> Selection:
+        """Pick the assets of each item by key or by common name
+        (eo:bands / STAC 1.1 bands eo:common_name: "blue", "red", "nir"...):
+        each name is a key when an item has an asset of that key, else the
+        one asset whose band's common name it is.  missing: "error"
+        (default: StacError naming the item and the name) or "skip" (the
+        item is left out).  sign: see Signer."""
+        names = [assets] if isinstance(assets, str) else list(assets)
+        if not names:
+            raise ValueError("select: at least one asset key or common name")
+        if missing not in ("error", "skip"):
+            raise ValueError("select: missing must be 'error' or 'skip'")
+        rows: List[Tuple[Item, List[Asset]]] = []
+        for it in self._items:
+            row: List[Asset] = []
+            for n in names:
+                a = _pick(it, n)
+                if a is None:
+                    if missing == "skip":
+                        break
+                    have = ", ".join(sorted(it.assets)) or "none"
+                    raise StacError("%s: no asset with key or common name %r "
+                                    "(assets: %s)" % (_where(
+                                        it.id, _shown(it.href) if it.href
+                                        else "<dict>"), n, have))
+                row.append(a)
+            else:
+                rows.append((it, row))
+        if not rows:
+            raise StacError("select(%s): no item has these assets" % names)
+        return Selection(names, rows, Signer(sign) if sign is not None else None)
+
+
+def _named(e: _cogfeed.Error, a: Asset) -> _cogfeed.Error:
+    """A copy of e whose message starts with the item id and asset key
+    (its status, name and HTTP status kept)."""
+    n = type(e)("item %r, asset %r: %s" % (a.item_id, a.key, e))
+    n.__dict__.update(vars(e))
+    return n
+
+
+def _pick(it: Item, name: str) -> Optional[Asset]:
+    if name in it.assets:
+        return it.assets[name]
+    found = [a for a in it.assets.values() if name in a.common_names]
+    if len(found) > 1:
+        # Several assets of one band (a COG and a JP2 of B04): prefer the
+        # GeoTIFF, then the data role.
+        tif = [a for a in found if (a.type or "").startswith("image/tiff")]
+        found = tif or [a for a in found if "data" in a.roles] or found
+        if len(found) > 1:
+            raise StacError("%s: common name %r is the band of several "
+                            "assets (%s): select by key" % (
+                                _where(it.id, found[0].where), name,
+                                ", ".join(a.key for a in found)))
+    return found[0] if found else None
+
+
+class Selection:
+    """The chosen assets of each item: the Loader's inputs, one sample
+    source per item and one layer per asset (the first asset is the
+    image, the others its ``layers``), read onto the first asset's grid.
+    cogfeed.Loader(selection, ...) takes it where it takes paths."""
+
+    def __init__(self, names: Sequence[str],
+                 rows: Sequence[Tuple[Item, Sequence[Asset]]],
+                 signer: Optional[Signer]) -> None:
+        self.names = list(names)
+        self.items = [r[0] for r in rows]
+        self.assets = [list(r[1]) for r in rows]
+        self.signer = signer
+        #: (item id, asset key) of every grid taken from a header (no or
+        #: incomplete projection fields), and of those taken from STAC
+        self.header_grids: List[Tuple[str, str]] = []
+        self.stac_grids: List[Tuple[str, str]] = []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __repr__(self) -> str:
+        return "<cogfeed.stac.Selection: %d items x %s>" % (len(self.items),
+                                                            self.names)
+
+    def href(self, a: Asset) -> str:
+        """a's href, signed (lazily, again when expired) with sign=."""
+        return self.signer(a.href) if self.signer is not None else a.href
+
+    def images(self) -> List[str]:
+        """The first asset of each item (signed)."""
+        return [self.href(r[0]) for r in self.assets]
+
+    def layers(self) -> Optional[List[List[str]]]:
+        """The other assets of each item (signed), or None for one asset."""
+        if len(self.names) == 1:
+            return None
+        return [[self.href(a) for a in r[1:]] for r in self.assets]
+
+    def hrefs(self, name: str) -> List[str]:
+        """The href (signed) of the asset `name` (a key or a common name)
+        of each selected item, e.g. the Loader's masks=; StacError naming
+        the item where one has none."""
+        out = []
+        for it in self.items:
+            a = _pick(it, name)
+            if a is None:
+                raise StacError("%s: no asset with key or common name %r"
+                                % (_where(it.id, _shown(it.href) if it.href
+                                          else "<dict>"), name))
+            out.append(self.href(a))
+        return out
+
+    def grids(self, io: Optional[IO] = None) -> List[Grid]:
+        """The grid of each item's first asset: from the projection
+        extension when it gives the whole grid, else from the file's header
+        (cogfeed.open through io, whose header cache it uses).  Which one
+        each item used is in header_grids / stac_grids, and header reads
+        are logged."""
+        out: List[Grid] = []
+        self.header_grids, self.stac_grids = [], []
+        for it, row in zip(self.items, self.assets):
+            a = row[0]
+            g = a.stac_grid()
+            if g is not None:
+                self.stac_grids.append((it.id, a.key))
+                out.append(g)
+                continue
+            log.info("item %r, asset %r: no complete projection fields, grid "
+                     "from the header of %s", it.id, a.key, _shown(a.href))
+            self.header_grids.append((it.id, a.key))
+            out.append(self._header_grid(a, io))
+        return out
+
+    def _header_grid(self, a: Asset, io: Optional[IO]) -> Grid:
+        try:
+            with _cogfeed.open(self.href(a), io=io) as cog:
+                return Grid.like(cog)
+        except _cogfeed.Error as e:
+            raise _named(e, a) from None
+
+    def explain(self, e: _cogfeed.Error) -> _cogfeed.Error:
+        """e (a Loader's or a reader's error) with the item id and asset
+        key of the href its message names, when it names one of ours."""
+        msg = str(e)
+        best: Optional[Asset] = None
+        for row in self.assets:
+            for a in row:
+                sh = _shown(a.href)
+                if sh in msg and (best is None or len(sh) > len(_shown(best.href))):
+                    best = a
+        return _named(e, best) if best is not None else e
+
+    def check(self, io: Optional[IO] = None) -> None:
+        """Open every selected asset once (through io and its header
+        cache), raising on the first that cannot be read with a message
+        naming the item id and the asset key; where the projection
+        extension gives a grid, check that the header agrees."""
+        for it, row in zip(self.items, self.assets):
+            for a in row:
+                try:
+                    with _cogfeed.open(self.href(a), io=io) as cog:
+                        g = a.stac_grid()
+                        if g is not None and (cog.width, cog.height) != (
+                                g.width, g.height):
+                            raise StacError(
+                                "item %r, asset %r: proj:shape says %dx%d, "
+                                "%s is %dx%d" % (it.id, a.key, g.width, g.height,
+                                                 _shown(a.href), cog.width,
+                                                 cog.height))
+                except _cogfeed.Error as e:
+                    raise _named(e, a) from None
+
+    def loader_inputs(self) -> Dict[str, Any]:
+        """{"images": [...], "layers": [[...], ...] or None}."""
+        return {"images": self.images(), "layers": self.layers()}
