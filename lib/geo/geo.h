@@ -141,6 +141,11 @@ typedef struct cf_warp_win {
     int empty;
     double xscale, yscale;
     double fill;               /* share of the footprint inside the level */
+    uint32_t wrap;             /* the window is a whole turn of a global
+                                  geographic source: resample it with this
+                                  many columns of its other end added on
+                                  each side (x - wrap, w + 2 wrap), so that
+                                  kernels reach across the antimeridian */
 } cf_warp_win;
 cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq,
                           cf_warp_win *out, cf_error *err);

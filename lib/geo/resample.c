@@ -449,7 +449,14 @@ static int wide_mask(const rs_call *c, const double *P, const uint8_t *V, double
 typedef struct foot {
     int64_t x0, x1, y0, y1;    /* source pixels [x0, x1) x [y0, y1) */
     double fx0, fx1, fy0, fy1; /* the corners */
+    int wrap;                  /* columns from W on are columns - W */
 } foot;
+
+/* Column x of a footprint in the window (past its end when it goes round
+ * the antimeridian). */
+static inline size_t fcol(const rs_call *c, const foot *f, int64_t x) {
+    return (size_t)(f->wrap && x >= (int64_t)c->W ? x - c->W : x);
+}
 
 /* (x0, y0): the pixel's top-left corner, (x1, y1) its bottom-right one,
  * each from its own row of corners as GDAL transforms them. */
@@ -469,8 +476,20 @@ static int footprint(const rs_call *c, double x0, double y0, int ok0, double x1,
         double t = y0;
         y0 = y1, y1 = t;
     }
+    f->wrap = 0;
+    if (c->wrapx && W - (x1 - x0) <= c->mx) {
+        /* Corners at the two ends of a whole turn, closer the short way
+         * round than GDAL's margin (a pixel's footprint): the pixel lies
+         * across the antimeridian, its footprint goes from x1 to x0 one
+         * turn further; columns past the window's end are read from its
+         * start.  (gdalwarp takes the long way, every column between the
+         * corners: the mode or average of a whole band of latitude.) */
+        double t = x0;
+        x0 = x1, x1 = t + W;
+        f->wrap = 1;
+    }
     f->fx0 = x0, f->fx1 = x1, f->fy0 = y0, f->fy1 = y1;
-    rs_span(x0, x1, c->W, &f->x0, &f->x1);
+    rs_span(x0, x1, f->wrap ? 2 * c->W : c->W, &f->x0, &f->x1);
     rs_span(y0, y1, c->H, &f->y0, &f->y1);
     return 1;
 }
@@ -494,7 +513,7 @@ static int average(const rs_call *c, const double *P, const uint8_t *V, const fo
     for (int64_t y = f->y0; y < f->y1; y++) {
         double wy = weight_y(f, y);
         for (int64_t x = f->x0; x < f->x1; x++) {
-            size_t o = (size_t)y * c->W + (size_t)x;
+            size_t o = (size_t)y * c->W + fcol(c, f, x);
             if (V && !V[o]) continue;
             double wt = weight_x(f, x, wy);
             tw += wt;
@@ -525,7 +544,7 @@ static int mode_int(const rs_call *c, const double *P, const uint8_t *V, const f
         int vals[32], counts[32], n = 0;
         for (int64_t y = f->y0; y < f->y1; y++)
             for (int64_t x = f->x0; x < f->x1; x++) {
-                size_t o = (size_t)y * c->W + (size_t)x;
+                size_t o = (size_t)y * c->W + fcol(c, f, x);
                 if (V && !V[o]) continue;
                 int v = (int)P[o], k = 0;
                 while (k < n && vals[k] != v) k++;
@@ -541,7 +560,7 @@ static int mode_int(const rs_call *c, const double *P, const uint8_t *V, const f
     }
     for (int64_t y = f->y0; y < f->y1; y++)
         for (int64_t x = f->x0; x < f->x1; x++) {
-            size_t o = (size_t)y * c->W + (size_t)x;
+            size_t o = (size_t)y * c->W + fcol(c, f, x);
             if (V && !V[o]) continue;
             int v = (int)P[o];
             if (++m->bins[v + offset] > best) {
@@ -551,7 +570,8 @@ static int mode_int(const rs_call *c, const double *P, const uint8_t *V, const f
         }
     /* Clear only what was touched. */
     for (int64_t y = f->y0; y < f->y1; y++)
-        for (int64_t x = f->x0; x < f->x1; x++) m->bins[(int)P[(size_t)y * c->W + (size_t)x] + offset] = 0;
+        for (int64_t x = f->x0; x < f->x1; x++)
+            m->bins[(int)P[(size_t)y * c->W + fcol(c, f, x)] + offset] = 0;
     if (ind == -1) return 0;
     *out = ind;
     return 1;
@@ -574,7 +594,7 @@ static int mode_float(const rs_call *c, const double *P, const uint8_t *V, const
     int n = 0, lead = -1;
     for (int64_t y = f->y0; y < f->y1; y++)
         for (int64_t x = f->x0; x < f->x1; x++) {
-            size_t o = (size_t)y * c->W + (size_t)x;
+            size_t o = (size_t)y * c->W + fcol(c, f, x);
             if (V && !V[o]) continue;
             float v = (float)P[o];
             int i;
@@ -755,6 +775,8 @@ cf_status cf__warp_resample(const cf_warp *w, const cf_warp_req *rq, const cf_wa
                        "read an overview (level) instead",
                        1.0 / fmin(c.xs, c.ys));
     cf__warp_level_inverse(w, rq->lw, rq->lh, c.inv);
+    c.wrapx = w->wrap && win->x == 0 && win->w == rq->lw &&
+              fabs(360.0 * fabs(c.inv[1]) - rq->lw) < 0.5;
     cf_status st = build_masks(&c, err);
     c.realcase = c.masks || dst->has_nodata;
     /* The fast path takes masks for nearest (a lookup per pixel) and the

@@ -39,14 +39,20 @@ typedef struct rs_call {
     int rx, ry;                /* kernel radii in source pixels */
     int mx, my;                /* average/mode: GDAL's margin for corners
                                   outside the window */
+    int wrapx;                 /* the window is a whole turn of a global
+                                  geographic source: average and mode
+                                  footprints may go round the antimeridian */
 } rs_call;
 
 typedef double (*rs_filter_fn)(double);
 
 /* GDAL's first and end source pixel of a footprint [a, b) on an axis of
  * `size` pixels (GWKAverageOrModeThread): a = clamp(floor(a + 1e-10)),
- * b = min(ceil(b - 1e-10), size), one pixel at least when inside.  Plain
- * comparisons, not fmin/fmax calls: this runs per target pixel. */
+ * b = min(ceil(b - 1e-10), size), one pixel at least when inside; empty
+ * (hi = lo) when the footprint ends before the window starts, where GDAL's
+ * loops do not run (a negative span was a huge size_t to mode's list:
+ * "out of memory" next to the pole).  Plain comparisons, not fmin/fmax
+ * calls: this runs per target pixel. */
 static inline void rs_span(double a, double b, uint32_t size, int64_t *lo, int64_t *hi) {
     double l = floor(a + 1e-10), h = ceil(b - 1e-10);
     if (!(l > 0)) l = 0; /* also NaN */
@@ -55,6 +61,7 @@ static inline void rs_span(double a, double b, uint32_t size, int64_t *lo, int64
     *lo = (int64_t)l;
     *hi = (int64_t)h;
     if (*lo == *hi && *hi < (int64_t)size) (*hi)++;
+    if (*hi < *lo) *hi = *lo;
 }
 
 /* GDAL's filter functions (GWKBilinear, GWKCubic). */

@@ -23,6 +23,34 @@
 #define BLOCK 64
 #define MAX_NODES (64u << 20)
 
+double cf__warp_wrap(const cf_warp *w, double lon) {
+    if (!w->wrap || !isfinite(lon)) return lon;
+    double lo = w->wrap_c - 180, hi = w->wrap_c + 180;
+    if (lon < lo) lon += 360 * ceil((lo - lon) / 360);
+    else if (lon > hi) lon -= 360 * ceil((lon - hi) / 360);
+    return lon;
+}
+
+/* Longitude b unwrapped next to a (within 180 degrees of it), so that
+ * interpolating across the antimeridian stays continuous. */
+static inline double near_lon(double a, double b) {
+    if (b - a > 180) return b - 360;
+    if (a - b > 180) return b + 360;
+    return b;
+}
+
+/* Bilinear interpolation of four nodes (a b / c d) at (tx, ty); for a
+ * geographic source the longitudes are unwrapped around a first. */
+static inline double interp4(int wrap, double a, double b, double c, double d, double tx,
+                             double ty) {
+    if (wrap) {
+        b = near_lon(a, b);
+        c = near_lon(a, c);
+        d = near_lon(a, d);
+    }
+    return (a * (1 - tx) + b * tx) * (1 - ty) + (c * (1 - tx) + d * tx) * ty;
+}
+
 /* Target pixel position (px, py) -> source CRS coordinates. */
 static void lattice_at(const cf_warp *w, double px, double py, double *x, double *y,
                        int *ok) {
@@ -30,6 +58,17 @@ static void lattice_at(const cf_warp *w, double px, double py, double *x, double
     int64_t bx = bxf < 0 ? 0 : bxf >= w->nbx ? w->nbx - 1 : (int64_t)bxf;
     int64_t by = byf < 0 ? 0 : byf >= w->nby ? w->nby - 1 : (int64_t)byf;
     const cf_wblock *b = &w->blocks[by * w->nbx + bx];
+    if (b->exact) {
+        /* Interpolation is not within the error here (a pole): PROJ. */
+        const double *t = w->dst_gt;
+        double gx = t[0] + px * t[1] + py * t[2], gy = t[3] + px * t[4] + py * t[5];
+        uint8_t good;
+        cf__xform_run(w->xf, 1, &gx, &gy, &good);
+        *ok = good;
+        *x = good ? cf__warp_wrap(w, gx) : HUGE_VAL;
+        *y = good ? gy : HUGE_VAL;
+        return;
+    }
     double lx = (px - (double)bx * BLOCK) / b->step, ly = (py - (double)by * BLOCK) / b->step;
     int nm = (int)b->n - 1;
     double cxf = floor(lx), cyf = floor(ly);
@@ -45,10 +84,9 @@ static void lattice_at(const cf_warp *w, double px, double py, double *x, double
         return;
     }
     *ok = 1;
-    *x = (X[i00] * (1 - fx) + X[i00 + 1] * fx) * (1 - fy) +
-         (X[i00 + b->n] * (1 - fx) + X[i00 + b->n + 1] * fx) * fy;
-    *y = (Y[i00] * (1 - fx) + Y[i00 + 1] * fx) * (1 - fy) +
-         (Y[i00 + b->n] * (1 - fx) + Y[i00 + b->n + 1] * fx) * fy;
+    *x = cf__warp_wrap(w, interp4(w->wrap, X[i00], X[i00 + 1], X[i00 + b->n],
+                                  X[i00 + b->n + 1], fx, fy));
+    *y = interp4(0, Y[i00], Y[i00 + 1], Y[i00 + b->n], Y[i00 + b->n + 1], fx, fy);
 }
 
 void cf__warp_level_inverse(const cf_warp *w, uint32_t lw, uint32_t lh, double inv[6]) {
@@ -77,7 +115,7 @@ void cf__warp_points(const cf_warp *w, const double inv[6], size_t n, const doub
         cf__xform_run(w->xf, n, sx, sy, ok);
         for (size_t i = 0; i < n; i++) {
             if (!ok[i]) continue;
-            double gx = sx[i], gy = sy[i];
+            double gx = cf__warp_wrap(w, sx[i]), gy = sy[i];
             sx[i] = inv[0] + gx * inv[1] + gy * inv[2];
             sy[i] = inv[3] + gx * inv[4] + gy * inv[5];
         }
@@ -88,7 +126,7 @@ void cf__warp_points(const cf_warp *w, const double inv[6], size_t n, const doub
         int good = 1;
         if (w->affine) {
             const double *t = w->dst_gt;
-            gx = t[0] + px[i] * t[1] + py[i] * t[2];
+            gx = cf__warp_wrap(w, t[0] + px[i] * t[1] + py[i] * t[2]);
             gy = t[3] + px[i] * t[4] + py[i] * t[5];
         } else {
             lattice_at(w, px[i], py[i], &gx, &gy, &good);
@@ -104,9 +142,18 @@ void cf__warp_points(const cf_warp *w, const double inv[6], size_t n, const doub
     }
 }
 
+/* Whether a row of an affine map meets the source's wrap (a longitude
+ * beyond wrap_c +- 180 at either end): it is then computed per pixel. */
+static int row_wraps(const cf_warp *w, double px0, double py, uint32_t n) {
+    if (!w->wrap) return 0;
+    const double *t = w->dst_gt;
+    double a = t[0] + px0 * t[1] + py * t[2], b = t[0] + (px0 + n - 1) * t[1] + py * t[2];
+    return cf__warp_wrap(w, a) != a || cf__warp_wrap(w, b) != b;
+}
+
 void cf__warp_row(const cf_warp *w, const double inv[6], double px0, double py, uint32_t n,
                   double *sx, double *sy, uint8_t *ok) {
-    if (w->affine && w->rows_approx && n > 5) {
+    if (w->affine && w->rows_approx && n > 5 && !row_wraps(w, px0, py, n)) {
         /* GDAL's approximate transformer, even for one CRS: the ends of
          * the row exactly, the rest on the line between them (the middle
          * is always within the error of a line).  The same rounding as
@@ -128,7 +175,7 @@ void cf__warp_row(const cf_warp *w, const double inv[6], double px0, double py, 
         const double *t = w->dst_gt;
         for (uint32_t i = 0; i < n; i++) {
             double x = px0 + i;
-            double gx = t[0] + x * t[1] + py * t[2];
+            double gx = cf__warp_wrap(w, t[0] + x * t[1] + py * t[2]);
             double gy = t[3] + x * t[4] + py * t[5];
             sx[i] = inv[0] + gx * inv[1] + gy * inv[2];
             sy[i] = inv[3] + gx * inv[4] + gy * inv[5];
@@ -175,9 +222,12 @@ static void eval_nodes(const cf_warp *w, cf_xform *xf, int64_t bx, int64_t by, u
     cf__xform_run(xf, (size_t)n * n, x, y, ok);
 }
 
-/* L1 distance between two source positions in level-0 pixels. */
-static double err_px(const double inv[6], double x0, double y0, double x1, double y1) {
+/* L1 distance between two source positions in level-0 pixels (for a
+ * geographic source, the longitudes' difference taken modulo 360). */
+static double err_px(const cf_warp *w, double x0, double y0, double x1, double y1) {
+    const double *inv = w->src_inv;
     double dx = x1 - x0, dy = y1 - y0;
+    if (w->wrap) dx = remainder(dx, 360.0);
     return fabs(dx * inv[1] + dy * inv[2]) + fabs(dx * inv[4] + dy * inv[5]);
 }
 
@@ -198,6 +248,7 @@ static cf_status build_block(cf_warp *w, cf_xform *xf, double max_err, int64_t b
         goto done;
     }
     eval_nodes(w, xf, bx, by, step, n, cx, cy, cok);
+    int converged = 0;
     for (;;) {
         uint32_t fstep = step / 2, fn = 2 * n - 1;
         if (fstep == 0) break; /* step 1: exact at every pixel corner */
@@ -221,11 +272,9 @@ static cf_status build_block(cf_warp *w, cf_xform *xf, double max_err, int64_t b
                     break;
                 }
                 double tx = (i & 1) ? 0.5 : 0, ty = (j & 1) ? 0.5 : 0;
-                double ix = (cx[a] * (1 - tx) + cx[b] * tx) * (1 - ty) +
-                            (cx[c] * (1 - tx) + cx[d] * tx) * ty;
-                double iy = (cy[a] * (1 - tx) + cy[b] * tx) * (1 - ty) +
-                            (cy[c] * (1 - tx) + cy[d] * tx) * ty;
-                if (err_px(w->src_inv, ix, iy, fx[j * fn + i], fy[j * fn + i]) > max_err)
+                double ix = interp4(w->wrap, cx[a], cx[b], cx[c], cx[d], tx, ty);
+                double iy = interp4(0, cy[a], cy[b], cy[c], cy[d], tx, ty);
+                if (err_px(w, ix, iy, fx[j * fn + i], fy[j * fn + i]) > max_err)
                     good = 0;
             }
         /* The finer lattice is known now: keep it either way. */
@@ -236,7 +285,10 @@ static cf_status build_block(cf_warp *w, cf_xform *xf, double max_err, int64_t b
         t = cy, cy = fy, fy = t;
         uint8_t *u = cok;
         cok = fok, fok = u;
-        if (good) break;
+        if (good) {
+            converged = 1;
+            break;
+        }
     }
     size_t nn = (size_t)n * n;
     if (w->nnodes + nn > MAX_NODES) {
@@ -260,6 +312,15 @@ static cf_status build_block(cf_warp *w, cf_xform *xf, double max_err, int64_t b
         w->capnodes = c;
     }
     cf_wblock *b = &w->blocks[by * w->nbx + bx];
+    /* Still not within the error between pixel corners: the block holds
+     * a singularity of the map (a pole of a geographic source, where
+     * longitudes turn round): its points go through PROJ one by one, as
+     * GDAL's approximate transformer then transforms them exactly.  The
+     * failures of a projection's edge stay interpolated (their pixels are
+     * nodata, as before). */
+    int anyfail = 0;
+    for (size_t i = 0; i < (size_t)n * n; i++) anyfail |= !cok[i];
+    b->exact = !converged && w->wrap && !anyfail;
     b->step = step;
     b->n = n;
     b->off = w->nnodes;
@@ -276,6 +337,27 @@ done:
     free(cok);
     free(fok);
     return st;
+}
+
+/* Where the poles of a geographic source fall in the target grid (its
+ * pixel coordinates), for the source window of a target window that holds
+ * one: every longitude meets there. */
+static void find_poles(cf_warp *w, const cf_grid *src, const cf_grid *dst) {
+    cf_xform *back;
+    cf_error e;
+    if (cf__xform_new(src->crs, dst->crs, &back, &e) != CF_OK) return;
+    double x[2] = {w->wrap_c, w->wrap_c}, y[2] = {90, -90};
+    uint8_t ok[2];
+    cf__xform_run(back, 2, x, y, ok);
+    cf__xform_free(back);
+    double inv[6];
+    if (!cf__gt_invert(dst->transform, inv)) return;
+    for (int k = 0; k < 2; k++) {
+        if (!ok[k]) continue;
+        w->pole_px[w->npoles] = inv[0] + x[k] * inv[1] + y[k] * inv[2];
+        w->pole_py[w->npoles] = inv[3] + x[k] * inv[4] + y[k] * inv[5];
+        w->pole_lat[w->npoles++] = k ? -90 : 90;
+    }
 }
 
 cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf_xform *xf, double max_err,
@@ -297,10 +379,22 @@ cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf_xform *xf, dou
     }
     w->affine = xf == NULL;
     w->rows_approx = max_err > 0;
+    w->xf = xf;
+    if (cf_crs_kind_of(src->crs) == CF_CRS_GEOGRAPHIC && src->transform[2] == 0 &&
+        src->transform[4] == 0) {
+        /* GDAL's transformer brings the longitudes it computes into the
+         * 360 degrees around the centre of the source's (its "source
+         * centre longitude"): a target east of 180 reads a -180..180
+         * source's west, a 170..190 source is read past 180. */
+        double b[4];
+        cf_grid_bounds(src, b);
+        w->wrap = 1;
+        w->wrap_c = (b[0] + b[2]) / 2;
+        if (xf) find_poles(w, src, dst);
+    }
     cf_status st = CF_OK;
     if (!w->affine && !(max_err > 0)) {
         w->exact = 1;
-        w->xf = xf;
     } else if (!w->affine) {
         w->nbx = (w->dw + BLOCK - 1) / BLOCK;
         w->nby = (w->dh + BLOCK - 1) / BLOCK;
@@ -330,12 +424,43 @@ int cf__warp_is_affine(const cf_warp *w) { return w->affine; }
 
 /* ----------------------------------------------------------- planning */
 
+/* The x extent of the valid points sx (source pixels of the level whose
+ * inverse is inv): [*lo, *hi], and its width measured where it is valid:
+ * for a geographic source, the narrower of the plain extent and the one
+ * with the points west of its middle moved one turn (360 degrees) east,
+ * so that a footprint across the antimeridian is not the whole width. */
+static double x_extent(const cf_warp *w, const double inv[6], size_t n, const double *sx,
+                       const uint8_t *ok, double *lo, double *hi) {
+    double a = INFINITY, b = -INFINITY;
+    for (size_t k = 0; k < n; k++)
+        if (ok[k] && !isnan(sx[k])) {
+            a = fmin(a, sx[k]);
+            b = fmax(b, sx[k]);
+        }
+    *lo = a;
+    *hi = b;
+    if (!(b > a)) return 0;
+    double turn = 360.0 * fabs(inv[1]);
+    if (!w->wrap || !(b - a > turn / 2)) return b - a;
+    double mid = (a + b) / 2, a2 = INFINITY, b2 = -INFINITY;
+    for (size_t k = 0; k < n; k++)
+        if (ok[k] && !isnan(sx[k])) {
+            double x = sx[k] < mid ? sx[k] + turn : sx[k];
+            a2 = fmin(a2, x);
+            b2 = fmax(b2, x);
+        }
+    return fmin(b - a, b2 - a2);
+}
+
 int cf__warp_pick_level(const cf_warp *w, int64_t tx, int64_t ty, uint32_t tw, uint32_t th,
                         const uint32_t (*sizes)[2], int nlevels) {
     if (nlevels <= 1) return 0;
     /* gdalwarp (-ovr AUTO, target bounds given): 10 x 10 points over the
-     * target window, in level-0 source pixels; the x extent per target
-     * pixel is the ratio. */
+     * target window, in level-0 source pixels; the extent per target
+     * pixel along x and along y, the smaller of the two is the ratio
+     * (GDAL 3.7 on, its issue 7019: across the antimeridian the x extent
+     * is the whole source).  The x extent is also measured where it is
+     * valid (x_extent), which matters where y does not save it. */
     double px[100], py[100], sx[100], sy[100];
     uint8_t ok[100];
     int k = 0;
@@ -345,14 +470,15 @@ int cf__warp_pick_level(const cf_warp *w, int64_t tx, int64_t ty, uint32_t tw, u
             py[k] = (double)ty + th * (double)j / 9;
         }
     cf__warp_points(w, w->src_inv, 100, px, py, sx, sy, ok);
-    double lo = INFINITY, hi = -INFINITY;
+    double lo, hi, ylo = INFINITY, yhi = -INFINITY;
+    double wx = x_extent(w, w->src_inv, 100, sx, ok, &lo, &hi);
     for (k = 0; k < 100; k++)
-        if (ok[k]) {
-            lo = fmin(lo, sx[k]);
-            hi = fmax(hi, sx[k]);
+        if (ok[k] && !isnan(sy[k])) {
+            ylo = fmin(ylo, sy[k]);
+            yhi = fmax(yhi, sy[k]);
         }
-    if (!(hi > lo)) return 0;
-    double target = (hi - lo) / tw;
+    double rx = wx > 0 ? wx / tw : 0, ry = yhi > ylo ? (yhi - ylo) / th : 0;
+    double target = fmin(rx, ry);
     if (!(target > 1.0)) return 0;
     int lvl = 0; /* GDAL's iOvr + 1 */
     for (; lvl < nlevels - 1; lvl++) {
@@ -436,7 +562,13 @@ cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *
     double inv[6];
     cf__warp_level_inverse(w, rq->lw, rq->lh, inv);
     /* GDAL (ComputeSourceWindow) samples 21 points along each edge, or a
-     * grid when some fail. */
+     * grid when some fail or a pole of a geographic source lies inside
+     * the window (its "special points"). */
+    int pole = -1;
+    for (int k = 0; k < w->npoles; k++)
+        if (w->pole_px[k] >= (double)rq->tx && w->pole_px[k] <= (double)rq->tx + rq->tw &&
+            w->pole_py[k] >= (double)rq->ty && w->pole_py[k] <= (double)rq->ty + rq->th)
+            pole = k;
     enum { STEPS = 21, NP = 4 * STEPS, NG = (STEPS + 2) * (STEPS + 2) };
     double px[NG], py[NG], sx[NG], sy[NG];
     uint8_t ok[NG];
@@ -452,7 +584,7 @@ cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *
     cf__warp_points(w, inv, NP, px, py, sx, sy, ok);
     int failed = 0;
     for (int i = 0; i < NP; i++) failed += !ok[i];
-    if (failed) {
+    if (failed || pole >= 0) {
         n = 0;
         for (int j = 0; j < STEPS + 2; j++) {
             double ry = j == 0 ? 0.5 / rq->tw : j <= STEPS ? (j - 1) / (double)(STEPS - 1)
@@ -478,19 +610,36 @@ cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *
     }
     if (failed > n - 5) return CF_OK; /* nothing transforms: empty */
     double W = rq->lw, H = rq->lh;
+    /* The width where it is valid (across the antimeridian: the two
+     * sides, not the whole source between them); the window itself is
+     * all of it then, as in GDAL (more than 90 % of the width). */
+    double lo, hi, wx = x_extent(w, inv, (size_t)n, sx, ok, &lo, &hi);
+    if (pole >= 0) {
+        /* Every longitude meets at the pole: its row and the whole turn
+         * (GDAL finds them from the source side,
+         * ComputeSourceWindowStartingFromSource). */
+        double c = w->wrap_c, lat = w->pole_lat[pole];
+        double yp = inv[3] + c * inv[4] + lat * inv[5];
+        double xa = inv[0] + (c - 180) * inv[1], xb = inv[0] + (c + 180) * inv[1];
+        y0 = fmin(y0, yp);
+        y1 = fmax(y1, yp);
+        x0 = fmin(x0, fmin(xa, xb));
+        x1 = fmax(x1, fmax(xa, xb));
+        wx = x1 - x0;
+    }
     if (x0 > W || x1 < 0 || y0 > H || y1 < 0) return CF_OK;
     x0 = near_int(x0), y0 = near_int(y0), x1 = near_int(x1), y1 = near_int(y1);
     /* The margin: the kernel's radius, widened by the ratio when
      * downsampling, 10 more pixels when some points failed, none for a
      * whole-pixel translation (copied). */
     int res = cf__warp_is_translation(w, rq->lw, rq->lh) ? 0 : cf__warp_radius(rq->rs);
-    double xs = fmax(1e-3, rq->tw / (x1 - x0)), ys = fmax(1e-3, rq->th / (y1 - y0));
+    double xs = fmax(1e-3, rq->tw / wx), ys = fmax(1e-3, rq->th / (y1 - y0));
     int64_t rx = xs < 0.95 ? (int64_t)ceil(res / xs) : res;
     int64_t ry = ys < 0.95 ? (int64_t)ceil(res / ys) : res;
     if (failed) rx += 10, ry += 10;
     int64_t ix0 = (int64_t)fmax(0.0, x0), iy0 = (int64_t)fmax(0.0, y0);
     int64_t ix1 = (int64_t)fmin(ceil(x1), W), iy1 = (int64_t)fmin(ceil(y1), H);
-    double rawx = fmax(0.0, fmin(W - (double)ix0, x1 - x0));
+    double rawx = fmax(0.0, fmin(W - (double)ix0, wx));
     double rawy = fmax(0.0, fmin(H - (double)iy0, y1 - y0));
     int64_t ox, oy, ow, oh;
     axis_window(ix0, ix1, rx, rq->lw, &ox, &ow);
@@ -504,6 +653,12 @@ cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *
     out->xscale = kernel_scale(rq->tw, rawx, out->w);
     out->yscale = kernel_scale(rq->th, rawy, out->h);
     out->empty = 0;
+    if (w->wrap && res > 0 && ox == 0 && ow == rq->lw && fabs(360.0 * fabs(inv[1]) - W) < 0.5) {
+        /* The interpolating kernels' reach (resample.c's radius) and one
+         * more: the columns the other end of the turn lends. */
+        double r = (out->xscale < 1.0 ? ceil(res / out->xscale) : res) + 1;
+        out->wrap = (uint32_t)fmin(r, W);
+    }
     return CF_OK;
 }
 

@@ -12,6 +12,8 @@
 typedef struct cf_wblock {
     uint32_t step, n;
     size_t off;
+    int exact;                 /* not within the error even at step 1 (a
+                                  pole inside): every point through xf */
 } cf_wblock;
 
 struct cf_warp {
@@ -19,7 +21,12 @@ struct cf_warp {
     int exact;                 /* every pixel through xf (max_err 0) */
     int rows_approx;           /* affine rows interpolated as GDAL's
                                   approximate transformer does */
-    cf_xform *xf;              /* exact only: borrowed */
+    cf_xform *xf;              /* borrowed (exact maps and exact blocks) */
+    int wrap;                  /* geographic source: longitudes brought
+                                  into [wrap_c - 180, wrap_c + 180] */
+    double wrap_c;             /* centre of the source's longitudes */
+    int npoles;                /* poles inside the target's CRS domain: */
+    double pole_px[2], pole_py[2], pole_lat[2]; /* target pixel, latitude */
     double src_gt[6], src_inv[6], dst_gt[6];
     uint32_t sw, sh;           /* source level 0 */
     uint32_t dw, dh;           /* target grid */
@@ -30,6 +37,9 @@ struct cf_warp {
     size_t nnodes, capnodes;
 };
 
+/* A longitude of the source CRS brought into the source's range, as
+ * GDAL's transformer does with the source's centre longitude. */
+double cf__warp_wrap(const cf_warp *w, double lon);
 /* Inverse geotransform of the source level of size lw x lh. */
 void cf__warp_level_inverse(const cf_warp *w, uint32_t lw, uint32_t lh, double inv[6]);
 /* Source positions (pixels of the level whose inverse is inv) of target

@@ -195,10 +195,25 @@ cf_status cf__grid_plan_new(cf_cog *cog, const cf_grid *grid, const cf_warp_opti
     return st;
 }
 
+/* rows x w samples of `sz` bytes each, copied into rows of w + 2 r with
+ * the last r columns before them and the first r after them: a whole turn
+ * of longitudes read on across the antimeridian. */
+static void wrap_rows(const uint8_t *in, uint8_t *out, size_t rows, size_t w, size_t r,
+                      size_t sz) {
+    for (size_t y = 0; y < rows; y++) {
+        const uint8_t *a = in + y * w * sz;
+        uint8_t *b = out + y * (w + 2 * r) * sz;
+        memcpy(b, a + (w - r) * sz, r * sz);
+        memcpy(b + r * sz, a, w * sz);
+        memcpy(b + (r + w) * sz, a, r * sz);
+    }
+}
+
 cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
                             const void *src_data, const uint8_t *valid, void *dst,
                             size_t row_stride, cf_error *err) {
     const cf_warp_req *c = &pl->chunks[k].rq;
+    cf_warp_win win = pl->chunks[k].win;
     size_t bps = cf_dtype_size(cog->dtype);
     cf_warp_src src = pl->proto;
     src.data = src_data;
@@ -206,7 +221,33 @@ cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k
     cf_warp_dst part = pl->out;
     part.data = (uint8_t *)dst + ((size_t)c->ty * row_stride + (size_t)c->tx) * bps;
     part.row_stride = row_stride;
-    cf_status st = cf__warp_resample(pl->w, c, &pl->chunks[k].win, &src, &part, err);
+    uint8_t *ext = NULL, *extv = NULL;
+    if (win.wrap) {
+        /* Bilinear and cubic across the antimeridian: the window (a whole
+         * turn) with its other end's columns on each side, so that taps
+         * on either side of 180 degrees are read (gdalwarp leaves them
+         * out, or widens the kernel by the whole width).  One copy of the
+         * window: bounded as the window is. */
+        size_t r = win.wrap, w = win.w, rows = (size_t)win.h * (size_t)src.nbands;
+        ext = cf__malloc(rows * (w + 2 * r) * bps);
+        extv = valid ? cf__malloc((size_t)win.h * (w + 2 * r)) : NULL;
+        if (!ext || (valid && !extv)) {
+            free(ext);
+            free(extv);
+            return cf__err(err, CF_E_NOMEM, "%s: out of memory (source window across the "
+                           "antimeridian)", cog->name);
+        }
+        wrap_rows(src_data, ext, rows, w, r, bps);
+        if (valid) wrap_rows(valid, extv, win.h, w, r, 1);
+        src.data = ext;
+        src.valid = extv;
+        win.x -= (int64_t)r;
+        win.w += 2 * (uint32_t)r;
+        win.wrap = 0;
+    }
+    cf_status st = cf__warp_resample(pl->w, c, &win, &src, &part, err);
+    free(ext);
+    free(extv);
     if (st) cf__err_prefix(err, st, "%s", cog->name);
     return st;
 }

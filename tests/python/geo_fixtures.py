@@ -133,3 +133,26 @@ def gdalwarp_overview(src, grid, resampling):
         if "Selecting overview level" in line:
             return int(line.split("level")[1].split()[0]) + 1
     return 0
+
+
+def gdalwarp_wheel(src, dst, grid, resampling, extra=()):
+    """gdalwarp (-ovr AUTO) onto `grid` by the rasterio wheel's GDAL (3.10:
+    gdalwarp_wheel.py), the oracle where Debian's 3.6 is known wrong (its
+    overview choice across the antimeridian).  Returns (array, the level
+    it read: 0 full resolution, n overview n)."""
+    import sys
+    b = grid.bounds
+    xres, yres = grid.res
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = run([sys.executable, os.path.join(here, "gdalwarp_wheel.py"), "-overwrite",
+             "-of", "GTiff", "-r", resampling, "-t_srs", grid.crs.to_wkt(),
+             "-te", repr(b[0]), repr(b[1]), repr(b[2]), repr(b[3]),
+             "-tr", repr(xres), repr(yres)] + list(extra) + [src, dst],
+            env={"CPL_DEBUG": "ON"})
+    level = 0
+    for line in p.stderr.splitlines():
+        if "Selecting overview level" in line:
+            level = int(line.split("level")[1].split()[0]) + 1
+    with cogfeed.open(dst) as c:
+        assert (c.width, c.height) == (grid.width, grid.height), (c.width, c.height)
+        return c.read(), level
