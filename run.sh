@@ -152,7 +152,7 @@ case "${1:-}" in
     setup
     build build -DCF_WERROR=ON
     shift
-    COGFEED_PYTHON=$PY ./build/cogfeed demo "$@"
+    ./build/cogfeed demo "$@"
     ;;
   test)
     setup

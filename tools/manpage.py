@@ -64,16 +64,9 @@ ENVIRONMENT = [
      "ON (or YES, TRUE, 1): PROJ may download the grids a reprojection "
      "asks for from its CDN. Off by default, whatever PROJ_NETWORK says, "
      "because a file's CRS would choose what is fetched."),
-    ("COGFEED_PYTHON",
-     "the python3 to which the C tool hands synth, convert, bench, tune, "
-     "experiment and demo (default python3 on PATH; the installed command "
-     "sets it to its own interpreter)."),
-    ("COGFEED_C_TOOL",
-     "the C tool the installed (Python) command runs for info and read "
-     "(default the one inside the package)."),
     ("PYTHONPATH",
-     "the C tool of a build tree puts the build's python folder in front of "
-     "it before handing a command to Python."),
+     "a build tree's BUILD/cogfeed (the same command, run from the build) "
+     "puts the build's python folder in front of it."),
     ("GDAL_NUM_THREADS",
      "threads of the baseline loader's GDAL (--loader baseline); 1 when "
      "unset."),
@@ -106,6 +99,24 @@ cogfeed tune data --trials 20 --out tune-out
 python3 -m cogfeed demo --out demo-out
 """
 
+C_TOOL = """\
+.B info
+and
+.B read
+run
+.BR cogfeed\\-c ,
+the C tool, which the package carries (cogfeed/bin/cogfeed\\-c); every
+other command runs in Python, and cogfeed\\-c never runs Python.
+.B cmake \\-\\-install
+of the C library puts cogfeed\\-c in bin/ (and no
+.BR cogfeed ,
+which comes with the Python package):
+.B cogfeed\\-c info
+and
+.B cogfeed\\-c read
+take the options above.
+"""
+
 
 def _tagged(items):
     """(term, text) pairs as tagged paragraphs."""
@@ -135,6 +146,8 @@ def manpage():
     parts.append(_tagged(EXIT_STATUS))
     parts.append(".SH EXAMPLES\n")
     parts.append(_roff(EXAMPLES))
+    parts.append(".SH C TOOL\n")
+    parts.append(C_TOOL)
     parts.append(".SH SEE ALSO\nThe cogfeed documentation: README.md and "
                  "docs/*.md of the source tree.\n")
     return "".join(parts)

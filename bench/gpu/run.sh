@@ -53,7 +53,7 @@ else
     -DCMAKE_MODULE_LINKER_FLAGS="-Wl,--disable-new-dtags,-rpath,$K/lib" \
     -DCMAKE_EXE_LINKER_FLAGS="-Wl,--disable-new-dtags,-rpath,$K/lib" > $OUT/cmake.txt 2>&1 || tail -30 $OUT/cmake.txt
 fi
-cmake --build $B -j$(nproc) --target _cogfeed cogfeed_cli 2>&1 | grep -E "error|Error|Built target" | head -20
+cmake --build $B -j$(nproc) --target _cogfeed cogfeed_c 2>&1 | grep -E "error|Error|Built target" | head -20
 export PYTHONPATH=$B/python
 $PY -c "import cogfeed; print('cogfeed', cogfeed.__version__)" || exit 1
 if [ $CPU = 0 ]; then

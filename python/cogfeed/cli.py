@@ -1,13 +1,14 @@
-"""The `cogfeed` command (the console script pip installs).
+"""The `cogfeed` command: the console script pip installs, `python -m
+cogfeed`, and a build tree's BUILD/cogfeed (a launcher CMake writes) are
+all this module.
 
-`info` and `read` are the C tool, which the package carries
-(cogfeed/bin/cogfeed): this module hands them over with the same argv,
-so their output is the C library's own.  The research commands (synth,
-convert, bench, tune, experiment, demo) live in cogfeed.tools.<name> and
-are imported only when used, so `cogfeed synth` does not pay for importing
-torch.  The C tool, run directly (a build tree's BUILD/cogfeed, or
-`cmake --install`'s), hands the research commands back here as
-`python3 -m cogfeed.cli COMMAND ...`.
+Each command runs in one place.  `info` and `read` are the C tool
+cogfeed-c, which the package carries (cogfeed/bin/cogfeed-c): this module
+replaces itself with it (exec, same argv, program name "cogfeed"), so their
+output is the C library's own.  The research commands (synth, convert,
+bench, tune, experiment, demo) live in cogfeed.tools.<name> and are
+imported only when used, so `cogfeed synth` does not pay for importing
+torch.  The C tool never runs Python.
 """
 
 import importlib
@@ -15,7 +16,7 @@ import os
 import signal
 import sys
 
-# The C tool's commands: run by cogfeed/bin/cogfeed.
+# The C tool's commands: run by cogfeed/bin/cogfeed-c.
 C_COMMANDS = {
     "info": "print a COG's structure and georeferencing (--json)",
     "read": "read a window (X,Y,W,H) into a NumPy .npy file",
@@ -62,12 +63,10 @@ def usage(out):
 
 
 def c_tool():
-    """Path of the C tool: the one inside this package (a wheel, or a build
-    tree's BUILD/python/cogfeed/bin), else $COGFEED_C_TOOL."""
-    env = os.environ.get("COGFEED_C_TOOL")
-    if env:
-        return env
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "cogfeed")
+    """Path of the C tool cogfeed-c inside this package (a wheel's, or a
+    build tree's BUILD/python/cogfeed/bin, a link to BUILD/cogfeed-c)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin",
+                        "cogfeed-c")
 
 
 def _run_c(argv):
@@ -76,10 +75,10 @@ def _run_c(argv):
         sys.stderr.write("cogfeed: the C tool is missing (%s); reinstall "
                          "cogfeed\n" % exe)
         return 1
-    # If it hands a command back to Python, the same interpreter takes it.
-    os.environ["COGFEED_PYTHON"] = sys.executable
     sys.stdout.flush()
-    os.execv(exe, [exe] + argv)
+    # Its messages and help name the program as argv[0]: "cogfeed", the
+    # command the user ran.
+    os.execv(exe, ["cogfeed"] + argv)
     return 1  # not reached
 
 

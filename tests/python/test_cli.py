@@ -228,6 +228,57 @@ def test_top_level_help_lists_every_command():
         assert listed == _commands(), (exe, listed)
 
 
+def test_one_program_whichever_way_it_is_run(tmp_path):
+    """$COGFEED_BIN (a build tree's BUILD/cogfeed, or the console script
+    pip installs) is `python -m cogfeed`: the same help byte for byte, and
+    a research command runs with no python3 on PATH (nothing hands it to
+    whatever interpreter PATH would find)."""
+    py = subprocess.run([sys.executable, "-m", "cogfeed", "--help"],
+                        capture_output=True, text=True, timeout=60)
+    assert py.returncode == 0
+    assert run("--help").stdout == py.stdout
+    # (COGFEED_PYTHON named the interpreter the old C tool handed these
+    # commands to; nothing reads it now.)
+    env = {k: v for k, v in os.environ.items() if k != "COGFEED_PYTHON"}
+    env.update(PATH=str(tmp_path), PYTHONWARNINGS="ignore")
+    r = subprocess.run([BIN, "synth", "--help"], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("usage: cogfeed synth"), r.stdout[:200]
+
+
+def test_c_tool_runs_info_and_read_only(paths, tmp_path):
+    """cogfeed-c (inside the package: cogfeed.cli.c_tool()) is the one
+    implementation of info and read, with the same output as `cogfeed
+    info`; it never hands a command to Python: a research command is a
+    usage error naming the Python command, even with python3 on PATH."""
+    from cogfeed import cli
+    exe = cli.c_tool()
+    assert os.path.basename(exe) == "cogfeed-c" and os.access(exe, os.X_OK)
+    out = subprocess.run([exe, "--help"], capture_output=True, text=True,
+                         timeout=60).stdout
+    assert out.startswith("usage: cogfeed-c COMMAND")
+    assert [ln.split()[0] for ln in out.splitlines()
+            if ln.startswith("  ")] == ["info", "read"]
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep +
+               os.environ.get("PATH", ""))
+    for cmd in ("synth", "convert", "bench", "tune", "experiment", "demo"):
+        r = subprocess.run([exe, cmd, "--help"], capture_output=True,
+                           text=True, timeout=60, env=env)
+        assert r.returncode == 2 and r.stdout == "", (cmd, r.stdout[:200])
+        assert "run `cogfeed %s`" % cmd in r.stderr, r.stderr
+    name = "deflate_f32_p3_t256"
+    direct = subprocess.run([exe, "info", "--json", paths[name]],
+                            capture_output=True, text=True, timeout=60)
+    assert direct.returncode == 0, direct.stderr
+    assert direct.stdout == run("info", "--json", paths[name]).stdout
+    assert direct.stdout.count("\n") == 1
+    # Its messages name the program it was run as.
+    r = subprocess.run([exe, "info"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("cogfeed-c info: missing URL")
+    assert run("info", check=False).stderr.startswith("cogfeed info: missing URL")
+
+
 def test_version():
     import cogfeed
     out = run("--version").stdout
@@ -505,7 +556,7 @@ def test_man_page_environment_lists_every_variable_read():
                     with open(os.path.join(dirpath, fn), errors="replace") as f:
                         names.update(pat.findall(f.read()))
     assert {"AWS_ACCESS_KEY_ID", "AZURE_STORAGE_ACCOUNT", "STORAGE_EMULATOR_HOST",
-            "COGFEED_PYTHON", "COGFEED_C_TOOL"} <= names, names
+            "COGFEED_PROJ_NETWORK"} <= names, names
     missing = sorted(n for n in names if not re.search(r"\b%s\b" % n, env))
     assert not missing, "not in the man page's ENVIRONMENT: %s" % missing
     for proxy in ("https_proxy", "no_proxy"):  # libcurl reads these for us

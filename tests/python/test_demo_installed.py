@@ -30,7 +30,7 @@ SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 # What could lead an installed cogfeed back to a checkout or a build tree.
 LEAKS = ("PYTHONPATH", "CF_SOURCE_DIR", "CF_BUILD_DIR", "CF_TOOLS_DIR",
-         "COGFEED_BIN", "COGFEED_PYTHON", "COGFEED_C_TOOL", "CF_TEST_DATA")
+         "COGFEED_BIN", "CF_TEST_DATA")
 
 
 def sh(cmd, **kw):

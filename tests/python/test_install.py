@@ -63,7 +63,9 @@ def test_install_layout(prefix):
     for f in ("cogfeedConfig.cmake", "cogfeedConfigVersion.cmake", "cogfeedTargets.cmake"):
         assert os.path.exists(os.path.join(lib, "cmake", "cogfeed", f)), f
     assert os.path.exists(os.path.join(prefix, "share", "man", "man1", "cogfeed.1"))
-    assert os.access(os.path.join(prefix, "bin", "cogfeed"), os.X_OK)
+    # The C tool only: the `cogfeed` command is the Python package's.
+    assert os.access(os.path.join(prefix, "bin", "cogfeed-c"), os.X_OK)
+    assert not os.path.exists(os.path.join(prefix, "bin", "cogfeed"))
 
 
 def _expect(cog):
@@ -113,14 +115,24 @@ def test_consumer_with_find_package(prefix, cog, tmp_path):
     assert _run(static, cog) == _expect(cog)
 
 
-def test_installed_c_tool_finds_python_side(prefix, tmp_path):
-    """The installed C tool runs info itself and hands research commands
-    to `python3 -m cogfeed.cli` of $COGFEED_PYTHON: moved prefixes work
-    (no build path is compiled in)."""
+def test_installed_c_tool_runs_info_and_read_only(prefix, cog, tmp_path):
+    """The installed cogfeed-c runs info and read itself, from a moved
+    prefix too (no build path is compiled in), and never hands a command
+    to Python: a research command is a usage error naming the Python
+    `cogfeed` command, even with a python3 on PATH."""
     moved = str(tmp_path / "moved")
     shutil.copytree(prefix, moved, symlinks=True)
-    exe = os.path.join(moved, "bin", "cogfeed")
+    exe = os.path.join(moved, "bin", "cogfeed-c")
     out = sh([exe, "info", "--help"])
-    assert out.startswith("usage: cogfeed info")
-    out = sh([exe, "synth", "--help"], env=dict(os.environ, COGFEED_PYTHON=sys.executable))
-    assert "usage: cogfeed synth" in out
+    assert out.startswith("usage: cogfeed-c info")
+    out = sh([exe, "info", "--json", cog[0]])
+    assert '"width": 300, "height": 200, "count": 2' in out
+    npy = str(tmp_path / "w.npy")
+    sh([exe, "read", cog[0], "--window", "10,20,200,100", "-o", npy])
+    np.testing.assert_array_equal(np.load(npy), cog[1][:, 20:120, 10:210])
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep +
+               os.environ.get("PATH", ""))
+    r = subprocess.run([exe, "synth", "--help"], capture_output=True, text=True,
+                       timeout=60, env=env)
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout)
+    assert "run `cogfeed synth`" in r.stderr, r.stderr

@@ -3,7 +3,7 @@ on tiny inputs: synth is deterministic, convert's outputs open in GDAL and
 in cogfeed with the right pixels, bench's JSON has every field for both
 loaders (local and over http), tune writes a config the Loader accepts,
 and the experiment runs end to end.  Commands run as a user runs them,
-through `python3 -m cogfeed.cli` (and the C tool's hand-off when built).
+through `python3 -m cogfeed.cli` (and the `cogfeed` command, $COGFEED_BIN).
 GDAL here is rasterio's (docs/conformance.md)."""
 import csv
 import hashlib
@@ -397,7 +397,7 @@ def test_experiment_ten_second_budget(tmp, data):
         assert (out / f).stat().st_size > 0, f
 
 
-def test_c_tool_hands_research_commands_to_python(tmp):
+def test_the_cogfeed_command_runs_research_commands(tmp):
     exe = os.environ.get("COGFEED_BIN")
     if not exe:
         pytest.skip("COGFEED_BIN not set (run through ctest)")

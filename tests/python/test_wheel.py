@@ -57,7 +57,7 @@ def test_wheel_is_repaired_and_carries_its_libraries():
     libs = [n for n in names if n.startswith("cogfeed.libs/")]
     for lib in ("libcurl", "libdeflate", "libzstd"):
         assert any(os.path.basename(n).startswith(lib) for n in libs), (lib, libs)
-    assert "cogfeed/bin/cogfeed" in names and "cogfeed/py.typed" in names
+    assert "cogfeed/bin/cogfeed-c" in names and "cogfeed/py.typed" in names
     assert any(n.startswith("cogfeed/_cogfeed") and n.endswith(".pyi") for n in names)
     assert any(n.endswith("share/man/man1/cogfeed.1") for n in names)
 
