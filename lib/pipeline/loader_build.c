@@ -11,33 +11,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The cgroup's memory limit (v2, then v1), 0 if none or unreadable. */
-static uint64_t cgroup_limit(void) {
-    static const char *const files[] = {"/sys/fs/cgroup/memory.max",
-                                        "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        FILE *f = fopen(files[i], "r");
-        if (!f) continue;
-        unsigned long long v = 0;
-        int n = fscanf(f, "%llu", &v); /* "max": no limit */
-        fclose(f);
-        if (n == 1 && v) return v;
-    }
-    return 0;
-}
-
-size_t cf__ld_default_cache_bytes(void) {
-    const uint64_t floor = (uint64_t)256 << 20;
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-    uint64_t lim = cgroup_limit();
-    if (lim && (!ram || lim < ram)) ram = lim;
-    uint64_t b = ram / 20;
-    if (b < floor) b = floor;
-    if (b > SIZE_MAX / 2) b = SIZE_MAX / 2;
-    return (size_t)b;
-}
-
 void cf_loader_options_init(cf_loader_options *opt) {
     memset(opt, 0, sizeof *opt);
     opt->struct_size = sizeof *opt;
@@ -252,12 +225,6 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
     return CF_OK;
 }
 
-size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
-                           uint64_t h) {
-    cf_dtype dt = m->layer < 0 ? ld->raw_dt : ld->layer_dt[m->layer];
-    return (size_t)(m->nb * w * h * cf_dtype_size(dt));
-}
-
 /* The most decoding one of cog's chunks at the loader's level can take
  * from the kits' budget (a full tile, a new codec context). */
 static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
@@ -267,12 +234,6 @@ static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
     cf_codec_params p;
     cf__cog_chunk_params(cog, &c, &p);
     return cf_codec_ctx_growth(NULL, &p, cf_codec_chunk_bytes(&p), 0);
-}
-
-size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb) {
-    const size_t F = ld->o.nfiles, T = (size_t)ld->o.time_steps;
-    if (mb->layer < 0) return f * T + (size_t)mb->t;
-    return F * T + (ld->msk ? F : 0) + f * (size_t)ld->o.nlayers + (size_t)mb->layer;
 }
 
 /* The source windows of a typical sample's warped inputs (file 0's, at
