@@ -279,12 +279,35 @@ def sccs(graph):
     return out
 
 
+def layers_of(graph):
+    """Each .c file's level: 0 for a file that uses no other .c file of
+    its folder, else one more than the highest it uses (needs no cycle)."""
+    cs = {f: {u for u in graph[f] if u.endswith(".c")}
+          for f in graph if f.endswith(".c")}
+    # A .c file uses the .c files its headers' macros name too, but only
+    # through names: the edges above already hold those.
+    level = {}
+
+    def lv(f, seen=()):
+        if f not in level:
+            level[f] = 1 + max((lv(u, seen + (f,)) for u in cs[f]), default=-1)
+        return level[f]
+
+    for f in cs:
+        lv(f)
+    return cs, level
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
     ap.add_argument("--graph", action="store_true",
                     help="print each file's uses")
+    ap.add_argument("--order", action="store_true",
+                    help="print each layer's .c files bottom-up (level 0 "
+                         "uses no other file of the layer) with the files "
+                         "each uses: a reading order")
     ap.add_argument("layers", nargs="*")
     a = ap.parse_args(argv)
     layers = a.layers or sorted(
@@ -292,6 +315,11 @@ def main(argv=None):
     total = 0
     for layer in layers:
         g = layer_graph(os.path.join(a.root, layer))
+        if a.order and not sccs(g):
+            cs, level = layers_of(g)
+            for f in sorted(cs, key=lambda f: (level[f], f)):
+                print(f"lib/{layer}/{f} [{level[f]}] -> "
+                      f"{' '.join(sorted(cs[f])) or '-'}")
         if a.graph:
             for f in sorted(g):
                 print(f"lib/{layer}/{f} -> {' '.join(sorted(g[f])) or '-'}")
