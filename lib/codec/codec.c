@@ -1,6 +1,6 @@
 /*
- * codec.c - the codec layer's front door: context lifetime, decoded chunk
- * size, and cf_codec_decode, which picks the codec from the registry, then
+ * codec.c - the codec layer's front door: what a context will grow by for a
+ * chunk, cf_codec_check, and cf_codec_decode, which picks the codec from the registry, then
  * applies libtiff's post-processing in libtiff's order (byte swap for
  * big-endian files, then predictor) and zeroes the output on any failure.
  */
@@ -10,74 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <zstd.h>
-
-/* Scratch buffers above this size shrink again when later chunks need far
- * less. */
-#define CF__SCRATCH_KEEP ((size_t)64 << 20)
-
-cf_codec_ctx *cf_codec_ctx_new(void) {
-    return cf__calloc(1, sizeof(cf_codec_ctx));
-}
-
-void cf_codec_ctx_free(cf_codec_ctx *ctx) {
-    if (!ctx) return;
-    if (ctx->deflate) libdeflate_free_decompressor(ctx->deflate);
-    if (ctx->zstd) ZSTD_freeDCtx(ctx->zstd);
-    cf__lzma_free(ctx->lzma);
-    free(ctx->outer.p);
-    free(ctx->aux.p);
-    free(ctx->row.p);
-    free(ctx->tile.p);
-    free(ctx->rev.p);
-    free(ctx->stage.p);
-    free(ctx->runs.p);
-    free(ctx->ojpeg.p);
-    free(ctx->lerc2.p);
-    free(ctx);
-}
-
-cf_status cf__scratch_reserve(cf__scratch *s, size_t n, cf_error *err) {
-    /* Keep the buffer across calls, but do not let one huge chunk pin
-     * memory for the rest of a thread's life. */
-    if (s->cap >= n && !(s->cap > CF__SCRATCH_KEEP && s->cap / 4 > n))
-        return CF_OK;
-    /* Grow by half again so a run of slightly larger chunks does not
-     * reallocate every time; free first, the old contents are not needed. */
-    size_t want = n + n / 2;
-    if (want < n) want = n;
-    free(s->p);
-    s->p = cf__malloc(want);
-    if (!s->p) {
-        s->cap = 0;
-        return cf__err(err, CF_E_NOMEM, "codec scratch buffer of %zu bytes",
-                       want);
-    }
-    s->cap = want;
-    return CF_OK;
-}
-
-uint8_t *cf_codec_ctx_tile(cf_codec_ctx *ctx, size_t n, cf_error *err) {
-    if (cf__scratch_reserve(&ctx->tile, n, err)) return NULL;
-    return ctx->tile.p;
-}
-
-cf_status cf__ctx_deflate(cf_codec_ctx *ctx,
-                          struct libdeflate_decompressor **out,
-                          cf_error *err) {
-    if (!ctx->deflate) ctx->deflate = libdeflate_alloc_decompressor();
-    if (!ctx->deflate)
-        return cf__err(err, CF_E_NOMEM, "cannot allocate deflate decoder");
-    *out = ctx->deflate;
-    return CF_OK;
-}
-
-cf_status cf__ctx_zstd(cf_codec_ctx *ctx, void **out, cf_error *err) {
-    if (!ctx->zstd) ctx->zstd = ZSTD_createDCtx();
-    if (!ctx->zstd)
-        return cf__err(err, CF_E_NOMEM, "cannot allocate zstd decoder");
-    *out = ctx->zstd;
-    return CF_OK;
-}
 
 /* ------------------------------------------------------------ layout */
 
@@ -94,79 +26,6 @@ static int post_kind(const cf_codec_params *p) {
         return POST_HALF;
     if (p->bits != 1 && !whole_bytes(p->bits)) return POST_UNPACK;
     return POST_NONE;
-}
-
-void cf_codec_out_layout(const cf_codec_params *p, uint32_t *samples,
-                         uint32_t *bits) {
-    switch (p->color) {
-    case CF_COLOR_CMYK:
-    case CF_COLOR_LAB:
-        *samples = 4;
-        *bits = 8;
-        return;
-    case CF_COLOR_YCBCR:
-    case CF_COLOR_YCBCR_RAW:
-        *samples = 3;
-        *bits = 8;
-        return;
-    default: break;
-    }
-    *samples = p->samples;
-    unsigned b = p->bits;
-    if (p->sample_format == 3 && (b == 16 || b == 24)) *bits = 32;
-    else if (b <= 1) *bits = 1;
-    else if (b <= 8) *bits = 8;
-    else if (b <= 16) *bits = 16;
-    else if (b <= 32) *bits = 32;
-    else *bits = b; /* 64, 128 */
-}
-
-cf_dtype cf_codec_dtype(const cf_codec_params *p) {
-    if (p->color != CF_COLOR_RAW) return CF_DT_U8;
-    unsigned b = p->bits;
-    switch (p->sample_format) {
-    case 0:
-    case 1:
-    case 2: {
-        /* Odd depths read unsigned in GDAL whatever the SampleFormat,
-         * except that a signed one of 1-8 bits is a signed byte (GDAL's
-         * PIXELTYPE=SIGNEDBYTE): 0..2^bits-1 fits it either way. */
-        int s = p->sample_format == 2;
-        if (b <= 8) return s ? CF_DT_I8 : CF_DT_U8;
-        if (b <= 16) return s && b == 16 ? CF_DT_I16 : CF_DT_U16;
-        if (b <= 32) return s && b == 32 ? CF_DT_I32 : CF_DT_U32;
-        if (b == 64) return s ? CF_DT_I64 : CF_DT_U64;
-        return CF_DT_UNKNOWN;
-    }
-    case 3:
-        return b == 16 || b == 24 || b == 32 ? CF_DT_F32
-               : b == 64                     ? CF_DT_F64
-                                             : CF_DT_UNKNOWN;
-    case 5: return b == 32 ? CF_DT_CI16 : b == 64 ? CF_DT_CI32 : CF_DT_UNKNOWN;
-    case 6: return b == 64 ? CF_DT_CF32 : b == 128 ? CF_DT_CF64 : CF_DT_UNKNOWN;
-    default: return CF_DT_UNKNOWN;
-    }
-}
-
-uint64_t cf_codec_chunk_bytes(const cf_codec_params *p) {
-    if (!p) return 0;
-    uint32_t samples, bits;
-    cf_codec_out_layout(p, &samples, &bits);
-    return cf__chunk_bytes(p->width, samples, bits, p->height);
-}
-
-uint64_t cf_codec_stored_bytes(const cf_codec_params *p) {
-    if (!p) return 0;
-    if (p->color == CF_COLOR_YCBCR || p->color == CF_COLOR_YCBCR_RAW) {
-        /* libtiff's size of subsampled YCbCr: whole blocks of sub_h x
-         * sub_v pixels, each sub_h*sub_v luma then Cb and Cr bytes. */
-        unsigned sh = p->ycbcr_sub_h, sv = p->ycbcr_sub_v;
-        if (!sh || !sv) return 0;
-        uint64_t across = (p->width + sh - 1) / sh;
-        uint64_t down = (p->height + sv - 1) / sv;
-        return cf__chunk_bytes(across, sh * sv + 2, 8, down);
-    }
-    return cf__chunk_bytes(p->width, p->samples, p->bits, p->height);
 }
 
 /* Decoder states are opaque to us: libdeflate's is ~11 KiB, a zstd DCtx

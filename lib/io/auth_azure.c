@@ -136,6 +136,127 @@ static int az_url_trusted(const char *url, const char *url_acct, size_t alen,
     return ok;
 }
 
+/* The credentials of one URL: a connection string's, or the separate
+ * variables'; an empty one counts as unset. */
+typedef struct az_creds {
+    const char *account, *key, *sas;
+} az_creds;
+
+static void az_pick_creds(cf_auth_getenv ge, void *user, const conn_str *cs,
+                          int have_cs, az_creds *c) {
+    if (have_cs) {
+        /* A connection string is complete on its own, as in Azure's SDKs:
+         * mixing it with the separate variables would be ambiguous. */
+        c->account = cs->account;
+        c->key = cs->key;
+        c->sas = cs->sas;
+    } else {
+        c->account = ge("AZURE_STORAGE_ACCOUNT", user);
+        c->key = ge("AZURE_STORAGE_ACCESS_KEY", user);
+        c->sas = ge("AZURE_STORAGE_SAS_TOKEN", user);
+    }
+    if (c->account && !*c->account) c->account = NULL;
+    if (c->key && !*c->key) c->key = NULL;
+    if (c->sas && !*c->sas) c->sas = NULL;
+}
+
+/* az://container/blob: the blob's URL on the connection string's
+ * BlobEndpoint, or on the account's endpoint. */
+static cf_status az_container_url(const char *url, const char *name, const conn_str *cs,
+                                  int have_cs, const char *account, cf__sbuf *u,
+                                  cf_error *err) {
+    /* Container names: up to 63 letters, digits and dashes, or $root. */
+    const char *p, *blob;
+    size_t clen;
+    cf_status st = cf__auth_split_url(url, 63, "-$", "az://container/blob", "container",
+                                      name, &p, &clen, &blob, err);
+    if (st) return st;
+    if (account && !valid_account(account, strlen(account)))
+        return cf__err(err, CF_E_ARG, "%s: storage account name is not "
+                       "valid", name);
+    const char *ep = have_cs ? cs->endpoint : NULL;
+    if (ep && *ep) {
+        if (!cf__auth_endpoint_ok(ep))
+            return cf__err(err, CF_E_ARG, "%s: BlobEndpoint must be an "
+                           "http(s):// URL without query", name);
+        cf__sb_put(u, ep);
+    } else if (account) {
+        const char *proto = have_cs && cs->protocol ? cs->protocol : "https";
+        const char *suffix = have_cs && cs->suffix ? cs->suffix
+                                                  : "core.windows.net";
+        if ((strcasecmp(proto, "https") && strcasecmp(proto, "http")) ||
+            strspn(suffix, "abcdefghijklmnopqrstuvwxyz"
+                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+                strlen(suffix) || strlen(suffix) > 255)
+            return cf__err(err, CF_E_ARG, "%s: connection string has an "
+                           "invalid DefaultEndpointsProtocol or "
+                           "EndpointSuffix", name);
+        cf__sb_printf(u, "%s://%s.blob.%s", proto, account, suffix);
+    } else
+        return cf__err(err, CF_E_ARG,
+                       "%s: no storage account: set AZURE_STORAGE_ACCOUNT "
+                       "or AZURE_STORAGE_CONNECTION_STRING", name);
+    cf__sb_object(u, p, clen, blob);
+    return CF_OK;
+}
+
+/* https://ACCOUNT.blob.core.windows.net/container/blob: the URL as given,
+ * a->account from its host; the credentials are dropped (c->key, c->sas)
+ * unless the URL is where they belong. */
+static cf_status az_https_url(cf_auth *a, const char *url, const char *name,
+                              const conn_str *cs, int have_cs, az_creds *c,
+                              cf__sbuf *u, cf_error *err) {
+    /* https://ACCOUNT.blob.core.windows.net/container/blob: the path is
+     * already a URL path, used as given. */
+    const char *h = strstr(url, "://") + 3;
+    size_t alen = strcspn(h, ".");
+    const char *path = h + strcspn(h, "/?#");
+    if (!valid_account(h, alen) || *path != '/' || !path[1] ||
+        path[1] == '/' || path[1] == '?')
+        return cf__err(err, CF_E_ARG, "%s: expected https://ACCOUNT.blob."
+                       "core.windows.net/container/blob", name);
+    int url_has_query = strchr(url, '?') != NULL;
+    /* Credentials go only where they belong (az_url_trusted); a query
+     * in the URL is the user's own SAS: add nothing. */
+    if (url_has_query || !az_url_trusted(url, h, alen, c->account, cs, have_cs))
+        c->key = c->sas = NULL;
+    c->account = NULL;
+    cf__sb_put(u, url);
+    cf__sbuf acc = {0};
+    cf__sb_putn(&acc, h, alen);
+    a->account = cf__sb_take(&acc);
+    if (!a->account)
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
+    return CF_OK;
+}
+
+/* The SAS appended to the URL, or the shared key decoded for signing. */
+static cf_status az_add_creds(cf_auth *a, const char *name, const az_creds *c,
+                              cf__sbuf *u, cf_error *err) {
+    const char *sas = c->sas, *key = c->key;
+    if (sas) {
+        while (*sas == '?') sas++;
+        if (!*sas || strlen(sas) > CF__AUTH_MAX_URL || strpbrk(sas, " #") ||
+            !cf__auth_header_safe(sas))
+            return cf__err(err, CF_E_AUTH, "%s: SAS token is malformed", name);
+        cf__sb_put(u, "?");
+        cf__sb_put(u, sas);
+    } else if (key) {
+        if (!a->account)
+            return cf__err(err, CF_E_AUTH, "%s: an access key needs the "
+                           "storage account name (AZURE_STORAGE_ACCOUNT or "
+                           "AccountName)", name);
+        /* cf__b64_decode refuses keys longer than the buffer */
+        long n = cf__b64_decode(key, a->key, sizeof a->key);
+        if (n <= 0)
+            return cf__err(err, CF_E_AUTH, "%s: storage access key is not "
+                           "valid base64", name);
+        a->key_len = (size_t)n;
+        a->az_shared_key = 1;
+    }
+    return CF_OK;
+}
+
 cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
                            cf_auth_getenv ge, void *user, cf_error *err) {
     const char *name = a->redacted;
@@ -147,128 +268,20 @@ cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
         free(cs.buf);
         return st;
     }
-    const char *account, *key, *sas;
-    if (have_cs) {
-        /* A connection string is complete on its own, as in Azure's SDKs:
-         * mixing it with the separate variables would be ambiguous. */
-        account = cs.account;
-        key = cs.key;
-        sas = cs.sas;
-    } else {
-        account = ge("AZURE_STORAGE_ACCOUNT", user);
-        key = ge("AZURE_STORAGE_ACCESS_KEY", user);
-        sas = ge("AZURE_STORAGE_SAS_TOKEN", user);
-    }
-    if (account && !*account) account = NULL;
-    if (key && !*key) key = NULL;
-    if (sas && !*sas) sas = NULL;
-
+    az_creds c;
+    az_pick_creds(ge, user, &cs, have_cs, &c);
     cf__sbuf u = {0};
-    if (!https_form) {
-        /* Container names: up to 63 letters, digits and dashes, or $root. */
-        const char *p, *blob;
-        size_t clen;
-        st = cf__auth_split_url(url, 63, "-$", "az://container/blob", "container", name,
-                                &p, &clen, &blob, err);
-        if (st) goto done;
-        if (account && !valid_account(account, strlen(account))) {
-            st = cf__err(err, CF_E_ARG, "%s: storage account name is not "
-                         "valid", name);
-            goto done;
-        }
-        const char *ep = have_cs ? cs.endpoint : NULL;
-        if (ep && *ep) {
-            if (!cf__auth_endpoint_ok(ep)) {
-                st = cf__err(err, CF_E_ARG, "%s: BlobEndpoint must be an "
-                             "http(s):// URL without query", name);
-                goto done;
-            }
-            cf__sb_put(&u, ep);
-        } else if (account) {
-            const char *proto = have_cs && cs.protocol ? cs.protocol : "https";
-            const char *suffix = have_cs && cs.suffix ? cs.suffix
-                                                      : "core.windows.net";
-            if ((strcasecmp(proto, "https") && strcasecmp(proto, "http")) ||
-                strspn(suffix, "abcdefghijklmnopqrstuvwxyz"
-                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
-                    strlen(suffix) || strlen(suffix) > 255) {
-                st = cf__err(err, CF_E_ARG, "%s: connection string has an "
-                             "invalid DefaultEndpointsProtocol or "
-                             "EndpointSuffix", name);
-                goto done;
-            }
-            cf__sb_printf(&u, "%s://%s.blob.%s", proto, account, suffix);
-        } else {
-            st = cf__err(err, CF_E_ARG,
-                         "%s: no storage account: set AZURE_STORAGE_ACCOUNT "
-                         "or AZURE_STORAGE_CONNECTION_STRING", name);
-            goto done;
-        }
-        cf__sb_object(&u, p, clen, blob);
-    } else {
-        /* https://ACCOUNT.blob.core.windows.net/container/blob: the path is
-         * already a URL path, used as given. */
-        const char *h = strstr(url, "://") + 3;
-        size_t alen = strcspn(h, ".");
-        const char *path = h + strcspn(h, "/?#");
-        if (!valid_account(h, alen) || *path != '/' || !path[1] ||
-            path[1] == '/' || path[1] == '?') {
-            st = cf__err(err, CF_E_ARG, "%s: expected https://ACCOUNT.blob."
-                         "core.windows.net/container/blob", name);
-            goto done;
-        }
-        int url_has_query = strchr(url, '?') != NULL;
-        /* Credentials go only where they belong (az_url_trusted); a query
-         * in the URL is the user's own SAS: add nothing. */
-        if (url_has_query || !az_url_trusted(url, h, alen, account, &cs, have_cs))
-            key = sas = NULL;
-        account = NULL;
-        cf__sb_put(&u, url);
-        cf__sbuf acc = {0};
-        cf__sb_putn(&acc, h, alen);
-        a->account = cf__sb_take(&acc);
-        if (!a->account) {
-            st = cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
-            goto done;
-        }
+    st = https_form ? az_https_url(a, url, name, &cs, have_cs, &c, &u, err)
+                    : az_container_url(url, name, &cs, have_cs, c.account, &u, err);
+    if (st == CF_OK && c.account) {
+        a->account = cf__strdup(c.account);
+        if (!a->account) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
     }
-    if (account) {
-        a->account = cf__strdup(account);
-        if (!a->account) {
-            st = cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
-            goto done;
-        }
+    if (st == CF_OK) st = az_add_creds(a, name, &c, &u, err);
+    if (st == CF_OK) {
+        a->http_url = cf__sb_take(&u);
+        if (!a->http_url) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
     }
-
-    if (sas) {
-        while (*sas == '?') sas++;
-        if (!*sas || strlen(sas) > CF__AUTH_MAX_URL || strpbrk(sas, " #") ||
-            !cf__auth_header_safe(sas)) {
-            st = cf__err(err, CF_E_AUTH, "%s: SAS token is malformed", name);
-            goto done;
-        }
-        cf__sb_put(&u, "?");
-        cf__sb_put(&u, sas);
-    } else if (key) {
-        if (!a->account) {
-            st = cf__err(err, CF_E_AUTH, "%s: an access key needs the "
-                         "storage account name (AZURE_STORAGE_ACCOUNT or "
-                         "AccountName)", name);
-            goto done;
-        }
-        /* cf__b64_decode refuses keys longer than the buffer */
-        long n = cf__b64_decode(key, a->key, sizeof a->key);
-        if (n <= 0) {
-            st = cf__err(err, CF_E_AUTH, "%s: storage access key is not "
-                         "valid base64", name);
-            goto done;
-        }
-        a->key_len = (size_t)n;
-        a->az_shared_key = 1;
-    }
-    a->http_url = cf__sb_take(&u);
-    if (!a->http_url) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
-done:
     cf__sb_free(&u);
     if (cs.buf) {
         OPENSSL_cleanse(cs.buf, strlen(cs_env));

@@ -90,3 +90,16 @@ int cf__hedge_take(cf__hedge *h) {
     h->tokens -= 1.0;
     return 1;
 }
+
+/* ---- the leg that won ---------------------------------------------- */
+
+void cf__io_hedge_won(cf__xfer *x) {
+    cf__xfer *t = x->twin;
+    if (!t) return;
+    cf__loop *lp = x->lp;
+    x->twin = t->twin = NULL;
+    cf__xfer_move(t, CF__XS_LOST);
+    /* Not removed here: this runs inside a curl callback of x. */
+    t->next = lp->lost;
+    lp->lost = t;
+}

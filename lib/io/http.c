@@ -738,27 +738,36 @@ static void note_answered(cf__loop *lp, const cf__xfer *x) {
     lp->answered[lp->answered_next++ % cap] = h;
 }
 
-int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
-    cf_io *io = lp->io;
-    const char *n = x->src->name;
-    curl_off_t connect_us = 0;
-    long sent = 0;
-    curl_easy_getinfo(x->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+/* What libcurl says of an attempt that has ended. */
+typedef struct xfer_end {
+    CURLcode rc;
+    curl_off_t connect_us;
+    long sent;   /* bytes of request sent */
+    long tunnel; /* a proxy's answer to CONNECT (https through it) */
+    char cerr[128];
+} xfer_end;
+
+/* An outcome step's answer when the outcome is not its own: the next
+ * step decides. */
+#define XFER_NEXT (-1)
+
+static void end_facts(cf__xfer *x, CURLcode rc, xfer_end *e) {
+    e->rc = rc;
+    e->connect_us = 0;
+    e->sent = 0;
+    curl_easy_getinfo(x->easy, CURLINFO_CONNECT_TIME_T, &e->connect_us);
     /* Bytes of request sent: tells a reused keep-alive connection that
      * died (read failure) from a connect that never happened. */
-    curl_easy_getinfo(x->easy, CURLINFO_REQUEST_SIZE, &sent);
-    long tunnel = 0; /* a proxy's answer to CONNECT (https through it) */
-    curl_easy_getinfo(x->easy, CURLINFO_HTTP_CONNECTCODE, &tunnel);
-    char cerr[128];
-    snprintf(cerr, sizeof cerr, "%s", curl_easy_strerror(rc));
-    cf__xfer_release(lp, x);
-    if (x->status != 0 || tunnel != 0) note_answered(lp, x);
+    curl_easy_getinfo(x->easy, CURLINFO_REQUEST_SIZE, &e->sent);
+    e->tunnel = 0;
+    curl_easy_getinfo(x->easy, CURLINFO_HTTP_CONNECTCODE, &e->tunnel);
+    snprintf(e->cerr, sizeof e->cerr, "%s", curl_easy_strerror(rc));
+}
 
-    if (rc == CURLE_OK && x->state != CF__XS_BODY &&
-        (x->status == 200 || x->status == 206)) {
-        cf__xfer_move(x, CF__XS_BODY);
-        check_headers(x); /* empty body: still validate */
-    }
+/* The transfer was stopped by our own checks of the response (write
+ * callback): a range mismatch is retried once, the rest fail. */
+static int end_aborted(cf__loop *lp, cf__xfer *x) {
+    const char *n = x->src->name;
     char why[400];
     switch (x->abort) {
     case CF__AB_NONE: break;
@@ -777,40 +786,51 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
         return fail(x, CF_E_RANGE, "%s: HTTP %ld: %s", n, x->status,
                     x->abort_msg);
     }
+    return XFER_NEXT;
+}
 
-    int body_status = x->status == 200 || x->status == 206;
-    /* Cut off inside the response's headers.  Beyond libcurl's limits (a
-     * line of 100 KiB, 300 KiB in all) it is a broken or hostile server
-     * that would do it again: no retry. */
-    if (rc != CURLE_OK &&
+/* Cut off inside the response's headers.  Beyond libcurl's limits (a
+ * line of 100 KiB, 300 KiB in all) it is a broken or hostile server that
+ * would do it again: no retry. */
+static int end_in_headers(cf__loop *lp, cf__xfer *x, const xfer_end *e) {
+    const char *n = x->src->name;
+    char why[400];
+    if (e->rc != CURLE_OK &&
         (x->state == CF__XS_SENDING || x->state == CF__XS_HEADERS)) {
         char hs[32] = "";
         if (x->status) snprintf(hs, sizeof hs, "HTTP %ld ", x->status);
-        if (rc == CURLE_OUT_OF_MEMORY)
+        if (e->rc == CURLE_OUT_OF_MEMORY)
             return fail(x, CF_E_HTTP,
                         "%s: %sresponse with a header line too long for "
                         "libcurl (over 100 KiB; curl: %s): not retried",
-                        n, hs, cerr);
+                        n, hs, e->cerr);
         if (x->hdr_bytes >= ((size_t)256 << 10))
             return fail(x, CF_E_HTTP,
                         "%s: %sresponse headers larger than libcurl accepts "
                         "(%zu bytes so far; curl: %s): not retried",
-                        n, hs, x->hdr_bytes, cerr);
+                        n, hs, x->hdr_bytes, e->cerr);
         if (x->status) {
-            atomic_fetch_add(&io->n_read_fail, 1);
+            atomic_fetch_add(&lp->io->n_read_fail, 1);
             snprintf(why, sizeof why, "HTTP %ld response cut off in its headers "
-                     "(%s)", x->status, cerr);
+                     "(%s)", x->status, e->cerr);
             return retry(lp, x, CF_E_IO, why,
-                         rc == CURLE_OPERATION_TIMEDOUT ? RETRY_TIMEOUT
+                         e->rc == CURLE_OPERATION_TIMEDOUT ? RETRY_TIMEOUT
                                                         : RETRY_ERROR);
         }
     }
-    if (rc != CURLE_OK && tunnel == 407)
+    return XFER_NEXT;
+}
+
+/* libcurl failures that no retry fixes: the proxy's 407 to CONNECT, TLS
+ * verification, a bad URL, a name that does not resolve. */
+static int end_curl_error(cf__loop *lp, cf__xfer *x, const xfer_end *e) {
+    const char *n = x->src->name;
+    if (e->rc != CURLE_OK && e->tunnel == 407)
         return fail(x, CF_E_AUTH,
                     "%s: HTTP 407 from the proxy to CONNECT: the proxy wants "
                     "credentials (proxy authentication required)",
                     n);
-    switch (rc) {
+    switch (e->rc) {
     /* Failures that a retry cannot fix. */
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CACERT_BADFILE:
@@ -823,10 +843,10 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
                     "%s: TLS certificate verification failed (%s): give the "
                     "server's CA with ca_file, or set verify_tls=0 to skip "
                     "the check",
-                    n, cerr);
+                    n, e->cerr);
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT:
-        return fail(x, CF_E_ARG, "%s: %s", n, cerr);
+        return fail(x, CF_E_ARG, "%s: %s", n, e->cerr);
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
         /* A name that never resolved will not resolve in a second either:
@@ -836,71 +856,88 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
          * timed out or answered "try again" (a restart, a busy DNS
          * server): a name that answered before on this io is retried
          * like any transport failure, so a long run survives it. */
-        if (rc == CURLE_COULDNT_RESOLVE_PROXY ? lp->proxy_answered
-                                              : host_answered(lp, host_hash(current_url(x)))) {
-            atomic_fetch_add(&io->n_connect_fail, 1);
+        if (e->rc == CURLE_COULDNT_RESOLVE_PROXY
+                ? lp->proxy_answered
+                : host_answered(lp, host_hash(current_url(x)))) {
+            char why[400];
+            atomic_fetch_add(&lp->io->n_connect_fail, 1);
             snprintf(why, sizeof why, "%s did not resolve, though it did before (%s)",
-                     rc == CURLE_COULDNT_RESOLVE_PROXY ? "the proxy's host name"
-                                                       : "the host name",
-                     cerr);
+                     e->rc == CURLE_COULDNT_RESOLVE_PROXY ? "the proxy's host name"
+                                                          : "the host name",
+                     e->cerr);
             return retry(lp, x, CF_E_IO, why, RETRY_ERROR);
         }
-        atomic_fetch_add(&io->n_connect_fail, 1);
+        atomic_fetch_add(&lp->io->n_connect_fail, 1);
         return fail(x, CF_E_NOTFOUND, "%s: %s does not resolve (curl: %s): not retried", n,
-                    rc == CURLE_COULDNT_RESOLVE_PROXY ? "the proxy's host name"
+                    e->rc == CURLE_COULDNT_RESOLVE_PROXY ? "the proxy's host name"
                                                       : "host name",
-                    cerr);
+                    e->cerr);
     default: break;
     }
-    if (rc != CURLE_OK && (body_status || x->status == 0)) {
-        /* Transport failure.  Before any response it is a connect failure
-         * unless a connection was made; after headers it is a read failure
-         * and whatever arrived is kept (resumed from the next byte). */
-        int connected = connect_us > 0 || sent > 0 || x->status != 0;
-        int stalled = rc == CURLE_OPERATION_TIMEDOUT;
-        if (connected)
-            atomic_fetch_add(&io->n_read_fail, 1);
-        else
-            atomic_fetch_add(&io->n_connect_fail, 1);
-        if (body_status)
-            snprintf(why, sizeof why,
-                     "HTTP %ld body %s after %" PRIu64 " of %" PRIu64
-                     " bytes (%s)",
-                     x->status, stalled ? "stalled" : "truncated", x->got,
-                     x->len, cerr);
-        else
-            snprintf(why, sizeof why, "%s (%s)",
-                     connected ? "no response" : "could not connect", cerr);
-        return retry(lp, x, stalled ? CF_E_TIMEOUT : CF_E_IO, why,
-                     body_status && x->attempt_got > 0 ? RETRY_RESUME
-                     : stalled                         ? RETRY_TIMEOUT
-                                                       : RETRY_ERROR);
-    }
-    if (body_status) {
-        if (x->len_open) {
-            x->len = x->got;
-            pthread_mutex_lock(&x->src->mu);
-            if (x->src->size == UINT64_MAX) x->src->size = x->got;
-            pthread_mutex_unlock(&x->src->mu);
-        }
-        if (x->got == x->len) {
-            x->result = CF_OK;
-            cf__xfer_move(x, CF__XS_DONE);
-            /* AWS's rule: a success gives back what its last retry took,
-             * or a token when it needed none. */
-            cf__quota_give(&lp->quota,
-                           x->quota_taken > 0 ? x->quota_taken : CF__QUOTA_SUCCESS,
-                           cf__now());
-            return 1;
-        }
-        atomic_fetch_add(&io->n_read_fail, 1);
-        snprintf(why, sizeof why,
-                 "HTTP %ld body truncated after %" PRIu64 " of %" PRIu64 " bytes",
-                 x->status, x->got, x->len);
-        return retry(lp, x, CF_E_IO, why,
-                     x->attempt_got > 0 ? RETRY_RESUME : RETRY_ERROR);
-    }
+    return XFER_NEXT;
+}
 
+/* Transport failure, before a response or in its body: retried, resumed
+ * from the next byte when part of the body arrived. */
+static int end_transport(cf__loop *lp, cf__xfer *x, const xfer_end *e, int body_status) {
+    char why[400];
+    /* Transport failure.  Before any response it is a connect failure
+     * unless a connection was made; after headers it is a read failure
+     * and whatever arrived is kept (resumed from the next byte). */
+    int connected = e->connect_us > 0 || e->sent > 0 || x->status != 0;
+    int stalled = e->rc == CURLE_OPERATION_TIMEDOUT;
+    if (connected)
+        atomic_fetch_add(&lp->io->n_read_fail, 1);
+    else
+        atomic_fetch_add(&lp->io->n_connect_fail, 1);
+    if (body_status)
+        snprintf(why, sizeof why,
+                 "HTTP %ld body %s after %" PRIu64 " of %" PRIu64
+                 " bytes (%s)",
+                 x->status, stalled ? "stalled" : "truncated", x->got,
+                 x->len, e->cerr);
+    else
+        snprintf(why, sizeof why, "%s (%s)",
+                 connected ? "no response" : "could not connect", e->cerr);
+    return retry(lp, x, stalled ? CF_E_TIMEOUT : CF_E_IO, why,
+                 body_status && x->attempt_got > 0 ? RETRY_RESUME
+                 : stalled                         ? RETRY_TIMEOUT
+                                                   : RETRY_ERROR);
+}
+
+/* A 200 or 206 response ended: done when every byte came, else retried
+ * (resumed). */
+static int end_body(cf__loop *lp, cf__xfer *x) {
+    char why[400];
+    if (x->len_open) {
+        x->len = x->got;
+        pthread_mutex_lock(&x->src->mu);
+        if (x->src->size == UINT64_MAX) x->src->size = x->got;
+        pthread_mutex_unlock(&x->src->mu);
+    }
+    if (x->got == x->len) {
+        x->result = CF_OK;
+        cf__xfer_move(x, CF__XS_DONE);
+        /* AWS's rule: a success gives back what its last retry took,
+         * or a token when it needed none. */
+        cf__quota_give(&lp->quota,
+                       x->quota_taken > 0 ? x->quota_taken : CF__QUOTA_SUCCESS,
+                       cf__now());
+        return 1;
+    }
+    atomic_fetch_add(&lp->io->n_read_fail, 1);
+    snprintf(why, sizeof why,
+             "HTTP %ld body truncated after %" PRIu64 " of %" PRIu64 " bytes",
+             x->status, x->got, x->len);
+    return retry(lp, x, CF_E_IO, why,
+                 x->attempt_got > 0 ? RETRY_RESUME : RETRY_ERROR);
+}
+
+/* Any other HTTP status: a redirect followed, the retryable ones retried,
+ * the rest fail with what the service said (its error code). */
+static int end_status(cf__loop *lp, cf__xfer *x, const xfer_end *e) {
+    const char *n = x->src->name;
+    char why[400];
     char code[80] = "", codepart[96] = "";
     cf__auth_error_code(x->src->auth, x->errbody, x->errbody_len,
                         x->ms_code[0] ? x->ms_code : NULL, code, sizeof code);
@@ -956,9 +993,32 @@ int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
                     n, codepart);
     default:
         if (st == 0)
-            return fail(x, CF_E_IO, "%s: no HTTP response (%s)", n, cerr);
+            return fail(x, CF_E_IO, "%s: no HTTP response (%s)", n, e->cerr);
         return fail(x, CF_E_HTTP, "%s: HTTP %ld%s", n, st, codepart);
     }
+}
+
+int cf__xfer_done(cf__loop *lp, cf__xfer *x, CURLcode rc) {
+    xfer_end e;
+    end_facts(x, rc, &e);
+    cf__xfer_release(lp, x);
+    if (x->status != 0 || e.tunnel != 0) note_answered(lp, x);
+
+    if (rc == CURLE_OK && x->state != CF__XS_BODY &&
+        (x->status == 200 || x->status == 206)) {
+        cf__xfer_move(x, CF__XS_BODY);
+        check_headers(x); /* empty body: still validate */
+    }
+    int r, body_status = x->status == 200 || x->status == 206;
+    if ((r = end_aborted(lp, x)) != XFER_NEXT) return r;
+    if (rc != CURLE_OK) {
+        if ((r = end_in_headers(lp, x, &e)) != XFER_NEXT) return r;
+        if ((r = end_curl_error(lp, x, &e)) != XFER_NEXT) return r;
+        if (body_status || x->status == 0)
+            return end_transport(lp, x, &e, body_status);
+    }
+    if (body_status) return end_body(lp, x);
+    return end_status(lp, x, &e);
 }
 
 cf__xfer *cf__xfer_hedge(const cf__xfer *x) {

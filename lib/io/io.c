@@ -169,31 +169,6 @@ void cf_io_set_max_inflight(cf_io *io, int n) {
     if (lp && lp->pid == getpid()) loop_wake(lp);
 }
 
-/* ---- backoff ------------------------------------------------------- */
-
-static uint64_t rng_next(cf__loop *lp) {
-    /* xorshift64*: only for jitter, run on the loop thread. */
-    uint64_t x = lp->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    lp->rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s) {
-    const cf_io_options *o = &lp->io->opts;
-    double d = o->retry_base_ms * ldexp(1.0, attempt > 30 ? 30 : attempt);
-    if (d > o->retry_max_ms) d = o->retry_max_ms;
-    /* "Equal jitter": half fixed, half random, so that clients that failed
-     * together do not retry together. */
-    double u = (double)(rng_next(lp) >> 11) / 9007199254740992.0;
-    d = d / 2 + u * d / 2;
-    double s = d / 1000.0;
-    if (retry_after_s > s) s = retry_after_s;
-    return s;
-}
-
 /* ---- the loop thread ----------------------------------------------- */
 
 /* Append the list head..tail to the queue *qh..*qt. */
@@ -273,17 +248,6 @@ static void leg_free(cf__loop *lp, cf__xfer *x) {
     cf__xfer_move(x, CF__XS_DROPPED);
     cf__xfer_release(lp, x);
     cf__xfer_free(x);
-}
-
-void cf__io_hedge_won(cf__xfer *x) {
-    cf__xfer *t = x->twin;
-    if (!t) return;
-    cf__loop *lp = x->lp;
-    x->twin = t->twin = NULL;
-    cf__xfer_move(t, CF__XS_LOST);
-    /* Not removed here: this runs inside a curl callback of x. */
-    t->next = lp->lost;
-    lp->lost = t;
 }
 
 /* Take the legs that lost out of multi (outside any curl callback).

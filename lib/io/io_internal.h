@@ -289,6 +289,8 @@ struct cf__xfer {
 
 /* io.c */
 cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err);
+/* quota.c: how long retry `attempt` waits (jittered exponential backoff,
+ * at least the server's Retry-After). */
 double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s);
 
 /* http.c: loop-thread side of one transfer. */
@@ -309,7 +311,7 @@ void cf__xfer_cancel(cf__xfer *x, const char *msg);
 /* http.c: a second leg for x (hedging): the same ranges, callers and progress,
  * its own reqs array; not started.  NULL when out of memory. */
 cf__xfer *cf__xfer_hedge(const cf__xfer *x);
-/* io.c: x, one leg of a hedged request, started a body first: its twin
+/* hedge.c: x, one leg of a hedged request, started a body first: its twin
  * stops writing and is taken out of the loop after this callback. */
 void cf__io_hedge_won(cf__xfer *x);
 

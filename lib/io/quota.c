@@ -1,5 +1,6 @@
 /*
- * quota.c - the retry quota that all requests of an io loop share: a
+ * quota.c - how an io loop retries: the backoff before a retry (at the
+ * end), and the retry quota that all requests of the loop share: a
  * token bucket, as the AWS SDKs' "standard" retry mode keeps one
  * (botocore's RetryQuotaChecker, the Java SDK's TokenBucketRetryStrategy).
  *
@@ -34,6 +35,8 @@
  */
 #include "io_internal.h"
 
+#include <math.h>
+
 void cf__quota_init(cf__quota *q, int retries, double now) {
     q->cap = retries > 0 ? (double)retries * CF__QUOTA_RETRY_COST : 0.0;
     q->tokens = q->cap;
@@ -65,4 +68,29 @@ void cf__quota_give(cf__quota *q, double tokens, double now) {
 double cf__quota_retries_left(cf__quota *q, double now) {
     refill(q, now);
     return q->tokens / CF__QUOTA_RETRY_COST;
+}
+
+/* ---- backoff ------------------------------------------------------- */
+
+static uint64_t rng_next(cf__loop *lp) {
+    /* xorshift64*: only for jitter, run on the loop thread. */
+    uint64_t x = lp->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    lp->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s) {
+    const cf_io_options *o = &lp->io->opts;
+    double d = o->retry_base_ms * ldexp(1.0, attempt > 30 ? 30 : attempt);
+    if (d > o->retry_max_ms) d = o->retry_max_ms;
+    /* "Equal jitter": half fixed, half random, so that clients that failed
+     * together do not retry together. */
+    double u = (double)(rng_next(lp) >> 11) / 9007199254740992.0;
+    d = d / 2 + u * d / 2;
+    double s = d / 1000.0;
+    if (retry_after_s > s) s = retry_after_s;
+    return s;
 }

@@ -8,8 +8,10 @@
  * settles.
  */
 #include "chunk_cache.h"
+#include "loader_options.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -289,4 +291,31 @@ void cf__cc_stats(cf__ccache *cc, uint64_t *hits, uint64_t *misses, size_t *used
     *used = cc->used;
     *peak = cc->peak;
     pthread_mutex_unlock(&cc->mu);
+}
+
+/* The cgroup's memory limit (v2, then v1), 0 if none or unreadable. */
+static uint64_t cgroup_limit(void) {
+    static const char *const files[] = {"/sys/fs/cgroup/memory.max",
+                                        "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        FILE *f = fopen(files[i], "r");
+        if (!f) continue;
+        unsigned long long v = 0;
+        int n = fscanf(f, "%llu", &v); /* "max": no limit */
+        fclose(f);
+        if (n == 1 && v) return v;
+    }
+    return 0;
+}
+
+size_t cf__ld_default_cache_bytes(void) {
+    const uint64_t floor = (uint64_t)256 << 20;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    uint64_t lim = cgroup_limit();
+    if (lim && (!ram || lim < ram)) ram = lim;
+    uint64_t b = ram / 20;
+    if (b < floor) b = floor;
+    if (b > SIZE_MAX / 2) b = SIZE_MAX / 2;
+    return (size_t)b;
 }

@@ -110,6 +110,12 @@ uint32_t cf__cog_bands(const cf_cog *cog);
 /* Fill value for pixels without data, as one sample of the cog's dtype. */
 void cf__cog_fill_value(const cf_cog *cog, uint8_t out[CF__FILL_MAX]);
 
+/* Bytes of one delivered sample of IFD ifdi (1 for bits, which the paste
+ * expands to a byte). */
+size_t cf__cog_out_bps(const cf_cog *cog, int ifdi);
+/* n samples of bps bytes, each the fill sample v. */
+void cf__cog_fill_samples(uint8_t *dst, size_t n, size_t bps, const uint8_t v[CF__FILL_MAX]);
+
 /* Fill nsamples samples of dst with the fill value (samples of IFD
  * ifdi's size: 1 byte for 1-bit data, expanded by the paste). */
 void cf__cog_fill(const cf_cog *cog, int ifdi, uint8_t *dst, size_t nsamples);

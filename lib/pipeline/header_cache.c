@@ -2,9 +2,9 @@
  * header_cache.c - see header_cache.h.  The in-memory table is bounded in
  * bytes (oldest entries dropped first) and keyed like the disk entries
  * (hc_key.c); the disk folder (hc_disk.c) is set up on first use from the
- * io's options.
+ * io's options.  The table itself is hc_table.c's, an entry hc_entry.c's.
  */
-#include "header_cache.h"
+#include "hc_table.h"
 #include "io_state.h"
 
 #include <pthread.h>
@@ -13,79 +13,6 @@
 #include <unistd.h>
 
 #define HC_MEM_MAX ((size_t)256 << 20) /* bytes kept in memory per io */
-
-typedef struct hc_item {
-    struct hc_item *next;
-    cf_hc_key key;
-    cf_hc_entry *e;
-} hc_item;
-
-typedef struct cf_hc_table {
-    pthread_mutex_t mu;
-    pid_t pid;            /* the process that uses it (see table()) */
-    hc_item *head; /* newest first */
-    size_t bytes;
-    int disk_made;        /* disk below was made from the io's options */
-    cf_hc_disk *disk;     /* NULL: no header_cache_dir (or no memory) */
-} hc_table;
-
-hc_table *cf__hc_table_new(void) {
-    hc_table *t = cf__calloc(1, sizeof *t);
-    if (t) {
-        pthread_mutex_init(&t->mu, NULL);
-        t->pid = getpid();
-    }
-    return t;
-}
-
-void cf__hc_table_free(hc_table *t) {
-    for (hc_item *it = t->head, *nx; it; it = nx) {
-        nx = it->next;
-        cf__hc_entry_free(it->e);
-        free(it);
-    }
-    cf__hc_disk_free(t->disk);
-    pthread_mutex_destroy(&t->mu);
-    free(t);
-}
-
-cf_hc_entry *cf__hc_entry_new(void) { return cf__calloc(1, sizeof(cf_hc_entry)); }
-
-void cf__hc_entry_free(cf_hc_entry *e) {
-    if (!e) return;
-    for (size_t i = 0; i < e->nranges; i++) free(e->ranges[i].data);
-    free(e->ranges);
-    free(e->etag);
-    free(e->last_modified);
-    free(e);
-}
-
-cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
-                           size_t len) {
-    if (e->nranges >= HC_MAX_RANGES) {
-        e->incomplete = 1;
-        return CF_E_LIMIT;
-    }
-    if (e->nranges == e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 4;
-        cf_hc_range *r = cf__realloc(e->ranges, cap * sizeof *r);
-        if (!r) {
-            e->incomplete = 1;
-            return CF_E_NOMEM;
-        }
-        e->ranges = r;
-        e->cap = cap;
-    }
-    uint8_t *d = cf__malloc(len ? len : 1);
-    if (!d) {
-        e->incomplete = 1;
-        return CF_E_NOMEM;
-    }
-    memcpy(d, data, len);
-    e->ranges[e->nranges++] = (cf_hc_range){off, len, d};
-    e->bytes += len;
-    return CF_OK;
-}
 
 static cf_hc_entry *entry_copy(const cf_hc_entry *e, const char *etag) {
     cf_hc_entry *c = cf__hc_entry_new();

@@ -51,7 +51,7 @@ cf_io_state *cf__io_state(cf_io *io);
  * no thread of the child can meet it freed). */
 struct cf__ccache *cf__io_read_cache(cf_io *io);
 
-/* header_cache.c */
+/* hc_table.c */
 struct cf_hc_table *cf__hc_table_new(void);
 void cf__hc_table_free(struct cf_hc_table *t);
 

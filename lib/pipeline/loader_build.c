@@ -11,33 +11,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The cgroup's memory limit (v2, then v1), 0 if none or unreadable. */
-static uint64_t cgroup_limit(void) {
-    static const char *const files[] = {"/sys/fs/cgroup/memory.max",
-                                        "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        FILE *f = fopen(files[i], "r");
-        if (!f) continue;
-        unsigned long long v = 0;
-        int n = fscanf(f, "%llu", &v); /* "max": no limit */
-        fclose(f);
-        if (n == 1 && v) return v;
-    }
-    return 0;
-}
-
-size_t cf__ld_default_cache_bytes(void) {
-    const uint64_t floor = (uint64_t)256 << 20;
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-    uint64_t lim = cgroup_limit();
-    if (lim && (!ram || lim < ram)) ram = lim;
-    uint64_t b = ram / 20;
-    if (b < floor) b = floor;
-    if (b > SIZE_MAX / 2) b = SIZE_MAX / 2;
-    return (size_t)b;
-}
-
 void cf_loader_options_init(cf_loader_options *opt) {
     memset(opt, 0, sizeof *opt);
     opt->struct_size = sizeof *opt;
@@ -252,12 +225,6 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
     return CF_OK;
 }
 
-size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
-                           uint64_t h) {
-    cf_dtype dt = m->layer < 0 ? ld->raw_dt : ld->layer_dt[m->layer];
-    return (size_t)(m->nb * w * h * cf_dtype_size(dt));
-}
-
 /* The most decoding one of cog's chunks at the loader's level can take
  * from the kits' budget (a full tile, a new codec context). */
 static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
@@ -267,12 +234,6 @@ static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
     cf_codec_params p;
     cf__cog_chunk_params(cog, &c, &p);
     return cf_codec_ctx_growth(NULL, &p, cf_codec_chunk_bytes(&p), 0);
-}
-
-size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb) {
-    const size_t F = ld->o.nfiles, T = (size_t)ld->o.time_steps;
-    if (mb->layer < 0) return f * T + (size_t)mb->t;
-    return F * T + (ld->msk ? F : 0) + f * (size_t)ld->o.nlayers + (size_t)mb->layer;
 }
 
 /* The source windows of a typical sample's warped inputs (file 0's, at
@@ -294,10 +255,10 @@ static size_t warp_scratch(cf_loader *ld) {
     return (size_t)(2 * sum + 64);
 }
 
-static cf_status build(cf_loader *ld, cf_error *err) {
+/* The batch slot's layout (cf_loader_layout): its dtype, its image and
+ * mask bytes. */
+static cf_status lay_out(cf_loader *ld, cf_error *err) {
     cf_loader_options *o = &ld->o;
-    cf_status st = plan_channels(ld, err);
-    if (st != CF_OK) return st;
     const uint64_t P = o->patch_size, B = o->batch_size;
     ld->plane = (size_t)(P * P);
     cf_loader_layout *L = &ld->lay_out;
@@ -317,12 +278,20 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     mask_bytes = B * P * P * ld->mask_es;
     L->image_bytes = (size_t)img_bytes;
     L->mask_bytes = (size_t)mask_bytes;
+    return CF_OK;
+}
 
-    /* Sampler over the files' sizes at the chosen level. */
+/* The sampler over the files' sizes at the chosen level (or their target
+ * grids); *tiles_shared when a tile is larger than a patch. */
+static cf_status make_sampler(cf_loader *ld, int *tiles_shared, cf_error *err) {
+    cf_loader_options *o = &ld->o;
+    cf_loader_layout *L = &ld->lay_out;
+    const uint64_t P = o->patch_size, B = o->batch_size;
     cf__samp_file *sf = cf__calloc(o->nfiles, sizeof *sf);
     if (!sf) return cf__err(err, CF_E_NOMEM, "loader: sampler files");
     uint64_t cell_bytes = 0;
-    int tiles_shared = 0;
+    *tiles_shared = 0;
+    cf_status st;
     for (size_t f = 0; f < o->nfiles; f++) {
         /* A target grid of its own (grid=): windows of it; else the
          * image's level. */
@@ -348,7 +317,7 @@ static cf_status build(cf_loader *ld, cf_error *err) {
                            f, cf_cog_name(ld->img[f * (size_t)o->time_steps]),
                            o->weights[f]);
         }
-        if (sf[f].tile_w > P || sf[f].tile_h > P) tiles_shared = 1;
+        if (sf[f].tile_w > P || sf[f].tile_h > P) *tiles_shared = 1;
         uint64_t cw = (P + sf[f].tile_w - 1) / sf[f].tile_w * sf[f].tile_w;
         uint64_t ch = (P + sf[f].tile_h - 1) / sf[f].tile_h * sf[f].tile_h;
         uint64_t cb = 0;
@@ -384,10 +353,16 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     L->samples = o->drop_last ? cnt / B * B : cnt;
     L->batches = o->drop_last ? cnt / B : (cnt + B - 1) / B;
     ld->total = L->samples;
+    return CF_OK;
+}
 
-    /* Scratch: every raw member block of a sample (float32 output: they
-     * are read at once, then converted), at least one output plane (for
-     * augmentation). */
+/* A reader's scratch: every raw member block of a sample (float32 output:
+ * they are read at once, then converted), at least one output plane (for
+ * augmentation), and the warped inputs' source windows; and whether
+ * decoded chunks are kept for the next patches (the chunk cache). */
+static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
+    cf_loader_options *o = &ld->o;
+    const uint64_t P = o->patch_size;
     size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
     size_t sum = 0;
     for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
@@ -416,10 +391,16 @@ static cf_status build(cf_loader *ld, cf_error *err) {
         if (!ld->cc) return cf__err(err, CF_E_NOMEM, "loader: chunk cache");
     }
     for (int i = 0; i < CF_MAX_BANDS; i++) ld->ident[i] = i;
+    return CF_OK;
+}
 
-    /* Readers: fixed, or adaptive up to a cap set by the byte budget
-     * (auto: 256 MiB, or 64 MiB per core on machines of more than 4); their
-     * scratch takes at most half of it. */
+/* Readers: fixed, or adaptive up to a cap set by the byte budget (auto:
+ * 256 MiB, or 64 MiB per core on machines of more than 4); their scratch
+ * takes at most half of it.  Then the ring's length. */
+static cf_status plan_readers(cf_loader *ld, cf_error *err) {
+    cf_loader_options *o = &ld->o;
+    cf_loader_layout *L = &ld->lay_out;
+    const uint64_t B = o->batch_size;
     if (!o->inflight_bytes) {
         uint64_t b = (uint64_t)64 << 20;
         o->inflight_bytes = (size_t)(cf__ncpu() > 4 ? b * cf__ncpu() : 4 * b);
@@ -460,7 +441,7 @@ static cf_status build(cf_loader *ld, cf_error *err) {
          * and one ready to take, or readers idle behind a slow patch.
          * Capped at twice the in-flight byte budget, at least 4 slots. */
         uint64_t n = ((uint64_t)want + B - 1) / B + 2;
-        uint64_t slot = img_bytes + mask_bytes;
+        uint64_t slot = (uint64_t)L->image_bytes + L->mask_bytes;
         uint64_t cap = slot ? 2 * I / slot : n;
         if (n > cap) n = cap;
         if (n < 4) n = 4;
@@ -469,11 +450,16 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     }
     L->prefetch = o->prefetch;
     ld->ring_bytes = (uint64_t)o->prefetch *
-                     (img_bytes + mask_bytes + B * (sizeof(cf_window) + 1));
+                     ((uint64_t)L->image_bytes + L->mask_bytes + B * (sizeof(cf_window) + 1));
+    return CF_OK;
+}
 
-    /* The rest of inflight_bytes: decoding (kits: at most a quarter, and
-     * no more than every kit decoding the largest tile of the inputs at
-     * once), then fetching. */
+/* The rest of inflight_bytes: decoding (kits: at most a quarter, and no
+ * more than every kit decoding the largest tile of the inputs at once),
+ * then fetching. */
+static cf_status split_budget(cf_loader *ld, cf_error *err) {
+    cf_loader_options *o = &ld->o;
+    const uint64_t I = o->inflight_bytes;
     int nkits = (int)(2 * cf__ncpu() + 2);
     if (nkits > ld->nthreads) nkits = ld->nthreads;
     uint64_t need = 0;
@@ -497,7 +483,14 @@ static cf_status build(cf_loader *ld, cf_error *err) {
         return cf__err(err, CF_E_NOMEM, "loader: budgets");
     }
     ld->budgets = 1;
+    return CF_OK;
+}
 
+/* The ring of batch slots, tile-shuffle's cache, the readers' records. */
+static cf_status make_ring(cf_loader *ld, cf_error *err) {
+    cf_loader_options *o = &ld->o;
+    cf_loader_layout *L = &ld->lay_out;
+    const uint64_t B = o->batch_size;
     ld->slots = cf__calloc((size_t)o->prefetch, sizeof *ld->slots);
     if (!ld->slots) return cf__err(err, CF_E_NOMEM, "loader: ring");
     for (int i = 0; i < o->prefetch; i++) {
@@ -523,6 +516,20 @@ static cf_status build(cf_loader *ld, cf_error *err) {
     if (!ld->workers || !ld->skip_hist)
         return cf__err(err, CF_E_NOMEM, "loader: workers");
     return CF_OK;
+}
+
+/* A loader whose inputs are open: its layout, sampler, memory plan and
+ * ring, step by step. */
+static cf_status build(cf_loader *ld, cf_error *err) {
+    int tiles_shared = 0;
+    cf_status st = plan_channels(ld, err);
+    if (st == CF_OK) st = lay_out(ld, err);
+    if (st == CF_OK) st = make_sampler(ld, &tiles_shared, err);
+    if (st == CF_OK) st = plan_scratch(ld, tiles_shared, err);
+    if (st == CF_OK) st = plan_readers(ld, err);
+    if (st == CF_OK) st = split_budget(ld, err);
+    if (st == CF_OK) st = make_ring(ld, err);
+    return st;
 }
 
 cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,

@@ -212,7 +212,7 @@ cf_cog **cf__ld_url_slot(cf_loader *ld, size_t i);
 cf_status cf__ld_level(const cf_loader *ld, const cf_cog *c, cf_level_info *li,
                        cf_error *err);
 
-/* loader_build.c: raw bytes of member m for a w x h window. */
+/* sample_read.c: raw bytes of member m for a w x h window. */
 size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
                            uint64_t h);
 /* The input (url) index of member mb of sample file f. */

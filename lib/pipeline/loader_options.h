@@ -45,7 +45,8 @@
  * 256 MiB.  Users of GDAL expect a reader to keep that much decoded
  * (TorchGeo's workers each get it), and random patches over a dataset
  * that partly fits it meet tiles decoded before; the floor is the old
- * fixed default, which tile-shuffle's groups were tuned on. */
+ * fixed default, which tile-shuffle's groups were tuned on (chunk_cache.c,
+ * the cache it sizes). */
 size_t cf__ld_default_cache_bytes(void);
 /* ... in words: cf_option_info.default_doc of cache_bytes, whose default
  * is flagged CF_OPTF_RUNTIME_DEFAULT (loader_option_table.c). */

@@ -639,3 +639,16 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     return CF_OK;
 }
 
+/* ------------------------------------------------ a member's place */
+
+size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
+                           uint64_t h) {
+    cf_dtype dt = m->layer < 0 ? ld->raw_dt : ld->layer_dt[m->layer];
+    return (size_t)(m->nb * w * h * cf_dtype_size(dt));
+}
+
+size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb) {
+    const size_t F = ld->o.nfiles, T = (size_t)ld->o.time_steps;
+    if (mb->layer < 0) return f * T + (size_t)mb->t;
+    return F * T + (ld->msk ? F : 0) + f * (size_t)ld->o.nlayers + (size_t)mb->layer;
+}

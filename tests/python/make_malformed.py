@@ -234,7 +234,7 @@ def ojpeg_jif(sof_h=64, body=b"", dht=None, marker=0xC0, sof_w=64):
 
 
 def ojpeg_cases():
-    """Item 26: old-style JPEG (tiff.c parse_ojpeg, codec ojpeg.c)."""
+    """Item 26: old-style JPEG (tiff_ojpeg.c, codec ojpeg.c)."""
     yield "ojpeg_flat", 26, "ok", "old-style JPEG, table tags, 4 strips", ojpeg_strips()
     yield "ojpeg_jif_flat", 26, "ok", "old-style JPEG, JPEGInterchangeFormat stream", \
         ojpeg_strips(rps=64, tables=False, jif=ojpeg_jif(body=bytes(48) + b"\xff\xd9"))
