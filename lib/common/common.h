@@ -37,6 +37,20 @@ cf_status cf__err_prefix(cf_error *err, cf_status st, const char *fmt, ...)
 /* Append "; hint" to the existing message (cut to fit) and return `st`. */
 cf_status cf__err_hint(cf_error *err, cf_status st, const char *fmt, ...)
     CF__PRINTF(3, 4);
+
+/* Forward a failure (zstd's FORWARD_IF_ERROR): evaluate `expr`, a
+ * cf_status, once, and return it from the calling function unless it is
+ * CF_OK.  Its message was written where the failure was found; a caller
+ * that knows more context forwards with cf__err_prefix instead.  Any
+ * status but CF_OK goes up, CF_E_END and CF__NEED_BYTES included.  Where
+ * cleanup must run first, the function keeps `cf_status st`, sets it and
+ * jumps to `done:` (docs/internals.md, "The error idiom"). */
+#define CF__TRY(expr)                                 \
+    do {                                              \
+        cf_status cf__try_st_ = (expr);               \
+        if (cf__try_st_ != CF_OK) return cf__try_st_; \
+    } while (0)
+
 void cf__err_clear(cf_error *err);
 /* Escape, in place, the control characters (bytes below 0x20 and 0x7f) of
  * the message in msg[cap] as "\xNN", cutting the end when it no longer
