@@ -13,15 +13,21 @@
 
 const char *cli_prog = "cogfeed-c";
 
+/* The I/O options that set a scalar of cf_io_options: --help shows the
+ * default of the C table (cf_io_option_table), not a copy of it. */
+static const struct io_table_opt {
+    const char *flag, *field, *help;
+} io_table_opts[] = {
+    {"header-bytes N", "header_bytes", "first speculative read of a remote file"},
+    {"max-inflight N", "max_inflight", "requests in flight at once"},
+    {"max-retries N", "max_retries", "retries per request"},
+    {"timeout SECONDS", "request_timeout_s", "deadline per request, retries included"},
+};
+
+/* The other I/O options, after those. */
 static const char *io_options_text =
-    "\n"
-    "I/O options:\n"
-    "  --header-bytes N      first speculative read of a remote file (65536)\n"
-    "  --max-inflight N      requests in flight at once (64)\n"
     "  --header-cache DIR    keep parsed headers in DIR: a second open makes\n"
     "                        no request\n"
-    "  --max-retries N       retries per request (6)\n"
-    "  --timeout SECONDS     deadline per request, retries included (60)\n"
     "  --ca-file PEM         the CAs to trust instead of the system's\n"
     "  --insecure            do not verify TLS certificates\n"
     "  --raw-color           CMYK, CIELab and YCbCr as stored, like GDAL's\n"
@@ -46,6 +52,18 @@ int cli_command_help(const char *cmd, const char *usage, const char *body) {
         s += n;
     }
     fputs(body, stdout);
+    fputs("\nI/O options:\n", stdout);
+    size_t n;
+    const cf_option_info *tab = cf_io_option_table(&n);
+    for (size_t i = 0; i < sizeof io_table_opts / sizeof *io_table_opts; i++) {
+        const cf_option_info *o = cf_option_by_name(tab, n, io_table_opts[i].field);
+        if (!o) continue; /* a row gone from the table: its option is too */
+        char def[32];
+        if (o->type == CF_OPT_FLOAT) snprintf(def, sizeof def, "%g", o->def.d);
+        else if (o->type == CF_OPT_UINT) snprintf(def, sizeof def, "%llu", (unsigned long long)o->def.u);
+        else snprintf(def, sizeof def, "%lld", (long long)o->def.i);
+        printf("  --%-19s %s (%s)\n", io_table_opts[i].flag, io_table_opts[i].help, def);
+    }
     fputs(io_options_text, stdout);
     return 0;
 }
@@ -73,9 +91,25 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     return 2;
 }
 
+/* Did getopt_long refuse the long option arg?  optopt says: 0 for a
+ * long option it does not know, the option's val for one missing its
+ * value or given one it takes none; a character for a short option.  A
+ * short option refused inside a cluster (-xy) leaves optind on its
+ * argument, so argv[optind - 1], arg here, is the one before it, which
+ * may be a long option: then optopt names the short one. */
+static int long_option_refused(const struct option *lo, const char *arg) {
+    if (strncmp(arg, "--", 2) != 0 || !arg[2]) return 0;
+    if (optopt == 0 || optopt >= 256) return 1;
+    const char *name = arg + 2;
+    size_t n = strcspn(name, "=");
+    for (const struct option *o = lo; o->name; o++)
+        if (!strncmp(o->name, name, n) && o->val == optopt) return 1;
+    return 0;
+}
+
 int cli_bad_option(const char *cmd, const struct option *lo, char **argv, int missing) {
     const char *arg = argv[optind - 1];
-    if (strncmp(arg, "--", 2) != 0 || !arg[2]) {
+    if (!long_option_refused(lo, arg)) {
         /* a short option: optopt is its character */
         if (missing) return cli_usage_error(cmd, "-%c needs a value", optopt);
         return cli_usage_error(cmd, "unknown option '-%c'", optopt);

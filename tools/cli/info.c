@@ -48,24 +48,40 @@ static int utf8_len(const unsigned char *s) {
  * are taken as Latin-1 so that the output stays valid JSON.  Control
  * characters, C0 and C1 (U+0080-U+009F: CSI among them) and DEL, are
  * \u escapes, so that a hostile file's text reaches no terminal raw. */
+/* One character of a JSON string at s, but '"' and '\\': control
+ * characters (C0, DEL, C1 in UTF-8) and bytes that are not UTF-8 as
+ * \u00NN, other UTF-8 as it is.  Returns the bytes it took. */
+static int json_char(FILE *f, const char *s) {
+    unsigned char c = (unsigned char)*s;
+    if (c < 0x20 || c == 0x7f) {
+        fprintf(f, "\\u%04x", c);
+        return 1;
+    }
+    if (c < 0x80) {
+        fputc(c, f);
+        return 1;
+    }
+    int n = utf8_len((const unsigned char *)s);
+    if (!n) {
+        fprintf(f, "\\u%04x", c);
+        return 1;
+    }
+    if (n == 2 && c == 0xC2 && (unsigned char)s[1] < 0xA0) {
+        fprintf(f, "\\u%04x", (unsigned char)s[1]);
+        return 2;
+    }
+    fwrite(s, 1, (size_t)n, f);
+    return n;
+}
+
 static void json_str(FILE *f, const char *s) {
     fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
-        else if (c < 0x80) fputc(c, f);
-        else {
-            int n = utf8_len((const unsigned char *)s);
-            if (!n) fprintf(f, "\\u%04x", c);
-            else if (n == 2 && c == 0xC2 && (unsigned char)s[1] < 0xA0) {
-                fprintf(f, "\\u%04x", (unsigned char)s[1]);
-                s++;
-            } else {
-                fwrite(s, 1, (size_t)n, f);
-                s += n - 1;
-            }
+    while (s && *s) {
+        if (*s == '"' || *s == '\\') {
+            fprintf(f, "\\%c", *s++);
+            continue;
         }
+        s += json_char(f, s);
     }
     fputc('"', f);
 }
@@ -106,16 +122,23 @@ static void json_num(FILE *f, double v) {
 }
 
 /* JSON text that PROJ wrote (indented over many lines) as one line:
- * whitespace outside strings dropped, strings copied as they are. */
+ * whitespace outside strings dropped, strings as json_str writes them. */
 static void json_compact(FILE *f, const char *s) {
     int in_str = 0;
     for (; *s; s++) {
         char c = *s;
         if (in_str) {
-            if ((unsigned char)c < 0x20) fprintf(f, "\\u%04x", (unsigned char)c);
-            else fputc(c, f);
-            if (c == '\\' && s[1]) fputc(*++s, f);
-            else if (c == '"') in_str = 0;
+            /* PROJ's escapes as they are; the text between them (a
+             * file's citation can reach a CRS name) as json_str writes it */
+            if (c == '\\' && s[1]) {
+                fputc(c, f);
+                fputc(*++s, f);
+            } else if (c == '"') {
+                fputc(c, f);
+                in_str = 0;
+            } else {
+                s += json_char(f, s) - 1;
+            }
         } else if (c == '"') {
             in_str = 1;
             fputc(c, f);
