@@ -22,13 +22,13 @@
 #include <string.h>
 
 static int cf_fuzz_codec(const uint8_t *data, size_t size, uint16_t comp) {
-    static cf_codec_ctx *ctx; /* reused like a decode thread reuses it */
+    static cf__codec_ctx *ctx; /* reused like a decode thread reuses it */
     static const uint16_t bits_of[] = {1, 8, 16, 32, 64, 8, 8, 16,
                                        2, 4, 12, 24, 16, 7, 128, 31};
     if (size < 8) return 0;
-    if (!ctx) ctx = cf_codec_ctx_new();
+    if (!ctx) ctx = cf__codec_ctx_new();
     if (!ctx) return 0;
-    cf_codec_params p;
+    cf__codec_params p;
     memset(&p, 0, sizeof p);
     p.compression = comp;
     p.width = (uint32_t)(data[0] % 96) + 1;
@@ -66,7 +66,7 @@ static int cf_fuzz_codec(const uint8_t *data, size_t size, uint16_t comp) {
         data += tables;
         size -= tables;
     }
-    size_t n = (size_t)cf_codec_chunk_bytes(&p);
+    size_t n = (size_t)cf__codec_chunk_bytes(&p);
     if (!n) return 0;
     uint8_t *dst = malloc(n);
     if (!dst) return 0;
@@ -80,7 +80,7 @@ static int cf_fuzz_codec(const uint8_t *data, size_t size, uint16_t comp) {
     if (size) memcpy(src, data, size);
     cf_error err;
     memset(&err, 0, sizeof err);
-    cf_status st = cf_codec_decode(ctx, &p, src, size, dst, n, &err);
+    cf_status st = cf__codec_decode(ctx, &p, src, size, dst, n, &err);
     if (st != CF_OK) {
         for (size_t i = 0; i < n; i++)
             if (dst[i]) __builtin_trap();

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *ascii = malloc(size - p + 1);
     memcpy(ascii, data + p, size - p);
     ascii[size - p] = 0;
-    cf_geokeys k = {dir, nd, dbl, nv, ascii, size - p};
+    cf__geokeys k = {dir, nd, dbl, nv, ascii, size - p};
     cf_crs *c = NULL;
     char note[160];
     if (cf__crs_from_geokeys(&k, &c, note, sizeof note) == CF_OK && c) {

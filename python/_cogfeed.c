@@ -12,7 +12,7 @@
 #include <limits.h>
 #include <math.h>
 
-int cf_py_npy_type(cf_dtype t) {
+int cf__py_npy_type(cf_dtype t) {
     switch (t) {
     case CF_DT_U8: return NPY_UINT8;
     case CF_DT_I8: return NPY_INT8;
@@ -48,7 +48,7 @@ static PyObject *default_io = NULL; /* created on first use */
  * narrowed into its member; then the two paths. */
 static char *io_path_kwlist[] = {"header_cache_dir", "ca_file", NULL};
 
-int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **keep) {
+int cf__py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **keep) {
     *keep = NULL;
     cf_io_options_init(o);
     size_t n;
@@ -56,7 +56,7 @@ int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **
     PyObject *rest = kw ? PyDict_Copy(kw) : NULL;
     if (kw && !rest) return 0;
     PyObject *cache = Py_None, *ca = Py_None;
-    int ok = cf_py_take_options(rest, tab, n, o) &&
+    int ok = cf__py_take_options(rest, tab, n, o) &&
              PyArg_ParseTupleAndKeywords(args, rest, "|$OO:IO", io_path_kwlist, &cache, &ca);
     Py_XDECREF(rest); /* cache and ca stay alive in kw */
     if (!ok) return 0;
@@ -83,12 +83,12 @@ static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
     }
     cf_io_options o;
     PyObject *keep;
-    if (!cf_py_io_options(args, kw, &o, &keep)) return -1;
+    if (!cf__py_io_options(args, kw, &o, &keep)) return -1;
     cf_error err = {0};
     cf_status st = cf_io_new(&o, &self->io, &err); /* copies the strings */
     Py_DECREF(keep);
     if (st) {
-        cf_py_raise(st, &err);
+        cf__py_raise(st, &err);
         return -1;
     }
     return 0;
@@ -152,7 +152,7 @@ static PyObject *IO_get(IOObject *self, PyObject *args, PyObject *kw) {
     Py_BEGIN_ALLOW_THREADS st = cf_io_get(self->io, url, (size_t)max_bytes, &data, &len, &err);
     Py_END_ALLOW_THREADS
     Py_DECREF(url_b);
-    if (st != CF_OK) return cf_py_raise(st, &err);
+    if (st != CF_OK) return cf__py_raise(st, &err);
     PyObject *out = PyBytes_FromStringAndSize(data, (Py_ssize_t)len);
     cf_io_get_free(data);
     return out;
@@ -219,7 +219,7 @@ static PyTypeObject IOType = {
     .tp_methods = IO_methods,
 };
 
-cf_io *cf_py_io_get(PyObject *obj) {
+cf_io *cf__py_io_get(PyObject *obj) {
     if (!obj || obj == Py_None) {
         if (!default_io) {
             default_io = PyObject_CallObject((PyObject *)&IOType, NULL);
@@ -290,7 +290,7 @@ static void reading_end(CogObject *self) {
     if (--self->readers == 0 && self->close_pending) close_cog(self);
 }
 
-PyObject *cf_py_seq(PyObject *obj, const char *msg) {
+PyObject *cf__py_seq(PyObject *obj, const char *msg) {
     PyObject *fast = PySequence_Fast(obj, msg);
     if (!fast || PyTuple_Check(fast)) return fast;
     PyObject *t = PyList_AsTuple(fast);
@@ -299,7 +299,7 @@ PyObject *cf_py_seq(PyObject *obj, const char *msg) {
 }
 
 static int parse_window(PyObject *win, long long out[4]) {
-    PyObject *seq = cf_py_seq(win, "window must be a sequence (x, y, w, h)");
+    PyObject *seq = cf__py_seq(win, "window must be a sequence (x, y, w, h)");
     if (!seq) return 0;
     if (PySequence_Fast_GET_SIZE(seq) != 4) {
         Py_DECREF(seq);
@@ -328,7 +328,7 @@ static int resolve_window(CogObject *self, PyObject *win, int level, long long w
     cf_error err = {0};
     cf_status st = cf_cog_level_info(self->cog, level, &li, &err);
     if (st) {
-        cf_py_raise(st, &err);
+        cf__py_raise(st, &err);
         return 0;
     }
     wv[0] = wv[1] = 0;
@@ -337,11 +337,11 @@ static int resolve_window(CogObject *self, PyObject *win, int level, long long w
     return 1;
 }
 
-int cf_py_parse_bands(PyObject *obj, int **bands, int *nb) {
+int cf__py_parse_bands(PyObject *obj, int **bands, int *nb) {
     *bands = NULL;
     *nb = 0;
     if (obj == Py_None) return 1;
-    PyObject *seq = cf_py_seq(obj, "bands must be a sequence of 1-based ints");
+    PyObject *seq = cf__py_seq(obj, "bands must be a sequence of 1-based ints");
     if (!seq) return 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     int *b = NULL;
@@ -396,7 +396,7 @@ static PyArrayObject *out_array3(PyObject *out, const npy_intp dims[3], int type
 static PyArrayObject *out_array(CogObject *self, PyObject *out, int count, long long h,
                                 long long w) {
     npy_intp dims[3] = {count, (npy_intp)h, (npy_intp)w};
-    return out_array3(out, dims, cf_py_npy_type(self->info.dtype),
+    return out_array3(out, dims, cf__py_npy_type(self->info.dtype),
                       cf_dtype_name(self->info.dtype));
 }
 
@@ -449,9 +449,9 @@ static PyObject *Cog_read_grid(CogObject *self, PyObject *grid, PyObject *bands_
                                PyObject *out, cf_warp_options *o) {
     cf_grid g;
     cf_crs *hold = NULL;
-    if (!cf_py_grid_parse(grid, &g, &hold)) return NULL;
+    if (!cf__py_grid_parse(grid, &g, &hold)) return NULL;
     int nb = 0, *bands = NULL;
-    if (!cf_py_parse_bands(bands_obj, &bands, &nb)) {
+    if (!cf__py_parse_bands(bands_obj, &bands, &nb)) {
         cf_crs_free(hold);
         return NULL;
     }
@@ -473,7 +473,7 @@ static PyObject *Cog_read_grid(CogObject *self, PyObject *grid, PyObject *bands_
     cf_crs_free(hold);
     if (st) {
         Py_DECREF(arr);
-        return cf_py_raise(st, &err);
+        return cf__py_raise(st, &err);
     }
     return (PyObject *)arr;
 }
@@ -513,7 +513,7 @@ static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
     cf_status st;
     if (!resolve_window(self, win, level, wv)) return NULL;
     int nb = 0, *bands = NULL;
-    if (!cf_py_parse_bands(bands_obj, &bands, &nb)) return NULL;
+    if (!cf__py_parse_bands(bands_obj, &bands, &nb)) return NULL;
     int count = nb ? nb : (int)self->info.count;
     PyArrayObject *arr = out_array(self, out, count, wv[3], wv[2]);
     if (!arr) {
@@ -536,7 +536,7 @@ static PyObject *Cog_read(CogObject *self, PyObject *args, PyObject *kw) {
     PyMem_Free(bands);
     if (st) {
         Py_DECREF(arr);
-        return cf_py_raise(st, &err);
+        return cf__py_raise(st, &err);
     }
     return (PyObject *)arr;
 }
@@ -565,7 +565,7 @@ static PyObject *Cog_read_mask(CogObject *self, PyObject *args, PyObject *kw) {
     Py_END_ALLOW_THREADS reading_end(self);
     if (st) {
         Py_DECREF(arr);
-        return cf_py_raise(st, &err);
+        return cf__py_raise(st, &err);
     }
     return (PyObject *)arr;
 }
@@ -609,7 +609,7 @@ static PyObject *Cog_tile_info(CogObject *self, PyObject *args, PyObject *kw) {
     cf_chunk_info ci;
     cf_error err = {0};
     cf_status st = cf_cog_chunk_info(self->cog, level, index, &ci, &err);
-    if (st) return cf_py_raise(st, &err);
+    if (st) return cf__py_raise(st, &err);
     return Py_BuildValue("{s:K,s:K,s:K,s:I,s:I,s:I,s:(III),s:I}", "count",
                          (unsigned long long)ci.count, "offset",
                          (unsigned long long)ci.offset, "byte_count",
@@ -648,10 +648,10 @@ static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) 
     /* CF_E_FORMAT: the file's range of the tile lies outside the file, but
      * bytes from elsewhere decode all the same (ci is filled) */
     if (st && st != CF_E_FORMAT) {
-        cf_py_raise(st, &err);
+        cf__py_raise(st, &err);
         goto fail;
     }
-    int typenum = cf_py_npy_type(ci.bits == 1 ? CF_DT_U8 : ci.dtype);
+    int typenum = cf__py_npy_type(ci.bits == 1 ? CF_DT_U8 : ci.dtype);
     npy_intp dims[3] = {(npy_intp)ci.height, (npy_intp)ci.width, (npy_intp)ci.samples};
     if (typenum < 0) {
         PyErr_Format(PyExc_ValueError, "%s: no NumPy type for %s samples",
@@ -672,7 +672,7 @@ static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) 
     PyBuffer_Release(&data);
     if (st) {
         Py_DECREF(arr);
-        return cf_py_raise(st, &err);
+        return cf__py_raise(st, &err);
     }
     return (PyObject *)arr;
 fail:
@@ -714,7 +714,7 @@ static PyObject *Cog_level_shape(CogObject *self, PyObject *arg) {
     cf_level_info li;
     cf_error err = {0};
     cf_status st = cf_cog_level_info(self->cog, (int)level, &li, &err);
-    if (st) return cf_py_raise(st, &err);
+    if (st) return cf__py_raise(st, &err);
     return Py_BuildValue("{s:I,s:I,s:I,s:I,s:O}", "width", li.width, "height", li.height,
                          "tile_width", li.tile_width, "tile_height", li.tile_height, "tiled",
                          li.tiled ? Py_True : Py_False);
@@ -787,7 +787,7 @@ static PyObject *Cog_grid(CogObject *self, PyObject *args, PyObject *kw) {
     cf_grid g;
     cf_error err = {0};
     cf_status st = cf_cog_grid(self->cog, level, &g, &err);
-    if (st) return cf_py_raise(st, &err);
+    if (st) return cf__py_raise(st, &err);
     PyObject *mod = PyImport_ImportModule("cogfeed.grid");
     if (!mod) return NULL;
     const double *t = g.transform;
@@ -853,7 +853,7 @@ static PyMethodDef Cog_methods[] = {
 #define CF_INFO(field) ((CogObject *)self)->info.field
 
 static PyObject *get_dtype(PyObject *self, void *c) {
-    return (PyObject *)PyArray_DescrFromType(cf_py_npy_type(CF_INFO(dtype)));
+    return (PyObject *)PyArray_DescrFromType(cf__py_npy_type(CF_INFO(dtype)));
 }
 static PyObject *get_overviews(PyObject *self, void *c) {
     CogObject *o = (CogObject *)self;
@@ -1114,7 +1114,7 @@ static PyObject *wrap_cog(cf_cog *cog, PyObject *io_ref) {
     o->io = io_ref;
     o->crs = NULL;
     cf_cog_get_info(cog, &o->info);
-    o->crs = cf_py_crs_new(cf_crs_ref(cf_cog_crs(cog)));
+    o->crs = cf__py_crs_new(cf_crs_ref(cf_cog_crs(cog)));
     if (!o->crs) {
         Py_DECREF(o);
         return NULL;
@@ -1133,7 +1133,7 @@ static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
     oo.raw_color = raw_color;
     PyObject *url_b;
     if (!PyUnicode_FSConverter(url_obj, &url_b)) return NULL;
-    cf_io *io = cf_py_io_get(io_obj);
+    cf_io *io = cf__py_io_get(io_obj);
     if (!io) {
         Py_DECREF(url_b);
         return NULL;
@@ -1149,7 +1149,7 @@ static PyObject *py_open(PyObject *mod, PyObject *args, PyObject *kw) {
     cf_status st;
     Py_BEGIN_ALLOW_THREADS st = cf_cog_open_ex(io, url, &oo, &cog, &err);
     Py_END_ALLOW_THREADS Py_DECREF(url_b);
-    if (st) return cf_py_raise(st, &err);
+    if (st) return cf__py_raise(st, &err);
     return wrap_cog(cog, io_ref);
 }
 
@@ -1172,10 +1172,10 @@ static PyObject *py_open_many(PyObject *mod, PyObject *args, PyObject *kw) {
     cf_open_options oo;
     cf_open_options_init(&oo);
     oo.raw_color = raw_color;
-    cf_io *io = cf_py_io_get(io_obj);
+    cf_io *io = cf__py_io_get(io_obj);
     if (!io) return NULL;
     PyObject *io_ref = io_obj == Py_None ? default_io : io_obj;
-    PyObject *seq = cf_py_seq(urls, "urls must be a sequence of URLs (str or os.PathLike)");
+    PyObject *seq = cf__py_seq(urls, "urls must be a sequence of URLs (str or os.PathLike)");
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject *names = PyTuple_New(n); /* the URLs as bytes, alive while open */
@@ -1207,7 +1207,7 @@ static PyObject *py_open_many(PyObject *mod, PyObject *args, PyObject *kw) {
             item = wrap_cog(reqs[i].cog, io_ref);
             reqs[i].cog = NULL;
         } else {
-            item = cf_py_error_new(reqs[i].status, &errs[i]);
+            item = cf__py_error_new(reqs[i].status, &errs[i]);
             nbad++;
         }
         if (!item || !out) {
@@ -1295,17 +1295,17 @@ static PyObject *py_grid_level(PyObject *mod, PyObject *args) {
     if (!warp_options(Py_None, rs, 0.125, Py_None, Py_None, &o)) return NULL;
     cf_grid g;
     cf_crs *hold;
-    if (!cf_py_grid_parse(grid, &g, &hold)) return NULL;
+    if (!cf__py_grid_parse(grid, &g, &hold)) return NULL;
     int level = 0;
     cf_error err = {0};
     cf_status st = cf_cog_grid_level(co->cog, &g, &o, &level, &err);
     cf_crs_free(hold);
-    if (st) return cf_py_raise(st, &err);
+    if (st) return cf__py_raise(st, &err);
     return PyLong_FromLong(level);
 }
 
 static PyObject *py_default_io(PyObject *mod, PyObject *noargs) {
-    if (!cf_py_io_get(Py_None)) return NULL;
+    if (!cf__py_io_get(Py_None)) return NULL;
     Py_INCREF(default_io);
     return default_io;
 }
@@ -1321,14 +1321,14 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
                                      &threads, &inflight))
         return NULL;
     if (inflight < 0) return PyErr_Format(PyExc_ValueError, "inflight_bytes must be >= 0");
-    PyObject *seq = cf_py_seq(items, "items must be a sequence of (Cog, window) pairs");
+    PyObject *seq = cf__py_seq(items, "items must be a sequence of (Cog, window) pairs");
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     int nb = 0, *bands = NULL;
     cf_read_req *reqs = NULL;
     PyObject *out = NULL, *ret = NULL;
     Py_ssize_t begun = 0; /* items [0, begun) hold a reader count */
-    if (!cf_py_parse_bands(bands_obj, &bands, &nb)) goto done;
+    if (!cf__py_parse_bands(bands_obj, &bands, &nb)) goto done;
     reqs = PyMem_Calloc(n ? (size_t)n : 1, sizeof *reqs);
     out = PyList_New(n);
     if (!reqs || !out) {
@@ -1357,7 +1357,7 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
         if (!resolve_window(co, win, level, wv)) goto done;
         int count = nb ? nb : (int)co->info.count;
         npy_intp dims[3] = {count, (npy_intp)wv[3], (npy_intp)wv[2]};
-        PyObject *arr = PyArray_SimpleNew(3, dims, cf_py_npy_type(co->info.dtype));
+        PyObject *arr = PyArray_SimpleNew(3, dims, cf__py_npy_type(co->info.dtype));
         if (!arr) goto done;
         PyList_SET_ITEM(out, i, arr);
         cf_read_req *q = &reqs[i];
@@ -1388,7 +1388,7 @@ static PyObject *py_read_many(PyObject *mod, PyObject *args, PyObject *kw) {
                              reqs[i].dst_size / cf_dtype_size(cf_dtype_complex_float(in.dtype)));
         }
         Py_END_ALLOW_THREADS if (st) {
-            cf_py_raise(st, &err);
+            cf__py_raise(st, &err);
             goto done;
         }
     }
@@ -1445,14 +1445,14 @@ PyMODINIT_FUNC PyInit__cogfeed(void) {
     if (PyType_Ready(&IOType) < 0 || PyType_Ready(&CogType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
-    if (cf_py_status_init(m) < 0) return NULL;
+    if (cf__py_status_init(m) < 0) return NULL;
     Py_INCREF(&IOType);
     PyModule_AddObject(m, "IO", (PyObject *)&IOType);
     Py_INCREF(&CogType);
     PyModule_AddObject(m, "Cog", (PyObject *)&CogType);
     PyModule_AddStringConstant(m, "__version__", CF_VERSION_STRING);
-    if (cf_py_loader_init(m) < 0) return NULL;
-    if (cf_py_options_init(m) < 0) return NULL;
-    if (cf_py_geo_init(m) < 0) return NULL;
+    if (cf__py_loader_init(m) < 0) return NULL;
+    if (cf__py_options_init(m) < 0) return NULL;
+    if (cf__py_geo_init(m) < 0) return NULL;
     return m;
 }

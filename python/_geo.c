@@ -13,7 +13,7 @@ typedef struct {
 
 static PyTypeObject CRSType;
 
-PyObject *cf_py_crs_new(cf_crs *crs) {
+PyObject *cf__py_crs_new(cf_crs *crs) {
     if (!crs) Py_RETURN_NONE;
     CRSObject *o = PyObject_New(CRSObject, &CRSType);
     if (!o) {
@@ -29,13 +29,13 @@ static int crs_from_text(const char *s, cf_crs **out) {
     cf_status st;
     Py_BEGIN_ALLOW_THREADS st = cf_crs_from_string(s, out, &err);
     Py_END_ALLOW_THREADS if (st) {
-        cf_py_raise(st, &err);
+        cf__py_raise(st, &err);
         return 0;
     }
     return 1;
 }
 
-int cf_py_crs_convert(PyObject *o, cf_crs **out) {
+int cf__py_crs_convert(PyObject *o, cf_crs **out) {
     *out = NULL;
     if (!o || o == Py_None) return 1;
     if (PyObject_TypeCheck(o, &CRSType)) {
@@ -51,7 +51,7 @@ int cf_py_crs_convert(PyObject *o, cf_crs **out) {
         }
         cf_error err = {0};
         cf_status st = cf_crs_from_epsg((int)code, out, &err);
-        if (st) cf_py_raise(st, &err);
+        if (st) cf__py_raise(st, &err);
         return st == CF_OK;
     }
     if (PyUnicode_Check(o)) {
@@ -92,7 +92,7 @@ static PyObject *CRS_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         return NULL;
     }
     cf_crs *c;
-    if (!cf_py_crs_convert(v, &c)) return NULL;
+    if (!cf__py_crs_convert(v, &c)) return NULL;
     CRSObject *o = (CRSObject *)type->tp_alloc(type, 0);
     if (!o) {
         cf_crs_free(c);
@@ -126,7 +126,7 @@ static PyObject *CRS_to_string(PyObject *self, PyObject *noargs) {
 
 static PyObject *CRS_equals(PyObject *self, PyObject *other) {
     cf_crs *c;
-    if (!cf_py_crs_convert(other, &c)) return NULL;
+    if (!cf__py_crs_convert(other, &c)) return NULL;
     int eq;
     Py_BEGIN_ALLOW_THREADS eq = cf_crs_equivalent(CRS_OF(self), c);
     Py_END_ALLOW_THREADS cf_crs_free(c);
@@ -155,7 +155,7 @@ static PyObject *CRS_richcompare(PyObject *self, PyObject *other, int op) {
         }
     } else if (PyUnicode_Check(other)) {
         cf_crs *c;
-        if (!cf_py_crs_convert(other, &c)) {
+        if (!cf__py_crs_convert(other, &c)) {
             PyErr_Clear();
             eq = 0;
         } else {
@@ -261,7 +261,7 @@ static PyTypeObject CRSType = {
 
 /* ------------------------------------------------------------ grids */
 
-int cf_py_grid_parse(PyObject *o, cf_grid *g, cf_crs **hold) {
+int cf__py_grid_parse(PyObject *o, cf_grid *g, cf_crs **hold) {
     *hold = NULL;
     PyObject *crs = PyObject_GetAttrString(o, "crs");
     PyObject *gt = crs ? PyObject_GetAttrString(o, "geotransform") : NULL;
@@ -275,7 +275,7 @@ int cf_py_grid_parse(PyObject *o, cf_grid *g, cf_crs **hold) {
                         "grid must be a cogfeed.Grid (crs, geotransform, width, height)");
         goto done;
     }
-    seq = cf_py_seq(gt, "grid.geotransform must be 6 numbers");
+    seq = cf__py_seq(gt, "grid.geotransform must be 6 numbers");
     if (!seq) goto done;
     if (PySequence_Fast_GET_SIZE(seq) != 6) {
         PyErr_SetString(PyExc_ValueError, "grid.geotransform must be 6 numbers");
@@ -293,7 +293,7 @@ int cf_py_grid_parse(PyObject *o, cf_grid *g, cf_crs **hold) {
     }
     g->width = (uint32_t)ww;
     g->height = (uint32_t)hh;
-    if (!cf_py_crs_convert(crs, hold)) goto done;
+    if (!cf__py_crs_convert(crs, hold)) goto done;
     g->crs = *hold;
     ok = 1;
 done:
@@ -313,7 +313,7 @@ static PyObject *py_grid_from_bounds(PyObject *mod, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O(dddd)dd", &crs_obj, &b[0], &b[1], &b[2], &b[3], &xres, &yres))
         return NULL;
     cf_crs *c;
-    if (!cf_py_crs_convert(crs_obj, &c)) return NULL;
+    if (!cf__py_crs_convert(crs_obj, &c)) return NULL;
     cf_grid g;
     cf_error err = {0};
     cf_status st = cf_grid_from_bounds(c, b, xres, yres, &g, &err);
@@ -331,7 +331,7 @@ static PyMethodDef geo_functions[] = {
      "grid_from_bounds(crs, (xmin, ymin, xmax, ymax), xres, yres) -> (geotransform, w, h)"},
     {NULL, NULL, 0, NULL}};
 
-int cf_py_geo_init(PyObject *m) {
+int cf__py_geo_init(PyObject *m) {
     if (PyType_Ready(&CRSType) < 0) return -1;
     Py_INCREF(&CRSType);
     if (PyModule_AddObject(m, "CRS", (PyObject *)&CRSType) < 0) return -1;

@@ -24,7 +24,7 @@ static const char **str_array(PyObject *seq, Py_ssize_t *n, PyObject *keep,
                               const char *what) {
     *n = 0;
     if (seq == Py_None) return NULL;
-    PyObject *fast = cf_py_seq(seq, what);
+    PyObject *fast = cf__py_seq(seq, what);
     if (!fast) return NULL;
     Py_ssize_t k = PySequence_Fast_GET_SIZE(fast);
     const char **out = PyMem_Calloc((size_t)(k ? k : 1), sizeof *out);
@@ -54,7 +54,7 @@ static const char **str_array(PyObject *seq, Py_ssize_t *n, PyObject *keep,
 static double *num_array(PyObject *seq, Py_ssize_t *n, const char *what) {
     *n = 0;
     if (seq == Py_None) return NULL;
-    PyObject *fast = cf_py_seq(seq, what);
+    PyObject *fast = cf__py_seq(seq, what);
     if (!fast) return NULL;
     Py_ssize_t k = PySequence_Fast_GET_SIZE(fast);
     double *out = PyMem_Calloc((size_t)(k ? k : 1), sizeof *out);
@@ -141,7 +141,7 @@ static int parse_keywords(PyObject *args, PyObject *kw, loader_args *a, cf_loade
     PyObject *rest = kw ? PyDict_Copy(kw) : NULL;
     if (kw && !rest) return 0;
     /* Borrowed from rest, whose values kw holds too. */
-    int ok = cf_py_take_options(rest, tab, n, o) &&
+    int ok = cf__py_take_options(rest, tab, n, o) &&
              PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)O",
                                          loader_kwlist, &a->images, &a->masks, &a->layers,
                                          &a->weights, &a->bands, &a->sampler, &a->flip,
@@ -166,7 +166,7 @@ static int parse_keywords(PyObject *args, PyObject *kw, loader_args *a, cf_loade
     o->out_dtype = a->f32 ? CF_DT_F32 : CF_DT_UNKNOWN;
     if (a->io_kw != Py_None) {
         PyObject *none = PyTuple_New(0);
-        ok = none && cf_py_io_options(none, a->io_kw, &a->io_o, &a->io_keep);
+        ok = none && cf__py_io_options(none, a->io_kw, &a->io_o, &a->io_keep);
         Py_XDECREF(none);
         if (!ok) return 0;
         o->io_options = &a->io_o;
@@ -188,7 +188,7 @@ static int convert_inputs(loader_args *a, cf_loader_options *o) {
     if (a->weights != Py_None &&
         !(a->w = num_array(a->weights, &a->nw, "weights must be a sequence")))
         return 0;
-    if (!cf_py_parse_bands(a->bands, &a->bi, &a->nb)) return 0;
+    if (!cf__py_parse_bands(a->bands, &a->bi, &a->nb)) return 0;
     if (a->nimg == 0 || a->nimg % o->time_steps) {
         PyErr_SetString(PyExc_ValueError, "images: need a positive multiple of time_steps");
         return 0;
@@ -280,11 +280,11 @@ static int convert_layer_kernels(loader_args *a, cf_loader_options *o) {
  * kernels. */
 static int convert_grid(loader_args *a, cf_loader_options *o) {
     if (a->grid != Py_None) {
-        if (!cf_py_grid_parse(a->grid, &a->tgrid, &a->grid_hold)) return 0;
+        if (!cf__py_grid_parse(a->grid, &a->tgrid, &a->grid_hold)) return 0;
         o->grid = &a->tgrid;
     }
     if (a->grid_crs != Py_None) {
-        if (!cf_py_crs_convert(a->grid_crs, &a->gcrs)) return 0;
+        if (!cf__py_crs_convert(a->grid_crs, &a->gcrs)) return 0;
         o->grid_crs = a->gcrs;
         o->grid_res[0] = a->grid_res[0];
         o->grid_res[1] = a->grid_res[1];
@@ -302,7 +302,7 @@ static int create(LoaderObject *self, const cf_loader_options *o) {
     st = cf_loader_new(o, &ld, &e);
     Py_END_ALLOW_THREADS
     if (st != CF_OK) {
-        cf_py_raise(st, &e);
+        cf__py_raise(st, &e);
         return 0;
     }
     cf_loader_get_layout(ld, &self->lay);
@@ -413,7 +413,7 @@ static PyObject *Loader_layout(LoaderObject *self, PyObject *unused) {
  * the next batch is taken). */
 static PyObject *view(LoaderObject *self, int nd, npy_intp *dims,
                       cf_dtype dt, void *data) {
-    PyObject *a = PyArray_SimpleNewFromData(nd, dims, cf_py_npy_type(dt),
+    PyObject *a = PyArray_SimpleNewFromData(nd, dims, cf__py_npy_type(dt),
                                             data);
     if (!a) return NULL;
     Py_INCREF(self);
@@ -461,7 +461,7 @@ static PyObject *Loader_set_buffers(LoaderObject *self, PyObject *args) {
     if (st != CF_OK) {
         PyBuffer_Release(&vi);
         if (have_mask) PyBuffer_Release(&vm);
-        return cf_py_raise(st, &e);
+        return cf__py_raise(st, &e);
     }
     for (int k = 0; k < 2; k++) {
         int i = slot * 2 + k;
@@ -510,7 +510,7 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused) {
     Py_END_ALLOW_THREADS
     if (check_open(self)) return NULL;
     if (st == CF_E_END) Py_RETURN_NONE;
-    if (st != CF_OK) return cf_py_raise(st, &e);
+    if (st != CF_OK) return cf__py_raise(st, &e);
     self->held = b;
     PyObject *wins = PyList_New(b.n), *augs = PyList_New(b.n);
     if (!wins || !augs) {
@@ -574,7 +574,7 @@ static PyObject *Loader_set_epoch(LoaderObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     st = cf_loader_set_epoch(self->ld, (uint64_t)epoch, (uint64_t)batch, &e);
     Py_END_ALLOW_THREADS
-    if (st != CF_OK) return cf_py_raise(st, &e);
+    if (st != CF_OK) return cf__py_raise(st, &e);
     Py_RETURN_NONE;
 }
 
@@ -614,8 +614,8 @@ static PyObject *Loader_window_grid(LoaderObject *self, PyObject *args) {
     cf_error e;
     cf_status st = cf_loader_window_grid(self->ld, &w, &g, &e);
     if (st == CF_E_STATE) Py_RETURN_NONE;
-    if (st != CF_OK) return cf_py_raise(st, &e);
-    PyObject *crs = g.crs ? cf_py_crs_new(cf_crs_ref(g.crs)) : (Py_INCREF(Py_None), Py_None);
+    if (st != CF_OK) return cf__py_raise(st, &e);
+    PyObject *crs = g.crs ? cf__py_crs_new(cf_crs_ref(g.crs)) : (Py_INCREF(Py_None), Py_None);
     if (!crs) return NULL;
     const double *t = g.transform;
     return Py_BuildValue("(N(dddddd)II)", crs, t[0], t[1], t[2], t[3], t[4], t[5], g.width,
@@ -657,7 +657,7 @@ static PyObject *Loader_shard_batches(LoaderObject *self, PyObject *args) {
     uint64_t n = 0;
     cf_error err = {0};
     cf_status st = cf_loader_shard_batches(self->ld, rank, world, &n, &err);
-    if (st != CF_OK) return cf_py_raise(st, &err);
+    if (st != CF_OK) return cf__py_raise(st, &err);
     return PyLong_FromUnsignedLongLong(n);
 }
 
@@ -697,7 +697,7 @@ static PyTypeObject LoaderType = {
     .tp_new = PyType_GenericNew,
 };
 
-int cf_py_loader_init(PyObject *module) {
+int cf__py_loader_init(PyObject *module) {
     if (PyType_Ready(&LoaderType) < 0) return -1;
     Py_INCREF(&LoaderType);
     if (PyModule_AddObject(module, "_Loader", (PyObject *)&LoaderType) < 0) {

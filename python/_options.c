@@ -91,7 +91,7 @@ static int take_one(PyObject *v, const cf_option_info *opt, void *base) {
     return 1;
 }
 
-int cf_py_take_options(PyObject *kw, const cf_option_info *tab, size_t n, void *base) {
+int cf__py_take_options(PyObject *kw, const cf_option_info *tab, size_t n, void *base) {
     for (size_t i = 0; kw && i < n; i++) {
         PyObject *v = PyDict_GetItemString(kw, tab[i].name); /* borrowed */
         if (!v) continue;
@@ -198,6 +198,6 @@ static PyMethodDef option_methods[] = {
      "keywords)."},
     {NULL, NULL, 0, NULL}};
 
-int cf_py_options_init(PyObject *module) {
+int cf__py_options_init(PyObject *module) {
     return PyModule_AddFunctions(module, option_methods);
 }

@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-PyObject *cf_py_Error = NULL;
+PyObject *cf__py_Error = NULL;
 
 /* One row per table entry: its Status member and its exception class
- * (cf_py_Error for the rows without a class of their own). */
+ * (cf__py_Error for the rows without a class of their own). */
 #define CF__PY_COUNT_ROW(id, value, text, doc, pyclass, pybase) +1
 enum { CF__PY_NSTATUS = 0 CF_STATUS_TABLE(CF__PY_COUNT_ROW) };
 #undef CF__PY_COUNT_ROW
@@ -42,7 +42,7 @@ static const char *short_name(const char *name) {
     return name + 3;
 }
 
-PyObject *cf_py_error_new(cf_status code, const cf_error *err) {
+PyObject *cf__py_error_new(cf_status code, const cf_error *err) {
     const char *msg = err && err->msg[0] ? err->msg : cf_strerror(code);
     /* File names need not be UTF-8 (POSIX paths are bytes), and a message
      * cut at its size may end inside a character: never let decoding it
@@ -50,7 +50,7 @@ PyObject *cf_py_error_new(cf_status code, const cf_error *err) {
     PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
     if (!text) return NULL;
     int r = row_of(code);
-    PyObject *cls = r >= 0 ? status_exc[r] : cf_py_Error;
+    PyObject *cls = r >= 0 ? status_exc[r] : cf__py_Error;
     PyObject *exc = PyObject_CallFunctionObjArgs(cls, text, NULL);
     Py_DECREF(text);
     if (!exc) return NULL;
@@ -70,8 +70,8 @@ PyObject *cf_py_error_new(cf_status code, const cf_error *err) {
     return exc;
 }
 
-PyObject *cf_py_raise(cf_status code, const cf_error *err) {
-    PyObject *exc = cf_py_error_new(code, err);
+PyObject *cf__py_raise(cf_status code, const cf_error *err) {
+    PyObject *exc = cf__py_error_new(code, err);
     if (!exc) return NULL;
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     Py_DECREF(exc);
@@ -157,16 +157,16 @@ static int add_ref(PyObject *m, const char *name, PyObject *obj) {
     return -1;
 }
 
-int cf_py_status_init(PyObject *m) {
-    cf_py_Error = PyErr_NewExceptionWithDoc(
+int cf__py_status_init(PyObject *m) {
+    cf__py_Error = PyErr_NewExceptionWithDoc(
         "cogfeed.Error",
         "Raised for every cogfeed failure, as the subclass of its status\n"
         "(cogfeed.NotFoundError, ...: cogfeed.Status lists them).  Attributes:\n"
         ".code (a cogfeed.Status, an int), .name (its short English text) and\n"
         ".http_status (the last HTTP status involved, 0 if none).",
         PyExc_RuntimeError, NULL);
-    if (!cf_py_Error) return -1;
-    if (add_ref(m, "Error", cf_py_Error) < 0) return -1;
+    if (!cf__py_Error) return -1;
+    if (add_ref(m, "Error", cf__py_Error) < 0) return -1;
     PyObject *status = make_status_enum();
     if (!status) return -1;
     int ret = -1;
@@ -177,21 +177,21 @@ int cf_py_status_init(PyObject *m) {
         status_member[i] = PyObject_CallFunction(status, "i", (int)w->code);
         if (!status_member[i]) goto out;
         if (!w->pyclass[0]) {
-            Py_INCREF(cf_py_Error);
-            status_exc[i] = cf_py_Error;
+            Py_INCREF(cf__py_Error);
+            status_exc[i] = cf__py_Error;
             continue;
         }
         PyObject *bases = NULL;
         if (w->pybase[0]) {
             PyObject *b = PyObject_GetAttrString(builtins, w->pybase);
             if (!b) goto out;
-            bases = PyTuple_Pack(2, cf_py_Error, b);
+            bases = PyTuple_Pack(2, cf__py_Error, b);
             Py_DECREF(b);
         } else {
-            bases = PyTuple_Pack(1, cf_py_Error);
+            bases = PyTuple_Pack(1, cf__py_Error);
         }
         /* Class attributes, so that an instance made in Python (a test's
-         * double, a re-raise) has them too; cf_py_raise sets its own. */
+         * double, a re-raise) has them too; cf__py_raise sets its own. */
         PyObject *dict = bases ? Py_BuildValue("{sOsssi}", "code", status_member[i], "name",
                                                w->text, "http_status", 0)
                                : NULL;

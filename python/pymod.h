@@ -24,42 +24,42 @@
 /* cogfeed.Error (subclass of RuntimeError), the base of the class of each
  * status (_status.c); attributes: code (a cogfeed.Status, an int), name
  * (cf_strerror), http_status (int). */
-extern PyObject *cf_py_Error;
+extern PyObject *cf__py_Error;
 
 /* Raise the exception class of `code` (cogfeed.NotFoundError, ...; a
  * cogfeed.Error) from err (or from code when err is NULL/empty); returns
  * NULL for convenience. */
-PyObject *cf_py_raise(cf_status code, const cf_error *err);
-/* The exception cf_py_raise raises, as a new reference (NULL: a Python
+PyObject *cf__py_raise(cf_status code, const cf_error *err);
+/* The exception cf__py_raise raises, as a new reference (NULL: a Python
  * error is set). */
-PyObject *cf_py_error_new(cf_status code, const cf_error *err);
+PyObject *cf__py_error_new(cf_status code, const cf_error *err);
 
 /* Add Error, Status, the status classes, status_table() and status_name()
  * to the module, from CF_STATUS_TABLE; -1 with an exception set. */
-int cf_py_status_init(PyObject *m);
+int cf__py_status_init(PyObject *m);
 
 /* numpy dtype number for a cf_dtype (NPY_UINT8, ...). */
-int cf_py_npy_type(cf_dtype t);
+int cf__py_npy_type(cf_dtype t);
 
 /* The cf_io behind a cogfeed.IO object (NULL, with TypeError set, if obj
  * is not one).  None gives the process-wide default io. */
-cf_io *cf_py_io_get(PyObject *obj);
+cf_io *cf__py_io_get(PyObject *obj);
 
 /* cogfeed.IO's keyword arguments (args: an empty tuple) as cf_io_options;
  * the path options point into *keep (a new reference, to drop once
  * cf_io_new has copied them).  0 with an exception set on error. */
-int cf_py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **keep);
+int cf__py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **keep);
 
 /* obj's items as a new tuple, or NULL with TypeError(msg) when obj is not
  * a sequence (PySequence_Fast, but never the caller's list itself).
  * Converting an item (__index__, __float__, __fspath__) runs Python code,
  * which may change or empty that list: a snapshot keeps every item alive
  * and in place until we are done. */
-PyObject *cf_py_seq(PyObject *obj, const char *msg);
+PyObject *cf__py_seq(PyObject *obj, const char *msg);
 
 /* bands=None or a sequence of 1-based ints: *bands (PyMem_Malloc'd, NULL
  * for None) and *nb (0 for None).  0 with an exception set on error. */
-int cf_py_parse_bands(PyObject *obj, int **bands, int *nb);
+int cf__py_parse_bands(PyObject *obj, int **bands, int *nb);
 
 /* Option tables (python/_options.c).  Each keyword of kw (a dict the
  * caller owns, may be NULL) that names an option of tab is converted by
@@ -67,22 +67,22 @@ int cf_py_parse_bands(PyObject *obj, int **bands, int *nb);
  * message) and stored into the options struct at base; it is then
  * removed from kw, which is left with the hand-converted keywords.  0
  * with an exception set on error. */
-int cf_py_take_options(PyObject *kw, const cf_option_info *tab, size_t n, void *base);
+int cf__py_take_options(PyObject *kw, const cf_option_info *tab, size_t n, void *base);
 /* Add loader_options() and io_options() to the module. */
-int cf_py_options_init(PyObject *module);
+int cf__py_options_init(PyObject *module);
 
 /* Loader bindings (python/_loader.c): add the Loader type to the module. */
-int cf_py_loader_init(PyObject *module);
+int cf__py_loader_init(PyObject *module);
 
 /* Geo bindings (python/_geo.c): cogfeed.CRS and grid_from_bounds. */
-int cf_py_geo_init(PyObject *module);
+int cf__py_geo_init(PyObject *module);
 /* A cogfeed.CRS owning crs (a reference is taken over); None for NULL. */
-PyObject *cf_py_crs_new(cf_crs *crs);
+PyObject *cf__py_crs_new(cf_crs *crs);
 /* Anything CRS() accepts (None: *out NULL) as a new cf_crs reference;
  * 0 with an exception set on error. */
-int cf_py_crs_convert(PyObject *o, cf_crs **out);
+int cf__py_crs_convert(PyObject *o, cf_crs **out);
 /* A cogfeed.Grid (anything with crs, geotransform, width, height) as a
  * cf_grid whose CRS is *hold (a reference the caller frees). */
-int cf_py_grid_parse(PyObject *o, cf_grid *g, cf_crs **hold);
+int cf__py_grid_parse(PyObject *o, cf_grid *g, cf_crs **hold);
 
 #endif

@@ -72,7 +72,7 @@ static void unpack_row12(const uint8_t *s, size_t n, uint8_t *d) {
     }
 }
 
-void cf__bits_unpack(const cf_codec_params *p, const uint8_t *src,
+void cf__bits_unpack(const cf__codec_params *p, const uint8_t *src,
                      uint8_t *dst) {
     unsigned bits = p->bits;
     unsigned ob = bits <= 8 ? 1 : bits <= 16 ? 2 : 4;

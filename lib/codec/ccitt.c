@@ -456,7 +456,7 @@ static void fill_row(dec *d, uint8_t *row) {
     }
 }
 
-cf_status cf__check_ccitt(const cf_codec_params *p, cf_error *err) {
+cf_status cf__check_ccitt(const cf__codec_params *p, cf_error *err) {
     if (p->bits != 1 || p->samples != 1)
         return cf__err(err, CF_E_UNSUPPORTED,
                        "CCITT compression of %u samples of %u bits (it codes "
@@ -465,7 +465,7 @@ cf_status cf__check_ccitt(const cf_codec_params *p, cf_error *err) {
     return CF_OK;
 }
 
-cf_status cf__decode_ccitt(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__decode_ccitt(cf__codec_ctx *ctx, const cf__codec_params *p,
                            const uint8_t *src, size_t src_len, uint8_t *dst,
                            size_t dst_len, cf_error *err) {
     cf_status st = cf__check_ccitt(p, err);

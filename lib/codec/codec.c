@@ -1,6 +1,6 @@
 /*
  * codec.c - the codec layer's front door: what a context will grow by for a
- * chunk, cf_codec_check, and cf_codec_decode, which picks the codec from the registry, then
+ * chunk, cf__codec_check, and cf__codec_decode, which picks the codec from the registry, then
  * applies libtiff's post-processing in libtiff's order (byte swap for
  * big-endian files, then predictor) and zeroes the output on any failure.
  */
@@ -20,7 +20,7 @@ static int whole_bytes(unsigned bits) {
     return bits == 8 || bits == 16 || bits == 32 || bits == 64 || bits == 128;
 }
 
-static int post_kind(const cf_codec_params *p) {
+static int post_kind(const cf__codec_params *p) {
     if (p->color != CF_COLOR_RAW) return POST_COLOR;
     if (p->sample_format == 3 && (p->bits == 16 || p->bits == 24))
         return POST_HALF;
@@ -33,7 +33,7 @@ static int post_kind(const cf_codec_params *p) {
 #define CF__DEFLATE_STATE ((uint64_t)32 << 10)
 #define CF__ZSTD_STATE ((uint64_t)256 << 10)
 
-uint64_t cf_codec_ctx_bytes(const cf_codec_ctx *ctx) {
+uint64_t cf__codec_ctx_bytes(const cf__codec_ctx *ctx) {
     if (!ctx) return 0;
     uint64_t n = sizeof *ctx + ctx->outer.cap + ctx->aux.cap + ctx->row.cap +
                  ctx->tile.cap + ctx->ojpeg.cap + ctx->lerc2.cap + ctx->rev.cap +
@@ -52,10 +52,10 @@ static uint64_t scratch_growth(const cf__scratch *s, uint64_t need) {
     return want > cap ? want - cap : 0;
 }
 
-uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
+uint64_t cf__codec_ctx_growth(const cf__codec_ctx *ctx, const cf__codec_params *p,
                              uint64_t tile_bytes, uint64_t src_bytes) {
-    uint64_t n = cf_codec_chunk_bytes(p);
-    uint64_t g = ctx ? 0 : sizeof(cf_codec_ctx);
+    uint64_t n = cf__codec_chunk_bytes(p);
+    uint64_t g = ctx ? 0 : sizeof(cf__codec_ctx);
     g += scratch_growth(ctx ? &ctx->tile : NULL, tile_bytes);
     if (p->predictor == 3) /* predictor.c: one row of staging */
         g += scratch_growth(ctx ? &ctx->row : NULL,
@@ -63,10 +63,10 @@ uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
     /* decode_inner: the stored samples staged before they are widened or
      * converted; the input with its bits reversed (FillOrder 2) */
     if (post_kind(p) != POST_NONE)
-        g += scratch_growth(ctx ? &ctx->stage : NULL, cf_codec_stored_bytes(p));
+        g += scratch_growth(ctx ? &ctx->stage : NULL, cf__codec_stored_bytes(p));
     const cf__codec_entry *e = cf__codec_find(p->compression);
     if (p->fill_order == 2 && e && !(e->flags & CF__CODEC_NOBITREV)) {
-        uint64_t s = cf_codec_stored_bytes(p);
+        uint64_t s = cf__codec_stored_bytes(p);
         g += scratch_growth(ctx ? &ctx->rev : NULL, src_bytes ? src_bytes : s + s / 8 + 4096);
     }
     /* ccitt.c (every CCITT scheme): run lengths of two rows, as many as
@@ -118,7 +118,7 @@ uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
     return g;
 }
 
-int cf_codec_supported(uint16_t compression, uint16_t lerc_sub) {
+int cf__codec_supported(uint16_t compression, uint16_t lerc_sub) {
     const cf__codec_entry *e = cf__codec_find(compression);
     if (!e || !e->decode) return 0;
     if (compression == 34887 && lerc_sub > 2) return 0;
@@ -126,9 +126,9 @@ int cf_codec_supported(uint16_t compression, uint16_t lerc_sub) {
 }
 
 /* Why samples of this format and depth cannot be read, or NULL. */
-static const char *format_problem(const cf_codec_params *p, char *buf,
+static const char *format_problem(const cf__codec_params *p, char *buf,
                                   size_t n) {
-    if (cf_codec_dtype(p) != CF_DT_UNKNOWN) return NULL;
+    if (cf__codec_dtype(p) != CF_DT_UNKNOWN) return NULL;
     unsigned b = p->bits;
     switch (p->sample_format) {
     case 3:
@@ -151,7 +151,7 @@ static const char *format_problem(const cf_codec_params *p, char *buf,
     return buf;
 }
 
-cf_status cf_codec_check(const cf_codec_params *p, cf_error *err) {
+cf_status cf__codec_check(const cf__codec_params *p, cf_error *err) {
     if (!p) return cf__err(err, CF_E_ARG, "codec: NULL parameters");
     const cf__codec_entry *e = cf__codec_find(p->compression);
     if (!e)
@@ -191,7 +191,7 @@ cf_status cf_codec_check(const cf_codec_params *p, cf_error *err) {
         cf_status st = cf__predictor_check(p, err);
         if (st) return st;
     }
-    if (!cf_codec_chunk_bytes(p) || !cf_codec_stored_bytes(p))
+    if (!cf__codec_chunk_bytes(p) || !cf__codec_stored_bytes(p))
         return cf__err(err, CF_E_LIMIT,
                        "chunk of %ux%u x %u samples is empty or larger than "
                        "%llu bytes",
@@ -254,7 +254,7 @@ static int host_big_endian(void) {
  * complex values by component -- except under the horizontal predictor,
  * which swabs whole samples itself (bug-compatible: a CInt16 value is
  * swabbed as one 32-bit word there). */
-static unsigned swab_width(const cf_codec_params *p, int pred2) {
+static unsigned swab_width(const cf__codec_params *p, int pred2) {
     int cplx = p->sample_format == 5 || p->sample_format == 6;
     switch (p->bits) {
     case 16: return 2;
@@ -266,13 +266,13 @@ static unsigned swab_width(const cf_codec_params *p, int pred2) {
     }
 }
 
-static cf_status decode_inner(cf_codec_ctx *ctx, const cf_codec_params *p,
+static cf_status decode_inner(cf__codec_ctx *ctx, const cf__codec_params *p,
                               const uint8_t *src, size_t src_len,
                               uint8_t *dst, size_t dst_len, cf_error *err) {
-    cf_status st = cf_codec_check(p, err);
+    cf_status st = cf__codec_check(p, err);
     if (st) return st;
-    uint64_t want = cf_codec_chunk_bytes(p);
-    uint64_t stored = cf_codec_stored_bytes(p);
+    uint64_t want = cf__codec_chunk_bytes(p);
+    uint64_t stored = cf__codec_stored_bytes(p);
     if (want != dst_len)
         return cf__err(err, CF_E_ARG,
                        "output buffer is %zu bytes, chunk needs %llu", dst_len,
@@ -320,7 +320,7 @@ static cf_status decode_inner(cf_codec_ctx *ctx, const cf_codec_params *p,
     return CF_OK;
 }
 
-cf_status cf_codec_decode(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__codec_decode(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
     if (!ctx || !p || (!dst && dst_len)) {
@@ -332,7 +332,7 @@ cf_status cf_codec_decode(cf_codec_ctx *ctx, const cf_codec_params *p,
     return st;
 }
 
-int cf_codec_can_stop(const cf_codec_params *p) {
+int cf__codec_can_stop(const cf__codec_params *p) {
     switch (p->compression) {
     case 1:     /* none */
     case 5:     /* LZW */
@@ -343,28 +343,28 @@ int cf_codec_can_stop(const cf_codec_params *p) {
         break;
     default: return 0;
     }
-    /* subsampled YCbCr not in JPEG: whole blocks (cf_codec_stop_rows) */
+    /* subsampled YCbCr not in JPEG: whole blocks (cf__codec_stop_rows) */
     if ((p->color == CF_COLOR_YCBCR || p->color == CF_COLOR_YCBCR_RAW) &&
         (p->ycbcr_sub_v == 0 || 32 % p->ycbcr_sub_v))
         return 0;
     return 1;
 }
 
-uint32_t cf_codec_stop_rows(const cf_codec_params *p, uint32_t need) {
+uint32_t cf__codec_stop_rows(const cf__codec_params *p, uint32_t need) {
     uint64_t r = ((uint64_t)need + 31) / 32 * 32;
     return r >= p->height ? p->height : (uint32_t)r;
 }
 
-cf_status cf_codec_decode_rows(cf_codec_ctx *ctx, const cf_codec_params *p, uint32_t rows,
+cf_status cf__codec_decode_rows(cf__codec_ctx *ctx, const cf__codec_params *p, uint32_t rows,
                                const uint8_t *src, size_t src_len, uint8_t *dst,
                                size_t dst_len, cf_error *err) {
-    if (!p || rows >= p->height) return cf_codec_decode(ctx, p, src, src_len, dst, dst_len, err);
-    if (!cf_codec_can_stop(p) || rows == 0 || rows % 32) {
+    if (!p || rows >= p->height) return cf__codec_decode(ctx, p, src, src_len, dst, dst_len, err);
+    if (!cf__codec_can_stop(p) || rows == 0 || rows % 32) {
         if (dst) memset(dst, 0, dst_len);
         return cf__err(err, CF_E_ARG, "codec: cannot decode %u of %u rows", rows, p->height);
     }
-    cf_codec_params q = *p;
+    cf__codec_params q = *p;
     q.full_height = p->full_height ? p->full_height : p->height;
     q.height = rows;
-    return cf_codec_decode(ctx, &q, src, src_len, dst, dst_len, err);
+    return cf__codec_decode(ctx, &q, src, src_len, dst, dst_len, err);
 }

@@ -13,7 +13,7 @@
 #include "../common/common.h"
 
 /* What a decoded chunk becomes before it is handed out, as GDAL reads
- * it (photometric.c; cf_codec_color picks one for an IFD). */
+ * it (photometric.c; cf__codec_color picks one for an IFD). */
 enum {
     CF_COLOR_RAW = 0,       /* the stored samples */
     CF_COLOR_CMYK = 1,      /* 8-bit CMYK (InkSet 1) -> RGBA */
@@ -23,7 +23,7 @@ enum {
                                pixel, unconverted (the raw option) */
 };
 
-typedef struct cf_codec_params {
+typedef struct cf__codec_params {
     uint16_t compression;   /* TIFF code, see tiff.h CF_COMP_* */
     uint16_t lerc_sub;      /* LERC: 0 none, 1 deflate, 2 zstd */
     uint16_t predictor;     /* 1, 2, 3 */
@@ -39,7 +39,7 @@ typedef struct cf_codec_params {
                                    header libtiff writes (tiff.h) */
     size_t jpeg_tables_len;
     const char *refuse;     /* old-style JPEG: why this layout is not read
-                               (cf_codec_check fails with refuse_code and
+                               (cf__codec_check fails with refuse_code and
                                it); NULL when it is */
     int refuse_code;
     uint16_t ycbcr_sub_h, ycbcr_sub_v;
@@ -54,30 +54,30 @@ typedef struct cf_codec_params {
     float white_point[2];   /* CIELab: the WhitePoint tag (x, y) */
     float ycbcr_coef[3];    /* YCbCr: YCbCrCoefficients */
     float ref_bw[6];        /* YCbCr: ReferenceBlackWhite */
-    uint32_t full_height;   /* 0, or (set by cf_codec_decode_rows) the
+    uint32_t full_height;   /* 0, or (set by cf__codec_decode_rows) the
                                chunk's rows when height is only its first
                                rows: a codec that can stop early stops
                                there (deflate.c goes straight to zlib's
                                streaming inflate) */
-} cf_codec_params;
+} cf__codec_params;
 
 /* Per-thread decoder state and scratch buffers.  Not thread-safe: give each
  * decoding thread its own. */
-typedef struct cf_codec_ctx cf_codec_ctx;
-cf_codec_ctx *cf_codec_ctx_new(void);
-void cf_codec_ctx_free(cf_codec_ctx *ctx);
+typedef struct cf__codec_ctx cf__codec_ctx;
+cf__codec_ctx *cf__codec_ctx_new(void);
+void cf__codec_ctx_free(cf__codec_ctx *ctx);
 /* A buffer of at least n bytes owned by ctx, for the caller to decode a
  * chunk into: kept across calls (a fresh malloc of a 768 KB tile per read
  * costs ~190 page faults), invalidated by the next call; NULL and
  * CF_E_NOMEM in err if it cannot grow. */
-uint8_t *cf_codec_ctx_tile(cf_codec_ctx *ctx, size_t n, cf_error *err);
+uint8_t *cf__codec_ctx_tile(cf__codec_ctx *ctx, size_t n, cf_error *err);
 
 /* Memory accounting, for callers that keep decoding within a byte budget
- * (the loader, cf_cog_read_many).  cf_codec_ctx_bytes: what ctx holds now
+ * (the loader, cf_cog_read_many).  cf__codec_ctx_bytes: what ctx holds now
  * (its scratch buffers and decoder states; 0 for NULL).
- * cf_codec_ctx_growth: at most how much decoding one chunk of p with ctx
+ * cf__codec_ctx_growth: at most how much decoding one chunk of p with ctx
  * (NULL: a new context) can add to that, the caller also asking
- * cf_codec_ctx_tile for tile_bytes, the chunk's compressed bytes being
+ * cf__codec_ctx_tile for tile_bytes, the chunk's compressed bytes being
  * src_bytes (a FillOrder 2 chunk is copied reversed; 0 when not known:
  * then the stored size plus an eighth stands in, an estimate that the
  * caller's budget corrects after the decode), plus the working memory the codec's
@@ -85,30 +85,30 @@ uint8_t *cf_codec_ctx_tile(cf_codec_ctx *ctx, size_t n, cf_error *err);
  * JPEG's coefficients, LERC's and WebP's planes).  Kept next to the codecs
  * whose scratch it mirrors (lerc.c, predictor.c); test_codec.c checks it
  * against real decodes. */
-uint64_t cf_codec_ctx_bytes(const cf_codec_ctx *ctx);
-uint64_t cf_codec_ctx_growth(const cf_codec_ctx *ctx, const cf_codec_params *p,
+uint64_t cf__codec_ctx_bytes(const cf__codec_ctx *ctx);
+uint64_t cf__codec_ctx_growth(const cf__codec_ctx *ctx, const cf__codec_params *p,
                              uint64_t tile_bytes, uint64_t src_bytes);
 
-/* How a decoded chunk is laid out (what cf_codec_decode writes): rows of
+/* How a decoded chunk is laid out (what cf__codec_decode writes): rows of
  * `width` pixels of *samples samples of *bits bits each, pixel-interleaved
  * and packed, rows padded to whole bytes.  Depths GDAL widens come out
  * widened (2-7 bits to 8, 9-15 to 16, 17-31 to 32, float16 and float24
  * to float32); 1-bit stays packed; complex samples are two numbers.
  * Colour conversions give 4 (RGBA) or 3 (RGB) 8-bit samples. */
-void cf_codec_out_layout(const cf_codec_params *p, uint32_t *samples,
+void cf__codec_out_layout(const cf__codec_params *p, uint32_t *samples,
                          uint32_t *bits);
 /* The sample type GDAL reads these samples as (CF_DT_U8 for 1-bit and
  * colour-converted samples; CF_DT_UNKNOWN for a combination
- * cf_codec_check refuses). */
-cf_dtype cf_codec_dtype(const cf_codec_params *p);
+ * cf__codec_check refuses). */
+cf_dtype cf__codec_dtype(const cf__codec_params *p);
 
 /* Bytes one decoded chunk occupies in that layout.  0 on overflow or
  * above CF_MAX_CHUNK_BYTES. */
-uint64_t cf_codec_chunk_bytes(const cf_codec_params *p);
+uint64_t cf__codec_chunk_bytes(const cf__codec_params *p);
 /* Bytes of the chunk as stored (what the codec itself decompresses to):
  * rows of ceil(width*samples*bits/8) bytes, or for subsampled YCbCr not in
  * JPEG its data units (sub_h*sub_v luma + 2 chroma samples per block). */
-uint64_t cf_codec_stored_bytes(const cf_codec_params *p);
+uint64_t cf__codec_stored_bytes(const cf__codec_params *p);
 
 /* Whether these parameters can be decoded: every refusal that decoding
  * would make without looking at the data (codec unknown or not built,
@@ -118,13 +118,13 @@ uint64_t cf_codec_stored_bytes(const cf_codec_params *p);
  * (libjpeg-turbo decodes 8-bit JPEG only)", ...  Called when a file opens
  * for every IFD a read can touch, so that an unreadable file is refused
  * then and not in the middle of an epoch.  CF_E_UNSUPPORTED. */
-cf_status cf_codec_check(const cf_codec_params *p, cf_error *err);
+cf_status cf__codec_check(const cf__codec_params *p, cf_error *err);
 
 /* The tags that decide how GDAL presents an IFD's colours. */
-typedef struct cf_color_tags {
+typedef struct cf__color_tags {
     uint16_t photometric, compression, bits, sample_format;
     uint16_t samples, extra_samples, planar, inkset;
-} cf_color_tags;
+} cf__color_tags;
 /* The CF_COLOR_* conversion GDAL (libtiff's RGBA interface) applies to an
  * IFD: 8-bit CMYK and CIELab become RGBA, 8-bit YCbCr not in JPEG becomes
  * RGB; everything else is read raw.  `raw` asks for the stored samples
@@ -132,10 +132,10 @@ typedef struct cf_color_tags {
  * but not converted.  CF_E_UNSUPPORTED for a layout GDAL converts but
  * cogfeed cannot (band-interleaved CMYK, CIELab or YCbCr without `raw`;
  * YCbCr of other depths or sample counts), with the reason in err. */
-cf_status cf_codec_color(const cf_color_tags *t, int raw, uint16_t *color,
+cf_status cf__codec_color(const cf__color_tags *t, int raw, uint16_t *color,
                          cf_error *err);
 
-/* Decode `src` into `dst` (dst_len must equal cf_codec_chunk_bytes(p)).
+/* Decode `src` into `dst` (dst_len must equal cf__codec_chunk_bytes(p)).
  *
  * Parameters as libtiff sees a chunk: width is the full tile width (or the
  * image width for strips), height the tile height (or the rows of this
@@ -154,39 +154,39 @@ cf_status cf_codec_color(const cf_color_tags *t, int raw, uint16_t *color,
  * (unknown codec, or "not built with X"), CF_E_FORMAT (codec header
  * contradicts the tags), CF_E_NOMEM, CF_E_LIMIT (chunk larger than
  * CF_MAX_CHUNK_BYTES), CF_E_ARG (dst_len is not the chunk size). */
-cf_status cf_codec_decode(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__codec_decode(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err);
 
 /* Whether a chunk of p can be decoded through its first rows only
- * (cf_codec_decode_rows): the codecs whose stream gives its rows in order
+ * (cf__codec_decode_rows): the codecs whose stream gives its rows in order
  * and that stop once the output is full (uncompressed, LZW, DEFLATE, JPEG,
  * old-style JPEG), with every step after them row by row (predictor,
  * swab, widening, colour conversion: subsampled YCbCr in blocks of
  * ycbcr_sub_v rows). */
-int cf_codec_can_stop(const cf_codec_params *p);
-/* Rows cf_codec_decode_rows decodes for a caller needing the first `need`
+int cf__codec_can_stop(const cf__codec_params *p);
+/* Rows cf__codec_decode_rows decodes for a caller needing the first `need`
  * rows of a chunk of p: need rounded up to 32 (whole JPEG MCU rows, whole
  * YCbCr blocks), at most p->height. */
-uint32_t cf_codec_stop_rows(const cf_codec_params *p, uint32_t need);
-/* cf_codec_decode of the first `rows` rows of the chunk only (rows from
- * cf_codec_stop_rows, or p->height: then the whole chunk as
- * cf_codec_decode): dst_len is cf_codec_chunk_bytes of p with that
+uint32_t cf__codec_stop_rows(const cf__codec_params *p, uint32_t need);
+/* cf__codec_decode of the first `rows` rows of the chunk only (rows from
+ * cf__codec_stop_rows, or p->height: then the whole chunk as
+ * cf__codec_decode): dst_len is cf__codec_chunk_bytes of p with that
  * height.  The stream is read only as far as those rows need (a DEFLATE
  * or LZW strip of 4096 rows read for its first 512 inflates an eighth of
- * itself).  CF_E_ARG when p cannot stop early (cf_codec_can_stop) or
- * rows is not one cf_codec_stop_rows gives. */
-cf_status cf_codec_decode_rows(cf_codec_ctx *ctx, const cf_codec_params *p, uint32_t rows,
+ * itself).  CF_E_ARG when p cannot stop early (cf__codec_can_stop) or
+ * rows is not one cf__codec_stop_rows gives. */
+cf_status cf__codec_decode_rows(cf__codec_ctx *ctx, const cf__codec_params *p, uint32_t rows,
                                const uint8_t *src, size_t src_len, uint8_t *dst,
                                size_t dst_len, cf_error *err);
 
 /* 1 if this build can decode `compression` (with lerc_sub for LERC). */
-int cf_codec_supported(uint16_t compression, uint16_t lerc_sub);
+int cf__codec_supported(uint16_t compression, uint16_t lerc_sub);
 
 /* Undo predictor 2 or 3 in place on a decoded chunk in native byte order
  * (predictor 3 expects the byte-planar layout as stored); len is
- * cf_codec_stored_bytes(p).  Exposed for tests. */
-cf_status cf_predictor_undo(const cf_codec_params *p, uint8_t *buf,
+ * cf__codec_stored_bytes(p).  Exposed for tests. */
+cf_status cf__predictor_undo(const cf__codec_params *p, uint8_t *buf,
                             size_t len, cf_error *err);
 
 #endif

@@ -17,13 +17,13 @@ typedef struct cf__scratch {
     size_t cap;
 } cf__scratch;
 
-struct cf_codec_ctx {
+struct cf__codec_ctx {
     struct libdeflate_decompressor *deflate; /* lazily allocated */
     void *zstd;                              /* ZSTD_DCtx, lazily */
     cf__scratch outer;  /* LERC: blob after the outer deflate/zstd layer */
     cf__scratch aux;    /* LERC masks, band-sequential staging */
     cf__scratch row;    /* predictor 3 row staging */
-    cf__scratch tile;   /* cf_codec_ctx_tile: the caller's decode target */
+    cf__scratch tile;   /* cf__codec_ctx_tile: the caller's decode target */
     cf__scratch rev;    /* FillOrder 2: the input with its bits reversed */
     cf__scratch stage;  /* the stored samples, before they are widened or
                            colour-converted into the caller's buffer */
@@ -37,13 +37,13 @@ struct cf_codec_ctx {
 cf_status cf__scratch_reserve(cf__scratch *s, size_t n, cf_error *err);
 
 /* Lazily created decoders (CF_E_NOMEM if allocation fails). */
-cf_status cf__ctx_deflate(cf_codec_ctx *ctx,
+cf_status cf__ctx_deflate(cf__codec_ctx *ctx,
                           struct libdeflate_decompressor **out, cf_error *err);
-cf_status cf__ctx_zstd(cf_codec_ctx *ctx, void **out, cf_error *err);
+cf_status cf__ctx_zstd(cf__codec_ctx *ctx, void **out, cf_error *err);
 
 /* Every decoder writes exactly dst_len bytes on success.  On failure it may
- * leave garbage: cf_codec_decode zeroes dst afterwards. */
-typedef cf_status (*cf__decode_fn)(cf_codec_ctx *ctx, const cf_codec_params *p,
+ * leave garbage: cf__codec_decode zeroes dst afterwards. */
+typedef cf_status (*cf__decode_fn)(cf__codec_ctx *ctx, const cf__codec_params *p,
                                    const uint8_t *src, size_t src_len,
                                    uint8_t *dst, size_t dst_len,
                                    cf_error *err);
@@ -67,7 +67,7 @@ enum {
 
 /* A codec's own refusals, made without data (bit depths, sample counts,
  * options); NULL when the flags say all. */
-typedef cf_status (*cf__check_fn)(const cf_codec_params *p, cf_error *err);
+typedef cf_status (*cf__check_fn)(const cf__codec_params *p, cf_error *err);
 
 typedef struct cf__codec_entry {
     uint16_t compression;
@@ -84,22 +84,22 @@ typedef struct cf__codec_entry {
 /* Registry lookup; NULL for a code no entry has. */
 const cf__codec_entry *cf__codec_find(uint16_t compression);
 
-cf_status cf__decode_none(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_none(cf__codec_ctx *, const cf__codec_params *,
                           const uint8_t *, size_t, uint8_t *, size_t,
                           cf_error *);
-cf_status cf__decode_deflate(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_deflate(cf__codec_ctx *, const cf__codec_params *,
                              const uint8_t *, size_t, uint8_t *, size_t,
                              cf_error *);
-cf_status cf__decode_lzw(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_lzw(cf__codec_ctx *, const cf__codec_params *,
                          const uint8_t *, size_t, uint8_t *, size_t,
                          cf_error *);
-cf_status cf__decode_packbits(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_packbits(cf__codec_ctx *, const cf__codec_params *,
                               const uint8_t *, size_t, uint8_t *, size_t,
                               cf_error *);
-cf_status cf__decode_zstd(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_zstd(cf__codec_ctx *, const cf__codec_params *,
                           const uint8_t *, size_t, uint8_t *, size_t,
                           cf_error *);
-cf_status cf__decode_lerc(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_lerc(cf__codec_ctx *, const cf__codec_params *,
                           const uint8_t *, size_t, uint8_t *, size_t,
                           cf_error *);
 /* lerc2.c: decode one Lerc2 blob (one band) into out, and the validity
@@ -115,57 +115,57 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
 /* The scratch cf__lerc2_decode reserves for a blob of this size. */
 size_t cf__lerc2_scratch_bytes(uint64_t width, uint64_t height,
                                uint64_t depth);
-cf_status cf__decode_jpeg(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_jpeg(cf__codec_ctx *, const cf__codec_params *,
                           const uint8_t *, size_t, uint8_t *, size_t,
                           cf_error *);
-cf_status cf__decode_webp(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_webp(cf__codec_ctx *, const cf__codec_params *,
                           const uint8_t *, size_t, uint8_t *, size_t,
                           cf_error *);
 
-cf_status cf__decode_lzma(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_lzma(cf__codec_ctx *, const cf__codec_params *,
                           const uint8_t *, size_t, uint8_t *, size_t,
                           cf_error *);
-cf_status cf__decode_ccitt(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_ccitt(cf__codec_ctx *, const cf__codec_params *,
                            const uint8_t *, size_t, uint8_t *, size_t,
                            cf_error *);
 /* Free a lazily made lzma_stream (NULL allowed). */
 void cf__lzma_free(void *stream);
-cf_status cf__decode_ojpeg(cf_codec_ctx *, const cf_codec_params *,
+cf_status cf__decode_ojpeg(cf__codec_ctx *, const cf__codec_params *,
                            const uint8_t *, size_t, uint8_t *, size_t,
                            cf_error *);
-cf_status cf__check_jpeg(const cf_codec_params *p, cf_error *err);
-cf_status cf__check_ojpeg(const cf_codec_params *p, cf_error *err);
-cf_status cf__check_webp(const cf_codec_params *p, cf_error *err);
-cf_status cf__check_lerc(const cf_codec_params *p, cf_error *err);
-cf_status cf__check_ccitt(const cf_codec_params *p, cf_error *err);
+cf_status cf__check_jpeg(const cf__codec_params *p, cf_error *err);
+cf_status cf__check_ojpeg(const cf__codec_params *p, cf_error *err);
+cf_status cf__check_webp(const cf__codec_params *p, cf_error *err);
+cf_status cf__check_lerc(const cf__codec_params *p, cf_error *err);
+cf_status cf__check_ccitt(const cf__codec_params *p, cf_error *err);
 
 /* bits.c: FillOrder 2 and depths that are not whole bytes. */
 void cf__bits_reverse(const uint8_t *src, uint8_t *dst, size_t n);
 /* Widen a stored chunk of 2-7, 9-15 or 17-31-bit samples (rows of
  * ceil(width*samples*bits/8) bytes, most significant bit first) to 8, 16
  * or 32-bit native integers, as GDAL does (no sign extension). */
-void cf__bits_unpack(const cf_codec_params *p, const uint8_t *src,
+void cf__bits_unpack(const cf__codec_params *p, const uint8_t *src,
                      uint8_t *dst);
 
 /* half.c: float16 and float24 (native order after the swab) to float32,
  * bit-exact with GDAL (NaN payloads kept, denormals normalised). */
-void cf__half_to_float(const cf_codec_params *p, const uint8_t *src,
+void cf__half_to_float(const cf__codec_params *p, const uint8_t *src,
                        uint8_t *dst);
 
 /* photometric.c: the CF_COLOR_* conversion of a stored 8-bit chunk into
  * RGB(A) or per-pixel YCbCr, as libtiff's RGBA interface computes it. */
-void cf__color_convert(const cf_codec_params *p, const uint8_t *src,
+void cf__color_convert(const cf__codec_params *p, const uint8_t *src,
                        uint8_t *dst);
-/* Whether p->color fits the samples (cf_codec_check's part). */
-cf_status cf__color_check(const cf_codec_params *p, cf_error *err);
+/* Whether p->color fits the samples (cf__codec_check's part). */
+cf_status cf__color_check(const cf__codec_params *p, cf_error *err);
 
 /* Check that predictor p->predictor can apply to these samples. */
-cf_status cf__predictor_check(const cf_codec_params *p, cf_error *err);
+cf_status cf__predictor_check(const cf__codec_params *p, cf_error *err);
 /* Undo the predictor on a whole decoded chunk with a context-owned row
  * buffer, without the checks: for callers that made them
  * (cf__predictor_check, the chunk's size), as the decoder and
- * cf_predictor_undo do. */
-cf_status cf__predictor_apply(cf__scratch *row, const cf_codec_params *p,
+ * cf__predictor_undo do. */
+cf_status cf__predictor_apply(cf__scratch *row, const cf__codec_params *p,
                               uint8_t *buf, cf_error *err);
 
 #endif

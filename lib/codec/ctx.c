@@ -13,11 +13,11 @@
  * less. */
 #define CF__SCRATCH_KEEP ((size_t)64 << 20)
 
-cf_codec_ctx *cf_codec_ctx_new(void) {
-    return cf__calloc(1, sizeof(cf_codec_ctx));
+cf__codec_ctx *cf__codec_ctx_new(void) {
+    return cf__calloc(1, sizeof(cf__codec_ctx));
 }
 
-void cf_codec_ctx_free(cf_codec_ctx *ctx) {
+void cf__codec_ctx_free(cf__codec_ctx *ctx) {
     if (!ctx) return;
     if (ctx->deflate) libdeflate_free_decompressor(ctx->deflate);
     if (ctx->zstd) ZSTD_freeDCtx(ctx->zstd);
@@ -54,12 +54,12 @@ cf_status cf__scratch_reserve(cf__scratch *s, size_t n, cf_error *err) {
     return CF_OK;
 }
 
-uint8_t *cf_codec_ctx_tile(cf_codec_ctx *ctx, size_t n, cf_error *err) {
+uint8_t *cf__codec_ctx_tile(cf__codec_ctx *ctx, size_t n, cf_error *err) {
     if (cf__scratch_reserve(&ctx->tile, n, err)) return NULL;
     return ctx->tile.p;
 }
 
-cf_status cf__ctx_deflate(cf_codec_ctx *ctx,
+cf_status cf__ctx_deflate(cf__codec_ctx *ctx,
                           struct libdeflate_decompressor **out,
                           cf_error *err) {
     if (!ctx->deflate) ctx->deflate = libdeflate_alloc_decompressor();
@@ -69,7 +69,7 @@ cf_status cf__ctx_deflate(cf_codec_ctx *ctx,
     return CF_OK;
 }
 
-cf_status cf__ctx_zstd(cf_codec_ctx *ctx, void **out, cf_error *err) {
+cf_status cf__ctx_zstd(cf__codec_ctx *ctx, void **out, cf_error *err) {
     if (!ctx->zstd) ctx->zstd = ZSTD_createDCtx();
     if (!ctx->zstd)
         return cf__err(err, CF_E_NOMEM, "cannot allocate zstd decoder");

@@ -12,7 +12,7 @@
  * does (libtiff's own libdeflate path would leave the chunk's last bytes
  * unwritten).  A stream that ends before the chunk is full is an error.
  * The same zlib path decodes the first rows of a strip alone
- * (cf_codec_decode_rows), stopping there.
+ * (cf__codec_decode_rows), stopping there.
  */
 #include "codec_internal.h"
 
@@ -44,10 +44,10 @@ static cf_status inflate_prefix(const uint8_t *src, size_t src_len,
     return cf__err(err, CF_E_CODEC, "stream ends before %zu bytes", dst_len);
 }
 
-cf_status cf__decode_deflate(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__decode_deflate(cf__codec_ctx *ctx, const cf__codec_params *p,
                              const uint8_t *src, size_t src_len, uint8_t *dst,
                              size_t dst_len, cf_error *err) {
-    /* The first rows of a chunk only (cf_codec_decode_rows): libdeflate
+    /* The first rows of a chunk only (cf__codec_decode_rows): libdeflate
      * would inflate up to the end of dst and then fail, zlib stops there. */
     if (p->full_height > p->height) return inflate_prefix(src, src_len, dst, dst_len, err);
     struct libdeflate_decompressor *d;

@@ -39,7 +39,7 @@ static uint32_t triple_to_bits(uint32_t t) {
     return sign | exp << 23 | (man & 0xffff) << 7;
 }
 
-void cf__half_to_float(const cf_codec_params *p, const uint8_t *src,
+void cf__half_to_float(const cf__codec_params *p, const uint8_t *src,
                        uint8_t *dst) {
     size_t n = (size_t)p->width * p->samples * p->height;
     if (p->bits == 16) {

@@ -70,7 +70,7 @@ static void on_progress(j_common_ptr ci) {
 }
 
 /* The new-style JPEG decode, a session body. */
-static int run(cf__jpeg_job *j, const cf_codec_params *p, const uint8_t *src,
+static int run(cf__jpeg_job *j, const cf__codec_params *p, const uint8_t *src,
                size_t src_len, uint8_t *dst, size_t dst_len) {
     j_decompress_ptr ci = &j->ci;
     if (p->jpeg_tables && p->jpeg_tables_len) {
@@ -163,7 +163,7 @@ static int run(cf__jpeg_job *j, const cf_codec_params *p, const uint8_t *src,
     return 1;
 }
 
-cf_status cf__check_jpeg(const cf_codec_params *p, cf_error *err) {
+cf_status cf__check_jpeg(const cf__codec_params *p, cf_error *err) {
     if (p->bits == 12)
         return cf__err(err, CF_E_UNSUPPORTED,
                        "12-bit JPEG is not supported: this build's JPEG "
@@ -176,7 +176,7 @@ cf_status cf__check_jpeg(const cf_codec_params *p, cf_error *err) {
     return CF_OK;
 }
 
-cf_status cf__jpeg_session(cf__jpeg_body body, const cf_codec_params *p,
+cf_status cf__jpeg_session(cf__jpeg_body body, const cf__codec_params *p,
                            const uint8_t *src, size_t src_len, uint8_t *dst,
                            size_t dst_len, cf_error *err) {
     if (src_len > 0xffffffffu || p->jpeg_tables_len > 0xffffffffu)
@@ -210,7 +210,7 @@ cf_status cf__jpeg_session(cf__jpeg_body body, const cf_codec_params *p,
     return st;
 }
 
-cf_status cf__decode_jpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__decode_jpeg(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
     (void)ctx;

@@ -37,14 +37,14 @@ typedef struct cf__jpeg_job {
 
 /* Decodes with the created decompressor j->ci: 1 on success, else 0 with
  * j->why (and j->code) set.  libjpeg's fatal errors longjmp out of it. */
-typedef int (*cf__jpeg_body)(cf__jpeg_job *j, const cf_codec_params *p,
+typedef int (*cf__jpeg_body)(cf__jpeg_job *j, const cf__codec_params *p,
                              const uint8_t *src, size_t src_len, uint8_t *dst,
                              size_t dst_len);
 
 /* Run `body` in a session: libjpeg's fatal errors and corrupt-data
  * warnings (premature end, bad Huffman code, ...) become errors with
  * libjpeg's message, never exit() or gray-filled pixels. */
-cf_status cf__jpeg_session(cf__jpeg_body body, const cf_codec_params *p,
+cf_status cf__jpeg_session(cf__jpeg_body body, const cf__codec_params *p,
                            const uint8_t *src, size_t src_len, uint8_t *dst,
                            size_t dst_len, cf_error *err);
 

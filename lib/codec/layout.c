@@ -1,11 +1,11 @@
 /*
  * layout.c - what a chunk looks like before and after decoding: the
  * stored layout's size (libtiff's, subsampled YCbCr included) and the
- * layout, data type and size of what cf_codec_decode hands back.
+ * layout, data type and size of what cf__codec_decode hands back.
  */
 #include "codec_internal.h"
 
-void cf_codec_out_layout(const cf_codec_params *p, uint32_t *samples,
+void cf__codec_out_layout(const cf__codec_params *p, uint32_t *samples,
                          uint32_t *bits) {
     switch (p->color) {
     case CF_COLOR_CMYK:
@@ -30,7 +30,7 @@ void cf_codec_out_layout(const cf_codec_params *p, uint32_t *samples,
     else *bits = b; /* 64, 128 */
 }
 
-cf_dtype cf_codec_dtype(const cf_codec_params *p) {
+cf_dtype cf__codec_dtype(const cf__codec_params *p) {
     if (p->color != CF_COLOR_RAW) return CF_DT_U8;
     unsigned b = p->bits;
     switch (p->sample_format) {
@@ -57,14 +57,14 @@ cf_dtype cf_codec_dtype(const cf_codec_params *p) {
     }
 }
 
-uint64_t cf_codec_chunk_bytes(const cf_codec_params *p) {
+uint64_t cf__codec_chunk_bytes(const cf__codec_params *p) {
     if (!p) return 0;
     uint32_t samples, bits;
-    cf_codec_out_layout(p, &samples, &bits);
+    cf__codec_out_layout(p, &samples, &bits);
     return cf__chunk_bytes(p->width, samples, bits, p->height);
 }
 
-uint64_t cf_codec_stored_bytes(const cf_codec_params *p) {
+uint64_t cf__codec_stored_bytes(const cf__codec_params *p) {
     if (!p) return 0;
     if (p->color == CF_COLOR_YCBCR || p->color == CF_COLOR_YCBCR_RAW) {
         /* libtiff's size of subsampled YCbCr: whole blocks of sub_h x

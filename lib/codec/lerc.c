@@ -24,7 +24,7 @@
 #include <zstd_errors.h>
 
 /* LERC data type for the tags (liblerc numbering), -1 if none. */
-static int lerc_type(const cf_codec_params *p) {
+static int lerc_type(const cf__codec_params *p) {
     int sf = p->sample_format ? p->sample_format : 1;
     switch (p->bits) {
     case 8: return sf == 2 ? 0 : sf == 1 ? 1 : -1;
@@ -35,7 +35,7 @@ static int lerc_type(const cf_codec_params *p) {
     }
 }
 
-static cf_status outer_layer(cf_codec_ctx *ctx, const cf_codec_params *p,
+static cf_status outer_layer(cf__codec_ctx *ctx, const cf__codec_params *p,
                              const uint8_t *src, size_t src_len,
                              size_t dst_len, const uint8_t **blob,
                              size_t *blob_len, cf_error *err) {
@@ -82,7 +82,7 @@ static cf_status outer_layer(cf_codec_ctx *ctx, const cf_codec_params *p,
     return CF_OK;
 }
 
-cf_status cf__check_lerc(const cf_codec_params *p, cf_error *err) {
+cf_status cf__check_lerc(const cf__codec_params *p, cf_error *err) {
     if (lerc_type(p) < 0)
         return cf__err(err, CF_E_UNSUPPORTED,
                        "LERC with %u-bit samples of sample format %u",
@@ -90,7 +90,7 @@ cf_status cf__check_lerc(const cf_codec_params *p, cf_error *err) {
     return CF_OK;
 }
 
-cf_status cf__decode_lerc(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__decode_lerc(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
     cf_status cst = cf__check_lerc(p, err);

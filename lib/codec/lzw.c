@@ -209,7 +209,7 @@ done:
     return CF_OK;
 }
 
-cf_status cf__decode_lzw(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__decode_lzw(cf__codec_ctx *ctx, const cf__codec_params *p,
                          const uint8_t *src, size_t src_len, uint8_t *dst,
                          size_t dst_len, cf_error *err) {
     (void)ctx;

@@ -5,7 +5,7 @@
  */
 #include "codec_internal.h"
 
-cf_status cf__decode_none(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__decode_none(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
     if (src_len < dst_len)

@@ -29,7 +29,7 @@
 #define OJ_SOF_AT 2
 #define OJ_HEADER_MIN (2 + 19 + 14)
 
-cf_status cf__check_ojpeg(const cf_codec_params *p, cf_error *err) {
+cf_status cf__check_ojpeg(const cf__codec_params *p, cf_error *err) {
     if (p->refuse)
         return cf__err(err, p->refuse_code ? (cf_status)p->refuse_code
                                            : CF_E_UNSUPPORTED,
@@ -54,7 +54,7 @@ cf_status cf__check_ojpeg(const cf_codec_params *p, cf_error *err) {
 }
 
 /* Decode p->height rows as TIFF YCbCr data units (OJPEGDecodeRaw). */
-static int raw_body(cf__jpeg_job *j, const cf_codec_params *p,
+static int raw_body(cf__jpeg_job *j, const cf__codec_params *p,
                     const uint8_t *src, size_t src_len, uint8_t *dst,
                     size_t dst_len) {
     j_decompress_ptr ci = &j->ci;
@@ -125,7 +125,7 @@ static int raw_body(cf__jpeg_job *j, const cf_codec_params *p,
     return 1;
 }
 
-cf_status cf__decode_ojpeg(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__decode_ojpeg(cf__codec_ctx *ctx, const cf__codec_params *p,
                            const uint8_t *src, size_t src_len, uint8_t *dst,
                            size_t dst_len, cf_error *err) {
     cf_status st = cf__check_ojpeg(p, err);

@@ -4,7 +4,7 @@
  * GDAL reads 8-bit CMYK, 8-bit CIELab and 8-bit YCbCr that is not JPEG
  * through libtiff's RGBA interface (TIFFReadRGBATile/Strip): the image
  * becomes RGBA (CMYK, CIELab) or RGB (YCbCr), chunk by chunk.  This file
- * decides when (cf_codec_color, following GDAL's and TIFFRGBAImageOK's
+ * decides when (cf__codec_color, following GDAL's and TIFFRGBAImageOK's
  * conditions) and converts one stored chunk the way libtiff's
  * tif_getimage.c and tif_color.c compute it, so that values match bit
  * for bit:
@@ -26,7 +26,7 @@
 
 /* ------------------------------------------------------------ choice */
 
-cf_status cf_codec_color(const cf_color_tags *t, int raw, uint16_t *color,
+cf_status cf__codec_color(const cf__color_tags *t, int raw, uint16_t *color,
                          cf_error *err) {
     *color = CF_COLOR_RAW;
     int planar2 = t->planar == 2 && t->samples > 1;
@@ -75,7 +75,7 @@ cf_status cf_codec_color(const cf_color_tags *t, int raw, uint16_t *color,
 
 static int sub_ok(unsigned s) { return s == 1 || s == 2 || s == 4; }
 
-cf_status cf__color_check(const cf_codec_params *p, cf_error *err) {
+cf_status cf__color_check(const cf__codec_params *p, cf_error *err) {
     switch (p->color) {
     case CF_COLOR_RAW: return CF_OK;
     case CF_COLOR_CMYK:
@@ -114,7 +114,7 @@ cf_status cf__color_check(const cf_codec_params *p, cf_error *err) {
 
 /* ------------------------------------------------------------ CMYK */
 
-static void cmyk(const cf_codec_params *p, const uint8_t *s, uint8_t *d) {
+static void cmyk(const cf__codec_params *p, const uint8_t *s, uint8_t *d) {
     size_t n = (size_t)p->width * p->height, spp = p->samples;
     for (size_t i = 0; i < n; i++, s += spp, d += 4) {
         unsigned k = 255u - s[3];
@@ -158,7 +158,7 @@ static uint32_t lab_gun(float y) {
     return r < srgb_vrw ? r : srgb_vrw;
 }
 
-static void lab(const cf_codec_params *p, const uint8_t *s, uint8_t *d) {
+static void lab(const cf__codec_params *p, const uint8_t *s, uint8_t *d) {
     pthread_once(&lab_once, lab_init);
     const float wx = p->white_point[0], wy = p->white_point[1];
     const float y0 = 100.0F;
@@ -221,7 +221,7 @@ static float code2v(int32_t c, float rb, float rw, float cr) {
     return ((float)(c - (int32_t)rb) * cr) / span;
 }
 
-static void ycbcr_init(const cf_codec_params *p, ycbcr_tab *t) {
+static void ycbcr_init(const cf__codec_params *p, ycbcr_tab *t) {
     const float *luma = p->ycbcr_coef, *rbw = p->ref_bw;
     float f1 = 2 - 2 * luma[0];
     int32_t d1 = fix(f1);
@@ -258,7 +258,7 @@ static uint8_t clamp255(int32_t v) {
  * strip's last bytes -- the last block's chroma, or more -- are never
  * read and count as 0 (libtiff zeroes its buffer).  GDAL's colours of
  * that block come out so; these do too (bug-compatible). */
-static size_t strip_bytes_read(const cf_codec_params *p, size_t across,
+static size_t strip_bytes_read(const cf__codec_params *p, size_t across,
                                unsigned unit) {
     unsigned sv = p->ycbcr_sub_v;
     size_t scanline = across * unit / sv;
@@ -266,7 +266,7 @@ static size_t strip_bytes_read(const cf_codec_params *p, size_t across,
     return rows * scanline;
 }
 
-static void ycbcr(const cf_codec_params *p, const uint8_t *s, uint8_t *d) {
+static void ycbcr(const cf__codec_params *p, const uint8_t *s, uint8_t *d) {
     ycbcr_tab t;
     int convert = p->color == CF_COLOR_YCBCR;
     if (convert) ycbcr_init(p, &t);
@@ -296,7 +296,7 @@ static void ycbcr(const cf_codec_params *p, const uint8_t *s, uint8_t *d) {
     }
 }
 
-void cf__color_convert(const cf_codec_params *p, const uint8_t *src,
+void cf__color_convert(const cf__codec_params *p, const uint8_t *src,
                        uint8_t *dst) {
     switch (p->color) {
     case CF_COLOR_CMYK: cmyk(p, src, dst); break;

@@ -13,7 +13,7 @@
 
 #include <stdlib.h>
 
-cf_status cf__predictor_check(const cf_codec_params *p, cf_error *err) {
+cf_status cf__predictor_check(const cf__codec_params *p, cf_error *err) {
     switch (p->predictor) {
     case 1: return CF_OK;
     case 2:
@@ -179,7 +179,7 @@ static void fp_acc(uint8_t *row, uint8_t *tmp, size_t wc, unsigned bps,
     }
 }
 
-cf_status cf__predictor_apply(cf__scratch *rowbuf, const cf_codec_params *p,
+cf_status cf__predictor_apply(cf__scratch *rowbuf, const cf__codec_params *p,
                               uint8_t *buf, cf_error *err) {
     if (p->predictor == 1) return CF_OK;
     size_t bps = p->bits / 8;
@@ -215,13 +215,13 @@ cf_status cf__predictor_apply(cf__scratch *rowbuf, const cf_codec_params *p,
     return CF_OK;
 }
 
-cf_status cf_predictor_undo(const cf_codec_params *p, uint8_t *buf,
+cf_status cf__predictor_undo(const cf__codec_params *p, uint8_t *buf,
                             size_t len, cf_error *err) {
     if (!p || (!buf && len))
         return cf__err(err, CF_E_ARG, "predictor: NULL argument");
     cf_status st = cf__predictor_check(p, err);
     if (st || p->predictor == 1) return st;
-    uint64_t want = cf_codec_stored_bytes(p);
+    uint64_t want = cf__codec_stored_bytes(p);
     if (!want || want != len)
         return cf__err(err, CF_E_ARG,
                        "predictor: buffer of %zu bytes for a %ux%u chunk", len,

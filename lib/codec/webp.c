@@ -10,7 +10,7 @@
 #ifdef CF_HAVE_WEBP
 #include <webp/decode.h>
 
-cf_status cf__check_webp(const cf_codec_params *p, cf_error *err) {
+cf_status cf__check_webp(const cf__codec_params *p, cf_error *err) {
     if (p->bits != 8 || (p->samples != 3 && p->samples != 4))
         return cf__err(err, CF_E_UNSUPPORTED,
                        "%u samples of %u bits (WebP carries 3 or 4 of 8)",
@@ -18,7 +18,7 @@ cf_status cf__check_webp(const cf_codec_params *p, cf_error *err) {
     return CF_OK;
 }
 
-cf_status cf__decode_webp(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__decode_webp(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
     cf_status cst = cf__check_webp(p, err);

@@ -9,7 +9,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-cf_status cf__decode_zstd(cf_codec_ctx *ctx, const cf_codec_params *p,
+cf_status cf__decode_zstd(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
     void *dctx;

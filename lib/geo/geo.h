@@ -3,7 +3,7 @@
  * transformations, and resampling source pixels onto a target grid.
  *
  * Depends on lib/common and PROJ only: nothing here knows TIFF or I/O.
- * The pipeline hands it a file's raw GeoKeys (cf_geokeys) at open, and at
+ * The pipeline hands it a file's raw GeoKeys (cf__geokeys) at open, and at
  * read time a decoded source window plus the target grid.
  *
  * Threads.  A PROJ context (PJ_CONTEXT) is not thread-safe, nor is a PJ
@@ -13,9 +13,9 @@
  *    duration of the call (geo_internal.h: cf__proj_get / cf__proj_put), so
  *    no two threads ever share a context;
  *  - a cf_crs keeps its PJ behind its own mutex;
- *  - a cf_xform (one CRS-to-CRS operation) owns its PJ and its own context
+ *  - a cf__xform (one CRS-to-CRS operation) owns its PJ and its own context
  *    and serialises calls on a mutex;
- *  - a cf_warp (the coordinate map of one target grid onto one source grid)
+ *  - a cf__warp (the coordinate map of one target grid onto one source grid)
  *    calls PROJ only while it is built; afterwards it is immutable and any
  *    number of threads may resample with it at once, without PROJ.
  */
@@ -33,14 +33,14 @@
  * GeoDoubleParams (34736) and GeoAsciiParams (34737).  Any pointer may be
  * NULL with count 0.  Nothing is trusted: every count and offset is checked
  * against the arrays. */
-typedef struct cf_geokeys {
+typedef struct cf__geokeys {
     const uint16_t *dir;
     size_t ndir;
     const double *dbl;
     size_t ndbl;
     const char *ascii;
     size_t nascii;
-} cf_geokeys;
+} cf__geokeys;
 
 /* The CRS the keys describe, built as GDAL builds it (gt_wkt_srs.cpp):
  * an EPSG projected or geographic code (a deprecated code replaced by its
@@ -53,7 +53,7 @@ typedef struct cf_geokeys {
  * keys never fail: the status is CF_OK or CF_E_NOMEM.  Results are
  * memoised by the keys' bytes (a bounded cache), so opening thousands of
  * files in the same CRS builds it once.  Thread-safe. */
-cf_status cf__crs_from_geokeys(const cf_geokeys *k, cf_crs **out, char *note,
+cf_status cf__crs_from_geokeys(const cf__geokeys *k, cf_crs **out, char *note,
                                size_t notelen);
 
 /* The CRS's horizontal part as a 2D CRS (itself unless compound), for
@@ -68,15 +68,15 @@ void cf__crs_label(const cf_crs *crs, char *out, size_t outlen);
  * parts), chosen by PROJ (proj_create_crs_to_crs: the best operation for
  * each point's area of use), in traditional GIS order (x = easting or
  * longitude, y = northing or latitude) as GeoTIFF stores coordinates. */
-typedef struct cf_xform cf_xform;
+typedef struct cf__xform cf__xform;
 
-cf_status cf__xform_new(const cf_crs *from, const cf_crs *to, cf_xform **out,
+cf_status cf__xform_new(const cf_crs *from, const cf_crs *to, cf__xform **out,
                         cf_error *err);
-void cf__xform_free(cf_xform *t);
+void cf__xform_free(cf__xform *t);
 /* Transform n points in place; ok[i] = 0 where a point failed (its x, y
  * are then HUGE_VAL).  Thread-safe: calls are serialised on the object's
  * lock (make one per thread for heavy concurrent use). */
-void cf__xform_run(cf_xform *t, size_t n, double *x, double *y, uint8_t *ok);
+void cf__xform_run(cf__xform *t, size_t n, double *x, double *y, uint8_t *ok);
 
 /* ------------------------------------------------------------------ */
 /* Affine transforms (GDAL order)                                      */
@@ -98,22 +98,22 @@ int cf__gt_invert(const double gt[6], double inv[6]);
  * it); max_err 0 transforms every pixel centre.  Built once (PROJ only
  * here), then immutable: any number of threads may plan and resample with
  * one map at once. */
-typedef struct cf_warp cf_warp;
+typedef struct cf__warp cf__warp;
 
 /* `src` is the source's level-0 grid, `dst` the whole target grid (a
  * loader keeps one map per input and sample, and resamples windows of
  * it).  The CRSs must both be set; `xf` transforms dst CRS -> src CRS and
  * may be NULL when they are equivalent (it is used only during the call).
  * CF_E_LIMIT when the lattice would exceed 64 Mi nodes. */
-cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf_xform *xf,
-                       double max_err, cf_warp **out, cf_error *err);
-void cf__warp_free(cf_warp *w);
+cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf__xform *xf,
+                       double max_err, cf__warp **out, cf_error *err);
+void cf__warp_free(cf__warp *w);
 /* 1 when the map is one affine transform (same CRS). */
-int cf__warp_is_affine(const cf_warp *w);
+int cf__warp_is_affine(const cf__warp *w);
 
 /* A window of the target grid and the source level it is resampled
  * from. */
-typedef struct cf_warp_req {
+typedef struct cf__warp_req {
     int64_t tx, ty;            /* window origin in the target grid */
     uint32_t tw, th;
     cf_resampling rs;
@@ -121,21 +121,21 @@ typedef struct cf_warp_req {
     uint32_t lw, lh;           /* that level's size (pixels) */
     uint32_t w0, h0;           /* level 0's size */
     int general;               /* tests: skip the separable fast path */
-} cf_warp_req;
+} cf__warp_req;
 
 /* GDAL's overview choice for a target window (gdalwarp -ovr AUTO):
  * the ratio of source pixels per target pixel along x over the window
  * (a 10 x 10 point sample) picks the finer of the two levels around it,
  * or the level within 0.1 of it; none when it is at most 1.  sizes[i] is
  * level i's width and height, nlevels >= 1.  Returns the level. */
-int cf__warp_pick_level(const cf_warp *w, int64_t tx, int64_t ty, uint32_t tw,
+int cf__warp_pick_level(const cf__warp *w, int64_t tx, int64_t ty, uint32_t tw,
                         uint32_t th, const uint32_t (*sizes)[2], int nlevels);
 
 /* The source pixels a request needs: the footprint of the target window
  * on the level plus the kernel's margin, clipped to the level.  `empty`
  * when no target pixel can get a value (the footprint misses the level).
  * xscale/yscale: target pixels per source pixel (GDAL's kernel scale). */
-typedef struct cf_warp_win {
+typedef struct cf__warp_win {
     int64_t x, y;
     uint32_t w, h;
     int empty;
@@ -146,36 +146,36 @@ typedef struct cf_warp_win {
                                   many columns of its other end added on
                                   each side (x - wrap, w + 2 wrap), so that
                                   kernels reach across the antimeridian */
-} cf_warp_win;
-cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq,
-                          cf_warp_win *out, cf_error *err);
+} cf__warp_win;
+cf_status cf__warp_window(const cf__warp *w, const cf__warp_req *rq,
+                          cf__warp_win *out, cf_error *err);
 
 /* What holding a chunk costs, as GDAL's warper counts it: bits per
  * source pixel (sample bits x bands, + 1 per band with nodata, + 1 with an
  * internal mask), per target pixel (sample bits x bands, + 1 per band
  * with a target nodata), and the limit in bytes (GDAL: 64 MiB). */
-typedef struct cf_warp_cost {
+typedef struct cf__warp_cost {
     double src_bits, dst_bits, memory;
-} cf_warp_cost;
+} cf__warp_cost;
 
 /* One chunk of a target window and its source window. */
-typedef struct cf_warp_chunk {
-    cf_warp_req rq;
-    cf_warp_win win;
-} cf_warp_chunk;
+typedef struct cf__warp_chunk {
+    cf__warp_req rq;
+    cf__warp_win win;
+} cf__warp_chunk;
 
 /* The chunks GDAL's warper would warp the target window `rq` in
  * (GDALWarpOperation::CollectChunkList): a chunk with no source is
  * dropped, large or mostly-outside windows are halved.  GDAL's results at
  * the image's edges depend on this split, so cogfeed follows it.  *out is
  * malloc'd (the caller frees), *n may be 0. */
-cf_status cf__warp_chunks(const cf_warp *w, const cf_warp_req *rq,
-                          const cf_warp_cost *cost, cf_warp_chunk **out,
+cf_status cf__warp_chunks(const cf__warp *w, const cf__warp_req *rq,
+                          const cf__warp_cost *cost, cf__warp_chunk **out,
                           size_t *n, cf_error *err);
 
-/* Decoded source pixels of a cf_warp_win, band-sequential (nbands, h, w)
+/* Decoded source pixels of a cf__warp_win, band-sequential (nbands, h, w)
  * of `dtype`, native order. */
-typedef struct cf_warp_src {
+typedef struct cf__warp_src {
     const void *data;
     cf_dtype dtype;
     int nbands;
@@ -184,21 +184,21 @@ typedef struct cf_warp_src {
     const uint8_t *valid;
     int has_nodata;            /* samples equal to nodata are invalid */
     double nodata;             /* NaN: NaN samples are invalid */
-} cf_warp_src;
+} cf__warp_src;
 
 /* The target window's output: band-sequential (nbands, th, tw), the
  * source's dtype (bands and rows as far apart as the strides say, so that
  * a window of a larger array can be written in place).  Pixels that get no value keep what the caller put
  * there (fill them first: nodata, or 0).  has_nodata: a computed value
  * equal to nodata is moved off it by one, as GDAL's warper does. */
-typedef struct cf_warp_dst {
+typedef struct cf__warp_dst {
     void *data;
     size_t band_stride;        /* samples from one band to the next (0:
                                   th * tw) */
     size_t row_stride;         /* ... from one row to the next (0: tw) */
     int has_nodata;
     double nodata;
-} cf_warp_dst;
+} cf__warp_dst;
 
 /* Store value v into sample i of an array of dtype t as GDAL's warper
  * does: integers clamped to the type and rounded half up (floor(v + 0.5)),
@@ -209,8 +209,8 @@ void cf__rs_store(cf_dtype t, void *band, size_t i, double v, int nudge, double 
 /* Resample (GDAL's warp kernels, docs/reader.md): nearest, bilinear,
  * cubic, average, mode, nodata-aware.  Allocates its scratch per call;
  * thread-safe. */
-cf_status cf__warp_resample(const cf_warp *w, const cf_warp_req *rq,
-                            const cf_warp_win *win, const cf_warp_src *src,
-                            cf_warp_dst *dst, cf_error *err);
+cf_status cf__warp_resample(const cf__warp *w, const cf__warp_req *rq,
+                            const cf__warp_win *win, const cf__warp_src *src,
+                            cf__warp_dst *dst, cf_error *err);
 
 #endif

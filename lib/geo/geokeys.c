@@ -52,7 +52,7 @@ enum { MODEL_PROJECTED = 1, MODEL_GEOGRAPHIC = 2, MODEL_GEOCENTRIC = 3 };
 #define USER_DEFINED 32767
 
 typedef struct keys {
-    const cf_geokeys *k;
+    const cf__geokeys *k;
     size_t n;                  /* keys in the directory */
 } keys;
 
@@ -639,7 +639,7 @@ static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
 static memo memos[MEMO_N];
 static uint64_t memo_clock;
 
-static uint8_t *key_bytes(const cf_geokeys *k, size_t *len) {
+static uint8_t *key_bytes(const cf__geokeys *k, size_t *len) {
     size_t a = k->ndir * 2, b = k->ndbl * 8, c = k->nascii;
     *len = 24 + a + b + c;
     uint8_t *p = cf__malloc(*len);
@@ -652,7 +652,7 @@ static uint8_t *key_bytes(const cf_geokeys *k, size_t *len) {
     return p;
 }
 
-cf_status cf__crs_from_geokeys(const cf_geokeys *k, cf_crs **out, char *note,
+cf_status cf__crs_from_geokeys(const cf__geokeys *k, cf_crs **out, char *note,
                                size_t notelen) {
     char nbuf[160];
     if (!note || !notelen) {

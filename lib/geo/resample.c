@@ -50,7 +50,7 @@ static int int32_range(cf_dtype t, double *lo, double *hi) {
 /* GDAL's nodata test (GDALWarpNoDataMasker): integers compare with the
  * nodata rounded down (none when it is outside the type), floats with a
  * relative tolerance of 1e-10, NaN matches NaN. */
-static int nodata_mask(const cf_warp_src *s, const void *band, size_t n, uint8_t *m) {
+static int nodata_mask(const cf__warp_src *s, const void *band, size_t n, uint8_t *m) {
     double nd = s->nodata;
     int invalid = 0;
     if (s->dtype == CF_DT_F32 || s->dtype == CF_DT_F64) {
@@ -95,7 +95,7 @@ static int nodata_mask(const cf_warp_src *s, const void *band, size_t n, uint8_t
 /* 1 when some sample of an integer band up to 32 bits equals the nodata
  * as nodata_mask() tests it (those types hold the nodata exactly, so the
  * typed comparison is the double one); -1 for other types (not known). */
-static int has_nodata_int(const cf_warp_src *s, const void *band, size_t n) {
+static int has_nodata_int(const cf__warp_src *s, const void *band, size_t n) {
     double nd = s->nodata, lo, hi;
     if (!int32_range(s->dtype, &lo, &hi)) return -1;
     if (isnan(nd) || nd < lo || nd > hi + 0.000001) return 0;
@@ -120,7 +120,7 @@ static int has_nodata_int(const cf_warp_src *s, const void *band, size_t n) {
 }
 
 static cf_status build_masks(rs_call *c, cf_error *err) {
-    const cf_warp_src *s = c->src;
+    const cf__warp_src *s = c->src;
     size_t n = (size_t)c->W * c->H;
     int nb = s->nbands;
     int scan = s->has_nodata;
@@ -480,7 +480,7 @@ static int mode_float(const rs_call *c, const double *P, const uint8_t *V, const
 /* ------------------------------------------------------- general path */
 
 static cf_status general(rs_call *c, cf_error *err) {
-    const cf_warp_src *s = c->src;
+    const cf__warp_src *s = c->src;
     cf_resampling rs = c->rq->rs;
     uint32_t tw = c->tw, th = c->th;
     size_t n = (size_t)c->W * c->H, tn = (size_t)tw * th;
@@ -601,14 +601,14 @@ done:
 
 /* ---------------------------------------------------------- dispatch */
 
-cf_status cf__warp_resample(const cf_warp *w, const cf_warp_req *rq, const cf_warp_win *win,
-                            const cf_warp_src *src, cf_warp_dst *dst, cf_error *err) {
+cf_status cf__warp_resample(const cf__warp *w, const cf__warp_req *rq, const cf__warp_win *win,
+                            const cf__warp_src *src, cf__warp_dst *dst, cf_error *err) {
     if (win->empty) return CF_OK;
     if (!cf_dtype_size(src->dtype) || src->nbands < 1)
         return cf__err(err, CF_E_ARG, "resampling: bad source description");
     rs_call c;
     memset(&c, 0, sizeof c);
-    cf_warp_req copy = *rq;
+    cf__warp_req copy = *rq;
     if (cf__warp_is_translation(w, rq->lw, rq->lh)) copy.rs = CF_RS_NEAREST;
     rq = &copy;
     c.w = w;

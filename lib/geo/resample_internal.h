@@ -12,11 +12,11 @@
 
 /* One cf__warp_resample call. */
 typedef struct rs_call {
-    const cf_warp *w;
-    const cf_warp_req *rq;
-    const cf_warp_win *win;
-    const cf_warp_src *src;
-    cf_warp_dst *dst;
+    const cf__warp *w;
+    const cf__warp_req *rq;
+    const cf__warp_win *win;
+    const cf__warp_src *src;
+    cf__warp_dst *dst;
     double inv[6];             /* the level's inverse geotransform */
     uint32_t W, H;             /* the source window */
     uint32_t tw, th;

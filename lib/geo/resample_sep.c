@@ -516,7 +516,7 @@ static void two_pass(const rs_call *c, const double *P, int b, const axis *ax, c
 }
 
 int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
-    const cf_warp *w = c->w;
+    const cf__warp *w = c->w;
     cf_resampling rs = c->rq->rs;
     *st = CF_OK;
     if (!w->affine || w->dst_gt[2] != 0 || w->dst_gt[4] != 0 || w->src_gt[2] != 0 ||

@@ -23,7 +23,7 @@
 #define BLOCK 64
 #define MAX_NODES (64u << 20)
 
-double cf__warp_wrap(const cf_warp *w, double lon) {
+double cf__warp_wrap(const cf__warp *w, double lon) {
     if (!w->wrap || !isfinite(lon)) return lon;
     double lo = w->wrap_c - 180, hi = w->wrap_c + 180;
     if (lon < lo) lon += 360 * ceil((lo - lon) / 360);
@@ -52,12 +52,12 @@ static inline double interp4(int wrap, double a, double b, double c, double d, d
 }
 
 /* Target pixel position (px, py) -> source CRS coordinates. */
-static void lattice_at(const cf_warp *w, double px, double py, double *x, double *y,
+static void lattice_at(const cf__warp *w, double px, double py, double *x, double *y,
                        int *ok) {
     double bxf = floor(px / BLOCK), byf = floor(py / BLOCK);
     int64_t bx = bxf < 0 ? 0 : bxf >= w->nbx ? w->nbx - 1 : (int64_t)bxf;
     int64_t by = byf < 0 ? 0 : byf >= w->nby ? w->nby - 1 : (int64_t)byf;
-    const cf_wblock *b = &w->blocks[by * w->nbx + bx];
+    const cf__wblock *b = &w->blocks[by * w->nbx + bx];
     if (b->exact) {
         /* Interpolation is not within the error here (a pole): PROJ. */
         const double *t = w->dst_gt;
@@ -89,7 +89,7 @@ static void lattice_at(const cf_warp *w, double px, double py, double *x, double
     *y = interp4(0, Y[i00], Y[i00 + 1], Y[i00 + b->n], Y[i00 + b->n + 1], fx, fy);
 }
 
-void cf__warp_level_inverse(const cf_warp *w, uint32_t lw, uint32_t lh, double inv[6]) {
+void cf__warp_level_inverse(const cf__warp *w, uint32_t lw, uint32_t lh, double inv[6]) {
     /* GDAL's overview dataset: the main geotransform with its terms
      * scaled by the size ratios (GDALOverviewDataset::GetGeoTransform,
      * including its choice of ratio for each term). */
@@ -103,7 +103,7 @@ void cf__warp_level_inverse(const cf_warp *w, uint32_t lw, uint32_t lh, double i
     if (!cf__gt_invert(g, inv)) memset(inv, 0, 6 * sizeof *inv);
 }
 
-void cf__warp_points(const cf_warp *w, const double inv[6], size_t n, const double *px,
+void cf__warp_points(const cf__warp *w, const double inv[6], size_t n, const double *px,
                      const double *py, double *sx, double *sy, uint8_t *ok) {
     if (w->exact) {
         const double *t = w->dst_gt;
@@ -144,14 +144,14 @@ void cf__warp_points(const cf_warp *w, const double inv[6], size_t n, const doub
 
 /* Whether a row of an affine map meets the source's wrap (a longitude
  * beyond wrap_c +- 180 at either end): it is then computed per pixel. */
-static int row_wraps(const cf_warp *w, double px0, double py, uint32_t n) {
+static int row_wraps(const cf__warp *w, double px0, double py, uint32_t n) {
     if (!w->wrap) return 0;
     const double *t = w->dst_gt;
     double a = t[0] + px0 * t[1] + py * t[2], b = t[0] + (px0 + n - 1) * t[1] + py * t[2];
     return cf__warp_wrap(w, a) != a || cf__warp_wrap(w, b) != b;
 }
 
-void cf__warp_row(const cf_warp *w, const double inv[6], double px0, double py, uint32_t n,
+void cf__warp_row(const cf__warp *w, const double inv[6], double px0, double py, uint32_t n,
                   double *sx, double *sy, uint8_t *ok) {
     if (w->affine && w->rows_approx && n > 5 && !row_wraps(w, px0, py, n)) {
         /* GDAL's approximate transformer, even for one CRS: the ends of
@@ -209,7 +209,7 @@ void cf__warp_row(const cf_warp *w, const double inv[6], double px0, double py, 
 /* ---------------------------------------------------------------- build */
 
 /* Fill a block's nodes at `step` (n x n, row-major) with exact values. */
-static void eval_nodes(const cf_warp *w, cf_xform *xf, int64_t bx, int64_t by, uint32_t step,
+static void eval_nodes(const cf__warp *w, cf__xform *xf, int64_t bx, int64_t by, uint32_t step,
                        uint32_t n, double *x, double *y, uint8_t *ok) {
     const double *t = w->dst_gt;
     for (uint32_t j = 0; j < n; j++)
@@ -224,7 +224,7 @@ static void eval_nodes(const cf_warp *w, cf_xform *xf, int64_t bx, int64_t by, u
 
 /* L1 distance between two source positions in level-0 pixels (for a
  * geographic source, the longitudes' difference taken modulo 360). */
-static double err_px(const cf_warp *w, double x0, double y0, double x1, double y1) {
+static double err_px(const cf__warp *w, double x0, double y0, double x1, double y1) {
     const double *inv = w->src_inv;
     double dx = x1 - x0, dy = y1 - y0;
     if (w->wrap) dx = remainder(dx, 360.0);
@@ -234,7 +234,7 @@ static double err_px(const cf_warp *w, double x0, double y0, double x1, double y
 /* Choose a block's step: the coarsest one whose interpolation is within
  * max_err at every node of the lattice twice as fine (keeping the finer
  * one, which costs no more PROJ calls).  Appends the nodes to the map. */
-static cf_status build_block(cf_warp *w, cf_xform *xf, double max_err, int64_t bx, int64_t by,
+static cf_status build_block(cf__warp *w, cf__xform *xf, double max_err, int64_t bx, int64_t by,
                              cf_error *err) {
     uint32_t step = BLOCK;
     uint32_t n = 2;
@@ -311,7 +311,7 @@ static cf_status build_block(cf_warp *w, cf_xform *xf, double max_err, int64_t b
         }
         w->capnodes = c;
     }
-    cf_wblock *b = &w->blocks[by * w->nbx + bx];
+    cf__wblock *b = &w->blocks[by * w->nbx + bx];
     /* Still not within the error between pixel corners: the block holds
      * a singularity of the map (a pole of a geographic source, where
      * longitudes turn round): its points go through PROJ one by one, as
@@ -342,8 +342,8 @@ done:
 /* Where the poles of a geographic source fall in the target grid (its
  * pixel coordinates), for the source window of a target window that holds
  * one: every longitude meets there. */
-static void find_poles(cf_warp *w, const cf_grid *src, const cf_grid *dst) {
-    cf_xform *back;
+static void find_poles(cf__warp *w, const cf_grid *src, const cf_grid *dst) {
+    cf__xform *back;
     cf_error e;
     if (cf__xform_new(src->crs, dst->crs, &back, &e) != CF_OK) return;
     double x[2] = {w->wrap_c, w->wrap_c}, y[2] = {90, -90};
@@ -360,12 +360,12 @@ static void find_poles(cf_warp *w, const cf_grid *src, const cf_grid *dst) {
     }
 }
 
-cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf_xform *xf, double max_err,
-                       cf_warp **out, cf_error *err) {
+cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf__xform *xf, double max_err,
+                       cf__warp **out, cf_error *err) {
     *out = NULL;
     if (!src->width || !src->height || !dst->width || !dst->height)
         return cf__err(err, CF_E_ARG, "empty grid");
-    cf_warp *w = cf__calloc(1, sizeof *w);
+    cf__warp *w = cf__calloc(1, sizeof *w);
     if (!w) return cf__err(err, CF_E_NOMEM, "out of memory");
     memcpy(w->src_gt, src->transform, sizeof w->src_gt);
     memcpy(w->dst_gt, dst->transform, sizeof w->dst_gt);
@@ -412,7 +412,7 @@ cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf_xform *xf, dou
     return CF_OK;
 }
 
-void cf__warp_free(cf_warp *w) {
+void cf__warp_free(cf__warp *w) {
     if (!w) return;
     free(w->blocks);
     free(w->nx);
@@ -420,7 +420,7 @@ void cf__warp_free(cf_warp *w) {
     free(w);
 }
 
-int cf__warp_is_affine(const cf_warp *w) { return w->affine; }
+int cf__warp_is_affine(const cf__warp *w) { return w->affine; }
 
 /* ----------------------------------------------------------- planning */
 
@@ -429,7 +429,7 @@ int cf__warp_is_affine(const cf_warp *w) { return w->affine; }
  * for a geographic source, the narrower of the plain extent and the one
  * with the points west of its middle moved one turn (360 degrees) east,
  * so that a footprint across the antimeridian is not the whole width. */
-static double x_extent(const cf_warp *w, const double inv[6], size_t n, const double *sx,
+static double x_extent(const cf__warp *w, const double inv[6], size_t n, const double *sx,
                        const uint8_t *ok, double *lo, double *hi) {
     double a = INFINITY, b = -INFINITY;
     for (size_t k = 0; k < n; k++)
@@ -452,7 +452,7 @@ static double x_extent(const cf_warp *w, const double inv[6], size_t n, const do
     return fmin(b - a, b2 - a2);
 }
 
-int cf__warp_pick_level(const cf_warp *w, int64_t tx, int64_t ty, uint32_t tw, uint32_t th,
+int cf__warp_pick_level(const cf__warp *w, int64_t tx, int64_t ty, uint32_t tw, uint32_t th,
                         const uint32_t (*sizes)[2], int nlevels) {
     if (nlevels <= 1) return 0;
     /* gdalwarp (-ovr AUTO, target bounds given): 10 x 10 points over the
@@ -490,7 +490,7 @@ int cf__warp_pick_level(const cf_warp *w, int64_t tx, int64_t ty, uint32_t tw, u
     return lvl;
 }
 
-int cf__warp_is_translation(const cf_warp *w, uint32_t lw, uint32_t lh) {
+int cf__warp_is_translation(const cf__warp *w, uint32_t lw, uint32_t lh) {
     if (!w->affine) return 0;
     /* GDAL (GDALTransformIsTranslationOnPixelBoundaries): the same pixel
      * size and the target origin on a source pixel corner.  The warper then
@@ -552,7 +552,7 @@ static void axis_window(int64_t i0, int64_t i1, int64_t r, uint32_t size, int64_
     if (*len < 0) *len = 0;
 }
 
-cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *out,
+cf_status cf__warp_window(const cf__warp *w, const cf__warp_req *rq, cf__warp_win *out,
                           cf_error *err) {
     memset(out, 0, sizeof *out);
     out->empty = 1;
@@ -668,9 +668,9 @@ cf_status cf__warp_window(const cf_warp *w, const cf_warp_req *rq, cf_warp_win *
  * than half the footprint and a side is above 100 pixels (the part beyond
  * the image then falls in chunks of its own, which have no source and are
  * skipped).  Each chunk keeps its own source window and kernel scale. */
-static cf_status chunks(const cf_warp *w, const cf_warp_req *rq, const cf_warp_cost *cost,
-                        cf_warp_chunk **list, size_t *n, size_t *cap, int depth, cf_error *err) {
-    cf_warp_win win;
+static cf_status chunks(const cf__warp *w, const cf__warp_req *rq, const cf__warp_cost *cost,
+                        cf__warp_chunk **list, size_t *n, size_t *cap, int depth, cf_error *err) {
+    cf__warp_win win;
     cf_status st = cf__warp_window(w, rq, &win, err);
     if (st) return st;
     if (win.empty) return CF_OK;
@@ -679,7 +679,7 @@ static cf_status chunks(const cf_warp *w, const cf_warp_req *rq, const cf_warp_c
     int split = (mem > cost->memory && (rq->tw > 2 || rq->th > 2)) ||
                 (win.fill > 0 && win.fill < 0.5 && (rq->tw > 100 || rq->th > 100));
     if (split && depth < 64) {
-        cf_warp_req a = *rq, b = *rq;
+        cf__warp_req a = *rq, b = *rq;
         if (rq->tw > rq->th) {
             a.tw = rq->tw / 2;
             b.tx = rq->tx + a.tw;
@@ -695,7 +695,7 @@ static cf_status chunks(const cf_warp *w, const cf_warp_req *rq, const cf_warp_c
     }
     if (*n == *cap) {
         size_t c = *cap ? *cap * 2 : 8;
-        cf_warp_chunk *l = cf__realloc(*list, c * sizeof *l);
+        cf__warp_chunk *l = cf__realloc(*list, c * sizeof *l);
         if (!l) return cf__err(err, CF_E_NOMEM, "out of memory");
         *list = l;
         *cap = c;
@@ -706,8 +706,8 @@ static cf_status chunks(const cf_warp *w, const cf_warp_req *rq, const cf_warp_c
     return CF_OK;
 }
 
-cf_status cf__warp_chunks(const cf_warp *w, const cf_warp_req *rq, const cf_warp_cost *cost,
-                          cf_warp_chunk **out, size_t *n, cf_error *err) {
+cf_status cf__warp_chunks(const cf__warp *w, const cf__warp_req *rq, const cf__warp_cost *cost,
+                          cf__warp_chunk **out, size_t *n, cf_error *err) {
     *out = NULL;
     *n = 0;
     size_t cap = 0;

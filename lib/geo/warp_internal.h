@@ -1,5 +1,5 @@
 /*
- * warp_internal.h - the cf_warp struct and the coordinate helpers the
+ * warp_internal.h - the cf__warp struct and the coordinate helpers the
  * resampler (resample.c, resample_sep.c) shares with the planner (warp.c).
  */
 #ifndef CF_WARP_INTERNAL_H
@@ -9,19 +9,19 @@
 
 /* One block of the reprojection lattice: n x n nodes `step` pixels apart,
  * from node `off` of the map's arrays. */
-typedef struct cf_wblock {
+typedef struct cf__wblock {
     uint32_t step, n;
     size_t off;
     int exact;                 /* not within the error even at step 1 (a
                                   pole inside): every point through xf */
-} cf_wblock;
+} cf__wblock;
 
-struct cf_warp {
+struct cf__warp {
     int affine;                /* same CRS: no lattice */
     int exact;                 /* every pixel through xf (max_err 0) */
     int rows_approx;           /* affine rows interpolated as GDAL's
                                   approximate transformer does */
-    cf_xform *xf;              /* borrowed (exact maps and exact blocks) */
+    cf__xform *xf;              /* borrowed (exact maps and exact blocks) */
     int wrap;                  /* geographic source: longitudes brought
                                   into [wrap_c - 180, wrap_c + 180] */
     double wrap_c;             /* centre of the source's longitudes */
@@ -31,7 +31,7 @@ struct cf_warp {
     uint32_t sw, sh;           /* source level 0 */
     uint32_t dw, dh;           /* target grid */
     uint32_t nbx, nby;
-    cf_wblock *blocks;         /* nby x nbx */
+    cf__wblock *blocks;         /* nby x nbx */
     double *nx, *ny;           /* lattice nodes: source CRS coordinates,
                                   HUGE_VAL where PROJ failed */
     size_t nnodes, capnodes;
@@ -39,20 +39,20 @@ struct cf_warp {
 
 /* A longitude of the source CRS brought into the source's range, as
  * GDAL's transformer does with the source's centre longitude. */
-double cf__warp_wrap(const cf_warp *w, double lon);
+double cf__warp_wrap(const cf__warp *w, double lon);
 /* Inverse geotransform of the source level of size lw x lh. */
-void cf__warp_level_inverse(const cf_warp *w, uint32_t lw, uint32_t lh, double inv[6]);
+void cf__warp_level_inverse(const cf__warp *w, uint32_t lw, uint32_t lh, double inv[6]);
 /* Source positions (pixels of the level whose inverse is inv) of target
  * positions (px[i], py[i]). */
-void cf__warp_points(const cf_warp *w, const double inv[6], size_t n, const double *px,
+void cf__warp_points(const cf__warp *w, const double inv[6], size_t n, const double *px,
                      const double *py, double *sx, double *sy, uint8_t *ok);
 /* The same for the n positions (px0 + i, py) of one target row, computed
  * as GDAL's warper computes a row (one call of its transformer). */
-void cf__warp_row(const cf_warp *w, const double inv[6], double px0, double py, uint32_t n,
+void cf__warp_row(const cf__warp *w, const double inv[6], double px0, double py, uint32_t n,
                   double *sx, double *sy, uint8_t *ok);
 /* 1 when the target grid is the source level's shifted by whole pixels:
  * GDAL then copies pixels (nearest) whatever the kernel. */
-int cf__warp_is_translation(const cf_warp *w, uint32_t lw, uint32_t lh);
+int cf__warp_is_translation(const cf__warp *w, uint32_t lw, uint32_t lh);
 /* GDAL's filter radius of a kernel (0 nearest/average/mode, 1 bilinear,
  * 2 cubic). */
 int cf__warp_radius(cf_resampling rs);

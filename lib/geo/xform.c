@@ -1,5 +1,5 @@
 /*
- * xform.c - cf_xform: one PROJ coordinate operation between two CRSs.
+ * xform.c - cf__xform: one PROJ coordinate operation between two CRSs.
  *
  * PROJ picks the operation (proj_create_crs_to_crs_from_pj keeps the
  * candidates and uses, for each point, the best one whose area of use
@@ -14,16 +14,16 @@
 #include <math.h>
 #include <stdlib.h>
 
-struct cf_xform {
+struct cf__xform {
     pthread_mutex_t mu;
     PJ *op;
 };
 
-cf_status cf__xform_new(const cf_crs *from, const cf_crs *to, cf_xform **out,
+cf_status cf__xform_new(const cf_crs *from, const cf_crs *to, cf__xform **out,
                         cf_error *err) {
     *out = NULL;
     if (!from || !to) return cf__err(err, CF_E_ARG, "transformation needs two CRSs");
-    cf_xform *t = cf__calloc(1, sizeof *t);
+    cf__xform *t = cf__calloc(1, sizeof *t);
     PJ_CONTEXT *ctx = cf__proj_get();
     if (!t || !ctx) {
         free(t);
@@ -62,7 +62,7 @@ cf_status cf__xform_new(const cf_crs *from, const cf_crs *to, cf_xform **out,
     return st;
 }
 
-void cf__xform_free(cf_xform *t) {
+void cf__xform_free(cf__xform *t) {
     if (!t) return;
     PJ_CONTEXT *ctx = cf__proj_get();
     if (ctx) proj_assign_context(t->op, ctx);
@@ -72,7 +72,7 @@ void cf__xform_free(cf_xform *t) {
     free(t);
 }
 
-void cf__xform_run(cf_xform *t, size_t n, double *x, double *y, uint8_t *ok) {
+void cf__xform_run(cf__xform *t, size_t n, double *x, double *y, uint8_t *ok) {
     if (!n) return;
     pthread_mutex_lock(&t->mu);
     PJ_CONTEXT *ctx = cf__proj_get();

@@ -1,7 +1,7 @@
 /*
  * auth.h - remote URL forms and request signing for object storage.
  *
- * A cf_auth turns a user-facing URL (http(s)://, s3://, az://,
+ * A cf__auth turns a user-facing URL (http(s)://, s3://, az://,
  * https://ACCOUNT.blob.core.windows.net/..., gs://) plus credentials read
  * from the environment (names fixed in design.md) into the real HTTP URL to
  * GET and the headers each request needs: AWS SigV4, Azure Shared Key or
@@ -24,35 +24,35 @@
 #include <curl/curl.h>
 #include <time.h>
 
-typedef struct cf_auth cf_auth;
+typedef struct cf__auth cf__auth;
 
-typedef enum cf_auth_kind {
+typedef enum cf__auth_kind {
     CF_AUTH_HTTP = 0, /* plain http(s)://, no signing */
     CF_AUTH_S3 = 1,   /* SigV4, or unsigned */
     CF_AUTH_AZURE = 2,/* Shared Key, SAS, or anonymous */
     CF_AUTH_GCS = 3   /* OAuth bearer, or anonymous */
-} cf_auth_kind;
+} cf__auth_kind;
 
 /* Parse a remote URL, read credentials from the environment, compute the
  * real HTTP URL to GET.  CF_E_ARG for a malformed or unsupported URL or
  * inconsistent credentials (message names the redacted URL). */
-cf_status cf__auth_new(const char *url, cf_auth **out, cf_error *err);
+cf_status cf__auth_new(const char *url, cf__auth **out, cf_error *err);
 
 /* Same, reading variables through `getenv_fn` instead of the process
  * environment (tests; per-handle credentials).  getenv_fn returns NULL for
  * an unset variable. */
-typedef const char *(*cf_auth_getenv)(const char *name, void *user);
-cf_status cf__auth_new_env(const char *url, cf_auth_getenv getenv_fn,
-                           void *user, cf_auth **out, cf_error *err);
+typedef const char *(*cf__auth_getenv)(const char *name, void *user);
+cf_status cf__auth_new_env(const char *url, cf__auth_getenv getenv_fn,
+                           void *user, cf__auth **out, cf_error *err);
 
 /* URL to request (may hold a SAS query: secret, never print it). */
-const char *cf__auth_http_url(const cf_auth *a);
+const char *cf__auth_http_url(const cf__auth *a);
 /* The user's URL without userinfo, query or secrets: for messages. */
-const char *cf__auth_redacted(const cf_auth *a);
-cf_auth_kind cf__auth_kind(const cf_auth *a);
+const char *cf__auth_redacted(const cf__auth *a);
+cf__auth_kind cf__auth_kind_of(const cf__auth *a);
 /* True when cf__auth_sign adds credentials (SigV4, Shared Key, bearer): the
  * io loop must not forward them on a redirect to another host. */
-int cf__auth_has_credentials(const cf_auth *a);
+int cf__auth_has_credentials(const cf__auth *a);
 
 /* Append auth headers for one request to *hdrs (curl_slist_append).
  * Called per request and per retry.  `method` is "GET" or "HEAD"; range is
@@ -62,11 +62,11 @@ int cf__auth_has_credentials(const cf_auth *a);
  * still sends Range and the conditions itself, with exactly these values.
  * CF_E_NOMEM on allocation failure (*hdrs then holds what was appended so
  * far; the caller frees it). */
-cf_status cf__auth_sign(cf_auth *a, const char *method, const char *range,
+cf_status cf__auth_sign(cf__auth *a, const char *method, const char *range,
                         const char *if_match, const char *ius,
                         struct curl_slist **hdrs, cf_error *err);
 /* Same with an explicit time (tests: published vectors use fixed dates). */
-cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
+cf_status cf__auth_sign_at(cf__auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
                            const char *ius, struct curl_slist **hdrs,
                            cf_error *err);
@@ -75,10 +75,10 @@ cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
  * <Code>, Azure x-ms-error-code header (ms_error_code, may be NULL) or XML
  * <Code>.  Writes "" when none.  Only [A-Za-z0-9._-] characters are kept,
  * so a hostile body cannot inject text into messages. */
-void cf__auth_error_code(const cf_auth *a, const char *body, size_t len,
+void cf__auth_error_code(const cf__auth *a, const char *body, size_t len,
                          const char *ms_error_code, char *out, size_t outlen);
 
-void cf__auth_free(cf_auth *a);
+void cf__auth_free(cf__auth *a);
 
 /* ---- building blocks, exposed for unit tests against published vectors */
 
@@ -108,7 +108,7 @@ cf_status cf__azure_sign_string(const char *key_b64, const char *sts,
 
 /* The Shared Key string-to-sign this handle would use for one request
  * (malloc'ed; tests compare it with an independent implementation). */
-char *cf__azure_string_to_sign(const cf_auth *a, const char *method,
+char *cf__azure_string_to_sign(const cf__auth *a, const char *method,
                                const char *xms_date, const char *range,
                                const char *if_match, const char *ius);
 

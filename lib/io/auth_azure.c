@@ -142,7 +142,7 @@ typedef struct az_creds {
     const char *account, *key, *sas;
 } az_creds;
 
-static void az_pick_creds(cf_auth_getenv ge, void *user, const conn_str *cs,
+static void az_pick_creds(cf__auth_getenv ge, void *user, const conn_str *cs,
                           int have_cs, az_creds *c) {
     if (have_cs) {
         /* A connection string is complete on its own, as in Azure's SDKs:
@@ -203,7 +203,7 @@ static cf_status az_container_url(const char *url, const char *name, const conn_
 /* https://ACCOUNT.blob.core.windows.net/container/blob: the URL as given,
  * a->account from its host; the credentials are dropped (c->key, c->sas)
  * unless the URL is where they belong. */
-static cf_status az_https_url(cf_auth *a, const char *url, const char *name,
+static cf_status az_https_url(cf__auth *a, const char *url, const char *name,
                               const conn_str *cs, int have_cs, az_creds *c,
                               cf__sbuf *u, cf_error *err) {
     /* https://ACCOUNT.blob.core.windows.net/container/blob: the path is
@@ -231,7 +231,7 @@ static cf_status az_https_url(cf_auth *a, const char *url, const char *name,
 }
 
 /* The SAS appended to the URL, or the shared key decoded for signing. */
-static cf_status az_add_creds(cf_auth *a, const char *name, const az_creds *c,
+static cf_status az_add_creds(cf__auth *a, const char *name, const az_creds *c,
                               cf__sbuf *u, cf_error *err) {
     const char *sas = c->sas, *key = c->key;
     if (sas) {
@@ -257,8 +257,8 @@ static cf_status az_add_creds(cf_auth *a, const char *name, const az_creds *c,
     return CF_OK;
 }
 
-cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
-                           cf_auth_getenv ge, void *user, cf_error *err) {
+cf_status cf__auth_az_init(cf__auth *a, const char *url, int https_form,
+                           cf__auth_getenv ge, void *user, cf_error *err) {
     const char *name = a->redacted;
     const char *cs_env = ge("AZURE_STORAGE_CONNECTION_STRING", user);
     conn_str cs = {0};
@@ -304,7 +304,7 @@ static void rfc1123(time_t now, char out[40]) {
              tm.tm_min, tm.tm_sec);
 }
 
-static void az_sts(cf__sbuf *b, const cf_auth *a, const char *method,
+static void az_sts(cf__sbuf *b, const cf__auth *a, const char *method,
                    const char *xms_date, const char *range,
                    const char *if_match, const char *ius) {
     /* VERB, Content-Encoding, -Language, -Length, -MD5, -Type, Date,
@@ -319,7 +319,7 @@ static void az_sts(cf__sbuf *b, const cf_auth *a, const char *method,
                   range ? range : "", xms_date, a->account, a->path);
 }
 
-char *cf__azure_string_to_sign(const cf_auth *a, const char *method,
+char *cf__azure_string_to_sign(const cf__auth *a, const char *method,
                                const char *xms_date, const char *range,
                                const char *if_match, const char *ius) {
     if (!a->account || !a->path) return NULL;
@@ -347,7 +347,7 @@ cf_status cf__azure_sign_string(const char *key_b64, const char *sts,
     return CF_OK;
 }
 
-cf_status cf__auth_az_sign(cf_auth *a, time_t now, const char *method,
+cf_status cf__auth_az_sign(cf__auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
                            const char *ius, struct curl_slist **hdrs,
                            cf_error *err) {

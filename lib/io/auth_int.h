@@ -1,5 +1,5 @@
 /*
- * auth_int.h - what auth.c, auth_s3.c and auth_azure.c share: the cf_auth
+ * auth_int.h - what auth.c, auth_s3.c and auth_azure.c share: the cf__auth
  * struct, a growable string, and the crypto helpers (SHA-256, HMAC,
  * base64 over OpenSSL libcrypto).  Private to those files.
  */
@@ -13,8 +13,8 @@
 #define CF__AUTH_MAX_URL 8192
 #define CF__AUTH_MAX_SECRET 4096
 
-struct cf_auth {
-    cf_auth_kind kind;
+struct cf__auth {
+    cf__auth_kind kind;
     char *http_url;   /* what to GET; may hold a SAS query */
     char *redacted;   /* user's URL form, no query or secrets */
     char *host;       /* Host header exactly as curl sends it */
@@ -90,15 +90,15 @@ cf_status cf__auth_split_url(const char *url, size_t max_store, const char *extr
                              const char **key, cf_error *err);
 
 /* Backends: fill `a` from the parsed URL and environment. */
-cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
+cf_status cf__auth_s3_init(cf__auth *a, const char *url, cf__auth_getenv ge,
                            void *user, cf_error *err);
-cf_status cf__auth_s3_sign(cf_auth *a, time_t now, const char *method,
+cf_status cf__auth_s3_sign(cf__auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
                            const char *ius, struct curl_slist **hdrs,
                            cf_error *err);
-cf_status cf__auth_az_init(cf_auth *a, const char *url, int https_form,
-                           cf_auth_getenv ge, void *user, cf_error *err);
-cf_status cf__auth_az_sign(cf_auth *a, time_t now, const char *method,
+cf_status cf__auth_az_init(cf__auth *a, const char *url, int https_form,
+                           cf__auth_getenv ge, void *user, cf_error *err);
+cf_status cf__auth_az_sign(cf__auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
                            const char *ius, struct curl_slist **hdrs,
                            cf_error *err);

@@ -36,7 +36,7 @@ static int is_azure_blob_host(const char *url) {
 
 /* gs://bucket/key -> https://storage.googleapis.com/bucket/key, or the
  * emulator given by STORAGE_EMULATOR_HOST (with or without a scheme). */
-static cf_status gcs_init(cf_auth *a, const char *url, cf_auth_getenv ge,
+static cf_status gcs_init(cf__auth *a, const char *url, cf__auth_getenv ge,
                           void *user, cf_error *err) {
     /* GCS: bucket names up to 222 bytes (dotted), objects up to 1024. */
     const char *p, *key;
@@ -77,8 +77,8 @@ static cf_status gcs_init(cf_auth *a, const char *url, cf_auth_getenv ge,
     return CF_OK;
 }
 
-cf_status cf__auth_new_env(const char *url, cf_auth_getenv ge, void *user,
-                           cf_auth **out, cf_error *err) {
+cf_status cf__auth_new_env(const char *url, cf__auth_getenv ge, void *user,
+                           cf__auth **out, cf_error *err) {
     *out = NULL;
     if (!url || !*url) return cf__err(err, CF_E_ARG, "empty URL");
     size_t ulen = strlen(url);
@@ -90,7 +90,7 @@ cf_status cf__auth_new_env(const char *url, cf_auth_getenv ge, void *user,
     if (!cf__auth_header_safe(url))
         return cf__err(err, CF_E_ARG, "%s: URL holds control characters",
                        red);
-    cf_auth *a = cf__calloc(1, sizeof *a);
+    cf__auth *a = cf__calloc(1, sizeof *a);
     if (!a) return cf__err(err, CF_E_NOMEM, "%s: out of memory", red);
     a->redacted = cf__strdup(red);
     if (!a->redacted) {
@@ -137,19 +137,19 @@ cf_status cf__auth_new_env(const char *url, cf_auth_getenv ge, void *user,
     return CF_OK;
 }
 
-cf_status cf__auth_new(const char *url, cf_auth **out, cf_error *err) {
+cf_status cf__auth_new(const char *url, cf__auth **out, cf_error *err) {
     return cf__auth_new_env(url, env_getenv, NULL, out, err);
 }
 
-const char *cf__auth_http_url(const cf_auth *a) { return a->http_url; }
-const char *cf__auth_redacted(const cf_auth *a) { return a->redacted; }
-cf_auth_kind cf__auth_kind(const cf_auth *a) { return a->kind; }
+const char *cf__auth_http_url(const cf__auth *a) { return a->http_url; }
+const char *cf__auth_redacted(const cf__auth *a) { return a->redacted; }
+cf__auth_kind cf__auth_kind_of(const cf__auth *a) { return a->kind; }
 
-int cf__auth_has_credentials(const cf_auth *a) {
+int cf__auth_has_credentials(const cf__auth *a) {
     return a->s3_signed || a->az_shared_key || a->bearer != NULL;
 }
 
-cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
+cf_status cf__auth_sign_at(cf__auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
                            const char *ius, struct curl_slist **hdrs,
                            cf_error *err) {
@@ -180,7 +180,7 @@ cf_status cf__auth_sign_at(cf_auth *a, time_t now, const char *method,
     return CF_OK;
 }
 
-cf_status cf__auth_sign(cf_auth *a, const char *method, const char *range,
+cf_status cf__auth_sign(cf__auth *a, const char *method, const char *range,
                         const char *if_match, const char *ius,
                         struct curl_slist **hdrs, cf_error *err) {
     return cf__auth_sign_at(a, time(NULL), method, range, if_match, ius, hdrs,
@@ -206,7 +206,7 @@ static void copy_code(const char *s, size_t n, char *out, size_t outlen) {
     out[o] = 0;
 }
 
-void cf__auth_error_code(const cf_auth *a, const char *body, size_t len,
+void cf__auth_error_code(const cf__auth *a, const char *body, size_t len,
                          const char *ms_error_code, char *out, size_t outlen) {
     (void)a;
     if (!out || !outlen) return;
@@ -235,7 +235,7 @@ static void free_secret(char *s) {
     free(s);
 }
 
-void cf__auth_free(cf_auth *a) {
+void cf__auth_free(cf__auth *a) {
     if (!a) return;
     free_secret(a->http_url); /* may hold a SAS */
     free(a->redacted);

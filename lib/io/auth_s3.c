@@ -62,7 +62,7 @@ static int truthy(const char *v) {
 
 static const char *nonempty(const char *v) { return v && *v ? v : NULL; }
 
-cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
+cf_status cf__auth_s3_init(cf__auth *a, const char *url, cf__auth_getenv ge,
                            void *user, cf_error *err) {
     const char *name = a->redacted;
     const char *p, *key;
@@ -143,7 +143,7 @@ cf_status cf__auth_s3_init(cf_auth *a, const char *url, cf_auth_getenv ge,
     return CF_OK;
 }
 
-cf_status cf__auth_s3_sign(cf_auth *a, time_t now, const char *method,
+cf_status cf__auth_s3_sign(cf__auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
                            const char *ius, struct curl_slist **hdrs,
                            cf_error *err) {

@@ -48,8 +48,8 @@ struct cf__fdpool {
     _Atomic int refs;
     int max_open;
     int nopen;                 /* descriptors open, idle or in use */
-    cf_src *idle_head;         /* idle descriptors, most recently used first */
-    cf_src *idle_tail;
+    cf__src *idle_head;         /* idle descriptors, most recently used first */
+    cf__src *idle_tail;
     _Atomic uint64_t reopens;
 };
 
@@ -107,7 +107,7 @@ uint64_t cf__fdpool_reopens(cf__fdpool *p) {
 
 /* ---- the idle list (pool lock held) ---------------------------------- */
 
-static void idle_unlink(cf__fdpool *p, cf_src *s) {
+static void idle_unlink(cf__fdpool *p, cf__src *s) {
     if (s->idle_prev) s->idle_prev->idle_next = s->idle_next;
     else p->idle_head = s->idle_next;
     if (s->idle_next) s->idle_next->idle_prev = s->idle_prev;
@@ -116,7 +116,7 @@ static void idle_unlink(cf__fdpool *p, cf_src *s) {
     s->idle = 0;
 }
 
-static void idle_push(cf__fdpool *p, cf_src *s) {
+static void idle_push(cf__fdpool *p, cf__src *s) {
     s->idle_prev = NULL;
     s->idle_next = p->idle_head;
     if (p->idle_head) p->idle_head->idle_prev = s;
@@ -131,7 +131,7 @@ static void idle_push(cf__fdpool *p, cf_src *s) {
 static int shed(cf__fdpool *p, int keep, int *fds) {
     int n = 0;
     while (p->nopen > keep && p->idle_tail && n < FDPOOL_SHED) {
-        cf_src *s = p->idle_tail;
+        cf__src *s = p->idle_tail;
         idle_unlink(p, s);
         fds[n++] = s->fd;
         s->fd = -1;
@@ -166,7 +166,7 @@ void cf__fdpool_limit_hint(const cf__fdpool *p, int e, cf_error *err) {
 }
 
 /* st is the file whose header was read into s. */
-static int same_file(const struct stat *st, const cf_src *s) {
+static int same_file(const struct stat *st, const cf__src *s) {
     return st->st_dev == s->dev && st->st_ino == s->ino &&
            (uint64_t)st->st_size == s->size &&
            st->st_mtim.tv_sec == s->mtime.tv_sec &&
@@ -175,13 +175,13 @@ static int same_file(const struct stat *st, const cf_src *s) {
 
 /* In a forked child: s->fd is open and still the file whose header was
  * read (see cf__fdpool_acquire). */
-static int inherited_ok(const cf_src *s) {
+static int inherited_ok(const cf__src *s) {
     struct stat st;
     return s->fd >= 0 && fstat(s->fd, &st) == 0 && same_file(&st, s);
 }
 
 /* Open s->path again and check it is the file whose header was read. */
-static cf_status reopen_checked(const cf__fdpool *p, const cf_src *s, int *out,
+static cf_status reopen_checked(const cf__fdpool *p, const cf__src *s, int *out,
                                 cf_error *err) {
     int f = open(s->path, O_RDONLY | O_CLOEXEC);
     if (f < 0) {
@@ -213,7 +213,7 @@ static cf_status reopen_checked(const cf__fdpool *p, const cf_src *s, int *out,
 
 /* ---- used by src.c ---------------------------------------------------- */
 
-int cf__fdpool_add(cf__fdpool *p, cf_src *s) {
+int cf__fdpool_add(cf__fdpool *p, cf__src *s) {
     if (in_child(p)) return 0;
     int fds[FDPOOL_SHED];
     pthread_mutex_lock(&p->mu);
@@ -225,7 +225,7 @@ int cf__fdpool_add(cf__fdpool *p, cf_src *s) {
     return 1;
 }
 
-cf_status cf__fdpool_acquire(cf__fdpool *p, cf_src *s, int *fd, int *owned,
+cf_status cf__fdpool_acquire(cf__fdpool *p, cf__src *s, int *fd, int *owned,
                              cf_error *err) {
     *owned = 0;
     if (in_child(p)) {
@@ -276,7 +276,7 @@ cf_status cf__fdpool_acquire(cf__fdpool *p, cf_src *s, int *fd, int *owned,
     return rc;
 }
 
-void cf__fdpool_release(cf__fdpool *p, cf_src *s, int fd, int owned) {
+void cf__fdpool_release(cf__fdpool *p, cf__src *s, int fd, int owned) {
     if (owned) {
         close(fd);
         return;
@@ -293,7 +293,7 @@ void cf__fdpool_release(cf__fdpool *p, cf_src *s, int fd, int owned) {
     close_all(fds, n);
 }
 
-void cf__fdpool_remove(cf__fdpool *p, cf_src *s) {
+void cf__fdpool_remove(cf__fdpool *p, cf__src *s) {
     if (in_child(p)) {
         /* The child's copy of an inherited descriptor, never the list;
          * when s->fd names another file (see acquire) that one is left

@@ -197,7 +197,7 @@ static void set_changed(cf__xfer *x, const char *what, const char *was,
  * src pinned; pin them on the first response.  A validator the first
  * response had must be there, the same, in every later one. */
 static int check_identity(cf__xfer *x, uint64_t total) {
-    cf_src *s = x->src;
+    cf__src *s = x->src;
     int ok = 1;
     pthread_mutex_lock(&s->mu);
     if (s->etag[0] && strcmp(s->etag, x->etag) != 0) {
@@ -217,12 +217,12 @@ static int check_identity(cf__xfer *x, uint64_t total) {
         ok = 0;
     } else {
         /* Only the first (header) read pins the ETag, so that
-         * cf_src_etag never changes under a reader once it returned. */
+         * cf__src_etag never changes under a reader once it returned. */
         if (x->head && !s->etag[0] && x->etag[0]) {
             size_t k = strlen(x->etag);
             memcpy(s->etag, x->etag, k + 1);
         }
-        /* Not cf_src_etag's pointer: pinned by any first response, also
+        /* Not cf__src_etag's pointer: pinned by any first response, also
          * after a header-cache hit (which knows no date). */
         if (!s->last_modified[0] && x->last_modified[0])
             memcpy(s->last_modified, x->last_modified, sizeof s->last_modified);
@@ -361,7 +361,7 @@ static size_t on_body(char *buf, size_t size, size_t nitems, void *ud) {
     }
     uint64_t p0 = x->off + x->got, p1 = p0 + n;
     for (size_t i = 0; i < x->nreq; i++) {
-        cf_range_req *r = x->reqs[i];
+        cf__range_req *r = x->reqs[i];
         uint64_t a = r->off > p0 ? r->off : p0;
         uint64_t b = r->off + r->len < p1 ? r->off + r->len : p1;
         if (a < b) memcpy(r->dst + (a - r->off), buf + (a - p0), (size_t)(b - a));
@@ -389,7 +389,7 @@ static long curl_time(double secs, double unit) {
 }
 
 cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
-    cf_src *s = x->src;
+    cf__src *s = x->src;
     const cf_io_options *o = &lp->io->opts;
     reset_response(x);
     x->lp = lp;
@@ -1064,7 +1064,7 @@ void cf__xfer_free(cf__xfer *x) {
 
 void cf__xfer_finish(cf__xfer *x) {
     for (size_t i = 0; i < x->nreq; i++) {
-        cf_range_req *r = x->reqs[i];
+        cf__range_req *r = x->reqs[i];
         r->status = x->result;
         if (x->head) r->len = x->len; /* the bytes the object really had */
         if (r->err) {
@@ -1074,9 +1074,9 @@ void cf__xfer_finish(cf__xfer *x) {
                 *r->err = x->err;
         }
     }
-    cf_range_cb cb = x->cb;
+    cf__range_cb cb = x->cb;
     void *user = x->user;
-    cf_range_req **rs = x->reqs;
+    cf__range_req **rs = x->reqs;
     size_t nr = x->nreq;
     x->reqs = NULL;
     cf__xfer_free(x);

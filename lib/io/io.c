@@ -124,9 +124,9 @@ void cf__io_share_fdpool(cf_io *io, cf_io *from) {
     io->opts.max_open_files = from->opts.max_open_files;
 }
 
-const cf_io_options *cf_io_opts(const cf_io *io) { return &io->opts; }
+const cf_io_options *cf__io_opts(const cf_io *io) { return &io->opts; }
 
-void cf_io_note_cache_hit(cf_io *io) {
+void cf__io_note_cache_hit(cf_io *io) {
     if (io) atomic_fetch_add(&io->n_cache_hits, 1);
 }
 
@@ -643,7 +643,7 @@ cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err) {
     return CF_OK;
 }
 
-void *cf_io_decode_enter(cf_io *io) {
+void *cf__io_decode_enter(cf_io *io) {
     if (!io) return NULL;
     cf_status st;
     cf__loop *lp = get_loop(io, &st, NULL);
@@ -656,7 +656,7 @@ void *cf_io_decode_enter(cf_io *io) {
     return lp;
 }
 
-void cf_io_decode_leave(void *token) {
+void cf__io_decode_leave(void *token) {
     cf__loop *lp = token;
     if (!lp) return;
     pthread_mutex_lock(&lp->mu);

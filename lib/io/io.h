@@ -1,7 +1,7 @@
 /*
  * io.h - the read-ranges interface every backend sits behind.
  *
- * A cf_src is one opened object (local file, or HTTP/S3/Azure/GCS object).
+ * A cf__src is one opened object (local file, or HTTP/S3/Azure/GCS object).
  * Callers ask for byte ranges; local files are served with pread on the
  * calling thread, remote ones by the cf_io's single libcurl-multi loop
  * thread with many requests in flight.  Knows nothing of TIFF.
@@ -16,21 +16,21 @@
 
 #include "../common/common.h"
 
-typedef struct cf_src cf_src;
+typedef struct cf__src cf__src;
 
 /* One byte range to read.  The caller owns dst (len bytes). */
-typedef struct cf_range_req {
+typedef struct cf__range_req {
     uint64_t off, len;
     uint8_t *dst;
     cf_status status;   /* set on completion */
     cf_error *err;      /* optional: filled on failure */
     void *user;         /* caller's tag, untouched */
-} cf_range_req;
+} cf__range_req;
 
 /* 1 when `url` names a remote object, 0 for a local path: the one rule
- * of the library (cf_src_new, the loader).  Remote: an RFC 3986 scheme
+ * of the library (cf__src_new, the loader).  Remote: an RFC 3986 scheme
  * (a letter, then letters, digits, '+', '-', '.') followed by "://",
- * other than file (in any case); cf_src_new then takes http(s), s3, az
+ * other than file (in any case); cf__src_new then takes http(s), s3, az
  * and gs and refuses other schemes by name.  Everything else is a path:
  * "file://" URLs, "s3:/x" (one slash), "./a://b", "3d://x" (a scheme
  * starts with a letter), "". */
@@ -43,29 +43,29 @@ int cf__url_is_remote(const char *url);
  * by the io's pool (max_open_files) and reopened at its next read, which
  * fails with CF_E_CHANGED if it is no longer the same file.  Without an io
  * the descriptor stays open.  Thread-safe. */
-cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err);
-void cf_src_free(cf_src *src);
+cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err);
+void cf__src_free(cf__src *src);
 
 /* First request: read [0, len) (fewer bytes when the object is shorter),
  * learning the object's size and ETag (which is then pinned).  Exactly one
  * request unless retried.  *got receives the byte count. */
-cf_status cf_src_read_head(cf_src *src, uint8_t *buf, size_t len, size_t *got,
+cf_status cf__src_read_head(cf__src *src, uint8_t *buf, size_t len, size_t *got,
                            cf_error *err);
 /* Use a size and ETag known from a header cache instead of a first request. */
-void cf_src_assume(cf_src *src, uint64_t size, const char *etag);
+void cf__src_assume(cf__src *src, uint64_t size, const char *etag);
 /* The Last-Modified pinned by the first response that had one, into out
  * (n bytes; "" when none); and, with a header cache hit, the one known
  * from the cache: the validator when there is no strong ETag, checked by
  * every later response and sent as If-Unmodified-Since (http.c). */
-void cf_src_last_modified(const cf_src *src, char *out, size_t n);
-void cf_src_assume_last_modified(cf_src *src, const char *date);
+void cf__src_last_modified(const cf__src *src, char *out, size_t n);
+void cf__src_assume_last_modified(cf__src *src, const char *date);
 
-uint64_t cf_src_size(const cf_src *src);      /* UINT64_MAX until known */
-const char *cf_src_etag(const cf_src *src);   /* NULL if none */
-const char *cf_src_name(const cf_src *src);   /* redacted URL */
-const char *cf_src_url(const cf_src *src);    /* full URL (may hold secrets:
+uint64_t cf__src_size(const cf__src *src);      /* UINT64_MAX until known */
+const char *cf__src_etag(const cf__src *src);   /* NULL if none */
+const char *cf__src_name(const cf__src *src);   /* redacted URL */
+const char *cf__src_url(const cf__src *src);    /* full URL (may hold secrets:
                                                  never print it) */
-int cf_src_is_remote(const cf_src *src);
+int cf__src_is_remote(const cf__src *src);
 /* For a cache that outlives the process (the reader's header cache): the
  * URL a remote src requests -- scheme, endpoint, store and key, its query
  * as sent (it may hold a SAS: never print or store it in clear) -- and,
@@ -73,51 +73,51 @@ int cf_src_is_remote(const cf_src *src);
  * the access key id, "azure:ACCOUNT:" and "shared-key" / "sas" /
  * "anonymous", "gcs:" and "bearer" / "anonymous", or "http".  Never a
  * secret.  NULL (who empty) for a local file. */
-const char *cf__src_cache_identity(const cf_src *src, char *who, size_t n);
-uint64_t cf_src_requests(const cf_src *src);  /* requests sent for this src */
-cf_io *cf_src_io(const cf_src *src);
+const char *cf__src_cache_identity(const cf__src *src, char *who, size_t n);
+uint64_t cf__src_requests(const cf__src *src);  /* requests sent for this src */
+cf_io *cf__src_io(const cf__src *src);
 
 /* Read every range, blocking until all are done.  Nearby ranges (gap below
  * the io's merge_gap) are fetched as one request.  Returns CF_OK when all
  * succeeded, else the first failure (each req carries its own status).
  * Thread-safe: many threads may read one src at once. */
-cf_status cf_src_read(cf_src *src, cf_range_req *reqs, size_t n,
+cf_status cf__src_read(cf__src *src, cf__range_req *reqs, size_t n,
                       cf_error *err);
 
 /* Asynchronous form: `cb` runs once per request when it completes, on the
  * io loop thread for remote sources (keep it short: hand work to a pool) or
  * on the calling thread for local ones.  Ranges submitted together may be
  * merged.  The reqs array must stay valid until every callback ran. */
-typedef void (*cf_range_cb)(cf_range_req *req, void *user);
-cf_status cf_src_submit(cf_src *src, cf_range_req *reqs, size_t n,
-                        cf_range_cb cb, void *user, cf_error *err);
-/* Asynchronous form of cf_src_read_head, for many opens on one loop: r
+typedef void (*cf__range_cb)(cf__range_req *req, void *user);
+cf_status cf__src_submit(cf__src *src, cf__range_req *reqs, size_t n,
+                        cf__range_cb cb, void *user, cf_error *err);
+/* Asynchronous form of cf__src_read_head, for many opens on one loop: r
  * asks for [0, r->len) (r->off 0, r->dst r->len bytes); cb(r, user) runs
- * once when it is done, as cf_src_submit's (the io loop thread for a
+ * once when it is done, as cf__src_submit's (the io loop thread for a
  * remote object, the calling thread for a local file), with r->len set to
  * the bytes the object had and its size and ETag learnt.  On an error
  * return cb never runs. */
-cf_status cf_src_submit_head(cf_src *src, cf_range_req *r, cf_range_cb cb,
+cf_status cf__src_submit_head(cf__src *src, cf__range_req *r, cf__range_cb cb,
                              void *user, cf_error *err);
 
 /* Decode gate.  Callers may wait on the network in any number, but only
  * as many as there are CPUs decode at once: a crowd of runnable decoders
  * starves the one I/O loop thread of CPU, so bodies sit in socket buffers
  * and every window waits longer.  Enter after the bytes arrived, leave when
- * decoded; the token goes to cf_io_decode_leave (NULL: no gate, fine to
+ * decoded; the token goes to cf__io_decode_leave (NULL: no gate, fine to
  * pass back).  Per process: a forked child gets its own gate. */
-void *cf_io_decode_enter(cf_io *io);
-void cf_io_decode_leave(void *token);
+void *cf__io_decode_enter(cf_io *io);
+void cf__io_decode_leave(void *token);
 
 /* io options as given (defaults filled), for the layers above. */
-const cf_io_options *cf_io_opts(const cf_io *io);
+const cf_io_options *cf__io_opts(const cf_io *io);
 /* Per-io state of the layers above (the reader's header cache): the first
  * call creates it with create(); cf_io_free destroys it with destroy().
  * Thread-safe. */
-void *cf_io_upper_state(cf_io *io, void *(*create)(void),
+void *cf__io_upper_state(cf_io *io, void *(*create)(void),
                         void (*destroy)(void *));
 /* Count a header-cache hit in the io's stats. */
-void cf_io_note_cache_hit(cf_io *io);
+void cf__io_note_cache_hit(cf_io *io);
 /* on = 1: fail every request of this process's loop now in flight or
  * waiting (a retry's backoff included), and each one submitted while it
  * stays on, at once with CF_E_STATE; on = 0: back to normal.  For an

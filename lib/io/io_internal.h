@@ -1,7 +1,7 @@
 /*
  * io_internal.h - what io.c (the cf_io handle and its loop thread),
  * http.c (one HTTP range transfer: setup, validation, retry) and src.c
- * (cf_src: local files, range merging, blocking reads) share.  Not part of
+ * (cf__src: local files, range merging, blocking reads) share.  Not part of
  * any other layer's contract: use io.h.
  */
 #ifndef CF_IO_INTERNAL_H
@@ -35,7 +35,7 @@ struct cf_io {
     /* The loop of the current process.  Replaced (never freed) in a forked
      * child: its sockets belong to the parent. */
     _Atomic(cf__loop *) loop;
-    /* State of the layers above (the header cache), see cf_io_upper_state
+    /* State of the layers above (the header cache), see cf__io_upper_state
      * in upper.c; destroyed by cf_io_free through cf__io_upper_free. */
     _Atomic(void *) upper;
     void (*upper_destroy)(void *);
@@ -90,7 +90,7 @@ struct cf__loop {
     pthread_mutex_t mu;       /* guards the submission queue and stop */
     pthread_cond_t room;      /* signalled when the queue drains */
     pthread_cond_t decode_room; /* signalled when a decoder leaves */
-    int decoding, decode_max; /* callers inside cf_io_decode_enter/leave */
+    int decoding, decode_max; /* callers inside cf__io_decode_enter/leave */
     cf__xfer *q_head, *q_tail; /* submitted by callers, not yet taken */
     size_t queued;
     int stop;
@@ -134,17 +134,17 @@ void cf__fdpool_unref(cf__fdpool *p);
 int cf__fdpool_max_open(const cf__fdpool *p);
 uint64_t cf__fdpool_reopens(cf__fdpool *p);
 /* s->fd open and idle: 1 added, 0 not (a forked child's pool) */
-int cf__fdpool_add(cf__fdpool *p, cf_src *s);
+int cf__fdpool_add(cf__fdpool *p, cf__src *s);
 /* A descriptor of s for one read; *owned: release closes it. */
-cf_status cf__fdpool_acquire(cf__fdpool *p, cf_src *s, int *fd, int *owned,
+cf_status cf__fdpool_acquire(cf__fdpool *p, cf__src *s, int *fd, int *owned,
                              cf_error *err);
-void cf__fdpool_release(cf__fdpool *p, cf_src *s, int fd, int owned);
-void cf__fdpool_remove(cf__fdpool *p, cf_src *s); /* closes s->fd */
+void cf__fdpool_release(cf__fdpool *p, cf__src *s, int fd, int owned);
+void cf__fdpool_remove(cf__fdpool *p, cf__src *s); /* closes s->fd */
 /* After an open() that failed with errno e: for EMFILE / ENFILE, append
  * what the limits are and what to change (p may be NULL). */
 void cf__fdpool_limit_hint(const cf__fdpool *p, int e, cf_error *err);
 
-struct cf_src {
+struct cf__src {
     cf_io *io;
     int remote;
     int fd;                   /* local files: -1 while closed by the pool */
@@ -157,10 +157,10 @@ struct cf_src {
     struct timespec mtime;
     int fd_users, idle;
     int reopening;            /* a reader is opening it again */
-    cf_src *idle_prev, *idle_next;
+    cf__src *idle_prev, *idle_next;
     char *url;                /* as given */
     char *name;               /* redacted, for messages */
-    cf_auth *auth;            /* remote only */
+    cf__auth *auth;            /* remote only */
     pthread_mutex_t mu;       /* size/etag are written by the loop thread */
     uint64_t size;            /* UINT64_MAX until known */
     char etag[160];
@@ -228,13 +228,13 @@ void cf__xfer_move_at(cf__xfer *x, cf__xstate to, const char *file, int line);
 /* One HTTP GET for a byte range covering one or more callers' requests. */
 struct cf__xfer {
     cf__xfer *next;
-    cf_src *src;
-    cf_range_req **reqs;      /* members, sorted by offset */
+    cf__src *src;
+    cf__range_req **reqs;      /* members, sorted by offset */
     size_t nreq;
     uint64_t off, len;        /* the range fetched; len may shrink (head) */
     int head;                 /* first read: size unknown, 200 may be fine */
     int len_open;             /* head read answered 200 without length */
-    cf_range_cb cb;
+    cf__range_cb cb;
     void *user;
 
     uint64_t got;             /* bytes received contiguously from off */

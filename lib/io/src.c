@@ -1,5 +1,5 @@
 /*
- * src.c - cf_src: one opened object.  Local files (plain paths, file://)
+ * src.c - cf__src: one opened object.  Local files (plain paths, file://)
  * are read with pread on the calling thread; remote objects turn each
  * batch of ranges into as few HTTP requests as the io's merge_gap allows
  * and hand them to the io loop.  The blocking calls wait on a small
@@ -57,10 +57,10 @@ static char *absolute(const char *path) {
     return out;
 }
 
-cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
-    if (!out) return cf__err(err, CF_E_ARG, "cf_src_new: out is NULL");
+cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err) {
+    if (!out) return cf__err(err, CF_E_ARG, "cf__src_new: out is NULL");
     *out = NULL;
-    if (!url || !*url) return cf__err(err, CF_E_ARG, "cf_src_new: empty URL");
+    if (!url || !*url) return cf__err(err, CF_E_ARG, "cf__src_new: empty URL");
     /* A name holding a control character is refused (a URL list can be
      * hostile; ESC, BEL or CR must not reach a request line, a terminal
      * or a log); the message escapes it.  C1 controls in UTF-8 (C2 80..
@@ -76,9 +76,9 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
         }
     int remote = cf__url_is_remote(url);
     if (remote && !io)
-        return cf__err(err, CF_E_ARG, "cf_src_new: a remote URL needs a cf_io");
-    cf_src *s = cf__calloc(1, sizeof *s);
-    if (!s) return cf__err(err, CF_E_NOMEM, "cf_src_new: out of memory");
+        return cf__err(err, CF_E_ARG, "cf__src_new: a remote URL needs a cf_io");
+    cf__src *s = cf__calloc(1, sizeof *s);
+    if (!s) return cf__err(err, CF_E_NOMEM, "cf__src_new: out of memory");
     s->io = io;
     s->remote = remote;
     s->fd = -1;
@@ -89,7 +89,7 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
     if (remote) {
         cf_status st = cf__auth_new(url, &s->auth, err);
         if (st != CF_OK) {
-            cf_src_free(s);
+            cf__src_free(s);
             return st;
         }
         if (!(s->name = cf__strdup(cf__auth_redacted(s->auth)))) goto nomem;
@@ -109,7 +109,7 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
             st = cf__err(err, CF_E_IO, "%s: not a regular file", s->name);
         }
         if (st != CF_OK) {
-            cf_src_free(s);
+            cf__src_free(s);
             return st;
         }
         s->size = (uint64_t)stt.st_size;
@@ -124,11 +124,11 @@ cf_status cf_src_new(cf_io *io, const char *url, cf_src **out, cf_error *err) {
     *out = s;
     return CF_OK;
 nomem:
-    cf_src_free(s);
-    return cf__err(err, CF_E_NOMEM, "cf_src_new: out of memory");
+    cf__src_free(s);
+    return cf__err(err, CF_E_NOMEM, "cf__src_new: out of memory");
 }
 
-void cf_src_free(cf_src *s) {
+void cf__src_free(cf__src *s) {
     if (!s) return;
     if (s->pool) {
         cf__fdpool_remove(s->pool, s);
@@ -144,7 +144,7 @@ void cf_src_free(cf_src *s) {
     free(s);
 }
 
-void cf_src_assume(cf_src *s, uint64_t size, const char *etag) {
+void cf__src_assume(cf__src *s, uint64_t size, const char *etag) {
     if (!s || !s->remote) return;
     pthread_mutex_lock(&s->mu);
     s->size = size;
@@ -152,14 +152,14 @@ void cf_src_assume(cf_src *s, uint64_t size, const char *etag) {
     pthread_mutex_unlock(&s->mu);
 }
 
-void cf_src_last_modified(const cf_src *s, char *out, size_t n) {
-    cf_src *m = (cf_src *)s; /* the lock is not part of the value */
+void cf__src_last_modified(const cf__src *s, char *out, size_t n) {
+    cf__src *m = (cf__src *)s; /* the lock is not part of the value */
     pthread_mutex_lock(&m->mu);
     snprintf(out, n, "%s", s->last_modified);
     pthread_mutex_unlock(&m->mu);
 }
 
-void cf_src_assume_last_modified(cf_src *s, const char *date) {
+void cf__src_assume_last_modified(cf__src *s, const char *date) {
     if (!s || !s->remote || !date) return;
     pthread_mutex_lock(&s->mu);
     /* It goes back to the server in a header: only a printable date that
@@ -171,29 +171,29 @@ void cf_src_assume_last_modified(cf_src *s, const char *date) {
     pthread_mutex_unlock(&s->mu);
 }
 
-uint64_t cf_src_size(const cf_src *s) {
-    cf_src *m = (cf_src *)s; /* the lock is not part of the value */
+uint64_t cf__src_size(const cf__src *s) {
+    cf__src *m = (cf__src *)s; /* the lock is not part of the value */
     pthread_mutex_lock(&m->mu);
     uint64_t v = s->size;
     pthread_mutex_unlock(&m->mu);
     return v;
 }
 
-const char *cf_src_etag(const cf_src *s) {
+const char *cf__src_etag(const cf__src *s) {
     /* Written once (pinned) by the first response, before any caller can
-     * ask: cf_src_read_head returns only after that. */
+     * ask: cf__src_read_head returns only after that. */
     return s->etag[0] ? s->etag : NULL;
 }
-const char *cf_src_name(const cf_src *s) { return s->name; }
-const char *cf_src_url(const cf_src *s) { return s->url; }
-int cf_src_is_remote(const cf_src *s) { return s->remote; }
+const char *cf__src_name(const cf__src *s) { return s->name; }
+const char *cf__src_url(const cf__src *s) { return s->url; }
+int cf__src_is_remote(const cf__src *s) { return s->remote; }
 
 /* Reads the credential fields of the auth handle (auth_int.h): only their
  * names (key id, account) leave, never a secret. */
-const char *cf__src_cache_identity(const cf_src *s, char *who, size_t n) {
+const char *cf__src_cache_identity(const cf__src *s, char *who, size_t n) {
     if (n) who[0] = 0;
     if (!s->remote || !s->auth) return NULL;
-    const cf_auth *a = s->auth;
+    const cf__auth *a = s->auth;
     switch (a->kind) {
     case CF_AUTH_S3:
         snprintf(who, n, "s3:%s", a->s3_signed ? a->access_key : "unsigned");
@@ -213,14 +213,14 @@ const char *cf__src_cache_identity(const cf_src *s, char *who, size_t n) {
     }
     return a->http_url;
 }
-uint64_t cf_src_requests(const cf_src *s) {
-    return atomic_load(&((cf_src *)s)->requests);
+uint64_t cf__src_requests(const cf__src *s) {
+    return atomic_load(&((cf__src *)s)->requests);
 }
-cf_io *cf_src_io(const cf_src *s) { return s->io; }
+cf_io *cf__src_io(const cf__src *s) { return s->io; }
 
 /* ---- local files ----------------------------------------------------- */
 
-static cf_status local_read(cf_src *s, cf_range_req *r) {
+static cf_status local_read(cf__src *s, cf__range_req *r) {
     uint64_t end;
     if (!cf__add_u64(r->off, r->len, &end) || end > s->size) {
         r->status = cf__err(r->err, CF_E_RANGE,
@@ -270,12 +270,12 @@ static cf_status local_read(cf_src *s, cf_range_req *r) {
 /* ---- remote: batching ----------------------------------------------- */
 
 static int cmp_req(const void *a, const void *b) {
-    const cf_range_req *x = *(cf_range_req *const *)a, *y = *(cf_range_req *const *)b;
+    const cf__range_req *x = *(cf__range_req *const *)a, *y = *(cf__range_req *const *)b;
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static cf__xfer *xfer_new(cf_src *s, cf_range_req **rs, size_t n,
-                          cf_range_cb cb, void *user) {
+static cf__xfer *xfer_new(cf__src *s, cf__range_req **rs, size_t n,
+                          cf__range_cb cb, void *user) {
     cf__xfer *x = cf__calloc(1, sizeof *x);
     if (!x) return NULL;
     x->reqs = cf__calloc(n, sizeof *x->reqs);
@@ -299,12 +299,12 @@ static cf__xfer *xfer_new(cf_src *s, cf_range_req **rs, size_t n,
 
 /* Group the non-empty, in-bounds requests into transfers and submit them.
  * Requests that fail before any I/O complete through cb right away. */
-static cf_status remote_submit(cf_src *s, cf_range_req *reqs, size_t n,
-                               cf_range_cb cb, void *user, cf_error *err) {
+static cf_status remote_submit(cf__src *s, cf__range_req *reqs, size_t n,
+                               cf__range_cb cb, void *user, cf_error *err) {
     const cf_io_options *o = &s->io->opts;
-    uint64_t size = cf_src_size(s);
-    cf_range_req **v = cf__calloc(n, sizeof *v);
-    cf_range_req **imm = cf__calloc(n, sizeof *imm);
+    uint64_t size = cf__src_size(s);
+    cf__range_req **v = cf__calloc(n, sizeof *v);
+    cf__range_req **imm = cf__calloc(n, sizeof *imm);
     cf__xfer **xs = cf__calloc(n, sizeof *xs);
     if (!v || !xs || !imm) {
         free(v);
@@ -314,7 +314,7 @@ static cf_status remote_submit(cf_src *s, cf_range_req *reqs, size_t n,
     }
     size_t nv = 0, nx = 0, ni = 0;
     for (size_t i = 0; i < n; i++) {
-        cf_range_req *r = &reqs[i];
+        cf__range_req *r = &reqs[i];
         uint64_t end;
         r->status = CF_OK;
         if (!cf__add_u64(r->off, r->len, &end) ||
@@ -375,10 +375,10 @@ typedef struct waiter {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     size_t left;
-    cf_range_req *first_bad; /* lowest-indexed failure */
+    cf__range_req *first_bad; /* lowest-indexed failure */
 } waiter;
 
-static void waiter_cb(cf_range_req *r, void *user) {
+static void waiter_cb(cf__range_req *r, void *user) {
     waiter *w = user;
     pthread_mutex_lock(&w->mu);
     if (r->status != CF_OK && (!w->first_bad || r < w->first_bad))
@@ -405,7 +405,7 @@ static void waiter_finish(waiter *w, int submitted) {
 
 /* Submit and wait.  Requests without an error slot borrow one from `errs`
  * so that the first failure's message can be returned. */
-static cf_status remote_read(cf_src *s, cf_range_req *reqs, size_t n,
+static cf_status remote_read(cf__src *s, cf__range_req *reqs, size_t n,
                              cf_error *err) {
     cf_error *errs = NULL;
     size_t nb = 0;
@@ -437,9 +437,9 @@ static cf_status remote_read(cf_src *s, cf_range_req *reqs, size_t n,
     return st;
 }
 
-cf_status cf_src_read(cf_src *s, cf_range_req *reqs, size_t n, cf_error *err) {
+cf_status cf__src_read(cf__src *s, cf__range_req *reqs, size_t n, cf_error *err) {
     if (!s || (n && !reqs))
-        return cf__err(err, CF_E_ARG, "cf_src_read: NULL argument");
+        return cf__err(err, CF_E_ARG, "cf__src_read: NULL argument");
     if (!n) return CF_OK;
     if (s->remote) return remote_read(s, reqs, n, err);
     cf_status first = CF_OK;
@@ -459,10 +459,10 @@ cf_status cf_src_read(cf_src *s, cf_range_req *reqs, size_t n, cf_error *err) {
     return first;
 }
 
-cf_status cf_src_submit(cf_src *s, cf_range_req *reqs, size_t n, cf_range_cb cb,
+cf_status cf__src_submit(cf__src *s, cf__range_req *reqs, size_t n, cf__range_cb cb,
                         void *user, cf_error *err) {
     if (!s || !cb || (n && !reqs))
-        return cf__err(err, CF_E_ARG, "cf_src_submit: NULL argument");
+        return cf__err(err, CF_E_ARG, "cf__src_submit: NULL argument");
     if (!n) return CF_OK;
     if (s->remote) return remote_submit(s, reqs, n, cb, user, err);
     for (size_t i = 0; i < n; i++) {
@@ -472,13 +472,13 @@ cf_status cf_src_submit(cf_src *s, cf_range_req *reqs, size_t n, cf_range_cb cb,
     return CF_OK;
 }
 
-cf_status cf_src_submit_head(cf_src *s, cf_range_req *r, cf_range_cb cb,
+cf_status cf__src_submit_head(cf__src *s, cf__range_req *r, cf__range_cb cb,
                              void *user, cf_error *err) {
     if (!s || !r || !r->dst || !r->len || r->off || !cb)
-        return cf__err(err, CF_E_ARG, "cf_src_submit_head: bad argument");
-    uint64_t size = cf_src_size(s);
+        return cf__err(err, CF_E_ARG, "cf__src_submit_head: bad argument");
+    uint64_t size = cf__src_size(s);
     if (!s->remote || size != UINT64_MAX) {
-        /* Size known (a local file, or cf_src_assume): an ordinary read
+        /* Size known (a local file, or cf__src_assume): an ordinary read
          * of what the object has. */
         if (size < r->len) r->len = size;
         if (!r->len) {
@@ -487,7 +487,7 @@ cf_status cf_src_submit_head(cf_src *s, cf_range_req *r, cf_range_cb cb,
             cb(r, user);
             return CF_OK;
         }
-        return cf_src_submit(s, r, 1, cb, user, err);
+        return cf__src_submit(s, r, 1, cb, user, err);
     }
     cf__xfer *x = xfer_new(s, &r, 1, cb, user);
     if (!x) return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
@@ -497,17 +497,17 @@ cf_status cf_src_submit_head(cf_src *s, cf_range_req *r, cf_range_cb cb,
     return st;
 }
 
-cf_status cf_src_read_head(cf_src *s, uint8_t *buf, size_t len, size_t *got,
+cf_status cf__src_read_head(cf__src *s, uint8_t *buf, size_t len, size_t *got,
                            cf_error *err) {
     if (got) *got = 0;
     if (!s || !buf || !len)
-        return cf__err(err, CF_E_ARG, "cf_src_read_head: bad argument");
+        return cf__err(err, CF_E_ARG, "cf__src_read_head: bad argument");
     cf_error e;
     cf__err_clear(&e);
-    cf_range_req r = {0, len, buf, CF_OK, &e, NULL};
+    cf__range_req r = {0, len, buf, CF_OK, &e, NULL};
     waiter w;
     waiter_init(&w, 1);
-    cf_status st = cf_src_submit_head(s, &r, waiter_cb, &w, err);
+    cf_status st = cf__src_submit_head(s, &r, waiter_cb, &w, err);
     waiter_finish(&w, st == CF_OK);
     if (st == CF_OK) {
         st = r.status;

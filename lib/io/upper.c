@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-void *cf_io_upper_state(cf_io *io, void *(*create)(void),
+void *cf__io_upper_state(cf_io *io, void *(*create)(void),
                         void (*destroy)(void *)) {
     void *cur = atomic_load(&io->upper);
     if (cur) return cur;

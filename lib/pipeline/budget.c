@@ -100,7 +100,7 @@ void cf__budget_usage(cf__budget *b, uint64_t *used, uint64_t *peak) {
     pthread_mutex_unlock(&b->mu);
 }
 
-cf_status cf__budget_fits(const cf_cog *cog, const cf_chunk *c, int counted,
+cf_status cf__budget_fits(const cf_cog *cog, const cf__chunk *c, int counted,
                           uint64_t fetch_cap, uint64_t decode_cap,
                           const char *who, uint64_t inflight_bytes,
                           cf_error *err) {
@@ -208,7 +208,7 @@ static uint64_t kits_trim(void *user) {
     for (int i = 0; i < k->nfree; i++) {
         cf__kit *kit = &k->kit[k->free_idx[i]];
         if (!kit->ctx) continue;
-        cf_codec_ctx_free(kit->ctx);
+        cf__codec_ctx_free(kit->ctx);
         kit->ctx = NULL;
         freed += kit->charged;
         kit->charged = 0;
@@ -236,7 +236,7 @@ cf_status cf__kits_init(cf__kits *k, int n, uint64_t cap) {
 }
 
 void cf__kits_destroy(cf__kits *k, int locks) {
-    for (int i = 0; k->kit && i < k->n; i++) cf_codec_ctx_free(k->kit[i].ctx);
+    for (int i = 0; k->kit && i < k->n; i++) cf__codec_ctx_free(k->kit[i].ctx);
     free(k->kit);
     free(k->free_idx);
     if (locks) {
@@ -268,28 +268,28 @@ void cf__kits_put(cf__kits *k, cf__kit *kit) {
 
 /* Codec parameters of chunk c and the size of the context's tile buffer
  * cf__cog_decode_chunk asks for (a full-height chunk). */
-static uint64_t chunk_tile(const cf_cog *cog, const cf_chunk *c,
-                           cf_codec_params *p) {
+static uint64_t chunk_tile(const cf_cog *cog, const cf__chunk *c,
+                           cf__codec_params *p) {
     cf__cog_chunk_params(cog, c, p);
-    cf_codec_params p0 = *p;
+    cf__codec_params p0 = *p;
     p0.height = cog->tiff->ifds[c->ifd].chunk_h;
-    return cf_codec_chunk_bytes(&p0);
+    return cf__codec_chunk_bytes(&p0);
 }
 
-uint64_t cf__kits_need(const cf_cog *cog, const cf_chunk *c) {
+uint64_t cf__kits_need(const cf_cog *cog, const cf__chunk *c) {
     if (cf__cog_chunk_raw(cog, c)) return 0;
-    cf_codec_params p;
+    cf__codec_params p;
     uint64_t tile = chunk_tile(cog, c, &p);
-    return cf_codec_ctx_growth(NULL, &p, tile, c->len);
+    return cf__codec_ctx_growth(NULL, &p, tile, c->len);
 }
 
 cf_status cf__kits_decode(cf__kits *k, cf__kit *kit, cf_cog *cog,
-                          const cf_chunk *c, const uint8_t *src,
+                          const cf__chunk *c, const uint8_t *src,
                           const uint8_t **out, cf_error *err) {
     if (cf__cog_chunk_raw(cog, c)) return cf__cog_decode_chunk(cog, NULL, c, src, out, err);
-    cf_codec_params p;
+    cf__codec_params p;
     uint64_t tile = chunk_tile(cog, c, &p);
-    uint64_t fresh = cf_codec_ctx_growth(NULL, &p, tile, c->len);
+    uint64_t fresh = cf__codec_ctx_growth(NULL, &p, tile, c->len);
     char where[128];
     if (fresh > k->b.cap)
         return cf__err(err, CF_E_LIMIT,
@@ -297,11 +297,11 @@ cf_status cf__kits_decode(cf__kits *k, cf__kit *kit, cf_cog *cog,
                        "the decode budget of %llu (raise inflight_bytes)",
                        cog->name, cf__cog_chunk_where(cog, c, where, sizeof where),
                        (unsigned long long)fresh, (unsigned long long)k->b.cap);
-    uint64_t g = cf_codec_ctx_growth(kit->ctx, &p, tile, c->len);
+    uint64_t g = cf__codec_ctx_growth(kit->ctx, &p, tile, c->len);
     if (!cf__budget_try(&k->b, g)) {
         /* Wait holding nothing of this budget: this kit's context goes
          * first (it was about to grow anyway). */
-        cf_codec_ctx_free(kit->ctx);
+        cf__codec_ctx_free(kit->ctx);
         kit->ctx = NULL;
         cf__budget_give(&k->b, kit->charged);
         kit->charged = 0;
@@ -311,13 +311,13 @@ cf_status cf__kits_decode(cf__kits *k, cf__kit *kit, cf_cog *cog,
             return cf__err_prefix(err, st, "%s: %s", cog->name,
                                   cf__cog_chunk_where(cog, c, where, sizeof where));
     }
-    if (!kit->ctx) kit->ctx = cf_codec_ctx_new();
+    if (!kit->ctx) kit->ctx = cf__codec_ctx_new();
     cf_status st = kit->ctx ? cf__cog_decode_chunk(cog, kit->ctx, c, src, out, err)
                             : cf__err(err, CF_E_NOMEM, "%s: no codec context",
                                       cog->name);
-    /* Settle at what the context holds now (cf_codec_ctx_growth bounds
+    /* Settle at what the context holds now (cf__codec_ctx_growth bounds
      * it: have >= now; the library's working memory is gone again). */
-    uint64_t have = kit->charged + g, now = cf_codec_ctx_bytes(kit->ctx);
+    uint64_t have = kit->charged + g, now = cf__codec_ctx_bytes(kit->ctx);
     if (now <= have) {
         cf__budget_give(&k->b, have - now);
     } else {

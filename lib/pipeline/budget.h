@@ -13,7 +13,7 @@
  *    needs their bytes.
  *  - cf__kits: codec contexts lent to decoding threads, whose scratch is
  *    charged to a budget of its own: a decode first takes what it may add
- *    (cf_codec_ctx_growth), then settles at what the context holds.  Idle
+ *    (cf__codec_ctx_growth), then settles at what the context holds.  Idle
  *    contexts are freed when a decode needs their bytes.
  *
  * Deadlock freedom: a thread never waits on a budget while holding bytes
@@ -62,7 +62,7 @@ void cf__budget_usage(cf__budget *b, uint64_t *used, uint64_t *peak);
  * (when fetched: counted) and its decode within decode_cap; else
  * CF_E_LIMIT naming the file, level and tile, `who` (the loader,
  * cf_cog_read_many) and its inflight_bytes. */
-cf_status cf__budget_fits(const cf_cog *cog, const cf_chunk *c, int counted,
+cf_status cf__budget_fits(const cf_cog *cog, const cf__chunk *c, int counted,
                           uint64_t fetch_cap, uint64_t decode_cap,
                           const char *who, uint64_t inflight_bytes,
                           cf_error *err);
@@ -92,7 +92,7 @@ void cf__bufpool_put(cf__bufpool *p, cf__buf *buf);
 /* ---- decode kits ------------------------------------------------------ */
 
 typedef struct cf__kit {
-    cf_codec_ctx *ctx;
+    cf__codec_ctx *ctx;
     uint64_t charged;          /* bytes of b charged for ctx */
 } cf__kit;
 
@@ -111,12 +111,12 @@ cf__kit *cf__kits_get(cf__kits *k);
 void cf__kits_put(cf__kits *k, cf__kit *kit);
 /* The most a chunk's decode can need from the kits' budget (a new
  * context); 0 for chunks used as fetched (uncompressed, host order). */
-uint64_t cf__kits_need(const cf_cog *cog, const cf_chunk *c);
+uint64_t cf__kits_need(const cf_cog *cog, const cf__chunk *c);
 /* Decode chunk c (fetched bytes src) with kit, its scratch charged to the
  * kits' budget: *out as cf__cog_decode_chunk.  Errors name the file, the
  * level and the tile (CF_E_LIMIT when the decode can never fit). */
 cf_status cf__kits_decode(cf__kits *k, cf__kit *kit, cf_cog *cog,
-                          const cf_chunk *c, const uint8_t *src,
+                          const cf__chunk *c, const uint8_t *src,
                           const uint8_t **out, cf_error *err);
 
 #endif

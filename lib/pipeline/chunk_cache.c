@@ -134,13 +134,13 @@ static int make_room(cf__ccache *cc, size_t len, uint8_t **reuse) {
     return 1;
 }
 
-cf__cc_found cf__cc_claim(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c, size_t len,
+cf__cc_found cf__cc_claim(cf__ccache *cc, const cf_cog *cog, const cf__chunk *c, size_t len,
                           const uint8_t **data, void **h) {
     uint32_t rows = 1;
     return cf__cc_claim_rows(cc, cog, c, len, 1, 1, &rows, data, h);
 }
 
-cf__cc_found cf__cc_claim_rows(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c,
+cf__cc_found cf__cc_claim_rows(cf__ccache *cc, const cf_cog *cog, const cf__chunk *c,
                                size_t row_bytes, uint32_t need, uint32_t full, uint32_t *rows,
                                const uint8_t **data, void **h) {
     *data = NULL;

@@ -67,18 +67,18 @@ void cf__cc_free(cf__ccache *cc, int lock);
 /* Chunk (cog->uid, c->ifd, c->index), of len bytes decoded: see cf__cc_found.
  * A claim evicts what it needs (reusing an evicted buffer of the same
  * size: no fresh pages to fault in when the cache turns over). */
-cf__cc_found cf__cc_claim(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c, size_t len,
+cf__cc_found cf__cc_claim(cf__ccache *cc, const cf_cog *cog, const cf__chunk *c, size_t len,
                           const uint8_t **data, void **h);
 /* cf__cc_claim for a chunk whose decoded rows are row_bytes each, of
  * which the caller needs the first `need` (of `full`) and would decode
  * *rows (need <= *rows <= full: a strip decoded only down to the window,
- * cf_codec_decode_rows).  An entry holding fewer than `need` rows is a
+ * cf__codec_decode_rows).  An entry holding fewer than `need` rows is a
  * miss: when idle it is dropped and the claim is the caller's with *rows
  * set to full (a reader that went further down once goes on: the strip
  * is decoded whole the second time, not once more per window), else
  * CF__CC_NONE.  On CF__CC_HIT and CF__CC_WAIT *rows is the entry's (at
  * least need); on CF__CC_CLAIMED the rows to decode and publish. */
-cf__cc_found cf__cc_claim_rows(cf__ccache *cc, const cf_cog *cog, const cf_chunk *c,
+cf__cc_found cf__cc_claim_rows(cf__ccache *cc, const cf_cog *cog, const cf__chunk *c,
                                size_t row_bytes, uint32_t need, uint32_t full, uint32_t *rows,
                                const uint8_t **data, void **h);
 /* The caller's claim h, decoded: copy its len bytes in and wake its

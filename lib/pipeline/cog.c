@@ -37,7 +37,7 @@ enum { ROLE_NONE, ROLE_LEVEL, ROLE_MASK };
 
 /* What IFD i is to the reader (a page not read, a level or a level's
  * mask), and its name for messages. */
-static int ifd_role(const cf_tiff *t, int i, char *buf, size_t n) {
+static int ifd_role(const cf__tiff *t, int i, char *buf, size_t n) {
     for (int l = 0; l < t->nlevels; l++) {
         if (t->levels[l] == i) {
             if (l == 0) snprintf(buf, n, "full resolution");
@@ -54,8 +54,8 @@ static int ifd_role(const cf_tiff *t, int i, char *buf, size_t n) {
 }
 
 /* Codec parameters of IFD i's first full chunk (to check it can be read). */
-static void ifd_params(const cf_cog *cog, int i, cf_codec_params *p) {
-    cf_chunk c;
+static void ifd_params(const cf_cog *cog, int i, cf__codec_params *p) {
+    cf__chunk c;
     memset(&c, 0, sizeof c);
     c.ifd = i;
     cf__cog_chunk_params(cog, &c, p);
@@ -66,7 +66,7 @@ static void ifd_params(const cf_cog *cog, int i, cf_codec_params *p) {
  * touch is read, refuse the file now if one cannot be (not in the middle
  * of an epoch), and derive what info needs. */
 static cf_status cog_finish(cf_cog *cog, cf_error *err) {
-    const cf_tiff *t = cog->tiff;
+    const cf__tiff *t = cog->tiff;
     if (t->nlevels < 1)
         return cf__err(err, CF_E_FORMAT, "%s: no image in file", cog->name);
     cog->color = cf__calloc((size_t)t->nifds, sizeof *cog->color);
@@ -76,33 +76,33 @@ static cf_status cog_finish(cf_cog *cog, cf_error *err) {
         char role[32];
         int kind = ifd_role(t, i, role, sizeof role);
         if (kind == ROLE_NONE) continue;
-        const cf_tiff_ifd *d = &t->ifds[i];
+        const cf__tiff_ifd *d = &t->ifds[i];
         int mask = kind == ROLE_MASK;
         cf_status st = CF_OK;
         if (!mask) {
-            cf_color_tags ct = {d->photometric, d->compression, d->bits,
+            cf__color_tags ct = {d->photometric, d->compression, d->bits,
                                 d->sample_format, d->samples, d->extra_samples,
                                 d->planar, d->inkset};
-            st = cf_codec_color(&ct, cog->raw_color, &cog->color[i], err);
+            st = cf__codec_color(&ct, cog->raw_color, &cog->color[i], err);
         }
-        cf_codec_params p;
+        cf__codec_params p;
         if (!st) {
             ifd_params(cog, i, &p);
-            st = cf_codec_check(&p, err);
+            st = cf__codec_check(&p, err);
         }
         if (!st && i == t->levels[0]) {
-            cog->dtype = cf_codec_dtype(&p);
-            cf_codec_out_layout(&p, &samples0, &bits0);
+            cog->dtype = cf__codec_dtype(&p);
+            cf__codec_out_layout(&p, &samples0, &bits0);
             if (d->planar == 2) samples0 = d->samples;
         } else if (!st && !mask) {
             uint32_t sm, bt;
-            cf_codec_out_layout(&p, &sm, &bt);
+            cf__codec_out_layout(&p, &sm, &bt);
             if (d->planar == 2) sm = d->samples;
-            if (cf_codec_dtype(&p) != cog->dtype || sm != samples0 || bt != bits0)
+            if (cf__codec_dtype(&p) != cog->dtype || sm != samples0 || bt != bits0)
                 st = cf__err(err, CF_E_UNSUPPORTED,
                              "it reads as %u samples of %s, the full "
                              "resolution as %u of %s",
-                             sm, cf_dtype_name(cf_codec_dtype(&p)), samples0,
+                             sm, cf_dtype_name(cf__codec_dtype(&p)), samples0,
                              cf_dtype_name(cog->dtype));
         }
         if (st)
@@ -112,7 +112,7 @@ static cf_status cog_finish(cf_cog *cog, cf_error *err) {
     /* The CRS (memoised by its keys: a shared archive CRS is built once).
      * Keys PROJ cannot make a CRS of leave it unknown, never fail the
      * open: the pixels are still readable. */
-    cf_geokeys k = {t->geokeys, t->ngeokeys, t->geodoubles, t->ngeodoubles,
+    cf__geokeys k = {t->geokeys, t->ngeokeys, t->geodoubles, t->ngeodoubles,
                     t->geoascii, t->ngeoascii};
     if (cf__crs_from_geokeys(&k, &cog->crs, cog->crs_note, sizeof cog->crs_note))
         return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
@@ -121,26 +121,26 @@ static cf_status cog_finish(cf_cog *cog, cf_error *err) {
 
 /* Try the header cache: on a hit the file opens without any request. */
 static int parse_from_cache(cf_cog *cog) {
-    cf_hc_entry *e = cf__hc_lookup(cog->io, cog->src);
+    cf__hc_entry *e = cf__hc_lookup(cog->io, cog->src);
     if (!e) return 0;
-    cf_tiff_parser *p = cf_tiff_parser_new(e->size, cog->name);
-    cf_tiff_parser_set_budget(p, cf_io_opts(cog->io)->header_memory_max);
+    cf__tiff_parser *p = cf__tiff_parser_new(e->size, cog->name);
+    cf__tiff_parser_set_budget(p, cf__io_opts(cog->io)->header_memory_max);
     int ok = p != NULL;
     for (size_t i = 0; ok && i < e->nranges; i++)
-        ok = cf_tiff_parser_add(p, e->ranges[i].off, e->ranges[i].data,
+        ok = cf__tiff_parser_add(p, e->ranges[i].off, e->ranges[i].data,
                                 e->ranges[i].len, NULL) == CF_OK;
     uint64_t off, len;
-    if (ok) ok = cf_tiff_parser_run(p, &cog->tiff, &off, &len, NULL) == CF_OK;
-    cf_tiff_parser_free(p);
+    if (ok) ok = cf__tiff_parser_run(p, &cog->tiff, &off, &len, NULL) == CF_OK;
+    cf__tiff_parser_free(p);
     if (ok) {
-        cf_src_assume(cog->src, e->size, e->etag);
+        cf__src_assume(cog->src, e->size, e->etag);
         /* Without a strong ETag the date is what tells a changed object:
          * the first tile read must match the header's, not pin its own. */
-        cf_src_assume_last_modified(cog->src, e->last_modified);
+        cf__src_assume_last_modified(cog->src, e->last_modified);
         cog->from_cache = 1;
         cog->header_requests = 0;
         cog->header_bytes = 0;
-        cf_io_note_cache_hit(cog->io);
+        cf__io_note_cache_hit(cog->io);
     }
     cf__hc_entry_free(e);
     return ok;
@@ -204,23 +204,23 @@ cf_status cf__cog_open_begin(cf_io *io, const char *url,
         cog->own_io = 1;
     }
     cog->io = io;
-    cf_io_state *state = cf__io_state(io);
+    cf__io_state *state = cf__io_state_of(io);
     if (state) cog->pool = &state->pool;
-    st = cf_src_new(io, url, &cog->src, err);
+    st = cf__src_new(io, url, &cog->src, err);
     if (st) {
         cf_cog_close(cog);
         return st;
     }
-    snprintf(cog->name, sizeof cog->name, "%s", cf_src_name(cog->src));
-    *fetch = !(cf_src_is_remote(cog->src) && parse_from_cache(cog));
+    snprintf(cog->name, sizeof cog->name, "%s", cf__src_name(cog->src));
+    *fetch = !(cf__src_is_remote(cog->src) && parse_from_cache(cog));
     *out = cog;
     return CF_OK;
 }
 
 cf_status cf__cog_open_end(cf_cog *cog, cf_error *err) {
     cf_status st = cog_finish(cog, err);
-    if (!st && cf_src_etag(cog->src) &&
-        !(cog->etag = cf__strdup(cf_src_etag(cog->src))))
+    if (!st && cf__src_etag(cog->src) &&
+        !(cog->etag = cf__strdup(cf__src_etag(cog->src))))
         st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
     return st;
 }
@@ -242,7 +242,7 @@ cf_status cf_cog_open_memory_ex(const void *data, size_t size,
     apply_options(cog, opt);
     cog->mem = data;
     cog->mem_size = size;
-    st = cf_tiff_parse_memory(data, size, cog->name, &cog->tiff, err);
+    st = cf__tiff_parse_memory(data, size, cog->name, &cog->tiff, err);
     if (!st) st = cog_finish(cog, err);
     if (st) {
         cf_cog_close(cog);
@@ -257,9 +257,9 @@ void cf_cog_close(cf_cog *cog) {
     if (!cog) return;
     cf__pool_destroy(&cog->own_pool);
     free(cog->color);
-    cf_tiff_free(cog->tiff);
+    cf__tiff_free(cog->tiff);
     cf_crs_free(cog->crs);
-    cf_src_free(cog->src);
+    cf__src_free(cog->src);
     if (cog->own_io) cf_io_free(cog->io);
     free(cog->etag);
     free(cog);
@@ -270,8 +270,8 @@ void cf_cog_close(cf_cog *cog) {
 void cf_cog_get_info(const cf_cog *cog, cf_cog_info *o) {
     memset(o, 0, sizeof *o);
     if (!cog) return;
-    const cf_tiff *t = cog->tiff;
-    const cf_tiff_ifd *ifd = &t->ifds[t->levels[0]];
+    const cf__tiff *t = cog->tiff;
+    const cf__tiff_ifd *ifd = &t->ifds[t->levels[0]];
     o->width = ifd->width;
     o->height = ifd->height;
     o->count = cf__cog_bands(cog);
@@ -281,7 +281,7 @@ void cf_cog_get_info(const cf_cog *cog, cf_cog_info *o) {
     o->tile_height = ifd->chunk_h;
     o->tiled = ifd->tiled;
     o->compression = ifd->compression;
-    o->compression_name = cf_tiff_compression_name(ifd);
+    o->compression_name = cf__tiff_compression_name(ifd);
     o->predictor = ifd->predictor;
     o->planar = ifd->planar;
     o->photometric = ifd->photometric;
@@ -294,7 +294,7 @@ void cf_cog_get_info(const cf_cog *cog, cf_cog_info *o) {
     o->epsg = cf_crs_epsg(cog->crs);
     o->has_nodata = t->has_nodata;
     o->nodata = t->nodata;
-    o->file_size = cog->src ? cf_src_size(cog->src) : cog->mem_size;
+    o->file_size = cog->src ? cf__src_size(cog->src) : cog->mem_size;
     o->header_bytes = cog->header_bytes;
     o->header_requests = cog->header_requests;
     o->etag = cog->etag;
@@ -319,7 +319,7 @@ cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
     if (!cog || !out) return cf__err(err, CF_E_ARG, "cf_cog_level_info: NULL argument");
     cf_status st = cf__cog_check_level(cog, level, err);
     if (st != CF_OK) return st;
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[cog->tiff->levels[level]];
+    const cf__tiff_ifd *ifd = &cog->tiff->ifds[cog->tiff->levels[level]];
     out->width = ifd->width;
     out->height = ifd->height;
     out->tile_width = ifd->chunk_w;
@@ -329,9 +329,9 @@ cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
 }
 
 uint32_t cf__cog_bands(const cf_cog *cog) {
-    const cf_tiff *t = cog->tiff;
+    const cf__tiff *t = cog->tiff;
     int l0 = t->levels[0];
-    const cf_tiff_ifd *d = &t->ifds[l0];
+    const cf__tiff_ifd *d = &t->ifds[l0];
     switch (cog->color ? cog->color[l0] : CF_COLOR_RAW) {
     case CF_COLOR_CMYK:
     case CF_COLOR_LAB: return 4;
@@ -344,18 +344,18 @@ uint32_t cf__cog_bands(const cf_cog *cog) {
 /* Band b (1-based) is one the file's tags describe (the file's samples;
  * the alpha band GDAL adds to RGBA is not). */
 static int tagged_band(const cf_cog *cog, int band) {
-    const cf_tiff *t = cog->tiff;
+    const cf__tiff *t = cog->tiff;
     int n = t->ifds[t->levels[0]].samples;
     return band >= 1 && band <= n && (uint32_t)band <= cf__cog_bands(cog);
 }
 
 double cf_cog_band_scale(const cf_cog *cog, int band) {
-    const cf_tiff *t = cog->tiff;
+    const cf__tiff *t = cog->tiff;
     return (t->scale && tagged_band(cog, band)) ? t->scale[band - 1] : 1.0;
 }
 
 double cf_cog_band_offset(const cf_cog *cog, int band) {
-    const cf_tiff *t = cog->tiff;
+    const cf__tiff *t = cog->tiff;
     return (t->offset && tagged_band(cog, band)) ? t->offset[band - 1] : 0.0;
 }
 
@@ -369,23 +369,23 @@ int cf_cog_band_nodata(const cf_cog *cog, int band, double *value) {
 
 const char *cf_cog_band_description(const cf_cog *cog, int band) {
     if (!cog || !tagged_band(cog, band)) return "";
-    return cf_tiff_meta_description(cog->tiff->meta, band);
+    return cf__tiff_meta_description(cog->tiff->meta, band);
 }
 
 const char *cf_cog_band_unit(const cf_cog *cog, int band) {
     if (!cog || !tagged_band(cog, band)) return "";
-    return cf_tiff_meta_unit(cog->tiff->meta, band);
+    return cf__tiff_meta_unit(cog->tiff->meta, band);
 }
 
 const char *const *cf_cog_metadata(const cf_cog *cog, int band,
                                    const char *domain) {
     if (!cog || (band != 0 && !tagged_band(cog, band))) return NULL;
-    return cf_tiff_meta_items(cog->tiff->meta, band, domain);
+    return cf__tiff_meta_items(cog->tiff->meta, band, domain);
 }
 
 const char *const *cf_cog_metadata_domains(const cf_cog *cog, int band) {
     if (!cog || (band != 0 && !tagged_band(cog, band))) return NULL;
-    return cf_tiff_meta_domains(cog->tiff->meta, band);
+    return cf__tiff_meta_domains(cog->tiff->meta, band);
 }
 
 const char *cf_cog_metadata_item(const cf_cog *cog, int band,
@@ -404,7 +404,7 @@ const char *cf_cog_warnings(const cf_cog *cog) {
 const char *cf_cog_name(const cf_cog *cog) { return cog ? cog->name : ""; }
 
 uint64_t cf_cog_requests(const cf_cog *cog) {
-    return cog && cog->src ? cf_src_requests(cog->src) : 0;
+    return cog && cog->src ? cf__src_requests(cog->src) : 0;
 }
 
 void cf_cog_get_stats(const cf_cog *cog, cf_cog_stats *o) {

@@ -8,15 +8,15 @@
 
 #include <stdio.h>
 
-/* Chunk `index` of level `level` as a cf_chunk (no file-range check: the
+/* Chunk `index` of level `level` as a cf__chunk (no file-range check: the
  * bytes may come from anywhere).  CF_E_ARG for a level or index that does
  * not exist. */
 static cf_status locate(const cf_cog *cog, int level, uint64_t index,
-                        cf_chunk *c, uint64_t *count, cf_error *err) {
+                        cf__chunk *c, uint64_t *count, cf_error *err) {
     cf_status st = cf__cog_check_level(cog, level, err);
     if (st) return st;
     int ifdi = cog->tiff->levels[level];
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
+    const cf__tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
     uint64_t per_plane = (uint64_t)ifd->chunks_across * ifd->chunks_down;
     *count = ifd->nchunks;
     if (!per_plane || index >= ifd->nchunks)
@@ -39,11 +39,11 @@ static cf_status locate(const cf_cog *cog, int level, uint64_t index,
 
 /* The decoded layout of chunk c: its codec parameters, dtype and size
  * (0 when it is above CF_MAX_CHUNK_BYTES: refused by both callers). */
-static void layout(const cf_cog *cog, const cf_chunk *c, cf_codec_params *p,
+static void layout(const cf_cog *cog, const cf__chunk *c, cf__codec_params *p,
                    cf_chunk_info *o) {
     cf__cog_chunk_params(cog, c, p);
     uint32_t samples, bits;
-    cf_codec_out_layout(p, &samples, &bits);
+    cf__codec_out_layout(p, &samples, &bits);
     o->col = c->cx;
     o->row = c->cy;
     o->plane = c->plane;
@@ -53,19 +53,19 @@ static void layout(const cf_cog *cog, const cf_chunk *c, cf_codec_params *p,
     o->height = p->height;
     o->samples = samples;
     o->bits = bits;
-    o->dtype = cf_codec_dtype(p);
-    o->size = (size_t)cf_codec_chunk_bytes(p);
+    o->dtype = cf__codec_dtype(p);
+    o->size = (size_t)cf__codec_chunk_bytes(p);
 }
 
 cf_status cf_cog_chunk_info(const cf_cog *cog, int level, uint64_t index,
                             cf_chunk_info *out, cf_error *err) {
     if (!cog || !out) return cf__err(err, CF_E_ARG, "cf_cog_chunk_info: NULL argument");
     memset(out, 0, sizeof *out);
-    cf_chunk c;
+    cf__chunk c;
     uint64_t count;
     cf_status st = locate(cog, level, index, &c, &count, err);
     if (st) return st;
-    cf_codec_params p;
+    cf__codec_params p;
     layout(cog, &c, &p, out);
     out->count = count;
     if (!out->size) {
@@ -78,7 +78,7 @@ cf_status cf_cog_chunk_info(const cf_cog *cog, int level, uint64_t index,
     }
     /* The range check a read makes; *out is filled even when it fails, for
      * a caller whose bytes come from elsewhere. */
-    uint64_t size = cog->src ? cf_src_size(cog->src) : cog->mem_size;
+    uint64_t size = cog->src ? cf__src_size(cog->src) : cog->mem_size;
     if (c.len && (c.off == 0 || c.off >= size || c.len > size - c.off)) {
         char where[96];
         return cf__err(err, CF_E_FORMAT,
@@ -94,11 +94,11 @@ cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index, const void
                               size_t n, void *dst, size_t dst_size, cf_error *err) {
     if (!cog || (!src && n) || !dst)
         return cf__err(err, CF_E_ARG, "cf_cog_decode_chunk: NULL argument");
-    cf_chunk c;
+    cf__chunk c;
     uint64_t count;
     cf_status st = locate(cog, level, index, &c, &count, err);
     if (st) return st;
-    cf_codec_params p;
+    cf__codec_params p;
     cf_chunk_info o;
     layout(cog, &c, &p, &o);
     char where[96];
@@ -120,12 +120,12 @@ cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index, const void
         }
         return CF_OK;
     }
-    cf_codec_ctx *ctx = cf__cog_ctx_get(cog);
+    cf__codec_ctx *ctx = cf__cog_ctx_get(cog);
     if (!ctx) {
         memset(dst, 0, o.size);
         return cf__err(err, CF_E_NOMEM, "%s: %s: no codec context", cog->name, where);
     }
-    st = cf_codec_decode(ctx, &p, src, n, dst, o.size, err);
+    st = cf__codec_decode(ctx, &p, src, n, dst, o.size, err);
     cf__cog_ctx_put(cog, ctx);
     if (st) cf__err_prefix(err, st, "%s: %s", cog->name, where);
     return st;

@@ -18,10 +18,10 @@
 struct cf_cog {
     cf_io *io;
     int own_io;
-    cf_src *src;               /* NULL for in-memory files */
+    cf__src *src;               /* NULL for in-memory files */
     const uint8_t *mem;        /* in-memory file, not owned */
     size_t mem_size;
-    cf_tiff *tiff;
+    cf__tiff *tiff;
     cf_dtype dtype;
     char name[CF__NAME_MAX];   /* redacted URL, fitted for messages */
     char *etag;
@@ -31,8 +31,8 @@ struct cf_cog {
     _Atomic int cache_dropped; /* that entry was found stale and dropped */
     /* Codec contexts reused across reads: the io's pool (shared by every
      * file opened with it), or own_pool for in-memory files. */
-    cf_ctx_pool *pool;
-    cf_ctx_pool own_pool;
+    cf__ctx_pool *pool;
+    cf__ctx_pool own_pool;
     int raw_color;             /* cf_open_options.raw_color */
     uint16_t *color;           /* per IFD: CF_COLOR_* it is read with */
     cf_crs *crs;               /* from the GeoKeys; NULL: none */
@@ -48,13 +48,13 @@ struct cf_cog {
 #define CF__FILL_MAX 16
 
 /* One chunk (tile or strip) of an IFD. */
-typedef struct cf_chunk {
+typedef struct cf__chunk {
     int ifd;                   /* index into tiff->ifds */
     uint32_t cx, cy;           /* chunk column / row */
     uint32_t plane;            /* band plane (planar 2), else 0 */
     uint64_t index;            /* index into offsets/counts */
     uint64_t off, len;         /* compressed bytes; len 0 = sparse */
-} cf_chunk;
+} cf__chunk;
 
 /* Opening (cog.c; open_many.c drives it): a cog for url with its source
  * made, from the header cache when it has the file (*fetch 0: parsed,
@@ -81,24 +81,24 @@ cf_status cf__cog_check_level(const cf_cog *cog, int level, cf_error *err);
 /* Describe chunk (cx, cy, plane) of IFD `ifd`, validating its byte range
  * against the file size. */
 cf_status cf__cog_chunk(const cf_cog *cog, int ifd, uint32_t cx, uint32_t cy,
-                        uint32_t plane, cf_chunk *out, cf_error *err);
+                        uint32_t plane, cf__chunk *out, cf_error *err);
 /* "level L, tile N (col X, row Y)" (or "strip N", "mask of level L",
  * "band plane P") for messages about chunk c; returns buf. */
-const char *cf__cog_chunk_where(const cf_cog *cog, const cf_chunk *c, char *buf,
+const char *cf__cog_chunk_where(const cf_cog *cog, const cf__chunk *c, char *buf,
                                 size_t n);
 /* Codec parameters for a chunk and its decoded size in bytes. */
-void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
-                          cf_codec_params *p);
+void cf__cog_chunk_params(const cf_cog *cog, const cf__chunk *c,
+                          cf__codec_params *p);
 /* Take / give back a codec context from the cog's pool (get: NULL when
  * out of memory). */
-cf_codec_ctx *cf__cog_ctx_get(cf_cog *cog);
-void cf__cog_ctx_put(cf_cog *cog, cf_codec_ctx *ctx);
+cf__codec_ctx *cf__cog_ctx_get(cf_cog *cog);
+void cf__cog_ctx_put(cf_cog *cog, cf__codec_ctx *ctx);
 
 /* Paste the part of decoded chunk `c` (buffer `chunk`) that falls inside
  * the window (x, y, w, h) into band-sequential dst for the 0-based file
  * bands `bands[0..nbands)`.  `expand_bits` maps 1-bit samples to 0/1 (1)
  * or 0/255 (255). */
-void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
+void cf__cog_paste(const cf_cog *cog, const cf__chunk *c, const uint8_t *chunk,
                    int64_t x, int64_t y, uint32_t w, uint32_t h,
                    const int *bands, int nbands, uint8_t *dst,
                    int expand_bits);
@@ -133,30 +133,30 @@ cf_status cf__cog_prepare_read(const cf_cog *cog, int level, int64_t x, int64_t 
  * *out (malloc'd, the caller frees) lists the non-sparse chunks. */
 cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t y,
                                 uint32_t w, uint32_t h, const int *bands, int nb,
-                                uint8_t *dst, const uint8_t fill[CF__FILL_MAX], cf_chunk **out,
+                                uint8_t *dst, const uint8_t fill[CF__FILL_MAX], cf__chunk **out,
                                 size_t *nout, uint64_t *total, cf_error *err);
 
 /* Point reqs[0..n) at the chunks' bytes, packed one after another in buf
  * (a buffer of their summed lengths); other fields are left alone. */
-void cf__cog_chunk_reqs(const cf_chunk *chunks, size_t n, uint8_t *buf,
-                        cf_range_req *reqs);
+void cf__cog_chunk_reqs(const cf__chunk *chunks, size_t n, uint8_t *buf,
+                        cf__range_req *reqs);
 /* For a remote cog, touch every page of a fresh fetch buffer (see cog.c). */
 void cf__cog_prefault(const cf_cog *cog, uint8_t *buf, size_t len);
 
 /* Whether chunk c is uncompressed in host order: pasted straight from its
  * fetched bytes, with no decode step (and no codec context). */
-int cf__cog_chunk_raw(const cf_cog *cog, const cf_chunk *c);
+int cf__cog_chunk_raw(const cf_cog *cog, const cf__chunk *c);
 
 /* Decode one fetched chunk with `ctx`: *out is then the decoded chunk (the
  * context's buffer, valid until the context's next use, or src itself for
  * uncompressed host-order chunks, which need no ctx). */
-cf_status cf__cog_decode_chunk(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+cf_status cf__cog_decode_chunk(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c,
                                const uint8_t *src, const uint8_t **out,
                                cf_error *err);
 /* Decode one fetched chunk with `ctx` and paste its part of the window
  * (uncompressed host-order chunks are pasted straight from src; ctx may
  * then be NULL). */
-cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+cf_status cf__cog_decode_paste(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c,
                                const uint8_t *src, int64_t x, int64_t y, uint32_t w,
                                uint32_t h, const int *bands, int nb, uint8_t *dst,
                                int expand_bits, cf_error *err);
@@ -167,19 +167,19 @@ cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c
  * cf_cog_read_grid and the loader (sample_grid.c), so that both compute
  * the same pixels. */
 typedef struct cf__grid_plan {
-    cf_warp *w;
-    cf_xform *xf_own;
+    cf__warp *w;
+    cf__xform *xf_own;
     int level;
-    cf_warp_chunk *chunks;
+    cf__warp_chunk *chunks;
     size_t n;
-    cf_warp_src proto;         /* dtype, bands, source nodata */
-    cf_warp_dst out;           /* target nodata, band stride */
+    cf__warp_src proto;         /* dtype, bands, source nodata */
+    cf__warp_dst out;           /* target nodata, band stride */
     double fill;               /* what pixels without a value hold */
 } cf__grid_plan;
 /* xf_known: xf is the grid CRS -> cog CRS transformation (NULL: the same
  * CRS), else it is worked out here.  nb bands are resampled. */
 cf_status cf__grid_plan_new(cf_cog *cog, const cf_grid *grid, const cf_warp_options *o, int nb,
-                            int xf_known, cf_xform *xf, cf__grid_plan *pl, cf_error *err);
+                            int xf_known, cf__xform *xf, cf__grid_plan *pl, cf_error *err);
 void cf__grid_plan_free(cf__grid_plan *pl);
 /* Resample chunk k from its source window (band-sequential, the cog's
  * dtype; valid: its internal mask or NULL) into dst, the whole target

@@ -10,8 +10,8 @@
 #include <string.h>
 
 cf_status cf__cog_chunk(const cf_cog *cog, int ifdi, uint32_t cx, uint32_t cy,
-                        uint32_t plane, cf_chunk *c, cf_error *err) {
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
+                        uint32_t plane, cf__chunk *c, cf_error *err) {
+    const cf__tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
     uint64_t per_plane = (uint64_t)ifd->chunks_across * ifd->chunks_down;
     uint64_t idx = (uint64_t)plane * per_plane + (uint64_t)cy * ifd->chunks_across + cx;
     if (cx >= ifd->chunks_across || cy >= ifd->chunks_down || idx >= ifd->nchunks)
@@ -24,7 +24,7 @@ cf_status cf__cog_chunk(const cf_cog *cog, int ifdi, uint32_t cx, uint32_t cy,
     c->index = idx;
     c->off = ifd->offsets[idx];
     c->len = ifd->counts[idx];
-    uint64_t size = cog->src ? cf_src_size(cog->src) : cog->mem_size;
+    uint64_t size = cog->src ? cf__src_size(cog->src) : cog->mem_size;
     if (c->len == 0) return CF_OK; /* sparse: reads as nodata */
     if (c->len > CF_MAX_CHUNK_BYTES)
         return cf__err(err, CF_E_LIMIT, "%s: tile %llu: byte count %llu above the cap",
@@ -38,10 +38,10 @@ cf_status cf__cog_chunk(const cf_cog *cog, int ifdi, uint32_t cx, uint32_t cy,
     return CF_OK;
 }
 
-const char *cf__cog_chunk_where(const cf_cog *cog, const cf_chunk *c, char *buf,
+const char *cf__cog_chunk_where(const cf_cog *cog, const cf__chunk *c, char *buf,
                                 size_t n) {
-    const cf_tiff *t = cog->tiff;
-    const cf_tiff_ifd *ifd = &t->ifds[c->ifd];
+    const cf__tiff *t = cog->tiff;
+    const cf__tiff_ifd *ifd = &t->ifds[c->ifd];
     int level = -1, mask = 0;
     for (int l = 0; l < t->nlevels && level < 0; l++) {
         if (t->levels[l] == c->ifd) level = l;
@@ -61,9 +61,9 @@ const char *cf__cog_chunk_where(const cf_cog *cog, const cf_chunk *c, char *buf,
     return buf;
 }
 
-void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
-                          cf_codec_params *p) {
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[c->ifd];
+void cf__cog_chunk_params(const cf_cog *cog, const cf__chunk *c,
+                          cf__codec_params *p) {
+    const cf__tiff_ifd *ifd = &cog->tiff->ifds[c->ifd];
     memset(p, 0, sizeof *p);
     p->compression = ifd->compression;
     p->lerc_sub = (uint16_t)ifd->lerc_sub;
@@ -98,6 +98,6 @@ void cf__cog_chunk_params(const cf_cog *cog, const cf_chunk *c,
     memcpy(p->ref_bw, ifd->ref_bw, sizeof p->ref_bw);
 }
 
-cf_codec_ctx *cf__cog_ctx_get(cf_cog *cog) { return cf__pool_get(cog->pool); }
+cf__codec_ctx *cf__cog_ctx_get(cf_cog *cog) { return cf__pool_get(cog->pool); }
 
-void cf__cog_ctx_put(cf_cog *cog, cf_codec_ctx *ctx) { cf__pool_put(cog->pool, ctx); }
+void cf__cog_ctx_put(cf_cog *cog, cf__codec_ctx *ctx) { cf__pool_put(cog->pool, ctx); }

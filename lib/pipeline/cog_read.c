@@ -15,11 +15,11 @@
  * (the predictor tag does not apply to uncompressed data, as in libtiff):
  * whole-byte samples not widened or colour-converted, bits in the usual
  * order. */
-static int raw_usable(const cf_codec_params *p, uint64_t have, size_t need) {
+static int raw_usable(const cf__codec_params *p, uint64_t have, size_t need) {
     const uint16_t probe = 1;
     int host_be = *(const uint8_t *)&probe == 0;
     uint32_t samples, bits;
-    cf_codec_out_layout(p, &samples, &bits);
+    cf__codec_out_layout(p, &samples, &bits);
     return p->compression == CF_COMP_NONE && have >= need &&
            p->fill_order != 2 && bits == p->bits &&
            p->color == CF_COLOR_RAW &&
@@ -28,7 +28,7 @@ static int raw_usable(const cf_codec_params *p, uint64_t have, size_t need) {
 
 cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t y,
                                 uint32_t w, uint32_t h, const int *bands, int nb,
-                                uint8_t *dst, const uint8_t fill[CF__FILL_MAX], cf_chunk **out,
+                                uint8_t *dst, const uint8_t fill[CF__FILL_MAX], cf__chunk **out,
                                 size_t *nout, uint64_t *total, cf_error *err) {
     *out = NULL;
     *nout = 0;
@@ -42,7 +42,7 @@ cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t 
                        (unsigned long long)p.count);
     if (p.prefill) cf__cog_fill_samples(dst, (size_t)w * h * (size_t)nb, cf__cog_out_bps(cog, ifdi), fill);
     if (!p.count) return CF_OK;
-    cf_chunk *chunks = cf__calloc((size_t)p.count, sizeof *chunks);
+    cf__chunk *chunks = cf__calloc((size_t)p.count, sizeof *chunks);
     if (!chunks) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
     size_t nc = 0;
     cf_status st = CF_OK;
@@ -67,20 +67,20 @@ cf_status cf__cog_window_chunks(const cf_cog *cog, int ifdi, int64_t x, int64_t 
     return CF_OK;
 }
 
-int cf__cog_chunk_raw(const cf_cog *cog, const cf_chunk *c) {
-    cf_codec_params p;
+int cf__cog_chunk_raw(const cf_cog *cog, const cf__chunk *c) {
+    cf__codec_params p;
     cf__cog_chunk_params(cog, c, &p);
-    return raw_usable(&p, c->len, (size_t)cf_codec_chunk_bytes(&p));
+    return raw_usable(&p, c->len, (size_t)cf__codec_chunk_bytes(&p));
 }
 
 /* Decode compressed bytes of a chunk (codec parameters p, from
- * cf__cog_chunk_params) into dst (size of cf_codec_chunk_bytes); errors
+ * cf__cog_chunk_params) into dst (size of cf__codec_chunk_bytes); errors
  * name the file and tile. */
-static cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
-                                const cf_codec_params *p, const uint8_t *src,
+static cf_status cf__cog_decode(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c,
+                                const cf__codec_params *p, const uint8_t *src,
                                 size_t len, uint8_t *dst, size_t dst_len,
                                 cf_error *err) {
-    cf_status st = cf_codec_decode(ctx, p, src, len, dst, dst_len, err);
+    cf_status st = cf__codec_decode(ctx, p, src, len, dst, dst_len, err);
     if (st)
         cf__err_prefix(err, st, "%s: tile %llu (col %u, row %u%s) of IFD %d",
                        cog->name, (unsigned long long)c->index, c->cx, c->cy,
@@ -90,14 +90,14 @@ static cf_status cf__cog_decode(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *
 }
 
 /* Decode the first `rows` rows of fetched chunk c with ctx (rows: the
- * chunk's height, or cf_codec_stop_rows of it): *out is the context's
+ * chunk's height, or cf__codec_stop_rows of it): *out is the context's
  * buffer, or src for uncompressed host-order chunks (whole, not decoded). */
-static cf_status decode_rows(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+static cf_status decode_rows(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c,
                              const uint8_t *src, uint32_t rows, const uint8_t **out,
                              cf_error *err) {
-    cf_codec_params p;
+    cf__codec_params p;
     cf__cog_chunk_params(cog, c, &p);
-    size_t len = (size_t)cf_codec_chunk_bytes(&p);
+    size_t len = (size_t)cf__codec_chunk_bytes(&p);
     if (!len)
         return cf__err(err, CF_E_LIMIT, "%s: tile %u,%u too large", cog->name,
                        c->cx, c->cy);
@@ -108,21 +108,21 @@ static cf_status decode_rows(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
     }
     /* Every chunk of an IFD fits a full-height tile: the context's
      * buffer is sized for that, reused read after read (no fresh pages). */
-    cf_codec_params p0 = p;
+    cf__codec_params p0 = p;
     p0.height = cog->tiff->ifds[c->ifd].chunk_h;
-    uint64_t tile_bytes = cf_codec_chunk_bytes(&p0);
+    uint64_t tile_bytes = cf__codec_chunk_bytes(&p0);
     if (!tile_bytes || tile_bytes < len)
         return cf__err(err, CF_E_LIMIT, "%s: tile of %ux%u x %u samples too large",
                        cog->name, p0.width, p0.height, p0.samples);
     if (!ctx) return cf__err(err, CF_E_NOMEM, "%s: no codec context", cog->name);
-    uint8_t *tile = cf_codec_ctx_tile(ctx, (size_t)tile_bytes, err);
+    uint8_t *tile = cf__codec_ctx_tile(ctx, (size_t)tile_bytes, err);
     if (!tile) {
         return cf__err_prefix(err, CF_E_NOMEM, "%s", cog->name);
     }
     cf_status st;
     if (rows < p.height) {
         size_t part = (size_t)rows * (len / p.height);
-        st = cf_codec_decode_rows(ctx, &p, rows, src, (size_t)c->len, tile, part, err);
+        st = cf__codec_decode_rows(ctx, &p, rows, src, (size_t)c->len, tile, part, err);
         if (st)
             cf__err_prefix(err, st, "%s: strip %llu of IFD %d (its first %u rows)", cog->name,
                            (unsigned long long)c->index, cog->tiff->ifds[c->ifd].index, rows);
@@ -138,13 +138,13 @@ static cf_status decode_rows(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
     return st;
 }
 
-cf_status cf__cog_decode_chunk(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+cf_status cf__cog_decode_chunk(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c,
                                const uint8_t *src, const uint8_t **out,
                                cf_error *err) {
     return decode_rows(cog, ctx, c, src, UINT32_MAX, out, err);
 }
 
-cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c,
+cf_status cf__cog_decode_paste(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c,
                                const uint8_t *src, int64_t x, int64_t y, uint32_t w,
                                uint32_t h, const int *bands, int nb, uint8_t *dst,
                                int expand_bits, cf_error *err) {
@@ -154,8 +154,8 @@ cf_status cf__cog_decode_paste(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c
     return st;
 }
 
-void cf__cog_chunk_reqs(const cf_chunk *chunks, size_t n, uint8_t *buf,
-                        cf_range_req *reqs) {
+void cf__cog_chunk_reqs(const cf__chunk *chunks, size_t n, uint8_t *buf,
+                        cf__range_req *reqs) {
     size_t pos = 0;
     for (size_t i = 0; i < n; i++) {
         reqs[i].off = chunks[i].off;
@@ -170,7 +170,7 @@ void cf__cog_prefault(const cf_cog *cog, uint8_t *buf, size_t len) {
      * fresh pages in here, on the calling thread, so that the loop does
      * not pay every reader's page faults one after another (they were a
      * fifth of its time on uncompressed tiles). */
-    if (cog->src && cf_src_is_remote(cog->src))
+    if (cog->src && cf__src_is_remote(cog->src))
         for (size_t o = 0; o < len; o += 4096) buf[o] = 0;
 }
 
@@ -187,7 +187,7 @@ typedef struct rd_chunk {
  * the window's last row; a tile: all), and whether the window covers the
  * whole chunk (then no later window is likely to need it again: it is
  * not kept). */
-static uint32_t rows_needed(const cf_tiff_ifd *ifd, const cf_chunk *c, const cf_codec_params *p,
+static uint32_t rows_needed(const cf__tiff_ifd *ifd, const cf__chunk *c, const cf__codec_params *p,
                             int64_t x, int64_t y, uint32_t w, uint32_t h, int *covers) {
     cf__rect r;
     *covers = 0;
@@ -202,15 +202,15 @@ static uint32_t rows_needed(const cf_tiff_ifd *ifd, const cf_chunk *c, const cf_
 
 /* Fetch chunks[i] alone and decode its first rows into ctx's buffer
  * (a chunk whose claimer gave it up). */
-static cf_status fetch_one(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c, uint32_t rows,
+static cf_status fetch_one(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c, uint32_t rows,
                            uint8_t **buf, const uint8_t **out, cf_error *err) {
     const uint8_t *src = cog->mem ? cog->mem + c->off : NULL;
     *buf = NULL;
     if (!src) {
         *buf = cf__malloc((size_t)c->len);
         if (!*buf) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
-        cf_range_req rq = {.off = c->off, .len = c->len, .dst = *buf, .err = err};
-        cf_status st = cf_src_read(cog->src, &rq, 1, err);
+        cf__range_req rq = {.off = c->off, .len = c->len, .dst = *buf, .err = err};
+        cf_status st = cf__src_read(cog->src, &rq, 1, err);
         if (st) return cf__cog_fetch_failed(cog, st, err);
         src = *buf;
     }
@@ -226,12 +226,12 @@ static cf_status fetch_one(cf_cog *cog, cf_codec_ctx *ctx, const cf_chunk *c, ui
  * reader's own claims are published (chunk_cache.h's order, so no two
  * readers wait on each other).  A strip whose codec can stop early is
  * decoded only down to the window's last row when that is at most half
- * of it (cf_codec_decode_rows), and kept with that row count. */
+ * of it (cf__codec_decode_rows), and kept with that row count. */
 static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
                           uint32_t w, uint32_t h, const int *bands, int nb,
                           uint8_t *dst, int expand_bits, const uint8_t fill[CF__FILL_MAX],
                           cf_error *err) {
-    cf_chunk *chunks = NULL;
+    cf__chunk *chunks = NULL;
     size_t nreq = 0;
     uint64_t total = 0;
     cf_status st = cf__cog_window_chunks(cog, ifdi, x, y, w, h, bands, nb, dst, fill,
@@ -240,14 +240,14 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         free(chunks);
         return st;
     }
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
+    const cf__tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
     cf__ccache *cc = cog->src ? cf__io_read_cache(cog->io) : NULL;
     rd_chunk *rc = cf__calloc(nreq, sizeof *rc);
-    cf_chunk *fc = cf__calloc(nreq, sizeof *fc); /* the ones fetched */
-    cf_range_req *reqs = NULL; /* files only: in-memory chunks need none */
+    cf__chunk *fc = cf__calloc(nreq, sizeof *fc); /* the ones fetched */
+    cf__range_req *reqs = NULL; /* files only: in-memory chunks need none */
     uint8_t *fetched = NULL;
     void *gate = NULL; /* decode gate token (remote) */
-    cf_codec_ctx *ctx = NULL;
+    cf__codec_ctx *ctx = NULL;
     size_t nf = 0;
     uint64_t ftotal = 0;
     if (!rc || !fc) {
@@ -259,18 +259,18 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
 
     /* Plan each chunk: rows to decode, and what the cache holds of it. */
     for (size_t i = 0; i < nreq; i++) {
-        const cf_chunk *c = &chunks[i];
-        cf_codec_params p;
+        const cf__chunk *c = &chunks[i];
+        cf__codec_params p;
         cf__cog_chunk_params(cog, c, &p);
         int covers;
         uint32_t need = rows_needed(ifd, c, &p, x, y, w, h, &covers);
-        size_t len = (size_t)cf_codec_chunk_bytes(&p);
+        size_t len = (size_t)cf__codec_chunk_bytes(&p);
         /* Uncompressed host-order chunks are their own decoded form: kept
          * as fetched, and a strip's first rows are fetched alone. */
         int raw = len && raw_usable(&p, c->len, len);
         rc[i].rows = p.height;
-        if (len && !ifd->tiled && need * 2 <= p.height && cf_codec_can_stop(&p))
-            rc[i].rows = cf_codec_stop_rows(&p, need);
+        if (len && !ifd->tiled && need * 2 <= p.height && cf__codec_can_stop(&p))
+            rc[i].rows = cf__codec_stop_rows(&p, need);
         rc[i].found = CF__CC_NONE;
         if (cc && len && !covers) {
             const uint8_t *d = NULL;
@@ -304,14 +304,14 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
         }
         cf__cog_chunk_reqs(fc, nf, fetched, reqs);
         cf__cog_prefault(cog, fetched, (size_t)ftotal);
-        st = cf_src_read(cog->src, reqs, nf, err);
+        st = cf__src_read(cog->src, reqs, nf, err);
         if (st) {
             st = cf__cog_fetch_failed(cog, st, err);
             goto done;
         }
     }
-    /* Remote: at most one decoder per CPU, see cf_io_decode_enter. */
-    if (cog->src && cf_src_is_remote(cog->src)) gate = cf_io_decode_enter(cf_src_io(cog->src));
+    /* Remote: at most one decoder per CPU, see cf__io_decode_enter. */
+    if (cog->src && cf__src_is_remote(cog->src)) gate = cf__io_decode_enter(cf__src_io(cog->src));
     ctx = cf__cog_ctx_get(cog);
     if (!ctx) {
         st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
@@ -338,7 +338,7 @@ done:
             cf__cc_abandon(cc, rc[i].h);
             rc[i].h = NULL;
         }
-    cf_io_decode_leave(gate);
+    cf__io_decode_leave(gate);
     gate = NULL;
     free(fetched);
     free(reqs);
@@ -437,7 +437,7 @@ cf_status cf_cog_read_mask(cf_cog *cog, int level, int64_t x, int64_t y,
                        level);
     if (dst_size < (size_t)w * h)
         return cf__err(err, CF_E_ARG, "%s: mask buffer too small", cog->name);
-    const cf_tiff_ifd *m = &cog->tiff->ifds[mi];
+    const cf__tiff_ifd *m = &cog->tiff->ifds[mi];
     if (m->bits != 1 && m->bits != 8)
         return cf__err(err, CF_E_UNSUPPORTED, "%s: mask with %u bits per sample",
                        cog->name, m->bits);

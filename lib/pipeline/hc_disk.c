@@ -65,7 +65,7 @@
  * file system, no permission): its entries are still read. */
 typedef enum { DISK_UNCHECKED, DISK_READY, DISK_READ_ONLY, DISK_OFF } disk_state;
 
-struct cf_hc_disk {
+struct cf__hc_disk {
     pthread_mutex_t mu;
     disk_state state;
     char *dir;
@@ -78,8 +78,8 @@ struct cf_hc_disk {
     char why[800];       /* DISK_OFF: the sentence said on stderr */
 };
 
-cf_hc_disk *cf__hc_disk_new(const char *dir, uint64_t max_bytes) {
-    cf_hc_disk *d = cf__calloc(1, sizeof *d);
+cf__hc_disk *cf__hc_disk_new(const char *dir, uint64_t max_bytes) {
+    cf__hc_disk *d = cf__calloc(1, sizeof *d);
     if (!d) return NULL;
     if (!(d->dir = cf__strdup(dir))) {
         free(d);
@@ -92,7 +92,7 @@ cf_hc_disk *cf__hc_disk_new(const char *dir, uint64_t max_bytes) {
     return d;
 }
 
-void cf__hc_disk_free(cf_hc_disk *d) {
+void cf__hc_disk_free(cf__hc_disk *d) {
     if (!d) return;
     if (d->fd >= 0) close(d->fd);
     pthread_mutex_destroy(&d->mu);
@@ -102,8 +102,8 @@ void cf__hc_disk_free(cf_hc_disk *d) {
 
 /* ------------------------------------------------------------ folder */
 
-static void refuse(cf_hc_disk *d, const char *fmt, ...) CF__PRINTF(2, 3);
-static void refuse(cf_hc_disk *d, const char *fmt, ...) {
+static void refuse(cf__hc_disk *d, const char *fmt, ...) CF__PRINTF(2, 3);
+static void refuse(cf__hc_disk *d, const char *fmt, ...) {
     char name[CF__NAME_MAX], reason[400];
     cf__name_fit(d->dir, strlen(d->dir), name, sizeof name);
     va_list ap;
@@ -117,10 +117,10 @@ static void refuse(cf_hc_disk *d, const char *fmt, ...) {
     d->state = DISK_OFF;
 }
 
-static void scan(cf_hc_disk *d, int dfd);
+static void scan(cf__hc_disk *d, int dfd);
 
 /* Check the folder once (d->mu held). */
-static void open_folder(cf_hc_disk *d) {
+static void open_folder(cf__hc_disk *d) {
     char why[400];
     int fd = cf__hc_folder_open(d->dir, why, sizeof why);
     if (fd < 0) {
@@ -132,7 +132,7 @@ static void open_folder(cf_hc_disk *d) {
 }
 
 /* The folder's descriptor, or -1 when the disk cache is off. */
-static int ready(cf_hc_disk *d) {
+static int ready(cf__hc_disk *d) {
     pthread_mutex_lock(&d->mu);
     int first = d->state == DISK_UNCHECKED;
     if (first) open_folder(d);
@@ -145,7 +145,7 @@ static int ready(cf_hc_disk *d) {
     return fd;
 }
 
-const char *cf__hc_disk_why_off(cf_hc_disk *d) {
+const char *cf__hc_disk_why_off(cf__hc_disk *d) {
     pthread_mutex_lock(&d->mu);
     const char *w = d->state == DISK_OFF ? d->why : NULL;
     pthread_mutex_unlock(&d->mu);
@@ -164,7 +164,7 @@ static void hex(const uint8_t *b, size_t n, char *out) {
 }
 
 /* "<64 hex>.cfh" */
-static void entry_name(const cf_hc_key *k, char out[72]) {
+static void entry_name(const cf__hc_key *k, char out[72]) {
     hex(k->b, 32, out);
     memcpy(out + 64, ".cfh", 5);
 }
@@ -193,12 +193,12 @@ static int get_text(const uint8_t *b, size_t body, size_t *pos, uint32_t max,
 }
 
 /* Parse a checked entry file of n bytes; NULL when anything is off. */
-static cf_hc_entry *decode(const uint8_t *b, size_t n, const cf_hc_key *k) {
+static cf__hc_entry *decode(const uint8_t *b, size_t n, const cf__hc_key *k) {
     size_t body = n - HC_SUM, pos = 0;
     if (n < HC_FIXED + HC_SUM || memcmp(b, HC_MAGIC, 8) ||
         memcmp(b + 8, k->b, 32))
         return NULL;
-    cf_hc_entry *e = cf__hc_entry_new();
+    cf__hc_entry *e = cf__hc_entry_new();
     if (!e) return NULL;
     e->size = cf__rd64(b + 40, false);
     pos = 48;
@@ -238,7 +238,7 @@ static int read_all(int fd, uint8_t *b, size_t n) {
     return 1;
 }
 
-cf_hc_entry *cf__hc_disk_load(cf_hc_disk *d, const cf_hc_key *k) {
+cf__hc_entry *cf__hc_disk_load(cf__hc_disk *d, const cf__hc_key *k) {
     int dfd = ready(d);
     if (dfd < 0) return NULL;
     char name[72];
@@ -248,7 +248,7 @@ cf_hc_entry *cf__hc_disk_load(cf_hc_disk *d, const cf_hc_key *k) {
     int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return NULL;
     struct stat st;
-    cf_hc_entry *e = NULL;
+    cf__hc_entry *e = NULL;
     int corrupt = 0;
     /* One name only: a hard link (which O_NOFOLLOW does not see) gives
      * the file a second name the cache does not control. */
@@ -271,13 +271,13 @@ cf_hc_entry *cf__hc_disk_load(cf_hc_disk *d, const cf_hc_key *k) {
     return e;
 }
 
-static void account(cf_hc_disk *d, int dfd, uint64_t n);
+static void account(cf__hc_disk *d, int dfd, uint64_t n);
 
 /* A store failed with errno e: said once per io.  A folder that cannot
  * be written to at all (read-only file system, no permission) is not
  * tried again, and its entries are still read; a full disk or quota may
  * clear, so later stores try again (quietly). */
-static void store_failed(cf_hc_disk *d, int e) {
+static void store_failed(cf__hc_disk *d, int e) {
     int for_good = e == EROFS || e == EACCES || e == EPERM;
     pthread_mutex_lock(&d->mu);
     if (for_good && d->state == DISK_READY) d->state = DISK_READ_ONLY;
@@ -303,7 +303,7 @@ static void put_text(uint8_t *b, size_t *pos, const char *t, size_t len) {
     *pos += 4 + len;
 }
 
-void cf__hc_disk_store(cf_hc_disk *d, const cf_hc_key *k, const cf_hc_entry *e) {
+void cf__hc_disk_store(cf__hc_disk *d, const cf__hc_key *k, const cf__hc_entry *e) {
     size_t elen = e->etag ? strlen(e->etag) : 0,
            lmlen = e->last_modified ? strlen(e->last_modified) : 0;
     /* Without a validator a later process could not tell a changed
@@ -383,7 +383,7 @@ void cf__hc_disk_store(cf_hc_disk *d, const cf_hc_key *k, const cf_hc_entry *e) 
     free(b);
 }
 
-void cf__hc_disk_drop(cf_hc_disk *d, const cf_hc_key *k) {
+void cf__hc_disk_drop(cf__hc_disk *d, const cf__hc_key *k) {
     int dfd = ready(d);
     if (dfd < 0) return;
     char name[72];
@@ -428,7 +428,7 @@ static int kind_of(const char *s) {
 
 /* List the folder: count its entries' bytes and, past the cap, remove
  * the least recently used.  Called with d->listing set by the caller. */
-static void scan(cf_hc_disk *d, int dfd) {
+static void scan(cf__hc_disk *d, int dfd) {
     uid_t me = geteuid();
     int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
@@ -487,7 +487,7 @@ static void scan(cf_hc_disk *d, int dfd) {
 
 /* n bytes were written: list the folder again when the estimate passes
  * the cap, or every HC_SCAN_EVERY stores (other processes write too). */
-static void account(cf_hc_disk *d, int dfd, uint64_t n) {
+static void account(cf__hc_disk *d, int dfd, uint64_t n) {
     pthread_mutex_lock(&d->mu);
     d->bytes += n;
     d->stores++;

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-cf_hc_entry *cf__hc_entry_new(void) { return cf__calloc(1, sizeof(cf_hc_entry)); }
+cf__hc_entry *cf__hc_entry_new(void) { return cf__calloc(1, sizeof(cf__hc_entry)); }
 
-void cf__hc_entry_free(cf_hc_entry *e) {
+void cf__hc_entry_free(cf__hc_entry *e) {
     if (!e) return;
     for (size_t i = 0; i < e->nranges; i++) free(e->ranges[i].data);
     free(e->ranges);
@@ -19,7 +19,7 @@ void cf__hc_entry_free(cf_hc_entry *e) {
     free(e);
 }
 
-cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
+cf_status cf__hc_add_range(cf__hc_entry *e, uint64_t off, const uint8_t *data,
                            size_t len) {
     if (e->nranges >= HC_MAX_RANGES) {
         e->incomplete = 1;
@@ -27,7 +27,7 @@ cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
     }
     if (e->nranges == e->cap) {
         size_t cap = e->cap ? e->cap * 2 : 4;
-        cf_hc_range *r = cf__realloc(e->ranges, cap * sizeof *r);
+        cf__hc_range *r = cf__realloc(e->ranges, cap * sizeof *r);
         if (!r) {
             e->incomplete = 1;
             return CF_E_NOMEM;
@@ -41,7 +41,7 @@ cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
         return CF_E_NOMEM;
     }
     memcpy(d, data, len);
-    e->ranges[e->nranges++] = (cf_hc_range){off, len, d};
+    e->ranges[e->nranges++] = (cf__hc_range){off, len, d};
     e->bytes += len;
     return CF_OK;
 }

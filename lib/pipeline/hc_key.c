@@ -136,7 +136,7 @@ char *cf__hc_stable_url(const char *url, char *who, size_t n) {
     return out;
 }
 
-int cf__hc_key(const cf_src *src, cf_hc_key *out) {
+int cf__hc_key_of(const cf__src *src, cf__hc_key *out) {
     char who[600], qwho[600];
     const char *url = cf__src_cache_identity(src, who, sizeof who);
     if (!url) return 0;

@@ -14,17 +14,17 @@
 
 typedef struct hc_item {
     struct hc_item *next;
-    cf_hc_key key;
-    cf_hc_entry *e;
+    cf__hc_key key;
+    cf__hc_entry *e;
 } hc_item;
 
-typedef struct cf_hc_table {
+typedef struct cf__hc_table {
     pthread_mutex_t mu;
     pid_t pid;            /* the process that uses it (see table()) */
     hc_item *head; /* newest first */
     size_t bytes;
     int disk_made;        /* disk below was made from the io's options */
-    cf_hc_disk *disk;     /* NULL: no header_cache_dir (or no memory) */
+    cf__hc_disk *disk;     /* NULL: no header_cache_dir (or no memory) */
 } hc_table;
 
 #endif

@@ -40,7 +40,7 @@ int cf__ahead_take(cf__ahead *a, uint64_t off, cf__ahead_range *r) {
 }
 
 unsigned cf__ahead_plan(cf__ahead *a, uint64_t off, uint64_t len,
-                        cf_range_req *g) {
+                        cf__range_req *g) {
     /* A demand a whole number of strides after the last one doubles the
      * guesses when every guess of the last round was used (the chain went
      * on at that stride past them); when only some were, it keeps that
@@ -93,7 +93,7 @@ unsigned cf__ahead_plan(cf__ahead *a, uint64_t off, uint64_t len,
     return k;
 }
 
-void cf__ahead_keep(cf__ahead *a, cf_range_req *g, unsigned n) {
+void cf__ahead_keep(cf__ahead *a, cf__range_req *g, unsigned n) {
     for (unsigned i = 0; i < n; i++) {
         /* Room: the oldest guesses go first (they were not asked for). */
         while (a->nheld &&

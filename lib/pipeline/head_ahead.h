@@ -67,9 +67,9 @@ int cf__ahead_take(cf__ahead *a, uint64_t off, cf__ahead_range *r);
  * to fetch with it, as requests with their buffers allocated (dst; err
  * NULL), into g (room for CF__AHEAD_MAX_GUESSES).  Returns their count. */
 unsigned cf__ahead_plan(cf__ahead *a, uint64_t off, uint64_t len,
-                        cf_range_req *g);
+                        cf__range_req *g);
 /* The guesses came back: keep those that arrived (their buffers are a's
  * now), free the others'. */
-void cf__ahead_keep(cf__ahead *a, cf_range_req *g, unsigned n);
+void cf__ahead_keep(cf__ahead *a, cf__range_req *g, unsigned n);
 
 #endif

@@ -14,8 +14,8 @@
 
 #define HC_MEM_MAX ((size_t)256 << 20) /* bytes kept in memory per io */
 
-static cf_hc_entry *entry_copy(const cf_hc_entry *e, const char *etag) {
-    cf_hc_entry *c = cf__hc_entry_new();
+static cf__hc_entry *entry_copy(const cf__hc_entry *e, const char *etag) {
+    cf__hc_entry *c = cf__hc_entry_new();
     if (!c) return NULL;
     c->size = e->size;
     if (etag && !(c->etag = cf__strdup(etag))) goto fail;
@@ -38,7 +38,7 @@ fail:
  * folder opened afresh (its lock may be held too).  The parent's table
  * is left as it is in the child: never locked, never freed. */
 static hc_table *table(cf_io *io) {
-    cf_io_state *state = cf__io_state(io);
+    cf__io_state *state = cf__io_state_of(io);
     if (!state) return NULL;
     pid_t me = getpid();
     for (;;) {
@@ -59,38 +59,38 @@ static hc_table *table(cf_io *io) {
 }
 
 /* io's disk folder, NULL when there is none. */
-static cf_hc_disk *disk(cf_io *io, hc_table *t) {
+static cf__hc_disk *disk(cf_io *io, hc_table *t) {
     if (!t) return NULL;
     pthread_mutex_lock(&t->mu);
     if (!t->disk_made) {
-        const cf_io_options *o = cf_io_opts(io);
+        const cf_io_options *o = cf__io_opts(io);
         if (o->header_cache_dir && *o->header_cache_dir)
             t->disk = cf__hc_disk_new(o->header_cache_dir, o->header_cache_max_bytes);
         t->disk_made = 1;
     }
-    cf_hc_disk *d = t->disk;
+    cf__hc_disk *d = t->disk;
     pthread_mutex_unlock(&t->mu);
     return d;
 }
 
-static void mem_store(hc_table *t, const cf_hc_key *k, const cf_hc_entry *e,
+static void mem_store(hc_table *t, const cf__hc_key *k, const cf__hc_entry *e,
                       const char *etag);
-static void mem_drop(hc_table *t, const cf_hc_key *k);
+static void mem_drop(hc_table *t, const cf__hc_key *k);
 
-void cf__hc_forget(cf_io *io, const cf_src *src) {
-    cf_hc_key k;
-    if (!cf__hc_key(src, &k)) return;
+void cf__hc_forget(cf_io *io, const cf__src *src) {
+    cf__hc_key k;
+    if (!cf__hc_key_of(src, &k)) return;
     hc_table *t = table(io);
     mem_drop(t, &k);
-    cf_hc_disk *d = disk(io, t);
+    cf__hc_disk *d = disk(io, t);
     if (d) cf__hc_disk_drop(d, &k);
 }
 
-cf_hc_entry *cf__hc_lookup(cf_io *io, const cf_src *src) {
-    cf_hc_key k;
-    if (!cf__hc_key(src, &k)) return NULL;
+cf__hc_entry *cf__hc_lookup(cf_io *io, const cf__src *src) {
+    cf__hc_key k;
+    if (!cf__hc_key_of(src, &k)) return NULL;
     hc_table *t = table(io);
-    cf_hc_entry *found = NULL;
+    cf__hc_entry *found = NULL;
     if (t) {
         pthread_mutex_lock(&t->mu);
         for (hc_item *it = t->head; it; it = it->next)
@@ -100,7 +100,7 @@ cf_hc_entry *cf__hc_lookup(cf_io *io, const cf_src *src) {
             }
         pthread_mutex_unlock(&t->mu);
     }
-    cf_hc_disk *d = found ? NULL : disk(io, t);
+    cf__hc_disk *d = found ? NULL : disk(io, t);
     if (d) {
         found = cf__hc_disk_load(d, &k);
         if (found) mem_store(t, &k, found, found->etag); /* warm memory too */
@@ -108,18 +108,18 @@ cf_hc_entry *cf__hc_lookup(cf_io *io, const cf_src *src) {
     return found;
 }
 
-void cf__hc_store(cf_io *io, const cf_src *src, const cf_hc_entry *e,
+void cf__hc_store(cf_io *io, const cf__src *src, const cf__hc_entry *e,
                   const char *etag) {
     if (e->incomplete) {
         cf__hc_forget(io, src);
         return;
     }
-    cf_hc_key k;
-    if (!cf__hc_key(src, &k)) return;
+    cf__hc_key k;
+    if (!cf__hc_key_of(src, &k)) return;
     hc_table *t = table(io);
-    cf_hc_disk *d = etag || e->last_modified ? disk(io, t) : NULL;
+    cf__hc_disk *d = etag || e->last_modified ? disk(io, t) : NULL;
     if (d) {
-        cf_hc_entry *c = entry_copy(e, etag);
+        cf__hc_entry *c = entry_copy(e, etag);
         if (c) cf__hc_disk_store(d, &k, c);
         cf__hc_entry_free(c);
     }
@@ -128,7 +128,7 @@ void cf__hc_store(cf_io *io, const cf_src *src, const cf_hc_entry *e,
 
 const char *cf__hc_disk_refusal(cf_io *io) {
     hc_table *t = table(io);
-    cf_hc_disk *d = NULL;
+    cf__hc_disk *d = NULL;
     if (t) {
         pthread_mutex_lock(&t->mu);
         d = t->disk;
@@ -138,7 +138,7 @@ const char *cf__hc_disk_refusal(cf_io *io) {
 }
 
 /* Remove k's item from t, if any; t->mu held. */
-static void unlink_key(hc_table *t, const cf_hc_key *k) {
+static void unlink_key(hc_table *t, const cf__hc_key *k) {
     for (hc_item **pp = &t->head; *pp; pp = &(*pp)->next)
         if (!memcmp((*pp)->key.b, k->b, sizeof k->b)) {
             hc_item *old = *pp;
@@ -150,16 +150,16 @@ static void unlink_key(hc_table *t, const cf_hc_key *k) {
         }
 }
 
-static void mem_drop(hc_table *t, const cf_hc_key *k) {
+static void mem_drop(hc_table *t, const cf__hc_key *k) {
     if (!t) return;
     pthread_mutex_lock(&t->mu);
     unlink_key(t, k);
     pthread_mutex_unlock(&t->mu);
 }
 
-static void mem_store(hc_table *t, const cf_hc_key *k, const cf_hc_entry *e,
+static void mem_store(hc_table *t, const cf__hc_key *k, const cf__hc_entry *e,
                       const char *etag) {
-    cf_hc_entry *c = entry_copy(e, etag);
+    cf__hc_entry *c = entry_copy(e, etag);
     if (!t || !c || c->bytes > HC_MEM_MAX / 4) {
         cf__hc_entry_free(c);
         return;

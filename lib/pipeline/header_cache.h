@@ -18,39 +18,39 @@
 
 #include "../io/io.h"
 
-typedef struct cf_hc_range {
+typedef struct cf__hc_range {
     uint64_t off;
     size_t len;
     uint8_t *data;
-} cf_hc_range;
+} cf__hc_range;
 
-typedef struct cf_hc_entry {
+typedef struct cf__hc_entry {
     uint64_t size;
     char *etag;
     /* The object's Last-Modified when the header was read (NULL: none):
      * without a strong ETag it is what a later read is checked against
      * (If-Unmodified-Since), as lib/io/http.c does within one open. */
     char *last_modified;
-    cf_hc_range *ranges;
+    cf__hc_range *ranges;
     size_t nranges, cap;
     size_t bytes;
     int incomplete;       /* a range was left out (too many, or no memory):
                            * such an entry is never stored */
-} cf_hc_entry;
+} cf__hc_entry;
 
 /* Most ranges an entry keeps: a header more scattered is not cached. */
 #define HC_MAX_RANGES 64
 
-cf_hc_entry *cf__hc_entry_new(void);
-void cf__hc_entry_free(cf_hc_entry *e);
+cf__hc_entry *cf__hc_entry_new(void);
+void cf__hc_entry_free(cf__hc_entry *e);
 /* Append a copy of one header range.  Past HC_MAX_RANGES ranges (a header
  * too scattered to be worth keeping) or out of memory the range is left
  * out, the entry marked incomplete, and CF_E_LIMIT / CF_E_NOMEM returned:
  * recording for the cache never fails an open. */
-cf_status cf__hc_add_range(cf_hc_entry *e, uint64_t off, const uint8_t *data,
+cf_status cf__hc_add_range(cf__hc_entry *e, uint64_t off, const uint8_t *data,
                            size_t len);
 /* A private copy of the cached entry for src's object, or NULL. */
-cf_hc_entry *cf__hc_lookup(cf_io *io, const cf_src *src);
+cf__hc_entry *cf__hc_lookup(cf_io *io, const cf__src *src);
 /* Remember e (copied, with its last_modified) for src's object with the
  * given ETag (may be NULL); an incomplete entry is not stored, and one
  * already stored is dropped, so that every open does not copy and write
@@ -58,10 +58,10 @@ cf_hc_entry *cf__hc_lookup(cf_io *io, const cf_src *src);
  * stays in memory only: a later process could not tell a changed object
  * (no If-Match or If-Unmodified-Since to fail) and would read it with a
  * stale header. */
-void cf__hc_store(cf_io *io, const cf_src *src, const cf_hc_entry *e,
+void cf__hc_store(cf_io *io, const cf__src *src, const cf__hc_entry *e,
                   const char *etag);
 /* Drop src's entry from memory and disk (a stale one: the object changed). */
-void cf__hc_forget(cf_io *io, const cf_src *src);
+void cf__hc_forget(cf_io *io, const cf__src *src);
 /* Why io's on-disk cache is off ("header cache folder ... is writable by
  * others ..."), or NULL while it works or was never asked for.  The same
  * sentence went to stderr once when the folder was refused. */
@@ -70,12 +70,12 @@ const char *cf__hc_disk_refusal(cf_io *io);
 /* ---- between header_cache.c, hc_key.c and hc_disk.c ------------------ */
 
 /* SHA-256 of the key material: names disk entries and memory items. */
-typedef struct cf_hc_key {
+typedef struct cf__hc_key {
     uint8_t b[32];
-} cf_hc_key;
+} cf__hc_key;
 
 /* hc_key.c: src's key.  0 for a local file or out of memory. */
-int cf__hc_key(const cf_src *src, cf_hc_key *out);
+int cf__hc_key_of(const cf__src *src, cf__hc_key *out);
 /* The part of a request URL that names the object (exposed for tests):
  * the URL without its fragment and without the query parameters of a SAS
  * (sig=, se=, st=, ...) or a presigned URL (X-Amz-*, X-Goog-*, Signature
@@ -93,13 +93,13 @@ int cf__hc_folder_open(const char *dir, char *why, size_t n);
 
 /* hc_disk.c: the folder of one io (created on first use, from its
  * options); every call is thread-safe. */
-typedef struct cf_hc_disk cf_hc_disk;
-cf_hc_disk *cf__hc_disk_new(const char *dir, uint64_t max_bytes);
-void cf__hc_disk_free(cf_hc_disk *d);
-cf_hc_entry *cf__hc_disk_load(cf_hc_disk *d, const cf_hc_key *k);
-void cf__hc_disk_store(cf_hc_disk *d, const cf_hc_key *k,
-                       const cf_hc_entry *e);
-void cf__hc_disk_drop(cf_hc_disk *d, const cf_hc_key *k);
-const char *cf__hc_disk_why_off(cf_hc_disk *d);
+typedef struct cf__hc_disk cf__hc_disk;
+cf__hc_disk *cf__hc_disk_new(const char *dir, uint64_t max_bytes);
+void cf__hc_disk_free(cf__hc_disk *d);
+cf__hc_entry *cf__hc_disk_load(cf__hc_disk *d, const cf__hc_key *k);
+void cf__hc_disk_store(cf__hc_disk *d, const cf__hc_key *k,
+                       const cf__hc_entry *e);
+void cf__hc_disk_drop(cf__hc_disk *d, const cf__hc_key *k);
+const char *cf__hc_disk_why_off(cf__hc_disk *d);
 
 #endif

@@ -16,32 +16,32 @@
 /* Idle contexts kept per pool; more are freed when given back. */
 #define CF__POOL_MAX_IDLE 64
 
-typedef struct cf_ctx_pool {
+typedef struct cf__ctx_pool {
     pthread_mutex_t mu;
-    cf_codec_ctx *idle[CF__POOL_MAX_IDLE];
+    cf__codec_ctx *idle[CF__POOL_MAX_IDLE];
     int n;
-} cf_ctx_pool;
+} cf__ctx_pool;
 
-void cf__pool_init(cf_ctx_pool *p);
-void cf__pool_destroy(cf_ctx_pool *p);
+void cf__pool_init(cf__ctx_pool *p);
+void cf__pool_destroy(cf__ctx_pool *p);
 /* A context from the pool, or a new one (NULL when out of memory). */
-cf_codec_ctx *cf__pool_get(cf_ctx_pool *p);
-void cf__pool_put(cf_ctx_pool *p, cf_codec_ctx *ctx);
+cf__codec_ctx *cf__pool_get(cf__ctx_pool *p);
+void cf__pool_put(cf__ctx_pool *p, cf__codec_ctx *ctx);
 
-struct cf_hc_table;
+struct cf__hc_table;
 struct cf__ccache;
-typedef struct cf_io_state {
+typedef struct cf__io_state {
     /* This process's header cache (a forked child swaps in its own:
      * header_cache.c). */
-    _Atomic(struct cf_hc_table *) hc;
-    cf_ctx_pool pool;
+    _Atomic(struct cf__hc_table *) hc;
+    cf__ctx_pool pool;
     /* Decoded chunks of window reads (cf_io_options.cache_bytes), made on
      * first use; a forked child makes its own (cf__io_read_cache). */
     _Atomic(struct cf__ccache *) cc;
-} cf_io_state;
+} cf__io_state;
 
 /* The io's state, created on first use; NULL when out of memory. */
-cf_io_state *cf__io_state(cf_io *io);
+cf__io_state *cf__io_state_of(cf_io *io);
 
 /* The io's cache of decoded chunks for window reads, made on first use
  * within cf_io_options.cache_bytes; NULL when that is < 0 or out of
@@ -52,7 +52,7 @@ cf_io_state *cf__io_state(cf_io *io);
 struct cf__ccache *cf__io_read_cache(cf_io *io);
 
 /* hc_table.c */
-struct cf_hc_table *cf__hc_table_new(void);
-void cf__hc_table_free(struct cf_hc_table *t);
+struct cf__hc_table *cf__hc_table_new(void);
+void cf__hc_table_free(struct cf__hc_table *t);
 
 #endif

@@ -228,12 +228,12 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
 /* The most decoding one of cog's chunks at the loader's level can take
  * from the kits' budget (a full tile, a new codec context). */
 static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
-    cf_chunk c;
+    cf__chunk c;
     memset(&c, 0, sizeof c);
     c.ifd = cog->tiff->levels[ld->o.level];
-    cf_codec_params p;
+    cf__codec_params p;
     cf__cog_chunk_params(cog, &c, &p);
-    return cf_codec_ctx_growth(NULL, &p, cf_codec_chunk_bytes(&p), 0);
+    return cf__codec_ctx_growth(NULL, &p, cf__codec_chunk_bytes(&p), 0);
 }
 
 /* The source windows of a typical sample's warped inputs (file 0's, at

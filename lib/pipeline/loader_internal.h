@@ -78,18 +78,18 @@ typedef struct ld_worker {
     uint8_t *scratch;         /* raw member blocks, then one output plane */
     size_t scratch_bytes;
     /* One batch of chunks (read_parts): fetched together into buf. */
-    cf_chunk chunks[LD_PART_CHUNKS];
+    cf__chunk chunks[LD_PART_CHUNKS];
     int cpart[LD_PART_CHUNKS]; /* the part each chunk belongs to */
-    cf_range_req reqs[LD_PART_CHUNKS];
+    cf__range_req reqs[LD_PART_CHUNKS];
     cf_error errs[LD_PART_CHUNKS];
     void *claim[LD_PART_CHUNKS]; /* its chunk cache claim, or NULL */
     /* Chunks other readers claimed (chunk_cache.h), waited on once this
      * reader's own fetches are done; and those whose claimer gave up,
      * fetched by this reader. */
-    cf_chunk wchunks[LD_PART_CHUNKS];
+    cf__chunk wchunks[LD_PART_CHUNKS];
     int wpart[LD_PART_CHUNKS];
     void *wh[LD_PART_CHUNKS];
-    cf_chunk rchunks[LD_PART_CHUNKS];
+    cf__chunk rchunks[LD_PART_CHUNKS];
     int rpart[LD_PART_CHUNKS];
 } ld_worker;
 

@@ -9,7 +9,7 @@
  * alongside.  The parser keeps no suspended state (it restarts from the
  * top over the bytes it has), so a file waiting for bytes is only its
  * parser, its header-cache record and its read-ahead.  Its requests go to
- * the io loop with cf_src_submit; their completion puts the file on the
+ * the io loop with cf__src_submit; their completion puts the file on the
  * ready list; the calling thread parses each file as its bytes come and
  * sends that file's next round at once.  N files then cost about the
  * round trips of the slowest one, not the sum of all (issue 28: 27 files
@@ -39,11 +39,11 @@ typedef struct opener {
     cf_status st;
     cf_error *err;         /* req->err, or own_err */
     cf_error own_err;
-    cf_hc_entry *rec;      /* what goes to the header cache (remote) */
-    cf_tiff_parser *p;     /* NULL until the first read came */
+    cf__hc_entry *rec;      /* what goes to the header cache (remote) */
+    cf__tiff_parser *p;     /* NULL until the first read came */
     cf__ahead ah;
     uint64_t size;         /* the object's, once the first read came */
-    cf_range_req rq[1 + CF__AHEAD_MAX_GUESSES]; /* the round in flight */
+    cf__range_req rq[1 + CF__AHEAD_MAX_GUESSES]; /* the round in flight */
     unsigned k;            /* guesses sent with rq[0] */
     uint64_t round_bytes;  /* rq[0] and the guesses */
     uint64_t before;       /* the src's requests when the round was sent */
@@ -59,9 +59,9 @@ struct driver {
 };
 
 /* Completion of one request of a round: the io loop thread (remote) or
- * the calling thread inside cf_src_submit (local).  The last one of the
+ * the calling thread inside cf__src_submit (local).  The last one of the
  * round hands the file to the driver; nothing of it is touched after. */
-static void round_done(cf_range_req *r, void *user) {
+static void round_done(cf__range_req *r, void *user) {
     (void)r;
     opener *o = user;
     driver *d = o->d;
@@ -79,17 +79,17 @@ static void round_done(cf_range_req *r, void *user) {
 /* Send the first read of o's file.  1: done already (failed). */
 static int send_head(opener *o) {
     cf_cog *cog = o->cog;
-    const cf_io_options *io = cf_io_opts(cog->io);
+    const cf_io_options *io = cf__io_opts(cog->io);
     size_t first = io->header_bytes ? io->header_bytes : 65536;
     uint8_t *buf = cf__malloc(first);
     if (!buf) {
         o->st = cf__err(o->err, CF_E_NOMEM, "%s: out of memory", cog->name);
         return 1;
     }
-    o->rq[0] = (cf_range_req){.off = 0, .len = first, .dst = buf, .err = o->err};
+    o->rq[0] = (cf__range_req){.off = 0, .len = first, .dst = buf, .err = o->err};
     o->head = 1;
     o->pending = 1;
-    o->st = cf_src_submit_head(cog->src, &o->rq[0], round_done, o, o->err);
+    o->st = cf__src_submit_head(cog->src, &o->rq[0], round_done, o, o->err);
     if (o->st) {
         free(buf);
         return 1;
@@ -107,20 +107,20 @@ static cf_status took_head(opener *o) {
     if (!st) {
         cog->header_requests = 1;
         cog->header_bytes = got;
-        o->size = cf_src_size(cog->src);
-        o->p = cf_tiff_parser_new(o->size, cog->name);
+        o->size = cf__src_size(cog->src);
+        o->p = cf__tiff_parser_new(o->size, cog->name);
         if (!o->p) st = cf__err(o->err, CF_E_NOMEM, "%s: out of memory", cog->name);
     }
     if (!st) {
-        const cf_io_options *io = cf_io_opts(cog->io);
-        cf_tiff_parser_set_budget(o->p, io->header_memory_max);
-        st = cf_tiff_parser_add(o->p, 0, buf, got, o->err);
+        const cf_io_options *io = cf__io_opts(cog->io);
+        cf__tiff_parser_set_budget(o->p, io->header_memory_max);
+        st = cf__tiff_parser_add(o->p, 0, buf, got, o->err);
         /* Recording for the header cache may leave a range out (the entry
          * is then not stored); it never fails the open. */
         if (!st && o->rec) (void)cf__hc_add_range(o->rec, 0, buf, got);
         /* Remote chains of far-apart IFDs are read ahead (head_ahead.h);
          * a round stays within the in-flight limit, so within one wave. */
-        int guesses = cf_src_is_remote(cog->src) ? io->max_inflight - 1 : 0;
+        int guesses = cf__src_is_remote(cog->src) ? io->max_inflight - 1 : 0;
         cf__ahead_init(&o->ah, o->size, guesses > 0 ? (unsigned)guesses : 0);
     }
     free(buf);
@@ -131,11 +131,11 @@ static cf_status took_head(opener *o) {
  * guesses that arrived. */
 static cf_status took_round(opener *o) {
     cf_cog *cog = o->cog;
-    cf_range_req *r = &o->rq[0];
+    cf__range_req *r = &o->rq[0];
     cf_status st = r->status;
-    cog->header_requests += (uint32_t)(cf_src_requests(cog->src) - o->before);
+    cog->header_requests += (uint32_t)(cf__src_requests(cog->src) - o->before);
     cog->header_bytes += o->round_bytes;
-    if (!st) st = cf_tiff_parser_add(o->p, r->off, r->dst, (size_t)r->len, o->err);
+    if (!st) st = cf__tiff_parser_add(o->p, r->off, r->dst, (size_t)r->len, o->err);
     if (!st && o->rec) (void)cf__hc_add_range(o->rec, r->off, r->dst, (size_t)r->len);
     free(r->dst);
     r->dst = NULL;
@@ -152,7 +152,7 @@ static int parse_on(opener *o) {
     cf_status st;
     for (;;) {
         uint64_t off = 0, len = 0;
-        st = cf_tiff_parser_run(o->p, &cog->tiff, &off, &len, err);
+        st = cf__tiff_parser_run(o->p, &cog->tiff, &off, &len, err);
         if (st != CF__NEED_BYTES) break;
         if (off >= o->size) {
             st = cf__err(err, CF_E_FORMAT,
@@ -164,7 +164,7 @@ static int parse_on(opener *o) {
         }
         cf__ahead_range g;
         if (cf__ahead_take(&o->ah, off, &g)) { /* a guess that held */
-            st = cf_tiff_parser_add(o->p, g.off, g.data, g.len, err);
+            st = cf__tiff_parser_add(o->p, g.off, g.data, g.len, err);
             if (!st && o->rec) (void)cf__hc_add_range(o->rec, g.off, g.data, g.len);
             free(g.data);
             if (st) break;
@@ -181,8 +181,8 @@ static int parse_on(opener *o) {
             st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
             break;
         }
-        cf_range_req *rq = o->rq;
-        rq[0] = (cf_range_req){.off = off, .len = len, .dst = more, .err = err};
+        cf__range_req *rq = o->rq;
+        rq[0] = (cf__range_req){.off = off, .len = len, .dst = more, .err = err};
         unsigned k = cf__ahead_plan(&o->ah, off, len, rq + 1);
         uint64_t bytes = len;
         for (unsigned j = 1; j <= k; j++) bytes += rq[j].len;
@@ -194,9 +194,9 @@ static int parse_on(opener *o) {
          * dropped (its error goes nowhere: err NULL). */
         o->k = k;
         o->round_bytes = bytes;
-        o->before = cf_src_requests(cog->src);
+        o->before = cf__src_requests(cog->src);
         o->pending = 1 + (size_t)k;
-        st = cf_src_submit(cog->src, rq, 1 + k, round_done, o, err);
+        st = cf__src_submit(cog->src, rq, 1 + k, round_done, o, err);
         if (!st) return 0;
         for (unsigned j = 0; j <= k; j++) free(rq[j].dst);
         o->k = 0;
@@ -218,15 +218,15 @@ static int step(opener *o) {
 static void finish(opener *o) {
     cf_cog *cog = o->cog;
     if (o->p) {
-        cf_tiff_parser_free(o->p);
+        cf__tiff_parser_free(o->p);
         cf__ahead_free(&o->ah);
         if (!o->st && o->rec) {
-            o->rec->size = cf_src_size(cog->src);
+            o->rec->size = cf__src_size(cog->src);
             char lm[128];
-            cf_src_last_modified(cog->src, lm, sizeof lm);
+            cf__src_last_modified(cog->src, lm, sizeof lm);
             if (lm[0] && !(o->rec->last_modified = cf__strdup(lm)))
                 o->rec->incomplete = 1; /* no memory: not stored */
-            cf__hc_store(cog->io, cog->src, o->rec, cf_src_etag(cog->src));
+            cf__hc_store(cog->io, cog->src, o->rec, cf__src_etag(cog->src));
         }
     }
     cf__hc_entry_free(o->rec);
@@ -259,7 +259,7 @@ static int begin(opener *o, cf_io *io, const cf_open_options *opt) {
     o->st = cf__cog_open_begin(io, req->url, opt, &o->cog, &fetch, o->err);
     if (o->st || !fetch) return 1;
     /* No memory for the record: the file opens all the same, uncached. */
-    if (cf_src_is_remote(o->cog->src)) o->rec = cf__hc_entry_new();
+    if (cf__src_is_remote(o->cog->src)) o->rec = cf__hc_entry_new();
     return send_head(o);
 }
 
@@ -268,7 +268,7 @@ static int begin(opener *o, cf_io *io, const cf_open_options *opt) {
 static size_t slots(cf_io *io, size_t n) {
     cf_io_options def;
     cf_io_options_init(&def);
-    const cf_io_options *o = io ? cf_io_opts(io) : &def;
+    const cf_io_options *o = io ? cf__io_opts(io) : &def;
     uint64_t first = o->header_bytes ? o->header_bytes : 65536;
     uint64_t budget = o->header_memory_max ? o->header_memory_max
                                            : CF_HEADER_MEMORY_DEFAULT;

@@ -12,7 +12,7 @@
 
 void cf__cog_fill_value(const cf_cog *cog, uint8_t out[CF__FILL_MAX]) {
     memset(out, 0, CF__FILL_MAX);
-    const cf_tiff *t = cog->tiff;
+    const cf__tiff *t = cog->tiff;
     if (!t->has_nodata) return;
     double v = t->nodata;
     /* A complex sample's fill is the nodata value plus 0i. */
@@ -60,13 +60,13 @@ void cf__cog_fill_samples(uint8_t *dst, size_t n, size_t bps, const uint8_t v[CF
 /* Bytes of one delivered sample of IFD ifdi (1 for bits, which paste
  * expands to a byte). */
 size_t cf__cog_out_bps(const cf_cog *cog, int ifdi) {
-    cf_chunk c;
+    cf__chunk c;
     memset(&c, 0, sizeof c);
     c.ifd = ifdi;
-    cf_codec_params p;
+    cf__codec_params p;
     cf__cog_chunk_params(cog, &c, &p);
     uint32_t samples, bits;
-    cf_codec_out_layout(&p, &samples, &bits);
+    cf__codec_out_layout(&p, &samples, &bits);
     return bits >= 8 ? bits / 8u : 1;
 }
 
@@ -227,12 +227,12 @@ static void expand_bits_row(const uint8_t *src, size_t first, size_t n,
         d[i] = (src[(first + i) >> 3] >> (7 - ((first + i) & 7))) & 1 ? on : 0;
 }
 
-void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
+void cf__cog_paste(const cf_cog *cog, const cf__chunk *c, const uint8_t *chunk,
                    int64_t x, int64_t y, uint32_t w, uint32_t h,
                    const int *bands, int nbands, uint8_t *dst,
                    int expand_bits) {
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[c->ifd];
-    cf_codec_params p;
+    const cf__tiff_ifd *ifd = &cog->tiff->ifds[c->ifd];
+    cf__codec_params p;
     cf__cog_chunk_params(cog, c, &p);
     cf__rect in;
     if (!cf__plan_chunk_rect(ifd, c, x, y, w, h, &in)) return;
@@ -240,7 +240,7 @@ void cf__cog_paste(const cf_cog *cog, const cf_chunk *c, const uint8_t *chunk,
     const int64_t ix0 = in.x0, iy0 = in.y0, ix1 = in.x1, iy1 = in.y1;
     /* The decoded chunk's layout (widened depths, RGB(A) colours). */
     uint32_t osamp, obits;
-    cf_codec_out_layout(&p, &osamp, &obits);
+    cf__codec_out_layout(&p, &osamp, &obits);
     size_t spp = osamp;
     size_t n = (size_t)(ix1 - ix0);
     size_t row_bytes = ((size_t)p.width * spp * obits + 7) / 8;

@@ -16,14 +16,14 @@ const cf_crs *cf_cog_crs(const cf_cog *cog) { return cog ? cog->crs : NULL; }
 const char *cf_cog_crs_note(const cf_cog *cog) { return cog ? cog->crs_note : ""; }
 
 static void level_size(const cf_cog *cog, int level, uint32_t *w, uint32_t *h) {
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[cog->tiff->levels[level]];
+    const cf__tiff_ifd *ifd = &cog->tiff->ifds[cog->tiff->levels[level]];
     *w = ifd->width;
     *h = ifd->height;
 }
 
 cf_status cf_cog_grid(const cf_cog *cog, int level, cf_grid *out, cf_error *err) {
     if (!cog || !out) return cf__err(err, CF_E_ARG, "cf_cog_grid: NULL argument");
-    const cf_tiff *t = cog->tiff;
+    const cf__tiff *t = cog->tiff;
     if (level < 0 || level >= t->nlevels)
         return cf__err(err, CF_E_ARG, "%s: level %d does not exist (levels 0..%d)", cog->name,
                        level, t->nlevels - 1);
@@ -59,7 +59,7 @@ void cf__grid_fill(void *dst, size_t n, cf_dtype t, double v) {
 
 /* The source's CRS against the grid's: *xf stays NULL when they are the
  * same (an affine map). */
-static cf_status crs_pair(const cf_cog *cog, const cf_grid *g, cf_xform **xf, cf_error *err) {
+static cf_status crs_pair(const cf_cog *cog, const cf_grid *g, cf__xform **xf, cf_error *err) {
     *xf = NULL;
     if (!cog->crs && !g->crs) return CF_OK;
     if (!cog->crs)
@@ -107,8 +107,8 @@ static cf_status check_args(cf_cog *cog, const cf_grid *g, const cf_warp_options
 /* Read one chunk's source window and resample it into dst. */
 static cf_status read_chunk(cf_cog *cog, const cf__grid_plan *pl, size_t k, const int *bands,
                             int nb, void *dst, size_t row_stride, cf_error *err) {
-    const cf_warp_win *win = &pl->chunks[k].win;
-    const cf_warp_req *rq = &pl->chunks[k].rq;
+    const cf__warp_win *win = &pl->chunks[k].win;
+    const cf__warp_req *rq = &pl->chunks[k].rq;
     size_t bps = cf_dtype_size(cog->dtype);
     size_t npx = (size_t)win->w * win->h;
     size_t len = npx * (size_t)nb * bps;
@@ -138,8 +138,8 @@ void cf__grid_plan_free(cf__grid_plan *pl) {
 }
 
 cf_status cf__grid_plan_new(cf_cog *cog, const cf_grid *grid, const cf_warp_options *o, int nb,
-                            int xf_known, cf_xform *xf, cf__grid_plan *pl, cf_error *err) {
-    const cf_tiff *t = cog->tiff;
+                            int xf_known, cf__xform *xf, cf__grid_plan *pl, cf_error *err) {
+    const cf__tiff *t = cog->tiff;
     memset(pl, 0, sizeof *pl);
     cf_status st = CF_OK;
     if (!xf_known) {
@@ -163,18 +163,18 @@ cf_status cf__grid_plan_new(cf_cog *cog, const cf_grid *grid, const cf_warp_opti
     pl->level = level;
 
     /* Nodata: the file's unless overridden; the fill follows it. */
-    cf_warp_src *proto = &pl->proto;
+    cf__warp_src *proto = &pl->proto;
     proto->dtype = cog->dtype;
     proto->nbands = nb;
     if (o->src_nodata_set < 0) proto->has_nodata = t->has_nodata, proto->nodata = t->nodata;
     else if (o->src_nodata_set > 0) proto->has_nodata = 1, proto->nodata = o->src_nodata;
-    cf_warp_dst *out = &pl->out;
+    cf__warp_dst *out = &pl->out;
     out->band_stride = (size_t)grid->width * grid->height;
     if (o->dst_nodata_set < 0) out->has_nodata = proto->has_nodata, out->nodata = proto->nodata;
     else if (o->dst_nodata_set > 0) out->has_nodata = 1, out->nodata = o->dst_nodata;
     pl->fill = out->has_nodata ? out->nodata : 0;
 
-    cf_warp_req rq = {0};
+    cf__warp_req rq = {0};
     rq.rs = o->resampling;
     rq.level = level;
     rq.lw = sizes[level][0];
@@ -185,7 +185,7 @@ cf_status cf__grid_plan_new(cf_cog *cog, const cf_grid *grid, const cf_warp_opti
     rq.th = grid->height;
     /* GDAL's chunks, with its cost model and its 64 MiB limit. */
     size_t bps = cf_dtype_size(cog->dtype);
-    cf_warp_cost cost;
+    cf__warp_cost cost;
     cost.src_bits = 8.0 * bps * nb + (proto->has_nodata ? nb : 0) +
                     (t->mask_of_level[level] >= 0 ? 1 : 0);
     cost.dst_bits = 8.0 * bps * nb + (out->has_nodata ? nb : 0);
@@ -212,13 +212,13 @@ static void wrap_rows(const uint8_t *in, uint8_t *out, size_t rows, size_t w, si
 cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
                             const void *src_data, const uint8_t *valid, void *dst,
                             size_t row_stride, cf_error *err) {
-    const cf_warp_req *c = &pl->chunks[k].rq;
-    cf_warp_win win = pl->chunks[k].win;
+    const cf__warp_req *c = &pl->chunks[k].rq;
+    cf__warp_win win = pl->chunks[k].win;
     size_t bps = cf_dtype_size(cog->dtype);
-    cf_warp_src src = pl->proto;
+    cf__warp_src src = pl->proto;
     src.data = src_data;
     src.valid = valid;
-    cf_warp_dst part = pl->out;
+    cf__warp_dst part = pl->out;
     part.data = (uint8_t *)dst + ((size_t)c->ty * row_stride + (size_t)c->tx) * bps;
     part.row_stride = row_stride;
     uint8_t *ext = NULL, *extv = NULL;
@@ -274,8 +274,8 @@ cf_status cf_cog_read_grid(cf_cog *cog, const cf_grid *grid, const int *bands, i
     cf_warp_options defaults;
     cf_warp_options_init(&defaults);
     cf_warp_options *o = opt ? opt : &defaults;
-    const cf_tiff *t = cog->tiff;
-    const cf_tiff_ifd *ifd0 = &t->ifds[t->levels[0]];
+    const cf__tiff *t = cog->tiff;
+    const cf__tiff_ifd *ifd0 = &t->ifds[t->levels[0]];
     int nb = bands ? nbands : ifd0->samples;
     if (nb <= 0 || nb > CF_MAX_BANDS)
         return cf__err(err, CF_E_ARG, "%s: %d bands requested", cog->name, nb);

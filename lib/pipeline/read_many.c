@@ -63,7 +63,7 @@ typedef struct rm_tile {
 /* One (window, tile) need, before identical tiles are merged. */
 typedef struct rm_need {
     cf_cog *cog;
-    cf_chunk c;
+    cf__chunk c;
     rm_win *win;
 } rm_need;
 
@@ -80,8 +80,8 @@ typedef struct rm {
     cf_status first;           /* first failure, in window order */
     size_t first_at;
     cf_error *err;
-    cf_chunk *chunks;          /* per tile, in submission order */
-    cf_range_req *rr;
+    cf__chunk *chunks;          /* per tile, in submission order */
+    cf__range_req *rr;
     cf_error *errs;            /* per tile: completions may race */
 } rm;
 
@@ -138,7 +138,7 @@ static void push(rm *r, rm_tile *t) {
 }
 
 /* Runs on an io loop thread (remote) or the submitter (local). */
-static void on_fetched(cf_range_req *req, void *user) { push(user, req->user); }
+static void on_fetched(cf__range_req *req, void *user) { push(user, req->user); }
 
 static void *decoder(void *arg) {
     rm *r = arg;
@@ -155,7 +155,7 @@ static void *decoder(void *arg) {
         if (!r->head) r->tail = NULL;
         pthread_mutex_unlock(&r->mu);
 
-        const cf_chunk *c = &r->chunks[t->i];
+        const cf__chunk *c = &r->chunks[t->i];
         cf_error *e = &r->errs[t->i];
         cf_status st = t->batch ? r->rr[t->i].status : CF_OK;
         if (st != CF_OK) st = cf__cog_fetch_failed(t->cog, st, e);
@@ -193,7 +193,7 @@ static cf_status list_window(cf_read_req *q, size_t i, rm_need **needs, size_t *
     cf_status st = cf__cog_prepare_read(cog, q->level, q->x, q->y, q->w, q->h, q->bands,
                                         q->nbands, q->dst_size, all, &nb, &ifdi, fill, e);
     if (st) return st;
-    cf_chunk *chunks = NULL;
+    cf__chunk *chunks = NULL;
     size_t n = 0;
     uint64_t total = 0;
     st = cf__cog_window_chunks(cog, ifdi, q->x, q->y, q->w, q->h, all, nb, q->dst, fill,
@@ -261,7 +261,7 @@ static cf_status plan(rm *r, rm_need *needs, size_t nneeds, rm_tile **tiles_out,
     for (size_t k = 0; k < nneeds; k++) nt += !k || !same_tile(&needs[k - 1], &needs[k]);
     rm_tile *tiles = cf__calloc(nt, sizeof *tiles);
     rm_win **uses = cf__calloc(nneeds, sizeof *uses);
-    cf_chunk *by_tile = cf__calloc(nt, sizeof *by_tile);
+    cf__chunk *by_tile = cf__calloc(nt, sizeof *by_tile);
     r->chunks = cf__calloc(nt, sizeof *r->chunks);
     r->rr = cf__calloc(nt, sizeof *r->rr);
     r->errs = cf__calloc(nt, sizeof *r->errs);
@@ -339,7 +339,7 @@ static void submit_batch(rm *r, rm_tile *tiles, size_t t, size_t end, uint64_t t
     for (size_t k = t; k < end; k++) tiles[k].batch = b;
     /* Once this call succeeds the tiles belong to the decoders (the last
      * one frees the batch); on failure no callback ran. */
-    st = cf_src_submit(cog->src, &r->rr[t], end - t, on_fetched, r, &e);
+    st = cf__src_submit(cog->src, &r->rr[t], end - t, on_fetched, r, &e);
     if (st) fail_tiles(r, tiles, t, end, st, &e);
 }
 

@@ -15,7 +15,7 @@ uint32_t cf__plan_planes(const int *bands0, int nb, int *planes) {
 }
 
 /* Chunk i of the plan's grid: its column, row and band plane. */
-static void chunk_at(const cf__plan *p, const cf_tiff_ifd *ifd, uint64_t i, uint32_t *cx,
+static void chunk_at(const cf__plan *p, const cf__tiff_ifd *ifd, uint64_t i, uint32_t *cx,
                      uint32_t *cy, uint32_t *plane) {
     uint64_t per = (uint64_t)p->cols * p->rows, r = i % per;
     *cx = p->cx0 + (uint32_t)(r % p->cols);
@@ -25,7 +25,7 @@ static void chunk_at(const cf__plan *p, const cf_tiff_ifd *ifd, uint64_t i, uint
 
 void cf__plan_init(cf__plan *p, const cf_cog *cog, int ifdi, int64_t x, int64_t y,
                    uint32_t w, uint32_t h, const int *planes, uint32_t nplanes) {
-    const cf_tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
+    const cf__tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
     memset(p, 0, sizeof *p);
     p->cog = cog;
     p->ifdi = ifdi;
@@ -62,8 +62,8 @@ void cf__plan_init(cf__plan *p, const cf_cog *cog, int ifdi, int64_t x, int64_t 
     }
 }
 
-cf_status cf__plan_peek(cf__plan *p, cf_chunk *c, int *has, cf_error *err) {
-    const cf_tiff_ifd *ifd = &p->cog->tiff->ifds[p->ifdi];
+cf_status cf__plan_peek(cf__plan *p, cf__chunk *c, int *has, cf_error *err) {
+    const cf__tiff_ifd *ifd = &p->cog->tiff->ifds[p->ifdi];
     *has = 0;
     for (; p->next < p->count; p->next++) {
         uint32_t cx, cy, pl;
@@ -78,7 +78,7 @@ cf_status cf__plan_peek(cf__plan *p, cf_chunk *c, int *has, cf_error *err) {
     return CF_OK;
 }
 
-int cf__plan_chunk_rect(const cf_tiff_ifd *ifd, const cf_chunk *c, int64_t x, int64_t y,
+int cf__plan_chunk_rect(const cf__tiff_ifd *ifd, const cf__chunk *c, int64_t x, int64_t y,
                         uint32_t w, uint32_t h, cf__rect *r) {
     /* The chunk's pixels, clipped to the image (edge tiles are padded,
      * the last strip is short). */

@@ -53,13 +53,13 @@ void cf__plan_init(cf__plan *p, const cf_cog *cog, int ifdi, int64_t x, int64_t 
  * file's size; *has 0 when none is left.  Sparse chunks are passed over.
  * The cursor stays on it until cf__plan_take (a reader that cannot take
  * it into this batch of fetches peeks it again for the next one). */
-cf_status cf__plan_peek(cf__plan *p, cf_chunk *c, int *has, cf_error *err);
+cf_status cf__plan_peek(cf__plan *p, cf__chunk *c, int *has, cf_error *err);
 static inline void cf__plan_take(cf__plan *p) { p->next++; }
 
 /* Where chunk c of IFD ifd meets the window (x, y, w, h), in the IFD's
  * pixels (the chunk's own pixels start at cx * chunk_w, cy * chunk_h; the
  * window's at x, y).  0 when they do not meet. */
-int cf__plan_chunk_rect(const cf_tiff_ifd *ifd, const cf_chunk *c, int64_t x, int64_t y,
+int cf__plan_chunk_rect(const cf__tiff_ifd *ifd, const cf__chunk *c, int64_t x, int64_t y,
                         uint32_t w, uint32_t h, cf__rect *r);
 
 #endif

@@ -63,7 +63,7 @@ static cf_status footprint_grid(const cf_cog *img, const cf_crs *crs, const doub
     if (cf_crs_equivalent(img->crs, crs)) {
         cf_grid_bounds(&g, b);
     } else {
-        cf_xform *xf;
+        cf__xform *xf;
         st = cf__xform_new(img->crs, crs, &xf, err);
         if (st) return cf__err_prefix(err, st, "loader: image %s", img->name);
         enum { S = 21 };

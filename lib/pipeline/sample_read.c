@@ -32,7 +32,7 @@ typedef struct ld_wait {
     size_t left;
 } ld_wait;
 
-static void wait_cb(cf_range_req *r, void *user) {
+static void wait_cb(cf__range_req *r, void *user) {
     ld_wait *w = user;
     (void)r;
     pthread_mutex_lock(&w->mu);
@@ -52,10 +52,10 @@ static void part_begin(ld_part *p) {
 
 /* Bytes of chunk c decoded, as cf__cog_paste reads them: not the raw
  * chunk's byte count (a file may claim more bytes than the tile holds). */
-static size_t decoded_len(const cf_cog *cog, const cf_chunk *c) {
-    cf_codec_params cp;
+static size_t decoded_len(const cf_cog *cog, const cf__chunk *c) {
+    cf__codec_params cp;
     cf__cog_chunk_params(cog, c, &cp);
-    return cf_codec_chunk_bytes(&cp);
+    return cf__codec_chunk_bytes(&cp);
 }
 
 /* Give up the claims of chunks [from, k) of the batch (not read). */
@@ -88,7 +88,7 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
     memset(wk->reqs, 0, k * sizeof *wk->reqs);
     cf__cog_chunk_reqs(wk->chunks, k, buf.p, wk->reqs);
     for (size_t i = 0; i < k; i++) {
-        cf_range_req *r = &wk->reqs[i];
+        cf__range_req *r = &wk->reqs[i];
         r->err = &wk->errs[i];
         r->status = CF_E_IO;
         cf__err_clear(r->err);
@@ -102,7 +102,7 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
         size_t j = i;
         while (j < k && wk->cpart[j] == wk->cpart[i]) j++;
         cf_cog *cog = parts[wk->cpart[i]].cog;
-        cf_status s2 = cf_src_submit(cog->src, &wk->reqs[i], j - i, wait_cb,
+        cf_status s2 = cf__src_submit(cog->src, &wk->reqs[i], j - i, wait_cb,
                                      &wt, err);
         if (s2 != CF_OK) {
             /* Nothing of this run was submitted: no callbacks to wait. */
@@ -124,8 +124,8 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
     cf__kit *kit = NULL;
     for (size_t i = 0; i < k && st == CF_OK; i++) {
         ld_part *p = &parts[wk->cpart[i]];
-        const cf_chunk *c = &wk->chunks[i];
-        cf_range_req *r = &wk->reqs[i];
+        const cf__chunk *c = &wk->chunks[i];
+        cf__range_req *r = &wk->reqs[i];
         const uint8_t *chunk = NULL;
         if (r->status != CF_OK) {
             if (err) *err = *r->err;
@@ -175,7 +175,7 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
         size_t k = 0;
         uint64_t total = 0;
         while (k < LD_PART_CHUNKS) {
-            cf_chunk c;
+            cf__chunk c;
             int pi, retry = nr > 0;
             if (retry) {
                 c = wk->rchunks[nr - 1];
@@ -465,7 +465,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             in->part0 = *np;
             size_t bps = cf_dtype_size(p.dt);
             for (size_t k = 0; k < in->plan.n; k++) {
-                const cf_warp_chunk *c = &in->plan.chunks[k];
+                const cf__warp_chunk *c = &in->plan.chunks[k];
                 ld_part q = p;
                 q.level = c->rq.level;
                 q.x = c->win.x;

@@ -25,28 +25,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-struct cf_tiff_mdomain {
+struct cf__tiff_mdomain {
     char *name;          /* "" for the default domain */
     char **items;        /* "KEY=VALUE", NULL-terminated */
     int n, cap;
 };
 
 typedef struct mset {    /* the dataset's, or one band's */
-    struct cf_tiff_mdomain *dom;
+    struct cf__tiff_mdomain *dom;
     int ndom;
     char **names;        /* domain names, NULL-terminated (for listing) */
     char *description;
     char *unit;
 } mset;
 
-struct cf_tiff_meta {
+struct cf__tiff_meta {
     int nbands;
     mset *sets;          /* [0] the dataset, [1..nbands] the bands */
 };
 
-cf_tiff_meta *cf__meta_new(int nbands) {
+cf__tiff_meta *cf__meta_new(int nbands) {
     if (nbands < 0 || nbands > CF_MAX_BANDS) return NULL;
-    cf_tiff_meta *m = cf__calloc(1, sizeof *m);
+    cf__tiff_meta *m = cf__calloc(1, sizeof *m);
     if (!m) return NULL;
     m->sets = cf__calloc((size_t)nbands + 1, sizeof *m->sets);
     if (!m->sets) {
@@ -57,7 +57,7 @@ cf_tiff_meta *cf__meta_new(int nbands) {
     return m;
 }
 
-void cf_tiff_meta_free(cf_tiff_meta *m) {
+void cf__tiff_meta_free(cf__tiff_meta *m) {
     if (!m) return;
     for (int b = 0; b <= m->nbands; b++) {
         mset *s = &m->sets[b];
@@ -75,26 +75,26 @@ void cf_tiff_meta_free(cf_tiff_meta *m) {
     free(m);
 }
 
-static mset *set_of(const cf_tiff_meta *m, int band) {
+static mset *set_of(const cf__tiff_meta *m, int band) {
     return m && band >= 0 && band <= m->nbands ? &m->sets[band] : NULL;
 }
 
-static struct cf_tiff_mdomain *find_domain(const mset *s, const char *name) {
+static struct cf__tiff_mdomain *find_domain(const mset *s, const char *name) {
     for (int d = 0; d < s->ndom; d++)
         if (!strcmp(s->dom[d].name, name)) return &s->dom[d];
     return NULL;
 }
 
 static cf_status add_domain(mset *s, const char *name,
-                            struct cf_tiff_mdomain **out) {
-    struct cf_tiff_mdomain *nd =
+                            struct cf__tiff_mdomain **out) {
+    struct cf__tiff_mdomain *nd =
         cf__realloc(s->dom, (size_t)(s->ndom + 1) * sizeof *nd);
     if (!nd) return CF_E_NOMEM;
     s->dom = nd;
     char **nn = cf__realloc(s->names, (size_t)(s->ndom + 2) * sizeof *nn);
     if (!nn) return CF_E_NOMEM;
     s->names = nn;
-    struct cf_tiff_mdomain *d = &s->dom[s->ndom];
+    struct cf__tiff_mdomain *d = &s->dom[s->ndom];
     memset(d, 0, sizeof *d);
     d->name = cf__strdup(name);
     if (!d->name) return CF_E_NOMEM;
@@ -106,12 +106,12 @@ static cf_status add_domain(mset *s, const char *name,
     return CF_OK;
 }
 
-cf_status cf__meta_set(cf_tiff_meta *m, int band, const char *domain,
+cf_status cf__meta_set(cf__tiff_meta *m, int band, const char *domain,
                        const char *key, const char *value) {
     mset *s = set_of(m, band);
     if (!s || !key || !*key || !value) return CF_OK; /* nothing to keep */
     if (!domain) domain = "";
-    struct cf_tiff_mdomain *d = find_domain(s, domain);
+    struct cf__tiff_mdomain *d = find_domain(s, domain);
     if (!d && add_domain(s, domain, &d)) return CF_E_NOMEM;
     size_t kl = strlen(key), vl = strlen(value);
     char *item = cf__malloc(kl + vl + 2);
@@ -140,25 +140,25 @@ cf_status cf__meta_set(cf_tiff_meta *m, int band, const char *domain,
     return CF_OK;
 }
 
-const char *const *cf_tiff_meta_items(const cf_tiff_meta *m, int band,
+const char *const *cf__tiff_meta_items(const cf__tiff_meta *m, int band,
                                       const char *domain) {
     const mset *s = set_of(m, band);
     if (!s) return NULL;
-    const struct cf_tiff_mdomain *d = find_domain(s, domain ? domain : "");
+    const struct cf__tiff_mdomain *d = find_domain(s, domain ? domain : "");
     return d && d->n ? (const char *const *)d->items : NULL;
 }
 
-const char *const *cf_tiff_meta_domains(const cf_tiff_meta *m, int band) {
+const char *const *cf__tiff_meta_domains(const cf__tiff_meta *m, int band) {
     const mset *s = set_of(m, band);
     return s && s->ndom ? (const char *const *)s->names : NULL;
 }
 
-const char *cf_tiff_meta_description(const cf_tiff_meta *m, int band) {
+const char *cf__tiff_meta_description(const cf__tiff_meta *m, int band) {
     const mset *s = set_of(m, band);
     return s && s->description ? s->description : "";
 }
 
-const char *cf_tiff_meta_unit(const cf_tiff_meta *m, int band) {
+const char *cf__tiff_meta_unit(const cf__tiff_meta *m, int band) {
     const mset *s = set_of(m, band);
     return s && s->unit ? s->unit : "";
 }
@@ -297,7 +297,7 @@ static cf_status set_string(char **dst, const char *v) {
 }
 
 /* One <Item>: its start tag is [a, gt], its text [gt+1, close). */
-static cf_status apply_item(cf_tiff_meta *m, const char *a, const char *gt,
+static cf_status apply_item(cf__tiff_meta *m, const char *a, const char *gt,
                             const char *text, size_t tlen, double *scale,
                             double *offset) {
     int nomem = 0;
@@ -338,7 +338,7 @@ static cf_status apply_item(cf_tiff_meta *m, const char *a, const char *gt,
     return st;
 }
 
-cf_status cf__meta_gdal(cf_tiff_meta *m, const char *xml, double *scale,
+cf_status cf__meta_gdal(cf__tiff_meta *m, const char *xml, double *scale,
                         double *offset) {
     const char *s = strstr(xml, "<GDALMetadata");
     if (!s) return CF_OK; /* GDAL reads only this root element */

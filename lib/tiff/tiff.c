@@ -422,7 +422,7 @@ static cf_status per_sample(ctx *c, int i, int s, uint64_t spp, uint64_t def,
     return st;
 }
 
-static void set_comp_name(cf_tiff_ifd *o) {
+static void set_comp_name(cf__tiff_ifd *o) {
     const char *n = NULL;
     switch (o->compression) {
     case CF_COMP_NONE: n = "NONE"; break;
@@ -471,7 +471,7 @@ static cf_status tag_floats(ctx *c, int i, int s, uint64_t n, float *out) {
 
 /* Tags that say how samples are laid out or coloured, with libtiff's
  * defaults (tif_aux.c) where they are absent. */
-static cf_status parse_sample_tags(ctx *c, int i, cf_tiff_ifd *o) {
+static cf_status parse_sample_tags(ctx *c, int i, cf__tiff_ifd *o) {
     uint64_t v;
     TRY(cf__tiff_tag_u1(c, i, S_FILLORDER, 1, &v));
     o->fill_order = v == 2 ? 2 : 1; /* libtiff ignores other values */
@@ -507,7 +507,7 @@ static cf_status parse_sample_tags(ctx *c, int i, cf_tiff_ifd *o) {
     return tag_floats(c, i, S_REFBW, 6, o->ref_bw);
 }
 
-static cf_status parse_ifd(ctx *c, int i, cf_tiff_ifd *o) {
+static cf_status parse_ifd(ctx *c, int i, cf__tiff_ifd *o) {
     uint64_t v, w, h, spp;
     o->ifd_offset = c->ifds[i].off;
     TRY(cf__tiff_tag_u1(c, i, S_SUBFILE, 0, &v));
@@ -622,7 +622,7 @@ static cf_status parse_ifd(ctx *c, int i, cf_tiff_ifd *o) {
 /* Levels and the whole file                                            */
 /* ------------------------------------------------------------------ */
 
-static bool is_mask(const cf_tiff_ifd *d) {
+static bool is_mask(const cf__tiff_ifd *d) {
     return (d->subfile_type & 4) && d->photometric == 4 && d->samples == 1 &&
            (d->bits == 1 || d->bits == 8);
 }
@@ -634,7 +634,7 @@ static bool is_mask(const cf_tiff_ifd *d) {
 /* Levels and masks as GDAL finds them: level 0 is the first image IFD;
  * overviews and masks come from IFD 0's SubIFDs when it has any, else
  * from the rest of the main chain.  Other IFDs are pages, not read. */
-static cf_status build_levels(ctx *c, cf_tiff *t) {
+static cf_status build_levels(ctx *c, cf__tiff *t) {
     int l0 = -1;
     bool subs = false;
     for (int i = 0; i < t->nifds; i++) {
@@ -648,11 +648,11 @@ static cf_status build_levels(ctx *c, cf_tiff *t) {
     t->mask_of_level = cf__malloc((size_t)t->nifds * sizeof *t->mask_of_level);
     if (!t->levels || !t->mask_of_level)
         return cf__tiff_ferr(c, -1, CF_E_NOMEM, "out of memory");
-    const cf_tiff_ifd *b = &t->ifds[l0];
+    const cf__tiff_ifd *b = &t->ifds[l0];
     t->levels[0] = l0;
     t->nlevels = 1;
     for (int i = 0; i < t->nifds; i++) {
-        const cf_tiff_ifd *d = &t->ifds[i];
+        const cf__tiff_ifd *d = &t->ifds[i];
         if (i == l0 || (d->subfile_type & 5) != 1 || !d->sub != !subs)
             continue;
         if (d->samples != b->samples || d->bits != b->bits ||
@@ -674,10 +674,10 @@ static cf_status build_levels(ctx *c, cf_tiff *t) {
     }
     for (int l = 0; l < t->nlevels; l++) t->mask_of_level[l] = -1;
     for (int i = 0; i < t->nifds; i++) {
-        const cf_tiff_ifd *d = &t->ifds[i];
+        const cf__tiff_ifd *d = &t->ifds[i];
         if (!is_mask(d) || !d->sub != !subs) continue;
         for (int l = 0; l < t->nlevels; l++) {
-            const cf_tiff_ifd *lv = &t->ifds[t->levels[l]];
+            const cf__tiff_ifd *lv = &t->ifds[t->levels[l]];
             if (t->mask_of_level[l] < 0 && lv->width == d->width &&
                 lv->height == d->height) {
                 t->mask_of_level[l] = i;
@@ -688,7 +688,7 @@ static cf_status build_levels(ctx *c, cf_tiff *t) {
     return CF_OK;
 }
 
-static void free_ifd(cf_tiff_ifd *d) {
+static void free_ifd(cf__tiff_ifd *d) {
     free(d->offsets);
     free(d->counts);
     free(d->jpeg_tables);
@@ -699,13 +699,13 @@ static void free_ifd(cf_tiff_ifd *d) {
  * does not ends its list there, as GDAL stops at the first directory
  * libtiff cannot read: the rest of the main chain, or of IFD 0's SubIFDs,
  * is left out with a warning. */
-static cf_status parse_ifds(ctx *c, cf_tiff *t) {
+static cf_status parse_ifds(ctx *c, cf__tiff *t) {
     bool ended[2] = {false, false}; /* main chain, SubIFDs */
     size_t namelen = strlen(c->p->name);
     for (int i = 0; i < c->nifds; i++) {
         bool sub = c->ifds[i].sub;
         if (ended[sub]) continue;
-        cf_tiff_ifd *o = &t->ifds[t->nifds];
+        cf__tiff_ifd *o = &t->ifds[t->nifds];
         cf_error e1;
         memset(&e1, 0, sizeof e1);
         cf_error *saved = c->err;
@@ -737,11 +737,11 @@ static cf_status parse_ifds(ctx *c, cf_tiff *t) {
     return CF_OK;
 }
 
-static cf_status parse_all(ctx *c, cf_tiff **out) {
+static cf_status parse_all(ctx *c, cf__tiff **out) {
     TRY(walk(c));
     TRY(check_arrays(c));
     TRY(fetch_tag_data(c));
-    cf_tiff *t = cf__calloc(1, sizeof *t);
+    cf__tiff *t = cf__calloc(1, sizeof *t);
     if (!t) return cf__tiff_ferr(c, -1, CF_E_NOMEM, "out of memory");
     t->bigtiff = c->big;
     t->big_endian = c->be;
@@ -771,7 +771,7 @@ static cf_status parse_all(ctx *c, cf_tiff **out) {
         if (!t->warnings) st = cf__tiff_ferr(c, -1, CF_E_NOMEM, "out of memory");
     }
     if (st != CF_OK) {
-        cf_tiff_free(t);
+        cf__tiff_free(t);
         return st;
     }
     t->header_end = c->hdr_end;
@@ -783,8 +783,8 @@ static cf_status parse_all(ctx *c, cf_tiff **out) {
 /* Public API                                                           */
 /* ------------------------------------------------------------------ */
 
-cf_tiff_parser *cf_tiff_parser_new(uint64_t file_size, const char *name) {
-    cf_tiff_parser *p = cf__calloc(1, sizeof *p);
+cf__tiff_parser *cf__tiff_parser_new(uint64_t file_size, const char *name) {
+    cf__tiff_parser *p = cf__calloc(1, sizeof *p);
     if (!p) return NULL;
     p->file_size = file_size;
     p->budget = CF_HEADER_MEMORY_DEFAULT;
@@ -796,7 +796,7 @@ cf_tiff_parser *cf_tiff_parser_new(uint64_t file_size, const char *name) {
     return p;
 }
 
-void cf_tiff_parser_free(cf_tiff_parser *p) {
+void cf__tiff_parser_free(cf__tiff_parser *p) {
     if (!p) return;
     for (size_t i = 0; i < p->nr; i++) free(p->r[i].data);
     free(p->r);
@@ -804,18 +804,18 @@ void cf_tiff_parser_free(cf_tiff_parser *p) {
     free(p);
 }
 
-void cf_tiff_parser_set_size(cf_tiff_parser *p, uint64_t file_size) {
+void cf__tiff_parser_set_size(cf__tiff_parser *p, uint64_t file_size) {
     if (p) p->file_size = file_size;
 }
 
-void cf_tiff_parser_set_budget(cf_tiff_parser *p, uint64_t bytes) {
+void cf__tiff_parser_set_budget(cf__tiff_parser *p, uint64_t bytes) {
     if (p) p->budget = bytes ? bytes : CF_HEADER_MEMORY_DEFAULT;
 }
 
-cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
+cf_status cf__tiff_parser_add(cf__tiff_parser *p, uint64_t off,
                              const uint8_t *data, size_t len, cf_error *err) {
     if (!p || (!data && len))
-        return cf__err(err, CF_E_ARG, "cf_tiff_parser_add: bad argument");
+        return cf__err(err, CF_E_ARG, "cf__tiff_parser_add: bad argument");
     uint64_t end;
     if (!cf__add_u64(off, len, &end))
         return cf__err(err, CF_E_ARG, "%s: range at %llu overflows",
@@ -891,11 +891,11 @@ cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
     return CF_OK;
 }
 
-cf_status cf_tiff_parser_run(cf_tiff_parser *p, cf_tiff **out,
+cf_status cf__tiff_parser_run(cf__tiff_parser *p, cf__tiff **out,
                              uint64_t *need_off, uint64_t *need_len,
                              cf_error *err) {
     if (!p || !out || !need_off || !need_len)
-        return cf__err(err, CF_E_ARG, "cf_tiff_parser_run: bad argument");
+        return cf__err(err, CF_E_ARG, "cf__tiff_parser_run: bad argument");
     *out = NULL;
     *need_off = *need_len = 0;
     ctx c;
@@ -941,30 +941,30 @@ cf_status cf_tiff_parser_run(cf_tiff_parser *p, cf_tiff **out,
     return CF__NEED_BYTES;
 }
 
-cf_status cf_tiff_parse_memory(const uint8_t *data, size_t len,
-                               const char *name, cf_tiff **out, cf_error *err) {
+cf_status cf__tiff_parse_memory(const uint8_t *data, size_t len,
+                               const char *name, cf__tiff **out, cf_error *err) {
     if (!out || (!data && len))
-        return cf__err(err, CF_E_ARG, "cf_tiff_parse_memory: bad argument");
+        return cf__err(err, CF_E_ARG, "cf__tiff_parse_memory: bad argument");
     *out = NULL;
-    cf_tiff_parser *p = cf_tiff_parser_new(len, name);
+    cf__tiff_parser *p = cf__tiff_parser_new(len, name);
     if (!p) return cf__err(err, CF_E_NOMEM, "out of memory");
     /* Fed through the same protocol as remote files so that both paths
      * are exercised by the same tests and fuzzers. */
     size_t first = len < 65536 ? len : 65536;
-    cf_status st = cf_tiff_parser_add(p, 0, data, first, err);
+    cf_status st = cf__tiff_parser_add(p, 0, data, first, err);
     while (st == CF_OK) {
         uint64_t no, nl;
-        st = cf_tiff_parser_run(p, out, &no, &nl, err);
+        st = cf__tiff_parser_run(p, out, &no, &nl, err);
         if (st != CF__NEED_BYTES) break;
         if (no >= len) nl = 0;
         else if (nl > len - no) nl = len - no;
-        st = cf_tiff_parser_add(p, no, data + (nl ? no : 0), (size_t)nl, err);
+        st = cf__tiff_parser_add(p, no, data + (nl ? no : 0), (size_t)nl, err);
     }
-    cf_tiff_parser_free(p);
+    cf__tiff_parser_free(p);
     return st;
 }
 
-void cf_tiff_free(cf_tiff *t) {
+void cf__tiff_free(cf__tiff *t) {
     if (!t) return;
     for (int i = 0; i < t->nifds; i++) free_ifd(&t->ifds[i]);
     free(t->warnings);
@@ -973,14 +973,14 @@ void cf_tiff_free(cf_tiff *t) {
     free(t->mask_of_level);
     free(t->scale);
     free(t->offset);
-    cf_tiff_meta_free(t->meta);
+    cf__tiff_meta_free(t->meta);
     free(t->geokeys);
     free(t->geodoubles);
     free(t->geoascii);
     free(t);
 }
 
-const char *cf_tiff_compression_name(const cf_tiff_ifd *ifd) {
+const char *cf__tiff_compression_name(const cf__tiff_ifd *ifd) {
     if (!ifd) return "UNKNOWN";
     return ifd->comp_name[0] ? ifd->comp_name : "UNKNOWN";
 }

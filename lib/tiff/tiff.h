@@ -34,7 +34,7 @@ enum {
 enum { CF_LERC_NONE = 0, CF_LERC_DEFLATE = 1, CF_LERC_ZSTD = 2 };
 
 /* One image file directory, reduced to what reading needs. */
-typedef struct cf_tiff_ifd {
+typedef struct cf__tiff_ifd {
     uint64_t ifd_offset;
     uint32_t subfile_type;       /* NewSubfileType: 1 reduced, 4 mask */
     uint32_t width, height;
@@ -59,7 +59,7 @@ typedef struct cf_tiff_ifd {
     size_t jpeg_tables_len;
     uint32_t lerc_version;       /* LercParameters[0], 0 if absent */
     uint32_t lerc_sub;           /* LercParameters[1]: CF_LERC_* */
-    char comp_name[24];          /* what cf_tiff_compression_name returns */
+    char comp_name[24];          /* what cf__tiff_compression_name returns */
     /* How the samples are to be read (the codec layer acts on them). */
     uint16_t fill_order;         /* FillOrder: 1, or 2 (bits of each byte
                                     reversed) */
@@ -81,34 +81,34 @@ typedef struct cf_tiff_ifd {
      * can be read). */
     int ojpeg_status;
     char ojpeg_why[200];
-} cf_tiff_ifd;
+} cf__tiff_ifd;
 
 /* An image's metadata as GDAL presents it (meta.c): "KEY=VALUE" items by
  * domain ("" the default) for the dataset (band 0) and each band (1..),
  * band descriptions and units.  Lookups return NULL (or "") when there is
- * nothing; strings live as long as the cf_tiff_meta. */
-typedef struct cf_tiff_meta cf_tiff_meta;
-cf_tiff_meta *cf__meta_new(int nbands);
-void cf_tiff_meta_free(cf_tiff_meta *m);
+ * nothing; strings live as long as the cf__tiff_meta. */
+typedef struct cf__tiff_meta cf__tiff_meta;
+cf__tiff_meta *cf__meta_new(int nbands);
+void cf__tiff_meta_free(cf__tiff_meta *m);
 /* Set an item (a key set again replaces its value).  CF_E_NOMEM only. */
-cf_status cf__meta_set(cf_tiff_meta *m, int band, const char *domain,
+cf_status cf__meta_set(cf__tiff_meta *m, int band, const char *domain,
                        const char *key, const char *value);
 /* Apply the items of a GDAL_METADATA text as GDAL does; per-band scale
  * and offset (role "scale"/"offset") go to scale[b-1], offset[b-1]. */
-cf_status cf__meta_gdal(cf_tiff_meta *m, const char *xml, double *scale,
+cf_status cf__meta_gdal(cf__tiff_meta *m, const char *xml, double *scale,
                         double *offset);
-const char *const *cf_tiff_meta_items(const cf_tiff_meta *m, int band,
+const char *const *cf__tiff_meta_items(const cf__tiff_meta *m, int band,
                                       const char *domain);
-const char *const *cf_tiff_meta_domains(const cf_tiff_meta *m, int band);
-const char *cf_tiff_meta_description(const cf_tiff_meta *m, int band);
-const char *cf_tiff_meta_unit(const cf_tiff_meta *m, int band);
+const char *const *cf__tiff_meta_domains(const cf__tiff_meta *m, int band);
+const char *cf__tiff_meta_description(const cf__tiff_meta *m, int band);
+const char *cf__tiff_meta_unit(const cf__tiff_meta *m, int band);
 
 /* A parsed file: every IFD plus the GeoTIFF / GDAL metadata of the first. */
-typedef struct cf_tiff {
+typedef struct cf__tiff {
     int bigtiff, big_endian;
     uint64_t file_size;
     int nifds;
-    cf_tiff_ifd *ifds;           /* file order, owned */
+    cf__tiff_ifd *ifds;           /* file order, owned */
     /* Image levels: levels[0] = full resolution (first non-mask IFD),
      * then reduced-resolution non-mask IFDs with the same band layout, in
      * decreasing size.  mask_of_level[i] is the IFD index of the internal
@@ -138,33 +138,33 @@ typedef struct cf_tiff {
      * it cannot read, tiles past the end of the file): one a line, owned;
      * NULL when none. */
     char *warnings;
-    cf_tiff_meta *meta;          /* metadata of level 0, owned */
-} cf_tiff;
+    cf__tiff_meta *meta;          /* metadata of level 0, owned */
+} cf__tiff;
 
-typedef struct cf_tiff_parser cf_tiff_parser;
+typedef struct cf__tiff_parser cf__tiff_parser;
 
 /* `file_size` may be UINT64_MAX while unknown.  `name` (copied) prefixes
  * error messages. */
-cf_tiff_parser *cf_tiff_parser_new(uint64_t file_size, const char *name);
-void cf_tiff_parser_free(cf_tiff_parser *p);
+cf__tiff_parser *cf__tiff_parser_new(uint64_t file_size, const char *name);
+void cf__tiff_parser_free(cf__tiff_parser *p);
 /* Hand the parser bytes [off, off+len) of the file (copied).  Fails with
  * CF_E_LIMIT beyond CF_MAX_HEADER_BYTES in total. */
-cf_status cf_tiff_parser_add(cf_tiff_parser *p, uint64_t off,
+cf_status cf__tiff_parser_add(cf__tiff_parser *p, uint64_t off,
                              const uint8_t *data, size_t len, cf_error *err);
-void cf_tiff_parser_set_size(cf_tiff_parser *p, uint64_t file_size);
+void cf__tiff_parser_set_size(cf__tiff_parser *p, uint64_t file_size);
 /* Memory the parse may take: header bytes held plus the tile indexes
  * (16 bytes per tile or strip) and JPEGTables it builds (0: default
  * CF_HEADER_MEMORY_DEFAULT).  A file needing more fails with CF_E_LIMIT,
  * before its arrays are fetched when their sizes tell already. */
-void cf_tiff_parser_set_budget(cf_tiff_parser *p, uint64_t bytes);
-/* Parse.  CF_OK: *out is a new cf_tiff (free with cf_tiff_free).
+void cf__tiff_parser_set_budget(cf__tiff_parser *p, uint64_t bytes);
+/* Parse.  CF_OK: *out is a new cf__tiff (free with cf__tiff_free).
  * CF__NEED_BYTES: fetch [*need_off, *need_off + *need_len) and call
- * cf_tiff_parser_add, then again.  Anything else: error in err.
+ * cf__tiff_parser_add, then again.  Anything else: error in err.
  * Behaviour worth knowing:
  *  - The requested range is generous (>= 16 KiB, or all missing tag arrays
  *    of every IFD that lie within 1 MiB of each other) and clamped to the
  *    file size when known; a short response near EOF is fine as long as
- *    cf_tiff_parser_set_size is called.  Asking for the same first missing
+ *    cf__tiff_parser_set_size is called.  Asking for the same first missing
  *    byte twice in a row (nothing useful added) is a CF_E_FORMAT error, so
  *    a truncated file can never make the caller loop.
  *  - Any malformed or unsupported IFD in the chain fails the whole parse
@@ -172,20 +172,20 @@ void cf_tiff_parser_set_budget(cf_tiff_parser *p, uint64_t bytes);
  *    wins; entries with unknown type codes are skipped.
  *  - IFD entries and the chunk offset / byte count arrays of all IFDs
  *    must not share bytes (CF_E_FORMAT), and the whole parse must fit the
- *    memory budget (cf_tiff_parser_set_budget, CF_E_LIMIT).
+ *    memory budget (cf__tiff_parser_set_budget, CF_E_LIMIT).
  *  - GeoTIFF and GDAL tags are best effort: a malformed ModelPixelScale,
  *    GeoKeyDirectory (e.g. more keys than data), GDAL_NODATA or
  *    GDAL_METADATA is ignored, never an error; a non-finite geotransform is
  *    reported as absent. */
-cf_status cf_tiff_parser_run(cf_tiff_parser *p, cf_tiff **out,
+cf_status cf__tiff_parser_run(cf__tiff_parser *p, cf__tiff **out,
                              uint64_t *need_off, uint64_t *need_len,
                              cf_error *err);
 /* Convenience for a file held entirely in memory. */
-cf_status cf_tiff_parse_memory(const uint8_t *data, size_t len,
-                               const char *name, cf_tiff **out, cf_error *err);
-void cf_tiff_free(cf_tiff *t);
+cf_status cf__tiff_parse_memory(const uint8_t *data, size_t len,
+                               const char *name, cf__tiff **out, cf_error *err);
+void cf__tiff_free(cf__tiff *t);
 
 /* Name for a compression code ("DEFLATE", "LERC_ZSTD" needs the ifd). */
-const char *cf_tiff_compression_name(const cf_tiff_ifd *ifd);
+const char *cf__tiff_compression_name(const cf__tiff_ifd *ifd);
 
 #endif

@@ -11,7 +11,7 @@
 
 /* libtiff's size of uncompressed chunk k (TIFFVStripSize64 with the
  * strip's rows, TIFFTileSize64). */
-static uint64_t none_bytes(const cf_tiff_ifd *o, uint64_t k, uint64_t spc) {
+static uint64_t none_bytes(const cf__tiff_ifd *o, uint64_t k, uint64_t spc) {
     uint64_t rows = o->chunk_h;
     if (!o->tiled) {
         uint64_t row0 = (k % o->chunks_down) * o->chunk_h;
@@ -20,7 +20,7 @@ static uint64_t none_bytes(const cf_tiff_ifd *o, uint64_t k, uint64_t spc) {
     return cf__chunk_bytes(o->chunk_w, spc, o->bits, rows);
 }
 
-cf_status cf__tiff_parse_chunks(ctx *c, int i, cf_tiff_ifd *o) {
+cf_status cf__tiff_parse_chunks(ctx *c, int i, cf__tiff_ifd *o) {
     int so, sc;
     uint64_t cw, ch;
     /* As libtiff: the tile size makes a file tiled, and the offsets and

@@ -21,7 +21,7 @@ static bool all_finite(const double *v, int n) {
     return true;
 }
 
-cf_status cf__tiff_parse_geo(ctx *c, int i, cf_tiff *t) {
+cf_status cf__tiff_parse_geo(ctx *c, int i, cf__tiff *t) {
     double sc[3] = {0}, tp[6] = {0}, tr[16] = {0};
     uint64_t nsc = 0, ntp = 0, ntr = 0;
     cf_status st;
@@ -113,7 +113,7 @@ cf_status cf__tiff_parse_geo(ctx *c, int i, cf_tiff *t) {
     return CF_OK;
 }
 
-cf_status cf__tiff_parse_nodata(ctx *c, int i, cf_tiff *t) {
+cf_status cf__tiff_parse_nodata(ctx *c, int i, cf__tiff *t) {
     if (!cf__tiff_has(c, i, S_NODATA)) return CF_OK;
     char *s = NULL;
     cf_status st = cf__tiff_soft(c, cf__tiff_tag_text(c, i, S_NODATA, &s));
@@ -147,7 +147,7 @@ static const struct {
 /* Metadata of IFD i as GDAL gives it: the TIFF text tags, the raster
  * type, then GDAL_METADATA (whose band scale/offset go to t->scale and
  * t->offset).  Malformed tags are skipped, never an error. */
-cf_status cf__tiff_parse_meta(ctx *c, int i, cf_tiff *t, uint16_t spp) {
+cf_status cf__tiff_parse_meta(ctx *c, int i, cf__tiff *t, uint16_t spp) {
     t->meta = cf__meta_new(spp);
     if (!t->meta) return cf__tiff_ferr(c, -1, CF_E_NOMEM, "out of memory");
     cf_status st = CF_OK;

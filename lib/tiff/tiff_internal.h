@@ -31,7 +31,7 @@ typedef struct range {
     uint8_t *data;
 } range;
 
-struct cf_tiff_parser {
+struct cf__tiff_parser {
     uint64_t file_size; /* UINT64_MAX while unknown */
     char *name;
     range *r;           /* sorted by off, never overlapping or adjacent */
@@ -81,7 +81,7 @@ typedef struct rawifd {
 #define TIFF_WARN_MAX 2048
 
 typedef struct ctx {
-    cf_tiff_parser *p;
+    cf__tiff_parser *p;
     cf_error *err;
     bool be, big;
     uint64_t need_off, need_len;
@@ -107,8 +107,8 @@ int cf__tiff_slot_of(uint16_t tag);
 unsigned cf__tiff_type_size(uint16_t t);
 /* The bytes held at [off, off + len), NULL when not all are; the first
  * byte of [off, end) not held (end when all are). */
-const uint8_t *cf__tiff_known(const cf_tiff_parser *p, uint64_t off, uint64_t len);
-uint64_t cf__tiff_first_unknown(const cf_tiff_parser *p, uint64_t off, uint64_t end);
+const uint8_t *cf__tiff_known(const cf__tiff_parser *p, uint64_t off, uint64_t len);
+uint64_t cf__tiff_first_unknown(const cf__tiff_parser *p, uint64_t off, uint64_t end);
 /* What cf__tiff_get answers. */
 enum { G_OK, G_NEED, G_EOF };
 /* Point *out at bytes [off, off+len), or G_NEED with the range to fetch
@@ -142,10 +142,10 @@ cf_status cf__tiff_tag_data(ctx *c, int i, int s, uint64_t nvals, const uint8_t 
 
 /* tiff_chunks.c */
 /* The chunk offsets and byte counts of IFD i into o. */
-cf_status cf__tiff_parse_chunks(ctx *c, int i, cf_tiff_ifd *o);
+cf_status cf__tiff_parse_chunks(ctx *c, int i, cf__tiff_ifd *o);
 
 /* tiff_ojpeg.c: old-style JPEG's header and chunks of IFD i. */
-cf_status cf__tiff_parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o);
+cf_status cf__tiff_parse_ojpeg(ctx *c, int i, cf__tiff_ifd *o);
 
 /* Keep NEED_BYTES and memory errors, forget format errors of optional
  * tags. */
@@ -153,8 +153,8 @@ cf_status cf__tiff_soft(ctx *c, cf_status st);
 
 /* tiff_geo.c: GeoTIFF tags, GDAL_NODATA and GDAL_METADATA of IFD i, best
  * effort. */
-cf_status cf__tiff_parse_geo(ctx *c, int i, cf_tiff *t);
-cf_status cf__tiff_parse_nodata(ctx *c, int i, cf_tiff *t);
-cf_status cf__tiff_parse_meta(ctx *c, int i, cf_tiff *t, uint16_t spp);
+cf_status cf__tiff_parse_geo(ctx *c, int i, cf__tiff *t);
+cf_status cf__tiff_parse_nodata(ctx *c, int i, cf__tiff *t);
+cf_status cf__tiff_parse_meta(ctx *c, int i, cf__tiff *t, uint16_t spp);
 
 #endif

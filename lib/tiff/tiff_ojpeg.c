@@ -48,9 +48,9 @@ typedef struct oj_state {
     uint16_t sof_y, sof_x;
 } oj_state;
 
-static cf_status oj_refuse(cf_tiff_ifd *o, cf_status code, const char *fmt,
+static cf_status oj_refuse(cf__tiff_ifd *o, cf_status code, const char *fmt,
                            ...) CF__PRINTF(3, 4);
-static cf_status oj_refuse(cf_tiff_ifd *o, cf_status code, const char *fmt,
+static cf_status oj_refuse(cf__tiff_ifd *o, cf_status code, const char *fmt,
                            ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -89,7 +89,7 @@ static cf_status oj_bytes(ctx *c, uint64_t at, uint64_t n, uint64_t end,
  * ends between two markers before the SOS: so does this, with `more`
  * ([more[0], more[1]), strip 0; NULL when there is none), and *in_more
  * is then set: the SOS ends in strip 0. */
-static cf_status oj_walk(ctx *c, cf_tiff_ifd *o, oj_state *j, uint64_t start,
+static cf_status oj_walk(ctx *c, cf__tiff_ifd *o, oj_state *j, uint64_t start,
                          uint64_t end, const char *src, const uint64_t *more,
                          uint64_t *hdr_end, int *in_more) {
     uint64_t at = start;
@@ -200,7 +200,7 @@ static cf_status oj_walk(ctx *c, cf_tiff_ifd *o, oj_state *j, uint64_t start,
 /* The JPEGQTables, JPEGDCTables and JPEGACTables tags, as
  * OJPEGReadHeaderInfoSecTables*Table reads them: one file offset per
  * component, 0 or a repeat of the previous one meaning "same table". */
-static cf_status oj_tables(ctx *c, int i, cf_tiff_ifd *o, oj_state *j) {
+static cf_status oj_tables(ctx *c, int i, cf__tiff_ifd *o, oj_state *j) {
     static const int slot[3] = {S_JQTAB, S_JDCTAB, S_JACTAB};
     uint64_t fs = c->p->file_size;
     for (int t = 0; t < 3; t++) {
@@ -265,7 +265,7 @@ static uint8_t *oj_put(uint8_t *w, const void *d, size_t n) {
 }
 
 /* The header libtiff writes (OJPEGWriteStream*), SOF first. */
-static cf_status oj_header(ctx *c, int i, cf_tiff_ifd *o, const oj_state *j,
+static cf_status oj_header(ctx *c, int i, cf__tiff_ifd *o, const oj_state *j,
                            uint16_t ri) {
     size_t n = 2 + 19 + (ri ? 6 : 0) + 14;
     const oj_seg *all[12];
@@ -325,7 +325,7 @@ static cf_status oj_header(ctx *c, int i, cf_tiff_ifd *o, const oj_state *j,
     return CF_OK;
 }
 
-cf_status cf__tiff_parse_ojpeg(ctx *c, int i, cf_tiff_ifd *o) {
+cf_status cf__tiff_parse_ojpeg(ctx *c, int i, cf__tiff_ifd *o) {
     /* What GDAL reads: YCbCr through libtiff's RGBA interface; it refuses
      * other old-style JPEG ("only supported through RGBA interface"). */
     /* Tiles: libtiff's frame is one tile wide and as tall as the image's

@@ -77,7 +77,7 @@ static bool is_int_type(uint16_t t) {
 }
 
 /* Index of the last range starting at or before `off`, or -1. */
-static long find_range(const cf_tiff_parser *p, uint64_t off) {
+static long find_range(const cf__tiff_parser *p, uint64_t off) {
     size_t lo = 0, hi = p->nr;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -87,7 +87,7 @@ static long find_range(const cf_tiff_parser *p, uint64_t off) {
     return (long)lo - 1;
 }
 
-const uint8_t *cf__tiff_known(const cf_tiff_parser *p, uint64_t off,
+const uint8_t *cf__tiff_known(const cf__tiff_parser *p, uint64_t off,
                             uint64_t len) {
     long i = find_range(p, off);
     if (i < 0) return NULL;
@@ -97,7 +97,7 @@ const uint8_t *cf__tiff_known(const cf_tiff_parser *p, uint64_t off,
 }
 
 /* First byte of [off, end) that is not held (end when all are). */
-uint64_t cf__tiff_first_unknown(const cf_tiff_parser *p, uint64_t off,
+uint64_t cf__tiff_first_unknown(const cf__tiff_parser *p, uint64_t off,
                               uint64_t end) {
     long i = find_range(p, off);
     if (i < 0) return off;

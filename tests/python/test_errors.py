@@ -80,7 +80,7 @@ def test_builtin_bases():
 
 
 def check(e, cls, *, http=0, names=None):
-    """e is exactly cls, with the attributes cf_py_raise sets."""
+    """e is exactly cls, with the attributes cf__py_raise sets."""
     assert type(e) is cls, (type(e), e)
     assert isinstance(e, cogfeed.Error) and e.code is cls.code
     assert e.code == ROW[cls.__name__][1] and e.name == ROW[cls.__name__][2]

@@ -3,7 +3,7 @@
 
 - libuv's naming rule: `cf_` is public, `cf__` internal.  No function,
   type (typedef name, struct/union/enum tag) or file-scope variable defined
-  under lib/, python/*.[ch] or tools/*.[ch] carries the public prefix cf_
+  under lib/, python/*.[ch] or tools/*.[ch], tools/cli/*.[ch] carries the public prefix cf_
   unless include/cogfeed.h declares it.  A name that does is renamed by
   tools/seams/rename_internal.py (cf_x -> cf__x, every use).
 - One forwarding idiom: a failure is passed up with CF__TRY

@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cf_fetch: %s\n", err.msg);
         return 2;
     }
-    cf_src *src = NULL;
+    cf__src *src = NULL;
     const char *role = "main";
     int child_exit = -1; /* parent: the child's exit status after "fork" */
     char outbuf[4096];
@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
     if (!j) return 2;
     fprintf(j, "{\"ops\":[");
     int nops = 0;
-    cf_status st = cf_src_new(io, url, &src, &err);
+    cf_status st = cf__src_new(io, url, &src, &err);
     if (st != CF_OK) {
         fprintf(j, "{\"op\":\"new\",\"status\":%d,\"http_status\":%d,\"msg\":",
                 (int)st, err.http_status);
@@ -132,14 +132,14 @@ int main(int argc, char **argv) {
             size_t len = (size_t)strtoull(op + 5, NULL, 10);
             uint8_t *buf = malloc(len ? len : 1);
             size_t got = 0;
-            st = cf_src_read_head(src, buf, len, &got, &err);
+            st = cf__src_read_head(src, buf, len, &got, &err);
             if (st == CF_OK) append_out(outp, buf, got);
             free(buf);
             fprintf(j, "{\"op\":\"head\",\"got\":%zu,", got);
         } else if (strncmp(op, "read:", 5) == 0) {
             size_t n = 1;
             for (const char *c = op + 5; *c; c++) n += *c == ',';
-            cf_range_req *r = calloc(n, sizeof *r);
+            cf__range_req *r = calloc(n, sizeof *r);
             const char *c = op + 5;
             size_t total = 0;
             for (size_t k = 0; k < n; k++) {
@@ -150,7 +150,7 @@ int main(int argc, char **argv) {
                 total += r[k].len;
                 c = *e ? e + 1 : e;
             }
-            st = cf_src_read(src, r, n, &err);
+            st = cf__src_read(src, r, n, &err);
             fprintf(j, "{\"op\":\"read\",\"n\":%zu,\"bytes\":%zu,\"req_status\":[",
                     n, total);
             for (size_t k = 0; k < n; k++) {
@@ -163,7 +163,7 @@ int main(int argc, char **argv) {
         } else if (strncmp(op, "assume:", 7) == 0) {
             char *e;
             uint64_t size = strtoull(op + 7, &e, 10);
-            cf_src_assume(src, size, *e == ':' ? e + 1 : NULL);
+            cf__src_assume(src, size, *e == ':' ? e + 1 : NULL);
             st = CF_OK;
             fprintf(j, "{\"op\":\"assume\",");
         } else if (strncmp(op, "inflight:", 9) == 0) {
@@ -200,13 +200,13 @@ int main(int argc, char **argv) {
     cf_io_get_stats(io, &s);
     fprintf(j, "],\"role\":\"%s\",\"child_exit\":%d,", role, child_exit);
     if (src) {
-        uint64_t size = cf_src_size(src);
+        uint64_t size = cf__src_size(src);
         fprintf(j, "\"size\":%" PRId64 ",\"etag\":",
                 size == UINT64_MAX ? (int64_t)-1 : (int64_t)size);
-        json_str(j, cf_src_etag(src) ? cf_src_etag(src) : "");
+        json_str(j, cf__src_etag(src) ? cf__src_etag(src) : "");
         fprintf(j, ",\"name\":");
-        json_str(j, cf_src_name(src));
-        fprintf(j, ",\"requests\":%" PRIu64 ",", cf_src_requests(src));
+        json_str(j, cf__src_name(src));
+        fprintf(j, ",\"requests\":%" PRIu64 ",", cf__src_requests(src));
     }
     fprintf(j,
             "\"stats\":{\"requests\":%" PRIu64 ",\"retries\":%" PRIu64
@@ -219,7 +219,7 @@ int main(int argc, char **argv) {
     fputs(jbuf, stdout);
     free(jbuf);
     fflush(stdout);
-    cf_src_free(src);
+    cf__src_free(src);
     cf_io_free(io);
     return 0;
 }

@@ -3,7 +3,7 @@
  * with an encoder at hand (libdeflate, zstd, liblerc, libwebp, libjpeg, a
  * libtiff-style LZW encoder and a PackBits encoder written here), the
  * predictors against forward implementations for every bit depth and both
- * file byte orders, and the parameter checks of cf_codec_decode.
+ * file byte orders, and the parameter checks of cf__codec_decode.
  */
 #include "codec/codec.h"
 #include "codec/codec_internal.h"
@@ -40,9 +40,9 @@ static int all_zero(const uint8_t *p, size_t n) {
     return 1;
 }
 
-static cf_codec_params params(uint16_t comp, uint16_t bits, uint32_t w,
+static cf__codec_params params(uint16_t comp, uint16_t bits, uint32_t w,
                               uint32_t h, uint32_t spp) {
-    cf_codec_params p;
+    cf__codec_params p;
     memset(&p, 0, sizeof p);
     p.compression = comp;
     p.predictor = 1;
@@ -171,18 +171,18 @@ static void fill(uint8_t *p, size_t n, int mode) {
 
 /* The LZW stream enc[0..n) decodes to want[0..len) as a 1-row chunk, into a
  * buffer of exactly len bytes (a write past it fails under ASan). */
-static int lzw_decodes_exact(cf_codec_ctx *ctx, const uint8_t *enc, size_t n,
+static int lzw_decodes_exact(cf__codec_ctx *ctx, const uint8_t *enc, size_t n,
                              const uint8_t *want, size_t len) {
     cf_error err;
-    cf_codec_params p = params(5, 8, (uint32_t)len, 1, 1);
+    cf__codec_params p = params(5, 8, (uint32_t)len, 1, 1);
     uint8_t *exact = malloc(len);
-    int ok = exact && cf_codec_decode(ctx, &p, enc, n, exact, len, &err) == CF_OK &&
+    int ok = exact && cf__codec_decode(ctx, &p, enc, n, exact, len, &err) == CF_OK &&
              memcmp(want, exact, len) == 0;
     free(exact);
     return ok;
 }
 
-static void test_lzw(cf_codec_ctx *ctx) {
+static void test_lzw(cf__codec_ctx *ctx) {
     cf_error err;
     size_t cap = 1 << 20;
     uint8_t *in = malloc(cap), *enc = malloc(2 * cap + 64), *out = malloc(cap);
@@ -195,9 +195,9 @@ static void test_lzw(cf_codec_ctx *ctx) {
         int sw;
         size_t n = lzw_encode(in, len, enc, 0, 1, &sw);
         saw_switch_at_end |= sw;
-        cf_codec_params p = params(5, 8, (uint32_t)len, 1, 1);
+        cf__codec_params p = params(5, 8, (uint32_t)len, 1, 1);
         memset(out, 0xee, len);
-        cf_status st = cf_codec_decode(ctx, &p, enc, n, out, len, &err);
+        cf_status st = cf__codec_decode(ctx, &p, enc, n, out, len, &err);
         if (st != CF_OK || memcmp(in, out, len)) fails++;
     }
     CHECK(fails == 0);
@@ -209,8 +209,8 @@ static void test_lzw(cf_codec_ctx *ctx) {
             size_t len = 256 * 1024;
             fill(in, len, mode);
             size_t n = lzw_encode(in, len, enc, no_clear, 1, NULL);
-            cf_codec_params p = params(5, 8, 1024, 256, 1);
-            CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+            cf__codec_params p = params(5, 8, 1024, 256, 1);
+            CHECK(cf__codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
             CHECK(memcmp(in, out, len) == 0);
         }
 
@@ -241,32 +241,32 @@ static void test_lzw(cf_codec_ctx *ctx) {
     /* missing EOI: decodes; data after EOI: ignored */
     fill(in, 5000, 0);
     size_t n = lzw_encode(in, 5000, enc, 0, 0, NULL);
-    cf_codec_params p = params(5, 8, 100, 50, 1);
-    CHECK(cf_codec_decode(ctx, &p, enc, n, out, 5000, &err) == CF_OK);
+    cf__codec_params p = params(5, 8, 100, 50, 1);
+    CHECK(cf__codec_decode(ctx, &p, enc, n, out, 5000, &err) == CF_OK);
     CHECK(memcmp(in, out, 5000) == 0);
     n = lzw_encode(in, 5000, enc, 0, 1, NULL);
     memset(enc + n, 0xa5, 64);
-    CHECK(cf_codec_decode(ctx, &p, enc, n + 64, out, 5000, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, enc, n + 64, out, 5000, &err) == CF_OK);
     CHECK(memcmp(in, out, 5000) == 0);
     /* more data than the chunk holds: output stops at the chunk size */
     fill(in, 6000, 0);
     n = lzw_encode(in, 6000, enc, 0, 1, NULL);
-    CHECK(cf_codec_decode(ctx, &p, enc, n, out, 5000, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, enc, n, out, 5000, &err) == CF_OK);
     CHECK(memcmp(in, out, 5000) == 0);
 
     /* truncated: error, output zeroed */
     n = lzw_encode(in, 5000, enc, 0, 1, NULL);
     memset(out, 0x77, 5000);
-    CHECK(cf_codec_decode(ctx, &p, enc, n / 2, out, 5000, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, enc, n / 2, out, 5000, &err) == CF_E_CODEC);
     CHECK(all_zero(out, 5000));
     CHECK(strstr(err.msg, "LZW") != NULL);
     /* a 1-byte strip */
     uint8_t one = 0x80;
     memset(out, 0x77, 5000);
-    CHECK(cf_codec_decode(ctx, &p, &one, 1, out, 5000, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, &one, 1, out, 5000, &err) == CF_E_CODEC);
     CHECK(all_zero(out, 5000));
     /* empty input */
-    CHECK(cf_codec_decode(ctx, &p, NULL, 0, out, 5000, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, NULL, 0, out, 5000, &err) == CF_E_CODEC);
     /* a code far beyond the table: CLEAR, 'A', then 600 */
     lzw_enc e = {enc, 0, 0, 0, 0, 9};
     put_code(&e, 256);
@@ -275,7 +275,7 @@ static void test_lzw(cf_codec_ctx *ctx) {
     put_code(&e, 257);
     lzw_flush(&e);
     p = params(5, 8, 4, 1, 1);
-    CHECK(cf_codec_decode(ctx, &p, enc, e.n, out, 4, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, enc, e.n, out, 4, &err) == CF_E_CODEC);
     CHECK(strstr(err.msg, "beyond") != NULL);
     /* KwKwK: CLEAR, 'A', 258 -> "AAA" */
     e = (lzw_enc){enc, 0, 0, 0, 0, 9};
@@ -285,14 +285,14 @@ static void test_lzw(cf_codec_ctx *ctx) {
     put_code(&e, 257);
     lzw_flush(&e);
     p = params(5, 8, 3, 1, 1);
-    CHECK(cf_codec_decode(ctx, &p, enc, e.n, out, 3, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, enc, e.n, out, 3, &err) == CF_OK);
     CHECK(memcmp(out, "AAA", 3) == 0);
     /* first code after CLEAR must be a literal */
     e = (lzw_enc){enc, 0, 0, 0, 0, 9};
     put_code(&e, 256);
     put_code(&e, 258);
     lzw_flush(&e);
-    CHECK(cf_codec_decode(ctx, &p, enc, e.n, out, 3, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, enc, e.n, out, 3, &err) == CF_E_CODEC);
     /* old-style LZW (LSB-first, late widening) round trips too, with the
      * table reset and without */
     lzw_old_style = 1;
@@ -301,16 +301,16 @@ static void test_lzw(cf_codec_ctx *ctx) {
         fill(in, len, mode);
         n = lzw_encode(in, len, enc, mode == 2, 1, NULL);
         CHECK(enc[0] == 0 && (enc[1] & 1));
-        cf_codec_params q = params(5, 8, 256, 256, 1);
-        CHECK(cf_codec_decode(ctx, &q, enc, n, out, len, &err) == CF_OK);
+        cf__codec_params q = params(5, 8, 256, 256, 1);
+        CHECK(cf__codec_decode(ctx, &q, enc, n, out, len, &err) == CF_OK);
         CHECK(memcmp(in, out, len) == 0);
     }
     int old_fails = 0;
     for (size_t len = 1; len < 1100; len += 3) {
         fill(in, len, 1);
         n = lzw_encode(in, len, enc, 0, 1, NULL);
-        cf_codec_params q = params(5, 8, (uint32_t)len, 1, 1);
-        if (cf_codec_decode(ctx, &q, enc, n, out, len, &err) != CF_OK ||
+        cf__codec_params q = params(5, 8, (uint32_t)len, 1, 1);
+        if (cf__codec_decode(ctx, &q, enc, n, out, len, &err) != CF_OK ||
             memcmp(in, out, len))
             old_fails++;
     }
@@ -320,47 +320,47 @@ static void test_lzw(cf_codec_ctx *ctx) {
     p = params(5, 1, 13, 7, 1); /* 2 bytes per row */
     fill(in, 14, 1);
     n = lzw_encode(in, 14, enc, 0, 1, NULL);
-    CHECK(cf_codec_chunk_bytes(&p) == 14);
-    CHECK(cf_codec_decode(ctx, &p, enc, n, out, 14, &err) == CF_OK);
+    CHECK(cf__codec_chunk_bytes(&p) == 14);
+    CHECK(cf__codec_decode(ctx, &p, enc, n, out, 14, &err) == CF_OK);
     CHECK(memcmp(in, out, 14) == 0);
     free(in);
     free(enc);
     free(out);
 }
 
-static void test_packbits(cf_codec_ctx *ctx) {
+static void test_packbits(cf__codec_ctx *ctx) {
     cf_error err;
     uint8_t in[4096], enc[8192], out[4096];
     for (int mode = 0; mode < 3; mode++) {
         fill(in, sizeof in, mode);
         size_t n = packbits_encode(in, sizeof in, enc);
-        cf_codec_params p = params(32773, 8, 64, 64, 1);
-        CHECK(cf_codec_decode(ctx, &p, enc, n, out, sizeof out, &err) == CF_OK);
+        cf__codec_params p = params(32773, 8, 64, 64, 1);
+        CHECK(cf__codec_decode(ctx, &p, enc, n, out, sizeof out, &err) == CF_OK);
         CHECK(memcmp(in, out, sizeof in) == 0);
     }
-    cf_codec_params p = params(32773, 8, 4, 1, 1);
+    cf__codec_params p = params(32773, 8, 4, 1, 1);
     /* -128 is a no-op; a repeat run past the output end is cut */
     uint8_t s1[] = {0x80, 0xfd, 'x', 0xff, 'y'};
-    CHECK(cf_codec_decode(ctx, &p, s1, sizeof s1, out, 4, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, s1, sizeof s1, out, 4, &err) == CF_OK);
     CHECK(memcmp(out, "xxxx", 4) == 0);
     /* literal run past the end of the input */
     uint8_t s2[] = {0x05, 'a', 'b'};
     memset(out, 0x55, 4);
-    CHECK(cf_codec_decode(ctx, &p, s2, sizeof s2, out, 4, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, s2, sizeof s2, out, 4, &err) == CF_E_CODEC);
     CHECK(all_zero(out, 4));
     /* literal run past the end of the output: cut */
     uint8_t s3[] = {0x05, 'a', 'b', 'c', 'd', 'e', 'f'};
-    CHECK(cf_codec_decode(ctx, &p, s3, sizeof s3, out, 4, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, s3, sizeof s3, out, 4, &err) == CF_OK);
     CHECK(memcmp(out, "abcd", 4) == 0);
     /* repeat with nothing to repeat; input shorter than the chunk */
     uint8_t s4[] = {0x01, 'a', 'b', 0xfe};
-    CHECK(cf_codec_decode(ctx, &p, s4, sizeof s4, out, 4, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, s4, sizeof s4, out, 4, &err) == CF_E_CODEC);
     uint8_t s5[] = {0x01, 'a', 'b'};
-    CHECK(cf_codec_decode(ctx, &p, s5, sizeof s5, out, 4, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, s5, sizeof s5, out, 4, &err) == CF_E_CODEC);
     CHECK(strstr(err.msg, "PACKBITS") != NULL);
 }
 
-static void test_deflate_zstd(cf_codec_ctx *ctx) {
+static void test_deflate_zstd(cf__codec_ctx *ctx) {
     cf_error err;
     size_t len = 256 * 256 * 2;
     uint8_t *in = malloc(len), *enc = malloc(2 * len + 1024),
@@ -369,17 +369,17 @@ static void test_deflate_zstd(cf_codec_ctx *ctx) {
     struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
     for (int adobe = 0; adobe < 2; adobe++) {
         size_t n = libdeflate_zlib_compress(c, in, len, enc, 2 * len + 1024);
-        cf_codec_params p = params(adobe ? 8 : 32946, 16, 256, 256, 1);
-        CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+        cf__codec_params p = params(adobe ? 8 : 32946, 16, 256, 256, 1);
+        CHECK(cf__codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
         CHECK(memcmp(in, out, len) == 0);
         /* truncated */
         memset(out, 1, len);
-        CHECK(cf_codec_decode(ctx, &p, enc, n / 2, out, len, &err) ==
+        CHECK(cf__codec_decode(ctx, &p, enc, n / 2, out, len, &err) ==
               CF_E_CODEC);
         CHECK(all_zero(out, len));
         /* short: stream of fewer bytes than the chunk */
         size_t m = libdeflate_zlib_compress(c, in, len - 2, enc, 2 * len);
-        CHECK(cf_codec_decode(ctx, &p, enc, m, out, len, &err) == CF_E_CODEC);
+        CHECK(cf__codec_decode(ctx, &p, enc, m, out, len, &err) == CF_E_CODEC);
         /* A stream of more than the chunk (a bomb, or a last strip written
          * with all its RowsPerStrip rows) gives its first bytes and stops
          * there, as libtiff reads it. */
@@ -387,42 +387,42 @@ static void test_deflate_zstd(cf_codec_ctx *ctx) {
         memcpy(big + len, in, len);
         m = libdeflate_zlib_compress(c, big, 4 * len, enc, 2 * len);
         memset(out, 1, len);
-        CHECK(cf_codec_decode(ctx, &p, enc, m, out, len, &err) == CF_OK);
+        CHECK(cf__codec_decode(ctx, &p, enc, m, out, len, &err) == CF_OK);
         CHECK(memcmp(in, out, len) == 0);
         memset(big, 0, 4 * len);
         /* bytes after the stream's end are ignored, as libtiff ignores them */
         n = libdeflate_zlib_compress(c, in, len, enc, 2 * len + 1024);
         memcpy(enc + n, "\x13\x37junk", 6);
-        CHECK(cf_codec_decode(ctx, &p, enc, n + 6, out, len, &err) == CF_OK);
+        CHECK(cf__codec_decode(ctx, &p, enc, n + 6, out, len, &err) == CF_OK);
         CHECK(memcmp(in, out, len) == 0);
         /* garbage */
-        CHECK(cf_codec_decode(ctx, &p, in, 100, out, len, &err) == CF_E_CODEC);
+        CHECK(cf__codec_decode(ctx, &p, in, 100, out, len, &err) == CF_E_CODEC);
     }
     libdeflate_free_compressor(c);
 
     size_t n = ZSTD_compress(enc, 2 * len + 1024, in, len, 3);
-    cf_codec_params p = params(50000, 32, 128, 128, 2);
-    CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+    cf__codec_params p = params(50000, 32, 128, 128, 2);
+    CHECK(cf__codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
     CHECK(memcmp(in, out, len) == 0);
-    CHECK(cf_codec_decode(ctx, &p, enc, n - 5, out, len, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, enc, n - 5, out, len, &err) == CF_E_CODEC);
     CHECK(all_zero(out, len));
     size_t m = ZSTD_compress(enc, 2 * len, big, 4 * len, 3);
-    CHECK(cf_codec_decode(ctx, &p, enc, m, out, len, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, enc, m, out, len, &err) == CF_E_CODEC);
     CHECK(strstr(err.msg, "more than") != NULL);
     m = ZSTD_compress(enc, 2 * len, in, len / 2, 3);
-    CHECK(cf_codec_decode(ctx, &p, enc, m, out, len, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, enc, m, out, len, &err) == CF_E_CODEC);
     /* ZSTD with 1-bit data */
     p = params(50000, 1, 16, 4, 1);
     m = ZSTD_compress(enc, 2 * len, in, 8, 3);
-    CHECK(cf_codec_decode(ctx, &p, enc, m, out, 8, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, enc, m, out, 8, &err) == CF_OK);
     CHECK(memcmp(in, out, 8) == 0);
 
     /* NONE: exact copy, short input is an error, extra bytes ignored */
     p = params(1, 8, 100, 10, 1);
-    CHECK(cf_codec_decode(ctx, &p, in, 1000, out, 1000, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, in, 1000, out, 1000, &err) == CF_OK);
     CHECK(memcmp(in, out, 1000) == 0);
-    CHECK(cf_codec_decode(ctx, &p, in, 1001, out, 1000, &err) == CF_OK);
-    CHECK(cf_codec_decode(ctx, &p, in, 999, out, 1000, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, in, 1001, out, 1000, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, in, 999, out, 1000, &err) == CF_E_CODEC);
     CHECK(all_zero(out, 1000));
     free(in);
     free(enc);
@@ -482,7 +482,7 @@ static uint32_t ref_half(uint16_t h) {
     return sign | u;
 }
 
-static void test_predictors(cf_codec_ctx *ctx) {
+static void test_predictors(cf__codec_ctx *ctx) {
     cf_error err;
     uint32_t w = 37;
     const uint32_t h = 5, wmax = 133; /* odd widths: edge tiles keep full width */
@@ -509,17 +509,17 @@ static void test_predictors(cf_codec_ctx *ctx) {
                 forward_pred2(vals, file, w, h, spp, bytes, be);
                 size_t n = libdeflate_zlib_compress(c, file, len, enc,
                                                     wmax * h * 64 + 1024);
-                cf_codec_params p = params(32946, (uint16_t)(bytes * 8), w, h, spp);
+                cf__codec_params p = params(32946, (uint16_t)(bytes * 8), w, h, spp);
                 p.predictor = 2;
                 p.big_endian = be;
-                CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+                CHECK(cf__codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
                 int bad = 0;
                 for (size_t i = 0; i < nv; i++)
                     if (load_native(out + i * bytes, bytes) != vals[i]) bad++;
                 CHECK(bad == 0);
                 /* the same bytes without predictor are only swapped */
                 p.predictor = 1;
-                CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+                CHECK(cf__codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
                 bad = 0;
                 for (size_t i = 0; i < nv; i++) {
                     uint64_t v = 0;
@@ -539,13 +539,13 @@ static void test_predictors(cf_codec_ctx *ctx) {
                 for (size_t i = 0; i < len; i++) native[i] = (uint8_t)rnd();
                 forward_pred3(native, file, w, h, spp, bytes);
                 size_t n = ZSTD_compress(enc, w * h * 64 + 1024, file, len, 1);
-                cf_codec_params p = params(50000, (uint16_t)(bytes * 8), w, h, spp);
+                cf__codec_params p = params(50000, (uint16_t)(bytes * 8), w, h, spp);
                 p.predictor = 3;
                 p.sample_format = 3;
                 p.big_endian = be;
                 if (bytes == 2) {
                     /* float16 comes out as float32, as GDAL reads it */
-                    CHECK(cf_codec_decode(ctx, &p, enc, n, out, 2 * len, &err) ==
+                    CHECK(cf__codec_decode(ctx, &p, enc, n, out, 2 * len, &err) ==
                           CF_OK);
                     int bad = 0;
                     for (size_t i = 0; i < len / 2; i++) {
@@ -557,29 +557,29 @@ static void test_predictors(cf_codec_ctx *ctx) {
                     }
                     CHECK(bad == 0);
                 } else {
-                    CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+                    CHECK(cf__codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
                     CHECK(memcmp(out, native, len) == 0);
                 }
                 /* the exposed entry point does the same in place */
                 memcpy(out, file, len);
-                CHECK(cf_predictor_undo(&p, out, len, &err) == CF_OK);
+                CHECK(cf__predictor_undo(&p, out, len, &err) == CF_OK);
                 CHECK(memcmp(out, native, len) == 0);
             }
     /* predictor that cannot apply */
-    cf_codec_params p = params(32946, 1, 64, 1, 1);
+    cf__codec_params p = params(32946, 1, 64, 1, 1);
     p.predictor = 2;
-    CHECK(cf_codec_decode(ctx, &p, enc, 10, out, 8, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_decode(ctx, &p, enc, 10, out, 8, &err) == CF_E_UNSUPPORTED);
     CHECK(all_zero(out, 8));
     p = params(32946, 32, 4, 1, 1);
     p.predictor = 3; /* on integer data */
-    CHECK(cf_codec_decode(ctx, &p, enc, 10, out, 16, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_decode(ctx, &p, enc, 10, out, 16, &err) == CF_E_UNSUPPORTED);
     p.predictor = 7;
-    CHECK(cf_codec_decode(ctx, &p, enc, 10, out, 16, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_decode(ctx, &p, enc, 10, out, 16, &err) == CF_E_UNSUPPORTED);
     /* NONE ignores the Predictor tag, as libtiff does */
     p = params(1, 8, 4, 1, 1);
     p.predictor = 2;
     uint8_t raw[4] = {1, 2, 3, 4};
-    CHECK(cf_codec_decode(ctx, &p, raw, 4, out, 4, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, raw, 4, out, 4, &err) == CF_OK);
     CHECK(memcmp(out, raw, 4) == 0);
     libdeflate_free_compressor(c);
     free(vals);
@@ -589,55 +589,55 @@ static void test_predictors(cf_codec_ctx *ctx) {
     free(native);
 }
 
-static void test_params(cf_codec_ctx *ctx) {
+static void test_params(cf__codec_ctx *ctx) {
     cf_error err;
     uint8_t out[64];
-    cf_codec_params p = params(1, 8, 4, 4, 1);
-    CHECK(cf_codec_chunk_bytes(&p) == 16);
+    cf__codec_params p = params(1, 8, 4, 4, 1);
+    CHECK(cf__codec_chunk_bytes(&p) == 16);
     p.bits = 1;
     p.width = 9;
-    CHECK(cf_codec_chunk_bytes(&p) == 8); /* 2 bytes per row */
+    CHECK(cf__codec_chunk_bytes(&p) == 8); /* 2 bytes per row */
     p = params(1, 64, 1u << 24, 1u << 24, 4096);
-    CHECK(cf_codec_chunk_bytes(&p) == 0);
+    CHECK(cf__codec_chunk_bytes(&p) == 0);
     p = params(1, 8, 0, 4, 1);
-    CHECK(cf_codec_chunk_bytes(&p) == 0);
+    CHECK(cf__codec_chunk_bytes(&p) == 0);
     p = params(1, 8, 4, 4, 1);
     memset(out, 9, sizeof out);
-    CHECK(cf_codec_decode(ctx, &p, out, 64, out, 15, &err) == CF_E_ARG);
+    CHECK(cf__codec_decode(ctx, &p, out, 64, out, 15, &err) == CF_E_ARG);
     p = params(12345, 8, 4, 4, 1);
-    CHECK(cf_codec_decode(ctx, &p, out, 64, out, 16, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_decode(ctx, &p, out, 64, out, 16, &err) == CF_E_UNSUPPORTED);
     p = params(1, 40, 4, 1, 1); /* no GDAL type has 40 bits */
-    CHECK(cf_codec_decode(ctx, &p, out, 64, out, 20, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_decode(ctx, &p, out, 64, out, 20, &err) == CF_E_UNSUPPORTED);
     CHECK(strstr(err.msg, "40-bit"));
     p = params(1, 8, 4, 1, 1);
     p.sample_format = 3; /* float of 8 bits */
-    CHECK(cf_codec_decode(ctx, &p, out, 64, out, 4, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_decode(ctx, &p, out, 64, out, 4, &err) == CF_E_UNSUPPORTED);
     CHECK(strstr(err.msg, "floating-point samples of 8 bits"));
     p = params(7, 1, 8, 1, 1); /* JPEG cannot carry 1-bit data */
-    CHECK(cf_codec_decode(ctx, &p, out, 64, out, 1, &err) == CF_E_UNSUPPORTED);
-    CHECK(cf_codec_supported(1, 0) && cf_codec_supported(5, 0) &&
-          cf_codec_supported(8, 0) && cf_codec_supported(32946, 0) &&
-          cf_codec_supported(32773, 0) && cf_codec_supported(50000, 0));
+    CHECK(cf__codec_decode(ctx, &p, out, 64, out, 1, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_supported(1, 0) && cf__codec_supported(5, 0) &&
+          cf__codec_supported(8, 0) && cf__codec_supported(32946, 0) &&
+          cf__codec_supported(32773, 0) && cf__codec_supported(50000, 0));
 #ifdef CF_HAVE_JPEG
-    CHECK(cf_codec_supported(6, 0)); /* old-style JPEG (ojpeg.c) */
+    CHECK(cf__codec_supported(6, 0)); /* old-style JPEG (ojpeg.c) */
 #else
-    CHECK(!cf_codec_supported(6, 0));
+    CHECK(!cf__codec_supported(6, 0));
 #endif
-    CHECK(!cf_codec_supported(34712, 0));
+    CHECK(!cf__codec_supported(34712, 0));
 #ifdef CF_HAVE_LERC
-    CHECK(cf_codec_supported(34887, 2) && !cf_codec_supported(34887, 3));
+    CHECK(cf__codec_supported(34887, 2) && !cf__codec_supported(34887, 3));
 #else
-    CHECK(!cf_codec_supported(34887, 0));
+    CHECK(!cf__codec_supported(34887, 0));
 #endif
-    CHECK(cf_codec_decode(NULL, &p, out, 64, out, 16, &err) == CF_E_ARG);
+    CHECK(cf__codec_decode(NULL, &p, out, 64, out, 16, &err) == CF_E_ARG);
     /* without an error struct the status is still the codec's */
     p = params(5, 8, 4, 4, 1);
     uint8_t one = 0x80;
-    CHECK(cf_codec_decode(ctx, &p, &one, 1, out, 16, NULL) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, &one, 1, out, 16, NULL) == CF_E_CODEC);
 }
 
 #ifdef CF_HAVE_LERC
-static void test_lerc(cf_codec_ctx *ctx) {
+static void test_lerc(cf__codec_ctx *ctx) {
     cf_error err;
     const int w = 64, h = 32;
     float *f = malloc(sizeof(float) * w * h * 3), *out = malloc(sizeof(float) * w * h * 4);
@@ -658,35 +658,35 @@ static void test_lerc(cf_codec_ctx *ctx) {
             n = ZSTD_compress(enc, 1 << 20, blob, nb, 3);
             src = enc;
         }
-        cf_codec_params p = params(34887, 32, w, h, 3);
+        cf__codec_params p = params(34887, 32, w, h, 3);
         p.sample_format = 3;
         p.lerc_sub = (uint16_t)sub;
-        CHECK(cf_codec_decode(ctx, &p, src, n, (uint8_t *)out, len, &err) == CF_OK);
+        CHECK(cf__codec_decode(ctx, &p, src, n, (uint8_t *)out, len, &err) == CF_OK);
         CHECK(memcmp(f, out, len) == 0);
         /* header contradicting the tags: wrong width, wrong type, wrong bands */
         p.width = w / 2;
         memset(out, 1, len / 2);
-        CHECK(cf_codec_decode(ctx, &p, src, n, (uint8_t *)out, len / 2, &err) ==
+        CHECK(cf__codec_decode(ctx, &p, src, n, (uint8_t *)out, len / 2, &err) ==
               CF_E_FORMAT);
         CHECK(all_zero((uint8_t *)out, len / 2));
         p.width = w;
         p.sample_format = 1;
-        CHECK(cf_codec_decode(ctx, &p, src, n, (uint8_t *)out, len, &err) ==
+        CHECK(cf__codec_decode(ctx, &p, src, n, (uint8_t *)out, len, &err) ==
               CF_E_FORMAT);
         p.sample_format = 3;
         p.samples = 4;
-        CHECK(cf_codec_decode(ctx, &p, src, n, (uint8_t *)out, len / 3 * 4, &err) ==
+        CHECK(cf__codec_decode(ctx, &p, src, n, (uint8_t *)out, len / 3 * 4, &err) ==
               CF_E_FORMAT);
         p.samples = 3;
-        CHECK(cf_codec_decode(ctx, &p, src, n - 7, (uint8_t *)out, len, &err) != CF_OK);
+        CHECK(cf__codec_decode(ctx, &p, src, n - 7, (uint8_t *)out, len, &err) != CF_OK);
     }
     /* float with a mask: invalid pixels read as NaN (libtiff's choice) */
     uint8_t *valid = malloc((size_t)w * h);
     for (int i = 0; i < w * h; i++) valid[i] = (uint8_t)(i % 5 != 0);
     CHECK(lerc_encode(f, 6, 1, w, h, 1, 1, valid, 0.0, blob, 1 << 20, &nb) == 0);
-    cf_codec_params p = params(34887, 32, w, h, 1);
+    cf__codec_params p = params(34887, 32, w, h, 1);
     p.sample_format = 3;
-    CHECK(cf_codec_decode(ctx, &p, blob, nb, (uint8_t *)out, len / 3, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, blob, nb, (uint8_t *)out, len / 3, &err) == CF_OK);
     int bad = 0;
     for (int i = 0; i < w * h; i++) {
         if (valid[i] ? out[i] != f[i] : out[i] == out[i]) bad++;
@@ -697,7 +697,7 @@ static void test_lerc(cf_codec_ctx *ctx) {
     for (int i = 0; i < w * h * 3; i++) rgb[i] = (uint8_t)(i * 7);
     CHECK(lerc_encode(rgb, 1, 3, w, h, 1, 1, valid, 0.0, blob, 1 << 20, &nb) == 0);
     p = params(34887, 8, w, h, 4);
-    CHECK(cf_codec_decode(ctx, &p, blob, nb, rgba, (size_t)w * h * 4, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, blob, nb, rgba, (size_t)w * h * 4, &err) == CF_OK);
     bad = 0;
     for (int i = 0; i < w * h; i++) {
         if (rgba[i * 4 + 3] != (valid[i] ? 255 : 0)) bad++;
@@ -711,12 +711,12 @@ static void test_lerc(cf_codec_ctx *ctx) {
     libdeflate_free_compressor(c);
     p = params(34887, 8, 16, 16, 1);
     p.lerc_sub = 1;
-    CHECK(cf_codec_decode(ctx, &p, enc, n, rgba, 256, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, enc, n, rgba, 256, &err) == CF_E_CODEC);
     CHECK(strstr(err.msg, "expands") != NULL);
     CHECK(all_zero(rgba, 256));
     /* garbage blob */
     p.lerc_sub = 0;
-    CHECK(cf_codec_decode(ctx, &p, zeros, 300, rgba, 256, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, zeros, 300, rgba, 256, &err) == CF_E_CODEC);
     free(zeros);
     free(valid);
     free(rgb);
@@ -729,7 +729,7 @@ static void test_lerc(cf_codec_ctx *ctx) {
 #endif
 
 #ifdef CF_HAVE_WEBP
-static void test_webp(cf_codec_ctx *ctx) {
+static void test_webp(cf__codec_ctx *ctx) {
     cf_error err;
     const int w = 48, h = 40;
     uint8_t *rgba = malloc((size_t)w * h * 4), *out = malloc((size_t)w * h * 4);
@@ -741,20 +741,20 @@ static void test_webp(cf_codec_ctx *ctx) {
         size_t n = spp == 4 ? WebPEncodeLosslessRGBA(rgba, w, h, w * 4, &enc)
                             : WebPEncodeLosslessRGB(rgba, w, h, w * 3, &enc);
         CHECK(n > 0);
-        cf_codec_params p = params(50001, 8, w, h, (uint32_t)spp);
+        cf__codec_params p = params(50001, 8, w, h, (uint32_t)spp);
         size_t len = (size_t)w * h * spp;
-        CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+        CHECK(cf__codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
         CHECK(memcmp(out, rgba, len) == 0);
         p.height = h - 1;
-        CHECK(cf_codec_decode(ctx, &p, enc, n, out, len - (size_t)w * spp, &err) ==
+        CHECK(cf__codec_decode(ctx, &p, enc, n, out, len - (size_t)w * spp, &err) ==
               CF_E_FORMAT);
         p.height = h;
-        CHECK(cf_codec_decode(ctx, &p, enc, n / 2, out, len, &err) == CF_E_CODEC);
+        CHECK(cf__codec_decode(ctx, &p, enc, n / 2, out, len, &err) == CF_E_CODEC);
         CHECK(all_zero(out, len));
         WebPFree(enc);
     }
-    cf_codec_params p = params(50001, 8, w, h, 1);
-    CHECK(cf_codec_decode(ctx, &p, rgba, 100, out, (size_t)w * h, &err) ==
+    cf__codec_params p = params(50001, 8, w, h, 1);
+    CHECK(cf__codec_decode(ctx, &p, rgba, 100, out, (size_t)w * h, &err) ==
           CF_E_UNSUPPORTED);
     free(rgba);
     free(out);
@@ -842,7 +842,7 @@ static void jpeg_encode_progressive(const uint8_t *px, int w, int h,
  * strip's entropy data.  One flat 16x16 MCU of YCbCr 2x2: every block's DC
  * and AC are one 2-bit code each (category 0, end of block), so 3 zero
  * bytes code Y = Cb = Cr = 128, which libtiff's YCbCr-to-RGB makes 128. */
-static void test_ojpeg(cf_codec_ctx *ctx) {
+static void test_ojpeg(cf__codec_ctx *ctx) {
     static const uint8_t hdr[] = {
         0xFF, 0xD8,
         0xFF, 0xC0, 0, 17, 8, 0, 16, 0, 16, 3, 1, 0x22, 0, 2, 0x11, 0, 3, 0x11, 0,
@@ -854,7 +854,7 @@ static void test_ojpeg(cf_codec_ctx *ctx) {
         0xFF, 0xDA, 0, 12, 3, 1, 0, 2, 0, 3, 0, 0, 63, 0};
     cf_error err;
     uint8_t data[3] = {0, 0, 0}, out[16 * 16 * 3];
-    cf_codec_params p = params(6, 8, 16, 16, 3);
+    cf__codec_params p = params(6, 8, 16, 16, 3);
     p.photometric = 6;
     p.color = CF_COLOR_YCBCR;
     p.ycbcr_sub_h = p.ycbcr_sub_v = 2;
@@ -864,35 +864,35 @@ static void test_ojpeg(cf_codec_ctx *ctx) {
     memcpy(p.ycbcr_coef, coef, sizeof coef);
     memcpy(p.ref_bw, refbw, sizeof refbw);
     /* no header: refused (the TIFF layer always makes one) */
-    CHECK(cf_codec_check(&p, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_check(&p, &err) == CF_E_UNSUPPORTED);
     p.jpeg_tables = hdr;
     p.jpeg_tables_len = sizeof hdr;
-    CHECK(cf_codec_check(&p, &err) == CF_OK);
-    CHECK(cf_codec_chunk_bytes(&p) == sizeof out);
-    CHECK(cf_codec_decode(ctx, &p, data, 3, out, sizeof out, &err) == CF_OK);
+    CHECK(cf__codec_check(&p, &err) == CF_OK);
+    CHECK(cf__codec_chunk_bytes(&p) == sizeof out);
+    CHECK(cf__codec_decode(ctx, &p, data, 3, out, sizeof out, &err) == CF_OK);
     int flat = 1;
     for (size_t i = 0; i < sizeof out; i++) flat &= out[i] == 128;
     CHECK(flat);
     /* fewer rows than the frame (a last strip): the SOF gets its height */
     p.height = 5;
-    CHECK(cf_codec_decode(ctx, &p, data, 3, out, 16 * 5 * 3, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, data, 3, out, 16 * 5 * 3, &err) == CF_OK);
     CHECK(out[0] == 128 && out[16 * 5 * 3 - 1] == 128);
     p.height = 16;
     /* truncated or empty data is an error, never gray pixels */
-    CHECK(cf_codec_decode(ctx, &p, data, 1, out, sizeof out, &err) == CF_E_CODEC);
-    CHECK(cf_codec_decode(ctx, &p, data, 0, out, sizeof out, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, data, 1, out, sizeof out, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, data, 0, out, sizeof out, &err) == CF_E_CODEC);
     /* what the TIFF layer refuses comes through with its status */
     p.refuse = "old-style JPEG (OJPEG): tiled files are not read";
     p.refuse_code = CF_E_UNSUPPORTED;
-    CHECK(cf_codec_check(&p, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_check(&p, &err) == CF_E_UNSUPPORTED);
     CHECK(strstr(err.msg, "tiled files"));
     p.refuse = NULL;
     /* raw YCbCr is not read (GDAL's GTIFF_RAW: refuses it too) */
     p.color = CF_COLOR_YCBCR_RAW;
-    CHECK(cf_codec_check(&p, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_check(&p, &err) == CF_E_UNSUPPORTED);
 }
 
-static void test_jpeg(cf_codec_ctx *ctx) {
+static void test_jpeg(cf__codec_ctx *ctx) {
     cf_error err;
     const int w = 64, h = 48;
     uint8_t *px = malloc((size_t)w * h * 3), *out = malloc((size_t)w * h * 3);
@@ -903,13 +903,13 @@ static void test_jpeg(cf_codec_ctx *ctx) {
         uint8_t *t, *im;
         unsigned long tl, il;
         jpeg_encode(px, w, h, comps, mode == 2, &t, &tl, &im, &il);
-        cf_codec_params p = params(7, 8, w, h, (uint32_t)comps);
+        cf__codec_params p = params(7, 8, w, h, (uint32_t)comps);
         p.photometric = mode == 2 ? 6 : mode == 1 ? 2 : 1;
         p.ycbcr_sub_h = p.ycbcr_sub_v = 2;
         p.jpeg_tables = t;
         p.jpeg_tables_len = tl;
         size_t len = (size_t)w * h * comps;
-        CHECK(cf_codec_decode(ctx, &p, im, il, out, len, &err) == CF_OK);
+        CHECK(cf__codec_decode(ctx, &p, im, il, out, len, &err) == CF_OK);
         int maxd = 0;
         for (size_t i = 0; i < len; i++) {
             int d = abs((int)out[i] - (int)px[i]);
@@ -919,30 +919,30 @@ static void test_jpeg(cf_codec_ctx *ctx) {
         /* without tables the abbreviated stream cannot decode */
         p.jpeg_tables = NULL;
         p.jpeg_tables_len = 0;
-        CHECK(cf_codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_CODEC);
+        CHECK(cf__codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_CODEC);
         CHECK(all_zero(out, len));
         /* JPEGTables of length 1, and garbage tables */
         uint8_t junk[64];
         memset(junk, 0x42, sizeof junk);
         p.jpeg_tables = junk;
         p.jpeg_tables_len = 1;
-        CHECK(cf_codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_CODEC);
+        CHECK(cf__codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_CODEC);
         p.jpeg_tables_len = sizeof junk;
-        CHECK(cf_codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_CODEC);
+        CHECK(cf__codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_CODEC);
         /* truncated stream: an error, not gray pixels */
         p.jpeg_tables = t;
         p.jpeg_tables_len = tl;
-        CHECK(cf_codec_decode(ctx, &p, im, il / 2, out, len, &err) == CF_E_CODEC);
+        CHECK(cf__codec_decode(ctx, &p, im, il / 2, out, len, &err) == CF_E_CODEC);
         CHECK(all_zero(out, len));
         /* size contradicting the tags */
         p.width = w * 2;
         uint8_t *big = malloc(len * 2);
-        CHECK(cf_codec_decode(ctx, &p, im, il, big, len * 2, &err) == CF_E_FORMAT);
+        CHECK(cf__codec_decode(ctx, &p, im, il, big, len * 2, &err) == CF_E_FORMAT);
         free(big);
         p.width = w;
         if (mode == 2) { /* subsampling mismatch: stream is 2x2 */
             p.ycbcr_sub_h = p.ycbcr_sub_v = 1;
-            CHECK(cf_codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_FORMAT);
+            CHECK(cf__codec_decode(ctx, &p, im, il, out, len, &err) == CF_E_FORMAT);
             CHECK(strstr(err.msg, "sampled") != NULL);
         }
         free(t);
@@ -953,9 +953,9 @@ static void test_jpeg(cf_codec_ctx *ctx) {
         uint8_t *im;
         unsigned long il;
         jpeg_encode_progressive(px, 32, 16, many, &im, &il);
-        cf_codec_params p = params(7, 8, 32, 16, 1);
+        cf__codec_params p = params(7, 8, 32, 16, 1);
         memset(out, 0x33, 512);
-        cf_status st = cf_codec_decode(ctx, &p, im, il, out, 512, &err);
+        cf_status st = cf__codec_decode(ctx, &p, im, il, out, 512, &err);
         if (many) {
             CHECK(st == CF_E_CODEC);
             CHECK(strstr(err.msg, "progressive scans") != NULL);
@@ -968,7 +968,7 @@ static void test_jpeg(cf_codec_ctx *ctx) {
                     im[k + 4] = 12;
                     break;
                 }
-            CHECK(cf_codec_decode(ctx, &p, im, il, out, 512, &err) ==
+            CHECK(cf__codec_decode(ctx, &p, im, il, out, 512, &err) ==
                   CF_E_UNSUPPORTED);
         }
         free(im);
@@ -981,18 +981,18 @@ static void test_jpeg(cf_codec_ctx *ctx) {
 /* ---- memory accounting ------------------------------------------------ */
 
 /* Decode src as the reader does (the context's tile buffer as target) and
- * check that cf_codec_ctx_growth bounded what cf_codec_ctx_bytes grew by:
+ * check that cf__codec_ctx_growth bounded what cf__codec_ctx_bytes grew by:
  * the loader charges its decode budget with that bound, so memory the
  * bound misses is memory over budget. */
-static int decode_within(cf_codec_ctx *ctx, const cf_codec_params *p,
+static int decode_within(cf__codec_ctx *ctx, const cf__codec_params *p,
                          const uint8_t *src, size_t n) {
     cf_error err;
-    uint64_t tile = cf_codec_chunk_bytes(p);
-    uint64_t before = cf_codec_ctx_bytes(ctx), g = cf_codec_ctx_growth(ctx, p, tile, n);
-    uint64_t fresh = cf_codec_ctx_growth(NULL, p, tile, n);
-    uint8_t *dst = cf_codec_ctx_tile(ctx, (size_t)tile, &err);
-    cf_status st = dst ? cf_codec_decode(ctx, p, src, n, dst, (size_t)tile, &err) : CF_E_NOMEM;
-    uint64_t after = cf_codec_ctx_bytes(ctx);
+    uint64_t tile = cf__codec_chunk_bytes(p);
+    uint64_t before = cf__codec_ctx_bytes(ctx), g = cf__codec_ctx_growth(ctx, p, tile, n);
+    uint64_t fresh = cf__codec_ctx_growth(NULL, p, tile, n);
+    uint8_t *dst = cf__codec_ctx_tile(ctx, (size_t)tile, &err);
+    cf_status st = dst ? cf__codec_decode(ctx, p, src, n, dst, (size_t)tile, &err) : CF_E_NOMEM;
+    uint64_t after = cf__codec_ctx_bytes(ctx);
     if (st != CF_OK) fprintf(stderr, "decode: %s\n", err.msg);
     if (after > before + g)
         fprintf(stderr, "compression %u: %llu bytes after, bound %llu + %llu\n",
@@ -1003,20 +1003,20 @@ static int decode_within(cf_codec_ctx *ctx, const cf_codec_params *p,
 
 /* On a fresh context, after decoding `warm` (NULL: nothing) so that the
  * codec's state and the tile buffer are there already: decode_within p,
- * and cf_codec_ctx_bytes grew by at least the `scratch` bytes the decoder
+ * and cf__codec_ctx_bytes grew by at least the `scratch` bytes the decoder
  * holds on to for it. */
-static int holds_scratch(const cf_codec_params *warm, const uint8_t *wsrc, size_t wn,
-                         const cf_codec_params *p, const uint8_t *src, size_t n,
+static int holds_scratch(const cf__codec_params *warm, const uint8_t *wsrc, size_t wn,
+                         const cf__codec_params *p, const uint8_t *src, size_t n,
                          uint64_t scratch) {
-    cf_codec_ctx *ctx = cf_codec_ctx_new();
+    cf__codec_ctx *ctx = cf__codec_ctx_new();
     int ok = !warm || decode_within(ctx, warm, wsrc, wn);
-    uint64_t before = cf_codec_ctx_bytes(ctx);
+    uint64_t before = cf__codec_ctx_bytes(ctx);
     ok = ok && decode_within(ctx, p, src, n);
-    uint64_t held = cf_codec_ctx_bytes(ctx) - before;
+    uint64_t held = cf__codec_ctx_bytes(ctx) - before;
     if (held < scratch)
         fprintf(stderr, "compression %u: context counts %llu more bytes, holds %llu\n",
                 p->compression, (unsigned long long)held, (unsigned long long)scratch);
-    cf_codec_ctx_free(ctx);
+    cf__codec_ctx_free(ctx);
     return ok && held >= scratch;
 }
 
@@ -1026,53 +1026,53 @@ static void test_accounting(void) {
     fill(raw, W * H * 16, 2);
     struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
     /* deflate, 2 x uint16, predictor 2 */
-    cf_codec_params pd = params(8, 16, W, H, 2);
+    cf__codec_params pd = params(8, 16, W, H, 2);
     pd.predictor = 2;
     size_t nd = libdeflate_zlib_compress(c, raw, W * H * 4, enc, 1 << 21);
     /* zstd, float32, predictor 3 (a row of staging) */
-    cf_codec_params pz = params(50000, 32, W, H, 1);
+    cf__codec_params pz = params(50000, 32, W, H, 1);
     pz.sample_format = 3;
     pz.predictor = 3;
     size_t nz = ZSTD_compress(enc2, 1 << 21, raw, W * H * 4, 3);
     /* a larger deflate tile: the tile buffer grows */
-    cf_codec_params pb = params(32946, 8, 4 * W, 4 * H, 4);
+    cf__codec_params pb = params(32946, 8, 4 * W, 4 * H, 4);
     uint8_t *big = malloc((size_t)16 * W * H * 4), *encb = malloc(1 << 22);
     fill(big, (size_t)16 * W * H * 4, 1);
     size_t nb = libdeflate_zlib_compress(c, big, (size_t)16 * W * H * 4, encb, 1 << 22);
     /* 12-bit samples (staged, then unpacked), and a FillOrder 2 chunk
      * (its bits reversed into scratch first) */
-    cf_codec_params p12 = params(8, 12, W, H, 1);
-    size_t n12 = libdeflate_zlib_compress(c, raw, (size_t)cf_codec_stored_bytes(&p12), encb + (1 << 21), 1 << 21);
-    cf_codec_params pf = pd;
+    cf__codec_params p12 = params(8, 12, W, H, 1);
+    size_t n12 = libdeflate_zlib_compress(c, raw, (size_t)cf__codec_stored_bytes(&p12), encb + (1 << 21), 1 << 21);
+    cf__codec_params pf = pd;
     pf.fill_order = 2;
     uint8_t *encf = malloc(nd);
     cf__bits_reverse(enc, encf, nd);
     libdeflate_free_compressor(c);
     CHECK(nd && nz && nb && n12 && !ZSTD_isError(nz));
-    cf_codec_ctx *ctx = cf_codec_ctx_new();
+    cf__codec_ctx *ctx = cf__codec_ctx_new();
     CHECK(decode_within(ctx, &pd, enc, nd));
     CHECK(decode_within(ctx, &pz, enc2, nz));
     CHECK(decode_within(ctx, &pb, encb, nb));
     CHECK(decode_within(ctx, &pd, enc, nd));
     CHECK(decode_within(ctx, &p12, encb + (1 << 21), n12));
     CHECK(decode_within(ctx, &pf, encf, nd));
-    cf_codec_ctx_free(ctx);
+    cf__codec_ctx_free(ctx);
     /* the staging and the reversed input are counted, not only bounded */
     CHECK(holds_scratch(&pd, enc, nd, &p12, encb + (1 << 21), n12,
-                        cf_codec_stored_bytes(&p12)));
+                        cf__codec_stored_bytes(&p12)));
     CHECK(holds_scratch(&pd, enc, nd, &pf, encf, nd, nd));
     /* FillOrder 2 with far more bytes than the chunk stores (an LZW
      * stream, then slack after its EOI): the reversed copy is the whole
      * input, which the growth bound takes from the chunk's byte count */
-    cf_codec_params pl2 = params(5, 8, W, H, 1);
+    cf__codec_params pl2 = params(5, 8, W, H, 1);
     pl2.fill_order = 2;
     uint8_t *encl2 = malloc((size_t)66 * W * H);
     size_t nl2 = lzw_encode(raw, W * H, encl2, 0, 1, NULL);
     memset(encl2 + nl2, 0x5a, 64 * W * H);
     cf__bits_reverse(encl2, encl2, nl2);
-    ctx = cf_codec_ctx_new();
+    ctx = cf__codec_ctx_new();
     CHECK(decode_within(ctx, &pl2, encl2, nl2 + 64 * W * H));
-    cf_codec_ctx_free(ctx);
+    cf__codec_ctx_free(ctx);
     free(encl2);
     free(encf);
 #ifdef CF_HAVE_LERC
@@ -1086,7 +1086,7 @@ static void test_accounting(void) {
     CHECK(lerc_encode(f, 6, 1, W, H, 3, 3, valid, 0.0, blob, 1 << 20, &nl) == 0);
     uint8_t *encl = malloc(1 << 20);
     size_t nlz = ZSTD_compress(encl, 1 << 20, blob, nl, 3);
-    cf_codec_params pl = params(34887, 32, W, H, 3);
+    cf__codec_params pl = params(34887, 32, W, H, 3);
     pl.sample_format = 3;
     pl.lerc_sub = 2;
     /* uint8 RGB with the alpha band carried as the LERC mask */
@@ -1094,9 +1094,9 @@ static void test_accounting(void) {
     for (int i = 0; i < W * H * 3; i++) rgb[i] = (uint8_t)(i * 7);
     unsigned n8 = 0;
     CHECK(lerc_encode(rgb, 1, 3, W, H, 1, 1, valid, 0.0, blob8, 1 << 20, &n8) == 0);
-    cf_codec_params p8 = params(34887, 8, W, H, 4);
+    cf__codec_params p8 = params(34887, 8, W, H, 4);
     for (int order = 0; order < 2; order++) {
-        ctx = cf_codec_ctx_new();
+        ctx = cf__codec_ctx_new();
         if (order) CHECK(decode_within(ctx, &pb, encb, nb));
         CHECK(decode_within(ctx, &p8, blob8, n8));
         CHECK(decode_within(ctx, &pl, encl, nlz));
@@ -1104,7 +1104,7 @@ static void test_accounting(void) {
         pl.lerc_sub = 0;
         CHECK(decode_within(ctx, &pl, blob, nl));
         pl.lerc_sub = 2;
-        cf_codec_ctx_free(ctx);
+        cf__codec_ctx_free(ctx);
     }
     free(f);
     free(valid);
@@ -1113,7 +1113,7 @@ static void test_accounting(void) {
     free(rgb);
     free(blob8);
 #endif
-    CHECK(cf_codec_ctx_bytes(NULL) == 0);
+    CHECK(cf__codec_ctx_bytes(NULL) == 0);
     free(raw);
     free(enc);
     free(enc2);
@@ -1137,7 +1137,7 @@ static void put_bits(bitw *w, const char *bits) {
     }
 }
 
-static void test_ccitt(cf_codec_ctx *ctx) {
+static void test_ccitt(cf__codec_ctx *ctx) {
     cf_error err;
     uint8_t out[4];
     /* Group 3 1-D, width 8: EOL, white 3 black 2 white 3; then EOL, white
@@ -1145,15 +1145,15 @@ static void test_ccitt(cf_codec_ctx *ctx) {
     bitw w = {{0}, 0};
     put_bits(&w, "000000000001 1000 11 1000");
     put_bits(&w, "000000000001 1000 000000000001");
-    cf_codec_params p = params(3, 1, 8, 2, 1);
-    CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
+    cf__codec_params p = params(3, 1, 8, 2, 1);
+    CHECK(cf__codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x18 && out[1] == 0x00);
     /* The same rows as RLE (Modified Huffman, rows on byte boundaries). */
     memset(&w, 0, sizeof w);
     put_bits(&w, "1000 11 000111 0000"); /* white 3, black 2, white 1; pad */
     put_bits(&w, "0111 11 0111");        /* white 2, black 2, white 2 */
     p = params(2, 1, 6, 2, 1);
-    CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x18); /* 000110.. */
     CHECK(out[1] == 0x30); /* 001100.. */
     /* Group 4, width 8: horizontal (white 3, black 2) then V0 to the end;
@@ -1162,7 +1162,7 @@ static void test_ccitt(cf_codec_ctx *ctx) {
     put_bits(&w, "001 1000 11 1");
     put_bits(&w, "1 1 1");
     p = params(4, 1, 8, 2, 1);
-    CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x18 && out[1] == 0x18);
     /* A row coded past the width (horizontal: white 0, black 10 in a row
      * of 8) is cleaned up as libtiff does: the black run is dropped, the
@@ -1173,7 +1173,7 @@ static void test_ccitt(cf_codec_ctx *ctx) {
     memset(&w, 0, sizeof w);
     put_bits(&w, "001 00110101 0000100");
     put_bits(&w, "1 1");
-    CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x00 && out[1] == 0xff);
     /* its run ends are memory the loader's budget accounts for */
     CHECK(holds_scratch(NULL, NULL, 0, &p, w.b, (w.n + 7) / 8,
@@ -1183,8 +1183,8 @@ static void test_ccitt(cf_codec_ctx *ctx) {
     memset(&w, 0, sizeof w);
     put_bits(&w, "1000 11 000111 0000");
     put_bits(&w, "0111 11 0111 000000");
-    cf_codec_params pw = params(32771, 1, 6, 2, 1);
-    CHECK(cf_codec_decode(ctx, &pw, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
+    cf__codec_params pw = params(32771, 1, 6, 2, 1);
+    CHECK(cf__codec_decode(ctx, &pw, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x18 && out[1] == 0x30);
     CHECK(holds_scratch(NULL, NULL, 0, &pw, w.b, (w.n + 7) / 8,
                         2 * (6 + 6) * sizeof(uint32_t)));
@@ -1192,36 +1192,36 @@ static void test_ccitt(cf_codec_ctx *ctx) {
     memset(&w, 0, sizeof w);
     put_bits(&w, "001 1000 11 1");
     put_bits(&w, "011 011 1");
-    CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x18 && out[1] == 0x0c);
     /* VL: black 1..2 from the reference's 3..4 (VL2 VL2), then V0 */
     memset(&w, 0, sizeof w);
     put_bits(&w, "001 1000 11 1");
     put_bits(&w, "000010 000010 1");
-    CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x18 && out[1] == 0x60);
     /* pass mode: row 2 all white passes the black run, V0 to the end */
     memset(&w, 0, sizeof w);
     put_bits(&w, "001 1000 11 1");
     put_bits(&w, "0001 1");
-    CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x18 && out[1] == 0x00);
     /* An end of block (EOL) before the last row is an error, zeroed. */
     memset(&w, 0, sizeof w);
     put_bits(&w, "001 1000 11 1");
     put_bits(&w, "000000000001 000000000001");
     memset(out, 0xee, sizeof out);
-    CHECK(cf_codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, w.b, (w.n + 7) / 8, out, 2, &err) == CF_E_CODEC);
     CHECK(strstr(err.msg, "end of block") && all_zero(out, 2));
     /* Uncompressed mode (2-D extension 0000001xxx) is not supported. */
     memset(&w, 0, sizeof w);
     put_bits(&w, "0000001 111");
-    CHECK(cf_codec_decode(ctx, &p, w.b, 2, out, 2, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, w.b, 2, out, 2, &err) == CF_E_CODEC);
     CHECK(strstr(err.msg, "uncompressed mode"));
     /* Data that ends before the rows do. */
     memset(&w, 0, sizeof w);
     put_bits(&w, "001 1000 11 1");
-    CHECK(cf_codec_decode(ctx, &p, w.b, 1, out, 2, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, w.b, 1, out, 2, &err) == CF_E_CODEC);
     CHECK(strstr(err.msg, "data ends"));
     /* FillOrder 2 on the same stream, bits reversed. */
     memset(&w, 0, sizeof w);
@@ -1230,26 +1230,26 @@ static void test_ccitt(cf_codec_ctx *ctx) {
     uint8_t rev[2];
     cf__bits_reverse(w.b, rev, 2);
     p.fill_order = 2;
-    CHECK(cf_codec_decode(ctx, &p, rev, 2, out, 2, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, rev, 2, out, 2, &err) == CF_OK);
     CHECK(out[0] == 0x18 && out[1] == 0x18);
     /* CCITT codes 1-bit images only. */
     p = params(4, 8, 8, 2, 1);
-    CHECK(cf_codec_check(&p, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_check(&p, &err) == CF_E_UNSUPPORTED);
     /* bit reversal itself */
     uint8_t r1[4] = {0x01, 0x80, 0xf0, 0x35}, r2[4];
     cf__bits_reverse(r1, r2, 4);
     CHECK(r2[0] == 0x80 && r2[1] == 0x01 && r2[2] == 0x0f && r2[3] == 0xac);
 }
 
-static void test_odd_depths(cf_codec_ctx *ctx) {
+static void test_odd_depths(cf__codec_ctx *ctx) {
     cf_error err;
     uint8_t out[64];
     /* 12-bit: 3 values per row of 4.5 bytes (padded to 5) */
     uint8_t in12[10] = {0xAB, 0xCD, 0xEF, 0x12, 0x30, 0xFF, 0xF0, 0x01, 0x80, 0x00};
-    cf_codec_params p = params(1, 12, 3, 2, 1);
-    CHECK(cf_codec_chunk_bytes(&p) == 12 && cf_codec_stored_bytes(&p) == 10);
-    CHECK(cf_codec_dtype(&p) == CF_DT_U16);
-    CHECK(cf_codec_decode(ctx, &p, in12, 10, out, 12, &err) == CF_OK);
+    cf__codec_params p = params(1, 12, 3, 2, 1);
+    CHECK(cf__codec_chunk_bytes(&p) == 12 && cf__codec_stored_bytes(&p) == 10);
+    CHECK(cf__codec_dtype(&p) == CF_DT_U16);
+    CHECK(cf__codec_decode(ctx, &p, in12, 10, out, 12, &err) == CF_OK);
     uint16_t v[6];
     memcpy(v, out, 12);
     CHECK(v[0] == 0xABC && v[1] == 0xDEF && v[2] == 0x123);
@@ -1258,47 +1258,47 @@ static void test_odd_depths(cf_codec_ctx *ctx) {
     uint8_t in4[2] = {0x9F, 0x70};
     p = params(1, 4, 3, 1, 1);
     p.sample_format = 2;
-    CHECK(cf_codec_dtype(&p) == CF_DT_I8);
-    CHECK(cf_codec_decode(ctx, &p, in4, 2, out, 3, &err) == CF_OK);
+    CHECK(cf__codec_dtype(&p) == CF_DT_I8);
+    CHECK(cf__codec_decode(ctx, &p, in4, 2, out, 3, &err) == CF_OK);
     CHECK(out[0] == 9 && out[1] == 15 && out[2] == 7);
     /* 24-bit: the bit stream of the bytes, swabbed first in a big-endian
      * file (GDAL's reading) */
     uint8_t in24[3] = {0x01, 0x02, 0x03};
     p = params(1, 24, 1, 1, 1);
-    CHECK(cf_codec_decode(ctx, &p, in24, 3, out, 4, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, in24, 3, out, 4, &err) == CF_OK);
     uint32_t u;
     memcpy(&u, out, 4);
     CHECK(u == 0x010203);
     p.big_endian = 1;
-    CHECK(cf_codec_decode(ctx, &p, in24, 3, out, 4, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, in24, 3, out, 4, &err) == CF_OK);
     memcpy(&u, out, 4);
     CHECK(u == 0x030201);
     /* float24: 1.0 (exponent 63), -2.5, and a denormal, native order */
     uint8_t f24[9] = {0x00, 0x00, 0x3f, 0x00, 0x40, 0xc0, 0x01, 0x00, 0x00};
     p = params(1, 24, 3, 1, 1);
     p.sample_format = 3;
-    CHECK(cf_codec_dtype(&p) == CF_DT_F32);
-    CHECK(cf_codec_decode(ctx, &p, f24, 9, out, 12, &err) == CF_OK);
+    CHECK(cf__codec_dtype(&p) == CF_DT_F32);
+    CHECK(cf__codec_decode(ctx, &p, f24, 9, out, 12, &err) == CF_OK);
     float f[3];
     memcpy(f, out, 12);
     CHECK(f[0] == 1.0f && f[1] == -2.5f && f[2] == ldexpf(1.0f, -78));
     /* 40 bits and 2-bit predictor 2 are refused */
     p = params(8, 12, 8, 1, 1);
     p.predictor = 2;
-    CHECK(cf_codec_check(&p, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_check(&p, &err) == CF_E_UNSUPPORTED);
     CHECK(strstr(err.msg, "horizontal predictor with 12-bit"));
 }
 
-static void test_complex(cf_codec_ctx *ctx) {
+static void test_complex(cf__codec_ctx *ctx) {
     cf_error err;
     /* CInt16 in a big-endian file: each part swabbed on its own */
     uint8_t be[8] = {0x00, 0x01, 0xff, 0xfe, 0x12, 0x34, 0x80, 0x00};
     uint8_t out[16];
-    cf_codec_params p = params(1, 32, 2, 1, 1);
+    cf__codec_params p = params(1, 32, 2, 1, 1);
     p.sample_format = 5;
     p.big_endian = 1;
-    CHECK(cf_codec_dtype(&p) == CF_DT_CI16);
-    CHECK(cf_codec_decode(ctx, &p, be, 8, out, 8, &err) == CF_OK);
+    CHECK(cf__codec_dtype(&p) == CF_DT_CI16);
+    CHECK(cf__codec_decode(ctx, &p, be, 8, out, 8, &err) == CF_OK);
     int16_t v[4];
     memcpy(v, out, 8);
     CHECK(v[0] == 1 && v[1] == -2 && v[2] == 0x1234 && v[3] == -32768);
@@ -1315,14 +1315,14 @@ static void test_complex(cf_codec_ctx *ctx) {
     /* CFloat64: 128 bits, swabbed as two doubles */
     p = params(1, 128, 1, 1, 1);
     p.sample_format = 6;
-    CHECK(cf_codec_dtype(&p) == CF_DT_CF64);
+    CHECK(cf__codec_dtype(&p) == CF_DT_CF64);
     p.sample_format = 5; /* no complex integer of 128 bits */
-    CHECK(cf_codec_check(&p, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_check(&p, &err) == CF_E_UNSUPPORTED);
 }
 
 #ifdef CF_HAVE_LZMA
 #include <lzma.h>
-static void test_lzma(cf_codec_ctx *ctx) {
+static void test_lzma(cf__codec_ctx *ctx) {
     cf_error err;
     size_t len = 64 * 64 * 2;
     uint8_t *in = malloc(len), *enc = malloc(2 * len + 1024), *out = malloc(len);
@@ -1330,17 +1330,17 @@ static void test_lzma(cf_codec_ctx *ctx) {
     size_t n = 0;
     CHECK(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, NULL, in, len, enc, &n,
                                   2 * len + 1024) == LZMA_OK);
-    cf_codec_params p = params(34925, 16, 64, 64, 1);
+    cf__codec_params p = params(34925, 16, 64, 64, 1);
     for (int k = 0; k < 2; k++) { /* the context's stream is reused */
-        CHECK(cf_codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
+        CHECK(cf__codec_decode(ctx, &p, enc, n, out, len, &err) == CF_OK);
         CHECK(memcmp(in, out, len) == 0);
     }
     memcpy(enc + n, "junk", 4); /* after the stream's end: ignored */
-    CHECK(cf_codec_decode(ctx, &p, enc, n + 4, out, len, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, enc, n + 4, out, len, &err) == CF_OK);
     memset(out, 1, len);
-    CHECK(cf_codec_decode(ctx, &p, enc, n / 2, out, len, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, enc, n / 2, out, len, &err) == CF_E_CODEC);
     CHECK(all_zero(out, len));
-    CHECK(cf_codec_decode(ctx, &p, in, 100, out, len, &err) == CF_E_CODEC);
+    CHECK(cf__codec_decode(ctx, &p, in, 100, out, len, &err) == CF_E_CODEC);
     CHECK(strstr(err.msg, "LZMA") && strstr(err.msg, ".xz"));
     free(in);
     free(enc);
@@ -1348,44 +1348,44 @@ static void test_lzma(cf_codec_ctx *ctx) {
 }
 #endif
 
-static void test_color_checks(cf_codec_ctx *ctx) {
+static void test_color_checks(cf__codec_ctx *ctx) {
     cf_error err;
     uint16_t color = 99;
-    cf_color_tags t = {5, 1, 8, 1, 4, 0, 1, 1}; /* CMYK */
-    CHECK(cf_codec_color(&t, 0, &color, &err) == CF_OK && color == CF_COLOR_CMYK);
-    CHECK(cf_codec_color(&t, 1, &color, &err) == CF_OK && color == CF_COLOR_RAW);
+    cf__color_tags t = {5, 1, 8, 1, 4, 0, 1, 1}; /* CMYK */
+    CHECK(cf__codec_color(&t, 0, &color, &err) == CF_OK && color == CF_COLOR_CMYK);
+    CHECK(cf__codec_color(&t, 1, &color, &err) == CF_OK && color == CF_COLOR_RAW);
     t.planar = 2;
-    CHECK(cf_codec_color(&t, 0, &color, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_color(&t, 0, &color, &err) == CF_E_UNSUPPORTED);
     CHECK(strstr(err.msg, "band-interleaved 8-bit CMYK"));
-    t = (cf_color_tags){6, 5, 8, 1, 3, 0, 1, 1}; /* YCbCr in LZW */
-    CHECK(cf_codec_color(&t, 0, &color, &err) == CF_OK && color == CF_COLOR_YCBCR);
-    CHECK(cf_codec_color(&t, 1, &color, &err) == CF_OK && color == CF_COLOR_YCBCR_RAW);
+    t = (cf__color_tags){6, 5, 8, 1, 3, 0, 1, 1}; /* YCbCr in LZW */
+    CHECK(cf__codec_color(&t, 0, &color, &err) == CF_OK && color == CF_COLOR_YCBCR);
+    CHECK(cf__codec_color(&t, 1, &color, &err) == CF_OK && color == CF_COLOR_YCBCR_RAW);
     t.compression = 7; /* JPEG converts it itself */
-    CHECK(cf_codec_color(&t, 0, &color, &err) == CF_OK && color == CF_COLOR_RAW);
-    t = (cf_color_tags){6, 1, 16, 1, 3, 0, 1, 1};
-    CHECK(cf_codec_color(&t, 0, &color, &err) == CF_E_UNSUPPORTED);
-    t = (cf_color_tags){8, 1, 8, 1, 3, 0, 1, 1}; /* CIELab */
-    CHECK(cf_codec_color(&t, 0, &color, &err) == CF_OK && color == CF_COLOR_LAB);
+    CHECK(cf__codec_color(&t, 0, &color, &err) == CF_OK && color == CF_COLOR_RAW);
+    t = (cf__color_tags){6, 1, 16, 1, 3, 0, 1, 1};
+    CHECK(cf__codec_color(&t, 0, &color, &err) == CF_E_UNSUPPORTED);
+    t = (cf__color_tags){8, 1, 8, 1, 3, 0, 1, 1}; /* CIELab */
+    CHECK(cf__codec_color(&t, 0, &color, &err) == CF_OK && color == CF_COLOR_LAB);
     t.bits = 16;
-    CHECK(cf_codec_color(&t, 0, &color, &err) == CF_OK && color == CF_COLOR_RAW);
+    CHECK(cf__codec_color(&t, 0, &color, &err) == CF_OK && color == CF_COLOR_RAW);
     /* a zero white point is refused as libtiff refuses it */
-    cf_codec_params p = params(1, 8, 4, 4, 3);
+    cf__codec_params p = params(1, 8, 4, 4, 3);
     p.color = CF_COLOR_LAB;
     p.white_point[0] = 0.3f;
-    CHECK(cf_codec_check(&p, &err) == CF_E_FORMAT);
+    CHECK(cf__codec_check(&p, &err) == CF_E_FORMAT);
     /* CMYK -> RGBA arithmetic: R = (255-K)(255-C)/255 */
     p = params(1, 8, 1, 1, 4);
     p.color = CF_COLOR_CMYK;
     uint8_t cmyk[4] = {100, 0, 255, 50}, rgba[4];
-    CHECK(cf_codec_decode(ctx, &p, cmyk, 4, rgba, 4, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, cmyk, 4, rgba, 4, &err) == CF_OK);
     CHECK(rgba[0] == 205 * 155 / 255 && rgba[1] == 205 && rgba[2] == 0 && rgba[3] == 255);
 }
 
-/* cf_codec_decode_rows: the first rows of a DEFLATE / LZW strip (16-bit,
+/* cf__codec_decode_rows: the first rows of a DEFLATE / LZW strip (16-bit,
  * big-endian, horizontal predictor) are exactly the first rows of the whole
  * decode; rows not rounded to 32, and codecs that cannot stop, are refused;
  * a corrupt stream after the rows asked for is not met. */
-static void test_decode_rows(cf_codec_ctx *ctx) {
+static void test_decode_rows(cf__codec_ctx *ctx) {
     cf_error err;
     const uint32_t w = 45, h = 200, spp = 2;
     size_t nv = (size_t)w * h * spp, len = nv * 2;
@@ -1398,25 +1398,25 @@ static void test_decode_rows(cf_codec_ctx *ctx) {
     for (int codec = 0; codec < 2; codec++) {
         size_t n = codec ? lzw_encode(file, len, enc, 0, 1, NULL)
                          : libdeflate_zlib_compress(c, file, len, enc, 4 * len + 1024);
-        cf_codec_params p = params(codec ? 5 : 8, 16, w, h, spp);
+        cf__codec_params p = params(codec ? 5 : 8, 16, w, h, spp);
         p.predictor = 2;
         p.big_endian = 1;
-        CHECK(cf_codec_can_stop(&p));
-        CHECK(cf_codec_decode(ctx, &p, enc, n, full, len, &err) == CF_OK);
-        CHECK(cf_codec_stop_rows(&p, 1) == 32 && cf_codec_stop_rows(&p, 190) == 192 &&
-              cf_codec_stop_rows(&p, 193) == h);
+        CHECK(cf__codec_can_stop(&p));
+        CHECK(cf__codec_decode(ctx, &p, enc, n, full, len, &err) == CF_OK);
+        CHECK(cf__codec_stop_rows(&p, 1) == 32 && cf__codec_stop_rows(&p, 190) == 192 &&
+              cf__codec_stop_rows(&p, 193) == h);
         size_t row = (size_t)w * spp * 2;
-        CHECK(cf_codec_decode_rows(ctx, &p, 64, enc, n, part, 64 * row, &err) == CF_OK);
+        CHECK(cf__codec_decode_rows(ctx, &p, 64, enc, n, part, 64 * row, &err) == CF_OK);
         CHECK(memcmp(part, full, 64 * row) == 0);
         /* the stream cut after a third: the first 32 rows still decode */
-        CHECK(cf_codec_decode_rows(ctx, &p, 32, enc, n / 3, part, 32 * row, &err) == CF_OK);
+        CHECK(cf__codec_decode_rows(ctx, &p, 32, enc, n / 3, part, 32 * row, &err) == CF_OK);
         CHECK(memcmp(part, full, 32 * row) == 0);
-        CHECK(cf_codec_decode(ctx, &p, enc, n / 3, full, len, &err) == CF_E_CODEC);
-        CHECK(cf_codec_decode_rows(ctx, &p, 40, enc, n, part, 40 * row, &err) == CF_E_ARG);
+        CHECK(cf__codec_decode(ctx, &p, enc, n / 3, full, len, &err) == CF_E_CODEC);
+        CHECK(cf__codec_decode_rows(ctx, &p, 40, enc, n, part, 40 * row, &err) == CF_E_ARG);
     }
-    cf_codec_params z = params(50000, 16, w, h, spp);
-    CHECK(!cf_codec_can_stop(&z));
-    CHECK(cf_codec_decode_rows(ctx, &z, 32, enc, 10, part, 32 * (size_t)w * spp * 2, &err) ==
+    cf__codec_params z = params(50000, 16, w, h, spp);
+    CHECK(!cf__codec_can_stop(&z));
+    CHECK(cf__codec_decode_rows(ctx, &z, 32, enc, 10, part, 32 * (size_t)w * spp * 2, &err) ==
           CF_E_ARG);
     libdeflate_free_compressor(c);
     free(vals);
@@ -1434,7 +1434,7 @@ int main(void) {
         printf("tests assume a little-endian host\n");
         return 1;
     }
-    cf_codec_ctx *ctx = cf_codec_ctx_new();
+    cf__codec_ctx *ctx = cf__codec_ctx_new();
     CHECK(ctx != NULL);
     test_params(ctx);
     test_lzw(ctx);
@@ -1459,8 +1459,8 @@ int main(void) {
     test_lzma(ctx);
 #endif
     test_color_checks(ctx);
-    cf_codec_ctx_free(ctx);
-    cf_codec_ctx_free(NULL);
+    cf__codec_ctx_free(ctx);
+    cf__codec_ctx_free(NULL);
     test_accounting();
     return CF_TEST_END();
 }

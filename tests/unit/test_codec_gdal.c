@@ -40,7 +40,7 @@ int main(void) {
     CHECK(m != NULL);
     if (!m) return CF_TEST_END();
 
-    cf_codec_ctx *ctx = cf_codec_ctx_new();
+    cf__codec_ctx *ctx = cf__codec_ctx_new();
     char name[256], cfile[512], efile[512], tfile[512], last_bad[256] = "";
     unsigned comp, sub, pred, bits, sf, photo, cw, ch, spp, be, vw, vh, ysh, ysv;
     int chunks = 0, exact = 0, gdal_failed = 0, bad_cases = 0;
@@ -53,7 +53,7 @@ int main(void) {
         uint8_t *c = slurp(dir, cfile, &clen);
         uint8_t *e = strcmp(efile, "-") ? slurp(dir, efile, &elen) : NULL;
         uint8_t *t = strcmp(tfile, "-") ? slurp(dir, tfile, &tlen) : NULL;
-        cf_codec_params p;
+        cf__codec_params p;
         memset(&p, 0, sizeof p);
         p.compression = (uint16_t)comp;
         p.lerc_sub = (uint16_t)sub;
@@ -69,13 +69,13 @@ int main(void) {
         p.jpeg_tables_len = tlen;
         p.ycbcr_sub_h = (uint16_t)ysh;
         p.ycbcr_sub_v = (uint16_t)ysv;
-        size_t n = (size_t)cf_codec_chunk_bytes(&p);
+        size_t n = (size_t)cf__codec_chunk_bytes(&p);
         uint8_t *out = malloc(n ? n : 1);
         cf_error err;
         memset(&err, 0, sizeof err);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        cf_status st = c ? cf_codec_decode(ctx, &p, c, clen, out, n, &err) : CF_E_IO;
+        cf_status st = c ? cf__codec_decode(ctx, &p, c, clen, out, n, &err) : CF_E_IO;
         clock_gettime(CLOCK_MONOTONIC, &t1);
         secs += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         bytes_out += n;
@@ -110,7 +110,7 @@ int main(void) {
         free(t);
     }
     fclose(m);
-    cf_codec_ctx_free(ctx);
+    cf__codec_ctx_free(ctx);
     printf("%d chunks, %d bit-exact with GDAL, %d unreadable by GDAL, %d cases "
            "differ; %.1f MB decoded in %.3f s\n",
            chunks, exact, gdal_failed, bad_cases, (double)bytes_out / 1e6, secs);

@@ -11,7 +11,7 @@
  *    so that the damage reaches the blocks, or left invalid; truncated)
  *    are refused by name, or decode to liblerc's bytes.  A blob whose
  *    values liblerc would read past is refused.
- * 3. Through cf_codec_decode: LERC_ZSTD tiles equal lerc_decode's pixels.
+ * 3. Through cf__codec_decode: LERC_ZSTD tiles equal lerc_decode's pixels.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -316,8 +316,8 @@ static void test_codec_path(void) {
                                 (unsigned)cap, &nb) == 0);
     CHECK(lerc_decode(blob, nb, 0, NULL, spp, w, h, 1, 3, ref) == 0);
     size_t zn = ZSTD_compress(z, cap, blob, nb, 3);
-    cf_codec_ctx *ctx = cf_codec_ctx_new();
-    cf_codec_params p;
+    cf__codec_ctx *ctx = cf__codec_ctx_new();
+    cf__codec_params p;
     memset(&p, 0, sizeof p);
     p.compression = 34887;
     p.bits = 16;
@@ -329,10 +329,10 @@ static void test_codec_path(void) {
     p.photometric = 1;
     p.lerc_sub = 2;
     cf_error err;
-    CHECK(cf_codec_decode(ctx, &p, z, zn, (uint8_t *)out, n * 2, &err) == CF_OK);
+    CHECK(cf__codec_decode(ctx, &p, z, zn, (uint8_t *)out, n * 2, &err) == CF_OK);
     CHECK(memcmp(out, ref, n * 2) == 0);
     CHECK(memcmp(out, px, n * 2) == 0);
-    cf_codec_ctx_free(ctx);
+    cf__codec_ctx_free(ctx);
     free(px);
     free(ref);
     free(out);

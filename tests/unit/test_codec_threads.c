@@ -1,6 +1,6 @@
 /*
  * test_codec_threads.c - decode threads share nothing: several threads,
- * each with its own cf_codec_ctx, decode the same chunks of every codec
+ * each with its own cf__codec_ctx, decode the same chunks of every codec
  * at once and must all get the single-threaded result.  Run under TSan
  * (-DCF_TSAN=ON) this also checks the libraries behind each codec.
  */
@@ -30,7 +30,7 @@
 #define ITERS 60
 
 typedef struct job {
-    cf_codec_params p;
+    cf__codec_params p;
     uint8_t *src;
     size_t src_len;
     uint8_t *want;
@@ -42,35 +42,35 @@ static job jobs[8];
 static int njobs;
 static int thread_fail[NTHREADS];
 
-static void add_job(cf_codec_params p, uint8_t *src, size_t n, int webp) {
+static void add_job(cf__codec_params p, uint8_t *src, size_t n, int webp) {
     job *j = &jobs[njobs++];
     j->p = p;
     j->src = src;
     j->src_len = n;
-    j->len = (size_t)cf_codec_chunk_bytes(&p);
+    j->len = (size_t)cf__codec_chunk_bytes(&p);
     j->want = malloc(j->len);
     j->free_with_webp = webp;
 }
 
 static void *worker(void *arg) {
     int id = (int)(intptr_t)arg;
-    cf_codec_ctx *ctx = cf_codec_ctx_new();
+    cf__codec_ctx *ctx = cf__codec_ctx_new();
     uint8_t *out = malloc(W * H * 16);
     for (int it = 0; it < ITERS; it++) {
         job *j = &jobs[(it + id) % njobs];
         cf_error err;
-        if (cf_codec_decode(ctx, &j->p, j->src, j->src_len, out, j->len, &err) ||
+        if (cf__codec_decode(ctx, &j->p, j->src, j->src_len, out, j->len, &err) ||
             memcmp(out, j->want, j->len))
             thread_fail[id]++;
     }
     free(out);
-    cf_codec_ctx_free(ctx);
+    cf__codec_ctx_free(ctx);
     return NULL;
 }
 
-static cf_codec_params params(uint16_t comp, uint16_t bits, uint16_t sf,
+static cf__codec_params params(uint16_t comp, uint16_t bits, uint16_t sf,
                               uint32_t spp, uint16_t pred) {
-    cf_codec_params p;
+    cf__codec_params p;
     memset(&p, 0, sizeof p);
     p.compression = comp;
     p.bits = bits;
@@ -137,20 +137,20 @@ int main(void) {
         }
         jpeg_finish_compress(&ci);
         jpeg_destroy_compress(&ci);
-        cf_codec_params p = params(7, 8, 1, 3, 1);
+        cf__codec_params p = params(7, 8, 1, 3, 1);
         p.photometric = 6;
         p.ycbcr_sub_h = p.ycbcr_sub_v = 2;
         add_job(p, jp, jl, 0);
     }
 #endif
     /* single-threaded reference */
-    cf_codec_ctx *ctx = cf_codec_ctx_new();
+    cf__codec_ctx *ctx = cf__codec_ctx_new();
     for (int i = 0; i < njobs; i++) {
         cf_error err;
-        CHECK(cf_codec_decode(ctx, &jobs[i].p, jobs[i].src, jobs[i].src_len, jobs[i].want,
+        CHECK(cf__codec_decode(ctx, &jobs[i].p, jobs[i].src, jobs[i].src_len, jobs[i].want,
                               jobs[i].len, &err) == CF_OK);
     }
-    cf_codec_ctx_free(ctx);
+    cf__codec_ctx_free(ctx);
 
     pthread_t th[NTHREADS];
     for (int i = 0; i < NTHREADS; i++)

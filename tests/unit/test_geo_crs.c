@@ -60,7 +60,7 @@ static void ks_ascii(keyset *k, uint16_t id, const char *s) {
 }
 
 static cf_crs *build(const keyset *k, char *note) {
-    cf_geokeys g = {k->dir, 4 + 4 * k->nkeys, k->dbl, k->ndbl, k->ascii, k->nascii};
+    cf__geokeys g = {k->dir, 4 + 4 * k->nkeys, k->dbl, k->ndbl, k->ascii, k->nascii};
     cf_crs *c = NULL;
     char buf[160];
     CHECK(cf__crs_from_geokeys(&g, &c, note ? note : buf, 160) == CF_OK);
@@ -392,7 +392,7 @@ static void test_citations_name_no_path(void) {
         cf_crs *w = NULL;
         CHECK(cf_crs_from_epsg(4326, &w, NULL) == CF_OK);
         if (c && w) {
-            cf_xform *x = NULL;
+            cf__xform *x = NULL;
             cf_error e = {0};
             cf__xform_new(c, w, &x, &e);
             cf__xform_free(x);
@@ -424,7 +424,7 @@ static void test_bad_keys(void) {
     ks_init(&k);
     ks_short(&k, 3072, 32633);
     k.dir[3] = 40;
-    cf_geokeys g = {k.dir, 8, NULL, 0, NULL, 0};
+    cf__geokeys g = {k.dir, 8, NULL, 0, NULL, 0};
     cf_crs *c = NULL;
     CHECK(cf__crs_from_geokeys(&g, &c, note, sizeof note) == CF_OK && !c);
     CHECK(strstr(note, "40 keys") != NULL);
@@ -499,7 +499,7 @@ static void *worker(void *arg) {
         ks_init(&k);
         ks_short(&k, 1024, 1);
         ks_short(&k, 3072, (uint16_t)(32601 + i % 20));
-        cf_geokeys g = {k.dir, 4 + 4 * k.nkeys, NULL, 0, NULL, 0};
+        cf__geokeys g = {k.dir, 4 + 4 * k.nkeys, NULL, 0, NULL, 0};
         cf_crs *c = NULL;
         char note[160];
         if (cf__crs_from_geokeys(&g, &c, note, sizeof note) != CF_OK || !c) {

@@ -34,21 +34,21 @@ static cf_grid grid(double x0, double y0, double res, uint32_t w, uint32_t h) {
 /* Resample the whole source level (the "file") onto dst with kernel rs,
  * through the chunk planner, as cf_cog_read_grid does. */
 static void run(const cf_grid *src, const void *data, cf_dtype t, int nb, const cf_grid *dst,
-                cf_resampling rs, int general, const cf_warp_src *proto, void *out,
+                cf_resampling rs, int general, const cf__warp_src *proto, void *out,
                 double fill) {
-    cf_warp *w = NULL;
+    cf__warp *w = NULL;
     cf_error err = {0};
     CHECK(cf__warp_new(src, dst, NULL, 0.125, &w, &err) == CF_OK);
     size_t bps = cf_dtype_size(t), n = (size_t)nb * dst->width * dst->height;
     for (size_t i = 0; i < n; i++) cf__rs_store(t, out, i, fill, 0, 0);
-    cf_warp_req rq = {0, 0, dst->width, dst->height, rs, 0, src->width, src->height,
+    cf__warp_req rq = {0, 0, dst->width, dst->height, rs, 0, src->width, src->height,
                       src->width, src->height, general};
-    cf_warp_cost cost = {8.0 * bps * nb, 8.0 * bps * nb, 64.0 * 1024 * 1024};
-    cf_warp_chunk *ch = NULL;
+    cf__warp_cost cost = {8.0 * bps * nb, 8.0 * bps * nb, 64.0 * 1024 * 1024};
+    cf__warp_chunk *ch = NULL;
     size_t nch = 0;
     CHECK(cf__warp_chunks(w, &rq, &cost, &ch, &nch, &err) == CF_OK);
     for (size_t k = 0; k < nch; k++) {
-        const cf_warp_win *win = &ch[k].win;
+        const cf__warp_win *win = &ch[k].win;
         size_t wn = (size_t)win->w * win->h;
         uint8_t *buf = malloc(wn * nb * bps);
         for (int b = 0; b < nb; b++)
@@ -58,9 +58,9 @@ static void run(const cf_grid *src, const void *data, cf_dtype t, int nb, const 
                            (((size_t)b * src->height + (size_t)(win->y + y)) * src->width +
                             (size_t)win->x) * bps,
                        win->w * bps);
-        cf_warp_src s = *proto;
+        cf__warp_src s = *proto;
         s.data = buf;
-        cf_warp_dst d = {(uint8_t *)out + ((size_t)ch[k].rq.ty * dst->width + ch[k].rq.tx) * bps,
+        cf__warp_dst d = {(uint8_t *)out + ((size_t)ch[k].rq.ty * dst->width + ch[k].rq.tx) * bps,
                          (size_t)dst->width * dst->height, dst->width, proto->has_nodata,
                          proto->nodata};
         CHECK(cf__warp_resample(w, &ch[k].rq, win, &s, &d, &err) == CF_OK);
@@ -102,7 +102,7 @@ static void test_fast_equals_general(void) {
                 for (int with_nd = 0; with_nd < 3; with_nd++) {
                     /* nodata 3 is in the data (masks), 25000 is not (GDAL's
                      * real-case formulas without masks) */
-                    cf_warp_src proto = {NULL, t, 2, NULL, with_nd > 0, with_nd == 1 ? 3 : 25000};
+                    cf__warp_src proto = {NULL, t, 2, NULL, with_nd > 0, with_nd == 1 ? 3 : 25000};
                     size_t sz = 2 * (size_t)n * n * bps;
                     uint8_t *a = malloc(sz), *b = malloc(sz);
                     run(&src, data, t, 2, &dst, (cf_resampling)rs, 0, &proto, a, 77);
@@ -132,7 +132,7 @@ static void test_fast_nudge(void) {
     uint16_t *data = malloc(50 * 50 * sizeof *data);
     for (int i = 0; i < 50 * 50; i++) data[i] = rnd() % 2 ? 10 : 20;
     const double res[] = {30, 10, 17};
-    cf_warp_src proto = {NULL, CF_DT_U16, 1, NULL, 1, 13};
+    cf__warp_src proto = {NULL, CF_DT_U16, 1, NULL, 1, 13};
     for (int k = 0; k < 3; k++) {
         uint32_t n = (uint32_t)(2400 / res[k]);
         cf_grid dst = grid(300, 2700, res[k], n, n);
@@ -156,7 +156,7 @@ static void test_fast_nudge(void) {
 static void test_translation_and_replication(void) {
     cf_grid src = grid(0, 1000, 10, 100, 100);
     uint16_t *data = make_data(CF_DT_U16, 100 * 100);
-    cf_warp_src proto = {NULL, CF_DT_U16, 1, NULL, 0, 0};
+    cf__warp_src proto = {NULL, CF_DT_U16, 1, NULL, 0, 0};
     /* Shifted by whole pixels: every kernel copies. */
     cf_grid dst = grid(230, 770, 10, 40, 30);
     uint16_t out[40 * 30];
@@ -188,7 +188,7 @@ static void test_nodata(void) {
     for (int i = 0; i < 16; i++) data[i] = 100;
     data[1] = 200;
     data[0] = data[10] = 0;
-    cf_warp_src proto = {NULL, CF_DT_U16, 1, NULL, 1, 0};
+    cf__warp_src proto = {NULL, CF_DT_U16, 1, NULL, 1, 0};
     /* Shifted half a pixel: target centres on source pixel corners. */
     cf_grid dst = grid(5, 35, 10, 3, 3);
     uint16_t out[9];
@@ -216,12 +216,12 @@ static void test_nodata(void) {
     /* A computed value equal to the nodata moves off it by one (GDAL). */
     uint16_t stripes[16];
     for (int i = 0; i < 16; i++) stripes[i] = i % 2 ? 8 : 6;
-    cf_warp_src p7 = {NULL, CF_DT_U16, 1, NULL, 1, 7};
+    cf__warp_src p7 = {NULL, CF_DT_U16, 1, NULL, 1, 7};
     uint16_t o7[9];
     run(&src, stripes, CF_DT_U16, 1, &dst, CF_RS_BILINEAR, 0, &p7, o7, 7);
     CHECK(o7[0] == 6); /* (6 + 8) / 2 = 7 = nodata -> 6 */
     /* Without a nodata, 7 is a value like any other. */
-    cf_warp_src pn = {NULL, CF_DT_U16, 1, NULL, 0, 0};
+    cf__warp_src pn = {NULL, CF_DT_U16, 1, NULL, 0, 0};
     run(&src, stripes, CF_DT_U16, 1, &dst, CF_RS_BILINEAR, 0, &pn, o7, 0);
     CHECK(o7[0] == 7);
 }
@@ -233,17 +233,17 @@ static void test_lattice_bound(void) {
     CHECK(cf_crs_from_epsg(4326, &wgs, NULL) == CF_OK);
     cf_grid src = {wgs, {12.0, 0.001, 0, 47.0, 0, -0.001}, 6000, 2000};
     cf_grid dst = grid(400000, 5200000, 100, 1200, 1200);
-    cf_xform *xf = NULL;
+    cf__xform *xf = NULL;
     cf_error err = {0};
     CHECK(cf__xform_new(utm33, wgs, &xf, &err) == CF_OK);
-    cf_warp *approx = NULL, *exact = NULL;
+    cf__warp *approx = NULL, *exact = NULL;
     CHECK(cf__warp_new(&src, &dst, xf, 0.125, &approx, &err) == CF_OK);
     CHECK(cf__warp_new(&src, &dst, xf, 0, &exact, &err) == CF_OK);
     CHECK(approx && exact && !cf__warp_is_affine(approx));
     /* Sample pixels of both maps through the window planner: the source
      * windows agree within a pixel. */
-    cf_warp_req rq = {100, 100, 500, 500, CF_RS_NEAREST, 0, 6000, 2000, 6000, 2000, 0};
-    cf_warp_win wa, we;
+    cf__warp_req rq = {100, 100, 500, 500, CF_RS_NEAREST, 0, 6000, 2000, 6000, 2000, 0};
+    cf__warp_win wa, we;
     CHECK(cf__warp_window(approx, &rq, &wa, &err) == CF_OK);
     CHECK(cf__warp_window(exact, &rq, &we, &err) == CF_OK);
     CHECK(!wa.empty && llabs(wa.x - we.x) <= 1 && llabs(wa.y - we.y) <= 1);
@@ -251,15 +251,15 @@ static void test_lattice_bound(void) {
      * pixels within 0.125 px of an edge. */
     uint8_t *data = malloc((size_t)6000 * 2000);
     for (size_t i = 0; i < (size_t)6000 * 2000; i++) data[i] = (uint8_t)(i % 251);
-    cf_warp_src proto = {NULL, CF_DT_U8, 1, NULL, 0, 0};
+    cf__warp_src proto = {NULL, CF_DT_U8, 1, NULL, 0, 0};
     uint8_t *a = malloc(500 * 500), *b = malloc(500 * 500);
     CHECK(cf__warp_window(approx, &rq, &wa, &err) == CF_OK);
     uint8_t *buf = malloc((size_t)wa.w * wa.h);
     for (uint32_t y = 0; y < wa.h; y++)
         memcpy(buf + (size_t)y * wa.w, data + (size_t)(wa.y + y) * 6000 + wa.x, wa.w);
-    cf_warp_src s = proto;
+    cf__warp_src s = proto;
     s.data = buf;
-    cf_warp_dst da = {a, 0, 0, 0, 0}, db = {b, 0, 0, 0, 0};
+    cf__warp_dst da = {a, 0, 0, 0, 0}, db = {b, 0, 0, 0, 0};
     memset(a, 0, 500 * 500);
     memset(b, 0, 500 * 500);
     CHECK(cf__warp_resample(approx, &rq, &wa, &s, &da, &err) == CF_OK);
@@ -289,7 +289,7 @@ static void test_level_and_chunks(void) {
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         uint32_t n = (uint32_t)(20000 / want[i].res);
         cf_grid dst = grid(1000, 99000, want[i].res, n, n);
-        cf_warp *w = NULL;
+        cf__warp *w = NULL;
         CHECK(cf__warp_new(&src, &dst, NULL, 0.125, &w, NULL) == CF_OK);
         int l = cf__warp_pick_level(w, 0, 0, n, n, sizes, 4);
         if (l != want[i].level) fprintf(stderr, "res %g: level %d\n", want[i].res, l);
@@ -300,11 +300,11 @@ static void test_level_and_chunks(void) {
      * the outside chunks out. */
     cf_grid small = grid(0, 1000, 10, 100, 100);
     cf_grid dst = grid(500, 1500, 10, 200, 200);
-    cf_warp *w = NULL;
+    cf__warp *w = NULL;
     CHECK(cf__warp_new(&small, &dst, NULL, 0.125, &w, NULL) == CF_OK);
-    cf_warp_req rq = {0, 0, 200, 200, CF_RS_BILINEAR, 0, 100, 100, 100, 100, 0};
-    cf_warp_cost cost = {16, 16, 64.0 * 1024 * 1024};
-    cf_warp_chunk *ch = NULL;
+    cf__warp_req rq = {0, 0, 200, 200, CF_RS_BILINEAR, 0, 100, 100, 100, 100, 0};
+    cf__warp_cost cost = {16, 16, 64.0 * 1024 * 1024};
+    cf__warp_chunk *ch = NULL;
     size_t nch = 0;
     CHECK(cf__warp_chunks(w, &rq, &cost, &ch, &nch, NULL) == CF_OK);
     uint64_t covered = 0;
@@ -315,7 +315,7 @@ static void test_level_and_chunks(void) {
     /* A small memory limit splits by size alone. */
     cf_grid same = grid(0, 1000, 10, 100, 100);
     CHECK(cf__warp_new(&small, &same, NULL, 0.125, &w, NULL) == CF_OK);
-    cf_warp_req inside = {0, 0, 100, 100, CF_RS_BILINEAR, 0, 100, 100, 100, 100, 0};
+    cf__warp_req inside = {0, 0, 100, 100, CF_RS_BILINEAR, 0, 100, 100, 100, 100, 0};
     cost.memory = 20000;
     CHECK(cf__warp_chunks(w, &inside, &cost, &ch, &nch, NULL) == CF_OK);
     CHECK(nch > 1);
@@ -328,7 +328,7 @@ static void test_level_and_chunks(void) {
 
 /* Threads sharing one map (TSan). */
 typedef struct job {
-    const cf_warp *w;
+    const cf__warp *w;
     const uint16_t *data;
     uint16_t out[64 * 64];
     int failures;              /* CHECK's counters are the main thread's */
@@ -336,8 +336,8 @@ typedef struct job {
 
 static void *worker(void *arg) {
     job *j = arg;
-    cf_warp_req rq = {0, 0, 64, 64, CF_RS_CUBIC, 0, 100, 100, 100, 100, 0};
-    cf_warp_win win;
+    cf__warp_req rq = {0, 0, 64, 64, CF_RS_CUBIC, 0, 100, 100, 100, 100, 0};
+    cf__warp_win win;
     if (cf__warp_window(j->w, &rq, &win, NULL) != CF_OK || win.empty) {
         j->failures++;
         return NULL;
@@ -345,8 +345,8 @@ static void *worker(void *arg) {
     uint16_t *buf = malloc((size_t)win.w * win.h * 2);
     for (uint32_t y = 0; y < win.h; y++)
         memcpy(buf + (size_t)y * win.w, j->data + (size_t)(win.y + y) * 100 + win.x, win.w * 2);
-    cf_warp_src s = {buf, CF_DT_U16, 1, NULL, 0, 0};
-    cf_warp_dst d = {j->out, 0, 0, 0, 0};
+    cf__warp_src s = {buf, CF_DT_U16, 1, NULL, 0, 0};
+    cf__warp_dst d = {j->out, 0, 0, 0, 0};
     for (int k = 0; k < 20; k++)
         j->failures += cf__warp_resample(j->w, &rq, &win, &s, &d, NULL) != CF_OK;
     free(buf);
@@ -356,7 +356,7 @@ static void *worker(void *arg) {
 static void test_threads(void) {
     cf_grid src = grid(0, 1000, 10, 100, 100);
     cf_grid dst = grid(123, 877, 7, 64, 64);
-    cf_warp *w = NULL;
+    cf__warp *w = NULL;
     CHECK(cf__warp_new(&src, &dst, NULL, 0.125, &w, NULL) == CF_OK);
     uint16_t *data = make_data(CF_DT_U16, 100 * 100);
     static job jobs[4];

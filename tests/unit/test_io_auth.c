@@ -27,14 +27,14 @@ static const char *env_get(const char *name, void *user) {
     return NULL;
 }
 
-static cf_status open_env(const char *url, env *e, cf_auth **a,
+static cf_status open_env(const char *url, env *e, cf__auth **a,
                           cf_error *err) {
     cf__err_clear(err);
     return cf__auth_new_env(url, env_get, e, a, err);
 }
 
 /* Headers of one signed request, joined by '\n'. */
-static char *sign_join(cf_auth *a, time_t t, const char *range,
+static char *sign_join(cf__auth *a, time_t t, const char *range,
                        const char *if_match) {
     struct curl_slist *h = NULL;
     cf_error err;
@@ -106,7 +106,7 @@ static void test_uri_encode(void) {
 }
 
 static void test_s3_request(void) {
-    cf_auth *a = NULL;
+    cf__auth *a = NULL;
     cf_error err;
     /* Custom endpoint, key with space, '+', '~' and unicode, session token,
      * Range and If-Match: botocore computes the same signature. */
@@ -117,7 +117,7 @@ static void test_s3_request(void) {
               {"AWS_ENDPOINT_URL", "http://127.0.0.1:9000/"}}};
     CHECK(open_env("s3://bucket/dir/a b+c~d/\xc3\xbc.tif", &e, &a, &err) == CF_OK);
     if (!a) return;
-    CHECK(cf__auth_kind(a) == CF_AUTH_S3);
+    CHECK(cf__auth_kind_of(a) == CF_AUTH_S3);
     CHECK(cf__auth_has_credentials(a));
     CHECK(!strcmp(cf__auth_http_url(a),
                   "http://127.0.0.1:9000/bucket/dir/a%20b%2Bc~d/%C3%BC.tif"));
@@ -167,7 +167,7 @@ static void test_s3_request(void) {
 }
 
 static void test_s3_urls(void) {
-    cf_auth *a = NULL;
+    cf__auth *a = NULL;
     cf_error err;
     env creds = {{{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "S3CR3T"},
                   {"AWS_DEFAULT_REGION", "ap-south-1"}}};
@@ -237,7 +237,7 @@ static void test_s3_host_port(void) {
         for (int j = 0; j < 2; j++) {
             env e = {{{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "S3CR3T"},
                       {"AWS_ENDPOINT_URL", eps[i][j]}}};
-            cf_auth *a = NULL;
+            cf__auth *a = NULL;
             cf_error err;
             sig[j] = NULL;
             CHECK(open_env("s3://b/k", &e, &a, &err) == CF_OK);
@@ -253,7 +253,7 @@ static void test_s3_host_port(void) {
                {"AWS_ENDPOINT_URL", "http://h.example:8080"}}};
     env e2 = {{{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "S3CR3T"},
                {"AWS_ENDPOINT_URL", "http://h.example"}}};
-    cf_auth *a1 = NULL, *a2 = NULL;
+    cf__auth *a1 = NULL, *a2 = NULL;
     cf_error err;
     CHECK(open_env("s3://b/k", &e1, &a1, &err) == CF_OK);
     CHECK(open_env("s3://b/k", &e2, &a2, &err) == CF_OK);
@@ -273,12 +273,12 @@ static void test_s3_host_port(void) {
 #define DEV_KEY "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
 static void test_azure_shared_key(void) {
-    cf_auth *a = NULL;
+    cf__auth *a = NULL;
     cf_error err;
     env e = {{{"AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true"}}};
     CHECK(open_env("az://mycontainer/dir/a b.tif", &e, &a, &err) == CF_OK);
     if (!a) return;
-    CHECK(cf__auth_kind(a) == CF_AUTH_AZURE && cf__auth_has_credentials(a));
+    CHECK(cf__auth_kind_of(a) == CF_AUTH_AZURE && cf__auth_has_credentials(a));
     CHECK(!strcmp(cf__auth_http_url(a),
                   "http://127.0.0.1:10000/devstoreaccount1/mycontainer/dir/a%20b.tif"));
     char *sts = cf__azure_string_to_sign(a, "GET", "Fri, 24 May 2013 00:00:00 GMT",
@@ -334,7 +334,7 @@ static void test_azure_shared_key(void) {
  * exactly the endpoint a connection string names; nothing to look-alike
  * hosts, plain http, other ports or other accounts. */
 static int az_gets_creds(const char *url, env *e) {
-    cf_auth *a = NULL;
+    cf__auth *a = NULL;
     cf_error err;
     if (open_env(url, e, &a, &err) != CF_OK || !a) return -1;
     int got = cf__auth_has_credentials(a) || contains(cf__auth_http_url(a), "SECRETSIG");
@@ -392,7 +392,7 @@ static void test_azure_where_credentials_go(void) {
     CHECK(az_gets_creds("https://acct.blob.core.windows.net/c/x.tif", &ep) == 0);
     /* az:// builds its endpoint from the configuration only: the canonical
      * https one, or the one named. */
-    cf_auth *a = NULL;
+    cf__auth *a = NULL;
     cf_error err;
     CHECK(open_env("az://c/x.tif", &sas, &a, &err) == CF_OK);
     CHECK(a && !strncmp(cf__auth_http_url(a), "https://acct.blob.core.windows.net/", 35));
@@ -400,7 +400,7 @@ static void test_azure_where_credentials_go(void) {
 }
 
 static void test_azure_urls(void) {
-    cf_auth *a = NULL;
+    cf__auth *a = NULL;
     cf_error err;
     /* SAS with and without the leading '?'. */
     const char *sases[] = {"?sv=2021-08-06&sp=r&sig=SECRETSIG%3D",
@@ -452,7 +452,7 @@ static void test_azure_urls(void) {
     env e = {{{"AZURE_STORAGE_ACCOUNT", "acct"},
               {"AZURE_STORAGE_SAS_TOKEN", "sv=1&sig=SECRETSIG"}}};
     CHECK(open_env("https://acct.blob.core.windows.net/c/x%20y.tif", &e, &a, &err) == CF_OK);
-    CHECK(a && cf__auth_kind(a) == CF_AUTH_AZURE);
+    CHECK(a && cf__auth_kind_of(a) == CF_AUTH_AZURE);
     CHECK(a && !strcmp(cf__auth_http_url(a),
                        "https://acct.blob.core.windows.net/c/x%20y.tif?sv=1&sig=SECRETSIG"));
     CHECK(a && !strcmp(cf__auth_redacted(a), "https://acct.blob.core.windows.net/c/x%20y.tif"));
@@ -500,12 +500,12 @@ static void test_azure_urls(void) {
 /* ---- GCS and plain HTTP ------------------------------------------- */
 
 static void test_gcs_http(void) {
-    cf_auth *a = NULL;
+    cf__auth *a = NULL;
     cf_error err;
     env none = {{{NULL, NULL}}};
     CHECK(open_env("gs://bucket/dir/a b+c.tif", &none, &a, &err) == CF_OK);
     if (a) {
-        CHECK(cf__auth_kind(a) == CF_AUTH_GCS && !cf__auth_has_credentials(a));
+        CHECK(cf__auth_kind_of(a) == CF_AUTH_GCS && !cf__auth_has_credentials(a));
         CHECK(!strcmp(cf__auth_http_url(a),
                       "https://storage.googleapis.com/bucket/dir/a%20b%2Bc.tif"));
         char *h = sign_join(a, 0, NULL, NULL);
@@ -574,7 +574,7 @@ static void test_gcs_http(void) {
     env aws = {{{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "S3CR3T"}}};
     CHECK(open_env("http://127.0.0.1:8080/data/x.tif", &aws, &a, &err) == CF_OK);
     if (a) {
-        CHECK(cf__auth_kind(a) == CF_AUTH_HTTP && !cf__auth_has_credentials(a));
+        CHECK(cf__auth_kind_of(a) == CF_AUTH_HTTP && !cf__auth_has_credentials(a));
         CHECK(!strcmp(cf__auth_http_url(a), "http://127.0.0.1:8080/data/x.tif"));
         char *h = sign_join(a, 0, "bytes=0-1", NULL);
         CHECK(h && !strcmp(h, ""));
@@ -590,7 +590,7 @@ static void test_gcs_http(void) {
 /* ---- redaction ----------------------------------------------------- */
 
 static void test_redaction(void) {
-    cf_auth *a = NULL;
+    cf__auth *a = NULL;
     cf_error err;
     env none = {{{NULL, NULL}}};
     const char *urls[] = {
@@ -774,7 +774,7 @@ static void test_mutations(void) {
                 }
             }
         }
-        cf_auth *a = NULL;
+        cf__auth *a = NULL;
         cf_error err;
         cf_status st = open_env(u, &envs[it % 3], &a, &err);
         if (st != CF_OK) {

@@ -224,12 +224,12 @@ static void test_options(void) {
     cf_io_set_max_inflight(io, 200);
     cf_io_get_stats(io, &st);
     CHECK(st.max_inflight == 200);
-    cf_io_note_cache_hit(io);
+    cf__io_note_cache_hit(io);
     cf_io_get_stats(io, &st);
     CHECK(st.header_cache_hits == 1);
     io_free_checked(io);
     cf_io_free(NULL);
-    CHECK(cf_io_new(NULL, &io, NULL) == CF_OK && cf_io_opts(io)->merge_gap == 65536);
+    CHECK(cf_io_new(NULL, &io, NULL) == CF_OK && cf__io_opts(io)->merge_gap == 65536);
     io_free_checked(io);
 }
 
@@ -268,7 +268,7 @@ static void test_quota(void) {
 }
 
 static int g_cb_calls;
-static void count_cb(cf_range_req *r, void *user) {
+static void count_cb(cf__range_req *r, void *user) {
     (void)r;
     __atomic_fetch_add((int *)user, 1, __ATOMIC_SEQ_CST); /* loop thread */
 }
@@ -281,47 +281,47 @@ static void test_local(const char *dir) {
     fclose(f);
     snprintf(url, sizeof url, "file://%s", path);
     cf_error e;
-    cf_src *s = NULL;
+    cf__src *s = NULL;
     for (int pass = 0; pass < 2; pass++) {
-        CHECK(cf_src_new(NULL, pass ? url : path, &s, &e) == CF_OK);
-        CHECK(!cf_src_is_remote(s) && cf_src_size(s) == 100000 &&
-              !cf_src_etag(s) && strcmp(cf_src_name(s), path) == 0);
+        CHECK(cf__src_new(NULL, pass ? url : path, &s, &e) == CF_OK);
+        CHECK(!cf__src_is_remote(s) && cf__src_size(s) == 100000 &&
+              !cf__src_etag(s) && strcmp(cf__src_name(s), path) == 0);
         uint8_t head[1000];
         size_t got = 0;
-        CHECK(cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK &&
+        CHECK(cf__src_read_head(s, head, sizeof head, &got, &e) == CF_OK &&
               got == 1000 && memcmp(head, g_obj, 1000) == 0);
         uint8_t a[10], b[300];
-        cf_range_req r[3] = {{5000, 10, a, 0, NULL, NULL},
+        cf__range_req r[3] = {{5000, 10, a, 0, NULL, NULL},
                              {99700, 300, b, 0, NULL, NULL},
                              {99990, 20, b, 0, NULL, NULL}};
-        CHECK(cf_src_read(s, r, 2, &e) == CF_OK && memcmp(a, g_obj + 5000, 10) == 0 &&
+        CHECK(cf__src_read(s, r, 2, &e) == CF_OK && memcmp(a, g_obj + 5000, 10) == 0 &&
               memcmp(b, g_obj + 99700, 300) == 0);
-        CHECK(cf_src_read(s, r, 3, &e) == CF_E_RANGE && r[2].status == CF_E_RANGE &&
+        CHECK(cf__src_read(s, r, 3, &e) == CF_E_RANGE && r[2].status == CF_E_RANGE &&
               r[0].status == CF_OK && strstr(e.msg, "past the end"));
         int calls = 0;
-        CHECK(cf_src_submit(s, r, 2, count_cb, &calls, &e) == CF_OK && calls == 2);
-        CHECK(cf_src_requests(s) >= 5);
-        cf_src_free(s);
+        CHECK(cf__src_submit(s, r, 2, count_cb, &calls, &e) == CF_OK && calls == 2);
+        CHECK(cf__src_requests(s) >= 5);
+        cf__src_free(s);
     }
     snprintf(path, sizeof path, "%s/io_core_missing.bin", dir);
-    CHECK(cf_src_new(NULL, path, &s, &e) == CF_E_NOTFOUND && !s && strstr(e.msg, path));
-    CHECK(cf_src_new(NULL, dir, &s, &e) == CF_E_IO && !s);
-    CHECK(cf_src_new(NULL, "http://127.0.0.1:1/x", &s, &e) == CF_E_ARG);
+    CHECK(cf__src_new(NULL, path, &s, &e) == CF_E_NOTFOUND && !s && strstr(e.msg, path));
+    CHECK(cf__src_new(NULL, dir, &s, &e) == CF_E_IO && !s);
+    CHECK(cf__src_new(NULL, "http://127.0.0.1:1/x", &s, &e) == CF_E_ARG);
     (void)g_cb_calls;
 }
 
 /* n reads of 1000 bytes at spread offsets, submitted at once; waits for
  * every callback (calls counts them).  1: all bytes right. */
-static int hedge_reads(cf_src *s, int n, int *calls, int *bad) {
-    cf_range_req *q = calloc((size_t)n, sizeof *q);
+static int hedge_reads(cf__src *s, int n, int *calls, int *bad) {
+    cf__range_req *q = calloc((size_t)n, sizeof *q);
     uint8_t *buf = calloc((size_t)n, 1000);
     cf_error *errs = calloc((size_t)n, sizeof *errs);
     cf_error e;
     for (int k = 0; k < n; k++)
-        q[k] = (cf_range_req){(uint64_t)k * 6007 % (OBJ_SIZE - 1000), 1000,
+        q[k] = (cf__range_req){(uint64_t)k * 6007 % (OBJ_SIZE - 1000), 1000,
                               buf + (size_t)k * 1000, 0, &errs[k], NULL};
     *calls = 0;
-    int ok = cf_src_submit(s, q, (size_t)n, count_cb, calls, &e) == CF_OK;
+    int ok = cf__src_submit(s, q, (size_t)n, count_cb, calls, &e) == CF_OK;
     for (int w = 0; w < 3000 && __atomic_load_n(calls, __ATOMIC_SEQ_CST) < n; w++)
         usleep(10000);
     usleep(50000); /* a second callback for any request would land here */
@@ -359,11 +359,11 @@ static void test_hedge(void) {
     cf_io *io = NULL;
     cf_error e;
     CHECK(cf_io_new(&o, &io, &e) == CF_OK);
-    cf_src *s = NULL;
+    cf__src *s = NULL;
     uint8_t head[1024];
     size_t got = 0;
-    CHECK(cf_src_new(io, url, &s, &e) == CF_OK &&
-          cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
+    CHECK(cf__src_new(io, url, &s, &e) == CF_OK &&
+          cf__src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
     int calls = 0, bad = 0;
     CHECK(hedge_reads(s, 60, &calls, &bad) && calls == 60);
     cf_io_stats st;
@@ -373,17 +373,17 @@ static void test_hedge(void) {
     /* 61 requests, every 5th of which stalled: 12 hedges are needed; the
      * budget (5 at start, a tenth per request) allows 11 here. */
     CHECK(st.hedges <= 12);
-    cf_src_free(s);
+    cf__src_free(s);
     io_free_checked(io);
 
     /* Off: the stalled requests are waited for. */
     o.hedge_after_ms = -1;
-    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK &&
-          cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf__src_new(io, url, &s, &e) == CF_OK &&
+          cf__src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
     CHECK(hedge_reads(s, 20, &calls, &bad) && calls == 20);
     cf_io_get_stats(io, &st);
     CHECK(st.hedges == 0 && st.hedge_wins == 0);
-    cf_src_free(s);
+    cf__src_free(s);
     io_free_checked(io);
 
     /* Cancelled while both copies of many requests wait: one failure each,
@@ -392,15 +392,15 @@ static void test_hedge(void) {
     srv.stall_ms = 1000;
     o.hedge_after_ms = 30;
     o.max_retries = 0;
-    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK);
-    cf_src_assume(s, OBJ_SIZE, "\"t1\"");
-    cf_range_req q[8];
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf__src_new(io, url, &s, &e) == CF_OK);
+    cf__src_assume(s, OBJ_SIZE, "\"t1\"");
+    cf__range_req q[8];
     uint8_t qb[8][100];
     cf_error qe[8];
     calls = 0;
     for (int k = 0; k < 8; k++)
-        q[k] = (cf_range_req){(uint64_t)k * 1000, 100, qb[k], 0, &qe[k], NULL};
-    CHECK(cf_src_submit(s, q, 8, count_cb, &calls, &e) == CF_OK);
+        q[k] = (cf__range_req){(uint64_t)k * 1000, 100, qb[k], 0, &qe[k], NULL};
+    CHECK(cf__src_submit(s, q, 8, count_cb, &calls, &e) == CF_OK);
     for (int w = 0; w < 100; w++) {
         cf_io_get_stats(io, &st);
         if (st.hedges >= 5) break;
@@ -418,7 +418,7 @@ static void test_hedge(void) {
     cf__io_cancel(io, 0);
     cf_io_get_stats(io, &st);
     CHECK(st.inflight == 0);
-    cf_src_free(s);
+    cf__src_free(s);
     io_free_checked(io);
     server_stop(&srv);
 
@@ -432,8 +432,8 @@ static void test_hedge(void) {
     snprintf(url, sizeof url, "http://127.0.0.1:%d/obj", srv.port);
     cf_io_options_init(&o);
     o.merge_gap = 0;
-    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK &&
-          cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf__src_new(io, url, &s, &e) == CF_OK &&
+          cf__src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
     for (int round = 0; round < 4; round++) {
         CHECK(hedge_reads(s, 50, &calls, &bad) && calls == 50);
         cf_io_get_stats(io, &st);
@@ -441,7 +441,7 @@ static void test_hedge(void) {
     }
     cf_io_get_stats(io, &st);
     CHECK(st.hedges >= 2 && st.hedge_wins >= 2 && st.hedges * 10 <= st.requests + 50);
-    cf_src_free(s);
+    cf__src_free(s);
     io_free_checked(io);
     server_stop(&srv);
 
@@ -460,11 +460,11 @@ static void test_hedge(void) {
         o.hedge_after_ms = 50;
         o.max_retries = 1;
         if (k == 2) o.max_inflight = 1;
-        CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK);
-        cf_src_assume(s, OBJ_SIZE, "\"t1\"");
+        CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf__src_new(io, url, &s, &e) == CF_OK);
+        cf__src_assume(s, OBJ_SIZE, "\"t1\"");
         uint8_t b1[50000];
-        cf_range_req r1 = {1000, sizeof b1, b1, 0, NULL, NULL};
-        cf_status rs = cf_src_read(s, &r1, 1, &e);
+        cf__range_req r1 = {1000, sizeof b1, b1, 0, NULL, NULL};
+        cf_status rs = cf__src_read(s, &r1, 1, &e);
         cf_io_get_stats(io, &st);
         if (k == 1) {
             CHECK(rs == CF_E_CHANGED && strstr(e.msg, "changed"));
@@ -473,7 +473,7 @@ static void test_hedge(void) {
         }
         CHECK(st.hedges == 1 && st.hedge_wins == 1);
         if (k == 0) CHECK(st.retries == 1 && st.requests == 3);
-        cf_src_free(s);
+        cf__src_free(s);
         io_free_checked(io);
         server_stop(&srv);
     }
@@ -536,7 +536,7 @@ static void pool_write(const char *path, int i, size_t len) {
 }
 
 typedef struct pool_arg {
-    cf_src **srcs;
+    cf__src **srcs;
     unsigned seed;
     _Atomic int *max_fds;
     int ok;
@@ -550,9 +550,9 @@ static void *pool_reader(void *arg) {
         a->seed = a->seed * 1103515245u + 12345u;
         int i = (int)((a->seed >> 8) % POOL_FILES);
         uint64_t off = (a->seed >> 4) % (POOL_FILE_BYTES - sizeof buf);
-        cf_range_req r = {off, sizeof buf, buf, 0, NULL, NULL};
+        cf__range_req r = {off, sizeof buf, buf, 0, NULL, NULL};
         cf_error e;
-        if (cf_src_read(a->srcs[i], &r, 1, &e) != CF_OK ||
+        if (cf__src_read(a->srcs[i], &r, 1, &e) != CF_OK ||
             memcmp(buf, g_obj + (size_t)i * 7 + off, sizeof buf) != 0)
             a->ok = 0;
         if (it % 200 == 0) {
@@ -574,18 +574,18 @@ static void test_local_pool(const char *dir) {
     /* 0: a quarter of RLIMIT_NOFILE, within 16..1024 */
     o.max_open_files = 0;
     CHECK(cf_io_new(&o, &io, &e) == CF_OK);
-    CHECK(cf_io_opts(io)->max_open_files >= 16 && cf_io_opts(io)->max_open_files <= 1024);
+    CHECK(cf__io_opts(io)->max_open_files >= 16 && cf__io_opts(io)->max_open_files <= 1024);
     io_free_checked(io);
 
     o.max_open_files = POOL_MAX;
-    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_io_opts(io)->max_open_files == POOL_MAX);
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf__io_opts(io)->max_open_files == POOL_MAX);
     char path[POOL_FILES][512];
-    cf_src *srcs[POOL_FILES] = {0};
+    cf__src *srcs[POOL_FILES] = {0};
     int base = open_fds();
     for (int i = 0; i < POOL_FILES; i++) {
         snprintf(path[i], sizeof path[i], "%s/io_pool_%02d.bin", dir, i);
         pool_write(path[i], i, POOL_FILE_BYTES);
-        CHECK(cf_src_new(io, path[i], &srcs[i], &e) == CF_OK);
+        CHECK(cf__src_new(io, path[i], &srcs[i], &e) == CF_OK);
     }
     /* 40 files opened (and their sizes known), 4 descriptors kept */
     CHECK(open_fds() == base + POOL_MAX);
@@ -611,27 +611,27 @@ static void test_local_pool(const char *dir) {
      * read, naming it, rather than read as the old file's tiles. */
     uint8_t buf[100];
     for (int i = 1; i <= POOL_MAX; i++) {
-        cf_range_req r = {0, sizeof buf, buf, 0, NULL, NULL};
-        CHECK(cf_src_read(srcs[i], &r, 1, &e) == CF_OK); /* evicts file 0 */
+        cf__range_req r = {0, sizeof buf, buf, 0, NULL, NULL};
+        CHECK(cf__src_read(srcs[i], &r, 1, &e) == CF_OK); /* evicts file 0 */
     }
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s.new", path[0]);
     pool_write(tmp, 3, POOL_FILE_BYTES);
     CHECK(rename(tmp, path[0]) == 0);
-    cf_range_req r0 = {0, sizeof buf, buf, 0, NULL, NULL};
-    CHECK(cf_src_read(srcs[0], &r0, 1, &e) == CF_E_CHANGED && strstr(e.msg, path[0]) &&
+    cf__range_req r0 = {0, sizeof buf, buf, 0, NULL, NULL};
+    CHECK(cf__src_read(srcs[0], &r0, 1, &e) == CF_E_CHANGED && strstr(e.msg, path[0]) &&
           strstr(e.msg, "changed since it was opened"));
     /* Deleted while closed: a clear "cannot reopen". */
     for (int i = 2; i <= POOL_MAX + 1; i++) {
-        cf_range_req r = {0, sizeof buf, buf, 0, NULL, NULL};
-        CHECK(cf_src_read(srcs[i], &r, 1, &e) == CF_OK); /* evicts file 1 */
+        cf__range_req r = {0, sizeof buf, buf, 0, NULL, NULL};
+        CHECK(cf__src_read(srcs[i], &r, 1, &e) == CF_OK); /* evicts file 1 */
     }
     CHECK(unlink(path[1]) == 0);
-    cf_range_req r1 = {0, sizeof buf, buf, 0, NULL, NULL};
-    CHECK(cf_src_read(srcs[1], &r1, 1, &e) == CF_E_NOTFOUND && strstr(e.msg, path[1]) &&
+    cf__range_req r1 = {0, sizeof buf, buf, 0, NULL, NULL};
+    CHECK(cf__src_read(srcs[1], &r1, 1, &e) == CF_E_NOTFOUND && strstr(e.msg, path[1]) &&
           strstr(e.msg, "cannot reopen") && strstr(e.msg, "max_open_files=4"));
     for (int i = 0; i < POOL_FILES; i++) {
-        cf_src_free(srcs[i]);
+        cf__src_free(srcs[i]);
         unlink(path[i]);
     }
     CHECK(open_fds() == base);
@@ -639,10 +639,10 @@ static void test_local_pool(const char *dir) {
 }
 
 /* Reads len bytes of src at off and compares them with file i's. */
-static cf_status pool_check(cf_src *src, int i, uint64_t off, cf_error *e) {
+static cf_status pool_check(cf__src *src, int i, uint64_t off, cf_error *e) {
     uint8_t buf[300];
-    cf_range_req r = {off, sizeof buf, buf, 0, NULL, NULL};
-    cf_status st = cf_src_read(src, &r, 1, e);
+    cf__range_req r = {off, sizeof buf, buf, 0, NULL, NULL};
+    cf_status st = cf__src_read(src, &r, 1, e);
     if (st == CF_OK && memcmp(buf, g_obj + (size_t)i * 7 + off, sizeof buf) != 0)
         return CF_E_FORMAT;
     return st;
@@ -650,7 +650,7 @@ static cf_status pool_check(cf_src *src, int i, uint64_t off, cf_error *e) {
 
 #if !CF_TEST_TSAN /* used by the fork test only */
 typedef struct churn_arg {
-    cf_src **srcs;
+    cf__src **srcs;
     _Atomic int stop;
     int ok;
 } churn_arg;
@@ -691,11 +691,11 @@ static void test_local_pool_paths_and_fork(const char *dir) {
     snprintf(sub, sizeof sub, "%s/io_pool_sub", dir);
     mkdir(sub, 0755);
     CHECK(chdir(dir) == 0);
-    cf_src *srcs[4] = {0};
+    cf__src *srcs[4] = {0};
     for (int i = 0; i < 4; i++) {
         snprintf(name[i], sizeof name[i], "io_rel_%d.bin", i);
         pool_write(name[i], i, POOL_FILE_BYTES);
-        CHECK(cf_src_new(io, name[i], &srcs[i], &e) == CF_OK); /* relative */
+        CHECK(cf__src_new(io, name[i], &srcs[i], &e) == CF_OK); /* relative */
     }
     /* In another directory a file of the same name and size: a reopen of
      * the relative path would find it (and refuse it as changed). */
@@ -754,7 +754,7 @@ static void test_local_pool_paths_and_fork(const char *dir) {
 #endif
     CHECK(chdir(cwd) == 0);
     for (int i = 0; i < 4; i++) {
-        cf_src_free(srcs[i]);
+        cf__src_free(srcs[i]);
         char pth[700];
         snprintf(pth, sizeof pth, "%s/%s", dir, name[i]);
         unlink(pth);
@@ -776,21 +776,21 @@ static void test_local_descriptor_limit(const char *dir) {
     low = old;
     low.rlim_cur = (rlim_t)open_fds() + 8;
     CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
-    cf_src *srcs[64] = {0};
+    cf__src *srcs[64] = {0};
     int n = 0;
     cf_status st = CF_OK;
-    while (n < 64 && (st = cf_src_new(io, path, &srcs[n], &e)) == CF_OK) n++;
+    while (n < 64 && (st = cf__src_new(io, path, &srcs[n], &e)) == CF_OK) n++;
     CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
     CHECK(n < 64 && st == CF_E_IO && strstr(e.msg, "io_limit.bin") &&
           strstr(e.msg, "Too many open files") && strstr(e.msg, "ulimit -n") &&
           strstr(e.msg, "max_open_files=1000"));
-    for (int i = 0; i < n; i++) cf_src_free(srcs[i]);
+    for (int i = 0; i < n; i++) cf__src_free(srcs[i]);
     unlink(path);
     io_free_checked(io);
 }
 
 typedef struct reader_arg {
-    cf_src *src;
+    cf__src *src;
     int seed, ok;
 } reader_arg;
 
@@ -799,17 +799,17 @@ static void *reader_main(void *arg) {
     uint32_t x = (uint32_t)ra->seed * 2654435761u + 1;
     ra->ok = 1;
     for (int it = 0; it < 20; it++) {
-        cf_range_req r[8];
+        cf__range_req r[8];
         uint8_t *bufs[8];
         for (int k = 0; k < 8; k++) {
             x = x * 1664525u + 1013904223u;
             uint64_t off = x % (OBJ_SIZE - 5000);
             uint64_t len = 1 + (x >> 20) % 4000;
             bufs[k] = malloc(len);
-            r[k] = (cf_range_req){off, len, bufs[k], 0, NULL, NULL};
+            r[k] = (cf__range_req){off, len, bufs[k], 0, NULL, NULL};
         }
         cf_error e;
-        if (cf_src_read(ra->src, r, 8, &e) != CF_OK) ra->ok = 0;
+        if (cf__src_read(ra->src, r, 8, &e) != CF_OK) ra->ok = 0;
         for (int k = 0; k < 8; k++) {
             if (memcmp(bufs[k], g_obj + r[k].off, r[k].len) != 0) ra->ok = 0;
             free(bufs[k]);
@@ -826,32 +826,32 @@ static void test_remote(void) {
     cf_io *io = NULL;
     cf_error e;
     CHECK(cf_io_new(NULL, &io, &e) == CF_OK);
-    cf_src *s = NULL;
-    CHECK(cf_src_new(io, url, &s, &e) == CF_OK);
-    CHECK(cf_src_is_remote(s) && cf_src_size(s) == UINT64_MAX &&
-          !strstr(cf_src_name(s), "SECRET") && cf_src_io(s) == io);
+    cf__src *s = NULL;
+    CHECK(cf__src_new(io, url, &s, &e) == CF_OK);
+    CHECK(cf__src_is_remote(s) && cf__src_size(s) == UINT64_MAX &&
+          !strstr(cf__src_name(s), "SECRET") && cf__src_io(s) == io);
     uint8_t head[65536];
     size_t got = 0;
-    CHECK(cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK && got == 65536 &&
+    CHECK(cf__src_read_head(s, head, sizeof head, &got, &e) == CF_OK && got == 65536 &&
           memcmp(head, g_obj, got) == 0);
-    CHECK(cf_src_size(s) == OBJ_SIZE && cf_src_etag(s) &&
-          strcmp(cf_src_etag(s), "\"t1\"") == 0 && cf_src_requests(s) == 1);
+    CHECK(cf__src_size(s) == OBJ_SIZE && cf__src_etag(s) &&
+          strcmp(cf__src_etag(s), "\"t1\"") == 0 && cf__src_requests(s) == 1);
 
     /* Overlapping and adjacent ranges merge into one request and each
      * buffer gets exactly its bytes. */
     uint8_t a[100], b[100], c[50];
-    cf_range_req r[3] = {{1000, 100, a, 0, NULL, NULL},
+    cf__range_req r[3] = {{1000, 100, a, 0, NULL, NULL},
                          {1050, 100, b, 0, NULL, NULL},
                          {1300, 50, c, 0, NULL, NULL}};
-    CHECK(cf_src_read(s, r, 3, &e) == CF_OK);
+    CHECK(cf__src_read(s, r, 3, &e) == CF_OK);
     CHECK(memcmp(a, g_obj + 1000, 100) == 0 && memcmp(b, g_obj + 1050, 100) == 0 &&
           memcmp(c, g_obj + 1300, 50) == 0);
-    CHECK(cf_src_requests(s) == 2);
+    CHECK(cf__src_requests(s) == 2);
     CHECK(atomic_load(&srv.if_match_seen) >= 1);
 
     /* Past the known size: refused before any request. */
-    cf_range_req bad = {OBJ_SIZE - 10, 20, a, 0, NULL, NULL};
-    CHECK(cf_src_read(s, &bad, 1, &e) == CF_E_RANGE && cf_src_requests(s) == 2);
+    cf__range_req bad = {OBJ_SIZE - 10, 20, a, 0, NULL, NULL};
+    CHECK(cf__src_read(s, &bad, 1, &e) == CF_E_RANGE && cf__src_requests(s) == 2);
 
     /* Many threads on one src at once. */
     pthread_t th[8];
@@ -868,15 +868,15 @@ static void test_remote(void) {
     CHECK(all_ok);
     cf_io_stats st;
     cf_io_get_stats(io, &st);
-    CHECK(st.retries == 0 && st.inflight == 0 && st.requests == cf_src_requests(s) &&
+    CHECK(st.retries == 0 && st.inflight == 0 && st.requests == cf__src_requests(s) &&
           st.requests == (uint64_t)atomic_load(&srv.gets));
 
     /* Asynchronous form: every callback runs once. */
     int calls = 0;
-    cf_range_req q[4];
+    cf__range_req q[4];
     uint8_t qb[4][10];
-    for (int k = 0; k < 4; k++) q[k] = (cf_range_req){(uint64_t)k * 100000, 10, qb[k], 0, NULL, NULL};
-    CHECK(cf_src_submit(s, q, 4, count_cb, &calls, &e) == CF_OK);
+    for (int k = 0; k < 4; k++) q[k] = (cf__range_req){(uint64_t)k * 100000, 10, qb[k], 0, NULL, NULL};
+    CHECK(cf__src_submit(s, q, 4, count_cb, &calls, &e) == CF_OK);
     for (int w = 0; w < 500 && __atomic_load_n(&calls, __ATOMIC_SEQ_CST) < 4; w++)
         usleep(10000);
     CHECK(__atomic_load_n(&calls, __ATOMIC_SEQ_CST) == 4);
@@ -889,8 +889,8 @@ static void test_remote(void) {
     pid_t pid = fork();
     if (pid == 0) {
         uint8_t z[500];
-        cf_range_req zr = {200000, 500, z, 0, NULL, NULL};
-        int ok = cf_src_read(s, &zr, 1, NULL) == CF_OK &&
+        cf__range_req zr = {200000, 500, z, 0, NULL, NULL};
+        int ok = cf__src_read(s, &zr, 1, NULL) == CF_OK &&
                  memcmp(z, g_obj + 200000, 500) == 0;
         _exit(ok ? 0 : 1);
     }
@@ -898,16 +898,16 @@ static void test_remote(void) {
     waitpid(pid, &ws, 0);
     CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 #endif
-    cf_range_req after = {300, 10, a, 0, NULL, NULL};
-    CHECK(cf_src_read(s, &after, 1, &e) == CF_OK && memcmp(a, g_obj + 300, 10) == 0);
+    cf__range_req after = {300, 10, a, 0, NULL, NULL};
+    CHECK(cf__src_read(s, &after, 1, &e) == CF_OK && memcmp(a, g_obj + 300, 10) == 0);
 
-    cf_src_free(s);
+    cf__src_free(s);
     /* 416 from the server when the size is not known. */
-    CHECK(cf_src_new(io, url, &s, &e) == CF_OK);
-    cf_range_req far = {OBJ_SIZE + 5, 10, a, 0, NULL, NULL};
-    CHECK(cf_src_read(s, &far, 1, &e) == CF_E_RANGE && e.http_status == 416 &&
+    CHECK(cf__src_new(io, url, &s, &e) == CF_OK);
+    cf__range_req far = {OBJ_SIZE + 5, 10, a, 0, NULL, NULL};
+    CHECK(cf__src_read(s, &far, 1, &e) == CF_E_RANGE && e.http_status == 416 &&
           strstr(e.msg, "object shorter than its header says") && !strstr(e.msg, "SECRET"));
-    cf_src_free(s);
+    cf__src_free(s);
     io_free_checked(io);
     server_stop(&srv);
 }
@@ -966,20 +966,20 @@ static void test_many_connections(void) {
      * otherwise be hedged, as they should be. */
     o.hedge_after_ms = -1;
     cf_io *io = NULL;
-    cf_src *s = NULL;
+    cf__src *s = NULL;
     cf_error e;
     CHECK(cf_io_new(&o, &io, &e) == CF_OK);
-    CHECK(cf_src_new(io, url, &s, &e) == CF_OK);
+    CHECK(cf__src_new(io, url, &s, &e) == CF_OK);
     uint8_t head[16];
     size_t got = 0;
-    CHECK(cf_src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
-    static cf_range_req q[N];
+    CHECK(cf__src_read_head(s, head, sizeof head, &got, &e) == CF_OK);
+    static cf__range_req q[N];
     static uint8_t qb[N][1000];
     int calls = 0;
     /* One submit per range: ranges of one call would be merged. */
     for (int k = 0; k < N; k++) {
-        q[k] = (cf_range_req){(uint64_t)k * 2111, 1000, qb[k], 0, NULL, NULL};
-        CHECK(cf_src_submit(s, &q[k], 1, count_cb, &calls, &e) == CF_OK);
+        q[k] = (cf__range_req){(uint64_t)k * 2111, 1000, qb[k], 0, NULL, NULL};
+        CHECK(cf__src_submit(s, &q[k], 1, count_cb, &calls, &e) == CF_OK);
     }
     for (int w = 0; w < 3000 && __atomic_load_n(&calls, __ATOMIC_SEQ_CST) < N; w++)
         usleep(10000);
@@ -994,7 +994,7 @@ static void test_many_connections(void) {
     CHECK(st.requests == N + 1 && st.retries == 0 && st.inflight == 0);
     /* They were in flight together, not one after another. */
     CHECK(atomic_load(&srv.max_open) >= N / 2);
-    cf_src_free(s);
+    cf__src_free(s);
     io_free_checked(io);
     server_stop(&srv);
 }
@@ -1016,15 +1016,15 @@ static void test_unbounded_timeouts(void) {
         o.request_timeout_s = o.connect_timeout_s = o.low_speed_time_s = big[i];
         o.max_retries = 0;
         cf_io *io = NULL;
-        cf_src *s = NULL;
+        cf__src *s = NULL;
         cf_error e;
-        CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK);
+        CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf__src_new(io, url, &s, &e) == CF_OK);
         uint8_t head[1000];
         size_t got = 0;
-        cf_status st = cf_src_read_head(s, head, sizeof head, &got, &e);
+        cf_status st = cf__src_read_head(s, head, sizeof head, &got, &e);
         if (st != CF_OK) fprintf(stderr, "  timeouts of %g s: %s\n", big[i], e.msg);
         CHECK(st == CF_OK && got == sizeof head && memcmp(head, g_obj, got) == 0);
-        cf_src_free(s);
+        cf__src_free(s);
         io_free_checked(io);
     }
     server_stop(&srv);
@@ -1041,17 +1041,17 @@ static void test_refused(void) {
     o.retry_base_ms = 1;
     cf_io *io = NULL;
     cf_error e;
-    cf_src *s = NULL;
-    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf_src_new(io, url, &s, &e) == CF_OK);
+    cf__src *s = NULL;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK && cf__src_new(io, url, &s, &e) == CF_OK);
     uint8_t buf[16];
     size_t got = 7;
-    CHECK(cf_src_read_head(s, buf, sizeof buf, &got, &e) == CF_E_IO && got == 0 &&
+    CHECK(cf__src_read_head(s, buf, sizeof buf, &got, &e) == CF_E_IO && got == 0 &&
           strstr(e.msg, "could not connect") && strstr(e.msg, "/x"));
     cf_io_stats st;
     cf_io_get_stats(io, &st);
     CHECK(st.connect_failures == 3 && st.retries == 2 && st.read_failures == 0 &&
           st.requests == 3);
-    cf_src_free(s);
+    cf__src_free(s);
     io_free_checked(io);
     close(fd);
 }

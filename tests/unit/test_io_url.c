@@ -1,9 +1,9 @@
 /*
  * test_io_url.c - which names are remote URLs and which are local paths:
- * cf__url_is_remote, the one rule that cf_src_new and the loader use
+ * cf__url_is_remote, the one rule that cf__src_new and the loader use
  * (before, each had its own, and "FILE:///x" or "./a://b" was remote to
- * the loader and local to cf_src_new).  For odd inputs the rule's answer
- * must be what cf_src_new then does: open a local path (here a missing
+ * the loader and local to cf__src_new).  For odd inputs the rule's answer
+ * must be what cf__src_new then does: open a local path (here a missing
  * one: CF_E_NOTFOUND "cannot open", naming the path) or parse a remote
  * URL (nothing is sent: a src, or CF_E_ARG naming what is wrong with it),
  * and what the message names (the redaction finds the same scheme).
@@ -47,7 +47,7 @@ static const struct {
     {"S3://bucket/k.tif", 1},
     {"az://container/b.tif", 1},
     {"GS://bucket/k.tif", 1},
-    /* schemes cf_src_new does not take: remote, refused by name */
+    /* schemes cf__src_new does not take: remote, refused by name */
     {"ftp://127.0.0.1/x.tif", 1},
     {"filex://x.tif", 1},
     {"fil://x.tif", 1},
@@ -66,15 +66,15 @@ static void test_rule_and_src_agree(void) {
         int got = cf__url_is_remote(u);
         if (got != CASES[i].remote) fprintf(stderr, "  rule: %s -> %d\n", u, got);
         CHECK(got == CASES[i].remote);
-        if (!*u) continue; /* cf_src_new refuses "" before asking */
-        cf_src *s = NULL;
+        if (!*u) continue; /* cf__src_new refuses "" before asking */
+        cf__src *s = NULL;
         cf__err_clear(&e);
-        cf_status st = cf_src_new(io, u, &s, &e);
+        cf_status st = cf__src_new(io, u, &s, &e);
         int ok;
         if (CASES[i].remote) {
             /* Parsed as a URL: a src (not contacted yet), or its scheme,
              * form or credentials refused -- never a file lookup. */
-            ok = (st == CF_OK && cf_src_is_remote(s)) ||
+            ok = (st == CF_OK && cf__src_is_remote(s)) ||
                  ((st == CF_E_ARG || st == CF_E_AUTH) && !strstr(e.msg, "cannot open"));
         } else {
             ok = st == CF_E_NOTFOUND && strstr(e.msg, "cannot open") &&
@@ -82,13 +82,13 @@ static void test_rule_and_src_agree(void) {
         }
         if (!ok) fprintf(stderr, "  src: %s -> %d: %s\n", u, (int)st, e.msg);
         CHECK(ok);
-        cf_src_free(s);
+        cf__src_free(s);
     }
     /* A remote URL needs an io; a local path does not. */
-    cf_src *s = NULL;
-    CHECK(cf_src_new(NULL, "HTTP://127.0.0.1:9/x.tif", &s, &e) == CF_E_ARG &&
+    cf__src *s = NULL;
+    CHECK(cf__src_new(NULL, "HTTP://127.0.0.1:9/x.tif", &s, &e) == CF_E_ARG &&
           strstr(e.msg, "needs a cf_io"));
-    CHECK(cf_src_new(NULL, "FILE:///no/such/dir/x.tif", &s, &e) == CF_E_NOTFOUND);
+    CHECK(cf__src_new(NULL, "FILE:///no/such/dir/x.tif", &s, &e) == CF_E_NOTFOUND);
     cf_io_free(io);
 }
 
@@ -129,13 +129,13 @@ static void test_control_characters(void) {
     cf_io *io = NULL;
     CHECK(cf_io_new(&o, &io, NULL) == CF_OK);
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        cf_src *s = NULL;
+        cf__src *s = NULL;
         cf_error e = {0};
-        CHECK(cf_src_new(io, names[i], &s, &e) == CF_E_ARG && !s);
+        CHECK(cf__src_new(io, names[i], &s, &e) == CF_E_ARG && !s);
         CHECK(!has_ctl(e.msg) && strstr(e.msg, "control character") != NULL);
         CHECK(strstr(e.msg, "\\x") != NULL && strstr(e.msg, "S3CR3T") == NULL);
         if (has_ctl(e.msg) || !strstr(e.msg, "\\x")) fprintf(stderr, "  %zu: %s\n", i, e.msg);
-        cf_src_free(s);
+        cf__src_free(s);
     }
     cf_io_free(io);
 

@@ -174,10 +174,10 @@ static void test_graph(void) {
 /* cf__xfer_move on a transfer of a real src (nothing is sent). */
 static void test_move(void) {
     cf_io *io = NULL;
-    cf_src *s = NULL;
+    cf__src *s = NULL;
     cf_error e;
     CHECK(cf_io_new(NULL, &io, &e) == CF_OK &&
-          cf_src_new(io, "http://127.0.0.1:9/x.tif", &s, &e) == CF_OK);
+          cf__src_new(io, "http://127.0.0.1:9/x.tif", &s, &e) == CF_OK);
     if (!s) return;
     cf__xfer x;
     memset(&x, 0, sizeof x);
@@ -219,7 +219,7 @@ static void test_move(void) {
         CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && !msg[0]);
     }
     CHECK(x.state == CF__XS_SENDING); /* the parent's copy is untouched */
-    cf_src_free(s);
+    cf__src_free(s);
     cf_io_free(io);
 }
 

@@ -20,8 +20,8 @@ static cf_cog fa = {.uid = 1}, fb = {.uid = 2};
 #define FA ((const cf_cog *)&fa)
 #define FB ((const cf_cog *)&fb)
 
-static cf_chunk chunk(uint64_t index) {
-    cf_chunk c;
+static cf__chunk chunk(uint64_t index) {
+    cf__chunk c;
     memset(&c, 0, sizeof c);
     c.index = index;
     return c;
@@ -29,7 +29,7 @@ static cf_chunk chunk(uint64_t index) {
 
 /* Claim and publish chunk i of f filled with v; 1 if it was claimed. */
 static int put_chunk(cf__ccache *cc, const cf_cog *f, uint64_t i, size_t len, uint8_t v) {
-    cf_chunk c = chunk(i);
+    cf__chunk c = chunk(i);
     const uint8_t *d;
     void *h;
     if (cf__cc_claim(cc, f, &c, len, &d, &h) != CF__CC_CLAIMED) return 0;
@@ -42,7 +42,7 @@ static int put_chunk(cf__ccache *cc, const cf_cog *f, uint64_t i, size_t len, ui
 static void test_hits_eviction_reuse(void) {
     cf__ccache *cc = cf__cc_new(100);
     CHECK(put_chunk(cc, FA, 1, 40, 7));
-    cf_chunk c = chunk(1);
+    cf__chunk c = chunk(1);
     const uint8_t *d;
     void *h;
     CHECK(cf__cc_claim(cc, FA, &c, 40, &d, &h) == CF__CC_HIT);
@@ -74,7 +74,7 @@ static void test_hits_eviction_reuse(void) {
 
 static void test_pending_counts_in_budget(void) {
     cf__ccache *cc = cf__cc_new(100);
-    cf_chunk c1 = chunk(1), c2 = chunk(2);
+    cf__chunk c1 = chunk(1), c2 = chunk(2);
     const uint8_t *d;
     void *h1, *h2;
     CHECK(cf__cc_claim(cc, FA, &c1, 60, &d, &h1) == CF__CC_CLAIMED);
@@ -111,7 +111,7 @@ typedef struct shared_run {
 
 static void *reader(void *arg) {
     shared_run *r = arg;
-    cf_chunk c = chunk(5);
+    cf__chunk c = chunk(5);
     const uint8_t *d;
     void *h;
     pthread_barrier_wait(&r->go);
@@ -178,7 +178,7 @@ static void test_one_decode(void) {
     size_t used, peak;
     cf__cc_stats(r.cc, &hits, &misses, &used, &peak);
     CHECK(used == 0 && hits == 0);
-    cf_chunk c = chunk(5);
+    cf__chunk c = chunk(5);
     const uint8_t *d;
     void *h;
     cf__cc_found f = cf__cc_claim(r.cc, FA, &c, 64, &d, &h);
@@ -203,7 +203,7 @@ typedef struct cross_arg {
 static void *cross_reader(void *arg) {
     cross_arg *a = arg;
     cross *x = a->x;
-    cf_chunk mine = chunk((uint64_t)a->me + 1), theirs = chunk((uint64_t)(1 - a->me) + 1);
+    cf__chunk mine = chunk((uint64_t)a->me + 1), theirs = chunk((uint64_t)(1 - a->me) + 1);
     const uint8_t *d;
     void *hm, *ht;
     cf__cc_found f = cf__cc_claim(x->cc, FA, &mine, 32, &d, &hm);
@@ -259,7 +259,7 @@ static void test_close_while_pending(void) {
     closing z;
     memset(&z, 0, sizeof z);
     z.cc = cf__cc_new(1 << 20);
-    cf_chunk c = chunk(9);
+    cf__chunk c = chunk(9);
     const uint8_t *d;
     void *claim;
     CHECK(cf__cc_claim(z.cc, FA, &c, 16, &d, &claim) == CF__CC_CLAIMED);
@@ -283,7 +283,7 @@ static void test_close_while_pending(void) {
  * pending, decodes without the cache. */
 static void test_partial_rows(void) {
     cf__ccache *cc = cf__cc_new(1000);
-    cf_chunk c = chunk(3);
+    cf__chunk c = chunk(3);
     const uint8_t *d;
     void *h, *h2;
     uint32_t rows = 4; /* 4 of 10 rows of 10 bytes */

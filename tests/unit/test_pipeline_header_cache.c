@@ -60,8 +60,8 @@ static void the_entry(const char *dir, char *out, size_t n) {
     if (d) closedir(d);
 }
 
-static cf_hc_entry *entry(int nranges) {
-    cf_hc_entry *e = cf__hc_entry_new();
+static cf__hc_entry *entry(int nranges) {
+    cf__hc_entry *e = cf__hc_entry_new();
     CHECK(e != NULL);
     e->size = 1 << 20;
     uint8_t buf[100];
@@ -74,10 +74,10 @@ static cf_hc_entry *entry(int nranges) {
     return e;
 }
 
-static cf_src *src_of(cf_io *io, const char *url) {
-    cf_src *s = NULL;
+static cf__src *src_of(cf_io *io, const char *url) {
+    cf__src *s = NULL;
     cf_error err = {0};
-    cf_status st = cf_src_new(io, url, &s, &err);
+    cf_status st = cf__src_new(io, url, &s, &err);
     CHECK(st == CF_OK);
     if (st) fprintf(stderr, "%s: %s\n", url, err.msg);
     return s;
@@ -96,22 +96,22 @@ static cf_io *io_with(const char *dir, uint64_t cap) {
 /* What a fresh io (another process) finds on disk for url. */
 static int on_disk(const char *dir, const char *url) {
     cf_io *io = io_with(dir, 0);
-    cf_src *s = src_of(io, url);
-    cf_hc_entry *e = s ? cf__hc_lookup(io, s) : NULL;
+    cf__src *s = src_of(io, url);
+    cf__hc_entry *e = s ? cf__hc_lookup(io, s) : NULL;
     int found = e != NULL;
     cf__hc_entry_free(e);
-    cf_src_free(s);
+    cf__src_free(s);
     cf_io_free(io);
     return found;
 }
 
 /* Store `e` for url through a fresh io. */
 static void put(const char *dir, uint64_t cap, const char *url,
-                const cf_hc_entry *e, const char *etag) {
+                const cf__hc_entry *e, const char *etag) {
     cf_io *io = io_with(dir, cap);
-    cf_src *s = src_of(io, url);
+    cf__src *s = src_of(io, url);
     if (s) cf__hc_store(io, s, e, etag);
-    cf_src_free(s);
+    cf__src_free(s);
     cf_io_free(io);
 }
 
@@ -135,16 +135,16 @@ static void reseal(uint8_t *b, size_t n) { SHA256(b, n - 32, b + n - 32); }
 static void basics(const char *dir) {
     cf_io *io = io_with(dir, 0);
     const char *url = "http://127.0.0.1:1/scene.tif?token=A";
-    cf_src *src = src_of(io, url);
+    cf__src *src = src_of(io, url);
 
     /* Scattered: not stored anywhere. */
-    cf_hc_entry *big = entry(HC_MAX_RANGES + 6);
+    cf__hc_entry *big = entry(HC_MAX_RANGES + 6);
     cf__hc_store(io, src, big, "\"e1\"");
     CHECK(cf__hc_lookup(io, src) == NULL);
     CHECK(files_in(dir) == 0);
 
     /* Complete: back from memory, and from disk through a fresh io. */
-    cf_hc_entry *ok = entry(HC_MAX_RANGES);
+    cf__hc_entry *ok = entry(HC_MAX_RANGES);
     cf__hc_store(io, src, ok, "\"e2\"");
     CHECK(files_in(dir) == 1);
     struct stat st;
@@ -153,7 +153,7 @@ static void basics(const char *dir) {
     the_entry(dir, path, sizeof path);
     CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600 &&
           st.st_uid == geteuid());
-    cf_hc_entry *got = cf__hc_lookup(io, src);
+    cf__hc_entry *got = cf__hc_lookup(io, src);
     CHECK(got && got->nranges == HC_MAX_RANGES && got->size == ok->size &&
           got->etag && !strcmp(got->etag, "\"e2\"") && !got->incomplete);
     for (size_t i = 0; got && i < got->nranges; i++)
@@ -161,7 +161,7 @@ static void basics(const char *dir) {
               got->ranges[i].data[99] == (uint8_t)i);
     cf__hc_entry_free(got);
     cf_io *io2 = io_with(dir, 0);
-    cf_src *src2 = src_of(io2, url);
+    cf__src *src2 = src_of(io2, url);
     got = cf__hc_lookup(io2, src2);
     CHECK(got && got->nranges == HC_MAX_RANGES && !strcmp(got->etag, "\"e2\""));
     cf__hc_entry_free(got);
@@ -189,9 +189,9 @@ static void basics(const char *dir) {
     cf__hc_store(io, src, ok, NULL);
     CHECK(files_in(dir) == 1);
     cf_io *io3 = io_with(dir, 0);
-    cf_src *src3 = src_of(io3, url);
+    cf__src *src3 = src_of(io3, url);
     got = cf__hc_lookup(io3, src3);
-    cf_src_free(src3);
+    cf__src_free(src3);
     cf_io_free(io3);
     CHECK(got && !got->etag && got->last_modified &&
           !strcmp(got->last_modified, "Mon, 01 Jan 2024 00:00:00 GMT"));
@@ -229,8 +229,8 @@ static void basics(const char *dir) {
 
     cf__hc_entry_free(big);
     cf__hc_entry_free(ok);
-    cf_src_free(src2);
-    cf_src_free(src);
+    cf__src_free(src2);
+    cf__src_free(src);
     cf_io_free(io2);
     cf_io_free(io);
 }
@@ -266,7 +266,7 @@ static void keys(const char *dir) {
     stable("http://h/render?st=1&sp=2", "http://h/render?st=1&sp=2", "");
     stable("http://h/x.tif?", "http://h/x.tif", "");
 
-    cf_hc_entry *ok = entry(3);
+    cf__hc_entry *ok = entry(3);
     /* One SAS, rotated: one entry. */
     put(dir, 0, "https://acct.blob.core.windows.net/c/x.tif?sv=1&se=2030&sp=r&sig=ONE",
         ok, "\"s\"");
@@ -346,10 +346,10 @@ static const char *expect_why; /* substring the refusal must hold */
 /* One io: two lookups and two stores; nothing may reach the folder. */
 static void use_refused(const char *dir) {
     cf_io *io = io_with(dir, 0);
-    cf_src *s = src_of(io, "http://127.0.0.1:1/r.tif");
-    cf_hc_entry *ok = entry(2);
+    cf__src *s = src_of(io, "http://127.0.0.1:1/r.tif");
+    cf__hc_entry *ok = entry(2);
     for (int i = 0; i < 2; i++) {
-        cf_hc_entry *got = cf__hc_lookup(io, s);
+        cf__hc_entry *got = cf__hc_lookup(io, s);
         CHECK((got != NULL) == (i == 1)); /* from memory after the store */
         cf__hc_entry_free(got);
         cf__hc_store(io, s, ok, "\"r\"");
@@ -358,7 +358,7 @@ static void use_refused(const char *dir) {
     CHECK(why && strstr(why, expect_why));
     if (why && !strstr(why, expect_why)) fprintf(stderr, "why: %s\n", why);
     cf__hc_entry_free(ok);
-    cf_src_free(s);
+    cf__src_free(s);
     cf_io_free(io);
 }
 
@@ -368,7 +368,7 @@ static void folder_rules(const char *tmp) {
     char dir[256];
     /* Created 0700 with its missing parents. */
     snprintf(dir, sizeof dir, "%s/new/deeper/hc", tmp);
-    cf_hc_entry *one = entry(1);
+    cf__hc_entry *one = entry(1);
     put(dir, 0, "http://127.0.0.1:1/a.tif", one, "\"a\"");
     struct stat st;
     CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700 && files_in(dir) == 1);
@@ -431,7 +431,7 @@ static void folder_rules(const char *tmp) {
  * the last folder and the last link, so each case below was used. */
 static void path_rules(const char *tmp) {
     char dir[256], mid[256], target[256];
-    cf_hc_entry *one = entry(1);
+    cf__hc_entry *one = entry(1);
     /* A folder above that every user may write to, without the sticky
      * bit: refused, and nothing written below it. */
     snprintf(mid, sizeof mid, "%s/open", tmp);
@@ -502,7 +502,7 @@ static void file_rules(const char *tmp) {
     const uint8_t secret[] = "root's private file\n";
     spit(victim, secret, sizeof secret - 1);
     const char *url = "http://127.0.0.1:1/f.tif";
-    cf_hc_entry *ok = entry(5);
+    cf__hc_entry *ok = entry(5);
     put(dir, 0, url, ok, "\"f\"");
     the_entry(dir, path, sizeof path);
     CHECK(path[0] && on_disk(dir, url));
@@ -604,16 +604,16 @@ static void file_rules(const char *tmp) {
 /* One io stores four entries and finds each again (from memory). */
 static void store_some(const char *dir) {
     cf_io *io = io_with(dir, 0);
-    cf_hc_entry *e = entry(20); /* 2.4 KB a file */
+    cf__hc_entry *e = entry(20); /* 2.4 KB a file */
     char url[64];
     for (int i = 0; i < 4; i++) {
         snprintf(url, sizeof url, "http://127.0.0.1:1/w%d.tif", i);
-        cf_src *s = src_of(io, url);
+        cf__src *s = src_of(io, url);
         cf__hc_store(io, s, e, "\"w\"");
-        cf_hc_entry *got = cf__hc_lookup(io, s);
+        cf__hc_entry *got = cf__hc_lookup(io, s);
         CHECK(got != NULL);
         cf__hc_entry_free(got);
-        cf_src_free(s);
+        cf__src_free(s);
     }
     cf__hc_entry_free(e);
     cf_io_free(io);
@@ -661,7 +661,7 @@ static void store_failures(const char *tmp) {
     CHECK(files_in(dir) == 0); /* no temp file left behind */
     if (geteuid() != 0) return;
     snprintf(dir, sizeof dir, "%s/ro", tmp);
-    cf_hc_entry *e = entry(2);
+    cf__hc_entry *e = entry(2);
     put(dir, 0, "http://127.0.0.1:1/ro.tif", e, "\"ro\"");
     cf__hc_entry_free(e);
     char path[4096];
@@ -686,7 +686,7 @@ static void store_failures(const char *tmp) {
  * its own. */
 typedef struct spinner {
     cf_io *io;
-    cf_src *src;
+    cf__src *src;
     atomic_int stop;
 } spinner;
 
@@ -699,7 +699,7 @@ static void *spin(void *arg) {
 static void fork_while_busy(void) {
     spinner sp = {io_with("", 0), NULL, 0};
     sp.src = src_of(sp.io, "http://127.0.0.1:1/big.tif");
-    cf_hc_entry *big = cf__hc_entry_new();
+    cf__hc_entry *big = cf__hc_entry_new();
     uint8_t *b = calloc(1, 32u << 20);
     CHECK(cf__hc_add_range(big, 0, b, 32u << 20) == CF_OK);
     free(b);
@@ -730,16 +730,16 @@ static void fork_while_busy(void) {
      * request), and the parent keeps them too. */
     pid_t pid = fork();
     if (pid == 0) {
-        cf_hc_entry *e = cf__hc_lookup(sp.io, sp.src);
+        cf__hc_entry *e = cf__hc_lookup(sp.io, sp.src);
         _exit(e && e->nranges == 1 ? 0 : 1);
     }
     int status = 0;
     CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
           WEXITSTATUS(status) == 0);
-    cf_hc_entry *e = cf__hc_lookup(sp.io, sp.src);
+    cf__hc_entry *e = cf__hc_lookup(sp.io, sp.src);
     CHECK(e != NULL);
     cf__hc_entry_free(e);
-    cf_src_free(sp.src);
+    cf__src_free(sp.src);
     cf_io_free(sp.io);
 }
 
@@ -765,7 +765,7 @@ static void set_mtime(const char *dir, const char *name, time_t t) {
 static void eviction(const char *tmp) {
     char dir[256], url[64], names[16][80], path[4096];
     snprintf(dir, sizeof dir, "%s/lru", tmp);
-    cf_hc_entry *e = entry(40); /* 40 x 100 bytes: ~4.8 KB a file */
+    cf__hc_entry *e = entry(40); /* 40 x 100 bytes: ~4.8 KB a file */
     put(dir, 0, "http://127.0.0.1:1/0.tif", e, "\"0\"");
     the_entry(dir, path, sizeof path);
     struct stat st;

@@ -58,7 +58,7 @@ static uint8_t *build(uint32_t w, uint32_t h, uint32_t tw_, uint32_t th, uint16_
 static int drain(cf__plan *p, uint32_t got[][3], int max) {
     int n = 0;
     for (;;) {
-        cf_chunk c;
+        cf__chunk c;
         int has;
         if (cf__plan_peek(p, &c, &has, NULL) != CF_OK || !has || n == max) break;
         cf__plan_take(p);
@@ -103,7 +103,7 @@ static void test_tiles(void) {
     cf__plan_init(&p, cog, 0, 200, 0, 10, 10, &zero, 1);
     CHECK(p.count == 0 && p.prefill && drain(&p, got, 64) == 0);
     /* The edge tile (3, 2) covers [96, 100) x [64, 70) only. */
-    cf_chunk c;
+    cf__chunk c;
     CHECK(cf__cog_chunk(cog, 0, 3, 2, 0, &c, NULL) == CF_OK);
     cf__rect r;
     CHECK(cf__plan_chunk_rect(&cog->tiff->ifds[0], &c, 90, 60, 20, 20, &r));
@@ -114,7 +114,7 @@ static void test_tiles(void) {
     /* Peek without take gives the same chunk again. */
     cf__plan_init(&p, cog, 0, 40, 40, 1, 1, &zero, 1);
     int has;
-    cf_chunk c1, c2;
+    cf__chunk c1, c2;
     CHECK(cf__plan_peek(&p, &c1, &has, NULL) == CF_OK && has);
     CHECK(cf__plan_peek(&p, &c2, &has, NULL) == CF_OK && has && c1.index == c2.index);
     cf__plan_take(&p);
@@ -133,7 +133,7 @@ static void test_strips_planar_bad(void) {
     uint32_t got[64][3];
     cf__plan_init(&p, cog, 0, 10, 10, 30, 30, &zero, 1);
     CHECK(p.count == 3 && !p.prefill && drain(&p, got, 64) == 3);
-    cf_chunk c;
+    cf__chunk c;
     cf__rect r;
     CHECK(cf__cog_chunk(cog, 0, 0, 2, 0, &c, NULL) == CF_OK);
     CHECK(cf__plan_chunk_rect(&cog->tiff->ifds[0], &c, 0, 0, 50, 50, &r));
@@ -161,7 +161,7 @@ static void test_strips_planar_bad(void) {
     cf__plan_init(&p, cog, 0, 0, 0, 64, 64, &zero, 1);
     cf_error e;
     int has;
-    cf_chunk cc;
+    cf__chunk cc;
     cf_status st = CF_OK;
     for (int i = 0; i < 4 && st == CF_OK; i++) {
         st = cf__plan_peek(&p, &cc, &has, &e);

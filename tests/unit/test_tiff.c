@@ -15,17 +15,17 @@
 
 #define NAME "bad.tif"
 
-static cf_status parse(tw *w, cf_tiff **t, cf_error *err) {
+static cf_status parse(tw *w, cf__tiff **t, cf_error *err) {
     size_t len;
     const uint8_t *d = tw_finish(w, &len);
     cf__err_clear(err);
-    return cf_tiff_parse_memory(d, len, NAME, t, err);
+    return cf__tiff_parse_memory(d, len, NAME, t, err);
 }
 
 /* Parse a finished (maybe patched) file. */
-static cf_status parse_buf(tw *w, cf_tiff **t, cf_error *err) {
+static cf_status parse_buf(tw *w, cf__tiff **t, cf_error *err) {
     cf__err_clear(err);
-    return cf_tiff_parse_memory(w->out, w->len, NAME, t, err);
+    return cf__tiff_parse_memory(w->out, w->len, NAME, t, err);
 }
 
 /* The error is clean: expected code, message names the file and `word`. */
@@ -45,11 +45,11 @@ static int image_error(tw_image im, cf_status want, const char *word) {
     tw w;
     tw_init(&w, false, false);
     tw_image_ifd(&w, &im);
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     cf_error err;
     cf_status st = parse(&w, &t, &err);
     int ok = clean_error(st, &err, want, word) && t == NULL;
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
     return ok;
 }
@@ -69,7 +69,7 @@ static void test_matrix(void) {
                     im.th = 64;
                 }
                 tw_image_ifd(&w, &im);
-                cf_tiff *t = NULL;
+                cf__tiff *t = NULL;
                 cf_error err;
                 cf_status st = parse(&w, &t, &err);
                 CHECK(st == CF_OK);
@@ -78,7 +78,7 @@ static void test_matrix(void) {
                     tw_free(&w);
                     continue;
                 }
-                const cf_tiff_ifd *d = &t->ifds[0];
+                const cf__tiff_ifd *d = &t->ifds[0];
                 CHECK(t->bigtiff == big && t->big_endian == be);
                 CHECK(t->nifds == 1 && t->nlevels == 1 && t->levels[0] == 0);
                 CHECK(t->mask_of_level[0] == -1);
@@ -100,11 +100,11 @@ static void test_matrix(void) {
                 CHECK(d->sample_format == 1 && d->planar == 1);
                 CHECK(d->compression == 8 && d->predictor == 1);
                 CHECK(d->photometric == 2);
-                CHECK(!strcmp(cf_tiff_compression_name(d), "DEFLATE"));
+                CHECK(!strcmp(cf__tiff_compression_name(d), "DEFLATE"));
                 CHECK(!t->has_geotransform && !t->has_nodata && t->epsg == 0);
                 CHECK(t->scale[0] == 1 && t->offset[2] == 0);
                 CHECK(t->header_end == w.len);
-                cf_tiff_free(t);
+                cf__tiff_free(t);
                 tw_free(&w);
             }
 }
@@ -120,7 +120,7 @@ static void test_planar_and_types(void) {
     im.tw = 128;
     im.th = 128;
     tw_image_ifd(&w, &im);
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     cf_error err;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) {
@@ -129,11 +129,11 @@ static void test_planar_and_types(void) {
         CHECK(t->ifds[0].bits == 32 && t->ifds[0].sample_format == 3);
         CHECK(t->ifds[0].photometric == 1);
     }
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 
     /* compression names. */
-    cf_tiff_ifd d;
+    cf__tiff_ifd d;
     memset(&d, 0, sizeof d);
 
     /* LERC sub-codec, JPEG tables, YCbCr, predictor via a real IFD. */
@@ -166,7 +166,7 @@ static void test_planar_and_types(void) {
         t = NULL;
         CHECK(parse(&w, &t, &err) == CF_OK);
         if (t) {
-            CHECK(!strcmp(cf_tiff_compression_name(&t->ifds[0]),
+            CHECK(!strcmp(cf__tiff_compression_name(&t->ifds[0]),
                           cases[k].name));
             if (cases[k].comp == 34887) CHECK(t->ifds[0].lerc_version == 4);
             if (cases[k].comp == 7) {
@@ -181,7 +181,7 @@ static void test_planar_and_types(void) {
                       t->ifds[0].ycbcr_sub_v == 2);
             }
         }
-        cf_tiff_free(t);
+        cf__tiff_free(t);
         tw_free(&w);
     }
 }
@@ -212,7 +212,7 @@ static void test_levels_and_masks(void) {
     tw_image page = full;
     page.subfile = 0;
     tw_image_ifd(&w, &page); /* 6: a second page: ignored */
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     cf_error err;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) {
@@ -224,7 +224,7 @@ static void test_levels_and_masks(void) {
         CHECK(t->ifds[1].bits == 1);
         CHECK(t->ifds[4].subfile_type == 5);
     }
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 
     /* A mask first in the file: level 0 is the first non-mask IFD. */
@@ -234,7 +234,7 @@ static void test_levels_and_masks(void) {
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(t->levels[0] == 1 && t->mask_of_level[0] == 0);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 
     /* Only masks: error. */
@@ -259,7 +259,7 @@ static void geokeys(tw *w, const uint64_t *kv, int nkeys, int claimed) {
 
 static void test_geotiff(void) {
     tw w;
-    cf_tiff *t;
+    cf__tiff *t;
     cf_error err;
     double scale[3] = {10, 20, 0}, tie[6] = {0, 0, 0, 500000, 4000000, 0};
 
@@ -294,7 +294,7 @@ static void test_geotiff(void) {
         CHECK(t->scale[0] == 0.25 && t->scale[1] == 2);
         CHECK(t->offset[0] == -5.5 && t->offset[1] == 0);
     }
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 
     /* PixelIsPoint (GDAL shifts by half a pixel), geographic EPSG, a
@@ -315,7 +315,7 @@ static void test_geotiff(void) {
         CHECK(t->geotransform[3] == 50 + 20 * 20 + 10);
         CHECK(t->has_nodata && isnan(t->nodata));
     }
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 
     /* Negative ScaleY is read as north-up, zero scale as no transform
@@ -335,7 +335,7 @@ static void test_geotiff(void) {
             CHECK(t->has_geotransform && t->geotransform[0] == 97 &&
                   t->geotransform[3] == 204.5 && t->geotransform[5] == -3);
         if (t && k == 1) CHECK(!t->has_geotransform);
-        cf_tiff_free(t);
+        cf__tiff_free(t);
         tw_free(&w);
     }
 
@@ -357,23 +357,23 @@ static void test_geotiff(void) {
         CHECK(t->epsg == 0);
         CHECK(t->has_nodata && isinf(t->nodata) && t->nodata > 0);
     }
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 }
 
 /* Feed only what the parser asks for; returns the number of requests after
  * the initial `first` bytes, or -1 on error. */
 static int rounds(const uint8_t *d, size_t len, size_t first, bool size_known,
-                  cf_tiff **out) {
-    cf_tiff_parser *p =
-        cf_tiff_parser_new(size_known ? len : UINT64_MAX, "r.tif");
+                  cf__tiff **out) {
+    cf__tiff_parser *p =
+        cf__tiff_parser_new(size_known ? len : UINT64_MAX, "r.tif");
     cf_error err;
     int n = 0;
-    cf_status st = cf_tiff_parser_add(p, 0, d, first < len ? first : len, &err);
-    if (!size_known) cf_tiff_parser_set_size(p, len); /* first response */
+    cf_status st = cf__tiff_parser_add(p, 0, d, first < len ? first : len, &err);
+    if (!size_known) cf__tiff_parser_set_size(p, len); /* first response */
     while (st == CF_OK) {
         uint64_t off, nl;
-        st = cf_tiff_parser_run(p, out, &off, &nl, &err);
+        st = cf__tiff_parser_run(p, out, &off, &nl, &err);
         if (st != CF__NEED_BYTES) break;
         if (off >= len || nl == 0 || n > 50) {
             st = CF_E_STATE;
@@ -381,9 +381,9 @@ static int rounds(const uint8_t *d, size_t len, size_t first, bool size_known,
         }
         if (nl > len - off) nl = len - off;
         n++;
-        st = cf_tiff_parser_add(p, off, d + off, (size_t)nl, &err);
+        st = cf__tiff_parser_add(p, off, d + off, (size_t)nl, &err);
     }
-    cf_tiff_parser_free(p);
+    cf__tiff_parser_free(p);
     if (st != CF_OK) fprintf(stderr, "  rounds: %d %s\n", (int)st, err.msg);
     return st == CF_OK ? n : -1;
 }
@@ -391,7 +391,7 @@ static int rounds(const uint8_t *d, size_t len, size_t first, bool size_known,
 static void test_need_bytes(void) {
     tw w;
     size_t len;
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
 
     /* Compact header: 16 bytes, then one request. */
     tw_init(&w, false, false);
@@ -404,15 +404,15 @@ static void test_need_bytes(void) {
     const uint8_t *d = tw_finish(&w, &len);
     CHECK(rounds(d, len, 16, true, &t) == 1);
     CHECK(t && t->nlevels == 2);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     /* The same with the file size unknown at the start. */
     t = NULL;
     CHECK(rounds(d, len, 16, false, &t) == 1);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     /* Whole header in the first read: no request at all. */
     t = NULL;
     CHECK(rounds(d, len, 65536, true, &t) == 0);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 
     /* Big offset arrays (200k tiles, 1.6 MB each) after the IFDs: walking
@@ -431,25 +431,25 @@ static void test_need_bytes(void) {
     CHECK(n >= 1 && n <= 3);
     CHECK(t && t->ifds[0].nchunks == 200000 && t->ifds[1].nchunks == 50000);
     if (t) CHECK(t->ifds[1].offsets[49999] == 16 + 200001 + 49999);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
 
     /* Fed byte by byte in reverse order of need: the parser never loops
      * and never reads outside what it was given (ASan checks). */
-    cf_tiff_parser *p = cf_tiff_parser_new(len, "r.tif");
+    cf__tiff_parser *p = cf__tiff_parser_new(len, "r.tif");
     cf_error err;
     uint64_t off, nl;
-    CHECK(cf_tiff_parser_run(p, &t, &off, &nl, &err) == CF__NEED_BYTES);
+    CHECK(cf__tiff_parser_run(p, &t, &off, &nl, &err) == CF__NEED_BYTES);
     CHECK(off == 0 && nl >= 16);
     /* Asking again without adding anything is an error, not a loop. */
-    CHECK(cf_tiff_parser_run(p, &t, &off, &nl, &err) == CF_E_FORMAT);
+    CHECK(cf__tiff_parser_run(p, &t, &off, &nl, &err) == CF_E_FORMAT);
     CHECK(strstr(err.msg, "r.tif") != NULL);
     /* Overlapping and adjacent adds merge. */
-    CHECK(cf_tiff_parser_add(p, 100, d + 100, 50, &err) == CF_OK);
-    CHECK(cf_tiff_parser_add(p, 0, d, 100, &err) == CF_OK);
-    CHECK(cf_tiff_parser_add(p, 120, d + 120, 100, &err) == CF_OK);
-    CHECK(cf_tiff_parser_run(p, &t, &off, &nl, &err) == CF__NEED_BYTES);
+    CHECK(cf__tiff_parser_add(p, 100, d + 100, 50, &err) == CF_OK);
+    CHECK(cf__tiff_parser_add(p, 0, d, 100, &err) == CF_OK);
+    CHECK(cf__tiff_parser_add(p, 120, d + 120, 100, &err) == CF_OK);
+    CHECK(cf__tiff_parser_run(p, &t, &off, &nl, &err) == CF__NEED_BYTES);
     CHECK(off == w.ifd_off[0]);
-    cf_tiff_parser_free(p);
+    cf__tiff_parser_free(p);
     tw_free(&w);
 
     /* IFD at the end of a file (libtiff layout): two requests at most. */
@@ -464,7 +464,7 @@ static void test_need_bytes(void) {
     n = rounds(d, len, 16, true, &t);
     CHECK(n >= 1 && n <= 2);
     CHECK(t && t->ifds[0].nchunks == 512);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 }
 
@@ -481,7 +481,7 @@ static void test_merge_random(void) {
     tw_image_ifd(&w, &im);
     size_t len;
     const uint8_t *d = tw_finish(&w, &len);
-    cf_tiff_parser *p = cf_tiff_parser_new(len, "m.tif");
+    cf__tiff_parser *p = cf__tiff_parser_new(len, "m.tif");
     cf_error err;
     uint32_t seed = 12345;
     uint8_t *seen = calloc(len, 1);
@@ -492,20 +492,20 @@ static void test_merge_random(void) {
         seed = seed * 1103515245u + 12345u;
         size_t n = 1 + (seed >> 8) % 200;
         if (n > len - off) n = len - off;
-        CHECK(cf_tiff_parser_add(p, off, d + off, n, &err) == CF_OK);
+        CHECK(cf__tiff_parser_add(p, off, d + off, n, &err) == CF_OK);
         for (size_t j = off; j < off + n; j++) covered += !seen[j], seen[j] = 1;
     }
     CHECK(covered == len);
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     uint64_t no, nl;
-    CHECK(cf_tiff_parser_run(p, &t, &no, &nl, &err) == CF_OK);
+    CHECK(cf__tiff_parser_run(p, &t, &no, &nl, &err) == CF_OK);
     if (t) {
         CHECK(t->nlevels == 2 && t->ifds[0].nchunks == 12 * 8);
         CHECK(t->ifds[1].offsets[0] == 16 + 12 * 8 + 1);
         CHECK(t->header_end == len);
     }
-    cf_tiff_free(t);
-    cf_tiff_parser_free(p);
+    cf__tiff_free(t);
+    cf__tiff_parser_free(p);
     free(seen);
     tw_free(&w);
 }
@@ -513,9 +513,9 @@ static void test_merge_random(void) {
 /* ---- reliability items ------------------------------------------------ */
 
 /* A parse that succeeds with `word` among its warnings; *t kept. */
-static int parsed_with_warning(cf_status st, cf_tiff **tp, const cf_error *err,
+static int parsed_with_warning(cf_status st, cf__tiff **tp, const cf_error *err,
                                const char *word) {
-    cf_tiff *t = *tp; /* read after the parse (argument order is unspecified) */
+    cf__tiff *t = *tp; /* read after the parse (argument order is unspecified) */
     int ok = st == CF_OK && t && t->warnings && strstr(t->warnings, word);
     if (!ok)
         fprintf(stderr, "  status %d, msg \"%s\", warnings \"%s\" (want \"%s\")\n",
@@ -527,7 +527,7 @@ static void item1_loops(void) {
     /* A chain that loops after the first IFD ends there, as GDAL reads it:
      * the IFDs before the loop are read, and a warning says why. */
     cf_error err;
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     for (int kind = 0; kind < 2; kind++) {
         tw w;
         tw_init(&w, kind == 1, false);
@@ -543,14 +543,14 @@ static void item1_loops(void) {
         tw_patch(&w, tw_next_pos(&w, 1), w.ifd_off[0], nsz);
         CHECK(parsed_with_warning(parse_buf(&w, &t, &err), &t, &err, "loop"));
         if (t) CHECK(t->nifds == 2 && t->nlevels == 2);
-        cf_tiff_free(t);
+        cf__tiff_free(t);
         /* self loop */
         tw_patch(&w, tw_next_pos(&w, 1), 0, nsz);
         tw_patch(&w, tw_next_pos(&w, 0), w.ifd_off[0], nsz);
         CHECK(parsed_with_warning(parse_buf(&w, &t, &err), &t, &err,
                                   "points back to IFD 0 (loop)"));
         if (t) CHECK(t->nifds == 1 && t->nlevels == 1);
-        cf_tiff_free(t);
+        cf__tiff_free(t);
         tw_free(&w);
     }
     /* A long chain: read up to CF_MAX_IFDS, the rest left with a warning. */
@@ -561,13 +561,13 @@ static void item1_loops(void) {
     for (int i = 0; i < 1000; i++) tw_image_ifd(&w, &im);
     CHECK(parsed_with_warning(parse(&w, &t, &err), &t, &err, "256 IFDs (limit)"));
     if (t) CHECK(t->nifds == CF_MAX_IFDS);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 }
 
 static void item2_offsets_past_eof(void) {
     cf_error err;
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     tw w;
     tw_init(&w, false, false);
     tw_image im = tw_image_default(64, 64);
@@ -577,10 +577,10 @@ static void item2_offsets_past_eof(void) {
     /* a bad next pointer after the first IFD ends the chain */
     tw_patch(&w, tw_next_pos(&w, 0), len + 1000, 4);
     CHECK(parsed_with_warning(parse_buf(&w, &t, &err), &t, &err, "past end of file"));
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_patch(&w, tw_next_pos(&w, 0), 2, 4); /* into the header */
     CHECK(parsed_with_warning(parse_buf(&w, &t, &err), &t, &err, "header"));
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     /* a bad first IFD is an error */
     tw_patch(&w, 4, len - 1, 4); /* first IFD whose count is cut off */
     CHECK(clean_error(parse_buf(&w, &t, &err), &err, CF_E_FORMAT,
@@ -599,33 +599,33 @@ static void item2_offsets_past_eof(void) {
     CHECK(clean_error(parse_buf(&w, &t, &err), &err, CF_E_FORMAT,
                       "past end of file"));
     /* Also when the size is not known yet. */
-    cf_tiff_parser *p = cf_tiff_parser_new(UINT64_MAX, NAME);
+    cf__tiff_parser *p = cf__tiff_parser_new(UINT64_MAX, NAME);
     uint64_t off, nl;
-    CHECK(cf_tiff_parser_add(p, 0, w.out, 16, &err) == CF_OK);
-    CHECK(clean_error(cf_tiff_parser_run(p, &t, &off, &nl, &err), &err,
+    CHECK(cf__tiff_parser_add(p, 0, w.out, 16, &err) == CF_OK);
+    CHECK(clean_error(cf__tiff_parser_run(p, &t, &off, &nl, &err), &err,
                       CF_E_FORMAT, "past end of file"));
-    cf_tiff_parser_free(p);
+    cf__tiff_parser_free(p);
     tw_free(&w);
 
     /* Truncated files and non-TIFFs. */
     static const uint8_t junk[] = "GIF89a....";
-    CHECK(clean_error(cf_tiff_parse_memory(junk, sizeof junk, NAME, &t, &err),
+    CHECK(clean_error(cf__tiff_parse_memory(junk, sizeof junk, NAME, &t, &err),
                       &err, CF_E_FORMAT, "not a TIFF"));
     static const uint8_t shorty[] = {'I', 'I', 42};
-    CHECK(clean_error(cf_tiff_parse_memory(shorty, 3, NAME, &t, &err), &err,
+    CHECK(clean_error(cf__tiff_parse_memory(shorty, 3, NAME, &t, &err), &err,
                       CF_E_FORMAT, "too small"));
     static const uint8_t bt[] = {'I', 'I', 43, 0, 8, 0, 0, 0, 1};
-    CHECK(clean_error(cf_tiff_parse_memory(bt, sizeof bt, NAME, &t, &err),
+    CHECK(clean_error(cf__tiff_parse_memory(bt, sizeof bt, NAME, &t, &err),
                       &err, CF_E_FORMAT, "truncated"));
     static const uint8_t bt4[] = {'I', 'I', 43, 0, 4, 0, 0, 0,
                                   16, 0, 0, 0, 0, 0, 0, 0};
-    CHECK(clean_error(cf_tiff_parse_memory(bt4, sizeof bt4, NAME, &t, &err),
+    CHECK(clean_error(cf__tiff_parse_memory(bt4, sizeof bt4, NAME, &t, &err),
                       &err, CF_E_FORMAT, "offset size"));
 }
 
 static void item3_entry_count(void) {
     cf_error err;
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     tw w;
     tw_init(&w, true, false);
     tw_image im = tw_image_default(64, 64);
@@ -647,7 +647,7 @@ static void item3_entry_count(void) {
 
 static void item4_tag_sizes(void) {
     cf_error err;
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     tw w;
     /* count x 8 overflows 64 bits */
     tw_init(&w, true, false);
@@ -674,7 +674,7 @@ static void item4_tag_sizes(void) {
 
 static void item5_array_lengths(void) {
     cf_error err;
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     tw_image im = tw_image_default(1000, 1000); /* 16 tiles */
     im.chunk_entries = 12;
     CHECK(image_error(im, CF_E_FORMAT, "IFD 0: TileOffsets has 12 entries, "
@@ -712,7 +712,7 @@ static void item6_huge_counts(void) {
     tw_image_ifd(&w, &im);
     uint32_t four = 0;
     tw_raw(&w, 324, 4, 2048u * 2048u, &four, 4);
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     cf_error err;
     cf_status st = parse(&w, &t, &err);
     CHECK(clean_error(st, &err, CF_E_FORMAT, "IFD 0"));
@@ -730,7 +730,7 @@ static void item7_bytecounts(void) {
     CHECK(image_error(im, CF_E_FORMAT, "missing required tag StripOffsets"));
 
     cf_error err;
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     tw w;
     tw_init(&w, false, false);
     im = tw_image_default(512, 256); /* 2 tiles */
@@ -741,7 +741,7 @@ static void item7_bytecounts(void) {
     /* a truncated file opens (reading tile 1 fails, test_pipeline_read) */
     CHECK(parsed_with_warning(parse(&w, &t, &err), &t, &err,
                               "1 of 2 tiles lie past the end of the file"));
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     t = NULL;
     tw_free(&w);
 
@@ -752,7 +752,7 @@ static void item7_bytecounts(void) {
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(t->ifds[0].counts[0] == 0 && t->ifds[0].counts[1] == 0);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 
     tw_init(&w, false, false);
@@ -765,7 +765,7 @@ static void item7_bytecounts(void) {
 
 static void item8_corrupt_later_ifd(void) {
     cf_error err;
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     tw w;
     tw_init(&w, false, false);
     tw_image im = tw_image_default(2048, 2048);
@@ -787,7 +787,7 @@ static void item8_corrupt_later_ifd(void) {
     CHECK(parsed_with_warning(parse_buf(&w, &t, &err), &t, &err,
                               "IFD 2: TileOffsets"));
     if (t) CHECK(t->nifds == 2 && t->nlevels == 2);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 }
 
@@ -802,7 +802,7 @@ static void item9_overlaps(void) {
     tw_image_ifd(&w, &im);
     size_t len;
     tw_finish(&w, &len);
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     cf_error err;
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < w.ifd[i].n; k++) {
@@ -817,7 +817,7 @@ static void item9_overlaps(void) {
     CHECK(parse_buf(&w, &t, &err) == CF_OK);
     if (t) CHECK(t->nifds == 2 && t->ifds[1].ifd_offset == 8 &&
                  t->ifds[0].offsets[0] == w.ifd_off[0]);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 }
 
@@ -858,7 +858,7 @@ static void item11_chunk_sizes(void) {
     for (int k = 0; k < w.ifd[0].n; k++)
         if (w.ifd[0].t[k].tag == 278) tw_patch(&w, w.ifd[0].t[k].entry_pos + 8,
                                                0, 4);
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     cf_error err;
     CHECK(clean_error(parse_buf(&w, &t, &err), &err, CF_E_FORMAT,
                       "RowsPerStrip is 0"));
@@ -868,7 +868,7 @@ static void item11_chunk_sizes(void) {
                                                0xffffffffu, 4);
     CHECK(parse_buf(&w, &t, &err) == CF_OK);
     if (t) CHECK(t->ifds[0].chunk_h == 64 && t->ifds[0].nchunks == 1);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
     /* A tile larger than the image and not a multiple of 16 is accepted. */
     im = tw_image_default(10, 10);
@@ -879,7 +879,7 @@ static void item11_chunk_sizes(void) {
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(t->ifds[0].nchunks == 1 && t->ifds[0].chunk_w == 100);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 }
 
@@ -916,7 +916,7 @@ static void item13_bits(void) {
     tw_image_ifd(&w, &im);
     uint64_t b[3] = {8, 8, 16};
     tw_ints(&w, 258, 3, 3, b);
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     cf_error err;
     CHECK(clean_error(parse(&w, &t, &err), &err, CF_E_UNSUPPORTED,
                       "BitsPerSample differs"));
@@ -932,7 +932,7 @@ static void item13_bits(void) {
         t = NULL;
         CHECK(parse(&w, &t, &err) == CF_OK);
         if (t) CHECK(t->ifds[0].bits == ok_bits[k]);
-        cf_tiff_free(t);
+        cf__tiff_free(t);
         tw_free(&w);
     }
 }
@@ -950,17 +950,17 @@ static void item14_sample_format(void) {
     im = tw_image_default(64, 64);
     im.bits = 32;
     tw_image_ifd(&w, &im);
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     cf_error err;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(t->ifds[0].sample_format == 1 && t->ifds[0].bits == 32);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 }
 
 static void item22_nonfinite(void) {
     tw w;
-    cf_tiff *t;
+    cf__tiff *t;
     cf_error err;
     double bad[3][3] = {{NAN, 1, 0}, {1, INFINITY, 0}, {1e308, 1e308, 0}};
     double tie[6] = {10, 10, 0, 1e308, -1e308, 0};
@@ -973,7 +973,7 @@ static void item22_nonfinite(void) {
         t = NULL;
         CHECK(parse(&w, &t, &err) == CF_OK);
         if (t) CHECK(!t->has_geotransform);
-        cf_tiff_free(t);
+        cf__tiff_free(t);
         tw_free(&w);
     }
     /* Rational with a zero denominator where a double is expected. */
@@ -985,7 +985,7 @@ static void item22_nonfinite(void) {
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(!t->has_geotransform);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
     /* A NaN in a matrix */
     tw_init(&w, true, false);
@@ -995,13 +995,13 @@ static void item22_nonfinite(void) {
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(!t->has_geotransform);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 }
 
 static void item23_ascii(void) {
     tw w;
-    cf_tiff *t;
+    cf__tiff *t;
     cf_error err;
     tw_init(&w, false, false);
     tw_image im = tw_image_default(64, 64);
@@ -1012,7 +1012,7 @@ static void item23_ascii(void) {
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(t->has_nodata && t->nodata == -9999 && t->scale[0] == 1);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
     tw_init(&w, false, false);
     tw_image_ifd(&w, &im);
@@ -1020,7 +1020,7 @@ static void item23_ascii(void) {
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(!t->has_nodata);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
     /* Nodata that is not a number, metadata with attributes cut short. */
     tw_init(&w, false, false);
@@ -1030,13 +1030,13 @@ static void item23_ascii(void) {
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(!t->has_nodata && t->scale[0] == 1);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 }
 
 static void item24_geokeys(void) {
     tw w;
-    cf_tiff *t;
+    cf__tiff *t;
     cf_error err;
     double scale[3] = {1, 1, 0}, tie[6] = {0, 0, 0, 5, 6, 0};
     tw_init(&w, false, false);
@@ -1052,7 +1052,7 @@ static void item24_geokeys(void) {
         CHECK(t->epsg == 0 && !t->pixel_is_point);
         CHECK(t->has_geotransform && t->geotransform[0] == 5);
     }
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
     /* Key directory data past end of file: ignored as well. */
     tw_init(&w, false, false);
@@ -1062,7 +1062,7 @@ static void item24_geokeys(void) {
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(t->epsg == 0);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 }
 
@@ -1078,7 +1078,7 @@ static void item25_tags(void) {
     CHECK(image_error(im, CF_E_FORMAT, "TileOffsets"));
 
     tw w;
-    cf_tiff *t;
+    cf__tiff *t;
     cf_error err;
     /* Unknown type code: the entry is skipped, and a required tag with one
      * counts as missing. */
@@ -1090,7 +1090,7 @@ static void item25_tags(void) {
     tw_raw(&w, 65000, 200, 9, &v, 4);  /* unknown tag, unknown type */
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 
     tw_init(&w, false, false);
@@ -1109,7 +1109,7 @@ static void item25_tags(void) {
     t = NULL;
     CHECK(parse(&w, &t, &err) == CF_OK);
     if (t) CHECK(t->ifds[0].width == 40);
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     tw_free(&w);
 
     /* A wrong type for an integer tag is named. */
@@ -1123,18 +1123,18 @@ static void item25_tags(void) {
 
 static void test_header_cap(void) {
     /* The byte budget: adding past CF_MAX_HEADER_BYTES fails cleanly. */
-    cf_tiff_parser *p = cf_tiff_parser_new(UINT64_MAX, NAME);
+    cf__tiff_parser *p = cf__tiff_parser_new(UINT64_MAX, NAME);
     cf_error err;
     size_t n = 1u << 20;
     uint8_t *buf = calloc(n, 1);
     cf_status st = CF_OK;
     uint64_t i;
     for (i = 0; i <= CF_MAX_HEADER_BYTES / n && st == CF_OK; i++)
-        st = cf_tiff_parser_add(p, i * n * 2, buf, n, &err);
+        st = cf__tiff_parser_add(p, i * n * 2, buf, n, &err);
     CHECK(i == CF_MAX_HEADER_BYTES / n + 1);
     CHECK(clean_error(st, &err, CF_E_LIMIT, "limit"));
     free(buf);
-    cf_tiff_parser_free(p);
+    cf__tiff_parser_free(p);
 }
 
 int main(void) {

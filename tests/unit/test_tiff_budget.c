@@ -1,5 +1,5 @@
 /*
- * test_tiff_budget.c - the header memory budget (cf_tiff_parser_set_budget)
+ * test_tiff_budget.c - the header memory budget (cf__tiff_parser_set_budget)
  * against crafted headers whose declared sizes are far larger than the
  * bytes they take: the parser must refuse them before it asks for more
  * bytes than the budget, whatever makes the bytes (tile arrays, tags it
@@ -73,15 +73,15 @@ static void header(vfile *f, int big, uint64_t first) {
  * under `budget`; *fetched gets the bytes handed to the parser. */
 static cf_status drive(const vfile *f, uint64_t budget, uint64_t *fetched,
                        cf_error *err) {
-    cf_tiff_parser *p = cf_tiff_parser_new(f->size, "crafted.tif");
-    cf_tiff_parser_set_budget(p, budget);
-    cf_tiff *t = NULL;
+    cf__tiff_parser *p = cf__tiff_parser_new(f->size, "crafted.tif");
+    cf__tiff_parser_set_budget(p, budget);
+    cf__tiff *t = NULL;
     uint64_t first = f->size < 65536 ? f->size : 65536;
     *fetched = first;
-    cf_status st = cf_tiff_parser_add(p, 0, f->head, (size_t)first, err);
+    cf_status st = cf__tiff_parser_add(p, 0, f->head, (size_t)first, err);
     while (st == CF_OK) {
         uint64_t off, len;
-        st = cf_tiff_parser_run(p, &t, &off, &len, err);
+        st = cf__tiff_parser_run(p, &t, &off, &len, err);
         if (st != CF__NEED_BYTES) break;
         if (len > FETCH_STOP - *fetched || off > f->size || len > f->size - off) {
             *fetched += len;
@@ -92,11 +92,11 @@ static cf_status drive(const vfile *f, uint64_t budget, uint64_t *fetched,
         if (off < f->nhead)
             memcpy(b, f->head + off, (size_t)(f->nhead - off < len ? f->nhead - off : len));
         *fetched += len;
-        st = cf_tiff_parser_add(p, off, b, (size_t)len, err);
+        st = cf__tiff_parser_add(p, off, b, (size_t)len, err);
         free(b);
     }
-    cf_tiff_free(t);
-    cf_tiff_parser_free(p);
+    cf__tiff_free(t);
+    cf__tiff_parser_free(p);
     return st;
 }
 

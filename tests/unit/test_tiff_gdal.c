@@ -78,9 +78,9 @@ static void one(const char *src, const expect *x) {
     char *js = (char *)cf_test_slurp(jpath, &jlen);
     CHECK(d && js);
     if (!d || !js) return;
-    cf_tiff *t = NULL;
+    cf__tiff *t = NULL;
     cf_error err;
-    cf_status st = cf_tiff_parse_memory(d, len, x->name, &t, &err);
+    cf_status st = cf__tiff_parse_memory(d, len, x->name, &t, &err);
     CHECK(st == CF_OK);
     if (st != CF_OK) {
         fprintf(stderr, "%s: %s\n", x->name, err.msg);
@@ -88,7 +88,7 @@ static void one(const char *src, const expect *x) {
         free(js);
         return;
     }
-    const cf_tiff_ifd *l0 = &t->ifds[t->levels[0]];
+    const cf__tiff_ifd *l0 = &t->ifds[t->levels[0]];
     double v[8];
     CHECK(json_nums(js, "size", v, 2) == 2 && v[0] == l0->width &&
           v[1] == l0->height);
@@ -111,12 +111,12 @@ static void one(const char *src, const expect *x) {
     }
     if (json_nums(js, "scale", v, 1) == 1) CHECK(v[0] == t->scale[0]);
     if (json_nums(js, "offset", v, 1) == 1) CHECK(v[0] == t->offset[0]);
-    CHECK(!strcmp(cf_tiff_compression_name(l0), x->comp));
+    CHECK(!strcmp(cf__tiff_compression_name(l0), x->comp));
     CHECK(t->bigtiff == x->bigtiff && t->big_endian == x->be);
     CHECK(l0->tiled == x->tiled);
     CHECK(t->nlevels >= x->min_levels);
     for (int l = 1; l < t->nlevels; l++) {
-        const cf_tiff_ifd *o = &t->ifds[t->levels[l]];
+        const cf__tiff_ifd *o = &t->ifds[t->levels[l]];
         /* GDAL rounds overview sizes either way. */
         uint32_t half = l0->width >> l;
         CHECK(o->width == half || o->width == half + 1);
@@ -126,7 +126,7 @@ static void one(const char *src, const expect *x) {
         for (int l = 0; l < t->nlevels; l++) {
             CHECK(t->mask_of_level[l] >= 0);
             if (t->mask_of_level[l] >= 0) {
-                const cf_tiff_ifd *m = &t->ifds[t->mask_of_level[l]];
+                const cf__tiff_ifd *m = &t->ifds[t->mask_of_level[l]];
                 CHECK(m->width == t->ifds[t->levels[l]].width);
             }
         }
@@ -135,15 +135,15 @@ static void one(const char *src, const expect *x) {
     }
     /* A COG opens with one speculative read of 64 KiB. */
     if (strstr(x->opts, "-of COG") && len > 65536) {
-        cf_tiff_parser *p = cf_tiff_parser_new(len, x->name);
-        cf_tiff *t2 = NULL;
+        cf__tiff_parser *p = cf__tiff_parser_new(len, x->name);
+        cf__tiff *t2 = NULL;
         uint64_t off, nl;
-        CHECK(cf_tiff_parser_add(p, 0, d, 65536, &err) == CF_OK);
-        CHECK(cf_tiff_parser_run(p, &t2, &off, &nl, &err) == CF_OK);
-        cf_tiff_free(t2);
-        cf_tiff_parser_free(p);
+        CHECK(cf__tiff_parser_add(p, 0, d, 65536, &err) == CF_OK);
+        CHECK(cf__tiff_parser_run(p, &t2, &off, &nl, &err) == CF_OK);
+        cf__tiff_free(t2);
+        cf__tiff_parser_free(p);
     }
-    cf_tiff_free(t);
+    cf__tiff_free(t);
     free(d);
     free(js);
 }

@@ -21,22 +21,22 @@
 /* Remote-style parse: 16 bytes first, size learnt from that response. */
 static cf_status parse_remote(const uint8_t *d, size_t len, const char *name,
                               cf_error *err) {
-    cf_tiff_parser *p = cf_tiff_parser_new(UINT64_MAX, name);
-    cf_tiff *t = NULL;
-    cf_status st = cf_tiff_parser_add(p, 0, d, len < 16 ? len : 16, err);
-    cf_tiff_parser_set_size(p, len);
+    cf__tiff_parser *p = cf__tiff_parser_new(UINT64_MAX, name);
+    cf__tiff *t = NULL;
+    cf_status st = cf__tiff_parser_add(p, 0, d, len < 16 ? len : 16, err);
+    cf__tiff_parser_set_size(p, len);
     for (int round = 0; st == CF_OK && round < 100; round++) {
         uint64_t off, nl;
-        st = cf_tiff_parser_run(p, &t, &off, &nl, err);
+        st = cf__tiff_parser_run(p, &t, &off, &nl, err);
         if (st != CF__NEED_BYTES) break;
         if (off >= len || nl > len - off) {
             st = CF_E_STATE;
             break;
         }
-        st = cf_tiff_parser_add(p, off, d + off, (size_t)nl, err);
+        st = cf__tiff_parser_add(p, off, d + off, (size_t)nl, err);
     }
-    cf_tiff_free(t);
-    cf_tiff_parser_free(p);
+    cf__tiff_free(t);
+    cf__tiff_parser_free(p);
     return st;
 }
 
@@ -87,10 +87,10 @@ int main(void) {
         const uint8_t *d = map_file(path, &len);
         CHECK(d != NULL); /* every listed fixture exists (empty ones too) */
         if (!d) continue;
-        cf_tiff *t = NULL;
+        cf__tiff *t = NULL;
         cf_error err;
         cf__err_clear(&err);
-        cf_status st = cf_tiff_parse_memory(d, len, fname, &t, &err);
+        cf_status st = cf__tiff_parse_memory(d, len, fname, &t, &err);
         cf_error err2;
         cf__err_clear(&err2);
         cf_status st2 = parse_remote(d, len, fname, &err2);
@@ -111,7 +111,7 @@ int main(void) {
         if (!ok)
             fprintf(stderr, "  %s (item %d, %s): %d \"%s\" / remote %d \"%s\"\n",
                     name, item, expect, (int)st, err.msg, (int)st2, err2.msg);
-        cf_tiff_free(t);
+        cf__tiff_free(t);
         if (len) munmap((void *)d, len);
     }
     fclose(f);

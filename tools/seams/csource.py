@@ -113,12 +113,12 @@ def tracked_files(root):
 # Where internal names may be defined: the library, the extension module
 # and the command-line tool.
 DEF_GLOBS = (re.compile(r"^lib/.*\.[ch]$"), re.compile(r"^python/[^/]*\.[ch]$"),
-             re.compile(r"^tools/[^/]*\.[ch]$"))
+             re.compile(r"^tools/(cli/)?[^/]*\.[ch]$"))
 
 
 def internal_cf_names(root):
     """{name: (kind, "path:line")} of the names defined under lib/,
-    python/*.[ch] and tools/*.[ch] with the public prefix cf_ that
+    python/*.[ch] and tools/*.[ch], tools/cli/*.[ch] with the public prefix cf_ that
     include/cogfeed.h does not declare."""
     with open(os.path.join(root, "include", "cogfeed.h"), encoding="utf-8") as f:
         public = public_names(f.read())

@@ -5,7 +5,7 @@ The naming rule (libuv's): `cf_` is public, `cf__` is internal.  A name
 with the single-underscore prefix is public exactly when
 include/cogfeed.h declares it; any other function, type (typedef name,
 struct/union/enum tag) or file-scope variable that lib/, python/*.[ch] or
-tools/*.[ch] defines as cf_x is renamed cf__x, and every use of it is
+tools/*.[ch], tools/cli/*.[ch] defines as cf_x is renamed cf__x, and every use of it is
 rewritten, as a whole word, in the C sources and headers, Python files,
 docs and README of the tree (git's tracked files under lib/ python/ tools/
 tests/ bench/ fuzz/ include/ docs/, and README.md).  Macros are not
