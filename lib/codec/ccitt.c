@@ -307,17 +307,14 @@ static cf_status cleanup(dec *d) {
 
 /* A Modified Huffman (1-D) row (EXPAND1D).  *eol: it ended at an EOL. */
 static cf_status row_1d(dec *d, int *eol) {
-    cf_status st;
     int64_t w = d->width;
     *eol = 0;
     for (;;) {
         for (int black = 0; black < 2; black++) {
             uint64_t run;
-            st = read_run(d, black, &run, eol);
-            if (st) return st;
+            CF__TRY(read_run(d, black, &run, eol));
             if (*eol) return cleanup(d);
-            st = setvalue(d, run);
-            if (st) return st;
+            CF__TRY(setvalue(d, run));
             if (d->a0 >= w) return cleanup(d);
         }
         if (d->cur[d->pa - 1] == 0 && d->cur[d->pa - 2] == 0) d->pa -= 2;
@@ -367,7 +364,7 @@ static cf_status row_2d(dec *d, int *eol) {
                 st = read_run(d, black, &run, &e);
                 if (!st && e) st = bad(d, "EOL in a horizontal-mode run");
                 if (!st) st = setvalue(d, run);
-                if (st) return st;
+                CF__TRY(st);
             }
             CHECK_B1();
             break;
@@ -377,8 +374,7 @@ static cf_status row_2d(dec *d, int *eol) {
             CHECK_B1();
             if (m->delta < 0 && b1 < d->a0 - m->delta)
                 return bad(d, "vertical code left of a0");
-            st = setvalue(d, (uint64_t)(b1 - d->a0 + m->delta));
-            if (st) return st;
+            CF__TRY(setvalue(d, (uint64_t)(b1 - d->a0 + m->delta)));
             if (m->delta < 0) {
                 if (pb == 0) return bad(d, "reference row overrun");
                 b1 -= ref[--pb];
@@ -403,8 +399,7 @@ static cf_status row_2d(dec *d, int *eol) {
     }
 #undef CHECK_B1
     if (d->rl) {
-        st = setvalue(d, 0);
-        if (st) return st;
+        CF__TRY(setvalue(d, 0));
     }
     return cleanup(d);
 }
@@ -468,8 +463,7 @@ cf_status cf__check_ccitt(const cf__codec_params *p, cf_error *err) {
 cf_status cf__decode_ccitt(cf__codec_ctx *ctx, const cf__codec_params *p,
                            const uint8_t *src, size_t src_len, uint8_t *dst,
                            size_t dst_len, cf_error *err) {
-    cf_status st = cf__check_ccitt(p, err);
-    if (st) return st;
+    CF__TRY(cf__check_ccitt(p, err));
     pthread_once(&tab_once, build_tables);
     uint32_t w = p->width;
     size_t row_bytes = ((size_t)w + 7) / 8;
@@ -485,8 +479,7 @@ cf_status cf__decode_ccitt(cf__codec_ctx *ctx, const cf__codec_params *p,
     size_t lim = ((size_t)w + 1 + 31) / 32 * 32 * (twod ? 2 : 1);
     size_t per = lim + 8;
     if ((uint64_t)src_len * 8 + 64 < per) per = src_len * 8 + 64;
-    st = cf__scratch_reserve(&ctx->runs, 2 * per * sizeof(uint32_t), err);
-    if (st) return st;
+    CF__TRY(cf__scratch_reserve(&ctx->runs, 2 * per * sizeof(uint32_t), err));
     dec d;
     memset(&d, 0, sizeof d);
     d.r.p = src;
@@ -508,8 +501,7 @@ cf_status cf__decode_ccitt(cf__codec_ctx *ctx, const cf__codec_params *p,
         d.a0 = 0;
         d.rl = 0;
         if (g3) {
-            st = sync_eol(&d, eol);
-            if (st) return st;
+            CF__TRY(sync_eol(&d, eol));
         }
         int is1d = !g4;
         if (g3 && twod) {
@@ -517,8 +509,7 @@ cf_status cf__decode_ccitt(cf__codec_ctx *ctx, const cf__codec_params *p,
             is1d = (int)peek(&d.r, 1);
             skip(&d.r, 1);
         }
-        st = is1d ? row_1d(&d, &eol) : row_2d(&d, &eol);
-        if (st) return st;
+        CF__TRY(is1d ? row_1d(&d, &eol) : row_2d(&d, &eol));
         if (g4 && eol) return bad(&d, "end of block before the last row");
         fill_row(&d, dst + (size_t)d.row * row_bytes);
         /* the imaginary change for reference */

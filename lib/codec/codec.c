@@ -172,11 +172,10 @@ cf_status cf__codec_check(const cf__codec_params *p, cf_error *err) {
     char buf[160];
     const char *why = format_problem(p, buf, sizeof buf);
     if (why) return cf__err(err, CF_E_UNSUPPORTED, "%s", why);
-    cf_status cst = cf__color_check(p, err);
-    if (cst) return cst;
+    CF__TRY(cf__color_check(p, err));
     if (e->check) { /* first: it names what it refuses best (12-bit JPEG) */
         cf_status st = e->check(p, err);
-        if (st) return st;
+        CF__TRY(st);
     }
     if (p->bits == 1 && !(e->flags & (CF__CODEC_BITS1 | CF__CODEC_ANYBITS)))
         return cf__err(err, CF_E_UNSUPPORTED, "%s with 1-bit samples",
@@ -188,8 +187,7 @@ cf_status cf__codec_check(const cf__codec_params *p, cf_error *err) {
         if (p->color == CF_COLOR_YCBCR || p->color == CF_COLOR_YCBCR_RAW)
             return cf__err(err, CF_E_UNSUPPORTED,
                            "a predictor on subsampled YCbCr");
-        cf_status st = cf__predictor_check(p, err);
-        if (st) return st;
+        CF__TRY(cf__predictor_check(p, err));
     }
     if (!cf__codec_chunk_bytes(p) || !cf__codec_stored_bytes(p))
         return cf__err(err, CF_E_LIMIT,
@@ -270,7 +268,7 @@ static cf_status decode_inner(cf__codec_ctx *ctx, const cf__codec_params *p,
                               const uint8_t *src, size_t src_len,
                               uint8_t *dst, size_t dst_len, cf_error *err) {
     cf_status st = cf__codec_check(p, err);
-    if (st) return st;
+    CF__TRY(st);
     uint64_t want = cf__codec_chunk_bytes(p);
     uint64_t stored = cf__codec_stored_bytes(p);
     if (want != dst_len)
@@ -283,7 +281,7 @@ static cf_status decode_inner(cf__codec_ctx *ctx, const cf__codec_params *p,
      * them, except for codecs that do it themselves (or never). */
     if (p->fill_order == 2 && !(e->flags & CF__CODEC_NOBITREV) && src_len) {
         st = cf__scratch_reserve(&ctx->rev, src_len, err);
-        if (st) return st;
+        CF__TRY(st);
         cf__bits_reverse(src, ctx->rev.p, src_len);
         src = ctx->rev.p;
     }
@@ -291,7 +289,7 @@ static cf_status decode_inner(cf__codec_ctx *ctx, const cf__codec_params *p,
     uint8_t *out = dst;
     if (post != POST_NONE) {
         st = cf__scratch_reserve(&ctx->stage, (size_t)stored, err);
-        if (st) return st;
+        CF__TRY(st);
         out = ctx->stage.p;
     }
     int pred = (e->flags & CF__CODEC_PREDICTOR) && p->predictor != 1;
@@ -309,7 +307,7 @@ static cf_status decode_inner(cf__codec_ctx *ctx, const cf__codec_params *p,
     if (pred) {
         /* checked above, and out holds the chunk's stored size */
         st = cf__predictor_apply(&ctx->row, p, out, err);
-        if (st) return st;
+        CF__TRY(st);
     }
     switch (post) {
     case POST_UNPACK: cf__bits_unpack(p, out, dst); break;

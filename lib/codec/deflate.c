@@ -51,8 +51,7 @@ cf_status cf__decode_deflate(cf__codec_ctx *ctx, const cf__codec_params *p,
      * would inflate up to the end of dst and then fail, zlib stops there. */
     if (p->full_height > p->height) return inflate_prefix(src, src_len, dst, dst_len, err);
     struct libdeflate_decompressor *d;
-    cf_status st = cf__ctx_deflate(ctx, &d, err);
-    if (st) return st;
+    CF__TRY(cf__ctx_deflate(ctx, &d, err));
     size_t got = 0;
     enum libdeflate_result r =
         libdeflate_zlib_decompress(d, src, src_len, dst, dst_len, &got);

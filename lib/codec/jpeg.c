@@ -214,8 +214,7 @@ cf_status cf__decode_jpeg(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
     (void)ctx;
-    cf_status cst = cf__check_jpeg(p, err);
-    if (cst) return cst;
+    CF__TRY(cf__check_jpeg(p, err));
     if (p->jpeg_tables && p->jpeg_tables_len && p->jpeg_tables_len < 4)
         return cf__err(err, CF_E_CODEC, "JPEGTables of %zu bytes",
                        p->jpeg_tables_len);

@@ -47,12 +47,10 @@ static cf_status outer_layer(cf__codec_ctx *ctx, const cf__codec_params *p,
     size_t cap = 256 + dst_len + dst_len / 3;
     size_t zb = ZSTD_compressBound(dst_len);
     if (zb > cap) cap = zb;
-    cf_status st = cf__scratch_reserve(&ctx->outer, cap, err);
-    if (st) return st;
+    CF__TRY(cf__scratch_reserve(&ctx->outer, cap, err));
     if (p->lerc_sub == 1) {
         struct libdeflate_decompressor *d;
-        st = cf__ctx_deflate(ctx, &d, err);
-        if (st) return st;
+        CF__TRY(cf__ctx_deflate(ctx, &d, err));
         size_t got = 0;
         enum libdeflate_result r = libdeflate_zlib_decompress(
             d, src, src_len, ctx->outer.p, cap, &got);
@@ -64,8 +62,7 @@ static cf_status outer_layer(cf__codec_ctx *ctx, const cf__codec_params *p,
         *blob_len = got;
     } else if (p->lerc_sub == 2) {
         void *z;
-        st = cf__ctx_zstd(ctx, &z, err);
-        if (st) return st;
+        CF__TRY(cf__ctx_zstd(ctx, &z, err));
         size_t r = ZSTD_decompressDCtx(z, ctx->outer.p, cap, src, src_len);
         if (ZSTD_isError(r))
             return cf__err(err, CF_E_CODEC, "zstd layer: %s%s",
@@ -93,14 +90,12 @@ cf_status cf__check_lerc(const cf__codec_params *p, cf_error *err) {
 cf_status cf__decode_lerc(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
-    cf_status cst = cf__check_lerc(p, err);
-    if (cst) return cst;
+    CF__TRY(cf__check_lerc(p, err));
     int dt = lerc_type(p);
     const uint8_t *blob = NULL;
     size_t blob_len = 0;
-    cf_status st = outer_layer(ctx, p, src, src_len, dst_len, &blob,
-                               &blob_len, err);
-    if (st) return st;
+    CF__TRY(outer_layer(ctx, p, src, src_len, dst_len, &blob,
+                        &blob_len, err));
     if (blob_len > UINT32_MAX)
         return cf__err(err, CF_E_LIMIT, "blob of %zu bytes", blob_len);
 
@@ -139,17 +134,15 @@ cf_status cf__decode_lerc(cf__codec_ctx *ctx, const cf__codec_params *p,
     size_t mask_bytes = want_mask ? npix * (band_seq ? spp : 1) : 0;
     /* staging for band-sequential float data with per-band masks */
     size_t stage = band_seq ? dst_len : 0;
-    st = cf__scratch_reserve(&ctx->aux, mask_bytes + stage + 1, err);
-    if (st) return st;
+    CF__TRY(cf__scratch_reserve(&ctx->aux, mask_bytes + stage + 1, err));
     uint8_t *mask = want_mask ? ctx->aux.p : NULL;
     uint8_t *out = band_seq ? ctx->aux.p + mask_bytes : dst;
     /* One band: cogfeed's own decoder (lerc2.c) takes the blobs it knows,
      * liblerc the rest, with the same values either way. */
     int done = 0;
     if (!band_seq) {
-        st = cf__lerc2_decode(&ctx->lerc2, blob, blob_len, dt, (int)ndim,
-                              (int)ncols, (int)nrows, out, mask, &done, err);
-        if (st) return st;
+        CF__TRY(cf__lerc2_decode(&ctx->lerc2, blob, blob_len, dt, (int)ndim,
+                                 (int)ncols, (int)nrows, out, mask, &done, err));
     }
     if (!done) {
         if (!want_mask && nvalid != npix) memset(dst, 0, dst_len);

@@ -1015,11 +1015,10 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
     if (depth <= 0 || cols <= 0 || rows <= 0) return CF_OK;
     size_t npix = (size_t)cols * (size_t)rows;
     size_t mbytes = (npix + 7) / 8;
-    cf_status cst = cf__scratch_reserve(
+    CF__TRY(cf__scratch_reserve(
         scratch, cf__lerc2_scratch_bytes((uint64_t)cols, (uint64_t)rows,
                                          (uint64_t)depth),
-        err);
-    if (cst) return cst;
+        err));
     l2 *s = (l2 *)(void *)(((uintptr_t)scratch->p + 15) & ~(uintptr_t)15);
     uint8_t *bits = (uint8_t *)(s + 1);
     double *ranges = (double *)(void *)(bits + ((mbytes + 7) & ~(size_t)7));
@@ -1073,14 +1072,14 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
             r = read_ranges(s);
             if (!r && memcmp(s->dmin, s->dmax, (size_t)depth * 8) == 0) {
                 r = fill_const(s, 1);
-                goto finish;
+                goto done;
             }
         }
-        if (r) goto finish;
+        if (r) goto done;
         uint8_t sweep;
         if (!rd(s, &sweep, 1)) {
             r = bad(s, "data flag past the end");
-            goto finish;
+            goto done;
         }
         if (!sweep) {
             int huff_int = (dt == DT_CHAR || dt == DT_BYTE) &&
@@ -1096,11 +1095,11 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
                     (mode > 2 && h->version < 6) ||
                     (mode > 1 && h->version < 4)) {
                     r = bad(s, "coding mode past the end or unknown");
-                    goto finish;
+                    goto done;
                 }
                 if (mode != 0) {
                     r = L2_DEFER;
-                    goto finish;
+                    goto done;
                 }
             }
             r = read_tiles(s);
@@ -1108,7 +1107,7 @@ cf_status cf__lerc2_decode(cf__scratch *scratch, const uint8_t *blob,
             r = one_sweep(s);
         }
     }
-finish:
+done:
     if (r == L2_BAD) return CF_E_CODEC; /* err filled where it was found */
     if (r == L2_DEFER) return CF_OK;
     if (mask)

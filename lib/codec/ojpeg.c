@@ -128,8 +128,7 @@ static int raw_body(cf__jpeg_job *j, const cf__codec_params *p,
 cf_status cf__decode_ojpeg(cf__codec_ctx *ctx, const cf__codec_params *p,
                            const uint8_t *src, size_t src_len, uint8_t *dst,
                            size_t dst_len, cf_error *err) {
-    cf_status st = cf__check_ojpeg(p, err);
-    if (st) return st;
+    CF__TRY(cf__check_ojpeg(p, err));
     if (src_len == 0) return cf__err(err, CF_E_CODEC, "empty strip");
     if (p->height > 0xffff || p->width > 0xffff)
         return cf__err(err, CF_E_FORMAT, "chunk of %ux%u, larger than JPEG "
@@ -138,8 +137,7 @@ cf_status cf__decode_ojpeg(cf__codec_ctx *ctx, const cf__codec_params *p,
     if (src_len > SIZE_MAX - hl - 2)
         return cf__err(err, CF_E_LIMIT, "stream of %zu bytes", src_len);
     n = hl + src_len + 2;
-    st = cf__scratch_reserve(&ctx->ojpeg, n, err);
-    if (st) return st;
+    CF__TRY(cf__scratch_reserve(&ctx->ojpeg, n, err));
     uint8_t *s = ctx->ojpeg.p;
     memcpy(s, p->jpeg_tables, hl);
     s[OJ_SOF_AT + 5] = (uint8_t)(p->height >> 8);

@@ -187,8 +187,7 @@ cf_status cf__predictor_apply(cf__scratch *rowbuf, const cf__codec_params *p,
     size_t row_bytes = wc * bps;
     size_t stride = p->samples;
     if (p->predictor == 3) {
-        cf_status st = cf__scratch_reserve(rowbuf, row_bytes, err);
-        if (st) return st;
+        CF__TRY(cf__scratch_reserve(rowbuf, row_bytes, err));
     }
     /* Rows are independent; the last ones the decoder wrote are the ones
      * still in cache (a 512 px tile of 4 uint16 bands is 2 MB, more than

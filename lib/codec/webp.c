@@ -21,8 +21,7 @@ cf_status cf__check_webp(const cf__codec_params *p, cf_error *err) {
 cf_status cf__decode_webp(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
-    cf_status cst = cf__check_webp(p, err);
-    if (cst) return cst;
+    CF__TRY(cf__check_webp(p, err));
     WebPBitstreamFeatures f;
     VP8StatusCode vs = WebPGetFeatures(src, src_len, &f);
     if (vs != VP8_STATUS_OK)

@@ -13,8 +13,7 @@ cf_status cf__decode_zstd(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
     void *dctx;
-    cf_status st = cf__ctx_zstd(ctx, &dctx, err);
-    if (st) return st;
+    CF__TRY(cf__ctx_zstd(ctx, &dctx, err));
     size_t r = ZSTD_decompressDCtx(dctx, dst, dst_len, src, src_len);
     if (ZSTD_isError(r)) {
         if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)

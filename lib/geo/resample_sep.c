@@ -542,7 +542,7 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
     bil_cols bc = {0};
     row_buf rb = {cf__malloc(tw * sizeof *rb.vals), cf__malloc(tw)};
     int stride = wide ? 2 * (c->rx > c->ry ? c->rx : c->ry) + 2 : 5;
-    if (!cx || !cy || !ok || !tmp || !rb.vals || !rb.set) goto nomem;
+    if (!cx || !cy || !ok || !tmp || !rb.vals || !rb.set) goto fail;
     /* Positions of the first row and the first column (axis-aligned:
      * the same for every row and column, bit for bit). */
     double tx = (double)c->rq->tx, ty = (double)c->rq->ty, off = corners ? 0.0 : 0.5;
@@ -564,7 +564,7 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
         spx = cf__malloc(tw * sizeof *spx);
         spy = cf__malloc(th * sizeof *spy);
         P = cf__malloc(n * sizeof *P);
-        if (!spx || !spy || !P) goto nomem;
+        if (!spx || !spy || !P) goto fail;
         plan_span(cx, cx + tw, tw, c->W, c->xs, spx);
         plan_span(cy, cy + th, th, c->H, c->ys, spy);
         for (int b = 0; b < c->src->nbands; b++) {
@@ -574,7 +574,7 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
         }
         goto done;
     }
-    if (!axis_alloc(&ax, tw, stride) || !axis_alloc(&ay, th, stride)) goto nomem;
+    if (!axis_alloc(&ax, tw, stride) || !axis_alloc(&ay, th, stride)) goto fail;
     if (plan_axis(c, &ax, cx, tw, c->W, c->xs, c->rx) ||
         plan_axis(c, &ay, cy, th, c->H, c->ys, c->ry)) {
         *st = cf__err(err, CF_E_LIMIT, "resampling kernel too wide: read an overview");
@@ -585,7 +585,7 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
         goto done;
     }
     P = cf__malloc(n * sizeof *P);
-    if (!P) goto nomem;
+    if (!P) goto fail;
     int64_t r0 = INT64_MAX, r1 = INT64_MIN;
     if (rs != CF_RS_BILINEAR || wide)
         for (uint32_t j = 0; j < th; j++)
@@ -593,10 +593,10 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
                 if (ay.idx[j] < r0) r0 = ay.idx[j];
                 if (ay.idx[j] + ay.ntap[j] > r1) r1 = ay.idx[j] + ay.ntap[j];
             }
-    if (rs == CF_RS_BILINEAR && !wide && c->realcase && !bil_cols_new(c, &ax, &bc)) goto nomem;
+    if (rs == CF_RS_BILINEAR && !wide && c->realcase && !bil_cols_new(c, &ax, &bc)) goto fail;
     if (r1 > r0) {
         h = cf__malloc((size_t)(r1 - r0) * tw * sizeof *h);
-        if (!h) goto nomem;
+        if (!h) goto fail;
     }
     for (int b = 0; b < c->src->nbands; b++) {
         cf__rs_to_double(c->src->dtype, (const uint8_t *)c->src->data + (size_t)b * n * c->bps, n,
@@ -606,7 +606,7 @@ int cf__rs_separable(rs_call *c, cf_status *st, cf_error *err) {
         else two_pass(c, P, b, &ax, &ay, h, r1 > r0 ? r0 : 0, r1 > r0 ? r1 : 0, &rb);
     }
     goto done;
-nomem:
+fail:
     *st = cf__err(err, CF_E_NOMEM, "out of memory (resampling %ux%u)", tw, th);
 done:
     free(cx);

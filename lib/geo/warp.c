@@ -672,7 +672,7 @@ static cf_status chunks(const cf__warp *w, const cf__warp_req *rq, const cf__war
                         cf__warp_chunk **list, size_t *n, size_t *cap, int depth, cf_error *err) {
     cf__warp_win win;
     cf_status st = cf__warp_window(w, rq, &win, err);
-    if (st) return st;
+    CF__TRY(st);
     if (win.empty) return CF_OK;
     double mem = ((double)cost->src_bits * win.w * win.h +
                   (double)cost->dst_bits * rq->tw * rq->th) / 8.0;

@@ -170,7 +170,7 @@ static cf_status az_container_url(const char *url, const char *name, const conn_
     size_t clen;
     cf_status st = cf__auth_split_url(url, 63, "-$", "az://container/blob", "container",
                                       name, &p, &clen, &blob, err);
-    if (st) return st;
+    CF__TRY(st);
     if (account && !valid_account(account, strlen(account)))
         return cf__err(err, CF_E_ARG, "%s: storage account name is not "
                        "valid", name);

@@ -43,7 +43,7 @@ static cf_status gcs_init(cf__auth *a, const char *url, cf__auth_getenv ge,
     size_t blen;
     cf_status st = cf__auth_split_url(url, 222, "-_.", "gs://bucket/object", "bucket",
                                       a->redacted, &p, &blen, &key, err);
-    if (st) return st;
+    CF__TRY(st);
     const char *emu = ge("STORAGE_EMULATOR_HOST", user);
     cf__sbuf b = {0};
     if (emu && *emu) {

@@ -69,7 +69,7 @@ cf_status cf__auth_s3_init(cf__auth *a, const char *url, cf__auth_getenv ge,
     size_t blen;
     cf_status st = cf__auth_split_url(url, 255, "-_.", "s3://bucket/key", "bucket", name,
                                       &p, &blen, &key, err);
-    if (st) return st;
+    CF__TRY(st);
     int dotted = memchr(p, '.', blen) != NULL;
 
     const char *region = nonempty(ge("AWS_REGION", user));

@@ -47,7 +47,7 @@ cf_status cf_io_get(cf_io *io, const char *url, size_t max_bytes, void **data,
                        max_bytes, (unsigned long long)CF_IO_GET_MAX);
     cf__src *s = NULL;
     cf_status st = cf__src_new(io, url, &s, err);
-    if (st != CF_OK) return st;
+    CF__TRY(st);
     size_t hb = io ? cf__io_opts(io)->header_bytes : 0;
     if (hb == 0) hb = 65536;
     size_t cap = max_bytes < hb ? max_bytes + 1 : hb;
@@ -55,7 +55,7 @@ cf_status cf_io_get(cf_io *io, const char *url, size_t max_bytes, void **data,
     size_t got = 0;
     if (!buf) {
         st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cf__src_name(s));
-        goto out;
+        goto done;
     }
     st = head(s, &buf, &cap, max_bytes, &got, err);
     uint64_t size = cf__src_size(s);
@@ -63,7 +63,7 @@ cf_status cf_io_get(cf_io *io, const char *url, size_t max_bytes, void **data,
         st = cf__err(err, CF_E_LIMIT,
                      "%s: %" PRIu64 " bytes, more than the %zu allowed (max_bytes)",
                      cf__src_name(s), size, max_bytes);
-        goto out;
+        goto done;
     }
     if (st == CF_E_RANGE && cf__src_is_remote(s) &&
         strstr(err->msg, "not range-capable")) {
@@ -73,9 +73,9 @@ cf_status cf_io_get(cf_io *io, const char *url, size_t max_bytes, void **data,
                      "%s: more than the %zu bytes allowed (max_bytes; the server "
                      "ignores Range and sends the whole object)",
                      cf__src_name(s), max_bytes);
-        goto out;
+        goto done;
     }
-    if (st != CF_OK) goto out;
+    if (st != CF_OK) goto done;
     if (size == UINT64_MAX) size = got; /* a local file always knows */
     if (size > got) {
         /* The rest, as range reads pinned to the first response's ETag:
@@ -84,26 +84,26 @@ cf_status cf_io_get(cf_io *io, const char *url, size_t max_bytes, void **data,
         if (!b) {
             st = cf__err(err, CF_E_NOMEM, "%s: out of memory for %" PRIu64 " bytes",
                          cf__src_name(s), size);
-            goto out;
+            goto done;
         }
         buf = b;
         cap = (size_t)size;
         cf__range_req r = {got, size - got, buf + got, CF_OK, NULL, NULL};
         st = cf__src_read(s, &r, 1, err);
-        if (st != CF_OK) goto out;
+        if (st != CF_OK) goto done;
     }
     /* Fit to the object, a NUL after it (so text can be used as is). */
     uint8_t *b = realloc(buf, (size_t)size + 1);
     if (b) buf = b;
     else if (cap < (size_t)size + 1) {
         st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cf__src_name(s));
-        goto out;
+        goto done;
     }
     buf[size] = 0;
     *data = buf;
     *len = (size_t)size;
     buf = NULL;
-out:
+done:
     free(buf);
     cf__src_free(s);
     return st;

@@ -423,16 +423,16 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     struct curl_slist *h = NULL, *t;
     char line[256];
     snprintf(line, sizeof line, "Range: %s", range);
-    if (!(t = curl_slist_append(h, line))) goto nomem;
+    if (!(t = curl_slist_append(h, line))) goto fail;
     h = t;
     if (ifm[0]) {
         snprintf(line, sizeof line, "If-Match: %s", ifm);
-        if (!(t = curl_slist_append(h, line))) goto nomem;
+        if (!(t = curl_slist_append(h, line))) goto fail;
         h = t;
     }
     if (ius[0]) {
         snprintf(line, sizeof line, "If-Unmodified-Since: %s", ius);
-        if (!(t = curl_slist_append(h, line))) goto nomem;
+        if (!(t = curl_slist_append(h, line))) goto fail;
         h = t;
     }
     /* Credentials never travel to a host the user did not name. */
@@ -446,7 +446,7 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     }
 
     CURL *e = lp->nspare ? lp->spare[--lp->nspare] : curl_easy_init();
-    if (!e) goto nomem;
+    if (!e) goto fail;
     curl_easy_reset(e);
     x->easy = e;
     x->hdrs = h;
@@ -506,7 +506,7 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     atomic_fetch_add(&s->requests, 1);
     cf__xfer_move(x, CF__XS_SENDING);
     return CF_OK;
-nomem:
+fail:
     curl_slist_free_all(h);
     return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
 }

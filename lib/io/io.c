@@ -70,9 +70,8 @@ cf_status cf_io_new(const cf_io_options *opt, cf_io **out, cf_error *err) {
         memcpy(&o, opt, opt->struct_size);
         o.struct_size = sizeof o;
     }
-    cf_status st;
 #define X(f, ...)                                                                          \
-    if ((st = cf__io_check(CF__IOO_##f, (double)o.f, err)) != CF_OK) return st;
+    CF__TRY(cf__io_check(CF__IOO_##f, (double)o.f, err));
     CF__IO_SCALARS(X)
 #undef X
     /* libcurl would only say so at the first https transfer, as a TLS

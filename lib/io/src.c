@@ -85,18 +85,18 @@ cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err) 
     s->size = UINT64_MAX;
     pthread_mutex_init(&s->mu, NULL);
     atomic_init(&s->requests, 0);
-    if (!(s->url = cf__strdup(url))) goto nomem;
+    if (!(s->url = cf__strdup(url))) goto fail;
     if (remote) {
         cf_status st = cf__auth_new(url, &s->auth, err);
         if (st != CF_OK) {
             cf__src_free(s);
             return st;
         }
-        if (!(s->name = cf__strdup(cf__auth_redacted(s->auth)))) goto nomem;
+        if (!(s->name = cf__strdup(cf__auth_redacted(s->auth)))) goto fail;
     } else {
         const char *path = local_path(url);
         if (!(s->name = cf__name_dup(path)) || !(s->path = absolute(path)))
-            goto nomem;
+            goto fail;
         s->fd = open(path, O_RDONLY | O_CLOEXEC);
         cf_status st = CF_OK;
         struct stat stt;
@@ -123,7 +123,7 @@ cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err) 
     }
     *out = s;
     return CF_OK;
-nomem:
+fail:
     cf__src_free(s);
     return cf__err(err, CF_E_NOMEM, "cf__src_new: out of memory");
 }

@@ -168,8 +168,7 @@ cf_status cf__bufpool_get(cf__bufpool *p, size_t n, cf__buf *out, int *fresh,
     uint64_t a = (uint64_t)n + n / 8;
     a = (a + 65535) & ~(uint64_t)65535;
     if (a > p->b.cap) a = n;
-    cf_status st = cf__budget_take(&p->b, a, err);
-    if (st != CF_OK) return st;
+    CF__TRY(cf__budget_take(&p->b, a, err));
     out->p = cf__malloc((size_t)a);
     if (!out->p) {
         cf__budget_give(&p->b, a);

@@ -193,7 +193,7 @@ cf_status cf__cog_open_begin(cf_io *io, const char *url,
     *fetch = 0;
     cf_cog *cog;
     cf_status st = cog_alloc(url, &cog, err);
-    if (st) return st;
+    CF__TRY(st);
     apply_options(cog, opt);
     if (!io) {
         st = cf_io_new(NULL, &io, err);
@@ -238,7 +238,7 @@ cf_status cf_cog_open_memory_ex(const void *data, size_t size,
     if (!name) name = "<memory>";
     cf_cog *cog;
     cf_status st = cog_alloc(name, &cog, err);
-    if (st) return st;
+    CF__TRY(st);
     apply_options(cog, opt);
     cog->mem = data;
     cog->mem_size = size;
@@ -317,8 +317,7 @@ cf_status cf__cog_check_level(const cf_cog *cog, int level, cf_error *err) {
 cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
                             cf_error *err) {
     if (!cog || !out) return cf__err(err, CF_E_ARG, "cf_cog_level_info: NULL argument");
-    cf_status st = cf__cog_check_level(cog, level, err);
-    if (st != CF_OK) return st;
+    CF__TRY(cf__cog_check_level(cog, level, err));
     const cf__tiff_ifd *ifd = &cog->tiff->ifds[cog->tiff->levels[level]];
     out->width = ifd->width;
     out->height = ifd->height;

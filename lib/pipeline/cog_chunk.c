@@ -13,8 +13,7 @@
  * not exist. */
 static cf_status locate(const cf_cog *cog, int level, uint64_t index,
                         cf__chunk *c, uint64_t *count, cf_error *err) {
-    cf_status st = cf__cog_check_level(cog, level, err);
-    if (st) return st;
+    CF__TRY(cf__cog_check_level(cog, level, err));
     int ifdi = cog->tiff->levels[level];
     const cf__tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
     uint64_t per_plane = (uint64_t)ifd->chunks_across * ifd->chunks_down;
@@ -63,8 +62,7 @@ cf_status cf_cog_chunk_info(const cf_cog *cog, int level, uint64_t index,
     memset(out, 0, sizeof *out);
     cf__chunk c;
     uint64_t count;
-    cf_status st = locate(cog, level, index, &c, &count, err);
-    if (st) return st;
+    CF__TRY(locate(cog, level, index, &c, &count, err));
     cf__codec_params p;
     layout(cog, &c, &p, out);
     out->count = count;
@@ -97,7 +95,7 @@ cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index, const void
     cf__chunk c;
     uint64_t count;
     cf_status st = locate(cog, level, index, &c, &count, err);
-    if (st) return st;
+    CF__TRY(st);
     cf__codec_params p;
     cf_chunk_info o;
     layout(cog, &c, &p, &o);

@@ -374,8 +374,7 @@ done:
 
 static cf_status check_window(const cf_cog *cog, int level, uint32_t w,
                               uint32_t h, int64_t x, int64_t y, cf_error *err) {
-    cf_status st = cf__cog_check_level(cog, level, err);
-    if (st != CF_OK) return st;
+    CF__TRY(cf__cog_check_level(cog, level, err));
     if (w == 0 || h == 0 || w > CF_MAX_DIMENSION || h > CF_MAX_DIMENSION)
         return cf__err(err, CF_E_ARG, "%s: window size %ux%u invalid", cog->name, w, h);
     if (x < -(int64_t)CF_MAX_DIMENSION || y < -(int64_t)CF_MAX_DIMENSION ||
@@ -389,8 +388,7 @@ cf_status cf__cog_prepare_read(const cf_cog *cog, int level, int64_t x, int64_t 
                                uint32_t w, uint32_t h, const int *bands, int nbands,
                                size_t dst_size, int *all, int *nb_out, int *ifdi_out,
                                uint8_t fill[CF__FILL_MAX], cf_error *err) {
-    cf_status st = check_window(cog, level, w, h, x, y, err);
-    if (st) return st;
+    CF__TRY(check_window(cog, level, w, h, x, y, err));
     int ifdi = cog->tiff->levels[level];
     int count = (int)cf__cog_bands(cog);
     int nb = bands ? nbands : count;
@@ -419,9 +417,8 @@ cf_status cf_cog_read(cf_cog *cog, int level, int64_t x, int64_t y, uint32_t w,
     if (!cog || !dst) return cf__err(err, CF_E_ARG, "cf_cog_read: NULL argument");
     int all[CF_MAX_BANDS], nb, ifdi;
     uint8_t fill[CF__FILL_MAX];
-    cf_status st = cf__cog_prepare_read(cog, level, x, y, w, h, bands, nbands, dst_size,
-                                        all, &nb, &ifdi, fill, err);
-    if (st) return st;
+    CF__TRY(cf__cog_prepare_read(cog, level, x, y, w, h, bands, nbands, dst_size,
+                                 all, &nb, &ifdi, fill, err));
     return read_ifd(cog, ifdi, x, y, w, h, all, nb, dst, 1, fill, err);
 }
 
@@ -429,8 +426,7 @@ cf_status cf_cog_read_mask(cf_cog *cog, int level, int64_t x, int64_t y,
                            uint32_t w, uint32_t h, uint8_t *dst,
                            size_t dst_size, cf_error *err) {
     if (!cog || !dst) return cf__err(err, CF_E_ARG, "cf_cog_read_mask: NULL argument");
-    cf_status st = check_window(cog, level, w, h, x, y, err);
-    if (st) return st;
+    CF__TRY(check_window(cog, level, w, h, x, y, err));
     int mi = cog->tiff->mask_of_level[level];
     if (mi < 0)
         return cf__err(err, CF_E_STATE, "%s: no internal mask at level %d", cog->name,

@@ -88,13 +88,13 @@ static int walk(const char *dir, uid_t me, char *out, size_t outn) {
     link = cf__malloc(PATH_MAX + 1);
     if (!rest || !where || !link) {
         say(out, outn, "cannot be examined (%s)", strerror(ENOMEM));
-        goto out;
+        goto done;
     }
     where[0] = 0;
     fd = open("/", DIR_FLAGS);
     if (fd < 0) {
         say(out, outn, "cannot be opened (%s)", strerror(errno));
-        goto out;
+        goto done;
     }
     for (;;) {
         /* The next name of rest. */
@@ -105,7 +105,7 @@ static int walk(const char *dir, uid_t me, char *out, size_t outn) {
         char name[NAME_MAX + 1];
         if (len > NAME_MAX) {
             say(out, outn, "cannot be opened (%s)", strerror(ENAMETOOLONG));
-            goto out;
+            goto done;
         }
         memcpy(name, s, len);
         name[len] = 0;
@@ -115,17 +115,17 @@ static int walk(const char *dir, uid_t me, char *out, size_t outn) {
         struct stat st;
         if (fstat(fd, &st) != 0) {
             say(out, outn, "cannot be examined (%s)", strerror(errno));
-            goto out;
+            goto done;
         }
         if (others_may_rename(&st, me, why, sizeof why)) {
             say(out, outn, "is below %s, which %s", where[0] ? where : "/", why);
-            goto out;
+            goto done;
         }
         int next = openat(fd, name, DIR_FLAGS | O_NOFOLLOW);
         if (next < 0 && errno == ENOENT) {
             if (mkdirat(fd, name, 0700) != 0 && errno != EEXIST) {
                 say(out, outn, "cannot be created (%s)", strerror(errno));
-                goto out;
+                goto done;
             }
             next = openat(fd, name, DIR_FLAGS | O_NOFOLLOW);
         }
@@ -138,13 +138,13 @@ static int walk(const char *dir, uid_t me, char *out, size_t outn) {
                 say(out, outn, "goes through %s, a symbolic link owned by uid %u "
                        "(not by this user, uid %u, nor root)", where,
                        (unsigned)st.st_uid, (unsigned)me);
-                goto out;
+                goto done;
             }
             ssize_t n = readlinkat(fd, name, link, PATH_MAX);
             if (n <= 0 || ++links > HC_MAX_LINKS ||
                 (size_t)n + strlen(rest) + 2 > PATH_MAX) {
                 say(out, outn, "cannot be opened (%s)", strerror(n < 0 ? errno : ELOOP));
-                goto out;
+                goto done;
             }
             /* rest = target + "/" + rest, looked up from "/" or from here. */
             link[n] = 0;
@@ -152,7 +152,7 @@ static int walk(const char *dir, uid_t me, char *out, size_t outn) {
             char *nr = cf__realloc(rest, (size_t)n + 1 + rl);
             if (!nr) {
                 say(out, outn, "cannot be examined (%s)", strerror(ENOMEM));
-                goto out;
+                goto done;
             }
             rest = nr;
             memmove(rest + n + 1, rest, rl);
@@ -164,7 +164,7 @@ static int walk(const char *dir, uid_t me, char *out, size_t outn) {
                 where[0] = 0;
                 if ((fd = open("/", DIR_FLAGS)) < 0) {
                     say(out, outn, "cannot be opened (%s)", strerror(errno));
-                    goto out;
+                    goto done;
                 }
             }
             continue;
@@ -172,7 +172,7 @@ static int walk(const char *dir, uid_t me, char *out, size_t outn) {
         if (next < 0) {
             say(out, outn, "cannot be %s (%s)", oe == ENOTDIR ? "created" : "opened",
                    strerror(oe));
-            goto out;
+            goto done;
         }
         close(fd);
         fd = next;
@@ -184,7 +184,7 @@ static int walk(const char *dir, uid_t me, char *out, size_t outn) {
         }
     }
     ok = 1;
-out:
+done:
     if (!ok && fd >= 0) {
         close(fd);
         fd = -1;

@@ -44,9 +44,8 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     cf_loader_options *o = &ld->o;
     if (!o->images || !o->nfiles)
         return cf__err(err, CF_E_ARG, "loader: no images");
-    cf_status st;
 #define X(f, ...)                                                                          \
-    if ((st = cf__loader_check(CF__LDO_##f, (double)o->f, err)) != CF_OK) return st;
+    CF__TRY(cf__loader_check(CF__LDO_##f, (double)o->f, err));
     CF__LOADER_SCALARS(X)
 #undef X
 #define X(f, def)                                                                          \
@@ -348,7 +347,7 @@ static cf_status make_sampler(cf_loader *ld, int *tiles_shared, cf_error *err) {
                                                 : k);
     st = cf__sampler_init(&ld->samp, &sc, err);
     free(sf);
-    if (st != CF_OK) return st;
+    CF__TRY(st);
     uint64_t cnt = ld->samp.count;
     L->samples = o->drop_last ? cnt / B * B : cnt;
     L->batches = o->drop_last ? cnt / B : (cnt + B - 1) / B;

@@ -144,7 +144,7 @@ cf_status cf__grid_plan_new(cf_cog *cog, const cf_grid *grid, const cf_warp_opti
     cf_status st = CF_OK;
     if (!xf_known) {
         st = crs_pair(cog, grid, &pl->xf_own, err);
-        if (st) return st;
+        CF__TRY(st);
         xf = pl->xf_own;
     }
     cf_grid src;
@@ -258,11 +258,9 @@ cf_status cf_cog_grid_level(cf_cog *cog, const cf_grid *grid, const cf_warp_opti
     cf_warp_options defaults;
     cf_warp_options_init(&defaults);
     const cf_warp_options *o = opt ? opt : &defaults;
-    cf_status st = check_args(cog, grid, o, SIZE_MAX, 1, err);
-    if (st) return st;
+    CF__TRY(check_args(cog, grid, o, SIZE_MAX, 1, err));
     cf__grid_plan pl;
-    st = cf__grid_plan_new(cog, grid, o, 1, 0, NULL, &pl, err);
-    if (st) return st;
+    CF__TRY(cf__grid_plan_new(cog, grid, o, 1, 0, NULL, &pl, err));
     *level = pl.level;
     cf__grid_plan_free(&pl);
     return CF_OK;
@@ -284,10 +282,10 @@ cf_status cf_cog_read_grid(cf_cog *cog, const cf_grid *grid, const int *bands, i
             return cf__err(err, CF_E_ARG, "%s: band %d does not exist (file has %u)", cog->name,
                            bands[k], ifd0->samples);
     cf_status st = check_args(cog, grid, o, dst_size, nb, err);
-    if (st) return st;
+    CF__TRY(st);
     cf__grid_plan pl;
     st = cf__grid_plan_new(cog, grid, o, nb, 0, NULL, &pl, err);
-    if (st) return st;
+    CF__TRY(st);
     o->level_used = pl.level;
     cf__grid_fill(dst, (size_t)nb * grid->width * grid->height, cog->dtype, pl.fill);
     for (size_t k = 0; !st && k < pl.n; k++)

@@ -192,7 +192,7 @@ static cf_status list_window(cf_read_req *q, size_t i, rm_need **needs, size_t *
     uint8_t fill[CF__FILL_MAX];
     cf_status st = cf__cog_prepare_read(cog, q->level, q->x, q->y, q->w, q->h, q->bands,
                                         q->nbands, q->dst_size, all, &nb, &ifdi, fill, e);
-    if (st) return st;
+    CF__TRY(st);
     cf__chunk *chunks = NULL;
     size_t n = 0;
     uint64_t total = 0;

@@ -68,8 +68,7 @@ cf_status cf__plan_peek(cf__plan *p, cf__chunk *c, int *has, cf_error *err) {
     for (; p->next < p->count; p->next++) {
         uint32_t cx, cy, pl;
         chunk_at(p, ifd, p->next, &cx, &cy, &pl);
-        cf_status st = cf__cog_chunk(p->cog, p->ifdi, cx, cy, pl, c, err);
-        if (st != CF_OK) return st;
+        CF__TRY(cf__cog_chunk(p->cog, p->ifdi, cx, cy, pl, c, err));
         if (c->len) {
             *has = 1;
             return CF_OK;

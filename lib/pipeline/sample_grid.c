@@ -53,7 +53,7 @@ static cf_status footprint_grid(const cf_cog *img, const cf_crs *crs, const doub
                                 cf_grid *out, cf_error *err) {
     cf_grid g;
     cf_status st = cf_cog_grid(img, 0, &g, err);
-    if (st) return st;
+    CF__TRY(st);
     if (!img->crs)
         return cf__err(err, CF_E_STATE,
                        "loader: image %s has no CRS%s%s: it cannot be put on a grid in "
@@ -351,8 +351,7 @@ cf_status cf__sg_plan(const cf__sg *sg, size_t slot, cf_cog *cog, size_t f, int6
                       cf__grid_plan *pl, cf_error *err) {
     const cf__sg_input *in = &sg->in[slot];
     cf_grid patch;
-    cf_status st = cf_grid_window(&sg->grids[f], x, y, w, h, &patch, err);
-    if (st) return st;
+    CF__TRY(cf_grid_window(&sg->grids[f], x, y, w, h, &patch, err));
     cf_warp_options wo;
     cf_warp_options_init(&wo);
     wo.resampling = in->rs;

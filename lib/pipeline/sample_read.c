@@ -312,7 +312,7 @@ static cf_status read_block(cf_loader *ld, ld_worker *wk, ld_part *p,
         int loaded;
         cf__tcache_ent *e = cached_cell(ld, wk, p, bytes, cx, cy, cw, ch, &loaded,
                                         &st, bad, err);
-        if (st != CF_OK) return st;
+        CF__TRY(st);
         if (e) {
             if (loaded) *decoded += bytes;
             size_t row = (size_t)w->w * es;

@@ -362,7 +362,7 @@ cf_status cf__meta_gdal(cf__tiff_meta *m, const char *xml, double *scale,
                                 scale, offset);
             s = close + 7;
         }
-        if (st) return st;
+        CF__TRY(st);
     }
     return CF_OK;
 }
