@@ -60,7 +60,7 @@ static char *absolute(const char *path) {
 cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err) {
     if (!out) return cf__err(err, CF_E_ARG, "cf__src_new: out is NULL");
     *out = NULL;
-    if (!url || !*url) return cf__err(err, CF_E_ARG, "cf__src_new: empty URL");
+    if (!url || !*url) return cf__err(err, CF_E_ARG, "empty URL or file name");
     /* A name holding a control character is refused (a URL list can be
      * hostile; ESC, BEL or CR must not reach a request line, a terminal
      * or a log); the message escapes it.  C1 controls in UTF-8 (C2 80..
@@ -75,10 +75,12 @@ cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err) 
                            shown, *p, (size_t)(p - (const unsigned char *)url));
         }
     int remote = cf__url_is_remote(url);
+    char shown[CF__NAME_MAX];
+    cf__redact_url(url, shown, sizeof shown);
     if (remote && !io)
-        return cf__err(err, CF_E_ARG, "cf__src_new: a remote URL needs a cf_io");
+        return cf__err(err, CF_E_ARG, "%s: a remote URL needs a cf_io", shown);
     cf__src *s = cf__calloc(1, sizeof *s);
-    if (!s) return cf__err(err, CF_E_NOMEM, "cf__src_new: out of memory");
+    if (!s) return cf__err(err, CF_E_NOMEM, "%s: out of memory", shown);
     s->io = io;
     s->remote = remote;
     s->fd = -1;
@@ -125,7 +127,7 @@ cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err) 
     return CF_OK;
 fail:
     cf__src_free(s);
-    return cf__err(err, CF_E_NOMEM, "cf__src_new: out of memory");
+    return cf__err(err, CF_E_NOMEM, "%s: out of memory", shown);
 }
 
 void cf__src_free(cf__src *s) {

@@ -88,6 +88,13 @@ static void test_rule_and_src_agree(void) {
     cf__src *s = NULL;
     CHECK(cf__src_new(NULL, "HTTP://127.0.0.1:9/x.tif", &s, &e) == CF_E_ARG &&
           strstr(e.msg, "needs a cf_io"));
+    /* Messages name the URL (redacted), never an internal function. */
+    CHECK(cf__src_new(NULL, "https://user:SECRET@127.0.0.1:9/y.tif?sig=SECRET", &s, &e) ==
+              CF_E_ARG &&
+          strstr(e.msg, "127.0.0.1:9/y.tif: a remote URL needs a cf_io") &&
+          !strstr(e.msg, "SECRET") && !strstr(e.msg, "cf__"));
+    CHECK(cf__src_new(NULL, "", &s, &e) == CF_E_ARG && strstr(e.msg, "empty URL") &&
+          !strstr(e.msg, "cf__"));
     CHECK(cf__src_new(NULL, "FILE:///no/such/dir/x.tif", &s, &e) == CF_E_NOTFOUND);
     cf_io_free(io);
 }
