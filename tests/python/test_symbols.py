@@ -12,7 +12,7 @@ and cogfeed.h marks each public function CF_API, so:
 - every global symbol of libcogfeed.a and of each layer's archive carries
   the project prefix, and all but the CF_API ones are hidden, so that a
   program linking the archive into a shared object does not re-export
-  internals (internal cross-file helpers are cf__x or cf_layer_x, hidden);
+  internals (internal cross-file helpers are cf__x, hidden: test_source_rules.py);
 - the extension module exports only its init function.
 
 The build tree is $CF_BUILD_DIR (ctest sets it).
