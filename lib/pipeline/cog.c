@@ -169,23 +169,6 @@ static void apply_options(cf_cog *cog, const cf_open_options *opt) {
         cog->raw_color = opt->raw_color != 0;
 }
 
-cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out,
-                      cf_error *err) {
-    return cf_cog_open_ex(io, url, NULL, out, err);
-}
-
-cf_status cf_cog_open_ex(cf_io *io, const char *url,
-                         const cf_open_options *opt, cf_cog **out,
-                         cf_error *err) {
-    if (!url || !out) return cf__err(err, CF_E_ARG, "cf_cog_open: NULL argument");
-    /* One file is many files with n = 1 (open_many.c drives the header
-     * reads). */
-    cf_open_req r = {.url = url, .err = err};
-    cf_status st = cf_cog_open_many(io, &r, 1, opt, NULL);
-    *out = r.cog;
-    return st ? st : r.status;
-}
-
 cf_status cf__cog_open_begin(cf_io *io, const char *url,
                              const cf_open_options *opt, cf_cog **out,
                              int *fetch, cf_error *err) {

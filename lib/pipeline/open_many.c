@@ -352,3 +352,21 @@ cf_status cf_cog_open_many(cf_io *io, cf_open_req *reqs, size_t n,
     }
     return first_st;
 }
+
+/* One file is many files with n = 1: here, not in cog.c, so that cog.c
+ * (which this file uses to begin and end each open) does not use this
+ * file back. */
+cf_status cf_cog_open(cf_io *io, const char *url, cf_cog **out,
+                      cf_error *err) {
+    return cf_cog_open_ex(io, url, NULL, out, err);
+}
+
+cf_status cf_cog_open_ex(cf_io *io, const char *url,
+                         const cf_open_options *opt, cf_cog **out,
+                         cf_error *err) {
+    if (!url || !out) return cf__err(err, CF_E_ARG, "cf_cog_open: NULL argument");
+    cf_open_req r = {.url = url, .err = err};
+    cf_status st = cf_cog_open_many(io, &r, 1, opt, NULL);
+    *out = r.cog;
+    return st ? st : r.status;
+}
