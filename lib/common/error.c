@@ -72,6 +72,7 @@ void cf__msg_escape(char *msg, size_t cap) {
 cf_status cf__err(cf_error *err, cf_status code, const char *fmt, ...) {
     if (!err) return code;
     err->code = code;
+    err->http_status = 0; /* a new failure: the caller's struct may be unset */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);

@@ -1,7 +1,8 @@
 /*
  * test_common_status.c - the status table (CF_STATUS_TABLE in cogfeed.h)
  * and what it generates in C: the enum's values, cf_status_name() and
- * cf_strerror().  tests/python/test_errors.py checks the Python classes
+ * cf_strerror(); and that cf__err fills a whole cf_error.
+ * tests/python/test_errors.py checks the Python classes
  * against the same table.
  */
 #include "common/common.h"
@@ -51,5 +52,13 @@ int main(void) {
     CHECK(cf_status_name(CF__NEED_BYTES) == NULL);
     CHECK(!strcmp(cf_strerror((cf_status)NROWS), "unknown error"));
     CHECK(!strcmp(cf_strerror(CF__NEED_BYTES), "more bytes needed"));
+
+    /* cf__err describes a new failure whole: a caller's cf_error left
+     * uninitialised (read_many.c's locals) must not pass its garbage on
+     * as the HTTP status (Python showed http_status 32767). */
+    cf_error e;
+    memset(&e, 0x5a, sizeof e);
+    CHECK(cf__err(&e, CF_E_LIMIT, "%s: too big", "a.tif") == CF_E_LIMIT);
+    CHECK(e.code == CF_E_LIMIT && e.http_status == 0 && !strcmp(e.msg, "a.tif: too big"));
     return CF_TEST_END();
 }
