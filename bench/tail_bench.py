@@ -28,7 +28,7 @@ import os
 import sys
 
 import cogfeed
-from cogfeed.tools import bench, common
+from cogfeed.tools import bench, common, servers as srvmod
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loader_bench import targets_lerc_data  # noqa: E402
@@ -73,7 +73,6 @@ def main(argv):
     masks = sorted(glob.glob(os.path.join(a.data, "masks", "*.tif")))
     if not images:
         p.error("no images under %s/images" % a.data)
-    srvmod = common.servers_module()
     results = []
     print("%-14s %-7s %9s %9s %8s %8s %8s" % (
         "tail", "hedging", "MB/s", "patch/s", "requests", "hedges", "won"))
