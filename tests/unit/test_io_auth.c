@@ -10,6 +10,7 @@
  */
 #include "cf_test.h"
 #include "io/auth.h"
+#include "io/auth_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -799,7 +800,29 @@ static void test_mutations(void) {
     CHECK(ok > 1000 && bad > 1000); /* both paths were exercised */
 }
 
+/* ---- base64 (Azure account keys) -------------------------------------- */
+
+static void test_b64_decode(void) {
+    unsigned char out[16];
+    /* RFC 4648's test vectors, 0, 2 and 1 padding characters */
+    CHECK(cf__b64_decode("Zm9vYmFy", out, sizeof out) == 6 && !memcmp(out, "foobar", 6));
+    CHECK(cf__b64_decode("Zm9vYg==", out, sizeof out) == 4 && !memcmp(out, "foob", 4));
+    CHECK(cf__b64_decode("Zm9vYmE=", out, sizeof out) == 5 && !memcmp(out, "fooba", 5));
+    CHECK(cf__b64_decode("//79", out, sizeof out) == 3 && out[0] == 0xff && out[1] == 0xfe &&
+          out[2] == 0xfd);
+    /* refused: empty, not a multiple of 4, outside the alphabet (URL-safe
+     * '-', whitespace that OpenSSL alone would skip), padding inside,
+     * three '=', longer than the buffer */
+    const char *bad[] = {"", "Zm9", "Zm9v-w==", " Zm9vYmFy", "Zm9vYmFy\n", "Zm=vYmFy",
+                         "Zm9vY===", "Zg==Zg=="};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK(cf__b64_decode(bad[i], out, sizeof out) == -1);
+    CHECK(cf__b64_decode("Zm9vYmFy", out, 5) == -1);
+    CHECK(cf__b64_decode("Zm9vYmE=", out, 5) == 5);
+}
+
 int main(void) {
+    test_b64_decode();
     test_sigv4_vectors();
     test_uri_encode();
     test_s3_request();
