@@ -111,35 +111,12 @@ def _inputs(srcs):
     return out
 
 
-class _Progress:
-    """A one-line progress bar on stderr spanning all files, redrawn with
-    \\r: only when stderr is a terminal (a log gets no bar)."""
-
-    def __init__(self, total, enabled):
-        self.total = total
-        self.done = 0
-        self.enabled = enabled and total > 0 and sys.stderr.isatty()
-        self.last = -1
-
-    def callback(self, frac, msg=None, data=None):
-        if self.enabled:
-            pct = int(100 * (self.done + frac) / self.total)
-            if pct != self.last:
-                self.last = pct
-                n = pct * 30 // 100
-                sys.stderr.write("\rconvert [%s%s] %3d%% (%d/%d files)" % (
-                    "#" * n, "." * (30 - n), pct, self.done, self.total))
-                sys.stderr.flush()
-        return 1
-
-    def file_done(self):
-        self.done += 1
-        # GDAL's callback already drew 100% for the last file with the
-        # count before it; redraw so the line ends at "(N/N files)".
-        self.last = -1
-        self.callback(0.0, None, None)
-        if self.enabled and self.done == self.total:
-            sys.stderr.write("\n")
+def _progress(total, enabled):
+    """tqdm's bar on stderr over all files, one step per file written;
+    only when stderr is a terminal (a log gets no bar)."""
+    tqdm = need("tqdm").tqdm
+    return tqdm(total=total, desc="convert", unit="file", file=sys.stderr,
+                disable=not (enabled and total > 0 and sys.stderr.isatty()))
 
 
 def _copy_scaled(rasterio, ds, dst, scale_max, co):
@@ -177,33 +154,33 @@ def convert(srcs, outdir, compress, tile, level=None, overviews="none",
     if mc != c:
         msk_co = [o for o in msk_co if not o.startswith("PREDICTOR")]
     files = _inputs(srcs)
-    bar = _Progress(len(files), progress)
     warned = False
     out = []
-    for src, rel in files:
-        dst = os.path.join(outdir, rel)
-        os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
-        mask = is_mask(rel) or is_mask(src)
-        co = creation_kwargs(msk_co if mask else img_co)
-        tmp = dst + ".part"
-        with rasterio.open(src) as ds:
-            if not mask and c in LOSSY:
-                if c == "webp" and ds.count not in (3, 4):
-                    raise UsageError("convert: webp takes 3 or 4 bands; %s "
-                                     "has %d" % (src, ds.count))
-                if ds.dtypes[0] != "uint8":
-                    if not warned and progress:
-                        sys.stderr.write("convert: %s takes 8-bit samples: "
-                                         "scaling 0..%d to 0..255 (lossy)\n"
-                                         % (c, scale_max))
-                        warned = True
-                    _copy_scaled(rasterio, ds, tmp, scale_max, co)
-                    ds = None
-            if ds is not None:
-                rasterio.shutil.copy(ds, tmp, driver="COG", **co)
-        os.replace(tmp, dst)
-        bar.file_done()
-        out.append((src, dst, mc if mask else c))
+    with _progress(len(files), progress) as bar:
+        for src, rel in files:
+            dst = os.path.join(outdir, rel)
+            os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+            mask = is_mask(rel) or is_mask(src)
+            co = creation_kwargs(msk_co if mask else img_co)
+            tmp = dst + ".part"
+            with rasterio.open(src) as ds:
+                if not mask and c in LOSSY:
+                    if c == "webp" and ds.count not in (3, 4):
+                        raise UsageError("convert: webp takes 3 or 4 bands; %s "
+                                         "has %d" % (src, ds.count))
+                    if ds.dtypes[0] != "uint8":
+                        if not warned and progress:
+                            bar.write("convert: %s takes 8-bit samples: "
+                                      "scaling 0..%d to 0..255 (lossy)"
+                                      % (c, scale_max), file=sys.stderr)
+                            warned = True
+                        _copy_scaled(rasterio, ds, tmp, scale_max, co)
+                        ds = None
+                if ds is not None:
+                    rasterio.shutil.copy(ds, tmp, driver="COG", **co)
+            os.replace(tmp, dst)
+            bar.update(1)
+            out.append((src, dst, mc if mask else c))
     if progress and mc != c:
         sys.stderr.write("convert: masks written with %s (lossless), not "
                          "%s\n" % (mc, c))
