@@ -628,7 +628,7 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
     cf_loader_get_stats(self->ld, &s);
     uint64_t lookups = s.cache_hits + s.cache_misses;
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsKsKsKsK}", "samples",
+        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsKsKsKsKsKsd}", "samples",
         (unsigned long long)s.samples, "batches",
         (unsigned long long)s.batches, "skipped",
         (unsigned long long)s.skipped, "bytes_fetched",
@@ -647,7 +647,9 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
         (unsigned long long)s.hedge_wins, "memory_budget",
         (unsigned long long)s.memory_budget, "memory_used",
         (unsigned long long)s.memory_used, "memory_peak",
-        (unsigned long long)s.memory_peak);
+        (unsigned long long)s.memory_peak, "chunk_bytes_decoded",
+        (unsigned long long)s.chunk_bytes_decoded, "decoded_per_read",
+        s.bytes_decoded ? (double)s.chunk_bytes_decoded / (double)s.bytes_decoded : 0.0);
 }
 
 static PyObject *Loader_shard_batches(LoaderObject *self, PyObject *args) {

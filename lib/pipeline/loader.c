@@ -184,6 +184,8 @@ static void *worker_main(void *arg) {
         pthread_mutex_lock(&ld->mu);
         ld->reading--;
         ld->st_decoded += decoded;
+        ld->st_chunks += wk->chunk_bytes; /* with the windows they served */
+        wk->chunk_bytes = 0;
         ld->st_read += tr;
         ld->st_convert += tc;
         s->ok[i] = st == CF_OK;
@@ -548,6 +550,7 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     out->skipped = ld->st_skipped;
     out->bytes_decoded = ld->st_decoded;
     out->bytes_delivered = ld->st_delivered;
+    out->chunk_bytes_decoded = ld->st_chunks;
     out->concurrency = ld->ctl.conc;
     out->reading = ld->reading;
     out->wait_s = ld->st_wait;

@@ -91,6 +91,8 @@ typedef struct ld_worker {
     void *wh[LD_PART_CHUNKS];
     cf__chunk rchunks[LD_PART_CHUNKS];
     int rpart[LD_PART_CHUNKS];
+    uint64_t chunk_bytes;     /* decoded by the codecs for the sample being
+                                 read (cf_loader_stats.chunk_bytes_decoded) */
 } ld_worker;
 
 /* One file read of a sample: an image member, the mask, or (tile-shuffle)
@@ -199,6 +201,7 @@ struct cf_loader {
 
     /* stats (under mu; the cache counts its own) */
     uint64_t st_samples, st_batches, st_skipped, st_decoded, st_delivered;
+    uint64_t st_chunks;       /* bytes the codecs wrote for them */
     double st_wait, st_read, st_convert, t_start;
 };
 

@@ -134,6 +134,8 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
             /* A kit only for chunks that need decoding, borrowed once. */
             if (!kit && !cf__cog_chunk_raw(p->cog, c)) kit = cf__kits_get(&ld->kits);
             st = cf__kits_decode(&ld->kits, kit, p->cog, c, r->dst, &chunk, err);
+            if (st == CF_OK && !cf__cog_chunk_raw(p->cog, c))
+                wk->chunk_bytes += decoded_len(p->cog, c);
             if (st == CF_OK) {
                 cf__cog_paste(p->cog, c, chunk, p->x, p->y, p->w, p->h,
                               p->bands0, (int)p->nbands, p->dst, 1);

@@ -222,6 +222,8 @@ class LoaderStats(TypedDict):
     memory_budget: int
     memory_used: int
     memory_peak: int
+    chunk_bytes_decoded: int
+    decoded_per_read: float
 
 #: The C option tables (include/cogfeed.h, cf_option_info): the Loader's
 #: scalars and kernels, and cogfeed.IO's, by name: type, default, min,
@@ -770,7 +772,12 @@ class Loader:
         wait_s (time the consumer waited: data stall), read_busy_s and
         convert_busy_s (summed over reader threads), elapsed_s,
         memory_budget / memory_used / memory_peak (bytes: the budget of
-        the loader's buffers, what they hold now, the most they held)."""
+        the loader's buffers, what they hold now, the most they held),
+        chunk_bytes_decoded (what the codecs wrote: each tile a window
+        touches is decoded whole unless a cache held it) and
+        decoded_per_read (chunk_bytes_decoded / bytes_decoded: about 9
+        for random 256 px patches on 512 px tiles without cache hits, 1
+        for tile-aligned patches; 0 for uncompressed files)."""
         return cast(LoaderStats, self._ld.stats())
 
     def set_buffers(self, slot: int, image: Any, mask: Any = None) -> None:

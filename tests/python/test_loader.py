@@ -1097,3 +1097,34 @@ def test_grid_patches_smaller_than_tiles_share_decoded_tiles(tmp_path):
     # of each tile without the cache, a few with it
     assert st0["requests"] >= 4 * st1["requests"], (st0, st1)
     assert st1["cache_hits"] > 0
+
+
+def test_decoded_bytes_per_byte_read(tmp_path):
+    """stats()["chunk_bytes_decoded"] counts what the codecs wrote: a
+    window decodes every tile it touches unless a cache holds it, so
+    decoded_per_read is 1 for tile-sized grid patches, 4 for 256 px grid
+    patches on 512 px tiles without a cache (each tile decoded 4 times),
+    less with the chunk cache (neighbours share the decoded tile), and
+    about 9 for random 256 px patches; the pixels are Cog.read's."""
+    a = expected(1024, 1024, 0, 0, bands=2)
+    p = make_cog(tmp_path / "d.tif", a, block=512, compress="DEFLATE")
+    if rasterio is None:
+        pytest.skip("the DEFLATE tiles are written by GDAL")
+    cog = cogfeed.open(p)
+
+    def run(**kw):
+        ld = cogfeed.Loader([p], batch_size=2, dtype="raw", **kw)
+        for b in ld:
+            for img, (f, x, y, w, h) in zip(b["image"], b["windows"]):
+                assert np.array_equal(img, cog.read((x, y, w, h)))
+        st = ld.stats()
+        ld.close()
+        assert st["chunk_bytes_decoded"] > 0 and st["bytes_decoded"] > 0
+        assert st["decoded_per_read"] == st["chunk_bytes_decoded"] / st["bytes_decoded"]
+        return st
+
+    assert run(patch_size=512, sampler="grid", cache_bytes=0)["decoded_per_read"] == 1.0
+    assert run(patch_size=256, sampler="grid", cache_bytes=0)["decoded_per_read"] == 4.0
+    assert run(patch_size=256, sampler="grid")["decoded_per_read"] < 4.0
+    rnd = run(patch_size=256, sampler="random", cache_bytes=0, epoch_length=64, seed=3)
+    assert 5.0 < rnd["decoded_per_read"] < 13.0, rnd
