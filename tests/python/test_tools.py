@@ -259,6 +259,12 @@ def test_bench_json_has_every_field(variants, loader):
     assert r["cpu_seconds"] >= 0 and r["cpu_s_per_gb"] is not None
     assert r["peak_rss_mb"] > 10
     assert r["settings"]["patch_size"] == 64
+    # random 64 px patches on 128 px LERC_ZSTD tiles: each decodes 1 to 4
+    # whole tiles (4 to 16 times its bytes) unless the chunk cache held one
+    if loader == "cogfeed":
+        assert r["decoded_per_read"] is not None and 0 <= r["decoded_per_read"] <= 16
+    else:
+        assert r["decoded_per_read"] is None
 
 
 def test_bench_remote_counts_server_traffic(variants):

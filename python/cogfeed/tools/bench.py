@@ -16,6 +16,10 @@ batches after it until --batches or --seconds is reached.  Reported:
                     read() calls from /proc/<pid>/io (baseline, local)
   bytes_fetched     bytes read from storage or the network in the window;
                     fetch_ratio = bytes_fetched / bytes_delivered
+  decoded_per_read  (cogfeed) bytes the codecs wrote per byte of the
+                    windows read, in the window: every tile a patch
+                    touches is decoded whole unless a cache holds it
+                    (Loader.stats() chunk_bytes_decoded / bytes_decoded)
   cpu_s_per_gb      CPU seconds of every process of the loader (workers
                     included) per GB delivered
   cpu_s_per_gb_by_thread  the same split by thread name (cogfeed's
@@ -54,7 +58,8 @@ STREAM_EPOCH = 10 ** 9
 FIELDS = ("loader", "transport", "latency_ms", "files", "settings",
           "batches", "patches", "seconds", "first_batch_s", "mb_per_s",
           "patches_per_s", "requests", "requests_per_s", "bytes_delivered",
-          "bytes_fetched", "fetch_ratio", "traffic_source", "cpu_seconds",
+          "bytes_fetched", "fetch_ratio", "decoded_per_read", "traffic_source",
+          "cpu_seconds",
           "cpu_s_per_gb", "cpu_s_per_gb_by_thread", "peak_rss_mb",
           "loader_stats", "pass_patches", "passes", "window_state", "server")
 
@@ -226,6 +231,11 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
             byt = st1["local_read_bytes"] - st0.get("local_read_bytes", 0)
             src = "proc-io"
     gb = delivered / 1e9
+    dpr = None
+    if ld.kind == "cogfeed":
+        read = st1.get("bytes_decoded", 0) - st0.get("bytes_decoded", 0)
+        chunks = st1.get("chunk_bytes_decoded", 0) - st0.get("chunk_bytes_decoded", 0)
+        dpr = chunks / read if read > 0 else None
     out = {
         "batches": measured, "patches": patches, "seconds": el,
         "first_batch_s": first,
@@ -237,6 +247,7 @@ def measure(ld, batches=None, seconds=None, warmup=2, log=None,
         "bytes_fetched": byt,
         "fetch_ratio": None if (byt is None or not delivered)
         else byt / delivered,
+        "decoded_per_read": dpr,
         "traffic_source": src,
         "cpu_seconds": cpu,
         "cpu_s_per_gb": cpu / gb if gb > 0 else None,
@@ -354,6 +365,7 @@ def report(r, out=sys.stdout):
             ("bytes fetched / delivered", "%s / %s (x%s)" % (
                 _fmt(r["bytes_fetched"]), _fmt(r["bytes_delivered"]),
                 _fmt(r["fetch_ratio"]))),
+            ("decoded per byte read", _fmt(r.get("decoded_per_read"))),
             ("CPU per GB", _fmt(r["cpu_s_per_gb"], " s")),
             ("  by thread", ", ".join(
                 "%s %.2f" % kv for kv in sorted(
