@@ -103,7 +103,10 @@ typedef struct cf__warp cf__warp;
 /* `src` is the source's level-0 grid, `dst` the whole target grid (a
  * loader keeps one map per input and sample, and resamples windows of
  * it).  The CRSs must both be set; `xf` transforms dst CRS -> src CRS and
- * may be NULL when they are equivalent (it is used only during the call).
+ * may be NULL when they are equivalent.  The map borrows xf: it must
+ * outlive the map, because exact maps (max_err 0) and the blocks next to a
+ * pole that transform every point do so when they are planned and
+ * resampled (cf__xform_run serialises the threads that share it).
  * CF_E_LIMIT when the lattice would exceed 64 Mi nodes. */
 cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf__xform *xf,
                        double max_err, cf__warp **out, cf_error *err);
