@@ -153,7 +153,7 @@ void cf__hmac_sha256(const void *key, size_t klen, const void *data,
 /* Strict base64 (RFC 4648, with padding) through OpenSSL: EVP_DecodeBlock
  * itself skips surrounding whitespace and counts the padding as output
  * bytes, so the alphabet and the padding are checked here first.  The
- * decoded bytes are a secret (an Azure account key): the scratch copy is
+ * decoded bytes are a secret (an Azure account key): the stack copy is
  * wiped. */
 long cf__b64_decode(const char *in, unsigned char *out, size_t outcap) {
     static const char alphabet[] =
@@ -164,13 +164,15 @@ long cf__b64_decode(const char *in, unsigned char *out, size_t outcap) {
     if (strspn(in, alphabet) != n - pad) return -1;
     size_t full = n / 4 * 3, outlen = full - pad;
     if (outlen > outcap) return -1;
-    unsigned char *tmp = cf__malloc(full);
-    if (!tmp) return -1;
-    int got = EVP_DecodeBlock(tmp, (const unsigned char *)in, (int)n);
-    if (got == (int)full) memcpy(out, tmp, outlen);
-    OPENSSL_cleanse(tmp, full);
-    free(tmp);
-    return got == (int)full ? (long)outlen : -1;
+    /* All but the last quad straight into out; the last (its padding
+     * decodes to zero bytes out has no room for) through three bytes on
+     * the stack, wiped: no allocation, no failure but bad input. */
+    unsigned char last[3];
+    int head = n > 4 ? EVP_DecodeBlock(out, (const unsigned char *)in, (int)(n - 4)) : 0;
+    int tail = EVP_DecodeBlock(last, (const unsigned char *)in + n - 4, 4);
+    if (tail == 3 && head == (int)(full - 3)) memcpy(out + full - 3, last, 3 - pad);
+    OPENSSL_cleanse(last, sizeof last);
+    return tail == 3 && head == (int)(full - 3) ? (long)outlen : -1;
 }
 
 void cf__b64_encode(const unsigned char *in, size_t n, char *out) {

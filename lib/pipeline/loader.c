@@ -184,7 +184,8 @@ static void *worker_main(void *arg) {
         pthread_mutex_lock(&ld->mu);
         ld->reading--;
         ld->st_decoded += decoded;
-        ld->st_chunks += wk->chunk_bytes; /* with the windows they served */
+        if (st == CF_OK) /* with the windows they served (a failed sample: neither) */
+            ld->st_chunks += wk->chunk_bytes;
         wk->chunk_bytes = 0;
         ld->st_read += tr;
         ld->st_convert += tc;

@@ -202,7 +202,8 @@ def test_convert_progress_ends_at_every_file(data, tmp):
     import struct
     import termios
     master, slave = pty.openpty()
-    # a terminal 100 columns wide (a new pty has 0: tqdm then draws nothing)
+    # a terminal 100 columns wide (a new pty has 0 columns: tqdm then
+    # draws no meter)
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     try:
         p = subprocess.Popen([sys.executable, "-m", "cogfeed.cli", "convert",

@@ -111,12 +111,31 @@ def _inputs(srcs):
     return out
 
 
+class _NoBar:
+    """What convert calls on a bar when none is drawn."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n=1):
+        pass
+
+    @staticmethod
+    def write(text, file=None):
+        (file or sys.stderr).write(text + "\n")
+
+
 def _progress(total, enabled):
     """tqdm's bar on stderr over all files, one step per file written;
-    only when stderr is a terminal (a log gets no bar)."""
+    only when stderr is a terminal (a log gets no bar, and then tqdm is
+    not needed)."""
+    if not (enabled and total > 0 and sys.stderr.isatty()):
+        return _NoBar()
     tqdm = need("tqdm").tqdm
-    return tqdm(total=total, desc="convert", unit="file", file=sys.stderr,
-                disable=not (enabled and total > 0 and sys.stderr.isatty()))
+    return tqdm(total=total, desc="convert", unit="file", file=sys.stderr)
 
 
 def _copy_scaled(rasterio, ds, dst, scale_max, co):
