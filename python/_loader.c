@@ -386,11 +386,15 @@ static int check_open(LoaderObject *self) {
 static PyObject *Loader_close(LoaderObject *self, PyObject *unused) {
     if (!self->ld || self->closed) Py_RETURN_NONE;
     self->closed = 1; /* before the GIL goes: a waiting next() sees it */
-    release_held(self);
     cf_loader *ld = self->ld;
     Py_BEGIN_ALLOW_THREADS
     cf_loader_close(ld);
     Py_END_ALLOW_THREADS
+    /* Only now, with the readers stopped: released first, the held slot
+     * was free for a reader to fill with a later batch while the user's
+     * arrays still viewed it (the batch taken before close() came back
+     * with another window's pixels). */
+    release_held(self);
     Py_RETURN_NONE;
 }
 

@@ -1128,3 +1128,18 @@ def test_decoded_bytes_per_byte_read(tmp_path):
     assert run(patch_size=256, sampler="grid")["decoded_per_read"] < 4.0
     rnd = run(patch_size=256, sampler="random", cache_bytes=0, epoch_length=64, seed=3)
     assert 5.0 < rnd["decoded_per_read"] < 13.0, rnd
+
+
+def test_batch_kept_past_close_is_not_overwritten(tmp_path):
+    """A batch taken, then close(): its arrays keep its own pixels.  The
+    held ring slot used to be released before the readers stopped, so a
+    reader could fill it with a later batch (the first window came back
+    with the last window's pixels, about one run in six)."""
+    p = make_cog(tmp_path / "k.tif", expected(384, 384, 0, 0, bands=1), block=128)
+    cog = cogfeed.open(p)
+    for _ in range(40):
+        with cogfeed.Loader([p], patch_size=80, batch_size=6, sampler="grid",
+                            dtype="raw") as ld:
+            b = next(iter(ld))
+        for img, (f, x, y, w, h) in zip(b["image"], b["windows"]):
+            assert np.array_equal(img, cog.read((x, y, w, h))), (x, y)
