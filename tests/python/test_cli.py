@@ -468,6 +468,32 @@ def hostile_tif(tmp_path_factory):
 
 
 @pytest.mark.parametrize("exe", EXES, ids=["c", "python-m"])
+def test_info_escapes_bytes_that_are_not_utf8(tmp_path, exe):
+    """Overlong forms (E0 82 9B is an overlong CSI), surrogates, bytes past
+    U+10FFFF and F8 are not UTF-8: info writes them escaped, so its output
+    stays valid UTF-8 (and strict JSON) and no terminal sees them raw."""
+    import rasterio
+    from rasterio.transform import from_origin
+    import format_fixtures as FF
+    base, bad = tmp_path / "base.tif", tmp_path / "bad.tif"
+    with rasterio.open(base, "w", driver="GTiff", width=8, height=8, count=1,
+                       dtype="uint8", crs="EPSG:32633",
+                       transform=from_origin(500000, 4000000, 10, 10)) as ds:
+        ds.write(np.zeros((1, 8, 8), np.uint8))
+    e, ifds = FF.read_tiff(base)
+    ifds[0].set(305, 2, b"s \xe0\x82\x9b2J \xed\xa0\x80 \xf4\x90\x80\x80 \xf8\x80\x80 ok\0")
+    FF.write_tiff(bad, ifds, e)
+    r = subprocess.run(list(exe) + ["info", "--json", str(bad)], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode("utf-8")  # strict: raises on what is not UTF-8
+    _strict_json(out)
+    assert r"s \u00e0\u0082\u009b2J \u00ed\u00a0\u0080 \u00f4\u0090\u0080\u0080" in out, out
+    r = subprocess.run(list(exe) + ["info", str(bad)], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert r"s \xe0\x82\x9b2J \xed\xa0\x80 " in r.stdout.decode("utf-8"), r.stdout
+
+
+@pytest.mark.parametrize("exe", EXES, ids=["c", "python-m"])
 def test_info_escapes_control_characters(hostile_tif, exe):
     r = run_exe(exe, "info", hostile_tif)
     assert r.returncode == 0, r.stderr

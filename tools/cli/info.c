@@ -37,10 +37,16 @@ static const struct option info_options[] = {
 
 /* Length of the valid UTF-8 sequence at s, 0 when there is none. */
 static int utf8_len(const unsigned char *s) {
-    int n = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3
+    int n = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
             : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
     for (int k = 1; k < n; k++)
         if ((s[k] & 0xC0) != 0x80) return 0;
+    /* RFC 3629: no overlong forms (E0 80-9F, F0 80-8F: an overlong CSI
+     * would reach a lenient terminal raw), no surrogates (ED A0-BF), nothing
+     * past U+10FFFF (F4 90-BF) */
+    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) ||
+        (s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] > 0x8F))
+        return 0;
     return n;
 }
 
