@@ -68,11 +68,14 @@ cf_status cf_io_get(cf_io *io, const char *url, size_t max_bytes, void **data,
     if (st == CF_E_RANGE && cf__src_is_remote(s) &&
         strstr(err->msg, "not range-capable")) {
         /* The transfer refused a whole-object answer longer than the room
-         * given, and that room was max_bytes + 1 (head()). */
+         * given, and that room was max_bytes + 1 (head()).  The server's
+         * status (200) stays with the error. */
+        int status = err->http_status;
         st = cf__err(err, CF_E_LIMIT,
                      "%s: more than the %zu bytes allowed (max_bytes; the server "
                      "ignores Range and sends the whole object)",
                      cf__src_name(s), max_bytes);
+        err->http_status = status;
         goto done;
     }
     if (st != CF_OK) goto done;

@@ -83,8 +83,9 @@ def test_server_ignoring_range(srv, data):
     io = fast_io()
     want = (data / "big.bin").read_bytes()
     assert io.get(srv.url("big.bin", "full200")) == want
-    with pytest.raises(cogfeed.LimitError, match="more than the 1000 bytes allowed"):
+    with pytest.raises(cogfeed.LimitError, match="more than the 1000 bytes allowed") as ei:
         io.get(srv.url("big.bin", "full200"), max_bytes=1000)
+    assert ei.value.http_status == 200  # the server's answer, kept
 
 
 def test_http_404_names_the_url(srv):
