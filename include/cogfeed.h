@@ -760,8 +760,8 @@ typedef struct cf_loader_options {
                                   their batch fails.  See skip_limit. */
     /* Resources: every buffer comes out of these, never sized by the
      * input.  The loader's memory is at most
-     *   prefetch x (image_bytes + mask_bytes)   the ring (and a window
-     *                                          record per sample)
+     *   prefetch x (image_bytes + mask_bytes    the ring (and a window
+     *               + valid_bytes)             record per sample)
      *   + cache_bytes                          decoded tiles kept: tile-
      *                                          shuffle; random patches;
      *                                          grid with patches sharing
@@ -855,6 +855,14 @@ typedef struct cf_loader_options {
      * size at `level` to equal the target's. */
     int ungeoreferenced;
     double error_threshold;    /* reprojection, source pixels (0.125) */
+    /* A valid-pixel mask per sample (cf_batch.valid): 1 where every scene
+     * and layer of the sample has data, 0 where any has none: outside the
+     * file, its nodata value (a pixel is invalid when any band holds it;
+     * NaN nodata: NaN), its internal mask, and, resampled, where the warp
+     * finds no valid source pixel (gdalwarp -dstalpha's alpha).  The mask
+     * file (labels) does not count.  Augmented with the image.  Costs
+     * batch_size x P x P bytes per ring slot (0) */
+    int valid_mask;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-
@@ -878,6 +886,8 @@ typedef struct cf_loader_layout {
     int prefetch;
     uint64_t samples;          /* samples of this rank per epoch */
     uint64_t batches;          /* batches of this rank per epoch */
+    size_t valid_bytes;        /* one slot: batch_size*P*P with valid_mask
+                                  (0) */
 } cf_loader_layout;
 
 /* A batch handed to the consumer; valid until cf_loader_release. */
@@ -890,6 +900,8 @@ typedef struct cf_batch {
     void *image;               /* n x [T, C, P, P], C order */
     void *mask;                /* n x [1, P, P], or NULL */
     const cf_window *windows;  /* n windows */
+    uint8_t *valid;            /* n x [1, P, P] of 0/1 (valid_mask), or
+                                  NULL; always the loader's memory */
 } cf_batch;
 
 typedef struct cf_loader_stats {

@@ -402,14 +402,15 @@ static PyObject *Loader_layout(LoaderObject *self, PyObject *unused) {
     if (check_open(self)) return NULL;
     const cf_loader_layout *L = &self->lay;
     return Py_BuildValue(
-        "{sIsIsIsIsssOsssnsnsisKsK}", "batch_size", L->batch_size,
+        "{sIsIsIsIsssOsssnsnsisKsKsOsn}", "batch_size", L->batch_size,
         "patch_size", L->patch_size, "time_steps", L->time_steps, "channels",
         L->channels, "dtype", cf_dtype_name(L->dtype), "has_mask",
         L->has_mask ? Py_True : Py_False, "mask_dtype",
         L->has_mask ? cf_dtype_name(L->mask_dtype) : "none", "image_bytes",
         (Py_ssize_t)L->image_bytes, "mask_bytes", (Py_ssize_t)L->mask_bytes,
         "prefetch", L->prefetch, "samples", (unsigned long long)L->samples,
-        "batches", (unsigned long long)L->batches);
+        "batches", (unsigned long long)L->batches, "has_valid",
+        L->valid_bytes ? Py_True : Py_False, "valid_bytes", (Py_ssize_t)L->valid_bytes);
 }
 
 /* A numpy array over loader memory; its base is the _Loader, so the
@@ -490,8 +491,9 @@ static PyObject *window_tuple(const cf_window *w) {
                          w->w, w->h);
 }
 
-/* next() -> (batch_index, image, mask or None, windows, augs) or None at
- * the end of the epoch; image is (n, T, C, P, P), mask (n, 1, P, P).
+/* next() -> (batch_index, image, mask or None, windows, augs, valid or
+ * None) or None at the end of the epoch; image is (n, T, C, P, P), mask
+ * and valid (n, 1, P, P).
  * Gives back the previously taken batch first. */
 static PyObject *Loader_next(LoaderObject *self, PyObject *unused) {
     if (check_open(self)) return NULL;
@@ -539,22 +541,22 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused) {
     npy_intp dims[5] = {b.n, L->time_steps, L->channels, L->patch_size,
                         L->patch_size};
     PyObject *img = view(self, 5, dims, L->dtype, b.image);
-    PyObject *msk = Py_None;
-    if (img && L->has_mask) {
-        npy_intp md[4] = {b.n, 1, L->patch_size, L->patch_size};
-        msk = view(self, 4, md, L->mask_dtype, b.mask);
-    } else {
-        Py_INCREF(msk);
-    }
-    if (!img || !msk) {
+    npy_intp md[4] = {b.n, 1, L->patch_size, L->patch_size};
+    PyObject *msk = Py_None, *val = Py_None;
+    if (img && L->has_mask) msk = view(self, 4, md, L->mask_dtype, b.mask);
+    else Py_INCREF(msk);
+    if (img && msk && b.valid) val = view(self, 4, md, CF_DT_U8, b.valid);
+    else Py_INCREF(val);
+    if (!img || !msk || !val) {
         Py_XDECREF(img);
         Py_XDECREF(msk);
+        Py_XDECREF(val);
         Py_DECREF(wins);
         Py_DECREF(augs);
         return NULL;
     }
-    return Py_BuildValue("(KNNNN)", (unsigned long long)b.index, img, msk,
-                         wins, augs);
+    return Py_BuildValue("(KNNNNN)", (unsigned long long)b.index, img, msk,
+                         wins, augs, val);
 }
 
 static PyObject *Loader_release(LoaderObject *self, PyObject *unused) {
@@ -675,7 +677,7 @@ static PyMethodDef Loader_methods[] = {
     {"set_buffers", (PyCFunction)Loader_set_buffers, METH_VARARGS,
      "set_buffers(slot, image, mask=None): use caller memory for a slot."},
     {"next", (PyCFunction)Loader_next, METH_NOARGS,
-     "next() -> (index, image, mask, windows, augs) or None at epoch end."},
+     "next() -> (index, image, mask, windows, augs, valid) or None at epoch end."},
     {"release", (PyCFunction)Loader_release, METH_NOARGS,
      "release(): give the held batch back."},
     {"set_epoch", (PyCFunction)Loader_set_epoch, METH_VARARGS,

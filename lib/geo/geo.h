@@ -203,6 +203,12 @@ typedef struct cf__warp_dst {
     double nodata;
 } cf__warp_dst;
 
+/* GDAL's nodata test (GDALWarpNoDataMasker): m[k] = 0 where sample k of
+ * band (n samples of dtype) is nodata, else 1; 1 when any was.  Integers
+ * compare with the nodata rounded down (none when it is outside the
+ * type), floats with a relative tolerance of 1e-10, NaN matches NaN. */
+int cf__warp_nodata_mask(cf_dtype dtype, double nodata, const void *band, size_t n, uint8_t *m);
+
 /* Store value v into sample i of an array of dtype t as GDAL's warper
  * does: integers clamped to the type and rounded half up (floor(v + 0.5)),
  * moved off `nodata` by one when `nudge` (so that a valid pixel never

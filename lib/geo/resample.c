@@ -47,18 +47,15 @@ static int int32_range(cf_dtype t, double *lo, double *hi) {
     }
 }
 
-/* GDAL's nodata test (GDALWarpNoDataMasker): integers compare with the
- * nodata rounded down (none when it is outside the type), floats with a
- * relative tolerance of 1e-10, NaN matches NaN. */
-static int nodata_mask(const cf__warp_src *s, const void *band, size_t n, uint8_t *m) {
-    double nd = s->nodata;
+/* (geo.h) */
+int cf__warp_nodata_mask(cf_dtype dtype, double nd, const void *band, size_t n, uint8_t *m) {
     int invalid = 0;
-    if (s->dtype == CF_DT_F32 || s->dtype == CF_DT_F64) {
+    if (dtype == CF_DT_F32 || dtype == CF_DT_F64) {
         int is_nan = isnan(nd);
         float fnd = (float)nd;
         for (size_t k = 0; k < n; k++) {
-            double v = s->dtype == CF_DT_F32 ? ((const float *)band)[k] : ((const double *)band)[k];
-            double ref = s->dtype == CF_DT_F32 ? (double)fnd : nd;
+            double v = dtype == CF_DT_F32 ? ((const float *)band)[k] : ((const double *)band)[k];
+            double ref = dtype == CF_DT_F32 ? (double)fnd : nd;
             int bad = is_nan ? isnan(v)
                              : (v == ref || fabs(v - ref) < 1e-10 ||
                                 (ref != 0 && fabs(1 - v / ref) < 1e-10));
@@ -68,7 +65,7 @@ static int nodata_mask(const cf__warp_src *s, const void *band, size_t n, uint8_
         return invalid;
     }
     double lo, hi;
-    if (!int32_range(s->dtype, &lo, &hi)) lo = -9.2e18, hi = 1.8e19;
+    if (!int32_range(dtype, &lo, &hi)) lo = -9.2e18, hi = 1.8e19;
     if (isnan(nd) || nd < lo || nd > hi + 0.000001) {
         memset(m, 1, n);
         return 0;
@@ -77,7 +74,7 @@ static int nodata_mask(const cf__warp_src *s, const void *band, size_t n, uint8_
     for (size_t k = 0; k < n; k += 4096) {
         double buf[4096];
         size_t c = n - k < 4096 ? n - k : 4096;
-        cf__rs_to_double(s->dtype, (const uint8_t *)band + k * cf_dtype_size(s->dtype), c, buf);
+        cf__rs_to_double(dtype, (const uint8_t *)band + k * cf_dtype_size(dtype), c, buf);
         for (size_t q = 0; q < c; q++) {
             int bad = buf[q] == want;
             m[k + q] = (uint8_t)!bad;
@@ -93,7 +90,7 @@ static int nodata_mask(const cf__warp_src *s, const void *band, size_t n, uint8_
  * is invalid only when every band is nodata) and kept per band; the
  * internal mask is the unified mask only when nodata made none. */
 /* 1 when some sample of an integer band up to 32 bits equals the nodata
- * as nodata_mask() tests it (those types hold the nodata exactly, so the
+ * as cf__warp_nodata_mask() tests it (those types hold the nodata exactly, so the
  * typed comparison is the double one); -1 for other types (not known). */
 static int has_nodata_int(const cf__warp_src *s, const void *band, size_t n) {
     double nd = s->nodata, lo, hi;
@@ -135,8 +132,8 @@ static cf_status build_masks(rs_call *c, cf_error *err) {
         for (int b = 0; b < nb; b++) {
             c->band[b] = cf__malloc(n);
             if (!c->band[b]) return cf__err(err, CF_E_NOMEM, "out of memory");
-            any |= nodata_mask(s, (const uint8_t *)s->data + (size_t)b * n * c->bps, n,
-                               c->band[b]);
+            const uint8_t *band = (const uint8_t *)s->data + (size_t)b * n * c->bps;
+            any |= cf__warp_nodata_mask(s->dtype, s->nodata, band, n, c->band[b]);
         }
         if (!any) {
             for (int b = 0; b < nb; b++) free(c->band[b]);

@@ -187,6 +187,22 @@ void cf__grid_plan_free(cf__grid_plan *pl);
 cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
                             const void *src_data, const uint8_t *valid, void *dst,
                             size_t row_stride, cf_error *err);
+/* valid_mask (cf_loader_options): 1 in dst (the whole target grid, rows
+ * row_stride apart, filled with 0 first) where chunk k's warp finds a
+ * source pixel valid in every band (mask: the internal mask, or NULL; not
+ * the plan's source nodata in any band of src_data), as gdalwarp
+ * -dstalpha's alpha. */
+cf_status cf__grid_resample_valid(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
+                                  const void *src_data, const uint8_t *mask, uint8_t *dst,
+                                  size_t row_stride, cf_error *err);
+/* Clear valid[i] (n pixels) where any of nb band-sequential planes of
+ * dtype dt holds `nodata` (NaN: a NaN). */
+void cf__valid_nodata(uint8_t *valid, const void *data, cf_dtype dt, uint32_t nb, size_t n,
+                      double nodata);
+/* Clear valid over a w x h window at (x, y) of level `level` where it
+ * lies outside the level, or where the level's internal mask is 0. */
+cf_status cf__valid_window(cf_cog *cog, int level, int64_t x, int64_t y, uint32_t w,
+                           uint32_t h, uint8_t *valid, cf_error *err);
 /* n samples of dtype t set to v, stored as the warper stores values. */
 void cf__grid_fill(void *dst, size_t n, cf_dtype t, double v);
 

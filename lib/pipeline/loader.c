@@ -393,6 +393,7 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     const size_t img_b =
         (size_t)ld->o.time_steps * ld->lay_out.channels * ld->plane * ld->es;
     const size_t msk_b = ld->plane * ld->mask_es;
+    const size_t val_b = s->valid ? ld->plane : 0;
     if (s->failed) {
         /* Drop failed samples, keeping the order of the others. */
         uint32_t k = 0;
@@ -402,6 +403,8 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
                 memmove(s->image + k * img_b, s->image + i * img_b, img_b);
                 if (s->mask)
                     memmove(s->mask + k * msk_b, s->mask + i * msk_b, msk_b);
+                if (s->valid)
+                    memmove(s->valid + k * val_b, s->valid + i * val_b, val_b);
                 s->windows[k] = s->windows[i];
             }
             k++;
@@ -413,7 +416,7 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     s->state = SLOT_HELD;
     ld->st_batches++;
     ld->st_samples += s->n;
-    ld->st_delivered += (uint64_t)s->n * (img_b + msk_b);
+    ld->st_delivered += (uint64_t)s->n * (img_b + msk_b + val_b);
     out->index = b;
     out->seq = s->batch;
     out->n = s->n;
@@ -421,6 +424,7 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     out->image = s->image;
     out->mask = s->mask;
     out->windows = s->windows;
+    out->valid = s->valid;
     pthread_mutex_unlock(&ld->mu);
     return CF_OK;
 }

@@ -277,6 +277,7 @@ static cf_status lay_out(cf_loader *ld, cf_error *err) {
     mask_bytes = B * P * P * ld->mask_es;
     L->image_bytes = (size_t)img_bytes;
     L->mask_bytes = (size_t)mask_bytes;
+    L->valid_bytes = o->valid_mask ? (size_t)(B * P * P) : 0;
     return CF_OK;
 }
 
@@ -367,6 +368,10 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
     for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
         sum += cf__ld_member_bytes(ld, &ld->members[m], P, P);
     ld->scratch_bytes = sum > sb ? sum : sb;
+    /* valid_mask: one input's validity at a time, while the raw blocks
+     * are still there (before float32 conversion). */
+    ld->valid_off = ld->scratch_bytes;
+    if (o->valid_mask) ld->scratch_bytes += ld->plane;
     ld->warp_off = ld->scratch_bytes;
     ld->warp_bytes = warp_scratch(ld);
     ld->scratch_bytes += ld->warp_bytes;
@@ -440,7 +445,7 @@ static cf_status plan_readers(cf_loader *ld, cf_error *err) {
          * and one ready to take, or readers idle behind a slow patch.
          * Capped at twice the in-flight byte budget, at least 4 slots. */
         uint64_t n = ((uint64_t)want + B - 1) / B + 2;
-        uint64_t slot = (uint64_t)L->image_bytes + L->mask_bytes;
+        uint64_t slot = (uint64_t)L->image_bytes + L->mask_bytes + L->valid_bytes;
         uint64_t cap = slot ? 2 * I / slot : n;
         if (n > cap) n = cap;
         if (n < 4) n = 4;
@@ -449,7 +454,8 @@ static cf_status plan_readers(cf_loader *ld, cf_error *err) {
     }
     L->prefetch = o->prefetch;
     ld->ring_bytes = (uint64_t)o->prefetch *
-                     ((uint64_t)L->image_bytes + L->mask_bytes + B * (sizeof(cf_window) + 1));
+                     ((uint64_t)L->image_bytes + L->mask_bytes + L->valid_bytes +
+                      B * (sizeof(cf_window) + 1));
     return CF_OK;
 }
 
@@ -498,9 +504,10 @@ static cf_status make_ring(cf_loader *ld, cf_error *err) {
         s->ok = cf__calloc(B, 1);
         s->image = cf__malloc(L->image_bytes);
         s->mask = L->mask_bytes ? cf__malloc(L->mask_bytes) : NULL;
+        s->valid = L->valid_bytes ? cf__malloc(L->valid_bytes) : NULL;
         s->own_buffers = 1;
         if (!s->windows || !s->ok || !s->image ||
-            (L->mask_bytes && !s->mask))
+            (L->mask_bytes && !s->mask) || (L->valid_bytes && !s->valid))
             return cf__err(err, CF_E_NOMEM,
                            "loader: ring slot %d (%zu bytes)", i,
                            L->image_bytes);
@@ -650,6 +657,7 @@ void cf_loader_free(cf_loader *ld) {
             free(ld->slots[i].image);
             free(ld->slots[i].mask);
         }
+        free(ld->slots[i].valid);
         free(ld->slots[i].windows);
         free(ld->slots[i].ok);
     }

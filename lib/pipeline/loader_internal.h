@@ -55,6 +55,7 @@ typedef struct ld_slot {
     uint64_t batch;           /* sequence number: see cf_loader.seq_base */
     uint32_t n, done, failed;
     uint8_t *image, *mask;
+    uint8_t *valid;           /* valid_mask: always the loader's own */
     int own_buffers;
     cf_window *windows;
     uint8_t *ok;              /* per sample: 1 read fine */
@@ -121,6 +122,8 @@ struct cf_loader {
     int *planes0, nplanes0;   /* bands0 without repeats (planar files) */
     float *mean, *std;
     cf__sg *sg;               /* each input on its sample's target grid */
+    size_t valid_off;         /* valid_mask: an input's P x P validity
+                                 in the readers' scratch */
     size_t warp_off, warp_bytes; /* warped inputs' source windows: this
                                     region of each reader's scratch */
     cf__ccache *cc;           /* decoded chunks of warped inputs, kept for

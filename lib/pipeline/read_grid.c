@@ -209,17 +209,16 @@ static void wrap_rows(const uint8_t *in, uint8_t *out, size_t rows, size_t w, si
     }
 }
 
-cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
-                            const void *src_data, const uint8_t *valid, void *dst,
-                            size_t row_stride, cf_error *err) {
+/* Chunk k resampled from `src` (its data and validity set) into `part`
+ * (its data the whole target grid's), through its window, widened across
+ * the antimeridian where the window is a whole turn. */
+static cf_status resample_chunk(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
+                                cf__warp_src src, cf__warp_dst part, size_t row_stride,
+                                cf_error *err) {
     const cf__warp_req *c = &pl->chunks[k].rq;
     cf__warp_win win = pl->chunks[k].win;
-    size_t bps = cf_dtype_size(cog->dtype);
-    cf__warp_src src = pl->proto;
-    src.data = src_data;
-    src.valid = valid;
-    cf__warp_dst part = pl->out;
-    part.data = (uint8_t *)dst + ((size_t)c->ty * row_stride + (size_t)c->tx) * bps;
+    size_t bps = cf_dtype_size(src.dtype);
+    part.data = (uint8_t *)part.data + ((size_t)c->ty * row_stride + (size_t)c->tx) * bps;
     part.row_stride = row_stride;
     uint8_t *ext = NULL, *extv = NULL;
     if (win.wrap) {
@@ -230,15 +229,15 @@ cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k
          * window: bounded as the window is. */
         size_t r = win.wrap, w = win.w, rows = (size_t)win.h * (size_t)src.nbands;
         ext = cf__malloc(rows * (w + 2 * r) * bps);
-        extv = valid ? cf__malloc((size_t)win.h * (w + 2 * r)) : NULL;
-        if (!ext || (valid && !extv)) {
+        extv = src.valid ? cf__malloc((size_t)win.h * (w + 2 * r)) : NULL;
+        if (!ext || (src.valid && !extv)) {
             free(ext);
             free(extv);
             return cf__err(err, CF_E_NOMEM, "%s: out of memory (source window across the "
                            "antimeridian)", cog->name);
         }
-        wrap_rows(src_data, ext, rows, w, r, bps);
-        if (valid) wrap_rows(valid, extv, win.h, w, r, 1);
+        wrap_rows(src.data, ext, rows, w, r, bps);
+        if (src.valid) wrap_rows(src.valid, extv, win.h, w, r, 1);
         src.data = ext;
         src.valid = extv;
         win.x -= (int64_t)r;
@@ -249,6 +248,42 @@ cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k
     free(ext);
     free(extv);
     if (st) cf__err_prefix(err, st, "%s", cog->name);
+    return st;
+}
+
+cf_status cf__grid_resample(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
+                            const void *src_data, const uint8_t *valid, void *dst,
+                            size_t row_stride, cf_error *err) {
+    cf__warp_src src = pl->proto;
+    src.data = src_data;
+    src.valid = valid;
+    cf__warp_dst part = pl->out;
+    part.data = dst;
+    return resample_chunk(cog, pl, k, src, part, row_stride, err);
+}
+
+cf_status cf__grid_resample_valid(const cf_cog *cog, const cf__grid_plan *pl, size_t k,
+                                  const void *src_data, const uint8_t *mask, uint8_t *dst,
+                                  size_t row_stride, cf_error *err) {
+    const cf__warp_win *win = &pl->chunks[k].win;
+    if (win->empty) return CF_OK;
+    size_t npx = (size_t)win->w * win->h;
+    /* The source's validity for every band at once, as one byte band of
+     * 1s where valid: warped with it as its own mask by the same kernel,
+     * the band is 1 exactly where the kernel finds a valid source pixel
+     * (a weighted mean of 1s is 1) and keeps the caller's 0 elsewhere. */
+    uint8_t *sv = cf__malloc(npx ? npx : 1);
+    if (!sv) return cf__err(err, CF_E_NOMEM, "%s: out of memory (validity)", cog->name);
+    if (mask) memcpy(sv, mask, npx);
+    else memset(sv, 1, npx);
+    for (size_t i = 0; mask && i < npx; i++) sv[i] = sv[i] != 0;
+    if (pl->proto.has_nodata)
+        cf__valid_nodata(sv, src_data, pl->proto.dtype, (uint32_t)pl->proto.nbands, npx,
+                         pl->proto.nodata);
+    cf__warp_src src = {.data = sv, .dtype = CF_DT_U8, .nbands = 1, .valid = sv};
+    cf__warp_dst part = {.data = dst, .band_stride = pl->out.band_stride};
+    cf_status st = resample_chunk(cog, pl, k, src, part, row_stride, err);
+    free(sv);
     return st;
 }
 

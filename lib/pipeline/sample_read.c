@@ -407,7 +407,8 @@ typedef struct ld_input {
     cf_dtype dt;
     uint32_t nb;
     int warped;
-    int part0;                /* its first part (warped) */
+    int member;               /* an image scene or a layer, not the mask */
+    int part0;                /* its part, or (warped) its first */
     cf__grid_plan plan;       /* warped */
 } ld_input;
 
@@ -446,6 +447,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             p.x += how->dx;
             p.y += how->dy;
             p.cache = ld->cc_direct;
+            in->part0 = *np;
             parts[(*np)++] = p;
         } else {
             st = cf__sg_plan(ld->sg, slot, p.cog, f, w->x, w->y, w->w, w->h, (int)p.nbands,
@@ -481,6 +483,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             }
         }
         in->cog = p.cog;
+        in->member = m < ld->nmembers;
         in->dst = p.dst;
         in->dt = p.dt;
         in->nb = p.nbands;
@@ -527,36 +530,69 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
     return CF_OK;
 }
 
+/* valid_mask: clear `valid` (the sample's P x P plane) where input `in`
+ * (read as it lies, part q) has no data: outside its file, its internal
+ * mask, its nodata in any band. */
+static cf_status direct_valid(const cf_loader *ld, const ld_input *in, const ld_part *q,
+                              uint8_t *valid, cf_error *err) {
+    const cf__tiff *t = in->cog->tiff;
+    CF__TRY(cf__valid_window(in->cog, q->level, q->x, q->y, q->w, q->h, valid, err));
+    if (t->has_nodata) cf__valid_nodata(valid, in->dst, in->dt, in->nb, ld->plane, t->nodata);
+    return CF_OK;
+}
+
 /* Resample the warped inputs of a group from their source windows (read)
- * into their blocks: GDAL's warp, as cog.read(grid=...) computes it. */
-static cf_status finish_inputs(const cf_loader *ld, ld_input *ins, int ni, const ld_part *parts,
-                               cf_cog **bad, cf_error *err) {
+ * into their blocks: GDAL's warp, as cog.read(grid=...) computes it.
+ * With valid_mask, each scene's and layer's validity is AND-ed into the
+ * sample's plane `valid`; a warped one's is built in the reader's
+ * scratch. */
+static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins, int ni,
+                               const ld_part *parts, uint8_t *valid, cf_cog **bad,
+                               cf_error *err) {
     for (int i = 0; i < ni; i++) {
         ld_input *in = &ins[i];
-        if (!in->warped) continue;
+        uint8_t *iv = valid && in->member ? wk->scratch + ld->valid_off : NULL;
+        cf_status st = CF_OK;
+        if (!in->warped) {
+            if (iv) st = direct_valid(ld, in, &parts[in->part0], valid, err);
+            if (st != CF_OK) {
+                *bad = in->cog;
+                return st;
+            }
+            continue;
+        }
         cf__grid_fill(in->dst, (size_t)in->nb * ld->plane, in->dt, in->plan.fill);
+        if (iv) memset(iv, 0, ld->plane);
         for (size_t k = 0; k < in->plan.n; k++) {
             const ld_part *q = &parts[in->part0 + (int)k];
-            uint8_t *valid = NULL;
-            cf_status st = CF_OK;
+            uint8_t *mask = NULL;
             if (in->cog->tiff->mask_of_level[q->level] >= 0) {
                 /* An internal mask is validity, as for GDAL (a second
                  * request: such files are rare in stacks). */
                 size_t npx = (size_t)q->w * q->h;
-                valid = cf__malloc(npx);
-                st = valid ? cf_cog_read_mask(in->cog, q->level, q->x, q->y, q->w, q->h, valid,
-                                              npx, err)
-                           : cf__err(err, CF_E_NOMEM, "out of memory");
+                mask = cf__malloc(npx);
+                st = mask ? cf_cog_read_mask(in->cog, q->level, q->x, q->y, q->w, q->h, mask,
+                                             npx, err)
+                          : cf__err(err, CF_E_NOMEM, "out of memory");
             }
             if (st == CF_OK)
-                st = cf__grid_resample(in->cog, &in->plan, k, q->dst, valid, in->dst,
+                st = cf__grid_resample(in->cog, &in->plan, k, q->dst, mask, in->dst,
                                        ld->o.patch_size, err);
-            free(valid);
+            if (st == CF_OK && iv)
+                st = cf__grid_resample_valid(in->cog, &in->plan, k, q->dst, mask, iv,
+                                             ld->o.patch_size, err);
+            free(mask);
             if (st != CF_OK) {
                 *bad = in->cog;
                 return st;
             }
         }
+        if (!iv) continue;
+        /* What each band's kernel left at the target nodata (a band with
+         * no valid tap where another had one). */
+        if (in->plan.out.has_nodata)
+            cf__valid_nodata(iv, in->dst, in->dt, in->nb, ld->plane, in->plan.out.nodata);
+        for (size_t k = 0; k < ld->plane; k++) valid[k] &= iv[k];
     }
     return CF_OK;
 }
@@ -576,6 +612,8 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     uint8_t *img = s->image + (size_t)i * T * C * ld->plane * ld->es;
     uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
                             : NULL;
+    uint8_t *valid = s->valid ? s->valid + (size_t)i * ld->plane : NULL;
+    if (valid) memset(valid, 1, ld->plane);
     /* The parts: image members (raw into the slot, or into scratch when
      * converted to float32), then the mask, each on the sample's target
      * grid.  They go out together, up to LD_PART_CHUNKS parts at a time (a
@@ -607,7 +645,7 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
                     *decoded += p->bytes;
             }
         }
-        if (st == CF_OK) st = finish_inputs(ld, ins, ni, parts, &bad, err);
+        if (st == CF_OK) st = finish_inputs(ld, wk, ins, ni, parts, valid, &bad, err);
         for (int k = 0; k < ni; k++)
             if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
         free(tmp);
@@ -636,6 +674,7 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
             cf__augment_plane(img + p * ld->plane * ld->es, ld->es, P, w.aug,
                           wk->scratch);
         if (mask) cf__augment_plane(mask, ld->mask_es, P, w.aug, wk->scratch);
+        if (valid) cf__augment_plane(valid, 1, P, w.aug, wk->scratch);
     }
     *t_conv += cf__now() - t2;
     return CF_OK;

@@ -146,6 +146,7 @@ class LoaderOptions(TypedDict, total=False):
     reproject: bool
     ungeoreferenced: bool
     error_threshold: float
+    valid_mask: bool
 
 
 class Batch(TypedDict):
@@ -153,6 +154,7 @@ class Batch(TypedDict):
     files' (dtype="raw") or float32."""
     image: npt.NDArray[Any]
     mask: NotRequired[npt.NDArray[Any]]
+    valid: NotRequired[npt.NDArray[np.uint8]]
     windows: List[Window]
     augment: List[int]
     grid: List[Optional[Grid]]
@@ -195,6 +197,8 @@ class LoaderLayout(TypedDict):
     prefetch: int
     samples: int
     batches: int
+    has_valid: bool
+    valid_bytes: int
 
 
 class LoaderStats(TypedDict):
@@ -360,7 +364,8 @@ class Loader:
 
     Each batch is a dict: ``"image"`` of shape (B, C, H, W) (or
     (B, T, C, H, W) with time series), ``"mask"`` of shape (B, 1, H, W) when
-    masks are given, ``"windows"`` a list of (file_index, x, y, w, h) in
+    masks are given, ``"valid"`` (B, 1, H, W) uint8 with ``valid_mask``
+    (1 where every scene and layer has data), ``"windows"`` a list of (file_index, x, y, w, h) in
     pixels of the chosen level (of the target grid when ``grid`` is set),
     ``"grid"`` the cogfeed.Grid of each sample's patch (where it lies, before
     augmentation, so that predictions can be written back; None for an
@@ -485,6 +490,13 @@ class Loader:
             input pixel for pixel when its size equals the grid's.
         error_threshold: reprojection error bound in source pixels
             (gdalwarp's -et).
+        valid_mask: add ``batch["valid"]``, (B, 1, H, W) uint8: 1 where
+            every scene and layer of the sample has data, 0 where any has
+            none (outside its file, its nodata in any band, its internal
+            mask; resampled: no valid source pixel under the kernel, as
+            gdalwarp -dstalpha).  The mask file does not count.  Flipped
+            and rotated with the image.  Use it to keep fill values out of
+            normalisation and losses, in float32 output too.
     """
 
     def __init__(
@@ -528,6 +540,7 @@ class Loader:
         reproject: bool = _default("reproject"),
         ungeoreferenced: bool = _default("ungeoreferenced"),
         error_threshold: float = _default("error_threshold"),
+        valid_mask: bool = _default("valid_mask"),
     ) -> None:
         from .stac import Selection as _Selection
         stac_sel: Optional[_Selection] = None
@@ -605,7 +618,8 @@ class Loader:
             grid=tgrid, grid_crs=tcrs, grid_res=tres, resampling=rs_image,
             mask_resampling=rs_mask, layer_resampling=rs_layers,
             reproject=bool(reproject), ungeoreferenced=bool(ungeoreferenced),
-            error_threshold=float(error_threshold))
+            error_threshold=float(error_threshold),
+            valid_mask=bool(valid_mask))
         if cache_bytes is not None:  # None: the C default (5% of RAM)
             self._kw["cache_bytes"] = int(cache_bytes)
         try:
@@ -656,17 +670,20 @@ class Loader:
             epoch, _ = self._ld.position()
             self._ld.set_epoch(epoch + 1, 0)
             raise StopIteration
-        index, image, mask, windows, augs = r
+        index, image, mask, windows, augs, valid = r
         if not self._time_series:
             image = image.reshape(image.shape[0], *image.shape[2:])
         if self._copy:
             image = image.copy()
             mask = None if mask is None else mask.copy()
+            valid = None if valid is None else valid.copy()
         batch: Batch = {"image": image, "windows": windows, "augment": augs,
                         "grid": [self._grid_of(w) for w in windows],
                         "index": index, "epoch": self._ld.position()[0]}
         if mask is not None:
             batch["mask"] = mask
+        if valid is not None:
+            batch["valid"] = valid
         return batch
 
     def _grid_of(self, window: Window) -> Optional[Grid]:

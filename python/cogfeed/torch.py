@@ -50,6 +50,7 @@ class TorchBatch(TypedDict):
     """A batch of CogDataset: cogfeed.Batch with tensors (see CogDataset)."""
     image: torch.Tensor
     mask: NotRequired[torch.Tensor]
+    valid: NotRequired[torch.Tensor]
     windows: List[Window]
     augment: List[int]
     grid: List[Optional[Grid]]
@@ -141,7 +142,8 @@ class CogDataset(IterableDataset[TorchBatch]):
 
     Each item is a dict (typed cogfeed.torch.TorchBatch): ``"image"``
     (B, C, H, W) (or (B, T, C, H, W)),
-    ``"mask"`` (B, 1, H, W) when masks are given, ``"windows"``,
+    ``"mask"`` (B, 1, H, W) when masks are given, ``"valid"`` (B, 1, H, W)
+    uint8 with ``valid_mask=True``, ``"windows"``,
     ``"grid"`` (each sample's cogfeed.Grid), ``"augment"``, ``"index"``,
     ``"epoch"`` as in cogfeed.Loader.
 
@@ -463,8 +465,9 @@ class CogDataset(IterableDataset[TorchBatch]):
                              windows=b["windows"], augment=b["augment"],
                              grid=b["grid"],
                              index=b["index"], epoch=b["epoch"])
-                if "mask" in b:
-                    out["mask"] = _tensor(b["mask"])
+                for k in ("mask", "valid"):
+                    if k in b:
+                        out[k] = _tensor(b[k])
                 if stream is not None:
                     done = self._to_device(out, stream)
                 yield cast(TorchBatch, out)
@@ -483,13 +486,15 @@ class CogDataset(IterableDataset[TorchBatch]):
         # overlaps the training step; record_stream below keeps the
         # allocator from reusing the new tensors before the consumer is done.
         with torch.cuda.stream(stream):
-            for k in ("image", "mask"):
+            # "valid" is the loader's own (unpinned) memory: its copy
+            # is synchronous, so the slot may be reused at once.
+            for k in ("image", "mask", "valid"):
                 if k in out:
                     out[k] = out[k].to(self.device, non_blocking=True)
             ev = torch.cuda.Event()  # type: ignore[no-untyped-call]
             ev.record(stream)
         consumer.wait_event(ev)
-        for k in ("image", "mask"):
+        for k in ("image", "mask", "valid"):
             if k in out:
                 # Allocated on the side stream, used on the consumer's:
                 # the caching allocator must not reuse it before that
