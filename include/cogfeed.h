@@ -863,6 +863,16 @@ typedef struct cf_loader_options {
      * file (labels) does not count.  Augmented with the image.  Costs
      * batch_size x P x P bytes per ring slot (0) */
     int valid_mask;
+    /* Each sample file's scenes (time_steps of them) make one mosaic
+     * instead of a time series: every pixel from the first scene, in the
+     * order given, that has data there (valid as valid_mask says it, for
+     * all bands at once: a pixel's bands come from one scene), each scene
+     * read onto the sample's target grid (its own CRS reprojected).
+     * layout.time_steps is 1; layers and the mask are read once.  A scene
+     * is read only while pixels of the patch are left without data, and
+     * costs no request where its footprint misses the patch.  Pixels no
+     * scene covers keep the first scene's fill (its nodata, or 0) (0) */
+    int mosaic;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-

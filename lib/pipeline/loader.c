@@ -391,7 +391,7 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
         return code;
     }
     const size_t img_b =
-        (size_t)ld->o.time_steps * ld->lay_out.channels * ld->plane * ld->es;
+        (size_t)ld->lay_out.time_steps * ld->lay_out.channels * ld->plane * ld->es;
     const size_t msk_b = ld->plane * ld->mask_es;
     const size_t val_b = s->valid ? ld->plane : 0;
     if (s->failed) {

@@ -169,13 +169,17 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
     if (C > CF_MAX_BANDS)
         return cf__err(err, CF_E_LIMIT, "loader: %u channels (max %d)", C,
                        CF_MAX_BANDS);
-    ld->nmembers = o->time_steps * (1 + o->nlayers);
+    /* A time series: every step's image and layers.  A mosaic: the first
+     * scene and the layers (the output), then the later scenes, which
+     * fill what the first leaves without data. */
+    ld->nmembers = o->mosaic ? o->time_steps + o->nlayers : o->time_steps * (1 + o->nlayers);
     ld->members = cf__calloc((size_t)ld->nmembers, sizeof *ld->members);
     if (!ld->members) return cf__err(err, CF_E_NOMEM, "loader: members");
     int m = 0;
     for (int t = 0; t < o->time_steps; t++) {
         uint32_t ch = 0;
-        for (int l = -1; l < o->nlayers; l++) {
+        const int nl = o->mosaic && t ? 0 : o->nlayers;
+        for (int l = -1; l < nl; l++) {
             ld_member *mb = &ld->members[m++];
             mb->t = t;
             mb->layer = l;
@@ -263,13 +267,13 @@ static cf_status lay_out(cf_loader *ld, cf_error *err) {
     cf_loader_layout *L = &ld->lay_out;
     L->batch_size = o->batch_size;
     L->patch_size = o->patch_size;
-    L->time_steps = (uint32_t)o->time_steps;
+    L->time_steps = o->mosaic ? 1 : (uint32_t)o->time_steps;
     L->dtype = o->out_dtype == CF_DT_F32 ? CF_DT_F32 : ld->raw_dt;
     ld->es = cf_dtype_size(L->dtype);
     L->has_mask = ld->msk != NULL;
     ld->mask_es = L->has_mask ? cf_dtype_size(L->mask_dtype) : 0;
     uint64_t img_bytes, mask_bytes;
-    if (!cf__mul_u64(B * o->time_steps, L->channels, &img_bytes) ||
+    if (!cf__mul_u64(B * L->time_steps, L->channels, &img_bytes) ||
         !cf__mul_u64(img_bytes, P * P, &img_bytes) ||
         !cf__mul_u64(img_bytes, ld->es, &img_bytes) ||
         img_bytes > ((uint64_t)1 << 40))
@@ -366,12 +370,16 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
     size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
     size_t sum = 0;
     for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
-        sum += cf__ld_member_bytes(ld, &ld->members[m], P, P);
+        if (!cf__ld_member_fills(ld, &ld->members[m]))
+            sum += cf__ld_member_bytes(ld, &ld->members[m], P, P);
     ld->scratch_bytes = sum > sb ? sum : sb;
+    ld->mosaic_off = ld->scratch_bytes;
+    if (o->mosaic)
+        ld->scratch_bytes += cf__ld_member_bytes(ld, &ld->members[0], P, P) + 2 * ld->plane;
     /* valid_mask: one input's validity at a time, while the raw blocks
      * are still there (before float32 conversion). */
     ld->valid_off = ld->scratch_bytes;
-    if (o->valid_mask) ld->scratch_bytes += ld->plane;
+    if (o->valid_mask || o->mosaic) ld->scratch_bytes += ld->plane;
     ld->warp_off = ld->scratch_bytes;
     ld->warp_bytes = warp_scratch(ld);
     ld->scratch_bytes += ld->warp_bytes;

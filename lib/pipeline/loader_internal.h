@@ -122,8 +122,11 @@ struct cf_loader {
     int *planes0, nplanes0;   /* bands0 without repeats (planar files) */
     float *mean, *std;
     cf__sg *sg;               /* each input on its sample's target grid */
-    size_t valid_off;         /* valid_mask: an input's P x P validity
-                                 in the readers' scratch */
+    size_t valid_off;         /* valid_mask, mosaic: an input's P x P
+                                 validity in the readers' scratch */
+    size_t mosaic_off;        /* mosaic: a later scene's raw block, the
+                                 patch's filled plane and the scene's
+                                 valid plane, in the readers' scratch */
     size_t warp_off, warp_bytes; /* warped inputs' source windows: this
                                     region of each reader's scratch */
     cf__ccache *cc;           /* decoded chunks of warped inputs, kept for
@@ -221,6 +224,10 @@ cf_status cf__ld_level(const cf_loader *ld, const cf_cog *c, cf_level_info *li,
 /* sample_read.c: raw bytes of member m for a w x h window. */
 size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
                            uint64_t h);
+/* Whether member mb is a later scene of a mosaic (cf_loader_options.
+ * mosaic): read into the mosaic scratch to fill the first scene's pixels
+ * without data, no output of its own. */
+int cf__ld_member_fills(const cf_loader *ld, const ld_member *mb);
 /* The input (url) index of member mb of sample file f. */
 size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb);
 

@@ -407,10 +407,21 @@ typedef struct ld_input {
     cf_dtype dt;
     uint32_t nb;
     int warped;
-    int member;               /* an image scene or a layer, not the mask */
+    uint8_t *vplane;          /* its validity is AND-ed into this P x P
+                                 plane (valid_mask, mosaic), or NULL */
     int part0;                /* its part, or (warped) its first */
     cf__grid_plan plan;       /* warped */
 } ld_input;
+
+/* The input (a member, or the mask when nmembers) read k-th: members in
+ * order, then the mask; a mosaic reads the first scene, the layers and
+ * the mask first, its later scenes last (read only while needed). */
+static int input_at(const cf_loader *ld, int k) {
+    const int nout = ld->o.mosaic ? 1 + ld->o.nlayers : ld->nmembers;
+    if (k < nout) return k;
+    if (ld->msk) return k == nout ? ld->nmembers : k - 1;
+    return k;
+}
 
 /* The parts of inputs g, g+1, ... of a sample of file f (window w), as
  * many as fit LD_PART_CHUNKS parts: *ni inputs (whose warp plans the
@@ -419,7 +430,7 @@ typedef struct ld_input {
  * Warped inputs' source windows go to the reader's warp scratch, or to
  * *tmp (the caller frees it) when a sample needs more. */
 static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_window *w, int g,
-                              int nall, uint8_t *img, uint8_t *mask, size_t *off,
+                              int nall, uint8_t *img, uint8_t *mask, uint8_t *valid, size_t *off,
                               ld_part *parts, int *np, ld_input *ins, int *ni, uint8_t **tmp,
                               uint64_t *tmp_bytes, cf_cog **bad, cf_error *err) {
     const size_t C = ld->lay_out.channels;
@@ -428,16 +439,26 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
     cf_status st = CF_OK;
     *np = *ni = 0;
     while (g + *ni < nall && *ni < LD_PART_CHUNKS) {
-        const int m = g + *ni;
+        const int m = input_at(ld, g + *ni);
+        const int fills = m < ld->nmembers && cf__ld_member_fills(ld, &ld->members[m]);
+        /* A later scene of a mosaic is read in a group of its own, once
+         * the ones before it have left pixels without data. */
+        if (fills && *ni) break;
         ld_input *in = &ins[*ni];
         memset(in, 0, sizeof *in);
-        uint8_t *dst = mask;
+        uint8_t *dst = mask, *vp = NULL;
         size_t slot = ld->o.nfiles * (size_t)ld->o.time_steps + f;
         if (m < ld->nmembers) {
             const ld_member *mb = &ld->members[m];
-            dst = f32 ? wk->scratch + *off
-                      : img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
+            uint8_t *mos = wk->scratch + ld->mosaic_off;
+            const size_t scene = cf__ld_member_bytes(ld, &ld->members[0], ld->o.patch_size,
+                                                     ld->o.patch_size);
+            dst = fills ? mos
+                  : f32 ? wk->scratch + *off
+                        : img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
             slot = cf__ld_member_slot(ld, f, mb);
+            vp = valid;
+            if (ld->o.mosaic && mb->layer < 0) vp = mos + scene + (fills ? ld->plane : 0);
         }
         ld_part p;
         input_part(ld, f, w, m, dst, &p);
@@ -483,12 +504,13 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             }
         }
         in->cog = p.cog;
-        in->member = m < ld->nmembers;
+        in->vplane = vp;
         in->dst = p.dst;
         in->dt = p.dt;
         in->nb = p.nbands;
-        if (m < ld->nmembers) *off += p.bytes;
+        if (m < ld->nmembers && !fills) *off += p.bytes;
         (*ni)++;
+        if (fills) break;
     }
     if (st != CF_OK || !need) return st;
     uint8_t *base = wk->scratch + ld->warp_off;
@@ -543,18 +565,16 @@ static cf_status direct_valid(const cf_loader *ld, const ld_input *in, const ld_
 
 /* Resample the warped inputs of a group from their source windows (read)
  * into their blocks: GDAL's warp, as cog.read(grid=...) computes it.
- * With valid_mask, each scene's and layer's validity is AND-ed into the
- * sample's plane `valid`; a warped one's is built in the reader's
- * scratch. */
+ * Each input's validity, where wanted, is AND-ed into its vplane; a
+ * warped one's is built in the reader's scratch first. */
 static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins, int ni,
-                               const ld_part *parts, uint8_t *valid, cf_cog **bad,
-                               cf_error *err) {
+                               const ld_part *parts, cf_cog **bad, cf_error *err) {
     for (int i = 0; i < ni; i++) {
         ld_input *in = &ins[i];
-        uint8_t *iv = valid && in->member ? wk->scratch + ld->valid_off : NULL;
+        uint8_t *iv = in->vplane ? wk->scratch + ld->valid_off : NULL;
         cf_status st = CF_OK;
         if (!in->warped) {
-            if (iv) st = direct_valid(ld, in, &parts[in->part0], valid, err);
+            if (iv) st = direct_valid(ld, in, &parts[in->part0], in->vplane, err);
             if (st != CF_OK) {
                 *bad = in->cog;
                 return st;
@@ -592,9 +612,27 @@ static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins
          * no valid tap where another had one). */
         if (in->plan.out.has_nodata)
             cf__valid_nodata(iv, in->dst, in->dt, in->nb, ld->plane, in->plan.out.nodata);
-        for (size_t k = 0; k < ld->plane; k++) valid[k] &= iv[k];
+        for (size_t k = 0; k < ld->plane; k++) in->vplane[k] &= iv[k];
     }
     return CF_OK;
+}
+
+/* Mosaic: the later scene just read (raw, in the mosaic scratch, its
+ * validity in the scene plane) fills the pixels of the first scene's
+ * block `out` that no scene before it had data for. */
+static void fill_from_scene(const cf_loader *ld, const ld_worker *wk, uint8_t *out) {
+    const uint8_t *scene = wk->scratch + ld->mosaic_off;
+    const size_t es = cf_dtype_size(ld->raw_dt), n = ld->plane;
+    uint8_t *filled = wk->scratch + ld->mosaic_off +
+                      cf__ld_member_bytes(ld, &ld->members[0], ld->o.patch_size,
+                                          ld->o.patch_size);
+    const uint8_t *sv = filled + n;
+    for (size_t i = 0; i < n; i++) {
+        if (filled[i] || !sv[i]) continue;
+        filled[i] = 1;
+        for (uint32_t b = 0; b < ld->ci; b++)
+            memcpy(out + (b * n + i) * es, scene + (b * n + i) * es, es);
+    }
 }
 
 /* Read, convert and augment sample j into position i of slot s. */
@@ -602,18 +640,29 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
                              uint64_t epoch, uint64_t j, uint64_t *decoded, double *t_read,
                              double *t_conv, cf_error *err) {
     const cf_loader_options *o = &ld->o;
-    const size_t T = (size_t)o->time_steps, C = ld->lay_out.channels;
+    /* T scenes in, TO time steps out (1 for a mosaic). */
+    const size_t T = (size_t)o->time_steps, TO = ld->lay_out.time_steps;
+    const size_t C = ld->lay_out.channels;
     const uint32_t P = o->patch_size;
     const int f32 = o->out_dtype == CF_DT_F32;
     cf_window w;
     cf__sampler_window_at(&ld->samp, epoch, j, &w);
     s->windows[i] = w;
     const size_t f = w.file;
-    uint8_t *img = s->image + (size_t)i * T * C * ld->plane * ld->es;
+    uint8_t *img = s->image + (size_t)i * TO * C * ld->plane * ld->es;
     uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
                             : NULL;
     uint8_t *valid = s->valid ? s->valid + (size_t)i * ld->plane : NULL;
     if (valid) memset(valid, 1, ld->plane);
+    /* Mosaic: which pixels a scene had data for so far (the first
+     * scene's validity, then filled by the later ones), the first scene's
+     * raw block they are filled into, and each later scene's validity. */
+    uint8_t *filled = NULL, *scene_valid = NULL, *first = f32 ? wk->scratch : img;
+    if (o->mosaic) {
+        filled = wk->scratch + ld->mosaic_off + cf__ld_member_bytes(ld, &ld->members[0], P, P);
+        scene_valid = filled + ld->plane;
+        memset(filled, 1, ld->plane);
+    }
     /* The parts: image members (raw into the slot, or into scratch when
      * converted to float32), then the mask, each on the sample's target
      * grid.  They go out together, up to LD_PART_CHUNKS parts at a time (a
@@ -629,8 +678,14 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
         int np, ni;
         uint8_t *tmp = NULL;
         uint64_t tmp_bytes = 0;
-        st = place_inputs(ld, wk, f, &w, g, nall, img, mask, &off, parts, &np, ins, &ni, &tmp,
-                          &tmp_bytes, &bad, err);
+        const int m = input_at(ld, g);
+        const int fills = m < ld->nmembers && cf__ld_member_fills(ld, &ld->members[m]);
+        /* The later scenes of a mosaic come last: none is read once every
+         * pixel has data. */
+        if (fills && !memchr(filled, 0, ld->plane)) break;
+        if (fills) memset(scene_valid, 1, ld->plane);
+        st = place_inputs(ld, wk, f, &w, g, nall, img, mask, valid, &off, parts, &np, ins, &ni,
+                          &tmp, &tmp_bytes, &bad, err);
         if (st == CF_OK && o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
             st = read_parts(ld, wk, parts, np, &bad, err);
             for (int k = 0; k < np && st == CF_OK; k++) *decoded += parts[k].bytes;
@@ -645,7 +700,8 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
                     *decoded += p->bytes;
             }
         }
-        if (st == CF_OK) st = finish_inputs(ld, wk, ins, ni, parts, valid, &bad, err);
+        if (st == CF_OK) st = finish_inputs(ld, wk, ins, ni, parts, &bad, err);
+        if (st == CF_OK && fills) fill_from_scene(ld, wk, first);
         for (int k = 0; k < ni; k++)
             if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
         free(tmp);
@@ -660,17 +716,20 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
                               (unsigned long long)w.index,
                               cf_cog_name(bad ? bad : ld->img[f * T]),
                               (long long)w.x, (long long)w.y, w.w, w.h);
+    if (valid && filled)
+        for (size_t k = 0; k < ld->plane; k++) valid[k] &= filled[k];
     double t2 = cf__now();
     off = 0;
     for (int m = 0; f32 && m < ld->nmembers; m++) {
         const ld_member *mb = &ld->members[m];
+        if (cf__ld_member_fills(ld, mb)) continue;
         convert_member(ld, mb, member_cog(ld, f, mb), wk->scratch + off,
                        img + ((size_t)mb->t * C + mb->channel) * ld->plane *
                                  ld->es);
         off += cf__ld_member_bytes(ld, mb, P, P);
     }
     if (w.aug) {
-        for (size_t p = 0; p < T * C; p++)
+        for (size_t p = 0; p < TO * C; p++)
             cf__augment_plane(img + p * ld->plane * ld->es, ld->es, P, w.aug,
                           wk->scratch);
         if (mask) cf__augment_plane(mask, ld->mask_es, P, w.aug, wk->scratch);
@@ -686,6 +745,10 @@ size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
                            uint64_t h) {
     cf_dtype dt = m->layer < 0 ? ld->raw_dt : ld->layer_dt[m->layer];
     return (size_t)(m->nb * w * h * cf_dtype_size(dt));
+}
+
+int cf__ld_member_fills(const cf_loader *ld, const ld_member *mb) {
+    return ld->o.mosaic && mb->layer < 0 && mb->t > 0;
 }
 
 size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb) {

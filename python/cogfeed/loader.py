@@ -147,6 +147,7 @@ class LoaderOptions(TypedDict, total=False):
     ungeoreferenced: bool
     error_threshold: float
     valid_mask: bool
+    mosaic: bool
 
 
 class Batch(TypedDict):
@@ -497,6 +498,14 @@ class Loader:
             gdalwarp -dstalpha).  The mask file does not count.  Flipped
             and rotated with the image.  Use it to keep fill values out of
             normalisation and losses, in float32 output too.
+        mosaic: the scenes of each image's list make one mosaic, not a
+            time series: each pixel (all its bands) from the first scene,
+            in the order given, that has data there, every scene read
+            onto the sample's grid (its own CRS reprojected); batches are
+            (B, C, H, W).  A later scene is read only while pixels are
+            left without data, and costs no request where it misses the
+            patch.  Give ``grid`` the union of the scenes (the default
+            grid is the first scene's).
     """
 
     def __init__(
@@ -541,6 +550,7 @@ class Loader:
         ungeoreferenced: bool = _default("ungeoreferenced"),
         error_threshold: float = _default("error_threshold"),
         valid_mask: bool = _default("valid_mask"),
+        mosaic: bool = _default("mosaic"),
     ) -> None:
         from .stac import Selection as _Selection
         stac_sel: Optional[_Selection] = None
@@ -619,7 +629,7 @@ class Loader:
             mask_resampling=rs_mask, layer_resampling=rs_layers,
             reproject=bool(reproject), ungeoreferenced=bool(ungeoreferenced),
             error_threshold=float(error_threshold),
-            valid_mask=bool(valid_mask))
+            valid_mask=bool(valid_mask), mosaic=bool(mosaic))
         if cache_bytes is not None:  # None: the C default (5% of RAM)
             self._kw["cache_bytes"] = int(cache_bytes)
         try:
@@ -630,7 +640,7 @@ class Loader:
             raise stac_sel.explain(e) from None
         self._layout = cast(LoaderLayout, self._ld.layout())
         self._copy = bool(copy)
-        self._time_series = t > 1
+        self._time_series = t > 1 and not mosaic
         self._origins: Dict[int, Optional[Grid]] = {}
 
     # -- construction from a config ------------------------------------

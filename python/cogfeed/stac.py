@@ -974,6 +974,25 @@ class Items(Sequence[Item]):
     def filter(self, predicate: Callable[[Item], bool]) -> Items:
         return Items([i for i in self._items if predicate(i)])
 
+    def sorted(self, by: Union[str, Callable[[Item], Any]] = "recent") -> Items:
+        """The items in a mosaic's order (the first item with data at a
+        pixel gives it: Loader(mosaic=True)): "recent" (newest ``time``
+        first), "clear" (lowest ``eo:cloud_cover`` first, items without
+        it last; ties newest first), or a key function (ascending).  The
+        sort is stable."""
+        if callable(by):
+            return Items(sorted(self._items, key=by))
+        def when(i: Item) -> float:
+            return i.time.timestamp() if i.time else float("-inf")
+        if by == "recent":
+            return Items(sorted(self._items, key=when, reverse=True))
+        if by == "clear":
+            newest = sorted(self._items, key=when, reverse=True)
+            return Items(sorted(newest, key=lambda i: (i.cloud_cover is None,
+                                                       i.cloud_cover or 0.0)))
+        raise ValueError("sorted: by is 'recent', 'clear' or a key function, "
+                         "not %r" % (by,))
+
     def select(self, assets: Sequence[str], *,
                sign: Optional[SignFunction] = None,
                missing: str = "error") -> Selection:
