@@ -761,7 +761,7 @@ typedef struct cf_loader_options {
     /* Resources: every buffer comes out of these, never sized by the
      * input.  The loader's memory is at most
      *   prefetch x (image_bytes + mask_bytes    the ring (and a window
-     *               + valid_bytes)             record per sample)
+     *      + batch_size x P x P with valid_mask) record per sample)
      *   + cache_bytes                          decoded tiles kept: tile-
      *                                          shuffle; random patches;
      *                                          grid with patches sharing
@@ -896,8 +896,6 @@ typedef struct cf_loader_layout {
     int prefetch;
     uint64_t samples;          /* samples of this rank per epoch */
     uint64_t batches;          /* batches of this rank per epoch */
-    size_t valid_bytes;        /* one slot: batch_size*P*P with valid_mask
-                                  (0) */
 } cf_loader_layout;
 
 /* A batch handed to the consumer; valid until cf_loader_release. */
@@ -910,8 +908,6 @@ typedef struct cf_batch {
     void *image;               /* n x [T, C, P, P], C order */
     void *mask;                /* n x [1, P, P], or NULL */
     const cf_window *windows;  /* n windows */
-    uint8_t *valid;            /* n x [1, P, P] of 0/1 (valid_mask), or
-                                  NULL; always the loader's memory */
 } cf_batch;
 
 typedef struct cf_loader_stats {
@@ -988,6 +984,12 @@ CF_API cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err);
  * cf_loader_next; waiting counts as data stall.  Lets a caller stay
  * responsive (e.g. to signals) during long stalls. */
 CF_API int cf_loader_wait(cf_loader *ld, double timeout_s);
+/* The valid-pixel mask of batch b (cf_loader_options.valid_mask): n x
+ * [1, P, P] bytes, 1 where every scene and layer has data, valid as long
+ * as b; always the loader's own memory (also after cf_loader_set_buffers).
+ * NULL without valid_mask.  (A function rather than a cf_batch member, so
+ * that callers built against an older cf_batch keep working.) */
+CF_API const uint8_t *cf_loader_batch_valid(const cf_loader *ld, const cf_batch *b);
 /* Give the slot back to the readers. */
 CF_API void cf_loader_release(cf_loader *ld, const cf_batch *b);
 /* Stop reading for good, without waiting out the network: requests in

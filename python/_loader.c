@@ -11,6 +11,7 @@ typedef struct {
     PyObject_HEAD cf_loader *ld;
     int closed;           /* readers stopped; freed at dealloc */
     cf_loader_layout lay;
+    size_t valid_bytes;   /* valid_mask: batch_size x P x P per slot */
     cf_batch held;        /* the batch the caller holds (slot -1: none) */
     PyObject **buffers;   /* per slot: caller objects kept alive (2 each) */
     Py_buffer *views;     /* their buffer views */
@@ -306,6 +307,9 @@ static int create(LoaderObject *self, const cf_loader_options *o) {
         return 0;
     }
     cf_loader_get_layout(ld, &self->lay);
+    self->valid_bytes = o->valid_mask ? (size_t)self->lay.batch_size * self->lay.patch_size *
+                                            self->lay.patch_size
+                                      : 0;
     self->ld = ld;
     self->held.slot = -1;
     self->buffers = PyMem_Calloc((size_t)self->lay.prefetch * 2, sizeof *self->buffers);
@@ -410,7 +414,7 @@ static PyObject *Loader_layout(LoaderObject *self, PyObject *unused) {
         (Py_ssize_t)L->image_bytes, "mask_bytes", (Py_ssize_t)L->mask_bytes,
         "prefetch", L->prefetch, "samples", (unsigned long long)L->samples,
         "batches", (unsigned long long)L->batches, "has_valid",
-        L->valid_bytes ? Py_True : Py_False, "valid_bytes", (Py_ssize_t)L->valid_bytes);
+        self->valid_bytes ? Py_True : Py_False, "valid_bytes", (Py_ssize_t)self->valid_bytes);
 }
 
 /* A numpy array over loader memory; its base is the _Loader, so the
@@ -545,7 +549,8 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused) {
     PyObject *msk = Py_None, *val = Py_None;
     if (img && L->has_mask) msk = view(self, 4, md, L->mask_dtype, b.mask);
     else Py_INCREF(msk);
-    if (img && msk && b.valid) val = view(self, 4, md, CF_DT_U8, b.valid);
+    const uint8_t *valid = cf_loader_batch_valid(self->ld, &b);
+    if (img && msk && valid) val = view(self, 4, md, CF_DT_U8, (void *)valid);
     else Py_INCREF(val);
     if (!img || !msk || !val) {
         Py_XDECREF(img);

@@ -424,9 +424,13 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     out->image = s->image;
     out->mask = s->mask;
     out->windows = s->windows;
-    out->valid = s->valid;
     pthread_mutex_unlock(&ld->mu);
     return CF_OK;
+}
+
+const uint8_t *cf_loader_batch_valid(const cf_loader *ld, const cf_batch *b) {
+    if (!ld || !b || b->slot < 0 || b->slot >= ld->o.prefetch) return NULL;
+    return ld->slots[b->slot].valid;
 }
 
 void cf_loader_release(cf_loader *ld, const cf_batch *b) {

@@ -281,7 +281,7 @@ static cf_status lay_out(cf_loader *ld, cf_error *err) {
     mask_bytes = B * P * P * ld->mask_es;
     L->image_bytes = (size_t)img_bytes;
     L->mask_bytes = (size_t)mask_bytes;
-    L->valid_bytes = o->valid_mask ? (size_t)(B * P * P) : 0;
+    ld->valid_bytes = o->valid_mask ? (size_t)(B * P * P) : 0;
     return CF_OK;
 }
 
@@ -453,7 +453,7 @@ static cf_status plan_readers(cf_loader *ld, cf_error *err) {
          * and one ready to take, or readers idle behind a slow patch.
          * Capped at twice the in-flight byte budget, at least 4 slots. */
         uint64_t n = ((uint64_t)want + B - 1) / B + 2;
-        uint64_t slot = (uint64_t)L->image_bytes + L->mask_bytes + L->valid_bytes;
+        uint64_t slot = (uint64_t)L->image_bytes + L->mask_bytes + ld->valid_bytes;
         uint64_t cap = slot ? 2 * I / slot : n;
         if (n > cap) n = cap;
         if (n < 4) n = 4;
@@ -462,7 +462,7 @@ static cf_status plan_readers(cf_loader *ld, cf_error *err) {
     }
     L->prefetch = o->prefetch;
     ld->ring_bytes = (uint64_t)o->prefetch *
-                     ((uint64_t)L->image_bytes + L->mask_bytes + L->valid_bytes +
+                     ((uint64_t)L->image_bytes + L->mask_bytes + ld->valid_bytes +
                       B * (sizeof(cf_window) + 1));
     return CF_OK;
 }
@@ -512,10 +512,10 @@ static cf_status make_ring(cf_loader *ld, cf_error *err) {
         s->ok = cf__calloc(B, 1);
         s->image = cf__malloc(L->image_bytes);
         s->mask = L->mask_bytes ? cf__malloc(L->mask_bytes) : NULL;
-        s->valid = L->valid_bytes ? cf__malloc(L->valid_bytes) : NULL;
+        s->valid = ld->valid_bytes ? cf__malloc(ld->valid_bytes) : NULL;
         s->own_buffers = 1;
         if (!s->windows || !s->ok || !s->image ||
-            (L->mask_bytes && !s->mask) || (L->valid_bytes && !s->valid))
+            (L->mask_bytes && !s->mask) || (ld->valid_bytes && !s->valid))
             return cf__err(err, CF_E_NOMEM,
                            "loader: ring slot %d (%zu bytes)", i,
                            L->image_bytes);

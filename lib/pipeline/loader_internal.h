@@ -122,6 +122,7 @@ struct cf_loader {
     int *planes0, nplanes0;   /* bands0 without repeats (planar files) */
     float *mean, *std;
     cf__sg *sg;               /* each input on its sample's target grid */
+    size_t valid_bytes;       /* valid_mask: batch_size x P x P per slot */
     size_t valid_off;         /* valid_mask, mosaic: an input's P x P
                                  validity in the readers' scratch */
     size_t mosaic_off;        /* mosaic: a later scene's raw block, the

@@ -771,6 +771,85 @@ static void test_float_normalise(void) {
     cf_loader_free(ld);
 }
 
+/* valid_mask and mosaic on a target grid larger than the scenes: scene
+ * A (100 x 80 px) lies at target pixels (10, 10), scene B (same size) at
+ * (60, 10); outside both, nothing.  valid is 1 exactly inside the scenes
+ * read; a mosaic of A then B takes A where A lies, B elsewhere; many
+ * readers at once (the sanitizer builds run this). */
+static void test_valid_and_mosaic(void) {
+    char va[600], vb[600];
+    snprintf(va, sizeof va, "%s/v_a.tif", dir);
+    snprintf(vb, sizeof vb, "%s/v_b.tif", dir);
+    geo_res = 10, geo_y0 = 1000;
+    geo_x0 = 0;
+    write_tiff_ex(va, 100, 80, 32, 0, -1, 1);
+    geo_x0 = 500;
+    write_tiff_ex(vb, 100, 80, 32, 0, -1, 0);
+    geo_res = 0;
+    cf_grid g = {.crs = NULL, .transform = {-100, 10, 0, 1100, 0, -10}, .width = 180,
+                 .height = 100};
+    for (int mosaic = 0; mosaic < 2; mosaic++) {
+        const char *one[] = {va}, *two[] = {va, vb};
+        cf_loader_options o;
+        cf_loader_options_init(&o);
+        CHECK(!o.valid_mask && !o.mosaic);
+        o.images = mosaic ? two : one;
+        o.nfiles = 1;
+        o.time_steps = mosaic ? 2 : 1;
+        o.mosaic = mosaic;
+        o.valid_mask = 1;
+        o.grid = &g;
+        o.patch_size = 24;
+        o.batch_size = 5;
+        o.sampler = CF_SAMPLER_RANDOM;
+        o.epoch_length = 60;
+        o.augment = CF_AUG_FLIP | CF_AUG_ROT90;
+        o.threads = 6;
+        cf_loader *ld;
+        cf_error e;
+        CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+        if (!ld) continue;
+        cf_loader_layout L;
+        cf_loader_get_layout(ld, &L);
+        CHECK(L.time_steps == 1 && L.channels == 2);
+        cf_batch b;
+        int n = 0, wrong = 0, holes = 0, from_b = 0;
+        while (cf_loader_next(ld, &b, &e) == CF_OK) {
+            const uint8_t *valid = cf_loader_batch_valid(ld, &b);
+            CHECK(valid != NULL);
+            for (uint32_t i = 0; valid && i < b.n; i++, n++) {
+                const cf_window *w = &b.windows[i];
+                const uint16_t *img = (const uint16_t *)b.image + (size_t)i * 2 * 24 * 24;
+                for (int r = 0; r < 24; r++)
+                    for (int c = 0; c < 24; c++) {
+                        /* Where output pixel (c, r) came from, augmentation
+                         * undone: rot90 k times, then flip (docs). */
+                        int k = (int)(w->aug & 3), rr = r, cc = (w->aug & 4) ? 23 - c : c;
+                        for (int q = 0; q < k; q++) {
+                            int t = rr;
+                            rr = cc;
+                            cc = 23 - t;
+                        }
+                        int64_t gx = w->x + cc, gy = w->y + rr;
+                        int in_a = gx >= 10 && gx < 110 && gy >= 10 && gy < 90;
+                        int in_b = mosaic && gx >= 60 && gx < 160 && gy >= 10 && gy < 90;
+                        uint8_t v = valid[(size_t)i * 24 * 24 + (size_t)r * 24 + c];
+                        uint16_t p0 = img[(size_t)r * 24 + c], p1 = img[576 + (size_t)r * 24 + c];
+                        uint16_t w0 = 0, w1 = 0;
+                        if (in_a) w0 = F(gx - 10, gy - 10, 0), w1 = F(gx - 10, gy - 10, 1);
+                        else if (in_b) w0 = F(gx - 60, gy - 10, 0), w1 = F(gx - 60, gy - 10, 1);
+                        wrong += v != (in_a || in_b) || p0 != w0 || p1 != w1;
+                        holes += !v;
+                        from_b += !in_a && in_b;
+                    }
+            }
+            cf_loader_release(ld, &b);
+        }
+        CHECK(n == 60 && wrong == 0 && holes > 0 && (from_b > 0) == mosaic);
+        cf_loader_free(ld);
+    }
+}
+
 int main(void) {
     fixtures();
     test_values_all_samplers();
@@ -784,6 +863,7 @@ int main(void) {
     test_misaligned();
     test_grids();
     test_float_normalise();
+    test_valid_and_mosaic();
     test_budget();
     test_skip_limit();
     char cmd[600];
