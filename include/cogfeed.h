@@ -873,6 +873,17 @@ typedef struct cf_loader_options {
      * costs no request where its footprint misses the patch.  Pixels no
      * scene covers keep the first scene's fill (its nodata, or 0) (0) */
     int mosaic;
+    /* Per-scene classification masks (Sentinel-2's SCL, Landsat's QA
+     * classes), one per image (scene_masks[f * time_steps + t], as
+     * images), or NULL.  Each is read onto the sample's grid with its
+     * scene (nearest), and where its value is one of the
+     * ninvalid_classes values of invalid_classes (compared as doubles), or
+     * where it has no data itself (outside it, its nodata), that scene has
+     * no data: those pixels are 0 in the valid mask, and a mosaic takes
+     * them from a later scene.  Read only with valid_mask or mosaic. */
+    const char *const *scene_masks;
+    const double *invalid_classes;
+    uint32_t ninvalid_classes;  /* at most 256 */
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-

@@ -93,22 +93,22 @@ static int sampler_kind(const char *s, cf_sampler_kind *out) {
 static char *loader_kwlist[] = {
     "images", "masks", "layers", "weights", "bands", "sampler", "flip", "rot90",
     "float32", "mean", "std", "io_options", "grid", "grid_crs", "grid_res",
-    "layer_resampling", NULL};
+    "layer_resampling", "scene_masks", "invalid_classes", NULL};
 
 /* The hand-converted keywords, and what they are converted into: owned
  * here until cf_loader_new has copied it (loader_args_free). */
 typedef struct loader_args {
     PyObject *images, *masks, *layers, *weights, *bands, *mean, *std, *io_kw;
-    PyObject *grid, *grid_crs, *layer_rs;
+    PyObject *grid, *grid_crs, *layer_rs, *scene_masks, *classes;
     const char *sampler;
     int flip, rot90, f32;
     double grid_res[2];
     PyObject *keep;    /* bytes objects the path arrays point into */
     PyObject *io_keep; /* io_options' paths */
     cf_io_options io_o;
-    const char **img, **msk, **lay;
-    Py_ssize_t nimg, nmask, nlay, nw, nmean, nstd;
-    double *w, *mn, *sd;
+    const char **img, **msk, **lay, **scm;
+    Py_ssize_t nimg, nmask, nlay, nw, nmean, nstd, nscm, ncls;
+    double *w, *mn, *sd, *cls;
     int *bi, nb;
     float *mf, *sf;
     cf_grid tgrid;
@@ -120,6 +120,8 @@ static void loader_args_free(loader_args *a) {
     PyMem_Free(a->img);
     PyMem_Free(a->msk);
     PyMem_Free(a->lay);
+    PyMem_Free(a->scm);
+    PyMem_Free(a->cls);
     PyMem_Free(a->w);
     PyMem_Free(a->bi);
     PyMem_Free(a->mn);
@@ -143,12 +145,13 @@ static int parse_keywords(PyObject *args, PyObject *kw, loader_args *a, cf_loade
     if (kw && !rest) return 0;
     /* Borrowed from rest, whose values kw holds too. */
     int ok = cf__py_take_options(rest, tab, n, o) &&
-             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)O",
+             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)OOO",
                                          loader_kwlist, &a->images, &a->masks, &a->layers,
                                          &a->weights, &a->bands, &a->sampler, &a->flip,
                                          &a->rot90, &a->f32, &a->mean, &a->std, &a->io_kw,
                                          &a->grid, &a->grid_crs, &a->grid_res[0],
-                                         &a->grid_res[1], &a->layer_rs);
+                                         &a->grid_res[1], &a->layer_rs, &a->scene_masks,
+                                         &a->classes);
     Py_XDECREF(rest);
     if (!ok) return 0;
     if (a->io_kw != Py_None && !PyDict_Check(a->io_kw)) {
@@ -189,6 +192,13 @@ static int convert_inputs(loader_args *a, cf_loader_options *o) {
     if (a->weights != Py_None &&
         !(a->w = num_array(a->weights, &a->nw, "weights must be a sequence")))
         return 0;
+    if (a->scene_masks != Py_None &&
+        !(a->scm = str_array(a->scene_masks, &a->nscm, a->keep,
+                             "scene_masks must be a sequence of paths")))
+        return 0;
+    if (a->classes != Py_None &&
+        !(a->cls = num_array(a->classes, &a->ncls, "invalid_classes must be a sequence")))
+        return 0;
     if (!cf__py_parse_bands(a->bands, &a->bi, &a->nb)) return 0;
     if (a->nimg == 0 || a->nimg % o->time_steps) {
         PyErr_SetString(PyExc_ValueError, "images: need a positive multiple of time_steps");
@@ -199,6 +209,18 @@ static int convert_inputs(loader_args *a, cf_loader_options *o) {
         PyErr_Format(PyExc_ValueError, "%zd masks for %zu image files", a->nmask, nfiles);
         return 0;
     }
+    if (a->scm && a->nscm != a->nimg) {
+        PyErr_Format(PyExc_ValueError, "scene_masks: %zd paths for %zd images (one per image)",
+                     a->nscm, a->nimg);
+        return 0;
+    }
+    if (a->ncls > 256) {
+        PyErr_Format(PyExc_ValueError, "invalid_classes: %zd values (at most 256)", a->ncls);
+        return 0;
+    }
+    o->scene_masks = a->scm;
+    o->invalid_classes = a->cls;
+    o->ninvalid_classes = (uint32_t)a->ncls;
     if (a->w && (size_t)a->nw != nfiles) {
         PyErr_Format(PyExc_ValueError, "weights: %zd values for %zu image files", a->nw,
                      nfiles);
@@ -325,6 +347,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     loader_args a = {.masks = Py_None, .layers = Py_None, .weights = Py_None,
                      .bands = Py_None, .mean = Py_None, .std = Py_None, .io_kw = Py_None,
                      .grid = Py_None, .grid_crs = Py_None, .layer_rs = Py_None,
+                     .scene_masks = Py_None, .classes = Py_None,
                      .sampler = "random"};
     cf_loader_options o;
     cf_loader_options_init(&o);

@@ -199,6 +199,10 @@ cf_status cf__grid_resample_valid(const cf_cog *cog, const cf__grid_plan *pl, si
  * dtype dt holds `nodata` (NaN: a NaN). */
 void cf__valid_nodata(uint8_t *valid, const void *data, cf_dtype dt, uint32_t nb, size_t n,
                       double nodata);
+/* Clear valid[i] (n pixels) where sample i of data (dtype dt) equals one
+ * of the nclasses values of classes. */
+void cf__valid_classes(uint8_t *valid, const void *data, cf_dtype dt, size_t n,
+                       const double *classes, uint32_t nclasses);
 /* Clear valid over a w x h window at (x, y) of level `level` where it
  * lies outside the level, or where the level's internal mask is 0. */
 cf_status cf__valid_window(cf_cog *cog, int level, int64_t x, int64_t y, uint32_t w,

@@ -618,6 +618,10 @@ static void release_inputs(cf_loader *ld) {
         cf_cog_close(ld->lay[i]);
         ld->lay[i] = NULL;
     }
+    for (size_t i = 0; ld->scm && i < nimg; i++) {
+        cf_cog_close(ld->scm[i]);
+        ld->scm[i] = NULL;
+    }
     for (int i = 0; ld->own_io && i < ld->nios; i++) {
         cf_io_free(ld->ios[i]);
         ld->ios[i] = NULL;

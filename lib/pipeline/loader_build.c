@@ -70,17 +70,24 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     if (o->nbands < 0 || o->nbands > CF_MAX_BANDS || (o->nbands && !o->bands))
         return cf__err(err, CF_E_ARG, "loader: nbands %d not in [0, %d]",
                        o->nbands, CF_MAX_BANDS);
+    if (o->ninvalid_classes > 256 || (o->ninvalid_classes && !o->invalid_classes))
+        return cf__err(err, CF_E_ARG, "loader: %u invalid classes (at most 256, and given)",
+                       o->ninvalid_classes);
+    /* Scene masks only count for validity: without valid_mask or mosaic
+     * they would be opened and never read. */
+    if (!o->valid_mask && !o->mosaic) o->scene_masks = NULL;
     /* Copy everything the caller may free after cf_loader_new. */
     size_t nimg = o->nfiles * (size_t)o->time_steps;
-    ld->nurls = nimg + (o->masks ? o->nfiles : 0) +
-                o->nfiles * (size_t)o->nlayers;
+    const size_t nrest = (o->masks ? o->nfiles : 0) + o->nfiles * (size_t)o->nlayers;
+    ld->nurls = nimg + nrest + (o->scene_masks ? nimg : 0);
     ld->urls = cf__calloc(ld->nurls, sizeof *ld->urls);
     if (!ld->urls) return cf__err(err, CF_E_NOMEM, "loader: url table");
     for (size_t i = 0; i < ld->nurls; i++) {
         const char *u;
         if (i < nimg) u = o->images[i];
         else if (o->masks && i < nimg + o->nfiles) u = o->masks[i - nimg];
-        else u = o->layers[i - nimg - (o->masks ? o->nfiles : 0)];
+        else if (i < nimg + nrest) u = o->layers[i - nimg - (o->masks ? o->nfiles : 0)];
+        else u = o->scene_masks[i - nimg - nrest];
         if (!u) return cf__err(err, CF_E_ARG, "loader: input %zu is NULL", i);
         ld->urls[i] = cf__strdup(u);
         if (!ld->urls[i]) return cf__err(err, CF_E_NOMEM, "loader: urls");
@@ -88,6 +95,14 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     }
     o->images = NULL;
     o->layers = NULL;
+    ld->has_scm = o->scene_masks != NULL;
+    o->scene_masks = NULL;
+    if (o->ninvalid_classes) {
+        ld->classes = cf__calloc(o->ninvalid_classes, sizeof *ld->classes);
+        if (!ld->classes) return cf__err(err, CF_E_NOMEM, "loader: classes");
+        memcpy(ld->classes, o->invalid_classes, o->ninvalid_classes * sizeof *ld->classes);
+    }
+    o->invalid_classes = NULL;
     if (o->nbands) {
         ld->bands = cf__calloc((size_t)o->nbands, sizeof *ld->bands);
         ld->bands0 = cf__calloc((size_t)o->nbands, sizeof *ld->bands0);
@@ -172,7 +187,8 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
     /* A time series: every step's image and layers.  A mosaic: the first
      * scene and the layers (the output), then the later scenes, which
      * fill what the first leaves without data. */
-    ld->nmembers = o->mosaic ? o->time_steps + o->nlayers : o->time_steps * (1 + o->nlayers);
+    ld->nmembers = (o->mosaic ? o->time_steps + o->nlayers : o->time_steps * (1 + o->nlayers)) +
+                   (ld->has_scm ? o->time_steps : 0);
     ld->members = cf__calloc((size_t)ld->nmembers, sizeof *ld->members);
     if (!ld->members) return cf__err(err, CF_E_NOMEM, "loader: members");
     int m = 0;
@@ -187,6 +203,21 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
             mb->nb = l < 0 ? ld->ci : ld->layer_bands[l];
             ch += mb->nb;
         }
+        if (ld->has_scm) { /* the scene's classes, after its members */
+            ld_member *mb = &ld->members[m++];
+            mb->t = t;
+            mb->layer = LD_SCENE_MASK;
+            mb->nb = 1;
+        }
+    }
+    for (size_t i = 0; ld->has_scm && i < o->nfiles * (size_t)o->time_steps; i++) {
+        cf_cog_info si;
+        cf_cog_get_info(ld->scm[i], &si);
+        if (i == 0) ld->scm_dt = si.dtype;
+        else if (si.dtype != ld->scm_dt)
+            return cf__err(err, CF_E_ARG, "loader: scene mask %s is %s, not %s",
+                           cf_cog_name(ld->scm[i]), cf_dtype_name(si.dtype),
+                           cf_dtype_name(ld->scm_dt));
     }
     if (ld->msk) {
         cf_cog_info i0;
@@ -370,7 +401,7 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
     size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
     size_t sum = 0;
     for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
-        if (!cf__ld_member_fills(ld, &ld->members[m]))
+        if (cf__ld_member_output(ld, &ld->members[m]))
             sum += cf__ld_member_bytes(ld, &ld->members[m], P, P);
     ld->scratch_bytes = sum > sb ? sum : sb;
     ld->mosaic_off = ld->scratch_bytes;
@@ -380,6 +411,12 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
      * are still there (before float32 conversion). */
     ld->valid_off = ld->scratch_bytes;
     if (o->valid_mask || o->mosaic) ld->scratch_bytes += ld->plane;
+    /* Scene masks: a mosaic reads one per group; a series up to 8 (more
+     * groups for a longer one). */
+    ld->scm_off = ld->scratch_bytes;
+    ld->scm_per_group = o->mosaic ? 1 : o->time_steps < 8 ? (uint32_t)o->time_steps : 8;
+    if (ld->has_scm)
+        ld->scratch_bytes += ld->scm_per_group * ld->plane * cf_dtype_size(ld->scm_dt);
     ld->warp_off = ld->scratch_bytes;
     ld->warp_bytes = warp_scratch(ld);
     ld->scratch_bytes += ld->warp_bytes;
@@ -609,7 +646,10 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
         if (o->nlayers)
             ld->lay = cf__calloc(o->nfiles * (size_t)o->nlayers,
                                  sizeof *ld->lay);
-        if (!ld->img || (opt->masks && !ld->msk) || (o->nlayers && !ld->lay))
+        if (ld->has_scm)
+            ld->scm = cf__calloc(o->nfiles * (size_t)o->time_steps, sizeof *ld->scm);
+        if (!ld->img || (opt->masks && !ld->msk) || (o->nlayers && !ld->lay) ||
+            (ld->has_scm && !ld->scm))
             st = cf__err(err, CF_E_NOMEM, "loader: file table");
     }
     if (st == CF_OK) st = cf__ld_open_inputs(ld, err);
@@ -677,9 +717,12 @@ void cf_loader_free(cf_loader *ld) {
     for (size_t i = 0; ld->lay && i < ld->o.nfiles * (size_t)ld->o.nlayers;
          i++)
         cf_cog_close(ld->lay[i]);
+    for (size_t i = 0; ld->scm && i < nimg; i++) cf_cog_close(ld->scm[i]);
     free(ld->img);
     free(ld->msk);
     free(ld->lay);
+    free(ld->scm);
+    free(ld->classes);
     for (int i = 0; ld->own_io && i < ld->nios; i++) cf_io_free(ld->ios[i]);
     for (size_t i = 0; ld->urls && i < ld->nurls; i++) free(ld->urls[i]);
     free(ld->urls);

@@ -64,11 +64,16 @@ typedef struct ld_slot {
     cf_error fatal_err;       /* the first of those */
 } ld_slot;
 
+/* ld_member.layer of a scene's classification mask (scene_masks). */
+#define LD_SCENE_MASK (-2)
+
 /* One member of a sample: an image scene or an extra layer, read into a
- * range of output channels. */
+ * range of output channels; or a scene's classification mask, read for
+ * validity only. */
 typedef struct ld_member {
     int t;                    /* time step */
-    int layer;                /* -1: the image, else layer index */
+    int layer;                /* -1: the image, LD_SCENE_MASK, else layer
+                                 index */
     uint32_t channel;         /* first output channel */
     uint32_t nb;              /* bands read */
 } ld_member;
@@ -141,6 +146,13 @@ struct cf_loader {
     cf_cog **img;             /* nfiles * T */
     cf_cog **msk;             /* nfiles or NULL */
     cf_cog **lay;             /* nfiles * nlayers or NULL */
+    cf_cog **scm;             /* scene masks, nfiles * T, or NULL */
+    int has_scm;
+    cf_dtype scm_dt;
+    double *classes;          /* invalid_classes (o.ninvalid_classes) */
+    size_t scm_off;           /* scene masks' raw blocks in the readers'
+                                 scratch, scm_per_group of them */
+    uint32_t scm_per_group;
     ld_member *members;
     int nmembers;
     uint32_t ci;              /* image channels */
@@ -225,6 +237,9 @@ cf_status cf__ld_level(const cf_loader *ld, const cf_cog *c, cf_level_info *li,
 /* sample_read.c: raw bytes of member m for a w x h window. */
 size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
                            uint64_t h);
+/* Whether member mb is part of the output (an image scene or a layer
+ * that makes channels): not a mosaic's later scene, not a scene mask. */
+int cf__ld_member_output(const cf_loader *ld, const ld_member *mb);
 /* Whether member mb is a later scene of a mosaic (cf_loader_options.
  * mosaic): read into the mosaic scratch to fill the first scene's pixels
  * without data, no output of its own. */

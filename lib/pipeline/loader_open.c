@@ -36,7 +36,9 @@ cf_cog **cf__ld_url_slot(cf_loader *ld, size_t i) {
         if (i < ld->o.nfiles) return &ld->msk[i];
         i -= ld->o.nfiles;
     }
-    return &ld->lay[i];
+    size_t nl = ld->o.nfiles * (size_t)ld->o.nlayers;
+    if (i < nl) return &ld->lay[i];
+    return &ld->scm[i - nl];
 }
 
 /* Batches hold real numbers: a file of complex samples (CInt16, ...) is
@@ -115,6 +117,6 @@ cf_status cf__ld_open_inputs(cf_loader *ld, cf_error *err) {
     cf_status st = open_all(ld, err);
     /* Every input placed on its sample's target grid, or refused
      * (sample_grid.c). */
-    if (st == CF_OK) st = cf__sg_new(&ld->o, ld->img, ld->msk, ld->lay, &ld->sg, err);
+    if (st == CF_OK) st = cf__sg_new(&ld->o, ld->img, ld->msk, ld->lay, ld->scm, &ld->sg, err);
     return st;
 }

@@ -246,7 +246,7 @@ static cf_status place(const cf_loader_options *o, const cf_cog *c, const cf_gri
 }
 
 cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *const *msk,
-                     cf_cog *const *lay, cf__sg **out, cf_error *err) {
+                     cf_cog *const *lay, cf_cog *const *scm, cf__sg **out, cf_error *err) {
     *out = NULL;
     if (o->grid && o->grid_crs)
         return cf__err(err, CF_E_ARG, "loader: give grid or grid_crs, not both");
@@ -273,7 +273,7 @@ cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *con
     cf__sg *sg = cf__calloc(1, sizeof *sg);
     if (!sg) return cf__err(err, CF_E_NOMEM, "loader: grids");
     sg->nfiles = F;
-    sg->ninputs = F * T + (msk ? F : 0) + F * L;
+    sg->ninputs = F * T + (msk ? F : 0) + F * L + (scm ? F * T : 0);
     sg->grids = cf__calloc(F, sizeof *sg->grids);
     sg->crs = cf__calloc(F, sizeof *sg->crs);
     sg->georef = cf__calloc(F, 1);
@@ -307,6 +307,12 @@ cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *con
             cf__sg_input *in = &sg->in[F * T + (msk ? F : 0) + f * L + l];
             in->rs = o->layer_resampling ? o->layer_resampling[l] : o->resampling;
             st = place(o, lay[f * L + l], g, sg->georef[f], "layer", ref, in, err);
+        }
+        /* Classes: nearest, as gdalwarp reads them. */
+        for (size_t t = 0; st == CF_OK && scm && t < T; t++) {
+            cf__sg_input *in = &sg->in[F * T + (msk ? F : 0) + F * L + f * T + t];
+            in->rs = CF_RS_NEAREST;
+            st = place(o, scm[f * T + t], g, sg->georef[f], "scene mask", ref, in, err);
         }
         const cf__sg_input *i0 = &sg->in[f * T];
         cf_level_info li;

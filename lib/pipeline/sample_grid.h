@@ -31,12 +31,13 @@ typedef struct cf__sg cf__sg;
 
 /* The target grid of every sample file and the placement of every input
  * (inputs indexed as the loader's urls: images [f * T + t], then masks
- * [f], then layers [f * L + l]), with the checks: an input that cannot be
+ * [f], then layers [f * L + l], then scene masks [f * T + t]: scm, or
+ * NULL), with the checks: an input that cannot be
  * placed is refused, naming the file (and both CRSs when reprojection is
  * off).  `o` is the loader's options (its grid pointers still the
  * caller's: used during this call only). */
 cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *const *msk,
-                     cf_cog *const *lay, cf__sg **out, cf_error *err);
+                     cf_cog *const *lay, cf_cog *const *scm, cf__sg **out, cf_error *err);
 void cf__sg_free(cf__sg *sg);
 
 const cf__sg_input *cf__sg_input_at(const cf__sg *sg, size_t slot);

@@ -18,6 +18,12 @@
 
 #include <stdlib.h>
 
+/* The raw dtype of member mb's file. */
+static cf_dtype member_dt(const cf_loader *ld, const ld_member *mb) {
+    if (mb->layer == LD_SCENE_MASK) return ld->scm_dt;
+    return mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+}
+
 /* Why not cf_cog_read per part: it reads one file at a time (image, then
  * mask: two round trips per patch on remote storage), allocates its fetch
  * and tile buffers on every call (page faults on every patch) and answers
@@ -341,7 +347,7 @@ static void convert_member(const cf_loader *ld, const ld_member *mb,
                            const cf_cog *cog, const uint8_t *raw,
                            uint8_t *out) {
     const cf_loader_options *o = &ld->o;
-    cf_dtype dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+    cf_dtype dt = member_dt(ld, mb);
     const int *bands = mb->layer < 0 ? ld->bands : NULL;
     for (uint32_t b = 0; b < mb->nb; b++) {
         int band = bands ? bands[b] : (int)b + 1;
@@ -359,9 +365,10 @@ static void convert_member(const cf_loader *ld, const ld_member *mb,
 
 /* The file that member m of a sample of file f reads. */
 static cf_cog *member_cog(const cf_loader *ld, size_t f, const ld_member *mb) {
-    return mb->layer < 0
-               ? ld->img[f * (size_t)ld->o.time_steps + (size_t)mb->t]
-               : ld->lay[f * (size_t)ld->o.nlayers + (size_t)mb->layer];
+    const size_t scene = f * (size_t)ld->o.time_steps + (size_t)mb->t;
+    if (mb->layer == LD_SCENE_MASK) return ld->scm[scene];
+    return mb->layer < 0 ? ld->img[scene]
+                         : ld->lay[f * (size_t)ld->o.nlayers + (size_t)mb->layer];
 }
 
 /* Input m of a sample of file f (member m, or the mask when m is
@@ -388,12 +395,12 @@ static void input_part(const cf_loader *ld, size_t f, const cf_window *w, int m,
     }
     const ld_member *mb = &ld->members[m];
     p->cog = member_cog(ld, f, mb);
-    int sel = mb->layer < 0 && ld->bands;
+    int sel = mb->layer == -1 && ld->bands;
     p->bands0 = sel ? ld->bands0 : ld->ident;
     p->planes = sel ? ld->planes0 : ld->ident;
     p->nbands = mb->nb;
     p->nplanes = sel ? (uint32_t)ld->nplanes0 : mb->nb;
-    p->dt = mb->layer < 0 ? ld->raw_dt : ld->layer_dt[mb->layer];
+    p->dt = member_dt(ld, mb);
     p->bytes = cf__ld_member_bytes(ld, mb, ld->o.patch_size, ld->o.patch_size);
 }
 
@@ -407,6 +414,8 @@ typedef struct ld_input {
     cf_dtype dt;
     uint32_t nb;
     int warped;
+    int classes;              /* a scene mask: its invalid classes clear
+                                 vplane */
     uint8_t *vplane;          /* its validity is AND-ed into this P x P
                                  plane (valid_mask, mosaic), or NULL */
     int part0;                /* its part, or (warped) its first */
@@ -414,10 +423,11 @@ typedef struct ld_input {
 } ld_input;
 
 /* The input (a member, or the mask when nmembers) read k-th: members in
- * order, then the mask; a mosaic reads the first scene, the layers and
- * the mask first, its later scenes last (read only while needed). */
+ * order, then the mask; a mosaic reads the first scene (its layers and
+ * scene mask) and the mask first, its later scenes last (read only while
+ * needed). */
 static int input_at(const cf_loader *ld, int k) {
-    const int nout = ld->o.mosaic ? 1 + ld->o.nlayers : ld->nmembers;
+    const int nout = ld->o.mosaic ? 1 + ld->o.nlayers + ld->has_scm : ld->nmembers;
     if (k < nout) return k;
     if (ld->msk) return k == nout ? ld->nmembers : k - 1;
     return k;
@@ -438,27 +448,36 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
     uint64_t need = 0;
     cf_status st = CF_OK;
     *np = *ni = 0;
+    uint32_t nscm = 0; /* scene masks in this group */
     while (g + *ni < nall && *ni < LD_PART_CHUNKS) {
         const int m = input_at(ld, g + *ni);
-        const int fills = m < ld->nmembers && cf__ld_member_fills(ld, &ld->members[m]);
-        /* A later scene of a mosaic is read in a group of its own, once
-         * the ones before it have left pixels without data. */
-        if (fills && *ni) break;
+        const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
+        const int fills = mb && cf__ld_member_fills(ld, mb);
+        const int classes = mb && mb->layer == LD_SCENE_MASK;
+        /* A later scene of a mosaic (and its scene mask) is read in a
+         * group of its own, once the ones before it have left pixels
+         * without data; scene masks, as many as their scratch holds. */
+        if ((fills && *ni) || (classes && nscm == ld->scm_per_group)) break;
         ld_input *in = &ins[*ni];
         memset(in, 0, sizeof *in);
         uint8_t *dst = mask, *vp = NULL;
         size_t slot = ld->o.nfiles * (size_t)ld->o.time_steps + f;
-        if (m < ld->nmembers) {
-            const ld_member *mb = &ld->members[m];
+        if (mb) {
             uint8_t *mos = wk->scratch + ld->mosaic_off;
             const size_t scene = cf__ld_member_bytes(ld, &ld->members[0], ld->o.patch_size,
                                                      ld->o.patch_size);
             dst = fills ? mos
+                  : classes ? wk->scratch + ld->scm_off +
+                                  nscm++ * ld->plane * cf_dtype_size(ld->scm_dt)
                   : f32 ? wk->scratch + *off
                         : img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
             slot = cf__ld_member_slot(ld, f, mb);
+            /* Validity: a mosaic's scenes (and their scene masks) into the
+             * plane of what is filled (the first) or of the later scene
+             * being read; the rest into the sample's. */
             vp = valid;
-            if (ld->o.mosaic && mb->layer < 0) vp = mos + scene + (fills ? ld->plane : 0);
+            if (ld->o.mosaic && mb->layer < 0) vp = mos + scene + (mb->t ? ld->plane : 0);
+            in->classes = classes;
         }
         ld_part p;
         input_part(ld, f, w, m, dst, &p);
@@ -508,9 +527,8 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         in->dst = p.dst;
         in->dt = p.dt;
         in->nb = p.nbands;
-        if (m < ld->nmembers && !fills) *off += p.bytes;
+        if (mb && cf__ld_member_output(ld, mb)) *off += p.bytes;
         (*ni)++;
-        if (fills) break;
     }
     if (st != CF_OK || !need) return st;
     uint8_t *base = wk->scratch + ld->warp_off;
@@ -563,6 +581,12 @@ static cf_status direct_valid(const cf_loader *ld, const ld_input *in, const ld_
     return CF_OK;
 }
 
+/* A scene mask read: its invalid classes are no data of its scene. */
+static void scene_classes(const cf_loader *ld, const ld_input *in) {
+    cf__valid_classes(in->vplane, in->dst, in->dt, ld->plane, ld->classes,
+                      ld->o.ninvalid_classes);
+}
+
 /* Resample the warped inputs of a group from their source windows (read)
  * into their blocks: GDAL's warp, as cog.read(grid=...) computes it.
  * Each input's validity, where wanted, is AND-ed into its vplane; a
@@ -579,6 +603,7 @@ static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins
                 *bad = in->cog;
                 return st;
             }
+            if (in->classes) scene_classes(ld, in);
             continue;
         }
         cf__grid_fill(in->dst, (size_t)in->nb * ld->plane, in->dt, in->plan.fill);
@@ -613,6 +638,7 @@ static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins
         if (in->plan.out.has_nodata)
             cf__valid_nodata(iv, in->dst, in->dt, in->nb, ld->plane, in->plan.out.nodata);
         for (size_t k = 0; k < ld->plane; k++) in->vplane[k] &= iv[k];
+        if (in->classes) scene_classes(ld, in);
     }
     return CF_OK;
 }
@@ -722,7 +748,7 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     off = 0;
     for (int m = 0; f32 && m < ld->nmembers; m++) {
         const ld_member *mb = &ld->members[m];
-        if (cf__ld_member_fills(ld, mb)) continue;
+        if (!cf__ld_member_output(ld, mb)) continue;
         convert_member(ld, mb, member_cog(ld, f, mb), wk->scratch + off,
                        img + ((size_t)mb->t * C + mb->channel) * ld->plane *
                                  ld->es);
@@ -743,16 +769,21 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
 
 size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
                            uint64_t h) {
-    cf_dtype dt = m->layer < 0 ? ld->raw_dt : ld->layer_dt[m->layer];
-    return (size_t)(m->nb * w * h * cf_dtype_size(dt));
+    return (size_t)(m->nb * w * h * cf_dtype_size(member_dt(ld, m)));
 }
 
 int cf__ld_member_fills(const cf_loader *ld, const ld_member *mb) {
-    return ld->o.mosaic && mb->layer < 0 && mb->t > 0;
+    return ld->o.mosaic && mb->layer == -1 && mb->t > 0;
+}
+
+int cf__ld_member_output(const cf_loader *ld, const ld_member *mb) {
+    return mb->layer != LD_SCENE_MASK && !cf__ld_member_fills(ld, mb);
 }
 
 size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb) {
-    const size_t F = ld->o.nfiles, T = (size_t)ld->o.time_steps;
+    const size_t F = ld->o.nfiles, T = (size_t)ld->o.time_steps, L = (size_t)ld->o.nlayers;
+    const size_t M = ld->msk ? F : 0;
+    if (mb->layer == LD_SCENE_MASK) return F * T + M + F * L + f * T + (size_t)mb->t;
     if (mb->layer < 0) return f * T + (size_t)mb->t;
-    return F * T + (ld->msk ? F : 0) + f * (size_t)ld->o.nlayers + (size_t)mb->layer;
+    return F * T + M + f * L + (size_t)mb->layer;
 }

@@ -1,7 +1,8 @@
 /*
  * valid.c - the valid-pixel mask of an input read as it lies
  * (cf_loader_options.valid_mask): what is outside the file, its internal
- * mask and its nodata, as GDAL's mask band says it.  Resampled inputs get
+ * mask and its nodata, as GDAL's mask band says it; and the invalid
+ * classes of a scene mask.  Resampled inputs get
  * theirs from the warp (cf__grid_resample_valid, read_grid.c).
  */
 #include "cog_internal.h"
@@ -25,6 +26,46 @@ void cf__valid_nodata(uint8_t *valid, const void *data, cf_dtype dt, uint32_t nb
             for (size_t q = 0; q < c; q++) valid[k + q] &= m[q];
         }
     }
+}
+
+/* (cog_internal.h) */
+void cf__valid_classes(uint8_t *valid, const void *data, cf_dtype dt, size_t n,
+                       const double *classes, uint32_t nclasses) {
+    if (!nclasses) return;
+    /* Classes are small integers: a table for 8-bit masks, a scan of the
+     * list otherwise. */
+    if (dt == CF_DT_U8) {
+        uint8_t bad[256] = {0};
+        for (uint32_t c = 0; c < nclasses; c++)
+            if (classes[c] >= 0 && classes[c] <= 255 && classes[c] == (int)classes[c])
+                bad[(int)classes[c]] = 1;
+        const uint8_t *p = data;
+        for (size_t i = 0; i < n; i++) valid[i] &= (uint8_t)!bad[p[i]];
+        return;
+    }
+#define CLASSES(T)                                                                 \
+    do {                                                                           \
+        const T *p = data;                                                         \
+        for (size_t i = 0; i < n; i++)                                             \
+            for (uint32_t q = 0; q < nclasses; q++)                                \
+                if ((double)p[i] == classes[q]) {                                  \
+                    valid[i] = 0;                                                  \
+                    break;                                                         \
+                }                                                                  \
+    } while (0)
+    switch (dt) {
+    case CF_DT_I8: CLASSES(int8_t); break;
+    case CF_DT_U16: CLASSES(uint16_t); break;
+    case CF_DT_I16: CLASSES(int16_t); break;
+    case CF_DT_U32: CLASSES(uint32_t); break;
+    case CF_DT_I32: CLASSES(int32_t); break;
+    case CF_DT_U64: CLASSES(uint64_t); break;
+    case CF_DT_I64: CLASSES(int64_t); break;
+    case CF_DT_F32: CLASSES(float); break;
+    case CF_DT_F64: CLASSES(double); break;
+    default: break; /* complex: refused when the loader opens its inputs */
+    }
+#undef CLASSES
 }
 
 /* (cog_internal.h) */

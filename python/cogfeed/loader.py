@@ -148,6 +148,8 @@ class LoaderOptions(TypedDict, total=False):
     error_threshold: float
     valid_mask: bool
     mosaic: bool
+    scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]], None]
+    invalid_classes: Optional[Sequence[float]]
 
 
 class Batch(TypedDict):
@@ -360,6 +362,27 @@ def _target(grid: object
 
 
 
+def _scene_masks(masks: Any, images: List[Any], series: List[bool]) -> Optional[List[Any]]:
+    """scene_masks= flattened as the images are: one path per image."""
+    if masks is None:
+        return None
+    ms = [masks] if isinstance(masks, (str, bytes, os.PathLike)) else list(masks)
+    if len(ms) != len(images):
+        raise ValueError("scene_masks: %d entries for %d images (shape them as images)"
+                         % (len(ms), len(images)))
+    out: List[Any] = []  # str or bytes paths, as the images'
+    for m, img, s in zip(ms, images, series):
+        if s:
+            if not isinstance(m, (list, tuple)) or len(m) != len(img):
+                raise ValueError("scene_masks: one list per time series, as long as it")
+            out += [os.fspath(p) for p in m]
+        else:
+            if isinstance(m, (list, tuple)):
+                raise ValueError("scene_masks: one path per image")
+            out.append(os.fspath(m))
+    return out
+
+
 class Loader:
     """Iterate over batches of patches read from Cloud-Optimized GeoTIFFs.
 
@@ -506,6 +529,17 @@ class Loader:
             left without data, and costs no request where it misses the
             patch.  Give ``grid`` the union of the scenes (the default
             grid is the first scene's).
+        scene_masks: a classification raster per scene (Sentinel-2's SCL,
+            Landsat's QA), shaped as ``images`` (a path per image, or a
+            list per time series / mosaic), read onto the sample's grid
+            (nearest) with its scene: where it holds one of
+            ``invalid_classes`` (or has no data itself) the scene has no
+            data, so ``batch["valid"]`` is 0 there and a mosaic takes the
+            pixel from a later scene.  Used with ``valid_mask`` or
+            ``mosaic``.
+        invalid_classes: the values of ``scene_masks`` that are not data,
+            e.g. ``[0, 1, 3, 8, 9, 10]`` for SCL's no data, saturated,
+            cloud shadow, cloud (medium, high) and cirrus.
     """
 
     def __init__(
@@ -551,6 +585,9 @@ class Loader:
         error_threshold: float = _default("error_threshold"),
         valid_mask: bool = _default("valid_mask"),
         mosaic: bool = _default("mosaic"),
+        scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
+                           None] = None,
+        invalid_classes: Optional[Sequence[float]] = None,
     ) -> None:
         from .stac import Selection as _Selection
         stac_sel: Optional[_Selection] = None
@@ -579,6 +616,7 @@ class Loader:
             t = 1
             flat = [os.fspath(p) for p in items]
         nfiles = len(flat) // t
+        scm = _scene_masks(scene_masks, items, series)
         if weights is not None:
             weights = list(weights)
         masks_l = None if masks is None else _paths(masks, "masks")
@@ -629,7 +667,9 @@ class Loader:
             mask_resampling=rs_mask, layer_resampling=rs_layers,
             reproject=bool(reproject), ungeoreferenced=bool(ungeoreferenced),
             error_threshold=float(error_threshold),
-            valid_mask=bool(valid_mask), mosaic=bool(mosaic))
+            valid_mask=bool(valid_mask), mosaic=bool(mosaic), scene_masks=scm,
+            invalid_classes=(None if invalid_classes is None
+                             else [float(c) for c in invalid_classes]))
         if cache_bytes is not None:  # None: the C default (5% of RAM)
             self._kw["cache_bytes"] = int(cache_bytes)
         try:

@@ -217,3 +217,83 @@ def test_stac_items_in_mosaic_order(scenes, tmp_path):
             img = next(iter(ld))["image"][0]
         np.testing.assert_array_equal(
             img, gdal_mosaic(sel.images(), str(tmp_path / "s.tif"), g, "near"))
+
+
+@pytest.fixture(scope="module")
+def scl(scenes):
+    """SCL-like class rasters at 20 m over A and B: mostly 4 (vegetation),
+    blobs of 8 and 9 (clouds), a strip of 3 (shadow) in B."""
+    rng = np.random.default_rng(5)
+    out = {}
+    for name, (x0, y1, w, h) in {"A": (X0, Y1 - 20 * RES, 150, 190),
+                                 "B": (X0 + 200 * RES, Y1, 180, 150)}.items():
+        c = np.full((1, h, w), 4, np.uint8)
+        for _ in range(6):
+            cy, cx, r = rng.integers(0, h), rng.integers(0, w), rng.integers(5, 25)
+            yy, xx = np.ogrid[:h, :w]
+            c[0][(yy - cy) ** 2 + (xx - cx) ** 2 < r * r] = rng.choice([8, 9])
+        if name == "A":
+            c[0, 70:100, 110:140] = 9           # over the part B also covers
+        if name == "B":
+            c[0, 40:55, :] = 3
+        out[name] = F.write_cog(os.path.join(scenes["dir"], "scl_%s.tif" % name), c,
+                                (x0, 2 * RES, 0, y1, 0, -2 * RES), nodata=None, blocksize=64)
+    return out
+
+
+def scene_valid(scene, scl, grid, tmp_path, classes):
+    """Where a scene has data on grid by GDAL: its pixels (nearest) not 0,
+    its SCL (nearest) covering them and not of an invalid class."""
+    s = gdal_mosaic([scene], str(tmp_path / "s.tif"), grid, "near", ("-et", "0"))
+    m = F.gdalwarp(scl, str(tmp_path / "c.tif"), grid, "near", extra=("-et", "0", "-dstalpha"))
+    ok = (s != 0).all(axis=0) & (m[-1] > 0) & ~np.isin(m[0], classes)
+    return s, ok
+
+
+def test_scene_masks_in_a_mosaic_match_gdal(scenes, scl, tmp_path):
+    """Clouds and shadows of each scene's SCL are no data: the mosaic takes
+    those pixels from the next scene, as a by-hand mosaic of GDAL warps
+    does."""
+    classes = [3, 8, 9]
+    n = taken_from_b = 0
+    with cogfeed.Loader([[scenes["A"], scenes["B"]]], patch_size=128, batch_size=4,
+                        sampler="grid", grid=region_grid(), mosaic=True,
+                        resampling="nearest", error_threshold=0, valid_mask=True,
+                        scene_masks=[[scl["A"], scl["B"]]], invalid_classes=classes) as ld:
+        for b in ld:
+            for i, g in enumerate(b["grid"]):
+                sa, va = scene_valid(scenes["A"], scl["A"], g, tmp_path, classes)
+                sb, vb = scene_valid(scenes["B"], scl["B"], g, tmp_path, classes)
+                exp = np.where(va, sa, np.where(vb, sb, sa))
+                np.testing.assert_array_equal(b["image"][i], exp, err_msg=str(g))
+                np.testing.assert_array_equal(b["valid"][i, 0], va | vb, err_msg=str(g))
+                taken_from_b += int((~va & vb & (sa != 0).all(axis=0)).sum())
+                n += 1
+    assert n == 20 and taken_from_b > 0   # clouds over A filled from B
+
+
+def test_scene_masks_in_a_time_series(scenes, scl, tmp_path):
+    """A series of two dates: valid is where both dates are clear."""
+    classes = [8, 9]
+    g = cogfeed.Grid.from_bounds(32633, (X0 + 200 * RES, Y1 - 300 * RES,
+                                         X0 + 300 * RES, Y1 - 40 * RES), RES)
+    with cogfeed.Loader([[scenes["A"], scenes["B"]]], patch_size=100, batch_size=2,
+                        sampler="grid", grid=g, resampling="nearest", error_threshold=0,
+                        valid_mask=True, scene_masks=[[scl["A"], scl["B"]]],
+                        invalid_classes=classes) as ld:
+        b = next(iter(ld))
+    assert b["image"].shape[1:3] == (2, 2)
+    for i, pg in enumerate(b["grid"]):
+        _, va = scene_valid(scenes["A"], scl["A"], pg, tmp_path, classes)
+        _, vb = scene_valid(scenes["B"], scl["B"], pg, tmp_path, classes)
+        np.testing.assert_array_equal(b["valid"][i, 0], va & vb)
+
+
+def test_scene_masks_shape_is_checked(scenes, scl):
+    with pytest.raises(ValueError, match="scene_masks"):
+        cogfeed.Loader([[scenes["A"], scenes["B"]]], mosaic=True, scene_masks=[scl["A"]])
+    with pytest.raises(ValueError, match="scene_masks"):
+        cogfeed.Loader([scenes["A"]], valid_mask=True, scene_masks=[[scl["A"]]])
+    with pytest.raises(ValueError, match="invalid_classes"):
+        cogfeed.Loader([scenes["A"]], valid_mask=True, scene_masks=[scl["A"]],
+                       invalid_classes=list(range(300)))

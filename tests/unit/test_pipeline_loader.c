@@ -777,19 +777,27 @@ static void test_float_normalise(void) {
  * read; a mosaic of A then B takes A where A lies, B elsewhere; many
  * readers at once (the sanitizer builds run this). */
 static void test_valid_and_mosaic(void) {
-    char va[600], vb[600];
+    char va[600], vb[600], ma[600], mb[600];
     snprintf(va, sizeof va, "%s/v_a.tif", dir);
     snprintf(vb, sizeof vb, "%s/v_b.tif", dir);
+    snprintf(ma, sizeof ma, "%s/v_ma.tif", dir);
+    snprintf(mb, sizeof mb, "%s/v_mb.tif", dir);
     geo_res = 10, geo_y0 = 1000;
     geo_x0 = 0;
     write_tiff_ex(va, 100, 80, 32, 0, -1, 1);
+    write_tiff_ex(ma, 100, 80, 16, 1, -1, 0); /* classes: F's low byte */
     geo_x0 = 500;
     write_tiff_ex(vb, 100, 80, 32, 0, -1, 0);
+    write_tiff_ex(mb, 100, 80, 16, 1, -1, 1);
     geo_res = 0;
+    /* Scene masks: classes below 50 are no data of their scene. */
+    double classes[50];
+    for (int c = 0; c < 50; c++) classes[c] = c;
     cf_grid g = {.crs = NULL, .transform = {-100, 10, 0, 1100, 0, -10}, .width = 180,
                  .height = 100};
-    for (int mosaic = 0; mosaic < 2; mosaic++) {
-        const char *one[] = {va}, *two[] = {va, vb};
+    for (int variant = 0; variant < 3; variant++) {
+        const int mosaic = variant > 0, scm = variant == 2;
+        const char *one[] = {va}, *two[] = {va, vb}, *masks2[] = {ma, mb};
         cf_loader_options o;
         cf_loader_options_init(&o);
         CHECK(!o.valid_mask && !o.mosaic);
@@ -798,6 +806,11 @@ static void test_valid_and_mosaic(void) {
         o.time_steps = mosaic ? 2 : 1;
         o.mosaic = mosaic;
         o.valid_mask = 1;
+        if (scm) {
+            o.scene_masks = masks2;
+            o.invalid_classes = classes;
+            o.ninvalid_classes = 50;
+        }
         o.grid = &g;
         o.patch_size = 24;
         o.batch_size = 5;
@@ -833,14 +846,19 @@ static void test_valid_and_mosaic(void) {
                         int64_t gx = w->x + cc, gy = w->y + rr;
                         int in_a = gx >= 10 && gx < 110 && gy >= 10 && gy < 90;
                         int in_b = mosaic && gx >= 60 && gx < 160 && gy >= 10 && gy < 90;
+                        /* A scene's pixel is data when its class is not
+                         * below 50. */
+                        int ok_a = in_a && (!scm || (F(gx - 10, gy - 10, 0) & 0xff) >= 50);
+                        int ok_b = in_b && (!scm || (F(gx - 60, gy - 10, 0) & 0xff) >= 50);
                         uint8_t v = valid[(size_t)i * 24 * 24 + (size_t)r * 24 + c];
                         uint16_t p0 = img[(size_t)r * 24 + c], p1 = img[576 + (size_t)r * 24 + c];
                         uint16_t w0 = 0, w1 = 0;
-                        if (in_a) w0 = F(gx - 10, gy - 10, 0), w1 = F(gx - 10, gy - 10, 1);
-                        else if (in_b) w0 = F(gx - 60, gy - 10, 0), w1 = F(gx - 60, gy - 10, 1);
-                        wrong += v != (in_a || in_b) || p0 != w0 || p1 != w1;
+                        if (ok_a || (in_a && !ok_b))
+                            w0 = F(gx - 10, gy - 10, 0), w1 = F(gx - 10, gy - 10, 1);
+                        else if (ok_b) w0 = F(gx - 60, gy - 10, 0), w1 = F(gx - 60, gy - 10, 1);
+                        wrong += v != (ok_a || ok_b) || p0 != w0 || p1 != w1;
                         holes += !v;
-                        from_b += !in_a && in_b;
+                        from_b += !ok_a && ok_b;
                     }
             }
             cf_loader_release(ld, &b);
