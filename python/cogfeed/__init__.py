@@ -18,13 +18,14 @@ from ._cogfeed import (Error, Status, ArgumentError, OutOfMemoryError, InputOutp
 from .grid import Grid
 from .loader import Loader
 from . import stac
+from .region import Region, load
 # The types of the Loader's arguments and results (for type checkers).
 from .loader import (Batch, DType, GridSpec, IOOptions, LoaderLayout,
                      LoaderOptions, LoaderState, LoaderStats, Resampling,
                      ResamplingSpec, Sampler, StrPath, Window)
 
 __all__ = ["open", "open_many", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
-           "Loader", "stac", "__version__",
+           "Loader", "stac", "load", "Region", "__version__",
            "Status", "ArgumentError", "OutOfMemoryError", "InputOutputError", "FormatError",
            "UnsupportedError", "CodecError", "LimitError", "HTTPError", "AccessDeniedError",
            "NotFoundError", "ObjectChangedError", "RangeRequestError", "TimedOutError",

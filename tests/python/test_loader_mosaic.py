@@ -297,3 +297,81 @@ def test_scene_masks_shape_is_checked(scenes, scl):
     with pytest.raises(ValueError, match="invalid_classes"):
         cogfeed.Loader([scenes["A"]], valid_mask=True, scene_masks=[scl["A"]],
                        invalid_classes=list(range(300)))
+
+
+# -- cogfeed.load: a region into an array --------------------------------
+
+def test_load_region_is_gdal_mosaic(scenes, tmp_path):
+    """Plain files make one mosaic over the whole region, as gdalwarp
+    gives it; valid where some scene had data."""
+    order = [scenes["A"], scenes["B"], scenes["C"]]
+    g = cogfeed.Grid.from_bounds(32633, REGION, RES)
+    r = cogfeed.load(order, grid=g, valid=True, error_threshold=0, patch_size=200)
+    assert r.data.shape == (1, 2, g.height, g.width) and r.data.dtype == np.uint16
+    exp = gdal_mosaic(order, str(tmp_path / "r.tif"), g, "near", ("-et", "0"))
+    np.testing.assert_array_equal(r.data[0], exp)
+    np.testing.assert_array_equal(r.valid[0], (exp != 0).all(axis=0))
+    assert r.times == [None] and r.bands == ["1", "2"] and r.nodata == 0
+    # One step per file with groupby=None, each that file on the grid.
+    r = cogfeed.load(order, grid={"crs": 32633, "res": RES, "bounds": REGION},
+                     groupby=None, resampling="bilinear", error_threshold=0)
+    assert r.data.shape[0] == 3
+    for t, src in enumerate(order):
+        with cogfeed.open(src) as c:
+            np.testing.assert_array_equal(
+                r.data[t], c.read(grid=g, resampling="bilinear", error_threshold=0))
+
+
+def test_load_stac_items_by_solar_day(scenes, scl, tmp_path):
+    """A and B on one solar day (one step, A first), C a day later; with
+    SCL clouds out."""
+    from cogfeed import stac
+
+    def item(id_, href, when, lon, mask=None):
+        d = stac_item(id_, href, when, 1.0)
+        d["bbox"] = [lon - 0.1, 36.0, lon + 0.1, 36.2]
+        if mask:
+            d["assets"]["scl"] = {"href": mask, "type": "image/tiff"}
+        return d
+    # 23:30 UTC at 15 E is 00:30 the next solar day: with B (00:10 UTC).
+    items = stac.items([item("a", scenes["A"], "2024-07-01T23:30:00Z", 15.0, scl["A"]),
+                        item("b", scenes["B"], "2024-07-02T00:10:00Z", 15.0, scl["B"]),
+                        item("c", scenes["C"], "2024-07-03T10:00:00Z", 15.0, scl["A"])])
+    g = cogfeed.Grid.from_bounds(32633, REGION, RES)
+    r = cogfeed.load(items, ["visual"], grid=g, error_threshold=0)
+    assert r.data.shape == (2, 2, g.height, g.width) and r.bands == ["visual_1", "visual_2"]
+    assert [t.day for t in r.times] == [1, 3]
+    np.testing.assert_array_equal(
+        r.data[0], gdal_mosaic([scenes["A"], scenes["B"]], str(tmp_path / "s.tif"), g, "near",
+                               ("-et", "0")))
+    # By UTC date instead the two split.
+    assert cogfeed.load(items, ["visual"], grid=g, groupby="time").data.shape[0] == 3
+    # Clouds of A's SCL come from B.
+    r = cogfeed.load(items[:2], ["visual"], grid=g, error_threshold=0, scene_masks="scl",
+                     invalid_classes=[3, 8, 9], valid=True)
+    sa, va = scene_valid(scenes["A"], scl["A"], g, tmp_path, [3, 8, 9])
+    sb, vb = scene_valid(scenes["B"], scl["B"], g, tmp_path, [3, 8, 9])
+    np.testing.assert_array_equal(r.data[0], np.where(va, sa, np.where(vb, sb, sa)))
+    np.testing.assert_array_equal(r.valid[0], va | vb)
+
+
+def test_load_to_xarray(scenes):
+    xr = pytest.importorskip("xarray")
+    g = cogfeed.Grid.from_bounds(32633, (X0, Y1 - 100 * RES, X0 + 150 * RES, Y1), RES)
+    da = cogfeed.load([scenes["A"], scenes["B"]], grid=g, valid=True, output="xarray")
+    assert isinstance(da, xr.DataArray) and da.dims == ("time", "band", "y", "x")
+    assert da.shape == (1, 2, 100, 150)
+    assert da.x.values[0] == X0 + RES / 2 and da.y.values[0] == Y1 - RES / 2
+    assert "32633" in da.attrs["crs"] and da.attrs["transform"][0] == RES
+    assert da.valid.dims == ("time", "y", "x")
+
+
+def test_load_refuses_what_it_cannot_do(scenes):
+    with pytest.raises(ValueError, match="bounds"):
+        cogfeed.load([scenes["A"]], grid={"crs": 32633, "res": 10})
+    with pytest.raises(ValueError, match="bands"):
+        cogfeed.load([scenes["A"]], ["red"], grid=scenes["A"])
+    with pytest.raises(ValueError, match="groupby"):
+        cogfeed.load([scenes["A"]], grid=scenes["A"], groupby="month")
+    with pytest.raises(ValueError, match="output"):
+        cogfeed.load([scenes["A"]], grid=scenes["A"], output="dask")

@@ -1,0 +1,274 @@
+"""A region into an array: cogfeed.load (docs/datasets.md, "A region into
+an array").
+
+The same planner as the Loader's mosaics reads every scene of a time step
+onto the region's grid (each from its own CRS, the first scene with data
+giving each pixel), patch by patch in the C readers; this module only
+groups the scenes into time steps, runs one Loader per step and asset over
+the region's grid patches, and pastes the patches into the result.  The
+arguments follow odc-stac's ``load`` where they can.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import dataclass
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Hashable, List, Optional, Sequence,
+                    Tuple, Union)
+
+import numpy as np
+
+from .grid import Grid
+from .loader import GridSpec, IOOptions, Loader, Resampling, StrPath, _target
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from .stac import Item
+
+GroupBy = Union[str, Callable[[Any], Hashable], None]
+
+__all__ = ["load", "Region"]
+
+
+@dataclass
+class Region:
+    """What cogfeed.load read: ``data`` (T, C, H, W) in the files' dtype,
+    ``valid`` (T, H, W) uint8 (1 where a scene of the step had data in
+    every asset) when asked, the ``times`` of the steps (the earliest
+    ``datetime`` of each step's items; None for plain files), the ``bands``
+    (asset names, or band numbers of plain files), the ``grid`` and the
+    ``nodata`` of the pixels no scene covers (the first scene's, or 0)."""
+    data: npt.NDArray[Any]
+    valid: Optional[npt.NDArray[np.uint8]]
+    times: List[Optional[_dt.datetime]]
+    bands: List[str]
+    grid: Grid
+    nodata: float
+
+    def to_xarray(self) -> Any:
+        """An xarray.DataArray (time, band, y, x) with pixel-centre
+        coordinates, the CRS as WKT and the transform (rasterio's order,
+        as rioxarray keeps it) in attrs (and
+        ``valid`` as a (time, y, x) coordinate when read); needs xarray."""
+        try:
+            import xarray as xr
+        except ImportError:
+            raise ImportError("Region.to_xarray needs xarray (pip install xarray)") from None
+        x0, xres, rx, y0, ry, yres = self.grid.geotransform
+        if rx or ry:
+            raise ValueError("Region.to_xarray: a rotated grid has no x / y coordinates")
+        w, h = self.grid.width, self.grid.height
+        xs = x0 + xres * (np.arange(w) + 0.5)
+        ys = y0 + yres * (np.arange(h) + 0.5)
+        coords: Dict[str, Any] = {"time": [_utc64(t) for t in self.times],
+                                  "band": list(self.bands), "y": ys, "x": xs}
+        if self.valid is not None:
+            coords["valid"] = (("time", "y", "x"), self.valid)
+        crs = self.grid.crs
+        return xr.DataArray(self.data, dims=("time", "band", "y", "x"), coords=coords,
+                            attrs={"crs": crs.to_wkt() if crs is not None else "",
+                                   "transform": tuple(self.grid.transform),
+                                   "nodata": self.nodata})
+
+
+def _utc64(t: Optional[_dt.datetime]) -> np.datetime64:
+    """t as numpy's datetime64[ns], in UTC (numpy holds no time zones)."""
+    if t is None:
+        return np.datetime64("NaT", "ns")
+    if t.tzinfo is not None:
+        t = t.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    return np.datetime64(t, "ns")
+
+
+@dataclass
+class _Scene:
+    hrefs: List[str]            # one per asset
+    scm: Optional[str]          # its scene mask
+    time: Optional[_dt.datetime]
+    lon: Optional[float]
+    key: Any                    # what groupby was given (an Item, or a path)
+
+
+def _region_grid(grid: Union[Grid, StrPath, GridSpec]) -> Grid:
+    g, crs, _ = _target(grid)
+    if g is None:
+        raise ValueError("load: grid needs its bounds (a cogfeed.Grid, a file to take "
+                         "the grid of, {'like': path}, or {'crs', 'res', 'bounds'})")
+    if g.crs is None:
+        raise ValueError("load: the grid has no CRS")
+    return g
+
+
+def _scenes(items: Any, bands: Optional[Sequence[str]], scene_masks: Any
+            ) -> Tuple[List[_Scene], List[str], bool]:
+    """The scenes of items (STAC items, or paths), their band names, and
+    whether they carry dates."""
+    from .stac import Item, Items
+    seq: List[Any] = (list(items) if not isinstance(items, (str, bytes, os.PathLike))
+                      else [items])
+    if not seq:
+        raise ValueError("load: no items")
+    if all(isinstance(i, Item) for i in seq):
+        if not bands:
+            raise ValueError("load: bands= names the assets to read (keys or common names)")
+        names = list(bands)
+        sel = Items(seq).select(names + ([scene_masks] if scene_masks else []))
+        per = [sel.hrefs(n) for n in names]
+        scm = sel.hrefs(scene_masks) if scene_masks else [None] * len(seq)
+        out = []
+        for k, it in enumerate(seq):
+            lon = None
+            if it.bbox is not None and len(it.bbox) >= 4:
+                lon = (float(it.bbox[0]) + float(it.bbox[2])) / 2
+            out.append(_Scene([p[k] for p in per], scm[k], it.time, lon, it))
+        return out, names, True
+    if any(isinstance(i, Item) for i in seq):
+        raise ValueError("load: a mix of STAC items and paths")
+    if bands is not None:
+        raise ValueError("load: bands= picks STAC assets; plain files give all their bands")
+    masks = [None] * len(seq) if scene_masks is None else list(scene_masks)
+    if len(masks) != len(seq):
+        raise ValueError("load: scene_masks: one per file (%d for %d files)"
+                         % (len(masks), len(seq)))
+    return ([_Scene([os.fspath(p)], None if m is None else os.fspath(m), None, None, p)
+             for p, m in zip(seq, masks)], [], False)
+
+
+def _asset_name(names: List[str], a: int) -> str:
+    return names[a] if names else "the files"
+
+
+def _solar_day(s: _Scene) -> Any:
+    """The date where the scene's centre has its local solar time (odc-stac's
+    solar_day): UTC shifted by longitude / 15 hours."""
+    assert s.time is not None
+    t = s.time
+    if s.lon is not None:
+        t = t + _dt.timedelta(hours=s.lon / 15.0)
+    return t.date()
+
+
+def _groups(scenes: List[_Scene], groupby: GroupBy, dated: bool) -> List[List[_Scene]]:
+    """Scenes into time steps, in order of time (or of first appearance
+    for undated files); each step's scenes in the order given."""
+    if groupby is None:
+        keyf: Callable[[_Scene], Any] = lambda s: id(s)  # noqa: E731
+    elif callable(groupby):
+        user = groupby
+        keyf = lambda s: user(s.key)  # noqa: E731
+    elif groupby == "all" or (not dated and groupby in ("solar_day", "time")):
+        # Plain files have no dates: one mosaic of all of them.
+        keyf = lambda s: 0  # noqa: E731
+    elif groupby == "solar_day":
+        keyf = _solar_day
+    elif groupby == "time":
+        keyf = lambda s: s.time  # noqa: E731
+    else:
+        raise ValueError("load: groupby is 'solar_day', 'time', 'all', None or a function, "
+                         "not %r" % (groupby,))
+    steps: Dict[Any, List[_Scene]] = {}
+    for s in scenes:
+        steps.setdefault(keyf(s), []).append(s)
+    out = list(steps.values())
+    if dated:
+        out.sort(key=lambda g: min(s.time for s in g if s.time is not None))
+    return out
+
+
+def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[str]] = None,
+         *, grid: Union[Grid, StrPath, GridSpec], groupby: GroupBy = "solar_day",
+         resampling: Resampling = "nearest", valid: bool = False,
+         scene_masks: Optional[Union[str, Sequence[Optional[StrPath]]]] = None,
+         invalid_classes: Optional[Sequence[float]] = None, patch_size: int = 512,
+         io_options: Optional[IOOptions] = None, error_threshold: float = 0.125,
+         output: str = "numpy") -> Any:
+    """Read a region of many scenes onto one grid: (time, band, y, x).
+
+    Args:
+        items: STAC items (cogfeed.stac.Items, or a list of stac.Item), or
+            paths / URLs of COGs.
+        bands: the STAC assets to read, by key or common name (each asset
+            file's bands become channels, in order); None for plain files
+            (all their bands).
+        grid: the region's grid: a cogfeed.Grid, a file to take the grid of,
+            ``{"like": path}``, or ``{"crs", "res", "bounds"}``.
+        groupby: how scenes make time steps: "solar_day" (items of one
+            local solar day, odc-stac's default for Sentinel-2), "time"
+            (the same datetime), "all" (one mosaic), None (a step per
+            scene), or a function of the item (or path) giving a key.  The
+            scenes of a step make one mosaic, the first in ``items``'
+            order with data giving each pixel (sort the items first:
+            ``items.sorted("clear")``).  Plain files have no dates: they
+            make one mosaic unless groupby is None or a function.
+        resampling: kernel of the reads onto the grid (gdalwarp's).
+        valid: also return where a scene had data (Region.valid).
+        scene_masks, invalid_classes: clouds out of the mosaic: the asset
+            name of each item's classification raster (e.g. "scl"), or one
+            path per plain file; and its classes that are not data.
+        patch_size: side of the patches read at once (memory: the
+            readers' patches, not the region).
+        io_options: cogfeed.IO options of the reads (remote credentials,
+            retries, header cache).
+        error_threshold: reprojection error bound, source pixels.
+        output: "numpy" (a Region) or "xarray" (Region.to_xarray()).
+
+    Returns:
+        a cogfeed.Region, or an xarray.DataArray with output="xarray".
+    """
+    if output not in ("numpy", "xarray"):
+        raise ValueError("load: output is 'numpy' or 'xarray', not %r" % (output,))
+    g = _region_grid(grid)
+    scenes, names, dated = _scenes(items, bands, scene_masks)
+    steps = _groups(scenes, groupby, dated)
+    W, H = g.width, g.height
+    P = max(1, min(int(patch_size), W, H))
+    nassets = len(scenes[0].hrefs)
+    # One array per asset (T, its bands, H, W), joined at the end (a
+    # copy only when there are several assets).
+    per: List[Optional[npt.NDArray[Any]]] = [None] * nassets
+    vmask = np.ones((len(steps), H, W), np.uint8) if valid else None
+    for t, step in enumerate(steps):
+        scm = [s.scm for s in step if s.scm is not None]
+        if scm and len(scm) != len(step):
+            raise ValueError("load: scene_masks: every file needs one, or none does")
+        use_scm = bool(scm)
+        for a in range(nassets):
+            with Loader([[s.hrefs[a] for s in step]], mosaic=True, grid=g, sampler="grid",
+                        patch_size=P, batch_size=16, resampling=resampling,
+                        valid_mask=valid, io_options=io_options,
+                        error_threshold=error_threshold,
+                        scene_masks=[scm] if use_scm else None,
+                        invalid_classes=invalid_classes if use_scm else None) as ld:
+                lay = ld.layout
+                nc = int(lay["channels"])
+                arr = per[a]
+                if arr is None:
+                    arr = per[a] = np.empty((len(steps), nc, H, W), np.dtype(lay["dtype"]))
+                elif arr.shape[1] != nc or arr.dtype != np.dtype(lay["dtype"]):
+                    raise ValueError("load: %s: its files differ in bands or type from one "
+                                     "time step to another" % _asset_name(names, a))
+                it = iter(ld)
+                # Exactly one epoch (past it the readers would start the
+                # next).
+                for _ in range(len(ld)):
+                    b = next(it)
+                    for i, (_, x, y, w, h) in enumerate(b["windows"]):
+                        arr[t, :, y:y + h, x:x + w] = b["image"][i]
+                        if vmask is not None:
+                            vmask[t, y:y + h, x:x + w] &= b["valid"][i, 0]
+    from ._cogfeed import open as _open
+    with _open(scenes[0].hrefs[0]) as c:
+        nodata = float(c.nodata) if c.nodata is not None else 0.0
+    arrays = [x for x in per if x is not None]
+    data = arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=1)
+    if names:
+        band_names = [n if x.shape[1] == 1 else "%s_%d" % (n, j + 1)
+                      for n, x in zip(names, arrays) for j in range(x.shape[1])]
+    else:
+        band_names = [str(k + 1) for k in range(data.shape[1])]
+    region = Region(data, vmask, [min((s.time for s in st if s.time is not None),
+                                      default=None) for st in steps],
+                    band_names, g, nodata)
+    return region.to_xarray() if output == "xarray" else region
