@@ -884,6 +884,13 @@ typedef struct cf_loader_options {
     const char *const *scene_masks;
     const double *invalid_classes;
     uint32_t ninvalid_classes;  /* at most 256 */
+    /* Patches no scene reaches, known from the scenes' footprints on the
+     * target grid (their headers, nothing read): the grid sampler leaves
+     * them out of the epoch, random and blocked draw again (up to 32
+     * times).  Conservative: a resampled scene's footprint is the bounds
+     * of its outline, padded.  Not with tile-shuffle.  Counted by
+     * cf_loader_empty (0) */
+    int skip_empty;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-
@@ -1028,6 +1035,10 @@ CF_API cf_status cf_loader_window_grid(const cf_loader *ld, const cf_window *w,
                                        cf_grid *out, cf_error *err);
 /* Thread-safe. */
 CF_API void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out);
+/* skip_empty's counts: grid windows of the epoch (all ranks) left out,
+ * and windows of the random or blocked sampler drawn again so far.
+ * Thread-safe. */
+CF_API void cf_loader_empty(cf_loader *ld, uint64_t *left_out, uint64_t *redrawn);
 
 /* ------------------------------------------------------------------ */
 /* Option tables: the scalar options, enumerable                       */

@@ -660,9 +660,10 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
     if (check_open(self)) return NULL;
     cf_loader_stats s;
     cf_loader_get_stats(self->ld, &s);
-    uint64_t lookups = s.cache_hits + s.cache_misses;
+    uint64_t lookups = s.cache_hits + s.cache_misses, left_out, redrawn;
+    cf_loader_empty(self->ld, &left_out, &redrawn);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsKsKsKsKsKsd}", "samples",
+        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsKsKsKsKsKsdsKsK}", "samples",
         (unsigned long long)s.samples, "batches",
         (unsigned long long)s.batches, "skipped",
         (unsigned long long)s.skipped, "bytes_fetched",
@@ -683,7 +684,9 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
         (unsigned long long)s.memory_used, "memory_peak",
         (unsigned long long)s.memory_peak, "chunk_bytes_decoded",
         (unsigned long long)s.chunk_bytes_decoded, "decoded_per_read",
-        s.bytes_decoded ? (double)s.chunk_bytes_decoded / (double)s.bytes_decoded : 0.0);
+        s.bytes_decoded ? (double)s.chunk_bytes_decoded / (double)s.bytes_decoded : 0.0,
+        "empty_left_out", (unsigned long long)left_out, "empty_redrawn",
+        (unsigned long long)redrawn);
 }
 
 static PyObject *Loader_shard_batches(LoaderObject *self, PyObject *args) {

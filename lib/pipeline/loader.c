@@ -428,6 +428,17 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     return CF_OK;
 }
 
+void cf_loader_empty(cf_loader *ld, uint64_t *left_out, uint64_t *redrawn) {
+    uint64_t r = 0;
+    if (ld && getpid() == ld->pid) {
+        pthread_mutex_lock(&ld->mu);
+        r = ld->st_redrawn;
+        pthread_mutex_unlock(&ld->mu);
+    }
+    if (left_out) *left_out = ld ? ld->samp.left_out : 0;
+    if (redrawn) *redrawn = r;
+}
+
 const uint8_t *cf_loader_batch_valid(const cf_loader *ld, const cf_batch *b) {
     if (!ld || !b || b->slot < 0 || b->slot >= ld->o.prefetch) return NULL;
     return ld->slots[b->slot].valid;

@@ -316,6 +316,11 @@ static cf_status lay_out(cf_loader *ld, cf_error *err) {
     return CF_OK;
 }
 
+/* skip_empty: whether some scene of the file reaches the window. */
+static int covers(const void *fp, size_t f, int64_t x, int64_t y, uint32_t w, uint32_t h) {
+    return cf__fp_covers(fp, f, x, y, w, h);
+}
+
 /* The sampler over the files' sizes at the chosen level (or their target
  * grids); *tiles_shared when a tile is larger than a patch. */
 static cf_status make_sampler(cf_loader *ld, int *tiles_shared, cf_error *err) {
@@ -375,6 +380,16 @@ static cf_status make_sampler(cf_loader *ld, int *tiles_shared, cf_error *err) {
     sc.length = o->epoch_length;
     sc.drop_last = o->drop_last;
     sc.augment = o->augment;
+    if (o->skip_empty) {
+        st = cf__fp_new(ld->sg, ld->img, o->nfiles, (size_t)o->time_steps, o->level, &ld->fp,
+                        err);
+        if (st != CF_OK) {
+            free(sf);
+            return st;
+        }
+        sc.covers = covers;
+        sc.covers_user = ld->fp;
+    }
     /* Two groups of cells must fit the cache, because readers cross from
      * one group into the next while the last crops of the first are read. */
     uint64_t k = cell_bytes ? o->cache_bytes / (2 * cell_bytes) : 1;
@@ -723,6 +738,7 @@ void cf_loader_free(cf_loader *ld) {
     free(ld->lay);
     free(ld->scm);
     free(ld->classes);
+    cf__fp_free(ld->fp);
     for (int i = 0; ld->own_io && i < ld->nios; i++) cf_io_free(ld->ios[i]);
     for (size_t i = 0; ld->urls && i < ld->nurls; i++) free(ld->urls[i]);
     free(ld->urls);

@@ -25,6 +25,7 @@
 #include "budget.h"
 #include "chunk_cache.h"
 #include "cog_internal.h"
+#include "footprint.h"
 #include "loader_adapt.h"
 #include "loader_options.h"
 #include "read_plan.h"
@@ -153,6 +154,7 @@ struct cf_loader {
     size_t scm_off;           /* scene masks' raw blocks in the readers'
                                  scratch, scm_per_group of them */
     uint32_t scm_per_group;
+    cf__fp *fp;               /* skip_empty: the scenes' footprints */
     ld_member *members;
     int nmembers;
     uint32_t ci;              /* image channels */
@@ -221,6 +223,7 @@ struct cf_loader {
     /* stats (under mu; the cache counts its own) */
     uint64_t st_samples, st_batches, st_skipped, st_decoded, st_delivered;
     uint64_t st_chunks;       /* bytes the codecs wrote for them */
+    uint64_t st_redrawn;      /* skip_empty: windows drawn again */
     double st_wait, st_read, st_convert, t_start;
 };
 

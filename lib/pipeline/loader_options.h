@@ -81,7 +81,8 @@ size_t cf__ld_default_cache_bytes(void);
     X(error_threshold, double, double, "d", 0.125, 0, DBL_MAX,                            \
       "source pixels; 0 transforms every pixel")                                          \
     X(valid_mask, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                             \
-    X(mosaic, int, int, "p", 0, INT32_MIN, INT32_MAX, "")
+    X(mosaic, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                                 \
+    X(skip_empty, int, int, "p", 0, INT32_MIN, INT32_MAX, "")
 
 /* The resampling kernels (cf_resampling), one row per member:
  *

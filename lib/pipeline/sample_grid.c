@@ -37,6 +37,10 @@ void cf__sg_free(cf__sg *sg) {
 
 const cf__sg_input *cf__sg_input_at(const cf__sg *sg, size_t slot) { return &sg->in[slot]; }
 
+const cf_grid *cf__sg_grid(const cf__sg *sg, size_t f) {
+    return sg->georef[f] ? &sg->grids[f] : NULL;
+}
+
 int cf__sg_any_warp(const cf__sg *sg) { return sg->any_warp; }
 
 static void crs_text(const cf_crs *c, char *out, size_t n) {
@@ -46,11 +50,10 @@ static void crs_text(const cf_crs *c, char *out, size_t n) {
 
 /* ------------------------------------------------------------ targets */
 
-/* The image's footprint in `crs` at (xres, yres), snapped outwards to
- * multiples of the resolution (gdalwarp -t_srs -tr -tap): 21 points along
- * each edge of the image, as GDAL samples a footprint. */
-static cf_status footprint_grid(const cf_cog *img, const cf_crs *crs, const double res[2],
-                                cf_grid *out, cf_error *err) {
+/* (sample_grid.h) 21 points along each edge of the image, as GDAL
+ * samples a footprint. */
+cf_status cf__sg_footprint(const cf_cog *img, const cf_crs *crs, double b[4], int *all,
+                           cf_error *err) {
     cf_grid g;
     cf_status st = cf_cog_grid(img, 0, &g, err);
     CF__TRY(st);
@@ -59,45 +62,59 @@ static cf_status footprint_grid(const cf_cog *img, const cf_crs *crs, const doub
                        "loader: image %s has no CRS%s%s: it cannot be put on a grid in "
                        "another CRS",
                        img->name, img->crs_note[0] ? " (" : "", img->crs_note[0] ? ")" : "");
-    double b[4];
+    *all = 1;
     if (cf_crs_equivalent(img->crs, crs)) {
         cf_grid_bounds(&g, b);
-    } else {
-        cf__xform *xf;
-        st = cf__xform_new(img->crs, crs, &xf, err);
-        if (st) return cf__err_prefix(err, st, "loader: image %s", img->name);
-        enum { S = 21 };
-        double x[4 * S], y[4 * S];
-        uint8_t ok[4 * S];
-        const double *t = g.transform;
-        for (int i = 0; i < S; i++) {
-            double r = (double)i / (S - 1);
-            double px[4] = {r * g.width, r * g.width, 0, (double)g.width};
-            double py[4] = {0, (double)g.height, r * g.height, r * g.height};
-            for (int k = 0; k < 4; k++) {
-                x[4 * i + k] = t[0] + px[k] * t[1] + py[k] * t[2];
-                y[4 * i + k] = t[3] + px[k] * t[4] + py[k] * t[5];
-            }
-        }
-        cf__xform_run(xf, 4 * S, x, y, ok);
-        cf__xform_free(xf);
-        b[0] = b[1] = INFINITY;
-        b[2] = b[3] = -INFINITY;
-        for (int i = 0; i < 4 * S; i++) {
-            if (!ok[i]) continue;
-            b[0] = fmin(b[0], x[i]);
-            b[1] = fmin(b[1], y[i]);
-            b[2] = fmax(b[2], x[i]);
-            b[3] = fmax(b[3], y[i]);
-        }
-        if (!(b[2] > b[0]) || !(b[3] > b[1])) {
-            char a[96], c[96];
-            crs_text(img->crs, a, sizeof a);
-            crs_text(crs, c, sizeof c);
-            return cf__err(err, CF_E_UNSUPPORTED,
-                           "loader: image %s (%s) has no footprint in %s", img->name, a, c);
+        return CF_OK;
+    }
+    cf__xform *xf;
+    st = cf__xform_new(img->crs, crs, &xf, err);
+    if (st) return cf__err_prefix(err, st, "loader: image %s", img->name);
+    enum { S = 21 };
+    double x[4 * S], y[4 * S];
+    uint8_t ok[4 * S];
+    const double *t = g.transform;
+    for (int i = 0; i < S; i++) {
+        double r = (double)i / (S - 1);
+        double px[4] = {r * g.width, r * g.width, 0, (double)g.width};
+        double py[4] = {0, (double)g.height, r * g.height, r * g.height};
+        for (int k = 0; k < 4; k++) {
+            x[4 * i + k] = t[0] + px[k] * t[1] + py[k] * t[2];
+            y[4 * i + k] = t[3] + px[k] * t[4] + py[k] * t[5];
         }
     }
+    cf__xform_run(xf, 4 * S, x, y, ok);
+    cf__xform_free(xf);
+    b[0] = b[1] = INFINITY;
+    b[2] = b[3] = -INFINITY;
+    for (int i = 0; i < 4 * S; i++) {
+        if (!ok[i]) {
+            *all = 0;
+            continue;
+        }
+        b[0] = fmin(b[0], x[i]);
+        b[1] = fmin(b[1], y[i]);
+        b[2] = fmax(b[2], x[i]);
+        b[3] = fmax(b[3], y[i]);
+    }
+    if (!(b[2] > b[0]) || !(b[3] > b[1])) {
+        char a[96], c[96];
+        crs_text(img->crs, a, sizeof a);
+        crs_text(crs, c, sizeof c);
+        return cf__err(err, CF_E_UNSUPPORTED, "loader: image %s (%s) has no footprint in %s",
+                       img->name, a, c);
+    }
+    return CF_OK;
+}
+
+/* The image's footprint in `crs` at (xres, yres), snapped outwards to
+ * multiples of the resolution (gdalwarp -t_srs -tr -tap). */
+static cf_status footprint_grid(const cf_cog *img, const cf_crs *crs, const double res[2],
+                                cf_grid *out, cf_error *err) {
+    double b[4];
+    int all;
+    cf_status st = cf__sg_footprint(img, crs, b, &all, err);
+    CF__TRY(st);
     b[0] = floor(b[0] / res[0]) * res[0];
     b[1] = floor(b[1] / res[1]) * res[1];
     b[2] = ceil(b[2] / res[0]) * res[0];

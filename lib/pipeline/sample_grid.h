@@ -41,6 +41,14 @@ cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *con
 void cf__sg_free(cf__sg *sg);
 
 const cf__sg_input *cf__sg_input_at(const cf__sg *sg, size_t slot);
+/* File f's target grid; NULL when it has no georeferencing. */
+const cf_grid *cf__sg_grid(const cf__sg *sg, size_t f);
+/* The bounds (xmin, ymin, xmax, ymax) in `crs` of img's footprint (its
+ * outline transformed); *all 0 when some outline points did not
+ * transform (a footprint past the CRS's area: the bounds are of the
+ * rest).  CF_E_STATE without a CRS, CF_E_UNSUPPORTED without any point. */
+cf_status cf__sg_footprint(const cf_cog *img, const cf_crs *crs, double b[4], int *all,
+                           cf_error *err);
 /* 1 when some input of the loader is warped (it needs source scratch). */
 int cf__sg_any_warp(const cf__sg *sg);
 

@@ -672,7 +672,11 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     const uint32_t P = o->patch_size;
     const int f32 = o->out_dtype == CF_DT_F32;
     cf_window w;
-    cf__sampler_window_at(&ld->samp, epoch, j, &w);
+    if (cf__sampler_window_at(&ld->samp, epoch, j, &w)) {
+        pthread_mutex_lock(&ld->mu);
+        ld->st_redrawn++;
+        pthread_mutex_unlock(&ld->mu);
+    }
     s->windows[i] = w;
     const size_t f = w.file;
     uint8_t *img = s->image + (size_t)i * TO * C * ld->plane * ld->es;

@@ -40,6 +40,79 @@ static uint32_t cell_len(uint32_t tile, uint32_t patch) {
     return c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
 }
 
+/* Grid window number g of all files' windows (row by row per file). */
+static void grid_window(const cf__sampler *s, uint64_t g, cf_window *out) {
+    const uint32_t P = s->c.patch;
+    size_t lo = 0, hi = s->c.nfiles - 1;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->grid_cum[mid] > g) hi = mid;
+        else lo = mid + 1;
+    }
+    const cf__samp_file *fi = &s->files[lo];
+    uint64_t local = g - (lo ? s->grid_cum[lo - 1] : 0);
+    uint64_t nx = grid_n(fi->width, P, s->c.stride);
+    uint64_t ix = local % nx, iy = local / nx;
+    out->file = (uint32_t)lo;
+    out->w = out->h = P;
+    /* The last window of a row/column is moved back to end at the
+     * edge, so that every pixel is covered without padding. */
+    out->x = fi->width > P
+                 ? (int64_t)(ix * s->c.stride < fi->width - P ? ix * s->c.stride
+                                                              : fi->width - P)
+                 : 0;
+    out->y = fi->height > P
+                 ? (int64_t)(iy * s->c.stride < fi->height - P ? iy * s->c.stride
+                                                               : fi->height - P)
+                 : 0;
+}
+
+/* skip_empty with the grid sampler: which of the n windows covers keeps,
+ * as a bitmap with the count of kept windows before each word (a window
+ * costs 2 bits: a billion windows, 256 MiB, is the limit); *kept_n. */
+static cf_status keep_windows(cf__sampler *s, uint64_t n, uint64_t *kept_n, cf_error *err) {
+    if (n > ((uint64_t)1 << 30))
+        return cf__err(err, CF_E_LIMIT, "loader: skip_empty over %llu grid windows (at most "
+                       "2^30): use a larger stride or fewer files", (unsigned long long)n);
+    uint64_t words = (n + 63) / 64;
+    s->kept = cf__calloc((size_t)words, sizeof *s->kept);
+    s->kept_before = cf__calloc((size_t)words, sizeof *s->kept_before);
+    if (!s->kept || !s->kept_before)
+        return cf__err(err, CF_E_NOMEM, "loader: skip_empty: %llu windows",
+                       (unsigned long long)n);
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (i % 64 == 0) s->kept_before[i / 64] = k;
+        cf_window w;
+        grid_window(s, i, &w);
+        if (s->c.covers(s->c.covers_user, w.file, w.x, w.y, w.w, w.h)) {
+            s->kept[i / 64] |= (uint64_t)1 << (i % 64);
+            k++;
+        }
+    }
+    s->left_out = n - k;
+    if (!k)
+        return cf__err(err, CF_E_ARG, "loader: skip_empty: no grid window reaches a scene "
+                                      "(the scenes' footprints miss the target grid)");
+    *kept_n = k;
+    return CF_OK;
+}
+
+/* The window number of the g-th kept window. */
+static uint64_t kept_window(const cf__sampler *s, uint64_t g) {
+    uint64_t words = (s->grid_cum[s->c.nfiles - 1] + 63) / 64;
+    uint64_t lo = 0, hi = words - 1;
+    while (lo < hi) { /* the last word with kept_before <= g */
+        uint64_t mid = (lo + hi + 1) / 2;
+        if (s->kept_before[mid] <= g) lo = mid;
+        else hi = mid - 1;
+    }
+    uint64_t bits = s->kept[lo], r = g - s->kept_before[lo];
+    for (uint64_t b = 0; b < 64; b++)
+        if (bits >> b & 1 && r-- == 0) return lo * 64 + b;
+    return lo * 64; /* not reached: g < the kept count */
+}
+
 cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
                            cf_error *err) {
     memset(s, 0, sizeof *s);
@@ -90,6 +163,18 @@ cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
         if (cw < min_tw) min_tw = cw;
         if (ch < min_th) min_th = ch;
     }
+    if (s->c.covers && s->c.kind == CF_SAMPLER_TILE_SHUFFLE) {
+        cf__sampler_free(s);
+        return cf__err(err, CF_E_ARG, "loader: skip_empty works with the random, blocked and "
+                                      "grid samplers, not tile-shuffle");
+    }
+    if (s->c.covers && s->c.kind == CF_SAMPLER_GRID) {
+        cf_status st = keep_windows(s, grid_tot, &grid_tot, err);
+        if (st != CF_OK) {
+            cf__sampler_free(s);
+            return st;
+        }
+    }
     if (s->c.kind == CF_SAMPLER_GRID)
         s->length = s->c.length && s->c.length < grid_tot ? s->c.length
                                                           : grid_tot;
@@ -123,9 +208,12 @@ void cf__sampler_free(cf__sampler *s) {
     free(s->files);
     free(s->cum);
     free(s->grid_cum);
+    free(s->kept);
+    free(s->kept_before);
     s->files = NULL;
     s->cum = NULL;
     s->grid_cum = NULL;
+    s->kept = s->kept_before = NULL;
 }
 
 void cf__sampler_set_epoch(cf__sampler *s, uint64_t epoch) {
@@ -180,14 +268,34 @@ void cf__sampler_window(const cf__sampler *s, uint64_t j, cf_window *out) {
     cf__sampler_window_at(s, s->c.epoch, j, out);
 }
 
-void cf__sampler_window_at(const cf__sampler *s, uint64_t ep, uint64_t j,
-                           cf_window *out) {
+static void draw(const cf__sampler *s, uint64_t ep, uint64_t g, uint64_t seed,
+                 cf_window *out);
+
+uint32_t cf__sampler_window_at(const cf__sampler *s, uint64_t ep, uint64_t j,
+                               cf_window *out) {
     uint64_t g = cf__sampler_global(s, j);
+    uint32_t again = 0;
+    /* Redraws hash the draw number into the seed: still a pure function
+     * of (seed, epoch, index). */
+    for (;;) {
+        draw(s, ep, g, again ? s->c.seed ^ mix64(again) : s->c.seed, out);
+        if (!s->c.covers || s->c.kind == CF_SAMPLER_GRID ||
+            s->c.covers(s->c.covers_user, out->file, out->x, out->y, out->w, out->h) ||
+            again == CF__SAMPLER_REDRAWS)
+            break;
+        again++;
+    }
+    out->aug = draw_aug(s, ep, g);
+    return again;
+}
+
+/* Window of global index g with `seed`. */
+static void draw(const cf__sampler *s, uint64_t ep, uint64_t g, uint64_t seed,
+                 cf_window *out) {
     const uint32_t P = s->c.patch;
     memset(out, 0, sizeof *out);
     out->index = g;
     out->w = out->h = P;
-    uint64_t seed = s->c.seed;
     switch (s->c.kind) {
     case CF_SAMPLER_RANDOM: {
         uint32_t f = pick_file(s, hash4(seed, ep, g, 1));
@@ -227,34 +335,10 @@ void cf__sampler_window_at(const cf__sampler *s, uint64_t ep, uint64_t j,
                               hash4(seed, ep, g, 5));
         break;
     }
-    case CF_SAMPLER_GRID: {
-        size_t lo = 0, hi = s->c.nfiles - 1;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (s->grid_cum[mid] > g) hi = mid;
-            else lo = mid + 1;
-        }
-        const cf__samp_file *fi = &s->files[lo];
-        uint64_t local = g - (lo ? s->grid_cum[lo - 1] : 0);
-        uint64_t nx = grid_n(fi->width, P, s->c.stride);
-        uint64_t ix = local % nx, iy = local / nx;
-        out->file = (uint32_t)lo;
-        /* The last window of a row/column is moved back to end at the
-         * edge, so that every pixel is covered without padding. */
-        out->x = fi->width > P
-                     ? (int64_t)(ix * s->c.stride < fi->width - P
-                                     ? ix * s->c.stride
-                                     : fi->width - P)
-                     : 0;
-        out->y = fi->height > P
-                     ? (int64_t)(iy * s->c.stride < fi->height - P
-                                     ? iy * s->c.stride
-                                     : fi->height - P)
-                     : 0;
+    case CF_SAMPLER_GRID:
+        grid_window(s, s->kept ? kept_window(s, g) : g, out);
         break;
     }
-    }
-    out->aug = draw_aug(s, ep, g);
 }
 
 void cf__sampler_cell(const cf__sampler *s, const cf_window *win, int64_t *cx,

@@ -28,7 +28,15 @@ typedef struct cf__sampler_config {
     int drop_last;
     unsigned augment;
     uint32_t group_tiles;      /* tile-shuffle: tiles mixed per group (>=1) */
+    /* skip_empty: whether a window may hold data (NULL: every window):
+     * grid leaves out the windows it says no to, random and blocked draw
+     * again (up to CF__SAMPLER_REDRAWS times).  A pure function. */
+    int (*covers)(const void *user, size_t file, int64_t x, int64_t y, uint32_t w,
+                  uint32_t h);
+    const void *covers_user;
 } cf__sampler_config;
+
+#define CF__SAMPLER_REDRAWS 32
 
 typedef struct cf__sampler {
     cf__sampler_config c;
@@ -40,6 +48,11 @@ typedef struct cf__sampler {
                                   that go to one rank */
     uint32_t crops_per_tile;   /* tile-shuffle */
     uint64_t count;            /* samples of this rank */
+    /* Grid with covers: bit k of `kept` says whether window k (of all
+     * files, in order) is kept; kept_before[i] counts the kept windows of
+     * words before word i; `left_out` those not kept. */
+    uint64_t *kept, *kept_before;
+    uint64_t left_out;
 } cf__sampler;
 
 cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
@@ -57,9 +70,10 @@ uint64_t cf__sampler_global(const cf__sampler *s, uint64_t j);
 /* Window of this rank's sample j. */
 void cf__sampler_window(const cf__sampler *s, uint64_t j, cf_window *out);
 /* The same in epoch `epoch` (whatever the sampler's own epoch): readers
- * read ahead into the next epoch with it. */
-void cf__sampler_window_at(const cf__sampler *s, uint64_t epoch, uint64_t j,
-                           cf_window *out);
+ * read ahead into the next epoch with it.  Returns how many times a
+ * window was drawn again because covers said no (random, blocked). */
+uint32_t cf__sampler_window_at(const cf__sampler *s, uint64_t epoch, uint64_t j,
+                               cf_window *out);
 /* Tile-shuffle only: the tile-aligned cell (file, x, y, w, h) a window was
  * cropped from, for the tile cache.  Same cell for every crop of it. */
 void cf__sampler_cell(const cf__sampler *s, const cf_window *win, int64_t *cx,

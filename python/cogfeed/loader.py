@@ -148,6 +148,7 @@ class LoaderOptions(TypedDict, total=False):
     error_threshold: float
     valid_mask: bool
     mosaic: bool
+    skip_empty: bool
     scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]], None]
     invalid_classes: Optional[Sequence[float]]
 
@@ -231,6 +232,8 @@ class LoaderStats(TypedDict):
     memory_peak: int
     chunk_bytes_decoded: int
     decoded_per_read: float
+    empty_left_out: int
+    empty_redrawn: int
 
 #: The C option tables (include/cogfeed.h, cf_option_info): the Loader's
 #: scalars and kernels, and cogfeed.IO's, by name: type, default, min,
@@ -529,6 +532,11 @@ class Loader:
             left without data, and costs no request where it misses the
             patch.  Give ``grid`` the union of the scenes (the default
             grid is the first scene's).
+        skip_empty: leave out of the epoch (grid) or draw again (random,
+            blocked) the patches no scene reaches, known from the scenes'
+            footprints on the grid before anything is read; counted in
+            ``stats()["empty_left_out"]`` / ``["empty_redrawn"]``.  Not
+            with tile-shuffle.
         scene_masks: a classification raster per scene (Sentinel-2's SCL,
             Landsat's QA), shaped as ``images`` (a path per image, or a
             list per time series / mosaic), read onto the sample's grid
@@ -585,6 +593,7 @@ class Loader:
         error_threshold: float = _default("error_threshold"),
         valid_mask: bool = _default("valid_mask"),
         mosaic: bool = _default("mosaic"),
+        skip_empty: bool = _default("skip_empty"),
         scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
                            None] = None,
         invalid_classes: Optional[Sequence[float]] = None,
@@ -667,7 +676,8 @@ class Loader:
             mask_resampling=rs_mask, layer_resampling=rs_layers,
             reproject=bool(reproject), ungeoreferenced=bool(ungeoreferenced),
             error_threshold=float(error_threshold),
-            valid_mask=bool(valid_mask), mosaic=bool(mosaic), scene_masks=scm,
+            valid_mask=bool(valid_mask), mosaic=bool(mosaic),
+            skip_empty=bool(skip_empty), scene_masks=scm,
             invalid_classes=(None if invalid_classes is None
                              else [float(c) for c in invalid_classes]))
         if cache_bytes is not None:  # None: the C default (5% of RAM)
@@ -844,7 +854,10 @@ class Loader:
         touches is decoded whole unless a cache held it) and
         decoded_per_read (chunk_bytes_decoded / bytes_decoded: about 9
         for random 256 px patches on 512 px tiles without cache hits, 1
-        for tile-aligned patches; 0 for uncompressed files)."""
+        for tile-aligned patches; 0 for uncompressed files),
+        empty_left_out and empty_redrawn (skip_empty: grid windows of the
+        epoch that no scene reaches, left out; random or blocked windows
+        drawn again so far)."""
         return cast(LoaderStats, self._ld.stats())
 
     def set_buffers(self, slot: int, image: Any, mask: Any = None) -> None:

@@ -375,3 +375,60 @@ def test_load_refuses_what_it_cannot_do(scenes):
         cogfeed.load([scenes["A"]], grid=scenes["A"], groupby="month")
     with pytest.raises(ValueError, match="output"):
         cogfeed.load([scenes["A"]], grid=scenes["A"], output="dask")
+
+
+# -- skip_empty: patches no scene reaches --------------------------------
+
+BIG = (X0, Y1 - 700 * RES, X0 + 1040 * RES, Y1)   # the region and much empty land
+
+
+def test_grid_leaves_out_windows_no_scene_reaches(scenes):
+    order = [[scenes["A"], scenes["B"], scenes["C"]]]
+    kw = dict(patch_size=128, batch_size=8, sampler="grid", mosaic=True, valid_mask=True,
+              grid={"crs": 32633, "res": RES, "bounds": BIG})
+    with cogfeed.Loader(order, **kw) as ld:
+        every = {tuple(w): b["valid"][i].any() for b in ld
+                 for i, w in enumerate(b["windows"])}
+    with cogfeed.Loader(order, skip_empty=True, **kw) as ld:
+        kept = [tuple(w) for b in ld for w in b["windows"]]
+        st = ld.stats()
+    assert len(set(kept)) == len(kept)
+    assert st["empty_left_out"] > 0 and len(kept) + st["empty_left_out"] == len(every)
+    # Nothing with data was left out; what was left out had none.
+    left = set(every) - set(kept)
+    assert len(left) == st["empty_left_out"]
+    assert not any(every[w] for w in left)
+    assert sum(1 for w in kept if not every[w]) < len(left)
+
+
+def test_random_draws_again_where_no_scene_reaches(scenes):
+    order = [[scenes["A"], scenes["B"], scenes["C"]]]
+    kw = dict(patch_size=128, batch_size=16, sampler="random", mosaic=True, valid_mask=True,
+              grid={"crs": 32633, "res": RES, "bounds": BIG}, seed=3, epoch_length=64)
+    with cogfeed.Loader(order, **kw) as ld:
+        empty_before = sum(int(not v.any()) for b in ld for v in b["valid"])
+    with cogfeed.Loader(order, skip_empty=True, **kw) as ld:
+        w1 = [ld.window(j) for j in range(16)]
+        empty_after = sum(int(not v.any()) for b in ld for v in b["valid"])
+        wins = [ld.window(j)[0] for j in range(len(ld) * 16)]
+        st = ld.stats()
+    # A pure function of the seed: the same windows again.
+    with cogfeed.Loader(order, skip_empty=True, **kw) as ld:
+        assert [ld.window(j) for j in range(16)] == w1
+    # What is left empty lies in a scene's footprint (its nodata edges),
+    # never outside every footprint: A and B's rectangles, and the bounds
+    # of C's outline in UTM 33N (padded 8 px, as footprint.c pads them).
+    warp = pytest.importorskip("rasterio.warp")
+    with cogfeed.open(scenes["C"]) as c:
+        cb = warp.transform_bounds("EPSG:32632", "EPSG:32633", *c.bounds, densify_pts=21)
+    rects = [(0, 20, 300, 400), (200, 0, 560, 300),
+             ((cb[0] - X0) / RES - 8, (Y1 - cb[3]) / RES - 8, (cb[2] - X0) / RES + 8,
+              (Y1 - cb[1]) / RES + 8)]
+    for _, x, y, w, h in wins:
+        assert any(x < r[2] and r[0] < x + w and y < r[3] and r[1] < y + h for r in rects)
+    assert empty_before > 10 and empty_after < empty_before // 3 and st["empty_redrawn"] > 0
+
+
+def test_skip_empty_refuses_tile_shuffle(scenes):
+    with pytest.raises(cogfeed.ArgumentError, match="tile-shuffle"):
+        cogfeed.Loader([scenes["A"]], sampler="tile-shuffle", skip_empty=True)

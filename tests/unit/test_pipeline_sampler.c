@@ -234,6 +234,83 @@ static void test_bad_args(void) {
     CHECK(cf__sampler_init(&s, &c, &e) == CF_E_ARG);
 }
 
+/* skip_empty: a covers function keeping windows off a diagonal pattern.
+ * The grid sampler gives exactly the kept windows, in order, across 3
+ * ranks (disjoint, complete); random windows all pass it (the pattern
+ * leaves plenty), redrawn ones counted; tile-shuffle is refused. */
+static int pattern(const void *user, size_t f, int64_t x, int64_t y, uint32_t w, uint32_t h) {
+    (void)user;
+    (void)w;
+    (void)h;
+    return (int)((f + (uint64_t)x / 32 + (uint64_t)y / 32) % 3 != 0);
+}
+
+static void test_skip_empty(void) {
+    const uint32_t P = 32;
+    cf__sampler_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = CF_SAMPLER_GRID;
+    c.files = FILES;
+    c.nfiles = 3;
+    c.patch = P;
+    c.seed = 9;
+    c.world_size = 1;
+    cf__sampler all, kept;
+    cf_error e;
+    CHECK(cf__sampler_init(&all, &c, &e) == CF_OK);
+    c.covers = pattern;
+    CHECK(cf__sampler_init(&kept, &c, &e) == CF_OK);
+    uint64_t k = 0, bad = 0;
+    for (uint64_t j = 0; j < all.count; j++) {
+        cf_window a, b;
+        cf__sampler_window(&all, j, &a);
+        if (!pattern(NULL, a.file, a.x, a.y, a.w, a.h)) continue;
+        if (k >= kept.count) {
+            bad++;
+            break;
+        }
+        cf__sampler_window(&kept, k++, &b);
+        bad += a.file != b.file || a.x != b.x || a.y != b.y;
+    }
+    CHECK(bad == 0 && k == kept.count && kept.count + kept.left_out == all.count);
+    CHECK(kept.left_out > 64); /* more than one word of the bitmap */
+    /* Sharded: the ranks' windows together are the kept ones, once. */
+    uint64_t seen = 0;
+    for (int r = 0; r < 3; r++) {
+        cf__sampler sh;
+        c.rank = r;
+        c.world_size = 3;
+        CHECK(cf__sampler_init(&sh, &c, &e) == CF_OK);
+        seen += sh.count;
+        for (uint64_t j = 0; j < sh.count; j++) {
+            cf_window w;
+            cf__sampler_window(&sh, j, &w);
+            bad += !pattern(NULL, w.file, w.x, w.y, w.w, w.h);
+        }
+        cf__sampler_free(&sh);
+    }
+    CHECK(seen == kept.count && bad == 0);
+    cf__sampler_free(&all);
+    cf__sampler_free(&kept);
+    /* Random: every window passes, some drawn again. */
+    c.kind = CF_SAMPLER_RANDOM;
+    c.rank = 0;
+    c.world_size = 1;
+    c.length = 500;
+    cf__sampler rnd;
+    CHECK(cf__sampler_init(&rnd, &c, &e) == CF_OK);
+    uint64_t again = 0;
+    for (uint64_t j = 0; j < rnd.count; j++) {
+        cf_window w;
+        again += cf__sampler_window_at(&rnd, rnd.c.epoch, j, &w);
+        bad += !pattern(NULL, w.file, w.x, w.y, w.w, w.h);
+    }
+    CHECK(bad == 0 && again > 0);
+    cf__sampler_free(&rnd);
+    c.kind = CF_SAMPLER_TILE_SHUFFLE;
+    CHECK(cf__sampler_init(&rnd, &c, &e) == CF_E_ARG && strstr(e.msg, "tile-shuffle"));
+}
+
 int main(void) {
     test_bounds_and_determinism();
     test_epochs_differ();
@@ -242,5 +319,6 @@ int main(void) {
     test_drop_last_equal();
     test_tile_shuffle_groups();
     test_bad_args();
+    test_skip_empty();
     return CF_TEST_END();
 }

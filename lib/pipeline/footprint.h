@@ -1,0 +1,27 @@
+/*
+ * footprint.h - where each scene of a loader's sample files has pixels on
+ * the file's target grid, known from the headers alone, so that the
+ * sampler can leave out (grid) or draw again (random, blocked) a patch
+ * that no scene reaches (cf_loader_options.skip_empty).
+ */
+#ifndef CF_FOOTPRINT_H
+#define CF_FOOTPRINT_H
+
+#include "sample_grid.h"
+
+typedef struct cf__fp cf__fp;
+
+/* The footprints of the scenes img[f * T + t] (placed by sg), in pixels of
+ * each file's target grid at `level`: exact for a scene read as it lies,
+ * the bounds of its transformed outline (padded by the kernels' reach)
+ * for a resampled one, everything where the outline does not transform.
+ * Conservative: a patch outside every footprint has no scene pixel. */
+cf_status cf__fp_new(const cf__sg *sg, cf_cog *const *img, size_t nfiles, size_t T, int level,
+                     cf__fp **out, cf_error *err);
+void cf__fp_free(cf__fp *fp);
+
+/* 1 when some scene of file f may have pixels in window (x, y, w, h) of
+ * its target grid. */
+int cf__fp_covers(const cf__fp *fp, size_t f, int64_t x, int64_t y, uint32_t w, uint32_t h);
+
+#endif
