@@ -71,6 +71,28 @@ int cf__warp_nodata_mask(cf_dtype dtype, double nd, const void *band, size_t n, 
         return 0;
     }
     double want = floor(nd + 0.000001);
+    /* Integers of up to 32 bits hold `want` exactly (in range, checked
+     * above): one typed comparison per sample. */
+#define ND_MASK(T)                                                               \
+    do {                                                                         \
+        const T *p = band, v = (T)want;                                          \
+        for (size_t k = 0; k < n; k++) {                                         \
+            int bad = p[k] == v;                                                 \
+            m[k] = (uint8_t)!bad;                                                \
+            invalid |= bad;                                                      \
+        }                                                                        \
+        return invalid;                                                          \
+    } while (0)
+    if (want <= hi) switch (dtype) {
+        case CF_DT_U8: ND_MASK(uint8_t);
+        case CF_DT_I8: ND_MASK(int8_t);
+        case CF_DT_U16: ND_MASK(uint16_t);
+        case CF_DT_I16: ND_MASK(int16_t);
+        case CF_DT_U32: ND_MASK(uint32_t);
+        case CF_DT_I32: ND_MASK(int32_t);
+        default: break;
+        }
+#undef ND_MASK
     for (size_t k = 0; k < n; k += 4096) {
         double buf[4096];
         size_t c = n - k < 4096 ? n - k : 4096;

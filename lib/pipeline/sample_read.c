@@ -623,7 +623,10 @@ static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins
             if (st == CF_OK)
                 st = cf__grid_resample(in->cog, &in->plan, k, q->dst, mask, in->dst,
                                        ld->o.patch_size, err);
-            if (st == CF_OK && iv)
+            /* With a target nodata the warper moves every value it
+             * computes off it, so the output itself says where it wrote
+             * (below); without one, the sources' validity is warped. */
+            if (st == CF_OK && iv && !in->plan.out.has_nodata)
                 st = cf__grid_resample_valid(in->cog, &in->plan, k, q->dst, mask, iv,
                                              ld->o.patch_size, err);
             free(mask);
@@ -633,10 +636,12 @@ static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins
             }
         }
         if (!iv) continue;
-        /* What each band's kernel left at the target nodata (a band with
-         * no valid tap where another had one). */
-        if (in->plan.out.has_nodata)
+        /* Every band at the target nodata where the warp wrote nothing,
+         * or where a band had no valid tap while another had one. */
+        if (in->plan.out.has_nodata) {
+            memset(iv, 1, ld->plane);
             cf__valid_nodata(iv, in->dst, in->dt, in->nb, ld->plane, in->plan.out.nodata);
+        }
         for (size_t k = 0; k < ld->plane; k++) in->vplane[k] &= iv[k];
         if (in->classes) scene_classes(ld, in);
     }
