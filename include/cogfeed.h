@@ -859,7 +859,8 @@ typedef struct cf_loader_options {
      * and layer of the sample has data, 0 where any has none: outside the
      * file, its nodata value (a pixel is invalid when any band holds it;
      * NaN nodata: NaN), its internal mask, and, resampled, where the warp
-     * finds no valid source pixel (gdalwarp -dstalpha's alpha).  The mask
+     * leaves a band at the nodata or (without a nodata) finds no source
+     * pixel valid in every band (gdalwarp -dstalpha's alpha).  The mask
      * file (labels) does not count.  Augmented with the image.  Costs
      * batch_size x P x P bytes per ring slot (0) */
     int valid_mask;

@@ -74,8 +74,12 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
         return cf__err(err, CF_E_ARG, "loader: %u invalid classes (at most 256, and given)",
                        o->ninvalid_classes);
     /* Scene masks only count for validity: without valid_mask or mosaic
-     * they would be opened and never read. */
-    if (!o->valid_mask && !o->mosaic) o->scene_masks = NULL;
+     * they would be opened and never read; classes need scene masks. */
+    if (o->scene_masks && !o->valid_mask && !o->mosaic)
+        return cf__err(err, CF_E_ARG, "loader: scene_masks need valid_mask or mosaic (they "
+                                      "only say where a scene has data)");
+    if (o->ninvalid_classes && !o->scene_masks)
+        return cf__err(err, CF_E_ARG, "loader: invalid_classes without scene_masks");
     /* Copy everything the caller may free after cf_loader_new. */
     size_t nimg = o->nfiles * (size_t)o->time_steps;
     const size_t nrest = (o->masks ? o->nfiles : 0) + o->nfiles * (size_t)o->nlayers;
@@ -262,12 +266,21 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
 /* The most decoding one of cog's chunks at the loader's level can take
  * from the kits' budget (a full tile, a new codec context). */
 static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
-    cf__chunk c;
-    memset(&c, 0, sizeof c);
-    c.ifd = cog->tiff->levels[ld->o.level];
-    cf__codec_params p;
-    cf__cog_chunk_params(cog, &c, &p);
-    return cf__codec_ctx_growth(NULL, &p, cf__codec_chunk_bytes(&p), 0);
+    /* An input without the loader's level is resampled from the levels it
+     * has (sample_grid.c): the largest need of any of them then. */
+    const int nl = cog->tiff->nlevels;
+    int l0 = ld->o.level < nl ? ld->o.level : 0, l1 = ld->o.level < nl ? ld->o.level : nl - 1;
+    uint64_t need = 0;
+    for (int l = l0; l <= l1; l++) {
+        cf__chunk c;
+        memset(&c, 0, sizeof c);
+        c.ifd = cog->tiff->levels[l];
+        cf__codec_params p;
+        cf__cog_chunk_params(cog, &c, &p);
+        uint64_t n = cf__codec_ctx_growth(NULL, &p, cf__codec_chunk_bytes(&p), 0);
+        if (n > need) need = n;
+    }
+    return need;
 }
 
 /* The source windows of a typical sample's warped inputs (file 0's, at
@@ -275,17 +288,27 @@ static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
  * them; a sample that needs more borrows the difference for its read. */
 static size_t warp_scratch(cf_loader *ld) {
     if (!cf__sg_any_warp(ld->sg)) return 0;
-    uint64_t sum = 0;
+    /* A mosaic reads its later scenes one at a time (with their scene
+     * masks): its largest group, not the sum of every scene. */
+    uint64_t sum = 0, later = 0, most = 0;
     for (int m = 0; m <= ld->nmembers; m++) {
         if (m == ld->nmembers && !ld->msk) break;
         const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
         size_t slot = mb ? cf__ld_member_slot(ld, 0, mb)
                          : ld->o.nfiles * (size_t)ld->o.time_steps;
+        if (mb && ld->o.mosaic && mb->t > 0 && mb->layer == -1) {
+            if (later > most) most = later;
+            later = 0;
+        }
         if (cf__sg_input_at(ld->sg, slot)->how != CF__SG_WARP) continue;
         cf_cog *cog = *cf__ld_url_slot(ld, slot);
-        sum += cf__sg_typical_bytes(ld->sg, slot, cog, 0, ld->o.patch_size,
-                                    mb ? (int)mb->nb : 1, &ld->o);
+        uint64_t n = CF__ALIGN16(cf__sg_typical_bytes(ld->sg, slot, cog, 0, ld->o.patch_size,
+                                                      mb ? (int)mb->nb : 1, &ld->o));
+        if (mb && ld->o.mosaic && mb->t > 0) later += n;
+        else sum += n;
     }
+    if (later > most) most = later;
+    if (most > sum) sum = most;
     return (size_t)(2 * sum + 64);
 }
 
@@ -414,24 +437,28 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
     cf_loader_options *o = &ld->o;
     const uint64_t P = o->patch_size;
     size_t sb = ld->plane * (ld->es > ld->mask_es ? ld->es : ld->mask_es);
+    /* Every region starts 16-byte aligned: blocks of any sample type are
+     * read through typed pointers. */
     size_t sum = 0;
     for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
         if (cf__ld_member_output(ld, &ld->members[m]))
-            sum += cf__ld_member_bytes(ld, &ld->members[m], P, P);
-    ld->scratch_bytes = sum > sb ? sum : sb;
+            sum += CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[m], P, P));
+    ld->scratch_bytes = CF__ALIGN16(sum > sb ? sum : sb);
+    /* Mosaic: a later scene's block, what is filled, the scene's valid. */
     ld->mosaic_off = ld->scratch_bytes;
-    if (o->mosaic)
-        ld->scratch_bytes += cf__ld_member_bytes(ld, &ld->members[0], P, P) + 2 * ld->plane;
+    ld->filled_off = ld->mosaic_off + CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[0], P, P));
+    ld->scene_valid_off = ld->filled_off + CF__ALIGN16(ld->plane);
+    if (o->mosaic) ld->scratch_bytes = ld->scene_valid_off + CF__ALIGN16(ld->plane);
     /* valid_mask: one input's validity at a time, while the raw blocks
      * are still there (before float32 conversion). */
     ld->valid_off = ld->scratch_bytes;
-    if (o->valid_mask || o->mosaic) ld->scratch_bytes += ld->plane;
+    if (o->valid_mask || o->mosaic) ld->scratch_bytes += CF__ALIGN16(ld->plane);
     /* Scene masks: a mosaic reads one per group; a series up to 8 (more
      * groups for a longer one). */
     ld->scm_off = ld->scratch_bytes;
     ld->scm_per_group = o->mosaic ? 1 : o->time_steps < 8 ? (uint32_t)o->time_steps : 8;
-    if (ld->has_scm)
-        ld->scratch_bytes += ld->scm_per_group * ld->plane * cf_dtype_size(ld->scm_dt);
+    ld->scm_bytes = ld->has_scm ? CF__ALIGN16(ld->plane * cf_dtype_size(ld->scm_dt)) : 0;
+    ld->scratch_bytes += ld->scm_per_group * ld->scm_bytes;
     ld->warp_off = ld->scratch_bytes;
     ld->warp_bytes = warp_scratch(ld);
     ld->scratch_bytes += ld->warp_bytes;

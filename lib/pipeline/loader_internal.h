@@ -65,6 +65,10 @@ typedef struct ld_slot {
     cf_error fatal_err;       /* the first of those */
 } ld_slot;
 
+/* n rounded up to a multiple of 16: where regions of the readers'
+ * scratch start, so that typed reads of any sample type are aligned. */
+#define CF__ALIGN16(n) (((n) + 15) & ~(__typeof__(n))15)
+
 /* ld_member.layer of a scene's classification mask (scene_masks). */
 #define LD_SCENE_MASK (-2)
 
@@ -134,6 +138,7 @@ struct cf_loader {
     size_t mosaic_off;        /* mosaic: a later scene's raw block, the
                                  patch's filled plane and the scene's
                                  valid plane, in the readers' scratch */
+    size_t filled_off, scene_valid_off;
     size_t warp_off, warp_bytes; /* warped inputs' source windows: this
                                     region of each reader's scratch */
     cf__ccache *cc;           /* decoded chunks of warped inputs, kept for
@@ -153,6 +158,7 @@ struct cf_loader {
     double *classes;          /* invalid_classes (o.ninvalid_classes) */
     size_t scm_off;           /* scene masks' raw blocks in the readers'
                                  scratch, scm_per_group of them */
+    size_t scm_bytes;         /* one of them (aligned) */
     uint32_t scm_per_group;
     cf__fp *fp;               /* skip_empty: the scenes' footprints */
     ld_member *members;

@@ -463,12 +463,8 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         uint8_t *dst = mask, *vp = NULL;
         size_t slot = ld->o.nfiles * (size_t)ld->o.time_steps + f;
         if (mb) {
-            uint8_t *mos = wk->scratch + ld->mosaic_off;
-            const size_t scene = cf__ld_member_bytes(ld, &ld->members[0], ld->o.patch_size,
-                                                     ld->o.patch_size);
-            dst = fills ? mos
-                  : classes ? wk->scratch + ld->scm_off +
-                                  nscm++ * ld->plane * cf_dtype_size(ld->scm_dt)
+            dst = fills ? wk->scratch + ld->mosaic_off
+                  : classes ? wk->scratch + ld->scm_off + nscm++ * ld->scm_bytes
                   : f32 ? wk->scratch + *off
                         : img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
             slot = cf__ld_member_slot(ld, f, mb);
@@ -476,7 +472,8 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
              * plane of what is filled (the first) or of the later scene
              * being read; the rest into the sample's. */
             vp = valid;
-            if (ld->o.mosaic && mb->layer < 0) vp = mos + scene + (mb->t ? ld->plane : 0);
+            if (ld->o.mosaic && mb->layer < 0)
+                vp = wk->scratch + (mb->t ? ld->scene_valid_off : ld->filled_off);
             in->classes = classes;
         }
         ld_part p;
@@ -518,7 +515,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
                 q.h = c->win.h;
                 q.bytes = (size_t)q.w * q.h * q.nbands * bps;
                 q.cache = ld->cc != NULL;
-                need += q.bytes;
+                need += CF__ALIGN16(q.bytes);
                 parts[(*np)++] = q;
             }
         }
@@ -527,7 +524,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         in->dst = p.dst;
         in->dt = p.dt;
         in->nb = p.nbands;
-        if (mb && cf__ld_member_output(ld, mb)) *off += p.bytes;
+        if (mb && cf__ld_member_output(ld, mb)) *off += CF__ALIGN16(p.bytes);
         (*ni)++;
     }
     if (st != CF_OK || !need) return st;
@@ -565,7 +562,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         for (size_t c = 0; ins[k].warped && c < ins[k].plan.n; c++) {
             ld_part *q = &parts[ins[k].part0 + (int)c];
             q->dst = base + woff;
-            woff += q->bytes;
+            woff += CF__ALIGN16(q->bytes);
         }
     return CF_OK;
 }
@@ -654,16 +651,27 @@ static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins
 static void fill_from_scene(const cf_loader *ld, const ld_worker *wk, uint8_t *out) {
     const uint8_t *scene = wk->scratch + ld->mosaic_off;
     const size_t es = cf_dtype_size(ld->raw_dt), n = ld->plane;
-    uint8_t *filled = wk->scratch + ld->mosaic_off +
-                      cf__ld_member_bytes(ld, &ld->members[0], ld->o.patch_size,
-                                          ld->o.patch_size);
-    const uint8_t *sv = filled + n;
-    for (size_t i = 0; i < n; i++) {
-        if (filled[i] || !sv[i]) continue;
-        filled[i] = 1;
-        for (uint32_t b = 0; b < ld->ci; b++)
-            memcpy(out + (b * n + i) * es, scene + (b * n + i) * es, es);
+    uint8_t *filled = wk->scratch + ld->filled_off;
+    const uint8_t *sv = wk->scratch + ld->scene_valid_off;
+    /* Band by band, a constant sample size per loop (the copy becomes a
+     * move): a pixel's bands all come from this scene. */
+#define FILL(S)                                                                    \
+    do {                                                                           \
+        for (uint32_t b = 0; b < ld->ci; b++) {                                    \
+            uint8_t *o = out + b * n * (S);                                        \
+            const uint8_t *sc = scene + b * n * (S);                               \
+            for (size_t i = 0; i < n; i++)                                         \
+                if (!filled[i] && sv[i]) memcpy(o + i * (S), sc + i * (S), (S));   \
+        }                                                                          \
+    } while (0)
+    switch (es) {
+    case 1: FILL(1); break;
+    case 2: FILL(2); break;
+    case 4: FILL(4); break;
+    default: FILL(8); break; /* complex types are refused at open */
     }
+#undef FILL
+    for (size_t i = 0; i < n; i++) filled[i] |= sv[i];
 }
 
 /* Read, convert and augment sample j into position i of slot s. */
@@ -694,8 +702,8 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
      * raw block they are filled into, and each later scene's validity. */
     uint8_t *filled = NULL, *scene_valid = NULL, *first = f32 ? wk->scratch : img;
     if (o->mosaic) {
-        filled = wk->scratch + ld->mosaic_off + cf__ld_member_bytes(ld, &ld->members[0], P, P);
-        scene_valid = filled + ld->plane;
+        filled = wk->scratch + ld->filled_off;
+        scene_valid = wk->scratch + ld->scene_valid_off;
         memset(filled, 1, ld->plane);
     }
     /* The parts: image members (raw into the slot, or into scratch when
@@ -709,6 +717,10 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     cf_status st = CF_OK;
     cf_cog *bad = NULL;
     double t0 = cf__now();
+    /* Mosaic: the later scene read (its input number), whose pixels fill
+     * the patch once its scene mask, which may come in the next group
+     * when the two do not fit one, is read too. */
+    int pending = -1;
     for (int g = 0; g < nall && st == CF_OK;) {
         int np, ni;
         uint8_t *tmp = NULL;
@@ -736,7 +748,11 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
             }
         }
         if (st == CF_OK) st = finish_inputs(ld, wk, ins, ni, parts, &bad, err);
-        if (st == CF_OK && fills) fill_from_scene(ld, wk, first);
+        if (fills) pending = g;
+        if (st == CF_OK && pending >= 0 && (!ld->has_scm || g + ni > pending + 1)) {
+            fill_from_scene(ld, wk, first);
+            pending = -1;
+        }
         for (int k = 0; k < ni; k++)
             if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
         free(tmp);
@@ -761,7 +777,7 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
         convert_member(ld, mb, member_cog(ld, f, mb), wk->scratch + off,
                        img + ((size_t)mb->t * C + mb->channel) * ld->plane *
                                  ld->es);
-        off += cf__ld_member_bytes(ld, mb, P, P);
+        off += CF__ALIGN16(cf__ld_member_bytes(ld, mb, P, P));
     }
     if (w.aug) {
         for (size_t p = 0; p < TO * C; p++)

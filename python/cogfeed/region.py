@@ -36,6 +36,7 @@ __all__ = ["load", "Region"]
 # Loaders reading at once, and the decoded tiles each keeps for its next
 # patches (a region's patch grid meets each tile about once more).
 _AT_ONCE = 4
+_MAX_SCENES = 1024       # the Loader's time_steps
 _CACHE_BYTES = 128 << 20
 _REMOTE = ("http://", "https://", "s3://", "az://", "gs://")
 
@@ -47,7 +48,10 @@ class Region:
     every asset) when asked, the ``times`` of the steps (the earliest
     ``datetime`` of each step's items; None for plain files), the ``bands``
     (asset names, or band numbers of plain files), the ``grid`` and the
-    ``nodata`` of the pixels no scene covers (the first scene's, or 0)."""
+    ``nodata`` of the first file (0 without one).  Where no scene of a
+    step has data, ``data`` holds what the step's first scene holds there:
+    its nodata outside it, its values under its own clouds or nodata
+    bands; ``valid`` (valid=True) tells those pixels apart."""
     data: npt.NDArray[Any]
     valid: Optional[npt.NDArray[np.uint8]]
     times: List[Optional[_dt.datetime]]
@@ -181,7 +185,7 @@ def _groups(scenes: List[_Scene], groupby: GroupBy, dated: bool) -> List[List[_S
         steps.setdefault(keyf(s), []).append(s)
     out = list(steps.values())
     if dated:
-        out.sort(key=lambda g: min(s.time for s in g if s.time is not None))
+        out.sort(key=lambda g: min(_utc64(s.time) for s in g))
     return out
 
 
@@ -233,7 +237,14 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
     scenes, names, dated = _scenes(items, bands, scene_masks)
     steps = _groups(scenes, groupby, dated)
     W, H = g.width, g.height
-    P = max(1, min(int(patch_size), W, H))
+    P = int(patch_size)
+    if P < 1:
+        raise ValueError("load: patch_size must be >= 1")
+    for step in steps:
+        if len(step) > _MAX_SCENES:
+            raise ValueError("load: a time step of %d scenes (a mosaic takes at most %d): "
+                             "group them into smaller steps (groupby=...)"
+                             % (len(step), _MAX_SCENES))
     nassets = len(scenes[0].hrefs)
     # One array per asset (T, its bands, H, W), joined at the end (a
     # copy only when there are several assets).
@@ -273,12 +284,16 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
             # Exactly one epoch (past it the readers would start the next).
             for _ in range(len(ld)):
                 b = next(it)
+                # A patch larger than the region (a narrow one) reaches
+                # past it: only its part inside is kept.
                 for i, (_, x, y, w, h) in enumerate(b["windows"]):
-                    arr[t, :, y:y + h, x:x + w] = b["image"][i]
+                    w, h = min(w, W - x), min(h, H - y)
+                    arr[t, :, y:y + h, x:x + w] = b["image"][i][:, :h, :w]
                 if vmask is not None:
                     with lock:  # the assets of a step share its plane
                         for i, (_, x, y, w, h) in enumerate(b["windows"]):
-                            vmask[t, y:y + h, x:x + w] &= b["valid"][i, 0]
+                            w, h = min(w, W - x), min(h, H - y)
+                            vmask[t, y:y + h, x:x + w] &= b["valid"][i, 0][:h, :w]
 
     # Steps and assets read at once (each Loader waits on its own round
     # trips), a few at a time: each has its readers, io loops and cache.

@@ -432,3 +432,39 @@ def test_random_draws_again_where_no_scene_reaches(scenes):
 def test_skip_empty_refuses_tile_shuffle(scenes):
     with pytest.raises(cogfeed.ArgumentError, match="tile-shuffle"):
         cogfeed.Loader([scenes["A"]], sampler="tile-shuffle", skip_empty=True)
+
+
+def test_scene_mask_options_are_not_ignored(scenes, scl):
+    with pytest.raises(cogfeed.ArgumentError, match="valid_mask or mosaic"):
+        cogfeed.Loader([scenes["A"]], scene_masks=[scl["A"]], invalid_classes=[9])
+    with pytest.raises(cogfeed.ArgumentError, match="without scene_masks"):
+        cogfeed.Loader([scenes["A"]], valid_mask=True, invalid_classes=[9])
+
+
+def test_resampled_input_without_the_loaders_level(tmp_path):
+    """An image with overviews read at level 1 and a layer without them
+    (resampled from its full resolution): the loader sizes its decoding
+    from the levels the layer has (it read past them before; ASan)."""
+    rng = np.random.default_rng(2)
+    img = F.write_cog(str(tmp_path / "i.tif"), rng.integers(1, 9, (1, 512, 512), np.uint16),
+                      (X0, RES, 0, Y1, 0, -RES), blocksize=128, overviews=True)
+    lay = F.write_cog(str(tmp_path / "l.tif"), rng.integers(1, 9, (1, 256, 256), np.uint16),
+                      (X0, 2 * RES, 0, Y1, 0, -2 * RES), blocksize=128)
+    with cogfeed.Loader([img], layers=[[lay]], level=1, patch_size=64, batch_size=4,
+                        sampler="grid", resampling="nearest") as ld:
+        b = next(iter(ld))
+    for i, g in enumerate(b["grid"]):
+        with cogfeed.open(lay) as c:
+            np.testing.assert_array_equal(b["image"][i, 1], c.read(grid=g, resampling="nearest")[0])
+
+
+def test_load_narrow_region_and_big_steps(scenes):
+    """A region one pixel high is read with the usual patches (their part
+    inside kept); a step of more scenes than a mosaic takes is refused."""
+    g = cogfeed.Grid.from_bounds(32633, (X0, Y1 - 100 * RES, X0 + 300 * RES, Y1 - 99 * RES), RES)
+    r = cogfeed.load([scenes["A"]], grid=g)
+    assert r.data.shape == (1, 2, 1, 300)
+    with cogfeed.open(scenes["A"]) as c:
+        np.testing.assert_array_equal(r.data[0], c.read(grid=g, resampling="nearest"))
+    with pytest.raises(ValueError, match="1024"):
+        cogfeed.load([scenes["A"]] * 1025, grid=g)
