@@ -892,6 +892,20 @@ typedef struct cf_loader_options {
      * of its outline, padded.  Not with tile-shuffle.  Counted by
      * cf_loader_empty (0) */
     int skip_empty;
+    /* A region of interest: polygons (rings of roi_ring_len[r] (x, y)
+     * vertices each, consecutive in roi_xy, filled by the even-odd rule:
+     * polygons with holes) in roi_crs (NULL: each file's target grid's
+     * CRS).  Every patch meets it: the grid sampler keeps the windows that
+     * meet it (each of its pixels in exactly one window of the epoch, with
+     * the stride of patch_size), random draws around it (and again where a
+     * window misses a concave part), files it misses are not drawn.
+     * Needs georeferenced targets.  Read during cf_loader_new only;
+     * counted in cf_loader_empty's left_out / redrawn.  Not with
+     * tile-shuffle (NULL / 0) */
+    const double *roi_xy;
+    const uint32_t *roi_ring_len;
+    uint32_t roi_nrings;
+    const cf_crs *roi_crs;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-

@@ -93,13 +93,15 @@ static int sampler_kind(const char *s, cf_sampler_kind *out) {
 static char *loader_kwlist[] = {
     "images", "masks", "layers", "weights", "bands", "sampler", "flip", "rot90",
     "float32", "mean", "std", "io_options", "grid", "grid_crs", "grid_res",
-    "layer_resampling", "scene_masks", "invalid_classes", NULL};
+    "layer_resampling", "scene_masks", "invalid_classes", "roi_xy", "roi_rings", "roi_crs",
+    NULL};
 
 /* The hand-converted keywords, and what they are converted into: owned
  * here until cf_loader_new has copied it (loader_args_free). */
 typedef struct loader_args {
     PyObject *images, *masks, *layers, *weights, *bands, *mean, *std, *io_kw;
-    PyObject *grid, *grid_crs, *layer_rs, *scene_masks, *classes;
+    PyObject *grid, *grid_crs, *layer_rs, *scene_masks, *classes, *roi_xy, *roi_rings,
+        *roi_crs;
     const char *sampler;
     int flip, rot90, f32;
     double grid_res[2];
@@ -108,7 +110,10 @@ typedef struct loader_args {
     cf_io_options io_o;
     const char **img, **msk, **lay, **scm;
     Py_ssize_t nimg, nmask, nlay, nw, nmean, nstd, nscm, ncls;
-    double *w, *mn, *sd, *cls;
+    double *w, *mn, *sd, *cls, *rxy;
+    Py_ssize_t nrxy, nrr;
+    uint32_t *rr;
+    cf_crs *rcrs;
     int *bi, nb;
     float *mf, *sf;
     cf_grid tgrid;
@@ -122,6 +127,9 @@ static void loader_args_free(loader_args *a) {
     PyMem_Free(a->lay);
     PyMem_Free(a->scm);
     PyMem_Free(a->cls);
+    PyMem_Free(a->rxy);
+    PyMem_Free(a->rr);
+    cf_crs_free(a->rcrs);
     PyMem_Free(a->w);
     PyMem_Free(a->bi);
     PyMem_Free(a->mn);
@@ -145,13 +153,13 @@ static int parse_keywords(PyObject *args, PyObject *kw, loader_args *a, cf_loade
     if (kw && !rest) return 0;
     /* Borrowed from rest, whose values kw holds too. */
     int ok = cf__py_take_options(rest, tab, n, o) &&
-             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)OOO",
+             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)OOOOOO",
                                          loader_kwlist, &a->images, &a->masks, &a->layers,
                                          &a->weights, &a->bands, &a->sampler, &a->flip,
                                          &a->rot90, &a->f32, &a->mean, &a->std, &a->io_kw,
                                          &a->grid, &a->grid_crs, &a->grid_res[0],
                                          &a->grid_res[1], &a->layer_rs, &a->scene_masks,
-                                         &a->classes);
+                                         &a->classes, &a->roi_xy, &a->roi_rings, &a->roi_crs);
     Py_XDECREF(rest);
     if (!ok) return 0;
     if (a->io_kw != Py_None && !PyDict_Check(a->io_kw)) {
@@ -273,6 +281,42 @@ static int convert_norm(loader_args *a, cf_loader_options *o) {
     return 1;
 }
 
+/* roi_xy (x, y, x, y, ...), roi_rings (vertices per ring), roi_crs. */
+static int convert_roi(loader_args *a, cf_loader_options *o) {
+    if (a->roi_xy == Py_None && a->roi_rings == Py_None) return 1;
+    double *rings = NULL;
+    if (!(a->rxy = num_array(a->roi_xy, &a->nrxy, "roi_xy must be a sequence of numbers")) ||
+        !(rings = num_array(a->roi_rings, &a->nrr, "roi_rings must be a sequence of counts")))
+        return 0;
+    uint64_t total = 0;
+    a->rr = PyMem_Calloc((size_t)(a->nrr ? a->nrr : 1), sizeof *a->rr);
+    for (Py_ssize_t i = 0; a->rr && i < a->nrr; i++) {
+        if (!(rings[i] >= 0 && rings[i] <= (double)UINT32_MAX && rings[i] == (uint32_t)rings[i])) {
+            PyErr_SetString(PyExc_ValueError, "roi_rings: counts of vertices");
+            PyMem_Free(rings);
+            return 0;
+        }
+        a->rr[i] = (uint32_t)rings[i];
+        total += a->rr[i];
+    }
+    PyMem_Free(rings);
+    if (!a->rr) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    if (!a->nrr || a->nrr > UINT32_MAX || 2 * total != (uint64_t)a->nrxy) {
+        PyErr_SetString(PyExc_ValueError, "roi: roi_xy must hold 2 numbers per vertex of "
+                                          "roi_rings");
+        return 0;
+    }
+    if (a->roi_crs != Py_None && !cf__py_crs_convert(a->roi_crs, &a->rcrs)) return 0;
+    o->roi_xy = a->rxy;
+    o->roi_ring_len = a->rr;
+    o->roi_nrings = (uint32_t)a->nrr;
+    o->roi_crs = a->rcrs;
+    return 1;
+}
+
 /* layer_resampling: one kernel name per layer. */
 static int convert_layer_kernels(loader_args *a, cf_loader_options *o) {
     Py_ssize_t n = 0;
@@ -306,6 +350,7 @@ static int convert_grid(loader_args *a, cf_loader_options *o) {
         if (!cf__py_grid_parse(a->grid, &a->tgrid, &a->grid_hold)) return 0;
         o->grid = &a->tgrid;
     }
+    if (!convert_roi(a, o)) return 0;
     if (a->grid_crs != Py_None) {
         if (!cf__py_crs_convert(a->grid_crs, &a->gcrs)) return 0;
         o->grid_crs = a->gcrs;
@@ -347,7 +392,8 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     loader_args a = {.masks = Py_None, .layers = Py_None, .weights = Py_None,
                      .bands = Py_None, .mean = Py_None, .std = Py_None, .io_kw = Py_None,
                      .grid = Py_None, .grid_crs = Py_None, .layer_rs = Py_None,
-                     .scene_masks = Py_None, .classes = Py_None,
+                     .scene_masks = Py_None, .classes = Py_None, .roi_xy = Py_None,
+                     .roi_rings = Py_None, .roi_crs = Py_None,
                      .sampler = "random"};
     cf_loader_options o;
     cf_loader_options_init(&o);

@@ -203,6 +203,22 @@ typedef struct cf__warp_dst {
     double nodata;
 } cf__warp_dst;
 
+/* A region of interest in the pixels of a target grid (roi.c): rings of
+ * (x, y) vertices in CRS `from` (NULL: the grid's), ring_len[r] vertices
+ * each, consecutive in xy, filled by the even-odd rule (polygons with
+ * holes; a ring need not repeat its first vertex).  CF_E_ARG for a ring
+ * of fewer than 3 vertices, a point that does not transform. */
+#define CF__ROI_MAX_VERTICES (1u << 20)
+typedef struct cf__roi cf__roi;
+cf_status cf__roi_new(const double *xy, const uint32_t *ring_len, uint32_t nrings,
+                      const cf_crs *from, const cf_grid *to, cf__roi **out, cf_error *err);
+void cf__roi_free(cf__roi *r);
+/* Whether the window [x0, x1) x [y0, y1) of target pixels meets the
+ * region (shares an area with it). */
+int cf__roi_meets(const cf__roi *r, double x0, double y0, double x1, double y1);
+/* The region's bounds in target pixels: x0, y0, x1, y1. */
+void cf__roi_bounds(const cf__roi *r, double b[4]);
+
 /* GDAL's nodata test (GDALWarpNoDataMasker): m[k] = 0 where sample k of
  * band (n samples of dtype) is nodata, else 1; 1 when any was.  Integers
  * compare with the nodata rounded down (none when it is outside the

@@ -339,9 +339,42 @@ static cf_status lay_out(cf_loader *ld, cf_error *err) {
     return CF_OK;
 }
 
-/* skip_empty: whether some scene of the file reaches the window. */
-static int covers(const void *fp, size_t f, int64_t x, int64_t y, uint32_t w, uint32_t h) {
-    return cf__fp_covers(fp, f, x, y, w, h);
+/* skip_empty, roi: whether some scene of the file reaches the window, and
+ * whether it meets the region of interest. */
+static int covers(const void *user, size_t f, int64_t x, int64_t y, uint32_t w, uint32_t h) {
+    const cf_loader *ld = user;
+    if (ld->fp && !cf__fp_covers(ld->fp, f, x, y, w, h)) return 0;
+    return !ld->roi || cf__roi_meets(ld->roi[f], (double)x, (double)y, (double)x + w,
+                                     (double)y + h);
+}
+
+/* The region of interest in file f's target pixels, and the window
+ * origins that can meet it (random draws them; none: the file is not
+ * drawn). */
+static cf_status roi_of(cf_loader *ld, size_t f, cf__samp_file *sf, cf_error *err) {
+    const cf_loader_options *o = &ld->o;
+    const cf_grid *g = cf__sg_grid(ld->sg, f);
+    if (!g)
+        return cf__err(err, CF_E_ARG, "loader: roi: the target of %s has no georeferencing",
+                       cf_cog_name(ld->img[f * (size_t)o->time_steps]));
+    CF__TRY(cf__roi_new(o->roi_xy, o->roi_ring_len, o->roi_nrings, o->roi_crs, g, &ld->roi[f],
+                        err));
+    double b[4];
+    cf__roi_bounds(ld->roi[f], b);
+    const double P = o->patch_size;
+    /* Origins x with [x, x + P) meeting [b0, b2), within [0, W - P]. */
+    double wmax = sf->width > P ? sf->width - P : 0, hmax = sf->height > P ? sf->height - P : 0;
+    double x0 = fmax(0, floor(b[0] - P) + 1), x1 = fmin(wmax, ceil(b[2]) - 1);
+    double y0 = fmax(0, floor(b[1] - P) + 1), y1 = fmin(hmax, ceil(b[3]) - 1);
+    if (!(x0 <= x1 && y0 <= y1)) {
+        sf->weight = -1;
+        return CF_OK;
+    }
+    sf->x0 = (uint32_t)x0;
+    sf->x1 = (uint32_t)x1;
+    sf->y0 = (uint32_t)y0;
+    sf->y1 = (uint32_t)y1;
+    return CF_OK;
 }
 
 /* The sampler over the files' sizes at the chosen level (or their target
@@ -410,8 +443,19 @@ static cf_status make_sampler(cf_loader *ld, int *tiles_shared, cf_error *err) {
             free(sf);
             return st;
         }
+    }
+    if (o->roi_nrings) {
+        ld->roi = cf__calloc(o->nfiles, sizeof *ld->roi);
+        st = ld->roi ? CF_OK : cf__err(err, CF_E_NOMEM, "loader: roi");
+        for (size_t f = 0; st == CF_OK && f < o->nfiles; f++) st = roi_of(ld, f, &sf[f], err);
+        if (st != CF_OK) {
+            free(sf);
+            return st;
+        }
+    }
+    if (ld->fp || ld->roi) {
         sc.covers = covers;
-        sc.covers_user = ld->fp;
+        sc.covers_user = ld;
     }
     /* Two groups of cells must fit the cache, because readers cross from
      * one group into the next while the last crops of the first are read. */
@@ -700,6 +744,9 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
     ld->o.weights = NULL;
     ld->o.grid = NULL;
     ld->o.grid_crs = NULL;
+    ld->o.roi_xy = NULL;
+    ld->o.roi_ring_len = NULL;
+    ld->o.roi_crs = NULL;
     ld->o.layer_resampling = NULL;
     if (st != CF_OK) {
         cf_loader_free(ld);
@@ -766,6 +813,8 @@ void cf_loader_free(cf_loader *ld) {
     free(ld->scm);
     free(ld->classes);
     cf__fp_free(ld->fp);
+    for (size_t f = 0; ld->roi && f < ld->o.nfiles; f++) cf__roi_free(ld->roi[f]);
+    free(ld->roi);
     for (int i = 0; ld->own_io && i < ld->nios; i++) cf_io_free(ld->ios[i]);
     for (size_t i = 0; ld->urls && i < ld->nurls; i++) free(ld->urls[i]);
     free(ld->urls);

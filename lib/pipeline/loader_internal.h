@@ -26,6 +26,7 @@
 #include "chunk_cache.h"
 #include "cog_internal.h"
 #include "footprint.h"
+#include "../geo/geo.h"
 #include "loader_adapt.h"
 #include "loader_options.h"
 #include "read_plan.h"
@@ -161,6 +162,8 @@ struct cf_loader {
     size_t scm_bytes;         /* one of them (aligned) */
     uint32_t scm_per_group;
     cf__fp *fp;               /* skip_empty: the scenes' footprints */
+    cf__roi **roi;            /* the region of interest in each file's
+                                 target pixels (roi_nrings), or NULL */
     ld_member *members;
     int nmembers;
     uint32_t ci;              /* image channels */

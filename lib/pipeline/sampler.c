@@ -150,8 +150,9 @@ cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
             cf__sampler_free(s);
             return cf__err(err, CF_E_ARG, "loader: file %zu has no pixels", f);
         }
-        double w = fi->weight > 0 ? fi->weight
-                                  : (double)fi->width * (double)fi->height;
+        double w = fi->weight > 0   ? fi->weight
+                   : fi->weight < 0 ? 0
+                                    : (double)fi->width * (double)fi->height;
         if (!(w < 1e300)) w = 1e300; /* NaN or huge weights stay finite */
         tot += w;
         s->cum[f] = tot;
@@ -165,8 +166,8 @@ cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
     }
     if (s->c.covers && s->c.kind == CF_SAMPLER_TILE_SHUFFLE) {
         cf__sampler_free(s);
-        return cf__err(err, CF_E_ARG, "loader: skip_empty works with the random, blocked and "
-                                      "grid samplers, not tile-shuffle");
+        return cf__err(err, CF_E_ARG, "loader: skip_empty and roi work with the random, "
+                                      "blocked and grid samplers, not tile-shuffle");
     }
     if (s->c.covers && s->c.kind == CF_SAMPLER_GRID) {
         cf_status st = keep_windows(s, grid_tot, &grid_tot, err);
@@ -174,6 +175,11 @@ cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
             cf__sampler_free(s);
             return st;
         }
+    }
+    if (!(tot > 0)) {
+        cf__sampler_free(s);
+        return cf__err(err, CF_E_ARG, "loader: no file to draw patches from (the region of "
+                                      "interest meets none)");
     }
     if (s->c.kind == CF_SAMPLER_GRID)
         s->length = s->c.length && s->c.length < grid_tot ? s->c.length
@@ -301,6 +307,11 @@ static void draw(const cf__sampler *s, uint64_t ep, uint64_t g, uint64_t seed,
         uint32_t f = pick_file(s, hash4(seed, ep, g, 1));
         const cf__samp_file *fi = &s->files[f];
         out->file = f;
+        if (fi->x1 || fi->y1) { /* a box of origins */
+            out->x = fi->x0 + (int64_t)below(hash4(seed, ep, g, 2), fi->x1 - fi->x0 + 1ull);
+            out->y = fi->y0 + (int64_t)below(hash4(seed, ep, g, 3), fi->y1 - fi->y0 + 1ull);
+            break;
+        }
         out->x = fi->width > P
                      ? (int64_t)below(hash4(seed, ep, g, 2), fi->width - P + 1)
                      : 0;

@@ -14,7 +14,11 @@
 typedef struct cf__samp_file {
     uint32_t width, height;
     uint32_t tile_w, tile_h;
-    double weight;             /* <= 0: by area */
+    double weight;             /* 0: by area; < 0: never drawn (random,
+                                  blocked: a region of interest misses it) */
+    /* Random: the window origins drawn, [x0, x1] x [y0, y1] (all 0: the
+     * whole file), e.g. around a region of interest. */
+    uint32_t x0, y0, x1, y1;
 } cf__samp_file;
 
 typedef struct cf__sampler_config {

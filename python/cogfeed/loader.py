@@ -149,6 +149,8 @@ class LoaderOptions(TypedDict, total=False):
     valid_mask: bool
     mosaic: bool
     skip_empty: bool
+    roi: Any
+    roi_crs: Any
     scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]], None]
     invalid_classes: Optional[Sequence[float]]
 
@@ -365,6 +367,55 @@ def _target(grid: object
 
 
 
+def _rings(geom: Mapping[str, Any]) -> List[List[Tuple[float, float]]]:
+    """The rings of a GeoJSON Polygon / MultiPolygon (a Feature's)."""
+    t = geom.get("type")
+    if t == "Feature":
+        return _rings(geom.get("geometry") or {})
+    coords = geom.get("coordinates")
+    if t == "Polygon":
+        polys = [coords]
+    elif t == "MultiPolygon":
+        polys = list(coords or [])
+    else:
+        raise ValueError("roi: a Polygon or MultiPolygon (or a Feature of one), not %r" % (t,))
+    out = []
+    for poly in polys:
+        for ring in poly or []:
+            pts = [(float(p[0]), float(p[1])) for p in ring]
+            if len(pts) > 1 and pts[0] == pts[-1]:
+                pts = pts[:-1]  # GeoJSON closes its rings
+            out.append(pts)
+    if not out:
+        raise ValueError("roi: the geometry has no rings")
+    return out
+
+
+def _roi(roi: Any, crs: Any) -> Dict[str, Any]:
+    """roi= and roi_crs= as the extension's roi_xy, roi_rings, roi_crs."""
+    if roi is None:
+        if crs is not None:
+            raise ValueError("roi_crs without roi")
+        return {}
+    geo = getattr(roi, "__geo_interface__", None)
+    if isinstance(roi, dict):
+        rings = _rings(roi)
+        if crs is None:
+            crs = 4326  # RFC 7946: GeoJSON is longitude / latitude
+    elif geo is not None:
+        rings = _rings(geo)
+    else:
+        b = [float(v) for v in roi]
+        if len(b) != 4 or not (b[0] < b[2] and b[1] < b[3]):
+            raise ValueError("roi: a bbox is (xmin, ymin, xmax, ymax) with min < max")
+        rings = [[(b[0], b[1]), (b[2], b[1]), (b[2], b[3]), (b[0], b[3])]]
+    if crs is not None:
+        from ._cogfeed import CRS
+        crs = crs if isinstance(crs, CRS) else CRS(crs)
+    return {"roi_xy": [v for r in rings for p in r for v in p],
+            "roi_rings": [len(r) for r in rings], "roi_crs": crs}
+
+
 def _scene_masks(masks: Any, images: List[Any], series: List[bool]) -> Optional[List[Any]]:
     """scene_masks= flattened as the images are: one path per image."""
     if masks is None:
@@ -537,6 +588,16 @@ class Loader:
             footprints on the grid before anything is read; counted in
             ``stats()["empty_left_out"]`` / ``["empty_redrawn"]``.  Not
             with tile-shuffle.
+        roi: a region of interest every patch meets: a bbox (xmin, ymin,
+            xmax, ymax), a GeoJSON Polygon / MultiPolygon (or a Feature of
+            one), or an object with ``__geo_interface__`` (shapely); in
+            ``roi_crs``, which defaults to EPSG:4326 for GeoJSON dicts (as
+            RFC 7946 has them) and to the target grid's CRS otherwise.
+            The grid sampler keeps the windows that meet it (each of its
+            pixels in one window per epoch), random draws patches around
+            it; counted in ``stats()["empty_left_out"]`` /
+            ``["empty_redrawn"]``.  Not with tile-shuffle.
+        roi_crs: the CRS of ``roi`` (anything cogfeed.CRS takes).
         scene_masks: a classification raster per scene (Sentinel-2's SCL,
             Landsat's QA), shaped as ``images`` (a path per image, or a
             list per time series / mosaic), read onto the sample's grid
@@ -594,6 +655,8 @@ class Loader:
         valid_mask: bool = _default("valid_mask"),
         mosaic: bool = _default("mosaic"),
         skip_empty: bool = _default("skip_empty"),
+        roi: Any = None,
+        roi_crs: Any = None,
         scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
                            None] = None,
         invalid_classes: Optional[Sequence[float]] = None,
@@ -678,6 +741,7 @@ class Loader:
             error_threshold=float(error_threshold),
             valid_mask=bool(valid_mask), mosaic=bool(mosaic),
             skip_empty=bool(skip_empty), scene_masks=scm,
+            **_roi(roi, roi_crs),
             invalid_classes=(None if invalid_classes is None
                              else [float(c) for c in invalid_classes]))
         if cache_bytes is not None:  # None: the C default (5% of RAM)
