@@ -946,6 +946,62 @@ def _geoparquet(w: _Walk, href: str) -> None:
 # -- selection and the Loader's inputs -------------------------------------
 
 
+def _bbox_parts(b: Sequence[float]) -> List[Tuple[float, float, float, float]]:
+    """A longitude / latitude bbox (2D, or the 2D part of a 3D one) as
+    boxes that do not cross the antimeridian."""
+    v = [float(x) for x in b]
+    if len(v) == 6:
+        v = [v[0], v[1], v[3], v[4]]
+    if len(v) != 4 or not all(math.isfinite(x) for x in v) or v[1] > v[3]:
+        raise ValueError("bbox: (west, south, east, north), not %r" % (list(b),))
+    w, s_, e, n = v
+    if w > e:  # across the antimeridian
+        return [(w, s_, 180.0, n), (-180.0, s_, e, n)]
+    return [(w, s_, e, n)]
+
+
+def _bbox_meets(a: List[Tuple[float, float, float, float]],
+                b: List[Tuple[float, float, float, float]]) -> bool:
+    return any(p[0] <= q[2] and q[0] <= p[2] and p[1] <= q[3] and q[1] <= p[3]
+               for p in a for q in b)
+
+
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+def _instant(v: Any, end: bool) -> Optional[_dt.datetime]:
+    """One end of a datetime interval: None / ".." / "" (open), a datetime
+    (UTC when naive), an RFC 3339 string, or a date (its first or, as the
+    end, its last instant, UTC)."""
+    if v is None or v in ("..", ""):
+        return None
+    if isinstance(v, _dt.datetime):
+        return v if v.tzinfo else v.replace(tzinfo=_dt.timezone.utc)
+    if isinstance(v, _dt.date):
+        v = v.isoformat()
+    m = _DATE.match(str(v))
+    if m:
+        d = _dt.datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)),
+                         tzinfo=_dt.timezone.utc)
+        return d + _dt.timedelta(days=1, microseconds=-1) if end else d
+    return _time(v, "datetime")
+
+
+def _interval(v: Any) -> Tuple[Optional[_dt.datetime], Optional[_dt.datetime]]:
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2:
+            raise ValueError("datetime: a (start, end) pair")
+        lo, hi = _instant(v[0], False), _instant(v[1], True)
+    elif isinstance(v, str) and "/" in v:
+        a, b = v.split("/", 1)
+        lo, hi = _instant(a, False), _instant(b, True)
+    else:
+        lo, hi = _instant(v, False), _instant(v, True)
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError("datetime: the interval ends before it starts")
+    return lo, hi
+
+
 class Items(Sequence[Item]):
     """The items read (in order); select() picks their assets."""
 
@@ -973,6 +1029,39 @@ class Items(Sequence[Item]):
 
     def filter(self, predicate: Callable[[Item], bool]) -> Items:
         return Items([i for i in self._items if predicate(i)])
+
+    def search(self, bbox: Optional[Sequence[float]] = None,
+               datetime: Union[str, Tuple[Any, Any], _dt.datetime, None] = None, *,
+               max_cloud_cover: Optional[float] = None) -> Items:
+        """The items a STAC API search with these parameters would give
+        (in this order): ``bbox`` (west, south, east, north) in longitude /
+        latitude, meeting the item's bbox (west > east: across the
+        antimeridian, for both); ``datetime`` an RFC 3339 instant, an
+        interval "start/end" with ".." for an open end (a date alone is its
+        whole day, UTC), or a (start, end) pair of datetimes or strings
+        (None: open), meeting the item's [start_datetime, end_datetime] or
+        its datetime; ``max_cloud_cover``: eo:cloud_cover at most this
+        (items without it left out, as a STAC API's query does).  Items
+        without a bbox are left out by a bbox (their footprint is not
+        known)."""
+        lo, hi = _interval(datetime) if datetime is not None else (None, None)
+        box = _bbox_parts(bbox) if bbox is not None else None
+        out = []
+        for it in self._items:
+            if max_cloud_cover is not None and (it.cloud_cover is None or
+                                                it.cloud_cover > max_cloud_cover):
+                continue
+            if box is not None and (it.bbox is None or len(it.bbox) < 4 or
+                                    not _bbox_meets(box, _bbox_parts(it.bbox))):
+                continue
+            if lo is not None or hi is not None:
+                a = it.start_datetime or it.datetime
+                b = it.end_datetime or it.datetime
+                if a is None or b is None or (hi is not None and a > hi) or \
+                        (lo is not None and b < lo):
+                    continue
+            out.append(it)
+        return Items(out)
 
     def sorted(self, by: Union[str, Callable[[Item], Any]] = "recent") -> Items:
         """The items in a mosaic's order (the first item with data at a

@@ -606,3 +606,43 @@ def test_stac_api_type_checks(tmp_path, checker):
     run = test_package._mypy if checker == "mypy" else test_package._pyright
     errors, out = run(str(script), tmp_path)
     assert set(errors) == {len(TYPED_USER.splitlines())}, out[-4000:]
+
+
+def _it(id_, bbox, props):
+    return {"type": "Feature", "stac_version": "1.0.0", "id": id_, "bbox": bbox,
+            "geometry": None, "links": [], "properties": props,
+            "assets": {"a": {"href": "/x/%s.tif" % id_}}}
+
+
+def test_search_by_bbox_datetime_and_cloud_cover():
+    """Items.search: a STAC API's bbox / datetime / eo:cloud_cover rules,
+    without the API (the antimeridian, open intervals, date-only ends,
+    intervals of items)."""
+    items = stac.items([
+        _it("rome", [12.3, 41.7, 12.7, 42.0],
+            {"datetime": "2024-07-01T10:00:00Z", "eo:cloud_cover": 5}),
+        _it("fiji", [178.0, -18.5, -179.5, -16.0],          # across 180
+            {"datetime": "2024-07-10T22:30:00Z", "eo:cloud_cover": 40}),
+        _it("span", [12.0, 41.0, 13.0, 42.5],
+            {"datetime": None, "start_datetime": "2024-06-20T00:00:00Z",
+             "end_datetime": "2024-07-02T00:00:00Z"}),
+        _it("nobox", None, {"datetime": "2024-07-01T10:00:00Z"}),
+    ])
+    ids = lambda r: [i.id for i in r]  # noqa: E731
+    assert ids(items.search(bbox=[12.5, 41.8, 12.6, 41.9])) == ["rome", "span"]
+    assert ids(items.search(bbox=[179.0, -17.0, 179.5, -16.5])) == ["fiji"]
+    assert ids(items.search(bbox=[-179.9, -17.0, -179.6, -16.5])) == ["fiji"]
+    assert ids(items.search(bbox=[170.0, -20.0, -170.0, -10.0])) == ["fiji"]  # both across
+    assert ids(items.search(datetime="2024-07-01")) == ["rome", "span", "nobox"]
+    assert ids(items.search(datetime="2024-07-03/..")) == ["fiji"]
+    assert ids(items.search(datetime="../2024-06-25")) == ["span"]
+    assert ids(items.search(datetime=("2024-07-10T22:30:00Z", None))) == ["fiji"]
+    assert ids(items.search(datetime="2024-07-01T10:00:00Z")) == ["rome", "span", "nobox"]
+    assert ids(items.search(max_cloud_cover=10)) == ["rome"]
+    assert ids(items.search(bbox=[12, 41, 13, 43], datetime="2024-06-01/2024-06-30")) == ["span"]
+    with pytest.raises(ValueError, match="bbox"):
+        items.search(bbox=[1, 2, 3])
+    with pytest.raises(ValueError, match="before it starts"):
+        items.search(datetime="2024-07-02/2024-07-01")
+    with pytest.raises(stac.StacError, match="RFC 3339"):
+        items.search(datetime="yesterday")
