@@ -893,12 +893,15 @@ typedef struct cf_loader_options {
      * cf_loader_empty (0) */
     int skip_empty;
     /* A region of interest: polygons (rings of roi_ring_len[r] (x, y)
-     * vertices each, consecutive in roi_xy, filled by the even-odd rule:
-     * polygons with holes) in roi_crs (NULL: each file's target grid's
+     * vertices each, consecutive in roi_xy; polygon p has the next
+     * roi_poly_rings[p] rings, its outer ring and holes filled by the
+     * even-odd rule; the region is their union; roi_poly_rings NULL: one
+     * polygon of all rings) in roi_crs (NULL: each file's target grid's
      * CRS).  Every patch meets it: the grid sampler keeps the windows that
-     * meet it (each of its pixels in exactly one window of the epoch, with
-     * the stride of patch_size), random draws around it (and again where a
-     * window misses a concave part), files it misses are not drawn.
+     * meet it (each of its pixels in a window of the epoch), random draws
+     * around it (again where a window misses a concave part or a hole,
+     * then around a point of its outline), weighting each file by the
+     * region's area in it; files it misses are not drawn.
      * Needs georeferenced targets.  Read during cf_loader_new only;
      * counted in cf_loader_empty's left_out / redrawn.  Not with
      * tile-shuffle (NULL / 0) */
@@ -906,6 +909,8 @@ typedef struct cf_loader_options {
     const uint32_t *roi_ring_len;
     uint32_t roi_nrings;
     const cf_crs *roi_crs;
+    const uint32_t *roi_poly_rings;
+    uint32_t roi_npolys;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-

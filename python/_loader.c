@@ -94,14 +94,14 @@ static char *loader_kwlist[] = {
     "images", "masks", "layers", "weights", "bands", "sampler", "flip", "rot90",
     "float32", "mean", "std", "io_options", "grid", "grid_crs", "grid_res",
     "layer_resampling", "scene_masks", "invalid_classes", "roi_xy", "roi_rings", "roi_crs",
-    NULL};
+    "roi_polys", NULL};
 
 /* The hand-converted keywords, and what they are converted into: owned
  * here until cf_loader_new has copied it (loader_args_free). */
 typedef struct loader_args {
     PyObject *images, *masks, *layers, *weights, *bands, *mean, *std, *io_kw;
     PyObject *grid, *grid_crs, *layer_rs, *scene_masks, *classes, *roi_xy, *roi_rings,
-        *roi_crs;
+        *roi_crs, *roi_polys;
     const char *sampler;
     int flip, rot90, f32;
     double grid_res[2];
@@ -111,8 +111,8 @@ typedef struct loader_args {
     const char **img, **msk, **lay, **scm;
     Py_ssize_t nimg, nmask, nlay, nw, nmean, nstd, nscm, ncls;
     double *w, *mn, *sd, *cls, *rxy;
-    Py_ssize_t nrxy, nrr;
-    uint32_t *rr;
+    Py_ssize_t nrxy, nrr, nrp;
+    uint32_t *rr, *rp;
     cf_crs *rcrs;
     int *bi, nb;
     float *mf, *sf;
@@ -129,6 +129,7 @@ static void loader_args_free(loader_args *a) {
     PyMem_Free(a->cls);
     PyMem_Free(a->rxy);
     PyMem_Free(a->rr);
+    PyMem_Free(a->rp);
     cf_crs_free(a->rcrs);
     PyMem_Free(a->w);
     PyMem_Free(a->bi);
@@ -153,13 +154,14 @@ static int parse_keywords(PyObject *args, PyObject *kw, loader_args *a, cf_loade
     if (kw && !rest) return 0;
     /* Borrowed from rest, whose values kw holds too. */
     int ok = cf__py_take_options(rest, tab, n, o) &&
-             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)OOOOOO",
+             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)OOOOOOO",
                                          loader_kwlist, &a->images, &a->masks, &a->layers,
                                          &a->weights, &a->bands, &a->sampler, &a->flip,
                                          &a->rot90, &a->f32, &a->mean, &a->std, &a->io_kw,
                                          &a->grid, &a->grid_crs, &a->grid_res[0],
                                          &a->grid_res[1], &a->layer_rs, &a->scene_masks,
-                                         &a->classes, &a->roi_xy, &a->roi_rings, &a->roi_crs);
+                                         &a->classes, &a->roi_xy, &a->roi_rings, &a->roi_crs,
+                                         &a->roi_polys);
     Py_XDECREF(rest);
     if (!ok) return 0;
     if (a->io_kw != Py_None && !PyDict_Check(a->io_kw)) {
@@ -281,29 +283,37 @@ static int convert_norm(loader_args *a, cf_loader_options *o) {
     return 1;
 }
 
-/* roi_xy (x, y, x, y, ...), roi_rings (vertices per ring), roi_crs. */
+/* A sequence of counts as uint32 (PyMem); NULL with an exception. */
+static uint32_t *count_array(PyObject *seq, Py_ssize_t *n, const char *what) {
+    double *v = num_array(seq, n, what);
+    if (!v) return NULL;
+    uint32_t *out = PyMem_Calloc((size_t)(*n ? *n : 1), sizeof *out);
+    for (Py_ssize_t i = 0; out && i < *n; i++) {
+        if (!(v[i] >= 0 && v[i] <= (double)UINT32_MAX && v[i] == (uint32_t)v[i])) {
+            PyErr_Format(PyExc_ValueError, "%s", what);
+            PyMem_Free(out);
+            PyMem_Free(v);
+            return NULL;
+        }
+        out[i] = (uint32_t)v[i];
+    }
+    PyMem_Free(v);
+    if (!out) PyErr_NoMemory();
+    return out;
+}
+
+/* roi_xy (x, y, x, y, ...), roi_rings (vertices per ring), roi_polys
+ * (rings per polygon, or None), roi_crs. */
 static int convert_roi(loader_args *a, cf_loader_options *o) {
     if (a->roi_xy == Py_None && a->roi_rings == Py_None) return 1;
-    double *rings = NULL;
     if (!(a->rxy = num_array(a->roi_xy, &a->nrxy, "roi_xy must be a sequence of numbers")) ||
-        !(rings = num_array(a->roi_rings, &a->nrr, "roi_rings must be a sequence of counts")))
+        !(a->rr = count_array(a->roi_rings, &a->nrr, "roi_rings: counts of vertices")))
+        return 0;
+    if (a->roi_polys != Py_None &&
+        !(a->rp = count_array(a->roi_polys, &a->nrp, "roi_polys: counts of rings")))
         return 0;
     uint64_t total = 0;
-    a->rr = PyMem_Calloc((size_t)(a->nrr ? a->nrr : 1), sizeof *a->rr);
-    for (Py_ssize_t i = 0; a->rr && i < a->nrr; i++) {
-        if (!(rings[i] >= 0 && rings[i] <= (double)UINT32_MAX && rings[i] == (uint32_t)rings[i])) {
-            PyErr_SetString(PyExc_ValueError, "roi_rings: counts of vertices");
-            PyMem_Free(rings);
-            return 0;
-        }
-        a->rr[i] = (uint32_t)rings[i];
-        total += a->rr[i];
-    }
-    PyMem_Free(rings);
-    if (!a->rr) {
-        PyErr_NoMemory();
-        return 0;
-    }
+    for (Py_ssize_t i = 0; i < a->nrr; i++) total += a->rr[i];
     if (!a->nrr || a->nrr > UINT32_MAX || 2 * total != (uint64_t)a->nrxy) {
         PyErr_SetString(PyExc_ValueError, "roi: roi_xy must hold 2 numbers per vertex of "
                                           "roi_rings");
@@ -313,6 +323,8 @@ static int convert_roi(loader_args *a, cf_loader_options *o) {
     o->roi_xy = a->rxy;
     o->roi_ring_len = a->rr;
     o->roi_nrings = (uint32_t)a->nrr;
+    o->roi_poly_rings = a->rp;
+    o->roi_npolys = (uint32_t)a->nrp;
     o->roi_crs = a->rcrs;
     return 1;
 }
@@ -393,7 +405,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
                      .bands = Py_None, .mean = Py_None, .std = Py_None, .io_kw = Py_None,
                      .grid = Py_None, .grid_crs = Py_None, .layer_rs = Py_None,
                      .scene_masks = Py_None, .classes = Py_None, .roi_xy = Py_None,
-                     .roi_rings = Py_None, .roi_crs = Py_None,
+                     .roi_rings = Py_None, .roi_crs = Py_None, .roi_polys = Py_None,
                      .sampler = "random"};
     cf_loader_options o;
     cf_loader_options_init(&o);

@@ -204,20 +204,27 @@ typedef struct cf__warp_dst {
 } cf__warp_dst;
 
 /* A region of interest in the pixels of a target grid (roi.c): rings of
- * (x, y) vertices in CRS `from` (NULL: the grid's), ring_len[r] vertices
- * each, consecutive in xy, filled by the even-odd rule (polygons with
- * holes; a ring need not repeat its first vertex).  CF_E_ARG for a ring
- * of fewer than 3 vertices, a point that does not transform. */
+ * (x, y) vertices in CRS `from` (NULL: the grid's; CF_E_ARG when the grid
+ * has none), ring_len[r] vertices each, consecutive in xy; polygons of
+ * poly_rings[p] consecutive rings each (NULL, npolys 0: one of all), each
+ * filled by the even-odd rule (its holes), their union the region (parts
+ * may overlap); a ring need not repeat its first vertex.  CF_E_ARG for a
+ * ring of fewer than 3 vertices, a point that does not transform. */
 #define CF__ROI_MAX_VERTICES (1u << 20)
 typedef struct cf__roi cf__roi;
 cf_status cf__roi_new(const double *xy, const uint32_t *ring_len, uint32_t nrings,
-                      const cf_crs *from, const cf_grid *to, cf__roi **out, cf_error *err);
+                      const uint32_t *poly_rings, uint32_t npolys, const cf_crs *from,
+                      const cf_grid *to, cf__roi **out, cf_error *err);
 void cf__roi_free(cf__roi *r);
 /* Whether the window [x0, x1) x [y0, y1) of target pixels meets the
  * region (shares an area with it). */
 int cf__roi_meets(const cf__roi *r, double x0, double y0, double x1, double y1);
 /* The region's bounds in target pixels: x0, y0, x1, y1. */
 void cf__roi_bounds(const cf__roi *r, double b[4]);
+/* A point of the region's outline inside [0, w) x [0, h) (a vertex,
+ * from the h-th on; none there: the centre of the region's bounds within
+ * it), into *x, *y: a window around it meets the region. */
+void cf__roi_point(const cf__roi *r, uint64_t pick, double w, double h, double *x, double *y);
 
 /* GDAL's nodata test (GDALWarpNoDataMasker): m[k] = 0 where sample k of
  * band (n samples of dtype) is nodata, else 1; 1 when any was.  Integers

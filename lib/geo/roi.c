@@ -3,8 +3,10 @@
  * target grid, and whether a window of that grid meets it (geo.h): what
  * the Loader's samplers keep to (cf_loader_options.roi).
  *
- * The rings are filled by the even-odd rule, as GeoJSON's polygons with
- * holes make them.  Edges are densified before they are transformed, so
+ * Each polygon's rings are filled by the even-odd rule (its outer ring and
+ * holes, as GeoJSON has them), and the region is the union of the
+ * polygons (a MultiPolygon's parts may overlap, as unions of fields
+ * often do).  Edges are densified before they are transformed, so
  * that a straight edge in one CRS stays close to the curve it becomes in
  * another (UTM <-> geographic: well under a pixel at 16 steps per edge of
  * a region a few hundred km across).
@@ -20,6 +22,8 @@ struct cf__roi {
     double *x, *y;             /* every ring's vertices, target pixels */
     uint32_t *start;           /* ring r: [start[r], start[r + 1]) */
     uint32_t nrings;
+    uint32_t *poly;            /* polygon p: rings [poly[p], poly[p + 1]) */
+    uint32_t npolys;
     double b[4];               /* bounds: x0, y0, x1, y1 */
 };
 
@@ -28,14 +32,23 @@ void cf__roi_free(cf__roi *r) {
     free(r->x);
     free(r->y);
     free(r->start);
+    free(r->poly);
     free(r);
 }
 
 cf_status cf__roi_new(const double *xy, const uint32_t *ring_len, uint32_t nrings,
-                      const cf_crs *from, const cf_grid *to, cf__roi **out, cf_error *err) {
+                      const uint32_t *poly_rings, uint32_t npolys, const cf_crs *from,
+                      const cf_grid *to, cf__roi **out, cf_error *err) {
     *out = NULL;
     if (!xy || !ring_len || !nrings || !to)
         return cf__err(err, CF_E_ARG, "roi: no rings");
+    if (from && !to->crs)
+        return cf__err(err, CF_E_ARG, "roi: it has a CRS and the target grid has none");
+    uint64_t in_polys = 0;
+    for (uint32_t p = 0; poly_rings && p < npolys; p++) in_polys += poly_rings[p];
+    if (poly_rings && (!npolys || in_polys != nrings))
+        return cf__err(err, CF_E_ARG, "roi: the polygons hold %llu rings, not %u",
+                       (unsigned long long)in_polys, nrings);
     const int reproject = from && to->crs && !cf_crs_equivalent(from, to->crs);
     const uint32_t steps = reproject ? ROI_STEPS : 1;
     uint64_t total = 0;
@@ -54,11 +67,15 @@ cf_status cf__roi_new(const double *xy, const uint32_t *ring_len, uint32_t nring
         g->y = cf__malloc((size_t)total * sizeof *g->y);
         g->start = cf__calloc((size_t)nrings + 1, sizeof *g->start);
     }
-    if (!g || !g->x || !g->y || !g->start) {
+    if (g) g->poly = cf__calloc((size_t)(poly_rings ? npolys : 1) + 1, sizeof *g->poly);
+    if (!g || !g->x || !g->y || !g->start || !g->poly) {
         cf__roi_free(g);
         return cf__err(err, CF_E_NOMEM, "roi: %llu vertices", (unsigned long long)total);
     }
     g->nrings = nrings;
+    g->npolys = poly_rings ? npolys : 1;
+    for (uint32_t p = 0; p < g->npolys; p++)
+        g->poly[p + 1] = g->poly[p] + (poly_rings ? poly_rings[p] : nrings);
     /* The rings, each edge cut in `steps` (a ring's last vertex joins its
      * first; a closing vertex equal to the first is kept: a zero edge). */
     size_t k = 0;
@@ -70,9 +87,11 @@ cf_status cf__roi_new(const double *xy, const uint32_t *ring_len, uint32_t nring
             double ax = p[2 * i], ay = p[2 * i + 1];
             double bx = p[2 * ((i + 1) % n)], by = p[2 * ((i + 1) % n) + 1];
             for (uint32_t s = 0; s < steps; s++) {
+                /* (Not ax + (bx - ax) f: the difference of two huge
+                 * coordinates may overflow.) */
                 double f = (double)s / steps;
-                g->x[k] = ax + (bx - ax) * f;
-                g->y[k++] = ay + (by - ay) * f;
+                g->x[k] = ax * (1 - f) + bx * f;
+                g->y[k++] = ay * (1 - f) + by * f;
             }
         }
         p += 2 * (size_t)n;
@@ -132,17 +151,36 @@ cf_status cf__roi_new(const double *xy, const uint32_t *ring_len, uint32_t nring
 
 void cf__roi_bounds(const cf__roi *r, double b[4]) { memcpy(b, r->b, sizeof r->b); }
 
-/* Whether (px, py) is inside (even-odd over every ring). */
-static int inside(const cf__roi *r, double px, double py) {
-    int in = 0;
-    for (uint32_t q = 0; q < r->nrings; q++) {
-        uint32_t a = r->start[q], n = r->start[q + 1] - a;
-        for (uint32_t i = 0, j = n - 1; i < n; j = i++) {
-            double xi = r->x[a + i], yi = r->y[a + i], xj = r->x[a + j], yj = r->y[a + j];
-            if ((yi > py) != (yj > py) && px < (xj - xi) * (py - yi) / (yj - yi) + xi) in = !in;
+void cf__roi_point(const cf__roi *r, uint64_t pick, double w, double h, double *x, double *y) {
+    const uint32_t n = r->start[r->nrings];
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = (uint32_t)((pick + k) % n);
+        if (r->x[i] >= 0 && r->x[i] < w && r->y[i] >= 0 && r->y[i] < h) {
+            *x = r->x[i];
+            *y = r->y[i];
+            return;
         }
     }
-    return in;
+    *x = (fmax(r->b[0], 0) + fmin(r->b[2], w)) / 2;
+    *y = (fmax(r->b[1], 0) + fmin(r->b[3], h)) / 2;
+}
+
+/* Whether (px, py) is inside: in some polygon, by the even-odd rule over
+ * its rings. */
+static int inside(const cf__roi *r, double px, double py) {
+    for (uint32_t p = 0; p < r->npolys; p++) {
+        int in = 0;
+        for (uint32_t q = r->poly[p]; q < r->poly[p + 1]; q++) {
+            uint32_t a = r->start[q], n = r->start[q + 1] - a;
+            for (uint32_t i = 0, j = n - 1; i < n; j = i++) {
+                double xi = r->x[a + i], yi = r->y[a + i], xj = r->x[a + j], yj = r->y[a + j];
+                if ((yi > py) != (yj > py) && px < (xj - xi) * (py - yi) / (yj - yi) + xi)
+                    in = !in;
+            }
+        }
+        if (in) return 1;
+    }
+    return 0;
 }
 
 /* Whether segment (ax, ay)-(bx, by) meets the open rectangle (x0, y0,

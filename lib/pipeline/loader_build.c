@@ -348,6 +348,19 @@ static int covers(const void *user, size_t f, int64_t x, int64_t y, uint32_t w, 
                                      (double)y + h);
 }
 
+/* roi: when random's redraws run out, the window around a point of the
+ * region's outline in the file (it meets the region). */
+static void roi_fallback(const void *user, size_t f, uint64_t h, int64_t *x, int64_t *y) {
+    const cf_loader *ld = user;
+    const cf__samp_file *fi = &ld->samp.files[f];
+    const double P = ld->o.patch_size;
+    double px, py;
+    cf__roi_point(ld->roi[f], h, fi->width, fi->height, &px, &py);
+    double mx = fi->width > P ? fi->width - P : 0, my = fi->height > P ? fi->height - P : 0;
+    *x = (int64_t)fmin(mx, fmax(0, floor(px - P / 2)));
+    *y = (int64_t)fmin(my, fmax(0, floor(py - P / 2)));
+}
+
 /* The region of interest in file f's target pixels, and the window
  * origins that can meet it (random draws them; none: the file is not
  * drawn). */
@@ -357,8 +370,8 @@ static cf_status roi_of(cf_loader *ld, size_t f, cf__samp_file *sf, cf_error *er
     if (!g)
         return cf__err(err, CF_E_ARG, "loader: roi: the target of %s has no georeferencing",
                        cf_cog_name(ld->img[f * (size_t)o->time_steps]));
-    CF__TRY(cf__roi_new(o->roi_xy, o->roi_ring_len, o->roi_nrings, o->roi_crs, g, &ld->roi[f],
-                        err));
+    CF__TRY(cf__roi_new(o->roi_xy, o->roi_ring_len, o->roi_nrings, o->roi_poly_rings,
+                        o->roi_npolys, o->roi_crs, g, &ld->roi[f], err));
     double b[4];
     cf__roi_bounds(ld->roi[f], b);
     const double P = o->patch_size;
@@ -370,6 +383,10 @@ static cf_status roi_of(cf_loader *ld, size_t f, cf__samp_file *sf, cf_error *er
         sf->weight = -1;
         return CF_OK;
     }
+    sf->has_box = 1;
+    /* The region's bounds within the file: its weight and share. */
+    sf->area = fmax(1, (fmin(b[2], sf->width) - fmax(b[0], 0)) *
+                           (fmin(b[3], sf->height) - fmax(b[1], 0)));
     sf->x0 = (uint32_t)x0;
     sf->x1 = (uint32_t)x1;
     sf->y0 = (uint32_t)y0;
@@ -457,6 +474,7 @@ static cf_status make_sampler(cf_loader *ld, int *tiles_shared, cf_error *err) {
         sc.covers = covers;
         sc.covers_user = ld;
     }
+    if (ld->roi) sc.fallback = roi_fallback;
     /* Two groups of cells must fit the cache, because readers cross from
      * one group into the next while the last crops of the first are read. */
     uint64_t k = cell_bytes ? o->cache_bytes / (2 * cell_bytes) : 1;
@@ -746,6 +764,7 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
     ld->o.grid_crs = NULL;
     ld->o.roi_xy = NULL;
     ld->o.roi_ring_len = NULL;
+    ld->o.roi_poly_rings = NULL;
     ld->o.roi_crs = NULL;
     ld->o.layer_resampling = NULL;
     if (st != CF_OK) {

@@ -6,6 +6,7 @@
  */
 #include "sampler.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* splitmix64 finaliser: a cheap, well-mixed 64-bit hash. */
@@ -72,8 +73,8 @@ static void grid_window(const cf__sampler *s, uint64_t g, cf_window *out) {
  * costs 2 bits: a billion windows, 256 MiB, is the limit); *kept_n. */
 static cf_status keep_windows(cf__sampler *s, uint64_t n, uint64_t *kept_n, cf_error *err) {
     if (n > ((uint64_t)1 << 30))
-        return cf__err(err, CF_E_LIMIT, "loader: skip_empty over %llu grid windows (at most "
-                       "2^30): use a larger stride or fewer files", (unsigned long long)n);
+        return cf__err(err, CF_E_LIMIT, "loader: skip_empty / roi over %llu grid windows (at "
+                       "most 2^30): use a larger stride or fewer files", (unsigned long long)n);
     uint64_t words = (n + 63) / 64;
     s->kept = cf__calloc((size_t)words, sizeof *s->kept);
     s->kept_before = cf__calloc((size_t)words, sizeof *s->kept_before);
@@ -92,8 +93,9 @@ static cf_status keep_windows(cf__sampler *s, uint64_t n, uint64_t *kept_n, cf_e
     }
     s->left_out = n - k;
     if (!k)
-        return cf__err(err, CF_E_ARG, "loader: skip_empty: no grid window reaches a scene "
-                                      "(the scenes' footprints miss the target grid)");
+        return cf__err(err, CF_E_ARG, "loader: no grid window is left (skip_empty: the "
+                                      "scenes' footprints miss the target grid; roi: the "
+                                      "region misses it)");
     *kept_n = k;
     return CF_OK;
 }
@@ -150,16 +152,21 @@ cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
             cf__sampler_free(s);
             return cf__err(err, CF_E_ARG, "loader: file %zu has no pixels", f);
         }
-        double w = fi->weight > 0   ? fi->weight
-                   : fi->weight < 0 ? 0
-                                    : (double)fi->width * (double)fi->height;
+        const double area = fi->has_box ? fi->area : (double)fi->width * (double)fi->height;
+        double w = fi->weight > 0 ? fi->weight : fi->weight < 0 ? 0 : area;
         if (!(w < 1e300)) w = 1e300; /* NaN or huge weights stay finite */
         tot += w;
         s->cum[f] = tot;
         grid_tot += grid_n(fi->width, P, s->c.stride) *
                     grid_n(fi->height, P, s->c.stride);
         s->grid_cum[f] = grid_tot;
-        natural += ceil_div(fi->width, P) * ceil_div(fi->height, P);
+        if (fi->weight < 0) {
+        } else if (fi->has_box) { /* patches the region's area holds */
+            double n = ceil(area / ((double)P * P));
+            natural += n < 1 ? 1 : (uint64_t)n;
+        } else {
+            natural += ceil_div(fi->width, P) * ceil_div(fi->height, P);
+        }
         uint32_t cw = cell_len(fi->tile_w, P), ch = cell_len(fi->tile_h, P);
         if (cw < min_tw) min_tw = cw;
         if (ch < min_th) min_th = ch;
@@ -286,9 +293,14 @@ uint32_t cf__sampler_window_at(const cf__sampler *s, uint64_t ep, uint64_t j,
     for (;;) {
         draw(s, ep, g, again ? s->c.seed ^ mix64(again) : s->c.seed, out);
         if (!s->c.covers || s->c.kind == CF_SAMPLER_GRID ||
-            s->c.covers(s->c.covers_user, out->file, out->x, out->y, out->w, out->h) ||
-            again == CF__SAMPLER_REDRAWS)
+            s->c.covers(s->c.covers_user, out->file, out->x, out->y, out->w, out->h))
             break;
+        if (again == CF__SAMPLER_REDRAWS) {
+            if (s->c.fallback)
+                s->c.fallback(s->c.covers_user, out->file, hash4(s->c.seed, ep, g, 0xfa11),
+                              &out->x, &out->y);
+            break;
+        }
         again++;
     }
     out->aug = draw_aug(s, ep, g);
@@ -307,7 +319,7 @@ static void draw(const cf__sampler *s, uint64_t ep, uint64_t g, uint64_t seed,
         uint32_t f = pick_file(s, hash4(seed, ep, g, 1));
         const cf__samp_file *fi = &s->files[f];
         out->file = f;
-        if (fi->x1 || fi->y1) { /* a box of origins */
+        if (fi->has_box) { /* a box of origins */
             out->x = fi->x0 + (int64_t)below(hash4(seed, ep, g, 2), fi->x1 - fi->x0 + 1ull);
             out->y = fi->y0 + (int64_t)below(hash4(seed, ep, g, 3), fi->y1 - fi->y0 + 1ull);
             break;

@@ -16,9 +16,12 @@ typedef struct cf__samp_file {
     uint32_t tile_w, tile_h;
     double weight;             /* 0: by area; < 0: never drawn (random,
                                   blocked: a region of interest misses it) */
-    /* Random: the window origins drawn, [x0, x1] x [y0, y1] (all 0: the
-     * whole file), e.g. around a region of interest. */
+    /* A region of interest's part of the file: random draws window
+     * origins in [x0, x1] x [y0, y1], and the file's weight by area and
+     * its share of the epoch count the region's area (area, in pixels). */
+    int has_box;
     uint32_t x0, y0, x1, y1;
+    double area;
 } cf__samp_file;
 
 typedef struct cf__sampler_config {
@@ -38,6 +41,9 @@ typedef struct cf__sampler_config {
     int (*covers)(const void *user, size_t file, int64_t x, int64_t y, uint32_t w,
                   uint32_t h);
     const void *covers_user;
+    /* When the redraws run out: a window of the file that covers surely
+     * keeps, from 64 random bits h (NULL: the last draw stays).  Pure. */
+    void (*fallback)(const void *user, size_t file, uint64_t h, int64_t *x, int64_t *y);
 } cf__sampler_config;
 
 #define CF__SAMPLER_REDRAWS 32

@@ -366,9 +366,9 @@ def _target(grid: object
     return None, crs, (float(xres), float(yres))
 
 
-
-def _rings(geom: Mapping[str, Any]) -> List[List[Tuple[float, float]]]:
-    """The rings of a GeoJSON Polygon / MultiPolygon (a Feature's)."""
+def _rings(geom: Mapping[str, Any]) -> List[List[List[Tuple[float, float]]]]:
+    """The polygons (each its rings) of a GeoJSON Polygon / MultiPolygon
+    (a Feature's)."""
     t = geom.get("type")
     if t == "Feature":
         return _rings(geom.get("geometry") or {})
@@ -381,11 +381,14 @@ def _rings(geom: Mapping[str, Any]) -> List[List[Tuple[float, float]]]:
         raise ValueError("roi: a Polygon or MultiPolygon (or a Feature of one), not %r" % (t,))
     out = []
     for poly in polys:
+        rings = []
         for ring in poly or []:
             pts = [(float(p[0]), float(p[1])) for p in ring]
             if len(pts) > 1 and pts[0] == pts[-1]:
                 pts = pts[:-1]  # GeoJSON closes its rings
-            out.append(pts)
+            rings.append(pts)
+        if rings:
+            out.append(rings)
     if not out:
         raise ValueError("roi: the geometry has no rings")
     return out
@@ -408,12 +411,13 @@ def _roi(roi: Any, crs: Any) -> Dict[str, Any]:
         b = [float(v) for v in roi]
         if len(b) != 4 or not (b[0] < b[2] and b[1] < b[3]):
             raise ValueError("roi: a bbox is (xmin, ymin, xmax, ymax) with min < max")
-        rings = [[(b[0], b[1]), (b[2], b[1]), (b[2], b[3]), (b[0], b[3])]]
+        rings = [[[(b[0], b[1]), (b[2], b[1]), (b[2], b[3]), (b[0], b[3])]]]
     if crs is not None:
         from ._cogfeed import CRS
         crs = crs if isinstance(crs, CRS) else CRS(crs)
-    return {"roi_xy": [v for r in rings for p in r for v in p],
-            "roi_rings": [len(r) for r in rings], "roi_crs": crs}
+    return {"roi_xy": [v for poly in rings for r in poly for p in r for v in p],
+            "roi_rings": [len(r) for poly in rings for r in poly],
+            "roi_polys": [len(poly) for poly in rings], "roi_crs": crs}
 
 
 def _scene_masks(masks: Any, images: List[Any], series: List[bool]) -> Optional[List[Any]]:

@@ -132,8 +132,11 @@ def _scenes(items: Any, bands: Optional[Sequence[str]], scene_masks: Any
         out = []
         for k, it in enumerate(seq):
             lon = None
-            if it.bbox is not None and len(it.bbox) >= 4:
-                lon = (float(it.bbox[0]) + float(it.bbox[2])) / 2
+            if it.bbox is not None and len(it.bbox) in (4, 6):
+                w, e = float(it.bbox[0]), float(it.bbox[len(it.bbox) // 2])
+                if w > e:  # across the antimeridian: the middle of the short way
+                    e += 360.0
+                lon = ((w + e) / 2 + 180.0) % 360.0 - 180.0
             out.append(_Scene([p[k] for p in per], scm[k], it.time, lon, it))
         return out, names, True
     if any(isinstance(i, Item) for i in seq):
@@ -157,6 +160,8 @@ def _solar_day(s: _Scene) -> Any:
     solar_day): UTC shifted by longitude / 15 hours."""
     assert s.time is not None
     t = s.time
+    if t.tzinfo is not None:
+        t = t.astimezone(_dt.timezone.utc)
     if s.lon is not None:
         t = t + _dt.timedelta(hours=s.lon / 15.0)
     return t.date()
@@ -233,6 +238,8 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
     """
     if output not in ("numpy", "xarray"):
         raise ValueError("load: output is 'numpy' or 'xarray', not %r" % (output,))
+    if invalid_classes is not None and scene_masks is None:
+        raise ValueError("load: invalid_classes without scene_masks")
     g = _region_grid(grid)
     scenes, names, dated = _scenes(items, bands, scene_masks)
     steps = _groups(scenes, groupby, dated)
@@ -298,9 +305,13 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
     # Steps and assets read at once (each Loader waits on its own round
     # trips), a few at a time: each has its readers, io loops and cache.
     jobs = [(t, a) for t in range(len(steps)) for a in range(nassets)]
-    with ThreadPoolExecutor(max_workers=min(len(jobs), _AT_ONCE)) as pool:
+    pool = ThreadPoolExecutor(max_workers=min(len(jobs), _AT_ONCE))
+    try:
         for fut in [pool.submit(read, t, a) for t, a in jobs]:
             fut.result()
+    finally:
+        # On a failure (or Ctrl-C) the steps not started are not read.
+        pool.shutdown(wait=True, cancel_futures=True)
     from ._cogfeed import open as _open
     with _open(scenes[0].hrefs[0]) as c:
         nodata = float(c.nodata) if c.nodata is not None else 0.0

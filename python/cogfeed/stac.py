@@ -960,6 +960,15 @@ def _bbox_parts(b: Sequence[float]) -> List[Tuple[float, float, float, float]]:
     return [(w, s_, e, n)]
 
 
+def _item_meets(it: Item, box: List[Tuple[float, float, float, float]]) -> bool:
+    """Whether the item's bbox meets box; an item without one, or with
+    one that is no bbox (south above north), does not."""
+    try:
+        return it.bbox is not None and _bbox_meets(box, _bbox_parts(it.bbox))
+    except ValueError:
+        return False
+
+
 def _bbox_meets(a: List[Tuple[float, float, float, float]],
                 b: List[Tuple[float, float, float, float]]) -> bool:
     return any(p[0] <= q[2] and q[0] <= p[2] and p[1] <= q[3] and q[1] <= p[3]
@@ -1051,8 +1060,7 @@ class Items(Sequence[Item]):
             if max_cloud_cover is not None and (it.cloud_cover is None or
                                                 it.cloud_cover > max_cloud_cover):
                 continue
-            if box is not None and (it.bbox is None or len(it.bbox) < 4 or
-                                    not _bbox_meets(box, _bbox_parts(it.bbox))):
+            if box is not None and not _item_meets(it, box):
                 continue
             if lo is not None or hi is not None:
                 a = it.start_datetime or it.datetime

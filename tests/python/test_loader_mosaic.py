@@ -468,3 +468,22 @@ def test_load_narrow_region_and_big_steps(scenes):
         np.testing.assert_array_equal(r.data[0], c.read(grid=g, resampling="nearest"))
     with pytest.raises(ValueError, match="1024"):
         cogfeed.load([scenes["A"]] * 1025, grid=g)
+
+
+def test_solar_day_across_the_antimeridian_and_time_zones():
+    """Fiji: the centre of a bbox across 180 is near 179.25 E, not 0.75 W
+    (two scenes a minute apart are one solar day); a datetime with an
+    offset is taken in UTC first."""
+    from cogfeed import region, stac
+    fiji = [178.0, -18.5, -179.5, -16.0]
+    items = stac.items([
+        dict(stac_item("f1", "/a.tif", "2024-07-10T00:02:00Z", 1.0), bbox=fiji),
+        dict(stac_item("f2", "/b.tif", "2024-07-10T00:04:00Z", 1.0), bbox=fiji),
+        dict(stac_item("tz", "/c.tif", "2024-07-10T01:00:00+05:00", 1.0),
+             bbox=[10.0, 40.0, 11.0, 41.0]),
+    ])
+    scenes, _, dated = region._scenes(items, ["visual"], None)
+    steps = region._groups(scenes, "solar_day", dated)
+    assert [[s.key.id for s in st] for st in steps] == [["tz"], ["f1", "f2"]]
+    assert region._solar_day(scenes[2]).isoformat() == "2024-07-09"
+    assert region._solar_day(scenes[0]).isoformat() == "2024-07-10"

@@ -162,3 +162,36 @@ def test_a_region_that_misses_every_file_is_an_error(img):
         cogfeed.Loader(img, roi={"type": "Point", "coordinates": [1, 2]})
     with pytest.raises(cogfeed.ArgumentError, match="tile-shuffle"):
         cogfeed.Loader(img, sampler="tile-shuffle", roi=GEOJSON, roi_crs=32633)
+
+
+def test_random_meets_a_region_in_the_first_pixel_and_a_frame(img):
+    """Review findings: a region within pixel (0, 0) (its box of origins
+    is the single origin 0, 0) and a frame (a large hole: redraws may run
+    out, then a window around the region's outline is taken)."""
+    corner = (X0 + 2, Y1 - 8, X0 + 8, Y1 - 2)
+    with cogfeed.Loader(img, patch_size=P, batch_size=64, sampler="random", epoch_length=64,
+                        roi=corner, roi_crs=32633) as ld:
+        for _, x, y, w, h in windows(ld):
+            assert x == 0 and y == 0
+    outer = [(X0, Y1), (X0 + W * RES, Y1), (X0 + W * RES, Y1 - H * RES), (X0, Y1 - H * RES)]
+    inset = [(X0 + 50, Y1 - 50), (X0 + W * RES - 50, Y1 - 50),
+             (X0 + W * RES - 50, Y1 - H * RES + 50), (X0 + 50, Y1 - H * RES + 50)]
+    frame = {"type": "Polygon", "coordinates": [outer + [outer[0]], inset + [inset[0]]]}
+    rings = [[to_px(*p) for p in outer], [to_px(*p) for p in inset]]
+    with cogfeed.Loader(img, patch_size=P, batch_size=64, sampler="random", epoch_length=256,
+                        roi=frame, roi_crs=32633, seed=1) as ld:
+        got = windows(ld)
+    for w in got:
+        assert meets(rings, *w[1:]), w
+
+
+def test_overlapping_parts_of_a_multipolygon_are_a_union(img):
+    a = [(X0 + 1000, Y1 - 1000), (X0 + 3000, Y1 - 1000), (X0 + 3000, Y1 - 3000),
+         (X0 + 1000, Y1 - 3000)]
+    b = [(x + 1000, y - 1000) for x, y in a]
+    mp = {"type": "MultiPolygon", "coordinates": [[a + [a[0]]], [b + [b[0]]]]}
+    with cogfeed.Loader(img, patch_size=32, batch_size=64, sampler="grid", roi=mp,
+                        roi_crs=32633) as ld:
+        kept = {tuple(w[1:3]) for w in windows(ld)}
+    # A window wholly in the overlap (pixels 200..300) is kept.
+    assert (224, 224) in kept and (256, 256) in kept

@@ -25,7 +25,7 @@ static void test_square_with_hole(cf_crs *utm) {
     const uint32_t rings[] = {4, 4};
     cf__roi *r;
     cf_error e;
-    CHECK(cf__roi_new(xy, rings, 2, NULL, &g, &r, &e) == CF_OK);
+    CHECK(cf__roi_new(xy, rings, 2, NULL, 0, NULL, &g, &r, &e) == CF_OK);
     if (!r) return;
     double b[4];
     cf__roi_bounds(r, b);
@@ -57,7 +57,7 @@ static void test_concave(cf_crs *utm) {
     const uint32_t rings[] = {8};
     cf__roi *r;
     cf_error e;
-    CHECK(cf__roi_new(xy, rings, 1, NULL, &g, &r, &e) == CF_OK);
+    CHECK(cf__roi_new(xy, rings, 1, NULL, 0, NULL, &g, &r, &e) == CF_OK);
     if (!r) return;
     CHECK(!cf__roi_meets(r, 220, 120, 280, 280)); /* in the notch, within the bounds */
     CHECK(cf__roi_meets(r, 150, 120, 180, 150));  /* a leg */
@@ -74,7 +74,7 @@ static void test_longitude_latitude(cf_crs *utm) {
     const double xy[] = {14.999, 36.12, 15.02, 36.12, 15.02, 36.10, 14.999, 36.10};
     const uint32_t rings[] = {4};
     cf__roi *r;
-    CHECK(cf__roi_new(xy, rings, 1, wgs, &g, &r, &e) == CF_OK);
+    CHECK(cf__roi_new(xy, rings, 1, NULL, 0, wgs, &g, &r, &e) == CF_OK);
     if (r) {
         double b[4];
         cf__roi_bounds(r, b);
@@ -89,7 +89,7 @@ static void test_longitude_latitude(cf_crs *utm) {
     /* A point the target CRS has no place for. */
     const double far[] = {15, 36, 15, 95, 16, 36};
     const uint32_t three[] = {3};
-    CHECK(cf__roi_new(far, three, 1, wgs, &g, &r, &e) == CF_E_ARG);
+    CHECK(cf__roi_new(far, three, 1, NULL, 0, wgs, &g, &r, &e) == CF_E_ARG);
     cf_crs_free(wgs);
 }
 
@@ -99,10 +99,42 @@ static void test_bad_rings(cf_crs *utm) {
     cf_error e;
     const double xy[] = {0, 0, 1, 1, NAN, 2};
     const uint32_t two[] = {2}, three[] = {3};
-    CHECK(cf__roi_new(xy, two, 1, NULL, &g, &r, &e) == CF_E_ARG && strstr(e.msg, "ring 0"));
-    CHECK(cf__roi_new(xy, three, 1, NULL, &g, &r, &e) == CF_E_ARG &&
+    CHECK(cf__roi_new(xy, two, 1, NULL, 0, NULL, &g, &r, &e) == CF_E_ARG &&
+          strstr(e.msg, "ring 0"));
+    CHECK(cf__roi_new(xy, three, 1, NULL, 0, NULL, &g, &r, &e) == CF_E_ARG &&
           strstr(e.msg, "finite"));
-    CHECK(cf__roi_new(xy, three, 0, NULL, &g, &r, &e) == CF_E_ARG);
+    CHECK(cf__roi_new(xy, three, 0, NULL, 0, NULL, &g, &r, &e) == CF_E_ARG);
+}
+
+/* Two overlapping squares as two polygons: their union (the overlap is
+ * in the region, not a hole); as one polygon of two rings, even-odd makes
+ * the overlap a hole.  A region with a CRS on a grid without one. */
+static void test_overlapping_parts(cf_crs *utm) {
+    cf_grid g = utm_grid(utm);
+    /* Pixels [100, 300) and [200, 400) squared. */
+    const double xy[] = {501000, 3999000, 503000, 3999000, 503000, 3997000, 501000, 3997000,
+                         502000, 3998000, 504000, 3998000, 504000, 3996000, 502000, 3996000};
+    const uint32_t rings[] = {4, 4}, polys[] = {1, 1}, bad[] = {1, 2};
+    cf__roi *r;
+    cf_error e;
+    CHECK(cf__roi_new(xy, rings, 2, polys, 2, NULL, &g, &r, &e) == CF_OK);
+    if (r) {
+        CHECK(cf__roi_meets(r, 240, 240, 260, 260)); /* the overlap */
+        CHECK(cf__roi_meets(r, 120, 120, 140, 140));
+        CHECK(cf__roi_meets(r, 360, 360, 380, 380));
+        CHECK(!cf__roi_meets(r, 320, 120, 380, 180));
+        cf__roi_free(r);
+    }
+    CHECK(cf__roi_new(xy, rings, 2, NULL, 0, NULL, &g, &r, &e) == CF_OK);
+    if (r) {
+        CHECK(!cf__roi_meets(r, 240, 240, 260, 260)); /* even-odd: a hole */
+        cf__roi_free(r);
+    }
+    CHECK(cf__roi_new(xy, rings, 2, bad, 2, NULL, &g, &r, &e) == CF_E_ARG &&
+          strstr(e.msg, "polygons hold 3 rings"));
+    cf_grid nocrs = utm_grid(NULL);
+    CHECK(cf__roi_new(xy, rings, 2, NULL, 0, utm, &nocrs, &r, &e) == CF_E_ARG &&
+          strstr(e.msg, "has none"));
 }
 
 int main(void) {
@@ -113,6 +145,7 @@ int main(void) {
     test_concave(utm);
     test_longitude_latitude(utm);
     test_bad_rings(utm);
+    test_overlapping_parts(utm);
     cf_crs_free(utm);
     return CF_TEST_END();
 }

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 
 static const cf__samp_file FILES[3] = {
-    {1000, 700, 256, 256, 0, 0, 0, 0, 0},
-    {300, 1200, 128, 256, 0, 0, 0, 0, 0},
-    {64, 64, 64, 64, 0, 0, 0, 0, 0}, /* smaller than most patches: padded windows */
+    {1000, 700, 256, 256, 0, 0, 0, 0, 0, 0, 0},
+    {300, 1200, 128, 256, 0, 0, 0, 0, 0, 0, 0},
+    {64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0}, /* smaller than most patches: padded windows */
 };
 
 static void init(cf__sampler *s, cf_sampler_kind kind, uint32_t patch,
