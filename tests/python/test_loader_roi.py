@@ -195,3 +195,31 @@ def test_overlapping_parts_of_a_multipolygon_are_a_union(img):
         kept = {tuple(w[1:3]) for w in windows(ld)}
     # A window wholly in the overlap (pixels 200..300) is kept.
     assert (224, 224) in kept and (256, 256) in kept
+
+
+@pytest.mark.parametrize("sampler", ["grid", "random"])
+def test_shards_and_resume_with_a_region(img, sampler):
+    """DDP shards of a region's epoch are disjoint and make the whole
+    epoch; a loader resumed from state_dict continues with the same
+    windows."""
+    kw = dict(patch_size=P, batch_size=8, sampler=sampler, roi=GEOJSON, roi_crs=32633, seed=3,
+              epoch_length=96 if sampler == "random" else None)
+    with cogfeed.Loader(img, **kw) as ld:
+        whole = [w for w in windows(ld)]
+    parts = []
+    for r in range(3):
+        with cogfeed.Loader(img, rank=r, world_size=3, **kw) as ld:
+            parts += windows(ld)
+    # (Random windows are a function of the epoch's index, whatever the
+    # rank that reads it.)
+    assert sorted(parts) == sorted(whole) and len(parts) == len(whole)
+    if sampler == "grid":
+        assert len(set(parts)) == len(parts)
+    with cogfeed.Loader(img, **kw) as ld:
+        it = iter(ld)
+        next(it), next(it)
+        state = ld.state_dict()
+        rest = [tuple(w) for w in next(it)["windows"]]
+    with cogfeed.Loader(img, **kw) as ld:
+        ld.load_state_dict(state)
+        assert [tuple(w) for w in next(iter(ld))["windows"]] == rest
