@@ -26,12 +26,14 @@ VENV=${CF_VENV:-$ROOT/.venv}
 PY=$VENV/bin/python
 
 # C libraries, compilers, GDAL's command-line tools (a test oracle), nginx;
-# python3-dev and python3-venv for the venv and the extension's headers.
+# python3-dev and python3-venv for the venv and the extension's headers;
+# PostgreSQL and PostGIS for the pgstac-backed STAC API of the tests.
 DEB_PACKAGES=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   libcurl4-openssl-dev libssl-dev libdeflate-dev libzstd-dev liblerc-dev
   libjpeg62-turbo-dev libwebp-dev liblzma-dev libproj-dev python3-dev python3-venv
   gdal-bin nginx libnginx-mod-http-lua nodejs
+  postgresql-15 postgresql-15-postgis-3
 )
 
 log() { printf '\n== %s\n' "$*" >&2; }
