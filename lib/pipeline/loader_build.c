@@ -296,7 +296,7 @@ static size_t warp_scratch(cf_loader *ld) {
         const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
         size_t slot = mb ? cf__ld_member_slot(ld, 0, mb)
                          : ld->o.nfiles * (size_t)ld->o.time_steps;
-        if (mb && ld->o.mosaic && mb->t > 0 && mb->layer == -1) {
+        if (mb && cf__ld_member_fills(ld, mb)) { /* a later scene's group begins */
             if (later > most) most = later;
             later = 0;
         }

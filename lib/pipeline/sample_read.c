@@ -604,7 +604,12 @@ static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins
             continue;
         }
         cf__grid_fill(in->dst, (size_t)in->nb * ld->plane, in->dt, in->plan.fill);
-        if (iv) memset(iv, 0, ld->plane);
+        /* With a target nodata the warper moves every value it computes
+         * off it, so the output itself says where it wrote (below);
+         * without one, the sources' validity is warped, chunk by chunk,
+         * into a plane of 0s. */
+        const int warp_valid = iv && !in->plan.out.has_nodata;
+        if (warp_valid) memset(iv, 0, ld->plane);
         for (size_t k = 0; k < in->plan.n; k++) {
             const ld_part *q = &parts[in->part0 + (int)k];
             uint8_t *mask = NULL;
@@ -620,10 +625,7 @@ static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins
             if (st == CF_OK)
                 st = cf__grid_resample(in->cog, &in->plan, k, q->dst, mask, in->dst,
                                        ld->o.patch_size, err);
-            /* With a target nodata the warper moves every value it
-             * computes off it, so the output itself says where it wrote
-             * (below); without one, the sources' validity is warped. */
-            if (st == CF_OK && iv && !in->plan.out.has_nodata)
+            if (st == CF_OK && warp_valid)
                 st = cf__grid_resample_valid(in->cog, &in->plan, k, q->dst, mask, iv,
                                              ld->o.patch_size, err);
             free(mask);

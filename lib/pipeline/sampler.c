@@ -160,11 +160,10 @@ cf_status cf__sampler_init(cf__sampler *s, const cf__sampler_config *cfg,
         grid_tot += grid_n(fi->width, P, s->c.stride) *
                     grid_n(fi->height, P, s->c.stride);
         s->grid_cum[f] = grid_tot;
-        if (fi->weight < 0) {
-        } else if (fi->has_box) { /* patches the region's area holds */
+        if (fi->has_box) { /* patches the region's area holds */
             double n = ceil(area / ((double)P * P));
             natural += n < 1 ? 1 : (uint64_t)n;
-        } else {
+        } else if (fi->weight >= 0) {
             natural += ceil_div(fi->width, P) * ceil_div(fi->height, P);
         }
         uint32_t cw = cell_len(fi->tile_w, P), ch = cell_len(fi->tile_h, P);

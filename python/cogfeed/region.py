@@ -257,10 +257,10 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
     # copy only when there are several assets).
     per: List[Optional[npt.NDArray[Any]]] = [None] * nassets
     vmask = np.ones((len(steps), H, W), np.uint8) if valid else None
-    for step in steps:
-        scm = [s.scm for s in step if s.scm is not None]
-        if scm and len(scm) != len(step):
-            raise ValueError("load: scene_masks: every file needs one, or none does")
+    # Each step's scene masks (none, or one per scene).
+    scms = [[s.scm for s in step if s.scm is not None] for step in steps]
+    if any(m and len(m) != len(step) for m, step in zip(scms, steps)):
+        raise ValueError("load: scene_masks: every file needs one, or none does")
     lock = threading.Lock()
     # Remote: every patch of the region in flight at once (each waits on
     # round trips, and a mosaic's later scenes add one each), rather than
@@ -270,8 +270,7 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
 
     def read(t: int, a: int) -> None:
         """Time step t of asset a: one Loader's epoch over the region."""
-        step = steps[t]
-        scm = [s.scm for s in step if s.scm is not None]
+        step, scm = steps[t], scms[t]
         with Loader([[s.hrefs[a] for s in step]], mosaic=True, grid=g, sampler="grid",
                     patch_size=P, batch_size=16, resampling=resampling, valid_mask=valid,
                     io_options=io_options, error_threshold=error_threshold,
@@ -291,30 +290,37 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
             # Exactly one epoch (past it the readers would start the next).
             for _ in range(len(ld)):
                 b = next(it)
-                # A patch larger than the region (a narrow one) reaches
-                # past it: only its part inside is kept.
                 for i, (_, x, y, w, h) in enumerate(b["windows"]):
+                    # A patch larger than the region (a narrow one) reaches
+                    # past it: only its part inside is kept.
                     w, h = min(w, W - x), min(h, H - y)
                     arr[t, :, y:y + h, x:x + w] = b["image"][i][:, :h, :w]
-                if vmask is not None:
-                    with lock:  # the assets of a step share its plane
-                        for i, (_, x, y, w, h) in enumerate(b["windows"]):
-                            w, h = min(w, W - x), min(h, H - y)
+                    if vmask is not None:
+                        with lock:  # the assets of a step share its plane
                             vmask[t, y:y + h, x:x + w] &= b["valid"][i, 0][:h, :w]
 
     # Steps and assets read at once (each Loader waits on its own round
     # trips), a few at a time: each has its readers, io loops and cache.
+    def first_nodata() -> float:
+        """The first file's nodata (0 without one), opened through the
+        reads' I/O options (credentials, CA), while the steps are read."""
+        from ._cogfeed import IO, open as _open
+        io = IO(**io_options) if io_options else None
+        with _open(scenes[0].hrefs[0], io=io) as c:
+            return float(c.nodata) if c.nodata is not None else 0.0
+
     jobs = [(t, a) for t in range(len(steps)) for a in range(nassets)]
     pool = ThreadPoolExecutor(max_workers=min(len(jobs), _AT_ONCE))
+    side = ThreadPoolExecutor(max_workers=1)
     try:
+        nodata_fut = side.submit(first_nodata)
         for fut in [pool.submit(read, t, a) for t, a in jobs]:
             fut.result()
+        nodata = nodata_fut.result()
     finally:
         # On a failure (or Ctrl-C) the steps not started are not read.
         pool.shutdown(wait=True, cancel_futures=True)
-    from ._cogfeed import open as _open
-    with _open(scenes[0].hrefs[0]) as c:
-        nodata = float(c.nodata) if c.nodata is not None else 0.0
+        side.shutdown(wait=True)
     arrays = [x for x in per if x is not None]
     data = arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=1)
     if names:

@@ -436,21 +436,28 @@ CONTROL = set(chr(c) for c in range(0x20) if c != 0x0a) | {"\x7f"} | \
     set(chr(c) for c in range(0x80, 0xa0))
 
 
+def _zeros_gtiff(path, width, height):
+    """A uint8 GTiff of zeros in UTM 33N written by rasterio's GDAL, read
+    back as (byte order, IFDs) for editing tags (format_fixtures)."""
+    import rasterio
+    from rasterio.transform import from_origin
+    import format_fixtures as FF
+    with rasterio.open(path, "w", driver="GTiff", width=width, height=height, count=1,
+                       dtype="uint8", crs="EPSG:32633",
+                       transform=from_origin(500000, 4000000, 10, 10)) as ds:
+        ds.write(np.zeros((1, height, width), np.uint8))
+    return FF.read_tiff(path)
+
+
 @pytest.fixture(scope="module")
 def hostile_tif(tmp_path_factory):
     """A GeoTIFF whose ImageDescription, Software and GDAL_METADATA (a
     dataset item and a band description) carry control characters, written
     byte by byte (GDAL would drop them from its XML)."""
-    import rasterio
-    from rasterio.transform import from_origin
     import format_fixtures as FF
     d = tmp_path_factory.mktemp("hostile")
     base, evil = d / "base.tif", d / "evil.tif"
-    with rasterio.open(base, "w", driver="GTiff", width=16, height=8, count=1,
-                       dtype="uint8", crs="EPSG:32633",
-                       transform=from_origin(500000, 4000000, 10, 10)) as ds:
-        ds.write(np.zeros((1, 8, 16), np.uint8))
-    e, ifds = FF.read_tiff(base)
+    e, ifds = _zeros_gtiff(base, 16, 8)
     raw = EVIL.encode("utf-8")
     ref = "".join("&#%d;" % ord(c) if ord(c) < 0x20 else c for c in EVIL)
     xml = ('<GDALMetadata>\n  <Item name="EVIL">%s</Item>\n'
@@ -472,15 +479,9 @@ def test_info_escapes_bytes_that_are_not_utf8(tmp_path, exe):
     """Overlong forms (E0 82 9B is an overlong CSI), surrogates, bytes past
     U+10FFFF and F8 are not UTF-8: info writes them escaped, so its output
     stays valid UTF-8 (and strict JSON) and no terminal sees them raw."""
-    import rasterio
-    from rasterio.transform import from_origin
     import format_fixtures as FF
     base, bad = tmp_path / "base.tif", tmp_path / "bad.tif"
-    with rasterio.open(base, "w", driver="GTiff", width=8, height=8, count=1,
-                       dtype="uint8", crs="EPSG:32633",
-                       transform=from_origin(500000, 4000000, 10, 10)) as ds:
-        ds.write(np.zeros((1, 8, 8), np.uint8))
-    e, ifds = FF.read_tiff(base)
+    e, ifds = _zeros_gtiff(base, 8, 8)
     ifds[0].set(305, 2, b"s \xe0\x82\x9b2J \xed\xa0\x80 \xf4\x90\x80\x80 \xf8\x80\x80 ok\0")
     FF.write_tiff(bad, ifds, e)
     r = subprocess.run(list(exe) + ["info", "--json", str(bad)], capture_output=True)
