@@ -487,3 +487,16 @@ def test_solar_day_across_the_antimeridian_and_time_zones():
     assert [[s.key.id for s in st] for st in steps] == [["tz"], ["f1", "f2"]]
     assert region._solar_day(scenes[2]).isoformat() == "2024-07-09"
     assert region._solar_day(scenes[0]).isoformat() == "2024-07-10"
+
+
+def test_load_uses_its_io_options_for_every_request(scenes):
+    """Over HTTPS with a private CA given in io_options: every open of
+    cogfeed.load goes through them (the nodata of the first file was read
+    through the default IO, which refused the server's certificate)."""
+    from cogfeed.tools.servers import Nginx
+    g = cogfeed.Grid.from_bounds(32633, (X0, Y1 - 100 * RES, X0 + 150 * RES, Y1), RES)
+    with Nginx(scenes["dir"], tls=True) as srv:
+        r = cogfeed.load([srv.url("A.tif")], grid=g, io_options={"ca_file": srv.ca_file})
+    with cogfeed.open(scenes["A"]) as c:
+        np.testing.assert_array_equal(r.data[0], c.read(grid=g, resampling="nearest"))
+    assert r.nodata == 0
