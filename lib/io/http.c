@@ -455,6 +455,7 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    cf__loop_socket_hooks(lp, e);
     curl_easy_setopt(e, CURLOPT_SHARE, lp->share);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* handled below */

@@ -116,7 +116,14 @@ struct cf__loop {
     uint64_t answered[64];
     unsigned answered_next;
     int proxy_answered;
+    /* Socket numbers curl closed and has not watched since (io.c). */
+    unsigned char *closed;
+    size_t nclosed;
 };
+
+/* io.c: curl opens and closes its sockets through the loop, so that a
+ * socket leaves the epoll set before its number can be given again. */
+void cf__loop_socket_hooks(cf__loop *lp, CURL *e);
 
 /* Most submitted-but-not-started transfers before submitters wait. */
 #define CF__QUEUE_MAX ((size_t)CF_IO_MAX_INFLIGHT * 8)
