@@ -169,6 +169,12 @@ int cf__codec_can_stop(const cf__codec_params *p);
  * rows of a chunk of p: need rounded up to 32 (whole JPEG MCU rows, whole
  * YCbCr blocks), at most p->height. */
 uint32_t cf__codec_stop_rows(const cf__codec_params *p, uint32_t need);
+/* Whether decoding a chunk of p through its first `need` rows only
+ * (cf__codec_decode_rows) costs less than decoding it whole: the codecs
+ * that stop in their own decoder for any need short of the whole chunk;
+ * DEFLATE, where stopping means zlib instead of libdeflate, only for at
+ * most 2/5 of it. */
+int cf__codec_stop_pays(const cf__codec_params *p, uint32_t need);
 /* cf__codec_decode of the first `rows` rows of the chunk only (rows from
  * cf__codec_stop_rows, or p->height: then the whole chunk as
  * cf__codec_decode): dst_len is cf__codec_chunk_bytes of p with that

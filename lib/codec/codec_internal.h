@@ -31,6 +31,8 @@ struct cf__codec_ctx {
     cf__scratch runs;   /* CCITT run lengths of two rows (ccitt.c) */
     cf__scratch ojpeg;  /* old-style JPEG: header + chunk + EOI (ojpeg.c) */
     cf__scratch lerc2;  /* lerc2.c: its state, the mask bits, depth ranges */
+    cf__scratch zblock; /* zstd.c: the block that crosses the last row of a
+                           chunk decoded through its first rows */
 };
 
 /* Make `s` hold at least `n` bytes.  CF_E_NOMEM on failure. */

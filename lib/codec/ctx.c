@@ -31,6 +31,7 @@ void cf__codec_ctx_free(cf__codec_ctx *ctx) {
     free(ctx->runs.p);
     free(ctx->ojpeg.p);
     free(ctx->lerc2.p);
+    free(ctx->zblock.p);
     free(ctx);
 }
 

@@ -283,9 +283,10 @@ uint64_t cf__kits_need(const cf_cog *cog, const cf__chunk *c) {
 }
 
 cf_status cf__kits_decode(cf__kits *k, cf__kit *kit, cf_cog *cog,
-                          const cf__chunk *c, const uint8_t *src,
+                          const cf__chunk *c, const uint8_t *src, uint32_t rows,
                           const uint8_t **out, cf_error *err) {
-    if (cf__cog_chunk_raw(cog, c)) return cf__cog_decode_chunk(cog, NULL, c, src, out, err);
+    if (cf__cog_chunk_raw(cog, c))
+        return cf__cog_decode_chunk(cog, NULL, c, src, UINT32_MAX, out, err);
     cf__codec_params p;
     uint64_t tile = chunk_tile(cog, c, &p);
     uint64_t fresh = cf__codec_ctx_growth(NULL, &p, tile, c->len);
@@ -311,7 +312,7 @@ cf_status cf__kits_decode(cf__kits *k, cf__kit *kit, cf_cog *cog,
                                   cf__cog_chunk_where(cog, c, where, sizeof where));
     }
     if (!kit->ctx) kit->ctx = cf__codec_ctx_new();
-    cf_status st = kit->ctx ? cf__cog_decode_chunk(cog, kit->ctx, c, src, out, err)
+    cf_status st = kit->ctx ? cf__cog_decode_chunk(cog, kit->ctx, c, src, rows, out, err)
                             : cf__err(err, CF_E_NOMEM, "%s: no codec context",
                                       cog->name);
     /* Settle at what the context holds now (cf__codec_ctx_growth bounds

@@ -112,11 +112,12 @@ void cf__kits_put(cf__kits *k, cf__kit *kit);
 /* The most a chunk's decode can need from the kits' budget (a new
  * context); 0 for chunks used as fetched (uncompressed, host order). */
 uint64_t cf__kits_need(const cf_cog *cog, const cf__chunk *c);
-/* Decode chunk c (fetched bytes src) with kit, its scratch charged to the
- * kits' budget: *out as cf__cog_decode_chunk.  Errors name the file, the
- * level and the tile (CF_E_LIMIT when the decode can never fit). */
+/* Decode chunk c (fetched bytes src; its first `rows` rows, UINT32_MAX:
+ * all) with kit, its scratch charged to the kits' budget: *out as
+ * cf__cog_decode_chunk.  Errors name the file, the level and the tile
+ * (CF_E_LIMIT when the decode can never fit). */
 cf_status cf__kits_decode(cf__kits *k, cf__kit *kit, cf_cog *cog,
-                          const cf__chunk *c, const uint8_t *src,
+                          const cf__chunk *c, const uint8_t *src, uint32_t rows,
                           const uint8_t **out, cf_error *err);
 
 #endif

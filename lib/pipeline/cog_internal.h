@@ -147,11 +147,26 @@ void cf__cog_prefault(const cf_cog *cog, uint8_t *buf, size_t len);
  * fetched bytes, with no decode step (and no codec context). */
 int cf__cog_chunk_raw(const cf_cog *cog, const cf__chunk *c);
 
-/* Decode one fetched chunk with `ctx`: *out is then the decoded chunk (the
- * context's buffer, valid until the context's next use, or src itself for
- * uncompressed host-order chunks, which need no ctx). */
+/* What a window (x, y, w, h) of chunk c's IFD needs of it: `need` rows
+ * from its top (down to the window's last row), of `height`, each
+ * row_bytes decoded; and the rows to decode: height, or fewer when the
+ * window ends above the chunk's last row and stopping there costs less
+ * (cf__codec_stop_pays: a random patch over larger tiles needs only the
+ * top rows of the tiles below it).  Uncompressed host-order chunks: all. */
+typedef struct cf__chunk_rows {
+    uint32_t need, rows, height;
+    size_t row_bytes;
+} cf__chunk_rows;
+cf__chunk_rows cf__cog_chunk_rows(const cf_cog *cog, const cf__chunk *c, int64_t x, int64_t y,
+                                  uint32_t w, uint32_t h);
+
+/* Decode the first `rows` rows (cf__cog_chunk_rows; UINT32_MAX or the
+ * chunk's height: all) of one fetched chunk with `ctx`: *out is then the
+ * decoded chunk (the context's buffer, valid until the context's next
+ * use, or src itself for uncompressed host-order chunks, which need no
+ * ctx). */
 cf_status cf__cog_decode_chunk(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c,
-                               const uint8_t *src, const uint8_t **out,
+                               const uint8_t *src, uint32_t rows, const uint8_t **out,
                                cf_error *err);
 /* Decode one fetched chunk with `ctx` and paste its part of the window
  * (uncompressed host-order chunks are pasted straight from src; ctx may

@@ -139,9 +139,9 @@ static cf_status decode_rows(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c
 }
 
 cf_status cf__cog_decode_chunk(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c,
-                               const uint8_t *src, const uint8_t **out,
+                               const uint8_t *src, uint32_t rows, const uint8_t **out,
                                cf_error *err) {
-    return decode_rows(cog, ctx, c, src, UINT32_MAX, out, err);
+    return decode_rows(cog, ctx, c, src, rows, out, err);
 }
 
 cf_status cf__cog_decode_paste(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c,
@@ -149,7 +149,7 @@ cf_status cf__cog_decode_paste(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk 
                                uint32_t h, const int *bands, int nb, uint8_t *dst,
                                int expand_bits, cf_error *err) {
     const uint8_t *chunk = NULL;
-    cf_status st = cf__cog_decode_chunk(cog, ctx, c, src, &chunk, err);
+    cf_status st = cf__cog_decode_chunk(cog, ctx, c, src, UINT32_MAX, &chunk, err);
     if (!st) cf__cog_paste(cog, c, chunk, x, y, w, h, bands, nb, dst, expand_bits);
     return st;
 }
@@ -183,10 +183,9 @@ typedef struct rd_chunk {
     int fetch;                 /* fetched in the window's batch */
 } rd_chunk;
 
-/* Which rows of chunk c the window needs from its top (a strip: down to
- * the window's last row; a tile: all), and whether the window covers the
- * whole chunk (then no later window is likely to need it again: it is
- * not kept). */
+/* Which rows of chunk c the window needs from its top (down to the
+ * window's last row), and whether the window covers the whole chunk (then
+ * no later window is likely to need it again: it is not kept). */
 static uint32_t rows_needed(const cf__tiff_ifd *ifd, const cf__chunk *c, const cf__codec_params *p,
                             int64_t x, int64_t y, uint32_t w, uint32_t h, int *covers) {
     cf__rect r;
@@ -196,8 +195,22 @@ static uint32_t rows_needed(const cf__tiff_ifd *ifd, const cf__chunk *c, const c
     int64_t px1 = px0 + ifd->chunk_w, py1 = py0 + p->height;
     if (px1 > (int64_t)ifd->width) px1 = ifd->width;
     *covers = r.x0 == px0 && r.y0 == py0 && r.x1 == px1 && r.y1 == py1;
-    if (ifd->tiled) return p->height;
     return (uint32_t)(r.y1 - py0);
+}
+
+cf__chunk_rows cf__cog_chunk_rows(const cf_cog *cog, const cf__chunk *c, int64_t x, int64_t y,
+                                  uint32_t w, uint32_t h) {
+    cf__codec_params p;
+    cf__cog_chunk_params(cog, c, &p);
+    cf__chunk_rows r = {0};
+    int covers;
+    r.height = r.rows = p.height;
+    r.need = rows_needed(&cog->tiff->ifds[c->ifd], c, &p, x, y, w, h, &covers);
+    size_t len = (size_t)cf__codec_chunk_bytes(&p);
+    r.row_bytes = p.height ? len / p.height : 0;
+    if (len && !raw_usable(&p, c->len, len) && cf__codec_stop_pays(&p, r.need))
+        r.rows = cf__codec_stop_rows(&p, r.need);
+    return r;
 }
 
 /* Fetch chunks[i] alone and decode its first rows into ctx's buffer
@@ -224,9 +237,11 @@ static cf_status fetch_one(cf_cog *cog, cf__codec_ctx *ctx, const cf__chunk *c, 
  * without a fetch; claimed, they are fetched, decoded, kept and pasted;
  * pending in another reader's hands, they are waited for once this
  * reader's own claims are published (chunk_cache.h's order, so no two
- * readers wait on each other).  A strip whose codec can stop early is
- * decoded only down to the window's last row when that is at most half
- * of it (cf__codec_decode_rows), and kept with that row count. */
+ * readers wait on each other).  A chunk (tile or strip) whose codec can
+ * stop early is decoded only down to the window's last row when that
+ * costs less (cf__codec_stop_pays: a random patch over larger tiles needs
+ * only the top rows of the tiles below it), and kept with that row count;
+ * a later window needing more rows decodes it whole. */
 static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
                           uint32_t w, uint32_t h, const int *bands, int nb,
                           uint8_t *dst, int expand_bits, const uint8_t fill[CF__FILL_MAX],
@@ -269,8 +284,7 @@ static cf_status read_ifd(cf_cog *cog, int ifdi, int64_t x, int64_t y,
          * as fetched, and a strip's first rows are fetched alone. */
         int raw = len && raw_usable(&p, c->len, len);
         rc[i].rows = p.height;
-        if (len && !ifd->tiled && need * 2 <= p.height && cf__codec_can_stop(&p))
-            rc[i].rows = cf__codec_stop_rows(&p, need);
+        if (len && cf__codec_stop_pays(&p, need)) rc[i].rows = cf__codec_stop_rows(&p, need);
         rc[i].found = CF__CC_NONE;
         if (cc && len && !covers) {
             const uint8_t *d = NULL;

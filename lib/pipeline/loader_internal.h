@@ -95,6 +95,8 @@ typedef struct ld_worker {
     cf__range_req reqs[LD_PART_CHUNKS];
     cf_error errs[LD_PART_CHUNKS];
     void *claim[LD_PART_CHUNKS]; /* its chunk cache claim, or NULL */
+    uint32_t crows[LD_PART_CHUNKS]; /* rows to decode (cf__cog_chunk_rows) */
+    size_t cbytes[LD_PART_CHUNKS];  /* what decoding them writes */
     /* Chunks other readers claimed (chunk_cache.h), waited on once this
      * reader's own fetches are done; and those whose claimer gave up,
      * fetched by this reader. */

@@ -165,7 +165,7 @@ static void *decoder(void *arg) {
             cf__kit *kit = cf__kits_get(&r->kits);
             const uint8_t *src = t->batch ? r->rr[t->i].dst : t->cog->mem + c->off;
             const uint8_t *chunk = NULL;
-            st = cf__kits_decode(&r->kits, kit, t->cog, c, src, &chunk, e);
+            st = cf__kits_decode(&r->kits, kit, t->cog, c, src, UINT32_MAX, &chunk, e);
             /* Each window gets its own part of the tile: disjoint regions
              * of different buffers, no lock needed. */
             for (size_t u = 0; st == CF_OK && u < t->nuses; u++) {

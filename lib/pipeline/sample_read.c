@@ -56,14 +56,6 @@ static void part_begin(ld_part *p) {
     if (p->plan.prefill) cf__cog_fill(cog, ifdi, p->dst, (size_t)p->w * p->h * p->nbands);
 }
 
-/* Bytes of chunk c decoded, as cf__cog_paste reads them: not the raw
- * chunk's byte count (a file may claim more bytes than the tile holds). */
-static size_t decoded_len(const cf_cog *cog, const cf__chunk *c) {
-    cf__codec_params cp;
-    cf__cog_chunk_params(cog, c, &cp);
-    return cf__codec_chunk_bytes(&cp);
-}
-
 /* Give up the claims of chunks [from, k) of the batch (not read). */
 static void abandon_claims(cf_loader *ld, ld_worker *wk, size_t from, size_t k) {
     for (size_t i = from; i < k; i++)
@@ -139,9 +131,9 @@ static cf_status fetch_decode(cf_loader *ld, ld_worker *wk, ld_part *parts,
         } else {
             /* A kit only for chunks that need decoding, borrowed once. */
             if (!kit && !cf__cog_chunk_raw(p->cog, c)) kit = cf__kits_get(&ld->kits);
-            st = cf__kits_decode(&ld->kits, kit, p->cog, c, r->dst, &chunk, err);
-            if (st == CF_OK && !cf__cog_chunk_raw(p->cog, c))
-                wk->chunk_bytes += decoded_len(p->cog, c);
+            st = cf__kits_decode(&ld->kits, kit, p->cog, c, r->dst, wk->crows[i], &chunk,
+                                 err);
+            if (st == CF_OK && !cf__cog_chunk_raw(p->cog, c)) wk->chunk_bytes += wk->cbytes[i];
             if (st == CF_OK) {
                 cf__cog_paste(p->cog, c, chunk, p->x, p->y, p->w, p->h,
                               p->bands0, (int)p->nbands, p->dst, 1);
@@ -215,8 +207,12 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
             cf__cc_found found = CF__CC_NONE;
             const uint8_t *d = NULL;
             void *h = NULL;
+            /* A tile below the patch's top is decoded down to its last row
+             * only; the cache keeps it with that row count. */
+            cf__chunk_rows cr = cf__cog_chunk_rows(p->cog, &c, p->x, p->y, p->w, p->h);
             if (p->cache)
-                found = cf__cc_claim(ld->cc, p->cog, &c, decoded_len(p->cog, &c), &d, &h);
+                found = cf__cc_claim_rows(ld->cc, p->cog, &c, cr.row_bytes, cr.need, cr.height,
+                                          &cr.rows, &d, &h);
             if (found == CF__CC_HIT) {
                 /* A decoded chunk kept by a neighbouring patch. */
                 cf__cog_paste(p->cog, &c, d, p->x, p->y, p->w, p->h, p->bands0,
@@ -237,6 +233,8 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
                 h = NULL;
             }
             wk->chunks[k] = c;
+            wk->crows[k] = cr.rows;
+            wk->cbytes[k] = (size_t)cr.rows * cr.row_bytes;
             wk->cpart[k] = pi;
             wk->claim[k++] = found == CF__CC_CLAIMED ? h : NULL;
             total += c.len;

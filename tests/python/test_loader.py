@@ -1130,6 +1130,71 @@ def test_decoded_bytes_per_byte_read(tmp_path):
     assert 5.0 < rnd["decoded_per_read"] < 13.0, rnd
 
 
+def _rows_decoded(codec, need, tile=512):
+    """Rows of a tile decoded for a window needing its first `need`: down
+    to the window's last row rounded up to 32 for ZSTD, and for DEFLATE
+    when that is at most 2/5 of the tile; LERC blobs whole."""
+    if codec == "ZSTD" or (codec == "DEFLATE" and need * 5 <= 2 * tile):
+        return min(tile, (need + 31) // 32 * 32)
+    return tile
+
+
+@pytest.mark.parametrize("codec", ["DEFLATE", "ZSTD", "LERC_ZSTD"])
+def test_random_patches_decode_only_the_rows_they_need(tmp_path, codec):
+    """Random 256 px patches on 512 px tiles: a tile below a patch's top
+    is decoded only down to the patch's last row.  Each of the Loader's
+    patches equals Cog.read's bit for bit, and Cog.read (no chunk cache)
+    decodes exactly the rows _rows_decoded gives, which for DEFLATE and
+    ZSTD is less than the whole tiles the old code decoded."""
+    if rasterio is None:
+        pytest.skip("the tiles are written by GDAL")
+    a = expected(1536, 1536, 0, 0, bands=2)
+    p = make_cog(tmp_path / "r.tif", a, block=512, compress=codec)
+    cog = cogfeed.open(p, cogfeed.IO(cache_bytes=-1))
+    row = 512 * 2 * 2  # a tile row: 512 px x 2 bands x uint16
+    whole = part = 0
+    with cogfeed.Loader([p], batch_size=4, dtype="raw", patch_size=256,
+                        sampler="random", epoch_length=64, seed=5) as ld:
+        for b in ld:
+            for img, (f, x, y, w, h) in zip(b["image"], b["windows"]):
+                before = cog.stats()["decoded_bytes"]
+                assert np.array_equal(img, cog.read((x, y, w, h))), (x, y)
+                got = cog.stats()["decoded_bytes"] - before
+                want = 0
+                for ty in range(y // 512, (y + h - 1) // 512 + 1):
+                    ncols = (x + w - 1) // 512 - x // 512 + 1
+                    need = min(y + h, ty * 512 + 512) - ty * 512
+                    want += ncols * _rows_decoded(codec, need) * row
+                    whole += ncols * 512 * row
+                assert got == want, (x, y, got, want)
+                part += want
+    if codec == "LERC_ZSTD":
+        assert part == whole
+    else:
+        assert part < 0.9 * whole, (part, whole)
+
+
+@pytest.mark.parametrize("codec", ["DEFLATE", "ZSTD", "LERC_ZSTD"])
+def test_loader_counts_the_rows_it_decodes(tmp_path, codec):
+    """The Loader's own read path stops early too, and its stats count what
+    the codecs wrote: 128 px grid patches along the top of 512 px tiles
+    need their first 128 rows, so decoded_per_read is 4 (16 for LERC,
+    decoded whole), however many patches the readers ran ahead."""
+    if rasterio is None:
+        pytest.skip("the tiles are written by GDAL")
+    a = expected(2048, 128, 0, 0, bands=2)
+    p = make_cog(tmp_path / "g.tif", a, block=512, compress=codec)
+    cog = cogfeed.open(p)
+    with cogfeed.Loader([p], batch_size=4, dtype="raw", patch_size=128,
+                        sampler="grid", cache_bytes=0) as ld:
+        for b in ld:
+            for img, (f, x, y, w, h) in zip(b["image"], b["windows"]):
+                assert np.array_equal(img, cog.read((x, y, w, h)))
+        st = ld.stats()
+    want = 16.0 if codec == "LERC_ZSTD" else 4.0
+    assert st["decoded_per_read"] == want, st
+
+
 def test_batch_kept_past_close_is_not_overwritten(tmp_path):
     """A batch taken, then close(): its arrays keep its own pixels.  The
     held ring slot used to be released before the readers stopped, so a
