@@ -186,6 +186,26 @@ cf_status cf__codec_decode_rows(cf__codec_ctx *ctx, const cf__codec_params *p, u
                                const uint8_t *src, size_t src_len, uint8_t *dst,
                                size_t dst_len, cf_error *err);
 
+/* Encoding (encode.c), for the writer.  An encoder keeps the codecs'
+ * state and its buffers from chunk to chunk; one per thread. */
+typedef struct cf__encoder cf__encoder;
+cf__encoder *cf__encoder_new(void);
+void cf__encoder_free(cf__encoder *e);
+/* 1 if cf__codec_encode writes `compression`: NONE (1), DEFLATE (8),
+ * ZSTD (50000). */
+int cf__codec_can_encode(uint16_t compression);
+/* Encode one chunk of p (len = cf__codec_chunk_bytes(p) bytes of
+ * native-order samples, pixel-interleaved, full tile width and height):
+ * predictor p->predictor applied, samples little-endian, then
+ * compressed at `level` (0: GDAL's default, 6 for DEFLATE, 9 for ZSTD).
+ * *out is the encoder's buffer (or src itself for NONE on a little-endian
+ * host without a predictor), valid until its next call.  CF_E_UNSUPPORTED
+ * for other codecs or a predictor the samples cannot take, CF_E_ARG when
+ * len is not the chunk's size or a predictor comes without compression. */
+cf_status cf__codec_encode(cf__encoder *e, const cf__codec_params *p, int level,
+                           const uint8_t *src, size_t len, const uint8_t **out,
+                           size_t *out_len, cf_error *err);
+
 /* 1 if this build can decode `compression` (with lerc_sub for LERC). */
 int cf__codec_supported(uint16_t compression, uint16_t lerc_sub);
 

@@ -1493,6 +1493,66 @@ static void test_decode_rows_zstd(cf__codec_ctx *ctx) {
     free(enc);
 }
 
+/* cf__codec_encode then cf__codec_decode gives the samples back, bit for
+ * bit, for every codec and predictor the writer writes, 8- to 64-bit,
+ * integer and float, 1 and 3 samples per pixel, odd widths; what it
+ * cannot write is refused with CF_E_UNSUPPORTED, a wrong size or a
+ * predictor without compression with CF_E_ARG. */
+static void test_encode_round_trip(cf__codec_ctx *ctx) {
+    cf_error err;
+    cf__encoder *e = cf__encoder_new();
+    CHECK(e != NULL);
+    const uint16_t comps[] = {1, 8, 50000};
+    const struct { uint16_t bits, fmt, pred; } kinds[] = {
+        {8, 1, 1}, {8, 1, 2}, {16, 1, 2}, {16, 2, 2}, {32, 1, 2}, {64, 1, 2},
+        {32, 3, 1}, {32, 3, 3}, {64, 3, 3},
+    };
+    for (size_t c = 0; c < sizeof comps / sizeof *comps; c++)
+        for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+            for (uint32_t spp = 1; spp <= 3; spp += 2) {
+                const uint32_t w = 37, h = 11;
+                cf__codec_params p = params(comps[c], kinds[k].bits, w, h, spp);
+                p.sample_format = kinds[k].fmt;
+                p.predictor = kinds[k].pred;
+                size_t len = (size_t)cf__codec_chunk_bytes(&p);
+                if (comps[c] == 1 && p.predictor != 1) {
+                    /* a predictor goes with a compression (libtiff's rule) */
+                    const uint8_t *o;
+                    size_t on;
+                    uint8_t *z = calloc(1, len);
+                    CHECK(cf__codec_encode(e, &p, 0, z, len, &o, &on, &err) == CF_E_ARG);
+                    free(z);
+                    continue;
+                }
+                uint8_t *src = malloc(len), *back = malloc(len);
+                for (size_t i = 0; i < len; i++) src[i] = (uint8_t)(rnd() >> 3);
+                if (kinds[k].fmt == 3 && kinds[k].bits == 32) /* smooth floats */
+                    for (size_t i = 0; i < len / 4; i++) {
+                        float f = (float)(i % 97) * 0.25f - 3.0f;
+                        memcpy(src + 4 * i, &f, 4);
+                    }
+                const uint8_t *enc = NULL;
+                size_t n = 0;
+                CHECK(cf__codec_encode(e, &p, 0, src, len, &enc, &n, &err) == CF_OK);
+                CHECK(n > 0);
+                CHECK(cf__codec_decode(ctx, &p, enc, n, back, len, &err) == CF_OK);
+                CHECK(memcmp(src, back, len) == 0);
+                CHECK(cf__codec_encode(e, &p, 0, src, len - 1, &enc, &n, &err) == CF_E_ARG);
+                free(src);
+                free(back);
+            }
+    cf__codec_params bad = params(5, 16, 8, 8, 1); /* LZW: not written */
+    uint8_t buf[128] = {0};
+    const uint8_t *enc;
+    size_t n;
+    CHECK(!cf__codec_can_encode(5) && cf__codec_can_encode(50000));
+    CHECK(cf__codec_encode(e, &bad, 0, buf, 128, &enc, &n, &err) == CF_E_UNSUPPORTED);
+    bad = params(8, 16, 8, 8, 1);
+    bad.predictor = 3; /* floating point predictor on integers */
+    CHECK(cf__codec_encode(e, &bad, 0, buf, 128, &enc, &n, &err) == CF_E_UNSUPPORTED);
+    cf__encoder_free(e);
+}
+
 int main(void) {
     uint16_t one = 1;
     uint8_t first;
@@ -1510,6 +1570,7 @@ int main(void) {
     test_predictors(ctx);
     test_decode_rows(ctx);
     test_decode_rows_zstd(ctx);
+    test_encode_round_trip(ctx);
 #ifdef CF_HAVE_LERC
     test_lerc(ctx);
 #endif
