@@ -602,12 +602,14 @@ def main(argv):
     a.sweep_depth = 1 if q else 4
     a.tifffile_threads = [2] if q else [2, 4]
     # DataLoader workers: 1 and 2 per core locally, 4 and 8 per core
-    # remotely (each waits 164 ms per request), at most 64 (each holds its
-    # own torch and GDAL: 16 on 2 cores took 6 GB).
+    # remotely (each waits 164 ms per request) and never fewer than 16
+    # and 32 there (the counts TorchGeo users run against object stores),
+    # at most 64 (each holds its own torch and GDAL: 16 on 2 cores took
+    # 6 GB).
     c = os.cpu_count() or 1
     a.workers_local = [2] if q else sorted({c, 2 * c})
-    a.workers_remote = [4] if q else sorted({min(64, 4 * c),
-                                             min(64, 8 * c)})
+    a.workers_remote = [4] if q else sorted({min(64, max(16, 4 * c)),
+                                             min(64, max(32, 8 * c))})
     a.patch = 256
     a.seconds = 3.0 if q else 15.0
     a.warmup = 2 if q else 8

@@ -1061,6 +1061,75 @@ CF_API void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out);
 CF_API void cf_loader_empty(cf_loader *ld, uint64_t *left_out, uint64_t *redrawn);
 
 /* ------------------------------------------------------------------ */
+/* Writer: tiled GeoTIFFs in GDAL's COG layout                         */
+/* ------------------------------------------------------------------ */
+
+/* Options of cf_writer_open: call cf_writer_options_init first. */
+typedef struct cf_writer_options {
+    size_t struct_size;
+    uint32_t width, height;    /* pixels (1 .. CF_MAX_DIMENSION) */
+    uint32_t bands;            /* samples per pixel (1 .. 65535) */
+    cf_dtype dtype;            /* U8 .. F64 (not complex) */
+    uint32_t tile_size;        /* square tiles, a multiple of 16 (512) */
+    uint16_t compression;      /* TIFF code: 1 NONE, 8 DEFLATE, 50000 ZSTD
+                                  (8) */
+    int level;                 /* codec level, 0: GDAL's default (6 for
+                                  DEFLATE, 9 for ZSTD) */
+    int predictor;             /* 0: auto (2 for integers, 3 for floats
+                                  when compressed, else 1); 1, 2 or 3 */
+    int overviews;             /* -1 (default): halve until the level fits
+                                  one tile, as GDAL's COG driver; 0: none;
+                                  n: that many levels at most */
+    cf_resampling overview_resampling; /* CF_RS_AVERAGE (default),
+                                  CF_RS_NEAREST or CF_RS_MODE */
+    int has_nodata;            /* 1: `nodata` marks missing pixels
+                                  (GDAL_NODATA; left out of averages) */
+    double nodata;
+    const cf_grid *grid;       /* CRS and transform (NULL: no
+                                  georeferencing); its width and height are
+                                  ignored.  The CRS needs an EPSG code.
+                                  Copied by cf_writer_open. */
+    const char *const *descriptions; /* NULL, or one per band (NULL
+                                  entries: none), as GDAL's band
+                                  descriptions; copied */
+    const double *scales, *offsets; /* NULL, or one per band; copied */
+} cf_writer_options;
+
+CF_API void cf_writer_options_init(cf_writer_options *opt);
+
+typedef struct cf_writer cf_writer;
+
+/* Start writing the GeoTIFF `path` (a local file).  Tiles are encoded as
+ * they come and kept in a spool file beside `path` ("PATH.cogfeed-spool");
+ * cf_writer_close builds the overviews from them and writes the file in
+ * GDAL's COG layout (header and every directory first, then tile data,
+ * smallest overview first, full resolution last, tiles in row order),
+ * under a temporary name renamed to `path` at the end: `path` never holds
+ * a partial file.  Peak disk: the spool (the full resolution's tile data)
+ * plus the output.  CF_E_ARG for options out of range, CF_E_UNSUPPORTED
+ * for a CRS without an EPSG code, CF_E_IO when the spool cannot be made
+ * (its message names the path). */
+CF_API cf_status cf_writer_open(const char *path, const cf_writer_options *opt,
+                                cf_writer **out, cf_error *err);
+/* Write full-resolution tile (tx, ty): `data` holds its pixels band by
+ * band, bands x h x w in C order, w and h the tile's size clipped at the
+ * image's right and bottom edges (tile_size inside).  Any order; a tile
+ * written twice replaces the first.  Tiles never written are sparse (read
+ * as nodata, or 0).  Thread-safe: calls are serialised.  CF_E_ARG for a
+ * tile outside the grid or a wrong size, CF_E_STATE after a failure or
+ * close (the writer's first error stays its state). */
+CF_API cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
+                                      size_t size, cf_error *err);
+/* Tiles across and down at full resolution. */
+CF_API void cf_writer_tiles(const cf_writer *w, uint32_t *tiles_x, uint32_t *tiles_y);
+/* Finish the file (overviews, layout, rename) and free the writer, which
+ * is gone whatever the status; on failure neither `path` nor the spool is
+ * left behind. */
+CF_API cf_status cf_writer_close(cf_writer *w, cf_error *err);
+/* Give up: free the writer and remove its spool; `path` is not touched. */
+CF_API void cf_writer_abort(cf_writer *w);
+
+/* ------------------------------------------------------------------ */
 /* Option tables: the scalar options, enumerable                       */
 /* ------------------------------------------------------------------ */
 /* Every scalar member of cf_loader_options and cf_io_options (and the

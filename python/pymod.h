@@ -84,5 +84,7 @@ int cf__py_crs_convert(PyObject *o, cf_crs **out);
 /* A cogfeed.Grid (anything with crs, geotransform, width, height) as a
  * cf_grid whose CRS is *hold (a reference the caller frees). */
 int cf__py_grid_parse(PyObject *o, cf_grid *g, cf_crs **hold);
+/* Writer binding (python/_writer.c): add the _Writer type. */
+int cf__py_writer_init(PyObject *module);
 
 #endif

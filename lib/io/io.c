@@ -27,7 +27,6 @@
 #include <sys/epoll.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -401,58 +400,6 @@ static void abort_all(cf__loop *lp, const char *why) {
     lp->pending = lp->pending_tail = NULL;
 }
 
-/* Which socket numbers curl has closed since it last watched them.  curl
- * can close a socket before it says CURL_POLL_REMOVE for it; by then the
- * number may belong to another thread's new file (seen under TSan: our
- * EPOLL_CTL_DEL on a number the test server had just been given by
- * accept), or to a new socket of this loop that is in the set.  So
- * on_close_socket takes a socket out of the set while it is still curl's
- * and notes it, and the late REMOVE then touches nothing. */
-static void note_closed(cf__loop *lp, curl_socket_t s, int closed) {
-    if (s < 0) return;
-    if ((size_t)s >= lp->nclosed) {
-        if (!closed) return; /* never noted: nothing to clear */
-        size_t n = lp->nclosed ? lp->nclosed : 64;
-        while (n <= (size_t)s) n *= 2;
-        unsigned char *b = realloc(lp->closed, n);
-        /* Without room the REMOVE does its DEL, as it did before. */
-        if (!b) return;
-        memset(b + lp->nclosed, 0, n - lp->nclosed);
-        lp->closed = b;
-        lp->nclosed = n;
-    }
-    lp->closed[s] = (unsigned char)closed;
-}
-
-static int was_closed(const cf__loop *lp, curl_socket_t s) {
-    return s >= 0 && (size_t)s < lp->nclosed && lp->closed[s];
-}
-
-static curl_socket_t on_open_socket(void *ud, curlsocktype purpose,
-                                    struct curl_sockaddr *a) {
-    (void)purpose;
-    curl_socket_t s = socket(a->family, a->socktype | SOCK_CLOEXEC,
-                             a->protocol);
-    if (s < 0) return CURL_SOCKET_BAD;
-    note_closed(ud, s, 0);
-    return s;
-}
-
-static int on_close_socket(void *ud, curl_socket_t s) {
-    cf__loop *lp = ud;
-    /* ENOENT when curl never asked to watch it. */
-    epoll_ctl(lp->ep_fd, EPOLL_CTL_DEL, s, NULL);
-    note_closed(lp, s, 1);
-    return close(s);
-}
-
-void cf__loop_socket_hooks(cf__loop *lp, CURL *e) {
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, lp);
-    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
-    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, lp);
-}
-
 /* CURLMOPT_SOCKETFUNCTION: keep the epoll set equal to what curl wants to
  * wait for on each socket. */
 static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sp) {
@@ -462,11 +409,11 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sp) {
     if (what == CURL_POLL_REMOVE) {
         /* A socket curl closed itself left the set in on_close_socket;
          * others (the resolver's socket pair) are still open here. */
-        if (!was_closed(lp, s)) epoll_ctl(lp->ep_fd, EPOLL_CTL_DEL, s, NULL);
+        if (!cf__loop_was_closed(lp, s)) epoll_ctl(lp->ep_fd, EPOLL_CTL_DEL, s, NULL);
         return 0;
     }
     /* curl watches it: it is open, whatever was noted of its number. */
-    note_closed(lp, s, 0);
+    cf__loop_note_closed(lp, s, 0);
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) |

@@ -116,14 +116,18 @@ struct cf__loop {
     uint64_t answered[64];
     unsigned answered_next;
     int proxy_answered;
-    /* Socket numbers curl closed and has not watched since (io.c). */
+    /* Socket numbers curl closed and has not watched since (sockets.c). */
     unsigned char *closed;
     size_t nclosed;
 };
 
-/* io.c: curl opens and closes its sockets through the loop, so that a
- * socket leaves the epoll set before its number can be given again. */
+/* sockets.c: curl opens and closes its sockets through the loop, so that
+ * a socket leaves the epoll set before its number can be given again;
+ * the loop notes the numbers curl closed (closed 1) and forgets them when
+ * curl opens or watches that number again (closed 0). */
 void cf__loop_socket_hooks(cf__loop *lp, CURL *e);
+void cf__loop_note_closed(cf__loop *lp, curl_socket_t s, int closed);
+int cf__loop_was_closed(const cf__loop *lp, curl_socket_t s);
 
 /* Most submitted-but-not-started transfers before submitters wait. */
 #define CF__QUEUE_MAX ((size_t)CF_IO_MAX_INFLIGHT * 8)

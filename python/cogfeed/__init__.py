@@ -19,13 +19,14 @@ from .grid import Grid
 from .loader import Loader
 from . import stac
 from .region import Region, load
+from .writer import Writer, write
 # The types of the Loader's arguments and results (for type checkers).
 from .loader import (Batch, DType, GridSpec, IOOptions, LoaderLayout,
                      LoaderOptions, LoaderState, LoaderStats, Resampling,
                      ResamplingSpec, Sampler, StrPath, Window)
 
 __all__ = ["open", "open_many", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
-           "Loader", "stac", "load", "Region", "__version__",
+           "Loader", "stac", "load", "Region", "Writer", "write", "__version__",
            "Status", "ArgumentError", "OutOfMemoryError", "InputOutputError", "FormatError",
            "UnsupportedError", "CodecError", "LimitError", "HTTPError", "AccessDeniedError",
            "NotFoundError", "ObjectChangedError", "RangeRequestError", "TimedOutError",

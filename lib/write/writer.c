@@ -1,0 +1,785 @@
+/*
+ * writer.c - cf_writer: a tiled GeoTIFF written from tiles as they come,
+ * finished as a COG in GDAL's layout.
+ *
+ * A COG puts every directory before any tile data and the overviews'
+ * data before the full resolution's, so nothing of it can be placed until
+ * the last tile is in.  Tiles are therefore encoded at once (the work that
+ * costs) and appended to a spool file beside the output; close() then
+ *  1. reads the full resolution back row of tiles by row of tiles and
+ *     builds every overview level from it in one pass, each level halving
+ *     the one above as its rows complete (memory: one row of tiles per
+ *     level), appending the overview tiles to the spool;
+ *  2. lays the file out: header, the directories (full resolution, then
+ *     each overview), then tile data from the smallest overview to the
+ *     full resolution, row by row: classic TIFF, or BigTIFF when the file
+ *     would pass 4 GiB;
+ *  3. writes it under a temporary name, copying tile bytes from the spool,
+ *     and renames it over the output, so that the output path never holds
+ *     a partial file.
+ *
+ * State: OPEN until the first failure, then FAILED (every later call
+ * returns that failure's status; close cleans up).  All calls hold the
+ * writer's lock.
+ */
+#include "../codec/codec.h"
+#include "write_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CF__WRITER_MAX_LEVELS 24
+
+typedef enum { W_OPEN, W_FAILED } w_state;
+
+typedef struct w_level {
+    uint32_t w, h, tx, ty;  /* pixels, tiles across and down */
+    uint64_t *off, *len;     /* each tile in the spool (len 0: sparse) */
+    /* close(): the row of tiles being assembled, the row waiting for its
+     * pair from the level above */
+    uint8_t *acc;
+    uint32_t acc_rows, acc_ty;
+    uint8_t *pend;
+    int has_pend;
+} w_level;
+
+struct cf_writer {
+    pthread_mutex_t mu;
+    w_state state;
+    cf_status fail;
+    cf_writer_options o;
+    char **desc;
+    double *scales, *offsets;
+    int epsg, geographic, has_gt;
+    double gt[6];
+    char *path, *spool_path;
+    int spool_fd;
+    uint64_t spool_end;
+    int nlev;                          /* levels, full resolution first */
+    w_level lev[CF__WRITER_MAX_LEVELS];
+    cf__encoder *enc;
+    cf__codec_params p;                /* one full tile */
+    size_t es, px, tile_bytes;
+    uint8_t *tile;                     /* pixel-interleaved, one tile */
+};
+
+void cf_writer_options_init(cf_writer_options *o) {
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->bands = 1;
+    o->dtype = CF_DT_U8;
+    o->tile_size = 512;
+    o->compression = 8;
+    o->overviews = -1;
+    o->overview_resampling = CF_RS_AVERAGE;
+}
+
+static int is_float(cf_dtype d) { return d == CF_DT_F32 || d == CF_DT_F64; }
+
+static uint16_t sample_format(cf_dtype d) {
+    if (is_float(d)) return 3;
+    return (d == CF_DT_I8 || d == CF_DT_I16 || d == CF_DT_I32 || d == CF_DT_I64) ? 2 : 1;
+}
+
+/* Fail the writer (its first failure stays) and return st. */
+static cf_status w_fail(cf_writer *w, cf_status st) {
+    if (w->state == W_OPEN) {
+        w->state = W_FAILED;
+        w->fail = st;
+    }
+    return st;
+}
+
+static cf_status check_options(const cf_writer_options *o, cf_error *err) {
+    if (!o || o->struct_size < sizeof *o)
+        return cf__err(err, CF_E_ARG, "writer: options not initialised (cf_writer_options_init)");
+    if (!o->width || !o->height || o->width > CF_MAX_DIMENSION || o->height > CF_MAX_DIMENSION)
+        return cf__err(err, CF_E_ARG, "writer: size %ux%u not in 1..%u", o->width, o->height,
+                       CF_MAX_DIMENSION);
+    if (!o->bands || o->bands > 65535)
+        return cf__err(err, CF_E_ARG, "writer: %u bands not in 1..65535", o->bands);
+    if (o->dtype < CF_DT_U8 || o->dtype > CF_DT_F64)
+        return cf__err(err, CF_E_ARG, "writer: data type %d not in U8..F64", (int)o->dtype);
+    if (o->tile_size < 16 || o->tile_size > 4096 || o->tile_size % 16)
+        return cf__err(err, CF_E_ARG, "writer: tile size %u not a multiple of 16 in 16..4096",
+                       o->tile_size);
+    if (!cf__codec_can_encode(o->compression))
+        return cf__err(err, CF_E_UNSUPPORTED,
+                       "writer: compression %u (NONE 1, DEFLATE 8 and ZSTD 50000 are written)",
+                       o->compression);
+    if (o->predictor < 0 || o->predictor > 3)
+        return cf__err(err, CF_E_ARG, "writer: predictor %d not in 0..3", o->predictor);
+    if (o->predictor == 3 && !is_float(o->dtype))
+        return cf__err(err, CF_E_ARG, "writer: predictor 3 is for floating-point samples");
+    if (o->predictor > 1 && o->compression == 1)
+        return cf__err(err, CF_E_ARG, "writer: a predictor needs a compression");
+    if (o->overviews < -1 || o->overviews > CF__WRITER_MAX_LEVELS - 1)
+        return cf__err(err, CF_E_ARG, "writer: overviews %d not in -1..%d", o->overviews,
+                       CF__WRITER_MAX_LEVELS - 1);
+    if (o->overview_resampling != CF_RS_AVERAGE && o->overview_resampling != CF_RS_NEAREST &&
+        o->overview_resampling != CF_RS_MODE)
+        return cf__err(err, CF_E_ARG, "writer: overviews by %s (average, nearest or mode)",
+                       cf_resampling_name(o->overview_resampling));
+    if (o->level < 0 || o->level > 22)
+        return cf__err(err, CF_E_ARG, "writer: level %d not in 0..22", o->level);
+    return CF_OK;
+}
+
+/* A file of ours at path: whatever was there removed first (a stale spool
+ * of a crashed run, or a link planted to make us write elsewhere: unlink
+ * removes the link, O_EXCL | O_NOFOLLOW then refuse to follow one). */
+static int create_fresh(const char *path) {
+    if (unlink(path) != 0 && errno != ENOENT) return -1;
+    return open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+}
+
+static cf_status pwrite_all(int fd, const void *buf, size_t n, uint64_t at, const char *what,
+                            cf_error *err) {
+    const uint8_t *p = buf;
+    while (n) {
+        ssize_t k = pwrite(fd, p, n, (off_t)at);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0)
+            return cf__err(err, CF_E_IO, "writer: writing %s: %s", what,
+                           k < 0 ? strerror(errno) : "short write");
+        p += k;
+        n -= (size_t)k;
+        at += (uint64_t)k;
+    }
+    return CF_OK;
+}
+
+static cf_status pread_all(int fd, void *buf, size_t n, uint64_t at, const char *what,
+                           cf_error *err) {
+    uint8_t *p = buf;
+    while (n) {
+        ssize_t k = pread(fd, p, n, (off_t)at);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0)
+            return cf__err(err, CF_E_IO, "writer: reading %s back: %s", what,
+                           k < 0 ? strerror(errno) : "file ended");
+        p += k;
+        n -= (size_t)k;
+        at += (uint64_t)k;
+    }
+    return CF_OK;
+}
+
+static void free_writer(cf_writer *w, int remove_spool) {
+    if (w->spool_fd >= 0) close(w->spool_fd);
+    if (remove_spool && w->spool_path) unlink(w->spool_path);
+    for (int l = 0; l < w->nlev; l++) {
+        free(w->lev[l].off);
+        free(w->lev[l].len);
+        free(w->lev[l].acc);
+        free(w->lev[l].pend);
+    }
+    if (w->desc)
+        for (uint32_t b = 0; b < w->o.bands; b++) free(w->desc[b]);
+    free(w->desc);
+    free(w->scales);
+    free(w->offsets);
+    free(w->path);
+    free(w->spool_path);
+    free(w->tile);
+    cf__encoder_free(w->enc);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = cf__malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* The CRS as GeoKeys: an EPSG code, projected or geographic. */
+static cf_status take_grid(cf_writer *w, const cf_grid *g, cf_error *err) {
+    if (!g) return CF_OK;
+    for (int i = 0; i < 6; i++)
+        if (!isfinite(g->transform[i]))
+            return cf__err(err, CF_E_ARG, "writer: transform term %d is not finite", i);
+    if (g->transform[1] == 0 || g->transform[5] == 0)
+        return cf__err(err, CF_E_ARG, "writer: transform with a zero pixel size");
+    memcpy(w->gt, g->transform, sizeof w->gt);
+    w->has_gt = 1;
+    if (!g->crs) return CF_OK;
+    w->epsg = cf_crs_epsg(g->crs);
+    cf_crs_kind k = cf_crs_kind_of(g->crs);
+    if (w->epsg <= 0 || (k != CF_CRS_GEOGRAPHIC && k != CF_CRS_PROJECTED))
+        return cf__err(err, CF_E_UNSUPPORTED,
+                       "writer: CRS %s has no EPSG code of a projected or geographic CRS "
+                       "(other CRSs are not written yet)",
+                       cf_crs_name(g->crs) ? cf_crs_name(g->crs) : "?");
+    w->geographic = k == CF_CRS_GEOGRAPHIC;
+    return CF_OK;
+}
+
+cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writer **out,
+                         cf_error *err) {
+    if (out) *out = NULL;
+    if (!path || !*path || !out) return cf__err(err, CF_E_ARG, "writer: no path");
+    CF__TRY(check_options(opt, err));
+    cf_writer *w = cf__calloc(1, sizeof *w);
+    if (!w) return cf__err(err, CF_E_NOMEM, "writer: out of memory");
+    pthread_mutex_init(&w->mu, NULL);
+    w->spool_fd = -1;
+    w->o = *opt;
+    w->o.grid = NULL;
+    w->o.descriptions = NULL;
+    w->o.scales = w->o.offsets = NULL;
+    cf_status st = take_grid(w, opt->grid, err);
+    const uint32_t nb = opt->bands;
+    if (!st && opt->descriptions) {
+        w->desc = cf__calloc(nb, sizeof *w->desc);
+        for (uint32_t b = 0; w->desc && b < nb; b++)
+            if (opt->descriptions[b] && !(w->desc[b] = dup_str(opt->descriptions[b]))) break;
+        if (!w->desc) st = cf__err(err, CF_E_NOMEM, "writer: out of memory");
+    }
+    if (!st && (opt->scales || opt->offsets)) {
+        w->scales = cf__malloc(nb * sizeof(double));
+        w->offsets = cf__malloc(nb * sizeof(double));
+        if (!w->scales || !w->offsets) st = cf__err(err, CF_E_NOMEM, "writer: out of memory");
+        for (uint32_t b = 0; !st && b < nb; b++) {
+            w->scales[b] = opt->scales ? opt->scales[b] : 1.0;
+            w->offsets[b] = opt->offsets ? opt->offsets[b] : 0.0;
+        }
+    }
+    w->es = cf_dtype_size(opt->dtype);
+    w->px = w->es * nb;
+    /* Levels: GDAL's COG driver halves until the level fits one tile. */
+    uint32_t lw = opt->width, lh = opt->height;
+    for (w->nlev = 0; !st && w->nlev < CF__WRITER_MAX_LEVELS; w->nlev++) {
+        w_level *L = &w->lev[w->nlev];
+        L->w = lw;
+        L->h = lh;
+        L->tx = (lw + opt->tile_size - 1) / opt->tile_size;
+        L->ty = (lh + opt->tile_size - 1) / opt->tile_size;
+        size_t n = (size_t)L->tx * L->ty;
+        L->off = cf__calloc(n, sizeof *L->off);
+        L->len = cf__calloc(n, sizeof *L->len);
+        if (!L->off || !L->len) {
+            w->nlev++;
+            st = cf__err(err, CF_E_NOMEM, "writer: out of memory (%zu tiles)", n);
+            break;
+        }
+        int more = opt->overviews < 0 ? (lw > opt->tile_size || lh > opt->tile_size)
+                                      : w->nlev < opt->overviews;
+        if (!more || (lw == 1 && lh == 1)) {
+            w->nlev++;
+            break;
+        }
+        lw = (lw + 1) / 2;
+        lh = (lh + 1) / 2;
+    }
+    if (!st) {
+        cf__codec_params *p = &w->p;
+        memset(p, 0, sizeof *p);
+        p->compression = opt->compression;
+        p->bits = (uint16_t)(8 * w->es);
+        p->sample_format = sample_format(opt->dtype);
+        p->photometric = 1;
+        p->width = p->height = opt->tile_size;
+        p->samples = nb;
+        p->predictor = (uint16_t)(opt->predictor ? opt->predictor
+                                  : opt->compression == 1 ? 1
+                                  : is_float(opt->dtype) ? 3 : 2);
+        w->tile_bytes = (size_t)cf__codec_chunk_bytes(p);
+        w->tile = w->tile_bytes ? cf__malloc(w->tile_bytes) : NULL;
+        w->enc = cf__encoder_new();
+        w->path = dup_str(path);
+        size_t n = strlen(path) + 32;
+        w->spool_path = cf__malloc(n);
+        if (!w->tile || !w->enc || !w->path || !w->spool_path)
+            st = cf__err(err, CF_E_NOMEM, "writer: out of memory (a tile of %zu bytes)",
+                         w->tile_bytes);
+        else snprintf(w->spool_path, n, "%s.cogfeed-spool", path);
+    }
+    if (!st) {
+        w->spool_fd = create_fresh(w->spool_path);
+        if (w->spool_fd < 0)
+            st = cf__err(err, CF_E_IO, "writer: cannot create %s: %s", w->spool_path,
+                         strerror(errno));
+    }
+    if (st) {
+        free_writer(w, w->spool_fd >= 0);
+        return st;
+    }
+    *out = w;
+    return CF_OK;
+}
+
+void cf_writer_tiles(const cf_writer *w, uint32_t *tx, uint32_t *ty) {
+    if (tx) *tx = w ? w->lev[0].tx : 0;
+    if (ty) *ty = w ? w->lev[0].ty : 0;
+}
+
+/* Encode w->tile (pixel-interleaved, full tile) as tile (tx, ty) of level
+ * l and append it to the spool. */
+static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_error *err) {
+    const uint8_t *enc;
+    size_t n;
+    cf_status st = cf__codec_encode(w->enc, &w->p, w->o.level, w->tile, w->tile_bytes, &enc,
+                                    &n, err);
+    if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path, tx,
+                                  ty, l);
+    CF__TRY(pwrite_all(w->spool_fd, enc, n, w->spool_end, w->spool_path, err));
+    w_level *L = &w->lev[l];
+    L->off[(size_t)ty * L->tx + tx] = w->spool_end;
+    L->len[(size_t)ty * L->tx + tx] = n;
+    w->spool_end += n;
+    return CF_OK;
+}
+
+/* The fill of padding and of tiles never written. */
+static void fill_px(const cf_writer *w, uint8_t *dst, size_t npx) {
+    if (!w->o.has_nodata) {
+        memset(dst, 0, npx * w->px);
+        return;
+    }
+    uint8_t one[8];
+    long double v = w->o.nodata;
+    switch (w->o.dtype) {
+#define F(E, T)                                                                                \
+    case E: {                                                                                  \
+        T x = (T)v;                                                                            \
+        memcpy(one, &x, sizeof x);                                                             \
+        break;                                                                                 \
+    }
+        F(CF_DT_U8, uint8_t) F(CF_DT_I8, int8_t) F(CF_DT_U16, uint16_t) F(CF_DT_I16, int16_t)
+        F(CF_DT_U32, uint32_t) F(CF_DT_I32, int32_t) F(CF_DT_U64, uint64_t)
+        F(CF_DT_I64, int64_t) F(CF_DT_F32, float)
+    default: {
+        double x = w->o.nodata;
+        memcpy(one, &x, 8);
+    }
+#undef F
+    }
+    for (size_t i = 0; i < npx * w->o.bands; i++) memcpy(dst + i * w->es, one, w->es);
+}
+
+cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
+                               size_t size, cf_error *err) {
+    if (!w || !data) return cf__err(err, CF_E_ARG, "writer: NULL argument");
+    pthread_mutex_lock(&w->mu);
+    cf_status st;
+    const w_level *L = &w->lev[0];
+    const uint32_t T = w->o.tile_size;
+    if (w->state != W_OPEN) {
+        st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
+                     cf_status_name(w->fail));
+        goto done;
+    }
+    if (tx >= L->tx || ty >= L->ty) {
+        st = cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside %ux%u tiles", w->path, tx,
+                     ty, L->tx, L->ty);
+        goto done;
+    }
+    uint32_t tw = tx + 1 < L->tx ? T : L->w - tx * T;
+    uint32_t th = ty + 1 < L->ty ? T : L->h - ty * T;
+    size_t want = (size_t)w->o.bands * tw * th * w->es;
+    if (size != want) {
+        st = cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u takes %u bands x %u x %u = %zu bytes, "
+                     "not %zu", w->path, tx, ty, w->o.bands, th, tw, want, size);
+        goto done;
+    }
+    if (tw < T || th < T) fill_px(w, w->tile, (size_t)T * T);
+    /* band-sequential in, pixel-interleaved out */
+    const uint8_t *src = data;
+    const size_t es = w->es, nb = w->o.bands;
+    for (uint32_t b = 0; b < nb; b++)
+        for (uint32_t y = 0; y < th; y++) {
+            const uint8_t *s = src + ((size_t)b * th + y) * tw * es;
+            uint8_t *d = w->tile + ((size_t)y * T) * w->px + b * es;
+            if (nb == 1) memcpy(d, s, (size_t)tw * es);
+            else
+                for (uint32_t x = 0; x < tw; x++) memcpy(d + x * w->px, s + x * es, es);
+        }
+    st = put_tile(w, 0, tx, ty, err);
+    if (st) w_fail(w, st);
+done:
+    pthread_mutex_unlock(&w->mu);
+    return st;
+}
+
+/* ---- close: overviews ---- */
+
+static cf__ov_kind ov_kind(cf_resampling r) {
+    return r == CF_RS_NEAREST ? CF__OV_NEAREST : r == CF_RS_MODE ? CF__OV_MODE : CF__OV_AVERAGE;
+}
+
+/* Encode level l's assembled row of tiles (acc_rows rows; the rest
+ * padding). */
+static cf_status flush_acc(cf_writer *w, int l, cf_error *err) {
+    w_level *L = &w->lev[l];
+    const uint32_t T = w->o.tile_size;
+    for (uint32_t tx = 0; tx < L->tx; tx++) {
+        uint32_t tw = tx + 1 < L->tx ? T : L->w - tx * T;
+        if (tw < T || L->acc_rows < T) fill_px(w, w->tile, (size_t)T * T);
+        for (uint32_t y = 0; y < L->acc_rows; y++)
+            memcpy(w->tile + (size_t)y * T * w->px,
+                   L->acc + ((size_t)y * L->w + (size_t)tx * T) * w->px, (size_t)tw * w->px);
+        CF__TRY(put_tile(w, l, tx, L->acc_ty, err));
+    }
+    L->acc_rows = 0;
+    L->acc_ty++;
+    return CF_OK;
+}
+
+/* Row y of level l-1 arrives at level l. */
+static cf_status feed(cf_writer *w, int l, const uint8_t *row, uint32_t y, cf_error *err) {
+    if (l >= w->nlev) return CF_OK;
+    w_level *up = &w->lev[l - 1], *L = &w->lev[l];
+    const uint8_t *r0 = row, *r1 = NULL;
+    if (y % 2 == 0) {
+        if (y + 1 < up->h) { /* wait for its pair */
+            memcpy(L->pend, row, (size_t)up->w * w->px);
+            L->has_pend = 1;
+            return CF_OK;
+        }
+    } else {
+        r0 = L->pend;
+        r1 = row;
+        L->has_pend = 0;
+    }
+    uint8_t *o = L->acc + (size_t)L->acc_rows * L->w * w->px;
+    cf__ov_row(ov_kind(w->o.overview_resampling), w->o.dtype, w->o.bands, r0, r1, up->w, o,
+               L->w, w->o.has_nodata, w->o.nodata);
+    uint32_t oy = y / 2;
+    L->acc_rows++;
+    CF__TRY(feed(w, l + 1, o, oy, err));
+    if (L->acc_rows == w->o.tile_size || oy + 1 == L->h) CF__TRY(flush_acc(w, l, err));
+    return CF_OK;
+}
+
+/* Read the full resolution back a row of tiles at a time and build
+ * every overview from it. */
+static cf_status build_overviews(cf_writer *w, cf_error *err) {
+    if (w->nlev < 2) return CF_OK;
+    const uint32_t T = w->o.tile_size;
+    w_level *L0 = &w->lev[0];
+    for (int l = 1; l < w->nlev; l++) {
+        w->lev[l].acc = cf__malloc((size_t)T * w->lev[l].w * w->px);
+        w->lev[l].pend = cf__malloc((size_t)w->lev[l - 1].w * w->px);
+        if (!w->lev[l].acc || !w->lev[l].pend)
+            return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
+    }
+    uint8_t *band = cf__malloc((size_t)T * L0->w * w->px); /* one row of tiles */
+    uint8_t *comp = NULL;
+    size_t compcap = 0;
+    cf__codec_ctx *ctx = cf__codec_ctx_new();
+    cf_status st = band && ctx ? CF_OK : cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+    for (uint32_t ty = 0; !st && ty < L0->ty; ty++) {
+        uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
+        for (uint32_t tx = 0; !st && tx < L0->tx; tx++) {
+            uint32_t tw = tx + 1 < L0->tx ? T : L0->w - tx * T;
+            size_t i = (size_t)ty * L0->tx + tx;
+            if (!L0->len[i]) {
+                fill_px(w, w->tile, (size_t)T * T);
+            } else {
+                if (L0->len[i] > compcap) {
+                    free(comp);
+                    compcap = (size_t)L0->len[i];
+                    comp = cf__malloc(compcap);
+                    if (!comp) {
+                        st = cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+                        break;
+                    }
+                }
+                st = pread_all(w->spool_fd, comp, (size_t)L0->len[i], L0->off[i],
+                               w->spool_path, err);
+                if (!st)
+                    st = cf__codec_decode(ctx, &w->p, comp, (size_t)L0->len[i], w->tile,
+                                          w->tile_bytes, err);
+                if (st) break;
+            }
+            for (uint32_t y = 0; y < th; y++)
+                memcpy(band + ((size_t)y * L0->w + (size_t)tx * T) * w->px,
+                       w->tile + (size_t)y * T * w->px, (size_t)tw * w->px);
+        }
+        for (uint32_t y = 0; !st && y < th; y++)
+            st = feed(w, 1, band + (size_t)y * L0->w * w->px, ty * T + y, err);
+    }
+    free(band);
+    free(comp);
+    cf__codec_ctx_free(ctx);
+    return st;
+}
+
+/* ---- close: layout ---- */
+
+/* GDAL_METADATA: band descriptions, scales and offsets. */
+static char *gdal_metadata(const cf_writer *w) {
+    if (!w->desc && !w->scales) return NULL;
+    size_t cap = 64, n = 0;
+    for (uint32_t b = 0; b < w->o.bands; b++)
+        cap += 256 + (w->desc && w->desc[b] ? 10 * strlen(w->desc[b]) : 0);
+    char *s = cf__malloc(cap);
+    if (!s) return NULL;
+    n += (size_t)snprintf(s + n, cap - n, "<GDALMetadata>\n");
+    for (uint32_t b = 0; b < w->o.bands; b++) {
+        if (w->desc && w->desc[b]) {
+            n += (size_t)snprintf(s + n, cap - n,
+                                  "  <Item name=\"DESCRIPTION\" sample=\"%u\" role=\"description\">",
+                                  b);
+            for (const char *c = w->desc[b]; *c; c++) {
+                /* escaped twice, as GDAL writes it (the value is escaped,
+                 * then the XML it goes into): GDAL unescapes twice */
+                const char *e = *c == '<' ? "&amp;lt;" : *c == '>' ? "&amp;gt;"
+                                : *c == '&' ? "&amp;amp;" : *c == '"' ? "&amp;quot;" : NULL;
+                if (e) n += (size_t)snprintf(s + n, cap - n, "%s", e);
+                else s[n++] = *c;
+            }
+            n += (size_t)snprintf(s + n, cap - n, "</Item>\n");
+        }
+        if (w->scales) {
+            n += (size_t)snprintf(s + n, cap - n,
+                                  "  <Item name=\"OFFSET\" sample=\"%u\" role=\"offset\">%.17g</Item>\n"
+                                  "  <Item name=\"SCALE\" sample=\"%u\" role=\"scale\">%.17g</Item>\n",
+                                  b, w->offsets[b], b, w->scales[b]);
+        }
+    }
+    snprintf(s + n, cap - n, "</GDALMetadata>");
+    return s;
+}
+
+typedef struct w_layout {
+    cf__ifd_out ifd[CF__WRITER_MAX_LEVELS];
+    uint64_t ifd_at[CF__WRITER_MAX_LEVELS], ifd_size[CF__WRITER_MAX_LEVELS];
+    void *offs[CF__WRITER_MAX_LEVELS], *lens[CF__WRITER_MAX_LEVELS]; /* tag arrays */
+    uint16_t *bps, *fmt, *extra;
+    uint16_t geokeys[16];
+    double scale[3], tie[6], mtx[16];
+    char nodata[64];
+    char *meta;
+    uint16_t one16[8];
+    uint32_t one32[8];
+    uint32_t dims[CF__WRITER_MAX_LEVELS][3]; /* width, height, tile size */
+} w_layout;
+
+static void layout_free(w_layout *y, int nlev) {
+    for (int l = 0; l < nlev; l++) {
+        free(y->offs[l]);
+        free(y->lens[l]);
+    }
+    free(y->bps);
+    free(y->fmt);
+    free(y->extra);
+    free(y->meta);
+}
+
+/* Directory of level l; the tile arrays come later (the same size). */
+static cf_status make_ifd(cf_writer *w, w_layout *y, int l, int big, cf_error *err) {
+    cf__ifd_out *d = &y->ifd[l];
+    w_level *L = &w->lev[l];
+    const uint32_t nb = w->o.bands;
+    uint64_t n = (uint64_t)L->tx * L->ty;
+    d->n = 0;
+    /* one16: compression, photometric, spp, planar, predictor, tile size;
+     * one32: subfile type, width, height, [overview subfile type] */
+    y->one16[0] = w->p.compression;
+    y->one16[1] = 1;
+    y->one16[2] = (uint16_t)nb;
+    y->one16[3] = 1;
+    y->one16[4] = w->p.predictor;
+    y->one32[0] = 0;
+    y->one32[1] = 1;
+    uint32_t (*dims)[3] = y->dims;
+    dims[l][0] = L->w;
+    dims[l][1] = L->h;
+    dims[l][2] = w->o.tile_size;
+    free(y->offs[l]);
+    free(y->lens[l]);
+    y->offs[l] = cf__calloc(n ? n : 1, big ? 8 : 4);
+    y->lens[l] = cf__calloc(n ? n : 1, big ? 8 : 4);
+    if (!y->offs[l] || !y->lens[l]) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+    uint16_t ot = big ? CF__T_LONG8 : CF__T_LONG;
+    CF__TRY(cf__ifd_add(d, 254, CF__T_LONG, 1, &y->one32[l ? 1 : 0], err));
+    CF__TRY(cf__ifd_add(d, 256, CF__T_LONG, 1, &dims[l][0], err));
+    CF__TRY(cf__ifd_add(d, 257, CF__T_LONG, 1, &dims[l][1], err));
+    CF__TRY(cf__ifd_add(d, 258, CF__T_SHORT, nb, y->bps, err));
+    CF__TRY(cf__ifd_add(d, 259, CF__T_SHORT, 1, &y->one16[0], err));
+    CF__TRY(cf__ifd_add(d, 262, CF__T_SHORT, 1, &y->one16[1], err));
+    CF__TRY(cf__ifd_add(d, 277, CF__T_SHORT, 1, &y->one16[2], err));
+    CF__TRY(cf__ifd_add(d, 284, CF__T_SHORT, 1, &y->one16[3], err));
+    if (w->p.predictor != 1) CF__TRY(cf__ifd_add(d, 317, CF__T_SHORT, 1, &y->one16[4], err));
+    CF__TRY(cf__ifd_add(d, 322, CF__T_LONG, 1, &dims[l][2], err));
+    CF__TRY(cf__ifd_add(d, 323, CF__T_LONG, 1, &dims[l][2], err));
+    CF__TRY(cf__ifd_add(d, 324, ot, n, y->offs[l], err));
+    CF__TRY(cf__ifd_add(d, 325, ot, n, y->lens[l], err));
+    if (nb > 1) CF__TRY(cf__ifd_add(d, 338, CF__T_SHORT, nb - 1, y->extra, err));
+    CF__TRY(cf__ifd_add(d, 339, CF__T_SHORT, nb, y->fmt, err));
+    if (l == 0 && w->has_gt) {
+        if (w->gt[2] == 0 && w->gt[4] == 0) {
+            CF__TRY(cf__ifd_add(d, 33550, CF__T_DOUBLE, 3, y->scale, err));
+            CF__TRY(cf__ifd_add(d, 33922, CF__T_DOUBLE, 6, y->tie, err));
+        } else {
+            CF__TRY(cf__ifd_add(d, 34264, CF__T_DOUBLE, 16, y->mtx, err));
+        }
+        if (w->epsg > 0) CF__TRY(cf__ifd_add(d, 34735, CF__T_SHORT, 16, y->geokeys, err));
+    }
+    if (l == 0 && y->meta)
+        CF__TRY(cf__ifd_add(d, 42112, CF__T_ASCII, strlen(y->meta) + 1, y->meta, err));
+    if (w->o.has_nodata)
+        CF__TRY(cf__ifd_add(d, 42113, CF__T_ASCII, strlen(y->nodata) + 1, y->nodata, err));
+    return CF_OK;
+}
+
+static cf_status fill_common(cf_writer *w, w_layout *y, cf_error *err) {
+    const uint32_t nb = w->o.bands;
+    y->bps = cf__malloc(nb * sizeof(uint16_t));
+    y->fmt = cf__malloc(nb * sizeof(uint16_t));
+    y->extra = cf__calloc(nb, sizeof(uint16_t)); /* 0: unspecified */
+    if (!y->bps || !y->fmt || !y->extra) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+    for (uint32_t b = 0; b < nb; b++) {
+        y->bps[b] = w->p.bits;
+        y->fmt[b] = w->p.sample_format;
+    }
+    double *g = w->gt;
+    y->scale[0] = g[1];
+    y->scale[1] = -g[5];
+    y->scale[2] = 0;
+    double tie[6] = {0, 0, 0, g[0], g[3], 0};
+    memcpy(y->tie, tie, sizeof tie);
+    double m[16] = {g[1], g[2], 0, g[0], g[4], g[5], 0, g[3], 0, 0, 0, 0, 0, 0, 0, 1};
+    memcpy(y->mtx, m, sizeof m);
+    uint16_t gk[16] = {1, 1, 0, 3, 1024, 0, 1, (uint16_t)(w->geographic ? 2 : 1),
+                       1025, 0, 1, 1, (uint16_t)(w->geographic ? 2048 : 3072), 0, 1,
+                       (uint16_t)w->epsg};
+    memcpy(y->geokeys, gk, sizeof gk);
+    double nd = w->o.nodata;
+    if (isnan(nd)) snprintf(y->nodata, sizeof y->nodata, "nan");
+    else if (isinf(nd)) snprintf(y->nodata, sizeof y->nodata, nd > 0 ? "inf" : "-inf");
+    else snprintf(y->nodata, sizeof y->nodata, "%.18g", nd);
+    if (w->desc || w->scales) {
+        y->meta = gdal_metadata(w);
+        if (!y->meta) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+    }
+    return CF_OK;
+}
+
+static void put_arr(void *a, int big, uint64_t i, uint64_t v) {
+    if (big) ((uint64_t *)a)[i] = v;
+    else ((uint32_t *)a)[i] = (uint32_t)v;
+}
+
+/* Lay the file out and write it to `tmp`. */
+static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err) {
+    w_layout *y = cf__calloc(1, sizeof *y);
+    if (!y) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+    cf_status st = fill_common(w, y, err);
+    uint64_t data = 0;
+    for (int l = 0; l < w->nlev; l++)
+        for (size_t i = 0; i < (size_t)w->lev[l].tx * w->lev[l].ty; i++) data += w->lev[l].len[i];
+    int big = 0;
+    uint64_t head = 0;
+    for (int pass = 0; !st && pass < 2; pass++) {
+        head = big ? 16 : 8;
+        for (int l = 0; !st && l < w->nlev; l++) {
+            st = make_ifd(w, y, l, big, err);
+            y->ifd_at[l] = head;
+            y->ifd_size[l] = cf__ifd_size(&y->ifd[l], big);
+            head += y->ifd_size[l];
+        }
+        if (big || head + data < ((uint64_t)1 << 32) - 1) break;
+        big = 1; /* 4 GiB or more: BigTIFF */
+    }
+    /* Tile data: the smallest overview first, full resolution last. */
+    uint64_t at = head;
+    for (int l = w->nlev - 1; !st && l >= 0; l--) {
+        w_level *L = &w->lev[l];
+        for (size_t i = 0; i < (size_t)L->tx * L->ty; i++) {
+            put_arr(y->offs[l], big, i, L->len[i] ? at : 0);
+            put_arr(y->lens[l], big, i, L->len[i]);
+            at += L->len[i];
+        }
+    }
+    uint8_t *hdr = st ? NULL : cf__malloc((size_t)head);
+    if (!st && !hdr) st = cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+    if (!st) {
+        memset(hdr, 0, big ? 16 : 8);
+        hdr[0] = hdr[1] = 'I';
+        if (big) {
+            hdr[2] = 43;
+            hdr[4] = 8;
+            hdr[8] = 16;
+        } else {
+            hdr[2] = 42;
+            hdr[4] = 8;
+        }
+        for (int l = 0; l < w->nlev; l++)
+            cf__ifd_write(&y->ifd[l], big, y->ifd_at[l],
+                          l + 1 < w->nlev ? y->ifd_at[l + 1] : 0, hdr + y->ifd_at[l]);
+        st = pwrite_all(fd, hdr, (size_t)head, 0, tmp, err);
+    }
+    free(hdr);
+    /* Copy the tiles from the spool in that order. */
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    at = head;
+    for (int l = w->nlev - 1; !st && l >= 0; l--) {
+        w_level *L = &w->lev[l];
+        for (size_t i = 0; !st && i < (size_t)L->tx * L->ty; i++) {
+            size_t n = (size_t)L->len[i];
+            if (!n) continue;
+            if (n > cap) {
+                free(buf);
+                cap = n;
+                buf = cf__malloc(cap);
+                if (!buf) {
+                    st = cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+                    break;
+                }
+            }
+            st = pread_all(w->spool_fd, buf, n, L->off[i], w->spool_path, err);
+            if (!st) st = pwrite_all(fd, buf, n, at, tmp, err);
+            at += n;
+        }
+    }
+    free(buf);
+    layout_free(y, w->nlev);
+    free(y);
+    return st;
+}
+
+cf_status cf_writer_close(cf_writer *w, cf_error *err) {
+    if (!w) return cf__err(err, CF_E_ARG, "writer: NULL");
+    pthread_mutex_lock(&w->mu);
+    cf_status st = CF_OK;
+    if (w->state != W_OPEN)
+        st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s); nothing written",
+                     w->path, cf_status_name(w->fail));
+    if (!st) st = build_overviews(w, err);
+    char *tmp = NULL;
+    int fd = -1;
+    if (!st) {
+        size_t n = strlen(w->path) + 32;
+        tmp = cf__malloc(n);
+        if (!tmp) st = cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+        else snprintf(tmp, n, "%s.cogfeed-tmp", w->path);
+    }
+    if (!st && (fd = create_fresh(tmp)) < 0)
+        st = cf__err(err, CF_E_IO, "writer: cannot create %s: %s", tmp, strerror(errno));
+    if (!st) st = write_file(w, fd, tmp, err);
+    if (fd >= 0 && close(fd) != 0 && !st)
+        st = cf__err(err, CF_E_IO, "writer: closing %s: %s", tmp, strerror(errno));
+    if (!st && rename(tmp, w->path) != 0)
+        st = cf__err(err, CF_E_IO, "writer: renaming %s to %s: %s", tmp, w->path,
+                     strerror(errno));
+    if (st && fd >= 0) unlink(tmp);
+    free(tmp);
+    pthread_mutex_unlock(&w->mu);
+    free_writer(w, 1);
+    return st;
+}
+
+void cf_writer_abort(cf_writer *w) {
+    if (w) free_writer(w, 1);
+}

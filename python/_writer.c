@@ -1,0 +1,214 @@
+/*
+ * _writer.c - cogfeed._Writer, the thin binding of cf_writer that
+ * python/cogfeed/writer.py (cogfeed.Writer) builds on: names, defaults and
+ * array checks live there; this file converts and calls, with the GIL
+ * released while tiles are encoded and the file is laid out.
+ */
+#include "pymod.h"
+
+typedef struct {
+    PyObject_HEAD cf_writer *w;
+} WriterObject;
+
+static PyTypeObject WriterType;
+
+static void Writer_dealloc(WriterObject *self) {
+    /* never closed: nothing is written, the spool goes */
+    if (self->w) cf_writer_abort(self->w);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A sequence of n floats (None: *out stays NULL). */
+static int floats(PyObject *o, uint32_t n, double **out, const char *what) {
+    *out = NULL;
+    if (o == Py_None) return 1;
+    PyObject *t = cf__py_seq(o, what);
+    if (!t) return 0;
+    if ((uint32_t)PyTuple_GET_SIZE(t) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: %u values needed, one per band", what, n);
+        Py_DECREF(t);
+        return 0;
+    }
+    *out = PyMem_Malloc(n * sizeof(double) + 1);
+    for (uint32_t i = 0; *out && i < n; i++) {
+        (*out)[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(t, i));
+        if (PyErr_Occurred()) break;
+    }
+    Py_DECREF(t);
+    if (!*out || PyErr_Occurred()) {
+        if (!*out) PyErr_NoMemory();
+        PyMem_Free(*out);
+        *out = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"path", "width", "height", "bands", "dtype", "tile_size",
+                             "compression", "level", "predictor", "overviews", "resampling",
+                             "nodata", "grid", "descriptions", "scales", "offsets", NULL};
+    PyObject *path_o, *nodata = Py_None, *grid = Py_None, *desc = Py_None;
+    PyObject *scales_o = Py_None, *offsets_o = Py_None;
+    unsigned int width, height, bands, tile, comp;
+    int dtype, level, pred, ovr, rs;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO", kwlist,
+                                     PyUnicode_FSConverter, &path_o, &width, &height, &bands,
+                                     &dtype, &tile, &comp, &level, &pred, &ovr, &rs, &nodata,
+                                     &grid, &desc, &scales_o, &offsets_o))
+        return -1;
+    if (self->w) {
+        PyErr_SetString(PyExc_RuntimeError, "_Writer already open");
+        Py_DECREF(path_o);
+        return -1;
+    }
+    cf_writer_options o;
+    cf_writer_options_init(&o);
+    o.width = width;
+    o.height = height;
+    o.bands = bands;
+    o.dtype = (cf_dtype)dtype;
+    o.tile_size = tile;
+    o.compression = (uint16_t)comp;
+    o.level = level;
+    o.predictor = pred;
+    o.overviews = ovr;
+    o.overview_resampling = (cf_resampling)rs;
+    cf_grid g;
+    cf_crs *hold = NULL;
+    PyObject *dt = NULL;
+    const char **dv = NULL;
+    double *sc = NULL, *of = NULL;
+    int ok = 1;
+    if (nodata != Py_None) {
+        o.has_nodata = 1;
+        o.nodata = PyFloat_AsDouble(nodata);
+        ok = !PyErr_Occurred();
+    }
+    if (ok && grid != Py_None) {
+        ok = cf__py_grid_parse(grid, &g, &hold);
+        o.grid = &g;
+    }
+    if (ok && desc != Py_None) {
+        dt = cf__py_seq(desc, "descriptions: a sequence of str or None, one per band");
+        ok = dt != NULL;
+        if (ok && (uint32_t)PyTuple_GET_SIZE(dt) != bands) {
+            PyErr_Format(PyExc_ValueError, "descriptions: %u needed, one per band", bands);
+            ok = 0;
+        }
+        if (ok) dv = PyMem_Calloc(bands + 1, sizeof *dv);
+        if (ok && !dv) ok = !!PyErr_NoMemory();
+        for (uint32_t b = 0; ok && b < bands; b++) {
+            PyObject *s = PyTuple_GET_ITEM(dt, b);
+            if (s == Py_None) continue;
+            dv[b] = PyUnicode_AsUTF8(s);
+            ok = dv[b] != NULL;
+        }
+        o.descriptions = dv;
+    }
+    if (ok) ok = floats(scales_o, bands, &sc, "scales") && floats(offsets_o, bands, &of, "offsets");
+    o.scales = sc;
+    o.offsets = of;
+    cf_status st = CF_OK;
+    cf_error err;
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS st = cf_writer_open(PyBytes_AS_STRING(path_o), &o, &self->w, &err);
+        Py_END_ALLOW_THREADS
+    }
+    cf_crs_free(hold);
+    Py_XDECREF(dt);
+    PyMem_Free(dv);
+    PyMem_Free(sc);
+    PyMem_Free(of);
+    Py_DECREF(path_o);
+    if (!ok) return -1;
+    if (st) {
+        cf__py_raise(st, &err);
+        return -1;
+    }
+    return 0;
+}
+
+static int need_open(WriterObject *self) {
+    if (self->w) return 1;
+    PyErr_SetString(PyExc_ValueError, "the writer is closed");
+    return 0;
+}
+
+static PyObject *Writer_write_tile(WriterObject *self, PyObject *args) {
+    unsigned int tx, ty;
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "IIy*", &tx, &ty, &buf)) return NULL;
+    if (!need_open(self)) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    cf_status st;
+    cf_error err;
+    Py_BEGIN_ALLOW_THREADS st = cf_writer_write_tile(self->w, tx, ty, buf.buf, (size_t)buf.len, &err);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    if (st) return cf__py_raise(st, &err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Writer_close(WriterObject *self, PyObject *unused) {
+    (void)unused;
+    if (!self->w) Py_RETURN_NONE;
+    cf_writer *w = self->w;
+    self->w = NULL;
+    cf_status st;
+    cf_error err;
+    Py_BEGIN_ALLOW_THREADS st = cf_writer_close(w, &err);
+    Py_END_ALLOW_THREADS
+    if (st) return cf__py_raise(st, &err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Writer_abort(WriterObject *self, PyObject *unused) {
+    (void)unused;
+    if (self->w) cf_writer_abort(self->w);
+    self->w = NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Writer_tiles(WriterObject *self, void *closure) {
+    (void)closure;
+    if (!need_open(self)) return NULL;
+    uint32_t tx, ty;
+    cf_writer_tiles(self->w, &tx, &ty);
+    return Py_BuildValue("(II)", tx, ty);
+}
+
+static PyMethodDef Writer_methods[] = {
+    {"write_tile", (PyCFunction)Writer_write_tile, METH_VARARGS,
+     "write_tile(tx, ty, data): tile (tx, ty), bands x h x w bytes in C order"},
+    {"close", (PyCFunction)Writer_close, METH_NOARGS, "close(): finish the file"},
+    {"abort", (PyCFunction)Writer_abort, METH_NOARGS, "abort(): give up, write nothing"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Writer_getset[] = {
+    {"tiles", (getter)Writer_tiles, NULL, "(tiles across, tiles down)", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject WriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cogfeed._cogfeed._Writer",
+    .tp_basicsize = sizeof(WriterObject),
+    .tp_dealloc = (destructor)Writer_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "cf_writer; use cogfeed.Writer",
+    .tp_methods = Writer_methods,
+    .tp_getset = Writer_getset,
+    .tp_init = (initproc)Writer_init,
+    .tp_new = PyType_GenericNew,
+};
+
+int cf__py_writer_init(PyObject *module) {
+    if (PyType_Ready(&WriterType) < 0) return -1;
+    Py_INCREF(&WriterType);
+    if (PyModule_AddObject(module, "_Writer", (PyObject *)&WriterType) < 0) {
+        Py_DECREF(&WriterType);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,218 @@
+"""cogfeed.Writer and cogfeed.write: tiled GeoTIFFs written tile by tile
+and finished as Cloud-Optimized GeoTIFFs in GDAL's COG layout.
+
+    with cogfeed.Writer("pred.tif", like="scene.tif", bands=1,
+                        dtype="uint8", nodata=255) as w:
+        for ty in range(w.tiles[1]):
+            for tx in range(w.tiles[0]):
+                w.write_tile(tx, ty, classes_of(tx, ty))   # (bands, h, w)
+
+    cogfeed.write("dem.tif", array, grid=grid, compression="zstd")
+
+The C writer (cf_writer, include/cogfeed.h) encodes each tile as it comes
+and keeps it in a spool file beside the output; close() builds the
+overviews from it, lays the file out (header and every directory first,
+then the smallest overview's tiles ... the full resolution's, each in row
+order) and renames it into place: the output path never holds a partial
+file.  Peak disk: the output plus the spool (its full resolution).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ._cogfeed import _Writer
+from .grid import Grid
+
+__all__ = ["Writer", "write"]
+
+# cf_dtype numbers (include/cogfeed.h) of the types the writer takes.
+_DTYPES = {"uint8": 1, "int8": 2, "uint16": 3, "int16": 4, "uint32": 5,
+           "int32": 6, "uint64": 7, "int64": 8, "float32": 9, "float64": 10}
+_COMPRESSION = {"none": 1, "deflate": 8, "zstd": 50000}
+_RESAMPLING = {"nearest": 0, "average": 3, "mode": 4}
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+
+class Writer:
+    """Writer(path, width=, height=, bands=, dtype=, *, grid=, like=,
+    tile_size=512, compression="deflate", level=0, predictor=None,
+    overviews="auto", overview_resampling="average", nodata=None,
+    descriptions=None, scales=None, offsets=None)
+
+    path: a local file.  like: a file (path, URL or cogfeed.Cog) or a
+    cogfeed.Grid whose grid, size and (for a file) band count, data type
+    and nodata are the defaults of the others.  grid: a cogfeed.Grid (its
+    CRS needs an EPSG code); width and height default to its size.
+    compression: "deflate", "zstd" or "none"; level: the codec's level
+    (0: GDAL's default).  predictor: None picks 2 for integers and 3 for
+    floats when compressed; 1 turns it off.  overviews: "auto" halves
+    until a level fits one tile (GDAL's COG driver), 0 writes none, n at
+    most n.  overview_resampling: "average" (nodata and NaN left out, as
+    gdaladdo -r average), "nearest" or "mode" (class maps).  nodata: a
+    number, written as GDAL_NODATA.  descriptions, scales, offsets: one
+    per band, as GDAL's band descriptions and scale/offset.
+
+    Tiles come in any order through write_tile, or whole tile-aligned
+    windows through write; tiles never written are sparse (read as
+    nodata, or 0).  close() (or leaving a with block) finishes the file; an
+    exception inside the block, or abort(), leaves nothing behind.
+    """
+
+    def __init__(self, path: StrPath, width: Optional[int] = None,
+                 height: Optional[int] = None, bands: Optional[int] = None,
+                 dtype: Any = None, *, grid: Optional[Grid] = None,
+                 like: Any = None, tile_size: int = 512,
+                 compression: str = "deflate", level: int = 0,
+                 predictor: Optional[int] = None,
+                 overviews: Union[str, int] = "auto",
+                 overview_resampling: str = "average",
+                 nodata: Optional[float] = None,
+                 descriptions: Optional[Sequence[Optional[str]]] = None,
+                 scales: Optional[Sequence[float]] = None,
+                 offsets: Optional[Sequence[float]] = None) -> None:
+        if isinstance(like, Grid):
+            grid = like if grid is None else grid
+        elif like is not None:
+            if isinstance(like, (str, bytes, os.PathLike)):
+                from . import open as _open
+                with _open(like) as cog:
+                    lg, lb, ldt, lnd = cog.grid(0), cog.count, cog.dtype, cog.nodata
+            else:  # a cogfeed.Cog
+                lg, lb, ldt, lnd = like.grid(0), like.count, like.dtype, like.nodata
+            grid = lg if grid is None else grid
+            bands = lb if bands is None else bands
+            dtype = ldt if dtype is None else dtype
+            nodata = lnd if nodata is None else nodata
+        if grid is not None:
+            width = grid.width if width is None else width
+            height = grid.height if height is None else height
+        if width is None or height is None:
+            raise ValueError("Writer: give width and height, grid= or like=")
+        dt = np.dtype(dtype if dtype is not None else "uint8")
+        if dt.name not in _DTYPES:
+            raise ValueError("Writer: dtype %s not written (%s)" % (
+                dt, ", ".join(_DTYPES)))
+        comp = str(compression).lower()
+        if comp not in _COMPRESSION:
+            raise ValueError("Writer: compression %r: one of %s" % (
+                compression, ", ".join(_COMPRESSION)))
+        rs = str(overview_resampling).lower()
+        if rs not in _RESAMPLING:
+            raise ValueError("Writer: overview_resampling %r: one of %s" % (
+                overview_resampling, ", ".join(_RESAMPLING)))
+        if overviews == "auto":
+            ovr = -1
+        elif isinstance(overviews, int) and overviews >= 0:
+            ovr = overviews
+        else:
+            raise ValueError("Writer: overviews %r: 'auto' or a count" % (
+                overviews,))
+        self.dtype = dt
+        self.bands = int(bands if bands is not None else 1)
+        self.width, self.height = int(width), int(height)
+        self.tile_size = int(tile_size)
+        self.path = os.fspath(path)
+        # a grid's own size is not the writer's: only its CRS and transform
+        self._w: Optional[_Writer] = _Writer(
+            path, self.width, self.height, self.bands, _DTYPES[dt.name],
+            self.tile_size, _COMPRESSION[comp], int(level),
+            0 if predictor is None else int(predictor), ovr, _RESAMPLING[rs],
+            None if nodata is None else float(nodata), grid,
+            None if descriptions is None else list(descriptions),
+            None if scales is None else [float(v) for v in scales],
+            None if offsets is None else [float(v) for v in offsets])
+
+    @property
+    def tiles(self) -> Tuple[int, int]:
+        """(tiles across, tiles down) at full resolution."""
+        return self._open().tiles
+
+    def _open(self) -> _Writer:
+        if self._w is None:
+            raise ValueError("Writer: %s is closed" % self.path)
+        return self._w
+
+    def tile_window(self, tx: int, ty: int) -> Tuple[int, int, int, int]:
+        """(x, y, w, h) of tile (tx, ty), clipped at the image's edges."""
+        t = self.tile_size
+        x, y = tx * t, ty * t
+        return x, y, min(t, self.width - x), min(t, self.height - y)
+
+    def _array(self, a: Any) -> np.ndarray:
+        a = np.asarray(a)
+        if a.ndim == 2:
+            a = a[None]
+        if a.ndim != 3 or a.shape[0] != self.bands:
+            raise ValueError("Writer: an array of (bands=%d, h, w) expected, "
+                             "got shape %s" % (self.bands, a.shape))
+        if a.dtype != self.dtype:
+            raise TypeError("Writer: %s array for a %s file (cast it: "
+                            "nothing is converted silently)" % (
+                                a.dtype, self.dtype))
+        return np.ascontiguousarray(a)
+
+    def write_tile(self, tx: int, ty: int, array: Any) -> None:
+        """Tile (tx, ty): an array (bands, h, w) (or (h, w) for one band)
+        of the writer's dtype, h and w the tile's clipped size."""
+        self._open().write_tile(int(tx), int(ty), self._array(array))
+
+    def write(self, array: Any, x: int = 0, y: int = 0) -> None:
+        """Every tile of the window (x, y, w, h) of array (bands, h, w):
+        x and y on tile corners, w and h whole tiles or up to the image's
+        edge (a whole image is write(array))."""
+        a = self._array(array)
+        t = self.tile_size
+        h, w = a.shape[1:]
+        if x % t or y % t:
+            raise ValueError("Writer.write: (%d, %d) is not a tile corner "
+                             "(tile_size %d)" % (x, y, t))
+        if x + w > self.width or y + h > self.height or (
+                w % t and x + w != self.width) or (
+                h % t and y + h != self.height):
+            raise ValueError("Writer.write: window (%d, %d, %d, %d) is not "
+                             "whole tiles inside %dx%d" % (
+                                 x, y, w, h, self.width, self.height))
+        wr = self._open()
+        for ty in range(y // t, (y + h + t - 1) // t):
+            for tx in range(x // t, (x + w + t - 1) // t):
+                x0, y0, tw, th = self.tile_window(tx, ty)
+                wr.write_tile(tx, ty, np.ascontiguousarray(
+                    a[:, y0 - y:y0 - y + th, x0 - x:x0 - x + tw]))
+
+    def close(self) -> None:
+        """Finish the file: overviews, layout, rename into place."""
+        if self._w is not None:
+            w, self._w = self._w, None
+            w.close()
+
+    def abort(self) -> None:
+        """Give up: nothing is written, the spool is removed."""
+        if self._w is not None:
+            w, self._w = self._w, None
+            w.abort()
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write(path: StrPath, array: Any, **kwargs: Any) -> None:
+    """Write array (bands, h, w) or (h, w) as a COG at path: Writer's
+    keyword arguments (grid=, like=, compression=, nodata=, ...); the size,
+    band count and dtype come from the array."""
+    a = np.asarray(array)
+    if a.ndim == 2:
+        a = a[None]
+    with Writer(path, a.shape[2], a.shape[1], a.shape[0], a.dtype,
+                **kwargs) as w:
+        w.write(a)

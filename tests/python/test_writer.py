@@ -1,0 +1,221 @@
+"""cogfeed.Writer / cogfeed.write (cf_writer): what it writes is read back
+by GDAL (rasterio's wheel) bit for bit, with the CRS, transform, nodata,
+band descriptions, scale/offset and overviews GDAL reports; rio-cogeo's
+validator says it is a valid COG; cogfeed reads it back too.  Failures
+leave nothing behind."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import cogfeed
+
+rasterio = pytest.importorskip("rasterio")
+
+UTM = dict(geotransform=(500000.0, 10.0, 0.0, 4100000.0, 0.0, -10.0))
+
+
+def grid(w, h, crs=32633, gt=UTM["geotransform"]):
+    return cogfeed.Grid(crs, width=w, height=h, geotransform=gt)
+
+
+def image(dtype, bands, h, w, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        y, x = np.mgrid[0:h, 0:w]
+        a = np.stack([np.sin(x / 17.0 + b) * 100 + y / 7.0 for b in range(bands)])
+        return (a + rng.random(a.shape)).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, -30000), min(info.max, 60000) + 1,
+                        size=(bands, h, w)).astype(dtype)
+
+
+def is_valid_cog(path):
+    from rio_cogeo.cogeo import cog_validate
+    ok, errors, warnings = cog_validate(str(path), quiet=True)
+    return ok and not errors, (errors, warnings)
+
+
+@pytest.mark.parametrize("compression", ["none", "deflate", "zstd"])
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint16", "int32",
+                                   "float32", "float64"])
+def test_round_trip_through_gdal(tmp_path, compression, dtype):
+    """Every codec and dtype, an image that is not a multiple of the
+    tile: GDAL and cogfeed read back exactly what was written, with the
+    georeferencing, nodata and per-band metadata; a valid COG."""
+    a = image(dtype, 3, 301, 517)
+    p = tmp_path / ("w_%s_%s.tif" % (compression, dtype))
+    cogfeed.write(p, a, grid=grid(517, 301), tile_size=128,
+                  compression=compression, nodata=7,
+                  descriptions=["blue", "green & <red>", None],
+                  scales=[0.5, 1.0, 2.0], offsets=[1.0, 0.0, -3.0])
+    with rasterio.open(p) as r:
+        assert r.read().dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(r.read(), a)
+        assert r.crs.to_epsg() == 32633
+        assert r.transform.to_gdal() == UTM["geotransform"]
+        assert r.nodata == 7
+        assert r.descriptions == ("blue", "green & <red>", None)
+        assert r.scales == (0.5, 1.0, 2.0) and r.offsets == (1.0, 0.0, -3.0)
+        assert r.block_shapes[0] == (128, 128)
+        assert r.compression is None if compression == "none" else \
+            r.compression.name.lower() == compression
+        # levels until one fits a tile, sizes rounded up as gdaladdo's
+        assert r.overviews(1) == [2, 4, 8]
+    for k, size in enumerate([(259, 151), (130, 76), (65, 38)]):
+        with rasterio.open(p, overview_level=k) as o:
+            assert (o.width, o.height) == size
+    ok, why = is_valid_cog(p)
+    assert ok, why
+    with cogfeed.open(p) as c:
+        np.testing.assert_array_equal(c.read(), a)
+        assert c.epsg == 32633 and c.nodata == 7
+        assert c.header_requests == 1
+
+
+def test_geographic_crs_rotated_transform_and_no_georeferencing(tmp_path):
+    a = image("uint16", 1, 100, 200)
+    p = tmp_path / "geo.tif"
+    cogfeed.write(p, a, grid=grid(200, 100, 4326, (10.0, 0.01, 0.0, 50.0, 0.0, -0.01)))
+    with rasterio.open(p) as r:
+        assert r.crs.to_epsg() == 4326
+        assert r.transform.to_gdal() == (10.0, 0.01, 0.0, 50.0, 0.0, -0.01)
+    p = tmp_path / "rot.tif"
+    cogfeed.write(p, a, grid=grid(200, 100, 32633, (500000.0, 10.0, 2.0, 4100000.0, 1.0, -10.0)))
+    with rasterio.open(p) as r:
+        assert r.transform.to_gdal() == (500000.0, 10.0, 2.0, 4100000.0, 1.0, -10.0)
+    p = tmp_path / "plain.tif"
+    cogfeed.write(p, a)
+    with rasterio.open(p) as r:
+        assert r.crs is None
+        np.testing.assert_array_equal(r.read(), a)
+
+
+@pytest.mark.parametrize("resampling", ["average", "nearest"])
+@pytest.mark.parametrize("dtype,nodata", [("uint8", None), ("uint16", None),
+                                          ("uint16", 0), ("int16", -9999)])
+def test_overviews_equal_gdaladdo(tmp_path, resampling, dtype, nodata):
+    """Levels 2 and 4 of a 1024 x 768 image equal what `gdaladdo -r`
+    builds from the same full resolution (integers; nodata left out of
+    averages)."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 200, size=(2, 768, 1024)).astype(dtype)
+    if nodata is not None:
+        a[:, rng.random((768, 1024)) < 0.3] = nodata
+    ours, ref = tmp_path / "ours.tif", tmp_path / "ref.tif"
+    g = grid(1024, 768)
+    cogfeed.write(ours, a, grid=g, tile_size=256, nodata=nodata,
+                  overview_resampling=resampling)
+    cogfeed.write(ref, a, grid=g, tile_size=256, nodata=nodata, overviews=0)
+    subprocess.run(["gdaladdo", "-q", "-r", resampling, str(ref), "2", "4"],
+                   check=True)
+    for k in range(2):
+        with rasterio.open(ours, overview_level=k) as x, \
+                rasterio.open(ref, overview_level=k) as y:
+            np.testing.assert_array_equal(x.read(), y.read())
+
+
+def test_mode_overviews_keep_classes(tmp_path):
+    """mode: each overview pixel is the most frequent class of its 2 x 2
+    block (nodata left out), so a class map stays a class map."""
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 5, size=(1, 512, 512)).astype("uint8")
+    a[0, :256, :256] = 3
+    p = tmp_path / "classes.tif"
+    cogfeed.write(p, a, grid=grid(512, 512), tile_size=128, nodata=255,
+                  overview_resampling="mode")
+    with rasterio.open(p, overview_level=0) as r:
+        o = r.read()[0]
+    assert o.shape == (256, 256)
+    assert (o[:128, :128] == 3).all()
+    assert set(np.unique(o)) <= set(range(5))
+    blocks = a[0].reshape(256, 2, 256, 2).transpose(0, 2, 1, 3).reshape(256, 256, 4)
+    for y, x in [(200, 17), (140, 250), (255, 255)]:
+        counts = np.bincount(blocks[y, x], minlength=5)
+        assert counts[o[y, x]] == counts.max()
+
+
+def test_tiles_in_any_order_and_sparse_tiles(tmp_path):
+    """write_tile in shuffled order gives the same file; a tile never
+    written reads as nodata."""
+    a = image("uint16", 2, 600, 700)
+    w1, w2 = tmp_path / "order.tif", tmp_path / "sparse.tif"
+    with cogfeed.Writer(w1, grid=grid(700, 600), bands=2, dtype="uint16",
+                        tile_size=256, nodata=9) as w:
+        tiles = [(tx, ty) for ty in range(w.tiles[1]) for tx in range(w.tiles[0])]
+        for i in np.random.default_rng(5).permutation(len(tiles)):
+            tx, ty = tiles[i]
+            x, y, tw, th = w.tile_window(tx, ty)
+            w.write_tile(tx, ty, a[:, y:y + th, x:x + tw])
+    with rasterio.open(w1) as r:
+        np.testing.assert_array_equal(r.read(), a)
+    with cogfeed.Writer(w2, grid=grid(700, 600), bands=2, dtype="uint16",
+                        tile_size=256, nodata=9) as w:
+        for tx, ty in tiles:
+            if (tx, ty) != (1, 1):
+                x, y, tw, th = w.tile_window(tx, ty)
+                w.write_tile(tx, ty, a[:, y:y + th, x:x + tw])
+    with rasterio.open(w2) as r:
+        b = r.read()
+    want = a.copy()
+    want[:, 256:512, 256:512] = 9
+    np.testing.assert_array_equal(b, want)
+
+
+def test_like_a_file(tmp_path):
+    """like=: the grid, band count, dtype and nodata of a file."""
+    a = image("int16", 2, 300, 400)
+    src = tmp_path / "src.tif"
+    cogfeed.write(src, a, grid=grid(400, 300), nodata=-1)
+    out = tmp_path / "pred.tif"
+    with cogfeed.Writer(out, like=src) as w:
+        assert (w.bands, w.dtype, w.width, w.height) == (2, np.int16, 400, 300)
+        w.write(a)
+    with rasterio.open(out) as r:
+        assert r.nodata == -1 and r.crs.to_epsg() == 32633
+        np.testing.assert_array_equal(r.read(), a)
+
+
+def test_failures_leave_nothing(tmp_path):
+    """An exception in the with block, a wrong array, a bad option, a CRS
+    without an EPSG code: clear errors, and neither the output nor the
+    spool is left."""
+    p = tmp_path / "out.tif"
+    with pytest.raises(RuntimeError):
+        with cogfeed.Writer(p, 300, 200, 1, "uint8") as w:
+            w.write_tile(0, 0, np.zeros((1, 200, 300), "uint8"))
+            raise RuntimeError("the model failed")
+    assert os.listdir(tmp_path) == []
+    with cogfeed.Writer(p, 300, 200, 1, "uint8", tile_size=256) as w:
+        with pytest.raises(TypeError, match="uint16 array for a uint8"):
+            w.write_tile(0, 0, np.zeros((1, 200, 256), "uint16"))
+        with pytest.raises(cogfeed.ArgumentError, match="tile 0,0 takes 1 bands x 200 x 256"):
+            w.write_tile(0, 0, np.zeros((1, 100, 256), "uint8"))
+        with pytest.raises(cogfeed.ArgumentError, match="outside 2x1 tiles"):
+            w.write_tile(2, 0, np.zeros((1, 200, 44), "uint8"))
+        w.abort()
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(cogfeed.ArgumentError, match="tile size 100"):
+        cogfeed.Writer(p, 300, 200, tile_size=100)
+    with pytest.raises(ValueError, match="compression 'lzw'"):
+        cogfeed.Writer(p, 300, 200, compression="lzw")
+    with pytest.raises(cogfeed.UnsupportedError, match="no EPSG code"):
+        cogfeed.Writer(p, grid=cogfeed.Grid(
+            "+proj=tmerc +lat_0=0 +lon_0=13.3 +k=0.9996 +x_0=500000 +y_0=0 +ellps=GRS80",
+            width=10, height=10, geotransform=(0, 1, 0, 0, 0, -1)))
+    assert os.listdir(tmp_path) == []
+
+
+def test_planted_spool_link_is_not_followed(tmp_path):
+    """A symlink planted where the spool goes (a shared output folder) is
+    replaced, never written through."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    p = tmp_path / "out.tif"
+    os.symlink(victim, str(p) + ".cogfeed-spool")
+    os.symlink(victim, str(p) + ".cogfeed-tmp")
+    cogfeed.write(p, image("uint8", 1, 64, 64))
+    assert victim.read_text() == "keep me"
+    assert sorted(os.listdir(tmp_path)) == ["out.tif", "victim.txt"]
