@@ -210,6 +210,11 @@ static cf_status read_parts(cf_loader *ld, ld_worker *wk, ld_part *parts,
             /* A tile below the patch's top is decoded down to its last row
              * only; the cache keeps it with that row count. */
             cf__chunk_rows cr = cf__cog_chunk_rows(p->cog, &c, p->x, p->y, p->w, p->h);
+            /* Grid patches walk down the tiles: the next row of patches
+             * needs the rest of each tile, which a short cache entry
+             * would turn into a second fetch and decode (over HTTP on
+             * ZSTD: 1.5 requests a patch instead of 0.5). */
+            if (ld->o.sampler == CF_SAMPLER_GRID) cr.rows = cr.height;
             if (p->cache)
                 found = cf__cc_claim_rows(ld->cc, p->cog, &c, cr.row_bytes, cr.need, cr.height,
                                           &cr.rows, &d, &h);
