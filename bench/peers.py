@@ -337,7 +337,7 @@ def patches(a, runs, data, srv):
                   os.listdir(os.path.join(d, "masks")))
     warm_page_cache(imgs + msks)
     P = "patches"
-    for storage in ("local", "remote"):
+    for storage in a.storages.split(","):
         remote = storage == "remote"
 
         def url(p):
@@ -352,7 +352,7 @@ def patches(a, runs, data, srv):
                        GDAL_REMOTE if remote else GDAL_BASE,
                        GDAL_NUM_THREADS="1")
         workers = a.workers_remote if remote else a.workers_local
-        for sampler in ("random", "grid"):
+        for sampler in a.samplers.split(","):
             base = {"patch": a.patch, "batch": a.batch, "bands": 4,
                     "sampler": sampler, "seconds": a.seconds,
                     "warmup": a.warmup, "log": srv.log if remote else None}
@@ -580,6 +580,12 @@ def main(argv):
                    help="patches workload: this dataset folder (images/, "
                         "masks/) instead of the generated scenes; only the "
                         "patches and model workloads")
+    p.add_argument("--storages", default="local,remote",
+                   help="patches workload: local, remote or both")
+    p.add_argument("--samplers", default="random,grid",
+                   help="patches workload: random, grid or both (grid "
+                        "alone runs TorchGeo and the baseline with the "
+                        "most workers)")
     p.add_argument("--setup", action="store_true",
                    help="make the venv, the build and the data, run nothing")
     p.add_argument("--json", help="write every result here")
