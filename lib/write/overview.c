@@ -1,16 +1,32 @@
 /*
- * overview.c - one overview row from two rows of the level above, for
- * the writer's overviews (each level halves the one before it, as
- * `gdaladdo` builds levels 2, 4, 8... from each other).  Samples are
- * read and written through double (every type the writer takes is exact
- * in double except 64-bit integers beyond 2^53, which average through
- * long double).
+ * overview.c - one overview level from the level above, as gdaladdo
+ * builds it (GDAL 3.10's overview.cpp, for a pixel-interleaved GeoTIFF):
+ * each level from the one before it, over the exact size ratio
+ * r = source / destination (at most 2: sizes round up), so that an odd
+ * size spreads a destination pixel over up to 3 x 3 source pixels.
+ *
+ *  - windows: destination pixel i covers source [x0, x1) with
+ *    x0 = (int)(i*r + 1e-8), x1 = ceil((i+1)*r - 1e-8) (at least x0 + 1, at
+ *    most the width); average weighs the first and last pixel by how much
+ *    of them the window covers;
+ *  - average: in double, integers rounded to nearest (half away from
+ *    zero), floats cast; except where a window is exactly 2 x 2 with no
+ *    nodata, GDAL's fast path: (sum + 2) / 4 for 8- and 16-bit unsigned
+ *    integers, ((a + c) + (b + d)) * 0.25f in float for float32 and int16
+ *    (a, b the top row), but 0.25f * (a + b + c + d) for the last
+ *    width % 4 pixels of a row (GDAL's vector loop takes 4 at a time); a
+ *    result equal to nodata becomes the next value up;
+ *  - nearest: the source pixel (int)(0.5 + i*r);
+ *  - mode: the value whose running count, scanning the window row by row,
+ *    first reaches the largest count; nodata left out.
  */
 #include "write_internal.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdlib.h>
 
-static long double get(cf_dtype dt, const uint8_t *p) {
+static double get(cf_dtype dt, const uint8_t *p) {
     switch (dt) {
     case CF_DT_U8: return *p;
     case CF_DT_I8: return (int8_t)*p;
@@ -18,7 +34,7 @@ static long double get(cf_dtype dt, const uint8_t *p) {
     {                                                                                          \
         T v;                                                                                   \
         memcpy(&v, p, sizeof v);                                                               \
-        return v;                                                                              \
+        return (double)v;                                                                      \
     }
     case CF_DT_U16: G(uint16_t)
     case CF_DT_I16: G(int16_t)
@@ -32,82 +48,191 @@ static long double get(cf_dtype dt, const uint8_t *p) {
     }
 }
 
-static void put(cf_dtype dt, uint8_t *p, long double v) {
+static int is_float(cf_dtype dt) { return dt == CF_DT_F32 || dt == CF_DT_F64; }
+
+/* v into the type: floats cast, integers rounded half away from zero and
+ * clamped (GDALCopyWords). */
+static void put(cf_dtype dt, uint8_t *p, double v) {
+    if (!is_float(dt)) {
+        v = v >= 0 ? floor(v + 0.5) : ceil(v - 0.5);
+    }
     switch (dt) {
-    case CF_DT_U8: *p = (uint8_t)v; return;
-    case CF_DT_I8: *p = (uint8_t)(int8_t)v; return;
-#define P(T)                                                                                   \
-    {                                                                                          \
-        T x = (T)v;                                                                            \
+#define P(E, T, LO, HI)                                                                        \
+    case E: {                                                                                  \
+        T x = (T)(v < (LO) ? (LO) : v > (HI) ? (HI) : v);                                      \
         memcpy(p, &x, sizeof x);                                                               \
         return;                                                                                \
     }
-    case CF_DT_U16: P(uint16_t)
-    case CF_DT_I16: P(int16_t)
-    case CF_DT_U32: P(uint32_t)
-    case CF_DT_I32: P(int32_t)
-    case CF_DT_U64: P(uint64_t)
-    case CF_DT_I64: P(int64_t)
-    case CF_DT_F32: P(float)
-    default: P(double)
+        P(CF_DT_U8, uint8_t, 0, 255)
+        P(CF_DT_I8, int8_t, -128, 127)
+        P(CF_DT_U16, uint16_t, 0, 65535)
+        P(CF_DT_I16, int16_t, -32768, 32767)
+        P(CF_DT_U32, uint32_t, 0, 4294967295.0)
+        P(CF_DT_I32, int32_t, -2147483648.0, 2147483647.0)
+        P(CF_DT_U64, uint64_t, 0, 18446744073709549568.0)
+        P(CF_DT_I64, int64_t, -9223372036854775808.0, 9223372036854774784.0)
 #undef P
+    case CF_DT_F32: {
+        float x = (float)v;
+        memcpy(p, &x, 4);
+        return;
+    }
+    default: memcpy(p, &v, 8);
     }
 }
 
-static int is_float(cf_dtype dt) { return dt == CF_DT_F32 || dt == CF_DT_F64; }
+cf_status cf__ov_axis_init(cf__ov_axis *a, uint32_t src, uint32_t dst, cf_error *err) {
+    memset(a, 0, sizeof *a);
+    a->src = src;
+    a->dst = dst;
+    a->ratio = (double)src / dst;
+    a->x0 = cf__malloc(dst * sizeof *a->x0);
+    a->x1 = cf__malloc(dst * sizeof *a->x1);
+    a->near = cf__malloc(dst * sizeof *a->near);
+    a->w0 = cf__malloc(dst * sizeof *a->w0);
+    a->w1 = cf__malloc(dst * sizeof *a->w1);
+    if (!a->x0 || !a->x1 || !a->near || !a->w0 || !a->w1) {
+        cf__ov_axis_free(a);
+        return cf__err(err, CF_E_NOMEM, "writer: overview of %u pixels", dst);
+    }
+    a->all2 = 1;
+    for (uint32_t i = 0; i < dst; i++) {
+        double d0 = i * a->ratio, d1 = (i + 1) * a->ratio;
+        uint32_t x0 = (uint32_t)(d0 + 1e-8), x1 = (uint32_t)ceil(d1 - 1e-8);
+        if (x1 == x0) x1++;
+        if (x1 > src) x1 = src;
+        a->x0[i] = x0;
+        a->x1[i] = x1;
+        a->w0[i] = x1 == x0 + 1 ? 1.0 : 1 - (d0 - x0);
+        a->w1[i] = 1 - (x1 - d1);
+        a->near[i] = (uint32_t)(0.5 + i * a->ratio);
+        if (a->near[i] >= src) a->near[i] = src - 1;
+        if (x1 != x0 + 2) a->all2 = 0;
+    }
+    return CF_OK;
+}
 
-void cf__ov_row(cf__ov_kind kind, cf_dtype dt, uint32_t spp, const uint8_t *r0,
-                const uint8_t *r1, uint32_t sw, uint8_t *out, uint32_t ow, int has_nodata,
-                double nodata) {
+void cf__ov_axis_free(cf__ov_axis *a) {
+    free(a->x0);
+    free(a->x1);
+    free(a->near);
+    free(a->w0);
+    free(a->w1);
+    memset(a, 0, sizeof *a);
+}
+
+/* Weight of source position k of window [x0, x1) (first, middle, last). */
+static double weight(const cf__ov_axis *a, uint32_t i, uint32_t k) {
+    if (k == a->x0[i]) return a->w0[i];
+    if (k + 1 == a->x1[i]) return a->w1[i];
+    return 1.0;
+}
+
+static int is_nodata(cf_dtype dt, double v, int has_nodata, double nodata) {
+    if (!has_nodata) return 0;
+    if (isnan(nodata)) return isnan(v);
+    if (dt == CF_DT_F32) return fabs(v - nodata) < FLT_EPSILON * fabs(v + nodata) * 2 || v == nodata;
+    return v == nodata;
+}
+
+/* GDAL's exact 2 x 2 average without nodata: a, b top row, c, d bottom. */
+static void fast2(cf_dtype dt, uint8_t *o, double a, double b, double c, double d, int tail) {
+    if (dt == CF_DT_U8 || dt == CF_DT_U16) {
+        put(dt, o, floor((a + b + c + d + 2) / 4));
+        return;
+    }
+    if (dt == CF_DT_F32 || dt == CF_DT_I16) {
+        float fa = (float)a, fb = (float)b, fc = (float)c, fd = (float)d;
+        float m = tail ? 0.25f * (fa + fb + fc + fd) : ((fa + fc) + (fb + fd)) * 0.25f;
+        put(dt, o, m);
+        return;
+    }
+    put(dt, o, (a + b + c + d) / 4);
+}
+
+void cf__ov_row(cf__ov_kind kind, cf_dtype dt, uint32_t spp, const uint8_t *const *rows,
+                uint32_t nrows, double wy0, double wy1, const cf__ov_axis *ax, uint8_t *out,
+                int has_nodata, double nodata, const uint8_t *near_row) {
     size_t es = cf_dtype_size(dt), px = es * spp;
-    for (uint32_t x = 0; x < ow; x++) {
-        uint32_t sx = 2 * x, nx = sx + 1 < sw ? 2 : 1;
-        const uint8_t *rows[2] = {r0, r1};
+    uint32_t tail_from = ax->dst - ax->dst % 4;
+    for (uint32_t i = 0; i < ax->dst; i++) {
+        uint32_t x0 = ax->x0[i], x1 = ax->x1[i];
         for (uint32_t s = 0; s < spp; s++) {
-            uint8_t *o = out + x * px + s * es;
+            uint8_t *o = out + (size_t)i * px + s * es;
             if (kind == CF__OV_NEAREST) {
-                memcpy(o, r0 + sx * px + s * es, es);
-                continue;
-            }
-            long double v[4];
-            int n = 0;
-            for (int r = 0; r < 2; r++) {
-                if (!rows[r]) continue;
-                for (uint32_t k = 0; k < nx; k++) {
-                    long double a = get(dt, rows[r] + (sx + k) * px + s * es);
-                    if (is_float(dt) && isnan((double)a)) continue;
-                    if (has_nodata && a == (long double)nodata) continue;
-                    v[n++] = a;
-                }
-            }
-            if (!n) {
-                /* no valid sample: nodata, or (no nodata) the NaN / 0 seen */
-                if (has_nodata) put(dt, o, nodata);
-                else memcpy(o, r0 + sx * px + s * es, es);
+                memcpy(o, near_row + (size_t)ax->near[i] * px + s * es, es);
                 continue;
             }
             if (kind == CF__OV_MODE) {
-                int best = 0, bestc = 0;
-                for (int i = 0; i < n; i++) {
-                    int c = 0;
-                    for (int j = 0; j < n; j++) c += v[j] == v[i];
-                    if (c > bestc) {
-                        bestc = c;
-                        best = i;
+                /* running counts over the window, row by row */
+                double val[9];
+                int cnt[9], nv = 0, best = -1;
+                for (uint32_t r = 0; r < nrows; r++)
+                    for (uint32_t k = x0; k < x1; k++) {
+                        double v = get(dt, rows[r] + (size_t)k * px + s * es);
+                        if (is_nodata(dt, v, has_nodata, nodata)) continue;
+                        int j = 0;
+                        while (j < nv && !(val[j] == v || (isnan(val[j]) && isnan(v)))) j++;
+                        if (j == nv) {
+                            val[nv] = v;
+                            cnt[nv++] = 0;
+                        }
+                        if (++cnt[j] > (best < 0 ? 0 : cnt[best])) best = j;
                     }
-                }
-                put(dt, o, v[best]);
+                /* (val keeps the first-seen value of each: -0.0 stays) */
+                put(dt, o, best < 0 ? nodata : val[best]);
                 continue;
             }
-            long double sum = 0;
-            for (int i = 0; i < n; i++) sum += v[i];
-            if (is_float(dt)) {
-                put(dt, o, (double)(sum / n));
-            } else {
-                /* GDAL's integer average: (sum + n/2) / n, rounded half up */
-                long double m = floorl((sum + (long double)(n / 2)) / n);
-                put(dt, o, m);
+            if (!has_nodata && nrows == 2 && ax->all2) {
+                const uint8_t *t = rows[0] + (size_t)x0 * px + s * es;
+                const uint8_t *b = rows[1] + (size_t)x0 * px + s * es;
+                fast2(dt, o, get(dt, t), get(dt, t + px), get(dt, b), get(dt, b + px),
+                      ax->all2 && i >= tail_from);
+                continue;
             }
+            double total = 0, wsum = 0;
+            for (uint32_t r = 0; r < nrows; r++) {
+                double wy = r == 0 ? wy0 : r + 1 == nrows ? wy1 : 1.0;
+                double line = 0;
+                for (uint32_t k = x0; k < x1; k++) {
+                    double v = get(dt, rows[r] + (size_t)k * px + s * es);
+                    double wx = weight(ax, i, k);
+                    if (has_nodata) {
+                        if (is_nodata(dt, v, 1, nodata)) continue;
+                        wsum += wx * wy;
+                    }
+                    line += v * wx;
+                }
+                total += line * wy;
+            }
+            if (!has_nodata) {
+                /* the line's weight times the column's, as GDAL sums them */
+                double lw = x1 == x0 + 1 ? ax->w0[i] : ax->w0[i] + (x1 - x0 - 2) + ax->w1[i];
+                double cw = nrows == 1 ? wy0 : wy0 + (nrows - 2) + wy1;
+                wsum = lw * cw;
+            }
+            if (wsum == 0) {
+                put(dt, o, has_nodata ? nodata : 0);
+                continue;
+            }
+            double m = total / wsum;
+            if (dt == CF_DT_F32 || dt == CF_DT_I16) m = (float)m; /* GDAL's working type */
+            if (has_nodata && !is_float(dt)) {
+                /* a mean that lands on nodata moves one up (one down at
+                 * the type's top); int16 compares its float, unrounded */
+                double r = m >= 0 ? floor(m + 0.5) : ceil(m - 0.5);
+                if (dt == CF_DT_I16 ? m == nodata : r == nodata) {
+                    uint8_t chk[8];
+                    put(dt, chk, nodata + 1);
+                    put(dt, o, get(dt, chk) == nodata + 1 ? nodata + 1 : nodata - 1);
+                    continue;
+                }
+            } else if (has_nodata && is_nodata(dt, m, 1, nodata)) {
+                put(dt, o, dt == CF_DT_F32 ? nextafterf((float)nodata, FLT_MAX)
+                                           : nextafter(nodata, DBL_MAX));
+                continue;
+            }
+            put(dt, o, m);
         }
     }
 }

@@ -39,20 +39,31 @@ uint64_t cf__ifd_size(const cf__ifd_out *d, int big);
  * bytes), its next-directory link set to `next` (0: the last). */
 void cf__ifd_write(const cf__ifd_out *d, int big, uint64_t at, uint64_t next, uint8_t *out);
 
-/* ---- overview.c: halving rows ---- */
+/* ---- overview.c: one overview level from the level above ---- */
 
 typedef enum cf__ov_kind { CF__OV_AVERAGE, CF__OV_NEAREST, CF__OV_MODE } cf__ov_kind;
 
-/* One output row of width ow from source rows r0 and r1 (r1 NULL at an
- * odd bottom edge) of width sw, pixel-interleaved, `spp` samples of dtype
- * `dt`: each output pixel from the source's 2 x 2 block (fewer at the
- * right or bottom edge).  Average: the mean of the samples that are not
- * nodata (nodata where none is), integers rounded half up as GDAL's
- * average does, floats in double; NaN never counts.  Nearest: the block's
- * top-left pixel.  Mode: the most frequent value that is not nodata, the
- * first met on a tie. */
-void cf__ov_row(cf__ov_kind kind, cf_dtype dt, uint32_t spp, const uint8_t *r0,
-                const uint8_t *r1, uint32_t sw, uint8_t *out, uint32_t ow, int has_nodata,
-                double nodata);
+/* One axis of a level: destination pixel i reads source [x0[i], x1[i])
+ * (average, mode; the ends weighted w0[i], w1[i] by how much of them it
+ * covers) or near[i] (nearest), over ratio = src / dst (at most 2).
+ * all2: every window is exactly 2 wide (GDAL's fast path applies). */
+typedef struct cf__ov_axis {
+    uint32_t src, dst;
+    double ratio;
+    uint32_t *x0, *x1, *near;
+    double *w0, *w1;
+    int all2;
+} cf__ov_axis;
+cf_status cf__ov_axis_init(cf__ov_axis *a, uint32_t src, uint32_t dst, cf_error *err);
+void cf__ov_axis_free(cf__ov_axis *a);
+
+/* One output row (ax->dst pixels of spp samples of dtype dt,
+ * pixel-interleaved) from the nrows source rows of its window (rows[0]
+ * its first, weighted wy0; the last weighted wy1) and, for nearest, the
+ * source row near_row.  Average leaves nodata out (nodata where nothing
+ * is left) and NaN in; mode leaves nodata out. */
+void cf__ov_row(cf__ov_kind kind, cf_dtype dt, uint32_t spp, const uint8_t *const *rows,
+                uint32_t nrows, double wy0, double wy1, const cf__ov_axis *ax, uint8_t *out,
+                int has_nodata, double nodata, const uint8_t *near_row);
 
 #endif

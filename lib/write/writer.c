@@ -41,13 +41,16 @@ typedef enum { W_OPEN, W_FAILED } w_state;
 typedef struct w_level {
     uint32_t w, h, tx, ty;  /* pixels, tiles across and down */
     uint64_t *off, *len;     /* each tile in the spool (len 0: sparse) */
-    /* close(): the row of tiles being assembled, the row waiting for its
-     * pair from the level above */
+    /* close(): the row of tiles being assembled; the windows over the
+     * level above and its last CF__RING rows (a window spans at most 3) */
     uint8_t *acc;
     uint32_t acc_rows, acc_ty;
-    uint8_t *pend;
-    int has_pend;
+    cf__ov_axis ax, ay;
+    uint8_t *ring;
+    uint32_t next_out;        /* the next row of this level to make */
 } w_level;
+
+#define CF__RING 4
 
 struct cf_writer {
     pthread_mutex_t mu;
@@ -178,7 +181,9 @@ static void free_writer(cf_writer *w, int remove_spool) {
         free(w->lev[l].off);
         free(w->lev[l].len);
         free(w->lev[l].acc);
-        free(w->lev[l].pend);
+        free(w->lev[l].ring);
+        cf__ov_axis_free(&w->lev[l].ax);
+        cf__ov_axis_free(&w->lev[l].ay);
     }
     if (w->desc)
         for (uint32_t b = 0; b < w->o.bands; b++) free(w->desc[b]);
@@ -433,29 +438,27 @@ static cf_status flush_acc(cf_writer *w, int l, cf_error *err) {
     return CF_OK;
 }
 
-/* Row y of level l-1 arrives at level l. */
+/* Row y of level l-1 arrives at level l: kept in the ring, and every row
+ * of level l whose window ends there is made (and passed down). */
 static cf_status feed(cf_writer *w, int l, const uint8_t *row, uint32_t y, cf_error *err) {
     if (l >= w->nlev) return CF_OK;
     w_level *up = &w->lev[l - 1], *L = &w->lev[l];
-    const uint8_t *r0 = row, *r1 = NULL;
-    if (y % 2 == 0) {
-        if (y + 1 < up->h) { /* wait for its pair */
-            memcpy(L->pend, row, (size_t)up->w * w->px);
-            L->has_pend = 1;
-            return CF_OK;
-        }
-    } else {
-        r0 = L->pend;
-        r1 = row;
-        L->has_pend = 0;
+    size_t rowb = (size_t)up->w * w->px;
+    memcpy(L->ring + (size_t)(y % CF__RING) * rowb, row, rowb);
+    while (L->next_out < L->h && L->ay.x1[L->next_out] - 1 <= y) {
+        uint32_t j = L->next_out, y0 = L->ay.x0[j], n = L->ay.x1[j] - y0;
+        const uint8_t *rows[CF__RING];
+        for (uint32_t r = 0; r < n; r++)
+            rows[r] = L->ring + (size_t)((y0 + r) % CF__RING) * rowb;
+        uint8_t *o = L->acc + (size_t)L->acc_rows * L->w * w->px;
+        cf__ov_row(ov_kind(w->o.overview_resampling), w->o.dtype, w->o.bands, rows, n,
+                   L->ay.w0[j], L->ay.w1[j], &L->ax, o, w->o.has_nodata, w->o.nodata,
+                   L->ring + (size_t)(L->ay.near[j] % CF__RING) * rowb);
+        L->acc_rows++;
+        L->next_out++;
+        CF__TRY(feed(w, l + 1, o, j, err));
+        if (L->acc_rows == w->o.tile_size || j + 1 == L->h) CF__TRY(flush_acc(w, l, err));
     }
-    uint8_t *o = L->acc + (size_t)L->acc_rows * L->w * w->px;
-    cf__ov_row(ov_kind(w->o.overview_resampling), w->o.dtype, w->o.bands, r0, r1, up->w, o,
-               L->w, w->o.has_nodata, w->o.nodata);
-    uint32_t oy = y / 2;
-    L->acc_rows++;
-    CF__TRY(feed(w, l + 1, o, oy, err));
-    if (L->acc_rows == w->o.tile_size || oy + 1 == L->h) CF__TRY(flush_acc(w, l, err));
     return CF_OK;
 }
 
@@ -466,9 +469,12 @@ static cf_status build_overviews(cf_writer *w, cf_error *err) {
     const uint32_t T = w->o.tile_size;
     w_level *L0 = &w->lev[0];
     for (int l = 1; l < w->nlev; l++) {
-        w->lev[l].acc = cf__malloc((size_t)T * w->lev[l].w * w->px);
-        w->lev[l].pend = cf__malloc((size_t)w->lev[l - 1].w * w->px);
-        if (!w->lev[l].acc || !w->lev[l].pend)
+        w_level *L = &w->lev[l], *up = &w->lev[l - 1];
+        CF__TRY(cf__ov_axis_init(&L->ax, up->w, L->w, err));
+        CF__TRY(cf__ov_axis_init(&L->ay, up->h, L->h, err));
+        L->acc = cf__malloc((size_t)T * L->w * w->px);
+        L->ring = cf__malloc((size_t)CF__RING * up->w * w->px);
+        if (!L->acc || !L->ring)
             return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
     }
     uint8_t *band = cf__malloc((size_t)T * L0->w * w->px); /* one row of tiles */
