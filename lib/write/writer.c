@@ -142,15 +142,16 @@ static int create_fresh(const char *path) {
     return open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 }
 
-static cf_status pwrite_all(int fd, const void *buf, size_t n, uint64_t at, const char *what,
-                            cf_error *err) {
-    const uint8_t *p = buf;
+/* All n bytes at `at`, written (wr) or read back; errors name `what`. */
+static cf_status io_all(int fd, void *buf, size_t n, uint64_t at, int wr, const char *what,
+                        cf_error *err) {
+    uint8_t *p = buf;
     while (n) {
-        ssize_t k = pwrite(fd, p, n, (off_t)at);
+        ssize_t k = wr ? pwrite(fd, p, n, (off_t)at) : pread(fd, p, n, (off_t)at);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0)
-            return cf__err(err, CF_E_IO, "writer: writing %s: %s", what,
-                           k < 0 ? strerror(errno) : "short write");
+            return cf__err(err, CF_E_IO, "writer: %s %s: %s", wr ? "writing" : "reading back",
+                           what, k < 0 ? strerror(errno) : wr ? "short write" : "file ended");
         p += k;
         n -= (size_t)k;
         at += (uint64_t)k;
@@ -158,20 +159,14 @@ static cf_status pwrite_all(int fd, const void *buf, size_t n, uint64_t at, cons
     return CF_OK;
 }
 
+static cf_status pwrite_all(int fd, const void *buf, size_t n, uint64_t at, const char *what,
+                            cf_error *err) {
+    return io_all(fd, (void *)(uintptr_t)buf, n, at, 1, what, err);
+}
+
 static cf_status pread_all(int fd, void *buf, size_t n, uint64_t at, const char *what,
                            cf_error *err) {
-    uint8_t *p = buf;
-    while (n) {
-        ssize_t k = pread(fd, p, n, (off_t)at);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0)
-            return cf__err(err, CF_E_IO, "writer: reading %s back: %s", what,
-                           k < 0 ? strerror(errno) : "file ended");
-        p += k;
-        n -= (size_t)k;
-        at += (uint64_t)k;
-    }
-    return CF_OK;
+    return io_all(fd, buf, n, at, 0, what, err);
 }
 
 static void free_writer(cf_writer *w, int remove_spool) {

@@ -1,0 +1,150 @@
+/*
+ * test_cog_write.c - cf_writer written and read back by cogfeed's own
+ * reader, in C (so that the sanitizer builds run the writer): pixels,
+ * overview levels, nodata and the EPSG code; sparse tiles; the writer's
+ * refusals; abort leaving nothing behind.
+ * (GDAL's reading of the same files: tests/python/test_writer.py.)
+ */
+#include "cf_test.h"
+#include "cogfeed.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/cf_write_XXXXXX";
+
+static int exists(const char *p) { return access(p, F_OK) == 0; }
+
+/* A 2-band uint16 image w x h: value from band, x, y. */
+static uint16_t px(int b, int x, int y) { return (uint16_t)(b * 1000 + x * 3 + y * 7); }
+
+static void tile_data(uint32_t tx, uint32_t ty, uint32_t t, uint32_t w, uint32_t h,
+                      uint16_t *out, uint32_t *tw, uint32_t *th) {
+    *tw = (tx + 1) * t <= w ? t : w - tx * t;
+    *th = (ty + 1) * t <= h ? t : h - ty * t;
+    for (int b = 0; b < 2; b++)
+        for (uint32_t y = 0; y < *th; y++)
+            for (uint32_t x = 0; x < *tw; x++)
+                out[((size_t)b * *th + y) * *tw + x] =
+                    px(b, (int)(tx * t + x), (int)(ty * t + y));
+}
+
+static void test_round_trip(uint16_t comp) {
+    cf_error err;
+    char path[256];
+    snprintf(path, sizeof path, "%s/rt_%u.tif", dir, comp);
+    const uint32_t W = 333, H = 200, T = 64;
+    cf_crs *crs = NULL;
+    CHECK(cf_crs_from_epsg(32633, &crs, &err) == CF_OK);
+    cf_grid g = {crs, {500000, 10, 0, 4100000, 0, -10}, W, H};
+    cf_writer_options o;
+    cf_writer_options_init(&o);
+    o.width = W;
+    o.height = H;
+    o.bands = 2;
+    o.dtype = CF_DT_U16;
+    o.tile_size = T;
+    o.compression = comp;
+    o.has_nodata = 1;
+    o.nodata = 65535;
+    o.grid = &g;
+    cf_writer *w = NULL;
+    CHECK(cf_writer_open(path, &o, &w, &err) == CF_OK);
+    uint32_t tx_n = 0, ty_n = 0;
+    cf_writer_tiles(w, &tx_n, &ty_n);
+    CHECK(tx_n == 6 && ty_n == 4);
+    uint16_t *buf = malloc((size_t)2 * T * T * 2);
+    /* bottom-up, right to left; tile (1, 1) never written */
+    for (uint32_t ty = ty_n; ty-- > 0;)
+        for (uint32_t tx = tx_n; tx-- > 0;) {
+            if (tx == 1 && ty == 1) continue;
+            uint32_t tw, th;
+            tile_data(tx, ty, T, W, H, buf, &tw, &th);
+            CHECK(cf_writer_write_tile(w, tx, ty, buf, (size_t)2 * tw * th * 2, &err) == CF_OK);
+        }
+    CHECK(cf_writer_close(w, &err) == CF_OK);
+    cf_crs_free(crs);
+    char spool[300];
+    snprintf(spool, sizeof spool, "%s.cogfeed-spool", path);
+    CHECK(exists(path) && !exists(spool));
+
+    cf_cog *cog = NULL;
+    CHECK(cf_cog_open(NULL, path, &cog, &err) == CF_OK);
+    if (!cog) return;
+    cf_cog_info info;
+    cf_cog_get_info(cog, &info);
+    CHECK(info.width == W && info.height == H && info.count == 2);
+    CHECK(info.tile_width == T && info.nlevels == 4); /* 167x100, 84x50, 42x25 */
+    CHECK(info.epsg == 32633 && info.has_nodata && info.nodata == 65535);
+    uint16_t *img = malloc((size_t)2 * W * H * 2);
+    CHECK(cf_cog_read(cog, 0, 0, 0, W, H, NULL, 0, img, (size_t)2 * W * H * 2, &err) == CF_OK);
+    int bad = 0;
+    for (int b = 0; b < 2; b++)
+        for (uint32_t y = 0; y < H; y++)
+            for (uint32_t x = 0; x < W; x++) {
+                int sparse = x >= T && x < 2 * T && y >= T && y < 2 * T;
+                uint16_t want = sparse ? 65535 : px(b, (int)x, (int)y);
+                bad += img[((size_t)b * H + y) * W + x] != want;
+            }
+    CHECK(bad == 0);
+    /* the first overview: 2 x 2 averages (even size: exact blocks) */
+    uint16_t ov[2 * 4 * 4];
+    CHECK(cf_cog_read(cog, 1, 0, 0, 4, 4, NULL, 0, ov, sizeof ov, &err) == CF_OK);
+    CHECK(ov[0] == (uint16_t)((px(0, 0, 0) + px(0, 1, 0) + px(0, 0, 1) + px(0, 1, 1) + 2) / 4));
+    CHECK(ov[16 + 5] ==
+          (uint16_t)((px(1, 2, 2) + px(1, 3, 2) + px(1, 2, 3) + px(1, 3, 3) + 2) / 4));
+    cf_cog_close(cog);
+    free(img);
+    free(buf);
+}
+
+static void test_failures(void) {
+    cf_error err;
+    char path[256], spool[300], tmp[300];
+    snprintf(path, sizeof path, "%s/fail.tif", dir);
+    snprintf(spool, sizeof spool, "%s.cogfeed-spool", path);
+    snprintf(tmp, sizeof tmp, "%s.cogfeed-tmp", path);
+    cf_writer_options o;
+    cf_writer_options_init(&o);
+    o.width = 100;
+    o.height = 50;
+    cf_writer *w = NULL;
+    o.tile_size = 40;
+    CHECK(cf_writer_open(path, &o, &w, &err) == CF_E_ARG && !w);
+    o.tile_size = 32;
+    o.compression = 5;
+    CHECK(cf_writer_open(path, &o, &w, &err) == CF_E_UNSUPPORTED);
+    o.compression = 8;
+    o.predictor = 3; /* floats only */
+    CHECK(cf_writer_open(path, &o, &w, &err) == CF_E_ARG);
+    o.predictor = 0;
+    CHECK(cf_writer_open(path, &o, &w, &err) == CF_OK);
+    uint8_t t[32 * 32] = {0};
+    CHECK(cf_writer_write_tile(w, 4, 0, t, 4 * 32, &err) == CF_E_ARG); /* outside */
+    CHECK(cf_writer_write_tile(w, 3, 0, t, 4 * 32, &err) == CF_OK);    /* 4 x 32 */
+    CHECK(cf_writer_write_tile(w, 0, 0, t, 100, &err) == CF_E_ARG);    /* size */
+    CHECK(exists(spool));
+    cf_writer_abort(w);
+    CHECK(!exists(spool) && !exists(path) && !exists(tmp));
+    /* no folder for the spool: CF_E_IO naming it */
+    char nowhere[300];
+    snprintf(nowhere, sizeof nowhere, "%s/missing/out.tif", dir);
+    CHECK(cf_writer_open(nowhere, &o, &w, &err) == CF_E_IO && !w);
+    CHECK(strstr(err.msg, "missing/out.tif.cogfeed-spool") != NULL);
+    /* a finished file replaces what was at the path */
+    CHECK(cf_writer_open(path, &o, &w, &err) == CF_OK);
+    CHECK(cf_writer_write_tile(w, 0, 0, t, sizeof t, &err) == CF_OK);
+    CHECK(cf_writer_close(w, &err) == CF_OK && exists(path) && !exists(spool) && !exists(tmp));
+    unlink(path);
+}
+
+int main(void) {
+    if (!mkdtemp(dir)) return 1;
+    test_round_trip(1);
+    test_round_trip(8);
+    test_round_trip(50000);
+    test_failures();
+    rmdir(dir);
+    return CF_TEST_END();
+}
