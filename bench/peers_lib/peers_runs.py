@@ -313,6 +313,12 @@ def _drive(cfg, make, close=None):
         n += int(b["image"].shape[0])
     warm = m.mark()
     r = result(cfg, header, f, warm, n, n * _patch_bytes(cfg))
+    stats = getattr(ld, "stats", None)   # cogfeed's Loader: decoded bytes
+    if callable(stats):                  # per delivered byte, whole run
+        st = stats()
+        if isinstance(st, dict) and "decoded_per_read" in st:
+            r["decoded_per_read"] = st["decoded_per_read"]
+            r["cache_hit_rate"] = st.get("cache_hit_rate")
     it.close()
     if close:
         close(ld)
