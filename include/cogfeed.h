@@ -1129,6 +1129,63 @@ CF_API cf_status cf_writer_close(cf_writer *w, cf_error *err);
 /* Give up: free the writer and remove its spool; `path` is not touched. */
 CF_API void cf_writer_abort(cf_writer *w);
 
+/* Stitcher: predictions of overlapping patches blended into a COG.
+ * Each patch's channels are weighted per pixel by a window w(x) w(y)
+ * over its width and height n:
+ *   CF_BLEND_MEAN:   1 (a plain mean of the patches over a pixel);
+ *   CF_BLEND_LINEAR: min(1, (min(i, n-1-i) + 0.5) / overlap), a ramp
+ *                    over the overlap (overlap 0: the mean);
+ *   CF_BLEND_HANN:   sin^2(pi (i + 0.5) / n), never 0.
+ * Sums are kept in double per open row of output tiles; a row of tiles is
+ * finished (divided, written) when every listed patch over it has come,
+ * so memory is bounded by the rows of tiles patches in flight touch, not
+ * by the scene. */
+typedef enum cf_blend {
+    CF_BLEND_MEAN = 0,
+    CF_BLEND_LINEAR = 1,
+    CF_BLEND_HANN = 2
+} cf_blend;
+
+typedef struct cf_stitcher_options {
+    size_t struct_size;
+    uint32_t channels;         /* channels of each patch's prediction */
+    cf_blend blend;            /* (CF_BLEND_HANN) */
+    uint32_t overlap;          /* CF_BLEND_LINEAR's ramp, pixels */
+    int argmax;                /* 1: write one uint8 band, the channel
+                                  with the largest blended value (the
+                                  first on a tie; 255 where no patch
+                                  came); 0 (default): the blended channels
+                                  as float32 (NaN where no patch came) */
+    /* Every patch that will come, (x, y, w, h) each (4 * npatches
+     * values): a row of tiles is finished once all of its patches came.
+     * Copied. */
+    const int64_t *patches;
+    size_t npatches;
+} cf_stitcher_options;
+
+CF_API void cf_stitcher_options_init(cf_stitcher_options *opt);
+
+typedef struct cf_stitcher cf_stitcher;
+
+/* A stitcher writing `path` through a cf_writer with the options `wo`
+ * (size, grid, tiles, compression, overviews; its bands, dtype and
+ * nodata are set here: see argmax).  CF_E_ARG for a patch outside the
+ * image or empty, or options out of range; the writer's errors. */
+CF_API cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
+                                  const cf_stitcher_options *so, cf_stitcher **out,
+                                  cf_error *err);
+/* Add the prediction of patch (x, y, w, h), one of the listed patches:
+ * `pred` holds channels x h x w float32 values (C order).  Any order,
+ * from any thread (calls are serialised).  CF_E_ARG for a patch outside
+ * the image, not listed, or that came already. */
+CF_API cf_status cf_stitcher_add(cf_stitcher *st, int64_t x, int64_t y, uint32_t w, uint32_t h,
+                                 const float *pred, cf_error *err);
+/* Finish: rows of tiles some listed patch never reached are finished
+ * with what came; then the writer's close.  Frees the stitcher. */
+CF_API cf_status cf_stitcher_close(cf_stitcher *st, cf_error *err);
+/* Give up: nothing written. */
+CF_API void cf_stitcher_abort(cf_stitcher *st);
+
 /* ------------------------------------------------------------------ */
 /* Option tables: the scalar options, enumerable                       */
 /* ------------------------------------------------------------------ */

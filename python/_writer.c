@@ -1,6 +1,7 @@
 /*
- * _writer.c - cogfeed._Writer, the thin binding of cf_writer that
- * python/cogfeed/writer.py (cogfeed.Writer) builds on: names, defaults and
+ * _writer.c - cogfeed._Writer and cogfeed._Stitcher, the thin bindings of
+ * cf_writer and cf_stitcher that python/cogfeed/writer.py (cogfeed.Writer,
+ * cogfeed.Stitcher) builds on: names, defaults and
  * array checks live there; this file converts and calls, with the GIL
  * released while tiles are encoded and the file is laid out.
  */
@@ -203,11 +204,144 @@ static PyTypeObject WriterType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* ---- cogfeed._Stitcher: cf_stitcher ---- */
+
+typedef struct {
+    PyObject_HEAD cf_stitcher *st;
+} StitcherObject;
+
+static void Stitcher_dealloc(StitcherObject *self) {
+    if (self->st) cf_stitcher_abort(self->st);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"path", "width", "height", "tile_size", "compression", "level",
+                             "overviews", "grid", "channels", "blend", "overlap", "argmax",
+                             "patches", NULL};
+    PyObject *path_o, *grid = Py_None;
+    unsigned int width, height, tile, comp, channels, blend, overlap;
+    int level, ovr, argmax;
+    Py_buffer pb;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*", kwlist, PyUnicode_FSConverter,
+                                     &path_o, &width, &height, &tile, &comp, &level, &ovr, &grid,
+                                     &channels, &blend, &overlap, &argmax, &pb))
+        return -1;
+    int ok = 1;
+    if (self->st) {
+        PyErr_SetString(PyExc_RuntimeError, "_Stitcher already open");
+        ok = 0;
+    }
+    if (ok && (pb.len % (4 * (Py_ssize_t)sizeof(int64_t)))) {
+        PyErr_SetString(PyExc_ValueError, "patches: int64 (x, y, w, h) rows");
+        ok = 0;
+    }
+    cf_writer_options o;
+    cf_writer_options_init(&o);
+    o.width = width;
+    o.height = height;
+    o.tile_size = tile;
+    o.compression = (uint16_t)comp;
+    o.level = level;
+    o.overviews = ovr;
+    cf_stitcher_options so;
+    cf_stitcher_options_init(&so);
+    so.channels = channels;
+    so.blend = (cf_blend)blend;
+    so.overlap = overlap;
+    so.argmax = argmax;
+    so.patches = pb.buf;
+    so.npatches = (size_t)pb.len / (4 * sizeof(int64_t));
+    cf_grid g;
+    cf_crs *hold = NULL;
+    if (ok && grid != Py_None) {
+        ok = cf__py_grid_parse(grid, &g, &hold);
+        o.grid = &g;
+    }
+    cf_status st = CF_OK;
+    cf_error err;
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS st = cf_stitcher_open(PyBytes_AS_STRING(path_o), &o, &so, &self->st, &err);
+        Py_END_ALLOW_THREADS
+    }
+    cf_crs_free(hold);
+    PyBuffer_Release(&pb);
+    Py_DECREF(path_o);
+    if (!ok) return -1;
+    if (st) {
+        cf__py_raise(st, &err);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *Stitcher_add(StitcherObject *self, PyObject *args) {
+    long long x, y;
+    unsigned int w, h;
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "LLIIy*", &x, &y, &w, &h, &buf)) return NULL;
+    if (!self->st) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "the stitcher is closed");
+        return NULL;
+    }
+    cf_status st;
+    cf_error err;
+    Py_BEGIN_ALLOW_THREADS st = cf_stitcher_add(self->st, x, y, w, h, buf.buf, &err);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    if (st) return cf__py_raise(st, &err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Stitcher_close(StitcherObject *self, PyObject *unused) {
+    (void)unused;
+    if (!self->st) Py_RETURN_NONE;
+    cf_stitcher *s = self->st;
+    self->st = NULL;
+    cf_status st;
+    cf_error err;
+    Py_BEGIN_ALLOW_THREADS st = cf_stitcher_close(s, &err);
+    Py_END_ALLOW_THREADS
+    if (st) return cf__py_raise(st, &err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Stitcher_abort(StitcherObject *self, PyObject *unused) {
+    (void)unused;
+    if (self->st) cf_stitcher_abort(self->st);
+    self->st = NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Stitcher_methods[] = {
+    {"add", (PyCFunction)Stitcher_add, METH_VARARGS,
+     "add(x, y, w, h, pred): float32 channels x h x w, C order"},
+    {"close", (PyCFunction)Stitcher_close, METH_NOARGS, "close(): finish the file"},
+    {"abort", (PyCFunction)Stitcher_abort, METH_NOARGS, "abort(): give up, write nothing"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject StitcherType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cogfeed._cogfeed._Stitcher",
+    .tp_basicsize = sizeof(StitcherObject),
+    .tp_dealloc = (destructor)Stitcher_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "cf_stitcher; use cogfeed.Stitcher",
+    .tp_methods = Stitcher_methods,
+    .tp_init = (initproc)Stitcher_init,
+    .tp_new = PyType_GenericNew,
+};
+
 int cf__py_writer_init(PyObject *module) {
-    if (PyType_Ready(&WriterType) < 0) return -1;
+    if (PyType_Ready(&WriterType) < 0 || PyType_Ready(&StitcherType) < 0) return -1;
     Py_INCREF(&WriterType);
     if (PyModule_AddObject(module, "_Writer", (PyObject *)&WriterType) < 0) {
         Py_DECREF(&WriterType);
+        return -1;
+    }
+    Py_INCREF(&StitcherType);
+    if (PyModule_AddObject(module, "_Stitcher", (PyObject *)&StitcherType) < 0) {
+        Py_DECREF(&StitcherType);
         return -1;
     }
     return 0;

@@ -20,13 +20,15 @@ from .loader import Loader
 from . import stac
 from .region import Region, load
 from .writer import Writer, write
+from .predict import Stitcher, grid_windows, predict
 # The types of the Loader's arguments and results (for type checkers).
 from .loader import (Batch, DType, GridSpec, IOOptions, LoaderLayout,
                      LoaderOptions, LoaderState, LoaderStats, Resampling,
                      ResamplingSpec, Sampler, StrPath, Window)
 
 __all__ = ["open", "open_many", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
-           "Loader", "stac", "load", "Region", "Writer", "write", "__version__",
+           "Loader", "stac", "load", "Region", "Writer", "write", "Stitcher", "grid_windows", "predict",
+           "__version__",
            "Status", "ArgumentError", "OutOfMemoryError", "InputOutputError", "FormatError",
            "UnsupportedError", "CodecError", "LimitError", "HTTPError", "AccessDeniedError",
            "NotFoundError", "ObjectChangedError", "RangeRequestError", "TimedOutError",

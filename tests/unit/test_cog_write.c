@@ -139,12 +139,69 @@ static void test_failures(void) {
     unlink(path);
 }
 
+/* cf_stitcher: two overlapping patches, mean blend, float output read
+ * back: the overlap is the mean of the two, the rest each patch's own,
+ * the uncovered corner NaN; argmax output; refusals. */
+static void test_stitcher(void) {
+    cf_error err;
+    char path[256];
+    snprintf(path, sizeof path, "%s/st.tif", dir);
+    cf_writer_options o;
+    cf_writer_options_init(&o);
+    o.width = 100;
+    o.height = 40;
+    o.tile_size = 32;
+    const int64_t patches[] = {0, 0, 60, 40, 40, 0, 40, 32};
+    cf_stitcher_options so;
+    cf_stitcher_options_init(&so);
+    so.channels = 2;
+    so.blend = CF_BLEND_MEAN;
+    so.patches = patches;
+    so.npatches = 2;
+    float *a = malloc(2 * 60 * 40 * sizeof(float)), *b = malloc(2 * 40 * 32 * sizeof(float));
+    for (int i = 0; i < 60 * 40; i++) a[i] = 1, a[60 * 40 + i] = 4;
+    for (int i = 0; i < 40 * 32; i++) b[i] = 3, b[40 * 32 + i] = 2;
+    for (int argmax = 0; argmax < 2; argmax++) {
+        so.argmax = argmax;
+        cf_stitcher *st = NULL;
+        CHECK(cf_stitcher_open(path, &o, &so, &st, &err) == CF_OK);
+        CHECK(cf_stitcher_add(st, 40, 0, 40, 32, b, &err) == CF_OK);
+        CHECK(cf_stitcher_add(st, 40, 0, 40, 32, b, &err) == CF_E_ARG); /* twice */
+        CHECK(strstr(err.msg, "came already") != NULL);
+        CHECK(cf_stitcher_add(st, 30, 0, 40, 32, b, &err) == CF_E_ARG); /* not listed */
+        CHECK(strstr(err.msg, "not one of the listed") != NULL);
+        CHECK(cf_stitcher_add(st, 90, 0, 40, 32, b, &err) == CF_E_ARG); /* outside */
+        CHECK(cf_stitcher_add(st, 0, 0, 60, 40, a, &err) == CF_OK);
+        CHECK(cf_stitcher_close(st, &err) == CF_OK);
+        cf_cog *cog = NULL;
+        CHECK(cf_cog_open(NULL, path, &cog, &err) == CF_OK);
+        if (!cog) continue;
+        if (!argmax) {
+            float px[2 * 40 * 100];
+            CHECK(cf_cog_read(cog, 0, 0, 0, 100, 40, NULL, 0, px, sizeof px, &err) == CF_OK);
+            CHECK(px[10] == 1 && px[4000 + 10] == 4);        /* a alone */
+            CHECK(px[50] == 2 && px[4000 + 50] == 3);        /* (1+3)/2, (4+2)/2 */
+            CHECK(px[70] == 3 && px[4000 + 70] == 2);        /* b alone */
+            CHECK(px[35 * 100 + 70] != px[35 * 100 + 70]);   /* NaN: nothing came */
+        } else {
+            uint8_t c[40 * 100];
+            CHECK(cf_cog_read(cog, 0, 0, 0, 100, 40, NULL, 0, c, sizeof c, &err) == CF_OK);
+            CHECK(c[10] == 1 && c[50] == 1 && c[70] == 0 && c[35 * 100 + 70] == 255);
+        }
+        cf_cog_close(cog);
+    }
+    unlink(path);
+    free(a);
+    free(b);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     test_round_trip(1);
     test_round_trip(8);
     test_round_trip(50000);
     test_failures();
+    test_stitcher();
     rmdir(dir);
     return CF_TEST_END();
 }

@@ -1,0 +1,224 @@
+"""cogfeed.Stitcher and cogfeed.predict: a model run over a whole scene in
+overlapping patches, the predictions blended and written as a COG.
+
+    cogfeed.predict(model, "scene.tif", "classes.tif", patch_size=512,
+                    overlap=64, blend="hann", batch_size=8, device="cuda")
+
+or, in a loop of one's own:
+
+    windows = cogfeed.grid_windows(w, h, 512, 64)
+    with cogfeed.Stitcher("probs.tif", windows, channels=10, like="scene.tif") as st:
+        for batch in loader:                      # sampler="grid", stride=448
+            st.add_batch(model(batch["image"]), batch["windows"])
+
+The C stitcher (cf_stitcher) keeps weighted sums per row of output tiles
+and writes a row once every patch listed over it came, so memory follows
+the rows of tiles in flight, not the scene (docs/writer.md).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ._cogfeed import _Stitcher
+from .grid import Grid
+from .writer import _COMPRESSION, StrPath
+
+__all__ = ["Stitcher", "grid_windows", "predict"]
+
+_BLEND = {"mean": 0, "linear": 1, "hann": 2}
+Rect = Tuple[int, int, int, int]
+
+
+def grid_windows(width: int, height: int, patch_size: int,
+                 overlap: int = 0) -> List[Rect]:
+    """The windows (x, y, w, h) of the Loader's grid sampler over an image
+    of width x height with stride patch_size - overlap: row by row, the
+    last of each row and column moved back to end at the edge; an image
+    smaller than a patch gets one window, clipped to it."""
+    stride = patch_size - overlap
+    if stride <= 0:
+        raise ValueError("grid_windows: overlap %d must be below patch_size %d"
+                         % (overlap, patch_size))
+
+    def axis(n: int) -> List[int]:
+        if n <= patch_size:
+            return [0]
+        k = -(-(n - patch_size) // stride) + 1
+        return [min(i * stride, n - patch_size) for i in range(k)]
+
+    pw, ph = min(patch_size, width), min(patch_size, height)
+    return [(x, y, pw, ph) for y in axis(height) for x in axis(width)]
+
+
+def _rect(window: Sequence[int]) -> Rect:
+    """(x, y, w, h) from a window or a Loader's (file, x, y, w, h)."""
+    t = tuple(int(v) for v in window)
+    return t[-4:]  # type: ignore[return-value]
+
+
+class Stitcher:
+    """Stitcher(path, patches, channels, *, grid=None, like=None,
+    width=None, height=None, blend="hann", overlap=0,
+    output="probabilities", tile_size=512, compression="deflate",
+    level=0, overviews="auto")
+
+    patches: every window (x, y, w, h) whose prediction will be added (a
+    row of output tiles is written once all of its patches came; patches
+    may come in any order).  channels: the predictions' channels.  blend:
+    "mean", "linear" (a ramp over `overlap` pixels from each edge) or
+    "hann" (sin^2 over the patch).  output: "probabilities" (float32, one
+    band per channel, NaN where no patch came) or "classes" (uint8, the
+    channel with the largest blended value, 255 where no patch came; its
+    overviews by mode).  grid / like / width / height: as cogfeed.Writer.
+    """
+
+    def __init__(self, path: StrPath, patches: Iterable[Sequence[int]],
+                 channels: int, *, grid: Optional[Grid] = None,
+                 like: Any = None, width: Optional[int] = None,
+                 height: Optional[int] = None, blend: str = "hann",
+                 overlap: int = 0, output: str = "probabilities",
+                 tile_size: int = 512, compression: str = "deflate",
+                 level: int = 0, overviews: Union[str, int] = "auto") -> None:
+        if like is not None and grid is None:
+            grid = Grid.like(like)
+        if grid is not None:
+            width = grid.width if width is None else width
+            height = grid.height if height is None else height
+        if width is None or height is None:
+            raise ValueError("Stitcher: give width and height, grid= or like=")
+        if blend not in _BLEND:
+            raise ValueError("Stitcher: blend %r: one of %s" % (
+                blend, ", ".join(_BLEND)))
+        if output not in ("probabilities", "classes"):
+            raise ValueError("Stitcher: output %r: 'probabilities' or "
+                             "'classes'" % (output,))
+        comp = str(compression).lower()
+        if comp not in _COMPRESSION:
+            raise ValueError("Stitcher: compression %r: one of %s" % (
+                compression, ", ".join(_COMPRESSION)))
+        rects = np.array([_rect(p) for p in patches], dtype=np.int64)
+        if rects.size == 0:
+            raise ValueError("Stitcher: no patches listed")
+        self.channels = int(channels)
+        self.width, self.height = int(width), int(height)
+        self.path = os.fspath(path)
+        self._s: Optional[_Stitcher] = _Stitcher(
+            path, self.width, self.height, int(tile_size), _COMPRESSION[comp],
+            int(level), -1 if overviews == "auto" else int(overviews), grid,
+            self.channels, _BLEND[blend], int(overlap), output == "classes",
+            np.ascontiguousarray(rects.reshape(-1)))
+
+    def add(self, pred: Any, window: Sequence[int]) -> None:
+        """The prediction (channels, h, w) of window (x, y, w, h) (or a
+        Loader's (file, x, y, w, h)); a torch tensor is taken too.  A
+        window reaching past the image (an image smaller than a patch) is
+        cropped to it."""
+        if self._s is None:
+            raise ValueError("Stitcher: %s is closed" % self.path)
+        if hasattr(pred, "detach"):
+            pred = pred.detach().cpu().numpy()
+        a = np.asarray(pred, dtype=np.float32)
+        if a.ndim == 2:
+            a = a[None]
+        x, y, w, h = _rect(window)
+        if 0 <= x < self.width and 0 <= y < self.height:
+            w, h = min(w, self.width - x), min(h, self.height - y)
+        if a.ndim != 3 or a.shape[0] != self.channels or a.shape[1] < h \
+                or a.shape[2] < w:
+            raise ValueError("Stitcher.add: a prediction (%d, >=%d, >=%d) "
+                             "expected, got %s" % (self.channels, h, w,
+                                                   a.shape))
+        self._s.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]))
+
+    def add_batch(self, preds: Any, windows: Sequence[Sequence[int]]) -> None:
+        """add() for each of a batch (B, channels, h, w) and its windows."""
+        if hasattr(preds, "detach"):
+            preds = preds.detach().cpu().numpy()
+        for p, win in zip(preds, windows):
+            self.add(p, win)
+
+    def close(self) -> None:
+        if self._s is not None:
+            s, self._s = self._s, None
+            s.close()
+
+    def abort(self) -> None:
+        if self._s is not None:
+            s, self._s = self._s, None
+            s.abort()
+
+    def __enter__(self) -> Stitcher:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def predict(model: Any, inputs: StrPath, out: StrPath,
+            *, patch_size: int = 512, overlap: int = 64, blend: str = "hann",
+            batch_size: int = 8, device: Any = None, output: str = "classes",
+            progress: bool = True, compression: str = "deflate",
+            **loader_kwargs: Any) -> None:
+    """Run `model` over a whole image in overlapping patches and write the
+    blended predictions to `out` as a COG on the image's grid.
+
+    inputs: an image file (path or URL).  The patches come from a
+    cogfeed.Loader over it with the grid sampler (stride patch_size -
+    overlap), float32, batch_size at a time; loader_kwargs go to it
+    (bands=, layers= for a stack of files on its grid, io_options=, ...).  model: a callable taking a (B, C, H, W) torch
+    tensor on `device` and returning (B, K, H, W) scores.  output:
+    "classes" (uint8 argmax of the blended scores) or "probabilities"
+    (float32, the blended scores).  A progress bar is drawn when tqdm is
+    installed and progress is true.  The Loader reads the next batches
+    while the model runs; each batch is blended and finished rows are
+    written between model calls (the GIL released)."""
+    import torch
+    from . import open as _open
+    from .loader import Loader
+
+    src = os.fspath(inputs)
+    with _open(src) as cog:
+        grid = cog.grid(0)
+    windows = grid_windows(grid.width, grid.height, patch_size, overlap)
+    ld = Loader([src], patch_size=patch_size, sampler="grid",
+                stride=patch_size - overlap, batch_size=batch_size,
+                dtype="float32", **loader_kwargs)
+    bar: Any = None
+    if progress:
+        import importlib
+        try:  # optional: a bar where tqdm is installed
+            bar = importlib.import_module("tqdm").tqdm(
+                total=len(windows), unit="patch", desc=os.fspath(out))
+        except ImportError:
+            bar = None
+    st: Optional[Stitcher] = None
+    try:
+        with torch.no_grad():
+            for batch in ld:
+                x = torch.from_numpy(batch["image"])
+                if device is not None:
+                    x = x.to(device)
+                y = model(x)
+                if st is None:
+                    st = Stitcher(out, windows, int(y.shape[1]), grid=grid,
+                                  blend=blend, overlap=overlap, output=output,
+                                  compression=compression)
+                st.add_batch(y, batch["windows"])
+                if bar is not None:
+                    bar.update(len(batch["windows"]))
+        if st is not None:
+            st.close()
+            st = None
+    finally:
+        if st is not None:
+            st.abort()
+        ld.close()
+        if bar is not None:
+            bar.close()
