@@ -1124,7 +1124,8 @@ CF_API cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, co
 CF_API void cf_writer_tiles(const cf_writer *w, uint32_t *tiles_x, uint32_t *tiles_y);
 /* Finish the file (overviews, layout, rename) and free the writer, which
  * is gone whatever the status; on failure neither `path` nor the spool is
- * left behind. */
+ * left behind.  Not while another thread is in cf_writer_write_tile (nor
+ * cf_writer_abort): the caller sees to that. */
 CF_API cf_status cf_writer_close(cf_writer *w, cf_error *err);
 /* Give up: free the writer and remove its spool; `path` is not touched. */
 CF_API void cf_writer_abort(cf_writer *w);
@@ -1181,7 +1182,8 @@ CF_API cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
 CF_API cf_status cf_stitcher_add(cf_stitcher *st, int64_t x, int64_t y, uint32_t w, uint32_t h,
                                  const float *pred, cf_error *err);
 /* Finish: rows of tiles some listed patch never reached are finished
- * with what came; then the writer's close.  Frees the stitcher. */
+ * with what came; then the writer's close.  Frees the stitcher.  Not
+ * while another thread is in cf_stitcher_add (nor cf_stitcher_abort). */
 CF_API cf_status cf_stitcher_close(cf_stitcher *st, cf_error *err);
 /* Give up: nothing written. */
 CF_API void cf_stitcher_abort(cf_stitcher *st);

@@ -7,8 +7,11 @@
  */
 #include "pymod.h"
 
+/* busy: calls inside the C object with the GIL released; close() and
+ * abort() refuse while any is (they free what those calls use). */
 typedef struct {
     PyObject_HEAD cf_writer *w;
+    int busy;
 } WriterObject;
 
 static PyTypeObject WriterType;
@@ -146,16 +149,27 @@ static PyObject *Writer_write_tile(WriterObject *self, PyObject *args) {
     }
     cf_status st;
     cf_error err;
-    Py_BEGIN_ALLOW_THREADS st = cf_writer_write_tile(self->w, tx, ty, buf.buf, (size_t)buf.len, &err);
+    cf_writer *w = self->w;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS st = cf_writer_write_tile(w, tx, ty, buf.buf, (size_t)buf.len, &err);
     Py_END_ALLOW_THREADS
+    self->busy--;
     PyBuffer_Release(&buf);
     if (st) return cf__py_raise(st, &err);
     Py_RETURN_NONE;
 }
 
+static int refuse_busy(int busy) {
+    if (!busy) return 0;
+    PyErr_SetString(PyExc_RuntimeError,
+                    "close()/abort() while another thread is inside the writer");
+    return 1;
+}
+
 static PyObject *Writer_close(WriterObject *self, PyObject *unused) {
     (void)unused;
     if (!self->w) Py_RETURN_NONE;
+    if (refuse_busy(self->busy)) return NULL;
     cf_writer *w = self->w;
     self->w = NULL;
     cf_status st;
@@ -168,6 +182,7 @@ static PyObject *Writer_close(WriterObject *self, PyObject *unused) {
 
 static PyObject *Writer_abort(WriterObject *self, PyObject *unused) {
     (void)unused;
+    if (refuse_busy(self->busy)) return NULL;
     if (self->w) cf_writer_abort(self->w);
     self->w = NULL;
     Py_RETURN_NONE;
@@ -208,6 +223,8 @@ static PyTypeObject WriterType = {
 
 typedef struct {
     PyObject_HEAD cf_stitcher *st;
+    int busy;
+    unsigned int channels;
 } StitcherObject;
 
 static void Stitcher_dealloc(StitcherObject *self) {
@@ -272,6 +289,7 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
         cf__py_raise(st, &err);
         return -1;
     }
+    self->channels = channels;
     return 0;
 }
 
@@ -285,10 +303,19 @@ static PyObject *Stitcher_add(StitcherObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "the stitcher is closed");
         return NULL;
     }
+    if ((size_t)buf.len != (size_t)self->channels * w * h * sizeof(float)) {
+        PyErr_Format(PyExc_ValueError, "add: %u x %u x %u float32 values needed, %zd bytes given",
+                     self->channels, h, w, buf.len);
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
     cf_status st;
     cf_error err;
-    Py_BEGIN_ALLOW_THREADS st = cf_stitcher_add(self->st, x, y, w, h, buf.buf, &err);
+    cf_stitcher *s = self->st;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS st = cf_stitcher_add(s, x, y, w, h, buf.buf, &err);
     Py_END_ALLOW_THREADS
+    self->busy--;
     PyBuffer_Release(&buf);
     if (st) return cf__py_raise(st, &err);
     Py_RETURN_NONE;
@@ -297,6 +324,7 @@ static PyObject *Stitcher_add(StitcherObject *self, PyObject *args) {
 static PyObject *Stitcher_close(StitcherObject *self, PyObject *unused) {
     (void)unused;
     if (!self->st) Py_RETURN_NONE;
+    if (refuse_busy(self->busy)) return NULL;
     cf_stitcher *s = self->st;
     self->st = NULL;
     cf_status st;
@@ -309,6 +337,7 @@ static PyObject *Stitcher_close(StitcherObject *self, PyObject *unused) {
 
 static PyObject *Stitcher_abort(StitcherObject *self, PyObject *unused) {
     (void)unused;
+    if (refuse_busy(self->busy)) return NULL;
     if (self->st) cf_stitcher_abort(self->st);
     self->st = NULL;
     Py_RETURN_NONE;

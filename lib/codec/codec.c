@@ -37,7 +37,7 @@ uint64_t cf__codec_ctx_bytes(const cf__codec_ctx *ctx) {
     if (!ctx) return 0;
     uint64_t n = sizeof *ctx + ctx->outer.cap + ctx->aux.cap + ctx->row.cap +
                  ctx->tile.cap + ctx->ojpeg.cap + ctx->lerc2.cap + ctx->rev.cap +
-                 ctx->stage.cap + ctx->runs.cap;
+                 ctx->stage.cap + ctx->runs.cap + ctx->zblock.cap;
     if (ctx->deflate) n += CF__DEFLATE_STATE;
     if (ctx->zstd) n += ZSTD_sizeof_DCtx(ctx->zstd);
     return n;
@@ -78,7 +78,11 @@ uint64_t cf__codec_ctx_growth(const cf__codec_ctx *ctx, const cf__codec_params *
     switch (p->compression) {
     case 8:
     case 32946: need_deflate = 1; break;
-    case 50000: need_zstd = 1; break;
+    case 50000: /* zstd.c: the tail of a chunk decoded through its first
+                 * rows, under 2 blocks */
+        need_zstd = 1;
+        g += scratch_growth(ctx ? &ctx->zblock : NULL, 2 * 128 * 1024);
+        break;
     case 34887: { /* lerc.c: outer layer, masks and staging */
         if (p->lerc_sub) {
             uint64_t cap = 256 + n + n / 3, zb = ZSTD_compressBound((size_t)n);

@@ -107,7 +107,9 @@ cf_status cf__ov_axis_init(cf__ov_axis *a, uint32_t src, uint32_t dst, cf_error 
         a->w1[i] = 1 - (x1 - d1);
         a->near[i] = (uint32_t)(0.5 + i * a->ratio);
         if (a->near[i] >= src) a->near[i] = src - 1;
-        if (x1 != x0 + 2) a->all2 = 0;
+        /* GDAL's fast path: windows 2 wide and side by side (3 -> 2
+         * gives [0, 2) and [1, 3): 2 wide, but sharing a pixel) */
+        if (x1 != x0 + 2 || (i && x0 != a->x1[i - 1])) a->all2 = 0;
     }
     return CF_OK;
 }

@@ -117,8 +117,10 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
     cf_status s = CF_OK;
     for (size_t i = 0; i < so->npatches && !s; i++) {
         const int64_t *p = so->patches + 4 * i;
-        if (p[2] <= 0 || p[3] <= 0 || p[0] < 0 || p[1] < 0 || p[0] + p[2] > (int64_t)o.width ||
-            p[1] + p[3] > (int64_t)o.height)
+        /* (no sum that could overflow: p[2] <= width - p[0]) */
+        if (p[2] <= 0 || p[3] <= 0 || p[0] < 0 || p[1] < 0 || p[0] > (int64_t)o.width ||
+            p[1] > (int64_t)o.height || p[2] > (int64_t)o.width - p[0] ||
+            p[3] > (int64_t)o.height - p[1])
             s = cf__err(err, CF_E_ARG, "stitcher: patch %zu (%lld, %lld, %lld, %lld) not inside %ux%u",
                         i, (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3],
                         o.width, o.height);
@@ -198,7 +200,8 @@ static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
 cf_status cf_stitcher_add(cf_stitcher *st, int64_t x, int64_t y, uint32_t w, uint32_t h,
                           const float *pred, cf_error *err) {
     if (!st || !pred) return cf__err(err, CF_E_ARG, "stitcher: NULL argument");
-    if (!w || !h || x < 0 || y < 0 || x + w > st->width || y + h > st->height)
+    if (!w || !h || x < 0 || y < 0 || x > (int64_t)st->width || y > (int64_t)st->height ||
+        w > st->width - (uint64_t)x || h > st->height - (uint64_t)y)
         return cf__err(err, CF_E_ARG, "stitcher: patch (%lld, %lld, %u, %u) not inside %ux%u",
                        (long long)x, (long long)y, w, h, st->width, st->height);
     pthread_mutex_lock(&st->mu);
@@ -213,7 +216,6 @@ cf_status cf_stitcher_add(cf_stitcher *st, int64_t x, int64_t y, uint32_t w, uin
     else if (!hit->left)
         s = cf__err(err, CF_E_ARG, "stitcher: patch (%lld, %lld, %u, %u) came already",
                     (long long)x, (long long)y, w, h);
-    else hit->left--;
     size_t need = (size_t)w + h;
     if (!s && need > st->wcap) {
         free(st->wx);
@@ -226,17 +228,20 @@ cf_status cf_stitcher_add(cf_stitcher *st, int64_t x, int64_t y, uint32_t w, uin
     for (uint32_t i = 0; i < w; i++) wx[i] = window(st->o.blend, st->o.overlap, i, w);
     for (uint32_t i = 0; i < h; i++) wy[i] = window(st->o.blend, st->o.overlap, i, h);
     size_t plane = (size_t)T * W;
+    /* Every row's sums first: a failure then leaves the patch not come
+     * (it can be sent again) and nothing half added. */
     for (uint32_t r = r0; r <= r1 && !s; r++) {
         st_row *R = &st->rows[r];
-        if (!R->sum) {
-            R->sum = cf__calloc((size_t)C * plane, sizeof(double));
-            R->wsum = cf__calloc(plane, sizeof(double));
-            if (!R->sum || !R->wsum) {
-                s = cf__err(err, CF_E_NOMEM, "stitcher: a row of tiles (%zu bytes)",
-                            (size_t)(C + 1) * plane * sizeof(double));
-                break;
-            }
-        }
+        if (!R->sum) R->sum = cf__calloc((size_t)C * plane, sizeof(double));
+        if (!R->wsum) R->wsum = cf__calloc(plane, sizeof(double));
+        if (!R->sum || !R->wsum)
+            s = cf__err(err, CF_E_NOMEM, "stitcher: a row of tiles (%zu bytes)",
+                        (size_t)(C + 1) * plane * sizeof(double));
+    }
+    if (s) goto done;
+    hit->left--;
+    for (uint32_t r = r0; r <= r1; r++) {
+        st_row *R = &st->rows[r];
         int64_t ya = (int64_t)r * T > y ? (int64_t)r * T : y;
         int64_t yb = (int64_t)(r + 1) * T < y + h ? (int64_t)(r + 1) * T : y + h;
         for (int64_t yy = ya; yy < yb; yy++) {

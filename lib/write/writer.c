@@ -131,6 +131,24 @@ static cf_status check_options(const cf_writer_options *o, cf_error *err) {
                        cf_resampling_name(o->overview_resampling));
     if (o->level < 0 || o->level > 22)
         return cf__err(err, CF_E_ARG, "writer: level %d not in 0..22", o->level);
+    if (o->has_nodata && !is_float(o->dtype)) {
+        /* the value must be one of the type's: GDAL_NODATA, the padding
+         * and the overviews' empty windows all hold it */
+        double lo = 0, hi = 0;
+        switch (o->dtype) {
+        case CF_DT_U8: hi = 255; break;
+        case CF_DT_I8: lo = -128, hi = 127; break;
+        case CF_DT_U16: hi = 65535; break;
+        case CF_DT_I16: lo = -32768, hi = 32767; break;
+        case CF_DT_U32: hi = 4294967295.0; break;
+        case CF_DT_I32: lo = -2147483648.0, hi = 2147483647.0; break;
+        case CF_DT_U64: hi = 18446744073709549568.0; break;
+        default: lo = -9223372036854775808.0, hi = 9223372036854774784.0;
+        }
+        if (!(o->nodata >= lo && o->nodata <= hi) || o->nodata != floor(o->nodata))
+            return cf__err(err, CF_E_ARG, "writer: nodata %g is not a %s value", o->nodata,
+                           cf_dtype_name(o->dtype));
+    }
     return CF_OK;
 }
 
@@ -239,8 +257,9 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
     const uint32_t nb = opt->bands;
     if (!st && opt->descriptions) {
         w->desc = cf__calloc(nb, sizeof *w->desc);
-        for (uint32_t b = 0; w->desc && b < nb; b++)
-            if (opt->descriptions[b] && !(w->desc[b] = dup_str(opt->descriptions[b]))) break;
+        for (uint32_t b = 0; w->desc && b < nb && !st; b++)
+            if (opt->descriptions[b] && !(w->desc[b] = dup_str(opt->descriptions[b])))
+                st = cf__err(err, CF_E_NOMEM, "writer: out of memory");
         if (!w->desc) st = cf__err(err, CF_E_NOMEM, "writer: out of memory");
     }
     if (!st && (opt->scales || opt->offsets)) {
@@ -769,6 +788,10 @@ cf_status cf_writer_close(cf_writer *w, cf_error *err) {
     if (!st && (fd = create_fresh(tmp)) < 0)
         st = cf__err(err, CF_E_IO, "writer: cannot create %s: %s", tmp, strerror(errno));
     if (!st) st = write_file(w, fd, tmp, err);
+    /* on disk before it takes the name: a crash never leaves a short file
+     * at path */
+    if (!st && fsync(fd) != 0)
+        st = cf__err(err, CF_E_IO, "writer: syncing %s: %s", tmp, strerror(errno));
     if (fd >= 0 && close(fd) != 0 && !st)
         st = cf__err(err, CF_E_IO, "writer: closing %s: %s", tmp, strerror(errno));
     if (!st && rename(tmp, w->path) != 0)

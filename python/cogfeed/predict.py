@@ -25,7 +25,7 @@ import numpy as np
 
 from ._cogfeed import _Stitcher
 from .grid import Grid
-from .writer import _COMPRESSION, StrPath
+from .writer import _COMPRESSION, StrPath, _Finishing
 
 __all__ = ["Stitcher", "grid_windows", "predict"]
 
@@ -60,7 +60,7 @@ def _rect(window: Sequence[int]) -> Rect:
     return t[-4:]  # type: ignore[return-value]
 
 
-class Stitcher:
+class Stitcher(_Finishing):
     """Stitcher(path, patches, channels, *, grid=None, like=None,
     width=None, height=None, blend="hann", overlap=0,
     output="probabilities", tile_size=512, compression="deflate",
@@ -106,7 +106,7 @@ class Stitcher:
         self.channels = int(channels)
         self.width, self.height = int(width), int(height)
         self.path = os.fspath(path)
-        self._s: Optional[_Stitcher] = _Stitcher(
+        self._c: Optional[_Stitcher] = _Stitcher(
             path, self.width, self.height, int(tile_size), _COMPRESSION[comp],
             int(level), -1 if overviews == "auto" else int(overviews), grid,
             self.channels, _BLEND[blend], int(overlap), output == "classes",
@@ -117,10 +117,10 @@ class Stitcher:
         Loader's (file, x, y, w, h)); a torch tensor is taken too.  A
         window reaching past the image (an image smaller than a patch) is
         cropped to it."""
-        if self._s is None:
+        if self._c is None:
             raise ValueError("Stitcher: %s is closed" % self.path)
-        if hasattr(pred, "detach"):
-            pred = pred.detach().cpu().numpy()
+        if hasattr(pred, "detach"):  # (bfloat16 has no numpy type)
+            pred = pred.detach().float().cpu().numpy()
         a = np.asarray(pred, dtype=np.float32)
         if a.ndim == 2:
             a = a[None]
@@ -132,33 +132,15 @@ class Stitcher:
             raise ValueError("Stitcher.add: a prediction (%d, >=%d, >=%d) "
                              "expected, got %s" % (self.channels, h, w,
                                                    a.shape))
-        self._s.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]))
+        self._c.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]))
 
     def add_batch(self, preds: Any, windows: Sequence[Sequence[int]]) -> None:
         """add() for each of a batch (B, channels, h, w) and its windows."""
         if hasattr(preds, "detach"):
-            preds = preds.detach().cpu().numpy()
+            preds = preds.detach().float().cpu().numpy()
         for p, win in zip(preds, windows):
             self.add(p, win)
 
-    def close(self) -> None:
-        if self._s is not None:
-            s, self._s = self._s, None
-            s.close()
-
-    def abort(self) -> None:
-        if self._s is not None:
-            s, self._s = self._s, None
-            s.abort()
-
-    def __enter__(self) -> Stitcher:
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 def predict(model: Any, inputs: StrPath, out: StrPath,
@@ -182,6 +164,17 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     import torch
     from . import open as _open
     from .loader import Loader
+
+    # The stitcher lists every grid window in advance: nothing may change
+    # which windows the Loader reads.
+    fixed = sorted(set(loader_kwargs) & {
+        "sampler", "stride", "patch_size", "level", "skip_empty", "roi",
+        "roi_crs", "epoch_length", "rank", "world_size", "drop_last",
+        "grid", "epoch"})
+    if fixed:
+        raise ValueError("predict: %s would change the windows read (the "
+                         "blend needs every grid window of the image)"
+                         % ", ".join(fixed))
 
     src = os.fspath(inputs)
     with _open(src) as cog:

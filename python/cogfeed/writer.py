@@ -38,7 +38,37 @@ _RESAMPLING = {"nearest": 0, "average": 3, "mode": 4}
 StrPath = Union[str, "os.PathLike[str]"]
 
 
-class Writer:
+class _Finishing:
+    """close() / abort() / with-block of an object over a C one (self._c):
+    close() finishes the file, abort() (or an exception inside the with
+    block) leaves nothing behind.  A close() refused because another
+    thread is still inside (RuntimeError) can be called again."""
+
+    _c: Any
+
+    def close(self) -> None:
+        """Finish the file: overviews, layout, rename into place."""
+        if self._c is not None:
+            self._c.close()
+            self._c = None
+
+    def abort(self) -> None:
+        """Give up: nothing is written, the spool is removed."""
+        if self._c is not None:
+            self._c.abort()
+            self._c = None
+
+    def __enter__(self: Any) -> Any:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class Writer(_Finishing):
     """Writer(path, width=, height=, bands=, dtype=, *, grid=, like=,
     tile_size=512, compression="deflate", level=0, predictor=None,
     overviews="auto", overview_resampling="average", nodata=None,
@@ -86,8 +116,9 @@ class Writer:
                 lg, lb, ldt, lnd = like.grid(0), like.count, like.dtype, like.nodata
             grid = lg if grid is None else grid
             bands = lb if bands is None else bands
-            dtype = ldt if dtype is None else dtype
-            nodata = lnd if nodata is None else nodata
+            if dtype is None:  # its nodata only with its dtype: a float
+                dtype = ldt    # scene's NaN is no uint8 class map's
+                nodata = lnd if nodata is None else nodata
         if grid is not None:
             width = grid.width if width is None else width
             height = grid.height if height is None else height
@@ -118,7 +149,7 @@ class Writer:
         self.tile_size = int(tile_size)
         self.path = os.fspath(path)
         # a grid's own size is not the writer's: only its CRS and transform
-        self._w: Optional[_Writer] = _Writer(
+        self._c: Optional[_Writer] = _Writer(
             path, self.width, self.height, self.bands, _DTYPES[dt.name],
             self.tile_size, _COMPRESSION[comp], int(level),
             0 if predictor is None else int(predictor), ovr, _RESAMPLING[rs],
@@ -133,9 +164,9 @@ class Writer:
         return self._open().tiles
 
     def _open(self) -> _Writer:
-        if self._w is None:
+        if self._c is None:
             raise ValueError("Writer: %s is closed" % self.path)
-        return self._w
+        return self._c
 
     def tile_window(self, tx: int, ty: int) -> Tuple[int, int, int, int]:
         """(x, y, w, h) of tile (tx, ty), clipped at the image's edges."""
@@ -184,26 +215,6 @@ class Writer:
                 wr.write_tile(tx, ty, np.ascontiguousarray(
                     a[:, y0 - y:y0 - y + th, x0 - x:x0 - x + tw]))
 
-    def close(self) -> None:
-        """Finish the file: overviews, layout, rename into place."""
-        if self._w is not None:
-            w, self._w = self._w, None
-            w.close()
-
-    def abort(self) -> None:
-        """Give up: nothing is written, the spool is removed."""
-        if self._w is not None:
-            w, self._w = self._w, None
-            w.abort()
-
-    def __enter__(self) -> Writer:
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 def write(path: StrPath, array: Any, **kwargs: Any) -> None:

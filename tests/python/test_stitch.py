@@ -110,6 +110,16 @@ def test_uncovered_pixels_and_errors(tmp_path):
     assert not os.path.exists(q) and sorted(os.listdir(tmp_path)) == ["s.tif"]
     with pytest.raises(cogfeed.ArgumentError, match="not inside"):
         cogfeed.Stitcher(q, [(150, 0, 64, 64)], C, width=200, height=100)
+    # x + w past INT64_MAX: refused, not wrapped around into the buffers
+    with pytest.raises(cogfeed.ArgumentError, match="not inside"):
+        cogfeed.Stitcher(q, [(2 ** 63 - 11, 0, 100, 16)], C, width=200, height=100)
+    with cogfeed.Stitcher(q, windows, C, width=200, height=100) as st:
+        with pytest.raises(cogfeed.ArgumentError, match="not inside"):
+            st.add(np.zeros((C, 16, 100), np.float32), (2 ** 63 - 11, 0, 100, 16))
+        with pytest.raises(cogfeed.ArgumentError, match="not one of the listed"):
+            st.add(one, (8, 0, 64, 64))
+        st.abort()
+    assert not os.path.exists(q)
 
 
 def test_predict_pointwise_model_gives_the_model_on_the_whole_image(tmp_path):
@@ -141,3 +151,7 @@ def test_predict_pointwise_model_gives_the_model_on_the_whole_image(tmp_path):
         cls = r.read(1)
     agree = (cls == np.argmax(whole, axis=0)).mean()
     assert agree > 0.999, agree   # near-ties may round either way
+    # what would change the windows read is refused
+    with pytest.raises(ValueError, match="skip_empty, stride"):
+        cogfeed.predict(model, src, probs, stride=10, skip_empty=True,
+                        progress=False)

@@ -92,7 +92,7 @@ def test_geographic_crs_rotated_transform_and_no_georeferencing(tmp_path):
         np.testing.assert_array_equal(r.read(), a)
 
 
-@pytest.mark.parametrize("size", [(1024, 768), (1001, 703), (37, 23)])
+@pytest.mark.parametrize("size", [(1024, 768), (1001, 703), (37, 23), (6, 40)])
 @pytest.mark.parametrize("resampling", ["average", "nearest", "mode"])
 @pytest.mark.parametrize("dtype,nodata", [("uint8", None), ("uint8", 255),
                                           ("uint16", 0), ("int16", None),
@@ -219,6 +219,23 @@ def test_failures_leave_nothing(tmp_path):
             "+proj=tmerc +lat_0=0 +lon_0=13.3 +k=0.9996 +x_0=500000 +y_0=0 +ellps=GRS80",
             width=10, height=10, geotransform=(0, 1, 0, 0, 0, -1)))
     assert os.listdir(tmp_path) == []
+
+
+def test_nodata_must_be_a_value_of_the_type(tmp_path):
+    """A nodata the data type cannot hold is refused (it would be written
+    as GDAL_NODATA but never appear in the pixels); like= a float scene
+    with another dtype does not take the scene's NaN nodata."""
+    p = tmp_path / "n.tif"
+    for nd in (float("nan"), -9999, 255.5, 256):
+        with pytest.raises(cogfeed.ArgumentError, match="not a uint8 value"):
+            cogfeed.Writer(p, 10, 10, dtype="uint8", nodata=nd)
+    src = tmp_path / "f.tif"
+    cogfeed.write(src, np.zeros((1, 20, 20), np.float32), grid=grid(20, 20),
+                  nodata=float("nan"))
+    with cogfeed.Writer(p, like=src, dtype="uint8") as w:
+        w.write(np.ones((1, 20, 20), np.uint8))
+    with rasterio.open(p) as r:
+        assert r.nodata is None and r.dtypes[0] == "uint8"
 
 
 def test_planted_spool_link_is_not_followed(tmp_path):
