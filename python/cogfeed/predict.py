@@ -19,6 +19,7 @@ the rows of tiles in flight, not the scene (docs/writer.md).
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -158,9 +159,11 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     tensor on `device` and returning (B, K, H, W) scores.  output:
     "classes" (uint8 argmax of the blended scores) or "probabilities"
     (float32, the blended scores).  A progress bar is drawn when tqdm is
-    installed and progress is true.  The Loader reads the next batches
-    while the model runs; each batch is blended and finished rows are
-    written between model calls (the GIL released)."""
+    installed and progress is true.  The read, the model and the write
+    overlap: the Loader reads the next batches on its threads while the
+    model runs, and each batch's predictions are blended and finished rows
+    encoded and written on a thread of their own (at most 2 batches
+    behind)."""
     import torch
     from . import open as _open
     from .loader import Loader
@@ -192,6 +195,12 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
         except ImportError:
             bar = None
     st: Optional[Stitcher] = None
+    # The blend and the writes run on a thread of their own (the stitcher
+    # releases the GIL), at most 2 batches behind the model: the model's
+    # next batch does not wait for the encoder, and a failure there stops
+    # the run at the next batch.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cogfeed-write")
+    pending: List[Future[None]] = []
     try:
         with torch.no_grad():
             for batch in ld:
@@ -203,13 +212,24 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
                     st = Stitcher(out, windows, int(y.shape[1]), grid=grid,
                                   blend=blend, overlap=overlap, output=output,
                                   compression=compression)
-                st.add_batch(y, batch["windows"])
+                # on the host now: the GPU's next batch may overwrite y
+                preds = y.detach().float().cpu().numpy()
+                pending.append(pool.submit(st.add_batch, preds,
+                                           list(batch["windows"])))
+                while len(pending) > 2 or (pending and pending[0].done()):
+                    pending.pop(0).result()
                 if bar is not None:
                     bar.update(len(batch["windows"]))
+        for f in pending:
+            f.result()
+        pending = []
         if st is not None:
             st.close()
             st = None
     finally:
+        for f in pending:  # a failure: let the writes in flight end first
+            f.exception()
+        pool.shutdown(wait=True)
         if st is not None:
             st.abort()
         ld.close()

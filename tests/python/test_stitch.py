@@ -155,3 +155,23 @@ def test_predict_pointwise_model_gives_the_model_on_the_whole_image(tmp_path):
     with pytest.raises(ValueError, match="skip_empty, stride"):
         cogfeed.predict(model, src, probs, stride=10, skip_empty=True,
                         progress=False)
+
+
+def test_predict_failure_in_the_writer_thread_stops_and_leaves_nothing(tmp_path):
+    """The blend runs on its own thread: its failure (here a model whose
+    channel count changes after the first batch) stops predict() with that
+    error, and neither the output nor the spool is left."""
+    torch = pytest.importorskip("torch")
+    src = tmp_path / "scene.tif"
+    cogfeed.write(src, np.zeros((1, 256, 256), np.uint8), grid=grid(256, 256))
+    calls = []
+
+    def model(x):
+        calls.append(1)
+        return torch.zeros((x.shape[0], 4 if len(calls) == 1 else 3) + tuple(x.shape[2:]))
+
+    out = tmp_path / "out.tif"
+    with pytest.raises(ValueError, match="prediction"):
+        cogfeed.predict(model, src, out, patch_size=64, overlap=0,
+                        batch_size=2, progress=False)
+    assert sorted(os.listdir(tmp_path)) == ["scene.tif"]
