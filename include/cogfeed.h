@@ -701,6 +701,49 @@ CF_API cf_status cf_cog_grid_level(cf_cog *cog, const cf_grid *grid,
                             cf_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Vector labels: polygons burnt into the label mask of any grid        */
+/* ------------------------------------------------------------------ */
+
+/* Polygons with class values (fields, flood outlines, building
+ * footprints), burnt into the label mask of a grid with gdal_rasterize's
+ * rules: a pixel takes a feature's value when its centre is inside (holes
+ * and overlapping parts of one feature by the even-odd rule), or, with
+ * all_touched, when the feature's outline passes through it too
+ * (gdal_rasterize -at); where features overlap the later one (in the
+ * given order) wins; elsewhere 0.  Indexed once (a packed Hilbert R-tree
+ * over the features' bounds): a grid reads only the features its bounds
+ * select.  Immutable and thread-safe once made. */
+typedef struct cf_vlabels cf_vlabels;
+
+/* n features: feature i is wkb[i] (wkb_len[i] bytes of Well-Known Binary,
+ * a Polygon or MultiPolygon, either byte order; Z and M are ignored) with
+ * class value values[i] (an integer that fits int32).  crs: the features'
+ * CRS (NULL: none; their coordinates are then taken to be in each grid's
+ * CRS).  Everything is copied.  A malformed geometry fails with
+ * CF_E_FORMAT naming the feature; another geometry type with
+ * CF_E_UNSUPPORTED; more than 2^28 vertices in all with CF_E_LIMIT. */
+CF_API cf_status cf_vlabels_new(size_t n, const uint8_t *const *wkb, const size_t *wkb_len,
+                                const double *values, const cf_crs *crs, int all_touched,
+                                cf_vlabels **out, cf_error *err);
+/* Drop the caller's reference (a Loader keeps its own). */
+CF_API void cf_vlabels_free(cf_vlabels *vl);
+CF_API size_t cf_vlabels_count(const cf_vlabels *vl);
+/* The smallest type holding every value: U8, U16 or I32. */
+CF_API cf_dtype cf_vlabels_dtype(const cf_vlabels *vl);
+/* The features' bounds (x0, y0, x1, y1) in their CRS. */
+CF_API void cf_vlabels_bounds(const cf_vlabels *vl, double b[4]);
+/* Burn the features onto `grid`: out holds grid->width x grid->height
+ * samples of dtype (U8, U16, I16, U32, I32, F32 or F64; values are cast),
+ * row-major, first set to 0.  When the features' CRS and the grid's
+ * differ, the grid's outline selects features in the features' CRS and
+ * their vertices are transformed with PROJ (not densified, as ogr2ogr
+ * then gdal_rasterize); a feature with a vertex PROJ cannot transform is
+ * left out.  *nfeatures (may be NULL): the features the grid's bounds
+ * selected.  Thread-safe. */
+CF_API cf_status cf_vlabels_rasterize(const cf_vlabels *vl, const cf_grid *grid, cf_dtype dtype,
+                                      void *out, size_t *nfeatures, cf_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Loader: sampler -> parallel reads -> batch ring                     */
 /* ------------------------------------------------------------------ */
 
@@ -911,6 +954,11 @@ typedef struct cf_loader_options {
     const cf_crs *roi_crs;
     const uint32_t *roi_poly_rings;
     uint32_t roi_npolys;
+    /* Labels from polygons: each sample's mask burnt from these features
+     * on the sample's target grid (cf_vlabels_rasterize), of type
+     * cf_vlabels_dtype, augmented with the image.  Instead of masks; needs
+     * georeferenced targets.  The loader keeps a reference (NULL) */
+    const cf_vlabels *labels;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-

@@ -94,14 +94,14 @@ static char *loader_kwlist[] = {
     "images", "masks", "layers", "weights", "bands", "sampler", "flip", "rot90",
     "float32", "mean", "std", "io_options", "grid", "grid_crs", "grid_res",
     "layer_resampling", "scene_masks", "invalid_classes", "roi_xy", "roi_rings", "roi_crs",
-    "roi_polys", NULL};
+    "roi_polys", "labels", NULL};
 
 /* The hand-converted keywords, and what they are converted into: owned
  * here until cf_loader_new has copied it (loader_args_free). */
 typedef struct loader_args {
     PyObject *images, *masks, *layers, *weights, *bands, *mean, *std, *io_kw;
     PyObject *grid, *grid_crs, *layer_rs, *scene_masks, *classes, *roi_xy, *roi_rings,
-        *roi_crs, *roi_polys;
+        *roi_crs, *roi_polys, *labels;
     const char *sampler;
     int flip, rot90, f32;
     double grid_res[2];
@@ -154,14 +154,14 @@ static int parse_keywords(PyObject *args, PyObject *kw, loader_args *a, cf_loade
     if (kw && !rest) return 0;
     /* Borrowed from rest, whose values kw holds too. */
     int ok = cf__py_take_options(rest, tab, n, o) &&
-             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)OOOOOOO",
+             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)OOOOOOOO",
                                          loader_kwlist, &a->images, &a->masks, &a->layers,
                                          &a->weights, &a->bands, &a->sampler, &a->flip,
                                          &a->rot90, &a->f32, &a->mean, &a->std, &a->io_kw,
                                          &a->grid, &a->grid_crs, &a->grid_res[0],
                                          &a->grid_res[1], &a->layer_rs, &a->scene_masks,
                                          &a->classes, &a->roi_xy, &a->roi_rings, &a->roi_crs,
-                                         &a->roi_polys);
+                                         &a->roi_polys, &a->labels);
     Py_XDECREF(rest);
     if (!ok) return 0;
     if (a->io_kw != Py_None && !PyDict_Check(a->io_kw)) {
@@ -363,6 +363,9 @@ static int convert_grid(loader_args *a, cf_loader_options *o) {
         o->grid = &a->tgrid;
     }
     if (!convert_roi(a, o)) return 0;
+    /* borrowed: the Python Loader keeps the VectorLabels, and the C
+     * loader takes a reference of its own */
+    if (a->labels != Py_None && !(o->labels = cf__py_vlabels_get(a->labels))) return 0;
     if (a->grid_crs != Py_None) {
         if (!cf__py_crs_convert(a->grid_crs, &a->gcrs)) return 0;
         o->grid_crs = a->gcrs;
@@ -406,7 +409,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
                      .grid = Py_None, .grid_crs = Py_None, .layer_rs = Py_None,
                      .scene_masks = Py_None, .classes = Py_None, .roi_xy = Py_None,
                      .roi_rings = Py_None, .roi_crs = Py_None, .roi_polys = Py_None,
-                     .sampler = "random"};
+                     .labels = Py_None, .sampler = "random"};
     cf_loader_options o;
     cf_loader_options_init(&o);
     if (self->ld) {

@@ -86,5 +86,9 @@ int cf__py_crs_convert(PyObject *o, cf_crs **out);
 int cf__py_grid_parse(PyObject *o, cf_grid *g, cf_crs **hold);
 /* Writer binding (python/_writer.c): add the _Writer type. */
 int cf__py_writer_init(PyObject *module);
+/* Vector labels binding (python/_vlabels.c): add the _VLabels type. */
+int cf__py_vlabels_init(PyObject *module);
+/* The cf_vlabels of a _VLabels (borrowed); NULL with TypeError otherwise. */
+cf_vlabels *cf__py_vlabels_get(PyObject *o);
 
 #endif

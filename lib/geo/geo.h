@@ -245,4 +245,60 @@ cf_status cf__warp_resample(const cf__warp *w, const cf__warp_req *rq,
                             const cf__warp_win *win, const cf__warp_src *src,
                             cf__warp_dst *dst, cf_error *err);
 
+/* ------------------------------------------------------------------ */
+/* Vector features: WKB polygons, their index, burning them            */
+/* ------------------------------------------------------------------ */
+
+/* Rings of polygons, vertex after vertex (wkb.c appends to it).  max_xy
+ * bounds nxy (the caller's budget). */
+typedef struct cf__shapes {
+    double *x, *y;
+    size_t nxy, cap_xy, cap_y, max_xy;
+    uint32_t *ring_len;
+    size_t nrings, cap_rings;
+    uint32_t *poly_rings;      /* rings of each polygon (a MultiPolygon's
+                                  parts are polygons of their own) */
+    size_t npolys, cap_polys;
+} cf__shapes;
+
+/* Append the rings of a WKB Polygon or MultiPolygon (len bytes, any byte
+ * order, ISO or EWKB Z / M ignored), and each polygon's ring count to
+ * poly_rings; errors name `name`.  CF_E_FORMAT for
+ * a malformed or truncated geometry, CF_E_UNSUPPORTED for another type,
+ * CF_E_LIMIT past max_xy.  On failure s may hold part of the geometry. */
+cf_status cf__wkb_polygons(const uint8_t *wkb, size_t len, cf__shapes *s, const char *name,
+                           cf_error *err);
+
+/* A packed Hilbert R-tree over n boxes (x0, y0, x1, y1 each); immutable,
+ * queried by any number of threads. */
+typedef struct cf__rtree cf__rtree;
+typedef struct cf__ids {
+    uint32_t *v;
+    size_t n, cap;
+} cf__ids;
+cf_status cf__rtree_new(const double *boxes, size_t n, cf__rtree **out, cf_error *err);
+void cf__rtree_free(cf__rtree *t);
+/* The ids (0 .. n-1) of the boxes meeting q (edges included), ascending,
+ * into ids (grown as needed; the caller frees ids->v). */
+cf_status cf__rtree_query(const cf__rtree *t, const double q[4], cf__ids *ids, cf_error *err);
+
+/* A raster to burn into: w x h samples of dt at out, row-major. */
+typedef struct cf__burn {
+    void *out;
+    cf_dtype dt;
+    uint32_t w, h;
+    double value;
+    int all_touched;
+} cf__burn;
+/* Burn one polygon, its rings (ring_len[r] vertices each, consecutive in
+ * px / py, pixel coordinates) filled together by the even-odd rule, with
+ * gdal_rasterize's rules (rasterize.c).  ints: scratch of as many ints as
+ * the feature has vertices.  A feature with a non-finite vertex burns
+ * nothing. */
+void cf__burn_polygon(const cf__burn *b, const double *px, const double *py,
+                      const uint32_t *ring_len, uint32_t nrings, int *ints);
+
+/* A new reference to vl (cf_vlabels_free drops one). */
+cf_vlabels *cf__vlabels_ref(const cf_vlabels *vl);
+
 #endif

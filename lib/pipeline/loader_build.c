@@ -55,6 +55,11 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
 #undef X
     if (o->nlayers && !o->layers)
         return cf__err(err, CF_E_ARG, "loader: nlayers %d but no layers", o->nlayers);
+    if (o->labels && o->masks)
+        return cf__err(err, CF_E_ARG, "loader: labels and masks: give one of them");
+    /* kept until cf_loader_free */
+    ld->vl = o->labels ? cf__vlabels_ref(o->labels) : NULL;
+    o->labels = ld->vl;
     if (o->nfiles > ((size_t)1 << 24))
         return cf__err(err, CF_E_LIMIT, "loader: %zu files (max %d)",
                        o->nfiles, 1 << 24);
@@ -324,7 +329,16 @@ static cf_status lay_out(cf_loader *ld, cf_error *err) {
     L->time_steps = o->mosaic ? 1 : (uint32_t)o->time_steps;
     L->dtype = o->out_dtype == CF_DT_F32 ? CF_DT_F32 : ld->raw_dt;
     ld->es = cf_dtype_size(L->dtype);
-    L->has_mask = ld->msk != NULL;
+    for (size_t f = 0; ld->vl && f < o->nfiles; f++) {
+        /* labels are burnt on each patch's grid: every target needs one */
+        cf_grid g1;
+        if (cf__sg_window_grid(ld->sg, f, 0, 0, 1, 1, &g1, err) != CF_OK)
+            return cf__err(err, CF_E_ARG,
+                           "loader: labels from polygons need georeferenced images; %s has "
+                           "no georeferencing", cf_cog_name(ld->img[f * (size_t)o->time_steps]));
+    }
+    if (ld->vl) L->mask_dtype = cf_vlabels_dtype(ld->vl);
+    L->has_mask = ld->msk != NULL || ld->vl != NULL;
     ld->mask_es = L->has_mask ? cf_dtype_size(L->mask_dtype) : 0;
     uint64_t img_bytes, mask_bytes;
     if (!cf__mul_u64(B * L->time_steps, L->channels, &img_bytes) ||
@@ -828,6 +842,7 @@ void cf_loader_free(cf_loader *ld) {
     for (size_t i = 0; ld->scm && i < nimg; i++) cf_cog_close(ld->scm[i]);
     free(ld->img);
     free(ld->msk);
+    cf_vlabels_free(ld->vl);
     free(ld->lay);
     free(ld->scm);
     free(ld->classes);

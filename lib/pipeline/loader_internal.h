@@ -154,6 +154,7 @@ struct cf_loader {
     int nios, own_io, remote;
     cf_cog **img;             /* nfiles * T */
     cf_cog **msk;             /* nfiles or NULL */
+    cf_vlabels *vl;           /* labels from polygons (a reference), or NULL */
     cf_cog **lay;             /* nfiles * nlayers or NULL */
     cf_cog **scm;             /* scene masks, nfiles * T, or NULL */
     int has_scm;

@@ -698,8 +698,7 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     s->windows[i] = w;
     const size_t f = w.file;
     uint8_t *img = s->image + (size_t)i * TO * C * ld->plane * ld->es;
-    uint8_t *mask = ld->msk ? s->mask + (size_t)i * ld->plane * ld->mask_es
-                            : NULL;
+    uint8_t *mask = ld->msk || ld->vl ? s->mask + (size_t)i * ld->plane * ld->mask_es : NULL;
     uint8_t *valid = s->valid ? s->valid + (size_t)i * ld->plane : NULL;
     if (valid) memset(valid, 1, ld->plane);
     /* Mosaic: which pixels a scene had data for so far (the first
@@ -715,7 +714,7 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
      * converted to float32), then the mask, each on the sample's target
      * grid.  They go out together, up to LD_PART_CHUNKS parts at a time (a
      * long time series takes several groups). */
-    const int nall = ld->nmembers + (mask != NULL);
+    const int nall = ld->nmembers + (ld->msk != NULL);
     ld_part parts[LD_PART_CHUNKS];
     ld_input ins[LD_PART_CHUNKS];
     size_t off = 0;
@@ -774,6 +773,17 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
                               (long long)w.x, (long long)w.y, w.w, w.h);
     if (valid && filled)
         for (size_t k = 0; k < ld->plane; k++) valid[k] &= filled[k];
+    if (ld->vl) {
+        /* labels from polygons: burnt on the patch's target grid */
+        cf_grid pg;
+        st = cf__sg_window_grid(ld->sg, f, w.x, w.y, P, P, &pg, err);
+        if (st == CF_OK)
+            st = cf_vlabels_rasterize(ld->vl, &pg, ld->lay_out.mask_dtype, mask, NULL, err);
+        if (st != CF_OK)
+            return cf__err_prefix(err, st, "loader: sample %llu (%s, window %lld,%lld): labels",
+                                  (unsigned long long)w.index, cf_cog_name(ld->img[f * T]),
+                                  (long long)w.x, (long long)w.y);
+    }
     double t2 = cf__now();
     off = 0;
     for (int m = 0; f32 && m < ld->nmembers; m++) {

@@ -21,6 +21,7 @@ from . import stac
 from .region import Region, load
 from .writer import Writer, write
 from .predict import Stitcher, grid_windows, predict
+from .vector import VectorLabels
 # The types of the Loader's arguments and results (for type checkers).
 from .loader import (Batch, DType, GridSpec, IOOptions, LoaderLayout,
                      LoaderOptions, LoaderState, LoaderStats, Resampling,
@@ -28,6 +29,7 @@ from .loader import (Batch, DType, GridSpec, IOOptions, LoaderLayout,
 
 __all__ = ["open", "open_many", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
            "Loader", "stac", "load", "Region", "Writer", "write", "Stitcher", "grid_windows", "predict",
+           "VectorLabels",
            "__version__",
            "Status", "ArgumentError", "OutOfMemoryError", "InputOutputError", "FormatError",
            "UnsupportedError", "CodecError", "LimitError", "HTTPError", "AccessDeniedError",

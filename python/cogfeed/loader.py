@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ._cogfeed import CRS
     from .grid import Grid
     from .stac import Selection
+    from .vector import VectorLabels
 
 __all__ = ["Loader", "Batch", "LoaderState", "LoaderOptions", "LoaderLayout",
            "LoaderStats", "IOOptions", "GridSpec", "ResamplingSpec", "Sampler",
@@ -153,6 +154,7 @@ class LoaderOptions(TypedDict, total=False):
     roi_crs: Any
     scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]], None]
     invalid_classes: Optional[Sequence[float]]
+    labels: Any
 
 
 class Batch(TypedDict):
@@ -420,6 +422,14 @@ def _roi(roi: Any, crs: Any) -> Dict[str, Any]:
             "roi_polys": [len(poly) for poly in rings], "roi_crs": crs}
 
 
+def _vlabels_of(labels: Any) -> Any:
+    from .vector import VectorLabels
+    if not isinstance(labels, VectorLabels):
+        raise TypeError("labels must be a cogfeed.VectorLabels, not %s"
+                        % type(labels).__name__)
+    return labels._c
+
+
 def _scene_masks(masks: Any, images: List[Any], series: List[bool]) -> Optional[List[Any]]:
     """scene_masks= flattened as the images are: one path per image."""
     if masks is None:
@@ -613,6 +623,11 @@ class Loader:
         invalid_classes: the values of ``scene_masks`` that are not data,
             e.g. ``[0, 1, 3, 8, 9, 10]`` for SCL's no data, saturated,
             cloud shadow, cloud (medium, high) and cirrus.
+        labels: a cogfeed.VectorLabels (polygons with class values from a
+            GeoPackage, GeoJSON, Shapefile...): each sample's
+            ``batch["mask"]`` is burnt from them on the sample's target
+            grid, with gdal_rasterize's rules, and augmented with the image.
+            Instead of ``masks``; needs georeferenced images.
     """
 
     def __init__(
@@ -664,6 +679,7 @@ class Loader:
         scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
                            None] = None,
         invalid_classes: Optional[Sequence[float]] = None,
+        labels: Optional[VectorLabels] = None,
     ) -> None:
         from .stac import Selection as _Selection
         stac_sel: Optional[_Selection] = None
@@ -747,7 +763,9 @@ class Loader:
             skip_empty=bool(skip_empty), scene_masks=scm,
             **_roi(roi, roi_crs),
             invalid_classes=(None if invalid_classes is None
-                             else [float(c) for c in invalid_classes]))
+                             else [float(c) for c in invalid_classes]),
+            labels=None if labels is None else _vlabels_of(labels))
+        self._labels = labels  # the C loader holds its own reference too
         if cache_bytes is not None:  # None: the C default (5% of RAM)
             self._kw["cache_bytes"] = int(cache_bytes)
         try:
