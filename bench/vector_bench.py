@@ -188,7 +188,7 @@ def main():
                       seed=int(time.time()))
             if labels:
                 kw["labels"] = vl
-            with cogfeed.Loader(img, **kw) as ld:
+            with cogfeed.Loader(img, epoch_length=1 << 20, **kw) as ld:
                 it = iter(ld)
                 next(it)
                 n, t = 0, time.perf_counter()
