@@ -23,8 +23,9 @@ if sys.version_info >= (3, 11):
 elif TYPE_CHECKING:  # type checkers bundle typing_extensions' stubs
     from typing_extensions import NotRequired, Unpack
 
+import numpy as np
+
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
 
     from ._cogfeed import CRS
@@ -155,6 +156,10 @@ class LoaderOptions(TypedDict, total=False):
     scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]], None]
     invalid_classes: Optional[Sequence[float]]
     labels: Any
+    time_steps: Optional[int]
+    dates: Any
+    date_pattern: Optional[str]
+    date_format: Optional[str]
 
 
 class Batch(TypedDict):
@@ -163,6 +168,9 @@ class Batch(TypedDict):
     image: npt.NDArray[Any]
     mask: NotRequired[npt.NDArray[Any]]
     valid: NotRequired[npt.NDArray[np.uint8]]
+    dates: NotRequired[npt.NDArray[np.datetime64]]
+    date_valid: NotRequired[npt.NDArray[np.bool_]]
+    series: NotRequired[List[int]]
     windows: List[Window]
     augment: List[int]
     grid: List[Optional[Grid]]
@@ -628,6 +636,22 @@ class Loader:
             ``batch["mask"]`` is burnt from them on the sample's target
             grid, with gdal_rasterize's rules, and augmented with the image.
             Instead of ``masks``; needs georeferenced images.
+        time_steps: T, the dates of every sample, for time series of any
+            length (``images`` a list of scenes per location): a shorter
+            series is padded (its padded steps zero, ``date_valid``
+            False), a longer one is dealt into ceil(N / T) samples sources
+            of T dates each, drawn once from ``seed`` (docs/datasets.md,
+            "Time series").  Without it every series needs the same
+            length.  A series keeps its T axis, also with T = 1.
+        dates: the date of every scene, shaped as ``images`` (datetimes,
+            ISO strings, numpy datetime64); or "tiff" for each file's
+            TIFFTAG_DATETIME.  With dates, ``batch["dates"]`` (B, T)
+            datetime64[s] (NaT for padding) and ``batch["date_valid"]``
+            (B, T) bool; with ``time_steps``, ``batch["series"]`` the
+            series (location) of each sample.
+        date_pattern, date_format: dates from the file names instead: a
+            regular expression with a group named ``date``, parsed with
+            ``date_format`` (strptime), as TorchGeo's filename_regex.
     """
 
     def __init__(
@@ -680,6 +704,10 @@ class Loader:
                            None] = None,
         invalid_classes: Optional[Sequence[float]] = None,
         labels: Optional[VectorLabels] = None,
+        time_steps: Optional[int] = None,
+        dates: Any = None,
+        date_pattern: Optional[str] = None,
+        date_format: Optional[str] = None,
     ) -> None:
         from .stac import Selection as _Selection
         stac_sel: Optional[_Selection] = None
@@ -698,15 +726,59 @@ class Loader:
         series = [isinstance(i, (list, tuple)) for i in items]
         if any(series) and not all(series):
             raise ValueError("images: mix of single scenes and time series")
+        owner: Optional[List[int]] = None
+        self._dates: Optional[np.ndarray] = None
+        self._date_ok: Optional[np.ndarray] = None
+        dated = dates is not None or date_pattern is not None
+        if (time_steps is not None or dated) and mosaic:
+            raise ValueError("time_steps / dates: not with mosaic=True (a "
+                             "mosaic's list is the scenes of one image)")
         if all(series):
-            t = len(items[0])
+            from . import series as _series
+            lens = set(len(i) for i in items)
+            if time_steps is None and len(lens) > 1 and not mosaic:
+                raise ValueError("images: time series of different lengths "
+                                 "(%d to %d scenes): give time_steps=T to pad "
+                                 "or draw T dates each" % (min(lens), max(lens)))
+            T = int(time_steps) if time_steps is not None else len(items[0])
+            sdates = (_series.parse_dates(items, dates, date_pattern, date_format)
+                      if not mosaic else [])
+            if time_steps is not None:
+                if scene_masks is not None:
+                    raise ValueError("scene_masks with time_steps=: give series "
+                                     "of exactly T scenes instead")
+                items, self._dates, self._date_ok, owner, sw = _series.plan(
+                    items, sdates, T, seed)
+                if masks is not None:
+                    ml = _paths(masks, "masks")
+                    masks = [ml[o] for o in owner]
+                if layers is not None:
+                    layers = [list(layers)[o] for o in owner]
+                w0 = list(weights) if weights is not None else [1.0] * (max(owner) + 1)
+                weights = [float(w0[o]) * x for o, x in zip(owner, sw)]
+                if all(x == 1.0 for x in weights):
+                    weights = None
+            elif dated:
+                self._dates = np.array(sdates, dtype="datetime64[s]")
+                self._date_ok = np.ones(self._dates.shape, bool)
+            t = T
             if t < 1 or any(len(i) != t for i in items):
                 raise ValueError("images: every time series needs the same "
                                  "number of scenes")
             flat = [os.fspath(p) for i in items for p in i]
         else:
+            if time_steps is not None and not mosaic:
+                raise ValueError("time_steps: the images must be time series "
+                                 "(a list of scenes per location)")
             t = 1
             flat = [os.fspath(p) for p in items]
+            if dated and not mosaic:
+                from . import series as _series
+                one = _series.parse_dates([[p] for p in flat], None if dates is None else
+                                          [[d] for d in dates], date_pattern, date_format)
+                self._dates = np.array(one, dtype="datetime64[s]")
+                self._date_ok = np.ones(self._dates.shape, bool)
+        self._owner = owner
         nfiles = len(flat) // t
         scm = _scene_masks(scene_masks, items, series)
         if weights is not None:
@@ -776,7 +848,8 @@ class Loader:
             raise stac_sel.explain(e) from None
         self._layout = cast(LoaderLayout, self._ld.layout())
         self._copy = bool(copy)
-        self._time_series = t > 1 and not mosaic
+        # a series keeps its T axis, also of one date
+        self._time_series = (t > 1 or all(series) or time_steps is not None) and not mosaic
         self._origins: Dict[int, Optional[Grid]] = {}
 
     # -- construction from a config ------------------------------------
@@ -830,6 +903,16 @@ class Loader:
             batch["mask"] = mask
         if valid is not None:
             batch["valid"] = valid
+        if self._dates is not None and self._date_ok is not None:
+            files = [w[0] for w in windows]
+            batch["dates"] = self._dates[files]
+            ok = self._date_ok[files]
+            batch["date_valid"] = ok
+            if not ok.all() and self._time_series:
+                # padded steps: their (repeated) scene is not data
+                image[~ok] = 0
+        if self._owner is not None:
+            batch["series"] = [self._owner[w[0]] for w in windows]
         return batch
 
     def _grid_of(self, window: Window) -> Optional[Grid]:

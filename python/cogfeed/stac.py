@@ -1224,6 +1224,32 @@ class Selection:
             out.append(self._header_grid(a, io))
         return out
 
+    def series(self, io: Optional[IO] = None
+               ) -> Tuple[List[List[str]], List[List[Optional[_dt.datetime]]]]:
+        """The items as time series, one per location: items whose first
+        asset lies on the same grid (CRS, transform and size: a
+        Sentinel-2 MGRS tile, a Landsat path/row) form one series, in
+        date order.  Returns (hrefs per series, dates per series), what
+        cogfeed.Loader(images, dates=..., time_steps=T) takes.  One asset
+        per item (a series reads one file per date; select the bands of
+        one multi-band asset, or stack them first)."""
+        if len(self.names) != 1:
+            raise StacError("series(): one asset per item, not %d (%s)"
+                            % (len(self.names), ", ".join(self.names)))
+        groups: Dict[Any, List[int]] = {}
+        for i, g in enumerate(self.grids(io)):
+            key = (g.crs.to_wkt() if g.crs is not None else None,
+                   tuple(round(v, 9) for v in g.geotransform), g.width, g.height)
+            groups.setdefault(key, []).append(i)
+        hrefs, dates = [], []
+        for idx in groups.values():
+            idx.sort(key=lambda i: (self.items[i].time is None,
+                                    self.items[i].time or _dt.datetime.min.replace(
+                                        tzinfo=_dt.timezone.utc)))
+            hrefs.append([self.href(self.assets[i][0]) for i in idx])
+            dates.append([self.items[i].time for i in idx])
+        return hrefs, dates
+
     def _header_grid(self, a: Asset, io: Optional[IO]) -> Grid:
         try:
             with _cogfeed.open(self.href(a), io=io) as cog:

@@ -51,6 +51,9 @@ class TorchBatch(TypedDict):
     image: torch.Tensor
     mask: NotRequired[torch.Tensor]
     valid: NotRequired[torch.Tensor]
+    dates: NotRequired[torch.Tensor]  # int64 seconds since 1970 UTC (B, T)
+    date_valid: NotRequired[torch.Tensor]
+    series: NotRequired[List[int]]
     windows: List[Window]
     augment: List[int]
     grid: List[Optional[Grid]]
@@ -143,7 +146,9 @@ class CogDataset(IterableDataset[TorchBatch]):
     Each item is a dict (typed cogfeed.torch.TorchBatch): ``"image"``
     (B, C, H, W) (or (B, T, C, H, W)),
     ``"mask"`` (B, 1, H, W) when masks are given, ``"valid"`` (B, 1, H, W)
-    uint8 with ``valid_mask=True``, ``"windows"``,
+    uint8 with ``valid_mask=True``, with dates (time series) ``"dates"``
+    (B, T) int64 seconds since 1970 UTC and ``"date_valid"`` (B, T) bool,
+    ``"windows"``,
     ``"grid"`` (each sample's cogfeed.Grid), ``"augment"``, ``"index"``,
     ``"epoch"`` as in cogfeed.Loader.
 
@@ -468,6 +473,14 @@ class CogDataset(IterableDataset[TorchBatch]):
                 for k in ("mask", "valid"):
                     if k in b:
                         out[k] = _tensor(b[k])
+                if "dates" in b:
+                    # small, and the loader's own: copies, on the CPU;
+                    # seconds since 1970 UTC (padding: int64's minimum,
+                    # numpy's NaT; date_valid tells)
+                    out["dates"] = torch.from_numpy(b["dates"].astype("int64"))
+                    out["date_valid"] = torch.from_numpy(b["date_valid"].copy())
+                if "series" in b:
+                    out["series"] = b["series"]
                 if stream is not None:
                     done = self._to_device(out, stream)
                 yield cast(TorchBatch, out)

@@ -1,0 +1,167 @@
+"""Time series for cogfeed.Loader: dates for every scene, and series of any
+length made into samples of exactly T dates (docs/datasets.md, "Time
+series").
+
+The C loader reads T aligned scenes per sample source.  A location's
+series of N dated scenes becomes sources of exactly T dates each:
+
+- N == T: one source, its dates in order;
+- N < T: one source padded to T by repeating its last scene; the padded
+  steps are zero in the image and False in ``batch["date_valid"]``, their
+  date NaT (the repeats are read again: with the chunk cache on, from
+  memory);
+- N > T: ceil(N / T) sources, each T distinct dates in date order, drawn
+  once from a generator seeded by the Loader's seed and the location
+  (reproducible, and a resume replays them): the dates are dealt out in a
+  shuffled order so that every date is in one source, the last source
+  topped up with dates drawn from the rest.  Each source of a location
+  weighs 1 / (its number of sources), so every location is drawn as
+  often as it would be with one source (random sampler); the grid
+  sampler visits a location once per source.
+
+Dates come from ``dates=`` (a list per series, parallel to the paths),
+from the file names (``date_pattern``, a regular expression whose group
+``date`` is parsed with ``date_format``, as TorchGeo's filename_regex and
+date_format), from the files' TIFFTAG_DATETIME (``dates="tiff"``: reads
+each header once, through the header cache), or from STAC
+(``Selection.series()``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from typing import Any, List, Optional, Sequence, Tuple, cast
+
+import numpy as np
+
+__all__ = ["plan", "parse_dates"]
+
+NaT = np.datetime64("NaT", "s")
+
+
+def _to_dt64(v: Any, where: str) -> np.datetime64:
+    if v is None:
+        return NaT
+    if isinstance(v, np.datetime64):
+        return cast(np.datetime64, v.astype("datetime64[s]"))
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return np.datetime64(v, "s")
+    if isinstance(v, _dt.date):
+        return np.datetime64(v, "s")
+    if isinstance(v, str):
+        s = v.strip()
+        # TIFFTAG_DATETIME's "YYYY:MM:DD HH:MM:SS"
+        m = re.fullmatch(r"(\d{4}):(\d{2}):(\d{2})[ T](\d{2}):(\d{2}):(\d{2})", s)
+        if m:
+            s = "%s-%s-%sT%s:%s:%s" % m.groups()
+        s = s.replace("Z", "").split("+")[0]
+        try:
+            return np.datetime64(s, "s")
+        except ValueError:
+            pass
+    raise ValueError("%s: %r is not a date" % (where, v))
+
+
+def parse_dates(series: Sequence[Sequence[str]], dates: Any,
+                date_pattern: Optional[str], date_format: Optional[str]
+                ) -> List[List[np.datetime64]]:
+    """A date for every scene of every series (NaT where unknown)."""
+    if dates is not None and date_pattern is not None:
+        raise ValueError("dates and date_pattern: give one of them")
+    if isinstance(dates, str):
+        if dates != "tiff":
+            raise ValueError("dates: 'tiff', or a list of dates per series")
+        from . import open as _open
+        out = []
+        for s in series:
+            row = []
+            for p in s:
+                with _open(p) as c:
+                    dt = c.datetime
+                if dt is None:
+                    raise ValueError("%s: no TIFFTAG_DATETIME (dates='tiff')" % p)
+                row.append(_to_dt64(dt, p))
+            out.append(row)
+        return out
+    if dates is not None:
+        dl = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dates]
+        if len(dl) != len(series) or any(len(a) != len(b) for a, b in zip(dl, series)):
+            raise ValueError("dates: one date per scene, shaped as the images")
+        return [[_to_dt64(v, "dates[%d][%d]" % (i, j)) for j, v in enumerate(d)]
+                for i, d in enumerate(dl)]
+    if date_pattern is not None:
+        rx = re.compile(date_pattern)
+        if "date" not in rx.groupindex:
+            raise ValueError("date_pattern needs a group named 'date', e.g. "
+                             r"r'_(?P<date>\d{8})_'")
+        out = []
+        for s in series:
+            row = []
+            for p in s:
+                name = os.path.basename(str(p).split("?")[0])
+                m = rx.search(name)
+                if not m:
+                    raise ValueError("%s: date_pattern %r does not match" % (name, date_pattern))
+                text = m.group("date")
+                try:
+                    d = (_dt.datetime.strptime(text, date_format) if date_format
+                         else text)
+                except ValueError as e:
+                    raise ValueError("%s: %r does not match date_format %r (%s)"
+                                     % (name, text, date_format, e)) from None
+                row.append(_to_dt64(d, name))
+            out.append(row)
+        return out
+    return [[NaT] * len(s) for s in series]
+
+
+def plan(series: Sequence[Sequence[str]], dates: Sequence[Sequence[np.datetime64]],
+         T: int, seed: int) -> Tuple[List[List[str]], np.ndarray, np.ndarray,
+                                     List[int], List[float]]:
+    """The Loader's sources of exactly T scenes: (paths per source, dates
+    (sources, T) datetime64[s], valid (sources, T) bool, the series of
+    each source, its weight)."""
+    if T < 1:
+        raise ValueError("time_steps must be at least 1")
+    paths: List[List[str]] = []
+    dts: List[List[np.datetime64]] = []
+    ok: List[List[bool]] = []
+    owner: List[int] = []
+    weight: List[float] = []
+    for i, (s, d) in enumerate(zip(series, dates)):
+        n = len(s)
+        if n == 0:
+            raise ValueError("images: series %d is empty" % i)
+        # date order; scenes without a date after the dated ones, in
+        # their given order (stable)
+        order = sorted(range(n), key=lambda j: (bool(np.isnat(d[j])),
+                                                 0 if np.isnat(d[j]) else int(d[j].astype("int64")),
+                                                 j))
+        if n <= T:
+            pick = order + [order[-1]] * (T - n)
+            paths.append([s[j] for j in pick])
+            dts.append([d[j] for j in order] + [NaT] * (T - n))
+            ok.append([True] * n + [False] * (T - n))
+            owner.append(i)
+            weight.append(1.0)
+            continue
+        rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, i, 0x7e5e])
+        deal = [order[j] for j in rng.permutation(n)]
+        k = -(-n // T)
+        for g in range(k):
+            grp = deal[g * T:(g + 1) * T]
+            if len(grp) < T:
+                rest = [j for j in deal if j not in grp]
+                grp += [rest[j] for j in rng.choice(len(rest), T - len(grp), replace=False)]
+            grp = sorted(grp, key=lambda j: order.index(j))
+            paths.append([s[j] for j in grp])
+            dts.append([d[j] for j in grp])
+            ok.append([True] * T)
+            owner.append(i)
+            weight.append(1.0 / k)
+    return (paths, np.array(dts, dtype="datetime64[s]").reshape(len(paths), T),
+            np.array(ok, dtype=bool).reshape(len(paths), T), owner, weight)
