@@ -1520,7 +1520,7 @@ static void test_encode_round_trip(cf__codec_ctx *ctx) {
                     const uint8_t *o;
                     size_t on;
                     uint8_t *z = calloc(1, len);
-                    CHECK(cf__codec_encode(e, &p, 0, z, len, &o, &on, &err) == CF_E_ARG);
+                    CHECK(cf__codec_encode(e, &p, NULL, z, len, &o, &on, &err) == CF_E_ARG);
                     free(z);
                     continue;
                 }
@@ -1533,11 +1533,11 @@ static void test_encode_round_trip(cf__codec_ctx *ctx) {
                     }
                 const uint8_t *enc = NULL;
                 size_t n = 0;
-                CHECK(cf__codec_encode(e, &p, 0, src, len, &enc, &n, &err) == CF_OK);
+                CHECK(cf__codec_encode(e, &p, NULL, src, len, &enc, &n, &err) == CF_OK);
                 CHECK(n > 0);
                 CHECK(cf__codec_decode(ctx, &p, enc, n, back, len, &err) == CF_OK);
                 CHECK(memcmp(src, back, len) == 0);
-                CHECK(cf__codec_encode(e, &p, 0, src, len - 1, &enc, &n, &err) == CF_E_ARG);
+                CHECK(cf__codec_encode(e, &p, NULL, src, len - 1, &enc, &n, &err) == CF_E_ARG);
                 free(src);
                 free(back);
             }
@@ -1546,10 +1546,10 @@ static void test_encode_round_trip(cf__codec_ctx *ctx) {
     const uint8_t *enc;
     size_t n;
     CHECK(!cf__codec_can_encode(5) && cf__codec_can_encode(50000));
-    CHECK(cf__codec_encode(e, &bad, 0, buf, 128, &enc, &n, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_encode(e, &bad, NULL, buf, 128, &enc, &n, &err) == CF_E_UNSUPPORTED);
     bad = params(8, 16, 8, 8, 1);
     bad.predictor = 3; /* floating point predictor on integers */
-    CHECK(cf__codec_encode(e, &bad, 0, buf, 128, &enc, &n, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_encode(e, &bad, NULL, buf, 128, &enc, &n, &err) == CF_E_UNSUPPORTED);
     cf__encoder_free(e);
 }
 
