@@ -158,6 +158,11 @@ struct cf__encoder {
 cf_status cf__enc_deflate(cf__encoder *e, int level, struct libdeflate_compressor **out,
                           cf_error *err);
 cf_status cf__enc_zstd(cf__encoder *e, void **out, cf_error *err);
+/* len bytes of src zlib-wrapped DEFLATE (zstd 0) or ZSTD at level (0:
+ * GDAL's default, 6 or 9; clamped to 12 or 22) into e->out: *out and
+ * *out_len. */
+cf_status cf__enc_compress(cf__encoder *e, int zstd, int level, const uint8_t *src, size_t len,
+                           const uint8_t **out, size_t *out_len, cf_error *err);
 /* One chunk, the predictor already ruled out (cf__codec_encode checked
  * the size and options): lerc_enc.c, jpeg_enc.c, webp_enc.c. */
 cf_status cf__encode_lerc(cf__encoder *e, const cf__codec_params *p,

@@ -19,10 +19,8 @@
  */
 #include "codec_internal.h"
 
-#include <libdeflate.h>
 #include <math.h>
 #include <stdlib.h>
-#include <zstd.h>
 
 int cf__codec_can_encode(uint16_t compression) {
     switch (compression) {
@@ -160,30 +158,7 @@ cf_status cf__codec_encode(cf__encoder *e, const cf__codec_params *p,
         *out = data;
         *out_len = len;
         return CF_OK;
-    case 8: {
-        int lv = level > 0 ? (level > 12 ? 12 : level) : 6; /* GDAL's default */
-        struct libdeflate_compressor *c;
-        CF__TRY(cf__enc_deflate(e, lv, &c, err));
-        size_t cap = libdeflate_zlib_compress_bound(c, len);
-        CF__TRY(cf__scratch_reserve(&e->out, cap, err));
-        size_t n = libdeflate_zlib_compress(c, data, len, e->out.p, cap);
-        if (!n) return cf__err(err, CF_E_CODEC, "DEFLATE of %zu bytes failed", len);
-        *out = e->out.p;
-        *out_len = n;
-        return CF_OK;
-    }
-    default: { /* 50000: ZSTD */
-        void *z = NULL;
-        CF__TRY(cf__enc_zstd(e, &z, err));
-        int lv = level > 0 ? (level > 22 ? 22 : level) : 9; /* GDAL's default */
-        size_t cap = ZSTD_compressBound(len);
-        CF__TRY(cf__scratch_reserve(&e->out, cap, err));
-        size_t n = ZSTD_compressCCtx(z, e->out.p, cap, data, len, lv);
-        if (ZSTD_isError(n))
-            return cf__err(err, CF_E_CODEC, "ZSTD of %zu bytes: %s", len, ZSTD_getErrorName(n));
-        *out = e->out.p;
-        *out_len = n;
-        return CF_OK;
-    }
+    default: /* 8 DEFLATE, 50000 ZSTD */
+        return cf__enc_compress(e, p->compression == 50000, level, data, len, out, out_len, err);
     }
 }

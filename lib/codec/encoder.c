@@ -42,3 +42,29 @@ cf_status cf__enc_zstd(cf__encoder *e, void **out, cf_error *err) {
     *out = e->zstd;
     return CF_OK;
 }
+
+cf_status cf__enc_compress(cf__encoder *e, int zstd, int level, const uint8_t *src, size_t len,
+                           const uint8_t **out, size_t *out_len, cf_error *err) {
+    size_t n;
+    if (!zstd) {
+        int lv = level > 0 ? (level > 12 ? 12 : level) : 6; /* GDAL's default */
+        struct libdeflate_compressor *c;
+        CF__TRY(cf__enc_deflate(e, lv, &c, err));
+        size_t cap = libdeflate_zlib_compress_bound(c, len);
+        CF__TRY(cf__scratch_reserve(&e->out, cap, err));
+        n = libdeflate_zlib_compress(c, src, len, e->out.p, cap);
+        if (!n) return cf__err(err, CF_E_CODEC, "DEFLATE of %zu bytes failed", len);
+    } else {
+        void *z = NULL;
+        CF__TRY(cf__enc_zstd(e, &z, err));
+        int lv = level > 0 ? (level > 22 ? 22 : level) : 9; /* GDAL's default */
+        size_t cap = ZSTD_compressBound(len);
+        CF__TRY(cf__scratch_reserve(&e->out, cap, err));
+        n = ZSTD_compressCCtx(z, e->out.p, cap, src, len, lv);
+        if (ZSTD_isError(n))
+            return cf__err(err, CF_E_CODEC, "ZSTD of %zu bytes: %s", len, ZSTD_getErrorName(n));
+    }
+    *out = e->out.p;
+    *out_len = n;
+    return CF_OK;
+}

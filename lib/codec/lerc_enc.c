@@ -22,9 +22,7 @@
 
 #ifdef CF_HAVE_LERC
 #include <Lerc_c_api.h>
-#include <libdeflate.h>
 #include <math.h>
-#include <zstd.h>
 
 /* libtiff's LERC_VERSION_2_4 */
 #define CF__LERC_VERSION 4
@@ -142,28 +140,8 @@ cf_status cf__encode_lerc(cf__encoder *e, const cf__codec_params *p,
         *out_len = nb;
         return CF_OK;
     }
-    if (p->lerc_sub == 1) {
-        int lv = o->level > 0 ? (o->level > 12 ? 12 : o->level) : 6;
-        struct libdeflate_compressor *c;
-        CF__TRY(cf__enc_deflate(e, lv, &c, err));
-        size_t zcap = libdeflate_zlib_compress_bound(c, nb);
-        CF__TRY(cf__scratch_reserve(&e->out, zcap, err));
-        size_t n = libdeflate_zlib_compress(c, blob_buf, nb, e->out.p, zcap);
-        if (!n) return cf__err(err, CF_E_CODEC, "DEFLATE layer of %u bytes failed", nb);
-        *out = e->out.p;
-        *out_len = n;
-        return CF_OK;
-    }
-    void *z = NULL;
-    CF__TRY(cf__enc_zstd(e, &z, err));
-    int lv = o->level > 0 ? (o->level > 22 ? 22 : o->level) : 9;
-    size_t zcap = ZSTD_compressBound(nb);
-    CF__TRY(cf__scratch_reserve(&e->out, zcap, err));
-    size_t n = ZSTD_compressCCtx(z, e->out.p, zcap, blob_buf, nb, lv);
-    if (ZSTD_isError(n))
-        return cf__err(err, CF_E_CODEC, "ZSTD layer of %u bytes: %s", nb, ZSTD_getErrorName(n));
-    *out = e->out.p;
-    *out_len = n;
+    cf_status st = cf__enc_compress(e, p->lerc_sub == 2, o->level, blob_buf, nb, out, out_len, err);
+    if (st) return cf__err_prefix(err, st, "LERC's layer");
     return CF_OK;
 }
 #else
