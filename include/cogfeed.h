@@ -1119,12 +1119,18 @@ typedef struct cf_writer_options {
     uint32_t bands;            /* samples per pixel (1 .. 65535) */
     cf_dtype dtype;            /* U8 .. F64 (not complex) */
     uint32_t tile_size;        /* square tiles, a multiple of 16 (512) */
-    uint16_t compression;      /* TIFF code: 1 NONE, 8 DEFLATE, 50000 ZSTD
-                                  (8) */
+    uint16_t compression;      /* TIFF code: 1 NONE, 8 DEFLATE, 50000 ZSTD,
+                                  34887 LERC (see lerc_layer), 7 JPEG,
+                                  50001 WEBP (8) */
     int level;                 /* codec level, 0: GDAL's default (6 for
-                                  DEFLATE, 9 for ZSTD) */
-    int predictor;             /* 0: auto (2 for integers, 3 for floats
-                                  when compressed, else 1); 1, 2 or 3 */
+                                  DEFLATE, 9 for ZSTD); for LERC the
+                                  level of its DEFLATE or ZSTD layer; JPEG
+                                  and WEBP take `quality` instead */
+    int predictor;             /* 0: auto (with DEFLATE or ZSTD 2 for
+                                  integers and 3 for floats, else 1);
+                                  1, 2 or 3 (2 and 3 with DEFLATE or ZSTD
+                                  only: libtiff applies none to LERC,
+                                  JPEG or WEBP) */
     int overviews;             /* -1 (default): halve until the level fits
                                   one tile, as GDAL's COG driver; 0: none;
                                   n: that many levels at most */
@@ -1141,6 +1147,29 @@ typedef struct cf_writer_options {
                                   entries: none), as GDAL's band
                                   descriptions; copied */
     const double *scales, *offsets; /* NULL, or one per band; copied */
+    /* Codec options, read only when struct_size covers them (a caller
+     * built against an older header gets their defaults). */
+    uint16_t lerc_layer;       /* LERC's additional compression, as GDAL's
+                                  names: 1 none (LERC, the default), 8
+                                  DEFLATE (LERC_DEFLATE), 50000 ZSTD
+                                  (LERC_ZSTD) */
+    double max_error;          /* LERC: the largest difference allowed
+                                  between a value and what is read back
+                                  (GDAL's MAX_Z_ERROR); 0 (default):
+                                  lossless.  Integers are lossless below
+                                  0.5 */
+    int quality;               /* JPEG, WEBP: 1..100; 0: GDAL's default
+                                  75.  WEBP at 100 is lossless (GDAL's
+                                  COG driver rule) */
+    int lossless;              /* WEBP: 1 for lossless whatever the
+                                  quality (GDAL's WEBP_LOSSLESS) */
+    uint16_t photometric;      /* PhotometricInterpretation: 0 (default)
+                                  picks 6 YCbCr for JPEG of 3 bands (GDAL's
+                                  default: RGB samples in, converted and
+                                  subsampled 2x2 by the JPEG library, RGB
+                                  out), 2 RGB for WEBP, else 1 MinIsBlack;
+                                  or 1, 2 (3 bands or more), 6 (JPEG of 3
+                                  bands) */
 } cf_writer_options;
 
 CF_API void cf_writer_options_init(cf_writer_options *opt);

@@ -51,15 +51,19 @@ static int floats(PyObject *o, uint32_t n, double **out, const char *what) {
 static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", "width", "height", "bands", "dtype", "tile_size",
                              "compression", "level", "predictor", "overviews", "resampling",
-                             "nodata", "grid", "descriptions", "scales", "offsets", NULL};
+                             "nodata", "grid", "descriptions", "scales", "offsets",
+                             "lerc_layer", "max_error", "quality", "lossless", "photometric",
+                             NULL};
     PyObject *path_o, *nodata = Py_None, *grid = Py_None, *desc = Py_None;
     PyObject *scales_o = Py_None, *offsets_o = Py_None;
-    unsigned int width, height, bands, tile, comp;
-    int dtype, level, pred, ovr, rs;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO", kwlist,
+    unsigned int width, height, bands, tile, comp, lerc_layer = 1, photometric = 0;
+    int dtype, level, pred, ovr, rs, quality = 0, lossless = 0;
+    double max_error = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipI", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &bands,
                                      &dtype, &tile, &comp, &level, &pred, &ovr, &rs, &nodata,
-                                     &grid, &desc, &scales_o, &offsets_o))
+                                     &grid, &desc, &scales_o, &offsets_o, &lerc_layer,
+                                     &max_error, &quality, &lossless, &photometric))
         return -1;
     if (self->w) {
         PyErr_SetString(PyExc_RuntimeError, "_Writer already open");
@@ -78,6 +82,11 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     o.predictor = pred;
     o.overviews = ovr;
     o.overview_resampling = (cf_resampling)rs;
+    o.lerc_layer = (uint16_t)lerc_layer;
+    o.max_error = max_error;
+    o.quality = quality;
+    o.lossless = lossless;
+    o.photometric = (uint16_t)photometric;
     cf_grid g;
     cf_crs *hold = NULL;
     PyObject *dt = NULL;
@@ -235,14 +244,16 @@ static void Stitcher_dealloc(StitcherObject *self) {
 static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", "width", "height", "tile_size", "compression", "level",
                              "overviews", "grid", "channels", "blend", "overlap", "argmax",
-                             "patches", NULL};
+                             "patches", "lerc_layer", "max_error", NULL};
     PyObject *path_o, *grid = Py_None;
-    unsigned int width, height, tile, comp, channels, blend, overlap;
+    unsigned int width, height, tile, comp, channels, blend, overlap, lerc_layer = 1;
     int level, ovr, argmax;
+    double max_error = 0;
     Py_buffer pb;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*", kwlist, PyUnicode_FSConverter,
-                                     &path_o, &width, &height, &tile, &comp, &level, &ovr, &grid,
-                                     &channels, &blend, &overlap, &argmax, &pb))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|Id", kwlist,
+                                     PyUnicode_FSConverter, &path_o, &width, &height, &tile,
+                                     &comp, &level, &ovr, &grid, &channels, &blend, &overlap,
+                                     &argmax, &pb, &lerc_layer, &max_error))
         return -1;
     int ok = 1;
     if (self->st) {
@@ -261,6 +272,8 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     o.compression = (uint16_t)comp;
     o.level = level;
     o.overviews = ovr;
+    o.lerc_layer = (uint16_t)lerc_layer;
+    o.max_error = max_error;
     cf_stitcher_options so;
     cf_stitcher_options_init(&so);
     so.channels = channels;

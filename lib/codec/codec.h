@@ -186,25 +186,48 @@ cf_status cf__codec_decode_rows(cf__codec_ctx *ctx, const cf__codec_params *p, u
                                const uint8_t *src, size_t src_len, uint8_t *dst,
                                size_t dst_len, cf_error *err);
 
-/* Encoding (encode.c), for the writer.  An encoder keeps the codecs'
- * state and its buffers from chunk to chunk; one per thread. */
+/* Encoding (encode.c and one file per lossy or LERC codec), for the
+ * writer.  An encoder keeps the codecs' state and its buffers from chunk
+ * to chunk; one per thread. */
 typedef struct cf__encoder cf__encoder;
 cf__encoder *cf__encoder_new(void);
 void cf__encoder_free(cf__encoder *e);
-/* 1 if cf__codec_encode writes `compression`: NONE (1), DEFLATE (8),
- * ZSTD (50000). */
+/* 1 if cf__codec_encode writes `compression` in this build: NONE (1),
+ * DEFLATE (8), ZSTD (50000), and with their libraries LERC (34887),
+ * JPEG (7), WEBP (50001). */
 int cf__codec_can_encode(uint16_t compression);
+
+/* What an encode may choose beyond the tags (the writer's options). */
+typedef struct cf__encode_opts {
+    int level;        /* DEFLATE, ZSTD and LERC's DEFLATE/ZSTD layer: 0 is
+                         GDAL's default (6, 9) */
+    double max_error; /* LERC: the largest difference allowed per value
+                         (GDAL's MAX_Z_ERROR); 0 lossless */
+    int quality;      /* JPEG, WEBP: 1..100, 0 GDAL's default 75 */
+    int lossless;     /* WEBP: lossless (GDAL's WEBP_LOSSLESS) */
+} cf__encode_opts;
+
 /* Encode one chunk of p (len = cf__codec_chunk_bytes(p) bytes of
- * native-order samples, pixel-interleaved, full tile width and height):
- * predictor p->predictor applied, samples little-endian, then
- * compressed at `level` (0: GDAL's default, 6 for DEFLATE, 9 for ZSTD).
+ * native-order samples, pixel-interleaved, full tile width and height)
+ * with the options o (NULL: every default):
+ *  - NONE, DEFLATE, ZSTD: predictor p->predictor applied, samples
+ *    little-endian, then compressed at o->level;
+ *  - LERC: a Lerc2 blob of version 4 (what libtiff writes), then
+ *    p->lerc_sub's layer (0 none, 1 DEFLATE, 2 ZSTD); float NaNs go into
+ *    the LERC mask;
+ *  - JPEG: 8-bit, 1 sample, or 3 as RGB or (p->photometric 6) converted to
+ *    YCbCr subsampled p->ycbcr_sub_h x p->ycbcr_sub_v, each chunk a whole
+ *    stream with its tables (no JPEGTables needed);
+ *  - WEBP: 8-bit RGB or RGBA.
+ * The last three take predictor 1 only (libtiff ignores it for them).
  * *out is the encoder's buffer (or src itself for NONE on a little-endian
  * host without a predictor), valid until its next call.  CF_E_UNSUPPORTED
- * for other codecs or a predictor the samples cannot take, CF_E_ARG when
- * len is not the chunk's size or a predictor comes without compression. */
-cf_status cf__codec_encode(cf__encoder *e, const cf__codec_params *p, int level,
-                           const uint8_t *src, size_t len, const uint8_t **out,
-                           size_t *out_len, cf_error *err);
+ * for other codecs, samples the codec cannot take or a predictor the
+ * samples cannot take, CF_E_ARG when len is not the chunk's size, a
+ * predictor comes without compression or an option is out of range. */
+cf_status cf__codec_encode(cf__encoder *e, const cf__codec_params *p,
+                           const cf__encode_opts *o, const uint8_t *src, size_t len,
+                           const uint8_t **out, size_t *out_len, cf_error *err);
 
 /* 1 if this build can decode `compression` (with lerc_sub for LERC). */
 int cf__codec_supported(uint16_t compression, uint16_t lerc_sub);

@@ -141,6 +141,43 @@ cf_status cf__check_webp(const cf__codec_params *p, cf_error *err);
 cf_status cf__check_lerc(const cf__codec_params *p, cf_error *err);
 cf_status cf__check_ccitt(const cf__codec_params *p, cf_error *err);
 
+/* The encoder (encode.c): shared with the codec files that encode. */
+struct libdeflate_compressor;
+struct cf__encoder {
+    struct libdeflate_compressor *deflate;
+    int deflate_level;
+    void *zstd;         /* ZSTD_CCtx, lazily */
+    cf__scratch work;   /* the chunk after the predictor, or LERC's
+                           band-sequential staging */
+    cf__scratch row;    /* predictor 3: one row's byte planes */
+    cf__scratch out;    /* the encoded chunk */
+    cf__scratch blob;   /* LERC: the blob before its DEFLATE/ZSTD layer */
+    cf__scratch mask;   /* LERC: validity of each pixel (float NaNs) */
+};
+/* Lazily made compressors at a level (CF_E_NOMEM). */
+cf_status cf__enc_deflate(cf__encoder *e, int level, struct libdeflate_compressor **out,
+                          cf_error *err);
+cf_status cf__enc_zstd(cf__encoder *e, void **out, cf_error *err);
+/* len bytes of src zlib-wrapped DEFLATE (zstd 0) or ZSTD at level (0:
+ * GDAL's default, 6 or 9; clamped to 12 or 22) into e->out: *out and
+ * *out_len. */
+cf_status cf__enc_compress(cf__encoder *e, int zstd, int level, const uint8_t *src, size_t len,
+                           const uint8_t **out, size_t *out_len, cf_error *err);
+/* One chunk, the predictor already ruled out (cf__codec_encode checked
+ * the size and options): lerc_enc.c, jpeg_enc.c, webp_enc.c. */
+cf_status cf__encode_lerc(cf__encoder *e, const cf__codec_params *p,
+                          const cf__encode_opts *o, const uint8_t *src, size_t len,
+                          const uint8_t **out, size_t *out_len, cf_error *err);
+cf_status cf__encode_jpeg(cf__encoder *e, const cf__codec_params *p,
+                          const cf__encode_opts *o, const uint8_t *src, size_t len,
+                          const uint8_t **out, size_t *out_len, cf_error *err);
+cf_status cf__encode_webp(cf__encoder *e, const cf__codec_params *p,
+                          const cf__encode_opts *o, const uint8_t *src, size_t len,
+                          const uint8_t **out, size_t *out_len, cf_error *err);
+/* LERC's data type for the tags (liblerc's numbering), -1 if none
+ * (lerc.c). */
+int cf__lerc_type(const cf__codec_params *p);
+
 /* bits.c: FillOrder 2 and depths that are not whole bytes. */
 void cf__bits_reverse(const uint8_t *src, uint8_t *dst, size_t n);
 /* Widen a stored chunk of 2-7, 9-15 or 17-31-bit samples (rows of

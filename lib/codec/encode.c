@@ -1,8 +1,8 @@
 /*
  * encode.c - one chunk encoded for the writer: the inverse of
- * cf__codec_decode for the lossless codecs a user writes predictions and
- * rasters with (NONE, DEFLATE, ZSTD), with the TIFF predictors applied
- * first as libtiff applies them:
+ * cf__codec_decode.  This file checks the request and encodes the
+ * lossless byte codecs (NONE, DEFLATE, ZSTD), with the TIFF predictors
+ * applied first as libtiff applies them:
  *  - 2, horizontal differencing: each sample minus the same sample of the
  *    pixel to its left, modulo 2^bits, on the bit pattern;
  *  - 3, floating point: each row's values split into byte planes, most
@@ -13,37 +13,31 @@
  *
  * The same libraries as the decoders: libdeflate (zlib-wrapped, as GDAL
  * writes DEFLATE tiles) and libzstd, their state kept in the encoder and
- * reused chunk after chunk.
+ * reused chunk after chunk.  LERC, JPEG and WEBP have a file each
+ * (lerc_enc.c, jpeg_enc.c, webp_enc.c); libtiff runs no predictor for
+ * them, so neither do we.
  */
 #include "codec_internal.h"
 
-#include <libdeflate.h>
+#include <math.h>
 #include <stdlib.h>
-#include <zstd.h>
-
-struct cf__encoder {
-    struct libdeflate_compressor *deflate;
-    int deflate_level;
-    ZSTD_CCtx *zstd;
-    cf__scratch work; /* the chunk after the predictor */
-    cf__scratch row;  /* predictor 3: one row's byte planes */
-    cf__scratch out;  /* the encoded chunk */
-};
-
-cf__encoder *cf__encoder_new(void) { return cf__calloc(1, sizeof(cf__encoder)); }
-
-void cf__encoder_free(cf__encoder *e) {
-    if (!e) return;
-    if (e->deflate) libdeflate_free_compressor(e->deflate);
-    if (e->zstd) ZSTD_freeCCtx(e->zstd);
-    free(e->work.p);
-    free(e->row.p);
-    free(e->out.p);
-    free(e);
-}
 
 int cf__codec_can_encode(uint16_t compression) {
-    return compression == 1 || compression == 8 || compression == 50000;
+    switch (compression) {
+    case 1:
+    case 8:
+    case 50000: return 1;
+#ifdef CF_HAVE_LERC
+    case 34887: return 1;
+#endif
+#ifdef CF_HAVE_JPEG
+    case 7: return 1;
+#endif
+#ifdef CF_HAVE_WEBP
+    case 50001: return 1;
+#endif
+    default: return 0;
+    }
 }
 
 static int host_is_le(void) {
@@ -106,9 +100,11 @@ static void to_le(uint8_t *b, size_t len, unsigned bytes) {
         }
 }
 
-cf_status cf__codec_encode(cf__encoder *e, const cf__codec_params *p, int level,
-                           const uint8_t *src, size_t len, const uint8_t **out,
-                           size_t *out_len, cf_error *err) {
+cf_status cf__codec_encode(cf__encoder *e, const cf__codec_params *p,
+                           const cf__encode_opts *o, const uint8_t *src, size_t len,
+                           const uint8_t **out, size_t *out_len, cf_error *err) {
+    static const cf__encode_opts defaults = {0, 0.0, 0, 0};
+    if (!o) o = &defaults;
     *out = NULL;
     *out_len = 0;
     if (!cf__codec_can_encode(p->compression))
@@ -117,6 +113,26 @@ cf_status cf__codec_encode(cf__encoder *e, const cf__codec_params *p, int level,
     if (!want || want != len)
         return cf__err(err, CF_E_ARG, "chunk of %zu bytes, %ux%u x %u samples need %llu", len,
                        p->width, p->height, p->samples, (unsigned long long)want);
+    if (o->level < 0 || o->level > 22 || o->quality < 0 || o->quality > 100 ||
+        !(o->max_error >= 0 && o->max_error < HUGE_VAL))
+        return cf__err(err, CF_E_ARG, "level %d, quality %d or max error %g out of range",
+                       o->level, o->quality, o->max_error);
+    int own = p->compression == 34887 || p->compression == 7 || p->compression == 50001;
+    if (own && p->predictor != 1)
+        return cf__err(err, CF_E_UNSUPPORTED,
+                       "predictor %u with compression %u (libtiff applies none to it)",
+                       p->predictor, p->compression);
+    /* (cf__codec_can_encode let only the codecs built here through) */
+#ifdef CF_HAVE_LERC
+    if (p->compression == 34887) return cf__encode_lerc(e, p, o, src, len, out, out_len, err);
+#endif
+#ifdef CF_HAVE_JPEG
+    if (p->compression == 7) return cf__encode_jpeg(e, p, o, src, len, out, out_len, err);
+#endif
+#ifdef CF_HAVE_WEBP
+    if (p->compression == 50001) return cf__encode_webp(e, p, o, src, len, out, out_len, err);
+#endif
+    const int level = o->level;
     CF__TRY(cf__predictor_check(p, err));
     if (p->compression == 1 && p->predictor != 1)
         return cf__err(err, CF_E_ARG, "predictor %u without compression (readers ignore it)",
@@ -142,34 +158,7 @@ cf_status cf__codec_encode(cf__encoder *e, const cf__codec_params *p, int level,
         *out = data;
         *out_len = len;
         return CF_OK;
-    case 8: {
-        int lv = level > 0 ? (level > 12 ? 12 : level) : 6; /* GDAL's default */
-        if (!e->deflate || e->deflate_level != lv) {
-            if (e->deflate) libdeflate_free_compressor(e->deflate);
-            e->deflate = libdeflate_alloc_compressor(lv);
-            e->deflate_level = lv;
-            if (!e->deflate) return cf__err(err, CF_E_NOMEM, "cannot start libdeflate");
-        }
-        size_t cap = libdeflate_zlib_compress_bound(e->deflate, len);
-        CF__TRY(cf__scratch_reserve(&e->out, cap, err));
-        size_t n = libdeflate_zlib_compress(e->deflate, data, len, e->out.p, cap);
-        if (!n) return cf__err(err, CF_E_CODEC, "DEFLATE of %zu bytes failed", len);
-        *out = e->out.p;
-        *out_len = n;
-        return CF_OK;
-    }
-    default: { /* 50000: ZSTD */
-        if (!e->zstd) e->zstd = ZSTD_createCCtx();
-        if (!e->zstd) return cf__err(err, CF_E_NOMEM, "cannot start zstd");
-        int lv = level > 0 ? (level > 22 ? 22 : level) : 9; /* GDAL's default */
-        size_t cap = ZSTD_compressBound(len);
-        CF__TRY(cf__scratch_reserve(&e->out, cap, err));
-        size_t n = ZSTD_compressCCtx(e->zstd, e->out.p, cap, data, len, lv);
-        if (ZSTD_isError(n))
-            return cf__err(err, CF_E_CODEC, "ZSTD of %zu bytes: %s", len, ZSTD_getErrorName(n));
-        *out = e->out.p;
-        *out_len = n;
-        return CF_OK;
-    }
+    default: /* 8 DEFLATE, 50000 ZSTD */
+        return cf__enc_compress(e, p->compression == 50000, level, data, len, out, out_len, err);
     }
 }

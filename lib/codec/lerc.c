@@ -23,8 +23,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-/* LERC data type for the tags (liblerc numbering), -1 if none. */
-static int lerc_type(const cf__codec_params *p) {
+int cf__lerc_type(const cf__codec_params *p) {
     int sf = p->sample_format ? p->sample_format : 1;
     switch (p->bits) {
     case 8: return sf == 2 ? 0 : sf == 1 ? 1 : -1;
@@ -80,7 +79,7 @@ static cf_status outer_layer(cf__codec_ctx *ctx, const cf__codec_params *p,
 }
 
 cf_status cf__check_lerc(const cf__codec_params *p, cf_error *err) {
-    if (lerc_type(p) < 0)
+    if (cf__lerc_type(p) < 0)
         return cf__err(err, CF_E_UNSUPPORTED,
                        "LERC with %u-bit samples of sample format %u",
                        (unsigned)p->bits, (unsigned)p->sample_format);
@@ -91,7 +90,7 @@ cf_status cf__decode_lerc(cf__codec_ctx *ctx, const cf__codec_params *p,
                           const uint8_t *src, size_t src_len, uint8_t *dst,
                           size_t dst_len, cf_error *err) {
     CF__TRY(cf__check_lerc(p, err));
-    int dt = lerc_type(p);
+    int dt = cf__lerc_type(p);
     const uint8_t *blob = NULL;
     size_t blob_len = 0;
     CF__TRY(outer_layer(ctx, p, src, src_len, dst_len, &blob,

@@ -14,7 +14,7 @@ static unsigned type_size(uint16_t t) {
     case CF__T_ASCII: return 1;
     case CF__T_SHORT: return 2;
     case CF__T_LONG: return 4;
-    default: return 8; /* DOUBLE, LONG8 */
+    default: return 8; /* RATIONAL, DOUBLE, LONG8 */
     }
 }
 
@@ -45,6 +45,14 @@ static void put(uint8_t *p, uint64_t v, unsigned bytes) {
 static void put_values(const cf__tag *t, uint8_t *p) {
     unsigned s = type_size(t->type);
     const uint8_t *src = t->data;
+    if (t->type == CF__T_RATIONAL) { /* two LONGs each */
+        for (uint64_t i = 0; i < 2 * t->count; i++) {
+            uint32_t x;
+            memcpy(&x, src + 4 * i, 4);
+            put(p + 4 * i, x, 4);
+        }
+        return;
+    }
     for (uint64_t i = 0; i < t->count; i++) {
         uint64_t v = 0;
         switch (s) {

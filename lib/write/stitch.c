@@ -98,7 +98,8 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
     if (so->blend != CF_BLEND_MEAN && so->blend != CF_BLEND_LINEAR && so->blend != CF_BLEND_HANN)
         return cf__err(err, CF_E_ARG, "stitcher: blend %d", (int)so->blend);
     if (!so->npatches || !so->patches) return cf__err(err, CF_E_ARG, "stitcher: no patches listed");
-    cf_writer_options o = *wo;
+    cf_writer_options o;
+    CF__TRY(cf__writer_options_copy(wo, &o, err)); /* the caller's may be older */
     o.bands = so->argmax ? 1 : so->channels;
     o.dtype = so->argmax ? CF_DT_U8 : CF_DT_F32;
     o.has_nodata = 1;

@@ -8,10 +8,25 @@
 
 #include "../common/common.h"
 
+/* ---- writer.c ---- */
+
+/* The caller's options as this build knows them: what its struct_size
+ * covers, the defaults for the rest (fields added later).  CF_E_ARG when
+ * struct_size is below the first release's. */
+cf_status cf__writer_options_copy(const cf_writer_options *in, cf_writer_options *out,
+                                  cf_error *err);
+
 /* ---- ifd_out.c: one TIFF directory, serialised ---- */
 
 /* TIFF field types the writer uses. */
-enum { CF__T_ASCII = 2, CF__T_SHORT = 3, CF__T_LONG = 4, CF__T_DOUBLE = 12, CF__T_LONG8 = 16 };
+enum {
+    CF__T_ASCII = 2,
+    CF__T_SHORT = 3,
+    CF__T_LONG = 4,
+    CF__T_RATIONAL = 5, /* values given as numerator, denominator uint32s */
+    CF__T_DOUBLE = 12,
+    CF__T_LONG8 = 16
+};
 
 /* One entry: `count` values of `type`, native order, at `data`
  * (borrowed until the directory is written). */

@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -68,6 +69,7 @@ struct cf_writer {
     w_level lev[CF__WRITER_MAX_LEVELS];
     cf__encoder *enc;
     cf__codec_params p;                /* one full tile */
+    cf__encode_opts eo;
     size_t es, px, tile_bytes;
     uint8_t *tile;                     /* pixel-interleaved, one tile */
 };
@@ -81,6 +83,17 @@ void cf_writer_options_init(cf_writer_options *o) {
     o->compression = 8;
     o->overviews = -1;
     o->overview_resampling = CF_RS_AVERAGE;
+    o->lerc_layer = 1;
+}
+
+cf_status cf__writer_options_copy(const cf_writer_options *in, cf_writer_options *out,
+                                  cf_error *err) {
+    if (!in || in->struct_size < offsetof(cf_writer_options, lerc_layer))
+        return cf__err(err, CF_E_ARG, "writer: options not initialised (cf_writer_options_init)");
+    cf_writer_options_init(out);
+    memcpy(out, in, in->struct_size < sizeof *out ? in->struct_size : sizeof *out);
+    out->struct_size = sizeof *out;
+    return CF_OK;
 }
 
 static int is_float(cf_dtype d) { return d == CF_DT_F32 || d == CF_DT_F64; }
@@ -99,9 +112,84 @@ static cf_status w_fail(cf_writer *w, cf_status st) {
     return st;
 }
 
+/* TIFF compression codes as GDAL's COMPRESS names them, for messages. */
+static const char *comp_name(const cf_writer_options *o) {
+    switch (o->compression) {
+    case 1: return "NONE";
+    case 8: return "DEFLATE";
+    case 50000: return "ZSTD";
+    case 7: return "JPEG";
+    case 50001: return "WEBP";
+    case 34887:
+        return o->lerc_layer == 8 ? "LERC_DEFLATE" : o->lerc_layer == 50000 ? "LERC_ZSTD" : "LERC";
+    default: return "?";
+    }
+}
+
+/* The codec options against the compression, dtype and bands: every
+ * combination GDAL would refuse or ignore is refused, naming the option. */
+static cf_status check_codec(const cf_writer_options *o, cf_error *err) {
+    const uint16_t c = o->compression;
+    const int lerc = c == 34887, jpeg = c == 7, webp = c == 50001;
+    const char *name = comp_name(o), *dt = cf_dtype_name(o->dtype);
+    if (o->lerc_layer != 1 && o->lerc_layer != 8 && o->lerc_layer != 50000)
+        return cf__err(err, CF_E_ARG,
+                       "writer: lerc_layer %u (1 none, 8 DEFLATE, 50000 ZSTD)", o->lerc_layer);
+    if (o->lerc_layer != 1 && !lerc)
+        return cf__err(err, CF_E_ARG, "writer: lerc_layer is for compression LERC (34887), "
+                       "not %s", name);
+    if (!(o->max_error >= 0 && o->max_error < HUGE_VAL))
+        return cf__err(err, CF_E_ARG, "writer: max_error %g is not a finite value >= 0",
+                       o->max_error);
+    if (o->max_error > 0 && !lerc)
+        return cf__err(err, CF_E_ARG, "writer: max_error is for LERC; %s %s", name,
+                       jpeg || webp ? "takes quality" : "is lossless");
+    if (o->quality < 0 || o->quality > 100)
+        return cf__err(err, CF_E_ARG, "writer: quality %d not in 1..100 (0: 75)", o->quality);
+    if (o->quality && !jpeg && !webp)
+        return cf__err(err, CF_E_ARG, "writer: quality is for JPEG and WEBP, not %s%s", name,
+                       lerc ? " (LERC takes max_error)" : "");
+    if (o->lossless != 0 && o->lossless != 1)
+        return cf__err(err, CF_E_ARG, "writer: lossless %d (0 or 1)", o->lossless);
+    if (o->lossless && !webp)
+        return cf__err(err, CF_E_ARG, "writer: lossless is for WEBP; %s %s", name,
+                       jpeg ? "is always lossy" : lerc ? "is lossless at max_error 0"
+                                                   : "is lossless");
+    if (o->level && (jpeg || webp || (lerc && o->lerc_layer == 1)))
+        return cf__err(err, CF_E_ARG, "writer: level is for DEFLATE, ZSTD and LERC's layer, "
+                       "not %s%s", name, jpeg || webp ? " (it takes quality)" : "");
+    if ((lerc || jpeg || webp) && o->predictor > 1)
+        return cf__err(err, CF_E_ARG, "writer: predictor %d with %s (libtiff applies none to it)",
+                       o->predictor, name);
+    if (lerc && (o->dtype == CF_DT_U64 || o->dtype == CF_DT_I64))
+        return cf__err(err, CF_E_UNSUPPORTED,
+                       "writer: %s takes 8-, 16- and 32-bit integers and floats, not dtype %s",
+                       name, dt);
+    if ((jpeg || webp) && o->dtype != CF_DT_U8)
+        return cf__err(err, CF_E_UNSUPPORTED, "writer: %s takes dtype uint8, not %s", name, dt);
+    if (jpeg && o->bands != 1 && o->bands != 3)
+        return cf__err(err, CF_E_UNSUPPORTED, "writer: JPEG takes 1 or 3 bands, not %u",
+                       o->bands);
+    if (webp && o->bands != 3 && o->bands != 4)
+        return cf__err(err, CF_E_UNSUPPORTED, "writer: WEBP takes 3 or 4 bands, not %u",
+                       o->bands);
+    const uint16_t ph = o->photometric;
+    if (ph != 0 && ph != 1 && ph != 2 && ph != 6)
+        return cf__err(err, CF_E_ARG, "writer: photometric %u (0 auto, 1 MinIsBlack, 2 RGB, "
+                       "6 YCbCr)", ph);
+    if (ph == 2 && o->bands < 3)
+        return cf__err(err, CF_E_ARG, "writer: photometric RGB (2) needs 3 bands or more, "
+                       "not %u", o->bands);
+    if (ph == 6 && !(jpeg && o->bands == 3))
+        return cf__err(err, CF_E_ARG, "writer: photometric YCbCr (6) is written for JPEG of 3 "
+                       "bands only, not %s of %u", name, o->bands);
+    if (ph == 1 && webp)
+        return cf__err(err, CF_E_ARG, "writer: photometric MinIsBlack (1) with WEBP (it "
+                       "stores RGB or RGBA)");
+    return CF_OK;
+}
+
 static cf_status check_options(const cf_writer_options *o, cf_error *err) {
-    if (!o || o->struct_size < sizeof *o)
-        return cf__err(err, CF_E_ARG, "writer: options not initialised (cf_writer_options_init)");
     if (!o->width || !o->height || o->width > CF_MAX_DIMENSION || o->height > CF_MAX_DIMENSION)
         return cf__err(err, CF_E_ARG, "writer: size %ux%u not in 1..%u", o->width, o->height,
                        CF_MAX_DIMENSION);
@@ -114,8 +202,13 @@ static cf_status check_options(const cf_writer_options *o, cf_error *err) {
                        o->tile_size);
     if (!cf__codec_can_encode(o->compression))
         return cf__err(err, CF_E_UNSUPPORTED,
-                       "writer: compression %u (NONE 1, DEFLATE 8 and ZSTD 50000 are written)",
-                       o->compression);
+                       "writer: compression %u (NONE 1, DEFLATE 8, ZSTD 50000, and in builds "
+                       "with their libraries LERC 34887, JPEG 7, WEBP 50001 are written; "
+                       "this build writes%s%s%s%s)",
+                       o->compression, " NONE DEFLATE ZSTD",
+                       cf__codec_can_encode(34887) ? " LERC" : "",
+                       cf__codec_can_encode(7) ? " JPEG" : "",
+                       cf__codec_can_encode(50001) ? " WEBP" : "");
     if (o->predictor < 0 || o->predictor > 3)
         return cf__err(err, CF_E_ARG, "writer: predictor %d not in 0..3", o->predictor);
     if (o->predictor == 3 && !is_float(o->dtype))
@@ -131,6 +224,7 @@ static cf_status check_options(const cf_writer_options *o, cf_error *err) {
                        cf_resampling_name(o->overview_resampling));
     if (o->level < 0 || o->level > 22)
         return cf__err(err, CF_E_ARG, "writer: level %d not in 0..22", o->level);
+    CF__TRY(check_codec(o, err));
     if (o->has_nodata && !is_float(o->dtype)) {
         /* the value must be one of the type's: GDAL_NODATA, the padding
          * and the overviews' empty windows all hold it */
@@ -244,31 +338,37 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
                          cf_error *err) {
     if (out) *out = NULL;
     if (!path || !*path || !out) return cf__err(err, CF_E_ARG, "writer: no path");
-    CF__TRY(check_options(opt, err));
+    cf_writer_options oo;
+    CF__TRY(cf__writer_options_copy(opt, &oo, err));
+    CF__TRY(check_options(&oo, err));
     cf_writer *w = cf__calloc(1, sizeof *w);
     if (!w) return cf__err(err, CF_E_NOMEM, "writer: out of memory");
     pthread_mutex_init(&w->mu, NULL);
     w->spool_fd = -1;
-    w->o = *opt;
+    w->o = oo;
+    opt = &w->o; /* what follows reads the copy: the caller's may be older */
+    const char *const *opt_desc = oo.descriptions;
+    const double *opt_scales = oo.scales, *opt_offsets = oo.offsets;
+    const cf_grid *opt_grid = oo.grid;
     w->o.grid = NULL;
     w->o.descriptions = NULL;
     w->o.scales = w->o.offsets = NULL;
-    cf_status st = take_grid(w, opt->grid, err);
+    cf_status st = take_grid(w, opt_grid, err);
     const uint32_t nb = opt->bands;
-    if (!st && opt->descriptions) {
+    if (!st && opt_desc) {
         w->desc = cf__calloc(nb, sizeof *w->desc);
         for (uint32_t b = 0; w->desc && b < nb && !st; b++)
-            if (opt->descriptions[b] && !(w->desc[b] = dup_str(opt->descriptions[b])))
+            if (opt_desc[b] && !(w->desc[b] = dup_str(opt_desc[b])))
                 st = cf__err(err, CF_E_NOMEM, "writer: out of memory");
         if (!w->desc) st = cf__err(err, CF_E_NOMEM, "writer: out of memory");
     }
-    if (!st && (opt->scales || opt->offsets)) {
+    if (!st && (opt_scales || opt_offsets)) {
         w->scales = cf__malloc(nb * sizeof(double));
         w->offsets = cf__malloc(nb * sizeof(double));
         if (!w->scales || !w->offsets) st = cf__err(err, CF_E_NOMEM, "writer: out of memory");
         for (uint32_t b = 0; !st && b < nb; b++) {
-            w->scales[b] = opt->scales ? opt->scales[b] : 1.0;
-            w->offsets[b] = opt->offsets ? opt->offsets[b] : 0.0;
+            w->scales[b] = opt_scales ? opt_scales[b] : 1.0;
+            w->offsets[b] = opt_offsets ? opt_offsets[b] : 0.0;
         }
     }
     w->es = cf_dtype_size(opt->dtype);
@@ -304,12 +404,22 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
         p->compression = opt->compression;
         p->bits = (uint16_t)(8 * w->es);
         p->sample_format = sample_format(opt->dtype);
-        p->photometric = 1;
+        const uint16_t c = opt->compression;
+        const int bytewise = c == 8 || c == 50000; /* the predictor's codecs */
+        p->photometric = opt->photometric ? opt->photometric
+                         : c == 7 && nb == 3 ? 6
+                         : c == 50001 ? 2 : 1;
+        if (p->photometric == 6) p->ycbcr_sub_h = p->ycbcr_sub_v = 2; /* GDAL's */
+        p->lerc_sub = opt->lerc_layer == 8 ? 1 : opt->lerc_layer == 50000 ? 2 : 0;
         p->width = p->height = opt->tile_size;
         p->samples = nb;
         p->predictor = (uint16_t)(opt->predictor ? opt->predictor
-                                  : opt->compression == 1 ? 1
+                                  : !bytewise ? 1
                                   : is_float(opt->dtype) ? 3 : 2);
+        w->eo.level = opt->level;
+        w->eo.max_error = opt->max_error;
+        w->eo.lossless = opt->lossless || (c == 50001 && opt->quality == 100);
+        w->eo.quality = opt->quality;
         w->tile_bytes = (size_t)cf__codec_chunk_bytes(p);
         w->tile = w->tile_bytes ? cf__malloc(w->tile_bytes) : NULL;
         w->enc = cf__encoder_new();
@@ -345,7 +455,7 @@ void cf_writer_tiles(const cf_writer *w, uint32_t *tx, uint32_t *ty) {
 static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_error *err) {
     const uint8_t *enc;
     size_t n;
-    cf_status st = cf__codec_encode(w->enc, &w->p, w->o.level, w->tile, w->tile_bytes, &enc,
+    cf_status st = cf__codec_encode(w->enc, &w->p, &w->eo, w->tile, w->tile_bytes, &enc,
                                     &n, err);
     if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path, tx,
                                   ty, l);
@@ -581,6 +691,9 @@ typedef struct w_layout {
     char *meta;
     uint16_t one16[8];
     uint32_t one32[8];
+    uint16_t ycbcr_sub[2];
+    uint32_t ref_bw[12];   /* ReferenceBlackWhite: 6 rationals */
+    uint32_t lerc[2];      /* LercParameters: version, layer */
     uint32_t dims[CF__WRITER_MAX_LEVELS][3]; /* width, height, tile size */
 } w_layout;
 
@@ -605,7 +718,7 @@ static cf_status make_ifd(cf_writer *w, w_layout *y, int l, int big, cf_error *e
     /* one16: compression, photometric, spp, planar, predictor, tile size;
      * one32: subfile type, width, height, [overview subfile type] */
     y->one16[0] = w->p.compression;
-    y->one16[1] = 1;
+    y->one16[1] = w->p.photometric;
     y->one16[2] = (uint16_t)nb;
     y->one16[3] = 1;
     y->one16[4] = w->p.predictor;
@@ -634,8 +747,16 @@ static cf_status make_ifd(cf_writer *w, w_layout *y, int l, int big, cf_error *e
     CF__TRY(cf__ifd_add(d, 323, CF__T_LONG, 1, &dims[l][2], err));
     CF__TRY(cf__ifd_add(d, 324, ot, n, y->offs[l], err));
     CF__TRY(cf__ifd_add(d, 325, ot, n, y->lens[l], err));
-    if (nb > 1) CF__TRY(cf__ifd_add(d, 338, CF__T_SHORT, nb - 1, y->extra, err));
+    /* samples past the colour ones are extra: unspecified (0), not alpha,
+     * since nothing says they are (a 4th WEBP band is RGBA to libwebp) */
+    uint32_t colour = w->p.photometric == 2 || w->p.photometric == 6 ? 3 : 1;
+    if (nb > colour) CF__TRY(cf__ifd_add(d, 338, CF__T_SHORT, nb - colour, y->extra, err));
     CF__TRY(cf__ifd_add(d, 339, CF__T_SHORT, nb, y->fmt, err));
+    if (w->p.photometric == 6) { /* as libtiff writes YCbCr JPEG for GDAL */
+        CF__TRY(cf__ifd_add(d, 530, CF__T_SHORT, 2, y->ycbcr_sub, err));
+        CF__TRY(cf__ifd_add(d, 532, CF__T_RATIONAL, 6, y->ref_bw, err));
+    }
+    if (w->p.compression == 34887) CF__TRY(cf__ifd_add(d, 50674, CF__T_LONG, 2, y->lerc, err));
     if (l == 0 && w->has_gt) {
         if (w->gt[2] == 0 && w->gt[4] == 0) {
             CF__TRY(cf__ifd_add(d, 33550, CF__T_DOUBLE, 3, y->scale, err));
@@ -662,6 +783,13 @@ static cf_status fill_common(cf_writer *w, w_layout *y, cf_error *err) {
         y->bps[b] = w->p.bits;
         y->fmt[b] = w->p.sample_format;
     }
+    y->ycbcr_sub[0] = w->p.ycbcr_sub_h;
+    y->ycbcr_sub[1] = w->p.ycbcr_sub_v;
+    /* libtiff's default for 8-bit YCbCr: {0, 255, 128, 255, 128, 255} */
+    const uint32_t rbw[12] = {0, 1, 255, 1, 128, 1, 255, 1, 128, 1, 255, 1};
+    memcpy(y->ref_bw, rbw, sizeof rbw);
+    y->lerc[0] = 4; /* libtiff's LERC_VERSION_2_4 */
+    y->lerc[1] = w->p.lerc_sub;
     double *g = w->gt;
     y->scale[0] = g[1];
     y->scale[1] = -g[5];

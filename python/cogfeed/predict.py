@@ -26,7 +26,7 @@ import numpy as np
 
 from ._cogfeed import _Stitcher
 from .grid import Grid
-from .writer import _COMPRESSION, StrPath, _Finishing
+from .writer import StrPath, _codec, _Finishing
 
 __all__ = ["Stitcher", "grid_windows", "predict"]
 
@@ -65,9 +65,11 @@ class Stitcher(_Finishing):
     """Stitcher(path, patches, channels, *, grid=None, like=None,
     width=None, height=None, blend="hann", overlap=0,
     output="probabilities", tile_size=512, compression="deflate",
-    level=0, overviews="auto")
+    level=0, overviews="auto", max_error=0.0)
 
-    patches: every window (x, y, w, h) whose prediction will be added (a
+    compression: as cogfeed.Writer's, "lerc_zstd" with max_error (the
+    largest error per probability) included; JPEG and WEBP are refused
+    for float32 probabilities.  patches: every window (x, y, w, h) whose prediction will be added (a
     row of output tiles is written once all of its patches came; patches
     may come in any order).  channels: the predictions' channels.  blend:
     "mean", "linear" (a ramp over `overlap` pixels from each edge) or
@@ -83,7 +85,8 @@ class Stitcher(_Finishing):
                  height: Optional[int] = None, blend: str = "hann",
                  overlap: int = 0, output: str = "probabilities",
                  tile_size: int = 512, compression: str = "deflate",
-                 level: int = 0, overviews: Union[str, int] = "auto") -> None:
+                 level: int = 0, overviews: Union[str, int] = "auto",
+                 max_error: float = 0.0) -> None:
         if like is not None and grid is None:
             grid = Grid.like(like)
         if grid is not None:
@@ -97,10 +100,7 @@ class Stitcher(_Finishing):
         if output not in ("probabilities", "classes"):
             raise ValueError("Stitcher: output %r: 'probabilities' or "
                              "'classes'" % (output,))
-        comp = str(compression).lower()
-        if comp not in _COMPRESSION:
-            raise ValueError("Stitcher: compression %r: one of %s" % (
-                compression, ", ".join(_COMPRESSION)))
+        code, layer = _codec("Stitcher", compression)
         rects = np.array([_rect(p) for p in patches], dtype=np.int64)
         if rects.size == 0:
             raise ValueError("Stitcher: no patches listed")
@@ -108,10 +108,10 @@ class Stitcher(_Finishing):
         self.width, self.height = int(width), int(height)
         self.path = os.fspath(path)
         self._c: Optional[_Stitcher] = _Stitcher(
-            path, self.width, self.height, int(tile_size), _COMPRESSION[comp],
+            path, self.width, self.height, int(tile_size), code,
             int(level), -1 if overviews == "auto" else int(overviews), grid,
             self.channels, _BLEND[blend], int(overlap), output == "classes",
-            np.ascontiguousarray(rects.reshape(-1)))
+            np.ascontiguousarray(rects.reshape(-1)), layer, float(max_error))
 
     def add(self, pred: Any, window: Sequence[int]) -> None:
         """The prediction (channels, h, w) of window (x, y, w, h) (or a

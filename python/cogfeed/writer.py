@@ -8,6 +8,10 @@ and finished as Cloud-Optimized GeoTIFFs in GDAL's COG layout.
                 w.write_tile(tx, ty, classes_of(tx, ty))   # (bands, h, w)
 
     cogfeed.write("dem.tif", array, grid=grid, compression="zstd")
+    cogfeed.write("dem.tif", dem, grid=grid, compression="lerc_zstd",
+                  max_error=0.01)
+    cogfeed.write("rgb.tif", rgb_uint8, grid=grid, compression="jpeg",
+                  quality=85)
 
 The C writer (cf_writer, include/cogfeed.h) encodes each tile as it comes
 and keeps it in a spool file beside the output; close() builds the
@@ -32,7 +36,21 @@ __all__ = ["Writer", "write"]
 # cf_dtype numbers (include/cogfeed.h) of the types the writer takes.
 _DTYPES = {"uint8": 1, "int8": 2, "uint16": 3, "int16": 4, "uint32": 5,
            "int32": 6, "uint64": 7, "int64": 8, "float32": 9, "float64": 10}
-_COMPRESSION = {"none": 1, "deflate": 8, "zstd": 50000}
+# GDAL's COMPRESS names: the TIFF compression code and, for LERC, the
+# code of its additional compression (cf_writer_options.lerc_layer).
+_CODECS = {"none": (1, 1), "deflate": (8, 1), "zstd": (50000, 1),
+           "lerc": (34887, 1), "lerc_deflate": (34887, 8),
+           "lerc_zstd": (34887, 50000), "jpeg": (7, 1), "webp": (50001, 1)}
+_COMPRESSION = {k: v[0] for k, v in _CODECS.items()}
+_PHOTOMETRIC = {None: 0, "minisblack": 1, "rgb": 2, "ycbcr": 6}
+
+
+def _codec(who: str, compression: str) -> Tuple[int, int]:
+    comp = str(compression).lower()
+    if comp not in _CODECS:
+        raise ValueError("%s: compression %r: one of %s" % (
+            who, compression, ", ".join(_CODECS)))
+    return _CODECS[comp]
 _RESAMPLING = {"nearest": 0, "average": 3, "mode": 4}
 
 StrPath = Union[str, "os.PathLike[str]"]
@@ -72,15 +90,25 @@ class Writer(_Finishing):
     """Writer(path, width=, height=, bands=, dtype=, *, grid=, like=,
     tile_size=512, compression="deflate", level=0, predictor=None,
     overviews="auto", overview_resampling="average", nodata=None,
-    descriptions=None, scales=None, offsets=None)
+    descriptions=None, scales=None, offsets=None, max_error=0.0,
+    quality=None, lossless=False, photometric=None)
 
     path: a local file.  like: a file (path, URL or cogfeed.Cog) or a
     cogfeed.Grid whose grid, size and (for a file) band count, data type
     and nodata are the defaults of the others.  grid: a cogfeed.Grid (its
     CRS needs an EPSG code); width and height default to its size.
-    compression: "deflate", "zstd" or "none"; level: the codec's level
-    (0: GDAL's default).  predictor: None picks 2 for integers and 3 for
-    floats when compressed; 1 turns it off.  overviews: "auto" halves
+    compression: GDAL's COMPRESS names: "deflate", "zstd", "none",
+    "lerc", "lerc_deflate", "lerc_zstd", "jpeg" (uint8, 1 or 3 bands) or
+    "webp" (uint8, 3 or 4 bands).  level: DEFLATE's, ZSTD's or the LERC
+    layer's level (0: GDAL's default).  max_error: LERC's largest error
+    per value (GDAL's MAX_Z_ERROR; 0, the default, is lossless).
+    quality: JPEG's and WEBP's 1..100 (None: GDAL's 75; WEBP at 100 is
+    lossless, as GDAL's COG driver).  lossless: WEBP lossless (GDAL's
+    WEBP_LOSSLESS).  photometric: None (JPEG of 3 bands "ycbcr" as GDAL,
+    WEBP "rgb", else "minisblack"), "minisblack", "rgb" or "ycbcr" (JPEG
+    of 3 bands).  Options that do not fit the codec are refused (quality
+    with DEFLATE, max_error with JPEG, ...).  predictor: None picks 2 for
+    integers and 3 for floats with DEFLATE and ZSTD; 1 turns it off.  overviews: "auto" halves
     until a level fits one tile (GDAL's COG driver), 0 writes none, n at
     most n.  overview_resampling: "average" (nodata and NaN left out, as
     gdaladdo -r average), "nearest" or "mode" (class maps).  nodata: a
@@ -104,7 +132,10 @@ class Writer(_Finishing):
                  nodata: Optional[float] = None,
                  descriptions: Optional[Sequence[Optional[str]]] = None,
                  scales: Optional[Sequence[float]] = None,
-                 offsets: Optional[Sequence[float]] = None) -> None:
+                 offsets: Optional[Sequence[float]] = None,
+                 max_error: float = 0.0, quality: Optional[int] = None,
+                 lossless: bool = False,
+                 photometric: Optional[str] = None) -> None:
         if isinstance(like, Grid):
             grid = like if grid is None else grid
         elif like is not None:
@@ -128,10 +159,13 @@ class Writer(_Finishing):
         if dt.name not in _DTYPES:
             raise ValueError("Writer: dtype %s not written (%s)" % (
                 dt, ", ".join(_DTYPES)))
-        comp = str(compression).lower()
-        if comp not in _COMPRESSION:
-            raise ValueError("Writer: compression %r: one of %s" % (
-                compression, ", ".join(_COMPRESSION)))
+        code, layer = _codec("Writer", compression)
+        ph = photometric.lower() if isinstance(photometric, str) else photometric
+        if ph not in _PHOTOMETRIC:
+            raise ValueError("Writer: photometric %r: None, 'minisblack', "
+                             "'rgb' or 'ycbcr'" % (photometric,))
+        if quality is not None and not 1 <= int(quality) <= 100:
+            raise ValueError("Writer: quality %r not in 1..100" % (quality,))
         rs = str(overview_resampling).lower()
         if rs not in _RESAMPLING:
             raise ValueError("Writer: overview_resampling %r: one of %s" % (
@@ -151,12 +185,14 @@ class Writer(_Finishing):
         # a grid's own size is not the writer's: only its CRS and transform
         self._c: Optional[_Writer] = _Writer(
             path, self.width, self.height, self.bands, _DTYPES[dt.name],
-            self.tile_size, _COMPRESSION[comp], int(level),
+            self.tile_size, code, int(level),
             0 if predictor is None else int(predictor), ovr, _RESAMPLING[rs],
             None if nodata is None else float(nodata), grid,
             None if descriptions is None else list(descriptions),
             None if scales is None else [float(v) for v in scales],
-            None if offsets is None else [float(v) for v in offsets])
+            None if offsets is None else [float(v) for v in offsets],
+            layer, float(max_error), 0 if quality is None else int(quality),
+            bool(lossless), _PHOTOMETRIC[ph])
 
     @property
     def tiles(self) -> Tuple[int, int]:

@@ -249,3 +249,256 @@ def test_planted_spool_link_is_not_followed(tmp_path):
     cogfeed.write(p, image("uint8", 1, 64, 64))
     assert victim.read_text() == "keep me"
     assert sorted(os.listdir(tmp_path)) == ["out.tif", "victim.txt"]
+
+
+# ---- LERC, JPEG and WEBP (issue 29) ----
+
+LERC_DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32",
+               "float32", "float64"]
+
+
+def smooth_u8(bands, h, w, seed=0):
+    """An image a lossy codec is meant for: smooth, a little noise."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    a = np.stack([(np.sin(x / 19.0 + b) + np.cos(y / 27.0 - b)) * 55 + 120
+                  for b in range(bands)])
+    return np.clip(a + rng.normal(0, 2, a.shape), 0, 255).astype(np.uint8)
+
+
+def gdal_read(p, level=None):
+    kw = {} if level is None else {"overview_level": level}
+    with rasterio.open(p, **kw) as r:
+        return r.read()
+
+
+def cogfeed_read(p, level=0):
+    with cogfeed.open(p) as c:
+        return c.read(level=level)
+
+
+def levels(p):
+    with rasterio.open(p) as r:
+        return len(r.overviews(1))
+
+
+def lerc_params(p):
+    """LercParameters (tag 50674) of the first directory, as read by
+    cogfeed's own TIFF parser through the CLI-free route: the raw bytes."""
+    import struct
+    b = open(p, "rb").read(65536)
+    assert b[:4] == b"II*\0"
+    at = struct.unpack_from("<I", b, 4)[0]
+    n = struct.unpack_from("<H", b, at)[0]
+    for i in range(n):
+        tag, typ, cnt, val = struct.unpack_from("<HHII", b, at + 2 + 12 * i)
+        if tag == 50674:
+            assert (typ, cnt) == (4, 2)
+            return struct.unpack_from("<II", b, val)
+    return None
+
+
+@pytest.mark.parametrize("codec,layer", [("lerc", 0), ("lerc_deflate", 1),
+                                         ("lerc_zstd", 2)])
+@pytest.mark.parametrize("dtype", LERC_DTYPES)
+def test_lerc_lossless_through_gdal(tmp_path, codec, layer, dtype):
+    """LERC, LERC_DEFLATE and LERC_ZSTD of every type LERC takes, two tile
+    sizes: GDAL and cogfeed read back exactly what was written (float NaNs
+    included, whole pixels and single samples); LercParameters are GDAL's
+    (version 4, the layer); a valid COG with its overviews, which GDAL
+    and cogfeed read alike."""
+    tile = 128 if LERC_DTYPES.index(dtype) % 2 else 256
+    a = image(dtype, 2, 301, 517)
+    if a.dtype.kind == "f":
+        a[:, 10:20, 30:40] = np.nan       # whole pixels: one mask
+        a[1, 200, 100:150] = np.nan       # one band only: a mask per band
+    p = tmp_path / ("l_%s_%s.tif" % (codec, dtype))
+    cogfeed.write(p, a, grid=grid(517, 301), tile_size=tile, compression=codec)
+    g = gdal_read(p)
+    np.testing.assert_array_equal(g, a)  # NaN where NaN
+    np.testing.assert_array_equal(cogfeed_read(p), a)
+    with rasterio.open(p) as r:
+        assert r.compression.name.lower() == codec
+        assert r.block_shapes[0] == (tile, tile)
+    assert lerc_params(p) == (4, layer)
+    assert levels(p) == (3 if tile == 128 else 2)
+    for k in range(levels(p)):
+        np.testing.assert_array_equal(gdal_read(p, k), cogfeed_read(p, k + 1))
+    ok, why = is_valid_cog(p)
+    assert ok, why
+
+
+@pytest.mark.parametrize("dtype,max_error", [("float32", 0.5), ("float32", 0.01),
+                                             ("float64", 0.001), ("int16", 2),
+                                             ("uint16", 10)])
+@pytest.mark.parametrize("tile", [128, 512])
+def test_lerc_max_error(tmp_path, dtype, max_error, tile):
+    """max_error (GDAL's MAX_Z_ERROR): every value read back, by GDAL and by
+    cogfeed alike, is within max_error of what was written (plus the
+    rounding to the float type: LERC's bound holds in double), and the
+    file is smaller than the lossless one."""
+    a = image(dtype, 3, 400, 300)
+    p = tmp_path / "lossy.tif"
+    q = tmp_path / "exact.tif"
+    cogfeed.write(p, a, tile_size=tile, compression="lerc_zstd", max_error=max_error)
+    cogfeed.write(q, a, tile_size=tile, compression="lerc_zstd")
+    g = gdal_read(p)
+    np.testing.assert_array_equal(g, cogfeed_read(p))
+    err = np.abs(g.astype(np.float64) - a.astype(np.float64))
+    slack = np.spacing(np.abs(a)).astype(np.float64) if a.dtype.kind == "f" else 0
+    assert (err <= max_error + slack).all(), (err - max_error).max()
+    assert err.max() > max_error / 4
+    assert os.path.getsize(p) < os.path.getsize(q)
+    ok, why = is_valid_cog(p)
+    assert ok, why
+
+
+def debian_read(p, level=0):
+    """Debian's GDAL (libjpeg-turbo, as cogfeed) decoding p: the oracle
+    for YCbCr JPEG (docs/conformance.md: rasterio's libjpeg 9 upsamples
+    chroma differently)."""
+    import conformance
+    return conformance.debian_gdal_read(str(p), level)
+
+
+@pytest.mark.parametrize("bands,photometric", [(1, None), (3, None), (3, "rgb")])
+@pytest.mark.parametrize("tile,quality", [(128, None), (256, 90)])
+def test_jpeg_through_gdal(tmp_path, bands, photometric, tile, quality):
+    """JPEG of 1 band, of 3 as YCbCr (GDAL's default) and as RGB, two tile
+    sizes and qualities: the same file decodes to the same pixels in GDAL
+    (with libjpeg-turbo) and in cogfeed, at every level, and within a
+    mean absolute error of the input that the quality allows; a valid COG
+    whose photometric GDAL reports."""
+    a = smooth_u8(bands, 300, 517)
+    p = tmp_path / "j.tif"
+    cogfeed.write(p, a, grid=grid(517, 300), tile_size=tile, compression="jpeg",
+                  quality=quality, photometric=photometric)
+    ycbcr = bands == 3 and photometric is None
+    mine = cogfeed_read(p)
+    np.testing.assert_array_equal(debian_read(p), mine)
+    g = gdal_read(p)
+    if ycbcr:  # rasterio's libjpeg 9 upsamples chroma its own way
+        assert np.abs(g.astype(int) - mine).mean() < 1.0
+    else:
+        np.testing.assert_array_equal(g, mine)
+    mae = np.abs(mine.astype(float) - a).mean()
+    assert 0 < mae < (2.5 if quality == 90 else 3.5), mae
+    with rasterio.open(p) as r:
+        assert r.compression.name == "jpeg"
+        st = r.tags(ns="IMAGE_STRUCTURE")
+        if ycbcr:
+            assert st.get("SOURCE_COLOR_SPACE") == "YCbCr"
+        assert r.colorinterp[0].name == ("gray" if bands == 1 else "red")
+    n = levels(p)
+    assert n == (3 if tile == 128 else 2)
+    for k in range(1, n + 1):
+        np.testing.assert_array_equal(debian_read(p, k), cogfeed_read(p, k))
+    ok, why = is_valid_cog(p)
+    assert ok, why
+
+
+@pytest.mark.parametrize("bands", [3, 4])
+@pytest.mark.parametrize("tile", [128, 256])
+@pytest.mark.parametrize("mode", ["lossy", "lossless", "quality100"])
+def test_webp_through_gdal(tmp_path, bands, tile, mode):
+    """WEBP of 3 and 4 bands, two tile sizes: lossy decodes to the same
+    pixels in GDAL and cogfeed, within a mean absolute error of the
+    input; lossless (lossless=True, or quality=100 as GDAL's COG driver)
+    gives the input back bit for bit; a valid COG with its overviews."""
+    a = smooth_u8(bands, 300, 517, seed=bands)
+    if bands == 4:
+        a[3] = 255
+        a[3, :50, :50] = 0  # transparent corner: lossless keeps its colour
+    kw = {"lossy": {}, "lossless": {"lossless": True}, "quality100": {"quality": 100}}[mode]
+    p = tmp_path / "w.tif"
+    cogfeed.write(p, a, grid=grid(517, 300), tile_size=tile, compression="webp", **kw)
+    g = gdal_read(p)
+    mine = cogfeed_read(p)
+    np.testing.assert_array_equal(g, mine)
+    if mode == "lossy":
+        mae = np.abs(mine.astype(float) - a)[:3, 50:, 50:].mean()
+        assert 0 < mae < 3.5, mae
+    else:
+        np.testing.assert_array_equal(g, a)
+    with rasterio.open(p) as r:
+        assert r.compression.name == "webp"
+        assert r.colorinterp[:3] == tuple(
+            getattr(rasterio.enums.ColorInterp, c) for c in ("red", "green", "blue"))
+    n = levels(p)
+    assert n == (3 if tile == 128 else 2)
+    for k in range(n):
+        np.testing.assert_array_equal(gdal_read(p, k), cogfeed_read(p, k + 1))
+    ok, why = is_valid_cog(p)
+    assert ok, why
+
+
+def test_lossy_overviews_come_from_the_decoded_full_resolution(tmp_path):
+    """Overviews of a lossy file are made from its full resolution as it
+    decodes (what gdaladdo does on a JPEG file): level 1 is close to the
+    2x2 average of the decoded level 0, nearer than the lossy error."""
+    a = smooth_u8(3, 512, 512)
+    p = tmp_path / "o.tif"
+    cogfeed.write(p, a, tile_size=256, compression="jpeg", quality=95)
+    full = cogfeed_read(p).astype(float)
+    avg = (full[:, ::2, ::2] + full[:, 1::2, ::2] + full[:, ::2, 1::2] + full[:, 1::2, 1::2]) / 4
+    ov = cogfeed_read(p, 1).astype(float)
+    assert np.abs(ov - avg).mean() < 1.5
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(dtype="uint16", bands=3, compression="jpeg"), "UnsupportedError",
+     "JPEG takes dtype uint8, not uint16"),
+    (dict(bands=4, compression="jpeg"), "UnsupportedError", "JPEG takes 1 or 3 bands, not 4"),
+    (dict(bands=1, compression="webp"), "UnsupportedError", "WEBP takes 3 or 4 bands, not 1"),
+    (dict(dtype="float32", bands=3, compression="webp"), "UnsupportedError",
+     "WEBP takes dtype uint8, not float32"),
+    (dict(dtype="int64", compression="lerc_zstd"), "UnsupportedError",
+     "LERC_ZSTD takes 8-, 16- and 32-bit integers and floats, not dtype int64"),
+    (dict(compression="deflate", max_error=0.1), "ArgumentError",
+     "max_error is for LERC; DEFLATE is lossless"),
+    (dict(bands=3, compression="jpeg", max_error=1), "ArgumentError",
+     "max_error is for LERC; JPEG takes quality"),
+    (dict(compression="lerc", max_error=-1), "ArgumentError", "max_error -1"),
+    (dict(compression="zstd", quality=80), "ArgumentError",
+     "quality is for JPEG and WEBP, not ZSTD"),
+    (dict(compression="lerc_zstd", quality=80), "ArgumentError",
+     "quality is for JPEG and WEBP, not LERC_ZSTD .LERC takes max_error"),
+    (dict(bands=3, compression="jpeg", lossless=True), "ArgumentError",
+     "lossless is for WEBP; JPEG is always lossy"),
+    (dict(bands=3, compression="jpeg", level=5), "ArgumentError",
+     "level is for DEFLATE, ZSTD and LERC's layer, not JPEG"),
+    (dict(compression="lerc", level=5), "ArgumentError",
+     "level is for DEFLATE, ZSTD and LERC's layer, not LERC"),
+    (dict(bands=3, compression="webp", predictor=2), "ArgumentError",
+     "predictor 2 with WEBP"),
+    (dict(bands=3, compression="zstd", photometric="ycbcr"), "ArgumentError",
+     "photometric YCbCr .6. is written for JPEG of 3 bands only, not ZSTD of 3"),
+    (dict(bands=1, compression="jpeg", photometric="rgb"), "ArgumentError",
+     "photometric RGB .2. needs 3 bands or more, not 1"),
+    (dict(bands=3, compression="webp", photometric="minisblack"), "ArgumentError",
+     "photometric MinIsBlack .1. with WEBP"),
+])
+def test_codec_options_that_do_not_fit_are_refused(tmp_path, kwargs, exc, match):
+    """Each option that does not fit the codec, dtype or bands is refused
+    at open, the message naming the writer option; nothing is left."""
+    kw = dict(bands=1, dtype="uint8")
+    kw.update(kwargs)
+    with pytest.raises(getattr(cogfeed, exc), match=match):
+        cogfeed.Writer(tmp_path / "x.tif", 64, 64, **kw)
+    for bad in (dict(quality=0), dict(quality=101), dict(photometric="cmyk")):
+        with pytest.raises(ValueError):
+            cogfeed.Writer(tmp_path / "x.tif", 64, 64, compression="jpeg", **bad)
+    assert os.listdir(tmp_path) == []
+
+
+def test_stitcher_writes_lerc_zstd(tmp_path):
+    """The stitcher takes the LERC names and max_error too."""
+    p = tmp_path / "s.tif"
+    pred = np.linspace(0, 1, 2 * 64 * 64, dtype=np.float32).reshape(2, 64, 64)
+    with cogfeed.Stitcher(p, [(0, 0, 64, 64)], 2, width=64, height=64,
+                          blend="mean", tile_size=64, compression="lerc_zstd",
+                          max_error=0.001) as st:
+        st.add(pred, (0, 0, 64, 64))
+    with rasterio.open(p) as r:
+        assert r.compression.name == "lerc_zstd"
+        assert np.abs(r.read() - pred).max() <= 0.001

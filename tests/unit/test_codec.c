@@ -1520,7 +1520,7 @@ static void test_encode_round_trip(cf__codec_ctx *ctx) {
                     const uint8_t *o;
                     size_t on;
                     uint8_t *z = calloc(1, len);
-                    CHECK(cf__codec_encode(e, &p, 0, z, len, &o, &on, &err) == CF_E_ARG);
+                    CHECK(cf__codec_encode(e, &p, NULL, z, len, &o, &on, &err) == CF_E_ARG);
                     free(z);
                     continue;
                 }
@@ -1533,11 +1533,11 @@ static void test_encode_round_trip(cf__codec_ctx *ctx) {
                     }
                 const uint8_t *enc = NULL;
                 size_t n = 0;
-                CHECK(cf__codec_encode(e, &p, 0, src, len, &enc, &n, &err) == CF_OK);
+                CHECK(cf__codec_encode(e, &p, NULL, src, len, &enc, &n, &err) == CF_OK);
                 CHECK(n > 0);
                 CHECK(cf__codec_decode(ctx, &p, enc, n, back, len, &err) == CF_OK);
                 CHECK(memcmp(src, back, len) == 0);
-                CHECK(cf__codec_encode(e, &p, 0, src, len - 1, &enc, &n, &err) == CF_E_ARG);
+                CHECK(cf__codec_encode(e, &p, NULL, src, len - 1, &enc, &n, &err) == CF_E_ARG);
                 free(src);
                 free(back);
             }
@@ -1546,12 +1546,83 @@ static void test_encode_round_trip(cf__codec_ctx *ctx) {
     const uint8_t *enc;
     size_t n;
     CHECK(!cf__codec_can_encode(5) && cf__codec_can_encode(50000));
-    CHECK(cf__codec_encode(e, &bad, 0, buf, 128, &enc, &n, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_encode(e, &bad, NULL, buf, 128, &enc, &n, &err) == CF_E_UNSUPPORTED);
     bad = params(8, 16, 8, 8, 1);
     bad.predictor = 3; /* floating point predictor on integers */
-    CHECK(cf__codec_encode(e, &bad, 0, buf, 128, &enc, &n, &err) == CF_E_UNSUPPORTED);
+    CHECK(cf__codec_encode(e, &bad, NULL, buf, 128, &enc, &n, &err) == CF_E_UNSUPPORTED);
     cf__encoder_free(e);
 }
+
+#if defined(CF_HAVE_LERC) && defined(CF_HAVE_JPEG) && defined(CF_HAVE_WEBP)
+/* The LERC, JPEG and WEBP encoders: LERC lossless gives the samples back
+ * bit for bit (a float NaN as NaN), within max_error when lossy; WEBP
+ * lossless bit for bit; JPEG and lossy WEBP decode back close to the
+ * input; what a codec cannot take, and a predictor, are refused. */
+static void test_encode_lossy_and_lerc(cf__codec_ctx *ctx) {
+    cf_error err;
+    cf__encoder *e = cf__encoder_new();
+    const uint32_t w = 64, h = 48;
+    for (uint16_t sub = 0; sub <= 2; sub++)
+        for (uint32_t spp = 1; spp <= 3; spp += 2) {
+            cf__codec_params p = params(34887, 32, w, h, spp);
+            p.sample_format = 3;
+            p.lerc_sub = sub;
+            size_t len = (size_t)cf__codec_chunk_bytes(&p);
+            float *src = malloc(len), *back = malloc(len);
+            for (size_t i = 0; i < len / 4; i++) src[i] = (float)(i % 61) * 0.37f - 5.0f;
+            src[7 * spp] = __builtin_nanf(""); /* one sample: a mask per band */
+            const uint8_t *enc;
+            size_t n;
+            CHECK(cf__codec_encode(e, &p, NULL, (uint8_t *)src, len, &enc, &n, &err) == CF_OK);
+            CHECK(cf__codec_decode(ctx, &p, enc, n, (uint8_t *)back, len, &err) == CF_OK);
+            for (size_t i = 0; i < len / 4; i++)
+                CHECK(isnan(src[i]) ? isnan(back[i]) : src[i] == back[i]);
+            cf__encode_opts o = {0, 0.25, 0, 0};
+            CHECK(cf__codec_encode(e, &p, &o, (uint8_t *)src, len, &enc, &n, &err) == CF_OK);
+            CHECK(cf__codec_decode(ctx, &p, enc, n, (uint8_t *)back, len, &err) == CF_OK);
+            for (size_t i = 0; i < len / 4; i++)
+                CHECK(isnan(src[i]) ? isnan(back[i]) : fabsf(src[i] - back[i]) <= 0.25f + 1e-5f);
+            free(src);
+            free(back);
+        }
+    for (int webp = 0; webp <= 1; webp++)
+        for (int lossless = 0; lossless <= webp; lossless++) {
+            uint32_t spp = webp ? 4 : 3;
+            cf__codec_params p = params(webp ? 50001 : 7, 8, w, h, spp);
+            if (!webp) p.photometric = 6, p.ycbcr_sub_h = p.ycbcr_sub_v = 2;
+            size_t len = (size_t)cf__codec_chunk_bytes(&p);
+            uint8_t *src = malloc(len), *back = malloc(len);
+            for (size_t i = 0; i < len; i++) src[i] = (uint8_t)(100 + (i / spp) % 50 + i % spp);
+            cf__encode_opts o = {0, 0, 0, lossless};
+            const uint8_t *enc;
+            size_t n;
+            CHECK(cf__codec_encode(e, &p, &o, src, len, &enc, &n, &err) == CF_OK);
+            CHECK(cf__codec_decode(ctx, &p, enc, n, back, len, &err) == CF_OK);
+            double sum = 0;
+            for (size_t i = 0; i < len; i++) sum += fabs((double)src[i] - back[i]);
+            CHECK(lossless ? sum == 0 : sum / (double)len < 4.0);
+            free(src);
+            free(back);
+        }
+    uint8_t buf[64 * 48 * 8] = {0};
+    const uint8_t *enc;
+    size_t n;
+    cf__codec_params bad = params(7, 16, w, h, 1); /* JPEG of 16 bits */
+    CHECK(cf__codec_encode(e, &bad, NULL, buf, (size_t)cf__codec_chunk_bytes(&bad), &enc, &n,
+                           &err) == CF_E_UNSUPPORTED);
+    bad = params(50001, 8, w, h, 1); /* WEBP of one sample */
+    CHECK(cf__codec_encode(e, &bad, NULL, buf, (size_t)cf__codec_chunk_bytes(&bad), &enc, &n,
+                           &err) == CF_E_UNSUPPORTED);
+    bad = params(34887, 64, w, h, 1); /* LERC of int64 */
+    CHECK(cf__codec_encode(e, &bad, NULL, buf, (size_t)cf__codec_chunk_bytes(&bad), &enc, &n,
+                           &err) == CF_E_UNSUPPORTED);
+    bad = params(34887, 16, w, h, 1);
+    bad.predictor = 2; /* libtiff applies none to LERC */
+    CHECK(cf__codec_encode(e, &bad, NULL, buf, (size_t)cf__codec_chunk_bytes(&bad), &enc, &n,
+                           &err) == CF_E_UNSUPPORTED);
+    cf__encoder_free(e);
+}
+#endif
 
 int main(void) {
     uint16_t one = 1;
@@ -1571,6 +1642,9 @@ int main(void) {
     test_decode_rows(ctx);
     test_decode_rows_zstd(ctx);
     test_encode_round_trip(ctx);
+#if defined(CF_HAVE_LERC) && defined(CF_HAVE_JPEG) && defined(CF_HAVE_WEBP)
+    test_encode_lossy_and_lerc(ctx);
+#endif
 #ifdef CF_HAVE_LERC
     test_lerc(ctx);
 #endif
