@@ -1,7 +1,9 @@
 """The demo as a pip user gets it: the wheel installed with its
 `[experiments]` extra into a fresh virtual environment, `cogfeed demo
 --quick` and `cogfeed bench --serve-latency-ms 50` run from a folder
-outside the source tree, with nothing of the checkout reachable (no
+outside the source tree (with --train --budget 1: a second of training
+per set-up, then the prediction of the held-out scene written as a COG),
+with nothing of the checkout reachable (no
 PYTHONPATH, no CF_SOURCE_DIR, no build tree): whatever they serve the
 files with must come with the wheel.
 
@@ -101,13 +103,16 @@ def test_demo_quick_and_bench_outside_the_source_tree(env, tmp_path):
     cwd = tmp_path / "run"
     cwd.mkdir()
     assert not str(cwd).startswith(SOURCE)
-    r = sh([exe, "demo", "--quick", "--out", "demo"], cwd=cwd,
-           env=clean_env())
+    r = sh([exe, "demo", "--quick", "--train", "--budget", 1, "--out",
+            "demo"], cwd=cwd, env=clean_env())
     text = r.stdout
     for name in ("baseline-local", "cogfeed-local", "baseline-remote",
                  "cogfeed-remote"):
         assert name in text, text
     lines = text.splitlines()
+    # the streaming table (the training table below names the set-ups too)
+    lines = lines[:[j for j, ln in enumerate(lines)
+                    if ln.startswith("training ")][0]]
     for name in ("baseline-local", "cogfeed-local", "baseline-remote",
                  "cogfeed-remote"):
         i = [j for j, ln in enumerate(lines) if ln.startswith(name + " ")]
@@ -127,6 +132,7 @@ def test_demo_quick_and_bench_outside_the_source_tree(env, tmp_path):
             assert row["settings"]["cache_bytes"] == 0
             assert warm["requests"] > 0 and warm["bytes_fetched"] > 0
             assert warm["cache_hits"] == 0 and warm["cache_misses"] == 0
+    check_prediction(cwd / "demo", text)
     data = cwd / "demo" / "data" / "lerc_zstd_512"
     for server in ("auto", "python"):
         out = sh([exe, "bench", "--images", data, "--serve-latency-ms", 50,
@@ -138,3 +144,38 @@ def test_demo_quick_and_bench_outside_the_source_tree(env, tmp_path):
         assert b["server"], b
         if server == "python":
             assert b["server"].startswith("cogfeed's pure-Python range server")
+
+
+def check_prediction(out, text):
+    """The demo's last step: predictions.tif, written by cogfeed's writer,
+    is a valid COG on the held-out scene's grid (the last scene, which the
+    experiment does not train on) holding only the label's classes; the
+    PNG beside it; the whole-scene mIoU in the summary."""
+    import numpy as np
+    import rasterio
+    from rio_cogeo.cogeo import cog_validate
+    pred = out / "predictions.tif"
+    ok, errors, warnings = cog_validate(str(pred), quiet=True)
+    assert ok and not errors, (errors, warnings)
+    label = sorted((out / "data" / "lerc_zstd_512" / "masks").glob("*.tif"))[-1]
+    with rasterio.open(pred) as p, rasterio.open(label) as m:
+        assert (p.width, p.height, p.count) == (m.width, m.height, 1)
+        assert p.crs == m.crs and p.transform == m.transform
+        assert p.dtypes[0] == "uint8"
+        got, truth = p.read(1), m.read(1)
+    classes = 6  # synth.CLASSES
+    assert truth.min() >= 0 and truth.max() < classes
+    # every pixel predicted (no 255), and only the label's classes
+    assert got.max() < classes, np.unique(got)
+    assert label.name in text, text
+    line = [ln for ln in text.splitlines()
+            if ln.startswith("whole-scene mIoU against the ground truth: ")]
+    assert len(line) == 1, text
+    miou = float(line[0].split(": ")[1].split()[0])
+    # the summary's mIoU is the file's against the label
+    ious = [np.sum((got == k) & (truth == k)) / np.sum((got == k) | (truth == k))
+            for k in range(classes) if np.any((got == k) | (truth == k))]
+    assert abs(miou - float(np.mean(ious))) < 6e-4, (miou, ious)
+    png = out / "prediction.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert str(png) in text or "prediction.png" in text, text

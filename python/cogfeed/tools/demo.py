@@ -20,11 +20,18 @@
               data-stall fraction, utilisation, IoU (cogfeed experiment;
               base-4 UNet on a CPU so that data, not compute, sets the
               pace)
+6. predict    the UNet cogfeed trained (cogfeed-local) over the held-out
+              scene, the last one, which the experiment never trains on:
+              cogfeed.predict in overlapping 256 px patches, Hann-blended,
+              the classes (uint8 argmax) written with cogfeed's writer as
+              predictions.tif (a COG on the scene's grid), prediction.png
+              showing the scene, its ground truth and the prediction side
+              by side, and the whole-scene mIoU
 
 and prints the comparison, leaving tables and plots in --out.  --quick:
 2 scenes, three passes per loader (one cold, two warm), no cache-resident
-run, no training
-(about a minute on 2 cores).
+run, no training or prediction unless --train (about a minute on 2
+cores).
 """
 
 import argparse
@@ -109,6 +116,103 @@ def _ratio(by, where, key):
     return text
 
 
+# Class colours of the PNG, in synth.CLASSES order.
+_CLASS_COLOURS = ("#2166ac", "#1b7837", "#d9d94a", "#8cc66b", "#8c8c8c",
+                  "#c49a6c")
+
+
+def _miou(truth, pred, classes):
+    """(mean IoU over the classes present in truth or prediction, as
+    unet.iou_from_confusion, per class) of two class maps; a pixel with
+    no prediction (255) counts as a miss."""
+    import numpy as np
+    cm = np.bincount(truth.astype(np.int64).ravel() * (classes + 1) +
+                     np.minimum(pred, classes).astype(np.int64).ravel(),
+                     minlength=classes * (classes + 1)).reshape(
+                         classes, classes + 1)
+    tp = np.diag(cm[:, :classes]).astype(np.float64)
+    union = cm.sum(1) + cm[:, :classes].sum(0) - tp
+    per = [float(t / u) if u > 0 else None for t, u in zip(tp, union)]
+    got = [v for v in per if v is not None]
+    return (float(np.mean(got)) if got else 0.0), per
+
+
+def _rgb(cog):
+    """B04, B03, B02 of a scene stretched to 0..1 (2-98 percentiles)."""
+    import numpy as np
+    a = cog.read(bands=[3, 2, 1]).astype(np.float32)
+    lo, hi = np.percentile(a, (2, 98))
+    return np.clip((a - lo) / max(hi - lo, 1.0), 0, 1).transpose(1, 2, 0)
+
+
+def _predict(out, exp, patch_size=256, overlap=64, log=sys.stderr):
+    """Step 6: the model cogfeed trained over the held-out scene with
+    cogfeed.predict (classes, Hann blend), written to out/predictions.tif;
+    the PNG of scene, ground truth and prediction, and the whole-scene
+    mIoU.  Returns a record for the summary."""
+    import numpy as np
+    import cogfeed
+    from .synth import CLASSES
+    meta = exp["meta"]
+    name = "cogfeed-local"
+    model = exp["models"][name]
+    img, msk = meta["val_scene"], meta["val_mask"]
+    path = os.path.join(out, "predictions.tif")
+    log.write("== 6/6 predict: %s's UNet over the held-out scene %s, patch "
+              "%d, overlap %d, hann -> %s\n" % (
+                  name, os.path.basename(img), patch_size, overlap, path))
+    t0 = time.perf_counter()
+    # The training's normalisation, done by the Loader under predict.
+    cogfeed.predict(model, img, path, patch_size=patch_size,
+                    overlap=overlap, blend="hann", batch_size=8,
+                    device=meta["device"], output="classes",
+                    progress=False, mean=meta["mean"], std=meta["std"])
+    secs = time.perf_counter() - t0
+    with cogfeed.open(path) as c:
+        pred = c.read()[0]
+    with cogfeed.open(msk) as c:
+        truth = c.read(bands=[1])[0]
+    with cogfeed.open(img) as c:
+        rgb = _rgb(c)
+    miou, per = _miou(truth, pred, len(CLASSES))
+    run = next(r for r in exp["runs"] if r["setup"] == name)
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+    cmap = ListedColormap(_CLASS_COLOURS)
+    fig, axs = plt.subplots(1, 3, figsize=(13.5, 5.2))
+    axs[0].imshow(rgb, interpolation="antialiased")
+    axs[0].set_title("held-out scene %s (B04 B03 B02)"
+                     % os.path.basename(img), fontsize=10)
+    axs[1].imshow(truth, cmap=cmap, vmin=0, vmax=len(CLASSES) - 1,
+                  interpolation="nearest")
+    axs[1].set_title("ground truth", fontsize=10)
+    axs[2].imshow(np.where(pred < len(CLASSES), pred, 0), cmap=cmap,
+                  vmin=0, vmax=len(CLASSES) - 1, interpolation="nearest")
+    axs[2].set_title("prediction (%s, %d steps): mIoU %.3f"
+                     % (name, run["steps"], miou), fontsize=10)
+    for a in axs:
+        a.set_xticks([])
+        a.set_yticks([])
+    fig.legend(handles=[Patch(color=c, label=n) for c, n in
+                        zip(_CLASS_COLOURS, CLASSES)],
+               loc="lower center", ncol=len(CLASSES), fontsize=9,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    png = common.save_fig(fig, out, "prediction.png")
+    log.write("   whole-scene mIoU %.3f; predict %.1f s, the step %.1f s\n"
+              % (miou, secs, time.perf_counter() - t0))
+    return {"setup": name, "scene": img, "mask": msk, "path": path,
+            "png": png, "patch_size": patch_size, "overlap": overlap,
+            "blend": "hann", "seconds": secs, "miou": miou,
+            "per_class": dict(zip(CLASSES, per)),
+            "patch_miou": run["final_miou"], "steps": run["steps"],
+            "unpredicted": int((pred >= len(CLASSES)).sum())}
+
+
 def demo(out, scenes=4, size=1024, seconds=8.0, budget=20.0,
          latency_ms=164, compress="lerc_zstd", tile=512, patch_size=256,
          batch_size=16, baseline_workers=4, train=True, passes=None,
@@ -121,10 +225,10 @@ def demo(out, scenes=4, size=1024, seconds=8.0, budget=20.0,
     data = os.path.join(out, "data")
     raw = os.path.join(data, "raw")
     var = os.path.join(data, convert.variant_name(compress, tile))
-    log.write("== 1/5 synth: %d scenes of %d px into %s\n" % (scenes, size,
+    log.write("== 1/6 synth: %d scenes of %d px into %s\n" % (scenes, size,
                                                                raw))
     synth.synth(raw, scenes, size, seed=0, progress=False)
-    log.write("== 2/5 convert: %s, %d px tiles -> %s\n" % (compress, tile,
+    log.write("== 2/6 convert: %s, %d px tiles -> %s\n" % (compress, tile,
                                                             var))
     convert.convert([raw], var, compress, tile, progress=False)
     imgs, msks = common.resolve(var)
@@ -146,7 +250,7 @@ def demo(out, scenes=4, size=1024, seconds=8.0, budget=20.0,
         what.append("%g s" % seconds)
     if passes:
         what.append("%d passes" % passes)
-    log.write("== 3/5 bench, local: %s per loader; one pass = %d "
+    log.write("== 3/6 bench, local: %s per loader; one pass = %d "
               "patches\n" % (" or ".join(what) or "until stopped",
                               pass_size))
     for kind in ("baseline", "cogfeed"):
@@ -157,7 +261,7 @@ def demo(out, scenes=4, size=1024, seconds=8.0, budget=20.0,
                   % (r["name"], r["mb_per_s"], r["window_state"]))
     with common.served(imgs + msks, latency_ms, server) as (srv, url):
         note = common.server_note(srv)
-        log.write("== 4/5 serve and bench, remote: %s, %d ms first-byte "
+        log.write("== 4/6 serve and bench, remote: %s, %d ms first-byte "
                   "latency\n" % (note, latency_ms))
         runs = [("baseline", streaming, "-remote"),
                 ("cogfeed", streaming, "-remote")]
@@ -173,9 +277,9 @@ def demo(out, scenes=4, size=1024, seconds=8.0, budget=20.0,
             log.write("   %-16s %7.1f MB/s (window, %s)\n"
                       % (r["name"], r["mb_per_s"], r["window_state"]))
     plots = [_plot(out, rows)]
-    exp = None
+    exp = pred = None
     if train:
-        log.write("== 5/5 train: UNet, %g s per set-up\n" % budget)
+        log.write("== 5/6 train: UNet, %g s per set-up\n" % budget)
         import torch
         # On a CPU the base-8 UNet of the full experiment is so slow that
         # the CPU, not the data path, sets the pace; the demo is about the
@@ -188,6 +292,8 @@ def demo(out, scenes=4, size=1024, seconds=8.0, budget=20.0,
                              baseline_workers=baseline_workers,
                              samplers=(), snapshots=4, base=base, log=log)
         plots += exp["plots"]
+        pred = _predict(out, exp, log=log)
+        plots.append(pred["png"])
     with open(os.path.join(out, "bench.json"), "w") as f:
         json.dump(rows, f, indent=1, default=str)
     by = {r["name"]: r for r in rows}
@@ -243,11 +349,27 @@ def demo(out, scenes=4, size=1024, seconds=8.0, budget=20.0,
             lines.append("%-16s %6d %8.0f%% %11.0f%% %6.3f" % (
                 r["setup"], r["steps"], 100 * r["stall_frac"],
                 100 * r["utilisation"], r["final_miou"]))
+    if pred:
+        lines += ["", "prediction: %s's UNet (%d steps) over the held-out "
+                  "scene %s, never trained on: cogfeed.predict, %d px "
+                  "patches overlapping by %d, Hann blend, uint8 classes "
+                  "-> %s (a COG on the scene's grid), %.1f s"
+                  % (pred["setup"], pred["steps"],
+                     os.path.basename(pred["scene"]), pred["patch_size"],
+                     pred["overlap"], pred["path"], pred["seconds"]),
+                  "whole-scene mIoU against the ground truth: %.3f (the "
+                  "training's mIoU on the same scene in separate %d px "
+                  "patches: %.3f)" % (pred["miou"], exp["meta"]["patch_size"],
+                                      pred["patch_miou"])]
+        if pred["unpredicted"]:
+            lines.append("%d pixels got no prediction" % pred["unpredicted"])
     lines += ["", "plots: " + ", ".join(plots),
               "took %.0f s" % (time.perf_counter() - t_all)]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "summary.txt"), "w") as f:
         f.write(text)
+    if exp:
+        exp = dict(exp, prediction=pred)
     return text, rows, exp
 
 
@@ -256,14 +378,16 @@ def main(argv):
         prog="cogfeed demo",
         description="synth -> convert -> serve with 164 ms latency -> "
                     "stream with the paper-style loader and cogfeed -> "
-                    "short training; prints the comparison.")
+                    "short training -> the trained model over a held-out "
+                    "scene; prints the comparison.")
     p.add_argument("--out", default="demo-out",
                    help="folder for the data, results and plots "
                         "(default demo-out)")
     p.add_argument("--quick", action="store_true",
                    help="a short run: 2 scenes, 3 passes per loader (one "
                         "cold, two warm), no cache-resident run, no "
-                        "training (about a minute on 2 cores)")
+                        "training or prediction unless --train (about a "
+                        "minute on 2 cores)")
     p.add_argument("--scenes", type=int,
                    help="scenes synthesised (default 4; --quick: 2)")
     p.add_argument("--size", type=int, default=1024,
@@ -287,7 +411,10 @@ def main(argv):
                         "cogfeed's pure-Python range server, or auto (nginx "
                         "when installed; default)")
     p.add_argument("--no-train", action="store_true",
-                   help="skip the training part")
+                   help="skip the training and the prediction")
+    p.add_argument("--train", action="store_true",
+                   help="train and predict with --quick too (for "
+                        "--budget seconds per set-up)")
     a = p.parse_args(argv)
     scenes = a.scenes or (2 if a.quick else 4)
     seconds, passes = a.seconds, a.passes
@@ -299,7 +426,8 @@ def main(argv):
     try:
         text, _, _ = demo(a.out, scenes, a.size, seconds, a.budget,
                           a.latency_ms, baseline_workers=a.baseline_workers,
-                          train=not (a.no_train or a.quick), passes=passes,
+                          train=not a.no_train and (a.train or not a.quick),
+                          passes=passes,
                           cached=not a.quick, server=a.server)
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         sys.stderr.write("cogfeed demo: %s\n" % e)

@@ -165,10 +165,11 @@ def _to_tensor(a, device, dtype):
 
 def train(name, ld, val, device, budget=None, steps=None, snap_every=None,
           snap_steps=None, seed=0, lr=2e-3, base=16, log=sys.stderr,
-          model="unet"):
+          model="unet", keep=None):
     """Train a fresh model (unet.MODELS) from `ld` until `budget` seconds
     of training wall time or `steps` steps; returns the record of the
-    run."""
+    run.  keep: a dict that gets the trained model (its final weights, in
+    eval mode) under `name`."""
     import torch
     from .unet import make_model
     torch.manual_seed(seed)
@@ -228,6 +229,10 @@ def train(name, ld, val, device, budget=None, steps=None, snap_every=None,
         miou, per = evaluate(model, val, device)
         curve.append({"t": t, "steps": k, "loss": lv, "miou": miou,
                       "per_class": per})
+    if keep is not None:
+        # The last snapshot is the final state: the model holds it now.
+        model.eval()
+        keep[name] = model
     util = mon.mean() if mon else None
     rec = {"setup": name, "steps": n, "wall_s": wall,
            "steps_per_s": n / wall if wall else 0.0,
@@ -392,6 +397,12 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
         samplers=("random", "blocked", "tile-shuffle"), snapshots=6,
         loaders=("baseline", "cogfeed"), device=None, base=None,
         sampler_seeds=1, log=sys.stderr, model="unet"):
+    """Train and measure every set-up; returns {"runs", "samplers" (the
+    records), "plots", "table" (paths), "meta" (settings, the held-out
+    scene "val_scene"/"val_mask", the normalisation "mean"/"std"),
+    "models"}: models holds the model trained by cogfeed-local (final
+    weights, eval mode, on the training device) under that name, for
+    whole-scene prediction (the demo's last step)."""
     import torch
     from .unet import MODELS, make_model
     if sampler not in ("random", "blocked", "grid"):
@@ -430,6 +441,7 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
             "patch_size": patch_size, "batch_size": batch_size,
             "sampler": sampler, "latency_ms": latency_ms,
             "train_scenes": train_i, "val_scene": imgs[-1],
+            "val_mask": msks[-1],
             "mean": mean, "std": std, "baseline_workers": baseline_workers,
             "baseline_prefetch": baseline_prefetch,
             "cogfeed_settings": cf_settings, "unet_base": base,
@@ -437,22 +449,25 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
             "torch_threads":
             torch.get_num_threads(), "cpus": os.cpu_count()}
 
+    models = {}
+
     def one(kind, name, ti, tm, s, steps=None, bud=None, sn=None,
-            sn_steps=None, seed=0):
+            sn_steps=None, seed=0, keep=None):
         ld = common.make_loader(kind, ti, tm, s if kind == "cogfeed"
                                 else settings, baseline_workers,
                                 baseline_prefetch, mean=mean, std=std)
         try:
             return train(name, ld, val, device, budget=bud, steps=steps,
                          snap_every=sn, snap_steps=sn_steps, base=base,
-                         seed=seed, log=log, model=model)
+                         seed=seed, log=log, model=model, keep=keep)
         finally:
             ld.close()
 
     runs = []
     for kind in loaders:
         runs.append(one(kind, kind + "-local", train_i, train_m,
-                        cf_settings, bud=budget, sn=snap))
+                        cf_settings, bud=budget, sn=snap,
+                        keep=models if kind == "cogfeed" else None))
     if loaders:
         with common.served(imgs + msks, latency_ms) as (_, url):
             for kind in loaders:
@@ -485,7 +500,7 @@ def run(data, out, budget=60.0, patch_size=128, batch_size=8,
         json.dump({"meta": meta, "runs": runs, "samplers": sampler_runs},
                   f, indent=1, default=str)
     return {"runs": runs, "samplers": sampler_runs, "plots": plots,
-            "table": md, "meta": meta}
+            "table": md, "meta": meta, "models": models}
 
 
 def main(argv):
