@@ -177,6 +177,7 @@ cf_status cf__rtree_query(const cf__rtree *t, const double q[4], cf__ids *ids, c
             stack_i[sp++] = c;
         }
     }
-    qsort(ids->v, ids->n, sizeof *ids->v, cmp_u32);
+    /* (a query that met nothing may hold no array yet: qsort(NULL) is UB) */
+    if (ids->n > 1) qsort(ids->v, ids->n, sizeof *ids->v, cmp_u32);
     return CF_OK;
 }

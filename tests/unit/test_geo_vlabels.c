@@ -46,6 +46,12 @@ static void test_rtree(void) {
     }
     CHECK(all_ok);
     free(ids.v);
+    /* a query that meets nothing, into a list that has no array yet
+     * (under UBSan the old code passed NULL to qsort) */
+    double far[4] = {1e9, 1e9, 1e9 + 1, 1e9 + 1};
+    cf__ids fresh = {0};
+    CHECK(cf__rtree_query(t, far, &fresh, &e) == CF_OK && fresh.n == 0);
+    free(fresh.v);
     cf__rtree_free(t);
     /* empty tree */
     CHECK(cf__rtree_new(NULL, 0, &t, &e) == CF_OK);
