@@ -1170,22 +1170,47 @@ typedef struct cf_writer_options {
                                   out), 2 RGB for WEBP, else 1 MinIsBlack;
                                   or 1, 2 (3 bands or more), 6 (JPEG of 3
                                   bands) */
+    /* Object storage (a `path` that is an s3:// or Azure Blob URL), read
+     * only when struct_size covers them. */
+    cf_io *io;                 /* its options (timeouts, retries, CA file)
+                                  serve the upload, copied at open; NULL:
+                                  the defaults */
+    uint64_t part_size;        /* bytes of each part but the first and
+                                  the last (0: 8 MiB; at least 5 MiB, S3's
+                                  smallest); raised when the output could
+                                  pass S3's 10,000 parts */
 } cf_writer_options;
 
 CF_API void cf_writer_options_init(cf_writer_options *opt);
 
 typedef struct cf_writer cf_writer;
 
-/* Start writing the GeoTIFF `path` (a local file).  Tiles are encoded as
- * they come and kept in a spool file beside `path` ("PATH.cogfeed-spool");
- * cf_writer_close builds the overviews from them and writes the file in
- * GDAL's COG layout (header and every directory first, then tile data,
- * smallest overview first, full resolution last, tiles in row order),
- * under a temporary name renamed to `path` at the end: `path` never holds
- * a partial file.  Peak disk: the spool (the full resolution's tile data)
- * plus the output.  CF_E_ARG for options out of range, CF_E_UNSUPPORTED
- * for a CRS without an EPSG code, CF_E_IO when the spool cannot be made
- * (its message names the path). */
+/* Start writing the GeoTIFF `path`, a local file or an object (s3://,
+ * az://, https://ACCOUNT.blob.core.windows.net/...; credentials as for
+ * reading).  Either way the result is laid out in GDAL's COG layout
+ * (header and every directory first, then tile data, smallest overview
+ * first, full resolution last, tiles in row order).
+ *
+ * A local file: tiles are encoded as they come and kept in a spool file
+ * beside `path` ("PATH.cogfeed-spool"); cf_writer_close builds the
+ * overviews from them and writes the file under a temporary name renamed
+ * to `path` at the end: `path` never holds a partial file.  Peak disk:
+ * the spool (the full resolution's tile data) plus the output.
+ *
+ * An object: no local disk.  Rows of tiles go up as S3 multipart parts or
+ * Azure blocks as soon as every row above them is complete, the overviews
+ * made from them on the way; the header goes up last as the first part
+ * (docs/inference.md, "Writing to object storage").  Memory: about two
+ * parts per level plus 8 parts being sent, and the encoded tiles of rows
+ * that wait for an incomplete row above them.  A tile of a row already
+ * sent cannot be written again (CF_E_STATE).  Nothing is visible until
+ * close succeeds; a failure or cf_writer_abort aborts the upload, leaving
+ * no object and no part behind.
+ *
+ * CF_E_ARG for options out of range, CF_E_UNSUPPORTED for a CRS without
+ * an EPSG code or a URL that cannot be written (gs://, http), CF_E_IO when
+ * the spool cannot be made (its message names the path), the store's
+ * errors (CF_E_AUTH, CF_E_NOTFOUND, ...) when the upload cannot start. */
 CF_API cf_status cf_writer_open(const char *path, const cf_writer_options *opt,
                                 cf_writer **out, cf_error *err);
 /* Write full-resolution tile (tx, ty): `data` holds its pixels band by

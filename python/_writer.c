@@ -53,17 +53,20 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
                              "compression", "level", "predictor", "overviews", "resampling",
                              "nodata", "grid", "descriptions", "scales", "offsets",
                              "lerc_layer", "max_error", "quality", "lossless", "photometric",
-                             NULL};
+                             "io", "part_size", NULL};
     PyObject *path_o, *nodata = Py_None, *grid = Py_None, *desc = Py_None;
     PyObject *scales_o = Py_None, *offsets_o = Py_None;
     unsigned int width, height, bands, tile, comp, lerc_layer = 1, photometric = 0;
     int dtype, level, pred, ovr, rs, quality = 0, lossless = 0;
     double max_error = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipI", kwlist,
+    PyObject *io_o = Py_None;
+    unsigned long long part_size = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOK", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &bands,
                                      &dtype, &tile, &comp, &level, &pred, &ovr, &rs, &nodata,
                                      &grid, &desc, &scales_o, &offsets_o, &lerc_layer,
-                                     &max_error, &quality, &lossless, &photometric))
+                                     &max_error, &quality, &lossless, &photometric, &io_o,
+                                     &part_size))
         return -1;
     if (self->w) {
         PyErr_SetString(PyExc_RuntimeError, "_Writer already open");
@@ -87,6 +90,11 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     o.quality = quality;
     o.lossless = lossless;
     o.photometric = (uint16_t)photometric;
+    o.part_size = part_size;
+    if (io_o != Py_None && !(o.io = cf__py_io_get(io_o))) {
+        Py_DECREF(path_o);
+        return -1;
+    }
     cf_grid g;
     cf_crs *hold = NULL;
     PyObject *dt = NULL;
@@ -244,16 +252,18 @@ static void Stitcher_dealloc(StitcherObject *self) {
 static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", "width", "height", "tile_size", "compression", "level",
                              "overviews", "grid", "channels", "blend", "overlap", "argmax",
-                             "patches", "lerc_layer", "max_error", NULL};
+                             "patches", "lerc_layer", "max_error", "io", "part_size", NULL};
     PyObject *path_o, *grid = Py_None;
     unsigned int width, height, tile, comp, channels, blend, overlap, lerc_layer = 1;
     int level, ovr, argmax;
     double max_error = 0;
+    PyObject *io_o = Py_None;
+    unsigned long long part_size = 0;
     Py_buffer pb;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|Id", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|IdOK", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &tile,
                                      &comp, &level, &ovr, &grid, &channels, &blend, &overlap,
-                                     &argmax, &pb, &lerc_layer, &max_error))
+                                     &argmax, &pb, &lerc_layer, &max_error, &io_o, &part_size))
         return -1;
     int ok = 1;
     if (self->st) {
@@ -274,6 +284,8 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     o.overviews = ovr;
     o.lerc_layer = (uint16_t)lerc_layer;
     o.max_error = max_error;
+    o.part_size = part_size;
+    if (ok && io_o != Py_None && !(o.io = cf__py_io_get(io_o))) ok = 0;
     cf_stitcher_options so;
     cf_stitcher_options_init(&so);
     so.channels = channels;

@@ -71,6 +71,31 @@ cf_status cf__auth_sign_at(cf__auth *a, time_t now, const char *method,
                            const char *ius, struct curl_slist **hdrs,
                            cf_error *err);
 
+/* Requests that write (the object-storage uploads of upload.c): a
+ * method, query parameters (names and values unencoded; at most
+ * CF__AUTH_MAX_PARAMS, sorted by name by the caller) and a body of
+ * `body_len` bytes whose SHA-256 is `body_sha256` (hex; S3 signs it).
+ * Parameters are signed as each service wants them: S3's canonical query,
+ * Azure's canonicalized resource. */
+#define CF__AUTH_MAX_PARAMS 4
+typedef struct cf__auth_req {
+    const char *method;                 /* "PUT", "POST", "DELETE" */
+    const char *names[CF__AUTH_MAX_PARAMS], *values[CF__AUTH_MAX_PARAMS];
+    int nparams;
+    uint64_t body_len;
+    const char *body_sha256;            /* NULL: the empty body's */
+} cf__auth_req;
+
+/* The URL to send `r` to: the object's URL (with its SAS query, if any)
+ * and r's parameters percent-encoded ("?uploads" for an empty value, as
+ * the AWS SDKs send it).  malloc'ed; it may hold a SAS: never print it. */
+char *cf__auth_req_url(const cf__auth *a, const cf__auth_req *r);
+/* Append r's auth headers to *hdrs (SigV4 with the body's hash, or Azure
+ * Shared Key with its length and parameters; nothing for SAS, anonymous
+ * or plain HTTP).  CF_E_NOMEM as cf__auth_sign. */
+cf_status cf__auth_sign_req(cf__auth *a, time_t now, const cf__auth_req *r,
+                            struct curl_slist **hdrs, cf_error *err);
+
 /* Short service error code for messages, from an error response: S3 XML
  * <Code>, Azure x-ms-error-code header (ms_error_code, may be NULL) or XML
  * <Code>.  Writes "" when none.  Only [A-Za-z0-9._-] characters are kept,

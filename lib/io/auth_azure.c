@@ -304,19 +304,26 @@ static void rfc1123(time_t now, char out[40]) {
              tm.tm_min, tm.tm_sec);
 }
 
+/* The string to sign; `length` the Content-Length as signed ("" for
+ * none or 0), r (may be NULL) the request's parameters, which join the
+ * canonicalized resource as "\nname:value" lines (names lowercase and
+ * sorted, values unencoded). */
 static void az_sts(cf__sbuf *b, const cf__auth *a, const char *method,
                    const char *xms_date, const char *range,
-                   const char *if_match, const char *ius) {
+                   const char *if_match, const char *ius, const char *length,
+                   const cf__auth_req *r) {
     /* VERB, Content-Encoding, -Language, -Length, -MD5, -Type, Date,
      * If-Modified-Since, If-Match, If-None-Match, If-Unmodified-Since,
      * Range, then the x-ms- headers and the resource.  The resource of a
      * path-style (Azurite) URL names the account twice: "/account" +
      * "/account/container/blob", as Azure's SDKs and Azurite compute it. */
     cf__sb_printf(b,
-                  "%s\n\n\n\n\n\n\n\n%s\n\n%s\n%s\n"
+                  "%s\n\n\n%s\n\n\n\n\n%s\n\n%s\n%s\n"
                   "x-ms-date:%s\nx-ms-version:" AZ_VERSION "\n/%s%s",
-                  method, if_match ? if_match : "", ius ? ius : "",
+                  method, length, if_match ? if_match : "", ius ? ius : "",
                   range ? range : "", xms_date, a->account, a->path);
+    for (int i = 0; r && i < r->nparams; i++)
+        cf__sb_printf(b, "\n%s:%s", r->names[i], r->values[i]);
 }
 
 char *cf__azure_string_to_sign(const cf__auth *a, const char *method,
@@ -324,7 +331,7 @@ char *cf__azure_string_to_sign(const cf__auth *a, const char *method,
                                const char *if_match, const char *ius) {
     if (!a->account || !a->path) return NULL;
     cf__sbuf b = {0};
-    az_sts(&b, a, method, xms_date, range, if_match, ius);
+    az_sts(&b, a, method, xms_date, range, if_match, ius, "", NULL);
     return cf__sb_take(&b);
 }
 
@@ -347,14 +354,13 @@ cf_status cf__azure_sign_string(const char *key_b64, const char *sts,
     return CF_OK;
 }
 
-cf_status cf__auth_az_sign(cf__auth *a, time_t now, const char *method,
-                           const char *range, const char *if_match,
-                           const char *ius, struct curl_slist **hdrs,
-                           cf_error *err) {
+static cf_status az_sign(cf__auth *a, time_t now, const char *method, const char *range,
+                         const char *if_match, const char *ius, const char *length,
+                         const cf__auth_req *r, struct curl_slist **hdrs, cf_error *err) {
     char date[40];
     rfc1123(now, date);
     cf__sbuf sts = {0};
-    az_sts(&sts, a, method, date, range, if_match, ius);
+    az_sts(&sts, a, method, date, range, if_match, ius, length, r);
     cf_status st = CF_E_NOMEM;
     if (!sts.oom) {
         char sig[48];
@@ -370,4 +376,18 @@ cf_status cf__auth_az_sign(cf__auth *a, time_t now, const char *method,
         return cf__err(err, CF_E_NOMEM, "%s: out of memory signing request",
                        a->redacted);
     return CF_OK;
+}
+
+cf_status cf__auth_az_sign(cf__auth *a, time_t now, const char *method,
+                           const char *range, const char *if_match,
+                           const char *ius, struct curl_slist **hdrs,
+                           cf_error *err) {
+    return az_sign(a, now, method, range, if_match, ius, "", NULL, hdrs, err);
+}
+
+cf_status cf__auth_az_sign_req(cf__auth *a, time_t now, const cf__auth_req *r,
+                               struct curl_slist **hdrs, cf_error *err) {
+    char length[24] = "";
+    if (r->body_len) snprintf(length, sizeof length, "%llu", (unsigned long long)r->body_len);
+    return az_sign(a, now, r->method, NULL, NULL, NULL, length, r, hdrs, err);
 }

@@ -96,6 +96,10 @@ cf_status cf__auth_s3_sign(cf__auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
                            const char *ius, struct curl_slist **hdrs,
                            cf_error *err);
+cf_status cf__auth_s3_sign_req(cf__auth *a, time_t now, const cf__auth_req *r,
+                               struct curl_slist **hdrs, cf_error *err);
+cf_status cf__auth_az_sign_req(cf__auth *a, time_t now, const cf__auth_req *r,
+                               struct curl_slist **hdrs, cf_error *err);
 cf_status cf__auth_az_init(cf__auth *a, const char *url, int https_form,
                            cf__auth_getenv ge, void *user, cf_error *err);
 cf_status cf__auth_az_sign(cf__auth *a, time_t now, const char *method,

@@ -251,3 +251,41 @@ void cf__auth_free(cf__auth *a) {
     free(a);
 }
 
+
+char *cf__auth_req_url(const cf__auth *a, const cf__auth_req *r) {
+    cf__sbuf u = {0};
+    cf__sb_put(&u, a->http_url);
+    for (int i = 0; i < r->nparams; i++) {
+        cf__sb_put(&u, i == 0 && !a->has_query ? "?" : "&");
+        cf__sb_uri(&u, r->names[i], strlen(r->names[i]), 0);
+        if (*r->values[i]) {
+            cf__sb_put(&u, "=");
+            cf__sb_uri(&u, r->values[i], strlen(r->values[i]), 0);
+        }
+    }
+    return cf__sb_take(&u);
+}
+
+cf_status cf__auth_sign_req(cf__auth *a, time_t now, const cf__auth_req *r,
+                            struct curl_slist **hdrs, cf_error *err) {
+    if (r->nparams < 0 || r->nparams > CF__AUTH_MAX_PARAMS)
+        return cf__err(err, CF_E_ARG, "%s: %d request parameters", a->redacted, r->nparams);
+    for (int i = 0; i < r->nparams; i++)
+        if (!cf__auth_header_safe(r->names[i]) || !cf__auth_header_safe(r->values[i]))
+            return cf__err(err, CF_E_ARG, "%s: request parameter with control characters",
+                           a->redacted);
+    switch (a->kind) {
+    case CF_AUTH_S3:
+        return a->s3_signed ? cf__auth_s3_sign_req(a, now, r, hdrs, err) : CF_OK;
+    case CF_AUTH_AZURE:
+        return a->az_shared_key ? cf__auth_az_sign_req(a, now, r, hdrs, err) : CF_OK;
+    case CF_AUTH_GCS:
+        if (a->bearer &&
+            !cf__auth_add_hdrf(hdrs, "Authorization: Bearer %s", a->bearer))
+            return cf__err(err, CF_E_NOMEM, "%s: out of memory", a->redacted);
+        return CF_OK;
+    case CF_AUTH_HTTP:
+        return CF_OK;
+    }
+    return CF_OK;
+}

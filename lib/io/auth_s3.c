@@ -143,10 +143,10 @@ cf_status cf__auth_s3_init(cf__auth *a, const char *url, cf__auth_getenv ge,
     return CF_OK;
 }
 
-cf_status cf__auth_s3_sign(cf__auth *a, time_t now, const char *method,
-                           const char *range, const char *if_match,
-                           const char *ius, struct curl_slist **hdrs,
-                           cf_error *err) {
+/* SigV4 over one request: its canonical query and the body's hash. */
+static cf_status s3_sign(cf__auth *a, time_t now, const char *method, const char *range,
+                         const char *if_match, const char *ius, const char *query,
+                         const char *payload, struct curl_slist **hdrs, cf_error *err) {
     struct tm tm;
     gmtime_r(&now, &tm);
     char amzdate[32], date8[16];
@@ -172,7 +172,7 @@ cf_status cf__auth_s3_sign(cf__auth *a, time_t now, const char *method,
         cf__sb_put(&names, ";range");
     }
     cf__sb_printf(&ch, "x-amz-content-sha256:%s\nx-amz-date:%s\n",
-                  EMPTY_SHA256, amzdate);
+                  payload, amzdate);
     cf__sb_put(&names, ";x-amz-content-sha256;x-amz-date");
     if (a->token) {
         cf__sb_printf(&ch, "x-amz-security-token:%s\n", a->token);
@@ -182,11 +182,11 @@ cf_status cf__auth_s3_sign(cf__auth *a, time_t now, const char *method,
     cf_status st = CF_E_NOMEM;
     if (!ch.oom && !names.oom &&
         cf__sigv4_signature(a->secret, date8, amzdate, a->region, "s3",
-                            method, a->path, "", ch.s, names.s, EMPTY_SHA256,
+                            method, a->path, query, ch.s, names.s, payload,
                             sig) == CF_OK) {
         int ok = cf__auth_add_hdrf(hdrs, "x-amz-date: %s", amzdate) &&
                  cf__auth_add_hdrf(hdrs, "x-amz-content-sha256: %s",
-                                   EMPTY_SHA256) &&
+                                   payload) &&
                  (!a->token || cf__auth_add_hdrf(hdrs,
                                                  "x-amz-security-token: %s",
                                                  a->token)) &&
@@ -205,4 +205,29 @@ cf_status cf__auth_s3_sign(cf__auth *a, time_t now, const char *method,
         return cf__err(err, CF_E_NOMEM, "%s: out of memory signing request",
                        a->redacted);
     return CF_OK;
+}
+
+cf_status cf__auth_s3_sign(cf__auth *a, time_t now, const char *method,
+                           const char *range, const char *if_match,
+                           const char *ius, struct curl_slist **hdrs,
+                           cf_error *err) {
+    return s3_sign(a, now, method, range, if_match, ius, "", EMPTY_SHA256, hdrs, err);
+}
+
+cf_status cf__auth_s3_sign_req(cf__auth *a, time_t now, const cf__auth_req *r,
+                               struct curl_slist **hdrs, cf_error *err) {
+    /* Canonical query: names and values percent-encoded, sorted by name
+     * (the caller gives them sorted), "name=" for an empty value. */
+    cf__sbuf q = {0};
+    for (int i = 0; i < r->nparams; i++) {
+        if (i) cf__sb_put(&q, "&");
+        cf__sb_uri(&q, r->names[i], strlen(r->names[i]), 0);
+        cf__sb_put(&q, "=");
+        cf__sb_uri(&q, r->values[i], strlen(r->values[i]), 0);
+    }
+    cf_status st = q.oom ? cf__err(err, CF_E_NOMEM, "%s: out of memory", a->redacted)
+                         : s3_sign(a, now, r->method, NULL, NULL, NULL, q.s ? q.s : "",
+                                   r->body_sha256 ? r->body_sha256 : EMPTY_SHA256, hdrs, err);
+    cf__sb_free(&q);
+    return st;
 }

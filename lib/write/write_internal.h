@@ -81,4 +81,28 @@ void cf__ov_row(cf__ov_kind kind, cf_dtype dt, uint32_t spp, const uint8_t *cons
                 uint32_t nrows, double wy0, double wy1, const cf__ov_axis *ax, uint8_t *out,
                 int has_nodata, double nodata, const uint8_t *near_row);
 
+/* ---- stream.c: tile data to object storage as parts ---- */
+
+#define CF__WSTREAM_MAX_LEVELS 24
+#define CF__WSTREAM_DEFAULT_PART ((uint64_t)8 << 20)
+#define CF__WSTREAM_INFLIGHT 4 /* parts being sent at once */
+
+typedef struct cf__wstream cf__wstream;
+/* Start uploading `url` (the io's options; NULL: defaults) for a file of
+ * nlev levels (0 the full resolution) whose tile data may take up to
+ * bound[l] bytes each: the part size is part_size (0: 8 MiB; at least 5
+ * MiB), raised until the bounds fit S3's 10,000 parts. */
+cf_status cf__wstream_new(cf_io *io, const char *url, uint64_t part_size, int nlev,
+                          const uint64_t *bound, cf__wstream **out, cf_error *err);
+uint64_t cf__wstream_part_size(const cf__wstream *s);
+/* Append n bytes to level l's data (in the level's file order). */
+cf_status cf__wstream_put(cf__wstream *s, int l, const uint8_t *data, size_t n, cf_error *err);
+/* Send the header (hlen bytes: it holds every tile's offset) and the
+ * bytes still held, and make the object.  Frees s, aborting the upload
+ * on failure. */
+cf_status cf__wstream_finish(cf__wstream *s, const uint8_t *header, size_t hlen,
+                             cf_error *err);
+/* Give up: abort the upload (nothing is left), free s. */
+void cf__wstream_abort(cf__wstream *s);
+
 #endif

@@ -18,11 +18,21 @@
  *     and renames it over the output, so that the output path never holds
  *     a partial file.
  *
+ * An object in object storage (stream.c) has no spool and no rename:
+ * level 0's tiles wait, encoded, in memory until their row and every row
+ * above it are complete; then the row is decoded into the overviews'
+ * rows (as step 1 does) and its tiles go to the stream, the overview
+ * tiles too as they are made.  close() feeds what is left (tiles never
+ * written are sparse), lays the header out as step 2 and sends it last.
+ * The tile order and the encoders are the same, so the object is the
+ * same bytes as the local file.
+ *
  * State: OPEN until the first failure, then FAILED (every later call
  * returns that failure's status; close cleans up).  All calls hold the
  * writer's lock.
  */
 #include "../codec/codec.h"
+#include "../io/io.h"
 #include "write_internal.h"
 
 #include <errno.h>
@@ -72,6 +82,15 @@ struct cf_writer {
     cf__encode_opts eo;
     size_t es, px, tile_bytes;
     uint8_t *tile;                     /* pixel-interleaved, one tile */
+    /* reading level 0 back for the overviews: one row of tiles */
+    uint8_t *band, *comp;
+    size_t compcap;
+    cf__codec_ctx *ctx;
+    /* object storage */
+    cf__wstream *ws;                   /* NULL: a local file */
+    uint8_t **pend;                    /* level 0's encoded tiles not yet sent */
+    uint32_t *row_have;                /* tiles of each level-0 row written */
+    uint32_t next_row;                 /* level 0's next row to send */
 };
 
 void cf_writer_options_init(cf_writer_options *o) {
@@ -282,6 +301,14 @@ static cf_status pread_all(int fd, void *buf, size_t n, uint64_t at, const char 
 }
 
 static void free_writer(cf_writer *w, int remove_spool) {
+    if (w->ws) cf__wstream_abort(w->ws);
+    if (w->pend)
+        for (size_t i = 0; i < (size_t)w->lev[0].tx * w->lev[0].ty; i++) free(w->pend[i]);
+    free(w->pend);
+    free(w->row_have);
+    free(w->band);
+    free(w->comp);
+    cf__codec_ctx_free(w->ctx);
     if (w->spool_fd >= 0) close(w->spool_fd);
     if (remove_spool && w->spool_path) unlink(w->spool_path);
     for (int l = 0; l < w->nlev; l++) {
@@ -312,6 +339,13 @@ static char *dup_str(const char *s) {
     return d;
 }
 
+/* A URL as messages show it: no query, no userinfo. */
+static char *redacted_dup(const char *url) {
+    char b[CF__NAME_MAX];
+    cf__redact_url(url, b, sizeof b);
+    return dup_str(b);
+}
+
 /* The CRS as GeoKeys: an EPSG code, projected or geographic. */
 static cf_status take_grid(cf_writer *w, const cf_grid *g, cf_error *err) {
     if (!g) return CF_OK;
@@ -332,6 +366,41 @@ static cf_status take_grid(cf_writer *w, const cf_grid *g, cf_error *err) {
                        cf_crs_name(g->crs) ? cf_crs_name(g->crs) : "?");
     w->geographic = k == CF_CRS_GEOGRAPHIC;
     return CF_OK;
+}
+
+/* The overviews' row machinery, and one row of level 0 tiles to read
+ * back into. */
+static cf_status init_overviews(cf_writer *w, cf_error *err) {
+    const uint32_t T = w->o.tile_size;
+    for (int l = 1; l < w->nlev; l++) {
+        w_level *L = &w->lev[l], *up = &w->lev[l - 1];
+        CF__TRY(cf__ov_axis_init(&L->ax, up->w, L->w, err));
+        CF__TRY(cf__ov_axis_init(&L->ay, up->h, L->h, err));
+        L->acc = cf__malloc((size_t)T * L->w * w->px);
+        L->ring = cf__malloc((size_t)CF__RING * up->w * w->px);
+        if (!L->acc || !L->ring)
+            return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
+    }
+    w->band = cf__malloc((size_t)T * w->lev[0].w * w->px);
+    w->ctx = cf__codec_ctx_new();
+    if (!w->band || !w->ctx) return cf__err(err, CF_E_NOMEM, "writer: %s: a row of tiles",
+                                            w->path);
+    return CF_OK;
+}
+
+/* An object: the stream, with each level's worst case (twice its raw
+ * size: no codec here expands more) for its part numbers. */
+static cf_status open_remote(cf_writer *w, const char *url, cf_error *err) {
+    uint64_t bound[CF__WRITER_MAX_LEVELS];
+    for (int l = 0; l < w->nlev; l++)
+        bound[l] = (uint64_t)w->lev[l].tx * w->lev[l].ty * (2 * (uint64_t)w->tile_bytes + 1024);
+    size_t n = (size_t)w->lev[0].tx * w->lev[0].ty;
+    w->pend = cf__calloc(n, sizeof *w->pend);
+    w->row_have = cf__calloc(w->lev[0].ty, sizeof *w->row_have);
+    if (!w->pend || !w->row_have)
+        return cf__err(err, CF_E_NOMEM, "writer: %s: out of memory (%zu tiles)", w->path, n);
+    CF__TRY(init_overviews(w, err));
+    return cf__wstream_new(w->o.io, url, w->o.part_size, w->nlev, bound, &w->ws, err);
 }
 
 cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writer **out,
@@ -423,15 +492,18 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
         w->tile_bytes = (size_t)cf__codec_chunk_bytes(p);
         w->tile = w->tile_bytes ? cf__malloc(w->tile_bytes) : NULL;
         w->enc = cf__encoder_new();
-        w->path = dup_str(path);
+        w->path = cf__url_is_remote(path) ? redacted_dup(path) : dup_str(path);
         size_t n = strlen(path) + 32;
-        w->spool_path = cf__malloc(n);
-        if (!w->tile || !w->enc || !w->path || !w->spool_path)
+        int remote = cf__url_is_remote(path);
+        w->spool_path = remote ? NULL : cf__malloc(n);
+        if (!w->tile || !w->enc || !w->path || (!remote && !w->spool_path))
             st = cf__err(err, CF_E_NOMEM, "writer: out of memory (a tile of %zu bytes)",
                          w->tile_bytes);
-        else snprintf(w->spool_path, n, "%s.cogfeed-spool", path);
+        else if (!remote) snprintf(w->spool_path, n, "%s.cogfeed-spool", path);
     }
-    if (!st) {
+    if (!st && cf__url_is_remote(path)) {
+        st = open_remote(w, path, err);
+    } else if (!st) {
         w->spool_fd = create_fresh(w->spool_path);
         if (w->spool_fd < 0)
             st = cf__err(err, CF_E_IO, "writer: cannot create %s: %s", w->spool_path,
@@ -451,7 +523,9 @@ void cf_writer_tiles(const cf_writer *w, uint32_t *tx, uint32_t *ty) {
 }
 
 /* Encode w->tile (pixel-interleaved, full tile) as tile (tx, ty) of level
- * l and append it to the spool. */
+ * l and keep it: appended to the spool (a local file); for an object,
+ * level 0's held until its row is sent, an overview's sent (their tiles
+ * come in row order). */
 static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_error *err) {
     const uint8_t *enc;
     size_t n;
@@ -459,11 +533,23 @@ static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_erro
                                     &n, err);
     if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path, tx,
                                   ty, l);
-    CF__TRY(pwrite_all(w->spool_fd, enc, n, w->spool_end, w->spool_path, err));
     w_level *L = &w->lev[l];
-    L->off[(size_t)ty * L->tx + tx] = w->spool_end;
-    L->len[(size_t)ty * L->tx + tx] = n;
-    w->spool_end += n;
+    size_t i = (size_t)ty * L->tx + tx;
+    if (w->ws && l == 0) {
+        uint8_t *copy = cf__malloc(n ? n : 1);
+        if (!copy) return cf__err(err, CF_E_NOMEM, "writer: %s: out of memory", w->path);
+        memcpy(copy, enc, n);
+        if (!w->pend[i]) w->row_have[ty]++;
+        free(w->pend[i]);
+        w->pend[i] = copy;
+    } else if (w->ws) {
+        CF__TRY(cf__wstream_put(w->ws, l, enc, n, err));
+    } else {
+        CF__TRY(pwrite_all(w->spool_fd, enc, n, w->spool_end, w->spool_path, err));
+        L->off[i] = w->spool_end;
+        w->spool_end += n;
+    }
+    L->len[i] = n;
     return CF_OK;
 }
 
@@ -494,6 +580,8 @@ static void fill_px(const cf_writer *w, uint8_t *dst, size_t npx) {
     for (size_t i = 0; i < npx * w->o.bands; i++) memcpy(dst + i * w->es, one, w->es);
 }
 
+static cf_status feed_row0(cf_writer *w, uint32_t ty, cf_error *err);
+
 cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
                                size_t size, cf_error *err) {
     if (!w || !data) return cf__err(err, CF_E_ARG, "writer: NULL argument");
@@ -509,6 +597,12 @@ cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const voi
     if (tx >= L->tx || ty >= L->ty) {
         st = cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside %ux%u tiles", w->path, tx,
                      ty, L->tx, L->ty);
+        goto done;
+    }
+    if (w->ws && ty < w->next_row) {
+        st = cf__err(err, CF_E_STATE, "writer: %s: tile %u,%u: its row of tiles is uploaded "
+                     "already (writing to object storage, a tile is final once the rows "
+                     "above it and its own are complete)", w->path, tx, ty);
         goto done;
     }
     uint32_t tw = tx + 1 < L->tx ? T : L->w - tx * T;
@@ -532,6 +626,9 @@ cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const voi
                 for (uint32_t x = 0; x < tw; x++) memcpy(d + x * w->px, s + x * es, es);
         }
     st = put_tile(w, 0, tx, ty, err);
+    /* an object: send every row that is complete with those above it */
+    while (!st && w->ws && w->next_row < L->ty && w->row_have[w->next_row] == L->tx)
+        st = feed_row0(w, w->next_row++, err);
     if (st) w_fail(w, st);
 done:
     pthread_mutex_unlock(&w->mu);
@@ -586,61 +683,56 @@ static cf_status feed(cf_writer *w, int l, const uint8_t *row, uint32_t y, cf_er
     return CF_OK;
 }
 
-/* Read the full resolution back a row of tiles at a time and build
- * every overview from it. */
-static cf_status build_overviews(cf_writer *w, cf_error *err) {
-    if (w->nlev < 2) return CF_OK;
+/* Row ty of level 0's tiles: read back (the spool, or the tiles held
+ * for an object, which then go to the stream), decoded and fed to the
+ * overviews. */
+static cf_status feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
     const uint32_t T = w->o.tile_size;
     w_level *L0 = &w->lev[0];
-    for (int l = 1; l < w->nlev; l++) {
-        w_level *L = &w->lev[l], *up = &w->lev[l - 1];
-        CF__TRY(cf__ov_axis_init(&L->ax, up->w, L->w, err));
-        CF__TRY(cf__ov_axis_init(&L->ay, up->h, L->h, err));
-        L->acc = cf__malloc((size_t)T * L->w * w->px);
-        L->ring = cf__malloc((size_t)CF__RING * up->w * w->px);
-        if (!L->acc || !L->ring)
-            return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
-    }
-    uint8_t *band = cf__malloc((size_t)T * L0->w * w->px); /* one row of tiles */
-    uint8_t *comp = NULL;
-    size_t compcap = 0;
-    cf__codec_ctx *ctx = cf__codec_ctx_new();
-    cf_status st = band && ctx ? CF_OK : cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
-    for (uint32_t ty = 0; !st && ty < L0->ty; ty++) {
-        uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
-        for (uint32_t tx = 0; !st && tx < L0->tx; tx++) {
-            uint32_t tw = tx + 1 < L0->tx ? T : L0->w - tx * T;
-            size_t i = (size_t)ty * L0->tx + tx;
-            if (!L0->len[i]) {
+    uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
+    for (uint32_t tx = 0; tx < L0->tx; tx++) {
+        uint32_t tw = tx + 1 < L0->tx ? T : L0->w - tx * T;
+        size_t i = (size_t)ty * L0->tx + tx, n = (size_t)L0->len[i];
+        const uint8_t *src = w->ws ? w->pend[i] : NULL;
+        if (w->nlev > 1) {
+            if (!(w->ws ? src != NULL : n != 0)) {
                 fill_px(w, w->tile, (size_t)T * T);
             } else {
-                if (L0->len[i] > compcap) {
-                    free(comp);
-                    compcap = (size_t)L0->len[i];
-                    comp = cf__malloc(compcap);
-                    if (!comp) {
-                        st = cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
-                        break;
+                if (!w->ws) {
+                    if (n > w->compcap) {
+                        free(w->comp);
+                        w->compcap = 0;
+                        if (!(w->comp = cf__malloc(n)))
+                            return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+                        w->compcap = n;
                     }
+                    CF__TRY(pread_all(w->spool_fd, w->comp, n, L0->off[i], w->spool_path, err));
+                    src = w->comp;
                 }
-                st = pread_all(w->spool_fd, comp, (size_t)L0->len[i], L0->off[i],
-                               w->spool_path, err);
-                if (!st)
-                    st = cf__codec_decode(ctx, &w->p, comp, (size_t)L0->len[i], w->tile,
-                                          w->tile_bytes, err);
-                if (st) break;
+                CF__TRY(cf__codec_decode(w->ctx, &w->p, src, n, w->tile, w->tile_bytes, err));
             }
             for (uint32_t y = 0; y < th; y++)
-                memcpy(band + ((size_t)y * L0->w + (size_t)tx * T) * w->px,
+                memcpy(w->band + ((size_t)y * L0->w + (size_t)tx * T) * w->px,
                        w->tile + (size_t)y * T * w->px, (size_t)tw * w->px);
         }
-        for (uint32_t y = 0; !st && y < th; y++)
-            st = feed(w, 1, band + (size_t)y * L0->w * w->px, ty * T + y, err);
+        if (w->ws && w->pend[i]) {
+            CF__TRY(cf__wstream_put(w->ws, 0, w->pend[i], n, err));
+            free(w->pend[i]);
+            w->pend[i] = NULL;
+        }
     }
-    free(band);
-    free(comp);
-    cf__codec_ctx_free(ctx);
-    return st;
+    for (uint32_t y = 0; w->nlev > 1 && y < th; y++)
+        CF__TRY(feed(w, 1, w->band + (size_t)y * L0->w * w->px, ty * T + y, err));
+    return CF_OK;
+}
+
+/* A local file: read the full resolution back a row of tiles at a time
+ * and build every overview from it. */
+static cf_status build_overviews(cf_writer *w, cf_error *err) {
+    if (w->nlev < 2) return CF_OK;
+    CF__TRY(init_overviews(w, err));
+    for (uint32_t ty = 0; ty < w->lev[0].ty; ty++) CF__TRY(feed_row0(w, ty, err));
+    return CF_OK;
 }
 
 /* ---- close: layout ---- */
@@ -818,8 +910,11 @@ static void put_arr(void *a, int big, uint64_t i, uint64_t v) {
     else ((uint32_t *)a)[i] = (uint32_t)v;
 }
 
-/* Lay the file out and write it to `tmp`. */
-static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err) {
+/* Lay the file out: the header and every directory (*hdr, *head bytes),
+ * every tile's offset in them. */
+static cf_status make_header(cf_writer *w, uint8_t **hdr_out, uint64_t *head_out,
+                             cf_error *err) {
+    *hdr_out = NULL;
     w_layout *y = cf__calloc(1, sizeof *y);
     if (!y) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
     cf_status st = fill_common(w, y, err);
@@ -865,13 +960,29 @@ static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err
         for (int l = 0; l < w->nlev; l++)
             cf__ifd_write(&y->ifd[l], big, y->ifd_at[l],
                           l + 1 < w->nlev ? y->ifd_at[l + 1] : 0, hdr + y->ifd_at[l]);
-        st = pwrite_all(fd, hdr, (size_t)head, 0, tmp, err);
     }
+    layout_free(y, w->nlev);
+    free(y);
+    if (st) {
+        free(hdr);
+        return st;
+    }
+    *hdr_out = hdr;
+    *head_out = head;
+    return CF_OK;
+}
+
+/* Write the file to `tmp`: the header, then the tiles from the spool in
+ * the header's order. */
+static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err) {
+    uint8_t *hdr;
+    uint64_t head;
+    CF__TRY(make_header(w, &hdr, &head, err));
+    cf_status st = pwrite_all(fd, hdr, (size_t)head, 0, tmp, err);
     free(hdr);
-    /* Copy the tiles from the spool in that order. */
     uint8_t *buf = NULL;
     size_t cap = 0;
-    at = head;
+    uint64_t at = head;
     for (int l = w->nlev - 1; !st && l >= 0; l--) {
         w_level *L = &w->lev[l];
         for (size_t i = 0; !st && i < (size_t)L->tx * L->ty; i++) {
@@ -892,8 +1003,19 @@ static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err
         }
     }
     free(buf);
-    layout_free(y, w->nlev);
-    free(y);
+    return st;
+}
+
+/* An object: what is left of level 0 (rows after one never completed:
+ * their missing tiles are sparse), then the header, sent last. */
+static cf_status finish_remote(cf_writer *w, cf_error *err) {
+    while (w->next_row < w->lev[0].ty) CF__TRY(feed_row0(w, w->next_row++, err));
+    uint8_t *hdr;
+    uint64_t head;
+    CF__TRY(make_header(w, &hdr, &head, err));
+    cf_status st = cf__wstream_finish(w->ws, hdr, (size_t)head, err);
+    w->ws = NULL; /* gone, made or aborted */
+    free(hdr);
     return st;
 }
 
@@ -904,6 +1026,12 @@ cf_status cf_writer_close(cf_writer *w, cf_error *err) {
     if (w->state != W_OPEN)
         st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s); nothing written",
                      w->path, cf_status_name(w->fail));
+    if (w->ws) {
+        if (!st) st = finish_remote(w, err);
+        pthread_mutex_unlock(&w->mu);
+        free_writer(w, 0);
+        return st;
+    }
     if (!st) st = build_overviews(w, err);
     char *tmp = NULL;
     int fd = -1;

@@ -65,7 +65,7 @@ class Stitcher(_Finishing):
     """Stitcher(path, patches, channels, *, grid=None, like=None,
     width=None, height=None, blend="hann", overlap=0,
     output="probabilities", tile_size=512, compression="deflate",
-    level=0, overviews="auto", max_error=0.0)
+    level=0, overviews="auto", max_error=0.0, io=None, part_size=0)
 
     compression: as cogfeed.Writer's, "lerc_zstd" with max_error (the
     largest error per probability) included; JPEG and WEBP are refused
@@ -76,7 +76,8 @@ class Stitcher(_Finishing):
     "hann" (sin^2 over the patch).  output: "probabilities" (float32, one
     band per channel, NaN where no patch came) or "classes" (uint8, the
     channel with the largest blended value, 255 where no patch came; its
-    overviews by mode).  grid / like / width / height: as cogfeed.Writer.
+    overviews by mode).  grid / like / width / height, and path, io and
+    part_size for an object in S3 or Azure: as cogfeed.Writer.
     """
 
     def __init__(self, path: StrPath, patches: Iterable[Sequence[int]],
@@ -86,7 +87,8 @@ class Stitcher(_Finishing):
                  overlap: int = 0, output: str = "probabilities",
                  tile_size: int = 512, compression: str = "deflate",
                  level: int = 0, overviews: Union[str, int] = "auto",
-                 max_error: float = 0.0) -> None:
+                 max_error: float = 0.0, io: Any = None,
+                 part_size: int = 0) -> None:
         if like is not None and grid is None:
             grid = Grid.like(like)
         if grid is not None:
@@ -111,7 +113,8 @@ class Stitcher(_Finishing):
             path, self.width, self.height, int(tile_size), code,
             int(level), -1 if overviews == "auto" else int(overviews), grid,
             self.channels, _BLEND[blend], int(overlap), output == "classes",
-            np.ascontiguousarray(rects.reshape(-1)), layer, float(max_error))
+            np.ascontiguousarray(rects.reshape(-1)), layer, float(max_error),
+            io, int(part_size))
 
     def add(self, pred: Any, window: Sequence[int]) -> None:
         """The prediction (channels, h, w) of window (x, y, w, h) (or a
@@ -150,7 +153,9 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
             progress: bool = True, compression: str = "deflate",
             **loader_kwargs: Any) -> None:
     """Run `model` over a whole image in overlapping patches and write the
-    blended predictions to `out` as a COG on the image's grid.
+    blended predictions to `out` as a COG on the image's grid: a local
+    file, or an object (s3://, az://) streamed to the store as rows of
+    tiles are finished (cogfeed.Writer).
 
     inputs: an image file (path or URL).  The patches come from a
     cogfeed.Loader over it with the grid sampler (stride patch_size -

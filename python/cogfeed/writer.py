@@ -65,13 +65,15 @@ class _Finishing:
     _c: Any
 
     def close(self) -> None:
-        """Finish the file: overviews, layout, rename into place."""
+        """Finish the file: overviews, layout, rename into place (an
+        object: the last parts and the header sent, the object made)."""
         if self._c is not None:
             self._c.close()
             self._c = None
 
     def abort(self) -> None:
-        """Give up: nothing is written, the spool is removed."""
+        """Give up: nothing is written, the spool is removed (an object:
+        the upload is aborted)."""
         if self._c is not None:
             self._c.abort()
             self._c = None
@@ -91,9 +93,17 @@ class Writer(_Finishing):
     tile_size=512, compression="deflate", level=0, predictor=None,
     overviews="auto", overview_resampling="average", nodata=None,
     descriptions=None, scales=None, offsets=None, max_error=0.0,
-    quality=None, lossless=False, photometric=None)
+    quality=None, lossless=False, photometric=None, io=None, part_size=0)
 
-    path: a local file.  like: a file (path, URL or cogfeed.Cog) or a
+    path: a local file, or an object: s3://bucket/key, az://container/blob
+    or https://ACCOUNT.blob.core.windows.net/container/blob, with the
+    credentials reading takes (docs/remote.md).  An object is streamed as
+    S3 multipart parts or Azure blocks while tiles come, with no local
+    copy; the header goes up last.  Nothing is visible until close()
+    succeeds; a failure or abort() aborts the upload and leaves no object
+    (docs/inference.md, "Writing to object storage").  io: a cogfeed.IO
+    whose timeouts and retries the upload follows.  part_size: bytes per
+    part (0: 8 MiB; at least 5 MiB).  like: a file (path, URL or cogfeed.Cog) or a
     cogfeed.Grid whose grid, size and (for a file) band count, data type
     and nodata are the defaults of the others.  grid: a cogfeed.Grid (its
     CRS needs an EPSG code); width and height default to its size.
@@ -135,7 +145,8 @@ class Writer(_Finishing):
                  offsets: Optional[Sequence[float]] = None,
                  max_error: float = 0.0, quality: Optional[int] = None,
                  lossless: bool = False,
-                 photometric: Optional[str] = None) -> None:
+                 photometric: Optional[str] = None, io: Any = None,
+                 part_size: int = 0) -> None:
         if isinstance(like, Grid):
             grid = like if grid is None else grid
         elif like is not None:
@@ -192,7 +203,7 @@ class Writer(_Finishing):
             None if scales is None else [float(v) for v in scales],
             None if offsets is None else [float(v) for v in offsets],
             layer, float(max_error), 0 if quality is None else int(quality),
-            bool(lossless), _PHOTOMETRIC[ph])
+            bool(lossless), _PHOTOMETRIC[ph], io, int(part_size))
 
     @property
     def tiles(self) -> Tuple[int, int]:

@@ -1,0 +1,604 @@
+/*
+ * upload.c - one object written in parts to S3 (multipart upload) or
+ * Azure (block blob): the protocol, the retries and the senders.
+ *
+ * State: OPEN (parts may come) -> FAILED (the first failure latched;
+ * later parts are refused with it) -> ended by finish or abort.  Parts
+ * wait in a queue of `inflight` slots for the sender threads; a caller
+ * blocks while every slot is taken, so at most 2 x inflight parts are in
+ * memory (queued and being sent).
+ */
+#include "upload.h"
+
+#include "auth.h"
+#include "io_internal.h"
+
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <openssl/sha.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { U_OPEN, U_FAILED } u_state;
+
+typedef struct u_job {
+    uint32_t number;
+    uint8_t *data;
+    size_t len;
+} u_job;
+
+#define U_MAX_SENDERS 64
+#define U_BODY_MAX 65536 /* response bodies kept: XML answers and errors */
+
+struct cf__upload {
+    cf__auth *auth;
+    cf_io_options o;
+    char *ca_file;
+    int azure;
+    char upload_id[1024]; /* S3 */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    u_state state;
+    cf_error fail;
+    u_job *q;             /* ring of nslots */
+    int nslots, qhead, qlen, busy, stop;
+    pthread_t th[U_MAX_SENDERS];
+    int nth;
+    char **etag;          /* per part number (S3: ETag; Azure: "" once put) */
+    uint64_t rng;
+    _Atomic uint64_t n_requests, n_retries;
+};
+
+/* ---- one request, retried ---- */
+
+typedef struct u_resp {
+    long status;
+    char etag[256];
+    char ms_code[64];
+    char *body;
+    size_t body_len;
+    double retry_after;
+} u_resp;
+
+static size_t on_body(char *buf, size_t size, size_t n, void *ud) {
+    u_resp *r = ud;
+    size_t k = size * n, room = U_BODY_MAX - r->body_len;
+    memcpy(r->body + r->body_len, buf, k < room ? k : room);
+    r->body_len += k < room ? k : room;
+    return k;
+}
+
+static void header_copy(const char *v, size_t n, char *out, size_t cap) {
+    while (n && (*v == ' ' || *v == '\t')) v++, n--;
+    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ')) n--;
+    size_t k = n < cap - 1 ? n : cap - 1;
+    for (size_t i = 0; i < k; i++) out[i] = (unsigned char)v[i] < 0x20 ? '?' : v[i];
+    out[k] = 0;
+}
+
+static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
+    u_resp *r = ud;
+    size_t k = size * n;
+    if (k > 5 && !strncasecmp(buf, "HTTP/", 5)) { /* a new response (after 100) */
+        r->etag[0] = r->ms_code[0] = 0;
+        r->retry_after = 0;
+    } else if (k > 5 && !strncasecmp(buf, "ETag:", 5)) {
+        header_copy(buf + 5, k - 5, r->etag, sizeof r->etag);
+    } else if (k > 16 && !strncasecmp(buf, "x-ms-error-code:", 16)) {
+        header_copy(buf + 16, k - 16, r->ms_code, sizeof r->ms_code);
+    } else if (k > 12 && !strncasecmp(buf, "Retry-After:", 12)) {
+        char v[32];
+        header_copy(buf + 12, k - 12, v, sizeof v);
+        char *end;
+        double s = strtod(v, &end);
+        if (end != v && s >= 0 && s < 3600) r->retry_after = s;
+    }
+    return k;
+}
+
+static double backoff(cf__upload *up, int attempt, double retry_after) {
+    pthread_mutex_lock(&up->mu);
+    uint64_t x = up->rng; /* xorshift64*: jitter only */
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    up->rng = x;
+    pthread_mutex_unlock(&up->mu);
+    double u = (double)((x * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+    double d = up->o.retry_base_ms * ldexp(1.0, attempt > 30 ? 30 : attempt);
+    if (d > up->o.retry_max_ms) d = up->o.retry_max_ms;
+    d = (d / 2 + u * d / 2) / 1000.0; /* equal jitter, as reads */
+    return retry_after > d ? retry_after : d;
+}
+
+static int transient_curl(CURLcode rc) {
+    switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int transient_status(long s) {
+    return s == 408 || s == 429 || s == 500 || s == 502 || s == 503 || s == 504;
+}
+
+static cf_status status_code(long s) {
+    return s == 401 || s == 403 ? CF_E_AUTH : s == 404 ? CF_E_NOTFOUND : CF_E_HTTP;
+}
+
+/* Send r (body: len bytes) until it succeeds, fails for good, or its
+ * retries or deadline are spent.  `what` names it in messages. */
+static cf_status request(cf__upload *up, const cf__auth_req *r, const uint8_t *body, size_t len,
+                         u_resp *resp, const char *what, cf_error *err) {
+    const char *name = cf__auth_redacted(up->auth);
+    char *url = cf__auth_req_url(up->auth, r);
+    CURL *e = curl_easy_init();
+    resp->body = cf__malloc(U_BODY_MAX + 1);
+    if (!url || !e || !resp->body) {
+        free(url);
+        if (e) curl_easy_cleanup(e);
+        return cf__err(err, CF_E_NOMEM, "%s: %s: out of memory", name, what);
+    }
+    const double t0 = cf__now();
+    cf_status st = CF_OK;
+    char why[256] = "";
+    for (int attempt = 0;; attempt++) {
+        resp->status = 0;
+        resp->body_len = 0;
+        resp->etag[0] = resp->ms_code[0] = 0;
+        resp->retry_after = 0;
+        double left = t0 + up->o.request_timeout_s - cf__now();
+        if (left <= 0) {
+            st = cf__err(err, CF_E_TIMEOUT, "%s: %s: request deadline of %g s reached%s%s",
+                         name, what, up->o.request_timeout_s, why[0] ? " after " : "", why);
+            break;
+        }
+        struct curl_slist *h = NULL, *t;
+        /* No Expect: 100-continue (a part is sent whole anyway) and no
+         * Content-Type of curl's choosing: neither is signed. */
+        if ((t = curl_slist_append(h, "Expect:"))) h = t;
+        if ((t = curl_slist_append(h, "Content-Type:"))) h = t;
+        st = cf__auth_sign_req(up->auth, time(NULL), r, &h, err);
+        if (st) {
+            curl_slist_free_all(h);
+            break;
+        }
+        curl_easy_reset(e);
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+        if (strcmp(r->method, "DELETE") != 0) {
+            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
+        }
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* a write is never redirected */
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, resp);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(up->o.connect_timeout_s * 1e3));
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(left * 1e3) + 1);
+        if (up->o.low_speed_time_s > 0 && up->o.low_speed_bytes > 0) {
+            curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, up->o.low_speed_bytes);
+            curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)ceil(up->o.low_speed_time_s));
+        }
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, up->o.verify_tls ? 1L : 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, up->o.verify_tls ? 2L : 0L);
+        if (up->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, up->ca_file);
+        atomic_fetch_add(&up->n_requests, 1);
+        CURLcode rc = curl_easy_perform(e);
+        curl_slist_free_all(h);
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &resp->status);
+        resp->body[resp->body_len] = 0;
+        int again;
+        if (rc != CURLE_OK) {
+            snprintf(why, sizeof why, "%s", curl_easy_strerror(rc));
+            again = transient_curl(rc);
+            if (!again) {
+                st = cf__err(err, CF_E_IO, "%s: %s: %s", name, what, why);
+                break;
+            }
+        } else if (resp->status >= 200 && resp->status < 300) {
+            /* S3's CompleteMultipartUpload may answer 200 and fail in the
+             * body (it streams whitespace while it works). */
+            if (!(resp->body_len && strstr(resp->body, "<Error>"))) break;
+            char code[64];
+            cf__auth_error_code(up->auth, resp->body, resp->body_len, NULL, code, sizeof code);
+            snprintf(why, sizeof why, "HTTP 200 with error %s", code[0] ? code : "(no code)");
+            again = !strcmp(code, "InternalError") || !strcmp(code, "SlowDown");
+            if (!again) {
+                st = cf__err(err, CF_E_HTTP, "%s: %s: %s", name, what, why);
+                break;
+            }
+        } else {
+            char code[64];
+            cf__auth_error_code(up->auth, resp->body, resp->body_len,
+                                resp->ms_code[0] ? resp->ms_code : NULL, code, sizeof code);
+            snprintf(why, sizeof why, "HTTP %ld%s%s%s", resp->status, code[0] ? " (" : "",
+                     code, code[0] ? ")" : "");
+            again = transient_status(resp->status);
+            if (!again) {
+                st = cf__err(err, status_code(resp->status), "%s: %s: %s", name, what, why);
+                if (err) err->http_status = (int)resp->status;
+                break;
+            }
+        }
+        if (attempt >= up->o.max_retries) {
+            st = cf__err(err, resp->status >= 400 ? CF_E_HTTP : CF_E_IO,
+                         "%s: %s: %s (gave up after %d attempts)", name, what, why,
+                         attempt + 1);
+            if (err && resp->status >= 400) err->http_status = (int)resp->status;
+            break;
+        }
+        double d = backoff(up, attempt, resp->retry_after);
+        if (cf__now() + d > t0 + up->o.request_timeout_s) {
+            st = cf__err(err, CF_E_TIMEOUT, "%s: %s: %s (request deadline of %g s reached "
+                         "after %d attempts)", name, what, why, up->o.request_timeout_s,
+                         attempt + 1);
+            break;
+        }
+        atomic_fetch_add(&up->n_retries, 1);
+        struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    free(url);
+    curl_easy_cleanup(e);
+    return st;
+}
+
+static void resp_free(u_resp *r) {
+    free(r->body);
+    r->body = NULL;
+}
+
+/* <Tag>value</Tag> of an XML body, into out: 0 when missing, too long or
+ * not fit for a URL parameter. */
+static int xml_value(const char *body, const char *tag, char *out, size_t cap) {
+    char open[64], close[64];
+    snprintf(open, sizeof open, "<%s>", tag);
+    snprintf(close, sizeof close, "</%s>", tag);
+    const char *a = strstr(body, open);
+    if (!a) return 0;
+    a += strlen(open);
+    const char *b = strstr(a, close);
+    if (!b || b == a || (size_t)(b - a) >= cap) return 0;
+    for (const char *c = a; c < b; c++)
+        if ((unsigned char)*c <= 0x20 || *c == 0x7f || *c == '<' || *c == '&') return 0;
+    memcpy(out, a, (size_t)(b - a));
+    out[b - a] = 0;
+    return 1;
+}
+
+/* ---- parts ---- */
+
+/* Azure block ids: one length for every block of a blob; base64 of
+ * "cogfeed-part-NNNNN" (18 bytes: no padding). */
+static void block_id(uint32_t number, char out[32]) {
+    char raw[24];
+    snprintf(raw, sizeof raw, "cogfeed-part-%05u", number);
+    static const char *b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0;
+    for (size_t i = 0; i + 2 < 18; i += 3) {
+        uint32_t v = (uint32_t)(uint8_t)raw[i] << 16 | (uint32_t)(uint8_t)raw[i + 1] << 8 |
+                     (uint8_t)raw[i + 2];
+        out[o++] = b64[v >> 18 & 63];
+        out[o++] = b64[v >> 12 & 63];
+        out[o++] = b64[v >> 6 & 63];
+        out[o++] = b64[v & 63];
+    }
+    out[o] = 0;
+}
+
+static cf_status send_part(cf__upload *up, const u_job *j, cf_error *err) {
+    char num[16], id[32], what[48], sha[65] = "";
+    snprintf(num, sizeof num, "%u", j->number);
+    snprintf(what, sizeof what, "part %u (%zu bytes)", j->number, j->len);
+    cf__auth_req r = {.method = "PUT", .body_len = j->len};
+    if (up->azure) {
+        block_id(j->number, id);
+        r.names[0] = "blockid", r.values[0] = id;
+        r.names[1] = "comp", r.values[1] = "block";
+        r.nparams = 2;
+    } else {
+        unsigned char md[32];
+        SHA256(j->data, j->len, md);
+        static const char *hx = "0123456789abcdef";
+        for (int i = 0; i < 32; i++) sha[2 * i] = hx[md[i] >> 4], sha[2 * i + 1] = hx[md[i] & 15];
+        sha[64] = 0;
+        r.body_sha256 = sha;
+        r.names[0] = "partNumber", r.values[0] = num;
+        r.names[1] = "uploadId", r.values[1] = up->upload_id;
+        r.nparams = 2;
+    }
+    u_resp resp = {0};
+    cf_status st = request(up, &r, j->data, j->len, &resp, what, err);
+    if (!st && !up->azure && !resp.etag[0])
+        st = cf__err(err, CF_E_HTTP, "%s: %s: the answer has no ETag", cf__upload_name(up),
+                     what);
+    if (!st) {
+        char *tag = cf__strdup(up->azure ? "" : resp.etag);
+        if (!tag) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cf__upload_name(up));
+        pthread_mutex_lock(&up->mu);
+        if (tag) {
+            free(up->etag[j->number - 1]);
+            up->etag[j->number - 1] = tag;
+        }
+        pthread_mutex_unlock(&up->mu);
+    }
+    resp_free(&resp);
+    return st;
+}
+
+static void latch(cf__upload *up, const cf_error *e, cf_status st) {
+    if (up->state == U_OPEN) {
+        up->state = U_FAILED;
+        up->fail = *e;
+        up->fail.code = st;
+    }
+}
+
+static void *sender(void *arg) {
+    cf__upload *up = arg;
+    pthread_mutex_lock(&up->mu);
+    for (;;) {
+        while (!up->qlen && !up->stop) pthread_cond_wait(&up->cv, &up->mu);
+        if (!up->qlen) break;
+        u_job j = up->q[up->qhead];
+        up->qhead = (up->qhead + 1) % up->nslots;
+        up->qlen--;
+        up->busy++;
+        int skip = up->state != U_OPEN;
+        pthread_cond_broadcast(&up->cv);
+        pthread_mutex_unlock(&up->mu);
+        cf_error e = {0};
+        cf_status st = skip ? CF_OK : send_part(up, &j, &e);
+        free(j.data);
+        pthread_mutex_lock(&up->mu);
+        if (st) latch(up, &e, st);
+        up->busy--;
+        pthread_cond_broadcast(&up->cv);
+    }
+    pthread_mutex_unlock(&up->mu);
+    return NULL;
+}
+
+/* ---- the upload ---- */
+
+static void free_upload(cf__upload *up) {
+    if (up->etag)
+        for (uint32_t i = 0; i < CF__UPLOAD_MAX_PARTS; i++) free(up->etag[i]);
+    free(up->etag);
+    for (int i = 0; i < up->qlen; i++) free(up->q[(up->qhead + i) % up->nslots].data);
+    free(up->q);
+    free(up->ca_file);
+    if (up->auth) cf__auth_free(up->auth);
+    pthread_mutex_destroy(&up->mu);
+    pthread_cond_destroy(&up->cv);
+    free(up);
+}
+
+static void stop_senders(cf__upload *up) {
+    pthread_mutex_lock(&up->mu);
+    up->stop = 1;
+    pthread_cond_broadcast(&up->cv);
+    pthread_mutex_unlock(&up->mu);
+    for (int i = 0; i < up->nth; i++) pthread_join(up->th[i], NULL);
+    up->nth = 0;
+}
+
+static cf_status create_s3(cf__upload *up, cf_error *err) {
+    cf__auth_req r = {.method = "POST", .nparams = 1};
+    r.names[0] = "uploads", r.values[0] = "";
+    u_resp resp = {0};
+    cf_status st = request(up, &r, NULL, 0, &resp, "starting the multipart upload", err);
+    if (!st && !xml_value(resp.body, "UploadId", up->upload_id, sizeof up->upload_id))
+        st = cf__err(err, CF_E_HTTP, "%s: starting the multipart upload: no usable UploadId "
+                     "in the answer", cf__upload_name(up));
+    resp_free(&resp);
+    return st;
+}
+
+cf_status cf__upload_new(cf_io *io, const char *url, int inflight, cf__upload **out,
+                         cf_error *err) {
+    *out = NULL;
+    if (inflight < 1 || inflight > U_MAX_SENDERS)
+        return cf__err(err, CF_E_ARG, "upload: %d parts in flight not in 1..%d", inflight,
+                       U_MAX_SENDERS);
+    cf__upload *up = cf__calloc(1, sizeof *up);
+    if (!up) return cf__err(err, CF_E_NOMEM, "upload: out of memory");
+    pthread_mutex_init(&up->mu, NULL);
+    pthread_cond_init(&up->cv, NULL);
+    if (io) up->o = *cf__io_opts(io);
+    else cf_io_options_init(&up->o);
+    up->o.header_cache_dir = NULL;
+    up->rng = (uint64_t)(uintptr_t)up ^ (uint64_t)(cf__now() * 1e9) ^ 0x9E3779B97F4A7C15ull;
+    if (!up->rng) up->rng = 1;
+    cf_status st = cf__auth_new(url, &up->auth, err);
+    if (!st) {
+        const char *name = cf__auth_redacted(up->auth);
+        cf__auth_kind k = cf__auth_kind_of(up->auth);
+        if (k != CF_AUTH_S3 && k != CF_AUTH_AZURE)
+            st = cf__err(err, CF_E_UNSUPPORTED, "%s: writing takes s3:// and Azure Blob URLs "
+                         "(az://, https://ACCOUNT.blob.core.windows.net/...); %s is not "
+                         "written to", name, k == CF_AUTH_GCS ? "gs://" : "plain HTTP(S)");
+        up->azure = k == CF_AUTH_AZURE;
+    }
+    if (!st && up->o.ca_file && !(up->ca_file = cf__strdup(up->o.ca_file)))
+        st = cf__err(err, CF_E_NOMEM, "upload: out of memory");
+    up->o.ca_file = NULL;
+    up->nslots = inflight;
+    if (!st) {
+        up->q = cf__calloc((size_t)inflight, sizeof *up->q);
+        up->etag = cf__calloc(CF__UPLOAD_MAX_PARTS, sizeof *up->etag);
+        if (!up->q || !up->etag) st = cf__err(err, CF_E_NOMEM, "upload: out of memory");
+    }
+    if (!st && !up->azure) st = create_s3(up, err);
+    for (int i = 0; !st && i < inflight; i++) {
+        if (pthread_create(&up->th[i], NULL, sender, up) != 0) {
+            st = cf__err(err, CF_E_NOMEM, "%s: cannot start an upload thread",
+                         cf__upload_name(up));
+            break;
+        }
+        up->nth++;
+    }
+    if (st) {
+        cf__upload_abort(up);
+        return st;
+    }
+    *out = up;
+    return CF_OK;
+}
+
+uint64_t cf__upload_min_part(const cf__upload *up) {
+    return up->azure ? 1 : CF__UPLOAD_S3_MIN_PART;
+}
+
+const char *cf__upload_name(const cf__upload *up) { return cf__auth_redacted(up->auth); }
+
+void cf__upload_counts(const cf__upload *up, uint64_t *requests, uint64_t *retries) {
+    if (requests) *requests = atomic_load(&((cf__upload *)up)->n_requests);
+    if (retries) *retries = atomic_load(&((cf__upload *)up)->n_retries);
+}
+
+static cf_status failed(cf__upload *up, cf_error *err) {
+    if (err) *err = up->fail;
+    return up->fail.code;
+}
+
+cf_status cf__upload_part(cf__upload *up, uint32_t number, uint8_t *data, size_t len,
+                          cf_error *err) {
+    pthread_mutex_lock(&up->mu);
+    cf_status st = CF_OK;
+    if (up->state != U_OPEN) st = failed(up, err);
+    else if (number < 1 || number > CF__UPLOAD_MAX_PARTS)
+        st = cf__err(err, CF_E_ARG, "%s: part number %u not in 1..%u", cf__upload_name(up),
+                     number, CF__UPLOAD_MAX_PARTS);
+    else if (len > CF__UPLOAD_S3_MAX_PART)
+        st = cf__err(err, CF_E_LIMIT, "%s: part %u of %zu bytes (at most 5 GiB)",
+                     cf__upload_name(up), number, len);
+    if (!st) {
+        while (up->qlen == up->nslots && up->state == U_OPEN) pthread_cond_wait(&up->cv, &up->mu);
+        if (up->state != U_OPEN) st = failed(up, err);
+    }
+    if (st) {
+        pthread_mutex_unlock(&up->mu);
+        free(data);
+        return st;
+    }
+    up->q[(up->qhead + up->qlen) % up->nslots] = (u_job){number, data, len};
+    up->qlen++;
+    pthread_cond_broadcast(&up->cv);
+    pthread_mutex_unlock(&up->mu);
+    return CF_OK;
+}
+
+/* The body that commits the object: the parts sent, in number order. */
+static char *commit_body(cf__upload *up, size_t *len) {
+    size_t cap = 128;
+    for (uint32_t i = 0; i < CF__UPLOAD_MAX_PARTS; i++)
+        if (up->etag[i]) cap += 96 + 6 * strlen(up->etag[i]);
+    char *b = cf__malloc(cap);
+    if (!b) return NULL;
+    size_t n = (size_t)snprintf(b, cap, "%s", up->azure
+                                ? "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>"
+                                : "<CompleteMultipartUpload>");
+    for (uint32_t i = 0; i < CF__UPLOAD_MAX_PARTS; i++) {
+        if (!up->etag[i]) continue;
+        if (up->azure) {
+            char id[32];
+            block_id(i + 1, id);
+            n += (size_t)snprintf(b + n, cap - n, "<Latest>%s</Latest>", id);
+            continue;
+        }
+        n += (size_t)snprintf(b + n, cap - n, "<Part><PartNumber>%u</PartNumber><ETag>", i + 1);
+        for (const char *c = up->etag[i]; *c; c++) { /* the server's text, escaped */
+            const char *e = *c == '&' ? "&amp;" : *c == '<' ? "&lt;" : *c == '>' ? "&gt;"
+                            : *c == '"' ? "&quot;" : NULL;
+            if (e) n += (size_t)snprintf(b + n, cap - n, "%s", e);
+            else b[n++] = *c;
+        }
+        n += (size_t)snprintf(b + n, cap - n, "</ETag></Part>");
+    }
+    n += (size_t)snprintf(b + n, cap - n, "%s", up->azure ? "</BlockList>"
+                                                           : "</CompleteMultipartUpload>");
+    *len = n;
+    return b;
+}
+
+cf_status cf__upload_finish(cf__upload *up, cf_error *err) {
+    pthread_mutex_lock(&up->mu);
+    while ((up->qlen || up->busy) && up->state == U_OPEN) pthread_cond_wait(&up->cv, &up->mu);
+    cf_status st = up->state != U_OPEN ? failed(up, err) : CF_OK;
+    pthread_mutex_unlock(&up->mu);
+    stop_senders(up);
+    size_t len = 0;
+    char *body = st ? NULL : commit_body(up, &len);
+    if (!st && !body) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cf__upload_name(up));
+    if (!st) {
+        cf__auth_req r = {.method = up->azure ? "PUT" : "POST", .body_len = len, .nparams = 1};
+        char sha[65];
+        if (up->azure) {
+            r.names[0] = "comp", r.values[0] = "blocklist";
+        } else {
+            unsigned char md[32];
+            SHA256((const unsigned char *)body, len, md);
+            static const char *hx = "0123456789abcdef";
+            for (int i = 0; i < 32; i++)
+                sha[2 * i] = hx[md[i] >> 4], sha[2 * i + 1] = hx[md[i] & 15];
+            sha[64] = 0;
+            r.body_sha256 = sha;
+            r.names[0] = "uploadId", r.values[0] = up->upload_id;
+        }
+        u_resp resp = {0};
+        st = request(up, &r, (const uint8_t *)body, len, &resp,
+                     up->azure ? "committing the block list" : "completing the multipart upload",
+                     err);
+        resp_free(&resp);
+    }
+    free(body);
+    if (st) {
+        cf__upload_abort(up);
+        return st;
+    }
+    free_upload(up);
+    return CF_OK;
+}
+
+void cf__upload_abort(cf__upload *up) {
+    if (!up) return;
+    pthread_mutex_lock(&up->mu);
+    if (up->state == U_OPEN) { /* parts still queued are not sent */
+        up->state = U_FAILED;
+        up->fail.code = CF_E_STATE;
+        snprintf(up->fail.msg, sizeof up->fail.msg, "%s: upload aborted", cf__upload_name(up));
+    }
+    pthread_mutex_unlock(&up->mu);
+    stop_senders(up);
+    if (!up->azure && up->upload_id[0]) {
+        /* Parts in flight have ended (the senders are joined), so the
+         * abort is final: S3 keeps nothing of the upload. */
+        cf__auth_req r = {.method = "DELETE", .nparams = 1};
+        r.names[0] = "uploadId", r.values[0] = up->upload_id;
+        u_resp resp = {0};
+        cf_error e = {0};
+        request(up, &r, NULL, 0, &resp, "aborting the multipart upload", &e);
+        resp_free(&resp);
+    }
+    free_upload(up);
+}
