@@ -16,9 +16,18 @@ typedef struct {
 
 static PyTypeObject WriterType;
 
+/* Abort with the GIL released: an object's abort waits for the parts in
+ * flight and sends the abort request, and whatever serves them may need
+ * the GIL (a server in this process, a thread reading the results). */
+static void writer_abort(cf_writer *w) {
+    if (!w) return;
+    Py_BEGIN_ALLOW_THREADS cf_writer_abort(w);
+    Py_END_ALLOW_THREADS
+}
+
 static void Writer_dealloc(WriterObject *self) {
     /* never closed: nothing is written, the spool goes */
-    if (self->w) cf_writer_abort(self->w);
+    writer_abort(self->w);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -200,8 +209,9 @@ static PyObject *Writer_close(WriterObject *self, PyObject *unused) {
 static PyObject *Writer_abort(WriterObject *self, PyObject *unused) {
     (void)unused;
     if (refuse_busy(self->busy)) return NULL;
-    if (self->w) cf_writer_abort(self->w);
+    cf_writer *w = self->w;
     self->w = NULL;
+    writer_abort(w);
     Py_RETURN_NONE;
 }
 
@@ -244,8 +254,14 @@ typedef struct {
     unsigned int channels;
 } StitcherObject;
 
+static void stitcher_abort(cf_stitcher *st) { /* as writer_abort */
+    if (!st) return;
+    Py_BEGIN_ALLOW_THREADS cf_stitcher_abort(st);
+    Py_END_ALLOW_THREADS
+}
+
 static void Stitcher_dealloc(StitcherObject *self) {
-    if (self->st) cf_stitcher_abort(self->st);
+    stitcher_abort(self->st);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -363,8 +379,9 @@ static PyObject *Stitcher_close(StitcherObject *self, PyObject *unused) {
 static PyObject *Stitcher_abort(StitcherObject *self, PyObject *unused) {
     (void)unused;
     if (refuse_busy(self->busy)) return NULL;
-    if (self->st) cf_stitcher_abort(self->st);
+    cf_stitcher *st = self->st;
     self->st = NULL;
+    stitcher_abort(st);
     Py_RETURN_NONE;
 }
 

@@ -157,7 +157,9 @@ cf_status cf__wstream_finish(cf__wstream *s, const uint8_t *header, size_t hlen,
         last = L->next;
     }
     if (!ok) st = cf__err(err, CF_E_NOMEM, "writer: %s: out of memory", name);
-    if (!st) { /* the last part, whatever its size */
+    /* The last part, whatever its size; none when the full resolution
+     * ended on a part's end (Azure refuses an empty block). */
+    if (!st && len) {
         st = cf__upload_part(s->up, last, carry, len, err);
         carry = NULL;
     }
