@@ -147,6 +147,32 @@ class Stitcher(_Finishing):
 
 
 
+def _distributed() -> Tuple[int, int]:
+    """(rank, world size) of an initialised torch.distributed run
+    (torchrun), else (0, 1)."""
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _share(tile_rows: int, rank: int, world: int) -> Tuple[int, int]:
+    """The rows of output tiles [r0, r1) rank writes: contiguous, balanced."""
+    return tile_rows * rank // world, tile_rows * (rank + 1) // world
+
+
+def _band_roi(grid: Grid, y0: int, y1: int) -> Tuple[float, float, float, float]:
+    """A bbox in the grid's CRS over pixel rows [y0, y1), widened by half
+    a pixel so that every window over those rows meets it."""
+    a, b, c, d, e, f = grid.transform
+    xs, ys = [], []
+    for px in (-0.5, grid.width + 0.5):
+        for py in (y0 - 0.5, y1 + 0.5):
+            xs.append(a * px + b * py + c)
+            ys.append(d * px + e * py + f)
+    return min(xs), min(ys), max(xs), max(ys)
+
+
 def predict(model: Any, inputs: StrPath, out: StrPath,
             *, patch_size: int = 512, overlap: int = 64, blend: str = "hann",
             batch_size: int = 8, device: Any = None, output: str = "classes",
@@ -168,10 +194,18 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     overlap: the Loader reads the next batches on its threads while the
     model runs, and each batch's predictions are blended and finished rows
     encoded and written on a thread of their own (at most 2 batches
-    behind)."""
+    behind).
+
+    Under torchrun (torch.distributed initialised, world size N > 1)
+    every rank calls predict with the same arguments: the rows of output
+    tiles are split into N contiguous shares, each rank runs the model
+    over the windows that reach its share (windows across a boundary run
+    on both ranks), blends them into a spool of its own, and sends its
+    share's finished pixels to rank 0 over a gloo group; rank 0 alone
+    writes `out`, one COG equal byte for byte to the one-process result
+    (docs/inference.md, "Several processes or machines")."""
     import torch
     from . import open as _open
-    from .loader import Loader
 
     # The stitcher lists every grid window in advance: nothing may change
     # which windows the Loader reads.
@@ -183,20 +217,53 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
         raise ValueError("predict: %s would change the windows read (the "
                          "blend needs every grid window of the image)"
                          % ", ".join(fixed))
+    if output not in ("probabilities", "classes"):
+        raise ValueError("predict: output %r: 'probabilities' or 'classes'"
+                         % (output,))
 
     src = os.fspath(inputs)
     with _open(src) as cog:
         grid = cog.grid(0)
     windows = grid_windows(grid.width, grid.height, patch_size, overlap)
+    rank, world = _distributed()
+    if world > 1:
+        _predict_shard(model, src, out, grid, windows, rank, world,
+                       patch_size=patch_size, overlap=overlap, blend=blend,
+                       batch_size=batch_size, device=device, output=output,
+                       progress=progress, compression=compression,
+                       loader_kwargs=loader_kwargs)
+        return
+    _run(model, src, out, grid, windows, patch_size=patch_size,
+         overlap=overlap, blend=blend, batch_size=batch_size, device=device,
+         output=output, progress=progress, compression=compression,
+         loader_kwargs=loader_kwargs)
+
+
+def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
+         *, patch_size: int, overlap: int, blend: str, batch_size: int,
+         device: Any, output: str, progress: bool, compression: str,
+         loader_kwargs: Any, roi: Any = None, desc: Optional[str] = None,
+         overviews: Union[str, int] = "auto", level: int = 0) -> None:
+    """The model over `windows` (grid windows of src, in the Loader's
+    order; roi: a bbox every one of them meets, for a share of them),
+    blended into a Stitcher writing `out`."""
+    import torch
+    from .loader import Loader
+
+    wanted = None
+    extra = dict(loader_kwargs)
+    if roi is not None:
+        wanted = set(windows)
+        extra.update(roi=roi, roi_crs=grid.crs)
     ld = Loader([src], patch_size=patch_size, sampler="grid",
                 stride=patch_size - overlap, batch_size=batch_size,
-                dtype="float32", **loader_kwargs)
+                dtype="float32", **extra)
     bar: Any = None
     if progress:
         import importlib
         try:  # optional: a bar where tqdm is installed
             bar = importlib.import_module("tqdm").tqdm(
-                total=len(windows), unit="patch", desc=os.fspath(out))
+                total=len(windows), unit="patch", desc=desc or os.fspath(out))
         except ImportError:
             bar = None
     st: Optional[Stitcher] = None
@@ -209,22 +276,31 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     try:
         with torch.no_grad():
             for batch in ld:
-                x = torch.from_numpy(batch["image"])
+                wins = list(batch["windows"])
+                image = batch["image"]
+                if wanted is not None:  # the roi's windows past the share
+                    keep = [i for i, w in enumerate(wins) if _rect(w) in wanted]
+                    if not keep:
+                        continue
+                    if len(keep) < len(wins):
+                        image = image[keep]
+                        wins = [wins[i] for i in keep]
+                x = torch.from_numpy(image)
                 if device is not None:
                     x = x.to(device)
                 y = model(x)
                 if st is None:
                     st = Stitcher(out, windows, int(y.shape[1]), grid=grid,
                                   blend=blend, overlap=overlap, output=output,
-                                  compression=compression)
+                                  compression=compression, overviews=overviews,
+                                  level=level)
                 # on the host now: the GPU's next batch may overwrite y
                 preds = y.detach().float().cpu().numpy()
-                pending.append(pool.submit(st.add_batch, preds,
-                                           list(batch["windows"])))
+                pending.append(pool.submit(st.add_batch, preds, wins))
                 while len(pending) > 2 or (pending and pending[0].done()):
                     pending.pop(0).result()
                 if bar is not None:
-                    bar.update(len(batch["windows"]))
+                    bar.update(len(wins))
         for f in pending:
             f.result()
         pending = []
@@ -240,3 +316,123 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
         ld.close()
         if bar is not None:
             bar.close()
+
+
+def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
+                   windows: List[Rect], rank: int, world: int, *,
+                   patch_size: int, overlap: int, blend: str,
+                   batch_size: int, device: Any, output: str, progress: bool,
+                   compression: str, loader_kwargs: Any) -> None:
+    """predict's share of rank `rank` (see predict).  Its windows are those
+    over its rows of output tiles; their blend goes to a spool COG of its
+    own (uncompressed, no overviews) whose share rows are complete, as in
+    one process, since every window over them came.  Then rank 0 writes
+    `out` through a Writer with the Stitcher's options, its own rows
+    first, then each rank's received over gloo a row of tiles at a time,
+    so that no process holds more than a row of tiles of the output."""
+    import tempfile
+
+    import torch
+    import torch.distributed as dist
+
+    from . import open as _open
+    from .writer import Writer
+
+    T = 512  # the Stitcher's tile size: a share is whole rows of its tiles
+    rows = -(-grid.height // T)
+    r0, r1 = _share(rows, rank, world)
+    y0, y1 = r0 * T, min(r1 * T, grid.height)
+    mine = [w for w in windows if w[1] < y1 and w[1] + w[3] > y0]
+    # CPU tensors travel over gloo whatever backend the run chose (NCCL
+    # moves only GPU tensors); creating it is collective: every rank here.
+    group = dist.new_group(backend="gloo")
+    failed = torch.zeros(1, dtype=torch.int32)
+    with tempfile.TemporaryDirectory(prefix="cogfeed-predict-") as tmp:
+        spool = os.path.join(tmp, "share.tif")
+        err: Optional[BaseException] = None
+        try:
+            if mine:
+                _run(model, src, spool, grid, mine, patch_size=patch_size,
+                     overlap=overlap, blend=blend, batch_size=batch_size,
+                     device=device, output=output,
+                     progress=progress and rank == 0, compression="zstd",
+                     level=1, loader_kwargs=loader_kwargs,
+                     roi=_band_roi(grid, y0, y1),
+                     desc="%s (rank %d of %d)" % (os.fspath(out), rank, world),
+                     overviews=0)
+        except BaseException as e:  # tell the others before raising
+            err = e
+            failed[0] = 1
+        # Every rank learns whether any failed: none waits on a dead one.
+        dist.all_reduce(failed, op=dist.ReduceOp.MAX, group=group)
+        if err is not None:
+            raise err
+        if failed[0]:
+            raise RuntimeError("predict: another rank failed (its error is "
+                               "in its own output); %s not written"
+                               % os.fspath(out))
+        # the share's rows, a row of tiles at a time, to rank 0
+        classes = output == "classes"
+        bands = 1
+        if mine:
+            with _open(spool) as c:
+                bands = c.count
+        nb = torch.tensor([bands], dtype=torch.int64)
+        dist.all_reduce(nb, op=dist.ReduceOp.MAX, group=group)
+        bands = int(nb[0])
+        dtype = torch.uint8 if classes else torch.float32
+        if rank != 0:
+            if mine:
+                with _open(spool) as c:
+                    for ty in range(r0, r1):
+                        th = min(T, grid.height - ty * T)
+                        a = c.read(window=(0, ty * T, grid.width, th))
+                        dist.send(torch.from_numpy(np.ascontiguousarray(a)),
+                                  dst=0, group=group)
+            dist.barrier(group=group)
+            return
+        # Rank 0 takes every row sent even after a failure of its own
+        # (the senders would wait for it), then raises.
+        w: Optional[Writer] = None
+        werr: Optional[BaseException] = None
+        try:
+            w = Writer(out, grid=grid, bands=bands,
+                       dtype="uint8" if classes else "float32",
+                       nodata=255 if classes else float("nan"),
+                       overview_resampling="mode" if classes else "average",
+                       compression=compression)
+        except BaseException as e:
+            werr = e
+        try:
+            for r in range(world):
+                q0, q1 = _share(rows, r, world)
+                if r == 0:
+                    if q1 > q0 and werr is None:
+                        with _open(spool) as c:
+                            for ty in range(q0, q1):
+                                th = min(T, grid.height - ty * T)
+                                a = c.read(window=(0, ty * T, grid.width, th))
+                                try:
+                                    w.write(a, 0, ty * T)  # type: ignore[union-attr]
+                                except BaseException as e:
+                                    werr = e
+                                    break
+                    continue
+                for ty in range(q0, q1):
+                    th = min(T, grid.height - ty * T)
+                    t = torch.empty((bands, th, grid.width), dtype=dtype)
+                    dist.recv(t, src=r, group=group)
+                    if werr is None:
+                        try:
+                            w.write(t.numpy(), 0, ty * T)  # type: ignore[union-attr]
+                        except BaseException as e:
+                            werr = e
+            if werr is None and w is not None:
+                w.close()
+                w = None
+        finally:
+            if w is not None:
+                w.abort()
+            dist.barrier(group=group)
+        if werr is not None:
+            raise werr

@@ -1,0 +1,95 @@
+"""cogfeed.predict under torchrun: 2 processes (gloo, CPU) write one
+region; the COG equals, byte for byte, the one-process result (rank 0
+writes it from the ranks' shares of rows of tiles: docs/inference.md,
+"Several processes or machines").  A rank that fails makes every rank
+end with an error and leaves no output."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import cogfeed  # noqa: E402
+
+torch = pytest.importorskip("torch")
+from predict_ddp_worker import model_for  # noqa: E402
+
+W, H = 700, 1250  # 3 rows of 512 px output tiles: shares [0, 1), [1, 3)
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ddp")
+    rng = np.random.default_rng(3)
+    yy, xx = np.mgrid[0:H, 0:W]
+    a = np.stack([(xx * (b + 1) + yy * 2 + rng.integers(0, 40, (H, W))) % 256
+                  for b in range(3)]).astype(np.uint8)
+    g = cogfeed.Grid(32633, width=W, height=H,
+                     geotransform=(500000.0, 10.0, 0.0, 5000000.0, 0.0, -10.0))
+    path = str(d / "scene.tif")
+    cogfeed.write(path, a, grid=g, tile_size=256)
+    return path
+
+
+def torchrun(*args, nproc=2):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)  # the sanitizer suite's: not for torch
+    env["PYTHONPATH"] = os.pathsep.join(
+        [HERE] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           "--nproc_per_node=%d" % nproc, os.path.join(HERE, "predict_ddp_worker.py")]
+    return subprocess.run(cmd + [str(a) for a in args], env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.mark.parametrize("output", ["classes", "probabilities"])
+def test_two_ranks_equal_one_process(scene, tmp_path, output):
+    one = str(tmp_path / "one.tif")
+    cogfeed.predict(model_for(0, -1), scene, one, patch_size=256, overlap=48,
+                    batch_size=4, output=output, progress=False)
+    two = str(tmp_path / "two.tif")
+    r = torchrun(scene, two, output)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    with open(one, "rb") as f1, open(two, "rb") as f2:
+        assert f1.read() == f2.read(), "the 2-rank COG differs from the 1-process one"
+    # the work was split: each rank ran only the windows over its share
+    total = len(cogfeed.grid_windows(W, H, 256, 48))
+    ran = [int(m) for m in re.findall(r"rank \d ran (\d+) patches", r.stdout)]
+    assert len(ran) == 2 and all(0 < n < total for n in ran), (ran, total)
+    assert sum(ran) < 2 * total
+    # and it is a real prediction, not two empty files
+    with cogfeed.open(two) as c:
+        a = c.read()
+    assert a.shape[1:] == (H, W)
+    if output == "classes":
+        assert not (a == 255).any() and len(np.unique(a)) > 1
+    else:
+        assert np.isfinite(a).all()
+    assert not [p for p in os.listdir(tmp_path) if "cogfeed" in p]
+
+
+def test_three_ranks_more_ranks_than_some_shares(scene, tmp_path):
+    """3 ranks over 3 rows of tiles: one row each."""
+    one = str(tmp_path / "one.tif")
+    cogfeed.predict(model_for(0, -1), scene, one, patch_size=256, overlap=48,
+                    batch_size=4, progress=False)
+    three = str(tmp_path / "three.tif")
+    r = torchrun(scene, three, "classes", nproc=3)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert open(one, "rb").read() == open(three, "rb").read()
+
+
+@pytest.mark.parametrize("fail_rank", [0, 1])
+def test_a_failing_rank_ends_every_rank_and_writes_nothing(scene, tmp_path, fail_rank):
+    out = str(tmp_path / "fail.tif")
+    r = torchrun(scene, out, "classes", fail_rank)
+    assert r.returncode != 0
+    assert "model failed on rank %d" % fail_rank in r.stdout + r.stderr
+    assert not os.path.exists(out)
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("fail.tif")]
