@@ -39,7 +39,6 @@ def scene(tmp_path_factory):
 
 def torchrun(*args, nproc=2):
     env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)  # the sanitizer suite's: not for torch
     env["PYTHONPATH"] = os.pathsep.join(
         [HERE] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
