@@ -39,6 +39,8 @@ struct cf__upload {
     char *ca_file;
     int azure;
     char upload_id[1024]; /* S3 */
+    uint32_t nonce;       /* Azure: in the block ids, so that two uploads
+                             to one blob never commit each other's blocks */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     u_state state;
@@ -55,6 +57,7 @@ struct cf__upload {
 /* ---- one request, retried ---- */
 
 typedef struct u_resp {
+    int retried;          /* an earlier attempt failed: its effect unknown */
     long status;
     char etag[256];
     char ms_code[64];
@@ -99,15 +102,20 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
     return k;
 }
 
-static double backoff(cf__upload *up, int attempt, double retry_after) {
+/* xorshift64*: jitter and the block ids' nonce, nothing secret */
+static uint64_t backoff_rng(cf__upload *up) {
     pthread_mutex_lock(&up->mu);
-    uint64_t x = up->rng; /* xorshift64*: jitter only */
+    uint64_t x = up->rng;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
     up->rng = x;
     pthread_mutex_unlock(&up->mu);
-    double u = (double)((x * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static double backoff(cf__upload *up, int attempt, double retry_after) {
+    double u = (double)(backoff_rng(up) >> 11) / 9007199254740992.0;
     double d = up->o.retry_base_ms * ldexp(1.0, attempt > 30 ? 30 : attempt);
     if (d > up->o.retry_max_ms) d = up->o.retry_max_ms;
     d = (d / 2 + u * d / 2) / 1000.0; /* equal jitter, as reads */
@@ -153,17 +161,23 @@ static cf_status request(cf__upload *up, const cf__auth_req *r, const uint8_t *b
         return cf__err(err, CF_E_NOMEM, "%s: %s: out of memory", name, what);
     }
     const double t0 = cf__now();
+    /* A part's deadline grows with its size (request_timeout_s per 8 MiB):
+     * a slow uplink still gets its retries; a stall is the low-speed
+     * limit's to catch. */
+    const double limit = up->o.request_timeout_s *
+                         (len > ((size_t)8 << 20) ? (double)len / (double)(8u << 20) : 1.0);
     cf_status st = CF_OK;
     char why[256] = "";
+    resp->retried = 0;
     for (int attempt = 0;; attempt++) {
         resp->status = 0;
         resp->body_len = 0;
         resp->etag[0] = resp->ms_code[0] = 0;
         resp->retry_after = 0;
-        double left = t0 + up->o.request_timeout_s - cf__now();
+        double left = t0 + limit - cf__now();
         if (left <= 0) {
             st = cf__err(err, CF_E_TIMEOUT, "%s: %s: request deadline of %g s reached%s%s",
-                         name, what, up->o.request_timeout_s, why[0] ? " after " : "", why);
+                         name, what, limit, why[0] ? " after " : "", why);
             break;
         }
         struct curl_slist *h = NULL, *t;
@@ -180,7 +194,9 @@ static cf_status request(cf__upload *up, const cf__auth_req *r, const uint8_t *b
         curl_easy_setopt(e, CURLOPT_URL, url);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
-        if (strcmp(r->method, "DELETE") != 0) {
+        if (!strcmp(r->method, "HEAD")) {
+            curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+        } else if (strcmp(r->method, "DELETE") != 0) {
             curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
             curl_easy_setopt(e, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
         }
@@ -232,7 +248,10 @@ static cf_status request(cf__upload *up, const cf__auth_req *r, const uint8_t *b
                                 resp->ms_code[0] ? resp->ms_code : NULL, code, sizeof code);
             snprintf(why, sizeof why, "HTTP %ld%s%s%s", resp->status, code[0] ? " (" : "",
                      code, code[0] ? ")" : "");
-            again = transient_status(resp->status);
+            /* S3's 400 RequestTimeout: the body came too slowly; the SDKs
+             * send it again */
+            again = transient_status(resp->status) ||
+                    (resp->status == 400 && !strcmp(code, "RequestTimeout"));
             if (!again) {
                 st = cf__err(err, status_code(resp->status), "%s: %s: %s", name, what, why);
                 if (err) err->http_status = (int)resp->status;
@@ -247,13 +266,13 @@ static cf_status request(cf__upload *up, const cf__auth_req *r, const uint8_t *b
             break;
         }
         double d = backoff(up, attempt, resp->retry_after);
-        if (cf__now() + d > t0 + up->o.request_timeout_s) {
+        if (cf__now() + d > t0 + limit) {
             st = cf__err(err, CF_E_TIMEOUT, "%s: %s: %s (request deadline of %g s reached "
-                         "after %d attempts)", name, what, why, up->o.request_timeout_s,
-                         attempt + 1);
+                         "after %d attempts)", name, what, why, limit, attempt + 1);
             break;
         }
         atomic_fetch_add(&up->n_retries, 1);
+        resp->retried = 1;
         struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
         nanosleep(&ts, NULL);
     }
@@ -288,13 +307,13 @@ static int xml_value(const char *body, const char *tag, char *out, size_t cap) {
 /* ---- parts ---- */
 
 /* Azure block ids: one length for every block of a blob; base64 of
- * "cogfeed-part-NNNNN" (18 bytes: no padding). */
-static void block_id(uint32_t number, char out[32]) {
-    char raw[24];
-    snprintf(raw, sizeof raw, "cogfeed-part-%05u", number);
+ * "cfNNNNNNNN-part-PPPPP" (21 bytes: no padding), N the upload's nonce. */
+static void block_id(const cf__upload *up, uint32_t number, char out[32]) {
+    char raw[32];
+    snprintf(raw, sizeof raw, "cf%08x-part-%05u", up->nonce, number);
     static const char *b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t o = 0;
-    for (size_t i = 0; i + 2 < 18; i += 3) {
+    for (size_t i = 0; i + 2 < 21; i += 3) {
         uint32_t v = (uint32_t)(uint8_t)raw[i] << 16 | (uint32_t)(uint8_t)raw[i + 1] << 8 |
                      (uint8_t)raw[i + 2];
         out[o++] = b64[v >> 18 & 63];
@@ -311,7 +330,7 @@ static cf_status send_part(cf__upload *up, const u_job *j, cf_error *err) {
     snprintf(what, sizeof what, "part %u (%zu bytes)", j->number, j->len);
     cf__auth_req r = {.method = "PUT", .body_len = j->len};
     if (up->azure) {
-        block_id(j->number, id);
+        block_id(up, j->number, id);
         r.names[0] = "blockid", r.values[0] = id;
         r.names[1] = "comp", r.values[1] = "block";
         r.nparams = 2;
@@ -391,6 +410,7 @@ static void free_upload(cf__upload *up) {
     pthread_mutex_destroy(&up->mu);
     pthread_cond_destroy(&up->cv);
     free(up);
+    curl_global_cleanup();
 }
 
 static void stop_senders(cf__upload *up) {
@@ -424,11 +444,20 @@ cf_status cf__upload_new(cf_io *io, const char *url, int inflight, cf__upload **
     if (!up) return cf__err(err, CF_E_NOMEM, "upload: out of memory");
     pthread_mutex_init(&up->mu, NULL);
     pthread_cond_init(&up->cv, NULL);
+    /* libcurl's global state, counted: held while this upload's threads
+     * use curl, whatever happens to the io lent for its options */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        pthread_mutex_destroy(&up->mu);
+        pthread_cond_destroy(&up->cv);
+        free(up);
+        return cf__err(err, CF_E_NOMEM, "upload: libcurl could not start");
+    }
     if (io) up->o = *cf__io_opts(io);
     else cf_io_options_init(&up->o);
     up->o.header_cache_dir = NULL;
     up->rng = (uint64_t)(uintptr_t)up ^ (uint64_t)(cf__now() * 1e9) ^ 0x9E3779B97F4A7C15ull;
     if (!up->rng) up->rng = 1;
+    up->nonce = (uint32_t)(backoff_rng(up) >> 32);
     cf_status st = cf__auth_new(url, &up->auth, err);
     if (!st) {
         const char *name = cf__auth_redacted(up->auth);
@@ -469,7 +498,9 @@ uint64_t cf__upload_min_part(const cf__upload *up) {
     return up->azure ? 1 : CF__UPLOAD_S3_MIN_PART;
 }
 
-const char *cf__upload_name(const cf__upload *up) { return cf__auth_redacted(up->auth); }
+const char *cf__upload_name(const cf__upload *up) {
+    return up->auth ? cf__auth_redacted(up->auth) : "upload";
+}
 
 void cf__upload_counts(const cf__upload *up, uint64_t *requests, uint64_t *retries) {
     if (requests) *requests = atomic_load(&((cf__upload *)up)->n_requests);
@@ -522,7 +553,7 @@ static char *commit_body(cf__upload *up, size_t *len) {
         if (!up->etag[i]) continue;
         if (up->azure) {
             char id[32];
-            block_id(i + 1, id);
+            block_id(up, i + 1, id);
             n += (size_t)snprintf(b + n, cap - n, "<Latest>%s</Latest>", id);
             continue;
         }
@@ -541,6 +572,54 @@ static char *commit_body(cf__upload *up, size_t *len) {
     return b;
 }
 
+/* S3, after a Complete that was sent more than once answered 404: the
+ * first may have made the object and lost its answer.  It did when the
+ * object now has a multipart ETag ("...-N") of our part count. */
+static int completed_anyway(cf__upload *up, uint32_t nparts) {
+    cf__auth_req r = {.method = "HEAD"};
+    u_resp resp = {0};
+    cf_error e = {0};
+    int ok = 0;
+    if (request(up, &r, NULL, 0, &resp, "checking the object", &e) == CF_OK) {
+        char want[24];
+        snprintf(want, sizeof want, "-%u\"", nparts);
+        size_t n = strlen(resp.etag), k = strlen(want);
+        ok = n > k && !strcmp(resp.etag + n - k, want);
+    }
+    resp_free(&resp);
+    return ok;
+}
+
+/* Abort (S3: the DELETE; Azure: nothing was committed) and free; a
+ * failed DELETE is told in note's message (NULL: not told). */
+static void abort_upload(cf__upload *up, cf_error *note) {
+    pthread_mutex_lock(&up->mu);
+    if (up->state == U_OPEN) { /* parts still queued are not sent */
+        up->state = U_FAILED;
+        up->fail.code = CF_E_STATE;
+        snprintf(up->fail.msg, sizeof up->fail.msg, "%s: upload aborted", cf__upload_name(up));
+    }
+    pthread_mutex_unlock(&up->mu);
+    stop_senders(up);
+    if (!up->azure && up->upload_id[0]) {
+        /* Parts in flight have ended (the senders are joined), so the
+         * abort is final: S3 keeps nothing of the upload. */
+        cf__auth_req r = {.method = "DELETE", .nparams = 1};
+        r.names[0] = "uploadId", r.values[0] = up->upload_id;
+        u_resp resp = {0};
+        cf_error e = {0};
+        cf_status st = request(up, &r, NULL, 0, &resp, "aborting the multipart upload", &e);
+        resp_free(&resp);
+        if (st && st != CF_E_NOTFOUND && note) { /* 404: nothing left to abort */
+            size_t n = strlen(note->msg);
+            snprintf(note->msg + n, sizeof note->msg - n,
+                     "; and the abort failed too (%s): its parts stay stored until a "
+                     "lifecycle rule (AbortIncompleteMultipartUpload) removes them", e.msg);
+        }
+    }
+    free_upload(up);
+}
+
 cf_status cf__upload_finish(cf__upload *up, cf_error *err) {
     pthread_mutex_lock(&up->mu);
     while ((up->qlen || up->busy) && up->state == U_OPEN) pthread_cond_wait(&up->cv, &up->mu);
@@ -548,6 +627,8 @@ cf_status cf__upload_finish(cf__upload *up, cf_error *err) {
     pthread_mutex_unlock(&up->mu);
     stop_senders(up);
     size_t len = 0;
+    uint32_t nparts = 0;
+    for (uint32_t i = 0; !st && i < CF__UPLOAD_MAX_PARTS; i++) nparts += up->etag[i] != NULL;
     char *body = st ? NULL : commit_body(up, &len);
     if (!st && !body) st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cf__upload_name(up));
     if (!st) {
@@ -569,11 +650,19 @@ cf_status cf__upload_finish(cf__upload *up, cf_error *err) {
         st = request(up, &r, (const uint8_t *)body, len, &resp,
                      up->azure ? "committing the block list" : "completing the multipart upload",
                      err);
+        if (st == CF_E_NOTFOUND && resp.retried && !up->azure && completed_anyway(up, nparts))
+            st = CF_OK;
+        if (st && up->azure && err && strstr(err->msg, "(InvalidBlockList)")) {
+            size_t n = strlen(err->msg);
+            snprintf(err->msg + n, sizeof err->msg - n,
+                     ": another writer committed this blob while this one was writing "
+                     "(Azure then drops the blocks it did not list); the blob is theirs");
+        }
         resp_free(&resp);
     }
     free(body);
     if (st) {
-        cf__upload_abort(up);
+        abort_upload(up, err);
         return st;
     }
     free_upload(up);
@@ -581,24 +670,5 @@ cf_status cf__upload_finish(cf__upload *up, cf_error *err) {
 }
 
 void cf__upload_abort(cf__upload *up) {
-    if (!up) return;
-    pthread_mutex_lock(&up->mu);
-    if (up->state == U_OPEN) { /* parts still queued are not sent */
-        up->state = U_FAILED;
-        up->fail.code = CF_E_STATE;
-        snprintf(up->fail.msg, sizeof up->fail.msg, "%s: upload aborted", cf__upload_name(up));
-    }
-    pthread_mutex_unlock(&up->mu);
-    stop_senders(up);
-    if (!up->azure && up->upload_id[0]) {
-        /* Parts in flight have ended (the senders are joined), so the
-         * abort is final: S3 keeps nothing of the upload. */
-        cf__auth_req r = {.method = "DELETE", .nparams = 1};
-        r.names[0] = "uploadId", r.values[0] = up->upload_id;
-        u_resp resp = {0};
-        cf_error e = {0};
-        request(up, &r, NULL, 0, &resp, "aborting the multipart upload", &e);
-        resp_free(&resp);
-    }
-    free_upload(up);
+    if (up) abort_upload(up, NULL);
 }

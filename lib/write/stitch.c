@@ -157,6 +157,19 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
             st->list[st->nlist - 1].left++;
         else st->list[st->nlist++] = st->list[i];
     }
+    /* Rows no patch reaches stay sparse: said now, so that an object's
+     * rows after them go up without waiting for close. */
+    for (uint32_t r = 0; r < st->tiles_y && !s; r++) {
+        if (st->rows[r].left) continue;
+        st->rows[r].done = 1;
+        for (uint32_t tx = 0; tx < st->tiles_x && !s; tx++)
+            s = cf__writer_skip_tile(st->w, tx, r, err);
+    }
+    if (s) {
+        cf_writer_abort(st->w);
+        free_st(st);
+        return s;
+    }
     *out = st;
     return CF_OK;
 }

@@ -46,11 +46,16 @@ struct cf__wstream {
     s_level lev[CF__WSTREAM_MAX_LEVELS];
 };
 
-cf_status cf__wstream_new(cf_io *io, const char *url, uint64_t part_size, int nlev,
-                          const uint64_t *bound, cf__wstream **out, cf_error *err) {
+cf_status cf__wstream_new(cf_io *io, const char *url, const char *name, uint64_t part_size,
+                          int nlev, const uint64_t *bound, cf__wstream **out, cf_error *err) {
     *out = NULL;
     if (nlev < 1 || nlev > CF__WSTREAM_MAX_LEVELS)
-        return cf__err(err, CF_E_ARG, "writer: %d levels", nlev);
+        return cf__err(err, CF_E_ARG, "writer: %s: %d levels", name, nlev);
+    if (part_size > CF__WSTREAM_MAX_PART)
+        return cf__err(err, CF_E_ARG, "writer: %s: part_size %llu above %llu bytes (a "
+                       "level's first part carries up to 4 parts' bytes; S3 takes 5 GiB, "
+                       "Azure 4000 MiB)", name, (unsigned long long)part_size,
+                       (unsigned long long)CF__WSTREAM_MAX_PART);
     cf__wstream *s = cf__calloc(1, sizeof *s);
     if (!s) return cf__err(err, CF_E_NOMEM, "writer: out of memory");
     s->nlev = nlev;
@@ -61,13 +66,14 @@ cf_status cf__wstream_new(cf_io *io, const char *url, uint64_t part_size, int nl
     for (;;) {
         uint64_t n = 0;
         for (int l = 0; l < nlev; l++) n += bound[l] / part + 3;
-        if (n <= CF__UPLOAD_MAX_PARTS) break;
+        if (n <= CF__UPLOAD_MAX_PARTS || part > CF__WSTREAM_MAX_PART) break;
         part += part / 2;
     }
-    if (part > CF__UPLOAD_S3_MAX_PART / 2) {
+    if (part > CF__WSTREAM_MAX_PART) {
         free(s);
-        return cf__err(err, CF_E_LIMIT, "writer: %s: the output may need parts over 2.5 GiB "
-                       "(more than 10,000 parts of S3's largest size)", url);
+        return cf__err(err, CF_E_LIMIT, "writer: %s: the output may need more than 10,000 "
+                       "parts of %llu bytes (its worst case, twice its raw size, is too "
+                       "large for one object)", name, (unsigned long long)CF__WSTREAM_MAX_PART);
     }
     s->part = part;
     uint32_t at = 1;

@@ -15,6 +15,11 @@
  * struct_size is below the first release's. */
 cf_status cf__writer_options_copy(const cf_writer_options *in, cf_writer_options *out,
                                   cf_error *err);
+/* Tile (tx, ty) of level 0 stays sparse: for an object, it counts as
+ * written, so the rows after it need not wait for close (the stitcher's
+ * rows that no patch reaches).  A no-op for a local file, or for a tile
+ * written already. */
+cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err);
 
 /* ---- ifd_out.c: one TIFF directory, serialised ---- */
 
@@ -85,15 +90,20 @@ void cf__ov_row(cf__ov_kind kind, cf_dtype dt, uint32_t spp, const uint8_t *cons
 
 #define CF__WSTREAM_MAX_LEVELS 24
 #define CF__WSTREAM_DEFAULT_PART ((uint64_t)8 << 20)
+/* A level's first part holds its head plus what came before it (the
+ * header, small levels, a tail): up to about 4 parts, which S3 (5 GiB)
+ * and Azure (4000 MiB) must take. */
+#define CF__WSTREAM_MAX_PART ((uint64_t)900 << 20)
 #define CF__WSTREAM_INFLIGHT 4 /* parts being sent at once */
 
 typedef struct cf__wstream cf__wstream;
-/* Start uploading `url` (the io's options; NULL: defaults) for a file of
- * nlev levels (0 the full resolution) whose tile data may take up to
- * bound[l] bytes each: the part size is part_size (0: 8 MiB; at least 5
- * MiB), raised until the bounds fit S3's 10,000 parts. */
-cf_status cf__wstream_new(cf_io *io, const char *url, uint64_t part_size, int nlev,
-                          const uint64_t *bound, cf__wstream **out, cf_error *err);
+/* Start uploading `url` (the io's options; NULL: defaults; `name` the
+ * URL for messages, redacted) for a file of nlev levels (0 the full
+ * resolution) whose tile data may take up to bound[l] bytes each: the
+ * part size is part_size (0: 8 MiB; at least 5 MiB, at most
+ * CF__WSTREAM_MAX_PART), raised until the bounds fit S3's 10,000 parts. */
+cf_status cf__wstream_new(cf_io *io, const char *url, const char *name, uint64_t part_size,
+                          int nlev, const uint64_t *bound, cf__wstream **out, cf_error *err);
 uint64_t cf__wstream_part_size(const cf__wstream *s);
 /* Append n bytes to level l's data (in the level's file order). */
 cf_status cf__wstream_put(cf__wstream *s, int l, const uint8_t *data, size_t n, cf_error *err);

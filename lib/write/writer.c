@@ -89,6 +89,7 @@ struct cf_writer {
     /* object storage */
     cf__wstream *ws;                   /* NULL: a local file */
     uint8_t **pend;                    /* level 0's encoded tiles not yet sent */
+    uint8_t *have;                     /* level 0's tiles written (or skipped) */
     uint32_t *row_have;                /* tiles of each level-0 row written */
     uint32_t next_row;                 /* level 0's next row to send */
 };
@@ -305,6 +306,7 @@ static void free_writer(cf_writer *w, int remove_spool) {
     if (w->pend)
         for (size_t i = 0; i < (size_t)w->lev[0].tx * w->lev[0].ty; i++) free(w->pend[i]);
     free(w->pend);
+    free(w->have);
     free(w->row_have);
     free(w->band);
     free(w->comp);
@@ -396,11 +398,13 @@ static cf_status open_remote(cf_writer *w, const char *url, cf_error *err) {
         bound[l] = (uint64_t)w->lev[l].tx * w->lev[l].ty * (2 * (uint64_t)w->tile_bytes + 1024);
     size_t n = (size_t)w->lev[0].tx * w->lev[0].ty;
     w->pend = cf__calloc(n, sizeof *w->pend);
+    w->have = cf__calloc(n, 1);
     w->row_have = cf__calloc(w->lev[0].ty, sizeof *w->row_have);
-    if (!w->pend || !w->row_have)
+    if (!w->pend || !w->have || !w->row_have)
         return cf__err(err, CF_E_NOMEM, "writer: %s: out of memory (%zu tiles)", w->path, n);
     CF__TRY(init_overviews(w, err));
-    return cf__wstream_new(w->o.io, url, w->o.part_size, w->nlev, bound, &w->ws, err);
+    return cf__wstream_new(w->o.io, url, w->path, w->o.part_size, w->nlev, bound, &w->ws,
+                           err);
 }
 
 cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writer **out,
@@ -539,7 +543,8 @@ static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_erro
         uint8_t *copy = cf__malloc(n ? n : 1);
         if (!copy) return cf__err(err, CF_E_NOMEM, "writer: %s: out of memory", w->path);
         memcpy(copy, enc, n);
-        if (!w->pend[i]) w->row_have[ty]++;
+        if (!w->have[i]) w->row_have[ty]++;
+        w->have[i] = 1;
         free(w->pend[i]);
         w->pend[i] = copy;
     } else if (w->ws) {
@@ -631,6 +636,27 @@ cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const voi
         st = feed_row0(w, w->next_row++, err);
     if (st) w_fail(w, st);
 done:
+    pthread_mutex_unlock(&w->mu);
+    return st;
+}
+
+cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err) {
+    pthread_mutex_lock(&w->mu);
+    cf_status st = CF_OK;
+    const w_level *L = &w->lev[0];
+    if (w->state != W_OPEN)
+        st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
+                     cf_status_name(w->fail));
+    else if (tx >= L->tx || ty >= L->ty)
+        st = cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside %ux%u tiles", w->path, tx,
+                     ty, L->tx, L->ty);
+    else if (w->ws && ty >= w->next_row && !w->have[(size_t)ty * L->tx + tx]) {
+        w->have[(size_t)ty * L->tx + tx] = 1;
+        w->row_have[ty]++;
+        while (!st && w->next_row < L->ty && w->row_have[w->next_row] == L->tx)
+            st = feed_row0(w, w->next_row++, err);
+        if (st) w_fail(w, st);
+    }
     pthread_mutex_unlock(&w->mu);
     return st;
 }

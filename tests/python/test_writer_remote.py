@@ -635,3 +635,99 @@ def test_stores_not_written_are_refused_by_name(clean_env, url):
     with pytest.raises(cogfeed.UnsupportedError) as ei:
         cogfeed.Writer(url, 64, 64, 1, "uint8")
     assert url.split("/")[0] in str(ei.value) and "t0ken" not in str(ei.value)
+
+
+# ------------------------------------------ found by review (each failed before)
+
+@pytest.mark.parametrize("url,env,status", [
+    ("s3://bucket/x.tif", {}, cogfeed.Status.AUTH),          # no AWS credentials
+    ("az://c/x.tif", {}, None),                               # no Azure account
+    ("ftp://h/x.tif", {}, cogfeed.Status.ARG),                # unknown scheme
+    ("s3://bucket", {"AWS_NO_SIGN_REQUEST": "YES"}, cogfeed.Status.ARG),  # no key
+])
+def test_urls_that_cannot_start_an_upload_are_errors_not_crashes(clean_env, url, env, status):
+    """cf__upload_abort dereferenced the auth handle it never got."""
+    for k, v in env.items():
+        clean_env.setenv(k, v)
+    with pytest.raises(cogfeed.Error) as ei:
+        cogfeed.Writer(url, 64, 64, 1, "uint8")
+    if status is not None:
+        assert ei.value.code == status, ei.value
+
+
+def test_part_size_errors_name_the_url_without_its_sas(clean_env):
+    """The part-size check printed the raw URL, SAS signature included."""
+    url = ("https://acct.blob.core.windows.net/c/x.tif"
+           "?sv=2021-08-06&sp=rcw&sig=TOPSECRETSIG%3D")
+    with pytest.raises(cogfeed.ArgumentError) as ei:
+        cogfeed.Writer(url, 64, 64, 1, "uint8", part_size=3 << 30)
+    msg = str(ei.value)
+    assert "acct.blob.core.windows.net/c/x.tif" in msg and "part_size" in msg
+    assert "TOPSECRET" not in msg and "sig=" not in msg
+
+
+def test_azure_two_writers_to_one_blob_never_mix(azurite, azproxy, clean_env, image,
+                                                tmp_path):
+    """Block ids were the same for every upload: a second writer to the
+    same blob overwrote the first one's uncommitted blocks, and the first
+    then committed a mix, reporting success.  Now each upload's ids carry
+    a nonce: the second commit drops the first writer's blocks (Azure
+    drops uncommitted blocks a Put Block List leaves out), the first
+    writer fails saying why, and the blob is the second's, whole."""
+    az_env(clean_env, azproxy)
+    other = (image[:, ::-1, :] + 1).astype(image.dtype)
+    with pytest.raises(cogfeed.HTTPError) as ei:
+        with cogfeed.Writer("az://out/shared.tif", W, H, 1, "float32", grid=grid(),
+                            compression="none", io=fast_io(), part_size=PART) as a:
+            tiles = [(tx, ty) for ty in range(a.tiles[1]) for tx in range(a.tiles[0])]
+            half = len(tiles) // 2
+            for tx, ty in tiles[:half]:
+                x, y, tw, th = a.tile_window(tx, ty)
+                a.write_tile(tx, ty, image[:, y:y + th, x:x + tw])
+            # a whole other write to the same blob, committed in between
+            cogfeed.write("az://out/shared.tif", other, grid=grid(), compression="none",
+                          io=fast_io(), part_size=PART)
+            for tx, ty in tiles[half:]:
+                x, y, tw, th = a.tile_window(tx, ty)
+                a.write_tile(tx, ty, image[:, y:y + th, x:x + tw])
+    assert "InvalidBlockList" in str(ei.value) and "another writer" in str(ei.value)
+    b_local = tmp_path / "other.tif"
+    cogfeed.write(str(b_local), other, grid=grid(), compression="none")
+    assert az_get(azurite, "shared.tif") == b_local.read_bytes()
+
+
+def test_s3_complete_whose_answer_was_lost_is_a_success(moto, s3proxy, clean_env, image,
+                                                       local, tmp_path):
+    """The first Complete made the object and its answer was lost; the
+    retry gets 404 (what real stores answer for a finished upload).  That
+    was reported as a failure although the object existed."""
+    s3_env(clean_env, moto, s3proxy)
+    s3proxy.set_faults([("POST?uploadId", 1, "drop-after"), ("POST?uploadId", 2, "404")])
+    cogfeed.write("s3://out/lost_answer.tif", image, grid=grid(), compression="none",
+                  io=fast_io(), part_size=PART)
+    check_cog(s3_get(moto, "lost_answer.tif"), local("none"), image, tmp_path)
+    assert s3proxy.requests("HEAD"), "the object was not checked"
+    assert not s3proxy.requests("DELETE")
+
+
+def test_s3_stitcher_rows_without_patches_do_not_hold_back_the_rest(moto, s3proxy,
+                                                                    clean_env):
+    """A row of tiles no patch reaches was finished (sparse) only at close,
+    so every row after it waited in memory: now the stitcher says so at
+    open and the parts go up while patches come."""
+    s3_env(clean_env, moto, s3proxy)
+    Wd, Hd, P = 1536, 1536, 512
+    windows = [w for w in cogfeed.grid_windows(Wd, Hd, P, 0) if w[1] >= P]  # no top row
+    g = cogfeed.Grid(32633, width=Wd, height=Hd, geotransform=GT)
+    rng = np.random.default_rng(9)
+    with cogfeed.Stitcher("s3://out/holes.tif", windows, 4, grid=g, blend="mean",
+                          compression="none", io=fast_io(), part_size=PART) as st:
+        for w in windows:
+            st.add(rng.random((4, P, P)).astype(np.float32), w)
+        deadline = time.monotonic() + 15
+        while not s3proxy.requests("PUT", "partNumber") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert s3proxy.requests("PUT", "partNumber"), "nothing went up before close()"
+    with cogfeed.open("s3://out/holes.tif", io=cogfeed.IO()) as c:
+        top = c.read(window=(0, 0, Wd, P))
+    assert np.isnan(top).all()
