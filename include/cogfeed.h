@@ -1141,8 +1141,11 @@ typedef struct cf_writer_options {
     double nodata;
     const cf_grid *grid;       /* CRS and transform (NULL: no
                                   georeferencing); its width and height are
-                                  ignored.  The CRS needs an EPSG code.
-                                  Copied by cf_writer_open. */
+                                  ignored.  A CRS without an EPSG code is
+                                  written as GDAL's user-defined GeoKeys
+                                  (its projection method among those of
+                                  docs/writer.md).  Copied by
+                                  cf_writer_open. */
     const char *const *descriptions; /* NULL, or one per band (NULL
                                   entries: none), as GDAL's band
                                   descriptions; copied */
@@ -1207,8 +1210,9 @@ typedef struct cf_writer cf_writer;
  * close succeeds; a failure or cf_writer_abort aborts the upload, leaving
  * no object and no part behind.
  *
- * CF_E_ARG for options out of range, CF_E_UNSUPPORTED for a CRS without
- * an EPSG code or a URL that cannot be written (gs://, http), CF_E_IO when
+ * CF_E_ARG for options out of range, CF_E_UNSUPPORTED for a CRS whose
+ * projection method is not written as GeoKeys or a URL that cannot be
+ * written (gs://, http), CF_E_IO when
  * the spool cannot be made (its message names the path), the store's
  * errors (CF_E_AUTH, CF_E_NOTFOUND, ...) when the upload cannot start. */
 CF_API cf_status cf_writer_open(const char *path, const cf_writer_options *opt,

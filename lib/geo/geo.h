@@ -56,6 +56,21 @@ typedef struct cf__geokeys {
 cf_status cf__crs_from_geokeys(const cf__geokeys *k, cf_crs **out, char *note,
                                size_t notelen);
 
+/* A CRS without an EPSG code as the GeoKeys GDAL writes for it
+ * (geokeys_out.c): the key directory, its doubles and its ASCII values,
+ * ready for tags 34735, 34736 and 34737.  CF_E_UNSUPPORTED, naming the
+ * CRS and the projection method, for what cannot be written that way. */
+#define CF__GEOKEYS_MAX 32
+typedef struct cf__geokeys_out {
+    uint16_t dir[4 + 4 * CF__GEOKEYS_MAX];
+    size_t ndir;
+    double dbl[CF__GEOKEYS_MAX];
+    size_t ndbl;
+    char ascii[1024];
+    size_t nascii;       /* without the NUL after the last '|' */
+} cf__geokeys_out;
+cf_status cf__crs_to_geokeys(const cf_crs *crs, cf__geokeys_out *g, cf_error *err);
+
 /* The CRS's horizontal part as a 2D CRS (itself unless compound), for
  * messages: "EPSG:32633" or its name. */
 void cf__crs_label(const cf_crs *crs, char *out, size_t outlen);

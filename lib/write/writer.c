@@ -32,6 +32,7 @@
  * writer's lock.
  */
 #include "../codec/codec.h"
+#include "../geo/geo.h"
 #include "../io/io.h"
 #include "write_internal.h"
 
@@ -71,6 +72,7 @@ struct cf_writer {
     char **desc;
     double *scales, *offsets;
     int epsg, geographic, has_gt;
+    cf__geokeys_out *gk;               /* a CRS without an EPSG code */
     double gt[6];
     char *path, *spool_path;
     int spool_fd;
@@ -324,6 +326,7 @@ static void free_writer(cf_writer *w, int remove_spool) {
     if (w->desc)
         for (uint32_t b = 0; b < w->o.bands; b++) free(w->desc[b]);
     free(w->desc);
+    free(w->gk);
     free(w->scales);
     free(w->offsets);
     free(w->path);
@@ -348,7 +351,8 @@ static char *redacted_dup(const char *url) {
     return dup_str(b);
 }
 
-/* The CRS as GeoKeys: an EPSG code, projected or geographic. */
+/* The CRS as GeoKeys: an EPSG code, projected or geographic; else the
+ * user-defined keys GDAL writes (geokeys_out.c). */
 static cf_status take_grid(cf_writer *w, const cf_grid *g, cf_error *err) {
     if (!g) return CF_OK;
     for (int i = 0; i < 6; i++)
@@ -361,13 +365,12 @@ static cf_status take_grid(cf_writer *w, const cf_grid *g, cf_error *err) {
     if (!g->crs) return CF_OK;
     w->epsg = cf_crs_epsg(g->crs);
     cf_crs_kind k = cf_crs_kind_of(g->crs);
-    if (w->epsg <= 0 || (k != CF_CRS_GEOGRAPHIC && k != CF_CRS_PROJECTED))
-        return cf__err(err, CF_E_UNSUPPORTED,
-                       "writer: CRS %s has no EPSG code of a projected or geographic CRS "
-                       "(other CRSs are not written yet)",
-                       cf_crs_name(g->crs) ? cf_crs_name(g->crs) : "?");
     w->geographic = k == CF_CRS_GEOGRAPHIC;
-    return CF_OK;
+    if (w->epsg > 0 && (k == CF_CRS_GEOGRAPHIC || k == CF_CRS_PROJECTED)) return CF_OK;
+    w->epsg = 0;
+    w->gk = cf__malloc(sizeof *w->gk);
+    if (!w->gk) return cf__err(err, CF_E_NOMEM, "writer: out of memory");
+    return cf__crs_to_geokeys(g->crs, w->gk, err);
 }
 
 /* The overviews' row machinery, and one row of level 0 tiles to read
@@ -883,6 +886,14 @@ static cf_status make_ifd(cf_writer *w, w_layout *y, int l, int big, cf_error *e
             CF__TRY(cf__ifd_add(d, 34264, CF__T_DOUBLE, 16, y->mtx, err));
         }
         if (w->epsg > 0) CF__TRY(cf__ifd_add(d, 34735, CF__T_SHORT, 16, y->geokeys, err));
+        if (w->gk) {
+            CF__TRY(cf__ifd_add(d, 34735, CF__T_SHORT, w->gk->ndir, w->gk->dir, err));
+            if (w->gk->ndbl)
+                CF__TRY(cf__ifd_add(d, 34736, CF__T_DOUBLE, w->gk->ndbl, w->gk->dbl, err));
+            if (w->gk->nascii)
+                CF__TRY(cf__ifd_add(d, 34737, CF__T_ASCII, w->gk->nascii + 1, w->gk->ascii,
+                                    err));
+        }
     }
     if (l == 0 && y->meta)
         CF__TRY(cf__ifd_add(d, 42112, CF__T_ASCII, strlen(y->meta) + 1, y->meta, err));

@@ -105,8 +105,9 @@ class Writer(_Finishing):
     whose timeouts and retries the upload follows.  part_size: bytes per
     part (0: 8 MiB; at least 5 MiB).  like: a file (path, URL or cogfeed.Cog) or a
     cogfeed.Grid whose grid, size and (for a file) band count, data type
-    and nodata are the defaults of the others.  grid: a cogfeed.Grid (its
-    CRS needs an EPSG code); width and height default to its size.
+    and nodata are the defaults of the others.  grid: a cogfeed.Grid (a CRS
+    without an EPSG code is written as GDAL's user-defined GeoKeys:
+    docs/writer.md); width and height default to its size.
     compression: GDAL's COMPRESS names: "deflate", "zstd", "none",
     "lerc", "lerc_deflate", "lerc_zstd", "jpeg" (uint8, 1 or 3 bands) or
     "webp" (uint8, 3 or 4 bands).  level: DEFLATE's, ZSTD's or the LERC

@@ -193,7 +193,7 @@ def test_like_a_file(tmp_path):
 
 def test_failures_leave_nothing(tmp_path):
     """An exception in the with block, a wrong array, a bad option, a CRS
-    without an EPSG code: clear errors, and neither the output nor the
+    whose projection is not written as GeoKeys: clear errors, and neither the output nor the
     spool is left."""
     p = tmp_path / "out.tif"
     with pytest.raises(RuntimeError):
@@ -214,9 +214,9 @@ def test_failures_leave_nothing(tmp_path):
         cogfeed.Writer(p, 300, 200, tile_size=100)
     with pytest.raises(ValueError, match="compression 'lzw'"):
         cogfeed.Writer(p, 300, 200, compression="lzw")
-    with pytest.raises(cogfeed.UnsupportedError, match="no EPSG code"):
+    with pytest.raises(cogfeed.UnsupportedError, match="projection method Robinson"):
         cogfeed.Writer(p, grid=cogfeed.Grid(
-            "+proj=tmerc +lat_0=0 +lon_0=13.3 +k=0.9996 +x_0=500000 +y_0=0 +ellps=GRS80",
+            "+proj=robin +lon_0=0 +datum=WGS84",
             width=10, height=10, geotransform=(0, 1, 0, 0, 0, -1)))
     assert os.listdir(tmp_path) == []
 
@@ -502,3 +502,67 @@ def test_stitcher_writes_lerc_zstd(tmp_path):
     with rasterio.open(p) as r:
         assert r.compression.name == "lerc_zstd"
         assert np.abs(r.read() - pred).max() <= 0.001
+
+
+# CRSs without an EPSG code, as EO products have them: written as GDAL's
+# user-defined GeoKeys, read back by GDAL (and cogfeed) as the same CRS.
+NO_EPSG = [
+    # MODIS sinusoidal, on its sphere
+    "+proj=sinu +lon_0=0 +x_0=0 +y_0=0 +R=6371007.181 +units=m +no_defs",
+    # a transverse Mercator of one's own, WGS 84 (base CRS by EPSG code)
+    "+proj=tmerc +lat_0=0 +lon_0=15.5 +k=0.9996 +x_0=500000 +y_0=0 +datum=WGS84 +units=m",
+    # Lambert azimuthal on the GRS80 ellipsoid alone (user-defined datum)
+    "+proj=laea +lat_0=52 +lon_0=10 +x_0=4321000 +y_0=3210000 +ellps=GRS80 +units=m",
+    # Albers, NAD83
+    "+proj=aea +lat_0=23 +lon_0=-96 +lat_1=29.5 +lat_2=45.5 +x_0=0 +y_0=0 +datum=NAD83 +units=m",
+    # polar stereographic, standard parallel 70 N (variant B; NSIDC's grids)
+    "+proj=stere +lat_0=90 +lat_ts=70 +lon_0=-45 +x_0=0 +y_0=0 +datum=WGS84 +units=m",
+    # polar stereographic at the pole with a scale (variant A)
+    "+proj=stere +lat_0=-90 +lon_0=0 +k=0.994 +x_0=2000000 +y_0=2000000 +datum=WGS84 +units=m",
+    # Lambert conic, two parallels
+    "+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 "
+    "+ellps=GRS80 +units=m",
+    # US survey feet
+    "+proj=tmerc +lat_0=0 +lon_0=-120 +k=0.9999 +x_0=500000 +y_0=0 +datum=NAD83 +units=us-ft",
+    # cylindrical equal area (EASE-Grid 2.0 style)
+    "+proj=cea +lat_ts=30 +lon_0=0 +x_0=0 +y_0=0 +datum=WGS84 +units=m",
+    # a geographic CRS on an ellipsoid of its own
+    "+proj=longlat +a=6378140 +rf=298.257 +no_defs",
+]
+
+
+@pytest.mark.parametrize("crs", NO_EPSG, ids=lambda c: c.split()[0][6:])
+def test_crs_without_epsg_code_through_gdal(tmp_path, crs):
+    from pyproj import CRS, Transformer
+    geographic = "longlat" in crs
+    gt = (10.0, 0.001, 0.0, 50.0, 0.0, -0.001) if geographic else UTM["geotransform"]
+    p = tmp_path / "custom.tif"
+    a = image("uint8", 1, 100, 120)
+    cogfeed.write(p, a, grid=cogfeed.Grid(crs, width=120, height=100, geotransform=gt))
+    want = CRS.from_user_input(crs)
+    with rasterio.open(p) as ds:
+        assert ds.read().tobytes() == a.tobytes()
+        assert ds.transform.to_gdal() == gt
+        got = CRS.from_wkt(ds.crs.to_wkt())
+    with cogfeed.open(p) as c:
+        ours = CRS.from_wkt(c.crs.to_wkt())
+    assert got.is_geographic == want.is_geographic
+    # The same CRS, by what it does: the ellipsoid, and points mapped the
+    # same (names and datum labels may differ: GDAL calls a user-defined
+    # datum "unknown" / "Not specified").
+    for other in (got, ours):
+        e1, e2 = want.ellipsoid, other.ellipsoid
+        assert abs(e1.semi_major_metre - e2.semi_major_metre) < 1e-6, (other, e2)
+        assert abs(e1.inverse_flattening - e2.inverse_flattening) < 1e-6, (other, e2)
+        if geographic:
+            continue
+        f1 = Transformer.from_crs(want.geodetic_crs, want, always_xy=True)
+        f2 = Transformer.from_crs(want.geodetic_crs, other, always_xy=True)
+        for lon, lat in [(-50, 75), (-20, 80), (5, 45), (15, 52), (-100, 35),
+                         (10, -80), (120, -75), (2, 47), (-119, 38)]:
+            x1, y1 = f1.transform(lon, lat)
+            x2, y2 = f2.transform(lon, lat)
+            if not (np.isfinite([x1, y1]).all()):
+                continue
+            assert abs(x1 - x2) < 1e-4 and abs(y1 - y2) < 1e-4, (other.to_wkt(), lon, lat)
+    assert is_valid_cog(p)[0]
