@@ -270,7 +270,7 @@ cf_status cf__crs_to_geokeys(const cf_crs *crs, cf__geokeys_out *g, cf_error *er
     if (!st && !ok)
         st = cf__err(err, CF_E_UNSUPPORTED, "writer: CRS %s could not be taken apart into "
                      "GeoKeys", label);
-    if (st) return st;
+    CF__TRY(st);
     qsort(o.keys, (size_t)o.nkeys, sizeof o.keys[0], cmp_key); /* GeoTIFF wants them sorted */
     g->dir[0] = 1, g->dir[1] = 1, g->dir[2] = 0, g->dir[3] = (uint16_t)o.nkeys;
     memcpy(g->dir + 4, o.keys, (size_t)o.nkeys * sizeof o.keys[0]);
