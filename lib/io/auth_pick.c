@@ -149,6 +149,13 @@ int cf__auth_has_credentials(const cf__auth *a) {
     return a->s3_signed || a->az_shared_key || a->bearer != NULL;
 }
 
+/* GCS: the OAuth bearer token, when there is one (reads and writes). */
+static cf_status gcs_bearer(cf__auth *a, struct curl_slist **hdrs, cf_error *err) {
+    if (a->bearer && !cf__auth_add_hdrf(hdrs, "Authorization: Bearer %s", a->bearer))
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory", a->redacted);
+    return CF_OK;
+}
+
 cf_status cf__auth_sign_at(cf__auth *a, time_t now, const char *method,
                            const char *range, const char *if_match,
                            const char *ius, struct curl_slist **hdrs,
@@ -170,10 +177,7 @@ cf_status cf__auth_sign_at(cf__auth *a, time_t now, const char *method,
                                     hdrs, err);
         return CF_OK;
     case CF_AUTH_GCS:
-        if (a->bearer &&
-            !cf__auth_add_hdrf(hdrs, "Authorization: Bearer %s", a->bearer))
-            return cf__err(err, CF_E_NOMEM, "%s: out of memory", a->redacted);
-        return CF_OK;
+        return gcs_bearer(a, hdrs, err);
     case CF_AUTH_HTTP:
         return CF_OK;
     }
@@ -280,10 +284,7 @@ cf_status cf__auth_sign_req(cf__auth *a, time_t now, const cf__auth_req *r,
     case CF_AUTH_AZURE:
         return a->az_shared_key ? cf__auth_az_sign_req(a, now, r, hdrs, err) : CF_OK;
     case CF_AUTH_GCS:
-        if (a->bearer &&
-            !cf__auth_add_hdrf(hdrs, "Authorization: Bearer %s", a->bearer))
-            return cf__err(err, CF_E_NOMEM, "%s: out of memory", a->redacted);
-        return CF_OK;
+        return gcs_bearer(a, hdrs, err);
     case CF_AUTH_HTTP:
         return CF_OK;
     }

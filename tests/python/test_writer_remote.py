@@ -53,19 +53,8 @@ GT = (500000.0, 10.0, 0.0, 4100000.0, 0.0, -10.0)
 # six parts of 5 MiB uncompressed; not a multiple of the 512 tile.
 W, H = 2500, 2200
 
-CRED_VARS = [
-    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-    "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_NO_SIGN_REQUEST",
-    "AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_ACCESS_KEY",
-    "AZURE_STORAGE_CONNECTION_STRING", "GOOGLE_OAUTH_ACCESS_TOKEN", "STORAGE_EMULATOR_HOST",
-]
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for v in CRED_VARS:
-        monkeypatch.delenv(v, raising=False)
-    return monkeypatch
+# every credential variable cogfeed reads, cleared around each test
+from test_auth_servers import clean_env  # noqa: E402,F401  (an autouse fixture)
 
 
 def fast_io():
