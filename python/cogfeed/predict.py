@@ -177,6 +177,7 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
             *, patch_size: int = 512, overlap: int = 64, blend: str = "hann",
             batch_size: int = 8, device: Any = None, output: str = "classes",
             progress: bool = True, compression: str = "deflate",
+            distributed: bool = False, group_timeout_s: float = 6 * 3600,
             **loader_kwargs: Any) -> None:
     """Run `model` over a whole image in overlapping patches and write the
     blended predictions to `out` as a COG on the image's grid: a local
@@ -196,14 +197,17 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     encoded and written on a thread of their own (at most 2 batches
     behind).
 
-    Under torchrun (torch.distributed initialised, world size N > 1)
-    every rank calls predict with the same arguments: the rows of output
+    distributed=True, under torchrun (torch.distributed initialised, world
+    size N), every rank calls predict with the same arguments: the rows of output
     tiles are split into N contiguous shares, each rank runs the model
     over the windows that reach its share (windows across a boundary run
     on both ranks), blends them into a spool of its own, and sends its
     share's finished pixels to rank 0 over a gloo group; rank 0 alone
     writes `out`, one COG equal byte for byte to the one-process result
-    (docs/inference.md, "Several processes or machines")."""
+    (docs/inference.md, "Several processes or machines").  Every wait
+    of that exchange is bounded by group_timeout_s (rank 0 encodes and
+    writes the whole output while the others wait).  A failure on any
+    rank makes every rank raise, and nothing is written."""
     import torch
     from . import open as _open
 
@@ -225,18 +229,29 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     with _open(src) as cog:
         grid = cog.grid(0)
     windows = grid_windows(grid.width, grid.height, patch_size, overlap)
-    rank, world = _distributed()
-    if world > 1:
+    rank, world = _distributed() if distributed else (0, 1)
+    import torch.distributed as _dist
+    if distributed and not (_dist.is_available() and _dist.is_initialized()):
+        raise ValueError("predict: distributed=True needs torch.distributed "
+                         "initialised (torchrun, init_process_group)")
+    if distributed:
         _predict_shard(model, src, out, grid, windows, rank, world,
                        patch_size=patch_size, overlap=overlap, blend=blend,
                        batch_size=batch_size, device=device, output=output,
                        progress=progress, compression=compression,
-                       loader_kwargs=loader_kwargs)
+                       loader_kwargs=loader_kwargs, timeout_s=group_timeout_s)
         return
     _run(model, src, out, grid, windows, patch_size=patch_size,
          overlap=overlap, blend=blend, batch_size=batch_size, device=device,
          output=output, progress=progress, compression=compression,
          loader_kwargs=loader_kwargs)
+
+
+def _clip(r: Rect, grid: Grid) -> Rect:
+    """A Loader window as grid_windows gives it: clipped to the image (the
+    sampler reports a patch larger than a small image whole)."""
+    x, y, w, h = r
+    return x, y, min(w, grid.width - x), min(h, grid.height - y)
 
 
 def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
@@ -279,7 +294,8 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
                 wins = list(batch["windows"])
                 image = batch["image"]
                 if wanted is not None:  # the roi's windows past the share
-                    keep = [i for i, w in enumerate(wins) if _rect(w) in wanted]
+                    keep = [i for i, w in enumerate(wins)
+                            if _clip(_rect(w), grid) in wanted]
                     if not keep:
                         continue
                     if len(keep) < len(wins):
@@ -304,9 +320,11 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
         for f in pending:
             f.result()
         pending = []
-        if st is not None:
-            st.close()
-            st = None
+        if st is None:
+            raise RuntimeError("predict: the Loader gave none of the %d windows "
+                               "of %s" % (len(windows), src))
+        st.close()
+        st = None
     finally:
         for f in pending:  # a failure: let the writes in flight end first
             f.exception()
@@ -322,14 +340,23 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                    windows: List[Rect], rank: int, world: int, *,
                    patch_size: int, overlap: int, blend: str,
                    batch_size: int, device: Any, output: str, progress: bool,
-                   compression: str, loader_kwargs: Any) -> None:
+                   compression: str, loader_kwargs: Any,
+                   timeout_s: float) -> None:
     """predict's share of rank `rank` (see predict).  Its windows are those
     over its rows of output tiles; their blend goes to a spool COG of its
-    own (uncompressed, no overviews) whose share rows are complete, as in
+    own (ZSTD level 1, no overviews) whose share rows are complete, as in
     one process, since every window over them came.  Then rank 0 writes
     `out` through a Writer with the Stitcher's options, its own rows
     first, then each rank's received over gloo a row of tiles at a time,
-    so that no process holds more than a row of tiles of the output."""
+    so that no process holds more than a row of tiles of the output.
+
+    Every rank makes the same collective calls in the same order whatever
+    fails: a failure is carried to the end of its phase (a sender whose
+    read fails sends zeros for its remaining rows, rank 0 keeps receiving
+    after a failure of its own), then an all-reduce of the failures makes
+    every rank raise."""
+    import datetime
+    import shutil
     import tempfile
 
     import torch
@@ -342,15 +369,33 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
     rows = -(-grid.height // T)
     r0, r1 = _share(rows, rank, world)
     y0, y1 = r0 * T, min(r1 * T, grid.height)
-    mine = [w for w in windows if w[1] < y1 and w[1] + w[3] > y0]
+    mine = [w for w in windows if w[1] < y1 and w[1] + w[3] > y0] if r1 > r0 else []
+    classes = output == "classes"
+    dtype = torch.uint8 if classes else torch.float32
     # CPU tensors travel over gloo whatever backend the run chose (NCCL
     # moves only GPU tensors); creating it is collective: every rank here.
-    group = dist.new_group(backend="gloo")
-    failed = torch.zeros(1, dtype=torch.int32)
-    with tempfile.TemporaryDirectory(prefix="cogfeed-predict-") as tmp:
-        spool = os.path.join(tmp, "share.tif")
-        err: Optional[BaseException] = None
+    group = dist.new_group(backend="gloo",
+                           timeout=datetime.timedelta(seconds=timeout_s))
+    errors: List[BaseException] = []
+
+    def agree(failed: bool) -> None:
+        """All ranks learn whether any failed; then all raise."""
+        f = torch.tensor([1 if failed else 0], dtype=torch.int32)
+        dist.all_reduce(f, op=dist.ReduceOp.MAX, group=group)
+        if errors:
+            raise errors[0]
+        if f[0]:
+            raise RuntimeError("predict: another rank failed (its error is "
+                               "in its own output); %s not written"
+                               % os.fspath(out))
+
+    tmp = None
+    try:
+        # -- phase 1: the model over this rank's windows, into its spool
+        bands = 1
         try:
+            tmp = tempfile.mkdtemp(prefix="cogfeed-predict-")
+            spool = os.path.join(tmp, "share.tif")
             if mine:
                 _run(model, src, spool, grid, mine, patch_size=patch_size,
                      overlap=overlap, blend=blend, batch_size=batch_size,
@@ -360,41 +405,46 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                      roi=_band_roi(grid, y0, y1),
                      desc="%s (rank %d of %d)" % (os.fspath(out), rank, world),
                      overviews=0)
-        except BaseException as e:  # tell the others before raising
-            err = e
-            failed[0] = 1
-        # Every rank learns whether any failed: none waits on a dead one.
-        dist.all_reduce(failed, op=dist.ReduceOp.MAX, group=group)
-        if err is not None:
-            raise err
-        if failed[0]:
-            raise RuntimeError("predict: another rank failed (its error is "
-                               "in its own output); %s not written"
-                               % os.fspath(out))
-        # the share's rows, a row of tiles at a time, to rank 0
-        classes = output == "classes"
-        bands = 1
-        if mine:
-            with _open(spool) as c:
-                bands = c.count
+                with _open(spool) as c:
+                    bands = c.count
+        except BaseException as e:
+            errors.append(e)
         nb = torch.tensor([bands], dtype=torch.int64)
         dist.all_reduce(nb, op=dist.ReduceOp.MAX, group=group)
+        agree(bool(errors))
         bands = int(nb[0])
-        dtype = torch.uint8 if classes else torch.float32
+
+        def share_rows(q0: int, q1: int) -> Any:
+            """This rank's rows of tiles from its spool; after a failure,
+            zeros of the same shapes (the receiver still waits for them)."""
+            c = None
+            try:
+                c = _open(spool)
+            except BaseException as e:
+                errors.append(e)
+            try:
+                for ty in range(q0, q1):
+                    th = min(T, grid.height - ty * T)
+                    a = None
+                    if c is not None and not errors:
+                        try:
+                            a = c.read(window=(0, ty * T, grid.width, th))
+                        except BaseException as e:
+                            errors.append(e)
+                    yield ty, (torch.from_numpy(np.ascontiguousarray(a)) if a is not None
+                               else torch.zeros((bands, th, grid.width), dtype=dtype))
+            finally:
+                if c is not None:
+                    c.close()
+
+        # -- phase 2: the rows to rank 0, which writes them
         if rank != 0:
-            if mine:
-                with _open(spool) as c:
-                    for ty in range(r0, r1):
-                        th = min(T, grid.height - ty * T)
-                        a = c.read(window=(0, ty * T, grid.width, th))
-                        dist.send(torch.from_numpy(np.ascontiguousarray(a)),
-                                  dst=0, group=group)
-            dist.barrier(group=group)
+            for _, t in share_rows(r0, r1):
+                dist.send(t, dst=0, group=group)
+            agree(bool(errors))   # the transfer
+            agree(False)          # rank 0's close
             return
-        # Rank 0 takes every row sent even after a failure of its own
-        # (the senders would wait for it), then raises.
         w: Optional[Writer] = None
-        werr: Optional[BaseException] = None
         try:
             w = Writer(out, grid=grid, bands=bands,
                        dtype="uint8" if classes else "float32",
@@ -402,37 +452,39 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                        overview_resampling="mode" if classes else "average",
                        compression=compression)
         except BaseException as e:
-            werr = e
+            errors.append(e)
         try:
             for r in range(world):
                 q0, q1 = _share(rows, r, world)
                 if r == 0:
-                    if q1 > q0 and werr is None:
-                        with _open(spool) as c:
-                            for ty in range(q0, q1):
-                                th = min(T, grid.height - ty * T)
-                                a = c.read(window=(0, ty * T, grid.width, th))
-                                try:
-                                    w.write(a, 0, ty * T)  # type: ignore[union-attr]
-                                except BaseException as e:
-                                    werr = e
-                                    break
-                    continue
-                for ty in range(q0, q1):
-                    th = min(T, grid.height - ty * T)
-                    t = torch.empty((bands, th, grid.width), dtype=dtype)
-                    dist.recv(t, src=r, group=group)
-                    if werr is None:
-                        try:
-                            w.write(t.numpy(), 0, ty * T)  # type: ignore[union-attr]
-                        except BaseException as e:
-                            werr = e
-            if werr is None and w is not None:
+                    it: Any = share_rows(q0, q1)
+                else:
+                    def received(q0: int = q0, q1: int = q1, r: int = r) -> Any:
+                        for ty in range(q0, q1):
+                            th = min(T, grid.height - ty * T)
+                            t = torch.empty((bands, th, grid.width), dtype=dtype)
+                            dist.recv(t, src=r, group=group)
+                            yield ty, t
+                    it = received()
+                for ty, t in it:
+                    if errors or w is None:
+                        continue  # keep receiving: the senders wait for it
+                    try:
+                        w.write(t.numpy(), 0, ty * T)
+                    except BaseException as e:
+                        errors.append(e)
+            agree(bool(errors))
+            try:
+                assert w is not None
                 w.close()
                 w = None
+            except BaseException as e:
+                errors.append(e)
+            agree(bool(errors))
         finally:
             if w is not None:
                 w.abort()
-            dist.barrier(group=group)
-        if werr is not None:
-            raise werr
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        dist.destroy_process_group(group)

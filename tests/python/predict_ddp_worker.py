@@ -1,7 +1,8 @@
 """One rank of tests/python/test_predict_distributed.py, started by
 torchrun: predict over SRC into OUT with a fixed model, under a gloo
-process group.  Usage: predict_ddp_worker.py SRC OUT OUTPUT [FAIL_RANK]
-(FAIL_RANK: that rank's model raises, to check that every rank ends)."""
+process group.  Usage: predict_ddp_worker.py SRC OUT OUTPUT [FAIL_RANK [PATCH]]
+(FAIL_RANK: that rank's model raises, to check that every rank ends, -1
+for none; PATCH: the patch size, 256)."""
 import sys
 
 import torch
@@ -32,9 +33,10 @@ def main():
     fail_rank = int(sys.argv[4]) if len(sys.argv) > 4 else -1
     dist.init_process_group("gloo")
     try:
+        patch = int(sys.argv[5]) if len(sys.argv) > 5 else 256
         cogfeed.predict(model_for(dist.get_rank(), fail_rank), src, out,
-                        patch_size=256, overlap=48, batch_size=4,
-                        output=output, progress=False)
+                        patch_size=patch, overlap=48, batch_size=4,
+                        output=output, progress=False, distributed=True)
         print("rank %d ran %d patches" % (dist.get_rank(), SEEN[0]), flush=True)
     finally:
         dist.destroy_process_group()

@@ -92,3 +92,28 @@ def test_a_failing_rank_ends_every_rank_and_writes_nothing(scene, tmp_path, fail
     assert "model failed on rank %d" % fail_rank in r.stdout + r.stderr
     assert not os.path.exists(out)
     assert not [p for p in os.listdir(tmp_path) if p.startswith("fail.tif")]
+
+
+def test_image_smaller_than_a_patch(tmp_path):
+    """An image narrower than the patch: the Loader reports its windows
+    unclipped, grid_windows clipped; they must still be matched (every
+    batch was dropped, and the ranks failed)."""
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 256, (3, 1300, 300)).astype(np.uint8)
+    g = cogfeed.Grid(32633, width=300, height=1300,
+                     geotransform=(500000.0, 10.0, 0.0, 5000000.0, 0.0, -10.0))
+    src = str(tmp_path / "narrow.tif")
+    cogfeed.write(src, a, grid=g, tile_size=256)
+    one = str(tmp_path / "one.tif")
+    cogfeed.predict(model_for(0, -1), src, one, patch_size=512, overlap=48,
+                    batch_size=4, progress=False)
+    two = str(tmp_path / "two.tif")
+    r = torchrun(src, two, "classes", -1, 512)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert open(one, "rb").read() == open(two, "rb").read()
+
+
+def test_distributed_needs_an_initialised_group(scene, tmp_path):
+    with pytest.raises(ValueError, match="distributed=True needs torch.distributed"):
+        cogfeed.predict(model_for(0, -1), scene, str(tmp_path / "x.tif"),
+                        distributed=True, progress=False)
