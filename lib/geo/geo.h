@@ -62,6 +62,9 @@ cf_status cf__crs_from_geokeys(const cf__geokeys *k, cf_crs **out, char *note,
  * CRS and the projection method, for what cannot be written that way. */
 #define CF__GEOKEYS_MAX 32
 typedef struct cf__geokeys_out {
+    int epsg;            /* > 0: write this EPSG code instead (the
+                            horizontal part of a compound or bound CRS) */
+    int geographic;      /* ... of a geographic CRS */
     uint16_t dir[4 + 4 * CF__GEOKEYS_MAX];
     size_t ndir;
     double dbl[CF__GEOKEYS_MAX];

@@ -130,6 +130,12 @@ static int add_ascii(out *o, int key, const char *s) {
     return 1;
 }
 
+static int has_key(const out *o, int key) {
+    for (int i = 0; i < o->nkeys; i++)
+        if (o->keys[i][0] == key) return 1;
+    return 0;
+}
+
 static int epsg_of(PJ *obj) {
     const char *auth = proj_get_id_auth_name(obj, 0), *code = proj_get_id_code(obj, 0);
     if (!auth || !code || strcmp(auth, "EPSG") != 0) return 0;
@@ -218,6 +224,21 @@ static cf_status put_conversion(PJ_CONTEXT *ctx, out *o, PJ *conv, double lf, co
             return cf__err(err, CF_E_UNSUPPORTED, "writer: CRS %s: method %s without its "
                            "parameter EPSG:%d", crs, mname, m->p[j].param);
     }
+    /* A parameter the keys do not carry must be what readers assume
+     * (0, or a scale of 1), or the CRS would be read as another. */
+    for (int i = 0; i < np; i++) {
+        const char *pname = NULL, *auth = NULL, *code = NULL;
+        double v = 0;
+        if (!proj_coordoperation_get_param(ctx, conv, i, &pname, &auth, &code, &v, NULL, NULL,
+                                           NULL, NULL, NULL, NULL))
+            continue;
+        int pc = auth && code && !strcmp(auth, "EPSG") ? atoi(code) : 0, mapped = 0;
+        for (int j = 0; j < 7 && m->p[j].param && !mapped; j++) mapped = m->p[j].param == pc;
+        if (!mapped && v != (pc == K0 ? 1.0 : 0.0))
+            return cf__err(err, CF_E_UNSUPPORTED, "writer: CRS %s: method %s with parameter "
+                           "\"%s\" = %g, which its GeoKeys cannot carry", crs, mname,
+                           pname ? pname : "?", v);
+    }
     return CF_OK;
 }
 
@@ -241,6 +262,35 @@ cf_status cf__crs_to_geokeys(const cf_crs *crs, cf__geokeys_out *g, cf_error *er
     PJ *h = c->horiz ? c->horiz : c->pj;
     const char *name = proj_get_name(h);
     cf_status st = CF_OK;
+    int hcode = epsg_of(h);
+    if (hcode) { /* a compound or bound CRS over an EPSG one: that code */
+        PJ_TYPE t = proj_get_type(h);
+        g->geographic = t == PJ_TYPE_GEOGRAPHIC_2D_CRS || t == PJ_TYPE_GEOGRAPHIC_3D_CRS;
+        pthread_mutex_unlock(&c->mu);
+        cf__proj_put(ctx);
+        g->epsg = hcode;
+        return CF_OK;
+    }
+    if (proj_get_type(c->pj) == PJ_TYPE_BOUND_CRS) {
+        pthread_mutex_unlock(&c->mu);
+        cf__proj_put(ctx);
+        return cf__err(err, CF_E_UNSUPPORTED, "writer: CRS %s carries a datum shift "
+                       "(a BoundCRS, +towgs84) that its GeoKeys would lose; give it "
+                       "without the shift, or one with an EPSG code", label);
+    }
+    if (kind == CF_CRS_GEOGRAPHIC) { /* the transform is in its unit: degrees only */
+        PJ *cs = proj_crs_get_coordinate_system(ctx, h);
+        double af = 0;
+        int okcs = cs && proj_cs_get_axis_info(ctx, cs, 0, NULL, NULL, NULL, &af, NULL, NULL,
+                                               NULL);
+        proj_destroy(cs);
+        if (!okcs || fabs(af - M_PI / 180) > 1e-15) {
+            pthread_mutex_unlock(&c->mu);
+            cf__proj_put(ctx);
+            return cf__err(err, CF_E_UNSUPPORTED, "writer: geographic CRS %s in a unit "
+                           "other than degrees is not written as GeoKeys", label);
+        }
+    }
     int ok = add_short(&o, K_MODEL, kind == CF_CRS_PROJECTED ? 1 : 2) &&
              add_short(&o, K_RASTER, 1) && add_ascii(&o, K_CITATION, name ? name : "unnamed");
     PJ *geod = ok ? proj_crs_get_geodetic_crs(ctx, h) : NULL;
@@ -254,12 +304,20 @@ cf_status cf__crs_to_geokeys(const cf_crs *crs, cf__geokeys_out *g, cf_error *er
         ok = conv && cs && geod &&
              proj_cs_get_axis_info(ctx, cs, 0, NULL, NULL, NULL, &lf, NULL, &uauth, &ucode);
         int lcode = ok && uauth && ucode && !strcmp(uauth, "EPSG") ? atoi(ucode) : 0;
+        /* a unit given without its id (WKT1 UNIT["metre",1]): by factor */
+        if (ok && !lcode)
+            lcode = fabs(lf - 1) < 1e-12 ? 9001 : fabs(lf - 0.3048) < 1e-12 ? 9002
+                    : fabs(lf - 1200.0 / 3937) < 1e-12 ? 9003 : 0;
         if (ok && !lcode)
             st = cf__err(err, CF_E_UNSUPPORTED, "writer: CRS %s: its linear unit has no EPSG "
                          "code", label);
         if (ok && !st)
             ok = add_short(&o, K_PCS, USER) && add_ascii(&o, K_PCS_CITATION, name ? name : "")
-                 && add_short(&o, K_LINEAR, lcode) && put_geog(ctx, &o, geod);
+                 && add_short(&o, K_LINEAR, lcode) && put_geog(ctx, &o, geod) &&
+                 /* the parameters' angles are in degrees; libgeotiff reads
+                  * them in the base CRS's unit (grads for EPSG:4807) unless
+                  * told */
+                 (has_key(&o, K_ANGULAR) || add_short(&o, K_ANGULAR, 9102));
         if (ok && !st) st = put_conversion(ctx, &o, conv, lf > 0 ? lf : 1, label, err);
         proj_destroy(conv);
         proj_destroy(cs);

@@ -370,7 +370,14 @@ static cf_status take_grid(cf_writer *w, const cf_grid *g, cf_error *err) {
     w->epsg = 0;
     w->gk = cf__malloc(sizeof *w->gk);
     if (!w->gk) return cf__err(err, CF_E_NOMEM, "writer: out of memory");
-    return cf__crs_to_geokeys(g->crs, w->gk, err);
+    CF__TRY(cf__crs_to_geokeys(g->crs, w->gk, err));
+    if (w->gk->epsg > 0) { /* its horizontal part has a code */
+        w->epsg = w->gk->epsg;
+        w->geographic = w->gk->geographic;
+        free(w->gk);
+        w->gk = NULL;
+    }
+    return CF_OK;
 }
 
 /* The overviews' row machinery, and one row of level 0 tiles to read

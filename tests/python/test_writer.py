@@ -528,10 +528,30 @@ NO_EPSG = [
     "+proj=cea +lat_ts=30 +lon_0=0 +x_0=0 +y_0=0 +datum=WGS84 +units=m",
     # a geographic CRS on an ellipsoid of its own
     "+proj=longlat +a=6378140 +rf=298.257 +no_defs",
+    # a Lambert conic on NTF (Paris), a base CRS whose unit is the grad:
+    # the parameters (degrees) must not be read in grads
+    'PROJCRS["NTF Paris custom",BASEGEOGCRS["NTF (Paris)",DATUM["Nouvelle Triangulation '
+    'Francaise (Paris)",ELLIPSOID["Clarke 1880 (IGN)",6378249.2,293.466021293627]],'
+    'PRIMEM["Paris",2.5969213,ANGLEUNIT["grad",0.0157079632679489]],ID["EPSG",4807]],'
+    'CONVERSION["custom",METHOD["Lambert Conic Conformal (1SP)",ID["EPSG",9801]],'
+    'PARAMETER["Latitude of natural origin",46.8,ANGLEUNIT["degree",0.0174532925199433],'
+    'ID["EPSG",8801]],PARAMETER["Longitude of natural origin",0,ANGLEUNIT["degree",'
+    '0.0174532925199433],ID["EPSG",8802]],PARAMETER["Scale factor at natural origin",'
+    '0.99987742,SCALEUNIT["unity",1],ID["EPSG",8805]],PARAMETER["False easting",600000,'
+    'LENGTHUNIT["metre",1],ID["EPSG",8806]],PARAMETER["False northing",2200000,'
+    'LENGTHUNIT["metre",1],ID["EPSG",8807]]],CS[Cartesian,2],AXIS["easting",east,'
+    'ORDER[1],LENGTHUNIT["metre",1]],AXIS["northing",north,ORDER[2],LENGTHUNIT["metre",1]]]',
+    # a WKT1 unit without its authority
+    'PROJCS["tm",GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,'
+    '298.257223563]],PRIMEM["Greenwich",0],UNIT["degree",0.0174532925199433]],'
+    'PROJECTION["Transverse_Mercator"],PARAMETER["latitude_of_origin",0],'
+    'PARAMETER["central_meridian",21],PARAMETER["scale_factor",0.9996],'
+    'PARAMETER["false_easting",500000],PARAMETER["false_northing",0],UNIT["metre",1]]',
 ]
 
 
-@pytest.mark.parametrize("crs", NO_EPSG, ids=lambda c: c.split()[0][6:])
+@pytest.mark.parametrize("crs", NO_EPSG, ids=lambda c: c.split()[0][6:] if c[0] == "+"
+                         else c[:8])
 def test_crs_without_epsg_code_through_gdal(tmp_path, crs):
     from pyproj import CRS, Transformer
     geographic = "longlat" in crs
@@ -566,3 +586,27 @@ def test_crs_without_epsg_code_through_gdal(tmp_path, crs):
                 continue
             assert abs(x1 - x2) < 1e-4 and abs(y1 - y2) < 1e-4, (other.to_wkt(), lon, lat)
     assert is_valid_cog(p)[0]
+
+
+@pytest.mark.parametrize("crs,match", [
+    ('GEOGCRS["g",DATUM["d",ELLIPSOID["e",6378140,298.257]],CS[ellipsoidal,2],'
+     'AXIS["longitude",east,ANGLEUNIT["grad",0.0157079632679489]],'
+     'AXIS["latitude",north,ANGLEUNIT["grad",0.0157079632679489]]]', "other than degrees"),
+    ("+proj=eqc +lat_0=20 +lat_ts=0 +lon_0=0 +datum=WGS84", "Latitude of natural origin"),
+    ("+proj=tmerc +lon_0=9 +ellps=bessel +towgs84=598.1,73.7,418.2 +units=m", "datum shift"),
+])
+def test_crs_the_keys_cannot_carry_is_refused(tmp_path, crs, match):
+    """Written as GeoKeys these were read back elsewhere (5.6, 20 degrees
+    off, or without the datum shift): refused, naming why."""
+    with pytest.raises(cogfeed.UnsupportedError, match=match):
+        cogfeed.Writer(tmp_path / "x.tif", grid=cogfeed.Grid(
+            crs, width=10, height=10, geotransform=(0, 1, 0, 0, 0, -1)))
+    assert os.listdir(tmp_path) == []
+
+
+def test_compound_crs_writes_its_horizontal_code(tmp_path):
+    p = tmp_path / "c.tif"
+    g = cogfeed.Grid("EPSG:32633+5773", width=16, height=16, geotransform=UTM["geotransform"])
+    cogfeed.write(p, np.zeros((1, 16, 16), "uint8"), grid=g)
+    with rasterio.open(p) as ds:
+        assert ds.crs.to_epsg() == 32633
