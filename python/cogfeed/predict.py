@@ -187,7 +187,10 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     inputs: an image file (path or URL).  The patches come from a
     cogfeed.Loader over it with the grid sampler (stride patch_size -
     overlap), float32, batch_size at a time; loader_kwargs go to it
-    (bands=, layers= for a stack of files on its grid, io_options=, ...).  model: a callable taking a (B, C, H, W) torch
+    (bands=, layers= for a stack of files on its grid, io_options=, ...;
+    cache_bytes defaults to the rows of input tiles two rows of patches
+    share, so memory follows the rows, not the scene).  model: a
+    callable taking a (B, C, H, W) torch
     tensor on `device` and returning (B, K, H, W) scores.  output:
     "classes" (uint8 argmax of the blended scores) or "probabilities"
     (float32, the blended scores).  A progress bar is drawn when tqdm is
@@ -228,6 +231,18 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     src = os.fspath(inputs)
     with _open(src) as cog:
         grid = cog.grid(0)
+        # The grid sampler goes down the image once: a decoded tile is
+        # wanted again only by the next row of patches.  A cache of the
+        # rows of input tiles two rows of patches share keeps every tile
+        # decoded once; the default (5% of RAM) would fill with tiles no
+        # patch reads again, and memory would grow with the scene.
+        if "cache_bytes" not in loader_kwargs:
+            th = max(1, cog.tile_height if cog.tiled else 256)
+            rows = -(-patch_size // th) + 1
+            per = rows * th * cog.width * cog.count * np.dtype(cog.dtype).itemsize
+            if loader_kwargs.get("layers"):
+                per *= 2
+            loader_kwargs = dict(loader_kwargs, cache_bytes=max(per, 64 << 20))
     windows = grid_windows(grid.width, grid.height, patch_size, overlap)
     rank, world = _distributed() if distributed else (0, 1)
     import torch.distributed as _dist
