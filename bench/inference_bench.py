@@ -36,8 +36,8 @@ thread, with VmRSS every 0.5 s as a series in the JSON; write_bytes =
                   (tests/servers/moto_server.py: 127.0.0.1, SigV4)
   cogfeed, local, cache_bytes=  the local run again with the Loader's
                   decoded-tile cache set (--cache-variant, default 128
-                  MiB; its default is 5% of RAM, which a whole small
-                  scene's decoded tiles fit in)
+                  MiB; predict's default is the input tile rows two
+                  patch rows share, at least 64 MiB)
   by hand         rasterio reads each window of cogfeed.grid_windows (the
                   same windows), the model runs in batches of 8, the
                   Hann-weighted scores go into a float32 numpy accumulator
@@ -294,6 +294,11 @@ def child(args):
     if args.child.startswith("cogfeed"):
         # The loader's own memory budget, from a Loader built as predict's
         # (after the peak was read).
+        if "cache_bytes" not in kw:  # predict's default (predict.py)
+            with cogfeed.open(args.src) as c:
+                th = c.tile_height if c.tiled else 256
+                per = (-(-P // th) + 1) * th * c.width * c.count * np.dtype(c.dtype).itemsize
+            kw = dict(kw, cache_bytes=max(per, 64 << 20))
         ld = cogfeed.Loader([args.src], patch_size=P, sampler="grid", stride=P - O,
                             batch_size=B, dtype="float32", **kw)
         st = ld.stats()
@@ -349,6 +354,12 @@ def bound(width, height, loader_budget, s3):
         # 2 batches waiting for the blend + the one being blended + the
         # model's output being made
         "predictions": 4 * B * K * P * P * 4,
+        # glibc keeps freed blocks below its dynamic mmap threshold (up to
+        # 32 MiB): the batch-sized arrays made and dropped per batch (the
+        # batch, its tensor, the predictions) may stay resident; 8 of them
+        # (docs/performance.md: with MALLOC_MMAP_THRESHOLD_ set the peaks
+        # fall by 264-414 MB)
+        "allocator": 8 * B * K * P * P * 4,
         "writer": 0,
     }
     if s3:
