@@ -243,3 +243,96 @@ def test_proxy_wanting_credentials_is_the_runs_failure():
         assert op["status"] == Status.AUTH and "407" in op["msg"], op
         assert "proxy wants credentials" in op["msg"], op
         assert [s["via"] for s in h.seen()] == ["connect"]
+
+
+# -- writing: uploads (lib/io/upload.c) go by the same rules -----------------
+
+WRITE = r"""
+import sys, numpy as np, cogfeed
+url, ca = sys.argv[1], sys.argv[2] or None
+io = cogfeed.IO(max_retries=0, request_timeout_s=10, connect_timeout_s=3, ca_file=ca)
+try:
+    cogfeed.write(url, np.zeros((1, 64, 64), "uint8"), io=io)
+except cogfeed.Error as e:
+    print("ERROR %s %s" % (e.code, e))
+else:
+    print("WRITTEN")
+"""
+
+
+def write(url, env, ca_file=None):
+    """cogfeed.write of a small image to url in a process with env;
+    returns what it printed (ERROR code message, or WRITTEN)."""
+    p = subprocess.run([sys.executable, "-c", WRITE, url, ca_file or ""],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout
+
+
+@pytest.mark.parametrize("url", [
+    # Azure-looking hosts: uploads go there without the credentials
+    "http://victimacct.blob.core.attacker.example/c/x.tif",
+    "http://victimacct.blob.core.windows.net/c/x.tif",
+    "http://victimacct.blob.core.windows.net.attacker.example/c/x.tif",
+])
+@pytest.mark.parametrize("creds", [AZ_SAS, AZ_KEY], ids=["sas", "key"])
+def test_write_to_plain_http_azure_hosts_gets_nothing(url, creds):
+    with hostile.Hostile() as h:
+        out = write(url, env_with(creds, AWS, GCS, proxy=h.proxy))
+        assert out.startswith("ERROR") and "SASSECRET" not in out, out
+        seen = h.seen()
+        assert seen and seen[0]["via"] == "proxy" and "victimacct" in seen[0]["line"]
+        assert_clean(h.text())
+
+
+@pytest.mark.parametrize("creds", [AZ_SAS, AZ_KEY], ids=["sas", "key"])
+def test_write_to_a_plain_url_is_refused_before_any_request(creds):
+    """A plain http(s) URL is not a store: not written to at all (no
+    request, nothing to leak), and the error says why."""
+    with hostile.Hostile() as h:
+        out = write(h.url("victimacct/c/x.tif"), env_with(creds, AWS, GCS))
+        assert out.startswith("ERROR %d" % Status.UNSUPPORTED), out
+        assert "not written to" in out
+        assert not h.seen(), h.text()
+
+
+@pytest.mark.parametrize("creds", [AZ_SAS, AZ_KEY], ids=["sas", "key"])
+def test_write_to_another_azure_account_gets_nothing(cert, creds):
+    """The attacker's real Azure account (not the configured one): the
+    upload goes there anonymously, through the tunnel, without the SAS or
+    a Shared Key signature."""
+    with hostile.Hostile(mitm=True, cert=cert) as h:
+        out = write("https://evilacct.blob.core.windows.net/c/x.tif",
+                    env_with(creds, AWS, GCS, proxy=h.proxy), ca_file=h.ca_file)
+        assert out.startswith("ERROR"), out
+        tunnel = [r for r in h.seen() if r["via"] == "tunnel"]
+        assert tunnel and tunnel[0]["line"].startswith("PUT "), h.text()
+        assert_clean(h.text())
+
+
+@pytest.mark.parametrize("url,creds,host", [
+    ("az://c/x.tif", AZ_SAS, "victimacct.blob.core.windows.net:443"),
+    ("az://c/x.tif", AZ_KEY, "victimacct.blob.core.windows.net:443"),
+    ("s3://bucket/k.tif", AWS, "bucket.s3.us-east-1.amazonaws.com:443"),
+])
+def test_write_through_a_proxy_shows_it_only_the_tunnel(url, creds, host):
+    with hostile.Hostile() as h:
+        out = write(url, env_with(creds, proxy=h.proxy))
+        assert out.startswith("ERROR"), out
+        seen = h.seen()
+        assert seen and all(r["via"] == "connect" for r in seen), h.text()
+        assert seen[0]["line"].startswith("CONNECT " + host)
+        assert_clean(h.text())
+
+
+@pytest.mark.parametrize("case", range(3), ids=["s3", "az-key", "az-sas"])
+def test_write_redirected_to_another_host_is_not_followed(trap, case):
+    """The configured endpoint answers the upload with 307 to the hostile
+    server: a write is never redirected, so the hostile server gets no
+    request at all, and the error names the 307."""
+    r, h = trap
+    url, parts, used = _redirect_cases(r)[case]
+    out = write(url, env_with(*parts), ca_file=h.ca_file)
+    assert used in r.text(), r.text()  # the endpoint got the credential
+    assert out.startswith("ERROR") and "307" in out, out
+    assert not h.seen(), h.text()
