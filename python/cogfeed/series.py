@@ -58,11 +58,19 @@ def _to_dt64(v: Any, where: str) -> np.datetime64:
         m = re.fullmatch(r"(\d{4}):(\d{2}):(\d{2})[ T](\d{2}):(\d{2}):(\d{2})", s)
         if m:
             s = "%s-%s-%sT%s:%s:%s" % m.groups()
-        s = s.replace("Z", "").split("+")[0]
-        try:
-            return np.datetime64(s, "s")
-        except ValueError:
-            pass
+        if re.search(r"\d[Zz]$|\d[+-]\d{2}:\d{2}$", s):
+            # an RFC 3339 offset (STAC's form): to UTC, as the datetime
+            # branch above (numpy would drop a "+02:00" or warn on "-05:00")
+            from .stac import StacError, _time
+            try:
+                return _to_dt64(_time(s, where), where)
+            except StacError:
+                pass
+        else:
+            try:
+                return np.datetime64(s, "s")
+            except ValueError:
+                pass
     raise ValueError("%s: %r is not a date" % (where, v))
 
 
@@ -151,13 +159,14 @@ def plan(series: Sequence[Sequence[str]], dates: Sequence[Sequence[np.datetime64
             continue
         rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, i, 0x7e5e])
         deal = [order[j] for j in rng.permutation(n)]
+        rank = {j: r for r, j in enumerate(order)}  # date order
         k = -(-n // T)
         for g in range(k):
             grp = deal[g * T:(g + 1) * T]
             if len(grp) < T:
                 rest = [j for j in deal if j not in grp]
                 grp += [rest[j] for j in rng.choice(len(rest), T - len(grp), replace=False)]
-            grp = sorted(grp, key=lambda j: order.index(j))
+            grp = sorted(grp, key=rank.__getitem__)
             paths.append([s[j] for j in grp])
             dts.append([d[j] for j in grp])
             ok.append([True] * T)

@@ -236,3 +236,21 @@ def test_cog_dataset_carries_dates(scenes):
     ok = b["date_valid"]
     assert (b["dates"][ok] > 1.7e9).all() and (b["dates"][~ok] == -2**63).all()
     assert len(b["series"]) == 4
+
+
+def test_date_strings_with_offsets_are_utc():
+    """An offset moves the instant: "+02:00" was cut off (10:00 stayed
+    10:00) and "-05:00" left to numpy (a warning)."""
+    import warnings
+    from cogfeed import series
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [series._to_dt64(v, "t") for v in (
+            "2024-01-15T10:00:00+02:00", "2024-01-15T10:00:00-05:00",
+            "2024-01-15T10:00:00.123456789Z", "2024-01-15T10:00:00", "2024-01-15",
+            "2024:01:15 10:00:00")]
+    assert [str(g) for g in got] == [
+        "2024-01-15T08:00:00", "2024-01-15T15:00:00", "2024-01-15T10:00:00",
+        "2024-01-15T10:00:00", "2024-01-15T00:00:00", "2024-01-15T10:00:00"]
+    with pytest.raises(ValueError, match="not a date"):
+        series._to_dt64("2024-01-15T25:00:00Z", "t")
