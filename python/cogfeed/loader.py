@@ -753,8 +753,8 @@ class Loader:
                     ml = _paths(masks, "masks")
                     masks = [ml[o] for o in owner]
                 if layers is not None:
-                    lay = list(layers)
-                    layers = [lay[o] for o in owner]
+                    layer_lists = list(layers)
+                    layers = [layer_lists[o] for o in owner]
                 w0 = list(weights) if weights is not None else [1.0] * (max(owner) + 1)
                 weights = [float(w0[o]) * x for o, x in zip(owner, sw)]
                 if all(x == 1.0 for x in weights):
