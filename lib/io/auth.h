@@ -120,6 +120,10 @@ cf_status cf__sigv4_signature(const char *secret, const char *date8,
                               const char *signed_names,
                               const char *payload_hash, char sig_hex[65]);
 
+/* Hex SHA-256 of data (64 characters and a NUL): SigV4's hashes, and
+ * the body hash an upload signs. */
+void cf__sha256_hex(const void *data, size_t len, char out[65]);
+
 /* Percent-encode `in` for an AWS canonical URI / Azure / GCS path:
  * unreserved (A-Za-z0-9-._~) kept, '/' kept when keep_slash, everything
  * else %XX (uppercase hex).  Returns a malloc'ed string or NULL. */

@@ -62,7 +62,6 @@ void cf__sb_free(cf__sbuf *b);
 int cf__auth_add_hdrf(struct curl_slist **hdrs, const char *fmt, ...)
     CF__PRINTF(2, 3);
 
-void cf__sha256_hex(const void *data, size_t len, char out[65]);
 void cf__hmac_sha256(const void *key, size_t klen, const void *data,
                      size_t dlen, unsigned char out[32]);
 void cf__hex(const unsigned char *in, size_t n, char *out);

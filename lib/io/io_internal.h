@@ -303,6 +303,12 @@ cf_status cf__io_submit(cf_io *io, cf__xfer **xs, size_t n, cf_error *err);
 /* quota.c: how long retry `attempt` waits (jittered exponential backoff,
  * at least the server's Retry-After). */
 double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s);
+/* xorshift64*: the jitter's random bits (state nonzero; not secret). */
+uint64_t cf__xorshift64s(uint64_t *state);
+/* The same delay from options and 64 random bits (the jitter): what
+ * uploads, which run off the loop (upload.c), wait too. */
+double cf__backoff_delay(const cf_io_options *o, int attempt, double retry_after_s,
+                         uint64_t random);
 
 /* http.c: loop-thread side of one transfer. */
 cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err);

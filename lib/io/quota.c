@@ -72,25 +72,31 @@ double cf__quota_retries_left(cf__quota *q, double now) {
 
 /* ---- backoff ------------------------------------------------------- */
 
-static uint64_t rng_next(cf__loop *lp) {
-    /* xorshift64*: only for jitter, run on the loop thread. */
-    uint64_t x = lp->rng;
+uint64_t cf__xorshift64s(uint64_t *state) {
+    uint64_t x = *state;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    lp->rng = x;
+    *state = x;
     return x * 0x2545F4914F6CDD1Dull;
 }
 
-double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s) {
-    const cf_io_options *o = &lp->io->opts;
+/* only for jitter, run on the loop thread */
+static uint64_t rng_next(cf__loop *lp) { return cf__xorshift64s(&lp->rng); }
+
+double cf__backoff_delay(const cf_io_options *o, int attempt, double retry_after_s,
+                         uint64_t random) {
     double d = o->retry_base_ms * ldexp(1.0, attempt > 30 ? 30 : attempt);
     if (d > o->retry_max_ms) d = o->retry_max_ms;
     /* "Equal jitter": half fixed, half random, so that clients that failed
      * together do not retry together. */
-    double u = (double)(rng_next(lp) >> 11) / 9007199254740992.0;
+    double u = (double)(random >> 11) / 9007199254740992.0;
     d = d / 2 + u * d / 2;
     double s = d / 1000.0;
     if (retry_after_s > s) s = retry_after_s;
     return s;
+}
+
+double cf__io_backoff(cf__loop *lp, int attempt, double retry_after_s) {
+    return cf__backoff_delay(&lp->io->opts, attempt, retry_after_s, rng_next(lp));
 }

@@ -16,7 +16,6 @@
 #include <curl/curl.h>
 #include <inttypes.h>
 #include <math.h>
-#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,24 +101,13 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
     return k;
 }
 
-/* xorshift64*: jitter and the block ids' nonce, nothing secret */
-static uint64_t backoff_rng(cf__upload *up) {
+/* The jitter's and the block ids' nonce's random bits (the senders share
+ * the state). */
+static uint64_t next_random(cf__upload *up) {
     pthread_mutex_lock(&up->mu);
-    uint64_t x = up->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    up->rng = x;
+    uint64_t x = cf__xorshift64s(&up->rng);
     pthread_mutex_unlock(&up->mu);
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-static double backoff(cf__upload *up, int attempt, double retry_after) {
-    double u = (double)(backoff_rng(up) >> 11) / 9007199254740992.0;
-    double d = up->o.retry_base_ms * ldexp(1.0, attempt > 30 ? 30 : attempt);
-    if (d > up->o.retry_max_ms) d = up->o.retry_max_ms;
-    d = (d / 2 + u * d / 2) / 1000.0; /* equal jitter, as reads */
-    return retry_after > d ? retry_after : d;
+    return x;
 }
 
 static int transient_curl(CURLcode rc) {
@@ -265,7 +253,7 @@ static cf_status request(cf__upload *up, const cf__auth_req *r, const uint8_t *b
             if (err && resp->status >= 400) err->http_status = (int)resp->status;
             break;
         }
-        double d = backoff(up, attempt, resp->retry_after);
+        double d = cf__backoff_delay(&up->o, attempt, resp->retry_after, next_random(up));
         if (cf__now() + d > t0 + limit) {
             st = cf__err(err, CF_E_TIMEOUT, "%s: %s: %s (request deadline of %g s reached "
                          "after %d attempts)", name, what, why, limit, attempt + 1);
@@ -335,11 +323,7 @@ static cf_status send_part(cf__upload *up, const u_job *j, cf_error *err) {
         r.names[1] = "comp", r.values[1] = "block";
         r.nparams = 2;
     } else {
-        unsigned char md[32];
-        SHA256(j->data, j->len, md);
-        static const char *hx = "0123456789abcdef";
-        for (int i = 0; i < 32; i++) sha[2 * i] = hx[md[i] >> 4], sha[2 * i + 1] = hx[md[i] & 15];
-        sha[64] = 0;
+        cf__sha256_hex(j->data, j->len, sha);
         r.body_sha256 = sha;
         r.names[0] = "partNumber", r.values[0] = num;
         r.names[1] = "uploadId", r.values[1] = up->upload_id;
@@ -457,7 +441,7 @@ cf_status cf__upload_new(cf_io *io, const char *url, int inflight, cf__upload **
     up->o.header_cache_dir = NULL;
     up->rng = (uint64_t)(uintptr_t)up ^ (uint64_t)(cf__now() * 1e9) ^ 0x9E3779B97F4A7C15ull;
     if (!up->rng) up->rng = 1;
-    up->nonce = (uint32_t)(backoff_rng(up) >> 32);
+    up->nonce = (uint32_t)(next_random(up) >> 32);
     cf_status st = cf__auth_new(url, &up->auth, err);
     if (!st) {
         const char *name = cf__auth_redacted(up->auth);
@@ -637,12 +621,7 @@ cf_status cf__upload_finish(cf__upload *up, cf_error *err) {
         if (up->azure) {
             r.names[0] = "comp", r.values[0] = "blocklist";
         } else {
-            unsigned char md[32];
-            SHA256((const unsigned char *)body, len, md);
-            static const char *hx = "0123456789abcdef";
-            for (int i = 0; i < 32; i++)
-                sha[2 * i] = hx[md[i] >> 4], sha[2 * i + 1] = hx[md[i] & 15];
-            sha[64] = 0;
+            cf__sha256_hex(body, len, sha);
             r.body_sha256 = sha;
             r.names[0] = "uploadId", r.values[0] = up->upload_id;
         }
