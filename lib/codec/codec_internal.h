@@ -139,6 +139,12 @@ cf_status cf__check_jpeg(const cf__codec_params *p, cf_error *err);
 cf_status cf__check_ojpeg(const cf__codec_params *p, cf_error *err);
 cf_status cf__check_webp(const cf__codec_params *p, cf_error *err);
 cf_status cf__check_lerc(const cf__codec_params *p, cf_error *err);
+
+/* 1 on a little-endian host (the encoders' byte swaps). */
+static inline int cf__host_is_le(void) {
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 1;
+}
 cf_status cf__check_ccitt(const cf__codec_params *p, cf_error *err);
 
 /* The encoder (encode.c): shared with the codec files that encode. */
@@ -154,10 +160,6 @@ struct cf__encoder {
     cf__scratch blob;   /* LERC: the blob before its DEFLATE/ZSTD layer */
     cf__scratch mask;   /* LERC: validity of each pixel (float NaNs) */
 };
-/* Lazily made compressors at a level (CF_E_NOMEM). */
-cf_status cf__enc_deflate(cf__encoder *e, int level, struct libdeflate_compressor **out,
-                          cf_error *err);
-cf_status cf__enc_zstd(cf__encoder *e, void **out, cf_error *err);
 /* len bytes of src zlib-wrapped DEFLATE (zstd 0) or ZSTD at level (0:
  * GDAL's default, 6 or 9; clamped to 12 or 22) into e->out: *out and
  * *out_len. */

@@ -40,11 +40,6 @@ int cf__codec_can_encode(uint16_t compression) {
     }
 }
 
-static int host_is_le(void) {
-    const uint16_t one = 1;
-    return *(const uint8_t *)&one == 1;
-}
-
 /* Predictor 2 on one row of n samples of `bytes` each (native order). */
 static void diff_row(uint8_t *r, size_t n, uint32_t spp, unsigned bytes) {
     for (size_t i = n; i-- > spp;) {
@@ -80,7 +75,7 @@ static void diff_row(uint8_t *r, size_t n, uint32_t spp, unsigned bytes) {
 /* Predictor 3 on one row of n native-order values of `bytes` each: byte
  * planes (most significant first) into tmp, differenced, back into r. */
 static void fp_diff_row(uint8_t *r, uint8_t *tmp, size_t n, uint32_t spp, unsigned bytes) {
-    int le = host_is_le();
+    int le = cf__host_is_le();
     for (size_t k = 0; k < n; k++)
         for (unsigned j = 0; j < bytes; j++) /* j: plane, 0 = most significant */
             tmp[j * n + k] = r[k * bytes + (le ? bytes - 1 - j : j)];
@@ -91,7 +86,7 @@ static void fp_diff_row(uint8_t *r, uint8_t *tmp, size_t n, uint32_t spp, unsign
 
 /* Native to little-endian, in place (a no-op on little-endian hosts). */
 static void to_le(uint8_t *b, size_t len, unsigned bytes) {
-    if (host_is_le() || bytes < 2) return;
+    if (cf__host_is_le() || bytes < 2) return;
     for (size_t i = 0; i + bytes <= len; i += bytes)
         for (unsigned j = 0; j < bytes / 2; j++) {
             uint8_t t = b[i + j];
@@ -139,7 +134,7 @@ cf_status cf__codec_encode(cf__encoder *e, const cf__codec_params *p,
                        p->predictor);
     unsigned bytes = p->bits / 8;
     const uint8_t *data = src;
-    if (p->predictor != 1 || (!host_is_le() && bytes > 1)) {
+    if (p->predictor != 1 || (!cf__host_is_le() && bytes > 1)) {
         CF__TRY(cf__scratch_reserve(&e->work, len, err));
         memcpy(e->work.p, src, len);
         size_t n = (size_t)p->width * p->samples, rowb = n * bytes;

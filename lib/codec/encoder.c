@@ -24,8 +24,9 @@ void cf__encoder_free(cf__encoder *e) {
     free(e);
 }
 
-cf_status cf__enc_deflate(cf__encoder *e, int level, struct libdeflate_compressor **out,
-                          cf_error *err) {
+/* Lazily made compressors at a level (CF_E_NOMEM). */
+static cf_status enc_deflate(cf__encoder *e, int level, struct libdeflate_compressor **out,
+                              cf_error *err) {
     if (!e->deflate || e->deflate_level != level) {
         if (e->deflate) libdeflate_free_compressor(e->deflate);
         e->deflate = libdeflate_alloc_compressor(level);
@@ -36,7 +37,7 @@ cf_status cf__enc_deflate(cf__encoder *e, int level, struct libdeflate_compresso
     return CF_OK;
 }
 
-cf_status cf__enc_zstd(cf__encoder *e, void **out, cf_error *err) {
+static cf_status enc_zstd(cf__encoder *e, void **out, cf_error *err) {
     if (!e->zstd) e->zstd = ZSTD_createCCtx();
     if (!e->zstd) return cf__err(err, CF_E_NOMEM, "cannot start zstd");
     *out = e->zstd;
@@ -49,14 +50,14 @@ cf_status cf__enc_compress(cf__encoder *e, int zstd, int level, const uint8_t *s
     if (!zstd) {
         int lv = level > 0 ? (level > 12 ? 12 : level) : 6; /* GDAL's default */
         struct libdeflate_compressor *c;
-        CF__TRY(cf__enc_deflate(e, lv, &c, err));
+        CF__TRY(enc_deflate(e, lv, &c, err));
         size_t cap = libdeflate_zlib_compress_bound(c, len);
         CF__TRY(cf__scratch_reserve(&e->out, cap, err));
         n = libdeflate_zlib_compress(c, src, len, e->out.p, cap);
         if (!n) return cf__err(err, CF_E_CODEC, "DEFLATE of %zu bytes failed", len);
     } else {
         void *z = NULL;
-        CF__TRY(cf__enc_zstd(e, &z, err));
+        CF__TRY(enc_zstd(e, &z, err));
         int lv = level > 0 ? (level > 22 ? 22 : level) : 9; /* GDAL's default */
         size_t cap = ZSTD_compressBound(len);
         CF__TRY(cf__scratch_reserve(&e->out, cap, err));

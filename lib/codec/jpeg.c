@@ -35,7 +35,7 @@
 #endif
 
 
-static void on_error_exit(j_common_ptr ci) {
+void cf__jpeg_error_exit(j_common_ptr ci) {
     cf__jpeg_err *e = (cf__jpeg_err *)ci->err;
     (*ci->err->format_message)(ci, e->msg);
     longjmp(e->jb, 1);
@@ -185,7 +185,7 @@ cf_status cf__jpeg_session(cf__jpeg_body body, const cf__codec_params *p,
     if (!j) return cf__err(err, CF_E_NOMEM, "JPEG decoder state");
     j->code = CF_E_CODEC;
     j->ci.err = jpeg_std_error(&j->jerr.pub);
-    j->jerr.pub.error_exit = on_error_exit;
+    j->jerr.pub.error_exit = cf__jpeg_error_exit;
     j->jerr.pub.emit_message = on_emit;
     j->progress.progress_monitor = on_progress;
     if (setjmp(j->jerr.jb) == 0) {

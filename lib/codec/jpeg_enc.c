@@ -24,12 +24,6 @@
 
 #include "jpeg_internal.h"
 
-static void on_error_exit(j_common_ptr ci) {
-    cf__jpeg_err *e = (cf__jpeg_err *)ci->err;
-    (*ci->err->format_message)(ci, e->msg);
-    longjmp(e->jb, 1);
-}
-
 static void on_emit(j_common_ptr ci, int level) {
     (void)ci;
     (void)level; /* the compressor's warnings concern nothing we feed it */
@@ -110,7 +104,7 @@ cf_status cf__encode_jpeg(cf__encoder *e, const cf__codec_params *p,
     j->buf = e->out.p;
     j->size = (unsigned long)e->out.cap;
     j->ci.err = jpeg_std_error(&j->jerr.pub);
-    j->jerr.pub.error_exit = on_error_exit;
+    j->jerr.pub.error_exit = cf__jpeg_error_exit;
     j->jerr.pub.emit_message = on_emit;
     int ok = 0;
     if (setjmp(j->jerr.jb) == 0) {

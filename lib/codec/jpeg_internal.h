@@ -23,6 +23,10 @@ typedef struct cf__jpeg_err {
     int corrupt; /* a data-corruption warning was seen */
 } cf__jpeg_err;
 
+/* libjpeg's error_exit for a cf__jpeg_err: the message kept, then
+ * longjmp to its jmp_buf (the decoders' and the encoder's). */
+void cf__jpeg_error_exit(j_common_ptr ci);
+
 /* State the setjmp'ed region modifies lives in this struct, reached through
  * a pointer, so nothing needs `volatile`. */
 typedef struct cf__jpeg_job {

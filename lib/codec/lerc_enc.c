@@ -27,11 +27,6 @@
 /* libtiff's LERC_VERSION_2_4 */
 #define CF__LERC_VERSION 4
 
-static int host_is_le(void) {
-    const uint16_t one = 1;
-    return *(const uint8_t *)&one == 1;
-}
-
 static int is_nan(const uint8_t *v, unsigned bytes) {
     if (bytes == 4) {
         float f;
@@ -76,11 +71,9 @@ static cf_status nan_mask(cf__encoder *e, const cf__codec_params *p, const uint8
 cf_status cf__encode_lerc(cf__encoder *e, const cf__codec_params *p,
                           const cf__encode_opts *o, const uint8_t *src, size_t len,
                           const uint8_t **out, size_t *out_len, cf_error *err) {
+    CF__TRY(cf__check_lerc(p, err));
     int dt = cf__lerc_type(p);
-    if (dt < 0)
-        return cf__err(err, CF_E_UNSUPPORTED, "LERC with %u-bit samples of sample format %u",
-                       (unsigned)p->bits, (unsigned)p->sample_format);
-    if (!host_is_le() && p->bits > 8)
+    if (!cf__host_is_le() && p->bits > 8)
         return cf__err(err, CF_E_UNSUPPORTED, "writing LERC on a big-endian host");
     if (p->lerc_sub > 2)
         return cf__err(err, CF_E_ARG, "LERC layer %u", (unsigned)p->lerc_sub);

@@ -21,17 +21,14 @@ typedef struct wkb_in {
 
 static int take_u32(wkb_in *in, int le, uint32_t *v) {
     if (in->left < 4) return 0;
-    const uint8_t *b = in->p;
-    *v = le ? (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24
-            : (uint32_t)b[3] | (uint32_t)b[2] << 8 | (uint32_t)b[1] << 16 | (uint32_t)b[0] << 24;
+    *v = cf__rd32(in->p, !le);
     in->p += 4;
     in->left -= 4;
     return 1;
 }
 
 static double get_f64(const uint8_t *b, int le) {
-    uint64_t u = 0;
-    for (int i = 0; i < 8; i++) u |= (uint64_t)b[le ? i : 7 - i] << (8 * i);
+    uint64_t u = cf__rd64(b, !le);
     double d;
     memcpy(&d, &u, sizeof d);
     return d;
