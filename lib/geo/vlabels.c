@@ -189,7 +189,9 @@ void cf_vlabels_bounds(const cf_vlabels *vl, double b[4]) {
     memcpy(b, vl->bounds, sizeof vl->bounds);
 }
 
-/* The transformations between the features' CRS and `to`, made once. */
+/* The transformations between the features' CRS and `to`, made once per
+ * target CRS: none (fwd and inv NULL) when the two are equivalent, so that
+ * a patch costs a lookup, not a PROJ comparison. */
 static cf_status get_xf(cf_vlabels *vl, const cf_crs *to, vl_xf *out, int *shared,
                         cf_error *err) {
     pthread_mutex_lock(&vl->mu);
@@ -202,8 +204,11 @@ static cf_status get_xf(cf_vlabels *vl, const cf_crs *to, vl_xf *out, int *share
         }
     pthread_mutex_unlock(&vl->mu);
     vl_xf x = {0};
-    cf_status st = cf__xform_new(vl->crs, to, &x.fwd, err);
-    if (st == CF_OK) st = cf__xform_new(to, vl->crs, &x.inv, err);
+    cf_status st = CF_OK;
+    if (!cf_crs_equivalent(vl->crs, to)) {
+        st = cf__xform_new(vl->crs, to, &x.fwd, err);
+        if (st == CF_OK) st = cf__xform_new(to, vl->crs, &x.inv, err);
+    }
     if (st != CF_OK) {
         cf__xform_free(x.fwd);
         return cf__err_prefix(err, st, "vector labels");
@@ -270,8 +275,6 @@ static int query_box(const cf_grid *g, cf__xform *inv, double q[4]) {
     return 1;
 }
 
-static size_t fill_value(cf_dtype dt) { return cf_dtype_size(dt); }
-
 cf_status cf_vlabels_rasterize(const cf_vlabels *vlc, const cf_grid *g, cf_dtype dtype, void *out,
                                size_t *nfeatures, cf_error *err) {
     cf_vlabels *vl = (cf_vlabels *)vlc;
@@ -285,11 +288,11 @@ cf_status cf_vlabels_rasterize(const cf_vlabels *vlc, const cf_grid *g, cf_dtype
     double inv[6];
     if (!cf__gt_invert(g->transform, inv))
         return cf__err(err, CF_E_ARG, "vector labels: the grid's transform is singular");
-    memset(out, 0, (size_t)g->width * g->height * fill_value(dtype));
-    const int reproject = vl->crs && g->crs && !cf_crs_equivalent(vl->crs, g->crs);
+    memset(out, 0, (size_t)g->width * g->height * cf_dtype_size(dtype));
     vl_xf x = {0};
     int shared = 1;
-    if (reproject) CF__TRY(get_xf(vl, g->crs, &x, &shared, err));
+    if (vl->crs && g->crs) CF__TRY(get_xf(vl, g->crs, &x, &shared, err));
+    const int reproject = x.fwd != NULL;
     cf__ids ids = {0};
     double q[4];
     cf_status st = CF_OK;
