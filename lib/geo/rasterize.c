@@ -206,9 +206,14 @@ void cf__burn_polygon(const cf__burn *b, const double *px, const double *py,
         if (!isfinite(px[i]) || !isfinite(py[i])) return;
     if (b->all_touched) {
         size_t start = 0;
-        for (uint32_t r = 0; r < nrings; start += ring_len[r++])
-            for (size_t k = 1; k < ring_len[r]; k++)
+        for (uint32_t r = 0; r < nrings; start += ring_len[r++]) {
+            const size_t m = ring_len[r], last = start + m - 1;
+            for (size_t k = 1; k < m; k++)
                 touch_edge(b, px[start + k - 1], py[start + k - 1], px[start + k], py[start + k]);
+            /* a ring left open is closed, as fill() closes it */
+            if (m > 1 && (px[last] != px[start] || py[last] != py[start]))
+                touch_edge(b, px[last], py[last], px[start], py[start]);
+        }
     }
     fill(b, px, py, ring_len, nrings, n, ints);
 }

@@ -198,6 +198,34 @@ static void test_truncations(void) {
     free(small.poly_rings);
 }
 
+/* A ring left open (its last vertex not repeating the first) burns as
+ * its closed twin, by both rules: the edge walk of all_touched closed it
+ * not (the fill did), so a triangle lost the pixels along its last edge. */
+static void test_open_ring(cf_crs *utm) {
+    cf_grid g = {utm, {500000, 10, 0, 4000000, 0, -10}, 40, 40};
+    const double closed[] = {500012, 3999988, 500333, 3999905, 500077, 3999651, 500012, 3999988};
+    const double *rc[] = {closed}, *ro[] = {closed};
+    const uint32_t nc[] = {4}, no[] = {3};
+    uint8_t wc[128], wo[128];
+    const uint8_t *w1[1] = {wc}, *w2[1] = {wo};
+    size_t l1[1] = {wkb_polygon(wc, rc, nc, 1)}, l2[1] = {wkb_polygon(wo, ro, no, 1)};
+    const double val[1] = {5};
+    static uint8_t m1[40 * 40], m2[40 * 40];
+    cf_error e;
+    for (int at = 0; at < 2; at++) {
+        cf_vlabels *a = NULL, *b = NULL;
+        CHECK(cf_vlabels_new(1, w1, l1, val, utm, at, &a, &e) == CF_OK);
+        CHECK(cf_vlabels_new(1, w2, l2, val, utm, at, &b, &e) == CF_OK);
+        if (!a || !b) return;
+        CHECK(cf_vlabels_rasterize(a, &g, CF_DT_U8, m1, NULL, &e) == CF_OK);
+        CHECK(cf_vlabels_rasterize(b, &g, CF_DT_U8, m2, NULL, &e) == CF_OK);
+        CHECK(count(m1, sizeof m1, 5) > 100);
+        CHECK(memcmp(m1, m2, sizeof m1) == 0);
+        cf_vlabels_free(a);
+        cf_vlabels_free(b);
+    }
+}
+
 int main(void) {
     cf_error e;
     cf_crs *utm = NULL;
@@ -205,6 +233,7 @@ int main(void) {
     test_truncations();
     CHECK(cf_crs_from_epsg(32633, &utm, &e) == CF_OK);
     if (utm) test_burn(utm);
+    if (utm) test_open_ring(utm);
     cf_crs_free(utm);
     return CF_TEST_END();
 }
