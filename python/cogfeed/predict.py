@@ -147,15 +147,6 @@ class Stitcher(_Finishing):
 
 
 
-def _distributed() -> Tuple[int, int]:
-    """(rank, world size) of an initialised torch.distributed run
-    (torchrun), else (0, 1)."""
-    import torch.distributed as dist
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
 def _share(tile_rows: int, rank: int, world: int) -> Tuple[int, int]:
     """The rows of output tiles [r0, r1) rank writes: contiguous, balanced."""
     return tile_rows * rank // world, tile_rows * (rank + 1) // world
@@ -211,9 +202,12 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     of that exchange is bounded by group_timeout_s (rank 0 encodes and
     writes the whole output while the others wait).  A failure on any
     rank makes every rank raise, and nothing is written."""
-    import torch
+    import torch.distributed as dist
     from . import open as _open
 
+    if distributed and not (dist.is_available() and dist.is_initialized()):
+        raise ValueError("predict: distributed=True needs torch.distributed "
+                         "initialised (torchrun, init_process_group)")
     # The stitcher lists every grid window in advance: nothing may change
     # which windows the Loader reads.
     fixed = sorted(set(loader_kwargs) & {
@@ -244,13 +238,9 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
                 per *= 2
             loader_kwargs = dict(loader_kwargs, cache_bytes=max(per, 64 << 20))
     windows = grid_windows(grid.width, grid.height, patch_size, overlap)
-    rank, world = _distributed() if distributed else (0, 1)
-    import torch.distributed as _dist
-    if distributed and not (_dist.is_available() and _dist.is_initialized()):
-        raise ValueError("predict: distributed=True needs torch.distributed "
-                         "initialised (torchrun, init_process_group)")
     if distributed:
-        _predict_shard(model, src, out, grid, windows, rank, world,
+        _predict_shard(model, src, out, grid, windows, dist.get_rank(),
+                       dist.get_world_size(),
                        patch_size=patch_size, overlap=overlap, blend=blend,
                        batch_size=batch_size, device=device, output=output,
                        progress=progress, compression=compression,
