@@ -421,6 +421,7 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
                          cf_error *err) {
     if (out) *out = NULL;
     if (!path || !*path || !out) return cf__err(err, CF_E_ARG, "writer: no path");
+    const int remote = cf__url_is_remote(path); /* an object: stream.c */
     cf_writer_options oo;
     CF__TRY(cf__writer_options_copy(opt, &oo, err));
     CF__TRY(check_options(&oo, err));
@@ -506,16 +507,15 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
         w->tile_bytes = (size_t)cf__codec_chunk_bytes(p);
         w->tile = w->tile_bytes ? cf__malloc(w->tile_bytes) : NULL;
         w->enc = cf__encoder_new();
-        w->path = cf__url_is_remote(path) ? redacted_dup(path) : dup_str(path);
+        w->path = remote ? redacted_dup(path) : dup_str(path);
         size_t n = strlen(path) + 32;
-        int remote = cf__url_is_remote(path);
         w->spool_path = remote ? NULL : cf__malloc(n);
         if (!w->tile || !w->enc || !w->path || (!remote && !w->spool_path))
             st = cf__err(err, CF_E_NOMEM, "writer: out of memory (a tile of %zu bytes)",
                          w->tile_bytes);
         else if (!remote) snprintf(w->spool_path, n, "%s.cogfeed-spool", path);
     }
-    if (!st && cf__url_is_remote(path)) {
+    if (!st && remote) {
         st = open_remote(w, path, err);
     } else if (!st) {
         w->spool_fd = create_fresh(w->spool_path);
@@ -553,8 +553,6 @@ static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_erro
         uint8_t *copy = cf__malloc(n ? n : 1);
         if (!copy) return cf__err(err, CF_E_NOMEM, "writer: %s: out of memory", w->path);
         memcpy(copy, enc, n);
-        if (!w->have[i]) w->row_have[ty]++;
-        w->have[i] = 1;
         free(w->pend[i]);
         w->pend[i] = copy;
     } else if (w->ws) {
@@ -597,23 +595,38 @@ static void fill_px(const cf_writer *w, uint8_t *dst, size_t npx) {
 
 static cf_status feed_row0(cf_writer *w, uint32_t ty, cf_error *err);
 
+/* The writer open and (tx, ty) a full-resolution tile of it. */
+static cf_status check_tile(const cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err) {
+    const w_level *L = &w->lev[0];
+    if (w->state != W_OPEN)
+        return cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
+                       cf_status_name(w->fail));
+    if (tx >= L->tx || ty >= L->ty)
+        return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside %ux%u tiles", w->path,
+                       tx, ty, L->tx, L->ty);
+    return CF_OK;
+}
+
+/* An object: tile i of level 0, in row ty, is there (written or to stay
+ * sparse); then every row complete with those above it is sent. */
+static cf_status have_tile(cf_writer *w, uint32_t ty, size_t i, cf_error *err) {
+    const w_level *L = &w->lev[0];
+    if (!w->have[i]) w->row_have[ty]++;
+    w->have[i] = 1;
+    cf_status st = CF_OK;
+    while (!st && w->next_row < L->ty && w->row_have[w->next_row] == L->tx)
+        st = feed_row0(w, w->next_row++, err);
+    return st;
+}
+
 cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
                                size_t size, cf_error *err) {
     if (!w || !data) return cf__err(err, CF_E_ARG, "writer: NULL argument");
     pthread_mutex_lock(&w->mu);
-    cf_status st;
     const w_level *L = &w->lev[0];
     const uint32_t T = w->o.tile_size;
-    if (w->state != W_OPEN) {
-        st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
-                     cf_status_name(w->fail));
-        goto done;
-    }
-    if (tx >= L->tx || ty >= L->ty) {
-        st = cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside %ux%u tiles", w->path, tx,
-                     ty, L->tx, L->ty);
-        goto done;
-    }
+    cf_status st = check_tile(w, tx, ty, err);
+    if (st) goto done;
     if (w->ws && ty < w->next_row) {
         st = cf__err(err, CF_E_STATE, "writer: %s: tile %u,%u: its row of tiles is uploaded "
                      "already (writing to object storage, a tile is final once the rows "
@@ -641,9 +654,7 @@ cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const voi
                 for (uint32_t x = 0; x < tw; x++) memcpy(d + x * w->px, s + x * es, es);
         }
     st = put_tile(w, 0, tx, ty, err);
-    /* an object: send every row that is complete with those above it */
-    while (!st && w->ws && w->next_row < L->ty && w->row_have[w->next_row] == L->tx)
-        st = feed_row0(w, w->next_row++, err);
+    if (!st && w->ws) st = have_tile(w, ty, (size_t)ty * L->tx + tx, err);
     if (st) w_fail(w, st);
 done:
     pthread_mutex_unlock(&w->mu);
@@ -652,19 +663,10 @@ done:
 
 cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err) {
     pthread_mutex_lock(&w->mu);
-    cf_status st = CF_OK;
     const w_level *L = &w->lev[0];
-    if (w->state != W_OPEN)
-        st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
-                     cf_status_name(w->fail));
-    else if (tx >= L->tx || ty >= L->ty)
-        st = cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside %ux%u tiles", w->path, tx,
-                     ty, L->tx, L->ty);
-    else if (w->ws && ty >= w->next_row && !w->have[(size_t)ty * L->tx + tx]) {
-        w->have[(size_t)ty * L->tx + tx] = 1;
-        w->row_have[ty]++;
-        while (!st && w->next_row < L->ty && w->row_have[w->next_row] == L->tx)
-            st = feed_row0(w, w->next_row++, err);
+    cf_status st = check_tile(w, tx, ty, err);
+    if (!st && w->ws && ty >= w->next_row && !w->have[(size_t)ty * L->tx + tx]) {
+        st = have_tile(w, ty, (size_t)ty * L->tx + tx, err);
         if (st) w_fail(w, st);
     }
     pthread_mutex_unlock(&w->mu);
