@@ -246,56 +246,38 @@ static int cmp_key(const void *a, const void *b) {
     return (int)((const uint16_t *)a)[0] - (int)((const uint16_t *)b)[0];
 }
 
-cf_status cf__crs_to_geokeys(const cf_crs *crs, cf__geokeys_out *g, cf_error *err) {
-    memset(g, 0, sizeof *g);
-    char label[160];
-    cf__crs_label(crs, label, sizeof label);
-    cf_crs_kind kind = cf_crs_kind_of(crs);
-    if (kind != CF_CRS_PROJECTED && kind != CF_CRS_GEOGRAPHIC)
-        return cf__err(err, CF_E_UNSUPPORTED, "writer: CRS %s is neither projected nor "
-                       "geographic (not written as GeoKeys)", label);
-    out o = {.g = g};
-    PJ_CONTEXT *ctx = cf__proj_get();
-    if (!ctx) return cf__err(err, CF_E_NOMEM, "writer: no PROJ context");
-    cf_crs *c = (cf_crs *)crs;
-    pthread_mutex_lock(&c->mu);
-    PJ *h = c->horiz ? c->horiz : c->pj;
-    const char *name = proj_get_name(h);
-    cf_status st = CF_OK;
+/* The keys of c's horizontal part h into o (or, when h has an EPSG code,
+ * just that code in o->g); c's lock held. */
+static cf_status keys_of(PJ_CONTEXT *ctx, const cf_crs *c, PJ *h, cf_crs_kind kind,
+                         const char *label, out *o, cf_error *err) {
     int hcode = epsg_of(h);
     if (hcode) { /* a compound or bound CRS over an EPSG one: that code */
         PJ_TYPE t = proj_get_type(h);
-        g->geographic = t == PJ_TYPE_GEOGRAPHIC_2D_CRS || t == PJ_TYPE_GEOGRAPHIC_3D_CRS;
-        pthread_mutex_unlock(&c->mu);
-        cf__proj_put(ctx);
-        g->epsg = hcode;
+        o->g->geographic = t == PJ_TYPE_GEOGRAPHIC_2D_CRS || t == PJ_TYPE_GEOGRAPHIC_3D_CRS;
+        o->g->epsg = hcode;
         return CF_OK;
     }
-    if (proj_get_type(c->pj) == PJ_TYPE_BOUND_CRS) {
-        pthread_mutex_unlock(&c->mu);
-        cf__proj_put(ctx);
+    if (proj_get_type(c->pj) == PJ_TYPE_BOUND_CRS)
         return cf__err(err, CF_E_UNSUPPORTED, "writer: CRS %s carries a datum shift "
                        "(a BoundCRS, +towgs84) that its GeoKeys would lose; give it "
                        "without the shift, or one with an EPSG code", label);
-    }
     if (kind == CF_CRS_GEOGRAPHIC) { /* the transform is in its unit: degrees only */
         PJ *cs = proj_crs_get_coordinate_system(ctx, h);
         double af = 0;
         int okcs = cs && proj_cs_get_axis_info(ctx, cs, 0, NULL, NULL, NULL, &af, NULL, NULL,
                                                NULL);
         proj_destroy(cs);
-        if (!okcs || fabs(af - M_PI / 180) > 1e-15) {
-            pthread_mutex_unlock(&c->mu);
-            cf__proj_put(ctx);
+        if (!okcs || fabs(af - M_PI / 180) > 1e-15)
             return cf__err(err, CF_E_UNSUPPORTED, "writer: geographic CRS %s in a unit "
                            "other than degrees is not written as GeoKeys", label);
-        }
     }
-    int ok = add_short(&o, K_MODEL, kind == CF_CRS_PROJECTED ? 1 : 2) &&
-             add_short(&o, K_RASTER, 1) && add_ascii(&o, K_CITATION, name ? name : "unnamed");
+    const char *name = proj_get_name(h);
+    cf_status st = CF_OK;
+    int ok = add_short(o, K_MODEL, kind == CF_CRS_PROJECTED ? 1 : 2) &&
+             add_short(o, K_RASTER, 1) && add_ascii(o, K_CITATION, name ? name : "unnamed");
     PJ *geod = ok ? proj_crs_get_geodetic_crs(ctx, h) : NULL;
     if (ok && kind == CF_CRS_GEOGRAPHIC) {
-        ok = geod && put_geog(ctx, &o, geod);
+        ok = geod && put_geog(ctx, o, geod);
     } else if (ok) {
         PJ *conv = proj_crs_get_coordoperation(ctx, h);
         PJ *cs = proj_crs_get_coordinate_system(ctx, h);
@@ -312,23 +294,41 @@ cf_status cf__crs_to_geokeys(const cf_crs *crs, cf__geokeys_out *g, cf_error *er
             st = cf__err(err, CF_E_UNSUPPORTED, "writer: CRS %s: its linear unit has no EPSG "
                          "code", label);
         if (ok && !st)
-            ok = add_short(&o, K_PCS, USER) && add_ascii(&o, K_PCS_CITATION, name ? name : "")
-                 && add_short(&o, K_LINEAR, lcode) && put_geog(ctx, &o, geod) &&
+            ok = add_short(o, K_PCS, USER) && add_ascii(o, K_PCS_CITATION, name ? name : "")
+                 && add_short(o, K_LINEAR, lcode) && put_geog(ctx, o, geod) &&
                  /* the parameters' angles are in degrees; libgeotiff reads
                   * them in the base CRS's unit (grads for EPSG:4807) unless
                   * told */
-                 (has_key(&o, K_ANGULAR) || add_short(&o, K_ANGULAR, 9102));
-        if (ok && !st) st = put_conversion(ctx, &o, conv, lf > 0 ? lf : 1, label, err);
+                 (has_key(o, K_ANGULAR) || add_short(o, K_ANGULAR, 9102));
+        if (ok && !st) st = put_conversion(ctx, o, conv, lf > 0 ? lf : 1, label, err);
         proj_destroy(conv);
         proj_destroy(cs);
     }
     proj_destroy(geod);
-    pthread_mutex_unlock(&c->mu);
-    cf__proj_put(ctx);
     if (!st && !ok)
         st = cf__err(err, CF_E_UNSUPPORTED, "writer: CRS %s could not be taken apart into "
                      "GeoKeys", label);
+    return st;
+}
+
+cf_status cf__crs_to_geokeys(const cf_crs *crs, cf__geokeys_out *g, cf_error *err) {
+    memset(g, 0, sizeof *g);
+    char label[160];
+    cf__crs_label(crs, label, sizeof label);
+    cf_crs_kind kind = cf_crs_kind_of(crs);
+    if (kind != CF_CRS_PROJECTED && kind != CF_CRS_GEOGRAPHIC)
+        return cf__err(err, CF_E_UNSUPPORTED, "writer: CRS %s is neither projected nor "
+                       "geographic (not written as GeoKeys)", label);
+    out o = {.g = g};
+    PJ_CONTEXT *ctx = cf__proj_get();
+    if (!ctx) return cf__err(err, CF_E_NOMEM, "writer: no PROJ context");
+    cf_crs *c = (cf_crs *)crs;
+    pthread_mutex_lock(&c->mu);
+    cf_status st = keys_of(ctx, c, c->horiz ? c->horiz : c->pj, kind, label, &o, err);
+    pthread_mutex_unlock(&c->mu);
+    cf__proj_put(ctx);
     CF__TRY(st);
+    if (g->epsg) return CF_OK;
     qsort(o.keys, (size_t)o.nkeys, sizeof o.keys[0], cmp_key); /* GeoTIFF wants them sorted */
     g->dir[0] = 1, g->dir[1] = 1, g->dir[2] = 0, g->dir[3] = (uint16_t)o.nkeys;
     memcpy(g->dir + 4, o.keys, (size_t)o.nkeys * sizeof o.keys[0]);
