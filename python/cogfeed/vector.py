@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import (TYPE_CHECKING, Any, Iterable, List, Mapping, Optional,
-                    Sequence, Tuple, Union, cast)
+from typing import (TYPE_CHECKING, Any, Callable, Iterable, List, Mapping,
+                    Optional, Sequence, Tuple, Union, cast)
 
 from . import _cogfeed
 
@@ -128,18 +128,16 @@ class VectorLabels:
         self.skipped = 0
         self.all_touched = bool(all_touched)
         if isinstance(source, (str, bytes, os.PathLike)):
-            wkb, vals, file_crs = self._read_file(
-                os.fspath(source) if not isinstance(source, bytes)
-                else source.decode(), attribute, classes, value, layer, where)
+            path = source.decode() if isinstance(source, bytes) else os.fspath(source)
+            wkb, vals, file_crs = self._read_file(path, attribute, classes, value,
+                                                  layer, where)
             if crs is None:
                 crs = file_crs
-            self.source: str = os.fspath(source) if not isinstance(
-                source, bytes) else source.decode()
+            self.source: str = path
         else:
             geoms = list(source)
             if values is not None:
-                vals = [float(v) for v in _class_values(
-                    values, classes, "values", "vector labels")]
+                vals = _class_values(values, classes, "values", "vector labels")
                 if len(vals) != len(geoms):
                     raise ValueError("vector labels: %d geometries but %d "
                                      "values" % (len(geoms), len(vals)))
@@ -150,16 +148,9 @@ class VectorLabels:
                     classes, attribute, "vector labels")
             else:
                 vals = [float(value)] * len(geoms)
-            wkb = []
-            kept: List[float] = []
-            for g, v in zip(geoms, vals):
-                if g is None or (isinstance(g, Mapping) and g.get("type") ==
-                                 "Feature" and g.get("geometry") is None):
-                    self.skipped += 1
-                    continue
-                wkb.append(_as_wkb(g))
-                kept.append(v)
-            vals = kept
+            wkb, vals = self._keep(
+                [None if isinstance(g, Mapping) and g.get("type") == "Feature" and
+                 g.get("geometry") is None else g for g in geoms], vals, _as_wkb)
             self.source = "<geometries>"
         self.crs = (crs if crs is None or isinstance(crs, _cogfeed.CRS)
                     else _cogfeed.CRS(crs))
@@ -191,15 +182,22 @@ class VectorLabels:
             vals = _class_values(raw, classes, attribute, path)
         else:
             vals = [float(value)] * len(geoms)
+        wkb, kept = self._keep(list(geoms), vals, bytes)
+        return wkb, kept, meta.get("crs")
+
+    def _keep(self, geoms: List[Any], vals: List[float],
+              to_wkb: Callable[[Any], bytes]) -> Tuple[List[bytes], List[float]]:
+        """The features that have a geometry, as WKB, with their values;
+        those without are counted in self.skipped."""
         wkb: List[bytes] = []
         kept: List[float] = []
         for g, v in zip(geoms, vals):
             if g is None:
                 self.skipped += 1
                 continue
-            wkb.append(bytes(g))
+            wkb.append(to_wkb(g))
             kept.append(v)
-        return wkb, kept, meta.get("crs")
+        return wkb, kept
 
     def __len__(self) -> int:
         return int(self._c.count())
