@@ -331,8 +331,7 @@ static cf_status lay_out(cf_loader *ld, cf_error *err) {
     ld->es = cf_dtype_size(L->dtype);
     for (size_t f = 0; ld->vl && f < o->nfiles; f++) {
         /* labels are burnt on each patch's grid: every target needs one */
-        cf_grid g1;
-        if (cf__sg_window_grid(ld->sg, f, 0, 0, 1, 1, &g1, err) != CF_OK)
+        if (!cf__sg_grid(ld->sg, f))
             return cf__err(err, CF_E_ARG,
                            "loader: labels from polygons need georeferenced images; %s has "
                            "no georeferencing", cf_cog_name(ld->img[f * (size_t)o->time_steps]));
