@@ -49,7 +49,7 @@ cf_status cf__enc_compress(cf__encoder *e, int zstd, int level, const uint8_t *s
     size_t n;
     if (!zstd) {
         int lv = level > 0 ? (level > 12 ? 12 : level) : 6; /* GDAL's default */
-        struct libdeflate_compressor *c;
+        struct libdeflate_compressor *c = NULL;
         CF__TRY(enc_deflate(e, lv, &c, err));
         size_t cap = libdeflate_zlib_compress_bound(c, len);
         CF__TRY(cf__scratch_reserve(&e->out, cap, err));
