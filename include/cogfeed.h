@@ -959,6 +959,19 @@ typedef struct cf_loader_options {
      * cf_vlabels_dtype, augmented with the image.  Instead of masks; needs
      * georeferenced targets.  The loader keeps a reference (NULL) */
     const cf_vlabels *labels;
+    /* Time series of mosaics (a date made of the scenes of one solar
+     * day): with mosaic, each run of step_scenes consecutive scenes makes
+     * one output step, a mosaic of its own scenes as `mosaic` says;
+     * time_steps must be a multiple of it, and the output has
+     * time_steps / step_scenes steps: images[f * time_steps + s *
+     * step_scenes + k] is scene k of step s.  Layers are read once per
+     * step (as in a series); scene masks go with their scenes.  0: every
+     * scene of a sample file in one mosaic, one step out (0) */
+    uint32_t step_scenes;
+    /* valid_mask: one plane per output step, step s's own validity (its
+     * scene or mosaic, its scenes' masks, its layers) rather than one
+     * plane for all steps; cf_batch's valid is then n x [T, P, P] (0) */
+    int valid_per_step;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-
@@ -1071,7 +1084,8 @@ CF_API cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err);
  * responsive (e.g. to signals) during long stalls. */
 CF_API int cf_loader_wait(cf_loader *ld, double timeout_s);
 /* The valid-pixel mask of batch b (cf_loader_options.valid_mask): n x
- * [1, P, P] bytes, 1 where every scene and layer has data, valid as long
+ * [1, P, P] bytes, 1 where every scene and layer has data (valid_per_step:
+ * n x [T, P, P], each step's own), valid as long
  * as b; always the loader's own memory (also after cf_loader_set_buffers).
  * NULL without valid_mask.  (A function rather than a cf_batch member, so
  * that callers built against an older cf_batch keep working.) */

@@ -11,7 +11,8 @@ typedef struct {
     PyObject_HEAD cf_loader *ld;
     int closed;           /* readers stopped; freed at dealloc */
     cf_loader_layout lay;
-    size_t valid_bytes;   /* valid_mask: batch_size x P x P per slot */
+    size_t valid_bytes;   /* valid_mask: batch_size x valid_steps x P x P per slot */
+    uint32_t valid_steps; /* valid_per_step: T planes per sample, else 1 */
     cf_batch held;        /* the batch the caller holds (slot -1: none) */
     PyObject **buffers;   /* per slot: caller objects kept alive (2 each) */
     Py_buffer *views;     /* their buffer views */
@@ -389,8 +390,9 @@ static int create(LoaderObject *self, const cf_loader_options *o) {
         return 0;
     }
     cf_loader_get_layout(ld, &self->lay);
-    self->valid_bytes = o->valid_mask ? (size_t)self->lay.batch_size * self->lay.patch_size *
-                                            self->lay.patch_size
+    self->valid_steps = o->valid_per_step ? self->lay.time_steps : 1;
+    self->valid_bytes = o->valid_mask ? (size_t)self->lay.batch_size * self->valid_steps *
+                                            self->lay.patch_size * self->lay.patch_size
                                       : 0;
     self->ld = ld;
     self->held.slot = -1;
@@ -581,7 +583,7 @@ static PyObject *window_tuple(const cf_window *w) {
 
 /* next() -> (batch_index, image, mask or None, windows, augs, valid or
  * None) or None at the end of the epoch; image is (n, T, C, P, P), mask
- * and valid (n, 1, P, P).
+ * (n, 1, P, P), valid (n, 1, P, P) or (valid_per_step) (n, T, P, P).
  * Gives back the previously taken batch first. */
 static PyObject *Loader_next(LoaderObject *self, PyObject *unused) {
     if (check_open(self)) return NULL;
@@ -634,7 +636,8 @@ static PyObject *Loader_next(LoaderObject *self, PyObject *unused) {
     if (img && L->has_mask) msk = view(self, 4, md, L->mask_dtype, b.mask);
     else Py_INCREF(msk);
     const uint8_t *valid = cf_loader_batch_valid(self->ld, &b);
-    if (img && msk && valid) val = view(self, 4, md, CF_DT_U8, (void *)valid);
+    npy_intp vd[4] = {b.n, self->valid_steps, L->patch_size, L->patch_size};
+    if (img && msk && valid) val = view(self, 4, vd, CF_DT_U8, (void *)valid);
     else Py_INCREF(val);
     if (!img || !msk || !val) {
         Py_XDECREF(img);

@@ -33,6 +33,8 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 #: Loader members with no keyword of their own: where they come from.
 _LOADER_FROM = {"time_steps": "(`images`: scenes per series)",
                 "nlayers": "(`layers`: layers per file)",
+                "step_scenes": "(`images`: scenes per date of a series)",
+                "valid_per_step": "(`valid_mask` of a time series)",
                 "mask_resampling": '`resampling={"mask": ...}`'}
 
 

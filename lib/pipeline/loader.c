@@ -393,7 +393,7 @@ cf_status cf_loader_next(cf_loader *ld, cf_batch *out, cf_error *err) {
     const size_t img_b =
         (size_t)ld->lay_out.time_steps * ld->lay_out.channels * ld->plane * ld->es;
     const size_t msk_b = ld->plane * ld->mask_es;
-    const size_t val_b = s->valid ? ld->plane : 0;
+    const size_t val_b = s->valid ? ld->valid_steps * ld->plane : 0;
     if (s->failed) {
         /* Drop failed samples, keeping the order of the others. */
         uint32_t k = 0;

@@ -85,6 +85,16 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
                                       "only say where a scene has data)");
     if (o->ninvalid_classes && !o->scene_masks)
         return cf__err(err, CF_E_ARG, "loader: invalid_classes without scene_masks");
+    if (o->step_scenes && !o->mosaic)
+        return cf__err(err, CF_E_ARG, "loader: step_scenes needs mosaic (the scenes of a "
+                                      "step make one mosaic)");
+    if (o->step_scenes && (uint32_t)o->time_steps % o->step_scenes)
+        return cf__err(err, CF_E_ARG, "loader: time_steps %d is not a multiple of "
+                                      "step_scenes %u", o->time_steps, o->step_scenes);
+    if (o->valid_per_step && !o->valid_mask)
+        return cf__err(err, CF_E_ARG, "loader: valid_per_step needs valid_mask");
+    ld->step_scenes = !o->mosaic ? 1 : o->step_scenes ? o->step_scenes : (uint32_t)o->time_steps;
+    ld->valid_steps = o->valid_per_step ? (uint32_t)o->time_steps / ld->step_scenes : 1;
     /* Copy everything the caller may free after cf_loader_new. */
     size_t nimg = o->nfiles * (size_t)o->time_steps;
     const size_t nrest = (o->masks ? o->nfiles : 0) + o->nfiles * (size_t)o->nlayers;
@@ -193,32 +203,41 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
     if (C > CF_MAX_BANDS)
         return cf__err(err, CF_E_LIMIT, "loader: %u channels (max %d)", C,
                        CF_MAX_BANDS);
-    /* A time series: every step's image and layers.  A mosaic: the first
-     * scene and the layers (the output), then the later scenes, which
-     * fill what the first leaves without data. */
-    ld->nmembers = (o->mosaic ? o->time_steps + o->nlayers : o->time_steps * (1 + o->nlayers)) +
+    /* A time series: every step's image and layers.  Mosaics: each
+     * step's first scene and its layers (the output), then the later
+     * scenes of every step, which fill what their step's first leaves
+     * without data.  A scene's classes follow it.  Read in this order. */
+    const int K = (int)ld->step_scenes, TO = o->time_steps / K;
+    ld->nmembers = TO * (1 + o->nlayers) + (o->time_steps - TO) +
                    (ld->has_scm ? o->time_steps : 0);
     ld->members = cf__calloc((size_t)ld->nmembers, sizeof *ld->members);
     if (!ld->members) return cf__err(err, CF_E_NOMEM, "loader: members");
     int m = 0;
-    for (int t = 0; t < o->time_steps; t++) {
-        uint32_t ch = 0;
-        const int nl = o->mosaic && t ? 0 : o->nlayers;
-        for (int l = -1; l < nl; l++) {
-            ld_member *mb = &ld->members[m++];
-            mb->t = t;
-            mb->layer = l;
-            mb->channel = ch;
-            mb->nb = l < 0 ? ld->ci : ld->layer_bands[l];
-            ch += mb->nb;
+    for (int pass = 0; pass < 2; pass++)
+        for (int t = 0; t < o->time_steps; t++) {
+            const int later = t % K != 0;
+            if (later != pass) continue;
+            uint32_t ch = 0;
+            const int nl = later ? 0 : o->nlayers;
+            for (int l = -1; l < nl; l++) {
+                ld_member *mb = &ld->members[m++];
+                mb->t = t;
+                mb->step = t / K;
+                mb->later = later;
+                mb->layer = l;
+                mb->channel = ch;
+                mb->nb = l < 0 ? ld->ci : ld->layer_bands[l];
+                ch += mb->nb;
+            }
+            if (ld->has_scm) { /* the scene's classes, after its members */
+                ld_member *mb = &ld->members[m++];
+                mb->t = t;
+                mb->step = t / K;
+                mb->later = later;
+                mb->layer = LD_SCENE_MASK;
+                mb->nb = 1;
+            }
         }
-        if (ld->has_scm) { /* the scene's classes, after its members */
-            ld_member *mb = &ld->members[m++];
-            mb->t = t;
-            mb->layer = LD_SCENE_MASK;
-            mb->nb = 1;
-        }
-    }
     for (size_t i = 0; ld->has_scm && i < o->nfiles * (size_t)o->time_steps; i++) {
         cf_cog_info si;
         cf_cog_get_info(ld->scm[i], &si);
@@ -309,7 +328,7 @@ static size_t warp_scratch(cf_loader *ld) {
         cf_cog *cog = *cf__ld_url_slot(ld, slot);
         uint64_t n = CF__ALIGN16(cf__sg_typical_bytes(ld->sg, slot, cog, 0, ld->o.patch_size,
                                                       mb ? (int)mb->nb : 1, &ld->o));
-        if (mb && ld->o.mosaic && mb->t > 0) later += n;
+        if (mb && mb->later) later += n;
         else sum += n;
     }
     if (later > most) most = later;
@@ -326,7 +345,7 @@ static cf_status lay_out(cf_loader *ld, cf_error *err) {
     cf_loader_layout *L = &ld->lay_out;
     L->batch_size = o->batch_size;
     L->patch_size = o->patch_size;
-    L->time_steps = o->mosaic ? 1 : (uint32_t)o->time_steps;
+    L->time_steps = (uint32_t)o->time_steps / ld->step_scenes;
     L->dtype = o->out_dtype == CF_DT_F32 ? CF_DT_F32 : ld->raw_dt;
     ld->es = cf_dtype_size(L->dtype);
     for (size_t f = 0; ld->vl && f < o->nfiles; f++) {
@@ -348,7 +367,7 @@ static cf_status lay_out(cf_loader *ld, cf_error *err) {
     mask_bytes = B * P * P * ld->mask_es;
     L->image_bytes = (size_t)img_bytes;
     L->mask_bytes = (size_t)mask_bytes;
-    ld->valid_bytes = o->valid_mask ? (size_t)(B * P * P) : 0;
+    ld->valid_bytes = o->valid_mask ? (size_t)(B * ld->valid_steps * P * P) : 0;
     return CF_OK;
 }
 
@@ -516,22 +535,25 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
      * read through typed pointers. */
     size_t sum = 0;
     for (int m = 0; o->out_dtype == CF_DT_F32 && m < ld->nmembers; m++)
-        if (cf__ld_member_output(ld, &ld->members[m]))
+        if (cf__ld_member_output(ld, &ld->members[m])) {
+            ld->members[m].soff = sum;
             sum += CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[m], P, P));
+        }
     ld->scratch_bytes = CF__ALIGN16(sum > sb ? sum : sb);
-    /* Mosaic: a later scene's block, what is filled, the scene's valid. */
+    /* Mosaic: a later scene's block, what each step has filled, the
+     * scene's valid. */
     ld->mosaic_off = ld->scratch_bytes;
     ld->filled_off = ld->mosaic_off + CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[0], P, P));
-    ld->scene_valid_off = ld->filled_off + CF__ALIGN16(ld->plane);
+    ld->scene_valid_off = ld->filled_off + ld->lay_out.time_steps * CF__ALIGN16(ld->plane);
     if (o->mosaic) ld->scratch_bytes = ld->scene_valid_off + CF__ALIGN16(ld->plane);
     /* valid_mask: one input's validity at a time, while the raw blocks
      * are still there (before float32 conversion). */
     ld->valid_off = ld->scratch_bytes;
     if (o->valid_mask || o->mosaic) ld->scratch_bytes += CF__ALIGN16(ld->plane);
-    /* Scene masks: a mosaic reads one per group; a series up to 8 (more
-     * groups for a longer one). */
+    /* Scene masks: up to 8 a group (more groups for a longer series); a
+     * mosaic's later scene is read in a group of its own, with its one. */
     ld->scm_off = ld->scratch_bytes;
-    ld->scm_per_group = o->mosaic ? 1 : o->time_steps < 8 ? (uint32_t)o->time_steps : 8;
+    ld->scm_per_group = ld->lay_out.time_steps < 8 ? ld->lay_out.time_steps : 8;
     ld->scm_bytes = ld->has_scm ? CF__ALIGN16(ld->plane * cf_dtype_size(ld->scm_dt)) : 0;
     ld->scratch_bytes += ld->scm_per_group * ld->scm_bytes;
     ld->warp_off = ld->scratch_bytes;

@@ -77,11 +77,16 @@ typedef struct ld_slot {
  * range of output channels; or a scene's classification mask, read for
  * validity only. */
 typedef struct ld_member {
-    int t;                    /* time step */
+    int t;                    /* scene (images[f * time_steps + t]) */
+    int step;                 /* output step: t / ld->step_scenes */
+    int later;                /* a mosaic's scene after its step's first
+                                 (or its scene mask): fills that step */
     int layer;                /* -1: the image, LD_SCENE_MASK, else layer
                                  index */
     uint32_t channel;         /* first output channel */
     uint32_t nb;              /* bands read */
+    size_t soff;              /* float32 output: its raw block's place in
+                                 a reader's scratch */
 } ld_member;
 
 typedef struct ld_worker {
@@ -135,13 +140,18 @@ struct cf_loader {
     int *planes0, nplanes0;   /* bands0 without repeats (planar files) */
     float *mean, *std;
     cf__sg *sg;               /* each input on its sample's target grid */
-    size_t valid_bytes;       /* valid_mask: batch_size x P x P per slot */
+    size_t valid_bytes;       /* valid_mask: batch_size x valid_steps x
+                                 P x P per slot */
     size_t valid_off;         /* valid_mask, mosaic: an input's P x P
                                  validity in the readers' scratch */
     size_t mosaic_off;        /* mosaic: a later scene's raw block, the
                                  patch's filled plane and the scene's
                                  valid plane, in the readers' scratch */
-    size_t filled_off, scene_valid_off;
+    size_t filled_off, scene_valid_off; /* filled: a plane per step */
+    uint32_t step_scenes;     /* scenes per output step (mosaic: the
+                                 option, or every scene; else 1) */
+    uint32_t valid_steps;     /* valid planes per sample (valid_per_step:
+                                 the steps; else 1) */
     size_t warp_off, warp_bytes; /* warped inputs' source windows: this
                                     region of each reader's scratch */
     cf__ccache *cc;           /* decoded chunks of warped inputs, kept for

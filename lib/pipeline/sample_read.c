@@ -426,11 +426,12 @@ typedef struct ld_input {
 } ld_input;
 
 /* The input (a member, or the mask when nmembers) read k-th: members in
- * order, then the mask; a mosaic reads the first scene (its layers and
- * scene mask) and the mask first, its later scenes last (read only while
- * needed). */
+ * order, then the mask; mosaics read each step's first scene (its layers
+ * and scene mask) and the mask first, the later scenes last (read only
+ * while needed). */
 static int input_at(const cf_loader *ld, int k) {
-    const int nout = ld->o.mosaic ? 1 + ld->o.nlayers + ld->has_scm : ld->nmembers;
+    const int nout = ld->o.mosaic ? (int)ld->lay_out.time_steps * (1 + ld->o.nlayers + ld->has_scm)
+                                  : ld->nmembers;
     if (k < nout) return k;
     if (ld->msk) return k == nout ? ld->nmembers : k - 1;
     return k;
@@ -443,7 +444,7 @@ static int input_at(const cf_loader *ld, int k) {
  * Warped inputs' source windows go to the reader's warp scratch, or to
  * *tmp (the caller frees it) when a sample needs more. */
 static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_window *w, int g,
-                              int nall, uint8_t *img, uint8_t *mask, uint8_t *valid, size_t *off,
+                              int nall, uint8_t *img, uint8_t *mask, uint8_t *valid,
                               ld_part *parts, int *np, ld_input *ins, int *ni, uint8_t **tmp,
                               uint64_t *tmp_bytes, cf_cog **bad, cf_error *err) {
     const size_t C = ld->lay_out.channels;
@@ -468,15 +469,18 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         if (mb) {
             dst = fills ? wk->scratch + ld->mosaic_off
                   : classes ? wk->scratch + ld->scm_off + nscm++ * ld->scm_bytes
-                  : f32 ? wk->scratch + *off
-                        : img + ((size_t)mb->t * C + mb->channel) * ld->plane * ld->es;
+                  : f32 ? wk->scratch + mb->soff
+                        : img + ((size_t)mb->step * C + mb->channel) * ld->plane * ld->es;
             slot = cf__ld_member_slot(ld, f, mb);
             /* Validity: a mosaic's scenes (and their scene masks) into the
-             * plane of what is filled (the first) or of the later scene
-             * being read; the rest into the sample's. */
-            vp = valid;
+             * plane of what its step has filled (the first scene) or of
+             * the later scene being read; the rest into the sample's (its
+             * step's, one plane per step). */
+            vp = valid ? valid + (ld->valid_steps > 1 ? (size_t)mb->step * ld->plane : 0) : NULL;
             if (ld->o.mosaic && mb->layer < 0)
-                vp = wk->scratch + (mb->t ? ld->scene_valid_off : ld->filled_off);
+                vp = wk->scratch + (mb->later ? ld->scene_valid_off
+                                              : ld->filled_off + (size_t)mb->step *
+                                                                     CF__ALIGN16(ld->plane));
             in->classes = classes;
         }
         ld_part p;
@@ -527,7 +531,6 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         in->dst = p.dst;
         in->dt = p.dt;
         in->nb = p.nbands;
-        if (mb && cf__ld_member_output(ld, mb)) *off += CF__ALIGN16(p.bytes);
         (*ni)++;
     }
     if (st != CF_OK || !need) return st;
@@ -651,12 +654,13 @@ static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins
 }
 
 /* Mosaic: the later scene just read (raw, in the mosaic scratch, its
- * validity in the scene plane) fills the pixels of the first scene's
- * block `out` that no scene before it had data for. */
-static void fill_from_scene(const cf_loader *ld, const ld_worker *wk, uint8_t *out) {
+ * validity in the scene plane) fills the pixels of its step's first
+ * scene's block `out` that no scene before it had data for (`filled`,
+ * the step's plane). */
+static void fill_from_scene(const cf_loader *ld, const ld_worker *wk, uint8_t *out,
+                            uint8_t *filled) {
     const uint8_t *scene = wk->scratch + ld->mosaic_off;
     const size_t es = cf_dtype_size(ld->raw_dt), n = ld->plane;
-    uint8_t *filled = wk->scratch + ld->filled_off;
     const uint8_t *sv = wk->scratch + ld->scene_valid_off;
     /* Band by band, a constant sample size per loop (the copy becomes a
      * move): a pixel's bands all come from this scene. */
@@ -684,7 +688,7 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
                              uint64_t epoch, uint64_t j, uint64_t *decoded, double *t_read,
                              double *t_conv, cf_error *err) {
     const cf_loader_options *o = &ld->o;
-    /* T scenes in, TO time steps out (1 for a mosaic). */
+    /* T scenes in, TO time steps out (one per step_scenes of a mosaic). */
     const size_t T = (size_t)o->time_steps, TO = ld->lay_out.time_steps;
     const size_t C = ld->lay_out.channels;
     const uint32_t P = o->patch_size;
@@ -699,16 +703,18 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     const size_t f = w.file;
     uint8_t *img = s->image + (size_t)i * TO * C * ld->plane * ld->es;
     uint8_t *mask = ld->msk || ld->vl ? s->mask + (size_t)i * ld->plane * ld->mask_es : NULL;
-    uint8_t *valid = s->valid ? s->valid + (size_t)i * ld->plane : NULL;
-    if (valid) memset(valid, 1, ld->plane);
-    /* Mosaic: which pixels a scene had data for so far (the first
-     * scene's validity, then filled by the later ones), the first scene's
-     * raw block they are filled into, and each later scene's validity. */
-    uint8_t *filled = NULL, *scene_valid = NULL, *first = f32 ? wk->scratch : img;
+    const size_t VS = ld->valid_steps;
+    uint8_t *valid = s->valid ? s->valid + (size_t)i * VS * ld->plane : NULL;
+    if (valid) memset(valid, 1, VS * ld->plane);
+    /* Mosaic: which pixels each step had data for so far (its first
+     * scene's validity, then filled by the later ones), and each later
+     * scene's validity. */
+    uint8_t *filled = NULL, *scene_valid = NULL;
+    const size_t fstride = CF__ALIGN16(ld->plane);
     if (o->mosaic) {
         filled = wk->scratch + ld->filled_off;
         scene_valid = wk->scratch + ld->scene_valid_off;
-        memset(filled, 1, ld->plane);
+        memset(filled, 1, TO * fstride);
     }
     /* The parts: image members (raw into the slot, or into scratch when
      * converted to float32), then the mask, each on the sample's target
@@ -717,7 +723,6 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     const int nall = ld->nmembers + (ld->msk != NULL);
     ld_part parts[LD_PART_CHUNKS];
     ld_input ins[LD_PART_CHUNKS];
-    size_t off = 0;
     cf_status st = CF_OK;
     cf_cog *bad = NULL;
     double t0 = cf__now();
@@ -730,13 +735,18 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
         uint8_t *tmp = NULL;
         uint64_t tmp_bytes = 0;
         const int m = input_at(ld, g);
-        const int fills = m < ld->nmembers && cf__ld_member_fills(ld, &ld->members[m]);
-        /* The later scenes of a mosaic come last: none is read once every
-         * pixel has data. */
-        if (fills && !memchr(filled, 0, ld->plane)) break;
+        const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
+        const int fills = mb && cf__ld_member_fills(ld, mb);
+        /* The later scenes of a mosaic come last: none is read (nor its
+         * scene mask, which follows it) once every pixel of its step has
+         * data. */
+        if (fills && !memchr(filled + (size_t)mb->step * fstride, 0, ld->plane)) {
+            g += 1 + ld->has_scm;
+            continue;
+        }
         if (fills) memset(scene_valid, 1, ld->plane);
-        st = place_inputs(ld, wk, f, &w, g, nall, img, mask, valid, &off, parts, &np, ins, &ni,
-                          &tmp, &tmp_bytes, &bad, err);
+        st = place_inputs(ld, wk, f, &w, g, nall, img, mask, valid, parts, &np, ins, &ni, &tmp,
+                          &tmp_bytes, &bad, err);
         if (st == CF_OK && o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
             st = read_parts(ld, wk, parts, np, &bad, err);
             for (int k = 0; k < np && st == CF_OK; k++) *decoded += parts[k].bytes;
@@ -754,7 +764,13 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
         if (st == CF_OK) st = finish_inputs(ld, wk, ins, ni, parts, &bad, err);
         if (fills) pending = g;
         if (st == CF_OK && pending >= 0 && (!ld->has_scm || g + ni > pending + 1)) {
-            fill_from_scene(ld, wk, first);
+            /* its step's first scene: raw in the slot, or in the scratch
+             * (float32 output), converted later */
+            const ld_member *pm = &ld->members[input_at(ld, pending)];
+            const ld_member *fm = &ld->members[pm->step * (1 + o->nlayers + ld->has_scm)];
+            uint8_t *first = f32 ? wk->scratch + fm->soff
+                                 : img + (size_t)pm->step * C * ld->plane * ld->es;
+            fill_from_scene(ld, wk, first, filled + (size_t)pm->step * fstride);
             pending = -1;
         }
         for (int k = 0; k < ni; k++)
@@ -771,8 +787,13 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
                               (unsigned long long)w.index,
                               cf_cog_name(bad ? bad : ld->img[f * T]),
                               (long long)w.x, (long long)w.y, w.w, w.h);
-    if (valid && filled)
-        for (size_t k = 0; k < ld->plane; k++) valid[k] &= filled[k];
+    /* A mosaic's pixels no scene had data for are not valid (with one
+     * plane for all steps: in any step). */
+    for (size_t t = 0; valid && filled && t < TO; t++) {
+        uint8_t *v = valid + (VS > 1 ? t * ld->plane : 0);
+        const uint8_t *fl = filled + t * fstride;
+        for (size_t k = 0; k < ld->plane; k++) v[k] &= fl[k];
+    }
     if (ld->vl) {
         /* labels from polygons: burnt on the patch's target grid */
         cf_grid pg;
@@ -785,21 +806,19 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
                                   (long long)w.x, (long long)w.y);
     }
     double t2 = cf__now();
-    off = 0;
     for (int m = 0; f32 && m < ld->nmembers; m++) {
         const ld_member *mb = &ld->members[m];
         if (!cf__ld_member_output(ld, mb)) continue;
-        convert_member(ld, mb, member_cog(ld, f, mb), wk->scratch + off,
-                       img + ((size_t)mb->t * C + mb->channel) * ld->plane *
-                                 ld->es);
-        off += CF__ALIGN16(cf__ld_member_bytes(ld, mb, P, P));
+        convert_member(ld, mb, member_cog(ld, f, mb), wk->scratch + mb->soff,
+                       img + ((size_t)mb->step * C + mb->channel) * ld->plane * ld->es);
     }
     if (w.aug) {
         for (size_t p = 0; p < TO * C; p++)
             cf__augment_plane(img + p * ld->plane * ld->es, ld->es, P, w.aug,
                           wk->scratch);
         if (mask) cf__augment_plane(mask, ld->mask_es, P, w.aug, wk->scratch);
-        if (valid) cf__augment_plane(valid, 1, P, w.aug, wk->scratch);
+        for (size_t v = 0; valid && v < VS; v++)
+            cf__augment_plane(valid + v * ld->plane, 1, P, w.aug, wk->scratch);
     }
     *t_conv += cf__now() - t2;
     return CF_OK;
@@ -813,7 +832,8 @@ size_t cf__ld_member_bytes(const cf_loader *ld, const ld_member *m, uint64_t w,
 }
 
 int cf__ld_member_fills(const cf_loader *ld, const ld_member *mb) {
-    return ld->o.mosaic && mb->layer == -1 && mb->t > 0;
+    (void)ld;
+    return mb->later && mb->layer == -1;
 }
 
 int cf__ld_member_output(const cf_loader *ld, const ld_member *mb) {

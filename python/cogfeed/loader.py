@@ -465,7 +465,8 @@ class Loader:
     Each batch is a dict: ``"image"`` of shape (B, C, H, W) (or
     (B, T, C, H, W) with time series), ``"mask"`` of shape (B, 1, H, W) when
     masks are given, ``"valid"`` (B, 1, H, W) uint8 with ``valid_mask``
-    (1 where every scene and layer has data), ``"windows"`` a list of (file_index, x, y, w, h) in
+    (1 where every scene and layer has data; (B, T, H, W) with time series,
+    each date's own), ``"windows"`` a list of (file_index, x, y, w, h) in
     pixels of the chosen level (of the target grid when ``grid`` is set),
     ``"grid"`` the cogfeed.Grid of each sample's patch (where it lies, before
     augmentation, so that predictions can be written back; None for an
@@ -487,8 +488,11 @@ class Loader:
 
     Arguments:
         images: a path/URL or a list of them (local, file://, http(s)://,
-            s3://, az://, gs://); for time series, a list of lists of T
-            aligned scenes each; or a cogfeed.stac.Selection (STAC items'
+            s3://, az://, gs://); for time series, a list per location of
+            its dates, each date a scene or a list of scenes (the tiles of
+            one day, made one mosaic as ``mosaic`` says: the first with
+            data gives each pixel; ``Selection.series(groupby=
+            "solar_day")`` builds them); or a cogfeed.stac.Selection (STAC items'
             chosen assets: one sample source per item, the first asset as
             the image and one layer per other asset; docs/datasets.md).
         masks: one mask per image file (read onto the sample's grid like
@@ -592,7 +596,8 @@ class Loader:
             (gdalwarp's -et).
         valid_mask: add ``batch["valid"]``, (B, 1, H, W) uint8: 1 where
             every scene and layer of the sample has data, 0 where any has
-            none (outside its file, its nodata in any band, its internal
+            none (time series: (B, T, H, W), each date's own validity, 0
+            for padded dates) (outside its file, its nodata in any band, its internal
             mask; resampled: no valid source pixel under the kernel, as
             gdalwarp -dstalpha).  The mask file does not count.  Flipped
             and rotated with the image.  Use it to keep fill values out of
@@ -622,7 +627,8 @@ class Loader:
         roi_crs: the CRS of ``roi`` (anything cogfeed.CRS takes).
         scene_masks: a classification raster per scene (Sentinel-2's SCL,
             Landsat's QA), shaped as ``images`` (a path per image, or a
-            list per time series / mosaic), read onto the sample's grid
+            list per time series / mosaic, a list per date of a series of
+            mosaics), read onto the sample's grid
             (nearest) with its scene: where it holds one of
             ``invalid_classes`` (or has no data itself) the scene has no
             data, so ``batch["valid"]`` is 0 there and a mosaic takes the
@@ -730,25 +736,43 @@ class Loader:
         self._dates: Optional[np.ndarray] = None
         self._date_ok: Optional[np.ndarray] = None
         dated = dates is not None or date_pattern is not None
-        if (time_steps is not None or dated) and mosaic:
+        # A series whose dates are lists of scenes is a series of mosaics
+        # (the scenes of one date, e.g. one solar day's tiles).
+        per_date = all(series) and any(isinstance(d, (list, tuple)) for i in items for d in i)
+        if (time_steps is not None or dated) and mosaic and not per_date:
             raise ValueError("time_steps / dates: not with mosaic=True (a "
-                             "mosaic's list is the scenes of one image)")
-        if all(series):
+                             "mosaic's list is the scenes of one image); a time series "
+                             "of mosaics gives each date as a list of scenes")
+        if per_date:
+            mosaic = False
+        step_scenes = 0
+        scm: Optional[List[Any]] = None
+        is_series = all(series) and not mosaic
+        if is_series:
             from . import series as _series
-            lens = set(len(i) for i in items)
-            if time_steps is None and len(lens) > 1 and not mosaic:
+            nested = _series.nest(items, "images")
+            scm_n = None
+            if scene_masks is not None:
+                if isinstance(scene_masks, (str, bytes, os.PathLike)):
+                    raise ValueError("scene_masks: shape them as the images")
+                scm_n = _series.nest(list(scene_masks), "scene_masks")
+                _series.same_shape(nested, scm_n, "scene_masks")
+            lens = set(len(i) for i in nested)
+            if time_steps is None and len(lens) > 1:
                 raise ValueError("images: time series of different lengths "
-                                 "(%d to %d scenes): give time_steps=T to pad "
+                                 "(%d to %d dates): give time_steps=T to pad "
                                  "or draw T dates each" % (min(lens), max(lens)))
-            T = int(time_steps) if time_steps is not None else len(items[0])
-            sdates = (_series.parse_dates(items, dates, date_pattern, date_format)
-                      if not mosaic else [])
+            T = int(time_steps) if time_steps is not None else len(nested[0])
+            # a date's file name or header tells its date: its first scene's
+            sdates = _series.parse_dates([[d[0] for d in i] for i in nested], dates,
+                                         date_pattern, date_format)
+            sources, scm_s = nested, scm_n
             if time_steps is not None:
-                if scene_masks is not None:
-                    raise ValueError("scene_masks with time_steps=: give series "
-                                     "of exactly T scenes instead")
-                items, self._dates, self._date_ok, owner, sw = _series.plan(
-                    items, sdates, T, seed)
+                picks, self._dates, self._date_ok, owner, sw = _series.plan(
+                    nested, sdates, T, seed)
+                sources = [[nested[o][j] for j in pk] for o, pk in zip(owner, picks)]
+                if scm_n is not None:
+                    scm_s = [[scm_n[o][j] for j in pk] for o, pk in zip(owner, picks)]
                 if masks is not None:
                     ml = _paths(masks, "masks")
                     masks = [ml[o] for o in owner]
@@ -762,10 +786,24 @@ class Loader:
             elif dated:
                 self._dates = np.array(sdates, dtype="datetime64[s]")
                 self._date_ok = np.ones(self._dates.shape, bool)
-            t = T
-            if t < 1 or any(len(i) != t for i in items):
+            if T < 1 or any(len(i) != T for i in sources):
                 raise ValueError("images: every time series needs the same "
-                                 "number of scenes")
+                                 "number of dates")
+            K = max(len(d) for i in sources for d in i)
+            flat = _series.flatten(sources, K)
+            if scm_s is not None:
+                scm = _series.flatten(scm_s, K)
+            if K > 1:  # each date a mosaic of K scenes (padded)
+                mosaic, step_scenes = True, K
+            t = T * K
+        elif all(series):
+            if time_steps is not None:
+                raise ValueError("time_steps: not with mosaic=True (a mosaic's list is "
+                                 "the scenes of one image)")
+            t = len(items[0])
+            if t < 1 or any(len(i) != t for i in items):
+                raise ValueError("images: every mosaic needs the same number of scenes "
+                                 "(repeat a scene to pad one)")
             flat = [os.fspath(p) for i in items for p in i]
         else:
             if time_steps is not None and not mosaic:
@@ -781,7 +819,8 @@ class Loader:
                 self._date_ok = np.ones(self._dates.shape, bool)
         self._owner = owner
         nfiles = len(flat) // t
-        scm = _scene_masks(scene_masks, items, series)
+        if not is_series:
+            scm = _scene_masks(scene_masks, items, series)
         if weights is not None:
             weights = list(weights)
         masks_l = None if masks is None else _paths(masks, "masks")
@@ -832,7 +871,8 @@ class Loader:
             mask_resampling=rs_mask, layer_resampling=rs_layers,
             reproject=bool(reproject), ungeoreferenced=bool(ungeoreferenced),
             error_threshold=float(error_threshold),
-            valid_mask=bool(valid_mask), mosaic=bool(mosaic),
+            valid_mask=bool(valid_mask), mosaic=bool(mosaic), step_scenes=step_scenes,
+            valid_per_step=bool(valid_mask) and is_series,
             skip_empty=bool(skip_empty), scene_masks=scm,
             **_roi(roi, roi_crs),
             invalid_classes=(None if invalid_classes is None
@@ -850,7 +890,7 @@ class Loader:
         self._layout = cast(LoaderLayout, self._ld.layout())
         self._copy = bool(copy)
         # a series keeps its T axis, also of one date
-        self._time_series = (t > 1 or all(series) or time_steps is not None) and not mosaic
+        self._time_series = is_series
         self._origins: Dict[int, Optional[Grid]] = {}
 
     # -- construction from a config ------------------------------------
@@ -912,6 +952,8 @@ class Loader:
             if not ok.all() and self._time_series:
                 # padded steps: their (repeated) scene is not data
                 image[~ok] = 0
+                if valid is not None:
+                    valid[~ok] = 0
         if self._owner is not None:
             batch["series"] = [self._owner[w[0]] for w in windows]
         return batch

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 GroupBy = Union[str, Callable[[Any], Hashable], None]
 
-__all__ = ["load", "Region"]
+__all__ = ["load", "Region", "item_steps"]
 
 # Loaders reading at once, and the decoded tiles each keeps for its next
 # patches (a region's patch grid meets each tile about once more).
@@ -129,15 +129,8 @@ def _scenes(items: Any, bands: Optional[Sequence[str]], scene_masks: Any
         sel = Items(seq).select(names + ([scene_masks] if scene_masks else []))
         per = [sel.hrefs(n) for n in names]
         scm = sel.hrefs(scene_masks) if scene_masks else [None] * len(seq)
-        out = []
-        for k, it in enumerate(seq):
-            lon = None
-            if it.bbox is not None and len(it.bbox) in (4, 6):
-                w, e = float(it.bbox[0]), float(it.bbox[len(it.bbox) // 2])
-                if w > e:  # across the antimeridian: the middle of the short way
-                    e += 360.0
-                lon = ((w + e) / 2 + 180.0) % 360.0 - 180.0
-            out.append(_Scene([p[k] for p in per], scm[k], it.time, lon, it))
+        out = [_Scene([p[k] for p in per], scm[k], it.time, _centre_lon(it), it)
+               for k, it in enumerate(seq)]
         return out, names, True
     if any(isinstance(i, Item) for i in seq):
         raise ValueError("load: a mix of STAC items and paths")
@@ -149,6 +142,32 @@ def _scenes(items: Any, bands: Optional[Sequence[str]], scene_masks: Any
                          % (len(masks), len(seq)))
     return ([_Scene([os.fspath(p)], None if m is None else os.fspath(m), None, None, p)
              for p, m in zip(seq, masks)], [], False)
+
+
+def _centre_lon(it: "Item") -> Optional[float]:
+    """The longitude of the middle of an item's bbox (the short way across
+    the antimeridian), or None without a bbox."""
+    if it.bbox is None or len(it.bbox) not in (4, 6):
+        return None
+    w, e = float(it.bbox[0]), float(it.bbox[len(it.bbox) // 2])
+    if w > e:
+        e += 360.0
+    return ((w + e) / 2 + 180.0) % 360.0 - 180.0
+
+
+def item_steps(items: Sequence["Item"], groupby: GroupBy) -> List[List[int]]:
+    """Items (indices) grouped into time steps as load() groups them
+    ("solar_day", "time", "all", None or a function of the item), steps in
+    time order, each step's items in the given order."""
+    scenes = [_Scene([], None, it.time, _centre_lon(it), k) for k, it in enumerate(items)]
+    if groupby is not None and callable(groupby):
+        user = groupby
+        groupby = lambda k: user(items[k])  # noqa: E731
+    if groupby in ("solar_day", "time") and any(s.time is None for s in scenes):
+        k = next(i for i, s in enumerate(scenes) if s.time is None)
+        raise ValueError("item %r has no datetime (nor start_datetime) to group by"
+                         % items[k].id)
+    return [[s.key for s in g] for g in _groups(scenes, groupby, True)]
 
 
 def _asset_name(names: List[str], a: int) -> str:
@@ -183,7 +202,7 @@ def _groups(scenes: List[_Scene], groupby: GroupBy, dated: bool) -> List[List[_S
     elif groupby == "time":
         keyf = lambda s: s.time  # noqa: E731
     else:
-        raise ValueError("load: groupby is 'solar_day', 'time', 'all', None or a function, "
+        raise ValueError("groupby is 'solar_day', 'time', 'all', None or a function, "
                          "not %r" % (groupby,))
     steps: Dict[Any, List[_Scene]] = {}
     for s in scenes:

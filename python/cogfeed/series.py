@@ -2,11 +2,14 @@
 length made into samples of exactly T dates (docs/datasets.md, "Time
 series").
 
-The C loader reads T aligned scenes per sample source.  A location's
-series of N dated scenes becomes sources of exactly T dates each:
+The C loader reads T aligned dates per sample source, each date one
+scene or a mosaic of several (the scenes of one solar day: each pixel
+from the first with data, as cogfeed.Loader's mosaic; the C loader's
+step_scenes).  A location's series of N dates becomes sources of exactly
+T dates each:
 
 - N == T: one source, its dates in order;
-- N < T: one source padded to T by repeating its last scene; the padded
+- N < T: one source padded to T by repeating its last date; the padded
   steps are zero in the image and False in ``batch["date_valid"]``, their
   date NaT (the repeats are read again: with the chunk cache on, from
   memory);
@@ -36,7 +39,7 @@ from typing import Any, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
-__all__ = ["plan", "parse_dates"]
+__all__ = ["plan", "parse_dates", "nest", "same_shape", "flatten"]
 
 NaT = np.datetime64("NaT", "s")
 
@@ -127,15 +130,52 @@ def parse_dates(series: Sequence[Sequence[str]], dates: Any,
     return [[NaT] * len(s) for s in series]
 
 
-def plan(series: Sequence[Sequence[str]], dates: Sequence[Sequence[np.datetime64]],
-         T: int, seed: int) -> Tuple[List[List[str]], np.ndarray, np.ndarray,
+def nest(images: Sequence[Any], what: str) -> List[List[List[Any]]]:
+    """Each series as its dates, each date as its scenes: a path alone is
+    a date of one scene, a list (or tuple) of paths the scenes of one date
+    (a mosaic: the first with data gives each pixel)."""
+    out: List[List[List[Any]]] = []
+    for i, s in enumerate(images):
+        row: List[List[Any]] = []
+        for j, d in enumerate(s):
+            if isinstance(d, (list, tuple)):
+                if not d:
+                    raise ValueError("%s: series %d, date %d has no scenes" % (what, i, j))
+                if any(isinstance(p, (list, tuple)) for p in d):
+                    raise ValueError("%s: series %d, date %d: a date is a path or a list "
+                                     "of paths" % (what, i, j))
+                row.append([os.fspath(p) for p in d])
+            else:
+                row.append([os.fspath(d)])
+        out.append(row)
+    return out
+
+
+def same_shape(a: List[List[List[Any]]], b: List[List[List[Any]]], what: str) -> None:
+    """b (scene masks) shaped as a (the images): a series per series, a
+    date per date, a scene per scene."""
+    if len(a) != len(b) or any(len(x) != len(y) for x, y in zip(a, b)) or any(
+            len(u) != len(v) for x, y in zip(a, b) for u, v in zip(x, y)):
+        raise ValueError("%s: shape them as the images (a series per series, a date per "
+                         "date, a scene per scene)" % what)
+
+
+def flatten(sources: Sequence[Sequence[Sequence[Any]]], K: int) -> List[Any]:
+    """Every date's scenes padded to K by repeating its last (a repeat adds
+    nothing to the mosaic, and is read only where pixels are still left
+    without data), flattened source by source, date by date."""
+    return [d[min(k, len(d) - 1)] for s in sources for d in s for k in range(K)]
+
+
+def plan(series: Sequence[Sequence[Any]], dates: Sequence[Sequence[np.datetime64]],
+         T: int, seed: int) -> Tuple[List[List[int]], np.ndarray, np.ndarray,
                                      List[int], List[float]]:
-    """The Loader's sources of exactly T scenes: (paths per source, dates
-    (sources, T) datetime64[s], valid (sources, T) bool, the series of
-    each source, its weight)."""
+    """The Loader's sources of exactly T dates: (the dates of each source
+    as indices into its series, dates (sources, T) datetime64[s], valid
+    (sources, T) bool, the series of each source, its weight)."""
     if T < 1:
         raise ValueError("time_steps must be at least 1")
-    paths: List[List[str]] = []
+    picks: List[List[int]] = []
     dts: List[List[np.datetime64]] = []
     ok: List[List[bool]] = []
     owner: List[int] = []
@@ -151,7 +191,7 @@ def plan(series: Sequence[Sequence[str]], dates: Sequence[Sequence[np.datetime64
                                                  j))
         if n <= T:
             pick = order + [order[-1]] * (T - n)
-            paths.append([s[j] for j in pick])
+            picks.append(pick)
             dts.append([d[j] for j in order] + [NaT] * (T - n))
             ok.append([True] * n + [False] * (T - n))
             owner.append(i)
@@ -167,10 +207,10 @@ def plan(series: Sequence[Sequence[str]], dates: Sequence[Sequence[np.datetime64
                 rest = [j for j in deal if j not in grp]
                 grp += [rest[j] for j in rng.choice(len(rest), T - len(grp), replace=False)]
             grp = sorted(grp, key=rank.__getitem__)
-            paths.append([s[j] for j in grp])
+            picks.append(grp)
             dts.append([d[j] for j in grp])
             ok.append([True] * T)
             owner.append(i)
             weight.append(1.0 / k)
-    return (paths, np.array(dts, dtype="datetime64[s]").reshape(len(paths), T),
-            np.array(ok, dtype=bool).reshape(len(paths), T), owner, weight)
+    return (picks, np.array(dts, dtype="datetime64[s]").reshape(len(picks), T),
+            np.array(ok, dtype=bool).reshape(len(picks), T), owner, weight)

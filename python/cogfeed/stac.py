@@ -1224,24 +1224,41 @@ class Selection:
             out.append(self._header_grid(a, io))
         return out
 
-    def series(self, io: Optional[IO] = None
-               ) -> Tuple[List[List[str]], List[List[Optional[_dt.datetime]]]]:
-        """The items as time series, one per location: items whose first
-        asset lies on the same grid (CRS, transform and size: a
-        Sentinel-2 MGRS tile, a Landsat path/row) form one series, in
-        date order.  Returns (hrefs per series, dates per series), what
-        cogfeed.Loader(images, dates=..., time_steps=T) takes.  One asset
-        per item (a series reads one file per date; select the bands of
-        one multi-band asset, or stack them first)."""
+    def series(self, io: Optional[IO] = None, groupby: Any = None
+               ) -> Tuple[List[List[Any]], List[List[Optional[_dt.datetime]]]]:
+        """The items as time series, for cogfeed.Loader(images, dates=...,
+        time_steps=T): returns (hrefs per series, dates per series).  One
+        asset per item (a series reads one file per date; select the bands
+        of one multi-band asset, or stack them first).
+
+        groupby None: one series per location, the items whose first asset
+        lies on the same grid (CRS, transform and size: a Sentinel-2 MGRS
+        tile, a Landsat path/row), in date order, a href per date.
+
+        groupby "solar_day" (the items of one local solar day, as
+        cogfeed.load and odc-stac group them), "time" (one datetime) or a
+        function of the item giving a key: one series of all the items, a
+        date per group in time order, each date the list of its items'
+        hrefs in this selection's order (the Loader mosaics them: the first
+        with data gives each pixel, so sort first, e.g. items.sorted(
+        "clear")), its date the earliest of them.  For a region that
+        several tiles cover: read it onto the region's grid (grid=)."""
         if len(self.names) != 1:
             raise StacError("series(): one asset per item, not %d (%s)"
                             % (len(self.names), ", ".join(self.names)))
+        if groupby is not None:
+            from .region import item_steps
+            steps = item_steps(self.items, groupby)
+            return ([[[self.href(self.assets[i][0]) for i in st] for st in steps]],
+                    [[min(cast(_dt.datetime, self.items[i].time) for i in st)
+                      for st in steps]])
         groups: Dict[Any, List[int]] = {}
         for i, g in enumerate(self.grids(io)):
             key = (g.crs.to_wkt() if g.crs is not None else None,
                    tuple(round(v, 9) for v in g.geotransform), g.width, g.height)
             groups.setdefault(key, []).append(i)
-        hrefs, dates = [], []
+        hrefs: List[List[Any]] = []
+        dates: List[List[Optional[_dt.datetime]]] = []
         for idx in groups.values():
             idx.sort(key=lambda i: (self.items[i].time is None,
                                     self.items[i].time or _dt.datetime.min.replace(

@@ -146,7 +146,7 @@ class CogDataset(IterableDataset[TorchBatch]):
     Each item is a dict (typed cogfeed.torch.TorchBatch): ``"image"``
     (B, C, H, W) (or (B, T, C, H, W)),
     ``"mask"`` (B, 1, H, W) when masks are given, ``"valid"`` (B, 1, H, W)
-    uint8 with ``valid_mask=True``, with dates (time series) ``"dates"``
+    (time series: (B, T, H, W)) uint8 with ``valid_mask=True``, with dates (time series) ``"dates"``
     (B, T) int64 seconds since 1970 UTC and ``"date_valid"`` (B, T) bool,
     ``"windows"``,
     ``"grid"`` (each sample's cogfeed.Grid), ``"augment"``, ``"index"``,

@@ -273,7 +273,8 @@ def test_scene_masks_in_a_mosaic_match_gdal(scenes, scl, tmp_path):
 
 
 def test_scene_masks_in_a_time_series(scenes, scl, tmp_path):
-    """A series of two dates: valid is where both dates are clear."""
+    """A series of two dates: valid (B, T, H, W) is where each date is
+    clear."""
     classes = [8, 9]
     g = cogfeed.Grid.from_bounds(32633, (X0 + 200 * RES, Y1 - 300 * RES,
                                          X0 + 300 * RES, Y1 - 40 * RES), RES)
@@ -282,11 +283,13 @@ def test_scene_masks_in_a_time_series(scenes, scl, tmp_path):
                         valid_mask=True, scene_masks=[[scl["A"], scl["B"]]],
                         invalid_classes=classes) as ld:
         b = next(iter(ld))
-    assert b["image"].shape[1:3] == (2, 2)
+    assert b["image"].shape[1:3] == (2, 2) and b["valid"].shape == (2, 2, 100, 100)
     for i, pg in enumerate(b["grid"]):
         _, va = scene_valid(scenes["A"], scl["A"], pg, tmp_path, classes)
         _, vb = scene_valid(scenes["B"], scl["B"], pg, tmp_path, classes)
-        np.testing.assert_array_equal(b["valid"][i, 0], va & vb)
+        np.testing.assert_array_equal(b["valid"][i, 0], va)
+        np.testing.assert_array_equal(b["valid"][i, 1], vb)
+        assert (va != vb).any()   # the dates' validity differ
 
 
 def test_scene_masks_shape_is_checked(scenes, scl):

@@ -181,10 +181,10 @@ def test_ddp_shards_disjoint_and_complete(scenes):
 def test_plan_weights_keep_locations_equal():
     d = [[np.datetime64("2024-01-%02d" % (i + 1), "s") for i in range(n)] for n in (1, 7)]
     paths = [["a%d" % i for i in range(1)], ["b%d" % i for i in range(7)]]
-    files, dates, ok, owner, w = cf_series.plan(paths, d, 3, seed=0)
+    picks, dates, ok, owner, w = cf_series.plan(paths, d, 3, seed=0)
     assert owner == [0, 1, 1, 1]
     assert w[0] == 1.0 and abs(sum(w[1:]) - 1.0) < 1e-12
-    assert files[0] == ["a0", "a0", "a0"] and list(ok[0]) == [True, False, False]
+    assert picks[0] == [0, 0, 0] and list(ok[0]) == [True, False, False]
 
 
 def _item(iid, href, gt, when):

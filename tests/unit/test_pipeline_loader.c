@@ -868,6 +868,125 @@ static void test_valid_and_mosaic(void) {
     }
 }
 
+/* A time series of mosaics (step_scenes): three steps of two scenes each,
+ * [A, B], [B, A] and [A, A] (a date of one scene, padded by repeating
+ * it), with scene masks and one valid plane per step (valid_per_step).
+ * Each step is its own mosaic: the first of its scenes with data gives a
+ * pixel, else its first scene's own value; valid is per step.  Uses the
+ * files of test_valid_and_mosaic. */
+static void test_series_of_mosaics(void) {
+    char va[600], vb[600], ma[600], mb[600];
+    snprintf(va, sizeof va, "%s/v_a.tif", dir);
+    snprintf(vb, sizeof vb, "%s/v_b.tif", dir);
+    snprintf(ma, sizeof ma, "%s/v_ma.tif", dir);
+    snprintf(mb, sizeof mb, "%s/v_mb.tif", dir);
+    double classes[50];
+    for (int c = 0; c < 50; c++) classes[c] = c;
+    cf_grid g = {.crs = NULL, .transform = {-100, 10, 0, 1100, 0, -10}, .width = 180,
+                 .height = 100};
+    const char *imgs[] = {va, vb, vb, va, va, va}, *scms[] = {ma, mb, mb, ma, ma, ma};
+    for (int f32 = 0; f32 < 2; f32++) {
+        cf_loader_options o;
+        cf_loader_options_init(&o);
+        CHECK(o.step_scenes == 0 && !o.valid_per_step);
+        o.images = imgs;
+        o.nfiles = 1;
+        o.time_steps = 6;
+        o.mosaic = 1;
+        o.step_scenes = 2;
+        o.valid_mask = 1;
+        o.valid_per_step = 1;
+        o.scene_masks = scms;
+        o.invalid_classes = classes;
+        o.ninvalid_classes = 50;
+        o.out_dtype = f32 ? CF_DT_F32 : CF_DT_UNKNOWN;
+        o.grid = &g;
+        o.patch_size = 24;
+        o.batch_size = 5;
+        o.sampler = CF_SAMPLER_RANDOM;
+        o.epoch_length = 40;
+        o.augment = CF_AUG_FLIP | CF_AUG_ROT90;
+        o.threads = 6;
+        cf_loader *ld;
+        cf_error e;
+        CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
+        if (!ld) continue;
+        cf_loader_layout L;
+        cf_loader_get_layout(ld, &L);
+        CHECK(L.time_steps == 3 && L.channels == 2);
+        cf_batch b;
+        int n = 0, wrong = 0, differ = 0;
+        while (cf_loader_next(ld, &b, &e) == CF_OK) {
+            const uint8_t *valid = cf_loader_batch_valid(ld, &b);
+            CHECK(valid != NULL);
+            for (uint32_t i = 0; valid && i < b.n; i++, n++) {
+                const cf_window *w = &b.windows[i];
+                for (int r = 0; r < 24; r++)
+                    for (int c = 0; c < 24; c++) {
+                        int k = (int)(w->aug & 3), rr = r, cc = (w->aug & 4) ? 23 - c : c;
+                        for (int q = 0; q < k; q++) {
+                            int t = rr;
+                            rr = cc;
+                            cc = 23 - t;
+                        }
+                        int64_t gx = w->x + cc, gy = w->y + rr;
+                        /* scene 0 is A, 1 is B: where each lies and has
+                         * data (its class not below 50) */
+                        int64_t x0[2] = {10, 60};
+                        int in[2], ok[2];
+                        for (int s = 0; s < 2; s++) {
+                            in[s] = gx >= x0[s] && gx < x0[s] + 100 && gy >= 10 && gy < 90;
+                            ok[s] = in[s] && (F(gx - x0[s], gy - 10, 0) & 0xff) >= 50;
+                        }
+                        const int order[3][2] = {{0, 1}, {1, 0}, {0, 0}};
+                        int v_step[3];
+                        for (int t = 0; t < 3; t++) {
+                            int s1 = order[t][0], s2 = order[t][1];
+                            int from = ok[s1] ? s1 : ok[s2] ? s2 : in[s1] ? s1 : -1;
+                            size_t px = (size_t)r * 24 + c;
+                            size_t base = ((size_t)i * 3 + (size_t)t) * 2 * 576;
+                            double p0, p1;
+                            if (f32) {
+                                const float *im = (const float *)b.image;
+                                p0 = im[base + px], p1 = im[base + 576 + px];
+                            } else {
+                                const uint16_t *im = (const uint16_t *)b.image;
+                                p0 = im[base + px], p1 = im[base + 576 + px];
+                            }
+                            double w0 = 0, w1 = 0;
+                            if (from >= 0)
+                                w0 = F(gx - x0[from], gy - 10, 0),
+                                w1 = F(gx - x0[from], gy - 10, 1);
+                            v_step[t] = valid[((size_t)i * 3 + (size_t)t) * 576 + px];
+                            wrong += v_step[t] != (ok[s1] || ok[s2]) || p0 != w0 || p1 != w1;
+                        }
+                        differ += v_step[0] != v_step[2];
+                    }
+            }
+            cf_loader_release(ld, &b);
+        }
+        CHECK(n == 40 && wrong == 0 && differ > 0);
+        cf_loader_free(ld);
+    }
+    /* step_scenes needs mosaic and must divide time_steps; valid_per_step
+     * needs valid_mask. */
+    for (int wrong_opt = 0; wrong_opt < 3; wrong_opt++) {
+        cf_loader_options o;
+        cf_loader_options_init(&o);
+        o.images = imgs;
+        o.nfiles = 1;
+        o.time_steps = 6;
+        o.mosaic = wrong_opt != 0;
+        o.step_scenes = wrong_opt == 1 ? 4 : 2;
+        o.valid_per_step = wrong_opt == 2;
+        cf_loader *ld = NULL;
+        cf_error e;
+        CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG);
+        CHECK(strstr(e.msg, wrong_opt == 2 ? "valid_per_step" : "step_scenes") != NULL);
+        cf_loader_free(ld);
+    }
+}
+
 int main(void) {
     fixtures();
     test_values_all_samplers();
@@ -882,6 +1001,7 @@ int main(void) {
     test_grids();
     test_float_normalise();
     test_valid_and_mosaic();
+    test_series_of_mosaics();
     test_budget();
     test_skip_limit();
     char cmd[600];
