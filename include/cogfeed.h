@@ -972,6 +972,12 @@ typedef struct cf_loader_options {
      * scene or mosaic, its scenes' masks, its layers) rather than one
      * plane for all steps; cf_batch's valid is then n x [T, P, P] (0) */
     int valid_per_step;
+    /* Layers per output step instead of per sample file: layers[(f * S +
+     * s) * nlayers + l] is layer l of step s of file f (S the output
+     * steps), each step stacking its own (another collection's scene
+     * matched to the date: SAR beside optical).  Their validity counts in
+     * their step's (0) */
+    int layers_per_step;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-

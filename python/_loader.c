@@ -237,10 +237,17 @@ static int convert_inputs(loader_args *a, cf_loader_options *o) {
                      nfiles);
         return 0;
     }
-    if ((size_t)a->nlay != nfiles * (size_t)o->nlayers) {
+    /* nlayers per image file, or (layers_per_step) per output step of it:
+     * one per step_scenes scenes of a mosaic, else per scene (cogfeed.h) */
+    size_t per = (size_t)o->nlayers;
+    if (o->layers_per_step && o->time_steps > 0) {
+        size_t k = !o->mosaic ? 1 : o->step_scenes ? o->step_scenes : (size_t)o->time_steps;
+        per *= (size_t)o->time_steps / k;
+    }
+    if ((size_t)a->nlay != nfiles * per) {
         PyErr_Format(PyExc_ValueError,
-                     "layers: %zd paths for %zu image files of %d layers each", a->nlay,
-                     nfiles, o->nlayers);
+                     "layers: %zd paths for %zu image files of %zu layers each", a->nlay,
+                     nfiles, per);
         return 0;
     }
     o->images = a->img;

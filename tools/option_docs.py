@@ -35,6 +35,7 @@ _LOADER_FROM = {"time_steps": "(`images`: scenes per series)",
                 "nlayers": "(`layers`: layers per file)",
                 "step_scenes": "(`images`: scenes per date of a series)",
                 "valid_per_step": "(`valid_mask` of a time series)",
+                "layers_per_step": "(`date_layers`)",
                 "mask_resampling": '`resampling={"mask": ...}`'}
 
 

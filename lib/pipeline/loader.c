@@ -625,7 +625,7 @@ static void release_inputs(cf_loader *ld) {
         cf_cog_close(ld->msk[i]);
         ld->msk[i] = NULL;
     }
-    for (size_t i = 0; ld->lay && i < ld->o.nfiles * (size_t)ld->o.nlayers; i++) {
+    for (size_t i = 0; ld->lay && i < ld->o.nfiles * ld->nlf; i++) {
         cf_cog_close(ld->lay[i]);
         ld->lay[i] = NULL;
     }

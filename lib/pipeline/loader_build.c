@@ -95,9 +95,12 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
         return cf__err(err, CF_E_ARG, "loader: valid_per_step needs valid_mask");
     ld->step_scenes = !o->mosaic ? 1 : o->step_scenes ? o->step_scenes : (uint32_t)o->time_steps;
     ld->valid_steps = o->valid_per_step ? (uint32_t)o->time_steps / ld->step_scenes : 1;
+    if (o->layers_per_step && !o->nlayers)
+        return cf__err(err, CF_E_ARG, "loader: layers_per_step without layers");
+    ld->nlf = cf__sg_layer_files(o);
     /* Copy everything the caller may free after cf_loader_new. */
     size_t nimg = o->nfiles * (size_t)o->time_steps;
-    const size_t nrest = (o->masks ? o->nfiles : 0) + o->nfiles * (size_t)o->nlayers;
+    const size_t nrest = (o->masks ? o->nfiles : 0) + o->nfiles * ld->nlf;
     ld->nurls = nimg + nrest + (o->scene_masks ? nimg : 0);
     ld->urls = cf__calloc(ld->nurls, sizeof *ld->urls);
     if (!ld->urls) return cf__err(err, CF_E_NOMEM, "loader: url table");
@@ -177,7 +180,8 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
             return cf__err(err, CF_E_NOMEM, "loader: layers");
     }
     for (int l = 0; l < o->nlayers; l++) {
-        for (size_t f = 0; f < o->nfiles; f++) {
+        /* every sample file's (and with layers_per_step every step's) */
+        for (size_t f = 0; f < o->nfiles * ld->nlf / (size_t)o->nlayers; f++) {
             const cf_cog *c = ld->lay[f * (size_t)o->nlayers + (size_t)l];
             cf_cog_get_info(c, &inf);
             if (f == 0) {
@@ -782,9 +786,7 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
         ld->img = cf__calloc(o->nfiles * (size_t)o->time_steps,
                              sizeof *ld->img);
         if (opt->masks) ld->msk = cf__calloc(o->nfiles, sizeof *ld->msk);
-        if (o->nlayers)
-            ld->lay = cf__calloc(o->nfiles * (size_t)o->nlayers,
-                                 sizeof *ld->lay);
+        if (o->nlayers) ld->lay = cf__calloc(o->nfiles * ld->nlf, sizeof *ld->lay);
         if (ld->has_scm)
             ld->scm = cf__calloc(o->nfiles * (size_t)o->time_steps, sizeof *ld->scm);
         if (!ld->img || (opt->masks && !ld->msk) || (o->nlayers && !ld->lay) ||
@@ -857,9 +859,7 @@ void cf_loader_free(cf_loader *ld) {
     for (size_t i = 0; ld->img && i < nimg; i++) cf_cog_close(ld->img[i]);
     for (size_t i = 0; ld->msk && i < ld->o.nfiles; i++)
         cf_cog_close(ld->msk[i]);
-    for (size_t i = 0; ld->lay && i < ld->o.nfiles * (size_t)ld->o.nlayers;
-         i++)
-        cf_cog_close(ld->lay[i]);
+    for (size_t i = 0; ld->lay && i < ld->o.nfiles * ld->nlf; i++) cf_cog_close(ld->lay[i]);
     for (size_t i = 0; ld->scm && i < nimg; i++) cf_cog_close(ld->scm[i]);
     free(ld->img);
     free(ld->msk);

@@ -165,7 +165,9 @@ struct cf_loader {
     cf_cog **img;             /* nfiles * T */
     cf_cog **msk;             /* nfiles or NULL */
     cf_vlabels *vl;           /* labels from polygons (a reference), or NULL */
-    cf_cog **lay;             /* nfiles * nlayers or NULL */
+    cf_cog **lay;             /* nfiles * nlf or NULL */
+    size_t nlf;               /* layer files per sample file (nlayers, per
+                                 output step with layers_per_step) */
     cf_cog **scm;             /* scene masks, nfiles * T, or NULL */
     int has_scm;
     cf_dtype scm_dt;
@@ -269,6 +271,8 @@ int cf__ld_member_output(const cf_loader *ld, const ld_member *mb);
  * mosaic): read into the mosaic scratch to fill the first scene's pixels
  * without data, no output of its own. */
 int cf__ld_member_fills(const cf_loader *ld, const ld_member *mb);
+/* The index in ld->lay of layer member mb of sample file f. */
+size_t cf__ld_layer_file(const cf_loader *ld, size_t f, const ld_member *mb);
 /* The input (url) index of member mb of sample file f. */
 size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb);
 

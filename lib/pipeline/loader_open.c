@@ -36,7 +36,7 @@ cf_cog **cf__ld_url_slot(cf_loader *ld, size_t i) {
         if (i < ld->o.nfiles) return &ld->msk[i];
         i -= ld->o.nfiles;
     }
-    size_t nl = ld->o.nfiles * (size_t)ld->o.nlayers;
+    size_t nl = ld->o.nfiles * ld->nlf;
     if (i < nl) return &ld->lay[i];
     return &ld->scm[i - nl];
 }

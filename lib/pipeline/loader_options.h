@@ -84,7 +84,8 @@ size_t cf__ld_default_cache_bytes(void);
     X(mosaic, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                                 \
     X(skip_empty, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                             \
     X(step_scenes, uint32_t, long long, "L", 0, 0, 1024, "0: all of a file's scenes")     \
-    X(valid_per_step, int, int, "p", 0, INT32_MIN, INT32_MAX, "")
+    X(valid_per_step, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                         \
+    X(layers_per_step, int, int, "p", 0, INT32_MIN, INT32_MAX, "")
 
 /* The resampling kernels (cf_resampling), one row per member:
  *

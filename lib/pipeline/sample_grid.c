@@ -262,6 +262,13 @@ static cf_status place(const cf_loader_options *o, const cf_cog *c, const cf_gri
     return CF_OK;
 }
 
+size_t cf__sg_layer_files(const cf_loader_options *o) {
+    if (!o->layers_per_step) return (size_t)o->nlayers;
+    /* the output steps: one per step_scenes of a mosaic, else per scene */
+    size_t K = !o->mosaic ? 1 : o->step_scenes ? o->step_scenes : (size_t)o->time_steps;
+    return (size_t)o->nlayers * ((size_t)o->time_steps / K);
+}
+
 cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *const *msk,
                      cf_cog *const *lay, cf_cog *const *scm, cf__sg **out, cf_error *err) {
     *out = NULL;
@@ -286,7 +293,7 @@ cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *con
     for (int l = 0; o->layer_resampling && l < o->nlayers; l++)
         if ((unsigned)o->layer_resampling[l] >= CF_RS_COUNT)
             return cf__err(err, CF_E_ARG, "loader: unknown resampling of layer %d", l);
-    const size_t F = o->nfiles, T = (size_t)o->time_steps, L = (size_t)o->nlayers;
+    const size_t F = o->nfiles, T = (size_t)o->time_steps, L = cf__sg_layer_files(o);
     cf__sg *sg = cf__calloc(1, sizeof *sg);
     if (!sg) return cf__err(err, CF_E_NOMEM, "loader: grids");
     sg->nfiles = F;
@@ -322,7 +329,8 @@ cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *con
         }
         for (size_t l = 0; st == CF_OK && l < L; l++) {
             cf__sg_input *in = &sg->in[F * T + (msk ? F : 0) + f * L + l];
-            in->rs = o->layer_resampling ? o->layer_resampling[l] : o->resampling;
+            const size_t kind = l % (size_t)o->nlayers; /* of the steps' own */
+            in->rs = o->layer_resampling ? o->layer_resampling[kind] : o->resampling;
             st = place(o, lay[f * L + l], g, sg->georef[f], "layer", ref, in, err);
         }
         /* Classes: nearest, as gdalwarp reads them. */

@@ -36,6 +36,10 @@ typedef struct cf__sg cf__sg;
  * placed is refused, naming the file (and both CRSs when reprojection is
  * off).  `o` is the loader's options (its grid pointers still the
  * caller's: used during this call only). */
+/* Layer files per sample file: nlayers, or nlayers per output step with
+ * layers_per_step (layers[f * this + s * nlayers + l]). */
+size_t cf__sg_layer_files(const cf_loader_options *o);
+
 cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *const *msk,
                      cf_cog *const *lay, cf_cog *const *scm, cf__sg **out, cf_error *err);
 void cf__sg_free(cf__sg *sg);

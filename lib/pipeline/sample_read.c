@@ -370,8 +370,7 @@ static void convert_member(const cf_loader *ld, const ld_member *mb,
 static cf_cog *member_cog(const cf_loader *ld, size_t f, const ld_member *mb) {
     const size_t scene = f * (size_t)ld->o.time_steps + (size_t)mb->t;
     if (mb->layer == LD_SCENE_MASK) return ld->scm[scene];
-    return mb->layer < 0 ? ld->img[scene]
-                         : ld->lay[f * (size_t)ld->o.nlayers + (size_t)mb->layer];
+    return mb->layer < 0 ? ld->img[scene] : ld->lay[cf__ld_layer_file(ld, f, mb)];
 }
 
 /* Input m of a sample of file f (member m, or the mask when m is
@@ -840,10 +839,16 @@ int cf__ld_member_output(const cf_loader *ld, const ld_member *mb) {
     return mb->layer != LD_SCENE_MASK && !cf__ld_member_fills(ld, mb);
 }
 
+size_t cf__ld_layer_file(const cf_loader *ld, size_t f, const ld_member *mb) {
+    const size_t L = (size_t)ld->o.nlayers;
+    const size_t s = ld->o.layers_per_step ? (size_t)mb->step : 0;
+    return f * ld->nlf + s * L + (size_t)mb->layer;
+}
+
 size_t cf__ld_member_slot(const cf_loader *ld, size_t f, const ld_member *mb) {
-    const size_t F = ld->o.nfiles, T = (size_t)ld->o.time_steps, L = (size_t)ld->o.nlayers;
+    const size_t F = ld->o.nfiles, T = (size_t)ld->o.time_steps;
     const size_t M = ld->msk ? F : 0;
-    if (mb->layer == LD_SCENE_MASK) return F * T + M + F * L + f * T + (size_t)mb->t;
+    if (mb->layer == LD_SCENE_MASK) return F * T + M + F * ld->nlf + f * T + (size_t)mb->t;
     if (mb->layer < 0) return f * T + (size_t)mb->t;
-    return F * T + M + f * L + (size_t)mb->layer;
+    return F * T + M + cf__ld_layer_file(ld, f, mb);
 }

@@ -18,6 +18,7 @@ from ._cogfeed import (Error, Status, ArgumentError, OutOfMemoryError, InputOutp
 from .grid import Grid
 from .loader import Loader
 from . import stac
+from . import series
 from .region import Region, load
 from .writer import Writer, write
 from .predict import Stitcher, grid_windows, predict
@@ -28,7 +29,7 @@ from .loader import (Batch, DType, GridSpec, IOOptions, LoaderLayout,
                      ResamplingSpec, Sampler, StrPath, Window)
 
 __all__ = ["open", "open_many", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
-           "Loader", "stac", "load", "Region", "Writer", "write", "Stitcher", "grid_windows", "predict",
+           "Loader", "stac", "series", "load", "Region", "Writer", "write", "Stitcher", "grid_windows", "predict",
            "VectorLabels",
            "__version__",
            "Status", "ArgumentError", "OutOfMemoryError", "InputOutputError", "FormatError",

@@ -160,6 +160,7 @@ class LoaderOptions(TypedDict, total=False):
     dates: Any
     date_pattern: Optional[str]
     date_format: Optional[str]
+    date_layers: Optional[Sequence[Sequence[Any]]]
 
 
 class Batch(TypedDict):
@@ -658,6 +659,12 @@ class Loader:
         date_pattern, date_format: dates from the file names instead: a
             regular expression with a group named ``date``, parsed with
             ``date_format`` (strptime), as TorchGeo's filename_regex.
+        date_layers: layers per date instead of per location (time
+            series): for each series a list per date of its layer files
+            (or one path), stacked after that date's image bands: another
+            collection's scene matched to each date, as
+            cogfeed.series.match gives (``Matched.layers``).  Instead of
+            ``layers``; their validity counts in their date's.
     """
 
     def __init__(
@@ -714,6 +721,7 @@ class Loader:
         dates: Any = None,
         date_pattern: Optional[str] = None,
         date_format: Optional[str] = None,
+        date_layers: Optional[Sequence[Sequence[Any]]] = None,
     ) -> None:
         from .stac import Selection as _Selection
         stac_sel: Optional[_Selection] = None
@@ -747,10 +755,20 @@ class Loader:
             mosaic = False
         step_scenes = 0
         scm: Optional[List[Any]] = None
+        # date_layers: (paths, layers per date), flattened source by source
+        step_lay: Optional[Tuple[List[str], int]] = None
         is_series = all(series) and not mosaic
+        if date_layers is not None and not is_series:
+            raise ValueError("date_layers: for time series (a list of dates per location)")
+        if date_layers is not None and layers is not None:
+            raise ValueError("layers and date_layers: give one of them")
         if is_series:
             from . import series as _series
             nested = _series.nest(items, "images")
+            dl_n = None
+            if date_layers is not None:
+                dl_n = _series.nest(list(date_layers), "date_layers")
+                _series.same_dates(nested, dl_n, "date_layers")
             scm_n = None
             if scene_masks is not None:
                 if isinstance(scene_masks, (str, bytes, os.PathLike)):
@@ -773,6 +791,8 @@ class Loader:
                 sources = [[nested[o][j] for j in pk] for o, pk in zip(owner, picks)]
                 if scm_n is not None:
                     scm_s = [[scm_n[o][j] for j in pk] for o, pk in zip(owner, picks)]
+                if dl_n is not None:
+                    dl_n = [[dl_n[o][j] for j in pk] for o, pk in zip(owner, picks)]
                 if masks is not None:
                     ml = _paths(masks, "masks")
                     masks = [ml[o] for o in owner]
@@ -793,6 +813,8 @@ class Loader:
             flat = _series.flatten(sources, K)
             if scm_s is not None:
                 scm = _series.flatten(scm_s, K)
+            if dl_n is not None:
+                step_lay = ([p for src in dl_n for d in src for p in d], len(dl_n[0][0]))
             if K > 1:  # each date a mosaic of K scenes (padded)
                 mosaic, step_scenes = True, K
             t = T * K
@@ -826,7 +848,9 @@ class Loader:
         masks_l = None if masks is None else _paths(masks, "masks")
         nlayers = 0
         lay: Optional[List[str]] = None
-        if layers is not None:
+        if step_lay is not None:
+            lay, nlayers = step_lay
+        elif layers is not None:
             layers = list(layers)
             if len(layers) != nfiles:
                 raise ValueError("layers: one list per image file")
@@ -873,6 +897,7 @@ class Loader:
             error_threshold=float(error_threshold),
             valid_mask=bool(valid_mask), mosaic=bool(mosaic), step_scenes=step_scenes,
             valid_per_step=bool(valid_mask) and is_series,
+            layers_per_step=step_lay is not None,
             skip_empty=bool(skip_empty), scene_masks=scm,
             **_roi(roi, roi_crs),
             invalid_classes=(None if invalid_classes is None

@@ -35,11 +35,12 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
-from typing import Any, List, Optional, Sequence, Tuple, cast
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
-__all__ = ["plan", "parse_dates", "nest", "same_shape", "flatten"]
+__all__ = ["plan", "parse_dates", "nest", "same_shape", "same_dates", "flatten", "match",
+           "Matched"]
 
 NaT = np.datetime64("NaT", "s")
 
@@ -160,6 +161,18 @@ def same_shape(a: List[List[List[Any]]], b: List[List[List[Any]]], what: str) ->
                          "date, a scene per scene)" % what)
 
 
+def same_dates(a: List[List[List[Any]]], b: List[List[List[Any]]], what: str) -> None:
+    """b (layers per date) has a date per date of a, the same number of
+    files at every date."""
+    if len(a) != len(b) or any(len(x) != len(y) for x, y in zip(a, b)):
+        raise ValueError("%s: one entry per date of every series, shaped as the images' "
+                         "dates" % what)
+    n = set(len(d) for s in b for d in s)
+    if len(n) > 1:
+        raise ValueError("%s: every date needs the same number of files (%d to %d)"
+                         % (what, min(n), max(n)))
+
+
 def flatten(sources: Sequence[Sequence[Sequence[Any]]], K: int) -> List[Any]:
     """Every date's scenes padded to K by repeating its last (a repeat adds
     nothing to the mosaic, and is read only where pixels are still left
@@ -214,3 +227,123 @@ def plan(series: Sequence[Sequence[Any]], dates: Sequence[Sequence[np.datetime64
             weight.append(1.0 / k)
     return (picks, np.array(dts, dtype="datetime64[s]").reshape(len(picks), T),
             np.array(ok, dtype=bool).reshape(len(picks), T), owner, weight)
+
+
+class Matched(NamedTuple):
+    """What match() gives: the series with their dates (those without a
+    match left out, missing="drop"), and for each date the matched files
+    of the other collections (cogfeed.Loader's date_layers) and their
+    dates (datetime64[s]); the dates kept (indices into each series), and
+    the scene masks given, filtered as the images."""
+    images: List[List[Any]]
+    dates: List[List[Any]]
+    layers: List[List[List[str]]]
+    layer_dates: List[List[List[np.datetime64]]]
+    kept: List[List[int]]
+    scene_masks: Optional[List[List[Any]]]
+
+
+def match(images: Sequence[Sequence[Any]], dates: Sequence[Sequence[Any]],
+          *others: Tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]]],
+          tolerance: Any = None, missing: str = "drop",
+          scene_masks: Optional[Sequence[Sequence[Any]]] = None) -> Matched:
+    """A series built from several collections: each date of ``images``
+    (per location, its dates; a date a path or the list of its scenes)
+    gets, from every other collection, its scene nearest in time within
+    ``tolerance`` (a datetime.timedelta or numpy timedelta64; None: the
+    nearest at any distance; ties: the earlier), stacked after the image's
+    bands as that date's layers (``Loader(..., date_layers=m.layers)``):
+    e.g. the Sentinel-1 scene of each Sentinel-2 date.
+
+    Each other collection is a pair (paths, dates) shaped per location as
+    ``images``: the scenes it offers that location, one file per date (a
+    matched layer is read as it is, not mosaicked).  A date with no match
+    in some collection is left out (``missing="drop"``) or raises
+    (``missing="error"``); ``scene_masks`` (shaped as ``images``) are
+    left out with their dates."""
+    if missing not in ("drop", "error"):
+        raise ValueError("match: missing is 'drop' or 'error', not %r" % (missing,))
+    if not others:
+        raise ValueError("match: give at least one other collection (paths, dates)")
+    tol: Optional[int] = None
+    if tolerance is not None:
+        td = (tolerance if isinstance(tolerance, np.timedelta64)
+              else np.timedelta64(tolerance))
+        tol = int(td.astype("timedelta64[s]").astype(np.int64))
+        if tol < 0:
+            raise ValueError("match: tolerance must not be negative")
+    if len(dates) != len(images) or any(len(d) != len(i) for d, i in zip(dates, images)):
+        raise ValueError("match: dates: one per date of every series, shaped as the images")
+    pools = []
+    for c, (paths, odates) in enumerate(others):
+        if len(paths) != len(images) or len(odates) != len(images):
+            raise ValueError("match: collection %d: one list per location (%d locations)"
+                             % (c + 1, len(images)))
+        loc = []
+        for i, (ps, ds) in enumerate(zip(paths, odates)):
+            if len(ps) != len(ds):
+                raise ValueError("match: collection %d, location %d: a date per file"
+                                 % (c + 1, i))
+            files = []
+            for p in ps:
+                if isinstance(p, (list, tuple)):
+                    if len(p) != 1:
+                        raise ValueError(
+                            "match: collection %d, location %d: a date of %d scenes; a matched "
+                            "layer is one file per date (group with groupby=None, or stack "
+                            "them first)" % (c + 1, i, len(p)))
+                    p = p[0]
+                files.append(os.fspath(p))
+            secs = [_to_dt64(d, "collection %d dates" % (c + 1)) for d in ds]
+            order = sorted((j for j in range(len(secs)) if not np.isnat(secs[j])),
+                           key=lambda j: int(secs[j].astype(np.int64)))
+            loc.append((files, secs, order))
+        pools.append(loc)
+    if scene_masks is not None and (len(scene_masks) != len(images) or any(
+            len(m) != len(i) for m, i in zip(scene_masks, images))):
+        raise ValueError("match: scene_masks: shape them as the images")
+    out = Matched([], [], [], [], [], None if scene_masks is None else [])
+    for i, (series, ds) in enumerate(zip(images, dates)):
+        keep_i: List[Any] = []
+        keep_d: List[Any] = []
+        kept: List[int] = []
+        lays: List[List[str]] = []
+        ldates: List[List[np.datetime64]] = []
+        for j, (img, d) in enumerate(zip(series, ds)):
+            t = _to_dt64(d, "dates[%d][%d]" % (i, j))
+            if np.isnat(t):
+                raise ValueError("match: series %d, date %d has no date" % (i, j))
+            ts = int(t.astype(np.int64))
+            row, rdates = [], []
+            for c, loc in enumerate(pools):
+                files, secs, order = loc[i]
+                best = None
+                for k in order:  # in time order: the first of equals is the earlier
+                    dist = abs(int(secs[k].astype(np.int64)) - ts)
+                    if (tol is None or dist <= tol) and (best is None or dist < best[0]):
+                        best = (dist, k)
+                if best is None:
+                    break
+                row.append(files[best[1]])
+                rdates.append(secs[best[1]])
+            if len(row) < len(pools):
+                if missing == "error":
+                    raise ValueError("match: series %d, date %s: no scene of collection %d "
+                                     "within the tolerance" % (i, t, len(row) + 1))
+                continue
+            keep_i.append(img)
+            keep_d.append(d)
+            kept.append(j)
+            lays.append(row)
+            ldates.append(rdates)
+        if not keep_i:
+            raise ValueError("match: series %d: no date has a match in every collection "
+                             "within the tolerance" % i)
+        out.images.append(keep_i)
+        out.dates.append(keep_d)
+        out.layers.append(lays)
+        out.layer_dates.append(ldates)
+        out.kept.append(kept)
+        if scene_masks is not None and out.scene_masks is not None:
+            out.scene_masks.append([scene_masks[i][j] for j in kept])
+    return out

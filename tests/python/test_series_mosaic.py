@@ -238,3 +238,85 @@ def test_stac_items_into_a_series_of_mosaics(series, tmp_path):
         json.dump({"type": "FeatureCollection", "features": [bad]}, f)
     with pytest.raises((ValueError, cogfeed.stac.StacError), match="datetime"):
         cogfeed.stac.items(path).select(["visual"]).series(groupby="solar_day")
+
+
+@pytest.fixture(scope="module")
+def sar(series, tmp_path_factory):
+    """A second collection (SAR-like: one float32 band, whole region, in
+    the next UTM zone west): a scene 1 day after each even date and 3 days
+    after each odd one, and the GDAL warp of each onto the region."""
+    d = tmp_path_factory.mktemp("sar")
+    rng = np.random.default_rng(31)
+    paths, dates, on_region = [], [], []
+    region = series["region"]
+    for t in range(NDATES):
+        a = rng.normal(-12, 3, size=(1, H + 40, W + 40)).astype(np.float32)
+        a[:, :, :30] = np.nan                                   # its own edge
+        gt = (X0 - 20 * RES, RES, 0, Y1 + 20 * RES, 0, -RES)
+        src = F.write_cog(str(d / ("s33_%02d.tif" % t)), a, gt, nodata=float("nan"),
+                          blocksize=128)
+        w32 = str(d / ("s32_%02d.tif" % t))
+        F.run(["gdalwarp", "-q", "-t_srs", "EPSG:32632", "-tr", "12", "12", "-r", "near",
+               src, w32])
+        p = str(d / ("sar_%02d.tif" % t))
+        F.run(["gdal_translate", "-q", "-of", "COG", "-co", "BLOCKSIZE=128", w32, p])
+        paths.append(p)
+        dates.append(series["dates"][t] + dt.timedelta(days=1 if t % 2 == 0 else 3))
+        r = F.gdalwarp(p, str(d / "r.tif"), region, "near", extra=("-et", "0"))[0]
+        full = np.full((-(-H // P) * P, -(-W // P) * P), np.nan, np.float32)
+        full[:H, :W] = r
+        on_region.append(full)
+    return {"paths": paths, "dates": dates, "ref": on_region}
+
+
+def test_two_collections_matched_by_date(series, sar):
+    """series.match: each optical date takes the SAR scene nearest in time
+    within 2 days (6 of 12 dates have one; the rest are left out), read as
+    that date's layer onto the region from its own CRS: the image channels
+    are the optical mosaic, the layer channel GDAL's warp of the matched
+    scene, and each date's validity both."""
+    m = cogfeed.series.match([series["scenes"]], [series["dates"]],
+                             ([sar["paths"]], [sar["dates"]]),
+                             tolerance=dt.timedelta(days=2), scene_masks=[series["scls"]])
+    assert m.kept == [list(range(0, NDATES, 2))]
+    assert m.layers[0] == [[sar["paths"][t]] for t in range(0, NDATES, 2)]
+    assert [x[0] for x in m.layer_dates[0]] == [
+        np.datetime64(sar["dates"][t].replace(tzinfo=None), "s") for t in range(0, NDATES, 2)]
+    steps = m.kept[0]
+    with cogfeed.Loader(m.images, dates=m.dates, date_layers=m.layers,
+                        scene_masks=m.scene_masks, invalid_classes=CLASSES,
+                        grid=series["region"], sampler="grid", patch_size=P, batch_size=4,
+                        resampling="nearest", error_threshold=0, valid_mask=True,
+                        dtype="float32", scale_offset=False) as ld:
+        assert ld.layout["channels"] == 3 and ld.layout["time_steps"] == len(steps)
+        n = 0
+        for b in ld:
+            for i in range(len(b["windows"])):
+                _, x, y, w, h = b["windows"][i]
+                for k, t in enumerate(steps):
+                    opt_v = series["valid"][t][y:y + h, x:x + w]
+                    lay = sar["ref"][t][y:y + h, x:x + w]
+                    lay_v = ~np.isnan(lay)
+                    np.testing.assert_array_equal(b["valid"][i, k], opt_v & lay_v,
+                                                  err_msg="date %d" % t)
+                    np.testing.assert_array_equal(b["image"][i, k, 2][lay_v], lay[lay_v])
+                    exp = series["ref"][t][:, y:y + h, x:x + w].astype(np.float32)
+                    np.testing.assert_array_equal(b["image"][i, k, :2][:, opt_v],
+                                                  exp[:, opt_v])
+                n += 1
+    assert n == 20
+    # without a tolerance every date has a nearest scene; missing="error"
+    m2 = cogfeed.series.match([series["scenes"]], [series["dates"]],
+                              ([sar["paths"]], [sar["dates"]]))
+    assert m2.kept == [list(range(NDATES))]
+    assert m2.layers[0][1] == [sar["paths"][1]]           # 3 days off, the nearest
+    with pytest.raises(ValueError, match="date 2024-03-06.*no scene of collection 1"):
+        cogfeed.series.match([series["scenes"]], [series["dates"]],
+                             ([sar["paths"]], [sar["dates"]]),
+                             tolerance=dt.timedelta(days=2), missing="error")
+    with pytest.raises(ValueError, match="layers and date_layers"):
+        cogfeed.Loader(m.images, date_layers=m.layers, layers=[[sar["paths"][0]]])
+    with pytest.raises(ValueError, match="date_layers: one entry per date"):
+        cogfeed.Loader(m.images, date_layers=[m.layers[0][:-1]])
+    with pytest.raises(ValueError, match="date_layers: for time series"):
+        cogfeed.Loader(series["scenes"][0], date_layers=[[sar["paths"][0]]])
