@@ -394,6 +394,109 @@ def patches_torchgeo(cfg):
     return _drive(cfg, make)
 
 
+# -- time series (bench/series_bench.py) --------------------------------------
+
+def _series_drive(cfg, make, close=None):
+    """As _drive, with a cold phase measured apart: construction (headers),
+    the first batch, the rate over the first cfg["cold_batches"] batches
+    (nothing cached yet: cold), then, after cfg["warmup"] more, the rate
+    over cfg["seconds"] (warm: the headers and whatever the caches kept)."""
+    m = Meter(cfg.get("log"))
+    ld = make()
+    header = m.mark()
+    it = _endless(ld)
+    n = int(next(it)["image"].shape[0])
+    first = m.mark()
+    t0 = time.perf_counter()
+    for _ in range(cfg["cold_batches"] - 1):
+        n += int(next(it)["image"].shape[0])
+    cold_s = first[0] + time.perf_counter() - t0
+    cold_n = n
+    for _ in range(cfg["warmup"]):
+        next(it)
+    m.mark()
+    n = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < cfg["seconds"]:
+        n += int(next(it)["image"].shape[0])
+    warm = m.mark()
+    r = result(cfg, header, first, warm, n, n * _patch_bytes(cfg),
+               {"cold_items": cold_n, "cold_s": cold_s,
+                "cold_items_per_s": cold_n / cold_s})
+    it.close()
+    if close:
+        close(ld)
+    stop = getattr(getattr(ld, "_iterator", None), "_shutdown_workers", None)
+    if stop:
+        stop()
+    return r
+
+
+def series_cogfeed(cfg):
+    """cogfeed.Loader over the series: each location's dates a mosaic of
+    the two tiles (the first with data gives each pixel), read onto the
+    region's grid, random patches, float32 and a valid plane per date;
+    with cfg["check"], the digests of the series at the check windows
+    instead."""
+    import cogfeed
+    g = cogfeed.Grid(cfg["crs"], geotransform=cfg["gt"], width=cfg["width"],
+                     height=cfg["height"])
+    common_kw = dict(dates=[cfg["dates"]], resampling="nearest", dtype="float32",
+                     valid_mask=True)
+    if cfg.get("check"):
+        out = []
+        for x, y in cfg["check"]:
+            with cogfeed.Loader([cfg["series"]], grid=g.window(x, y, cfg["patch"],
+                                                                cfg["patch"]),
+                                patch_size=cfg["patch"], batch_size=1, sampler="grid",
+                                **common_kw) as ld:
+                out.append(digest([next(iter(ld))["image"][0]]))
+        return {"digests": out}
+    return _series_drive(cfg, lambda: cogfeed.Loader(
+        [cfg["series"]], grid=g, patch_size=cfg["patch"], batch_size=cfg["batch"],
+        sampler="random", seed=0, epoch_length=10 ** 9, cache_bytes=cfg["cache_bytes"],
+        **common_kw), lambda ld: ld.close())
+
+
+def series_torchgeo(cfg):
+    """TorchGeo's time-series sampling of the same files: a RasterDataset
+    dated from the file names, RandomGeoSampler locations, each sample the
+    dataset's slice of every date's interval (its per-date mosaic,
+    rasterio.merge) stacked to (T, C, H, W) (peers_torchgeo.DateMosaics),
+    a DataLoader with stack_samples and cfg["workers"] persistent workers;
+    with cfg["check"], the digests at the check windows."""
+    import pandas as pd
+    import torch
+    from torch.utils.data import DataLoader
+    from torchgeo.datasets import stack_samples
+    from torchgeo.samplers import RandomGeoSampler
+    from peers_torchgeo import DateMosaics, SeriesScenes
+
+    torch.set_num_threads(1)
+    iv = [(pd.Timestamp(a), pd.Timestamp(b)) for a, b in cfg["intervals"]]
+    if cfg.get("check"):
+        ds = DateMosaics(SeriesScenes(paths=cfg["files"]), iv)
+        x0, res, _, y1, _, _ = cfg["gt"]
+        out = []
+        for x, y in cfg["check"]:
+            xs = slice(x0 + x * res, x0 + (x + cfg["patch"]) * res, res)
+            ys = slice(y1 - (y + cfg["patch"]) * res, y1 - y * res, res)
+            out.append(digest([ds[(xs, ys)]["image"].numpy()]))
+        return {"digests": out}
+
+    def make():
+        ds = SeriesScenes(paths=cfg["files"])
+        smp = RandomGeoSampler(ds, size=cfg["patch"], length=10 ** 6)
+        w = cfg["workers"]
+        remote = any("://" in p for p in cfg["files"])
+        return DataLoader(DateMosaics(ds, iv), sampler=smp, batch_size=cfg["batch"],
+                          num_workers=w, collate_fn=stack_samples,
+                          persistent_workers=w > 0, prefetch_factor=2 if w else None,
+                          worker_init_fn=_drop_vsicurl if remote and w else None)
+
+    return _series_drive(cfg, make)
+
+
 # -- decode -----------------------------------------------------------------
 
 # imagecodecs' own codec function for each row (the library call alone, no
@@ -576,7 +679,7 @@ RUNS = {f.__name__: f for f in (
     decode_files,
     windows_cogfeed, windows_loader, windows_async_tiff, windows_rasterio,
     windows_tifffile, patches_cogfeed, patches_baseline, patches_torchgeo,
-    decode)}
+    series_cogfeed, series_torchgeo, decode)}
 
 
 def main(argv):

@@ -14,3 +14,31 @@ class Images(RasterDataset):
 class Masks(RasterDataset):
     filename_glob = "scene_*.tif"
     is_image = False
+
+
+class SeriesScenes(RasterDataset):
+    """bench/series_bench.py's scenes: tile_<A|B>_<YYYYMMDD>.tif, the date
+    from the file name (TorchGeo's filename_regex / date_format)."""
+    filename_glob = "tile_*.tif"
+    filename_regex = r"tile_(?P<tile>[AB])_(?P<date>\d{8})\.tif"
+    date_format = "%Y%m%d"
+    is_image = True
+
+
+class DateMosaics:
+    """A (T, C, H, W) series of per-date mosaics at a sampled location, as
+    a TorchGeo user builds one: for each date's time interval the
+    RasterDataset's own slice, which merges the files of that date
+    (rasterio.merge, the first file with data giving each pixel), stacked.
+    Takes the GeoSlices of a GeoSampler (their time part is replaced by
+    each date's interval)."""
+
+    def __init__(self, ds, intervals):
+        self.ds = ds
+        self.intervals = intervals  # [(start, stop) pandas Timestamps]
+
+    def __getitem__(self, index):
+        import torch
+        x, y = index[0], index[1]
+        steps = [self.ds[x, y, slice(t0, t1)]["image"] for t0, t1 in self.intervals]
+        return {"image": torch.stack(steps)}
