@@ -35,7 +35,7 @@ per reader: header seconds (opening), the first batch, the cold rate
 process tree; and cogfeed / TorchGeo's best as ratios.
 
     PYTHONPATH=build/python .venv/bin/python bench/series_bench.py \\
-        [--storages remote,local] [--workers 4,8,16] [--seconds 60] [--json OUT]
+        [--storages remote,local] [--workers 4,8,12] [--seconds 60] [--json OUT]
 """
 
 import argparse
@@ -106,7 +106,7 @@ def main(argv):
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--latency-ms", type=float, default=164)
     ap.add_argument("--storages", default="remote,local")
-    ap.add_argument("--workers", default="4,8,16",
+    ap.add_argument("--workers", default="4,8,12",
                     help="TorchGeo's DataLoader worker counts")
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--warmup", type=int, default=2)

@@ -1041,6 +1041,17 @@ typedef struct cf_loader_stats {
      * 256 px patches on 512 px tiles without cache hits, 1 for
      * tile-aligned ones.  Uncompressed chunks are not decoded (0). */
     uint64_t chunk_bytes_decoded;
+    /* Rounds of reads the samples took: each a set of requests sent at
+     * once, waited for before the next.  A sample's inputs go in one round
+     * (more when they need more than 64 chunk reads); a mosaic's later
+     * scenes in rounds of their own, one round for the second scenes of
+     * all its steps (up to 8 steps a round), one for the third...  Over
+     * samples_read: the round trips a sample waits remotely. */
+    uint64_t read_rounds;
+    /* Samples the readers read (the ring's and those read ahead, also
+     * into the next epoch): what bytes_decoded, chunk_bytes_decoded and
+     * read_rounds count, where `samples` counts those handed out. */
+    uint64_t samples_read;
 } cf_loader_stats;
 
 CF_API void cf_loader_options_init(cf_loader_options *opt);

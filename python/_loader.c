@@ -734,7 +734,7 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
     uint64_t lookups = s.cache_hits + s.cache_misses, left_out, redrawn;
     cf_loader_empty(self->ld, &left_out, &redrawn);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsKsKsKsKsKsdsKsK}", "samples",
+        "{sKsKsKsKsKsKsKsKsisisisKsKsdsdsdsdsdsKsKsKsKsKsKsdsKsKsKsK}", "samples",
         (unsigned long long)s.samples, "batches",
         (unsigned long long)s.batches, "skipped",
         (unsigned long long)s.skipped, "bytes_fetched",
@@ -757,7 +757,8 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused) {
         (unsigned long long)s.chunk_bytes_decoded, "decoded_per_read",
         s.bytes_decoded ? (double)s.chunk_bytes_decoded / (double)s.bytes_decoded : 0.0,
         "empty_left_out", (unsigned long long)left_out, "empty_redrawn",
-        (unsigned long long)redrawn);
+        (unsigned long long)redrawn, "read_rounds", (unsigned long long)s.read_rounds,
+        "samples_read", (unsigned long long)s.samples_read);
 }
 
 static PyObject *Loader_shard_batches(LoaderObject *self, PyObject *args) {

@@ -185,8 +185,8 @@ static void *worker_main(void *arg) {
         ld->reading--;
         ld->st_decoded += decoded;
         if (st == CF_OK) /* with the windows they served (a failed sample: neither) */
-            ld->st_chunks += wk->chunk_bytes;
-        wk->chunk_bytes = 0;
+            ld->st_chunks += wk->chunk_bytes, ld->st_rounds += wk->rounds, ld->st_read_ok++;
+        wk->chunk_bytes = wk->rounds = 0;
         ld->st_read += tr;
         ld->st_convert += tc;
         s->ok[i] = st == CF_OK;
@@ -571,6 +571,8 @@ void cf_loader_get_stats(cf_loader *ld, cf_loader_stats *out) {
     out->bytes_decoded = ld->st_decoded;
     out->bytes_delivered = ld->st_delivered;
     out->chunk_bytes_decoded = ld->st_chunks;
+    out->read_rounds = ld->st_rounds;
+    out->samples_read = ld->st_read_ok;
     out->concurrency = ld->ctl.conc;
     out->reading = ld->reading;
     out->wait_s = ld->st_wait;

@@ -217,31 +217,32 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
     ld->members = cf__calloc((size_t)ld->nmembers, sizeof *ld->members);
     if (!ld->members) return cf__err(err, CF_E_NOMEM, "loader: members");
     int m = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int t = 0; t < o->time_steps; t++) {
-            const int later = t % K != 0;
-            if (later != pass) continue;
-            uint32_t ch = 0;
-            const int nl = later ? 0 : o->nlayers;
-            for (int l = -1; l < nl; l++) {
-                ld_member *mb = &ld->members[m++];
-                mb->t = t;
-                mb->step = t / K;
-                mb->later = later;
-                mb->layer = l;
-                mb->channel = ch;
-                mb->nb = l < 0 ? ld->ci : ld->layer_bands[l];
-                ch += mb->nb;
-            }
-            if (ld->has_scm) { /* the scene's classes, after its members */
-                ld_member *mb = &ld->members[m++];
-                mb->t = t;
-                mb->step = t / K;
-                mb->later = later;
-                mb->layer = LD_SCENE_MASK;
-                mb->nb = 1;
-            }
+    /* the later scenes k-major (every step's second scene, then every
+     * step's third...): a group reads one scene of each step at once */
+    for (int i = 0; i < o->time_steps; i++) {
+        const int later = i >= TO;
+        const int t = later ? ((i - TO) % TO) * K + 1 + (i - TO) / TO : i * K;
+        uint32_t ch = 0;
+        const int nl = later ? 0 : o->nlayers;
+        for (int l = -1; l < nl; l++) {
+            ld_member *mb = &ld->members[m++];
+            mb->t = t;
+            mb->step = t / K;
+            mb->later = later;
+            mb->layer = l;
+            mb->channel = ch;
+            mb->nb = l < 0 ? ld->ci : ld->layer_bands[l];
+            ch += mb->nb;
         }
+        if (ld->has_scm) { /* the scene's classes, after its members */
+            ld_member *mb = &ld->members[m++];
+            mb->t = t;
+            mb->step = t / K;
+            mb->later = later;
+            mb->layer = LD_SCENE_MASK;
+            mb->nb = 1;
+        }
+    }
     for (size_t i = 0; ld->has_scm && i < o->nfiles * (size_t)o->time_steps; i++) {
         cf_cog_info si;
         cf_cog_get_info(ld->scm[i], &si);
@@ -314,30 +315,42 @@ static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
 /* The source windows of a typical sample's warped inputs (file 0's, at
  * the centre of its target), twice over: each reader's scratch holds
  * them; a sample that needs more borrows the difference for its read. */
-static size_t warp_scratch(cf_loader *ld) {
-    if (!cf__sg_any_warp(ld->sg)) return 0;
-    /* A mosaic reads its later scenes one at a time (with their scene
-     * masks): its largest group, not the sum of every scene. */
-    uint64_t sum = 0, later = 0, most = 0;
+static cf_status warp_scratch(cf_loader *ld, size_t *out, cf_error *err) {
+    *out = 0;
+    if (!cf__sg_any_warp(ld->sg)) return CF_OK;
+    /* A mosaic reads its later scenes (with their scene masks) in groups
+     * of up to mosaic_slots of them, after everything else: its largest
+     * such group, not the sum of every scene. */
+    const uint32_t G = ld->mosaic_slots;
+    uint64_t sum = 0, most = 0;
+    uint64_t *win = cf__calloc(G, sizeof *win); /* the last G later scenes
+                                                   (with their masks) */
+    if (!win) return cf__err(err, CF_E_NOMEM, "loader: scratch plan");
+    uint32_t nwin = 0;
     for (int m = 0; m <= ld->nmembers; m++) {
         if (m == ld->nmembers && !ld->msk) break;
         const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
         size_t slot = mb ? cf__ld_member_slot(ld, 0, mb)
                          : ld->o.nfiles * (size_t)ld->o.time_steps;
-        if (mb && cf__ld_member_fills(ld, mb)) { /* a later scene's group begins */
-            if (later > most) most = later;
-            later = 0;
-        }
+        if (mb && cf__ld_member_fills(ld, mb)) /* a later scene's pair begins */
+            win[nwin++ % G] = 0;
         if (cf__sg_input_at(ld->sg, slot)->how != CF__SG_WARP) continue;
         cf_cog *cog = *cf__ld_url_slot(ld, slot);
         uint64_t n = CF__ALIGN16(cf__sg_typical_bytes(ld->sg, slot, cog, 0, ld->o.patch_size,
                                                       mb ? (int)mb->nb : 1, &ld->o));
-        if (mb && mb->later) later += n;
-        else sum += n;
+        if (mb && mb->later && nwin) {
+            win[(nwin - 1) % G] += n;
+            uint64_t g = 0;
+            for (uint32_t k = 0; k < G; k++) g += win[k];
+            if (g > most) most = g;
+        } else {
+            sum += n;
+        }
     }
-    if (later > most) most = later;
+    free(win);
     if (most > sum) sum = most;
-    return (size_t)(2 * sum + 64);
+    *out = (size_t)(2 * sum + 64);
+    return CF_OK;
 }
 
 /* The batch slot's layout (cf_loader_layout): its dtype, its image and
@@ -544,24 +557,33 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
             sum += CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[m], P, P));
         }
     ld->scratch_bytes = CF__ALIGN16(sum > sb ? sum : sb);
-    /* Mosaic: a later scene's block, what each step has filled, the
-     * scene's valid. */
+    /* Mosaic: the later scenes' blocks (of different steps, read at
+     * once: as many as 8 MiB hold, at least one, at most one per step),
+     * what each step has filled, each later scene's valid. */
+    const uint32_t TO = ld->lay_out.time_steps;
+    ld->mosaic_bytes = CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[0], P, P));
+    size_t slots = ((size_t)8 << 20) / ld->mosaic_bytes;
+    ld->mosaic_slots = slots < 1 ? 1 : slots > TO ? TO : (uint32_t)slots;
     ld->mosaic_off = ld->scratch_bytes;
-    ld->filled_off = ld->mosaic_off + CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[0], P, P));
-    ld->scene_valid_off = ld->filled_off + ld->lay_out.time_steps * CF__ALIGN16(ld->plane);
-    if (o->mosaic) ld->scratch_bytes = ld->scene_valid_off + CF__ALIGN16(ld->plane);
+    ld->filled_off = ld->mosaic_off + ld->mosaic_slots * ld->mosaic_bytes;
+    ld->scene_valid_off = ld->filled_off + TO * CF__ALIGN16(ld->plane);
+    if (o->mosaic)
+        ld->scratch_bytes = ld->scene_valid_off + ld->mosaic_slots * CF__ALIGN16(ld->plane);
     /* valid_mask: one input's validity at a time, while the raw blocks
      * are still there (before float32 conversion). */
     ld->valid_off = ld->scratch_bytes;
     if (o->valid_mask || o->mosaic) ld->scratch_bytes += CF__ALIGN16(ld->plane);
-    /* Scene masks: up to 8 a group (more groups for a longer series); a
-     * mosaic's later scene is read in a group of its own, with its one. */
+    /* Scene masks: one per step in a group, as many as 2 MiB hold (at
+     * least 8; more groups for a longer series); a mosaic's later scenes
+     * come with theirs. */
     ld->scm_off = ld->scratch_bytes;
-    ld->scm_per_group = ld->lay_out.time_steps < 8 ? ld->lay_out.time_steps : 8;
     ld->scm_bytes = ld->has_scm ? CF__ALIGN16(ld->plane * cf_dtype_size(ld->scm_dt)) : 0;
+    size_t per = ld->scm_bytes ? ((size_t)2 << 20) / ld->scm_bytes : 8;
+    if (per < 8) per = 8;
+    ld->scm_per_group = per > TO ? TO : (uint32_t)per;
     ld->scratch_bytes += ld->scm_per_group * ld->scm_bytes;
     ld->warp_off = ld->scratch_bytes;
-    ld->warp_bytes = warp_scratch(ld);
+    CF__TRY(warp_scratch(ld, &ld->warp_bytes, err));
     ld->scratch_bytes += ld->warp_bytes;
     /* The grid sampler visits neighbouring patches one after another: when
      * patches are smaller than tiles (or overlap), one decoded tile serves

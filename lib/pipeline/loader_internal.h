@@ -112,6 +112,7 @@ typedef struct ld_worker {
     int rpart[LD_PART_CHUNKS];
     uint64_t chunk_bytes;     /* decoded by the codecs for the sample being
                                  read (cf_loader_stats.chunk_bytes_decoded) */
+    uint64_t rounds;          /* its rounds of reads (read_rounds) */
 } ld_worker;
 
 /* One file read of a sample: an image member, the mask, or (tile-shuffle)
@@ -147,7 +148,11 @@ struct cf_loader {
     size_t mosaic_off;        /* mosaic: a later scene's raw block, the
                                  patch's filled plane and the scene's
                                  valid plane, in the readers' scratch */
-    size_t filled_off, scene_valid_off; /* filled: a plane per step */
+    size_t filled_off, scene_valid_off; /* filled: a plane per step;
+                                 scene_valid: one per mosaic slot */
+    uint32_t mosaic_slots;    /* later scenes read at once (of different
+                                 steps), each in its slot of mosaic_bytes */
+    size_t mosaic_bytes;
     uint32_t step_scenes;     /* scenes per output step (mosaic: the
                                  option, or every scene; else 1) */
     uint32_t valid_steps;     /* valid planes per sample (valid_per_step:
@@ -247,6 +252,8 @@ struct cf_loader {
     /* stats (under mu; the cache counts its own) */
     uint64_t st_samples, st_batches, st_skipped, st_decoded, st_delivered;
     uint64_t st_chunks;       /* bytes the codecs wrote for them */
+    uint64_t st_rounds;       /* their rounds of reads */
+    uint64_t st_read_ok;      /* samples read (cf_loader_stats.samples_read) */
     uint64_t st_redrawn;      /* skip_empty: windows drawn again */
     double st_wait, st_read, st_convert, t_start;
 };

@@ -421,6 +421,9 @@ typedef struct ld_input {
     uint8_t *vplane;          /* its validity is AND-ed into this P x P
                                  plane (valid_mask, mosaic), or NULL */
     int part0;                /* its part, or (warped) its first */
+    int fill;                 /* a mosaic's later scene: fills its step */
+    int slot;                 /* its mosaic slot (and its scene mask's) */
+    int step;
     cf__grid_plan plan;       /* warped */
 } ld_input;
 
@@ -436,62 +439,105 @@ static int input_at(const cf_loader *ld, int k) {
     return k;
 }
 
+/* A mosaic's later scene whose step has data in every pixel already: not
+ * read (nor its scene mask). */
+static int step_full(const cf_loader *ld, const ld_worker *wk, const ld_member *mb) {
+    const uint8_t *filled = wk->scratch + ld->filled_off + (size_t)mb->step * CF__ALIGN16(ld->plane);
+    return !memchr(filled, 0, ld->plane);
+}
+
 /* The parts of inputs g, g+1, ... of a sample of file f (window w), as
- * many as fit LD_PART_CHUNKS parts: *ni inputs (whose warp plans the
- * caller frees), *np parts.  Member blocks go to the slot (img), or to
- * the reader's scratch at *off for float32 output; the mask's to mask.
- * Warped inputs' source windows go to the reader's warp scratch, or to
- * *tmp (the caller frees it) when a sample needs more. */
+ * many as fit LD_PART_CHUNKS parts: *used inputs taken, of which *ni are
+ * read (whose warp plans the caller frees; the others are later scenes of
+ * steps already full, skipped), *np parts.  Member blocks go to the slot
+ * (img), or to the reader's scratch for float32 output; the mask's to
+ * mask; a mosaic's later scenes to mosaic slots of the scratch, at most
+ * one per step in a group (each fills what the scenes before it left),
+ * each with its scene mask.  Warped inputs' source windows go to the
+ * reader's warp scratch, or to *tmp (the caller frees it) when a sample
+ * needs more. */
 static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_window *w, int g,
                               int nall, uint8_t *img, uint8_t *mask, uint8_t *valid,
-                              ld_part *parts, int *np, ld_input *ins, int *ni, uint8_t **tmp,
-                              uint64_t *tmp_bytes, cf_cog **bad, cf_error *err) {
+                              ld_part *parts, int *np, ld_input *ins, int *ni, int *used,
+                              uint8_t **tmp, uint64_t *tmp_bytes, cf_cog **bad, cf_error *err) {
     const size_t C = ld->lay_out.channels;
     const int f32 = ld->o.out_dtype == CF_DT_F32;
     uint64_t need = 0;
     cf_status st = CF_OK;
-    *np = *ni = 0;
-    uint32_t nscm = 0; /* scene masks in this group */
-    while (g + *ni < nall && *ni < LD_PART_CHUNKS) {
-        const int m = input_at(ld, g + *ni);
+    *np = *ni = *used = 0;
+    uint32_t nscm = 0;   /* scene masks in this group */
+    uint32_t nlater = 0; /* a mosaic's later scenes in this group */
+    /* A later scene and its scene mask are read in one group: where the
+     * mask does not fit, both go to the next (counters as before the
+     * scene). */
+    struct {
+        int on, np, ni, used;
+        uint32_t nscm, nlater;
+        uint64_t need;
+    } pair = {0};
+    while (g + *used < nall && *ni < LD_PART_CHUNKS) {
+        const int m = input_at(ld, g + *used);
         const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
         const int fills = mb && cf__ld_member_fills(ld, mb);
         const int classes = mb && mb->layer == LD_SCENE_MASK;
-        /* A later scene of a mosaic (and its scene mask) is read in a
-         * group of its own, once the ones before it have left pixels
-         * without data; scene masks, as many as their scratch holds. */
-        if ((fills && *ni) || (classes && nscm == ld->scm_per_group)) break;
+        if (fills) {
+            /* Later scenes are read in groups of their own, once the
+             * first scenes, which they fill, are in; one per step. */
+            if (*ni && !ins[0].fill) break;
+            if (step_full(ld, wk, mb)) {
+                *used += 1 + ld->has_scm;
+                continue;
+            }
+            int taken = 0;
+            for (int k = 0; k < *ni && !taken; k++) taken = ins[k].fill && ins[k].step == mb->step;
+            if (taken || nlater == ld->mosaic_slots ||
+                (ld->has_scm && nscm == ld->scm_per_group))
+                break;
+            pair = (__typeof__(pair)){1, *np, *ni, *used, nscm, nlater, need};
+        } else if (classes && nscm == ld->scm_per_group) {
+            break;
+        }
         ld_input *in = &ins[*ni];
         memset(in, 0, sizeof *in);
         uint8_t *dst = mask, *vp = NULL;
         size_t slot = ld->o.nfiles * (size_t)ld->o.time_steps + f;
         if (mb) {
-            dst = fills ? wk->scratch + ld->mosaic_off
+            const size_t fstride = CF__ALIGN16(ld->plane);
+            /* a later scene's mosaic slot (its scene mask takes its
+             * scene's) */
+            const uint32_t ms = fills ? nlater++ : nlater ? nlater - 1 : 0;
+            dst = fills ? wk->scratch + ld->mosaic_off + ms * ld->mosaic_bytes
                   : classes ? wk->scratch + ld->scm_off + nscm++ * ld->scm_bytes
                   : f32 ? wk->scratch + mb->soff
                         : img + ((size_t)mb->step * C + mb->channel) * ld->plane * ld->es;
             slot = cf__ld_member_slot(ld, f, mb);
             /* Validity: a mosaic's scenes (and their scene masks) into the
              * plane of what its step has filled (the first scene) or of
-             * the later scene being read; the rest into the sample's (its
-             * step's, one plane per step). */
+             * the later scene being read (its mosaic slot's); the rest
+             * into the sample's (its step's, one plane per step). */
             vp = valid ? valid + (ld->valid_steps > 1 ? (size_t)mb->step * ld->plane : 0) : NULL;
             if (ld->o.mosaic && mb->layer < 0)
-                vp = wk->scratch + (mb->later ? ld->scene_valid_off
-                                              : ld->filled_off + (size_t)mb->step *
-                                                                     CF__ALIGN16(ld->plane));
+                vp = wk->scratch + (mb->later ? ld->scene_valid_off + ms * fstride
+                                              : ld->filled_off + (size_t)mb->step * fstride);
+            if (fills) memset(vp, 1, ld->plane);
             in->classes = classes;
+            in->fill = fills;
+            in->slot = (int)ms;
+            in->step = mb->step;
         }
         ld_part p;
         input_part(ld, f, w, m, dst, &p);
         const cf__sg_input *how = cf__sg_input_at(ld->sg, slot);
+        int fits = 1;
         if (how->how == CF__SG_DIRECT) {
-            if (*np == LD_PART_CHUNKS) break;
-            p.x += how->dx;
-            p.y += how->dy;
-            p.cache = ld->cc_direct;
-            in->part0 = *np;
-            parts[(*np)++] = p;
+            fits = *np < LD_PART_CHUNKS;
+            if (fits) {
+                p.x += how->dx;
+                p.y += how->dy;
+                p.cache = ld->cc_direct;
+                in->part0 = *np;
+                parts[(*np)++] = p;
+            }
         } else {
             st = cf__sg_plan(ld->sg, slot, p.cog, f, w->x, w->y, w->w, w->h, (int)p.nbands,
                              &ld->o, &in->plan, err);
@@ -499,31 +545,44 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
                 *bad = p.cog;
                 break;
             }
-            if (*np + in->plan.n > LD_PART_CHUNKS) {
-                size_t n = in->plan.n;
+            fits = *np + in->plan.n <= LD_PART_CHUNKS;
+            if (fits) {
+                in->warped = 1;
+                in->part0 = *np;
+                size_t bps = cf_dtype_size(p.dt);
+                for (size_t k = 0; k < in->plan.n; k++) {
+                    const cf__warp_chunk *c = &in->plan.chunks[k];
+                    ld_part q = p;
+                    q.level = c->rq.level;
+                    q.x = c->win.x;
+                    q.y = c->win.y;
+                    q.w = c->win.w;
+                    q.h = c->win.h;
+                    q.bytes = (size_t)q.w * q.h * q.nbands * bps;
+                    q.cache = ld->cc != NULL;
+                    need += CF__ALIGN16(q.bytes);
+                    parts[(*np)++] = q;
+                }
+            } else {
                 cf__grid_plan_free(&in->plan);
-                if (*ni) break; /* the next group takes it */
+            }
+        }
+        if (!fits) {
+            /* the next group takes it; a later scene's mask takes its
+             * scene along */
+            if (pair.on && classes) {
+                for (int k = pair.ni; k < *ni; k++)
+                    if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
+                *np = pair.np, *ni = pair.ni, *used = pair.used;
+                nscm = pair.nscm, nlater = pair.nlater, need = pair.need;
+            }
+            if (!*used) { /* not even alone */
                 *bad = p.cog;
-                st = cf__err(err, CF_E_LIMIT, "%s: %zu source windows for one patch (max %d)",
-                             cf_cog_name(p.cog), n, LD_PART_CHUNKS);
-                break;
+                st = cf__err(err, CF_E_LIMIT, "%s: more source windows for one patch than "
+                             "one read takes (%d, with its scene or scene mask)",
+                             cf_cog_name(p.cog), LD_PART_CHUNKS);
             }
-            in->warped = 1;
-            in->part0 = *np;
-            size_t bps = cf_dtype_size(p.dt);
-            for (size_t k = 0; k < in->plan.n; k++) {
-                const cf__warp_chunk *c = &in->plan.chunks[k];
-                ld_part q = p;
-                q.level = c->rq.level;
-                q.x = c->win.x;
-                q.y = c->win.y;
-                q.w = c->win.w;
-                q.h = c->win.h;
-                q.bytes = (size_t)q.w * q.h * q.nbands * bps;
-                q.cache = ld->cc != NULL;
-                need += CF__ALIGN16(q.bytes);
-                parts[(*np)++] = q;
-            }
+            break;
         }
         in->cog = p.cog;
         in->vplane = vp;
@@ -531,6 +590,8 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         in->dt = p.dt;
         in->nb = p.nbands;
         (*ni)++;
+        (*used)++;
+        if (!fills || !ld->has_scm) pair.on = 0;
     }
     if (st != CF_OK || !need) return st;
     uint8_t *base = wk->scratch + ld->warp_off;
@@ -652,15 +713,15 @@ static cf_status finish_inputs(const cf_loader *ld, ld_worker *wk, ld_input *ins
     return CF_OK;
 }
 
-/* Mosaic: the later scene just read (raw, in the mosaic scratch, its
- * validity in the scene plane) fills the pixels of its step's first
+/* Mosaic: the later scene just read into mosaic slot `ms` (raw, its
+ * validity in the slot's plane) fills the pixels of its step's first
  * scene's block `out` that no scene before it had data for (`filled`,
  * the step's plane). */
-static void fill_from_scene(const cf_loader *ld, const ld_worker *wk, uint8_t *out,
+static void fill_from_scene(const cf_loader *ld, const ld_worker *wk, int ms, uint8_t *out,
                             uint8_t *filled) {
-    const uint8_t *scene = wk->scratch + ld->mosaic_off;
+    const uint8_t *scene = wk->scratch + ld->mosaic_off + (size_t)ms * ld->mosaic_bytes;
     const size_t es = cf_dtype_size(ld->raw_dt), n = ld->plane;
-    const uint8_t *sv = wk->scratch + ld->scene_valid_off;
+    const uint8_t *sv = wk->scratch + ld->scene_valid_off + (size_t)ms * CF__ALIGN16(n);
     /* Band by band, a constant sample size per loop (the copy becomes a
      * move): a pixel's bands all come from this scene. */
 #define FILL(S)                                                                    \
@@ -708,11 +769,10 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     /* Mosaic: which pixels each step had data for so far (its first
      * scene's validity, then filled by the later ones), and each later
      * scene's validity. */
-    uint8_t *filled = NULL, *scene_valid = NULL;
+    uint8_t *filled = NULL;
     const size_t fstride = CF__ALIGN16(ld->plane);
     if (o->mosaic) {
         filled = wk->scratch + ld->filled_off;
-        scene_valid = wk->scratch + ld->scene_valid_off;
         memset(filled, 1, TO * fstride);
     }
     /* The parts: image members (raw into the slot, or into scratch when
@@ -725,27 +785,13 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     cf_status st = CF_OK;
     cf_cog *bad = NULL;
     double t0 = cf__now();
-    /* Mosaic: the later scene read (its input number), whose pixels fill
-     * the patch once its scene mask, which may come in the next group
-     * when the two do not fit one, is read too. */
-    int pending = -1;
     for (int g = 0; g < nall && st == CF_OK;) {
-        int np, ni;
+        int np, ni, used;
         uint8_t *tmp = NULL;
         uint64_t tmp_bytes = 0;
-        const int m = input_at(ld, g);
-        const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
-        const int fills = mb && cf__ld_member_fills(ld, mb);
-        /* The later scenes of a mosaic come last: none is read (nor its
-         * scene mask, which follows it) once every pixel of its step has
-         * data. */
-        if (fills && !memchr(filled + (size_t)mb->step * fstride, 0, ld->plane)) {
-            g += 1 + ld->has_scm;
-            continue;
-        }
-        if (fills) memset(scene_valid, 1, ld->plane);
-        st = place_inputs(ld, wk, f, &w, g, nall, img, mask, valid, parts, &np, ins, &ni, &tmp,
-                          &tmp_bytes, &bad, err);
+        st = place_inputs(ld, wk, f, &w, g, nall, img, mask, valid, parts, &np, ins, &ni, &used,
+                          &tmp, &tmp_bytes, &bad, err);
+        if (st == CF_OK && np) wk->rounds++;
         if (st == CF_OK && o->sampler != CF_SAMPLER_TILE_SHUFFLE) {
             st = read_parts(ld, wk, parts, np, &bad, err);
             for (int k = 0; k < np && st == CF_OK; k++) *decoded += parts[k].bytes;
@@ -761,22 +807,22 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
             }
         }
         if (st == CF_OK) st = finish_inputs(ld, wk, ins, ni, parts, &bad, err);
-        if (fills) pending = g;
-        if (st == CF_OK && pending >= 0 && (!ld->has_scm || g + ni > pending + 1)) {
-            /* its step's first scene: raw in the slot, or in the scratch
-             * (float32 output), converted later */
-            const ld_member *pm = &ld->members[input_at(ld, pending)];
-            const ld_member *fm = &ld->members[pm->step * (1 + o->nlayers + ld->has_scm)];
-            uint8_t *first = f32 ? wk->scratch + fm->soff
-                                 : img + (size_t)pm->step * C * ld->plane * ld->es;
-            fill_from_scene(ld, wk, first, filled + (size_t)pm->step * fstride);
-            pending = -1;
+        /* The later scenes read (with their scene masks: both in this
+         * group) fill their steps: each into its step's first scene, raw
+         * in the slot, or in the scratch (float32 output, converted
+         * later). */
+        for (int k = 0; k < ni && st == CF_OK; k++) {
+            if (!ins[k].fill) continue;
+            const size_t t = (size_t)ins[k].step;
+            const ld_member *fm = &ld->members[t * (size_t)(1 + o->nlayers + ld->has_scm)];
+            uint8_t *first = f32 ? wk->scratch + fm->soff : img + t * C * ld->plane * ld->es;
+            fill_from_scene(ld, wk, ins[k].slot, first, filled + t * fstride);
         }
         for (int k = 0; k < ni; k++)
             if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
         free(tmp);
         if (tmp) cf__budget_give(&ld->borrow, tmp_bytes);
-        g += ni;
+        g += used;
     }
     *t_read += cf__now() - t0;
     /* The file whose read failed; the sample's image if none was named. */

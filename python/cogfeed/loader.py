@@ -247,6 +247,8 @@ class LoaderStats(TypedDict):
     decoded_per_read: float
     empty_left_out: int
     empty_redrawn: int
+    read_rounds: int
+    samples_read: int
 
 #: The C option tables (include/cogfeed.h, cf_option_info): the Loader's
 #: scalars and kernels, and cogfeed.IO's, by name: type, default, min,
@@ -1094,7 +1096,13 @@ class Loader:
         for tile-aligned patches; 0 for uncompressed files),
         empty_left_out and empty_redrawn (skip_empty: grid windows of the
         epoch that no scene reaches, left out; random or blocked windows
-        drawn again so far)."""
+        drawn again so far), read_rounds (sets of requests sent at once
+        and waited for, summed over the samples read: the round trips a
+        remote sample costs; a mosaic's later scenes take rounds of their
+        own, one for the second scenes of every date, one for the
+        third...) and samples_read (the samples the readers read, also
+        those read ahead into the next epoch: what bytes_decoded,
+        chunk_bytes_decoded and read_rounds count)."""
         return cast(LoaderStats, self._ld.stats())
 
     def set_buffers(self, slot: int, image: Any, mask: Any = None) -> None:

@@ -320,3 +320,23 @@ def test_two_collections_matched_by_date(series, sar):
         cogfeed.Loader(m.images, date_layers=[m.layers[0][:-1]])
     with pytest.raises(ValueError, match="date_layers: for time series"):
         cogfeed.Loader(series["scenes"][0], date_layers=[[sar["paths"][0]]])
+
+
+def test_later_scenes_of_all_dates_read_together(series):
+    """A date's second tile is read only where its first left pixels
+    without data, and the second tiles of different dates go out in one
+    round of requests: a sample of 12 dates of two tiles waits for at most
+    2 rounds (its first tiles with their class rasters, then the second
+    tiles with theirs), not one per date."""
+    with cogfeed.Loader([series["scenes"]], scene_masks=[series["scls"]],
+                        invalid_classes=CLASSES, dates=[series["dates"]],
+                        grid=series["region"], sampler="grid", patch_size=P, batch_size=4,
+                        resampling="nearest", error_threshold=0, valid_mask=True,
+                        cache_bytes=0) as ld:
+        n = sum(len(b["windows"]) for b in ld)
+        st = ld.stats()
+    assert n == 20
+    # (the readers go on into the next epoch: counted per sample read)
+    # every sample: its first round; those in the overlap one more
+    k = st["samples_read"]
+    assert k >= n and k < st["read_rounds"] <= 2 * k, st
