@@ -1045,8 +1045,9 @@ typedef struct cf_loader_stats {
      * once, waited for before the next.  A sample's inputs go in one round
      * (more when they need more than 64 chunk reads); a mosaic's later
      * scenes in rounds of their own, one round for the second scenes of
-     * all its steps (up to 8 steps a round), one for the third...  Over
-     * samples_read: the round trips a sample waits remotely. */
+     * all its steps (as many steps a round as 1/128 of inflight_bytes
+     * holds of their blocks), one for the third...  Over samples_read:
+     * the round trips a sample waits remotely. */
     uint64_t read_rounds;
     /* Samples the readers read (the ring's and those read ahead, also
      * into the next epoch): what bytes_decoded, chunk_bytes_decoded and

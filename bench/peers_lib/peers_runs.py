@@ -455,7 +455,7 @@ def series_cogfeed(cfg):
     return _series_drive(cfg, lambda: cogfeed.Loader(
         [cfg["series"]], grid=g, patch_size=cfg["patch"], batch_size=cfg["batch"],
         sampler="random", seed=0, epoch_length=10 ** 9, cache_bytes=cfg["cache_bytes"],
-        **common_kw), lambda ld: ld.close())
+        inflight_bytes=cfg.get("inflight_bytes"), **common_kw), lambda ld: ld.close())
 
 
 def series_torchgeo(cfg):
@@ -492,6 +492,71 @@ def series_torchgeo(cfg):
         return DataLoader(DateMosaics(ds, iv), sampler=smp, batch_size=cfg["batch"],
                           num_workers=w, collate_fn=stack_samples,
                           persistent_workers=w > 0, prefetch_factor=2 if w else None,
+                          worker_init_fn=_drop_vsicurl if remote and w else None)
+
+    return _series_drive(cfg, make)
+
+
+# -- a region of scenes in two zones (bench/geo_sampling_bench.py) -------------
+
+def mosaic_cogfeed(cfg):
+    """cogfeed.Loader(mosaic=True) over the scenes onto the region's grid
+    (the first with data gives each pixel, the other zone's reprojected),
+    random patches, float32 and bilinear as TorchGeo reads them; with
+    cfg["check"], the digests of the check windows instead."""
+    import cogfeed
+    g = cogfeed.Grid(cfg["crs"], geotransform=cfg["gt"], width=cfg["width"],
+                     height=cfg["height"])
+    kw = dict(mosaic=True, resampling="bilinear", dtype="float32", scale_offset=False)
+    if cfg.get("check"):
+        out = []
+        for x, y in cfg["check"]:
+            with cogfeed.Loader([cfg["scenes"]], grid=g.window(x, y, cfg["patch"],
+                                                               cfg["patch"]),
+                                patch_size=cfg["patch"], batch_size=1, sampler="grid",
+                                **kw) as ld:
+                out.append(digest([next(iter(ld))["image"][0]]))
+        return {"digests": out}
+    return _series_drive(cfg, lambda: cogfeed.Loader(
+        [cfg["scenes"]], grid=g, patch_size=cfg["patch"], batch_size=cfg["batch"],
+        sampler="random", seed=0, epoch_length=10 ** 9, cache_bytes=cfg["cache_bytes"],
+        inflight_bytes=cfg.get("inflight_bytes"), **kw), lambda ld: ld.close())
+
+
+def mosaic_torchgeo(cfg):
+    """TorchGeo as its tutorials use it over such a region: a RasterDataset
+    of the scenes with the region's CRS and resolution (the other zone's
+    scene warped by a WarpedVRT), RandomGeoSampler, DataLoader with
+    stack_samples and cfg["workers"] persistent workers; each sample the
+    merge of the scenes under it (rasterio.merge: the first with data);
+    with cfg["check"], the digests of the check windows."""
+    import torch
+    from pyproj import CRS
+    from torch.utils.data import DataLoader
+    from torchgeo.datasets import stack_samples
+    from torchgeo.samplers import RandomGeoSampler
+    from peers_torchgeo import RegionScenes
+
+    torch.set_num_threads(1)
+    crs, res = CRS.from_epsg(cfg["crs"]), cfg["gt"][1]
+    if cfg.get("check"):
+        ds = RegionScenes(paths=cfg["scenes"], crs=crs, res=res)
+        x0, _, _, y1, _, _ = cfg["gt"]
+        out = []
+        for x, y in cfg["check"]:
+            xs = slice(x0 + x * res, x0 + (x + cfg["patch"]) * res, res)
+            ys = slice(y1 - (y + cfg["patch"]) * res, y1 - y * res, res)
+            out.append(digest([ds[xs, ys]["image"].numpy()]))
+        return {"digests": out}
+
+    def make():
+        ds = RegionScenes(paths=cfg["scenes"], crs=crs, res=res)
+        smp = RandomGeoSampler(ds, size=cfg["patch"], length=10 ** 6)
+        w = cfg["workers"]
+        remote = any("://" in p for p in cfg["scenes"])
+        return DataLoader(ds, sampler=smp, batch_size=cfg["batch"], num_workers=w,
+                          collate_fn=stack_samples, persistent_workers=w > 0,
+                          prefetch_factor=2 if w else None,
                           worker_init_fn=_drop_vsicurl if remote and w else None)
 
     return _series_drive(cfg, make)
@@ -679,7 +744,7 @@ RUNS = {f.__name__: f for f in (
     decode_files,
     windows_cogfeed, windows_loader, windows_async_tiff, windows_rasterio,
     windows_tifffile, patches_cogfeed, patches_baseline, patches_torchgeo,
-    series_cogfeed, series_torchgeo, decode)}
+    series_cogfeed, series_torchgeo, mosaic_cogfeed, mosaic_torchgeo, decode)}
 
 
 def main(argv):

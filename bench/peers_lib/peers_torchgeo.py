@@ -42,3 +42,11 @@ class DateMosaics:
         x, y = index[0], index[1]
         steps = [self.ds[x, y, slice(t0, t1)]["image"] for t0, t1 in self.intervals]
         return {"image": torch.stack(steps)}
+
+
+class RegionScenes(RasterDataset):
+    """bench/geo_sampling_bench.py's scenes (scene_A.tif, ...: two UTM
+    zones, overlapping), read onto one CRS and resolution given to the
+    constructor (crs=, res=): TorchGeo warps the other zone's."""
+    filename_glob = "scene_*.tif"
+    is_image = True

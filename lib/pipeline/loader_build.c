@@ -540,6 +540,14 @@ static cf_status make_sampler(cf_loader *ld, int *tiles_shared, cf_error *err) {
     return CF_OK;
 }
 
+/* inflight_bytes, or its default: 256 MiB, 64 MiB per core on machines
+ * of more than 4 cores. */
+static uint64_t inflight_of(const cf_loader_options *o) {
+    const uint64_t b = (uint64_t)64 << 20;
+    if (o->inflight_bytes) return o->inflight_bytes;
+    return cf__ncpu() > 4 ? b * (uint64_t)cf__ncpu() : 4 * b;
+}
+
 /* A reader's scratch: every raw member block of a sample (float32 output:
  * they are read at once, then converted), at least one output plane (for
  * augmentation), and the warped inputs' source windows; and whether
@@ -558,11 +566,16 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
         }
     ld->scratch_bytes = CF__ALIGN16(sum > sb ? sum : sb);
     /* Mosaic: the later scenes' blocks (of different steps, read at
-     * once: as many as 8 MiB hold, at least one, at most one per step),
-     * what each step has filled, each later scene's valid. */
+     * once: as many as 1/128 of inflight_bytes holds, at least one, at
+     * most one per step), what each step has filled, each later scene's
+     * valid.  More slots mean fewer rounds of requests but a larger
+     * scratch, so fewer readers within the budget: a 12-date series of
+     * two tiles (4 bands uint16, 256 px) over 164 ms read 12.9, 14.7,
+     * 14.4 and 12.8 samples/s with 1, 2, 4 and 8 MiB of slots at the
+     * default 256 MiB (2 MiB: 4 slots, 2.4 rounds a sample). */
     const uint32_t TO = ld->lay_out.time_steps;
     ld->mosaic_bytes = CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[0], P, P));
-    size_t slots = ((size_t)8 << 20) / ld->mosaic_bytes;
+    uint64_t slots = inflight_of(o) / 128 / ld->mosaic_bytes;
     ld->mosaic_slots = slots < 1 ? 1 : slots > TO ? TO : (uint32_t)slots;
     ld->mosaic_off = ld->scratch_bytes;
     ld->filled_off = ld->mosaic_off + ld->mosaic_slots * ld->mosaic_bytes;
@@ -615,10 +628,7 @@ static cf_status plan_readers(cf_loader *ld, cf_error *err) {
     cf_loader_options *o = &ld->o;
     cf_loader_layout *L = &ld->lay_out;
     const uint64_t B = o->batch_size;
-    if (!o->inflight_bytes) {
-        uint64_t b = (uint64_t)64 << 20;
-        o->inflight_bytes = (size_t)(cf__ncpu() > 4 ? b * cf__ncpu() : 4 * b);
-    }
+    o->inflight_bytes = (size_t)inflight_of(o);
     const uint64_t I = o->inflight_bytes;
     uint64_t by_budget = I / 2 / ld->scratch_bytes;
     if (by_budget < 1)

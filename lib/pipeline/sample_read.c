@@ -468,11 +468,10 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
     uint32_t nscm = 0;   /* scene masks in this group */
     uint32_t nlater = 0; /* a mosaic's later scenes in this group */
     /* A later scene and its scene mask are read in one group: where the
-     * mask does not fit, both go to the next (counters as before the
-     * scene). */
+     * mask does not fit, both go to the next (what the group held before
+     * the scene). */
     struct {
         int on, np, ni, used;
-        uint32_t nscm, nlater;
         uint64_t need;
     } pair = {0};
     while (g + *used < nall && *ni < LD_PART_CHUNKS) {
@@ -493,7 +492,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             if (taken || nlater == ld->mosaic_slots ||
                 (ld->has_scm && nscm == ld->scm_per_group))
                 break;
-            pair = (__typeof__(pair)){1, *np, *ni, *used, nscm, nlater, need};
+            pair = (__typeof__(pair)){1, *np, *ni, *used, need};
         } else if (classes && nscm == ld->scm_per_group) {
             break;
         }
@@ -568,19 +567,12 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             }
         }
         if (!fits) {
-            /* the next group takes it; a later scene's mask takes its
-             * scene along */
-            if (pair.on && classes) {
-                for (int k = pair.ni; k < *ni; k++)
-                    if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
-                *np = pair.np, *ni = pair.ni, *used = pair.used;
-                nscm = pair.nscm, nlater = pair.nlater, need = pair.need;
-            }
+            /* the next group takes it (a later scene's mask takes its
+             * scene along: below) */
             if (!*used) { /* not even alone */
                 *bad = p.cog;
                 st = cf__err(err, CF_E_LIMIT, "%s: more source windows for one patch than "
-                             "one read takes (%d, with its scene or scene mask)",
-                             cf_cog_name(p.cog), LD_PART_CHUNKS);
+                             "one read takes (%d)", cf_cog_name(p.cog), LD_PART_CHUNKS);
             }
             break;
         }
@@ -592,6 +584,19 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         (*ni)++;
         (*used)++;
         if (!fills || !ld->has_scm) pair.on = 0;
+    }
+    if (st == CF_OK && pair.on) {
+        /* A later scene whose scene mask did not fit the group: both go
+         * to the next. */
+        for (int k = pair.ni; k < *ni; k++)
+            if (ins[k].warped) cf__grid_plan_free(&ins[k].plan);
+        *np = pair.np, *ni = pair.ni, *used = pair.used, need = pair.need;
+        if (!*used) {
+            *bad = ins[0].cog;
+            st = cf__err(err, CF_E_LIMIT, "%s: more source windows for one patch, with its "
+                         "scene mask, than one read takes (%d)", cf_cog_name(ins[0].cog),
+                         LD_PART_CHUNKS);
+        }
     }
     if (st != CF_OK || !need) return st;
     uint8_t *base = wk->scratch + ld->warp_off;
