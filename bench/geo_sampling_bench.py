@@ -158,13 +158,7 @@ def main(argv):
            "bytes": sum(os.path.getsize(p) for p in scenes)}
     runs = peers.Runs()
     print(peers.HEAD)
-    from servers import Nginx
-    srv = Nginx(a.data, latency_ms=a.latency_ms, access_log=True,
-                workers=max(1, (os.cpu_count() or 1) // 4))
-    with srv:
-        srv.log = os.path.join(srv.tmp, "access.log")
-        if not os.path.exists(srv.log):
-            open(srv.log, "a").close()
+    with peers.serve(a.data, a.latency_ms) as srv:
         for storage in a.storages.split(","):
             remote = storage == "remote"
 

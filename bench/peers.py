@@ -45,6 +45,7 @@ it when done, the same command makes it again.
 """
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -163,6 +164,20 @@ def child(cfg, where="venv", gdal=None, timeout=900):
     if p.stderr.strip():
         sys.stderr.write(p.stderr)
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@contextlib.contextmanager
+def serve(root, latency_ms):
+    """nginx on 127.0.0.1 serving root with latency_ms before each first
+    byte and an access log at srv.log (what Meter counts requests from)."""
+    from servers import Nginx
+    srv = Nginx(root, latency_ms=latency_ms, access_log=True,
+                workers=max(1, (os.cpu_count() or 1) // 4))
+    with srv:
+        srv.log = os.path.join(srv.tmp, "access.log")
+        if not os.path.exists(srv.log):
+            open(srv.log, "a").close()
+        yield srv
 
 
 # -- the runs ---------------------------------------------------------------
@@ -645,7 +660,6 @@ def main(argv):
                                a.scenes, a.unique, a.size)
     if a.setup:
         return 0
-    from servers import Nginx
     res = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
            "load_before": os.getloadavg()[0], "cpus": os.cpu_count(),
            "cpu": cpu_model(),
@@ -653,12 +667,7 @@ def main(argv):
            "versions": versions()}
     runs = Runs()
     print(HEAD)
-    srv = Nginx(a.data, latency_ms=a.latency_ms, access_log=True,
-                workers=max(1, (os.cpu_count() or 1) // 4))
-    with srv:
-        srv.log = os.path.join(srv.tmp, "access.log")
-        if not os.path.exists(srv.log):
-            open(srv.log, "a").close()
+    with serve(a.data, a.latency_ms) as srv:
         if "windows" in work:
             windows(a, runs, data, srv)
         if "patches" in work:

@@ -396,7 +396,7 @@ def patches_torchgeo(cfg):
 
 # -- time series (bench/series_bench.py) --------------------------------------
 
-def _series_drive(cfg, make, close=None):
+def _cold_warm_drive(cfg, make, close=None):
     """As _drive, with a cold phase measured apart: construction (headers),
     the first batch, the rate over the first cfg["cold_batches"] batches
     (nothing cached yet: cold), then, after cfg["warmup"] more, the rate
@@ -432,30 +432,41 @@ def _series_drive(cfg, make, close=None):
     return r
 
 
-def series_cogfeed(cfg):
-    """cogfeed.Loader over the series: each location's dates a mosaic of
-    the two tiles (the first with data gives each pixel), read onto the
-    region's grid, random patches, float32 and a valid plane per date;
-    with cfg["check"], the digests of the series at the check windows
-    instead."""
+def _cogfeed_on_region(cfg, images, kw):
+    """A cogfeed.Loader of `images` (one sample source) onto the region's
+    grid, random patches (kw: how it reads them); with cfg["check"], the
+    digests of the check windows' patches instead."""
     import cogfeed
     g = cogfeed.Grid(cfg["crs"], geotransform=cfg["gt"], width=cfg["width"],
                      height=cfg["height"])
-    common_kw = dict(dates=[cfg["dates"]], resampling="nearest", dtype="float32",
-                     valid_mask=True)
     if cfg.get("check"):
         out = []
         for x, y in cfg["check"]:
-            with cogfeed.Loader([cfg["series"]], grid=g.window(x, y, cfg["patch"],
-                                                                cfg["patch"]),
+            with cogfeed.Loader(images, grid=g.window(x, y, cfg["patch"], cfg["patch"]),
                                 patch_size=cfg["patch"], batch_size=1, sampler="grid",
-                                **common_kw) as ld:
+                                **kw) as ld:
                 out.append(digest([next(iter(ld))["image"][0]]))
         return {"digests": out}
-    return _series_drive(cfg, lambda: cogfeed.Loader(
-        [cfg["series"]], grid=g, patch_size=cfg["patch"], batch_size=cfg["batch"],
+    return _cold_warm_drive(cfg, lambda: cogfeed.Loader(
+        images, grid=g, patch_size=cfg["patch"], batch_size=cfg["batch"],
         sampler="random", seed=0, epoch_length=10 ** 9, cache_bytes=cfg["cache_bytes"],
-        inflight_bytes=cfg.get("inflight_bytes"), **common_kw), lambda ld: ld.close())
+        inflight_bytes=cfg.get("inflight_bytes"), **kw), lambda ld: ld.close())
+
+
+def _check_slices(cfg):
+    """The check windows as TorchGeo's (x, y) slices of the region."""
+    x0, res, _, y1, _, _ = cfg["gt"]
+    for x, y in cfg["check"]:
+        yield (slice(x0 + x * res, x0 + (x + cfg["patch"]) * res, res),
+               slice(y1 - (y + cfg["patch"]) * res, y1 - y * res, res))
+
+
+def series_cogfeed(cfg):
+    """cogfeed.Loader over the series: each location's dates a mosaic of
+    the two tiles (the first with data gives each pixel), read onto the
+    region's grid, random patches, float32 and a valid plane per date."""
+    return _cogfeed_on_region(cfg, [cfg["series"]], dict(
+        dates=[cfg["dates"]], resampling="nearest", dtype="float32", valid_mask=True))
 
 
 def series_torchgeo(cfg):
@@ -476,13 +487,7 @@ def series_torchgeo(cfg):
     iv = [(pd.Timestamp(a), pd.Timestamp(b)) for a, b in cfg["intervals"]]
     if cfg.get("check"):
         ds = DateMosaics(SeriesScenes(paths=cfg["files"]), iv)
-        x0, res, _, y1, _, _ = cfg["gt"]
-        out = []
-        for x, y in cfg["check"]:
-            xs = slice(x0 + x * res, x0 + (x + cfg["patch"]) * res, res)
-            ys = slice(y1 - (y + cfg["patch"]) * res, y1 - y * res, res)
-            out.append(digest([ds[(xs, ys)]["image"].numpy()]))
-        return {"digests": out}
+        return {"digests": [digest([ds[sl]["image"].numpy()]) for sl in _check_slices(cfg)]}
 
     def make():
         ds = SeriesScenes(paths=cfg["files"])
@@ -494,7 +499,7 @@ def series_torchgeo(cfg):
                           persistent_workers=w > 0, prefetch_factor=2 if w else None,
                           worker_init_fn=_drop_vsicurl if remote and w else None)
 
-    return _series_drive(cfg, make)
+    return _cold_warm_drive(cfg, make)
 
 
 # -- a region of scenes in two zones (bench/geo_sampling_bench.py) -------------
@@ -502,25 +507,9 @@ def series_torchgeo(cfg):
 def mosaic_cogfeed(cfg):
     """cogfeed.Loader(mosaic=True) over the scenes onto the region's grid
     (the first with data gives each pixel, the other zone's reprojected),
-    random patches, float32 and bilinear as TorchGeo reads them; with
-    cfg["check"], the digests of the check windows instead."""
-    import cogfeed
-    g = cogfeed.Grid(cfg["crs"], geotransform=cfg["gt"], width=cfg["width"],
-                     height=cfg["height"])
-    kw = dict(mosaic=True, resampling="bilinear", dtype="float32", scale_offset=False)
-    if cfg.get("check"):
-        out = []
-        for x, y in cfg["check"]:
-            with cogfeed.Loader([cfg["scenes"]], grid=g.window(x, y, cfg["patch"],
-                                                               cfg["patch"]),
-                                patch_size=cfg["patch"], batch_size=1, sampler="grid",
-                                **kw) as ld:
-                out.append(digest([next(iter(ld))["image"][0]]))
-        return {"digests": out}
-    return _series_drive(cfg, lambda: cogfeed.Loader(
-        [cfg["scenes"]], grid=g, patch_size=cfg["patch"], batch_size=cfg["batch"],
-        sampler="random", seed=0, epoch_length=10 ** 9, cache_bytes=cfg["cache_bytes"],
-        inflight_bytes=cfg.get("inflight_bytes"), **kw), lambda ld: ld.close())
+    random patches, float32 and bilinear as TorchGeo reads them."""
+    return _cogfeed_on_region(cfg, [cfg["scenes"]], dict(
+        mosaic=True, resampling="bilinear", dtype="float32", scale_offset=False))
 
 
 def mosaic_torchgeo(cfg):
@@ -541,13 +530,7 @@ def mosaic_torchgeo(cfg):
     crs, res = CRS.from_epsg(cfg["crs"]), cfg["gt"][1]
     if cfg.get("check"):
         ds = RegionScenes(paths=cfg["scenes"], crs=crs, res=res)
-        x0, _, _, y1, _, _ = cfg["gt"]
-        out = []
-        for x, y in cfg["check"]:
-            xs = slice(x0 + x * res, x0 + (x + cfg["patch"]) * res, res)
-            ys = slice(y1 - (y + cfg["patch"]) * res, y1 - y * res, res)
-            out.append(digest([ds[xs, ys]["image"].numpy()]))
-        return {"digests": out}
+        return {"digests": [digest([ds[sl]["image"].numpy()]) for sl in _check_slices(cfg)]}
 
     def make():
         ds = RegionScenes(paths=cfg["scenes"], crs=crs, res=res)
@@ -559,7 +542,7 @@ def mosaic_torchgeo(cfg):
                           prefetch_factor=2 if w else None,
                           worker_init_fn=_drop_vsicurl if remote and w else None)
 
-    return _series_drive(cfg, make)
+    return _cold_warm_drive(cfg, make)
 
 
 # -- decode -----------------------------------------------------------------

@@ -771,6 +771,29 @@ static void test_float_normalise(void) {
     cf_loader_free(ld);
 }
 
+/* Where output pixel (c, r) of window w's P x P patch lies on the target
+ * grid, its augmentation undone: rot90 k times, then flip (docs). */
+static void grid_pixel(const cf_window *w, int P, int r, int c, int64_t *gx, int64_t *gy) {
+    int k = (int)(w->aug & 3), rr = r, cc = (w->aug & 4) ? P - 1 - c : c;
+    for (int q = 0; q < k; q++) {
+        int t = rr;
+        rr = cc;
+        cc = P - 1 - t;
+    }
+    *gx = w->x + cc, *gy = w->y + rr;
+}
+
+/* n random 24 px patches of grid g, flipped and rotated, 6 readers. */
+static void random_augmented(cf_loader_options *o, const cf_grid *g, uint64_t n) {
+    o->grid = g;
+    o->patch_size = 24;
+    o->batch_size = 5;
+    o->sampler = CF_SAMPLER_RANDOM;
+    o->epoch_length = n;
+    o->augment = CF_AUG_FLIP | CF_AUG_ROT90;
+    o->threads = 6;
+}
+
 /* valid_mask and mosaic on a target grid larger than the scenes: scene
  * A (100 x 80 px) lies at target pixels (10, 10), scene B (same size) at
  * (60, 10); outside both, nothing.  valid is 1 exactly inside the scenes
@@ -811,13 +834,7 @@ static void test_valid_and_mosaic(void) {
             o.invalid_classes = classes;
             o.ninvalid_classes = 50;
         }
-        o.grid = &g;
-        o.patch_size = 24;
-        o.batch_size = 5;
-        o.sampler = CF_SAMPLER_RANDOM;
-        o.epoch_length = 60;
-        o.augment = CF_AUG_FLIP | CF_AUG_ROT90;
-        o.threads = 6;
+        random_augmented(&o, &g, 60);
         cf_loader *ld;
         cf_error e;
         CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
@@ -835,15 +852,8 @@ static void test_valid_and_mosaic(void) {
                 const uint16_t *img = (const uint16_t *)b.image + (size_t)i * 2 * 24 * 24;
                 for (int r = 0; r < 24; r++)
                     for (int c = 0; c < 24; c++) {
-                        /* Where output pixel (c, r) came from, augmentation
-                         * undone: rot90 k times, then flip (docs). */
-                        int k = (int)(w->aug & 3), rr = r, cc = (w->aug & 4) ? 23 - c : c;
-                        for (int q = 0; q < k; q++) {
-                            int t = rr;
-                            rr = cc;
-                            cc = 23 - t;
-                        }
-                        int64_t gx = w->x + cc, gy = w->y + rr;
+                        int64_t gx, gy; /* where output pixel (c, r) came from */
+                        grid_pixel(w, 24, r, c, &gx, &gy);
                         int in_a = gx >= 10 && gx < 110 && gy >= 10 && gy < 90;
                         int in_b = mosaic && gx >= 60 && gx < 160 && gy >= 10 && gy < 90;
                         /* A scene's pixel is data when its class is not
@@ -900,13 +910,7 @@ static void test_series_of_mosaics(void) {
         o.invalid_classes = classes;
         o.ninvalid_classes = 50;
         o.out_dtype = f32 ? CF_DT_F32 : CF_DT_UNKNOWN;
-        o.grid = &g;
-        o.patch_size = 24;
-        o.batch_size = 5;
-        o.sampler = CF_SAMPLER_RANDOM;
-        o.epoch_length = 40;
-        o.augment = CF_AUG_FLIP | CF_AUG_ROT90;
-        o.threads = 6;
+        random_augmented(&o, &g, 40);
         cf_loader *ld;
         cf_error e;
         CHECK(cf_loader_new(&o, &ld, &e) == CF_OK);
@@ -923,13 +927,8 @@ static void test_series_of_mosaics(void) {
                 const cf_window *w = &b.windows[i];
                 for (int r = 0; r < 24; r++)
                     for (int c = 0; c < 24; c++) {
-                        int k = (int)(w->aug & 3), rr = r, cc = (w->aug & 4) ? 23 - c : c;
-                        for (int q = 0; q < k; q++) {
-                            int t = rr;
-                            rr = cc;
-                            cc = 23 - t;
-                        }
-                        int64_t gx = w->x + cc, gy = w->y + rr;
+                        int64_t gx, gy;
+                        grid_pixel(w, 24, r, c, &gx, &gy);
                         /* scene 0 is A, 1 is B: where each lies and has
                          * data (its class not below 50) */
                         int64_t x0[2] = {10, 60};
