@@ -1015,6 +1015,10 @@ typedef struct cf_batch {
     const cf_window *windows;  /* n windows */
 } cf_batch;
 
+/* Counters of a loader (cf_loader_get_stats).  New counters are added at
+ * its end, and cf_loader_get_stats fills the whole struct of the library
+ * it runs: before 1.0 (SOVERSION 0) a caller must be built against the
+ * header of the library it loads. */
 typedef struct cf_loader_stats {
     uint64_t samples, batches, skipped;
     uint64_t bytes_fetched;    /* from the io (shared io: all its users) */

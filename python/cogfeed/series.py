@@ -137,6 +137,8 @@ def nest(images: Sequence[Any], what: str) -> List[List[List[Any]]]:
     (a mosaic: the first with data gives each pixel)."""
     out: List[List[List[Any]]] = []
     for i, s in enumerate(images):
+        if not isinstance(s, (list, tuple)):
+            raise ValueError("%s: series %d is %r, not a list of dates" % (what, i, s))
         row: List[List[Any]] = []
         for j, d in enumerate(s):
             if isinstance(d, (list, tuple)):

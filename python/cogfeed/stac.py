@@ -1250,8 +1250,8 @@ class Selection:
             from .region import item_steps
             steps = item_steps(self.items, groupby)
             return ([[[self.href(self.assets[i][0]) for i in st] for st in steps]],
-                    [[min(cast(_dt.datetime, self.items[i].time) for i in st)
-                      for st in steps]])
+                    [[min((t for t in (self.items[i].time for i in st) if t is not None),
+                          default=None) for st in steps]])
         groups: Dict[Any, List[int]] = {}
         for i, g in enumerate(self.grids(io)):
             key = (g.crs.to_wkt() if g.crs is not None else None,

@@ -340,3 +340,23 @@ def test_later_scenes_of_all_dates_read_together(series):
     # every sample: its first round; those in the overlap one more
     k = st["samples_read"]
     assert k >= n and k < st["read_rounds"] <= 2 * k, st
+
+
+def test_a_padded_date_does_not_read_its_scene_again(series):
+    """A date of one scene padded beside dates of two (or a scene given
+    twice) is read once: its repeat would fill nothing, so it is skipped
+    even where the scene leaves pixels without data (its nodata edge)."""
+    per_sample = []
+    for date in ([series["scenes"][0][0]], [series["scenes"][0][0]] * 2):
+        with cogfeed.Loader([[date]], grid=series["region"], sampler="grid",
+                            patch_size=P, batch_size=4, resampling="nearest",
+                            error_threshold=0, valid_mask=True, cache_bytes=0) as ld:
+            n = sum(len(b["windows"]) for b in ld)
+            st = ld.stats()
+        assert n == 20
+        per_sample.append(st["bytes_decoded"] / st["samples_read"])
+    assert per_sample[0] == per_sample[1]
+    # a series made of a string instead of a list of dates: a clear error
+    with pytest.raises(ValueError, match="series 0 is .* not a list of dates"):
+        cogfeed.Loader([series["scenes"]], scene_masks=["m.tif"], invalid_classes=CLASSES,
+                       valid_mask=True, grid=series["region"])
