@@ -503,3 +503,46 @@ def test_load_uses_its_io_options_for_every_request(scenes):
     with cogfeed.open(scenes["A"]) as c:
         np.testing.assert_array_equal(r.data[0], c.read(grid=g, resampling="nearest"))
     assert r.nodata == 0
+
+
+def test_series_of_mosaics_with_a_reprojected_scene(scenes, scl, tmp_path):
+    """12 dates, each the mosaic of a 33N scene (A or B) and the 32N scene
+    C (reprojected: several source windows each), every scene with its
+    class raster: a date's second scenes go out together (up to a read of
+    64 windows: the rest, each with its class raster, in the next round),
+    and every date of the series equals the one-date mosaic of its two
+    scenes read alone."""
+    classes = [8, 9]
+    # C's class raster: made in UTM 33N (a cloud across it), warped into
+    # C's zone as C was
+    c33 = np.full((1, 150, 130), 4, np.uint8)
+    c33[0, 40:90, 30:70] = 9
+    src = F.write_cog(str(tmp_path / "c_scl33.tif"), c33,
+                      (X0 + 320 * RES, 2 * RES, 0, Y1 - 140 * RES, 0, -2 * RES),
+                      nodata=None, blocksize=64)
+    c32 = str(tmp_path / "c_scl32.tif")
+    F.run(["gdalwarp", "-q", "-t_srs", "EPSG:32632", "-tr", "22", "22", "-r", "near",
+           src, c32])
+    c_scl = str(tmp_path / "c_scl.tif")
+    F.run(["gdal_translate", "-q", "-of", "COG", "-co", "BLOCKSIZE=64", c32, c_scl])
+    first = ["A", "B"] * 6
+    dates = [[scenes[x], scenes["C"]] for x in first]
+    masks = [[scl[x], c_scl] for x in first]
+    kw = dict(grid=region_grid(), sampler="grid", patch_size=128, batch_size=4,
+              resampling="bilinear", valid_mask=True, invalid_classes=classes,
+              cache_bytes=0)
+    alone = {}
+    for x in "AB":
+        with cogfeed.Loader([[scenes[x], scenes["C"]]], mosaic=True,
+                            scene_masks=[[scl[x], c_scl]], **kw) as ld:
+            alone[x] = [(b["image"].copy(), b["valid"].copy()) for b in ld]
+    with cogfeed.Loader([dates], scene_masks=[masks], **kw) as ld:
+        got = [(b["image"].copy(), b["valid"].copy()) for b in ld]
+        st = ld.stats()
+    assert len(got) == len(alone["A"]) == 5
+    for k, (img, val) in enumerate(got):
+        assert img.shape[1] == 12 and val.shape[1] == 12
+        for t, x in enumerate(first):
+            np.testing.assert_array_equal(img[:, t], alone[x][k][0])
+            np.testing.assert_array_equal(val[:, t], alone[x][k][1][:, 0])
+    assert st["read_rounds"] <= 4 * st["samples_read"]
