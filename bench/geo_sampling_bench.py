@@ -41,12 +41,9 @@ tree; then cogfeed / TorchGeo's best as ratios.
         [--storages remote,local] [--workers 4,8,12] [--seconds 60] [--json OUT]
 """
 
-import argparse
-import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 
@@ -113,29 +110,7 @@ def make_data(folder, size, overlap):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", type=int, default=4096)
-    ap.add_argument("--overlap", type=int, default=1024)
-    ap.add_argument("--patch", type=int, default=256)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--latency-ms", type=float, default=164)
-    ap.add_argument("--storages", default="remote,local")
-    ap.add_argument("--workers", default="4,8,12", help="TorchGeo's DataLoader worker counts")
-    ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--cold-batches", type=int, default=4)
-    ap.add_argument("--python", default="python3.12",
-                    help="the interpreter the peers' environment is made with")
-    ap.add_argument("--data", default=os.path.join(REPO, "build", "bench-data", "geo_sampling"))
-    ap.add_argument("--json")
-    ap.add_argument("--quick", action="store_true",
-                    help="small and short: checks that every run works")
-    a = ap.parse_args(argv)
-    if a.quick:
-        a.size, a.overlap, a.seconds, a.workers = 1024, 256, 5, "2"
-        a.data = os.path.join(a.data, "quick")
-    peers.ensure_venv(a.python)
-    peers.ensure_build()
+    a = series_bench.parse(argv, __doc__, 4096, 1024, 16, "geo_sampling")
     scenes = make_data(a.data, a.size, a.overlap)
     W, H = 2 * a.size - a.overlap, a.size
     base = {"patch": a.patch, "batch": a.batch, "bands": 4, "mask_bytes": 0, "crs": EPSG,
@@ -145,50 +120,16 @@ def main(argv):
     # in A alone, across A and B above C (nothing resampled on either side)
     P = a.patch
     check = [[64, 64], [a.size - a.overlap // 2 - P // 2, 32]]
-    got = [peers.child(dict(base, run=r, check=check, scenes=scenes),
-                       gdal=peers.GDAL_BASE)["digests"]
-           for r in ("mosaic_cogfeed", "mosaic_torchgeo")]
-    same = got[0] == got[1]
-    peers.log("the check windows' patches: %s" % ("identical" if same else "DIFFER: %s" % got))
-    res = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-           "load_before": os.getloadavg()[0], "cpus": os.cpu_count(),
-           "cpu": peers.cpu_model(), "latency_ms": a.latency_ms, "size": a.size,
-           "overlap": a.overlap, "patch": a.patch, "batch": a.batch, "identical": same,
-           "rows": [], "versions": peers.versions(),
-           "bytes": sum(os.path.getsize(p) for p in scenes)}
-    runs = peers.Runs()
-    print(peers.HEAD)
-    with peers.serve(a.data, a.latency_ms) as srv:
-        for storage in a.storages.split(","):
-            remote = storage == "remote"
-
-            def url(p):
-                return srv.url(os.path.relpath(p, a.data)) if remote else p
-
-            cfg = dict(base, log=srv.log if remote else None)
-            for w in [int(x) for x in a.workers.split(",")]:
-                runs.run("geo", storage, "random", "torchgeo", "%d workers" % w,
-                         dict(cfg, run="mosaic_torchgeo", workers=w,
-                              scenes=["/vsicurl/" + url(p) if remote else p for p in scenes]),
-                         gdal=dict(peers.GDAL_REMOTE if remote else peers.GDAL_BASE,
-                                   GDAL_NUM_THREADS="1", GDAL_CACHEMAX="128"))
-            # at its defaults, and with a larger memory budget for reads
-            # (more patches in flight: what `cogfeed tune` would pick)
-            for name, ib in (("Loader defaults", None), ("inflight 1 GiB", 1 << 30)):
-                runs.run("geo", storage, "random", "cogfeed", name,
-                         dict(cfg, run="mosaic_cogfeed", inflight_bytes=ib,
-                              scenes=[url(p) for p in scenes]))
-    res["rows"] = runs.rows
-    res["load_after"] = os.getloadavg()[0]
+    res = series_bench.side_by_side(
+        a, "geo", base, check, lambda run, url: {"scenes": [url(p) for p in scenes]},
+        ("mosaic_cogfeed", "mosaic_torchgeo"), 128,
+        {"bytes": sum(os.path.getsize(p) for p in scenes)})
     series_bench.report(res, a.storages.split(","), title=(
         "random %d px patches (batch %d) of a %d x %d px region: scenes A, B (UTM 33N, %d px, "
         "overlapping %d px) and C (UTM 32N), %.0f MB of COGs; nginx latency %g ms; "
         "patches identical at the check windows: %s"
         % (a.patch, a.batch, W, H, a.size, a.overlap, res["bytes"] / 1e6, a.latency_ms,
-           same)))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1, default=str)
+           res["identical"])))
     return 0
 
 

@@ -101,13 +101,15 @@ def make_data(folder, size, overlap, ndates):
     return out
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", type=int, default=2048)
-    ap.add_argument("--overlap", type=int, default=512)
-    ap.add_argument("--dates", type=int, default=12)
+def parse(argv, doc, size, overlap, batch, data, more=None):
+    """The arguments both side-by-side benches take (this one's and
+    geo_sampling_bench.py's: their sizes, batch and data folder differ),
+    --quick applied; the peers' environment made when missing."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--size", type=int, default=size)
+    ap.add_argument("--overlap", type=int, default=overlap)
     ap.add_argument("--patch", type=int, default=256)
-    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--batch", type=int, default=batch)
     ap.add_argument("--latency-ms", type=float, default=164)
     ap.add_argument("--storages", default="remote,local")
     ap.add_argument("--workers", default="4,8,12",
@@ -117,16 +119,72 @@ def main(argv):
     ap.add_argument("--cold-batches", type=int, default=4)
     ap.add_argument("--python", default="python3.12",
                     help="the interpreter the peers' environment is made with")
-    ap.add_argument("--data", default=os.path.join(REPO, "build", "bench-data", "series"))
+    ap.add_argument("--data", default=os.path.join(REPO, "build", "bench-data", data))
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true",
                     help="small and short: checks that every run works")
+    if more:
+        more(ap)
     a = ap.parse_args(argv)
     if a.quick:
         a.size, a.overlap, a.seconds, a.workers = 1024, 256, 5, "2"
         a.data = os.path.join(a.data, "quick")
     peers.ensure_venv(a.python)
     peers.ensure_build()
+    return a
+
+
+def side_by_side(a, workload, base, check, inputs, runs_of, gdal_cache_mb, res):
+    """Both readers at the check windows (digests compared: res
+    ["identical"]), then per storage TorchGeo at each worker count and
+    cogfeed at its defaults and with inflight_bytes 1 GiB (more patches
+    in flight: what `cogfeed tune` would pick), each in its own process;
+    inputs(reader, url) gives a config's files, runs_of the (cogfeed,
+    TorchGeo) runner names.  The rows go into res; saved with --json."""
+    got = [peers.child(dict(base, run=r, check=check, **inputs(r, lambda p: p)),
+                       gdal=peers.GDAL_BASE)["digests"] for r in runs_of]
+    res["identical"] = got[0] == got[1]
+    peers.log("the check windows: %s" % ("identical" if res["identical"] else
+                                          "DIFFER: %s" % got))
+    res.update({"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                "load_before": os.getloadavg()[0], "cpus": os.cpu_count(),
+                "cpu": peers.cpu_model(), "latency_ms": a.latency_ms, "size": a.size,
+                "overlap": a.overlap, "patch": a.patch, "batch": a.batch,
+                "versions": peers.versions()})
+    runs = peers.Runs()
+    print(peers.HEAD)
+    with peers.serve(a.data, a.latency_ms) as srv:
+        for storage in a.storages.split(","):
+            remote = storage == "remote"
+
+            def url(p):
+                return srv.url(os.path.relpath(p, a.data)) if remote else p
+
+            def gdal_url(p):
+                return "/vsicurl/" + url(p) if remote else p
+
+            cfg = dict(base, log=srv.log if remote else None)
+            for w in [int(x) for x in a.workers.split(",")]:
+                runs.run(workload, storage, "random", "torchgeo", "%d workers" % w,
+                         dict(cfg, run=runs_of[1], workers=w, **inputs(runs_of[1], gdal_url)),
+                         gdal=dict(peers.GDAL_REMOTE if remote else peers.GDAL_BASE,
+                                   GDAL_NUM_THREADS="1", GDAL_CACHEMAX=str(gdal_cache_mb)))
+            for name, ib in (("Loader defaults", None), ("inflight 1 GiB", 1 << 30)):
+                runs.run(workload, storage, "random", "cogfeed", name,
+                         dict(cfg, run=runs_of[0], inflight_bytes=ib,
+                              **inputs(runs_of[0], url)))
+    res["rows"] = runs.rows
+    res["load_after"] = os.getloadavg()[0]
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1, default=str)
+    return res
+
+
+def main(argv):
+    def more(ap):
+        ap.add_argument("--dates", type=int, default=12)
+    a = parse(argv, __doc__, 2048, 512, 8, "series", more)
     series = make_data(a.data, a.size, a.overlap, a.dates)
     W, H = 2 * a.size - a.overlap, a.size
     dates = [day(d).isoformat() for d in range(a.dates)]
@@ -143,47 +201,15 @@ def main(argv):
     P = a.patch
     check = [[64, 64], [a.size - a.overlap // 2 - P // 2, H // 2 - P // 2],
              [W - P - 64, H - P - 64]]
-    got = {}
-    for reader in ("series_cogfeed", "series_torchgeo"):
-        got[reader] = peers.child(dict(base, run=reader, check=check, series=series,
-                                       files=files), gdal=peers.GDAL_BASE)["digests"]
-    same = got["series_cogfeed"] == got["series_torchgeo"]
-    peers.log("the check windows' series: %s" % ("identical" if same else
-                                                   "DIFFER: %s" % got))
-    res = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-           "load_before": os.getloadavg()[0], "cpus": os.cpu_count(),
-           "cpu": peers.cpu_model(), "latency_ms": a.latency_ms, "size": a.size,
-           "overlap": a.overlap, "dates": a.dates, "patch": a.patch, "batch": a.batch,
-           "identical": same, "rows": [], "versions": peers.versions()}
-    runs = peers.Runs()
-    print(peers.HEAD)
-    with peers.serve(a.data, a.latency_ms) as srv:
-        for storage in a.storages.split(","):
-            remote = storage == "remote"
 
-            def url(p):
-                return srv.url(os.path.relpath(p, a.data)) if remote else p
+    def inputs(run, url):
+        if run == "series_cogfeed":
+            return {"series": [[url(p) for p in row] for row in series]}
+        return {"files": [url(p) for p in files]}
 
-            cfg = dict(base, log=srv.log if remote else None)
-            for w in [int(x) for x in a.workers.split(",")]:
-                runs.run("series", storage, "random", "torchgeo", "%d workers" % w,
-                         dict(cfg, run="series_torchgeo", workers=w,
-                              files=["/vsicurl/" + url(p) if remote else p
-                                     for p in files]),
-                         gdal=dict(peers.GDAL_REMOTE if remote else peers.GDAL_BASE,
-                                   GDAL_NUM_THREADS="1", GDAL_CACHEMAX="256"))
-            # at its defaults, and with a larger memory budget for reads
-            # (more patches in flight: what `cogfeed tune` would pick)
-            for name, ib in (("Loader defaults", None), ("inflight 1 GiB", 1 << 30)):
-                runs.run("series", storage, "random", "cogfeed", name,
-                         dict(cfg, run="series_cogfeed", inflight_bytes=ib,
-                              series=[[url(p) for p in row] for row in series]))
-    res["rows"] = runs.rows
-    res["load_after"] = os.getloadavg()[0]
+    res = side_by_side(a, "series", base, check, inputs, ("series_cogfeed", "series_torchgeo"),
+                       256, {"dates": a.dates})
     report(res, a.storages.split(","))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1, default=str)
     return 0
 
 

@@ -295,14 +295,21 @@ def _endless(ld):
 
 
 def _drive(cfg, make, close=None):
-    """Construct a loader (header time), take its first batch (cold), skip
-    cfg["warmup"] batches, then count patches for cfg["seconds"]."""
+    """Construct a loader (header time), take its first batch (cold), then
+    with cfg["cold_batches"] the rate over that many first batches apart
+    (nothing cached yet: cold), skip cfg["warmup"] batches, then count
+    patches for cfg["seconds"] (warm)."""
     m = Meter(cfg.get("log"))
     ld = make()
     header = m.mark()
     it = _endless(ld)
-    b = next(it)
+    n = int(next(it)["image"].shape[0])
     f = m.mark()
+    t0 = time.perf_counter()
+    for _ in range(cfg.get("cold_batches", 1) - 1):
+        n += int(next(it)["image"].shape[0])
+    cold = {"cold_items": n, "cold_s": f[0] + time.perf_counter() - t0}
+    cold["cold_items_per_s"] = n / cold["cold_s"]
     for _ in range(cfg["warmup"]):
         next(it)
     m.mark()
@@ -312,7 +319,8 @@ def _drive(cfg, make, close=None):
         b = next(it)
         n += int(b["image"].shape[0])
     warm = m.mark()
-    r = result(cfg, header, f, warm, n, n * _patch_bytes(cfg))
+    r = result(cfg, header, f, warm, n, n * _patch_bytes(cfg),
+               cold if "cold_batches" in cfg else None)
     stats = getattr(ld, "stats", None)   # cogfeed's Loader: decoded bytes
     if callable(stats):                  # per delivered byte, whole run
         st = stats()
@@ -396,42 +404,6 @@ def patches_torchgeo(cfg):
 
 # -- time series (bench/series_bench.py) --------------------------------------
 
-def _cold_warm_drive(cfg, make, close=None):
-    """As _drive, with a cold phase measured apart: construction (headers),
-    the first batch, the rate over the first cfg["cold_batches"] batches
-    (nothing cached yet: cold), then, after cfg["warmup"] more, the rate
-    over cfg["seconds"] (warm: the headers and whatever the caches kept)."""
-    m = Meter(cfg.get("log"))
-    ld = make()
-    header = m.mark()
-    it = _endless(ld)
-    n = int(next(it)["image"].shape[0])
-    first = m.mark()
-    t0 = time.perf_counter()
-    for _ in range(cfg["cold_batches"] - 1):
-        n += int(next(it)["image"].shape[0])
-    cold_s = first[0] + time.perf_counter() - t0
-    cold_n = n
-    for _ in range(cfg["warmup"]):
-        next(it)
-    m.mark()
-    n = 0
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < cfg["seconds"]:
-        n += int(next(it)["image"].shape[0])
-    warm = m.mark()
-    r = result(cfg, header, first, warm, n, n * _patch_bytes(cfg),
-               {"cold_items": cold_n, "cold_s": cold_s,
-                "cold_items_per_s": cold_n / cold_s})
-    it.close()
-    if close:
-        close(ld)
-    stop = getattr(getattr(ld, "_iterator", None), "_shutdown_workers", None)
-    if stop:
-        stop()
-    return r
-
-
 def _cogfeed_on_region(cfg, images, kw):
     """A cogfeed.Loader of `images` (one sample source) onto the region's
     grid, random patches (kw: how it reads them); with cfg["check"], the
@@ -447,7 +419,7 @@ def _cogfeed_on_region(cfg, images, kw):
                                 **kw) as ld:
                 out.append(digest([next(iter(ld))["image"][0]]))
         return {"digests": out}
-    return _cold_warm_drive(cfg, lambda: cogfeed.Loader(
+    return _drive(cfg, lambda: cogfeed.Loader(
         images, grid=g, patch_size=cfg["patch"], batch_size=cfg["batch"],
         sampler="random", seed=0, epoch_length=10 ** 9, cache_bytes=cfg["cache_bytes"],
         inflight_bytes=cfg.get("inflight_bytes"), **kw), lambda ld: ld.close())
@@ -499,7 +471,7 @@ def series_torchgeo(cfg):
                           persistent_workers=w > 0, prefetch_factor=2 if w else None,
                           worker_init_fn=_drop_vsicurl if remote and w else None)
 
-    return _cold_warm_drive(cfg, make)
+    return _drive(cfg, make)
 
 
 # -- a region of scenes in two zones (bench/geo_sampling_bench.py) -------------
@@ -542,7 +514,7 @@ def mosaic_torchgeo(cfg):
                           prefetch_factor=2 if w else None,
                           worker_init_fn=_drop_vsicurl if remote and w else None)
 
-    return _cold_warm_drive(cfg, make)
+    return _drive(cfg, make)
 
 
 # -- decode -----------------------------------------------------------------
