@@ -118,6 +118,16 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     o->images = NULL;
     o->layers = NULL;
     ld->has_scm = o->scene_masks != NULL;
+    /* A mosaic's scene that repeats an earlier scene of its step (the same
+     * file, with the same scene mask) would fill nothing: a date of fewer
+     * scenes than the others is padded so (cogfeed.Loader).  Not read. */
+    ld->repeats = cf__calloc(nimg, 1);
+    if (!ld->repeats) return cf__err(err, CF_E_NOMEM, "loader: scene table");
+    const size_t K = ld->step_scenes, scm0 = nimg + nrest; /* scene masks' urls */
+    for (size_t t = 0; K > 1 && t < nimg; t++)
+        for (size_t e = t - t % K; e < t && !ld->repeats[t]; e++)
+            ld->repeats[t] = !strcmp(ld->urls[e], ld->urls[t]) &&
+                             (!ld->has_scm || !strcmp(ld->urls[scm0 + e], ld->urls[scm0 + t]));
     o->scene_masks = NULL;
     if (o->ninvalid_classes) {
         ld->classes = cf__calloc(o->ninvalid_classes, sizeof *ld->classes);
@@ -898,6 +908,7 @@ void cf_loader_free(cf_loader *ld) {
     cf_vlabels_free(ld->vl);
     free(ld->lay);
     free(ld->scm);
+    free(ld->repeats);
     free(ld->classes);
     cf__fp_free(ld->fp);
     for (size_t f = 0; ld->roi && f < ld->o.nfiles; f++) cf__roi_free(ld->roi[f]);

@@ -174,6 +174,8 @@ struct cf_loader {
     size_t nlf;               /* layer files per sample file (nlayers, per
                                  output step with layers_per_step) */
     cf_cog **scm;             /* scene masks, nfiles * T, or NULL */
+    uint8_t *repeats;         /* nfiles * T: a mosaic's scene that repeats
+                                 an earlier one of its step (not read) */
     int has_scm;
     cf_dtype scm_dt;
     double *classes;          /* invalid_classes (o.ninvalid_classes) */

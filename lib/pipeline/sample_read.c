@@ -446,20 +446,6 @@ static int step_full(const cf_loader *ld, const ld_worker *wk, const ld_member *
     return !memchr(filled, 0, ld->plane);
 }
 
-/* A mosaic's later scene that repeats an earlier scene of its step (the
- * same file, with the same scene mask): it would fill nothing.  A date
- * of fewer scenes than the others is padded so (cogfeed.Loader). */
-static int repeats_earlier(const cf_loader *ld, size_t f, const ld_member *mb) {
-    const size_t T = (size_t)ld->o.time_steps, K = ld->step_scenes;
-    const size_t nimg = ld->o.nfiles * T, scm0 = ld->nurls - nimg; /* scene masks' urls */
-    const size_t t = f * T + (size_t)mb->t;
-    for (size_t e = f * T + (size_t)mb->step * K; e < t; e++)
-        if (!strcmp(ld->urls[e], ld->urls[t]) &&
-            (!ld->has_scm || !strcmp(ld->urls[scm0 + e], ld->urls[scm0 + t])))
-            return 1;
-    return 0;
-}
-
 /* The parts of inputs g, g+1, ... of a sample of file f (window w), as
  * many as fit LD_PART_CHUNKS parts: *used inputs taken, of which *ni are
  * read (whose warp plans the caller frees; the others, skipped, are later
@@ -498,7 +484,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             /* Later scenes are read in groups of their own, once the
              * first scenes, which they fill, are in; one per step. */
             if (*ni && !ins[0].fill) break;
-            if (step_full(ld, wk, mb) || repeats_earlier(ld, f, mb)) {
+            if (step_full(ld, wk, mb) || ld->repeats[f * (size_t)ld->o.time_steps + (size_t)mb->t]) {
                 *used += 1 + ld->has_scm;
                 continue;
             }
