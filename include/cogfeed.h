@@ -744,6 +744,123 @@ CF_API cf_status cf_vlabels_rasterize(const cf_vlabels *vl, const cf_grid *grid,
                                       void *out, size_t *nfeatures, cf_error *err);
 
 /* ------------------------------------------------------------------ */
+/* STAC items: JSON documents into an index searched in map and time    */
+/* ------------------------------------------------------------------ */
+
+/* STAC Items read from their JSON (an Item, or an ItemCollection: a
+ * FeatureCollection of items, as a STAC API search or a frozen search
+ * returns them) into a compact index: per item its id, dates, cloud
+ * cover, bbox and the raw text of its properties and geometry; per asset
+ * its href, type, roles, projection-extension grid and bands (eo, raster
+ * and STAC 1.1 band fields merged).  A 100,000-item, 200 MB collection is
+ * read in about a second into a tenth of the memory its parsed JSON
+ * takes.  The rules are those of python/cogfeed/stac.py (docs/datasets.md,
+ * "STAC in"), which reads with this index; a document that breaks them,
+ * or uses a form left to that reader (proj:projjson, a key given twice,
+ * escaped hrefs, a BOM), is refused whole with CF_E_UNSUPPORTED saying
+ * why, and adds nothing.  Not thread-safe while items are added; reads
+ * (accessors, cf_stac_match, cf_stac_pick) from one thread at a time. */
+typedef struct cf_stac cf_stac;
+
+/* Bounds a hostile document may not pass (stac.py's Limits): items in the
+ * index, assets of an item, bands of an asset, links of an item looked at
+ * for its self link, JSON nesting (at most 900), the largest proj:shape
+ * side.  Past one, the document is refused. */
+typedef struct cf_stac_limits {
+    size_t max_items, max_assets, max_bands, max_links;
+    int max_nesting;
+    int64_t max_side;
+} cf_stac_limits;
+
+/* A string of the index: len bytes at p (not NUL-terminated; UTF-8);
+ * p NULL when the field is absent.  Valid until the next cf_stac_add_json
+ * or cf_stac_free. */
+typedef struct cf_stac_text {
+    const char *p;
+    size_t len;
+} cf_stac_text;
+
+#define CF_STAC_NO_TIME INT64_MIN
+
+/* This struct grows at its end only; build against the library's header. */
+typedef struct cf_stac_item_info {
+    cf_stac_text id, collection;
+    cf_stac_text properties, geometry; /* raw JSON text; geometry p NULL when null */
+    cf_stac_text self_href;            /* the base of relative hrefs when the
+                                          document had no location (else absent) */
+    cf_stac_text datetime, start_datetime, end_datetime; /* RFC 3339, as written */
+    int64_t when;   /* datetime, else start_datetime: UTC microseconds */
+    int64_t t0, t1; /* [start_datetime or datetime, end_datetime or datetime] */
+    double cloud_cover; /* NaN: none */
+    double bbox[6];
+    int nbbox;          /* 0, 4 or 6 */
+    size_t nassets;
+    uint32_t doc;       /* the cf_stac_add_json call it came from: 0, 1, ... */
+    int32_t feature;    /* its index in that FeatureCollection; -1: an Item */
+} cf_stac_item_info;
+
+typedef struct cf_stac_asset_info {
+    cf_stac_text key, href, type;
+    int href_relative;  /* href is relative to the item's base (the document's
+                           location, or its self link): join them */
+    cf_stac_text roles; /* nroles NUL-terminated strings, one after another */
+    size_t nroles;
+    cf_stac_text crs;   /* "EPSG:32633" (from proj:epsg), proj:code, or WKT2 */
+    int has_transform, has_shape, has_proj_bbox;
+    double transform[6]; /* proj:transform (GDAL's order: a, b, c, d, e, f) */
+    int64_t shape[2];    /* proj:shape: rows, columns */
+    double proj_bbox[4];
+    size_t nbands;
+} cf_stac_asset_info;
+
+typedef struct cf_stac_band_info {
+    cf_stac_text name, common_name, data_type;
+    int has_nodata, has_scale, has_offset;
+    double nodata, scale, offset;
+} cf_stac_band_info;
+
+CF_API cf_status cf_stac_new(cf_stac **out, cf_error *err);
+CF_API void cf_stac_free(cf_stac *ix);
+/* Add one document's items.  base: where the document was read from (a
+ * path or URL: relative hrefs are joined to it, and a remote document may
+ * not name local files, an https one not plain http), or NULL (then an
+ * item's absolute self link is its base).  *had_items: 1 when it was an
+ * Item or ItemCollection, 0 for any other STAC type (a Catalog or
+ * Collection: not read, nothing added).  CF_E_UNSUPPORTED: refused whole
+ * (the message says why); CF_E_NOMEM. */
+CF_API cf_status cf_stac_add_json(cf_stac *ix, const char *json, size_t len, const char *base,
+                                  const cf_stac_limits *lim, int *had_items, cf_error *err);
+/* The same for a local file of at most max_bytes, read through a memory
+ * map whose pages are let go once parsed: a 300 MB collection does not
+ * sit in memory beside its index.  base NULL: the path.  CF_E_NOTFOUND,
+ * CF_E_IO naming the path; CF_E_LIMIT past max_bytes. */
+CF_API cf_status cf_stac_add_file(cf_stac *ix, const char *path, const char *base,
+                                  const cf_stac_limits *lim, uint64_t max_bytes, int *had_items,
+                                  cf_error *err);
+CF_API size_t cf_stac_count(const cf_stac *ix);
+/* Item i, its asset k, and that asset's band b (indices in range: the
+ * caller checks them against the counts). */
+CF_API void cf_stac_item(const cf_stac *ix, size_t i, cf_stac_item_info *out);
+CF_API void cf_stac_asset(const cf_stac *ix, size_t i, size_t k, cf_stac_asset_info *out);
+CF_API void cf_stac_band(const cf_stac *ix, size_t i, size_t k, size_t b, cf_stac_band_info *out);
+/* match[i] = 1 for every item meeting the search, else 0: `boxes`, nbox
+ * longitude / latitude boxes (west, south, east, north; west <= east:
+ * split one across the antimeridian in two), meeting the item's bbox
+ * (itself split there; an item without one meets none), looked up in a
+ * packed Hilbert R-tree of the bboxes built by the first search; nbox 0:
+ * no spatial condition.  [t_lo, t_hi] (UTC microseconds, CF_STAC_NO_TIME
+ * for an open end) meeting the item's [t0, t1]; max_cloud (NaN: none):
+ * eo:cloud_cover at most that (items without one left out).  match holds
+ * cf_stac_count() bytes. */
+CF_API cf_status cf_stac_match(cf_stac *ix, const double *boxes, size_t nbox, int64_t t_lo,
+                               int64_t t_hi, double max_cloud, uint8_t *match, cf_error *err);
+/* The asset of item i named `name`: the asset of that key, else the one
+ * asset whose band has that common name ("red", "nir"), else among
+ * several the one GeoTIFF, else the one of role "data".  Its index k, -1
+ * for none, -2 when several remain (select by key). */
+CF_API int64_t cf_stac_pick(const cf_stac *ix, size_t i, const char *name);
+
+/* ------------------------------------------------------------------ */
 /* Loader: sampler -> parallel reads -> batch ring                     */
 /* ------------------------------------------------------------------ */
 
