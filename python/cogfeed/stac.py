@@ -32,6 +32,9 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List,
                     overload)
 from urllib.parse import parse_qs
 
+import numpy as np
+import numpy.typing as npt
+
 from . import _cogfeed
 from .grid import Grid
 
@@ -648,29 +651,133 @@ class Signer:
 # -- reading documents -----------------------------------------------------
 
 
+class _Index:
+    """The items cogfeed's C index (cf_stac) read from JSON documents: a
+    few hundred bytes an item, searched and picked from in C; an Item
+    object is made only when one is asked for (then as item_from_dict
+    makes it from the same JSON)."""
+
+    def __init__(self) -> None:
+        self.ix = _cogfeed._StacIndex()
+        #: (href, shown) of each document read into it, by its number
+        self.docs: List[Tuple[str, str]] = []
+        self._made: Dict[int, Item] = {}
+        self._cols: Optional[Tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = None
+
+    def __len__(self) -> int:
+        return int(self.ix.count())
+
+    def columns(self) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """(time in UTC microseconds, eo:cloud_cover or NaN) of every item."""
+        if self._cols is None or len(self._cols[0]) != len(self):
+            when, cloud, _ = self.ix.columns()
+            self._cols = (when, cloud)
+        return self._cols
+
+    def item(self, i: int) -> Item:
+        it = self._made.get(i)
+        if it is not None:
+            return it
+        (iid, col, props, geom, self_href, (dt, sdt, edt), cc, bbox, doc, feat,
+         assets) = self.ix.item(i)
+        href, shown = self.docs[doc]
+        wh = shown if feat < 0 else "%s: features[%d]" % (shown, feat)
+        w = _where(iid, wh)
+        base = href if href is not None else self_href
+        made: Dict[str, Asset] = {}
+        for (key, h, rel, t, roles, crs, tr, sh, pb, bands) in assets:
+            made[key] = Asset(key=key, href=_resolve(base, h) if rel else h, item_id=iid,
+                              type=t, roles=roles, bands=tuple(Band(*b) for b in bands),
+                              crs=crs, transform=tr, shape=sh, proj_bbox=pb, where=wh)
+        it = Item(id=iid, assets=made,
+                  datetime=_time(dt, w + ": datetime"),
+                  start_datetime=_time(sdt, w + ": start_datetime"),
+                  end_datetime=_time(edt, w + ": end_datetime"),
+                  cloud_cover=cc, geometry=None if geom is None else json.loads(geom),
+                  bbox=bbox, collection=col, href=href, properties=json.loads(props))
+        if len(self._made) >= 4096:   # a bound, not a cache of every item
+            self._made.clear()
+        self._made[i] = it
+        return it
+
+    def href(self, i: int, h: str, rel: bool) -> str:
+        """Asset href h of item i, joined with its base when relative."""
+        if not rel:
+            return h
+        doc = int(self.ix.item_doc(i))
+        return _resolve(self.docs[doc][0], h)
+
+
 class _Walk:
     def __init__(self, io: Optional[IO], limits: Limits) -> None:
         self.io = io if io is not None else _cogfeed.default_io()
         self.limits = limits
         self.fetched = 0
         self.seen: Set[str] = set()
-        self.items: List[Item] = []
+        self.index = _Index()
+        #: in walk order: runs (start, end) of the index's items, and items
+        #: read by the reference (item_from_dict)
+        self.parts: List[Union[Tuple[int, int], Item]] = []
+        self.py_items = 0
         self.ids: Set[Tuple[Optional[str], str]] = set()
 
-    def fetch(self, href: str) -> Dict[str, Any]:
+    def count(self) -> int:
+        return len(self.index) + self.py_items
+
+    def read(self, href: str, path: Tuple[str, ...]) -> None:
+        """Fetch the document at href and walk it: its items into the C
+        index when it is an Item or ItemCollection the index takes, else
+        parsed here (catalogs, and documents the index leaves to the
+        reference, which names what is wrong with them)."""
         if self.fetched >= self.limits.max_documents:
             raise StacError("%s: more than %d documents in one catalog walk"
                             % (_shown(href), self.limits.max_documents))
         self.fetched += 1
-        data = self.io.get(href, max_bytes=self.limits.max_bytes)
-        return _parse(data, _shown(href), self.limits)
+        L = self.limits
+        lim = (max(L.max_items - self.py_items, 0), L.max_assets, L.max_bands,
+               L.max_links, L.max_nesting, L.max_side)
+        n0 = len(self.index)
+        data: Optional[bytes] = None
+        held: Optional[bool] = None
+        try:
+            if not _scheme(href):   # a local file: parsed from a memory map
+                held = bool(self.index.ix.add_file(href, href, lim, L.max_bytes))
+            else:
+                data = self.io.get(href, max_bytes=L.max_bytes)
+                held = bool(self.index.ix.add(data, href, lim))
+        except _cogfeed.Error as e:
+            # Refused by the index (read below by the reference), or not
+            # readable from the disk (the io then says why, as it would).
+            if data is not None and not isinstance(e, _cogfeed.UnsupportedError):
+                raise
+            log.debug("%s: read by the reference: %s", _shown(href), e)
+        if held:
+            self.index.docs.append((href, _shown(href)))
+            if len(self.index) > n0:
+                self.parts.append((n0, len(self.index)))
+            return
+        if data is None:
+            data = self.io.get(href, max_bytes=L.max_bytes)
+        self.document(_parse(data, _shown(href), L), href, path)
 
     def add(self, it: Item) -> None:
-        if len(self.items) >= self.limits.max_items:
+        if self.count() >= self.limits.max_items:
             raise StacError("%s: more than %d items" % (
                 _where(it.id, _shown(it.href) if it.href else "<dict>"),
                 self.limits.max_items))
-        self.items.append(it)
+        self.parts.append(it)
+        self.py_items += 1
+
+    def result(self) -> Items:
+        if not self.py_items:
+            return Items._indexed(self.index, np.arange(len(self.index), dtype=np.int64))
+        out: List[Item] = []
+        for p in self.parts:
+            if isinstance(p, Item):
+                out.append(p)
+            else:
+                out.extend(self.index.item(i) for i in range(p[0], p[1]))
+        return Items(out)
 
     def document(self, doc: Dict[str, Any], href: Optional[str],
                  path: Tuple[str, ...]) -> None:
@@ -685,7 +792,7 @@ class _Walk:
             feats = doc.get("features")
             if not isinstance(feats, list):
                 raise StacError("%s: FeatureCollection without a features list" % wh)
-            if len(self.items) + len(feats) > self.limits.max_items:
+            if self.count() + len(feats) > self.limits.max_items:
                 raise StacError("%s: %d features, more than the %d items allowed"
                                 % (wh, len(feats), self.limits.max_items))
             for i, f in enumerate(feats):
@@ -739,8 +846,7 @@ class _Walk:
             if key in self.seen:
                 continue   # reached twice (not a loop): read once
             self.seen.add(key)
-            sub = self.fetch(target)
-            self.document(sub, target, path + ((href or ""),))
+            self.read(target, path + ((href or ""),))
 
 
 def _to_dicts(obj: Any) -> Optional[List[Dict[str, Any]]]:
@@ -789,7 +895,7 @@ def items(source: Source, *, io: Optional[IO] = None,
             if _PARQUET.search(href.split("#", 1)[0].split("?", 1)[0]):
                 _geoparquet(w, href)
             else:
-                w.document(w.fetch(href), href, ())
+                w.read(href, ())
         elif isinstance(s, dict):
             w.document(cast(Dict[str, Any], s), None, ())
         else:
@@ -800,7 +906,7 @@ def items(source: Source, *, io: Optional[IO] = None,
                                 % type(s).__name__)
             for d in ds:
                 w.document(d, None, ())
-    return Items(w.items)
+    return w.result()
 
 
 # -- STAC GeoParquet --------------------------------------------------------
@@ -907,7 +1013,7 @@ def _geoparquet(w: _Walk, href: str) -> None:
     try:
         pf = pq.ParquetFile(pa.BufferReader(data))
         md = pf.metadata
-        if md.num_rows + len(w.items) > w.limits.max_items:
+        if md.num_rows + w.count() > w.limits.max_items:
             raise StacError("%s: %d rows, more than the %d items allowed"
                             % (wh, md.num_rows, w.limits.max_items))
         decoded = sum(md.row_group(i).total_byte_size
@@ -1011,11 +1117,38 @@ def _interval(v: Any) -> Tuple[Optional[_dt.datetime], Optional[_dt.datetime]]:
     return lo, hi
 
 
+def _us(t: _dt.datetime) -> int:
+    """An aware datetime as UTC microseconds since 1970 (exact)."""
+    return (t - _EPOCH) // _dt.timedelta(microseconds=1)
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
 class Items(Sequence[Item]):
-    """The items read (in order); select() picks their assets."""
+    """The items read (in order); select() picks their assets.
+
+    Items read from JSON documents live in cogfeed's C index (a few
+    hundred bytes an item): search(), sorted() and select() run there,
+    and an Item object is made when one is asked for."""
 
     def __init__(self, items: Sequence[Item]) -> None:
-        self._items = list(items)
+        self._items: Optional[List[Item]] = list(items)
+        self._idx: Optional[_Index] = None
+        self._rows: npt.NDArray[np.int64] = np.zeros(0, np.int64)
+
+    @classmethod
+    def _indexed(cls, idx: _Index, rows: npt.NDArray[np.int64]) -> Items:
+        out = cls.__new__(cls)
+        out._items, out._idx, out._rows = None, idx, rows
+        return out
+
+    def _sub(self, order: Union[Sequence[int], npt.NDArray[np.int64]]) -> Items:
+        """These items at positions `order` (in that order)."""
+        if self._idx is not None:
+            return Items._indexed(self._idx, self._rows[np.asarray(order, dtype=np.int64)])
+        assert self._items is not None
+        return Items([self._items[i] for i in order])
 
     @overload
     def __getitem__(self, i: int) -> Item: ...
@@ -1023,21 +1156,29 @@ class Items(Sequence[Item]):
     def __getitem__(self, i: slice) -> Items: ...
 
     def __getitem__(self, i: Union[int, slice]) -> Union[Item, Items]:
+        if self._idx is not None:
+            if isinstance(i, slice):
+                return Items._indexed(self._idx, self._rows[i])
+            return self._idx.item(int(self._rows[i]))
+        assert self._items is not None
         if isinstance(i, slice):
             return Items(self._items[i])
         return self._items[i]
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._rows) if self._idx is not None else len(self._items or ())
 
     def __iter__(self) -> Iterator[Item]:
-        return iter(self._items)
+        if self._idx is not None:
+            idx = self._idx
+            return (idx.item(int(r)) for r in self._rows)
+        return iter(self._items or ())
 
     def __repr__(self) -> str:
-        return "<cogfeed.stac.Items: %d items>" % len(self._items)
+        return "<cogfeed.stac.Items: %d items>" % len(self)
 
     def filter(self, predicate: Callable[[Item], bool]) -> Items:
-        return Items([i for i in self._items if predicate(i)])
+        return self._sub([k for k, it in enumerate(self) if predicate(it)])
 
     def search(self, bbox: Optional[Sequence[float]] = None,
                datetime: Union[str, Tuple[Any, Any], _dt.datetime, None] = None, *,
@@ -1052,11 +1193,17 @@ class Items(Sequence[Item]):
         its datetime; ``max_cloud_cover``: eo:cloud_cover at most this
         (items without it left out, as a STAC API's query does).  Items
         without a bbox are left out by a bbox (their footprint is not
-        known)."""
+        known).  Items in the C index are searched there (a packed Hilbert
+        R-tree of their bboxes, then dates and cloud cover)."""
         lo, hi = _interval(datetime) if datetime is not None else (None, None)
         box = _bbox_parts(bbox) if bbox is not None else None
+        if self._idx is not None:
+            mc = None if max_cloud_cover is None else float(max_cloud_cover)
+            m = self._idx.ix.match(box or [], None if lo is None else _us(lo),
+                                   None if hi is None else _us(hi), mc)
+            return Items._indexed(self._idx, self._rows[m[self._rows].astype(bool)])
         out = []
-        for it in self._items:
+        for k, it in enumerate(self):
             if max_cloud_cover is not None and (it.cloud_cover is None or
                                                 it.cloud_cover > max_cloud_cover):
                 continue
@@ -1068,8 +1215,8 @@ class Items(Sequence[Item]):
                 if a is None or b is None or (hi is not None and a > hi) or \
                         (lo is not None and b < lo):
                     continue
-            out.append(it)
-        return Items(out)
+            out.append(k)
+        return self._sub(out)
 
     def sorted(self, by: Union[str, Callable[[Item], Any]] = "recent") -> Items:
         """The items in a mosaic's order (the first item with data at a
@@ -1078,17 +1225,30 @@ class Items(Sequence[Item]):
         it last; ties newest first), or a key function (ascending).  The
         sort is stable."""
         if callable(by):
-            return Items(sorted(self._items, key=by))
-        def when(i: Item) -> float:
-            return i.time.timestamp() if i.time else float("-inf")
-        if by == "recent":
-            return Items(sorted(self._items, key=when, reverse=True))
+            keys = [by(it) for it in self]
+            return self._sub(sorted(range(len(keys)), key=keys.__getitem__))
+        if by not in ("recent", "clear"):
+            raise ValueError("sorted: by is 'recent', 'clear' or a key function, "
+                             "not %r" % (by,))
+        if self._idx is not None:
+            when_all, cloud_all = self._idx.columns()
+            when = when_all[self._rows]
+        else:
+            its = list(self)
+            when = np.array([_us(i.time) if i.time else np.iinfo(np.int64).min
+                             for i in its], np.int64)
+            cloud_all = np.array([np.nan if i.cloud_cover is None else i.cloud_cover
+                                  for i in its], np.float64)
+        # Stable sorts, as Python's sorted(reverse=True) keeps ties in order
+        # (an item without a time, the int64 minimum, goes last).
+        lowest = np.iinfo(np.int64)
+        order = np.argsort(np.where(when == lowest.min, lowest.max, -when), kind="stable")
         if by == "clear":
-            newest = sorted(self._items, key=when, reverse=True)
-            return Items(sorted(newest, key=lambda i: (i.cloud_cover is None,
-                                                       i.cloud_cover or 0.0)))
-        raise ValueError("sorted: by is 'recent', 'clear' or a key function, "
-                         "not %r" % (by,))
+            cc = (cloud_all[self._rows] if self._idx is not None else cloud_all)[order]
+            order = order[np.argsort(np.where(np.isnan(cc), 0.0, cc), kind="stable")]
+            cc = (cloud_all[self._rows] if self._idx is not None else cloud_all)[order]
+            order = order[np.argsort(np.isnan(cc), kind="stable")]
+        return self._sub(order)
 
     def select(self, assets: Sequence[str], *,
                sign: Optional[SignFunction] = None,
@@ -1104,25 +1264,44 @@ class Items(Sequence[Item]):
             raise ValueError("select: at least one asset key or common name")
         if missing not in ("error", "skip"):
             raise ValueError("select: missing must be 'error' or 'skip'")
+        signer = Signer(sign) if sign is not None else None
+        if self._idx is not None:
+            picks = self._idx.ix.pick(self._rows, names)
+            keep = np.ones(len(self._rows), bool)
+            for j in np.flatnonzero((picks < 0).any(axis=1)):
+                # The first name an item lacks decides, as in the loop
+                # below: the reference says what is wrong.
+                k = int(np.flatnonzero(picks[j] < 0)[0])
+                if picks[j, k] == -1 and missing == "skip":
+                    keep[j] = False
+                    continue
+                it = self[int(j)]
+                _pick(it, names[k])       # raises for an ambiguous name
+                raise _no_asset(it, names[k])
+            if not keep.any():
+                raise StacError("select(%s): no item has these assets" % names)
+            return _IndexedSelection(names, self._idx, self._rows[keep], picks[keep], signer)
         rows: List[Tuple[Item, List[Asset]]] = []
-        for it in self._items:
+        for it in self:
             row: List[Asset] = []
             for n in names:
                 a = _pick(it, n)
                 if a is None:
                     if missing == "skip":
                         break
-                    have = ", ".join(sorted(it.assets)) or "none"
-                    raise StacError("%s: no asset with key or common name %r "
-                                    "(assets: %s)" % (_where(
-                                        it.id, _shown(it.href) if it.href
-                                        else "<dict>"), n, have))
+                    raise _no_asset(it, n)
                 row.append(a)
             else:
                 rows.append((it, row))
         if not rows:
             raise StacError("select(%s): no item has these assets" % names)
-        return Selection(names, rows, Signer(sign) if sign is not None else None)
+        return Selection(names, rows, signer)
+
+
+def _no_asset(it: Item, name: str) -> StacError:
+    have = ", ".join(sorted(it.assets)) or "none"
+    return StacError("%s: no asset with key or common name %r (assets: %s)"
+                     % (_where(it.id, _shown(it.href) if it.href else "<dict>"), name, have))
 
 
 def _named(e: _cogfeed.Error, a: Asset) -> _cogfeed.Error:
@@ -1160,13 +1339,23 @@ class Selection:
                  rows: Sequence[Tuple[Item, Sequence[Asset]]],
                  signer: Optional[Signer]) -> None:
         self.names = list(names)
-        self.items = [r[0] for r in rows]
-        self.assets = [list(r[1]) for r in rows]
+        self._item_list = [r[0] for r in rows]
+        self._asset_rows = [list(r[1]) for r in rows]
         self.signer = signer
         #: (item id, asset key) of every grid taken from a header (no or
         #: incomplete projection fields), and of those taken from STAC
         self.header_grids: List[Tuple[str, str]] = []
         self.stac_grids: List[Tuple[str, str]] = []
+
+    @property
+    def items(self) -> Sequence[Item]:
+        """The selected items."""
+        return self._item_list
+
+    @property
+    def assets(self) -> Sequence[Sequence[Asset]]:
+        """The chosen assets of each item, in the order of names."""
+        return self._asset_rows
 
     def __len__(self) -> int:
         return len(self.items)
@@ -1177,7 +1366,10 @@ class Selection:
 
     def href(self, a: Asset) -> str:
         """a's href, signed (lazily, again when expired) with sign=."""
-        return self.signer(a.href) if self.signer is not None else a.href
+        return self._signed(a.href)
+
+    def _signed(self, h: str) -> str:
+        return self.signer(h) if self.signer is not None else h
 
     def images(self) -> List[str]:
         """The first asset of each item (signed)."""
@@ -1197,9 +1389,7 @@ class Selection:
         for it in self.items:
             a = _pick(it, name)
             if a is None:
-                raise StacError("%s: no asset with key or common name %r"
-                                % (_where(it.id, _shown(it.href) if it.href
-                                          else "<dict>"), name))
+                raise _no_asset(it, name)
             out.append(self.href(a))
         return out
 
@@ -1309,3 +1499,85 @@ class Selection:
     def loader_inputs(self) -> Dict[str, Any]:
         """{"images": [...], "layers": [[...], ...] or None}."""
         return {"images": self.images(), "layers": self.layers()}
+
+
+class _AssetRows(Sequence[Sequence[Asset]]):
+    """An indexed selection's chosen assets, made per item when asked."""
+
+    def __init__(self, idx: _Index, rows: npt.NDArray[np.int64],
+                 picks: npt.NDArray[np.int64]) -> None:
+        self._idx, self._rows, self._picks = idx, rows, picks
+
+    @overload
+    def __getitem__(self, j: int) -> Sequence[Asset]: ...
+    @overload
+    def __getitem__(self, j: slice) -> Sequence[Sequence[Asset]]: ...
+
+    def __getitem__(self, j: Union[int, slice]) -> Any:
+        if isinstance(j, slice):
+            return _AssetRows(self._idx, self._rows[j], self._picks[j])
+        assets = list(self._idx.item(int(self._rows[j])).assets.values())
+        return [assets[int(k)] for k in self._picks[j]]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+class _IndexedSelection(Selection):
+    """A Selection of items in the C index: the Loader's inputs come from
+    there (a list of 100,000 hrefs in a few tens of milliseconds); Item
+    and Asset objects are made only for what asks for them."""
+
+    def __init__(self, names: Sequence[str], idx: _Index, rows: npt.NDArray[np.int64],
+                 picks: npt.NDArray[np.int64], signer: Optional[Signer]) -> None:
+        self.names = list(names)
+        self._idx, self._rows, self._picks = idx, rows, picks
+        self.signer = signer
+        self.header_grids = []
+        self.stac_grids = []
+
+    @property
+    def items(self) -> Sequence[Item]:
+        return Items._indexed(self._idx, self._rows)
+
+    @property
+    def assets(self) -> Sequence[Sequence[Asset]]:
+        return _AssetRows(self._idx, self._rows, self._picks)
+
+    def _column(self, ks: npt.NDArray[np.int64]) -> List[str]:
+        """The hrefs (joined with their base where relative, signed) of
+        asset ks[j] of each selected item j."""
+        hs, rel = self._idx.ix.hrefs(self._rows, ks)
+        out = [self._idx.href(int(self._rows[j]), h, True) if r else h
+               for j, (h, r) in enumerate(zip(hs, rel))] if any(rel) else hs
+        return [self._signed(h) for h in out] if self.signer is not None else out
+
+    def images(self) -> List[str]:
+        return self._column(self._picks[:, 0])
+
+    def layers(self) -> Optional[List[List[str]]]:
+        if len(self.names) == 1:
+            return None
+        cols = [self._column(self._picks[:, k]) for k in range(1, len(self.names))]
+        return [list(r) for r in zip(*cols)]
+
+    def hrefs(self, name: str) -> List[str]:
+        ks = self._idx.ix.pick(self._rows, [name])[:, 0]
+        bad = np.flatnonzero(ks < 0)
+        if len(bad):
+            it = self.items[int(bad[0])]
+            _pick(it, name)   # raises for an ambiguous name
+            raise _no_asset(it, name)
+        return self._column(ks)
+
+    def explain(self, e: _cogfeed.Error) -> _cogfeed.Error:
+        msg = str(e)
+        best: Optional[Tuple[int, int, int]] = None   # (length, row, column)
+        for k in range(len(self.names)):
+            for j, h in enumerate(self._column(self._picks[:, k])):
+                sh = _shown(h)
+                if sh in msg and (best is None or len(sh) > best[0]):
+                    best = (len(sh), j, k)
+        if best is None:
+            return e
+        return _named(e, self.assets[best[1]][best[2]])
