@@ -254,7 +254,8 @@ static int proj_field(ctx *c, int k, proj *pj) {
         int n = numbers(c, b, 6, 0, NULL);
         if (n < 0) return -1;
         if (n != 4 && n != 6) return refuse(c, "proj:bbox of neither 4 nor 6 numbers");
-        pj->b[0] = b[0], pj->b[1] = b[1], pj->b[2] = b[n - 3], pj->b[3] = b[n - 2];
+        /* 3D: (west, south, low, east, north, high) */
+        pj->b[0] = b[0], pj->b[1] = b[1], pj->b[2] = b[n == 6 ? 3 : 2], pj->b[3] = b[n == 6 ? 4 : 3];
         pj->has_b = 1;
     }
     return 0;
@@ -297,20 +298,28 @@ static int proj_crs(ctx *c, const proj *pj, cf__sref *out) {
         return put_once(c, &s, out);
     }
     if (pj->wkt2.k != CF__J_BAD && pj->wkt2.k != CF__J_NULL) {
-        if (str_ok(c, &pj->wkt2, 1 << 16) != 1 || pj->wkt2.s.esc) return refuse(c, "proj:wkt2 left to the reference");
-        cf__jstr s = pj->wkt2.s;
+        if (str_ok(c, &pj->wkt2, 1 << 16) != 1) return -1;
+        /* WKT holds quotes, so its JSON text is escaped: decoded first. */
+        cf__sref r;
+        if (put(c, &pj->wkt2.s, &r) < 0) return -1;
+        const char *p = cf__stac_str(c->ix, r);
+        size_t a = 0, n = cf__sref_len(r);
         /* .strip() of ASCII whitespace; Unicode spaces are the reference's */
-        while (s.n && strchr(" \t\n\r\v\f\x1c\x1d\x1e\x1f", s.p[0])) s.p++, s.n--;
-        while (s.n && strchr(" \t\n\r\v\f\x1c\x1d\x1e\x1f", s.p[s.n - 1])) s.n--;
-        if (!s.n || (unsigned char)s.p[0] >= 0x80 || (unsigned char)s.p[s.n - 1] >= 0x80)
+        while (a < n && strchr(" \t\n\r\v\f\x1c\x1d\x1e\x1f", p[a]) && p[a]) a++;
+        while (n > a && strchr(" \t\n\r\v\f\x1c\x1d\x1e\x1f", p[n - 1]) && p[n - 1]) n--;
+        if (n == a || (unsigned char)p[a] >= 0x80 || (unsigned char)p[n - 1] >= 0x80)
             return refuse(c, "proj:wkt2 left to the reference");
         /* ^[A-Z][A-Z0-9_]*\s*\[ */
-        size_t i = 0;
-        if (!(s.p[0] >= 'A' && s.p[0] <= 'Z')) return refuse(c, "proj:wkt2 is not WKT");
-        for (i = 1; i < s.n && ((s.p[i] >= 'A' && s.p[i] <= 'Z') || (s.p[i] >= '0' && s.p[i] <= '9') || s.p[i] == '_'); i++) {}
-        while (i < s.n && strchr(" \t\n\r\v\f", s.p[i])) i++;
-        if (i >= s.n || s.p[i] != '[') return refuse(c, "proj:wkt2 is not WKT");
-        return put_once(c, &s, out);
+        size_t i = a;
+        if (!(p[i] >= 'A' && p[i] <= 'Z')) return refuse(c, "proj:wkt2 is not WKT");
+        for (i++; i < n && ((p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9') || p[i] == '_'); i++) {}
+        while (i < n && strchr(" \t\n\r\v\f", p[i]) && p[i]) i++;
+        if (i >= n || p[i] != '[') return refuse(c, "proj:wkt2 is not WKT");
+        /* The stripped text, moved to where the copy starts. */
+        memmove((char *)p, p + a, n - a);
+        c->ix->arena_len = cf__sref_off(r) + (n - a);
+        *out = cf__sref_make(cf__sref_off(r), (uint32_t)(n - a));
+        return keep_once(c, out);
     }
     if (pj->projjson) return refuse(c, "proj:projjson left to the reference");
     return 0;
