@@ -837,6 +837,51 @@ CF_API cf_status cf_stac_add_json(cf_stac *ix, const char *json, size_t len, con
 CF_API cf_status cf_stac_add_file(cf_stac *ix, const char *path, const char *base,
                                   const cf_stac_limits *lim, uint64_t max_bytes, int *had_items,
                                   cf_error *err);
+/* The Arrow C data interface (arrow.apache.org, "The Arrow C data
+ * interface"), as the specification has programs declare it. */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+#endif
+/* Add the items of a record batch of a STAC GeoParquet table (the layout
+ * stac-geoparquet writes: one row per item; id, geometry as WKB, bbox as
+ * a struct or list, links, assets, collection, and the properties as the
+ * other columns), given through the Arrow C data interface as the batch's
+ * struct schema and array (neither is released here).  Each row is read
+ * as the JSON of its item (nulls dropped, timestamps as RFC 3339 in UTC,
+ * WKB Points, Polygons and MultiPolygons as GeoJSON), by the rules of
+ * cf_stac_add_json, as one document whose features are the rows.
+ * CF_E_UNSUPPORTED: refused (a row the reference must read, or a column
+ * of a type JSON does not hold: dictionary, map, binary other than the
+ * geometry, NaN, dates). */
+CF_API cf_status cf_stac_add_arrow(cf_stac *ix, const struct ArrowSchema *schema,
+                                   const struct ArrowArray *batch, const char *base,
+                                   const cf_stac_limits *lim, cf_error *err);
 CF_API size_t cf_stac_count(const cf_stac *ix);
 /* Item i, its asset k, and that asset's band b (indices in range: the
  * caller checks them against the counts). */

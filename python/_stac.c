@@ -81,6 +81,39 @@ static PyObject *Stac_add_file(StacObject *self, PyObject *args) {
     return PyBool_FromLong(had);
 }
 
+/* add_arrow(batch, base, limits): a pyarrow RecordBatch of a STAC
+ * GeoParquet table, taken through the Arrow C data interface
+ * (RecordBatch._export_to_c), read as its rows' items. */
+static PyObject *Stac_add_arrow(StacObject *self, PyObject *args) {
+    PyObject *batch, *lim_o;
+    const char *base;
+    cf_stac_limits lim;
+    if (!PyArg_ParseTuple(args, "OzO", &batch, &base, &lim_o) || !limits(lim_o, &lim)) return NULL;
+    struct ArrowArray *arr = PyMem_Calloc(1, sizeof *arr);
+    struct ArrowSchema *sch = PyMem_Calloc(1, sizeof *sch);
+    if (!arr || !sch) {
+        PyMem_Free(arr);
+        PyMem_Free(sch);
+        return PyErr_NoMemory();
+    }
+    PyObject *r = PyObject_CallMethod(batch, "_export_to_c", "KK", (unsigned long long)(uintptr_t)arr,
+                                      (unsigned long long)(uintptr_t)sch);
+    cf_status st = CF_OK;
+    cf_error err = {0};
+    if (r) {
+        Py_DECREF(r);
+        Py_BEGIN_ALLOW_THREADS st = cf_stac_add_arrow(self->ix, sch, arr, base, &lim, &err);
+        Py_END_ALLOW_THREADS
+    }
+    if (arr->release) arr->release(arr);
+    if (sch->release) sch->release(sch);
+    PyMem_Free(arr);
+    PyMem_Free(sch);
+    if (!r) return NULL;
+    if (st != CF_OK) return cf__py_raise(st, &err);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Stac_len(StacObject *self, PyObject *unused) {
     (void)unused;
     return PyLong_FromSize_t(cf_stac_count(self->ix));
@@ -376,6 +409,8 @@ static PyMethodDef Stac_methods[] = {
     {"add", (PyCFunction)Stac_add, METH_VARARGS, "add(data, base, limits) -> held items"},
     {"add_file", (PyCFunction)Stac_add_file, METH_VARARGS,
      "add_file(path, base, limits, max_bytes) -> held items"},
+    {"add_arrow", (PyCFunction)Stac_add_arrow, METH_VARARGS,
+     "add_arrow(record_batch, base, limits): a STAC GeoParquet batch"},
     {"count", (PyCFunction)Stac_len, METH_NOARGS, "number of items"},
     {"item", (PyCFunction)Stac_item, METH_VARARGS, "item(i) -> the item's fields"},
     {"item_doc", (PyCFunction)Stac_item_doc, METH_VARARGS, "item_doc(i) -> its document's number"},

@@ -659,8 +659,9 @@ class _Index:
 
     def __init__(self) -> None:
         self.ix = _cogfeed._StacIndex()
-        #: (href, shown) of each document read into it, by its number
-        self.docs: List[Tuple[str, str]] = []
+        #: (href, shown, first row) of each document read into it, by its
+        #: number (first row: of a GeoParquet batch; None for JSON)
+        self.docs: List[Tuple[str, str, Optional[int]]] = []
         self._made: Dict[int, Item] = {}
         self._cols: Optional[Tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = None
 
@@ -680,8 +681,9 @@ class _Index:
             return it
         (iid, col, props, geom, self_href, (dt, sdt, edt), cc, bbox, doc, feat,
          assets) = self.ix.item(i)
-        href, shown = self.docs[doc]
-        wh = shown if feat < 0 else "%s: features[%d]" % (shown, feat)
+        href, shown, row = self.docs[doc]
+        wh = (shown if feat < 0 else "%s: features[%d]" % (shown, feat) if row is None
+              else "%s: row %d" % (shown, row + feat))
         w = _where(iid, wh)
         base = href if href is not None else self_href
         made: Dict[str, Asset] = {}
@@ -724,6 +726,13 @@ class _Walk:
     def count(self) -> int:
         return len(self.index) + self.py_items
 
+    def index_limits(self) -> Tuple[int, int, int, int, int, int]:
+        """The limits for the C index (its max_items: what the items read
+        by the reference leave)."""
+        L = self.limits
+        return (max(L.max_items - self.py_items, 0), L.max_assets, L.max_bands,
+                L.max_links, L.max_nesting, L.max_side)
+
     def read(self, href: str, path: Tuple[str, ...]) -> None:
         """Fetch the document at href and walk it: its items into the C
         index when it is an Item or ItemCollection the index takes, else
@@ -734,8 +743,7 @@ class _Walk:
                             % (_shown(href), self.limits.max_documents))
         self.fetched += 1
         L = self.limits
-        lim = (max(L.max_items - self.py_items, 0), L.max_assets, L.max_bands,
-               L.max_links, L.max_nesting, L.max_side)
+        lim = self.index_limits()
         n0 = len(self.index)
         data: Optional[bytes] = None
         held: Optional[bool] = None
@@ -752,7 +760,7 @@ class _Walk:
                 raise
             log.debug("%s: read by the reference: %s", _shown(href), e)
         if held:
-            self.index.docs.append((href, _shown(href)))
+            self.index.docs.append((href, _shown(href), None))
             if len(self.index) > n0:
                 self.parts.append((n0, len(self.index)))
             return
@@ -1016,37 +1024,57 @@ def _geoparquet(w: _Walk, href: str) -> None:
         if md.num_rows + w.count() > w.limits.max_items:
             raise StacError("%s: %d rows, more than the %d items allowed"
                             % (wh, md.num_rows, w.limits.max_items))
-        decoded = sum(md.row_group(i).total_byte_size
-                      for i in range(md.num_row_groups))
+        # Row groups are decoded one at a time: the largest is what a
+        # hostile table (a decompression bomb) could make cogfeed hold.
+        decoded = max((md.row_group(i).total_byte_size
+                       for i in range(md.num_row_groups)), default=0)
         if decoded > w.limits.max_table_bytes:
-            raise StacError("%s: %d bytes once decoded, more than the %d "
-                            "allowed (max_table_bytes)"
+            raise StacError("%s: a row group of %d bytes once decoded, more "
+                            "than the %d allowed (max_table_bytes)"
                             % (wh, decoded, w.limits.max_table_bytes))
         names = set(pf.schema_arrow.names)
         if "id" not in names or "assets" not in names:
             raise StacError("%s: not a STAC GeoParquet table (no id or assets "
                             "column)" % wh)
-        rows = pf.read().to_pylist()
+        # Batch by batch into the index (each row as its item's JSON, in
+        # C); a batch the index refuses is read here, row by row, by the
+        # reference, which names what is wrong.
+        start = 0
+        for batch in pf.iter_batches(batch_size=8192):
+            n0 = len(w.index)
+            try:
+                w.index.ix.add_arrow(batch, href, w.index_limits())
+            except _cogfeed.UnsupportedError as e:
+                log.debug("%s: rows %d..: read by the reference: %s", wh, start, e)
+                for i, r in enumerate(batch.to_pylist()):
+                    w.add(_row_item(r, href, "%s: row %d" % (wh, start + i), w.limits))
+            else:
+                w.index.docs.append((href, wh, start))
+                w.parts.append((n0, len(w.index)))
+            start += batch.num_rows
     except StacError:
         raise
     except (pa.ArrowException, OSError, ValueError) as e:
         raise StacError("%s: unreadable Parquet: %s" % (wh, e)) from None
-    for i, r in enumerate(rows):
-        rw = "%s: row %d" % (wh, i)
-        g = r.get("geometry")
-        bbox = r.get("bbox")
-        if isinstance(bbox, dict):
-            bbox = [bbox.get(k) for k in ("xmin", "ymin", "xmax", "ymax")]
-        d = {
-            "type": "Feature", "id": r.get("id"),
-            "geometry": _wkb(g, rw) if isinstance(g, bytes) else None,
-            "bbox": bbox, "links": _plain(r.get("links") or []),
-            "assets": _plain(r.get("assets") or {}),
-            "collection": r.get("collection"),
-            "properties": _plain({k: v for k, v in r.items()
-                                  if k not in _ITEM_COLUMNS}),
-        }
-        w.add(item_from_dict(d, href=href, where=rw, limits=w.limits))
+
+
+def _row_item(r: Dict[str, Any], href: str, rw: str, limits: Limits) -> Item:
+    """The item of one GeoParquet row (pyarrow's to_pylist form), by the
+    reference."""
+    g = r.get("geometry")
+    bbox = r.get("bbox")
+    if isinstance(bbox, dict):
+        bbox = [bbox.get(k) for k in ("xmin", "ymin", "xmax", "ymax")]
+    d = {
+        "type": "Feature", "id": r.get("id"),
+        "geometry": _wkb(g, rw) if isinstance(g, bytes) else None,
+        "bbox": bbox, "links": _plain(r.get("links") or []),
+        "assets": _plain(r.get("assets") or {}),
+        "collection": r.get("collection"),
+        "properties": _plain({k: v for k, v in r.items()
+                              if k not in _ITEM_COLUMNS}),
+    }
+    return item_from_dict(d, href=href, where=rw, limits=limits)
 
 
 # -- selection and the Loader's inputs -------------------------------------

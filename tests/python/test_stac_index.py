@@ -402,3 +402,57 @@ def test_time_of_items(tmp_path):
     assert [i.id for i in its.search(datetime=(None, dt.datetime(2024, 5, 2, 1, 15,
                                                                   tzinfo=dt.timezone.utc)))] \
         == ["item-1"]
+
+
+def _parquet_reference(path):
+    import pyarrow.parquet as pq
+    rows = pq.read_table(path).to_pylist()
+    return [stac._row_item(r, path, "%s: row %d" % (path, i), stac.Limits())
+            for i, r in enumerate(rows)]
+
+
+def test_geoparquet_rows_read_as_the_reference(tmp_path):
+    """STAC GeoParquet (stac-geoparquet's layout) through the index: each
+    row as its item's JSON, in C, batch by batch (8192 rows), equal to the
+    reference's reading of pyarrow's rows; a batch the index refuses (a
+    NaN) is read by the reference; an error names the row."""
+    pytest.importorskip("pyarrow")
+    sga = pytest.importorskip("stac_geoparquet.arrow")
+    feats = []
+    for i in range(9000):
+        d = base_item(i, "1.1" if i % 3 else "1.0", rel=(i % 5 == 0))
+        del d[P]["s2:nested"]      # a list of mixed types: not a Parquet column
+        if i % 7 == 0:
+            del d[P]["eo:cloud_cover"]          # a null in the union schema
+        if i % 11 == 0:
+            d[A]["extra"] = {"href": "https://x/%d.tif" % i, "roles": ["data"]}
+        if i == 8500:
+            d[P]["datetime"] = "2024-05-01T10:00:00.123456+02:00"
+        feats.append(d)
+    path = str(tmp_path / "items.parquet")
+    sga.to_parquet(sga.parse_stac_items_to_arrow(feats), path)
+    got = stac.items(path)
+    assert got._idx is not None and len(got) == 9000
+    ref = _parquet_reference(path)
+    for k in list(range(0, 9000, 97)) + [8191, 8192, 8500, 8999]:
+        assert got[k] == ref[k], k
+    assert got.select(["red", "nir"]).images() == stac.Items(ref).select(["red", "nir"]).images()
+    assert got[8192].assets["B04"].where.endswith("items.parquet: row 8192")
+    # A NaN in the second batch: that batch is the reference's.
+    feats[8300][P]["score"] = float("nan")
+    for f in feats:
+        f[P].setdefault("score", 1.5)
+    sga.to_parquet(sga.parse_stac_items_to_arrow(feats), path)
+    got = stac.items(path)
+    assert got._idx is None and len(got) == 9000
+    ref = _parquet_reference(path)
+    assert [got[k] for k in (0, 8191, 8192, 8299, 8999)] == \
+        [ref[k] for k in (0, 8191, 8192, 8299, 8999)]
+    assert np.isnan(got[8300].properties["score"])
+    # A row without a date: the reference's error, naming it.
+    feats[8300][P]["score"] = 2.0
+    feats[8400][P]["datetime"] = None
+    sga.to_parquet(sga.parse_stac_items_to_arrow(feats), path)
+    with pytest.raises(stac.StacError, match=r"items.parquet: row 8400: item 'item-8400': "
+                       "neither datetime nor start_datetime"):
+        stac.items(path)
