@@ -25,6 +25,8 @@ baseline, runs, and reports the wall time of each phase
 baseline VmRSS, /proc/self/status):
 
   cogfeed  indexed: cogfeed.stac.items(path, limits=Limits(max_bytes=1 GiB))
+  cogfeed-parquet  the same from the catalog as STAC GeoParquet (written
+           once by stac-geoparquet beside the JSON; --skip-parquet)
            search:  its.search(bbox=[10, 45, 20, 55],
                     datetime="2024-03-01/2024-06-30", max_cloud_cover=50)
            select:  sel.select(["red", "green", "blue", "nir"]), then
@@ -169,13 +171,33 @@ def make_catalog(path, n, seed=0):
 # -- children ---------------------------------------------------------------
 
 
+def parquet_of(path, n):
+    """The catalog as STAC GeoParquet beside it (stac-geoparquet writes it
+    once), or None without stac-geoparquet."""
+    try:
+        import stac_geoparquet.arrow as sga
+    except ImportError:
+        print("stac-geoparquet not installed: no GeoParquet row")
+        return None
+    pq = os.path.splitext(path)[0] + ".parquet"
+    if not os.path.exists(pq):
+        t = time.perf_counter()
+        with open(path) as f:
+            feats = json.load(f)["features"]
+        sga.to_parquet(sga.parse_stac_items_to_arrow(feats), pq)
+        print("GeoParquet: written in %.1f s" % (time.perf_counter() - t))
+    print("GeoParquet: %s, %.1f MB" % (pq, os.path.getsize(pq) / 1e6))
+    return pq
+
+
 def child_cogfeed(path):
     import cogfeed
     import cogfeed.stac
     base = rss_kb()
     ph = {}
     t = time.perf_counter()
-    its = cogfeed.stac.items(path, limits=cogfeed.stac.Limits(max_bytes=1 << 30))
+    its = cogfeed.stac.items(path, limits=cogfeed.stac.Limits(max_bytes=1 << 30,
+                                                              max_table_bytes=1 << 30))
     ph["indexed"] = time.perf_counter() - t
     t = time.perf_counter()
     sel = its.search(bbox=BBOX, datetime=DATETIME, max_cloud_cover=MAX_CC)
@@ -240,8 +262,8 @@ def child_json(path):
 
 
 def child(task, path):
-    base, ph, counts = {"cogfeed": child_cogfeed, "pystac": child_pystac,
-                        "json": child_json}[task](path)
+    base, ph, counts = {"cogfeed": child_cogfeed, "cogfeed-parquet": child_cogfeed,
+                        "pystac": child_pystac, "json": child_json}[task](path)
     peak = rss_kb("VmHWM")
     out = {"task": task, "phases_s": ph, "total_s": sum(ph.values()),
            "baseline_rss_mb": base / 1024.0,
@@ -266,6 +288,8 @@ def main(argv):
     p.add_argument("--keep", metavar="DIR",
                    help="keep the catalog as DIR/items-N.json; reuse it if there")
     p.add_argument("--skip-pystac", action="store_true")
+    p.add_argument("--skip-parquet", action="store_true",
+                   help="leave out the STAC GeoParquet form of the catalog")
     p.add_argument("--json", metavar="OUT")
     p.add_argument("--child", nargs=2, metavar=("TASK", "PATH"),
                    help=argparse.SUPPRESS)
@@ -301,9 +325,15 @@ def main(argv):
         sys.stdout.flush()
 
         tasks = ["cogfeed"] + ([] if a.skip_pystac else ["pystac"]) + ["json"]
+        paths = {t: path for t in tasks}
+        pq = parquet_of(path, a.items) if not a.skip_parquet else None
+        if pq:
+            tasks.insert(1, "cogfeed-parquet")
+            paths["cogfeed-parquet"] = pq
+            res["parquet_mb"] = os.path.getsize(pq) / 1e6
         runs = {}
         for task in tasks:
-            runs[task] = r = run_child(task, path)
+            runs[task] = r = run_child(task, paths[task])
             print("  %-8s done: %.2f s, +%.0f MB" % (task, r["total_s"],
                                                      r["peak_rss_mb"]))
             sys.stdout.flush()

@@ -319,6 +319,64 @@ def _kernel(name: object, what: str) -> str:
     return n
 
 
+def _mosaicked_layers(layers: Any) -> bool:
+    """Whether mosaic=True's layers are given as lists of scenes (each
+    mosaicked), rather than one file per mosaic (read as it lies)."""
+    kinds = set()
+    for per in layers:
+        if isinstance(per, (str, bytes, os.PathLike)):
+            kinds.add(False)
+            continue
+        kinds.update(isinstance(x, (list, tuple)) for x in per)
+    if len(kinds) > 1:
+        raise ValueError("layers with mosaic=True: give every layer as a file (read as "
+                         "it lies) or every one as a list of scenes (mosaicked), not both")
+    return kinds == {True}
+
+
+def _mosaic_layers(items: List[Any], layers: List[Any], scene_masks: Any,
+                   time_steps: Optional[int], dates: Any, date_pattern: Optional[str],
+                   date_layers: Any) -> Tuple[List[Any], Any]:
+    """Loader(mosaic=True, layers=...): each source (a list of scenes) and
+    its layers (per source, a list of layers, each a list of scenes
+    parallel to the image's) as a series of mosaics, one date for the
+    image and one per layer; scene masks repeated for each."""
+    if time_steps is not None or dates is not None or date_pattern is not None \
+            or date_layers is not None:
+        raise ValueError("layers with mosaic=True: not with time_steps, dates or "
+                         "date_layers")
+    if len(layers) != len(items):
+        raise ValueError("layers: with mosaic=True, one list of layers per mosaic "
+                         "(%d for %d mosaics)" % (len(layers), len(items)))
+    out: List[List[List[str]]] = []
+    for f, (scenes, lay) in enumerate(zip(items, layers)):
+        if isinstance(scenes, (str, bytes, os.PathLike)):
+            scenes = [scenes]
+        scenes = [os.fspath(p) for p in scenes]
+        if isinstance(lay, (str, bytes, os.PathLike)) or not lay:
+            raise ValueError("layers[%d]: with mosaic=True, a list of layers, each the "
+                             "list of its scenes (parallel to the image's)" % f)
+        steps = [scenes]
+        for k, one in enumerate(lay):
+            one = [one] if isinstance(one, (str, bytes, os.PathLike)) else list(one)
+            if len(one) != len(scenes):
+                raise ValueError("layers[%d][%d]: %d scenes, the mosaic has %d (a layer "
+                                 "gives each scene's file)" % (f, k, len(one), len(scenes)))
+            steps.append([os.fspath(p) for p in one])
+        if out and len(steps) != len(out[0]):
+            raise ValueError("layers: every mosaic needs the same number of layers")
+        out.append(steps)
+    scm = None
+    if scene_masks is not None:
+        if isinstance(scene_masks, (str, bytes, os.PathLike)):
+            raise ValueError("scene_masks: shape them as the images")
+        scm_l: List[Any] = list(scene_masks)
+        if len(scm_l) != len(out):
+            raise ValueError("scene_masks: one list per mosaic")
+        scm = [[list(m)] * len(st) for m, st in zip(scm_l, out)]
+    return out, scm
+
+
 def _resampling(rs: object, nlayers: int
                 ) -> Tuple[str, str, Optional[List[str]]]:
     """(image, mask, [layer, ...]) kernels from resampling= (a name for
@@ -510,6 +568,15 @@ class Loader:
         seed: seed of the sampler and augmentation.
         layers: extra aligned layers stacked as channels after the image
             bands: one list of paths per image file (e.g. [dem, landcover]).
+            With ``mosaic=True``: a layer given as a file is read as it
+            lies, once per sample (a DEM over the region); a layer given as
+            a list of files, one per scene of the mosaic in its order
+            (per-band COGs: ``[[[nir_a, nir_b]]]``), is mosaicked on its
+            own as the image is (the first scene with data gives each
+            pixel), takes the image's resampling, and needs its data type
+            and band count.  All layers of a mosaic are of one kind.  A STAC selection with
+            ``mosaic=True`` is one mosaic of all its items, each selected
+            asset after the first a layer.
         weights: sampling weight of each image file, > 0 (default: its
             area).
         bands: 1-based image bands to read (default: all).
@@ -735,10 +802,24 @@ class Loader:
                                  "(one per selected asset)")
             stac_sel = images
             images, layers = stac_sel.images(), stac_sel.layers()
+            if mosaic:
+                # One mosaic of all the items, each asset mosaicked.
+                images = [images]
+                layers = None if layers is None else cast(Any, [[list(c) for c in zip(*layers)]])
         items: List[Any] = ([images] if isinstance(images, (str, bytes, os.PathLike))
                             else list(images))
         if not items:
             raise ValueError("images: at least one file is needed")
+        # Mosaics with layers (several assets per scene, e.g. per-band
+        # COGs): each source's image and layers are read as the dates of
+        # a series of mosaics (each mosaicked on its own, the first scene
+        # with data giving each pixel) and stacked as channels.
+        self._stacked_steps = 0
+        if mosaic and layers is not None and _mosaicked_layers(layers):
+            items, scene_masks = _mosaic_layers(items, list(layers), scene_masks,
+                                                time_steps, dates, date_pattern, date_layers)
+            layers = None
+            self._stacked_steps = len(items[0])
         series = [isinstance(i, (list, tuple)) for i in items]
         if any(series) and not all(series):
             raise ValueError("images: mix of single scenes and time series")
@@ -915,9 +996,13 @@ class Loader:
                 raise
             raise stac_sel.explain(e) from None
         self._layout = cast(LoaderLayout, self._ld.layout())
+        if self._stacked_steps:   # the image's and the layers' channels
+            self._layout = cast(LoaderLayout, dict(
+                self._layout, channels=int(self._layout["channels"]) * self._stacked_steps,
+                time_steps=1))
         self._copy = bool(copy)
         # a series keeps its T axis, also of one date
-        self._time_series = is_series
+        self._time_series = is_series and not self._stacked_steps
         self._origins: Dict[int, Optional[Grid]] = {}
 
     # -- construction from a config ------------------------------------
@@ -958,7 +1043,13 @@ class Loader:
             self._ld.set_epoch(epoch + 1, 0)
             raise StopIteration
         index, image, mask, windows, augs, valid = r
-        if not self._time_series:
+        if self._stacked_steps:
+            # a mosaic's image and layers: channels after channels; a pixel
+            # is valid where each of them has data
+            image = image.reshape(image.shape[0], -1, *image.shape[3:])
+            if valid is not None:
+                valid = valid.min(axis=1, keepdims=True)
+        elif not self._time_series:
             image = image.reshape(image.shape[0], *image.shape[2:])
         if self._copy:
             image = image.copy()

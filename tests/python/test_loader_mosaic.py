@@ -304,6 +304,65 @@ def test_scene_masks_shape_is_checked(scenes, scl):
 
 # -- cogfeed.load: a region into an array --------------------------------
 
+@pytest.fixture(scope="module")
+def band_files(scenes):
+    """Each scene's two bands as files of their own (per-band COGs, as
+    Sentinel-2 archives hold them)."""
+    out = {}
+    for k in "ABC":
+        for b in (1, 2):
+            p = os.path.join(scenes["dir"], "%s_b%d.tif" % (k, b))
+            F.run(["gdal_translate", "-q", "-of", "COG", "-co", "BLOCKSIZE=128", "-b",
+                   str(b), scenes[k], p])
+            out[k, b] = p
+    return out
+
+
+def test_per_band_files_mosaicked_as_layers(scenes, band_files, scl):
+    """A mosaic whose layers are lists of scenes (one file per scene, e.g.
+    per-band COGs): each is mosaicked on its own and stacked as channels.
+    Equal to one mosaic Loader per band stacked, and, as the bands share
+    their nodata, to the mosaic of the two-band files; valid where both
+    bands have data.  Scene masks apply to every layer's mosaic; a STAC
+    selection of two assets with mosaic=True is the same mosaic."""
+    from cogfeed import stac
+    one = [band_files[k, 1] for k in "ABC"]
+    two = [band_files[k, 2] for k in "ABC"]
+    kw = dict(patch_size=128, batch_size=4, sampler="grid", grid=region_grid(),
+              mosaic=True, resampling="nearest", valid_mask=True)
+    items = stac.items([{
+        "type": "Feature", "id": k, "geometry": None, "links": [],
+        "properties": {"datetime": "2024-07-0%dT10:00:00Z" % (3 - i)},
+        "assets": {"b1": {"href": band_files[k, 1]}, "b2": {"href": band_files[k, 2]}}}
+        for i, k in enumerate("ABC")])
+    n = 0
+    with cogfeed.Loader([one], layers=[[two]], **kw) as ld, \
+            cogfeed.Loader([one], **kw) as l1, cogfeed.Loader([two], **kw) as l2, \
+            cogfeed.Loader([[scenes[k] for k in "ABC"]], **kw) as both, \
+            cogfeed.Loader(items.select(["b1", "b2"]), **kw) as st:
+        assert ld.layout["channels"] == 2
+        for b, x1, x2, xb, xs in zip(ld, l1, l2, both, st):
+            np.testing.assert_array_equal(b["image"], np.concatenate(
+                [x1["image"], x2["image"]], axis=1))
+            np.testing.assert_array_equal(b["image"], xb["image"])
+            np.testing.assert_array_equal(b["valid"], x1["valid"] & x2["valid"])
+            np.testing.assert_array_equal(b["valid"], xb["valid"])
+            np.testing.assert_array_equal(b["image"], xs["image"])
+            assert b["image"].shape[1:] == (2, 128, 128) and "dates" not in b
+            n += 1
+    assert n == 5
+    sm = dict(scene_masks=[[scl["A"], scl["B"]]], invalid_classes=[3, 8, 9])
+    with cogfeed.Loader([one[:2]], layers=[[two[:2]]], **kw, **sm) as ld, \
+            cogfeed.Loader([[scenes["A"], scenes["B"]]], **kw, **sm) as both:
+        for b, xb in zip(ld, both):
+            np.testing.assert_array_equal(b["image"], xb["image"])
+            np.testing.assert_array_equal(b["valid"], xb["valid"])
+    with pytest.raises(ValueError, match=r"layers\[0\]\[0\]: 2 scenes, the mosaic has 3"):
+        cogfeed.Loader([one], layers=[[two[:2]]], **kw)
+    with pytest.raises(ValueError, match="every layer as a file .* or every one as a list"):
+        cogfeed.Loader([one], layers=[[two, scenes["C"]]], **kw)
+
+
 def test_load_region_is_gdal_mosaic(scenes, tmp_path):
     """Plain files make one mosaic over the whole region, as gdalwarp
     gives it; valid where some scene had data."""
