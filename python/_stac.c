@@ -405,6 +405,68 @@ static PyObject *Stac_hrefs(StacObject *self, PyObject *args) {
     return Py_BuildValue("(NN)", hs, rel);
 }
 
+/* grid_fields(rows, ks) -> (ids, keys, crs (str or None each),
+ * transform float64 [n, 6], shape int64 [n, 2] (rows, columns)) of asset
+ * ks[i] of item rows[i]; a missing transform is NaN, a missing shape 0. */
+static PyObject *Stac_grid_fields(StacObject *self, PyObject *args) {
+    PyObject *rows_o, *ks_o;
+    if (!PyArg_ParseTuple(args, "OO", &rows_o, &ks_o)) return NULL;
+    PyArrayObject *rows = rows_of(self, rows_o);
+    if (!rows) return NULL;
+    PyArrayObject *ks = (PyArrayObject *)PyArray_FROMANY(ks_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY);
+    if (!ks || PyArray_DIM(ks, 0) != PyArray_DIM(rows, 0)) {
+        Py_XDECREF(ks);
+        Py_DECREF(rows);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rows and ks differ in length");
+        return NULL;
+    }
+    npy_intp n = PyArray_DIM(rows, 0), d6[2] = {n, 6}, d2[2] = {n, 2};
+    PyObject *ids = PyList_New(n), *keys = PyList_New(n), *crs = PyList_New(n);
+    PyArrayObject *tr = (PyArrayObject *)PyArray_SimpleNew(2, d6, NPY_FLOAT64);
+    PyArrayObject *sh = (PyArrayObject *)PyArray_SimpleNew(2, d2, NPY_INT64);
+    int ok = ids && keys && crs && tr && sh;
+    const int64_t *r = PyArray_DATA(rows), *k = PyArray_DATA(ks);
+    for (npy_intp i = 0; ok && i < n; i++) {
+        cf_stac_item_info it;
+        cf_stac_item(self->ix, (size_t)r[i], &it);
+        if (k[i] < 0 || (size_t)k[i] >= it.nassets) {
+            PyErr_SetString(PyExc_IndexError, "asset index out of range");
+            ok = 0;
+            break;
+        }
+        cf_stac_asset_info a;
+        cf_stac_asset(self->ix, (size_t)r[i], (size_t)k[i], &a);
+        PyObject *v[3] = {text(it.id), text(a.key), text(a.crs)};
+        if (!v[0] || !v[1] || !v[2]) {
+            Py_XDECREF(v[0]);
+            Py_XDECREF(v[1]);
+            Py_XDECREF(v[2]);
+            ok = 0;
+            break;
+        }
+        PyList_SET_ITEM(ids, i, v[0]);
+        PyList_SET_ITEM(keys, i, v[1]);
+        PyList_SET_ITEM(crs, i, v[2]);
+        double *t = (double *)PyArray_GETPTR2(tr, i, 0);
+        int64_t *s = (int64_t *)PyArray_GETPTR2(sh, i, 0);
+        for (int j = 0; j < 6; j++) t[j] = a.has_transform ? a.transform[j] : NAN;
+        s[0] = a.has_shape ? a.shape[0] : 0;
+        s[1] = a.has_shape ? a.shape[1] : 0;
+    }
+    Py_DECREF(rows);
+    Py_DECREF(ks);
+    if (!ok) {
+        Py_XDECREF(ids);
+        Py_XDECREF(keys);
+        Py_XDECREF(crs);
+        Py_XDECREF(tr);
+        Py_XDECREF(sh);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return NULL;
+    }
+    return Py_BuildValue("(NNNNN)", ids, keys, crs, tr, sh);
+}
+
 static PyMethodDef Stac_methods[] = {
     {"add", (PyCFunction)Stac_add, METH_VARARGS, "add(data, base, limits) -> held items"},
     {"add_file", (PyCFunction)Stac_add_file, METH_VARARGS,
@@ -417,6 +479,8 @@ static PyMethodDef Stac_methods[] = {
     {"columns", (PyCFunction)Stac_columns, METH_NOARGS, "(when, cloud, doc) arrays"},
     {"match", (PyCFunction)Stac_match, METH_VARARGS, "match(boxes, t_lo, t_hi, max_cloud) -> uint8 array"},
     {"pick", (PyCFunction)Stac_pick, METH_VARARGS, "pick(rows, names) -> asset indices"},
+    {"grid_fields", (PyCFunction)Stac_grid_fields, METH_VARARGS,
+     "grid_fields(rows, ks) -> (ids, keys, crs, transform, shape)"},
     {"hrefs", (PyCFunction)Stac_hrefs, METH_VARARGS, "hrefs(rows, ks) -> (hrefs, relative)"},
     {NULL, NULL, 0, NULL}};
 

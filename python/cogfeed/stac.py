@@ -1598,6 +1598,27 @@ class _IndexedSelection(Selection):
             raise _no_asset(it, name)
         return self._column(ks)
 
+    def grids(self, io: Optional[IO] = None) -> List[Grid]:
+        # The projection fields straight from the index; an Asset is made
+        # only for an item whose grid comes from its header.
+        ids, keys, crs, tr, sh = self._idx.ix.grid_fields(self._rows, self._picks[:, 0])
+        out: List[Grid] = []
+        self.header_grids, self.stac_grids = [], []
+        for j in range(len(ids)):
+            if crs[j] is not None and sh[j, 0] > 0 and not np.isnan(tr[j, 0]):
+                try:
+                    out.append(Grid(_crs(crs[j]), tuple(tr[j]), int(sh[j, 1]), int(sh[j, 0])))
+                except (ValueError, _cogfeed.Error):
+                    out.append(cast(Grid, self.assets[j][0].stac_grid()))  # raises, naming it
+                self.stac_grids.append((ids[j], keys[j]))
+                continue
+            a = self.assets[j][0]
+            log.info("item %r, asset %r: no complete projection fields, grid "
+                     "from the header of %s", ids[j], keys[j], _shown(a.href))
+            self.header_grids.append((ids[j], keys[j]))
+            out.append(self._header_grid(a, io))
+        return out
+
     def explain(self, e: _cogfeed.Error) -> _cogfeed.Error:
         msg = str(e)
         best: Optional[Tuple[int, int, int]] = None   # (length, row, column)

@@ -361,6 +361,8 @@ def test_search_sorted_select_agree(tmp_path):
         assert [i.id for i in a.items] == [i.id for i in b.items]
         assert [list(r) for r in a.assets] == [list(r) for r in b.assets]
         assert a.hrefs("blue") == b.hrefs("blue")
+        assert a.grids() == b.grids()
+        assert (a.stac_grids, a.header_grids) == (b.stac_grids, b.header_grids)
     with pytest.raises(stac.StacError, match=r"item 'item-0': no asset with key or "
                        r"common name 'swir16'") as e1:
         fast.select(["nir", "swir16"])
