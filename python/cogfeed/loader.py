@@ -153,6 +153,7 @@ class LoaderOptions(TypedDict, total=False):
     skip_empty: bool
     roi: Any
     roi_crs: Any
+    toi: Any
     scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]], None]
     invalid_classes: Optional[Sequence[float]]
     labels: Any
@@ -695,6 +696,15 @@ class Loader:
             it; counted in ``stats()["empty_left_out"]`` /
             ``["empty_redrawn"]``.  Not with tile-shuffle.
         roi_crs: the CRS of ``roi`` (anything cogfeed.CRS takes).
+        toi: a time of interest: an RFC 3339 instant, "start/end" (".."
+            open; a date alone is its whole day, UTC) or a (start, end)
+            pair, as ``Items.search(datetime=...)`` takes.  A STAC
+            selection keeps the items whose datetime (or start/end
+            interval) meets it; a time series keeps the dates inside it
+            (a date not known is outside), and a series left without one
+            is left out (its mask, layers and weight with it).  Needs
+            dates: a selection, or series with ``dates`` /
+            ``date_pattern``.
         scene_masks: a classification raster per scene (Sentinel-2's SCL,
             Landsat's QA), shaped as ``images`` (a path per image, or a
             list per time series / mosaic, a list per date of a series of
@@ -782,6 +792,7 @@ class Loader:
         skip_empty: bool = _default("skip_empty"),
         roi: Any = None,
         roi_crs: Any = None,
+        toi: Any = None,
         scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
                            None] = None,
         invalid_classes: Optional[Sequence[float]] = None,
@@ -801,6 +812,9 @@ class Loader:
                 raise ValueError("layers: a STAC selection gives its own "
                                  "(one per selected asset)")
             stac_sel = images
+            if toi is not None:
+                stac_sel = stac_sel.within(toi)
+                toi = None   # applied: its items are the time of interest's
             images, layers = stac_sel.images(), stac_sel.layers()
             if mosaic:
                 # One mosaic of all the items, each asset mosaicked.
@@ -845,6 +859,9 @@ class Loader:
             raise ValueError("date_layers: for time series (a list of dates per location)")
         if date_layers is not None and layers is not None:
             raise ValueError("layers and date_layers: give one of them")
+        if toi is not None and not is_series:
+            raise ValueError("toi: needs dates: a STAC selection, or time series with "
+                             "dates= or date_pattern=")
         if is_series:
             from . import series as _series
             nested = _series.nest(items, "images")
@@ -859,7 +876,7 @@ class Loader:
                 scm_n = _series.nest(list(scene_masks), "scene_masks")
                 _series.same_shape(nested, scm_n, "scene_masks")
             lens = set(len(i) for i in nested)
-            if time_steps is None and len(lens) > 1:
+            if time_steps is None and len(lens) > 1 and toi is None:
                 raise ValueError("images: time series of different lengths "
                                  "(%d to %d dates): give time_steps=T to pad "
                                  "or draw T dates each" % (min(lens), max(lens)))
@@ -867,10 +884,28 @@ class Loader:
             # a date's file name or header tells its date: its first scene's
             sdates = _series.parse_dates([[d[0] for d in i] for i in nested], dates,
                                          date_pattern, date_format)
+            if toi is not None:
+                if not dated:
+                    raise ValueError("toi: the series need dates (dates= or date_pattern=)")
+                keep = _series.within(sdates, toi)
+                nested = [[s_[j] for j in k] for s_, k in zip(nested, keep)]
+                sdates = [[s_[j] for j in k] for s_, k in zip(sdates, keep)]
+                if scm_n is not None:
+                    scm_n = [[s_[j] for j in k] for s_, k in zip(scm_n, keep)]
+                if dl_n is not None:
+                    dl_n = [[s_[j] for j in k] for s_, k in zip(dl_n, keep)]
+                lens = set(len(i) for i in nested if i)
+                if not lens:
+                    raise ValueError("toi: no date of any series is inside it")
+                if time_steps is None and len(lens) > 1:
+                    raise ValueError("toi: the series keep %d to %d dates: give time_steps=T "
+                                     "to pad or draw T dates each" % (min(lens), max(lens)))
+                # through plan(), which leaves out the series left empty
+                T = int(time_steps) if time_steps is not None else lens.pop()
             sources, scm_s = nested, scm_n
-            if time_steps is not None:
+            if time_steps is not None or toi is not None:
                 picks, self._dates, self._date_ok, owner, sw = _series.plan(
-                    nested, sdates, T, seed)
+                    nested, sdates, T, seed, leave_out_empty=toi is not None)
                 sources = [[nested[o][j] for j in pk] for o, pk in zip(owner, picks)]
                 if scm_n is not None:
                     scm_s = [[scm_n[o][j] for j in pk] for o, pk in zip(owner, picks)]

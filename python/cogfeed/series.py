@@ -182,12 +182,32 @@ def flatten(sources: Sequence[Sequence[Sequence[Any]]], K: int) -> List[Any]:
     return [d[min(k, len(d) - 1)] for s in sources for d in s for k in range(K)]
 
 
+def within(dates: Sequence[Sequence[np.datetime64]], toi: Any) -> List[List[int]]:
+    """The indices of each series' dates inside a time of interest (what
+    stac.Items.search's datetime takes); a date not known (NaT) is not."""
+    from .stac import _interval, _us
+    lo, hi = _interval(toi)
+    out = []
+    for ds in dates:
+        keep = []
+        for j, d in enumerate(ds):
+            if np.isnat(d):
+                continue
+            us = int(np.asarray(d, dtype="datetime64[us]").astype(np.int64))
+            if (lo is None or us >= _us(lo)) and (hi is None or us <= _us(hi)):
+                keep.append(j)
+        out.append(keep)
+    return out
+
+
 def plan(series: Sequence[Sequence[Any]], dates: Sequence[Sequence[np.datetime64]],
-         T: int, seed: int) -> Tuple[List[List[int]], np.ndarray, np.ndarray,
-                                     List[int], List[float]]:
+         T: int, seed: int, leave_out_empty: bool = False
+         ) -> Tuple[List[List[int]], np.ndarray, np.ndarray, List[int], List[float]]:
     """The Loader's sources of exactly T dates: (the dates of each source
     as indices into its series, dates (sources, T) datetime64[s], valid
-    (sources, T) bool, the series of each source, its weight)."""
+    (sources, T) bool, the series of each source, its weight).
+    leave_out_empty: a series without dates gives no source (else it is
+    an error)."""
     if T < 1:
         raise ValueError("time_steps must be at least 1")
     picks: List[List[int]] = []
@@ -198,6 +218,8 @@ def plan(series: Sequence[Sequence[Any]], dates: Sequence[Sequence[np.datetime64
     for i, (s, d) in enumerate(zip(series, dates)):
         n = len(s)
         if n == 0:
+            if leave_out_empty:
+                continue
             raise ValueError("images: series %d is empty" % i)
         # date order; scenes without a date after the dated ones, in
         # their given order (stable)

@@ -1145,6 +1145,15 @@ def _interval(v: Any) -> Tuple[Optional[_dt.datetime], Optional[_dt.datetime]]:
     return lo, hi
 
 
+def _meets_time(it: Item, lo: Optional[_dt.datetime], hi: Optional[_dt.datetime]) -> bool:
+    """Whether the item's [start_datetime or datetime, end_datetime or
+    datetime] meets [lo, hi] (None: open), as a STAC API's search has it."""
+    a = it.start_datetime or it.datetime
+    b = it.end_datetime or it.datetime
+    return not (a is None or b is None or (hi is not None and a > hi) or
+                (lo is not None and b < lo))
+
+
 def _us(t: _dt.datetime) -> int:
     """An aware datetime as UTC microseconds since 1970 (exact)."""
     return (t - _EPOCH) // _dt.timedelta(microseconds=1)
@@ -1237,12 +1246,8 @@ class Items(Sequence[Item]):
                 continue
             if box is not None and not _item_meets(it, box):
                 continue
-            if lo is not None or hi is not None:
-                a = it.start_datetime or it.datetime
-                b = it.end_datetime or it.datetime
-                if a is None or b is None or (hi is not None and a > hi) or \
-                        (lo is not None and b < lo):
-                    continue
+            if (lo is not None or hi is not None) and not _meets_time(it, lo, hi):
+                continue
             out.append(k)
         return self._sub(out)
 
@@ -1391,6 +1396,19 @@ class Selection:
     def __repr__(self) -> str:
         return "<cogfeed.stac.Selection: %d items x %s>" % (len(self.items),
                                                             self.names)
+
+    def within(self, toi: Any) -> Selection:
+        """The items whose datetime, or [start_datetime, end_datetime],
+        meets a time of interest (Items.search's datetime), with the same
+        assets; StacError when none does."""
+        keep = [j for j, it in enumerate(self.items) if _meets_time(it, *_interval(toi))]
+        return self._rows_kept(keep, toi)
+
+    def _rows_kept(self, keep: Sequence[int], toi: Any) -> Selection:
+        if not keep:
+            raise StacError("no selected item is inside the time of interest %r" % (toi,))
+        return Selection(self.names, [(self.items[j], list(self.assets[j])) for j in keep],
+                         self.signer)
 
     def href(self, a: Asset) -> str:
         """a's href, signed (lazily, again when expired) with sign=."""
@@ -1571,6 +1589,15 @@ class _IndexedSelection(Selection):
     @property
     def assets(self) -> Sequence[Sequence[Asset]]:
         return _AssetRows(self._idx, self._rows, self._picks)
+
+    def within(self, toi: Any) -> Selection:
+        lo, hi = _interval(toi)
+        m = self._idx.ix.match([], None if lo is None else _us(lo),
+                               None if hi is None else _us(hi), None)[self._rows].astype(bool)
+        if not m.any():
+            return self._rows_kept([], toi)
+        return _IndexedSelection(self.names, self._idx, self._rows[m], self._picks[m],
+                                 self.signer)
 
     def _column(self, ks: npt.NDArray[np.int64]) -> List[str]:
         """The hrefs (joined with their base where relative, signed) of

@@ -254,3 +254,61 @@ def test_date_strings_with_offsets_are_utc():
         "2024-01-15T10:00:00", "2024-01-15T00:00:00", "2024-01-15T10:00:00"]
     with pytest.raises(ValueError, match="not a date"):
         series._to_dt64("2024-01-15T25:00:00Z", "t")
+
+
+def test_time_of_interest_keeps_dates_inside(scenes, tmp_path):
+    """toi= keeps each series' dates inside the time of interest; a series
+    left without one is left out with its mask (each location's mask
+    holds its number); a STAC selection keeps the items inside it."""
+    masks = []
+    for loc in range(3):
+        p = str(tmp_path / ("m%d.tif" % loc))
+        gt = (GT[0] + loc * 2000, GT[1], 0, GT[3], 0, GT[5])
+        cogfeed.write(p, np.full((1, 128, 128), 100 + loc, np.uint8),
+                      grid=cogfeed.Grid("EPSG:32633", geotransform=gt, width=128, height=128),
+                      tile_size=64)
+        masks.append(p)
+    seen = {}
+    # March to May: location 0 (Jan, Feb) has none; 1 keeps 3, 4, 5; 2 keeps 3.
+    with cogfeed.Loader(scenes, masks=masks, time_steps=3, patch_size=64, batch_size=4,
+                        sampler="grid", toi="2024-03-01/2024-05-31", **PATTERN) as ld:
+        assert len(ld) == 2   # 4 patches each of 2 locations, in batches of 4
+        for b in ld:
+            _check_batch(b, 3)
+            for k in range(len(b["windows"])):
+                loc = b["series"][k]
+                assert (b["mask"][k] == 100 + loc).all()
+                seen.setdefault(loc, set()).update(
+                    _month(b["dates"][k][b["date_valid"][k]]).tolist())
+    assert seen == {1: {3, 4, 5}, 2: {3}}
+    # Without time_steps the kept series must agree in length.
+    with pytest.raises(ValueError, match="keep 1 to 3 dates: give time_steps"):
+        cogfeed.Loader(scenes, patch_size=64, toi="2024-03-01/2024-05-31", **PATTERN)
+    with cogfeed.Loader([s[:1] for s in scenes], patch_size=64, batch_size=4,
+                        sampler="grid", toi=("2024-01-01", "2024-01-31"), **PATTERN) as ld:
+        assert {loc for b in ld for loc in b["series"]} == {0, 1}
+    with pytest.raises(ValueError, match="no date of any series is inside it"):
+        cogfeed.Loader(scenes, patch_size=64, toi="2025-01-01/..", **PATTERN)
+    with pytest.raises(ValueError, match="toi: the series need dates"):
+        cogfeed.Loader(scenes, patch_size=64, time_steps=2, toi="2024-03-01/..")
+    with pytest.raises(ValueError, match="toi: needs dates"):
+        cogfeed.Loader([s[0] for s in scenes], patch_size=64, toi="2024-03-01/..")
+    # A STAC selection: the items meeting the time of interest.
+    from cogfeed import stac
+    flat = [(loc, p) for loc, s in enumerate(scenes) for p in s]
+    items = stac.items([_item("i%d" % k, p, (GT[0] + loc * 2000, GT[1], 0, GT[3], 0, GT[5]),
+                              "2024-%02d-15T10:00:00Z" % _month_of(p))
+                        for k, (loc, p) in enumerate(flat)])
+    sel = items.select(["data"])
+    with cogfeed.Loader(sel, patch_size=64, batch_size=64, sampler="grid",
+                        toi="2024-04-01/2024-06-30") as ld:
+        files = sorted({w[0] for b in ld for w in b["windows"]})
+    kept = [p for _, p in flat if 4 <= _month_of(p) <= 6]
+    assert len(files) == len(kept) == 3
+    assert [sel.within("2024-04-01/2024-06-30").images()[f] for f in files] == kept
+    with pytest.raises(stac.StacError, match="no selected item is inside"):
+        sel.within("2030-01-01/..")
+
+
+def _month_of(path):
+    return int(os.path.basename(path).split("_")[1][4:6])
