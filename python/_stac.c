@@ -323,6 +323,32 @@ static PyArrayObject *rows_of(StacObject *self, PyObject *o) {
     return r;
 }
 
+/* The (rows, ks) arguments: item indices and an asset index for each,
+ * both checked.  1 with two new references, 0 with an exception set. */
+static int rows_ks(StacObject *self, PyObject *args, PyArrayObject **rows, PyArrayObject **ks) {
+    PyObject *rows_o, *ks_o;
+    if (!PyArg_ParseTuple(args, "OO", &rows_o, &ks_o)) return 0;
+    *rows = rows_of(self, rows_o);
+    if (!*rows) return 0;
+    *ks = (PyArrayObject *)PyArray_FROMANY(ks_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY);
+    int ok = *ks && PyArray_DIM(*ks, 0) == PyArray_DIM(*rows, 0);
+    if (*ks && !ok) PyErr_SetString(PyExc_ValueError, "rows and ks differ in length");
+    const int64_t *r = PyArray_DATA(*rows), *k = ok ? PyArray_DATA(*ks) : NULL;
+    for (npy_intp i = 0; ok && i < PyArray_DIM(*rows, 0); i++) {
+        cf_stac_item_info it;
+        cf_stac_item(self->ix, (size_t)r[i], &it);
+        if (k[i] < 0 || (size_t)k[i] >= it.nassets) {
+            PyErr_SetString(PyExc_IndexError, "asset index out of range");
+            ok = 0;
+        }
+    }
+    if (!ok) {
+        Py_DECREF(*rows);
+        Py_XDECREF(*ks);
+    }
+    return ok;
+}
+
 /* pick(rows, names) -> int64 [len(rows), len(names)]: cf_stac_pick. */
 static PyObject *Stac_pick(StacObject *self, PyObject *args) {
     PyObject *rows_o, *names_o;
@@ -363,28 +389,12 @@ static PyObject *Stac_pick(StacObject *self, PyObject *args) {
 /* hrefs(rows, ks) -> (list of str, list of bool: relative) for asset
  * ks[i] of item rows[i]. */
 static PyObject *Stac_hrefs(StacObject *self, PyObject *args) {
-    PyObject *rows_o, *ks_o;
-    if (!PyArg_ParseTuple(args, "OO", &rows_o, &ks_o)) return NULL;
-    PyArrayObject *rows = rows_of(self, rows_o);
-    if (!rows) return NULL;
-    PyArrayObject *ks = (PyArrayObject *)PyArray_FROMANY(ks_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY);
-    if (!ks || PyArray_DIM(ks, 0) != PyArray_DIM(rows, 0)) {
-        Py_XDECREF(ks);
-        Py_DECREF(rows);
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rows and ks differ in length");
-        return NULL;
-    }
+    PyArrayObject *rows, *ks;
+    if (!rows_ks(self, args, &rows, &ks)) return NULL;
     npy_intp n = PyArray_DIM(rows, 0);
     PyObject *hs = PyList_New(n), *rel = PyList_New(n);
     const int64_t *r = PyArray_DATA(rows), *k = PyArray_DATA(ks);
     for (npy_intp i = 0; hs && rel && i < n; i++) {
-        cf_stac_item_info it;
-        cf_stac_item(self->ix, (size_t)r[i], &it);
-        if (k[i] < 0 || (size_t)k[i] >= it.nassets) {
-            PyErr_SetString(PyExc_IndexError, "asset index out of range");
-            Py_CLEAR(hs);
-            break;
-        }
         cf_stac_asset_info a;
         cf_stac_asset(self->ix, (size_t)r[i], (size_t)k[i], &a);
         PyObject *s = text(a.href);
@@ -409,17 +419,8 @@ static PyObject *Stac_hrefs(StacObject *self, PyObject *args) {
  * transform float64 [n, 6], shape int64 [n, 2] (rows, columns)) of asset
  * ks[i] of item rows[i]; a missing transform is NaN, a missing shape 0. */
 static PyObject *Stac_grid_fields(StacObject *self, PyObject *args) {
-    PyObject *rows_o, *ks_o;
-    if (!PyArg_ParseTuple(args, "OO", &rows_o, &ks_o)) return NULL;
-    PyArrayObject *rows = rows_of(self, rows_o);
-    if (!rows) return NULL;
-    PyArrayObject *ks = (PyArrayObject *)PyArray_FROMANY(ks_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY);
-    if (!ks || PyArray_DIM(ks, 0) != PyArray_DIM(rows, 0)) {
-        Py_XDECREF(ks);
-        Py_DECREF(rows);
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rows and ks differ in length");
-        return NULL;
-    }
+    PyArrayObject *rows, *ks;
+    if (!rows_ks(self, args, &rows, &ks)) return NULL;
     npy_intp n = PyArray_DIM(rows, 0), d6[2] = {n, 6}, d2[2] = {n, 2};
     PyObject *ids = PyList_New(n), *keys = PyList_New(n), *crs = PyList_New(n);
     PyArrayObject *tr = (PyArrayObject *)PyArray_SimpleNew(2, d6, NPY_FLOAT64);
@@ -429,11 +430,6 @@ static PyObject *Stac_grid_fields(StacObject *self, PyObject *args) {
     for (npy_intp i = 0; ok && i < n; i++) {
         cf_stac_item_info it;
         cf_stac_item(self->ix, (size_t)r[i], &it);
-        if (k[i] < 0 || (size_t)k[i] >= it.nassets) {
-            PyErr_SetString(PyExc_IndexError, "asset index out of range");
-            ok = 0;
-            break;
-        }
         cf_stac_asset_info a;
         cf_stac_asset(self->ix, (size_t)r[i], (size_t)k[i], &a);
         PyObject *v[3] = {text(it.id), text(a.key), text(a.crs)};
