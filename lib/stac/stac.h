@@ -129,6 +129,19 @@ cf_status cf__stac_match(cf__stac *ix, const double *boxes, size_t nbox, int64_t
 /* The R-tree is dropped when items are added (and rebuilt when needed). */
 void cf__stac_drop_tree(cf__stac *ix);
 
+/* An RFC 3339 date-time of len bytes at p, as stac.py's _time reads it
+ * (fractions of any length, a leap second as :59, an offset of less than
+ * a day), into UTC microseconds: 1, or 0 when it is not one (the
+ * reference then refuses it, or reads a form this does not). */
+int cf__stac_rfc3339(const char *p, size_t len, int64_t *us);
+/* Length of s's URL scheme ("https" of "https://"), 0 without one. */
+size_t cf__stac_scheme_len(const char *s, size_t n);
+/* Asset href h of a document at base (NULL: none): NULL with *kind
+ * CF__HREF_ABS (h as it is) or CF__HREF_REL (to be joined with the
+ * base: a relative href stays on its base's store), or why it is
+ * refused. */
+const char *cf__stac_href_rule(const char *h, size_t hn, const char *base, size_t bn, uint8_t *kind);
+
 /* The asset of item i picked by `name` (stac.py's _pick): its index in
  * ix->assets, -1 when none, -2 when several assets carry that common name
  * and neither the GeoTIFF nor the data role tells them apart. */

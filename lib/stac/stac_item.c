@@ -325,68 +325,6 @@ static int proj_crs(ctx *c, const proj *pj, cf__sref *out) {
     return 0;
 }
 
-/* ---- dates ---------------------------------------------------------- */
-
-static int digits(const char *p, int n, int *v) {
-    *v = 0;
-    for (int i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9') return 0;
-        *v = *v * 10 + (p[i] - '0');
-    }
-    return 1;
-}
-
-static int64_t days_from_civil(int64_t y, int m, int d) {
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-/* An RFC 3339 date-time as stac.py's _time reads it, in UTC
- * microseconds; 0 when it does not (the reference then refuses it). */
-static int rfc3339(const cf__jstr *s, int64_t *us) {
-    if (s->esc || s->n < 20 || s->n > 64) return 0;
-    const char *p = s->p;
-    int y, mo, d, h, mi, se;
-    if (!digits(p, 4, &y) || p[4] != '-' || !digits(p + 5, 2, &mo) || p[7] != '-' ||
-        !digits(p + 8, 2, &d) || !strchr("Tt ", p[10]) || !p[10] || !digits(p + 11, 2, &h) ||
-        p[13] != ':' || !digits(p + 14, 2, &mi) || p[16] != ':' || !digits(p + 17, 2, &se))
-        return 0;
-    size_t i = 19;
-    int64_t frac = 0;
-    if (p[i] == '.') {
-        size_t k = 0;
-        for (i++; i < s->n && p[i] >= '0' && p[i] <= '9'; i++, k++)
-            if (k < 6) frac = frac * 10 + (p[i] - '0');
-        if (k == 0 || k > 12) return 0;
-        for (; k < 6; k++) frac *= 10;
-    }
-    if (i >= s->n) return 0;
-    int64_t off = 0;
-    if ((p[i] == 'Z' || p[i] == 'z') && i + 1 == s->n) {
-        off = 0;
-    } else if ((p[i] == '+' || p[i] == '-') && i + 6 == s->n && p[i + 3] == ':') {
-        int oh, om;
-        if (!digits(p + i + 1, 2, &oh) || !digits(p + i + 4, 2, &om)) return 0;
-        off = oh * 60 + om;
-        if (off >= 24 * 60) return 0; /* datetime.timezone's bound */
-        if (p[i] == '-') off = -off;
-    } else {
-        return 0;
-    }
-    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && leap) || h > 23 || mi > 59)
-        return 0;
-    if (se > 59) se = 59; /* _time's min(se, 59): a leap second */
-    int64_t t = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi - off) * 60 + se;
-    *us = t * 1000000 + frac;
-    return 1;
-}
-
 /* ---- bands ---------------------------------------------------------- */
 
 static const char *const BAND_KEYS[] = {"name",  "common_name",  "eo:common_name", "nodata",   "scale",
@@ -486,68 +424,6 @@ static int merge_bands(ctx *c, const jv *a_nodata, const jv *a_scale, const jv *
     return 0;
 }
 
-/* ---- hrefs ---------------------------------------------------------- */
-
-/* Length of s's scheme (^[A-Za-z][A-Za-z0-9+.-]*://), 0 without one. */
-static size_t scheme_len(const char *s, size_t n) {
-    if (!n || !((s[0] | 0x20) >= 'a' && (s[0] | 0x20) <= 'z')) return 0;
-    size_t i = 1;
-    while (i < n && (((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-                     s[i] == '+' || s[i] == '.' || s[i] == '-'))
-        i++;
-    return (i + 3 <= n && memcmp(s + i, "://", 3) == 0) ? i : 0;
-}
-
-/* The scheme's kind: 0 none, 1 file, 2 http, 3 https, 4 s3 / az / gs,
- * -1 another (refused by the reference). */
-static int scheme_kind(const char *s, size_t n) {
-    size_t k = scheme_len(s, n);
-    if (!k) return 0;
-    char t[8];
-    if (k >= sizeof t) return -1;
-    for (size_t i = 0; i < k; i++) t[i] = (char)(s[i] | 0x20);
-    t[k] = 0;
-    if (!strcmp(t, "file")) return 1;
-    if (!strcmp(t, "http")) return 2;
-    if (!strcmp(t, "https")) return 3;
-    if (!strcmp(t, "s3") || !strcmp(t, "az") || !strcmp(t, "gs")) return 4;
-    return -1;
-}
-
-static int has_control(const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) return 1;
-    return 0;
-}
-
-/* stac.py's _resolve + _check_target for an asset href h of an item whose
- * base (document or self link) is `base` (NULL: none): ABS (h as it is)
- * or REL (joined with the base by the reader, which cannot fail: a
- * relative href stays on its base's store); refused otherwise. */
-static int href_rule(ctx *c, const char *h, size_t hn, const char *base, size_t bn, uint8_t *kind) {
-    if (has_control(h, hn) || (base && has_control(base, bn))) return refuse(c, "a href with a control character");
-    int hs = scheme_kind(h, hn);
-    int bs = base ? scheme_kind(base, bn) : 0;
-    if (hs < 0) return refuse(c, "a href of an unsupported scheme");
-    int t; /* the resolved href's scheme */
-    if (hs || !base) {
-        if (!hs && h[0] != '/') return refuse(c, "a relative href and no base");
-        *kind = CF__HREF_ABS;
-        t = hs;
-    } else if (h[0] == '/' && bs <= 1) {
-        *kind = CF__HREF_ABS;
-        t = 0;
-    } else {
-        if (bs < 0) return refuse(c, "a base of an unsupported scheme");
-        *kind = CF__HREF_REL;
-        t = bs;
-    }
-    int o = base ? bs : t; /* the origin: base or the href itself */
-    if (o >= 2 && t <= 1) return refuse(c, "a local href named by a remote document");
-    if (o == 3 && t == 2) return refuse(c, "an http href named by an https document");
-    return 0;
-}
-
 /* ---- assets and items ----------------------------------------------- */
 
 static const char *const ASSET_KEYS[] = {
@@ -644,7 +520,7 @@ static int properties(ctx *c, cf__stac_item *it, proj *pj) {
         t[i] = CF__NO_TIME;
         it->dt[i] = NONE;
         if (dt[i].k == CF__J_BAD || dt[i].k == CF__J_NULL) continue;
-        if (dt[i].k != CF__J_STR || !rfc3339(&dt[i].s, &t[i])) return refuse(c, "a date-time left to the reference");
+        if (dt[i].k != CF__J_STR || dt[i].s.esc || !cf__stac_rfc3339(dt[i].s.p, dt[i].s.n, &t[i])) return refuse(c, "a date-time left to the reference");
         if (put(c, &dt[i].s, &it->dt[i]) < 0) return -1;
     }
     it->when = t[0] != CF__NO_TIME ? t[0] : t[1];
@@ -683,7 +559,7 @@ static int links(ctx *c, cf__jstr *self, int *has_self) {
         if (q < 0) return -1;
         if (v[0].k == CF__J_STR && cf__js_eq(&v[0].s, "self") && v[1].k == CF__J_STR) {
             if (v[1].s.esc) return refuse(c, "an escaped self link left to the reference");
-            if (scheme_len(v[1].s.p, v[1].s.n) || (v[1].s.n && v[1].s.p[0] == '/')) {
+            if (cf__stac_scheme_len(v[1].s.p, v[1].s.n) || (v[1].s.n && v[1].s.p[0] == '/')) {
                 *self = v[1].s;
                 *has_self = 1;
             }
@@ -707,7 +583,8 @@ static int add_asset(ctx *c, const asset_in *a, const char *base, size_t bn, con
         return refuse(c, "out of memory");
     cf__stac_asset *o = &ix->assets[ix->nassets];
     memset(o, 0, sizeof *o);
-    if (href_rule(c, a->href.p, a->href.n, base, bn, &o->href_kind) < 0) return -1;
+    const char *why = cf__stac_href_rule(a->href.p, a->href.n, base, bn, &o->href_kind);
+    if (why) return refuse(c, why);
     if (put_once(c, &a->key, &o->key) < 0 || put(c, &a->href, &o->href) < 0) return -1;
     o->type = NONE;
     if (a->type.k == CF__J_STR && put_once(c, &a->type.s, &o->type) < 0) return -1;
