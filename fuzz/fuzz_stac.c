@@ -20,7 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cf_stac *ix = NULL;
     if (cf_stac_new(&ix, NULL) != CF_OK) return 0;
     int had = 0;
-    /* Twice: a second document beside the first, as a catalog walk adds. */
+    /* Its first half (mostly refused: nothing may stay of it), then the
+     * whole twice: documents beside each other, as a catalog walk adds. */
+    (void)cf_stac_add_json(ix, (const char *)data + 1, (size - 1) / 2, base, &lim, &had, NULL);
     for (int k = 0; k < 2; k++)
         (void)cf_stac_add_json(ix, (const char *)data + 1, size - 1, base, &lim, &had, NULL);
     volatile size_t sink = 0;

@@ -757,7 +757,7 @@ CF_API cf_status cf_vlabels_rasterize(const cf_vlabels *vl, const cf_grid *grid,
  * takes.  The rules are those of python/cogfeed/stac.py (docs/datasets.md,
  * "STAC in"), which reads with this index; a document that breaks them,
  * or uses a form left to that reader (proj:projjson, a key given twice,
- * escaped hrefs, a BOM), is refused whole with CF_E_UNSUPPORTED saying
+ * an escaped asset key, a BOM), is refused whole with CF_E_UNSUPPORTED saying
  * why, and adds nothing.  Not thread-safe while items are added; reads
  * (accessors, cf_stac_match, cf_stac_pick) from one thread at a time. */
 typedef struct cf_stac cf_stac;
@@ -889,8 +889,9 @@ CF_API void cf_stac_item(const cf_stac *ix, size_t i, cf_stac_item_info *out);
 CF_API void cf_stac_asset(const cf_stac *ix, size_t i, size_t k, cf_stac_asset_info *out);
 CF_API void cf_stac_band(const cf_stac *ix, size_t i, size_t k, size_t b, cf_stac_band_info *out);
 /* match[i] = 1 for every item meeting the search, else 0: `boxes`, nbox
- * longitude / latitude boxes (west, south, east, north; west <= east:
- * split one across the antimeridian in two), meeting the item's bbox
+ * longitude / latitude boxes (west, south, east, north; split one across
+ * the antimeridian in two: a box whose west is past its east, or south
+ * past its north, meets nothing; NaN is CF_E_ARG), meeting the item's bbox
  * (itself split there; an item without one meets none), looked up in a
  * packed Hilbert R-tree of the bboxes built by the first search; nbox 0:
  * no spatial condition.  [t_lo, t_hi] (UTC microseconds, CF_STAC_NO_TIME

@@ -297,10 +297,11 @@ static PyObject *Stac_match(StacObject *self, PyObject *args) {
         PyMem_Free(boxes);
         return NULL;
     }
+    /* With the GIL held: the first search builds the R-tree, and a
+     * cf_stac is read from one thread at a time (100,000 items: 25 ms). */
     cf_error err = {0};
-    cf_status st;
-    Py_BEGIN_ALLOW_THREADS st = cf_stac_match(self->ix, boxes, (size_t)nb, lo, hi, mc, PyArray_DATA(m), &err);
-    Py_END_ALLOW_THREADS PyMem_Free(boxes);
+    cf_status st = cf_stac_match(self->ix, boxes, (size_t)nb, lo, hi, mc, PyArray_DATA(m), &err);
+    PyMem_Free(boxes);
     if (st != CF_OK) {
         Py_DECREF(m);
         return cf__py_raise(st, &err);
@@ -366,14 +367,17 @@ static PyObject *Stac_pick(StacObject *self, PyObject *args) {
     const char **cn = PyMem_Malloc(sizeof(char *) * (size_t)(nn ? nn : 1));
     int ok = out && cn;
     for (Py_ssize_t k = 0; ok && k < nn; k++) {
-        cn[k] = PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, k));
+        Py_ssize_t len;
+        cn[k] = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, k), &len);
         ok = cn[k] != NULL;
+        if (ok && strlen(cn[k]) != (size_t)len) cn[k] = NULL; /* a NUL: no key or name holds one */
     }
     if (ok) {
         const int64_t *r = PyArray_DATA(rows);
         int64_t *o = PyArray_DATA(out);
         for (npy_intp i = 0; i < dims[0]; i++)
-            for (Py_ssize_t k = 0; k < nn; k++) o[i * nn + k] = cf_stac_pick(self->ix, (size_t)r[i], cn[k]);
+            for (Py_ssize_t k = 0; k < nn; k++)
+                o[i * nn + k] = cn[k] ? cf_stac_pick(self->ix, (size_t)r[i], cn[k]) : -1;
     }
     PyMem_Free(cn);
     Py_DECREF(names);

@@ -5,6 +5,7 @@
  */
 #include "json.h"
 
+#include <errno.h>
 #include <locale.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -191,7 +192,9 @@ int cf__js_num(cf__json *j, cf__jnum *n) {
         /* Integers beyond int64 are numbers JSON allows but no field here
          * takes: say so rather than round them. */
         if (len > 19 + (b[0] == '-')) return cf__js_fail(j, "an integer beyond 64 bits");
+        errno = 0;
         n->iv = strtoll(tmp, NULL, 10);
+        if (errno == ERANGE) return cf__js_fail(j, "an integer beyond 64 bits");
     }
     j->p = q;
     return 0;

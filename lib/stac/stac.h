@@ -119,8 +119,8 @@ cf_status cf__stac_add_mapped(cf__stac *ix, const char *json, size_t len, size_t
                               cf_error *err);
 
 /* Which items meet a search, by the rules of stac.py's Items.search:
- * match[i] 1 or 0 for every item.  `boxes`: nbox lon/lat boxes (west <=
- * east each; nbox 0: no spatial condition), looked up in an R-tree of the
+ * match[i] 1 or 0 for every item.  `boxes`: nbox lon/lat boxes (one whose
+ * west is past its east meets nothing; nbox 0: no spatial condition), looked up in an R-tree of the
  * items' bboxes (split at the antimeridian) built on the first search;
  * [t_lo, t_hi] UTC microseconds (CF__NO_TIME: open) against each item's
  * [start, end]; max_cloud (NaN: none) against eo:cloud_cover. */

@@ -4,6 +4,7 @@
  */
 #include "stac.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,9 +107,8 @@ cf_status cf_stac_match(cf_stac *ix, const double *boxes, size_t nbox, int64_t t
         return cf__err(err, CF_E_ARG, "cf_stac_match: NULL argument");
     for (size_t k = 0; k < nbox; k++) {
         const double *b = boxes + 4 * k;
-        if (!(b[0] <= b[2] && b[1] <= b[3]))
-            return cf__err(err, CF_E_ARG, "cf_stac_match: box %zu is not (west, south, east, north) "
-                                          "with west <= east and south <= north", k);
+        if (isnan(b[0]) || isnan(b[1]) || isnan(b[2]) || isnan(b[3]))
+            return cf__err(err, CF_E_ARG, "cf_stac_match: box %zu holds NaN", k);
     }
     return cf__stac_match(ix, boxes, nbox, t_lo, t_hi, max_cloud, match, err);
 }

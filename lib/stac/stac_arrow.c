@@ -94,13 +94,36 @@ static void range(const struct ArrowArray *a, int64_t i, int large, int64_t *s, 
 
 static int is(const char *fmt, const char *f) { return strcmp(fmt, f) == 0; }
 
+/* Whether value i of a column is there: not null, and not of the null
+ * type (an all-null column of an inferred schema: no buffers at all).  A
+ * union's first buffer is its type ids, not validity: refused. */
+static int present(out *o, const struct ArrowSchema *s, const struct ArrowArray *a, int64_t i, int *p) {
+    *p = 0;
+    if (is(s->format, "n")) return 0;
+    if (!strncmp(s->format, "+u", 2)) return refuse(o, "a union column");
+    if (a->n_buffers < 1) return refuse(o, "an array without its buffers");
+    *p = valid(a, i);
+    return 0;
+}
+
+/* The buffers a format's array holds: checked before they are read. */
+static int buffers_ok(const struct ArrowSchema *s, const struct ArrowArray *a) {
+    const char *f = s->format;
+    int64_t need = (is(f, "u") || is(f, "U") || is(f, "z") || is(f, "Z")) ? 3 : is(f, "+s") ? 1 : 2;
+    if (a->n_buffers < need) return 0;
+    for (int64_t b = 1; b < need; b++)
+        if (!a->buffers[b]) return 0;
+    return 1;
+}
+
 /* An RFC 3339 text of a timestamp (unit: 's', 'm', 'u'), as _plain
  * writes one: UTC, microseconds when there are any, "Z". */
 static int jtime(out *o, int64_t v, char unit) {
-    int64_t us;
-    if (unit == 's') us = v * 1000000;
-    else if (unit == 'm') us = v * 1000;
-    else us = v;
+    /* years 1..9999 are within +-2^58 microseconds: a value past that is
+     * refused before it is scaled (and could overflow) */
+    int64_t per = unit == 's' ? 1000000 : unit == 'm' ? 1000 : 1, lim = ((int64_t)1 << 58) / per;
+    if (v > lim || v < -lim) return refuse(o, "a timestamp outside years 1 to 9999");
+    int64_t us = v * per;
     int64_t sec = us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000);
     int64_t frac = us - sec * 1000000;
     int64_t days = sec >= 0 ? sec / 86400 : -((-sec + 86399) / 86400);
@@ -130,9 +153,11 @@ static int members(out *o, const struct ArrowSchema *s, const struct ArrowArray 
     for (int64_t c = 0; c < s->n_children; c++) {
         const struct ArrowSchema *cs = s->children[c];
         const struct ArrowArray *ca = a->children[c];
-        int skipped = 0;
+        int skipped = 0, here;
         for (const char *const *k = skip; k && *k; k++) skipped |= cs->name && !strcmp(cs->name, *k);
-        if (skipped || !valid(ca, a->offset + i)) continue;
+        if (skipped) continue;
+        if (present(o, cs, ca, a->offset + i, &here) < 0) return -1;
+        if (!here) continue; /* _plain drops None members */
         if (!first && put(o, ",", 1) < 0) return -1;
         first = 0;
         const char *name = cs->name ? cs->name : "";
@@ -145,8 +170,11 @@ static int members(out *o, const struct ArrowSchema *s, const struct ArrowArray 
 /* Value i of array a (not null: checked by the caller where it matters). */
 static int value(out *o, const struct ArrowSchema *s, const struct ArrowArray *a, int64_t i, int depth) {
     if (depth > 64) return refuse(o, "columns nested deeper than 64 levels");
-    if (!valid(a, i)) return puts_(o, "null");
+    int here;
+    if (present(o, s, a, i, &here) < 0) return -1;
+    if (!here) return puts_(o, "null");
     if (s->dictionary) return refuse(o, "a dictionary-encoded column");
+    if (!buffers_ok(s, a)) return refuse(o, "an array without the buffers its type needs");
     const char *f = s->format;
     int64_t k = a->offset + i;
     char t[32];
@@ -183,6 +211,7 @@ static int value(out *o, const struct ArrowSchema *s, const struct ArrowArray *a
         if (a->n_children != 1 || s->n_children != 1) return refuse(o, "a list without its values");
         int64_t b, e;
         range(a, i, f[1] == 'L', &b, &e);
+        if (b < 0 || e < b || e > a->children[0]->length) return refuse(o, "list offsets past the values");
         if (put(o, "[", 1) < 0) return -1;
         for (int64_t j = b; j < e; j++) {
             if (j > b && put(o, ",", 1) < 0) return -1;
@@ -289,7 +318,15 @@ static int geom(out *o, wkb *w, int depth, int *kind) {
 }
 
 static int geometry(out *o, const struct ArrowSchema *s, const struct ArrowArray *a, int64_t i) {
-    if (!valid(a, i) || (!is(s->format, "z") && !is(s->format, "Z"))) return puts_(o, "null");
+    int here;
+    if (present(o, s, a, i, &here) < 0) return -1;
+    if (!here) return puts_(o, "null");
+    if (!is(s->format, "z") && !is(s->format, "Z")) {
+        /* other bytes (views, fixed size) are WKB to the reference too */
+        if (!strncmp(s->format, "vz", 2) || !strncmp(s->format, "w:", 2)) return refuse(o, "a geometry column of binary views");
+        return puts_(o, "null"); /* not bytes: no geometry, as the reference */
+    }
+    if (!buffers_ok(s, a)) return refuse(o, "an array without the buffers its type needs");
     int64_t b, e;
     range(a, i, s->format[0] == 'Z', &b, &e);
     wkb w = {(const uint8_t *)a->buffers[2] + b, (size_t)(e - b), 0};
@@ -321,14 +358,21 @@ static int64_t column(const struct ArrowSchema *s, const char *name) {
  * missing or null. */
 static int field(out *o, const struct ArrowSchema *s, const struct ArrowArray *a, int64_t i,
                  const char *name, const char *absent) {
-    int64_t c = column(s, name);
-    if (c < 0 || !valid(a->children[c], a->offset + i)) return puts_(o, absent);
+    int64_t c = column(s, name), here = 0;
+    if (c >= 0) {
+        int h;
+        if (present(o, s->children[c], a->children[c], a->offset + i, &h) < 0) return -1;
+        here = h;
+    }
+    if (!here) return puts_(o, absent);
     return value(o, s->children[c], a->children[c], a->offset + i, 1);
 }
 
 static int bbox(out *o, const struct ArrowSchema *s, const struct ArrowArray *a, int64_t i) {
     int64_t c = column(s, "bbox");
-    if (c < 0 || !valid(a->children[c], a->offset + i)) return puts_(o, "null");
+    int here = 0;
+    if (c >= 0 && present(o, s->children[c], a->children[c], a->offset + i, &here) < 0) return -1;
+    if (!here) return puts_(o, "null");
     const struct ArrowSchema *bs = s->children[c];
     const struct ArrowArray *ba = a->children[c];
     if (!is(bs->format, "+s")) return value(o, bs, ba, a->offset + i, 1);

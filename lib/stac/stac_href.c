@@ -54,7 +54,7 @@ const char *cf__stac_href_rule(const char *h, size_t hn, const char *base, size_
         if (!hs && h[0] != '/') return "a relative href and no base";
         *kind = CF__HREF_ABS;
         t = hs;
-    } else if (h[0] == '/' && bs <= 1) {
+    } else if (h[0] == '/' && (bs == 0 || bs == 1)) {
         *kind = CF__HREF_ABS;
         t = 0;
     } else {

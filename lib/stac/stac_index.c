@@ -77,6 +77,8 @@ cf_status cf__stac_match(cf__stac *ix, const double *boxes, size_t nbox, int64_t
         if (!ix->tree) CF__TRY(build_tree(ix, err));
         cf__ids ids = {0};
         for (size_t k = 0; k < nbox; k++) {
+            const double *q = boxes + 4 * k;
+            if (q[0] > q[2] || q[1] > q[3]) continue; /* meets nothing (as _bbox_meets) */
             ids.n = 0;
             cf_status st = cf__rtree_query(ix->tree, boxes + 4 * k, &ids, err);
             if (st != CF_OK) {
@@ -106,6 +108,7 @@ static int str_is(const cf__stac *ix, cf__sref r, const char *s, size_t n) {
 }
 
 static int carries(const cf__stac *ix, const cf__stac_asset *a, const char *name, size_t n) {
+    if (n == 0) return 0; /* an empty common name is none (stac.py's common_names) */
     for (uint32_t b = 0; b < a->nbands; b++)
         if (str_is(ix, ix->bands[a->first_band + b].common_name, name, n)) return 1;
     return 0;

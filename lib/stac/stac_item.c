@@ -263,7 +263,7 @@ static int proj_field(ctx *c, int k, proj *pj) {
 
 static int auth_code(const cf__jstr *s) {
     /* ^[A-Za-z][A-Za-z0-9_\-]{0,31}:[A-Za-z0-9_.\-]{1,32}$, unescaped */
-    if (s->esc || s->n == 0) return 0;
+    if (s->esc || s->n == 0 || s->n > 64) return 0; /* _str(..., 64) first */
     size_t i = 0, n = s->n;
     const char *p = s->p;
     if (!((p[0] | 0x20) >= 'a' && (p[0] | 0x20) <= 'z')) return 0;
@@ -485,7 +485,6 @@ static int asset(ctx *c, asset_in *a) {
     }
     if (r < 0) return -1;
     if (href.k != CF__J_STR || href.s.n == 0 || cf__js_chars(&href.s) > 8192) return refuse(c, "an asset without a href");
-    if (href.s.esc) return refuse(c, "an escaped href left to the reference");
     a->href = href.s;
     if (str_ok(c, &a->type, 256) < 0) return -1;
     return merge_bands(c, &nodata, &scale, &offset, &dtype, &a->first_band, &a->nbands);
@@ -583,9 +582,11 @@ static int add_asset(ctx *c, const asset_in *a, const char *base, size_t bn, con
         return refuse(c, "out of memory");
     cf__stac_asset *o = &ix->assets[ix->nassets];
     memset(o, 0, sizeof *o);
-    const char *why = cf__stac_href_rule(a->href.p, a->href.n, base, bn, &o->href_kind);
-    if (why) return refuse(c, why);
+    /* The rule on the href's text (escapes decoded: PHP writes "\/"). */
     if (put_once(c, &a->key, &o->key) < 0 || put(c, &a->href, &o->href) < 0) return -1;
+    const char *why = cf__stac_href_rule(cf__stac_str(ix, o->href), cf__sref_len(o->href), base, bn,
+                                         &o->href_kind);
+    if (why) return refuse(c, why);
     o->type = NONE;
     if (a->type.k == CF__J_STR && put_once(c, &a->type.s, &o->type) < 0) return -1;
     o->roles = a->roles;

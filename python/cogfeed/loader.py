@@ -829,6 +829,10 @@ class Loader:
         # a series of mosaics (each mosaicked on its own, the first scene
         # with data giving each pixel) and stacked as channels.
         self._stacked_steps = 0
+        if mosaic and layers is not None:   # lists, not iterators: read twice
+            layers = [x if isinstance(x, (str, bytes, os.PathLike)) else
+                      [y if isinstance(y, (str, bytes, os.PathLike)) else list(y) for y in x]
+                      for x in layers]
         if mosaic and layers is not None and _mosaicked_layers(layers):
             items, scene_masks = _mosaic_layers(items, list(layers), scene_masks,
                                                 time_steps, dates, date_pattern, date_layers)
@@ -978,6 +982,18 @@ class Loader:
                 raise ValueError("layers: every file needs the same layers")
             lay = [p for x in per for p in x]
         f32 = _is_float32(dtype)
+        # Mosaicked layers: the C loader's channels are one step's, so a
+        # mean / std per output channel (image's, then each layer's) is
+        # applied here, after the steps are stacked.
+        self._norm: Optional[Tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]] = None
+        if self._stacked_steps and (mean is not None or std is not None):
+            if not f32:
+                raise ValueError("mean / std: the output must be float32 (dtype='float32')")
+            self._norm = (np.asarray([0.0] if mean is None else list(mean), np.float32),
+                          np.asarray([1.0] if std is None else list(std), np.float32))
+            if (self._norm[1] == 0).any():
+                raise ValueError("std: 0 is not a standard deviation")
+            mean = std = None
         if max_inflight is not None:
             warnings.warn("Loader(max_inflight=...) is now concurrency=... "
                           "(patches read at once; IO's max_inflight counts "
@@ -1035,6 +1051,11 @@ class Loader:
             self._layout = cast(LoaderLayout, dict(
                 self._layout, channels=int(self._layout["channels"]) * self._stacked_steps,
                 time_steps=1))
+            nc = int(self._layout["channels"])
+            if self._norm is not None and any(len(v) not in (1, nc) for v in self._norm):
+                self._ld.close()
+                raise ValueError("mean / std: one value, or one per channel (%d: the image's, "
+                                 "then each layer's)" % nc)
         self._copy = bool(copy)
         # a series keeps its T axis, also of one date
         self._time_series = is_series and not self._stacked_steps
@@ -1082,6 +1103,9 @@ class Loader:
             # a mosaic's image and layers: channels after channels; a pixel
             # is valid where each of them has data
             image = image.reshape(image.shape[0], -1, *image.shape[3:])
+            if self._norm is not None:
+                image -= self._norm[0][:, None, None]
+                image /= self._norm[1][:, None, None]
             if valid is not None:
                 valid = valid.min(axis=1, keepdims=True)
         elif not self._time_series:

@@ -1236,6 +1236,8 @@ class Items(Sequence[Item]):
         box = _bbox_parts(bbox) if bbox is not None else None
         if self._idx is not None:
             mc = None if max_cloud_cover is None else float(max_cloud_cover)
+            if mc is not None and math.isnan(mc):
+                mc = math.inf   # as the comparisons below: every item with one
             m = self._idx.ix.match(box or [], None if lo is None else _us(lo),
                                    None if hi is None else _us(hi), mc)
             return Items._indexed(self._idx, self._rows[m[self._rows].astype(bool)])

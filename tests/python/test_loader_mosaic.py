@@ -357,6 +357,18 @@ def test_per_band_files_mosaicked_as_layers(scenes, band_files, scl):
         for b, xb in zip(ld, both):
             np.testing.assert_array_equal(b["image"], xb["image"])
             np.testing.assert_array_equal(b["valid"], xb["valid"])
+    # mean / std per output channel (the image's, then the layer's), and
+    # layers given as iterators (read twice inside: made lists first)
+    f32 = dict(kw, dtype="float32", scale_offset=False)
+    with cogfeed.Loader([one], layers=iter([iter([two])]), mean=[100.0, 200.0],
+                        std=[2.0, 4.0], **f32) as ld, \
+            cogfeed.Loader([one], layers=[[two]], **f32) as raw:
+        for b, r in zip(ld, raw):
+            np.testing.assert_allclose(
+                b["image"], (r["image"] - np.array([100.0, 200.0], np.float32)[:, None, None])
+                / np.array([2.0, 4.0], np.float32)[:, None, None], rtol=1e-6)
+    with pytest.raises(ValueError, match="one value, or one per channel"):
+        cogfeed.Loader([one], layers=[[two]], mean=[1.0, 2.0, 3.0], **f32)
     with pytest.raises(ValueError, match=r"layers\[0\]\[0\]: 2 scenes, the mosaic has 3"):
         cogfeed.Loader([one], layers=[[two[:2]]], **kw)
     with pytest.raises(ValueError, match="every layer as a file .* or every one as a list"):

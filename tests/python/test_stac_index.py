@@ -109,6 +109,9 @@ FORMS = [
                                                         "proj:epsg": 10 ** 7}), "error"),
     ("code and bad epsg", lambda d: d[A]["B04"].update({"proj:epsg": "junk"}), True),
     ("bad code", _set([A, "B04", "proj:code"], "EPSG 32633"), "error"),
+    ("64-character code", _set([A, "B04", "proj:code"], "A" * 31 + ":" + "1" * 32), True),
+    ("65-character code", _set([A, "B04", "proj:code"], "A" * 32 + ":" + "1" * 32), "error"),
+    ("empty common name", _set([A, "B04", "bands", 0, "eo:common_name"], ""), True),
     ("code with a file", _set([A, "B04", "proj:code"], "+init=/etc/passwd"), "error"),
     ("wkt2", lambda d: d[A]["B04"].update({"proj:code": None, "proj:wkt2":
                                            '  PROJCRS["x", BASEGEOGCRS["y"]]  '}), True),
@@ -243,7 +246,9 @@ def _raw_forms():
                                          '"platform": "s\\u00e9ntinel\\ud83c\\udf0d\\n"'), True),
         ("raw unicode", item.replace('"sentinel-2b"', '"s\u00e9ntinel \U0001f30d"'), True),
         ("escaped href", item.replace("https://data.example.com", "https:\\/\\/data.example.com"),
-         False),
+         True),
+        ("escaped href to a control character", item.replace(
+            "https://data.example.com", "https://data.example.com/\\u0007"), "error"),
         ("escaped asset key", item.replace('"B04": {', '"B\\u00304": {'), False),
         ("duplicate id", item.replace('"id": "item-0"', '"id": "a", "id": "item-0"'), False),
         ("duplicate asset", item.replace('"B08": {', '"B04": {"href": "https://x/y.tif"}, '
@@ -329,6 +334,8 @@ def test_search_sorted_select_agree(tmp_path):
             d[P]["end_datetime"] = "2024-0%d-15T00:00:00Z" % (1 + i % 9)
         if i % 13 == 0:   # ties in time
             d[P]["datetime"] = "2024-06-01T00:00:00Z"
+        if i == 7:        # an empty common name names nothing
+            d[A]["extra"] = {"href": "https://x/e.tif", "bands": [{"eo:common_name": ""}]}
         if i % 17 == 0:   # an item whose only red is by key name
             d[A]["red"] = d[A].pop("B04")
             d[A]["red"].pop("bands", None)
@@ -339,9 +346,10 @@ def test_search_sorted_select_agree(tmp_path):
     slow = stac.Items(_reference(path))
     assert fast._idx is not None and slow._idx is None
     assert list(fast) == list(slow)
-    for bbox in ([10, -20, 60, 30], [170, -70, -170, 70], [-180, -90, 180, 90], None):
+    for bbox in ([10, -20, 60, 30], [170, -70, -170, 70], [-180, -90, 180, 90], None,
+                 [185, -10, 175, 10]):
         for when in ("2024-05-01/2024-05-20", "../2024-03-01", "2024-06-01", None):
-            for mc in (None, 30.0):
+            for mc in (None, 30.0, float("nan")):
                 a = fast.search(bbox=bbox, datetime=when, max_cloud_cover=mc)
                 b = slow.search(bbox=bbox, datetime=when, max_cloud_cover=mc)
                 assert [i.id for i in a] == [i.id for i in b], (bbox, when, mc)
@@ -361,6 +369,16 @@ def test_search_sorted_select_agree(tmp_path):
         assert [i.id for i in a.items] == [i.id for i in b.items]
         assert [list(r) for r in a.assets] == [list(r) for r in b.assets]
         assert a.hrefs("blue") == b.hrefs("blue")
+        for odd in ("", "blue\x00x"):
+            with pytest.raises(stac.StacError, match="no item has these assets"):
+                fast.select([odd], missing="skip")
+            with pytest.raises(stac.StacError, match="no item has these assets"):
+                slow.select([odd], missing="skip")
+            with pytest.raises(stac.StacError) as ea:
+                a.hrefs(odd)
+            with pytest.raises(stac.StacError) as eb:
+                b.hrefs(odd)
+            assert str(ea.value) == str(eb.value)
         assert a.grids() == b.grids()
         assert (a.stac_grids, a.header_grids) == (b.stac_grids, b.header_grids)
     with pytest.raises(stac.StacError, match=r"item 'item-0': no asset with key or "
@@ -374,6 +392,28 @@ def test_search_sorted_select_agree(tmp_path):
     path2 = _write(tmp_path / "d.json", feats)
     with pytest.raises(stac.StacError, match="common name 'red' is the band of several"):
         stac.items(path2).select(["red"], missing="skip")
+
+
+def test_refusals_of_the_c_api():
+    """What items() never hands the index but its API takes: a self link
+    of an unsupported scheme is no base for a local-looking href, and an
+    integer past 64 bits is not saturated."""
+    from cogfeed import _cogfeed
+    lim = (100, 100, 100, 100, 64, (1 << 63) - 1)
+    d = base_item(0)
+    d["links"] = [{"rel": "self", "href": "ftp://host/items/0.json"}]
+    d[A]["B04"]["href"] = "/etc/passwd"
+    ix = _cogfeed._StacIndex()
+    with pytest.raises(_cogfeed.UnsupportedError, match="unsupported scheme"):
+        ix.add(json.dumps(d).encode(), None, lim)
+    text = json.dumps(base_item(0)).replace('"proj:shape": [10980, 10980]',
+                                            '"proj:shape": [9300000000000000000, 1]', 1)
+    with pytest.raises(_cogfeed.UnsupportedError, match="beyond 64 bits"):
+        ix.add(text.encode(), "/c.json", lim)
+    assert ix.count() == 0
+    with pytest.raises(stac.StacError, match="out of range"):
+        stac.item_from_dict(json.loads(text), href="/c.json",
+                            limits=stac.Limits(max_side=(1 << 63) - 1))
 
 
 def test_large_collection_memory_map(tmp_path):
@@ -451,6 +491,15 @@ def test_geoparquet_rows_read_as_the_reference(tmp_path):
     assert [got[k] for k in (0, 8191, 8192, 8299, 8999)] == \
         [ref[k] for k in (0, 8191, 8192, 8299, 8999)]
     assert np.isnan(got[8300].properties["score"])
+    # An all-null column (inferred as Arrow's null type) is no field.
+    for f in feats:
+        f[P]["score"] = 1.5
+        f[A]["B02"]["type"] = None
+    sga.to_parquet(sga.parse_stac_items_to_arrow(feats), path)
+    got = stac.items(path)
+    assert got._idx is not None
+    assert [got[k] for k in (0, 8192, 8999)] == [_parquet_reference(path)[k]
+                                                 for k in (0, 8192, 8999)]
     # A row without a date: the reference's error, naming it.
     feats[8300][P]["score"] = 2.0
     feats[8400][P]["datetime"] = None
