@@ -154,7 +154,8 @@ class LoaderOptions(TypedDict, total=False):
     roi: Any
     roi_crs: Any
     toi: Any
-    scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]], None]
+    scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
+                       Sequence[Sequence[Sequence[StrPath]]], None]
     invalid_classes: Optional[Sequence[float]]
     labels: Any
     time_steps: Optional[int]
@@ -749,7 +750,7 @@ class Loader:
     def __init__(
         self,
         images: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
-                      Selection],
+                      Sequence[Sequence[Sequence[StrPath]]], Selection],
         masks: Union[StrPath, Sequence[StrPath], None] = None,
         patch_size: int = _default("patch_size"),
         batch_size: int = _default("batch_size"),
@@ -794,7 +795,7 @@ class Loader:
         roi_crs: Any = None,
         toi: Any = None,
         scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
-                           None] = None,
+                           Sequence[Sequence[Sequence[StrPath]]], None] = None,
         invalid_classes: Optional[Sequence[float]] = None,
         labels: Optional[VectorLabels] = None,
         time_steps: Optional[int] = None,

@@ -4,8 +4,10 @@ an array").
 The same planner as the Loader's mosaics reads every scene of a time step
 onto the region's grid (each from its own CRS, the first scene with data
 giving each pixel), patch by patch in the C readers; this module only
-groups the scenes into time steps, runs one Loader per step and asset over
-the region's grid patches, and pastes the patches into the result.  The
+groups the scenes into time steps, runs one Loader per asset (up to 16
+steps each, as one series of mosaics: the later scenes of all its steps
+go out in the same round trips) over the region's grid patches, and
+pastes the patches into the result.  The
 arguments follow odc-stac's ``load`` where they can.
 """
 
@@ -17,7 +19,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Hashable, List, Optional, Sequence,
-                    Tuple, Union)
+                    Tuple, Union, cast)
 
 import numpy as np
 
@@ -170,6 +172,29 @@ def item_steps(items: Sequence["Item"], groupby: GroupBy) -> List[List[int]]:
     return [[s.key for s in g] for g in _groups(scenes, groupby, True)]
 
 
+#: time steps of one asset read by one Loader (a series of mosaics): a
+#: sample holds them all (16 x C x 256 x 256 values)
+_STEPS_AT_ONCE = 16
+
+
+def _groups_of_reads(nsteps: int, nassets: int, masked: Sequence[bool]
+                     ) -> List[List[Tuple[int, int]]]:
+    """The (step, asset) reads of load(), grouped for one Loader each: the
+    steps of one asset (one layout), up to _STEPS_AT_ONCE, all with scene
+    masks or all without."""
+    out: List[List[Tuple[int, int]]] = []
+    for a in range(nassets):
+        cur: List[Tuple[int, int]] = []
+        for t in range(nsteps):
+            if cur and (len(cur) == _STEPS_AT_ONCE or masked[cur[0][0]] != masked[t]):
+                out.append(cur)
+                cur = []
+            cur.append((t, a))
+        if cur:
+            out.append(cur)
+    return out
+
+
 def _asset_name(names: List[str], a: int) -> str:
     return names[a] if names else "the files"
 
@@ -287,24 +312,29 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
     remote = any(h.startswith(_REMOTE) for s in scenes for h in s.hrefs)
     at_once = min(-(-W // P) * -(-H // P), 128) if remote else None
 
-    def read(t: int, a: int) -> None:
-        """Time step t of asset a: one Loader's epoch over the region."""
-        step, scm = steps[t], scms[t]
-        with Loader([[s.hrefs[a] for s in step]], mosaic=True, grid=g, sampler="grid",
-                    patch_size=P, batch_size=16, resampling=resampling, valid_mask=valid,
-                    io_options=io_options, error_threshold=error_threshold,
-                    concurrency=at_once,
-                    cache_bytes=_CACHE_BYTES, scene_masks=[scm] if scm else None,
-                    invalid_classes=invalid_classes if scm else None) as ld:
+    def read(group: Sequence[Tuple[int, int]]) -> None:
+        """Time steps t of assets a, (t, a) in group: one Loader's epoch
+        over the region, each (t, a) a date of one series of mosaics, so
+        that the later scenes of all of them go out in the same round
+        trips (docs/loader.md, "Mosaics")."""
+        series = [[[s.hrefs[a] for s in steps[t]] for t, a in group]]
+        masks = [[scms[t] for t, _ in group]] if scms[group[0][0]] else None
+        with Loader(series, grid=g, sampler="grid", patch_size=P, batch_size=16,
+                    resampling=resampling, valid_mask=valid, io_options=io_options,
+                    error_threshold=error_threshold, concurrency=at_once,
+                    cache_bytes=_CACHE_BYTES, scene_masks=masks,
+                    invalid_classes=invalid_classes if masks else None) as ld:
             lay = ld.layout
             nc, dt = int(lay["channels"]), np.dtype(lay["dtype"])
             with lock:
-                arr = per[a]
-                if arr is None:
-                    arr = per[a] = np.empty((len(steps), nc, H, W), dt)
-                elif arr.shape[1] != nc or arr.dtype != dt:
-                    raise ValueError("load: %s: its files differ in bands or type from one "
-                                     "time step to another" % _asset_name(names, a))
+                for t, a in group:
+                    arr = per[a]
+                    if arr is None:
+                        arr = per[a] = np.empty((len(steps), nc, H, W), dt)
+                    elif arr.shape[1] != nc or arr.dtype != dt:
+                        raise ValueError("load: %s: its files differ in bands or type from "
+                                         "one time step to another" % _asset_name(names, a))
+                dst = [cast(Any, per[a]) for _, a in group]
             it = iter(ld)
             # Exactly one epoch (past it the readers would start the next).
             for _ in range(len(ld)):
@@ -313,10 +343,12 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
                     # A patch larger than the region (a narrow one) reaches
                     # past it: only its part inside is kept.
                     w, h = min(w, W - x), min(h, H - y)
-                    arr[t, :, y:y + h, x:x + w] = b["image"][i][:, :h, :w]
+                    for j, (t, _) in enumerate(group):
+                        dst[j][t, :, y:y + h, x:x + w] = b["image"][i, j][:, :h, :w]
                     if vmask is not None:
                         with lock:  # the assets of a step share its plane
-                            vmask[t, y:y + h, x:x + w] &= b["valid"][i, 0][:h, :w]
+                            for j, (t, _) in enumerate(group):
+                                vmask[t, y:y + h, x:x + w] &= b["valid"][i, j][:h, :w]
 
     # Steps and assets read at once (each Loader waits on its own round
     # trips), a few at a time: each has its readers, io loops and cache.
@@ -328,12 +360,12 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
         with _open(scenes[0].hrefs[0], io=io) as c:
             return float(c.nodata) if c.nodata is not None else 0.0
 
-    jobs = [(t, a) for t in range(len(steps)) for a in range(nassets)]
-    pool = ThreadPoolExecutor(max_workers=min(len(jobs), _AT_ONCE))
+    groups = _groups_of_reads(len(steps), nassets, [bool(m) for m in scms])
+    pool = ThreadPoolExecutor(max_workers=min(len(groups), _AT_ONCE))
     side = ThreadPoolExecutor(max_workers=1)
     try:
         nodata_fut = side.submit(first_nodata)
-        for fut in [pool.submit(read, t, a) for t, a in jobs]:
+        for fut in [pool.submit(read, grp) for grp in groups]:
             fut.result()
         nodata = nodata_fut.result()
     finally:
