@@ -1214,6 +1214,11 @@ class Items(Sequence[Item]):
     def __repr__(self) -> str:
         return "<cogfeed.stac.Items: %d items>" % len(self)
 
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # The index lives in C: a pickle (DataLoader workers, multiprocessing)
+        # carries the Item objects, as a list of them always did.
+        return (Items, (list(self),))
+
     def filter(self, predicate: Callable[[Item], bool]) -> Items:
         return self._sub([k for k, it in enumerate(self) if predicate(it)])
 
@@ -1583,6 +1588,10 @@ class _IndexedSelection(Selection):
         self.signer = signer
         self.header_grids = []
         self.stac_grids = []
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # As Items: the pickle carries the Item and Asset objects.
+        return (Selection, (self.names, list(zip(self.items, self.assets)), self.signer))
 
     @property
     def items(self) -> Sequence[Item]:

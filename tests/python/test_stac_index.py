@@ -433,6 +433,20 @@ def test_large_collection_memory_map(tmp_path):
         stac.items(path, limits=stac.Limits(max_bytes=1 << 30, max_items=100))
 
 
+def test_items_and_selections_pickle(tmp_path):
+    """Items and selections on the index pickle as the lists they stand
+    for (DataLoader workers, multiprocessing)."""
+    import pickle
+    its = stac.items(_write(tmp_path / "p.json", [base_item(0), base_item(1, rel=True)]))
+    assert its._idx is not None
+    back = pickle.loads(pickle.dumps(its))
+    assert list(back) == list(its) and back._idx is None
+    sel = its.select(["red", "nir"])
+    sb = pickle.loads(pickle.dumps(sel))
+    assert (sb.images(), sb.layers(), list(sb.items)) == (sel.images(), sel.layers(),
+                                                          list(sel.items))
+
+
 def test_time_of_items(tmp_path):
     """Dates with offsets are compared as instants (UTC)."""
     a, b = base_item(0), base_item(1)
