@@ -117,7 +117,7 @@ class LoaderOptions(TypedDict, total=False):
     """The keyword arguments of cogfeed.Loader after images and masks
     (cogfeed.torch.CogDataset takes them as **loader_kwargs; it sets rank
     and world_size itself).  See Loader for what each means."""
-    patch_size: int
+    patch_size: float
     batch_size: int
     sampler: Sampler
     seed: int
@@ -125,7 +125,7 @@ class LoaderOptions(TypedDict, total=False):
     weights: Optional[Sequence[float]]
     bands: Optional[Sequence[int]]
     level: int
-    stride: Optional[int]
+    stride: Optional[float]
     epoch_length: Optional[int]
     drop_last: bool
     flip: bool
@@ -154,6 +154,7 @@ class LoaderOptions(TypedDict, total=False):
     roi: Any
     roi_crs: Any
     toi: Any
+    units: str
     scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
                        Sequence[Sequence[Sequence[StrPath]]], None]
     invalid_classes: Optional[Sequence[float]]
@@ -405,6 +406,32 @@ def _resampling(rs: object, nlayers: int
     return image, mask, layers
 
 
+def _in_pixels(units: str, patch_size: float, stride: Optional[float],
+               res: Tuple[float, float]) -> Tuple[int, Optional[int]]:
+    """patch_size and stride in pixels of the target grid: as given
+    (units "pixels"), or converted from its CRS units (rounded)."""
+    if units == "pixels":
+        if patch_size != int(patch_size) or (stride is not None and stride != int(stride)):
+            raise ValueError("patch_size / stride: whole pixels (or units='crs')")
+        return int(patch_size), None if stride is None else int(stride)
+    if units != "crs":
+        raise ValueError("units: 'pixels' or 'crs', not %r" % (units,))
+    xr, yr = abs(float(res[0])), abs(float(res[1]))
+    if xr == 0.0:
+        raise ValueError("units='crs': give grid= (a cogfeed.Grid, a file, or crs and "
+                         "res): its resolution makes CRS units pixels")
+    if abs(xr - yr) > 1e-9 * xr:
+        raise ValueError("units='crs': the grid's pixels are %g x %g, not square"
+                         % (xr, yr))
+
+    def px(v: float, what: str) -> int:
+        n = int(round(float(v) / xr))
+        if n < 1:
+            raise ValueError("%s %g in CRS units is less than a pixel of %g" % (what, v, xr))
+        return n
+    return px(patch_size, "patch_size"), None if not stride else px(stride, "stride")
+
+
 def _target(grid: object
             ) -> Tuple[Optional[Grid], Optional[CRS], Tuple[float, float]]:
     """grid= as (Grid or None, grid_crs or None, (xres, yres))."""
@@ -560,7 +587,8 @@ class Loader:
             the image and one layer per other asset; docs/datasets.md).
         masks: one mask per image file (read onto the sample's grid like
             every input), or None.
-        patch_size: side of the square patches in pixels.
+        patch_size: side of the square patches in pixels (``units="crs"``:
+            in the target grid's CRS units, e.g. metres).
         batch_size: patches per batch.
         sampler: "random" (uniform windows anywhere), "blocked" (each patch
             inside one tile: one tile read per patch), "tile-shuffle" (whole
@@ -585,7 +613,12 @@ class Loader:
         level: overview level (0 = full resolution).
         stride: grid sampler step in pixels (default None or 0: patch_size;
             smaller overlaps, larger leaves gaps; the last row/column is
-            moved back to end at the edge).
+            moved back to end at the edge); in CRS units with ``units="crs"``.
+        units: "pixels" (default) or "crs": ``patch_size`` and ``stride``
+            in the units of the target grid's CRS, as TorchGeo's samplers
+            take them with ``units=Units.CRS``; made whole pixels of
+            ``grid=``'s resolution (rounded; needs ``grid=`` with square
+            pixels).
         epoch: epoch to start with.
         rank: this process's shard.
         world_size: number of shards; shards are disjoint and
@@ -752,7 +785,7 @@ class Loader:
         images: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
                       Sequence[Sequence[Sequence[StrPath]]], Selection],
         masks: Union[StrPath, Sequence[StrPath], None] = None,
-        patch_size: int = _default("patch_size"),
+        patch_size: float = _default("patch_size"),
         batch_size: int = _default("batch_size"),
         sampler: Sampler = "random",
         seed: int = _default("seed"),
@@ -761,7 +794,7 @@ class Loader:
         weights: Optional[Sequence[float]] = None,
         bands: Optional[Sequence[int]] = None,
         level: int = _default("level"),
-        stride: Optional[int] = None,
+        stride: Optional[float] = None,
         epoch: int = _default("epoch"),
         rank: int = _default("rank"),
         world_size: int = _default("world_size"),
@@ -794,6 +827,7 @@ class Loader:
         roi: Any = None,
         roi_crs: Any = None,
         toi: Any = None,
+        units: str = "pixels",
         scene_masks: Union[StrPath, Sequence[StrPath], Sequence[Sequence[StrPath]],
                            Sequence[Sequence[Sequence[StrPath]]], None] = None,
         invalid_classes: Optional[Sequence[float]] = None,
@@ -1007,6 +1041,8 @@ class Loader:
         # table, lib/pipeline/loader_options.h).
         rs_image, rs_mask, rs_layers = _resampling(resampling, nlayers)
         tgrid, tcrs, tres = _target(grid)
+        patch_size, stride = _in_pixels(units, patch_size, stride,
+                                        tgrid.res if tgrid is not None else tres)
         self._kw: Dict[str, Any] = dict(
             images=flat, masks=masks_l, layers=lay, nlayers=nlayers,
             time_steps=t,

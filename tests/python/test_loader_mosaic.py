@@ -617,3 +617,29 @@ def test_series_of_mosaics_with_a_reprojected_scene(scenes, scl, tmp_path):
             np.testing.assert_array_equal(img[:, t], alone[x][k][0])
             np.testing.assert_array_equal(val[:, t], alone[x][k][1][:, 0])
     assert st["read_rounds"] <= 4 * st["samples_read"]
+
+
+def test_patch_size_and_stride_in_crs_units(scenes):
+    """units="crs": patch_size and stride in the grid's CRS units (metres
+    here, 10 m pixels), as TorchGeo's samplers take them; the same patches
+    as in pixels."""
+    kw = dict(batch_size=4, sampler="grid", grid=region_grid(), mosaic=True)
+    with cogfeed.Loader([[scenes["A"], scenes["B"]]], patch_size=1280, stride=960,
+                        units="crs", **kw) as m, \
+            cogfeed.Loader([[scenes["A"], scenes["B"]]], patch_size=128, stride=96,
+                           **kw) as p:
+        assert m.layout["patch_size"] == 128 and len(m) == len(p)
+        for x, y in zip(m, p):
+            assert x["windows"] == y["windows"]
+            np.testing.assert_array_equal(x["image"], y["image"])
+    with pytest.raises(ValueError, match="units='crs': give grid="):
+        cogfeed.Loader([scenes["A"]], patch_size=1280, units="crs")
+    g = cogfeed.Grid.from_bounds(32633, REGION, (10.0, 20.0))
+    with pytest.raises(ValueError, match="not square"):
+        cogfeed.Loader([scenes["A"]], patch_size=1280, units="crs", grid=g)
+    with pytest.raises(ValueError, match="less than a pixel"):
+        cogfeed.Loader([scenes["A"]], patch_size=4, units="crs", grid=region_grid())
+    with pytest.raises(ValueError, match="units: 'pixels' or 'crs'"):
+        cogfeed.Loader([scenes["A"]], units="metres")
+    with pytest.raises(ValueError, match="whole pixels"):
+        cogfeed.Loader([scenes["A"]], patch_size=12.5)
