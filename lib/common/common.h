@@ -149,13 +149,19 @@ char *cf__name_dup(const char *name);
  * (cf__name_fit).  Always NUL-terminates. */
 void cf__redact_url(const char *url, char *out, size_t outlen);
 /* Length of "scheme" when url starts with "scheme://" (RFC 3986: a
- * letter, then letters, digits, '+', '-', '.'), else 0. */
+ * letter, then letters, digits, '+', '-', '.'), else 0; _n: of the n
+ * bytes at url (not NUL-terminated). */
 size_t cf__url_scheme_len(const char *url);
+size_t cf__url_scheme_len_n(const char *url, size_t n);
 
 /* Thin wrappers that make failed allocations testable in one place. */
 void *cf__malloc(size_t n);
 void *cf__calloc(size_t n, size_t sz);
 void *cf__realloc(void *p, size_t n);
 char *cf__strdup(const char *s);
+/* A growing array *p of *cap elements of elem bytes made to hold `need`:
+ * capacity doubled from `first` (realloc'd; *p and *cap updated).  false
+ * on overflow or a failed allocation (*p left as it was). */
+bool cf__grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
 
 #endif

@@ -155,16 +155,18 @@ char *cf__name_dup(const char *name) {
 }
 
 /* A "://" further on, in a path or a query, is no scheme. */
-size_t cf__url_scheme_len(const char *url) {
+size_t cf__url_scheme_len_n(const char *url, size_t len) {
     size_t n = 0;
-    if (!((url[0] >= 'a' && url[0] <= 'z') || (url[0] >= 'A' && url[0] <= 'Z')))
+    if (!len || !((url[0] >= 'a' && url[0] <= 'z') || (url[0] >= 'A' && url[0] <= 'Z')))
         return 0;
-    while ((url[n] >= 'a' && url[n] <= 'z') || (url[n] >= 'A' && url[n] <= 'Z') ||
-           (url[n] >= '0' && url[n] <= '9') || url[n] == '+' || url[n] == '-' ||
-           url[n] == '.')
+    while (n < len && ((url[n] >= 'a' && url[n] <= 'z') || (url[n] >= 'A' && url[n] <= 'Z') ||
+                       (url[n] >= '0' && url[n] <= '9') || url[n] == '+' || url[n] == '-' ||
+                       url[n] == '.'))
         n++;
-    return strncmp(url + n, "://", 3) == 0 ? n : 0;
+    return len - n >= 3 && memcmp(url + n, "://", 3) == 0 ? n : 0;
 }
+
+size_t cf__url_scheme_len(const char *url) { return cf__url_scheme_len_n(url, strlen(url)); }
 
 void cf__redact_url(const char *url, char *out, size_t outlen) {
     if (!outlen) return;
@@ -200,6 +202,21 @@ void cf__redact_url(const char *url, char *out, size_t outlen) {
 void *cf__malloc(size_t n) { return malloc(n ? n : 1); }
 void *cf__calloc(size_t n, size_t sz) { return calloc(n ? n : 1, sz ? sz : 1); }
 void *cf__realloc(void *p, size_t n) { return realloc(p, n ? n : 1); }
+bool cf__grow(void **p, size_t *cap, size_t need, size_t elem, size_t first) {
+    if (need <= *cap) return true;
+    size_t n = *cap ? *cap : first ? first : 1, bytes;
+    while (n < need) {
+        if (n > SIZE_MAX / 2) return false;
+        n *= 2;
+    }
+    if (!cf__mul_size(n, elem, &bytes)) return false;
+    void *q = cf__realloc(*p, bytes);
+    if (!q) return false;
+    *p = q;
+    *cap = n;
+    return true;
+}
+
 char *cf__strdup(const char *s) {
     if (!s) return NULL;
     size_t n = strlen(s) + 1;

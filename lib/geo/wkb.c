@@ -60,17 +60,6 @@ static int header(wkb_in *in, int *le, uint32_t *base, uint32_t *dims) {
     return 1;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t es) {
-    if (need <= *cap) return 1;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, c * es);
-    if (!q) return 0;
-    *p = q;
-    *cap = c;
-    return 1;
-}
-
 static cf_status polygon(wkb_in *in, int le, uint32_t dims, cf__shapes *s, const char *name,
                          cf_error *err) {
     uint32_t nrings;
@@ -80,7 +69,7 @@ static cf_status polygon(wkb_in *in, int le, uint32_t dims, cf__shapes *s, const
     if (nrings > in->left / 4)
         return cf__err(err, CF_E_FORMAT, "%s: WKB polygon claims %u rings in %zu bytes", name,
                        nrings, in->left);
-    if (!grow((void **)&s->poly_rings, &s->cap_polys, s->npolys + 1, sizeof *s->poly_rings))
+    if (!cf__grow((void **)&s->poly_rings, &s->cap_polys, s->npolys + 1, sizeof *s->poly_rings, 64))
         return cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
     s->poly_rings[s->npolys++] = nrings;
     for (uint32_t r = 0; r < nrings; r++) {
@@ -95,9 +84,9 @@ static cf_status polygon(wkb_in *in, int le, uint32_t dims, cf__shapes *s, const
             return cf__err(err, CF_E_LIMIT,
                            "%s: more than %zu vertices in all (vector labels' budget)", name,
                            s->max_xy);
-        if (!grow((void **)&s->x, &s->cap_xy, s->nxy + npts, sizeof *s->x) ||
-            !grow((void **)&s->y, &s->cap_y, s->nxy + npts, sizeof *s->y) ||
-            !grow((void **)&s->ring_len, &s->cap_rings, s->nrings + 1, sizeof *s->ring_len))
+        if (!cf__grow((void **)&s->x, &s->cap_xy, s->nxy + npts, sizeof *s->x, 64) ||
+            !cf__grow((void **)&s->y, &s->cap_y, s->nxy + npts, sizeof *s->y, 64) ||
+            !cf__grow((void **)&s->ring_len, &s->cap_rings, s->nrings + 1, sizeof *s->ring_len, 64))
             return cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
         for (uint32_t k = 0; k < npts; k++) {
             s->x[s->nxy + k] = get_f64(in->p, le);

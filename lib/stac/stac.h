@@ -134,8 +134,6 @@ void cf__stac_drop_tree(cf__stac *ix);
  * a day), into UTC microseconds: 1, or 0 when it is not one (the
  * reference then refuses it, or reads a form this does not). */
 int cf__stac_rfc3339(const char *p, size_t len, int64_t *us);
-/* Length of s's URL scheme ("https" of "https://"), 0 without one. */
-size_t cf__stac_scheme_len(const char *s, size_t n);
 /* Asset href h of a document at base (NULL: none): NULL with *kind
  * CF__HREF_ABS (h as it is) or CF__HREF_REL (to be joined with the
  * base: a relative href stays on its base's store), or why it is

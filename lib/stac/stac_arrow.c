@@ -29,14 +29,7 @@ static int refuse(out *o, const char *why) {
 }
 
 static int put(out *o, const char *s, size_t n) {
-    if (o->n + n > o->cap) {
-        size_t cap = o->cap ? o->cap : 1 << 16;
-        while (cap < o->n + n) cap *= 2;
-        char *q = realloc(o->p, cap);
-        if (!q) return refuse(o, "out of memory");
-        o->p = q;
-        o->cap = cap;
-    }
+    if (!cf__grow((void **)&o->p, &o->cap, o->n + n, 1, 1 << 16)) return refuse(o, "out of memory");
     memcpy(o->p + o->n, s, n);
     o->n += n;
     return 0;

@@ -8,20 +8,10 @@
 
 #include <string.h>
 
-/* Length of s's scheme (^[A-Za-z][A-Za-z0-9+.-]*://), 0 without one. */
-size_t cf__stac_scheme_len(const char *s, size_t n) {
-    if (!n || !((s[0] | 0x20) >= 'a' && (s[0] | 0x20) <= 'z')) return 0;
-    size_t i = 1;
-    while (i < n && (((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-                     s[i] == '+' || s[i] == '.' || s[i] == '-'))
-        i++;
-    return (i + 3 <= n && memcmp(s + i, "://", 3) == 0) ? i : 0;
-}
-
 /* The scheme's kind: 0 none, 1 file, 2 http, 3 https, 4 s3 / az / gs,
  * -1 another (refused by the reference). */
 static int scheme_kind(const char *s, size_t n) {
-    size_t k = cf__stac_scheme_len(s, n);
+    size_t k = cf__url_scheme_len_n(s, n);
     if (!k) return 0;
     char t[8];
     if (k >= sizeof t) return -1;

@@ -58,7 +58,6 @@ typedef struct ctx {
     cf__json j;
     const cf__stac_limits *lim;
     const char *base; /* the document's location, or NULL */
-    cf_error *err;
     const char *why; /* the reason of a refusal */
     blist bl[3];     /* eo:bands, raster:bands, bands of the asset being read */
     size_t drop_every;  /* a memory-mapped document: let go of parsed pages */
@@ -72,22 +71,16 @@ static int refuse(ctx *c, const char *why) {
     return -1;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t n = *cap ? *cap : 16;
-    while (n < need) n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q) return -1;
-    *p = q;
-    *cap = n;
-    return 0;
+/* Room for `need` elements in a growing array, or the refusal "out of
+ * memory" (which the caller reports as CF_E_NOMEM). */
+static int room(ctx *c, void **p, size_t *cap, size_t need, size_t elem) {
+    return cf__grow(p, cap, need, elem, 16) ? 0 : refuse(c, "out of memory");
 }
 
 /* The text of s into the arena. */
 static int put(ctx *c, const cf__jstr *s, cf__sref *out) {
     cf__stac *ix = c->ix;
-    if (grow((void **)&ix->arena, &ix->cap_arena, ix->arena_len + s->n, 1) < 0)
-        return refuse(c, "out of memory");
+    if (room(c, (void **)&ix->arena, &ix->cap_arena, ix->arena_len + s->n, 1) < 0) return -1;
     size_t n = s->n;
     if (s->esc) {
         n = cf__js_decode(s, ix->arena + ix->arena_len, s->n);
@@ -109,6 +102,30 @@ static uint64_t hash(const char *p, size_t n) {
     return h;
 }
 
+/* The table of kept strings rebuilt with `cap` slots, holding those of
+ * the old one that lie before arena offset `below` (open addressing
+ * cannot blank slots).  0, or -1 when the new table cannot be had (the
+ * old one is left as it was). */
+static int rehash(cf__stac *ix, size_t cap, uint64_t below) {
+    cf__sref *t = malloc(cap * sizeof *t);
+    if (!t) return -1;
+    for (size_t i = 0; i < cap; i++) t[i] = CF__SREF_NONE;
+    size_t kept = 0;
+    for (size_t i = 0; i < ix->cap_intern; i++) {
+        cf__sref r = ix->intern[i];
+        if (cf__sref_none(r) || cf__sref_off(r) >= below) continue;
+        size_t h = hash(cf__stac_str(ix, r), cf__sref_len(r)) & (cap - 1);
+        while (!cf__sref_none(t[h])) h = (h + 1) & (cap - 1);
+        t[h] = r;
+        kept++;
+    }
+    free(ix->intern);
+    ix->intern = t;
+    ix->cap_intern = cap;
+    ix->nintern = kept;
+    return 0;
+}
+
 /* The text *out just added to the arena kept once however often it
  * comes (asset keys, media types, roles, CRSs, band fields: the same few
  * thousand strings in 100,000 items): dropped again, and *out pointed at
@@ -118,22 +135,9 @@ static int keep_once(ctx *c, cf__sref *out) {
     size_t mark = cf__sref_off(*out);
     uint32_t n = cf__sref_len(*out);
     if (n > 256) return 0;
-    if (ix->nintern * 2 >= ix->cap_intern) {
-        size_t cap = ix->cap_intern ? ix->cap_intern * 2 : 1024;
-        cf__sref *t = malloc(cap * sizeof *t);
-        if (!t) return refuse(c, "out of memory");
-        for (size_t i = 0; i < cap; i++) t[i] = CF__SREF_NONE;
-        for (size_t i = 0; i < ix->cap_intern; i++) {
-            cf__sref r = ix->intern[i];
-            if (cf__sref_none(r)) continue;
-            size_t h = hash(cf__stac_str(ix, r), cf__sref_len(r)) & (cap - 1);
-            while (!cf__sref_none(t[h])) h = (h + 1) & (cap - 1);
-            t[h] = r;
-        }
-        free(ix->intern);
-        ix->intern = t;
-        ix->cap_intern = cap;
-    }
+    if (ix->nintern * 2 >= ix->cap_intern &&
+        rehash(ix, ix->cap_intern ? ix->cap_intern * 2 : 1024, UINT64_MAX) < 0)
+        return refuse(c, "out of memory");
     const char *p = ix->arena + mark;
     size_t h = hash(p, n) & (ix->cap_intern - 1);
     for (; !cf__sref_none(ix->intern[h]); h = (h + 1) & (ix->cap_intern - 1)) {
@@ -176,16 +180,20 @@ static int scalar(ctx *c, jv *v) {
     }
 }
 
+/* Whether v was in the document and not null (the reference's
+ * `d.get(k) is not None`). */
+static int given(const jv *v) { return v->k != CF__J_BAD && v->k != CF__J_NULL; }
+
 /* A string of at most `chars` characters, or null (absent). */
 static int str_ok(ctx *c, const jv *v, size_t chars) {
-    if (v->k == CF__J_BAD || v->k == CF__J_NULL) return 0;
+    if (!given(v)) return 0;
     if (v->k != CF__J_STR || cf__js_chars(&v->s) > chars)
         return refuse(c, "a string field of the wrong type or length");
     return 1;
 }
 
 static int num_ok(ctx *c, const jv *v, double *out) {
-    if (v->k == CF__J_BAD || v->k == CF__J_NULL) return 0;
+    if (!given(v)) return 0;
     if (v->k != CF__J_NUM || !isfinite(v->n.v)) return refuse(c, "a number field that is not a number");
     *out = v->n.v;
     return 1;
@@ -210,6 +218,8 @@ static int numbers(ctx *c, double *out, int max, int ints, int64_t *iout) {
 /* Bit of `key` in a table of known keys, or -1 (a key the reader ignores);
  * a known key seen twice is refused (Python's last-wins would need the
  * first value undone). */
+#define NKEYS(tab) ((int)(sizeof tab / sizeof *tab))
+
 static int known(ctx *c, const cf__jstr *key, const char *const *tab, int n, uint32_t *seen) {
     for (int i = 0; i < n; i++)
         if (cf__js_eq(key, tab[i])) {
@@ -261,23 +271,26 @@ static int proj_field(ctx *c, int k, proj *pj) {
     return 0;
 }
 
+static int letter(char ch) { return (ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'; }
+
+/* [A-Za-z0-9_-], and '.' too with dot */
+static int code_char(char ch, int dot) {
+    return letter(ch) || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || (dot && ch == '.');
+}
+
 static int auth_code(const cf__jstr *s) {
     /* ^[A-Za-z][A-Za-z0-9_\-]{0,31}:[A-Za-z0-9_.\-]{1,32}$, unescaped */
     if (s->esc || s->n == 0 || s->n > 64) return 0; /* _str(..., 64) first */
-    size_t i = 0, n = s->n;
+    size_t i, n = s->n;
     const char *p = s->p;
-    if (!((p[0] | 0x20) >= 'a' && (p[0] | 0x20) <= 'z')) return 0;
+    if (!letter(p[0])) return 0;
     for (i = 1; i < n && p[i] != ':'; i++)
-        if (!((p[i] >= '0' && p[i] <= '9') || ((p[i] | 0x20) >= 'a' && (p[i] | 0x20) <= 'z') ||
-              p[i] == '_' || p[i] == '-') || i > 31)
-            return 0;
+        if (!code_char(p[i], 0) || i > 31) return 0;
     if (i >= n) return 0;
     size_t tail = n - i - 1;
     if (tail < 1 || tail > 32) return 0;
     for (i++; i < n; i++)
-        if (!((p[i] >= '0' && p[i] <= '9') || ((p[i] | 0x20) >= 'a' && (p[i] | 0x20) <= 'z') ||
-              p[i] == '_' || p[i] == '.' || p[i] == '-'))
-            return 0;
+        if (!code_char(p[i], 1)) return 0;
     return 1;
 }
 
@@ -285,11 +298,11 @@ static int auth_code(const cf__jstr *s) {
  * *out NONE when it names none. */
 static int proj_crs(ctx *c, const proj *pj, cf__sref *out) {
     *out = NONE;
-    if (pj->code.k != CF__J_BAD && pj->code.k != CF__J_NULL) {
+    if (given(&pj->code)) {
         if (pj->code.k != CF__J_STR || !auth_code(&pj->code.s)) return refuse(c, "proj:code is not AUTHORITY:CODE");
         return put_once(c, &pj->code.s, out);
     }
-    if (pj->epsg.k != CF__J_BAD && pj->epsg.k != CF__J_NULL) {
+    if (given(&pj->epsg)) {
         if (pj->epsg.k != CF__J_NUM || !pj->epsg.n.is_int || pj->epsg.n.iv <= 0 || pj->epsg.n.iv >= 10000000)
             return refuse(c, "proj:epsg is not an EPSG code");
         char t[24];
@@ -297,7 +310,7 @@ static int proj_crs(ctx *c, const proj *pj, cf__sref *out) {
         cf__jstr s = {t, (size_t)n, 0};
         return put_once(c, &s, out);
     }
-    if (pj->wkt2.k != CF__J_BAD && pj->wkt2.k != CF__J_NULL) {
+    if (given(&pj->wkt2)) {
         if (str_ok(c, &pj->wkt2, 1 << 16) != 1) return -1;
         /* WKT holds quotes, so its JSON text is escaped: decoded first. */
         cf__sref r;
@@ -340,7 +353,7 @@ static int band_list(ctx *c, blist *bl) {
     int r;
     while ((r = cf__js_arr_next(&c->j)) == 1) {
         if (bl->n >= c->lim->max_bands) return refuse(c, "more bands than max_bands");
-        if (grow((void **)&bl->v, &bl->cap, bl->n + 1, sizeof *bl->v) < 0) return refuse(c, "out of memory");
+        if (room(c, (void **)&bl->v, &bl->cap, bl->n + 1, sizeof *bl->v) < 0) return -1;
         bandv *b = &bl->v[bl->n++];
         memset(b, 0, sizeof *b);
         if (cf__js_peek(&c->j) != CF__J_OBJ) return refuse(c, "a band that is not an object");
@@ -351,7 +364,7 @@ static int band_list(ctx *c, blist *bl) {
         cf__jstr key;
         int q;
         while ((q = cf__js_obj_next(&c->j, &key)) == 1) {
-            int f = known(c, &key, BAND_KEYS, 9, &seen);
+            int f = known(c, &key, BAND_KEYS, NKEYS(BAND_KEYS), &seen);
             if (f == -2) return -1;
             if ((f >= 0 ? scalar(c, slot[f]) : cf__js_skip(&c->j)) < 0) return -1;
         }
@@ -360,10 +373,11 @@ static int band_list(ctx *c, blist *bl) {
     return r;
 }
 
+/* The first of a, b, c3 (each may be NULL) that is given. */
 static const jv *first(const jv *a, const jv *b, const jv *c3) {
-    if (a && a->k != CF__J_BAD && a->k != CF__J_NULL) return a;
-    if (b && b->k != CF__J_BAD && b->k != CF__J_NULL) return b;
-    if (c3 && c3->k != CF__J_BAD && c3->k != CF__J_NULL) return c3;
+    if (a && given(a)) return a;
+    if (b && given(b)) return b;
+    if (c3 && given(c3)) return c3;
     return NULL;
 }
 
@@ -384,8 +398,7 @@ static int merge_bands(ctx *c, const jv *a_nodata, const jv *a_scale, const jv *
         const bandv *e = i < c->bl[0].n ? &c->bl[0].v[i] : &empty;
         const bandv *r = i < c->bl[1].n ? &c->bl[1].v[i] : &empty;
         const bandv *b = i < c->bl[2].n ? &c->bl[2].v[i] : &empty;
-        if (grow((void **)&ix->bands, &ix->cap_bands, ix->nbands + 1, sizeof *ix->bands) < 0)
-            return refuse(c, "out of memory");
+        if (room(c, (void **)&ix->bands, &ix->cap_bands, ix->nbands + 1, sizeof *ix->bands) < 0) return -1;
         cf__stac_band *o = &ix->bands[ix->nbands];
         memset(o, 0, sizeof *o);
         o->name = o->common_name = o->data_type = NONE;
@@ -444,7 +457,7 @@ static int roles(ctx *c, asset_in *a) {
         if (a->nroles >= 64) continue; /* the reference keeps 64 */
         cf__sref one; /* each role's text, then a NUL */
         if (put(c, &s, &one) < 0) return -1;
-        if (grow((void **)&ix->arena, &ix->cap_arena, ix->arena_len + 1, 1) < 0) return refuse(c, "out of memory");
+        if (room(c, (void **)&ix->arena, &ix->cap_arena, ix->arena_len + 1, 1) < 0) return -1;
         ix->arena[ix->arena_len++] = 0;
         a->nroles++;
     }
@@ -465,7 +478,7 @@ static int asset(ctx *c, asset_in *a) {
     cf__jstr key;
     int r;
     while ((r = cf__js_obj_next(&c->j, &key)) == 1) {
-        int f = known(c, &key, ASSET_KEYS, 17, &seen), q;
+        int f = known(c, &key, ASSET_KEYS, NKEYS(ASSET_KEYS), &seen), q;
         if (f == -2) return -1;
         switch (f) {
         case 0: q = scalar(c, &href); break;
@@ -504,7 +517,7 @@ static int properties(ctx *c, cf__stac_item *it, proj *pj) {
     cf__jstr key;
     int r;
     while ((r = cf__js_obj_next(&c->j, &key)) == 1) {
-        int f = known(c, &key, PROP_KEYS, 11, &seen), q;
+        int f = known(c, &key, PROP_KEYS, NKEYS(PROP_KEYS), &seen), q;
         if (f == -2) return -1;
         if (f < 0) q = cf__js_skip(&c->j);
         else if (f < 3) q = scalar(c, &dt[f]);
@@ -518,7 +531,7 @@ static int properties(ctx *c, cf__stac_item *it, proj *pj) {
     for (int i = 0; i < 3; i++) {
         t[i] = CF__NO_TIME;
         it->dt[i] = NONE;
-        if (dt[i].k == CF__J_BAD || dt[i].k == CF__J_NULL) continue;
+        if (!given(&dt[i])) continue;
         if (dt[i].k != CF__J_STR || dt[i].s.esc || !cf__stac_rfc3339(dt[i].s.p, dt[i].s.n, &t[i])) return refuse(c, "a date-time left to the reference");
         if (put(c, &dt[i].s, &it->dt[i]) < 0) return -1;
     }
@@ -527,7 +540,7 @@ static int properties(ctx *c, cf__stac_item *it, proj *pj) {
     it->t1 = t[2] != CF__NO_TIME ? t[2] : t[0];
     if (it->when == CF__NO_TIME) return refuse(c, "neither datetime nor start_datetime");
     it->cloud = NAN;
-    if (cc.k != CF__J_BAD && cc.k != CF__J_NULL && num_ok(c, &cc, &it->cloud) < 0) return -1;
+    if (num_ok(c, &cc, &it->cloud) < 0) return -1;
     return 0;
 }
 
@@ -549,7 +562,7 @@ static int links(ctx *c, cf__jstr *self, int *has_self) {
         cf__jstr key;
         int q;
         while ((q = cf__js_obj_next(&c->j, &key)) == 1) {
-            int f = known(c, &key, LINK_KEYS, 2, &seen);
+            int f = known(c, &key, LINK_KEYS, NKEYS(LINK_KEYS), &seen);
             if (f == -2) return -1;
             if (f >= 0 && cf__js_peek(&c->j) == CF__J_STR) q = cf__js_str(&c->j, &v[f].s), v[f].k = CF__J_STR;
             else q = cf__js_skip(&c->j);
@@ -558,7 +571,7 @@ static int links(ctx *c, cf__jstr *self, int *has_self) {
         if (q < 0) return -1;
         if (v[0].k == CF__J_STR && cf__js_eq(&v[0].s, "self") && v[1].k == CF__J_STR) {
             if (v[1].s.esc) return refuse(c, "an escaped self link left to the reference");
-            if (cf__stac_scheme_len(v[1].s.p, v[1].s.n) || (v[1].s.n && v[1].s.p[0] == '/')) {
+            if (cf__url_scheme_len_n(v[1].s.p, v[1].s.n) || (v[1].s.n && v[1].s.p[0] == '/')) {
                 *self = v[1].s;
                 *has_self = 1;
             }
@@ -578,8 +591,7 @@ static int dup_key(const ctx *c, size_t upto, const cf__jstr *k) {
 static int add_asset(ctx *c, const asset_in *a, const char *base, size_t bn, const proj *ipj,
                      cf__sref icrs, size_t first_grid) {
     cf__stac *ix = c->ix;
-    if (grow((void **)&ix->assets, &ix->cap_assets, ix->nassets + 1, sizeof *ix->assets) < 0)
-        return refuse(c, "out of memory");
+    if (room(c, (void **)&ix->assets, &ix->cap_assets, ix->nassets + 1, sizeof *ix->assets) < 0) return -1;
     cf__stac_asset *o = &ix->assets[ix->nassets];
     memset(o, 0, sizeof *o);
     /* The rule on the href's text (escapes decoded: PHP writes "\/"). */
@@ -608,9 +620,8 @@ static int add_asset(ctx *c, const asset_in *a, const char *base, size_t bn, con
         if (k > first_grid) {
             o->grid = (uint32_t)(k - 1);
         } else {
-            if (ix->ngrids >= UINT32_MAX - 1 ||
-                grow((void **)&ix->grids, &ix->cap_grids, ix->ngrids + 1, sizeof *ix->grids) < 0)
-                return refuse(c, "out of memory");
+            if (ix->ngrids >= UINT32_MAX - 1) return refuse(c, "more grids than the index holds");
+            if (room(c, (void **)&ix->grids, &ix->cap_grids, ix->ngrids + 1, sizeof *ix->grids) < 0) return -1;
             ix->grids[ix->ngrids] = g;
             o->grid = (uint32_t)ix->ngrids++;
         }
@@ -626,8 +637,7 @@ static int item(ctx *c, int32_t feature) {
     cf__stac *ix = c->ix;
     if (ix->nitems >= c->lim->max_items) return refuse(c, "more items than max_items");
     if (ix->nitems >= UINT32_MAX - 1 || ix->ndocs >= UINT32_MAX) return refuse(c, "more items than the index holds");
-    if (grow((void **)&ix->items, &ix->cap_items, ix->nitems + 1, sizeof *ix->items) < 0)
-        return refuse(c, "out of memory");
+    if (room(c, (void **)&ix->items, &ix->cap_items, ix->nitems + 1, sizeof *ix->items) < 0) return -1;
     cf__stac_item *it = &ix->items[ix->nitems];
     memset(it, 0, sizeof *it);
     it->id = it->collection = it->properties = it->geometry = it->base = NONE;
@@ -645,7 +655,7 @@ static int item(ctx *c, int32_t feature) {
     cf__jstr key;
     int r;
     while ((r = cf__js_obj_next(&c->j, &key)) == 1) {
-        int f = known(c, &key, ITEM_KEYS, 8, &seen), q = 0;
+        int f = known(c, &key, ITEM_KEYS, NKEYS(ITEM_KEYS), &seen), q = 0;
         if (f == -2) return -1;
         switch (f) {
         case 0: q = scalar(c, &type); break;
@@ -659,7 +669,7 @@ static int item(ctx *c, int32_t feature) {
             while ((q = cf__js_obj_next(&c->j, &ak)) == 1) {
                 if (c->nas >= c->lim->max_assets) return refuse(c, "more assets than max_assets");
                 if (ak.esc || dup_key(c, c->nas, &ak)) return refuse(c, "an asset key left to the reference");
-                if (grow((void **)&c->as, &c->cap_as, c->nas + 1, sizeof *c->as) < 0) return refuse(c, "out of memory");
+                if (room(c, (void **)&c->as, &c->cap_as, c->nas + 1, sizeof *c->as) < 0) return -1;
                 asset_in *a = &c->as[c->nas++];
                 memset(a, 0, sizeof *a);
                 a->key = ak;
@@ -743,31 +753,11 @@ static void rollback(cf__stac *ix, size_t n_it, size_t n_as, size_t n_b, size_t 
     ix->nitems = n_it, ix->nassets = n_as, ix->nbands = n_b, ix->ngrids = n_g;
     if (ix->arena_len == n_ar) return;
     ix->arena_len = n_ar;
-    size_t kept = 0;
-    for (size_t i = 0; i < ix->cap_intern; i++)
-        if (!cf__sref_none(ix->intern[i]) && cf__sref_off(ix->intern[i]) >= n_ar) ix->intern[i] = CF__SREF_NONE;
-    /* Open addressing cannot just blank slots: rebuild the table. */
-    cf__sref *old = ix->intern;
-    size_t cap = ix->cap_intern;
-    ix->intern = NULL, ix->cap_intern = 0, ix->nintern = 0;
-    if (!old) return;
-    ix->intern = malloc(cap * sizeof *old);
-    if (!ix->intern) { /* the table is only a saving: start it again */
-        free(old);
-        return;
+    if (ix->cap_intern && rehash(ix, ix->cap_intern, n_ar) < 0) {
+        /* the table is only a saving: start it again */
+        free(ix->intern);
+        ix->intern = NULL, ix->cap_intern = ix->nintern = 0;
     }
-    ix->cap_intern = cap;
-    for (size_t i = 0; i < cap; i++) ix->intern[i] = CF__SREF_NONE;
-    for (size_t i = 0; i < cap; i++) {
-        cf__sref r = old[i];
-        if (cf__sref_none(r)) continue;
-        size_t h = hash(cf__stac_str(ix, r), cf__sref_len(r)) & (cap - 1);
-        while (!cf__sref_none(ix->intern[h])) h = (h + 1) & (cap - 1);
-        ix->intern[h] = r;
-        kept++;
-    }
-    ix->nintern = kept;
-    free(old);
 }
 
 static int at_end(ctx *c) {
@@ -789,7 +779,6 @@ cf_status cf__stac_add_mapped(cf__stac *ix, const char *json, size_t len, size_t
     c.ix = ix;
     c.lim = lim;
     c.base = base;
-    c.err = err;
     c.drop_every = drop_every;
     c.dropped = json; /* page-aligned: the start of a map */
     *kind = CF__STAC_OTHER;
@@ -810,7 +799,7 @@ cf_status cf__stac_add_mapped(cf__stac *ix, const char *json, size_t len, size_t
         static const char *const DOC_KEYS[] = {"type", "features"};
         if (cf__js_obj_begin(&c.j) == 0) {
             while ((r = cf__js_obj_next(&c.j, &key)) == 1) {
-                int f = known(&c, &key, DOC_KEYS, 2, &seen), q;
+                int f = known(&c, &key, DOC_KEYS, NKEYS(DOC_KEYS), &seen), q;
                 if (f == -2) break;
                 if (f == 0) {
                     q = scalar(&c, &type);

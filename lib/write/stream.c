@@ -96,14 +96,7 @@ cf_status cf__wstream_new(cf_io *io, const char *url, const char *name, uint64_t
 uint64_t cf__wstream_part_size(const cf__wstream *s) { return s->part; }
 
 static int grow(uint8_t **b, size_t *cap, size_t need) {
-    if (need <= *cap) return 1;
-    size_t c = *cap ? *cap : 1 << 16;
-    while (c < need) c *= 2;
-    uint8_t *n = realloc(*b, c);
-    if (!n) return 0;
-    *b = n;
-    *cap = c;
-    return 1;
+    return cf__grow((void **)b, cap, need, 1, 1 << 16);
 }
 
 cf_status cf__wstream_put(cf__wstream *s, int l, const uint8_t *data, size_t n, cf_error *err) {
