@@ -234,30 +234,26 @@ static PyObject *Stac_item_doc(StacObject *self, PyObject *args) {
     return PyLong_FromUnsignedLong(it.doc);
 }
 
-/* columns() -> (when int64 [n], cloud float64 [n] (NaN: none), doc uint32 [n]) */
+/* columns() -> (when int64 [n], cloud float64 [n] (NaN: none)) */
 static PyObject *Stac_columns(StacObject *self, PyObject *unused) {
     (void)unused;
     npy_intp n = (npy_intp)cf_stac_count(self->ix);
     PyArrayObject *w = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_INT64);
     PyArrayObject *c = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_FLOAT64);
-    PyArrayObject *d = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_UINT32);
-    if (!w || !c || !d) {
+    if (!w || !c) {
         Py_XDECREF(w);
         Py_XDECREF(c);
-        Py_XDECREF(d);
         return NULL;
     }
     int64_t *wp = PyArray_DATA(w);
     double *cp = PyArray_DATA(c);
-    uint32_t *dp = PyArray_DATA(d);
     for (npy_intp i = 0; i < n; i++) {
         cf_stac_item_info it;
         cf_stac_item(self->ix, (size_t)i, &it);
         wp[i] = it.when;
         cp[i] = it.cloud_cover;
-        dp[i] = it.doc;
     }
-    return Py_BuildValue("(NNN)", w, c, d);
+    return Py_BuildValue("(NN)", w, c);
 }
 
 /* match(boxes: ((w, s, e, n), ...), t_lo, t_hi, max_cloud) -> uint8 [n];
@@ -476,7 +472,7 @@ static PyMethodDef Stac_methods[] = {
     {"count", (PyCFunction)Stac_len, METH_NOARGS, "number of items"},
     {"item", (PyCFunction)Stac_item, METH_VARARGS, "item(i) -> the item's fields"},
     {"item_doc", (PyCFunction)Stac_item_doc, METH_VARARGS, "item_doc(i) -> its document's number"},
-    {"columns", (PyCFunction)Stac_columns, METH_NOARGS, "(when, cloud, doc) arrays"},
+    {"columns", (PyCFunction)Stac_columns, METH_NOARGS, "(when, cloud) arrays"},
     {"match", (PyCFunction)Stac_match, METH_VARARGS, "match(boxes, t_lo, t_hi, max_cloud) -> uint8 array"},
     {"pick", (PyCFunction)Stac_pick, METH_VARARGS, "pick(rows, names) -> asset indices"},
     {"grid_fields", (PyCFunction)Stac_grid_fields, METH_VARARGS,

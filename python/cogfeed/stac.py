@@ -671,8 +671,7 @@ class _Index:
     def columns(self) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """(time in UTC microseconds, eo:cloud_cover or NaN) of every item."""
         if self._cols is None or len(self._cols[0]) != len(self):
-            when, cloud, _ = self.ix.columns()
-            self._cols = (when, cloud)
+            self._cols = self.ix.columns()
         return self._cols
 
     def item(self, i: int) -> Item:
