@@ -177,6 +177,22 @@ CF_API void cf_complex_widen(cf_dtype t, const void *src, void *dst, size_t n);
 
 typedef struct cf_io cf_io;
 
+/* Signing hrefs that need it before use (an Azure SAS, a presigned URL,
+ * Microsoft Planetary Computer's tokens): called with a remote URL as it
+ * was opened, it writes the URL to request into signed_url (cap bytes,
+ * NUL-terminated) and the POSIX time its signature expires into *expires
+ * (0: never).  The signed URL may add or change the query only: one that
+ * points to another scheme, host or path is refused (CF_E_AUTH, naming
+ * the unsigned one).  cf_io calls it when an object is opened and again
+ * before a request once the signature is within sign_margin_s of
+ * expiring (one thread at a time per object; the others wait); never
+ * from the io loop's thread.  Errors go into err with their status and
+ * fail the open or the read, naming the URL.  The signed URL lives in
+ * memory only: the header cache files the object under its URL without
+ * the signature. */
+typedef cf_status (*cf_sign_fn)(void *user, const char *url, char *signed_url,
+                                size_t cap, double *expires, cf_error *err);
+
 typedef struct cf_io_options {
     size_t struct_size;
     int max_inflight;          /* concurrent requests (default 64) */
@@ -229,6 +245,13 @@ typedef struct cf_io_options {
      * least 256 MiB (GDAL_CACHEMAX's default); < 0: none.  Held lazily:
      * only what reads put there. */
     int64_t cache_bytes;
+    /* Remote URLs signed before use (cf_sign_fn; NULL: as given), with
+     * sign_user passed back; renewed sign_margin_s (300) before their
+     * signatures expire.  The function and sign_user must outlive the
+     * io. */
+    cf_sign_fn sign;
+    void *sign_user;
+    double sign_margin_s;
 } cf_io_options;
 
 /* 1 GiB of cached headers: some 16,000 files of 64 KiB. */

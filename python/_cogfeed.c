@@ -38,6 +38,7 @@ int cf__py_npy_type(cf_dtype t) {
 
 typedef struct {
     PyObject_HEAD cf_io *io;
+    PyObject *sign; /* cf_io_options.sign_user: the io calls it */
 } IOObject;
 
 static PyTypeObject IOType;
@@ -46,7 +47,66 @@ static PyObject *default_io = NULL; /* created on first use */
 /* The keywords: every scalar of the C table (cf_io_option_table), each
  * converted and checked by its row (python/_options.c) before it is
  * narrowed into its member; then the two paths. */
-static char *io_path_kwlist[] = {"header_cache_dir", "ca_file", NULL};
+static char *io_path_kwlist[] = {"header_cache_dir", "ca_file", "sign", NULL};
+
+/* cf_sign_fn for a Python callable (sign=: a function or a
+ * cogfeed.stac.Signer), called from the io's reading threads: the GIL
+ * taken, cogfeed.stac._sign_for_io(sign, url) gives (signed URL, expiry
+ * or 0.0).  An exception becomes the error, its type and message. */
+static cf_status py_sign(void *user, const char *url, char *out, size_t cap,
+                         double *expires, cf_error *err) {
+    static PyObject *fn; /* cogfeed.stac._sign_for_io, under the GIL */
+#if PY_VERSION_HEX >= 0x030D0000
+    int finalizing = Py_IsFinalizing();
+#else
+    int finalizing = _Py_IsFinalizing();
+#endif
+    if (finalizing) {
+        err->code = CF_E_STATE;
+        err->http_status = 0;
+        snprintf(err->msg, sizeof err->msg, "sign: the interpreter is exiting");
+        return CF_E_STATE;
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
+    cf_status st = CF_OK;
+    if (!fn) {
+        PyObject *m = PyImport_ImportModule("cogfeed.stac");
+        fn = m ? PyObject_GetAttrString(m, "_sign_for_io") : NULL;
+        Py_XDECREF(m);
+    }
+    PyObject *r = fn ? PyObject_CallFunction(fn, "Os", (PyObject *)user, url) : NULL;
+    const char *signed_url = NULL;
+    double exp = 0;
+    if (r && PyArg_ParseTuple(r, "sd", &signed_url, &exp)) {
+        size_t n = strlen(signed_url);
+        if (n >= cap) {
+            st = CF_E_LIMIT;
+            snprintf(err->msg, sizeof err->msg, "sign: the signed URL is %zu bytes", n);
+        } else {
+            memcpy(out, signed_url, n + 1);
+            *expires = exp;
+        }
+    } else {
+        /* The user's exception, as "Type: message", then cleared. */
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyObject *text = v ? PyObject_Str(v) : NULL;
+        const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+        st = CF_E_AUTH;
+        snprintf(err->msg, sizeof err->msg, "sign: %s: %s",
+                 t ? ((PyTypeObject *)t)->tp_name : "error", msg ? msg : "");
+        Py_XDECREF(text);
+        Py_XDECREF(t);
+        Py_XDECREF(v);
+        Py_XDECREF(tb);
+        PyErr_Clear();
+    }
+    Py_XDECREF(r);
+    PyGILState_Release(g);
+    err->code = st;
+    err->http_status = 0;
+    return st;
+}
 
 int cf__py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **keep) {
     *keep = NULL;
@@ -55,11 +115,17 @@ int cf__py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject *
     const cf_option_info *tab = cf_io_option_table(&n);
     PyObject *rest = kw ? PyDict_Copy(kw) : NULL;
     if (kw && !rest) return 0;
-    PyObject *cache = Py_None, *ca = Py_None;
+    PyObject *cache = Py_None, *ca = Py_None, *sign = Py_None;
     int ok = cf__py_take_options(rest, tab, n, o) &&
-             PyArg_ParseTupleAndKeywords(args, rest, "|$OO:IO", io_path_kwlist, &cache, &ca);
-    Py_XDECREF(rest); /* cache and ca stay alive in kw */
+             PyArg_ParseTupleAndKeywords(args, rest, "|$OOO:IO", io_path_kwlist, &cache, &ca,
+                                         &sign);
+    Py_XDECREF(rest); /* cache, ca and sign stay alive in kw */
     if (!ok) return 0;
+    if (sign != Py_None && !PyCallable_Check(sign)) {
+        PyErr_SetString(PyExc_TypeError, "sign must be a callable url -> signed url "
+                                         "(or (signed url, expiry)), or None");
+        return 0;
+    }
     /* The path strings live in bytes objects kept in *keep. */
     PyObject *cache_b = NULL, *ca_b = NULL;
     if ((cache != Py_None && !PyUnicode_FSConverter(cache, &cache_b)) ||
@@ -67,12 +133,25 @@ int cf__py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject *
         Py_XDECREF(cache_b);
         return 0;
     }
-    *keep = Py_BuildValue("(OO)", cache_b ? cache_b : Py_None, ca_b ? ca_b : Py_None);
+    /* (paths..., sign): the signing function must outlive the io, so its
+     * owner takes it from here (cf__py_io_sign). */
+    *keep = Py_BuildValue("(OOO)", cache_b ? cache_b : Py_None, ca_b ? ca_b : Py_None, sign);
     if (cache_b) o->header_cache_dir = PyBytes_AS_STRING(cache_b);
     if (ca_b) o->ca_file = PyBytes_AS_STRING(ca_b);
+    if (sign != Py_None) {
+        o->sign = py_sign;
+        o->sign_user = sign;
+    }
     Py_XDECREF(cache_b);
     Py_XDECREF(ca_b);
     return *keep != NULL;
+}
+
+PyObject *cf__py_io_sign(PyObject *keep) {
+    PyObject *s = keep ? PyTuple_GET_ITEM(keep, 2) : Py_None;
+    if (s == Py_None) return NULL;
+    Py_INCREF(s);
+    return s;
 }
 
 static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
@@ -86,6 +165,7 @@ static int IO_init(IOObject *self, PyObject *args, PyObject *kw) {
     if (!cf__py_io_options(args, kw, &o, &keep)) return -1;
     cf_error err = {0};
     cf_status st = cf_io_new(&o, &self->io, &err); /* copies the strings */
+    if (st == CF_OK) self->sign = cf__py_io_sign(keep);
     Py_DECREF(keep);
     if (st) {
         cf__py_raise(st, &err);
@@ -101,6 +181,7 @@ static void IO_dealloc(IOObject *self) {
         Py_BEGIN_ALLOW_THREADS cf_io_free(io);
         Py_END_ALLOW_THREADS
     }
+    Py_CLEAR(self->sign); /* after the io: its threads may call it */
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -192,7 +273,7 @@ static const char *io_doc(const char *prose) {
     }
     if (k < sizeof io_doc_buf)
         snprintf(io_doc_buf + k, sizeof io_doc_buf - k,
-                 ", header_cache_dir=None, ca_file=None)\n\n%s", prose);
+                 ", header_cache_dir=None, ca_file=None, sign=None)\n\n%s", prose);
     return io_doc_buf;
 }
 
@@ -212,7 +293,11 @@ static PyTypeObject IOType = {
               "first; parsing one file's header may take header_memory_max bytes "
               "(0: 256 MiB).  Decoded tiles and strips that windows read only in part "
               "are kept for the next reads of its files within cache_bytes (0: 5% of "
-              "the memory, at least 256 MiB, as GDAL_CACHEMAX; -1: none).",
+              "the memory, at least 256 MiB, as GDAL_CACHEMAX; -1: none).  sign: a "
+              "callable url -> signed url (or (signed url, expiry as a POSIX time)), "
+              "or a cogfeed.stac.Signer, for remote URLs that need a signature (SAS, "
+              "presigned): called when a file is opened and again sign_margin_s "
+              "before the signature expires (docs/remote.md).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)IO_init,
     .tp_dealloc = (destructor)IO_dealloc,

@@ -10,6 +10,7 @@
 typedef struct {
     PyObject_HEAD cf_loader *ld;
     int closed;           /* readers stopped; freed at dealloc */
+    PyObject *sign;       /* io_options' sign=: the loader's ios call it */
     cf_loader_layout lay;
     size_t valid_bytes;   /* valid_mask: batch_size x valid_steps x P x P per slot */
     uint32_t valid_steps; /* valid_per_step: T planes per sample, else 1 */
@@ -428,6 +429,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     int ok = parse_keywords(args, kw, &a, &o) && (a.keep = PyList_New(0)) != NULL &&
              convert_inputs(&a, &o) && convert_norm(&a, &o) && convert_grid(&a, &o) &&
              create(self, &o);
+    if (ok) self->sign = cf__py_io_sign(a.io_keep);
     loader_args_free(&a);
     return ok ? 0 : -1;
 }
@@ -462,6 +464,7 @@ static void Loader_free_impl(LoaderObject *self) {
 
 static void Loader_dealloc(LoaderObject *self) {
     Loader_free_impl(self);
+    Py_CLEAR(self->sign); /* after the readers: they may call it */
     PyMem_Free(self->buffers);
     PyMem_Free(self->views);
     Py_TYPE(self)->tp_free((PyObject *)self);

@@ -49,6 +49,9 @@ cf_io *cf__py_io_get(PyObject *obj);
  * the path options point into *keep (a new reference, to drop once
  * cf_io_new has copied them).  0 with an exception set on error. */
 int cf__py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject **keep);
+/* The sign= of those options (a new reference), or NULL: its owner keeps
+ * it for as long as the io (or the loader's ios) may call it. */
+PyObject *cf__py_io_sign(PyObject *keep);
 
 /* obj's items as a new tuple, or NULL with TypeError(msg) when obj is not
  * a sequence (PySequence_Fast, but never the caller's list itself).

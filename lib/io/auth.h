@@ -103,6 +103,14 @@ cf_status cf__auth_sign_req(cf__auth *a, time_t now, const cf__auth_req *r,
 void cf__auth_error_code(const cf__auth *a, const char *body, size_t len,
                          const char *ms_error_code, char *out, size_t outlen);
 
+/* Whether a and b address the same object: the same kind, scheme, host
+ * and path (the query may differ: a signed URL and the one it signs). */
+int cf__auth_same_object(const cf__auth *a, const cf__auth *b);
+
+/* A handle is shared by reference (a re-signed object's requests in
+ * flight keep the handle they were signed with): cf__auth_ref takes one
+ * more, cf__auth_free drops one and frees the handle with the last. */
+cf__auth *cf__auth_ref(cf__auth *a);
 void cf__auth_free(cf__auth *a);
 
 /* ---- building blocks, exposed for unit tests against published vectors */

@@ -8,12 +8,15 @@
 
 #include "auth.h"
 
+#include <stdatomic.h>
+
 /* Caps on what the environment or a URL may hand us; all far above real
  * values, so that a hostile value cannot make us allocate without bound. */
 #define CF__AUTH_MAX_URL 8192
 #define CF__AUTH_MAX_SECRET 4096
 
 struct cf__auth {
+    _Atomic int refs;  /* cf__auth_ref / cf__auth_free */
     cf__auth_kind kind;
     char *http_url;   /* what to GET; may hold a SAS query */
     char *redacted;   /* user's URL form, no query or secrets */

@@ -92,6 +92,7 @@ cf_status cf__auth_new_env(const char *url, cf__auth_getenv ge, void *user,
                        red);
     cf__auth *a = cf__calloc(1, sizeof *a);
     if (!a) return cf__err(err, CF_E_NOMEM, "%s: out of memory", red);
+    atomic_init(&a->refs, 1);
     a->redacted = cf__strdup(red);
     if (!a->redacted) {
         free(a);
@@ -239,8 +240,19 @@ static void free_secret(char *s) {
     free(s);
 }
 
+int cf__auth_same_object(const cf__auth *a, const cf__auth *b) {
+    size_t sa = strcspn(a->http_url, ":"), sb = strcspn(b->http_url, ":");
+    return a->kind == b->kind && sa == sb && !strncasecmp(a->http_url, b->http_url, sa) &&
+           !strcasecmp(a->host, b->host) && !strcmp(a->path, b->path);
+}
+
+cf__auth *cf__auth_ref(cf__auth *a) {
+    if (a) atomic_fetch_add(&a->refs, 1);
+    return a;
+}
+
 void cf__auth_free(cf__auth *a) {
-    if (!a) return;
+    if (!a || atomic_fetch_sub(&a->refs, 1) > 1) return;
     free_secret(a->http_url); /* may hold a SAS */
     free(a->redacted);
     free(a->host);

@@ -373,7 +373,7 @@ static size_t on_body(char *buf, size_t size, size_t nitems, void *ud) {
 }
 
 static const char *current_url(const cf__xfer *x) {
-    return x->redirect_url ? x->redirect_url : cf__auth_http_url(x->src->auth);
+    return x->redirect_url ? x->redirect_url : cf__auth_http_url(x->auth);
 }
 
 /* A time in seconds as the long that curl takes, in units of `unit`
@@ -437,7 +437,7 @@ cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     }
     /* Credentials never travel to a host the user did not name. */
     if (!x->foreign_host) {
-        cf_status st = cf__auth_sign(s->auth, "GET", range, ifm[0] ? ifm : NULL,
+        cf_status st = cf__auth_sign(x->auth, "GET", range, ifm[0] ? ifm : NULL,
                                      ius[0] ? ius : NULL, &h, err);
         if (st != CF_OK) { /* its message names the URL already */
             curl_slist_free_all(h);
@@ -940,7 +940,7 @@ static int end_status(cf__loop *lp, cf__xfer *x, const xfer_end *e) {
     const char *n = x->src->name;
     char why[400];
     char code[80] = "", codepart[96] = "";
-    cf__auth_error_code(x->src->auth, x->errbody, x->errbody_len,
+    cf__auth_error_code(x->auth, x->errbody, x->errbody_len,
                         x->ms_code[0] ? x->ms_code : NULL, code, sizeof code);
     if (code[0]) snprintf(codepart, sizeof codepart, " (%s)", code);
     long st = x->status;
@@ -1034,6 +1034,7 @@ cf__xfer *cf__xfer_hedge(const cf__xfer *x) {
     memcpy(h->reqs, x->reqs, x->nreq * sizeof *h->reqs);
     h->nreq = x->nreq;
     h->src = x->src;
+    h->auth = cf__auth_ref(x->auth);
     h->off = x->off;
     h->len = x->len;
     h->head = x->head;
@@ -1060,6 +1061,7 @@ void cf__xfer_free(cf__xfer *x) {
     curl_slist_free_all(x->hdrs);
     free(x->redirect_url);
     free(x->reqs);
+    cf__auth_free(x->auth);
     free(x);
 }
 

@@ -66,14 +66,15 @@ const char *cf__src_name(const cf__src *src);   /* redacted URL */
 const char *cf__src_url(const cf__src *src);    /* full URL (may hold secrets:
                                                  never print it) */
 int cf__src_is_remote(const cf__src *src);
-/* For a cache that outlives the process (the reader's header cache): the
- * URL a remote src requests -- scheme, endpoint, store and key, its query
- * as sent (it may hold a SAS: never print or store it in clear) -- and,
+/* For a cache that outlives the process (the reader's header cache): a
+ * copy (the caller frees it; NULL also when out of memory) of the URL a
+ * remote src requests -- scheme, endpoint, store and key, its query as
+ * sent (it may hold a SAS: never print or store it in clear) -- and,
  * in who (n bytes, NUL-terminated), whom its credentials name: "s3:" and
  * the access key id, "azure:ACCOUNT:" and "shared-key" / "sas" /
  * "anonymous", "gcs:" and "bearer" / "anonymous", or "http".  Never a
  * secret.  NULL (who empty) for a local file. */
-const char *cf__src_cache_identity(const cf__src *src, char *who, size_t n);
+char *cf__src_cache_identity(const cf__src *src, char *who, size_t n);
 uint64_t cf__src_requests(const cf__src *src);  /* requests sent for this src */
 cf_io *cf__src_io(const cf__src *src);
 

@@ -171,8 +171,13 @@ struct cf__src {
     cf__src *idle_prev, *idle_next;
     char *url;                /* as given */
     char *name;               /* redacted, for messages */
-    cf__auth *auth;            /* remote only */
+    cf__auth *auth;           /* remote only; replaced (under mu) when the
+                                 URL is signed again: cf__src_auth */
     pthread_mutex_t mu;       /* size/etag are written by the loop thread */
+    /* Signed URLs (cf_io_options.sign): when to sign again (POSIX time;
+     * 0: never; under mu), and the lock of the thread signing it. */
+    double renew_at;
+    pthread_mutex_t sign_mu;
     uint64_t size;            /* UINT64_MAX until known */
     char etag[160];
     /* Last-Modified of the first response that had one: the validator
@@ -272,6 +277,7 @@ struct cf__xfer {
     double t0;                /* first attempt's start: deadline base */
     double due;               /* not before (backoff) */
     char *redirect_url;       /* current redirect target, or NULL */
+    cf__auth *auth;           /* src's when the transfer was made (a ref) */
     int foreign_host;         /* redirect_url is on another host */
 
     /* Per attempt. */

@@ -21,7 +21,8 @@
  * the extension (cogfeed.IO's keywords, python/_cogfeed.c), the CLI's
  * --help (tools/cogfeed.c) and docs/remote.md's table
  * (tools/option_docs.py) read it.  The two paths (header_cache_dir,
- * ca_file) are converted by hand.
+ * ca_file) and the signing function (sign, sign_user) are converted by
+ * hand.
  */
 #ifndef CF_IO_OPTIONS_H
 #define CF_IO_OPTIONS_H
@@ -62,7 +63,9 @@
     X(header_memory_max, uint64_t, unsigned long long, "K", 0, 0, UINT64_MAX,             \
       "0: 256 MiB")                                                                       \
     X(cache_bytes, int64_t, long long, "L", 0, -1, INT64_MAX,                              \
-      "0: 5% of the memory, -1: none")
+      "0: 5% of the memory, -1: none")                                                    \
+    X(sign_margin_s, double, double, "d", 300, 0, INFINITY,                               \
+      "a signature is renewed this long before it expires")
 
 enum {
 #define CF__X(f, ...) CF__IOO_##f,

@@ -9,6 +9,7 @@
 #include "io_internal.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -57,6 +58,102 @@ static char *absolute(const char *path) {
     return out;
 }
 
+/* ---- signed URLs (cf_io_options.sign) ------------------------------ */
+
+static void drop_secret(char *buf, size_t n) {
+    OPENSSL_cleanse(buf, n); /* a signed URL is a credential */
+    free(buf);
+}
+
+static double wall_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* s's URL signed by the io's function: *out the handle to request it
+ * with, *renew_at when to sign it again.  The signed URL must address the
+ * same object as s->url (s->auth, as first made from it); a signature
+ * that has expired already is refused rather than sent.  It is renewed
+ * sign_margin_s before it expires, or halfway through its life when that
+ * is shorter (a 4-minute token is not signed again at every request). */
+static cf_status sign(cf__src *s, cf__auth **out, double *renew_at, cf_error *err) {
+    const cf_io_options *o = &s->io->opts;
+    char *buf = cf__malloc(CF__AUTH_MAX_URL + 1);
+    if (!buf) return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
+    buf[0] = 0;
+    double now = wall_now(), expires = 0;
+    cf_error e;
+    cf__err_clear(&e);
+    cf_status st = o->sign(o->sign_user, s->url, buf, CF__AUTH_MAX_URL + 1, &expires, &e);
+    if (st == CF_OK && !memchr(buf, 0, CF__AUTH_MAX_URL + 1))
+        st = cf__err(&e, CF_E_LIMIT, "the signed URL is longer than %d bytes",
+                     CF__AUTH_MAX_URL);
+    if (st != CF_OK) {
+        drop_secret(buf, CF__AUTH_MAX_URL + 1);
+        if (err) *err = e;
+        return cf__err_prefix(err, st, "%s: signing the URL", s->name);
+    }
+    cf__auth *a = NULL;
+    st = cf__auth_new(buf, &a, &e);
+    drop_secret(buf, CF__AUTH_MAX_URL + 1);
+    if (st == CF_OK && !cf__auth_same_object(a, s->auth))
+        st = cf__err(&e, CF_E_AUTH,
+                     "the signed URL points to %s: a signature may change the "
+                     "query, not the object", cf__auth_redacted(a));
+    else if (st == CF_OK && expires > 0 && !(expires > now))
+        st = cf__err(&e, CF_E_AUTH,
+                     "the signature returned expired %.0f s ago", now - expires);
+    if (st != CF_OK) {
+        cf__auth_free(a);
+        if (err) *err = e;
+        return cf__err_prefix(err, st, "%s: signing the URL", s->name);
+    }
+    double margin = o->sign_margin_s;
+    if (expires > 0 && (expires - now) / 2 < margin) margin = (expires - now) / 2;
+    *renew_at = expires > 0 ? expires - margin : 0;
+    *out = a;
+    return CF_OK;
+}
+
+/* Before a request: s's signature renewed once it is due (one thread
+ * signs; the others wait for it and use its signature). */
+static cf_status fresh(cf__src *s, cf_error *err) {
+    if (!s->remote || !s->io->opts.sign) return CF_OK;
+    pthread_mutex_lock(&s->mu);
+    double due = s->renew_at;
+    pthread_mutex_unlock(&s->mu);
+    if (due == 0 || wall_now() < due) return CF_OK;
+    cf_status st = CF_OK;
+    pthread_mutex_lock(&s->sign_mu);
+    pthread_mutex_lock(&s->mu);
+    due = s->renew_at;
+    pthread_mutex_unlock(&s->mu);
+    if (due != 0 && wall_now() >= due) {
+        cf__auth *a, *old;
+        double at;
+        st = sign(s, &a, &at, err);
+        if (st == CF_OK) {
+            pthread_mutex_lock(&s->mu);
+            old = s->auth;
+            s->auth = a;
+            s->renew_at = at;
+            pthread_mutex_unlock(&s->mu);
+            cf__auth_free(old); /* transfers in flight hold their own */
+        }
+    }
+    pthread_mutex_unlock(&s->sign_mu);
+    return st;
+}
+
+/* s's current auth handle, a reference the caller frees. */
+static cf__auth *src_auth(cf__src *s) {
+    pthread_mutex_lock(&s->mu);
+    cf__auth *a = cf__auth_ref(s->auth);
+    pthread_mutex_unlock(&s->mu);
+    return a;
+}
+
 cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err) {
     if (!out) return cf__err(err, CF_E_ARG, "cf__src_new: out is NULL");
     *out = NULL;
@@ -86,15 +183,26 @@ cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err) 
     s->fd = -1;
     s->size = UINT64_MAX;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->sign_mu, NULL);
     atomic_init(&s->requests, 0);
     if (!(s->url = cf__strdup(url))) goto fail;
     if (remote) {
         cf_status st = cf__auth_new(url, &s->auth, err);
+        if (st == CF_OK && !(s->name = cf__strdup(cf__auth_redacted(s->auth))))
+            st = cf__err(err, CF_E_NOMEM, "%s: out of memory", shown);
+        if (st == CF_OK && io->opts.sign) {
+            /* Signed before the first request: the header read. */
+            cf__auth *a;
+            st = sign(s, &a, &s->renew_at, err);
+            if (st == CF_OK) {
+                cf__auth_free(s->auth);
+                s->auth = a;
+            }
+        }
         if (st != CF_OK) {
             cf__src_free(s);
             return st;
         }
-        if (!(s->name = cf__strdup(cf__auth_redacted(s->auth)))) goto fail;
     } else {
         const char *path = local_path(url);
         if (!(s->name = cf__name_dup(path)) || !(s->path = absolute(path)))
@@ -143,6 +251,7 @@ void cf__src_free(cf__src *s) {
     free(s->url);
     free(s->name);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->sign_mu);
     free(s);
 }
 
@@ -192,10 +301,10 @@ int cf__src_is_remote(const cf__src *s) { return s->remote; }
 
 /* Reads the credential fields of the auth handle (auth_int.h): only their
  * names (key id, account) leave, never a secret. */
-const char *cf__src_cache_identity(const cf__src *s, char *who, size_t n) {
+char *cf__src_cache_identity(const cf__src *s, char *who, size_t n) {
     if (n) who[0] = 0;
     if (!s->remote || !s->auth) return NULL;
-    const cf__auth *a = s->auth;
+    cf__auth *a = src_auth((cf__src *)s);
     switch (a->kind) {
     case CF_AUTH_S3:
         snprintf(who, n, "s3:%s", a->s3_signed ? a->access_key : "unsigned");
@@ -213,7 +322,9 @@ const char *cf__src_cache_identity(const cf__src *s, char *who, size_t n) {
         snprintf(who, n, "http");
         break;
     }
-    return a->http_url;
+    char *url = cf__strdup(a->http_url);
+    cf__auth_free(a);
+    return url;
 }
 uint64_t cf__src_requests(const cf__src *s) {
     return atomic_load(&((cf__src *)s)->requests);
@@ -288,6 +399,7 @@ static cf__xfer *xfer_new(cf__src *s, cf__range_req **rs, size_t n,
     memcpy(x->reqs, rs, n * sizeof *rs);
     x->nreq = n;
     x->src = s;
+    x->auth = src_auth(s);
     x->cb = cb;
     x->user = user;
     x->off = rs[0]->off;
@@ -304,6 +416,7 @@ static cf__xfer *xfer_new(cf__src *s, cf__range_req **rs, size_t n,
 static cf_status remote_submit(cf__src *s, cf__range_req *reqs, size_t n,
                                cf__range_cb cb, void *user, cf_error *err) {
     const cf_io_options *o = &s->io->opts;
+    CF__TRY(fresh(s, err));
     uint64_t size = cf__src_size(s);
     cf__range_req **v = cf__calloc(n, sizeof *v);
     cf__range_req **imm = cf__calloc(n, sizeof *imm);
@@ -491,6 +604,7 @@ cf_status cf__src_submit_head(cf__src *s, cf__range_req *r, cf__range_cb cb,
         }
         return cf__src_submit(s, r, 1, cb, user, err);
     }
+    CF__TRY(fresh(s, err));
     cf__xfer *x = xfer_new(s, &r, 1, cb, user);
     if (!x) return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
     x->head = 1;

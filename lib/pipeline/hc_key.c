@@ -138,9 +138,10 @@ char *cf__hc_stable_url(const char *url, char *who, size_t n) {
 
 int cf__hc_key_of(const cf__src *src, cf__hc_key *out) {
     char who[600], qwho[600];
-    const char *url = cf__src_cache_identity(src, who, sizeof who);
+    char *url = cf__src_cache_identity(src, who, sizeof who);
     if (!url) return 0;
     char *stable = cf__hc_stable_url(url, qwho, sizeof qwho);
+    free(url);
     if (!stable) return 0;
     /* Fields separated by NUL bytes, which none of them can hold. */
     static const char tag[] = "cogfeed header cache key 2";

@@ -4,7 +4,7 @@ module with mypy's stubtest."""
 import enum
 import os
 from types import TracebackType
-from typing import Any, List, Literal, Optional, Sequence, Tuple, Union, final, overload
+from typing import Any, Callable, List, Literal, Optional, Sequence, Tuple, Union, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -121,6 +121,8 @@ class IO:
         header_cache_max_bytes: int = ...,
         header_memory_max: int = ...,
         cache_bytes: int = ...,
+        sign_margin_s: float = ...,
+        sign: Optional[Callable[[str], Any]] = ...,
     ) -> None: ...
     def stats(self) -> dict[str, int]: ...
     def get(self, url: Union[str, "os.PathLike[str]"], *, max_bytes: int = ...) -> bytes: ...

@@ -90,6 +90,17 @@ class GridSpec(TypedDict, total=False):
     like: Union[StrPath, Grid]
 
 
+def _io_options(io_options: Optional[IOOptions], sign: Any) -> Optional[Dict[str, Any]]:
+    """io_options with sign= (a function, or a cogfeed.stac.Signer that
+    keeps each signature until it is due) for the loader's io."""
+    if sign is None:
+        return None if io_options is None else dict(io_options)
+    from .stac import Signer
+    out: Dict[str, Any] = dict(io_options or {})
+    out["sign"] = sign if isinstance(sign, Signer) else Signer(sign)
+    return out
+
+
 class IOOptions(TypedDict, total=False):
     """io_options=: cogfeed.IO's keyword arguments."""
     max_inflight: int
@@ -111,6 +122,9 @@ class IOOptions(TypedDict, total=False):
     header_cache_max_bytes: int
     header_memory_max: int
     cache_bytes: int
+    sign_margin_s: float
+    sign: Any
+
 
 
 class LoaderOptions(TypedDict, total=False):
@@ -159,6 +173,7 @@ class LoaderOptions(TypedDict, total=False):
                        Sequence[Sequence[Sequence[StrPath]]], None]
     invalid_classes: Optional[Sequence[float]]
     labels: Any
+    sign: Any
     time_steps: Optional[int]
     dates: Any
     date_pattern: Optional[str]
@@ -756,6 +771,15 @@ class Loader:
             ``batch["mask"]`` is burnt from them on the sample's target
             grid, with gdal_rasterize's rules, and augmented with the image.
             Instead of ``masks``; needs georeferenced images.
+        sign: signs remote hrefs that need it (an Azure SAS, presigned
+            URLs, Planetary Computer's ``planetary_computer.sign``): a
+            function href -> signed href (or (signed href, expiry as a
+            POSIX time)) or a cogfeed.stac.Signer.  The loader's io signs
+            every remote file when it opens it and again
+            ``io_options["sign_margin_s"]`` (300 s) before the signature
+            expires, so a run longer than a token's life goes on; give the
+            hrefs unsigned.  A STAC selection made with ``sign=`` passes
+            its own (default None: hrefs as given).
         time_steps: T, the dates of every sample, for time series of any
             length (``images`` a list of scenes per location): a shorter
             series is padded (its padded steps zero, ``date_valid``
@@ -832,6 +856,7 @@ class Loader:
                            Sequence[Sequence[Sequence[StrPath]]], None] = None,
         invalid_classes: Optional[Sequence[float]] = None,
         labels: Optional[VectorLabels] = None,
+        sign: Any = None,
         time_steps: Optional[int] = None,
         dates: Any = None,
         date_pattern: Optional[str] = None,
@@ -850,7 +875,11 @@ class Loader:
             if toi is not None:
                 stac_sel = stac_sel.within(toi)
                 toi = None   # applied: its items are the time of interest's
-            images, layers = stac_sel.images(), stac_sel.layers()
+            if sign is None:
+                sign = stac_sel.signer
+            # Unsigned: the loader's io signs them as it opens the files
+            # and again before the signatures expire.
+            images, layers = stac_sel.images(signed=False), stac_sel.layers(signed=False)
             if mosaic:
                 # One mosaic of all the items, each asset mosaicked.
                 images = [images]
@@ -1061,7 +1090,7 @@ class Loader:
             prefetch=_int0(prefetch), threads=_int0(decode_threads),
             concurrency=_int0(cast(Optional[int], concurrency)),
             inflight_bytes=_int0(inflight_bytes),
-            io_options=None if io_options is None else dict(io_options),
+            io_options=_io_options(io_options, sign),
             grid=tgrid, grid_crs=tcrs, grid_res=tres, resampling=rs_image,
             mask_resampling=rs_mask, layer_resampling=rs_layers,
             reproject=bool(reproject), ungeoreferenced=bool(ungeoreferenced),

@@ -24,7 +24,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Hashable, List, Optional
 import numpy as np
 
 from .grid import Grid
-from .loader import GridSpec, IOOptions, Loader, Resampling, StrPath, _target
+from .loader import GridSpec, IOOptions, Loader, Resampling, StrPath, _io_options, _target
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -244,7 +244,7 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
          scene_masks: Optional[Union[str, Sequence[Optional[StrPath]]]] = None,
          invalid_classes: Optional[Sequence[float]] = None, patch_size: int = 256,
          io_options: Optional[IOOptions] = None, error_threshold: float = 0.125,
-         output: str = "numpy") -> Any:
+         output: str = "numpy", sign: Any = None) -> Any:
     """Read a region of many scenes onto one grid: (time, band, y, x).
 
     Args:
@@ -276,6 +276,10 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
             retries, header cache).
         error_threshold: reprojection error bound, source pixels.
         output: "numpy" (a Region) or "xarray" (Region.to_xarray()).
+        sign: signs the hrefs that need it (odc-stac's ``patch_url``):
+            a function href -> signed href, or a cogfeed.stac.Signer;
+            each file is signed when it is opened and again before its
+            signature expires (Loader's ``sign``).
 
     Returns:
         a cogfeed.Region, or an xarray.DataArray with output="xarray".
@@ -285,6 +289,7 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
     if invalid_classes is not None and scene_masks is None:
         raise ValueError("load: invalid_classes without scene_masks")
     g = _region_grid(grid)
+    io_options = cast(Optional[IOOptions], _io_options(io_options, sign))
     scenes, names, dated = _scenes(items, bands, scene_masks)
     steps = _groups(scenes, groupby, dated)
     W, H = g.width, g.height

@@ -603,6 +603,28 @@ def _expiry(url: str) -> Optional[float]:
     return None
 
 
+def _sign_once(sign: SignFunction, href: str) -> Tuple[str, Optional[float]]:
+    """sign(href) as (signed href, expiry as a POSIX time or None: never),
+    the expiry from what sign returns with the href, else from the signed
+    URL's query; refused when the signed href points elsewhere."""
+    r = sign(href)
+    exp: Optional[float]
+    if isinstance(r, tuple):
+        signed, exp = str(r[0]), None if r[1] is None else float(r[1])
+    elif isinstance(r, str):
+        signed, exp = r, _expiry(r)
+    else:
+        raise TypeError("sign(%s) returned %s, not a str or (str, expiry)"
+                        % (_shown(href), type(r).__name__))
+    # The signer is the user's: it may change the query, never where
+    # the href points (a signature for another host is refused).
+    if _shown(signed) != _shown(href):
+        raise StacError("sign(%s) returned a href to %s: a signer may "
+                        "add a query, not move the href"
+                        % (_shown(href), _shown(signed)))
+    return signed, exp
+
+
 class Signer:
     """sign= made lazy: an href is signed when it is first handed out,
     and signed again once its signature is within `margin_s` of expiring.
@@ -610,7 +632,9 @@ class Signer:
     (href, POSIX time)), else what the signed URL's query says (Azure SAS
     ``se=``, S3 ``X-Amz-Date`` + ``X-Amz-Expires``, ``Expires=``), else
     never.  The signed hrefs live in memory only; cogfeed's header cache
-    files them without the signature (lib/pipeline/hc_key.c)."""
+    files them without the signature (lib/pipeline/hc_key.c).  A Loader
+    given one signs its files' hrefs in its io (cf_io_options.sign):
+    when it opens them and again while it runs, before they expire."""
 
     def __init__(self, sign: SignFunction, margin_s: float = 300.0) -> None:
         if not callable(sign):
@@ -621,31 +645,38 @@ class Signer:
         self._lock = threading.Lock()
         self.calls = 0
 
-    def __call__(self, href: str) -> str:
+    def signed(self, href: str) -> Tuple[str, Optional[float]]:
+        """(href signed, its expiry as a POSIX time or None: never); the
+        signature kept until it is within margin_s of expiring."""
         now = time.time()
         with self._lock:
             hit = self._cache.get(href)
         if hit is not None and (hit[1] is None or hit[1] - self.margin_s > now):
-            return hit[0]
-        r = self._sign(href)
-        self.calls += 1
-        exp: Optional[float]
-        if isinstance(r, tuple):
-            signed, exp = str(r[0]), float(r[1])
-        elif isinstance(r, str):
-            signed, exp = r, _expiry(r)
-        else:
-            raise TypeError("sign(%s) returned %s, not a str or (str, expiry)"
-                            % (_shown(href), type(r).__name__))
-        # The signer is the user's: it may change the query, never where
-        # the href points (a signature for another host is refused).
-        if _shown(signed) != _shown(href):
-            raise StacError("sign(%s) returned a href to %s: a signer may "
-                            "add a query, not move the href"
-                            % (_shown(href), _shown(signed)))
+            return hit
+        out = _sign_once(self._sign, href)
         with self._lock:
-            self._cache[href] = (signed, exp)
-        return signed
+            self.calls += 1
+            self._cache[href] = out
+        return out
+
+    def __call__(self, href: str) -> str:
+        return self.signed(href)[0]
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # To DataLoader workers and other processes: the function and the
+        # margin; signatures are made afresh there (a lock cannot travel).
+        return {"sign": self._sign, "margin_s": self.margin_s}
+
+    def __setstate__(self, st: Dict[str, Any]) -> None:
+        self.__init__(st["sign"], st["margin_s"])  # type: ignore[misc]
+
+
+def _sign_for_io(sign: Any, url: str) -> Tuple[str, float]:
+    """The C io's signing function (cf_sign_fn, python/_cogfeed.c):
+    url signed by `sign` (a Signer or a sign function) and its expiry
+    (0.0: never)."""
+    signed, exp = sign.signed(url) if isinstance(sign, Signer) else _sign_once(sign, url)
+    return signed, 0.0 if exp is None else exp
 
 
 # -- reading documents -----------------------------------------------------
@@ -1416,33 +1447,36 @@ class Selection:
         return Selection(self.names, [(self.items[j], list(self.assets[j])) for j in keep],
                          self.signer)
 
-    def href(self, a: Asset) -> str:
-        """a's href, signed (lazily, again when expired) with sign=."""
-        return self._signed(a.href)
+    def href(self, a: Asset, signed: bool = True) -> str:
+        """a's href, signed (lazily, again when expired) with sign=;
+        signed=False: as the catalog gives it (for a reader that signs
+        it itself, as the Loader does)."""
+        return self._signed(a.href) if signed else a.href
 
     def _signed(self, h: str) -> str:
         return self.signer(h) if self.signer is not None else h
 
-    def images(self) -> List[str]:
-        """The first asset of each item (signed)."""
-        return [self.href(r[0]) for r in self.assets]
+    def images(self, signed: bool = True) -> List[str]:
+        """The first asset of each item (signed unless signed=False)."""
+        return [self.href(r[0], signed) for r in self.assets]
 
-    def layers(self) -> Optional[List[List[str]]]:
-        """The other assets of each item (signed), or None for one asset."""
+    def layers(self, signed: bool = True) -> Optional[List[List[str]]]:
+        """The other assets of each item (signed unless signed=False),
+        or None for one asset."""
         if len(self.names) == 1:
             return None
-        return [[self.href(a) for a in r[1:]] for r in self.assets]
+        return [[self.href(a, signed) for a in r[1:]] for r in self.assets]
 
-    def hrefs(self, name: str) -> List[str]:
-        """The href (signed) of the asset `name` (a key or a common name)
-        of each selected item, e.g. the Loader's masks=; StacError naming
-        the item where one has none."""
+    def hrefs(self, name: str, signed: bool = True) -> List[str]:
+        """The href (signed unless signed=False) of the asset `name` (a
+        key or a common name) of each selected item, e.g. the Loader's
+        masks=; StacError naming the item where one has none."""
         out = []
         for it in self.items:
             a = _pick(it, name)
             if a is None:
                 raise _no_asset(it, name)
-            out.append(self.href(a))
+            out.append(self.href(a, signed))
         return out
 
     def grids(self, io: Optional[IO] = None) -> List[Grid]:
@@ -1609,31 +1643,32 @@ class _IndexedSelection(Selection):
         return _IndexedSelection(self.names, self._idx, self._rows[m], self._picks[m],
                                  self.signer)
 
-    def _column(self, ks: npt.NDArray[np.int64]) -> List[str]:
-        """The hrefs (joined with their base where relative, signed) of
-        asset ks[j] of each selected item j."""
+    def _column(self, ks: npt.NDArray[np.int64], signed: bool = True) -> List[str]:
+        """The hrefs (joined with their base where relative, signed
+        unless signed=False) of asset ks[j] of each selected item j."""
         hs, rel = self._idx.ix.hrefs(self._rows, ks)
         out = [self._idx.href(int(self._rows[j]), h, True) if r else h
                for j, (h, r) in enumerate(zip(hs, rel))] if any(rel) else hs
-        return [self._signed(h) for h in out] if self.signer is not None else out
+        return ([self._signed(h) for h in out] if self.signer is not None and signed
+                else out)
 
-    def images(self) -> List[str]:
-        return self._column(self._picks[:, 0])
+    def images(self, signed: bool = True) -> List[str]:
+        return self._column(self._picks[:, 0], signed)
 
-    def layers(self) -> Optional[List[List[str]]]:
+    def layers(self, signed: bool = True) -> Optional[List[List[str]]]:
         if len(self.names) == 1:
             return None
-        cols = [self._column(self._picks[:, k]) for k in range(1, len(self.names))]
+        cols = [self._column(self._picks[:, k], signed) for k in range(1, len(self.names))]
         return [list(r) for r in zip(*cols)]
 
-    def hrefs(self, name: str) -> List[str]:
+    def hrefs(self, name: str, signed: bool = True) -> List[str]:
         ks = self._idx.ix.pick(self._rows, [name])[:, 0]
         bad = np.flatnonzero(ks < 0)
         if len(bad):
             it = self.items[int(bad[0])]
             _pick(it, name)   # raises for an ambiguous name
             raise _no_asset(it, name)
-        return self._column(ks)
+        return self._column(ks, signed)
 
     def grids(self, io: Optional[IO] = None) -> List[Grid]:
         # The projection fields straight from the index; an Asset is made

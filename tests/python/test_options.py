@@ -104,7 +104,7 @@ def test_io_signature_line_is_the_table():
     sig = cogfeed.IO.__doc__.split("\n", 1)[0]
     got = dict(re.findall(r"(\w+)=([^,)]+)", sig))
     io = _table("io")
-    assert set(got) == set(io) | {"header_cache_dir", "ca_file"}
+    assert set(got) == set(io) | {"header_cache_dir", "ca_file", "sign"}
     for name, o in io.items():
         want = ({True: "True", False: "False"}[o["default"]] if o["type"] == "bool"
                 else repr(o["default"]) if o["type"] != "float"

@@ -29,7 +29,7 @@ SOURCE = os.environ.get("CF_SOURCE_DIR", os.path.join(os.path.dirname(__file__),
 HEADER = os.path.join(SOURCE, "include", "cogfeed.h")
 
 # "cf_status cf_x(", "const char *cf_x(", "const char *const *cf_x(", ...
-_DECL = re.compile(r"^(CF_API\s+)?(?:const\s+)?[a-z0-9_]+(?:\s|\*|const\b)+(cf_[a-z0-9_]+)\s*\(", re.M)
+_DECL = re.compile(r"^(?!typedef\b)(CF_API\s+)?(?:const\s+)?[a-z0-9_]+(?:\s|\*|const\b)+(cf_[a-z0-9_]+)\s*\(", re.M)
 
 
 def header_declarations(text):

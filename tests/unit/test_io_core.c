@@ -55,6 +55,7 @@ typedef struct server {
     int cut_nth;              /* this GET sends half its body, then closes */
     int etag2_nth;            /* this GET answers with ETag "t2" */
     _Atomic int open, max_open; /* connections open now, and at most */
+    _Atomic int max_sig;      /* largest "sig=N" of a request line */
 } server;
 
 typedef struct conn {
@@ -85,6 +86,12 @@ static void *conn_main(void *arg) {
             nth == c->s->stall_nth)
             usleep((useconds_t)c->s->stall_ms * 1000);
         const char *etag = nth == c->s->etag2_nth ? "\"t2\"" : "\"t1\"";
+        const char *sig = strstr(buf, "sig=");
+        int sn = 0;
+        if (sig && sig < strstr(buf, "\r\n") && sscanf(sig, "sig=%d", &sn) == 1)
+            for (int m = atomic_load(&c->s->max_sig);
+                 sn > m && !atomic_compare_exchange_weak(&c->s->max_sig, &m, sn);) {
+            }
         if (strstr(buf, "If-Match: \"t1\"")) atomic_fetch_add(&c->s->if_match_seen, 1);
         unsigned long long a = 0, b = OBJ_SIZE - 1;
         const char *r = strstr(buf, "Range: bytes=");
@@ -912,6 +919,103 @@ static void test_remote(void) {
     server_stop(&srv);
 }
 
+/* ---- signed URLs (cf_io_options.sign) ------------------------------ */
+
+typedef struct signer {
+    _Atomic int calls;
+    double life_s;   /* the signatures' */
+    int mode;        /* 0: sign; 1: another host; 2: fail; 3: expired */
+} signer;
+
+static double wall(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static cf_status sign_fn(void *user, const char *url, char *out, size_t cap, double *expires,
+                         cf_error *err) {
+    signer *g = user;
+    int n = atomic_fetch_add(&g->calls, 1) + 1;
+    if (g->mode == 2) {
+        snprintf(err->msg, sizeof err->msg, "token service down");
+        err->code = CF_E_IO;
+        return CF_E_IO;
+    }
+    if (g->mode == 1)
+        snprintf(out, cap, "http://127.0.0.2:1/obj?sig=%d", n);
+    else
+        snprintf(out, cap, "%s?sig=%d&se=x", url, n);
+    *expires = g->mode == 3 ? wall() - 10 : wall() + g->life_s;
+    return CF_OK;
+}
+
+/* Signatures of 0.3 s renewed (0.1 s before they expire) while eight
+ * threads read: requests in flight keep the signature they were made
+ * with, the new ones take the latest, and the server sees it. */
+static void test_sign(void) {
+    server srv;
+    server_start(&srv);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/obj", srv.port);
+    signer g = {.life_s = 0.3};
+    atomic_init(&g.calls, 0);
+    cf_io_options o;
+    cf_io_options_init(&o);
+    CHECK(o.sign == NULL && o.sign_margin_s == 300);
+    o.sign = sign_fn;
+    o.sign_user = &g;
+    o.sign_margin_s = 0.1;
+    cf_io *io = NULL;
+    cf_error e;
+    CHECK(cf_io_new(&o, &io, &e) == CF_OK);
+    cf__src *s = NULL;
+    CHECK(cf__src_new(io, url, &s, &e) == CF_OK && atomic_load(&g.calls) == 1);
+    /* The name and the cache identity's URL: the object's, unsigned in
+     * the name. */
+    CHECK(!strstr(cf__src_name(s), "sig="));
+    double t0 = wall();
+    int rounds = 0, all_ok = 1;
+    while (wall() - t0 < 1.0 || rounds < 2) {
+        pthread_t th[8];
+        reader_arg ra[8];
+        for (int i = 0; i < 8; i++) {
+            ra[i] = (reader_arg){s, i + rounds * 8, 0};
+            pthread_create(&th[i], NULL, reader_main, &ra[i]);
+        }
+        for (int i = 0; i < 8; i++) {
+            pthread_join(th[i], NULL);
+            all_ok &= ra[i].ok;
+        }
+        rounds++;
+    }
+    CHECK(all_ok);
+    int calls = atomic_load(&g.calls);
+    CHECK(calls >= 4);                         /* renewed about every 0.2 s */
+    CHECK(atomic_load(&srv.max_sig) == calls); /* the last one is in use */
+    char who[64];
+    char *id = cf__src_cache_identity(s, who, sizeof who);
+    CHECK(id && strstr(id, "/obj?sig=") && !strcmp(who, "http"));
+    free(id);
+    cf__src_free(s);
+
+    /* Signers that fail, move the object or hand back an expired
+     * signature: the open fails naming the URL, nothing is requested. */
+    int gets = atomic_load(&srv.gets);
+    const char *want[] = {"not the object", "token service down", "expired"};
+    for (int mode = 1; mode <= 3; mode++) {
+        g.mode = mode;
+        s = NULL;
+        cf_status st = cf__src_new(io, url, &s, &e);
+        CHECK(st == (mode == 2 ? CF_E_IO : CF_E_AUTH) && !s);
+        CHECK(strstr(e.msg, want[mode - 1]) && strstr(e.msg, "signing the URL") &&
+              strstr(e.msg, "127.0.0.1") && strstr(e.msg, "/obj"));
+    }
+    CHECK(atomic_load(&srv.gets) == gets);
+    io_free_checked(io);
+    server_stop(&srv);
+}
+
 /* cf_io_get: a whole object from the range server and from a local file;
  * one larger than max_bytes refused after the first request, naming the
  * URL without its query. */
@@ -1069,6 +1173,7 @@ int main(void) {
     test_local_pool_paths_and_fork(dir);
     test_local_descriptor_limit(dir);
     test_remote();
+    test_sign();
     test_get(dir);
     test_hedge();
     test_many_connections();
