@@ -429,6 +429,27 @@ def test_load_stac_items_by_solar_day(scenes, scl, tmp_path):
     np.testing.assert_array_equal(r.valid[0], va | vb)
 
 
+def test_load_assets_of_other_types_fill_one_array(scenes, scl):
+    """Two assets (the scenes' bands and their 20 m SCL) go into one
+    array, each into its bands, in the assets' types promoted: what the
+    separate loads joined would be."""
+    from cogfeed import stac
+    items = []
+    for k, name in enumerate("AB"):
+        d = stac_item(name.lower(), scenes[name], "2024-07-0%dT10:00:00Z" % (k + 1), 1.0)
+        d["assets"]["scl"] = {"href": scl[name], "type": "image/tiff"}
+        items.append(d)
+    items = stac.items(items)
+    g = cogfeed.Grid.from_bounds(32633, REGION, RES)
+    r = cogfeed.load(items, ["visual", "scl"], grid=g, groupby=None)
+    v = cogfeed.load(items, ["visual"], grid=g, groupby=None).data
+    c = cogfeed.load(items, ["scl"], grid=g, groupby=None).data
+    assert r.bands == ["visual_1", "visual_2", "scl"]
+    assert r.data.dtype == np.result_type(v.dtype, c.dtype)
+    np.testing.assert_array_equal(r.data, np.concatenate([v, c], axis=1))
+    assert r.data[:, 2].any() and r.data[:, :2].any()
+
+
 def test_load_to_xarray(scenes):
     xr = pytest.importorskip("xarray")
     g = cogfeed.Grid.from_bounds(32633, (X0, Y1 - 100 * RES, X0 + 150 * RES, Y1), RES)
