@@ -89,6 +89,69 @@ static void lattice_at(const cf__warp *w, double px, double py, double *x, doubl
     *y = interp4(0, Y[i00], Y[i00 + 1], Y[i00 + b->n], Y[i00 + b->n + 1], fx, fy);
 }
 
+/* lattice_at along a row, then the source's inverse geotransform: what
+ * is the same along the row (its lattice block row, and within a block
+ * the node row and its fraction) computed once, every pixel's own terms
+ * with lattice_at's arithmetic, so each pixel gets the same bits (the
+ * warps are compared with gdalwarp's cell for cell; test_geo_warp.c
+ * compares the two).  The lattice was a sixth of a mosaic's read across
+ * two UTM zones, every term per pixel. */
+static void lattice_row(const cf__warp *w, const double inv[6], double px0, double py,
+                        uint32_t n, double *sx, double *sy, uint8_t *ok) {
+    double byf = floor(py / BLOCK);
+    int64_t by = byf < 0 ? 0 : byf >= w->nby ? w->nby - 1 : (int64_t)byf;
+    const double *X = w->nx, *Y = w->ny;
+    const cf__wblock *b = NULL;
+    int64_t bx_at = -1;
+    int nm = 0, cy = 0;
+    /* BLOCK and the steps are powers of two: multiplying by their
+     * reciprocals gives the quotients' exact bits. */
+    const double per_block = 1.0 / BLOCK;
+    double fy = 0, per_step = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        double px = px0 + i, gx, gy;
+        double bxf = floor(px * per_block);
+        int64_t bx = bxf < 0 ? 0 : bxf >= w->nbx ? w->nbx - 1 : (int64_t)bxf;
+        if (bx != bx_at) {
+            bx_at = bx;
+            b = &w->blocks[by * w->nbx + bx];
+            double ly = (py - (double)by * BLOCK) / b->step;
+            nm = (int)b->n - 1;
+            double cyf = floor(ly);
+            cy = cyf < 0 ? 0 : cyf >= nm ? nm - 1 : (int)cyf;
+            fy = ly - cy;
+            per_step = 1.0 / b->step;
+        }
+        if (b->exact) {
+            int good;
+            lattice_at(w, px, py, &gx, &gy, &good);
+            if (!good) {
+                ok[i] = 0;
+                sx[i] = sy[i] = HUGE_VAL;
+                continue;
+            }
+        } else {
+            double lx = (px - (double)bx * BLOCK) * per_step;
+            double cxf = floor(lx);
+            int cx = cxf < 0 ? 0 : cxf >= nm ? nm - 1 : (int)cxf;
+            double fx = lx - cx;
+            size_t i00 = b->off + (size_t)cy * b->n + (size_t)cx;
+            if (X[i00] == HUGE_VAL || X[i00 + 1] == HUGE_VAL || X[i00 + b->n] == HUGE_VAL ||
+                X[i00 + b->n + 1] == HUGE_VAL) {
+                ok[i] = 0;
+                sx[i] = sy[i] = HUGE_VAL;
+                continue;
+            }
+            gx = cf__warp_wrap(w, interp4(w->wrap, X[i00], X[i00 + 1], X[i00 + b->n],
+                                          X[i00 + b->n + 1], fx, fy));
+            gy = interp4(0, Y[i00], Y[i00 + 1], Y[i00 + b->n], Y[i00 + b->n + 1], fx, fy);
+        }
+        ok[i] = 1;
+        sx[i] = inv[0] + gx * inv[1] + gy * inv[2];
+        sy[i] = inv[3] + gx * inv[4] + gy * inv[5];
+    }
+}
+
 void cf__warp_level_inverse(const cf__warp *w, uint32_t lw, uint32_t lh, double inv[6]) {
     /* GDAL's overview dataset: the main geotransform with its terms
      * scaled by the size ratios (GDALOverviewDataset::GetGeoTransform,
@@ -192,18 +255,7 @@ void cf__warp_row(const cf__warp *w, const double inv[6], double px0, double py,
         cf__warp_points(w, inv, n, sx, sy, sx, sy, ok);
         return;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        double gx, gy;
-        int good;
-        lattice_at(w, px0 + i, py, &gx, &gy, &good);
-        ok[i] = (uint8_t)good;
-        if (!good) {
-            sx[i] = sy[i] = HUGE_VAL;
-            continue;
-        }
-        sx[i] = inv[0] + gx * inv[1] + gy * inv[2];
-        sy[i] = inv[3] + gx * inv[4] + gy * inv[5];
-    }
+    lattice_row(w, inv, px0, py, n, sx, sy, ok);
 }
 
 /* ---------------------------------------------------------------- build */

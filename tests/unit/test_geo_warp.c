@@ -10,6 +10,7 @@
  */
 #include "cf_test.h"
 #include "geo/geo.h"
+#include "geo/warp_internal.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -240,6 +241,26 @@ static void test_lattice_bound(void) {
     CHECK(cf__warp_new(&src, &dst, xf, 0.125, &approx, &err) == CF_OK);
     CHECK(cf__warp_new(&src, &dst, xf, 0, &exact, &err) == CF_OK);
     CHECK(approx && exact && !cf__warp_is_affine(approx));
+    /* A row's positions are lattice_at's pixel by pixel, to the bit
+     * (cf__warp_row hoists what a row shares): rows across block edges,
+     * starting before the grid and running past it. */
+    {
+        double inv[6], px[1400], py[1400], ax[1400], ay[1400], bx[1400], by[1400];
+        uint8_t aok[1400], bok[1400];
+        cf__warp_level_inverse(approx, 6000, 2000, inv);
+        const double rows[] = {0, 0.5, 63.5, 64, 64.5, 700.25, 1199.5, 1300};
+        const double starts[] = {-70.5, 0.5, 63.5, 100};
+        int same = 1;
+        for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
+            for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
+                cf__warp_row(approx, inv, starts[k], rows[r], 1400, ax, ay, aok);
+                for (int i = 0; i < 1400; i++) px[i] = starts[k] + i, py[i] = rows[r];
+                cf__warp_points(approx, inv, 1400, px, py, bx, by, bok);
+                same &= !memcmp(ax, bx, sizeof ax) && !memcmp(ay, by, sizeof ay) &&
+                        !memcmp(aok, bok, sizeof aok);
+            }
+        CHECK(same);
+    }
     /* Sample pixels of both maps through the window planner: the source
      * windows agree within a pixel. */
     cf__warp_req rq = {100, 100, 500, 500, CF_RS_NEAREST, 0, 6000, 2000, 6000, 2000, 0};
