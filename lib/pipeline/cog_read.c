@@ -429,7 +429,7 @@ cf_status cf_cog_read(cf_cog *cog, int level, int64_t x, int64_t y, uint32_t w,
                       uint32_t h, const int *bands, int nbands, void *dst,
                       size_t dst_size, cf_error *err) {
     if (!cog || !dst) return cf__err(err, CF_E_ARG, "cf_cog_read: NULL argument");
-    int all[CF_MAX_BANDS], nb, ifdi;
+    int all[CF_MAX_BANDS], nb = 0, ifdi = 0; /* set by the call (-O3 cannot tell) */
     uint8_t fill[CF__FILL_MAX];
     CF__TRY(cf__cog_prepare_read(cog, level, x, y, w, h, bands, nbands, dst_size,
                                  all, &nb, &ifdi, fill, err));
