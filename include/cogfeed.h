@@ -1395,8 +1395,8 @@ typedef struct cf_writer_options {
                                   out), 2 RGB for WEBP, else 1 MinIsBlack;
                                   or 1, 2 (3 bands or more), 6 (JPEG of 3
                                   bands) */
-    /* Object storage (a `path` that is an s3:// or Azure Blob URL), read
-     * only when struct_size covers them. */
+    /* Object storage (a `path` that is an s3://, gs:// or Azure Blob
+     * URL), read only when struct_size covers them. */
     cf_io *io;                 /* its options (timeouts, retries, CA file)
                                   serve the upload, copied at open; NULL:
                                   the defaults */
@@ -1411,8 +1411,9 @@ CF_API void cf_writer_options_init(cf_writer_options *opt);
 typedef struct cf_writer cf_writer;
 
 /* Start writing the GeoTIFF `path`, a local file or an object (s3://,
- * az://, https://ACCOUNT.blob.core.windows.net/...; credentials as for
- * reading).  Either way the result is laid out in GDAL's COG layout
+ * gs:// (Cloud Storage's XML API multipart upload, S3's protocol with a
+ * bearer token), az://, https://ACCOUNT.blob.core.windows.net/...;
+ * credentials as for reading).  Either way the result is laid out in GDAL's COG layout
  * (header and every directory first, then tile data, smallest overview
  * first, full resolution last, tiles in row order).
  *

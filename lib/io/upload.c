@@ -1,6 +1,8 @@
 /*
- * upload.c - one object written in parts to S3 (multipart upload) or
- * Azure (block blob): the protocol, the retries and the senders.
+ * upload.c - one object written in parts to S3 (multipart upload), Cloud
+ * Storage (its XML API's multipart upload, S3's protocol with a bearer
+ * token) or Azure (block blob): the protocol, the retries and the
+ * senders.
  *
  * State: OPEN (parts may come) -> FAILED (the first failure latched;
  * later parts are refused with it) -> ended by finish or abort.  Parts
@@ -446,10 +448,12 @@ cf_status cf__upload_new(cf_io *io, const char *url, int inflight, cf__upload **
     if (!st) {
         const char *name = cf__auth_redacted(up->auth);
         cf__auth_kind k = cf__auth_kind_of(up->auth);
-        if (k != CF_AUTH_S3 && k != CF_AUTH_AZURE)
-            st = cf__err(err, CF_E_UNSUPPORTED, "%s: writing takes s3:// and Azure Blob URLs "
-                         "(az://, https://ACCOUNT.blob.core.windows.net/...); %s is not "
-                         "written to", name, k == CF_AUTH_GCS ? "gs://" : "plain HTTP(S)");
+        /* gs://: Cloud Storage's XML API multipart upload, S3's protocol
+         * (the same requests and answers) with its OAuth bearer token. */
+        if (k != CF_AUTH_S3 && k != CF_AUTH_AZURE && k != CF_AUTH_GCS)
+            st = cf__err(err, CF_E_UNSUPPORTED, "%s: writing takes s3://, gs:// and Azure "
+                         "Blob URLs (az://, https://ACCOUNT.blob.core.windows.net/...); plain "
+                         "HTTP(S) is not written to", name);
         up->azure = k == CF_AUTH_AZURE;
     }
     if (!st && up->o.ca_file && !(up->ca_file = cf__strdup(up->o.ca_file)))

@@ -172,7 +172,7 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
             **loader_kwargs: Any) -> None:
     """Run `model` over a whole image in overlapping patches and write the
     blended predictions to `out` as a COG on the image's grid: a local
-    file, or an object (s3://, az://) streamed to the store as rows of
+    file, or an object (s3://, gs://, az://) streamed to the store as rows of
     tiles are finished (cogfeed.Writer).
 
     inputs: an image file (path or URL).  The patches come from a

@@ -95,10 +95,11 @@ class Writer(_Finishing):
     descriptions=None, scales=None, offsets=None, max_error=0.0,
     quality=None, lossless=False, photometric=None, io=None, part_size=0)
 
-    path: a local file, or an object: s3://bucket/key, az://container/blob
-    or https://ACCOUNT.blob.core.windows.net/container/blob, with the
-    credentials reading takes (docs/remote.md).  An object is streamed as
-    S3 multipart parts or Azure blocks while tiles come, with no local
+    path: a local file, or an object: s3://bucket/key, gs://bucket/key,
+    az://container/blob or https://ACCOUNT.blob.core.windows.net/c/blob,
+    with the credentials reading takes (docs/remote.md).  An object is
+    streamed as multipart parts (S3, Cloud Storage) or Azure blocks while
+    tiles come, with no local
     copy; the header goes up last.  Nothing is visible until close()
     succeeds; a failure or abort() aborts the upload and leaves no object
     (docs/inference.md, "Writing to object storage").  io: a cogfeed.IO

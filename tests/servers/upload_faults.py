@@ -42,6 +42,11 @@ bytes read, the request's headers (lower-case names), and when the request
 came and was answered or dropped ("start", "time": time.monotonic(); an
 entry is logged before the client gets the answer).
 
+``bearer="TOKEN"`` makes it Cloud Storage's XML API in front of a moto
+that checks no signature: a request without ``Authorization: Bearer
+TOKEN`` gets 401 (AuthenticationRequired), the others go on without the
+header (that API's multipart upload is S3's protocol).
+
 Run alone (``python3 tests/servers/upload_faults.py UPSTREAM [FAULT ...]``,
 a fault as METHOD:N:KIND) it prints the log as requests come, until ^C.
 """
@@ -155,6 +160,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def _unauthorized(self) -> None:
+        body = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>'
+                b"AuthenticationRequired</Code><Message>a bearer token is needed"
+                b"</Message></Error>")
+        self.proxy._record(self, 401, "bearer")
+        self.send_response_only(401)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
     def _drop(self, fault: str) -> None:
         self.proxy._record(self, None, fault)
         self.close_connection = True
@@ -164,6 +181,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             pass
 
     def _any(self) -> None:
+        if self.proxy.bearer is not None:
+            # Cloud Storage's XML API: the OAuth token checked here, the
+            # rest (S3's protocol) forwarded to a moto that signs nothing.
+            if self.headers.get("Authorization") != "Bearer " + self.proxy.bearer:
+                self._body()
+                return self._unauthorized()
+            del self.headers["Authorization"]
         f = self._pick()
         if f == "drop-mid":
             n = int(self.headers.get("Content-Length") or 0)
@@ -206,8 +230,9 @@ class Proxy:
     """The proxy as a context manager; see the module docstring."""
 
     def __init__(self, upstream: str, faults=(), flavor: str | None = None,
-                 port: int = 0):
+                 port: int = 0, bearer: str | None = None):
         u = urllib.parse.urlsplit(upstream)
+        self.bearer = bearer
         self.upstream = (u.hostname or "127.0.0.1", u.port or 80)
         self.prefix = u.path.rstrip("/")
         self.flavor = flavor or ("azure" if "devstoreaccount" in u.path else "s3")
