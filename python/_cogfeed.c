@@ -53,6 +53,10 @@ static char *io_path_kwlist[] = {"header_cache_dir", "ca_file", "sign", NULL};
  * cogfeed.stac.Signer), called from the io's reading threads: the GIL
  * taken, cogfeed.stac._sign_for_io(sign, url) gives (signed URL, expiry
  * or 0.0).  An exception becomes the error, its type and message. */
+static _Thread_local int in_sign; /* this thread is inside py_sign */
+
+int cf__py_in_sign(void) { return in_sign; }
+
 static cf_status py_sign(void *user, const char *url, char *out, size_t cap,
                          double *expires, cf_error *err) {
     static PyObject *fn; /* cogfeed.stac._sign_for_io, under the GIL */
@@ -68,6 +72,7 @@ static cf_status py_sign(void *user, const char *url, char *out, size_t cap,
         return CF_E_STATE;
     }
     PyGILState_STATE g = PyGILState_Ensure();
+    in_sign = 1; /* any allocation below may run the garbage collector */
     cf_status st = CF_OK;
     if (!fn) {
         PyObject *m = PyImport_ImportModule("cogfeed.stac");
@@ -87,12 +92,14 @@ static cf_status py_sign(void *user, const char *url, char *out, size_t cap,
             *expires = exp;
         }
     } else {
-        /* The user's exception, as "Type: message", then cleared. */
+        /* The user's exception, as "Type: message", then cleared: an I/O
+         * error (a token service's failure is transient; the io keeps a
+         * signature still valid and tries again). */
         PyObject *t, *v, *tb;
         PyErr_Fetch(&t, &v, &tb);
         PyObject *text = v ? PyObject_Str(v) : NULL;
         const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
-        st = CF_E_AUTH;
+        st = CF_E_IO;
         snprintf(err->msg, sizeof err->msg, "sign: %s: %s",
                  t ? ((PyTypeObject *)t)->tp_name : "error", msg ? msg : "");
         Py_XDECREF(text);
@@ -102,6 +109,7 @@ static cf_status py_sign(void *user, const char *url, char *out, size_t cap,
         PyErr_Clear();
     }
     Py_XDECREF(r);
+    in_sign = 0;
     PyGILState_Release(g);
     err->code = st;
     err->http_status = 0;

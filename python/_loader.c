@@ -7,6 +7,8 @@
  */
 #include "pymod.h"
 
+#include <pthread.h>
+
 typedef struct {
     PyObject_HEAD cf_loader *ld;
     int closed;           /* readers stopped; freed at dealloc */
@@ -441,20 +443,80 @@ static void release_held(LoaderObject *self) {
     }
 }
 
-static void drop_buffers(LoaderObject *self) {
-    for (int i = 0; self->buffers && i < self->lay.prefetch * 2; i++) {
-        if (self->buffers[i]) {
-            PyBuffer_Release(&self->views[i]);
-            Py_CLEAR(self->buffers[i]);
+static void drop_views(PyObject **buffers, Py_buffer *views, int n) {
+    for (int i = 0; buffers && i < n; i++) {
+        if (buffers[i]) {
+            PyBuffer_Release(&views[i]);
+            Py_CLEAR(buffers[i]);
         }
     }
 }
 
+static void drop_buffers(LoaderObject *self) {
+    drop_views(self->buffers, self->views, self->lay.prefetch * 2);
+}
+
+/* A loader freed on one of the io's reading threads: the garbage
+ * collector can run inside a sign= call (py_sign, python/_cogfeed.c) and
+ * collect a Loader whose reader made that call, and freeing it there
+ * would join the very thread that frees it.  Its loader, ring buffers
+ * and signing function then go to a thread of their own, which frees
+ * them once the readers have stopped. */
+typedef struct reaper {
+    cf_loader *ld;
+    PyObject **buffers;
+    Py_buffer *views;
+    int n;
+    PyObject *sign;
+} reaper;
+
+static void *reap(void *arg) {
+    reaper *r = arg;
+    cf_loader_free(r->ld);
+    PyGILState_STATE g = PyGILState_Ensure();
+    drop_views(r->buffers, r->views, r->n);
+    Py_XDECREF(r->sign);
+    PyMem_Free(r->buffers);
+    PyMem_Free(r->views);
+    PyGILState_Release(g);
+    PyMem_RawFree(r);
+    return NULL;
+}
+
+/* Whether self's loader is handed to a reaper (1: self lets go of it). */
+static int reaped(LoaderObject *self) {
+    if (!self->ld || !cf__py_in_sign()) return 0;
+    reaper *r = PyMem_RawMalloc(sizeof *r);
+    pthread_t th;
+    pthread_attr_t at;
+    if (!r || pthread_attr_init(&at) != 0) {
+        PyMem_RawFree(r);
+        self->ld = NULL; /* leaked rather than joined from within */
+        return 1;
+    }
+    *r = (reaper){self->ld, self->buffers, self->views, self->lay.prefetch * 2, self->sign};
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &at, reap, r) != 0) {
+        PyMem_RawFree(r);
+        self->ld = NULL;
+        pthread_attr_destroy(&at);
+        return 1;
+    }
+    pthread_attr_destroy(&at);
+    self->ld = NULL;
+    self->buffers = NULL;
+    self->views = NULL;
+    self->sign = NULL;
+    return 1;
+}
+
 static void Loader_free_impl(LoaderObject *self) {
+    if (reaped(self)) return;
     if (self->ld) {
         cf_loader *ld = self->ld;
         self->ld = NULL;
-        /* Joins the reader threads, which never take the GIL. */
+        /* Joins the reader threads (which take the GIL only to call
+         * sign=: it is released here). */
         Py_BEGIN_ALLOW_THREADS
         cf_loader_free(ld);
         Py_END_ALLOW_THREADS
@@ -486,6 +548,10 @@ static int check_open(LoaderObject *self) {
 static PyObject *Loader_close(LoaderObject *self, PyObject *unused) {
     if (!self->ld || self->closed) Py_RETURN_NONE;
     self->closed = 1; /* before the GIL goes: a waiting next() sees it */
+    /* Inside a sign= call (a finalizer run by the garbage collector on a
+     * reading thread): stopping the readers would join this thread; they
+     * stop when the object is freed (reaped). */
+    if (cf__py_in_sign()) Py_RETURN_NONE;
     cf_loader *ld = self->ld;
     Py_BEGIN_ALLOW_THREADS
     cf_loader_close(ld);

@@ -52,6 +52,9 @@ int cf__py_io_options(PyObject *args, PyObject *kw, cf_io_options *o, PyObject *
 /* The sign= of those options (a new reference), or NULL: its owner keeps
  * it for as long as the io (or the loader's ios) may call it. */
 PyObject *cf__py_io_sign(PyObject *keep);
+/* Whether this thread is inside a sign= call (python/_cogfeed.c): code
+ * that would join an io's reading threads must not run inline there. */
+int cf__py_in_sign(void);
 
 /* obj's items as a new tuple, or NULL with TypeError(msg) when obj is not
  * a sequence (PySequence_Fast, but never the caller's list itself).

@@ -391,6 +391,7 @@ static long curl_time(double secs, double unit) {
 cf_status cf__xfer_start(cf__loop *lp, cf__xfer *x, cf_error *err) {
     cf__src *s = x->src;
     const cf_io_options *o = &lp->io->opts;
+    cf__src_auth_latest(s, &x->auth);
     reset_response(x);
     x->lp = lp;
     x->t_start = cf__now();

@@ -174,9 +174,10 @@ struct cf__src {
     cf__auth *auth;           /* remote only; replaced (under mu) when the
                                  URL is signed again: cf__src_auth */
     pthread_mutex_t mu;       /* size/etag are written by the loop thread */
-    /* Signed URLs (cf_io_options.sign): when to sign again (POSIX time;
-     * 0: never; under mu), and the lock of the thread signing it. */
-    double renew_at;
+    /* Signed URLs (cf_io_options.sign): when to sign again and when the
+     * signature in use expires (POSIX times; 0: never; under mu), and the
+     * lock of the thread signing it. */
+    double renew_at, expires;
     pthread_mutex_t sign_mu;
     uint64_t size;            /* UINT64_MAX until known */
     char etag[160];
@@ -185,6 +186,13 @@ struct cf__src {
     char last_modified[64];
     _Atomic uint64_t requests;
 };
+
+/* Each attempt of a transfer of a signed object (cf_io_options.sign) is
+ * sent with the object's latest signature: *a (a reference) is replaced
+ * by the src's current handle when that is newer, so that a transfer
+ * that waited in the queue or in a retry's backoff past a renewal is not
+ * sent with the old one.  Nothing for an io without a signer. */
+void cf__src_auth_latest(cf__src *s, cf__auth **a);
 
 /* Why a transfer was cut short by our own callbacks. */
 enum cf__abort {

@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -72,12 +73,15 @@ static double wall_now(void) {
 }
 
 /* s's URL signed by the io's function: *out the handle to request it
- * with, *renew_at when to sign it again.  The signed URL must address the
- * same object as s->url (s->auth, as first made from it); a signature
- * that has expired already is refused rather than sent.  It is renewed
- * sign_margin_s before it expires, or halfway through its life when that
- * is shorter (a 4-minute token is not signed again at every request). */
-static cf_status sign(cf__src *s, cf__auth **out, double *renew_at, cf_error *err) {
+ * with, *expires_at when its signature expires (0: never), *renew_at when
+ * to sign it again.  The signed URL must address the same object as
+ * s->url (s->auth, as first made from it); a signature that has expired
+ * already, or an expiry that is no time at all, is refused rather than
+ * sent.  It is renewed sign_margin_s before it expires, or halfway
+ * through its life when that is shorter (a 4-minute token is not signed
+ * again at every request). */
+static cf_status sign(cf__src *s, cf__auth **out, double *expires_at, double *renew_at,
+                      cf_error *err) {
     const cf_io_options *o = &s->io->opts;
     char *buf = cf__malloc(CF__AUTH_MAX_URL + 1);
     if (!buf) return cf__err(err, CF_E_NOMEM, "%s: out of memory", s->name);
@@ -101,6 +105,8 @@ static cf_status sign(cf__src *s, cf__auth **out, double *renew_at, cf_error *er
         st = cf__err(&e, CF_E_AUTH,
                      "the signed URL points to %s: a signature may change the "
                      "query, not the object", cf__auth_redacted(a));
+    else if (st == CF_OK && !(expires >= 0 && expires < INFINITY))
+        st = cf__err(&e, CF_E_AUTH, "the signature's expiry %g is not a time", expires);
     else if (st == CF_OK && expires > 0 && !(expires > now))
         st = cf__err(&e, CF_E_AUTH,
                      "the signature returned expired %.0f s ago", now - expires);
@@ -112,12 +118,16 @@ static cf_status sign(cf__src *s, cf__auth **out, double *renew_at, cf_error *er
     double margin = o->sign_margin_s;
     if (expires > 0 && (expires - now) / 2 < margin) margin = (expires - now) / 2;
     *renew_at = expires > 0 ? expires - margin : 0;
+    *expires_at = expires;
     *out = a;
     return CF_OK;
 }
 
 /* Before a request: s's signature renewed once it is due (one thread
- * signs; the others wait for it and use its signature). */
+ * signs; the others wait for it and use its signature).  A renewal that
+ * fails while the signature in use is still valid (a token service's bad
+ * moment) is tried again later, the requests going on with it; only once
+ * it has expired does the failure fail the read. */
 static cf_status fresh(cf__src *s, cf_error *err) {
     if (!s->remote || !s->io->opts.sign) return CF_OK;
     pthread_mutex_lock(&s->mu);
@@ -129,18 +139,28 @@ static cf_status fresh(cf__src *s, cf_error *err) {
     pthread_mutex_lock(&s->mu);
     due = s->renew_at;
     pthread_mutex_unlock(&s->mu);
-    if (due != 0 && wall_now() >= due) {
+    double now = wall_now();
+    if (due != 0 && now >= due) {
         cf__auth *a, *old;
-        double at;
-        st = sign(s, &a, &at, err);
+        double at, exp;
+        st = sign(s, &a, &exp, &at, err);
+        pthread_mutex_lock(&s->mu);
         if (st == CF_OK) {
-            pthread_mutex_lock(&s->mu);
             old = s->auth;
             s->auth = a;
             s->renew_at = at;
-            pthread_mutex_unlock(&s->mu);
-            cf__auth_free(old); /* transfers in flight hold their own */
+            s->expires = exp;
+        } else if (now < s->expires) {
+            /* Again in a quarter of what is left, at most 30 s. */
+            double left = s->expires - now;
+            s->renew_at = now + (left / 4 < 30 ? left / 4 : 30);
+            st = CF_OK;
+            old = NULL;
+        } else {
+            old = NULL;
         }
+        pthread_mutex_unlock(&s->mu);
+        cf__auth_free(old); /* transfers in flight hold their own */
     }
     pthread_mutex_unlock(&s->sign_mu);
     return st;
@@ -152,6 +172,18 @@ static cf__auth *src_auth(cf__src *s) {
     cf__auth *a = cf__auth_ref(s->auth);
     pthread_mutex_unlock(&s->mu);
     return a;
+}
+
+void cf__src_auth_latest(cf__src *s, cf__auth **a) {
+    if (!s->io || !s->io->opts.sign) return;
+    pthread_mutex_lock(&s->mu);
+    cf__auth *cur = s->auth, *old = NULL;
+    if (cur != *a) {
+        old = *a;
+        *a = cf__auth_ref(cur);
+    }
+    pthread_mutex_unlock(&s->mu);
+    cf__auth_free(old);
 }
 
 cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err) {
@@ -193,7 +225,7 @@ cf_status cf__src_new(cf_io *io, const char *url, cf__src **out, cf_error *err) 
         if (st == CF_OK && io->opts.sign) {
             /* Signed before the first request: the header read. */
             cf__auth *a;
-            st = sign(s, &a, &s->renew_at, err);
+            st = sign(s, &a, &s->expires, &s->renew_at, err);
             if (st == CF_OK) {
                 cf__auth_free(s->auth);
                 s->auth = a;
@@ -303,8 +335,9 @@ int cf__src_is_remote(const cf__src *s) { return s->remote; }
  * names (key id, account) leave, never a secret. */
 char *cf__src_cache_identity(const cf__src *s, char *who, size_t n) {
     if (n) who[0] = 0;
-    if (!s->remote || !s->auth) return NULL;
+    if (!s->remote) return NULL;
     cf__auth *a = src_auth((cf__src *)s);
+    if (!a) return NULL;
     switch (a->kind) {
     case CF_AUTH_S3:
         snprintf(who, n, "s3:%s", a->s3_signed ? a->access_key : "unsigned");

@@ -33,6 +33,7 @@ typedef struct u_job {
 
 #define U_MAX_SENDERS 64
 #define U_BODY_MAX 65536 /* response bodies kept: XML answers and errors */
+#define U_COMPLETE_S 600.0 /* the least deadline of a multipart Complete */
 
 struct cf__upload {
     cf__auth *auth;
@@ -153,9 +154,15 @@ static cf_status request(cf__upload *up, const cf__auth_req *r, const uint8_t *b
     const double t0 = cf__now();
     /* A part's deadline grows with its size (request_timeout_s per 8 MiB):
      * a slow uplink still gets its retries; a stall is the low-speed
-     * limit's to catch. */
-    const double limit = up->o.request_timeout_s *
-                         (len > ((size_t)8 << 20) ? (double)len / (double)(8u << 20) : 1.0);
+     * limit's to catch.  Completing a multipart upload "could take several
+     * minutes" (S3's and Cloud Storage's docs): S3 sends whitespace while
+     * it works, Cloud Storage is not said to, so neither a stall check nor
+     * a deadline under U_COMPLETE_S cuts it short. */
+    const int completing = !up->azure && !strcmp(r->method, "POST") && r->nparams == 1 &&
+                           !strcmp(r->names[0], "uploadId");
+    double limit = up->o.request_timeout_s *
+                   (len > ((size_t)8 << 20) ? (double)len / (double)(8u << 20) : 1.0);
+    if (completing && limit < U_COMPLETE_S) limit = U_COMPLETE_S;
     cf_status st = CF_OK;
     char why[256] = "";
     resp->retried = 0;
@@ -200,7 +207,7 @@ static cf_status request(cf__upload *up, const cf__auth_req *r, const uint8_t *b
         curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(up->o.connect_timeout_s * 1e3));
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(left * 1e3) + 1);
-        if (up->o.low_speed_time_s > 0 && up->o.low_speed_bytes > 0) {
+        if (!completing && up->o.low_speed_time_s > 0 && up->o.low_speed_bytes > 0) {
             curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, up->o.low_speed_bytes);
             curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)ceil(up->o.low_speed_time_s));
         }

@@ -583,7 +583,8 @@ def item_from_dict(d: Mapping[str, Any], *, href: Optional[str] = None,
 
 def _expiry(url: str) -> Optional[float]:
     """The expiry a signed URL's query states: Azure SAS se=, S3 SigV4
-    X-Amz-Date + X-Amz-Expires, SigV2 / CloudFront Expires=; None."""
+    X-Amz-Date + X-Amz-Expires, Cloud Storage V4 X-Goog-Date +
+    X-Goog-Expires, SigV2 / CloudFront Expires=; None."""
     q = parse_qs(url.split("#", 1)[0].partition("?")[2])
     try:
         if "se" in q:
@@ -592,10 +593,11 @@ def _expiry(url: str) -> Optional[float]:
                 se += "T00:00:00Z"
             t = _time(se, "se")
             return t.timestamp() if t else None
-        if "X-Amz-Date" in q and "X-Amz-Expires" in q:
-            t0 = _dt.datetime.strptime(q["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ")
-            return (t0.replace(tzinfo=_dt.timezone.utc).timestamp() +
-                    float(q["X-Amz-Expires"][0]))
+        for p in ("X-Amz-", "X-Goog-"):   # SigV4, and Cloud Storage's V4 signing
+            if p + "Date" in q and p + "Expires" in q:
+                t0 = _dt.datetime.strptime(q[p + "Date"][0], "%Y%m%dT%H%M%SZ")
+                return (t0.replace(tzinfo=_dt.timezone.utc).timestamp() +
+                        float(q[p + "Expires"][0]))
         if "Expires" in q:
             return float(q["Expires"][0])
     except (ValueError, StacError):
@@ -1500,7 +1502,7 @@ class Selection:
             out.append(self._header_grid(a, io))
         return out
 
-    def series(self, io: Optional[IO] = None, groupby: Any = None
+    def series(self, io: Optional[IO] = None, groupby: Any = None, signed: bool = True
                ) -> Tuple[List[List[Any]], List[List[Optional[_dt.datetime]]]]:
         """The items as time series, for cogfeed.Loader(images, dates=...,
         time_steps=T): returns (hrefs per series, dates per series).  One
@@ -1518,14 +1520,17 @@ class Selection:
         hrefs in this selection's order (the Loader mosaics them: the first
         with data gives each pixel, so sort first, e.g. items.sorted(
         "clear")), its date the earliest of them.  For a region that
-        several tiles cover: read it onto the region's grid (grid=)."""
+        several tiles cover: read it onto the region's grid (grid=).
+
+        signed=False: the hrefs unsigned, for a Loader given
+        ``sign=selection.signer``, which signs them again while it runs."""
         if len(self.names) != 1:
             raise StacError("series(): one asset per item, not %d (%s)"
                             % (len(self.names), ", ".join(self.names)))
         if groupby is not None:
             from .region import item_steps
             steps = item_steps(self.items, groupby)
-            return ([[[self.href(self.assets[i][0]) for i in st] for st in steps]],
+            return ([[[self.href(self.assets[i][0], signed) for i in st] for st in steps]],
                     [[min((t for t in (self.items[i].time for i in st) if t is not None),
                           default=None) for st in steps]])
         groups: Dict[Any, List[int]] = {}
@@ -1539,7 +1544,7 @@ class Selection:
             idx.sort(key=lambda i: (self.items[i].time is None,
                                     self.items[i].time or _dt.datetime.min.replace(
                                         tzinfo=_dt.timezone.utc)))
-            hrefs.append([self.href(self.assets[i][0]) for i in idx])
+            hrefs.append([self.href(self.assets[i][0], signed) for i in idx])
             dates.append([self.items[i].time for i in idx])
         return hrefs, dates
 
@@ -1582,8 +1587,13 @@ class Selection:
                 except _cogfeed.Error as e:
                     raise _named(e, a) from None
 
-    def loader_inputs(self) -> Dict[str, Any]:
-        """{"images": [...], "layers": [[...], ...] or None}."""
+    def loader_inputs(self, signed: bool = True) -> Dict[str, Any]:
+        """{"images": [...], "layers": [[...], ...] or None}; signed=False
+        with "sign": the signer, for a Loader that signs them while it
+        runs."""
+        if not signed:
+            return {"images": self.images(False), "layers": self.layers(False),
+                    "sign": self.signer}
         return {"images": self.images(), "layers": self.layers()}
 
 

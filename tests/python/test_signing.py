@@ -232,3 +232,101 @@ def test_load_signs_through_its_loaders(site, tmp_path):
     with pytest.raises(cogfeed.Error) as e:      # the container is private
         cogfeed.load(its, ["red"], grid=grid)
     assert e.value.http_status in (401, 403, 404), str(e.value)
+
+
+def test_a_failed_renewal_keeps_the_signature_still_valid(site):
+    """A token service failing once (a 503 of its own) while the signature
+    in use is still valid: the reads go on with it and the renewal is
+    tried again; once a signature has expired, a failing signer fails the
+    read, naming the URL and the signer's error."""
+    az, files = site
+    calls, fail = [], {2}
+    good = short_lived(az, [])
+
+    def sign(h):
+        calls.append(h)
+        if len(calls) in fail or (fail == {"all"} and len(calls) > 1):
+            raise ConnectionError("token service: 503")
+        return good(h)
+    io = cogfeed.IO(sign=sign, sign_margin_s=2, cache_bytes=-1, max_retries=0)
+    url = "%s/scenes/scene/red.tif" % az.endpoint
+    with cogfeed.open(url, io=io) as c, cogfeed.open(files["red"]) as l:
+        want = l.read(window=(0, 0, 64, 64))
+        for wait in (2.5, 0.8, 1.5):        # past the renewal, its retry, the first expiry
+            time.sleep(wait)
+            assert np.array_equal(c.read(window=(0, 0, 64, 64)), want)
+    assert len(calls) == 3                  # the failure, then a renewal that worked
+    fail.clear()
+    fail.add("all")
+    calls.clear()
+    io = cogfeed.IO(sign=sign, sign_margin_s=2, cache_bytes=-1, max_retries=0)
+    with cogfeed.open(url, io=io) as c:
+        time.sleep(LIFE_S + 0.5)
+        with pytest.raises(cogfeed.Error) as e:
+            c.read(window=(0, 0, 64, 64))
+    msg = str(e.value)
+    assert "ConnectionError: token service: 503" in msg and "/scenes/scene/red.tif" in msg
+    assert "sig=" not in msg
+
+
+_COLLECTED_INSIDE_SIGN = r"""
+import faulthandler, gc, sys, threading, time
+faulthandler.dump_traceback_later(60, exit=True)
+import cogfeed
+url, sas = sys.argv[1], sys.argv[2]
+dropped = []
+def sign(h):
+    if dropped:
+        gc.collect()                      # runs the Loader's dealloc on this reader
+    return (h + "?" + sas, time.time() + 1.0)
+gc.disable()
+ld = cogfeed.Loader([url], patch_size=16, batch_size=4, sampler="grid", cache_bytes=0,
+                    prefetch=16, sign=sign, io_options={"max_retries": 0})
+ld.cycle = ld                             # only the collector frees it
+it = iter(ld)
+next(it)
+del it, ld
+dropped.append(1)
+time.sleep(3)
+print("done")
+"""
+
+
+def test_a_loader_collected_inside_sign_does_not_hang(site, tmp_path):
+    """The garbage collector can run inside sign= on a reading thread and
+    free the Loader that thread reads for: freeing it there joined the
+    thread itself (a hang found by review); now another thread frees it."""
+    import subprocess
+    az, files = site
+    exp = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
+    p = subprocess.run([sys.executable, "-c", _COLLECTED_INSIDE_SIGN,
+                        "%s/scenes/scene/red.tif" % az.endpoint,
+                        az.sas("scenes", "scene/red.tif", expiry=exp)],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert p.returncode == 0 and "done" in p.stdout, p.stderr[-3000:]
+
+
+def test_expiry_of_each_signing_scheme():
+    t0 = dt.datetime(2026, 12, 7, tzinfo=dt.timezone.utc).timestamp()
+    for q in ("X-Amz-Date=20261207T000000Z&X-Amz-Expires=900&X-Amz-Signature=x",
+              "X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Date=20261207T000000Z"
+              "&X-Goog-Expires=900&X-Goog-Signature=x"):
+        assert stac._expiry("https://h/b/o.tif?" + q) == t0 + 900, q
+    assert stac._expiry("https://h/c/o.tif?se=2026-12-07T00:15:00Z&sig=x") == t0 + 900
+    assert stac._expiry("https://h/o.tif?Expires=%d&Signature=x" % (t0 + 900)) == t0 + 900
+    assert stac._expiry("https://h/o.tif") is None
+
+
+def test_series_and_loader_inputs_unsigned_for_a_signing_loader(site, tmp_path):
+    az, files = site
+    calls = []
+    sel = catalog(az, tmp_path).select(["red"], sign=short_lived(az, calls))
+    hrefs, _ = sel.series(signed=False, groupby="time")
+    assert hrefs == [[["%s/scenes/scene/red.tif" % az.endpoint]]] and calls == []
+    kw = sel.loader_inputs(signed=False)
+    assert kw["sign"] is sel.signer and "?" not in kw["images"][0]
+    ld = cogfeed.Loader(**kw, **LOADER)
+    try:
+        assert len(epoch(ld)) == 16 and len(calls) == 1
+    finally:
+        ld.close()
