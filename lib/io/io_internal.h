@@ -187,6 +187,19 @@ struct cf__src {
     _Atomic uint64_t requests;
 };
 
+/* src_sign.c: signed URLs (cf_io_options.sign).  cf__src_sign: s's URL
+ * signed by the io's function, *out the handle to request it with,
+ * *expires_at when the signature expires (0: never), *renew_at when to
+ * sign again; refused when the signed URL is another object's, already
+ * expired, or its expiry no time.  cf__src_fresh: before a request, the
+ * signature renewed when due (a failed renewal while the one in use is
+ * valid is tried again later).  cf__src_auth_now: s's current handle, a
+ * reference the caller frees (NULL for a local file). */
+cf_status cf__src_sign(cf__src *s, cf__auth **out, double *expires_at, double *renew_at,
+                       cf_error *err);
+cf_status cf__src_fresh(cf__src *s, cf_error *err);
+cf__auth *cf__src_auth_now(cf__src *s);
+
 /* Each attempt of a transfer of a signed object (cf_io_options.sign) is
  * sent with the object's latest signature: *a (a reference) is replaced
  * by the src's current handle when that is newer, so that a transfer
