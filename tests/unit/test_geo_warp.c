@@ -227,6 +227,67 @@ static void test_nodata(void) {
     CHECK(o7[0] == 7);
 }
 
+/* cf__warp_row's n positions of row py from px0 equal cf__warp_points'
+ * (lattice_at's) to the bit, and their flags. */
+static int row_is_points(const cf__warp *w, uint32_t lw, uint32_t lh, double py, double px0,
+                         uint32_t n) {
+    double inv[6];
+    double *v = malloc((size_t)n * 6 * sizeof *v);
+    uint8_t *ok = malloc((size_t)n * 2);
+    if (!v || !ok) {
+        free(v);
+        free(ok);
+        return 0;
+    }
+    double *ax = v, *ay = v + n, *bx = v + 2 * n, *by = v + 3 * n, *px = v + 4 * n,
+           *pys = v + 5 * n;
+    cf__warp_level_inverse(w, lw, lh, inv);
+    cf__warp_row(w, inv, px0, py, n, ax, ay, ok);
+    for (uint32_t i = 0; i < n; i++) px[i] = px0 + i, pys[i] = py;
+    cf__warp_points(w, inv, n, px, pys, bx, by, ok + n);
+    int same = !memcmp(ax, bx, n * sizeof *v) && !memcmp(ay, by, n * sizeof *v) &&
+               !memcmp(ok, ok + n, n);
+    free(v);
+    free(ok);
+    return same;
+}
+
+/* The same where the lattice has exact blocks (a polar stereographic grid
+ * around the pole, read from WGS 84: PROJ at every pixel there) and where
+ * longitudes wrap (a UTM 60 grid across the antimeridian). */
+static void test_row_polar_and_antimeridian(void) {
+    cf_crs *wgs = NULL, *ps = NULL, *u60 = NULL;
+    CHECK(cf_crs_from_epsg(4326, &wgs, NULL) == CF_OK);
+    CHECK(cf_crs_from_epsg(3413, &ps, NULL) == CF_OK);
+    CHECK(cf_crs_from_epsg(32660, &u60, NULL) == CF_OK);
+    cf_grid src = {wgs, {-180, 0.05, 0, 90, 0, -0.05}, 7200, 800};
+    cf_grid polar = {ps, {-1500000, 2500, 0, 1500000, 0, -2500}, 1200, 1200};
+    cf_grid seam = {u60, {600000, 100, 0, 7500000, 0, -100}, 3000, 1000};
+    cf__xform *xp = NULL, *xu = NULL;
+    CHECK(cf__xform_new(ps, wgs, &xp, NULL) == CF_OK);
+    CHECK(cf__xform_new(u60, wgs, &xu, NULL) == CF_OK);
+    cf__warp *wp = NULL, *wu = NULL;
+    CHECK(cf__warp_new(&src, &polar, xp, 0.125, &wp, NULL) == CF_OK);
+    CHECK(cf__warp_new(&src, &seam, xu, 0.125, &wu, NULL) == CF_OK);
+    int exact = 0;
+    for (int64_t i = 0; wp && i < wp->nbx * wp->nby; i++) exact += wp->blocks[i].exact;
+    CHECK(exact > 0 && wp->wrap && wu->wrap);
+    int same = 1;
+    for (double y = -80.5; y < 1300; y += 7.25)
+        for (double x0 = -133.75; x0 < 200; x0 += 61.5)
+            same &= row_is_points(wp, 7200, 800, y, x0, 1500);
+    same &= row_is_points(wp, 900, 100, 599.5, -0.5, 1300); /* an overview's */
+    for (double y = -3.5; y < 1100; y += 13.5) same &= row_is_points(wu, 7200, 800, y, -65.25, 3200);
+    CHECK(same);
+    cf__warp_free(wp);
+    cf__warp_free(wu);
+    cf__xform_free(xp);
+    cf__xform_free(xu);
+    cf_crs_free(wgs);
+    cf_crs_free(ps);
+    cf_crs_free(u60);
+}
+
 static void test_lattice_bound(void) {
     /* A 120 km UTM grid read from WGS 84: lattice vs every pixel through
      * PROJ, both in source pixels. */
@@ -245,20 +306,12 @@ static void test_lattice_bound(void) {
      * (cf__warp_row hoists what a row shares): rows across block edges,
      * starting before the grid and running past it. */
     {
-        double inv[6], px[1400], py[1400], ax[1400], ay[1400], bx[1400], by[1400];
-        uint8_t aok[1400], bok[1400];
-        cf__warp_level_inverse(approx, 6000, 2000, inv);
         const double rows[] = {0, 0.5, 63.5, 64, 64.5, 700.25, 1199.5, 1300};
         const double starts[] = {-70.5, 0.5, 63.5, 100};
         int same = 1;
         for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
-            for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
-                cf__warp_row(approx, inv, starts[k], rows[r], 1400, ax, ay, aok);
-                for (int i = 0; i < 1400; i++) px[i] = starts[k] + i, py[i] = rows[r];
-                cf__warp_points(approx, inv, 1400, px, py, bx, by, bok);
-                same &= !memcmp(ax, bx, sizeof ax) && !memcmp(ay, by, sizeof ay) &&
-                        !memcmp(aok, bok, sizeof aok);
-            }
+            for (size_t k = 0; k < sizeof starts / sizeof *starts; k++)
+                same &= row_is_points(approx, 6000, 2000, rows[r], starts[k], 1400);
         CHECK(same);
     }
     /* Sample pixels of both maps through the window planner: the source
@@ -403,6 +456,7 @@ int main(void) {
     test_fast_nudge();
     test_translation_and_replication();
     test_nodata();
+    test_row_polar_and_antimeridian();
     test_lattice_bound();
     test_level_and_chunks();
     test_threads();
