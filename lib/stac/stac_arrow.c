@@ -236,18 +236,15 @@ static int take(wkb *w, void *v, size_t n) {
 static int u32(wkb *w, int le, uint32_t *v) {
     uint8_t b[4];
     if (take(w, b, 4) < 0) return -1;
-    *v = le ? (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24
-            : (uint32_t)b[3] | (uint32_t)b[2] << 8 | (uint32_t)b[1] << 16 | (uint32_t)b[0] << 24;
+    *v = cf__rd32(b, !le);
     return 0;
 }
 
 static int f64(wkb *w, int le, double *v) {
-    uint8_t b[8], r[8];
+    uint8_t b[8];
     if (take(w, b, 8) < 0) return -1;
-    int host_le = 1;
-    if (*(const char *)&host_le != 1) return -1; /* a big-endian host: the reference reads it */
-    for (int i = 0; i < 8; i++) r[i] = le ? b[i] : b[7 - i];
-    memcpy(v, r, 8);
+    uint64_t u = cf__rd64(b, !le);
+    memcpy(v, &u, sizeof *v);
     return 0;
 }
 
