@@ -126,7 +126,6 @@ class IOOptions(TypedDict, total=False):
     sign: Any
 
 
-
 class LoaderOptions(TypedDict, total=False):
     """The keyword arguments of cogfeed.Loader after images and masks
     (cogfeed.torch.CogDataset takes them as **loader_kwargs; it sets rank
@@ -956,12 +955,11 @@ class Loader:
                 if not dated:
                     raise ValueError("toi: the series need dates (dates= or date_pattern=)")
                 keep = _series.within(sdates, toi)
-                nested = [[s_[j] for j in k] for s_, k in zip(nested, keep)]
-                sdates = [[s_[j] for j in k] for s_, k in zip(sdates, keep)]
-                if scm_n is not None:
-                    scm_n = [[s_[j] for j in k] for s_, k in zip(scm_n, keep)]
-                if dl_n is not None:
-                    dl_n = [[s_[j] for j in k] for s_, k in zip(dl_n, keep)]
+
+                def kept(per: Any) -> Any:   # each series' dates inside toi
+                    return None if per is None else [[s_[j] for j in k]
+                                                     for s_, k in zip(per, keep)]
+                nested, sdates, scm_n, dl_n = kept(nested), kept(sdates), kept(scm_n), kept(dl_n)
                 lens = set(len(i) for i in nested if i)
                 if not lens:
                     raise ValueError("toi: no date of any series is inside it")

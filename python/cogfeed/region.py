@@ -341,7 +341,7 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
                                  "time step to another (%d bands of %s, the first file %d "
                                  "of %s)" % (_asset_name(names, a), nc, dt,
                                              first[a + 1] - first[a], types[a]))
-            dst = [data[:, first[a]:first[a + 1]] for _ in group]
+            dst = data[:, first[a]:first[a + 1]]   # the asset's bands
             it = iter(ld)
             # Exactly one epoch (past it the readers would start the next).
             for _ in range(len(ld)):
@@ -351,7 +351,7 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
                     # past it: only its part inside is kept.
                     w, h = min(w, W - x), min(h, H - y)
                     for j, (t, _) in enumerate(group):
-                        dst[j][t, :, y:y + h, x:x + w] = b["image"][i, j][:, :h, :w]
+                        dst[t, :, y:y + h, x:x + w] = b["image"][i, j][:, :h, :w]
                     if vmask is not None:
                         with lock:  # the assets of a step share its plane
                             for j, (t, _) in enumerate(group):

@@ -187,6 +187,8 @@ def within(dates: Sequence[Sequence[np.datetime64]], toi: Any) -> List[List[int]
     stac.Items.search's datetime takes); a date not known (NaT) is not."""
     from .stac import _interval, _us
     lo, hi = _interval(toi)
+    lo_us = None if lo is None else _us(lo)
+    hi_us = None if hi is None else _us(hi)
     out = []
     for ds in dates:
         keep = []
@@ -194,7 +196,7 @@ def within(dates: Sequence[Sequence[np.datetime64]], toi: Any) -> List[List[int]
             if np.isnat(d):
                 continue
             us = int(np.asarray(d, dtype="datetime64[us]").astype(np.int64))
-            if (lo is None or us >= _us(lo)) and (hi is None or us <= _us(hi)):
+            if (lo_us is None or us >= lo_us) and (hi_us is None or us <= hi_us):
                 keep.append(j)
         out.append(keep)
     return out
