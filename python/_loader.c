@@ -487,22 +487,19 @@ static void *reap(void *arg) {
 static int reaped(LoaderObject *self) {
     if (!self->ld || !cf__py_in_sign()) return 0;
     reaper *r = PyMem_RawMalloc(sizeof *r);
-    pthread_t th;
     pthread_attr_t at;
-    if (!r || pthread_attr_init(&at) != 0) {
-        PyMem_RawFree(r);
-        self->ld = NULL; /* leaked rather than joined from within */
-        return 1;
-    }
-    *r = (reaper){self->ld, self->buffers, self->views, self->lay.prefetch * 2, self->sign};
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &at, reap, r) != 0) {
-        PyMem_RawFree(r);
-        self->ld = NULL;
+    pthread_t th;
+    int started = 0;
+    if (r && pthread_attr_init(&at) == 0) {
+        *r = (reaper){self->ld, self->buffers, self->views, self->lay.prefetch * 2, self->sign};
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        started = pthread_create(&th, &at, reap, r) == 0;
         pthread_attr_destroy(&at);
-        return 1;
     }
-    pthread_attr_destroy(&at);
+    if (!started) PyMem_RawFree(r);
+    /* self lets go of all of it: the reaper's now, or, when no thread
+     * could be had, leaked with its readers still running (their ring
+     * buffers and sign= with them) rather than joined from within. */
     self->ld = NULL;
     self->buffers = NULL;
     self->views = NULL;

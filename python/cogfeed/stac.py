@@ -632,8 +632,8 @@ class Signer:
     and signed again once its signature is within `margin_s` of expiring.
     The expiry is what the sign function returns with the href (a tuple
     (href, POSIX time)), else what the signed URL's query says (Azure SAS
-    ``se=``, S3 ``X-Amz-Date`` + ``X-Amz-Expires``, ``Expires=``), else
-    never.  The signed hrefs live in memory only; cogfeed's header cache
+    ``se=``, S3 ``X-Amz-Date`` + ``X-Amz-Expires``, Cloud Storage
+    ``X-Goog-Date`` + ``X-Goog-Expires``, ``Expires=``), else never.  The signed hrefs live in memory only; cogfeed's header cache
     files them without the signature (lib/pipeline/hc_key.c).  A Loader
     given one signs its files' hrefs in its io (cf_io_options.sign):
     when it opens them and again while it runs, before they expire."""
