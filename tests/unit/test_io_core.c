@@ -825,6 +825,23 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
+/* Eight threads reading random ranges of s at once (seeds seed0..+7):
+ * whether every byte each got was the object's. */
+static int eight_readers(cf__src *s, int seed0) {
+    pthread_t th[8];
+    reader_arg ra[8];
+    for (int i = 0; i < 8; i++) {
+        ra[i] = (reader_arg){s, seed0 + i, 0};
+        pthread_create(&th[i], NULL, reader_main, &ra[i]);
+    }
+    int all_ok = 1;
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        all_ok &= ra[i].ok;
+    }
+    return all_ok;
+}
+
 static void test_remote(void) {
     server srv;
     server_start(&srv);
@@ -861,18 +878,7 @@ static void test_remote(void) {
     CHECK(cf__src_read(s, &bad, 1, &e) == CF_E_RANGE && cf__src_requests(s) == 2);
 
     /* Many threads on one src at once. */
-    pthread_t th[8];
-    reader_arg ra[8];
-    for (int i = 0; i < 8; i++) {
-        ra[i] = (reader_arg){s, i, 0};
-        pthread_create(&th[i], NULL, reader_main, &ra[i]);
-    }
-    int all_ok = 1;
-    for (int i = 0; i < 8; i++) {
-        pthread_join(th[i], NULL);
-        all_ok &= ra[i].ok;
-    }
-    CHECK(all_ok);
+    CHECK(eight_readers(s, 0));
     cf_io_stats st;
     cf_io_get_stats(io, &st);
     CHECK(st.retries == 0 && st.inflight == 0 && st.requests == cf__src_requests(s) &&
@@ -977,16 +983,7 @@ static void test_sign(void) {
     double t0 = wall();
     int rounds = 0, all_ok = 1;
     while (wall() - t0 < 1.0 || rounds < 2) {
-        pthread_t th[8];
-        reader_arg ra[8];
-        for (int i = 0; i < 8; i++) {
-            ra[i] = (reader_arg){s, i + rounds * 8, 0};
-            pthread_create(&th[i], NULL, reader_main, &ra[i]);
-        }
-        for (int i = 0; i < 8; i++) {
-            pthread_join(th[i], NULL);
-            all_ok &= ra[i].ok;
-        }
+        all_ok &= eight_readers(s, rounds * 8);
         rounds++;
     }
     CHECK(all_ok);
