@@ -59,7 +59,9 @@ int cf__py_in_sign(void) { return in_sign; }
 
 static cf_status py_sign(void *user, const char *url, char *out, size_t cap,
                          double *expires, cf_error *err) {
-    static PyObject *fn; /* cogfeed.stac._sign_for_io, under the GIL */
+    /* cogfeed.stac._sign_for_io, and StacError (its refusal of a signed
+     * URL that moves the href), under the GIL */
+    static PyObject *fn, *refusal;
 #if PY_VERSION_HEX >= 0x030D0000
     int finalizing = Py_IsFinalizing();
 #else
@@ -77,6 +79,7 @@ static cf_status py_sign(void *user, const char *url, char *out, size_t cap,
     if (!fn) {
         PyObject *m = PyImport_ImportModule("cogfeed.stac");
         fn = m ? PyObject_GetAttrString(m, "_sign_for_io") : NULL;
+        refusal = m ? PyObject_GetAttrString(m, "StacError") : NULL;
         Py_XDECREF(m);
     }
     PyObject *r = fn ? PyObject_CallFunction(fn, "Os", (PyObject *)user, url) : NULL;
@@ -94,12 +97,14 @@ static cf_status py_sign(void *user, const char *url, char *out, size_t cap,
     } else {
         /* The user's exception, as "Type: message", then cleared: an I/O
          * error (a token service's failure is transient; the io keeps a
-         * signature still valid and tries again). */
+         * signature still valid and tries again); StacError is cogfeed's
+         * refusal of what the function returned (a URL moved elsewhere):
+         * an authentication error, as C's own check makes it. */
         PyObject *t, *v, *tb;
         PyErr_Fetch(&t, &v, &tb);
         PyObject *text = v ? PyObject_Str(v) : NULL;
         const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
-        st = CF_E_IO;
+        st = t && refusal && PyErr_GivenExceptionMatches(t, refusal) ? CF_E_AUTH : CF_E_IO;
         snprintf(err->msg, sizeof err->msg, "sign: %s: %s",
                  t ? ((PyTypeObject *)t)->tp_name : "error", msg ? msg : "");
         Py_XDECREF(text);

@@ -314,6 +314,7 @@ def test_write_to_another_azure_account_gets_nothing(cert, creds):
     ("az://c/x.tif", AZ_SAS, "victimacct.blob.core.windows.net:443"),
     ("az://c/x.tif", AZ_KEY, "victimacct.blob.core.windows.net:443"),
     ("s3://bucket/k.tif", AWS, "bucket.s3.us-east-1.amazonaws.com:443"),
+    ("gs://bucket/k.tif", GCS, "storage.googleapis.com:443"),
 ])
 def test_write_through_a_proxy_shows_it_only_the_tunnel(url, creds, host):
     with hostile.Hostile() as h:
@@ -325,7 +326,7 @@ def test_write_through_a_proxy_shows_it_only_the_tunnel(url, creds, host):
         assert_clean(h.text())
 
 
-@pytest.mark.parametrize("case", range(3), ids=["s3", "az-key", "az-sas"])
+@pytest.mark.parametrize("case", range(4), ids=["s3", "az-key", "az-sas", "gs"])
 def test_write_redirected_to_another_host_is_not_followed(trap, case):
     """The configured endpoint answers the upload with 307 to the hostile
     server: a write is never redirected, so the hostile server gets no
@@ -336,3 +337,62 @@ def test_write_redirected_to_another_host_is_not_followed(trap, case):
     assert used in r.text(), r.text()  # the endpoint got the credential
     assert out.startswith("ERROR") and "307" in out, out
     assert not h.seen(), h.text()
+
+
+# -- signed URLs (cf_io_options.sign): the signature goes to its own host ----
+
+SIGNED = r"""
+import sys, cogfeed
+url, ca, to = sys.argv[1], sys.argv[2] or None, sys.argv[3]
+sas = "sv=2021-08-06&sp=r&sig=SIGNERSECRET%3D"
+def sign(h):  # to: "same" (the URL's own host) or another URL to point at
+    return (h if to == "same" else to) + "?" + sas
+io = cogfeed.IO(max_retries=0, request_timeout_s=10, connect_timeout_s=3, ca_file=ca,
+                sign=sign)
+try:
+    cogfeed.open(url, io=io).close()
+except cogfeed.Error as e:
+    print("ERROR %s %s" % (e.code, e))
+else:
+    print("OPENED")
+"""
+
+
+def open_signed(url, env, ca_file=None, to="same"):
+    p = subprocess.run([sys.executable, "-c", SIGNED, url, ca_file or "", to],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout
+
+
+def test_a_signature_is_not_sent_on_a_redirect(trap):
+    """The signed URL's server redirects to another host: the signature
+    (its query) stays behind; the hostile server gets the path only."""
+    r, h = trap
+    out = open_signed("http://127.0.0.1:%d/k.tif" % r.port, env_with(), ca_file=h.ca_file)
+    assert "SIGNERSECRET" in r.text(), r.text()   # the signed host got it
+    assert h.seen(), out
+    assert "SIGNERSECRET" not in h.text() and "sig=" not in h.text(), h.text()
+    assert "SIGNERSECRET" not in out
+
+
+def test_a_signer_pointing_elsewhere_sends_nothing():
+    """A signer that returns a URL on another host (a bug, or a hostile
+    signing service) is refused before any request: neither host sees the
+    signature."""
+    with hostile.Hostile() as h, hostile.Hostile() as other:
+        out = open_signed(h.url("k.tif"), env_with(), to=other.url("k.tif"))
+        assert out.startswith("ERROR %d" % Status.AUTH) and "signing the URL" in out, out
+        assert "SIGNERSECRET" not in out
+        assert not h.seen() and not other.seen(), (h.text(), other.text())
+
+
+def test_a_signed_url_through_a_proxy_shows_it_only_the_tunnel():
+    with hostile.Hostile() as h:
+        out = open_signed("https://victimacct.blob.core.windows.net/c/x.tif",
+                          env_with(proxy=h.proxy))
+        assert out.startswith("ERROR"), out
+        seen = h.seen()
+        assert seen and all(x["via"] == "connect" for x in seen), h.text()
+        assert seen[0]["line"].startswith("CONNECT victimacct.blob.core.windows.net:443")
+        assert "SIGNERSECRET" not in h.text()
