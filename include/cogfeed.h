@@ -1023,7 +1023,8 @@ typedef struct cf_loader_options {
     };
     size_t inflight_bytes;     /* byte budget of patches being read, as
                                   above (0: auto: 256 MiB, 64 MiB per
-                                  core on machines of more than 4 cores);
+                                  core on machines of more than 4 cores,
+                                  twice that when a file is remote);
                                   caps the reader threads */
     size_t cache_bytes;        /* decoded tiles kept: tile-shuffle's
                                   buffer; with other samplers the tiles

@@ -671,7 +671,9 @@ class Loader:
         inflight_bytes: memory budget of the patches being read: reader
             scratch, compressed tiles in flight and decode scratch all come
             out of it, and readers wait for room (default None: 256 MiB, or
-            64 MiB per core on machines of more than 4 cores).  A tile that
+            64 MiB per core on machines of more than 4 cores; twice that
+            when a file is remote, where a reader holds its scratch
+            through each round trip).  A tile that
             can never fit fails its patch with a "safety limit" error
             naming the file, level and tile.  The loader's memory is at
             most prefetch x a batch + cache_bytes (tile-shuffle) +

@@ -118,3 +118,21 @@ def test_close_while_readers_share_tiles(pair, remote):
         it = iter(ld)
         next(it)
         ld.close()
+
+
+def test_remote_default_inflight_budget_is_twice_local(pair, remote):
+    """inflight_bytes' default doubles when a file is remote (a remote
+    reader holds its scratch through each round trip): the same loader,
+    ring and cache fixed, budgets 256 MiB (64 MiB a core past 4 cores)
+    locally and twice that over HTTP; a given inflight_bytes is kept."""
+    ncpu = os.cpu_count() or 1
+    local = (64 << 20) * (ncpu if ncpu > 4 else 4)
+    url = remote.url(os.path.basename(pair["image"]))
+    budgets = []
+    for images, ib in (([pair["image"]], None), ([url], None), ([url], 96 << 20)):
+        with cogfeed.Loader(images, patch_size=96, batch_size=8, prefetch=4,
+                            cache_bytes=0, epoch_length=8, inflight_bytes=ib) as ld:
+            budgets.append(ld.stats()["memory_budget"])
+    ring = budgets[2] - (96 << 20)
+    assert budgets[0] - ring == local, (budgets, local)
+    assert budgets[1] - ring == 2 * local, (budgets, local)
