@@ -1405,6 +1405,18 @@ typedef struct cf_writer_options {
                                   the last (0: 8 MiB; at least 5 MiB, S3's
                                   smallest); raised when the output could
                                   pass S3's 10,000 parts */
+    /* Read only when struct_size covers it. */
+    int mask;                  /* 1: an internal mask band, GDAL's
+                                  per-dataset mask (1 bit a pixel, DEFLATE,
+                                  each mask tile right after its image
+                                  tile, a mask directory per level), given
+                                  per tile by cf_writer_write_tile_masked;
+                                  tiles written without one are all valid,
+                                  tiles never written are not.  Overviews
+                                  of the mask as GDAL makes them: resampled
+                                  as the image (average: valid where any
+                                  pixel under it is), and an average of
+                                  the image leaves masked pixels out */
 } cf_writer_options;
 
 CF_API void cf_writer_options_init(cf_writer_options *opt);
@@ -1450,6 +1462,13 @@ CF_API cf_status cf_writer_open(const char *path, const cf_writer_options *opt,
  * close (the writer's first error stays its state). */
 CF_API cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
                                       size_t size, cf_error *err);
+/* cf_writer_write_tile with its mask: `mask` holds h x w bytes (the
+ * tile's clipped size, C order), 0 where a pixel is not valid, anything
+ * else where it is; NULL: all valid.  CF_E_ARG on a writer opened
+ * without `mask`. */
+CF_API cf_status cf_writer_write_tile_masked(cf_writer *w, uint32_t tx, uint32_t ty,
+                                             const void *data, size_t size,
+                                             const uint8_t *mask, cf_error *err);
 /* Tiles across and down at full resolution. */
 CF_API void cf_writer_tiles(const cf_writer *w, uint32_t *tiles_x, uint32_t *tiles_y);
 /* Finish the file (overviews, layout, rename) and free the writer, which

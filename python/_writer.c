@@ -12,6 +12,7 @@
 typedef struct {
     PyObject_HEAD cf_writer *w;
     int busy;
+    size_t px;  /* bytes a pixel: a mask's size is the tile's / px */
 } WriterObject;
 
 static PyTypeObject WriterType;
@@ -62,7 +63,7 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
                              "compression", "level", "predictor", "overviews", "resampling",
                              "nodata", "grid", "descriptions", "scales", "offsets",
                              "lerc_layer", "max_error", "quality", "lossless", "photometric",
-                             "io", "part_size", NULL};
+                             "io", "part_size", "mask", NULL};
     PyObject *path_o, *nodata = Py_None, *grid = Py_None, *desc = Py_None;
     PyObject *scales_o = Py_None, *offsets_o = Py_None;
     unsigned int width, height, bands, tile, comp, lerc_layer = 1, photometric = 0;
@@ -70,12 +71,13 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     double max_error = 0;
     PyObject *io_o = Py_None;
     unsigned long long part_size = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOK", kwlist,
+    int mask = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOKp", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &bands,
                                      &dtype, &tile, &comp, &level, &pred, &ovr, &rs, &nodata,
                                      &grid, &desc, &scales_o, &offsets_o, &lerc_layer,
                                      &max_error, &quality, &lossless, &photometric, &io_o,
-                                     &part_size))
+                                     &part_size, &mask))
         return -1;
     if (self->w) {
         PyErr_SetString(PyExc_RuntimeError, "_Writer already open");
@@ -100,6 +102,8 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     o.lossless = lossless;
     o.photometric = (uint16_t)photometric;
     o.part_size = part_size;
+    o.mask = mask;
+    self->px = (size_t)bands * cf_dtype_size((cf_dtype)dtype);
     if (io_o != Py_None && !(o.io = cf__py_io_get(io_o))) {
         Py_DECREF(path_o);
         return -1;
@@ -167,20 +171,37 @@ static int need_open(WriterObject *self) {
 
 static PyObject *Writer_write_tile(WriterObject *self, PyObject *args) {
     unsigned int tx, ty;
-    Py_buffer buf;
-    if (!PyArg_ParseTuple(args, "IIy*", &tx, &ty, &buf)) return NULL;
-    if (!need_open(self)) {
+    Py_buffer buf, mbuf = {0};
+    PyObject *mask_o = Py_None;
+    if (!PyArg_ParseTuple(args, "IIy*|O", &tx, &ty, &buf, &mask_o)) return NULL;
+    if (mask_o != Py_None && PyObject_GetBuffer(mask_o, &mbuf, PyBUF_SIMPLE) < 0) {
         PyBuffer_Release(&buf);
+        return NULL;
+    }
+    int ok = need_open(self);
+    if (ok && mbuf.buf && (size_t)mbuf.len * self->px != (size_t)buf.len) {
+        PyErr_Format(PyExc_ValueError, "write_tile: a mask of %zd bytes for a tile of %zd "
+                     "pixels (a byte a pixel)", mbuf.len, buf.len / (Py_ssize_t)self->px);
+        ok = 0;
+    }
+    if (!ok) {
+        PyBuffer_Release(&buf);
+        if (mbuf.buf) PyBuffer_Release(&mbuf);
         return NULL;
     }
     cf_status st;
     cf_error err;
     cf_writer *w = self->w;
+    const uint8_t *m = mbuf.buf;
     self->busy++;
-    Py_BEGIN_ALLOW_THREADS st = cf_writer_write_tile(w, tx, ty, buf.buf, (size_t)buf.len, &err);
+    Py_BEGIN_ALLOW_THREADS st = m ? cf_writer_write_tile_masked(w, tx, ty, buf.buf,
+                                                                (size_t)buf.len, m, &err)
+                                  : cf_writer_write_tile(w, tx, ty, buf.buf, (size_t)buf.len,
+                                                         &err);
     Py_END_ALLOW_THREADS
     self->busy--;
     PyBuffer_Release(&buf);
+    if (mbuf.buf) PyBuffer_Release(&mbuf);
     if (st) return cf__py_raise(st, &err);
     Py_RETURN_NONE;
 }
@@ -225,7 +246,8 @@ static PyObject *Writer_tiles(WriterObject *self, void *closure) {
 
 static PyMethodDef Writer_methods[] = {
     {"write_tile", (PyCFunction)Writer_write_tile, METH_VARARGS,
-     "write_tile(tx, ty, data): tile (tx, ty), bands x h x w bytes in C order"},
+     "write_tile(tx, ty, data, mask=None): tile (tx, ty), bands x h x w bytes in C "
+     "order; mask: h x w bytes (0: not valid), for a writer opened with mask"},
     {"close", (PyCFunction)Writer_close, METH_NOARGS, "close(): finish the file"},
     {"abort", (PyCFunction)Writer_abort, METH_NOARGS, "abort(): give up, write nothing"},
     {NULL, NULL, 0, NULL}};

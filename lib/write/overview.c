@@ -19,6 +19,15 @@
  *  - nearest: the source pixel (int)(0.5 + i*r);
  *  - mode: the value whose running count, scanning the window row by row,
  *    first reaches the largest count; nodata left out.
+ *
+ * With an internal mask (GDAL 3.6 and 3.10 alike): average, and mode of
+ * any type but 8-bit unsigned, leave masked pixels out as they leave
+ * nodata out (0, or nodata, where none is left; never the fast path);
+ * nearest, and mode of 8-bit data (GDAL's byte histogram path), take no
+ * notice of it.  The mask's own overview is the mask (0 / 255) resampled
+ * by the same kernel, any non-zero result valid (average: valid where any
+ * pixel under it is); nearest takes it straight from the full resolution
+ * (writer.c).
  */
 #include "write_internal.h"
 
@@ -154,7 +163,9 @@ static void fast2(cf_dtype dt, uint8_t *o, double a, double b, double c, double 
 
 void cf__ov_row(cf__ov_kind kind, cf_dtype dt, uint32_t spp, const uint8_t *const *rows,
                 uint32_t nrows, double wy0, double wy1, const cf__ov_axis *ax, uint8_t *out,
-                int has_nodata, double nodata, const uint8_t *near_row) {
+                int has_nodata, double nodata, const uint8_t *near_row,
+                const uint8_t *const *mrows) {
+    const int excl = has_nodata || mrows; /* pixels left out of averages */
     size_t es = cf_dtype_size(dt), px = es * spp;
     uint32_t tail_from = ax->dst - ax->dst % 4;
     for (uint32_t i = 0; i < ax->dst; i++) {
@@ -173,6 +184,7 @@ void cf__ov_row(cf__ov_kind kind, cf_dtype dt, uint32_t spp, const uint8_t *cons
                     for (uint32_t k = x0; k < x1; k++) {
                         double v = get(dt, rows[r] + (size_t)k * px + s * es);
                         if (is_nodata(dt, v, has_nodata, nodata)) continue;
+                        if (mrows && !mrows[r][k]) continue;
                         int j = 0;
                         while (j < nv && !(val[j] == v || (isnan(val[j]) && isnan(v)))) j++;
                         if (j == nv) {
@@ -185,29 +197,33 @@ void cf__ov_row(cf__ov_kind kind, cf_dtype dt, uint32_t spp, const uint8_t *cons
                 put(dt, o, best < 0 ? nodata : val[best]);
                 continue;
             }
-            if (!has_nodata && nrows == 2 && ax->all2) {
+            if (!excl && nrows == 2 && ax->all2) {
                 const uint8_t *t = rows[0] + (size_t)x0 * px + s * es;
                 const uint8_t *b = rows[1] + (size_t)x0 * px + s * es;
                 fast2(dt, o, get(dt, t), get(dt, t + px), get(dt, b), get(dt, b + px),
                       ax->all2 && i >= tail_from);
                 continue;
             }
+            /* each line's sums, then times its weight, as GDAL adds them
+             * (pixel by pixel moves a float32 mean by an ulp) */
             double total = 0, wsum = 0;
             for (uint32_t r = 0; r < nrows; r++) {
                 double wy = r == 0 ? wy0 : r + 1 == nrows ? wy1 : 1.0;
-                double line = 0;
+                double line = 0, lw = 0;
                 for (uint32_t k = x0; k < x1; k++) {
                     double v = get(dt, rows[r] + (size_t)k * px + s * es);
                     double wx = weight(ax, i, k);
-                    if (has_nodata) {
-                        if (is_nodata(dt, v, 1, nodata)) continue;
-                        wsum += wx * wy;
+                    if (excl) {
+                        if (mrows && !mrows[r][k]) continue;
+                        if (is_nodata(dt, v, has_nodata, nodata)) continue;
+                        lw += wx;
                     }
                     line += v * wx;
                 }
                 total += line * wy;
+                wsum += lw * wy;
             }
-            if (!has_nodata) {
+            if (!excl) {
                 /* the line's weight times the column's, as GDAL sums them */
                 double lw = x1 == x0 + 1 ? ax->w0[i] : ax->w0[i] + (x1 - x0 - 2) + ax->w1[i];
                 double cw = nrows == 1 ? wy0 : wy0 + (nrows - 2) + wy1;

@@ -21,6 +21,17 @@ cf_status cf__writer_options_copy(const cf_writer_options *in, cf_writer_options
  * written already. */
 cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err);
 
+/* ---- mask.c: the internal mask's tiles ---- */
+
+/* Rows [0, h) x [0, w) of m (a byte a pixel, rows `stride` apart; NULL:
+ * all valid) as a T x T tile of 1-bit rows (padding not valid). */
+void cf__mask_pack(const uint8_t *m, size_t stride, uint32_t w, uint32_t h, uint32_t T,
+                   uint8_t *out);
+/* The first h rows and w pixels of a packed T x T tile as bytes, 0 or
+ * 255, into rows `stride` apart. */
+void cf__mask_unpack(const uint8_t *bits, uint32_t T, uint32_t w, uint32_t h, uint8_t *out,
+                     size_t stride);
+
 /* ---- ifd_out.c: one TIFF directory, serialised ---- */
 
 /* TIFF field types the writer uses. */
@@ -81,10 +92,13 @@ void cf__ov_axis_free(cf__ov_axis *a);
  * pixel-interleaved) from the nrows source rows of its window (rows[0]
  * its first, weighted wy0; the last weighted wy1) and, for nearest, the
  * source row near_row.  Average leaves nodata out (nodata where nothing
- * is left) and NaN in; mode leaves nodata out. */
+ * is left) and NaN in; mode leaves nodata out.  mrows (NULL: none): the
+ * rows' internal mask, a byte a pixel (0: masked), which average and mode
+ * leave out too (0 where nothing is left, or nodata). */
 void cf__ov_row(cf__ov_kind kind, cf_dtype dt, uint32_t spp, const uint8_t *const *rows,
                 uint32_t nrows, double wy0, double wy1, const cf__ov_axis *ax, uint8_t *out,
-                int has_nodata, double nodata, const uint8_t *near_row);
+                int has_nodata, double nodata, const uint8_t *near_row,
+                const uint8_t *const *mrows);
 
 /* ---- stream.c: tile data to object storage as parts ---- */
 

@@ -53,12 +53,20 @@ typedef enum { W_OPEN, W_FAILED } w_state;
 typedef struct w_level {
     uint32_t w, h, tx, ty;  /* pixels, tiles across and down */
     uint64_t *off, *len;     /* each tile in the spool (len 0: sparse) */
+    uint64_t *moff, *mlen;   /* its mask tile (with the `mask` option) */
     /* close(): the row of tiles being assembled; the windows over the
      * level above and its last CF__RING rows (a window spans at most 3) */
     uint8_t *acc;
     uint32_t acc_rows, acc_ty;
     cf__ov_axis ax, ay;
     uint8_t *ring;
+    uint8_t *macc, *mring;    /* the same for the mask, a byte a pixel */
+    /* nearest: GDAL takes a mask's overviews straight from the full
+     * resolution (its images' from the level above): the axes from level
+     * 0, and the rows made as level 0's pass, kept until used */
+    cf__ov_axis n0x, n0y;
+    uint8_t *mnear;
+    uint32_t mnext;
     uint32_t next_out;        /* the next row of this level to make */
 } w_level;
 
@@ -84,13 +92,17 @@ struct cf_writer {
     cf__encode_opts eo;
     size_t es, px, tile_bytes;
     uint8_t *tile;                     /* pixel-interleaved, one tile */
+    cf__codec_params mp;               /* one mask tile (`mask`) */
+    size_t mtile_bytes;
+    uint8_t *mtile;                    /* its bits */
     /* reading level 0 back for the overviews: one row of tiles */
-    uint8_t *band, *comp;
+    uint8_t *band, *mband, *comp;
     size_t compcap;
     cf__codec_ctx *ctx;
     /* object storage */
     cf__wstream *ws;                   /* NULL: a local file */
-    uint8_t **pend;                    /* level 0's encoded tiles not yet sent */
+    uint8_t **pend;                    /* level 0's encoded tiles not yet sent
+                                          (the image's bytes, then its mask's) */
     uint8_t *have;                     /* level 0's tiles written (or skipped) */
     uint32_t *row_have;                /* tiles of each level-0 row written */
     uint32_t next_row;                 /* level 0's next row to send */
@@ -246,6 +258,8 @@ static cf_status check_options(const cf_writer_options *o, cf_error *err) {
                        cf_resampling_name(o->overview_resampling));
     if (o->level < 0 || o->level > 22)
         return cf__err(err, CF_E_ARG, "writer: level %d not in 0..22", o->level);
+    if (o->mask != 0 && o->mask != 1)
+        return cf__err(err, CF_E_ARG, "writer: mask %d: 0 or 1", o->mask);
     CF__TRY(check_codec(o, err));
     if (o->has_nodata && !is_float(o->dtype)) {
         /* the value must be one of the type's: GDAL_NODATA, the padding
@@ -311,6 +325,8 @@ static void free_writer(cf_writer *w, int remove_spool) {
     free(w->have);
     free(w->row_have);
     free(w->band);
+    free(w->mband);
+    free(w->mtile);
     free(w->comp);
     cf__codec_ctx_free(w->ctx);
     if (w->spool_fd >= 0) close(w->spool_fd);
@@ -318,8 +334,15 @@ static void free_writer(cf_writer *w, int remove_spool) {
     for (int l = 0; l < w->nlev; l++) {
         free(w->lev[l].off);
         free(w->lev[l].len);
+        free(w->lev[l].moff);
+        free(w->lev[l].mlen);
         free(w->lev[l].acc);
         free(w->lev[l].ring);
+        free(w->lev[l].macc);
+        free(w->lev[l].mring);
+        free(w->lev[l].mnear);
+        cf__ov_axis_free(&w->lev[l].n0x);
+        cf__ov_axis_free(&w->lev[l].n0y);
         cf__ov_axis_free(&w->lev[l].ax);
         cf__ov_axis_free(&w->lev[l].ay);
     }
@@ -392,11 +415,22 @@ static cf_status init_overviews(cf_writer *w, cf_error *err) {
         L->ring = cf__malloc((size_t)CF__RING * up->w * w->px);
         if (!L->acc || !L->ring)
             return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
+        if (w->o.mask && (!(L->macc = cf__malloc((size_t)T * L->w)) ||
+                          !(L->mring = cf__malloc((size_t)CF__RING * up->w))))
+            return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
+        if (w->o.mask && w->o.overview_resampling == CF_RS_NEAREST) {
+            CF__TRY(cf__ov_axis_init(&L->n0x, w->lev[0].w, L->w, err));
+            CF__TRY(cf__ov_axis_init(&L->n0y, w->lev[0].h, L->h, err));
+            if (!(L->mnear = cf__malloc((size_t)CF__RING * L->w)))
+                return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
+        }
     }
     w->band = cf__malloc((size_t)T * w->lev[0].w * w->px);
     w->ctx = cf__codec_ctx_new();
     if (!w->band || !w->ctx) return cf__err(err, CF_E_NOMEM, "writer: %s: a row of tiles",
                                             w->path);
+    if (w->o.mask && !(w->mband = cf__malloc((size_t)T * w->lev[0].w)))
+        return cf__err(err, CF_E_NOMEM, "writer: %s: a row of tiles", w->path);
     return CF_OK;
 }
 
@@ -405,7 +439,8 @@ static cf_status init_overviews(cf_writer *w, cf_error *err) {
 static cf_status open_remote(cf_writer *w, const char *url, cf_error *err) {
     uint64_t bound[CF__WRITER_MAX_LEVELS];
     for (int l = 0; l < w->nlev; l++)
-        bound[l] = (uint64_t)w->lev[l].tx * w->lev[l].ty * (2 * (uint64_t)w->tile_bytes + 1024);
+        bound[l] = (uint64_t)w->lev[l].tx * w->lev[l].ty *
+                   (2 * ((uint64_t)w->tile_bytes + w->mtile_bytes) + 2048);
     size_t n = (size_t)w->lev[0].tx * w->lev[0].ty;
     w->pend = cf__calloc(n, sizeof *w->pend);
     w->have = cf__calloc(n, 1);
@@ -468,7 +503,11 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
         size_t n = (size_t)L->tx * L->ty;
         L->off = cf__calloc(n, sizeof *L->off);
         L->len = cf__calloc(n, sizeof *L->len);
-        if (!L->off || !L->len) {
+        if (opt->mask) {
+            L->moff = cf__calloc(n, sizeof *L->moff);
+            L->mlen = cf__calloc(n, sizeof *L->mlen);
+        }
+        if (!L->off || !L->len || (opt->mask && (!L->moff || !L->mlen))) {
             w->nlev++;
             st = cf__err(err, CF_E_NOMEM, "writer: out of memory (%zu tiles)", n);
             break;
@@ -506,11 +545,24 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
         w->eo.quality = opt->quality;
         w->tile_bytes = (size_t)cf__codec_chunk_bytes(p);
         w->tile = w->tile_bytes ? cf__malloc(w->tile_bytes) : NULL;
+        if (opt->mask) { /* GDAL's: 1 bit, DEFLATE, transparency mask */
+            cf__codec_params *m = &w->mp;
+            memset(m, 0, sizeof *m);
+            m->compression = 8;
+            m->bits = 1;
+            m->sample_format = 1;
+            m->photometric = 4;
+            m->width = m->height = opt->tile_size;
+            m->samples = 1;
+            m->predictor = 1;
+            w->mtile_bytes = (size_t)cf__codec_chunk_bytes(m);
+            if (!(w->mtile = cf__malloc(w->mtile_bytes))) st = CF_E_NOMEM;
+        }
         w->enc = cf__encoder_new();
         w->path = remote ? redacted_dup(path) : dup_str(path);
         size_t n = strlen(path) + 32;
         w->spool_path = remote ? NULL : cf__malloc(n);
-        if (!w->tile || !w->enc || !w->path || (!remote && !w->spool_path))
+        if (st || !w->tile || !w->enc || !w->path || (!remote && !w->spool_path))
             st = cf__err(err, CF_E_NOMEM, "writer: out of memory (a tile of %zu bytes)",
                          w->tile_bytes);
         else if (!remote) snprintf(w->spool_path, n, "%s.cogfeed-spool", path);
@@ -536,33 +588,48 @@ void cf_writer_tiles(const cf_writer *w, uint32_t *tx, uint32_t *ty) {
     if (ty) *ty = w ? w->lev[0].ty : 0;
 }
 
-/* Encode w->tile (pixel-interleaved, full tile) as tile (tx, ty) of level
- * l and keep it: appended to the spool (a local file); for an object,
- * level 0's held until its row is sent, an overview's sent (their tiles
- * come in row order). */
-static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_error *err) {
-    const uint8_t *enc;
-    size_t n;
-    cf_status st = cf__codec_encode(w->enc, &w->p, &w->eo, w->tile, w->tile_bytes, &enc,
-                                    &n, err);
-    if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path, tx,
-                                  ty, l);
+/* Keep n encoded bytes of tile i of level l (its mask's when `mask`),
+ * right after what came before them: appended to the spool (a local
+ * file); for an object, level 0's held until its row is sent (*pend, the
+ * image's bytes then the mask's), an overview's sent (their tiles come in
+ * row order). */
+static cf_status keep(cf_writer *w, int l, size_t i, int mask, const uint8_t *enc, size_t n,
+                      cf_error *err) {
     w_level *L = &w->lev[l];
-    size_t i = (size_t)ty * L->tx + tx;
     if (w->ws && l == 0) {
-        uint8_t *copy = cf__malloc(n ? n : 1);
-        if (!copy) return cf__err(err, CF_E_NOMEM, "writer: %s: out of memory", w->path);
-        memcpy(copy, enc, n);
-        free(w->pend[i]);
-        w->pend[i] = copy;
+        size_t have = mask ? (size_t)L->len[i] : 0;
+        uint8_t *b = cf__realloc(mask ? w->pend[i] : NULL, have + n ? have + n : 1);
+        if (!b) return cf__err(err, CF_E_NOMEM, "writer: %s: out of memory", w->path);
+        memcpy(b + have, enc, n);
+        if (!mask) free(w->pend[i]);
+        w->pend[i] = b;
     } else if (w->ws) {
         CF__TRY(cf__wstream_put(w->ws, l, enc, n, err));
     } else {
         CF__TRY(pwrite_all(w->spool_fd, enc, n, w->spool_end, w->spool_path, err));
-        L->off[i] = w->spool_end;
+        (mask ? L->moff : L->off)[i] = w->spool_end;
         w->spool_end += n;
     }
-    L->len[i] = n;
+    (mask ? L->mlen : L->len)[i] = n;
+    return CF_OK;
+}
+
+/* Encode w->tile (pixel-interleaved, full tile) as tile (tx, ty) of level
+ * l, and with `mask` w->mtile after it, and keep them. */
+static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_error *err) {
+    const uint8_t *enc;
+    size_t n, i = (size_t)ty * w->lev[l].tx + tx;
+    cf_status st = cf__codec_encode(w->enc, &w->p, &w->eo, w->tile, w->tile_bytes, &enc,
+                                    &n, err);
+    if (!st) st = keep(w, l, i, 0, enc, n, err);
+    if (!st && w->o.mask) {
+        static const cf__encode_opts deflate = {0, 0.0, 0, 0}; /* GDAL's level 6 */
+        st = cf__codec_encode(w->enc, &w->mp, &deflate, w->mtile, w->mtile_bytes, &enc, &n,
+                              err);
+        if (!st) st = keep(w, l, i, 1, enc, n, err);
+    }
+    if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path, tx,
+                                  ty, l);
     return CF_OK;
 }
 
@@ -619,8 +686,9 @@ static cf_status have_tile(cf_writer *w, uint32_t ty, size_t i, cf_error *err) {
     return st;
 }
 
-cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
-                               size_t size, cf_error *err) {
+/* cf_writer_write_tile(_masked): mask NULL is all valid. */
+static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
+                            size_t size, const uint8_t *mask, cf_error *err) {
     if (!w || !data) return cf__err(err, CF_E_ARG, "writer: NULL argument");
     pthread_mutex_lock(&w->mu);
     const w_level *L = &w->lev[0];
@@ -653,12 +721,26 @@ cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const voi
             else
                 for (uint32_t x = 0; x < tw; x++) memcpy(d + x * w->px, s + x * es, es);
         }
+    if (w->o.mask) cf__mask_pack(mask, tw, tw, th, T, w->mtile);
     st = put_tile(w, 0, tx, ty, err);
     if (!st && w->ws) st = have_tile(w, ty, (size_t)ty * L->tx + tx, err);
     if (st) w_fail(w, st);
 done:
     pthread_mutex_unlock(&w->mu);
     return st;
+}
+
+cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
+                               size_t size, cf_error *err) {
+    return write_tile(w, tx, ty, data, size, NULL, err);
+}
+
+cf_status cf_writer_write_tile_masked(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
+                                      size_t size, const uint8_t *mask, cf_error *err) {
+    if (w && !w->o.mask)
+        return cf__err(err, CF_E_ARG, "writer: %s: a mask for tile %u,%u, but the writer was "
+                       "opened without one (the `mask` option)", w->path, tx, ty);
+    return write_tile(w, tx, ty, data, size, mask, err);
 }
 
 cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err) {
@@ -690,6 +772,8 @@ static cf_status flush_acc(cf_writer *w, int l, cf_error *err) {
         for (uint32_t y = 0; y < L->acc_rows; y++)
             memcpy(w->tile + (size_t)y * T * w->px,
                    L->acc + ((size_t)y * L->w + (size_t)tx * T) * w->px, (size_t)tw * w->px);
+        if (w->o.mask)
+            cf__mask_pack(L->macc + (size_t)tx * T, L->w, tw, L->acc_rows, T, w->mtile);
         CF__TRY(put_tile(w, l, tx, L->acc_ty, err));
     }
     L->acc_rows = 0;
@@ -697,33 +781,82 @@ static cf_status flush_acc(cf_writer *w, int l, cf_error *err) {
     return CF_OK;
 }
 
-/* Row y of level l-1 arrives at level l: kept in the ring, and every row
- * of level l whose window ends there is made (and passed down). */
-static cf_status feed(cf_writer *w, int l, const uint8_t *row, uint32_t y, cf_error *err) {
+/* Row y of level l-1 (and its mask row, with `mask`) arrives at level l:
+ * kept in the ring, and every row of level l whose window ends there is
+ * made (and passed down). */
+static cf_status feed(cf_writer *w, int l, const uint8_t *row, const uint8_t *mrow,
+                      uint32_t y, cf_error *err) {
     if (l >= w->nlev) return CF_OK;
     w_level *up = &w->lev[l - 1], *L = &w->lev[l];
     size_t rowb = (size_t)up->w * w->px;
     memcpy(L->ring + (size_t)(y % CF__RING) * rowb, row, rowb);
+    if (mrow) memcpy(L->mring + (size_t)(y % CF__RING) * up->w, mrow, up->w);
+    const cf__ov_kind kind = ov_kind(w->o.overview_resampling);
     while (L->next_out < L->h && L->ay.x1[L->next_out] - 1 <= y) {
         uint32_t j = L->next_out, y0 = L->ay.x0[j], n = L->ay.x1[j] - y0;
-        const uint8_t *rows[CF__RING];
-        for (uint32_t r = 0; r < n; r++)
+        const uint8_t *rows[CF__RING], *mrows[CF__RING];
+        for (uint32_t r = 0; r < n; r++) {
             rows[r] = L->ring + (size_t)((y0 + r) % CF__RING) * rowb;
+            mrows[r] = mrow ? L->mring + (size_t)((y0 + r) % CF__RING) * up->w : NULL;
+        }
+        const uint32_t near = L->ay.near[j] % CF__RING;
         uint8_t *o = L->acc + (size_t)L->acc_rows * L->w * w->px;
-        cf__ov_row(ov_kind(w->o.overview_resampling), w->o.dtype, w->o.bands, rows, n,
-                   L->ay.w0[j], L->ay.w1[j], &L->ax, o, w->o.has_nodata, w->o.nodata,
-                   L->ring + (size_t)(L->ay.near[j] % CF__RING) * rowb);
+        cf__ov_row(kind, w->o.dtype, w->o.bands, rows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, o,
+                   w->o.has_nodata, w->o.nodata, L->ring + (size_t)near * rowb,
+                   mrow && (kind == CF__OV_AVERAGE ||
+                            (kind == CF__OV_MODE && w->o.dtype != CF_DT_U8))
+                       ? mrows
+                       : NULL);
+        uint8_t *mo = mrow ? L->macc + (size_t)L->acc_rows * L->w : NULL;
+        if (mo && L->mnear) { /* made from level 0 (near0) */
+            memcpy(mo, L->mnear + (size_t)(j % CF__RING) * L->w, L->w);
+        } else if (mo) { /* the mask by the same kernel; any non-zero is valid */
+            cf__ov_row(kind, CF_DT_U8, 1, mrows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, mo, 0, 0,
+                       L->mring + (size_t)near * up->w, NULL);
+            for (uint32_t x = 0; x < L->w; x++) mo[x] = mo[x] ? 255 : 0;
+        }
         L->acc_rows++;
         L->next_out++;
-        CF__TRY(feed(w, l + 1, o, j, err));
+        CF__TRY(feed(w, l + 1, o, mo, j, err));
         if (L->acc_rows == w->o.tile_size || j + 1 == L->h) CF__TRY(flush_acc(w, l, err));
     }
     return CF_OK;
 }
 
+/* Level 0's mask row y: every overview's nearest mask rows taken from it
+ * (with `mask` and nearest overviews; they wait in mnear until their
+ * image rows are made, a few rows of that level later at most). */
+static void near0(cf_writer *w, const uint8_t *mrow, uint32_t y) {
+    for (int l = 1; l < w->nlev; l++) {
+        w_level *L = &w->lev[l];
+        if (!L->mnear) return;
+        while (L->mnext < L->h && L->n0y.near[L->mnext] == y) {
+            uint8_t *o = L->mnear + (size_t)(L->mnext++ % CF__RING) * L->w;
+            for (uint32_t x = 0; x < L->w; x++) o[x] = mrow[L->n0x.near[x]];
+        }
+    }
+}
+
+/* The n encoded bytes of a level-0 tile at spool offset `off` (a local
+ * file) or at src (an object's, held in memory) decoded with p into out. */
+static cf_status decode0(cf_writer *w, const cf__codec_params *p, const uint8_t *src,
+                         uint64_t off, size_t n, uint8_t *out, size_t out_len, cf_error *err) {
+    if (!w->ws) {
+        if (n > w->compcap) {
+            free(w->comp);
+            w->compcap = 0;
+            if (!(w->comp = cf__malloc(n))) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+            w->compcap = n;
+        }
+        CF__TRY(pread_all(w->spool_fd, w->comp, n, off, w->spool_path, err));
+        src = w->comp;
+    }
+    return cf__codec_decode(w->ctx, p, src, n, out, out_len, err);
+}
+
 /* Row ty of level 0's tiles: read back (the spool, or the tiles held
  * for an object, which then go to the stream), decoded and fed to the
- * overviews. */
+ * overviews, with their masks. */
 static cf_status feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
     const uint32_t T = w->o.tile_size;
     w_level *L0 = &w->lev[0];
@@ -731,36 +864,35 @@ static cf_status feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
     for (uint32_t tx = 0; tx < L0->tx; tx++) {
         uint32_t tw = tx + 1 < L0->tx ? T : L0->w - tx * T;
         size_t i = (size_t)ty * L0->tx + tx, n = (size_t)L0->len[i];
+        size_t mn = w->o.mask ? (size_t)L0->mlen[i] : 0;
         const uint8_t *src = w->ws ? w->pend[i] : NULL;
+        const int written = w->ws ? src != NULL : n != 0;
         if (w->nlev > 1) {
-            if (!(w->ws ? src != NULL : n != 0)) {
-                fill_px(w, w->tile, (size_t)T * T);
-            } else {
-                if (!w->ws) {
-                    if (n > w->compcap) {
-                        free(w->comp);
-                        w->compcap = 0;
-                        if (!(w->comp = cf__malloc(n)))
-                            return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
-                        w->compcap = n;
-                    }
-                    CF__TRY(pread_all(w->spool_fd, w->comp, n, L0->off[i], w->spool_path, err));
-                    src = w->comp;
-                }
-                CF__TRY(cf__codec_decode(w->ctx, &w->p, src, n, w->tile, w->tile_bytes, err));
-            }
+            if (!written) fill_px(w, w->tile, (size_t)T * T);
+            else CF__TRY(decode0(w, &w->p, src, L0->off[i], n, w->tile, w->tile_bytes, err));
             for (uint32_t y = 0; y < th; y++)
                 memcpy(w->band + ((size_t)y * L0->w + (size_t)tx * T) * w->px,
                        w->tile + (size_t)y * T * w->px, (size_t)tw * w->px);
+            if (w->o.mask && !written) { /* a tile never written is not valid */
+                for (uint32_t y = 0; y < th; y++)
+                    memset(w->mband + (size_t)y * L0->w + (size_t)tx * T, 0, tw);
+            } else if (w->o.mask) {
+                CF__TRY(decode0(w, &w->mp, src ? src + n : NULL, L0->moff[i], mn, w->mtile,
+                                w->mtile_bytes, err));
+                cf__mask_unpack(w->mtile, T, tw, th, w->mband + (size_t)tx * T, L0->w);
+            }
         }
         if (w->ws && w->pend[i]) {
-            CF__TRY(cf__wstream_put(w->ws, 0, w->pend[i], n, err));
+            CF__TRY(cf__wstream_put(w->ws, 0, w->pend[i], n + mn, err));
             free(w->pend[i]);
             w->pend[i] = NULL;
         }
     }
-    for (uint32_t y = 0; w->nlev > 1 && y < th; y++)
-        CF__TRY(feed(w, 1, w->band + (size_t)y * L0->w * w->px, ty * T + y, err));
+    for (uint32_t y = 0; w->nlev > 1 && y < th; y++) {
+        if (w->o.mask) near0(w, w->mband + (size_t)y * L0->w, ty * T + y);
+        CF__TRY(feed(w, 1, w->band + (size_t)y * L0->w * w->px,
+                     w->o.mask ? w->mband + (size_t)y * L0->w : NULL, ty * T + y, err));
+    }
     return CF_OK;
 }
 
@@ -810,10 +942,30 @@ static char *gdal_metadata(const cf_writer *w) {
     return s;
 }
 
+/* Directories in file order, as GDAL's COG driver writes them: the full
+ * resolution, its mask, the overviews (largest first), their masks. */
+#define CF__WRITER_MAX_DIRS (2 * CF__WRITER_MAX_LEVELS)
+
+static int ndirs(const cf_writer *w) { return w->o.mask ? 2 * w->nlev : w->nlev; }
+
+/* Directory k: level *l, the image's or (*mask) its mask's. */
+static void dir_of(const cf_writer *w, int k, int *l, int *mask) {
+    if (!w->o.mask) {
+        *l = k;
+        *mask = 0;
+    } else if (k < 2) {
+        *l = 0;
+        *mask = k;
+    } else {
+        *mask = k - 2 >= w->nlev - 1;
+        *l = 1 + (k - 2) % (w->nlev - 1);
+    }
+}
+
 typedef struct w_layout {
-    cf__ifd_out ifd[CF__WRITER_MAX_LEVELS];
-    uint64_t ifd_at[CF__WRITER_MAX_LEVELS], ifd_size[CF__WRITER_MAX_LEVELS];
-    void *offs[CF__WRITER_MAX_LEVELS], *lens[CF__WRITER_MAX_LEVELS]; /* tag arrays */
+    cf__ifd_out ifd[CF__WRITER_MAX_DIRS];
+    uint64_t ifd_at[CF__WRITER_MAX_DIRS], ifd_size[CF__WRITER_MAX_DIRS];
+    void *offs[CF__WRITER_MAX_DIRS], *lens[CF__WRITER_MAX_DIRS]; /* tag arrays */
     uint16_t *bps, *fmt, *extra;
     uint16_t geokeys[16];
     double scale[3], tie[6], mtx[16];
@@ -824,11 +976,13 @@ typedef struct w_layout {
     uint16_t ycbcr_sub[2];
     uint32_t ref_bw[12];   /* ReferenceBlackWhite: 6 rationals */
     uint32_t lerc[2];      /* LercParameters: version, layer */
-    uint32_t dims[CF__WRITER_MAX_LEVELS][3]; /* width, height, tile size */
+    uint16_t mask16[5];    /* a mask's bits, compression, photometric, spp, format */
+    uint32_t mask_sub[2];  /* its NewSubfileType: full resolution, overview */
+    uint32_t dims[CF__WRITER_MAX_DIRS][3]; /* width, height, tile size */
 } w_layout;
 
-static void layout_free(w_layout *y, int nlev) {
-    for (int l = 0; l < nlev; l++) {
+static void layout_free(w_layout *y, int ndir) {
+    for (int l = 0; l < ndir; l++) {
         free(y->offs[l]);
         free(y->lens[l]);
     }
@@ -838,9 +992,36 @@ static void layout_free(w_layout *y, int nlev) {
     free(y->meta);
 }
 
-/* Directory of level l; the tile arrays come later (the same size). */
-static cf_status make_ifd(cf_writer *w, w_layout *y, int l, int big, cf_error *err) {
-    cf__ifd_out *d = &y->ifd[l];
+/* Directory k, the mask of level l (GDAL's tags for it); the tile arrays
+ * come later. */
+static cf_status make_mask_ifd(cf_writer *w, w_layout *y, int k, int l, int big,
+                               cf_error *err) {
+    cf__ifd_out *d = &y->ifd[k];
+    w_level *L = &w->lev[l];
+    uint64_t n = (uint64_t)L->tx * L->ty;
+    uint16_t ot = big ? CF__T_LONG8 : CF__T_LONG;
+    d->n = 0;
+    CF__TRY(cf__ifd_add(d, 254, CF__T_LONG, 1, &y->mask_sub[l ? 1 : 0], err));
+    CF__TRY(cf__ifd_add(d, 256, CF__T_LONG, 1, &y->dims[k][0], err));
+    CF__TRY(cf__ifd_add(d, 257, CF__T_LONG, 1, &y->dims[k][1], err));
+    CF__TRY(cf__ifd_add(d, 258, CF__T_SHORT, 1, &y->mask16[0], err));
+    CF__TRY(cf__ifd_add(d, 259, CF__T_SHORT, 1, &y->mask16[1], err));
+    CF__TRY(cf__ifd_add(d, 262, CF__T_SHORT, 1, &y->mask16[2], err));
+    CF__TRY(cf__ifd_add(d, 277, CF__T_SHORT, 1, &y->mask16[3], err));
+    CF__TRY(cf__ifd_add(d, 284, CF__T_SHORT, 1, &y->mask16[3], err));
+    CF__TRY(cf__ifd_add(d, 322, CF__T_LONG, 1, &y->dims[k][2], err));
+    CF__TRY(cf__ifd_add(d, 323, CF__T_LONG, 1, &y->dims[k][2], err));
+    CF__TRY(cf__ifd_add(d, 324, ot, n, y->offs[k], err));
+    CF__TRY(cf__ifd_add(d, 325, ot, n, y->lens[k], err));
+    return cf__ifd_add(d, 339, CF__T_SHORT, 1, &y->mask16[4], err);
+}
+
+/* Directory k, of level l (its image, or with `mask` its mask's); the
+ * tile arrays come later (the same size). */
+static cf_status make_ifd(cf_writer *w, w_layout *y, int k, int big, cf_error *err) {
+    int l, mask;
+    dir_of(w, k, &l, &mask);
+    cf__ifd_out *d = &y->ifd[k];
     w_level *L = &w->lev[l];
     const uint32_t nb = w->o.bands;
     uint64_t n = (uint64_t)L->tx * L->ty;
@@ -854,29 +1035,30 @@ static cf_status make_ifd(cf_writer *w, w_layout *y, int l, int big, cf_error *e
     y->one16[4] = w->p.predictor;
     y->one32[0] = 0;
     y->one32[1] = 1;
-    uint32_t (*dims)[3] = y->dims;
-    dims[l][0] = L->w;
-    dims[l][1] = L->h;
-    dims[l][2] = w->o.tile_size;
-    free(y->offs[l]);
-    free(y->lens[l]);
-    y->offs[l] = cf__calloc(n ? n : 1, big ? 8 : 4);
-    y->lens[l] = cf__calloc(n ? n : 1, big ? 8 : 4);
-    if (!y->offs[l] || !y->lens[l]) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+    uint32_t *dims = y->dims[k];
+    dims[0] = L->w;
+    dims[1] = L->h;
+    dims[2] = w->o.tile_size;
+    free(y->offs[k]);
+    free(y->lens[k]);
+    y->offs[k] = cf__calloc(n ? n : 1, big ? 8 : 4);
+    y->lens[k] = cf__calloc(n ? n : 1, big ? 8 : 4);
+    if (!y->offs[k] || !y->lens[k]) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+    if (mask) return make_mask_ifd(w, y, k, l, big, err);
     uint16_t ot = big ? CF__T_LONG8 : CF__T_LONG;
     CF__TRY(cf__ifd_add(d, 254, CF__T_LONG, 1, &y->one32[l ? 1 : 0], err));
-    CF__TRY(cf__ifd_add(d, 256, CF__T_LONG, 1, &dims[l][0], err));
-    CF__TRY(cf__ifd_add(d, 257, CF__T_LONG, 1, &dims[l][1], err));
+    CF__TRY(cf__ifd_add(d, 256, CF__T_LONG, 1, &dims[0], err));
+    CF__TRY(cf__ifd_add(d, 257, CF__T_LONG, 1, &dims[1], err));
     CF__TRY(cf__ifd_add(d, 258, CF__T_SHORT, nb, y->bps, err));
     CF__TRY(cf__ifd_add(d, 259, CF__T_SHORT, 1, &y->one16[0], err));
     CF__TRY(cf__ifd_add(d, 262, CF__T_SHORT, 1, &y->one16[1], err));
     CF__TRY(cf__ifd_add(d, 277, CF__T_SHORT, 1, &y->one16[2], err));
     CF__TRY(cf__ifd_add(d, 284, CF__T_SHORT, 1, &y->one16[3], err));
     if (w->p.predictor != 1) CF__TRY(cf__ifd_add(d, 317, CF__T_SHORT, 1, &y->one16[4], err));
-    CF__TRY(cf__ifd_add(d, 322, CF__T_LONG, 1, &dims[l][2], err));
-    CF__TRY(cf__ifd_add(d, 323, CF__T_LONG, 1, &dims[l][2], err));
-    CF__TRY(cf__ifd_add(d, 324, ot, n, y->offs[l], err));
-    CF__TRY(cf__ifd_add(d, 325, ot, n, y->lens[l], err));
+    CF__TRY(cf__ifd_add(d, 322, CF__T_LONG, 1, &dims[2], err));
+    CF__TRY(cf__ifd_add(d, 323, CF__T_LONG, 1, &dims[2], err));
+    CF__TRY(cf__ifd_add(d, 324, ot, n, y->offs[k], err));
+    CF__TRY(cf__ifd_add(d, 325, ot, n, y->lens[k], err));
     /* samples past the colour ones are extra: unspecified (0), not alpha,
      * since nothing says they are (a 4th WEBP band is RGBA to libwebp) */
     uint32_t colour = w->p.photometric == 2 || w->p.photometric == 6 ? 3 : 1;
@@ -928,6 +1110,10 @@ static cf_status fill_common(cf_writer *w, w_layout *y, cf_error *err) {
     memcpy(y->ref_bw, rbw, sizeof rbw);
     y->lerc[0] = 4; /* libtiff's LERC_VERSION_2_4 */
     y->lerc[1] = w->p.lerc_sub;
+    const uint16_t m16[5] = {1, 8, 4, 1, 1};
+    memcpy(y->mask16, m16, sizeof m16);
+    y->mask_sub[0] = 4; /* a mask */
+    y->mask_sub[1] = 5; /* a mask of a reduced-resolution image */
     double *g = w->gt;
     y->scale[0] = g[1];
     y->scale[1] = -g[5];
@@ -964,30 +1150,40 @@ static cf_status make_header(cf_writer *w, uint8_t **hdr_out, uint64_t *head_out
     w_layout *y = cf__calloc(1, sizeof *y);
     if (!y) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
     cf_status st = fill_common(w, y, err);
+    const int nd = ndirs(w);
     uint64_t data = 0;
     for (int l = 0; l < w->nlev; l++)
-        for (size_t i = 0; i < (size_t)w->lev[l].tx * w->lev[l].ty; i++) data += w->lev[l].len[i];
+        for (size_t i = 0; i < (size_t)w->lev[l].tx * w->lev[l].ty; i++)
+            data += w->lev[l].len[i] + (w->o.mask ? w->lev[l].mlen[i] : 0);
     int big = 0;
     uint64_t head = 0;
     for (int pass = 0; !st && pass < 2; pass++) {
         head = big ? 16 : 8;
-        for (int l = 0; !st && l < w->nlev; l++) {
-            st = make_ifd(w, y, l, big, err);
-            y->ifd_at[l] = head;
-            y->ifd_size[l] = cf__ifd_size(&y->ifd[l], big);
-            head += y->ifd_size[l];
+        for (int k = 0; !st && k < nd; k++) {
+            st = make_ifd(w, y, k, big, err);
+            y->ifd_at[k] = head;
+            y->ifd_size[k] = cf__ifd_size(&y->ifd[k], big);
+            head += y->ifd_size[k];
         }
         if (big || head + data < ((uint64_t)1 << 32) - 1) break;
         big = 1; /* 4 GiB or more: BigTIFF */
     }
-    /* Tile data: the smallest overview first, full resolution last. */
+    /* Tile data: the smallest overview first, full resolution last; each
+     * mask tile right after its image tile (GDAL's
+     * MASK_INTERLEAVED_WITH_IMAGERY).  Directory l is level l's image,
+     * and with `mask`, l + 1 (level 0) or nlev - 1 + l its mask's. */
     uint64_t at = head;
     for (int l = w->nlev - 1; !st && l >= 0; l--) {
         w_level *L = &w->lev[l];
+        int ki = l ? (w->o.mask ? l + 1 : l) : 0, km = l ? w->nlev + l : 1;
         for (size_t i = 0; i < (size_t)L->tx * L->ty; i++) {
-            put_arr(y->offs[l], big, i, L->len[i] ? at : 0);
-            put_arr(y->lens[l], big, i, L->len[i]);
+            put_arr(y->offs[ki], big, i, L->len[i] ? at : 0);
+            put_arr(y->lens[ki], big, i, L->len[i]);
             at += L->len[i];
+            if (!w->o.mask) continue;
+            put_arr(y->offs[km], big, i, L->mlen[i] ? at : 0);
+            put_arr(y->lens[km], big, i, L->mlen[i]);
+            at += L->mlen[i];
         }
     }
     uint8_t *hdr = st ? NULL : cf__malloc((size_t)head);
@@ -1003,11 +1199,11 @@ static cf_status make_header(cf_writer *w, uint8_t **hdr_out, uint64_t *head_out
             hdr[2] = 42;
             hdr[4] = 8;
         }
-        for (int l = 0; l < w->nlev; l++)
-            cf__ifd_write(&y->ifd[l], big, y->ifd_at[l],
-                          l + 1 < w->nlev ? y->ifd_at[l + 1] : 0, hdr + y->ifd_at[l]);
+        for (int k = 0; k < nd; k++)
+            cf__ifd_write(&y->ifd[k], big, y->ifd_at[k], k + 1 < nd ? y->ifd_at[k + 1] : 0,
+                          hdr + y->ifd_at[k]);
     }
-    layout_free(y, w->nlev);
+    layout_free(y, nd);
     free(y);
     if (st) {
         free(hdr);
@@ -1031,8 +1227,12 @@ static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err
     uint64_t at = head;
     for (int l = w->nlev - 1; !st && l >= 0; l--) {
         w_level *L = &w->lev[l];
-        for (size_t i = 0; !st && i < (size_t)L->tx * L->ty; i++) {
-            size_t n = (size_t)L->len[i];
+        /* each tile, then its mask: 2i its image, 2i + 1 its mask */
+        const size_t per = w->o.mask ? 2 : 1;
+        for (size_t j = 0; !st && j < (size_t)L->tx * L->ty * per; j++) {
+            size_t i = j / per;
+            const int m = (int)(j % per);
+            size_t n = (size_t)(m ? L->mlen : L->len)[i];
             if (!n) continue;
             if (n > cap) {
                 free(buf);
@@ -1043,7 +1243,7 @@ static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err
                     break;
                 }
             }
-            st = pread_all(w->spool_fd, buf, n, L->off[i], w->spool_path, err);
+            st = pread_all(w->spool_fd, buf, n, (m ? L->moff : L->off)[i], w->spool_path, err);
             if (!st) st = pwrite_all(fd, buf, n, at, tmp, err);
             at += n;
         }

@@ -93,7 +93,8 @@ class Writer(_Finishing):
     tile_size=512, compression="deflate", level=0, predictor=None,
     overviews="auto", overview_resampling="average", nodata=None,
     descriptions=None, scales=None, offsets=None, max_error=0.0,
-    quality=None, lossless=False, photometric=None, io=None, part_size=0)
+    quality=None, lossless=False, photometric=None, io=None, part_size=0,
+    mask=False)
 
     path: a local file, or an object: s3://bucket/key, gs://bucket/key,
     az://container/blob or https://ACCOUNT.blob.core.windows.net/c/blob,
@@ -125,7 +126,13 @@ class Writer(_Finishing):
     most n.  overview_resampling: "average" (nodata and NaN left out, as
     gdaladdo -r average), "nearest" or "mode" (class maps).  nodata: a
     number, written as GDAL_NODATA.  descriptions, scales, offsets: one
-    per band, as GDAL's band descriptions and scale/offset.
+    per band, as GDAL's band descriptions and scale/offset.  mask: an
+    internal mask band (GDAL's per-dataset mask, as `gdal_translate -mask`
+    or GDAL_TIFF_INTERNAL_MASK write it: 1 bit a pixel, DEFLATE), given
+    per tile by write_tile(..., mask=) or write(..., mask=); a tile written
+    without one is all valid, a tile never written is not.  Its overviews
+    are GDAL's: the mask resampled as the image (average: valid where any
+    pixel under it is), and an average leaves masked pixels out.
 
     Tiles come in any order through write_tile, or whole tile-aligned
     windows through write; tiles never written are sparse (read as
@@ -148,7 +155,7 @@ class Writer(_Finishing):
                  max_error: float = 0.0, quality: Optional[int] = None,
                  lossless: bool = False,
                  photometric: Optional[str] = None, io: Any = None,
-                 part_size: int = 0) -> None:
+                 part_size: int = 0, mask: bool = False) -> None:
         if isinstance(like, Grid):
             grid = like if grid is None else grid
         elif like is not None:
@@ -195,6 +202,7 @@ class Writer(_Finishing):
         self.width, self.height = int(width), int(height)
         self.tile_size = int(tile_size)
         self.path = os.fspath(path)
+        self.mask = bool(mask)
         # a grid's own size is not the writer's: only its CRS and transform
         self._c: Optional[_Writer] = _Writer(
             path, self.width, self.height, self.bands, _DTYPES[dt.name],
@@ -205,7 +213,7 @@ class Writer(_Finishing):
             None if scales is None else [float(v) for v in scales],
             None if offsets is None else [float(v) for v in offsets],
             layer, float(max_error), 0 if quality is None else int(quality),
-            bool(lossless), _PHOTOMETRIC[ph], io, int(part_size))
+            bool(lossless), _PHOTOMETRIC[ph], io, int(part_size), self.mask)
 
     @property
     def tiles(self) -> Tuple[int, int]:
@@ -236,16 +244,46 @@ class Writer(_Finishing):
                                 a.dtype, self.dtype))
         return np.ascontiguousarray(a)
 
-    def write_tile(self, tx: int, ty: int, array: Any) -> None:
-        """Tile (tx, ty): an array (bands, h, w) (or (h, w) for one band)
-        of the writer's dtype, h and w the tile's clipped size."""
-        self._open().write_tile(int(tx), int(ty), self._array(array))
+    def _mask(self, mask: Any, shape: Tuple[int, ...]) -> Optional[np.ndarray]:
+        """mask as bytes (1 valid, 0 not) of shape (h, w), or None."""
+        if mask is None:
+            return None
+        if not self.mask:
+            raise ValueError("Writer: a mask for %s, opened without one "
+                             "(Writer(..., mask=True))" % self.path)
+        m = np.asarray(mask)
+        if m.shape != shape:
+            raise ValueError("Writer: a mask of shape %s for pixels %s" % (
+                m.shape, shape))
+        return np.ascontiguousarray(m != 0, dtype=np.uint8)
 
-    def write(self, array: Any, x: int = 0, y: int = 0) -> None:
+    def write_tile(self, tx: int, ty: int, array: Any,
+                   mask: Any = None) -> None:
+        """Tile (tx, ty): an array (bands, h, w) (or (h, w) for one band)
+        of the writer's dtype, h and w the tile's clipped size; mask (h, w)
+        (true or non-zero: valid), for a writer opened with mask=True."""
+        a = self._array(array)
+        m = self._mask(mask, a.shape[1:])
+        if m is None:
+            self._open().write_tile(int(tx), int(ty), a)
+        else:
+            self._open().write_tile(int(tx), int(ty), a, m)
+
+    def write(self, array: Any, x: int = 0, y: int = 0,
+              mask: Any = None) -> None:
         """Every tile of the window (x, y, w, h) of array (bands, h, w):
         x and y on tile corners, w and h whole tiles or up to the image's
-        edge (a whole image is write(array))."""
+        edge (a whole image is write(array)).  mask: (h, w), true or
+        non-zero where valid (a writer opened with mask=True); a numpy
+        masked array gives its own (a pixel valid where no band of it is
+        masked) when mask is None."""
+        if mask is None and isinstance(array, np.ma.MaskedArray) and self.mask:
+            mm = np.ma.getmaskarray(array)
+            mask = ~(mm.any(axis=0) if mm.ndim == 3 else mm)
+        if isinstance(array, np.ma.MaskedArray):
+            array = array.data
         a = self._array(array)
+        m = self._mask(mask, a.shape[1:])
         t = self.tile_size
         h, w = a.shape[1:]
         if x % t or y % t:
@@ -261,18 +299,26 @@ class Writer(_Finishing):
         for ty in range(y // t, (y + h + t - 1) // t):
             for tx in range(x // t, (x + w + t - 1) // t):
                 x0, y0, tw, th = self.tile_window(tx, ty)
-                wr.write_tile(tx, ty, np.ascontiguousarray(
-                    a[:, y0 - y:y0 - y + th, x0 - x:x0 - x + tw]))
+                px = np.ascontiguousarray(a[:, y0 - y:y0 - y + th, x0 - x:x0 - x + tw])
+                if m is None:
+                    wr.write_tile(tx, ty, px)
+                else:
+                    wr.write_tile(tx, ty, px, np.ascontiguousarray(
+                        m[y0 - y:y0 - y + th, x0 - x:x0 - x + tw]))
 
 
 
-def write(path: StrPath, array: Any, **kwargs: Any) -> None:
+def write(path: StrPath, array: Any, mask: Any = None, **kwargs: Any) -> None:
     """Write array (bands, h, w) or (h, w) as a COG at path: Writer's
     keyword arguments (grid=, like=, compression=, nodata=, ...); the size,
-    band count and dtype come from the array."""
-    a = np.asarray(array)
+    band count and dtype come from the array.  mask (h, w), true or
+    non-zero where valid, is written as an internal mask band; so is a
+    numpy masked array's mask (a pixel valid where no band is masked)."""
+    masked = isinstance(array, np.ma.MaskedArray)
+    a = np.asarray(array.data if masked else array)
     if a.ndim == 2:
         a = a[None]
+    kwargs.setdefault("mask", mask is not None or masked)
     with Writer(path, a.shape[2], a.shape[1], a.shape[0], a.dtype,
                 **kwargs) as w:
-        w.write(a)
+        w.write(array if masked and mask is None else a, mask=mask)

@@ -337,6 +337,42 @@ def test_s3_write_matches_local(moto, s3proxy, clean_env, image, local, tmp_path
     assert s3_open_uploads(moto) == []
 
 
+def ring_mask():
+    """A mask with holes, not aligned to tiles."""
+    y, x = np.mgrid[0:H, 0:W]
+    return ((x - W / 2) ** 2 + (y - H / 2) ** 2 < (H / 2.2) ** 2) & ((x // 7 + y // 5) % 3 != 0)
+
+
+@pytest.mark.parametrize("store", ["s3", "az"])
+def test_masked_write_matches_local(moto, s3proxy, azurite, azproxy, clean_env, image,
+                                    tmp_path, store):
+    """An internal mask goes up with its tiles (each mask tile after its
+    image tile, the mask's overviews made on the way): the object is the
+    local file's bytes, tiles written in reverse order, and GDAL reads
+    the mask back."""
+    m = ring_mask()
+    ref = tmp_path / "masked.tif"
+    cogfeed.write(ref, image, mask=m, grid=grid(), compression="deflate")
+    if store == "s3":
+        s3_env(clean_env, moto, s3proxy)
+        url = "s3://out/dir/masked.tif"
+    else:
+        az_env(clean_env, azproxy)
+        url = "az://out/masked.tif"
+    with cogfeed.Writer(url, W, H, 1, "float32", grid=grid(), compression="deflate",
+                        io=fast_io(), part_size=PART, mask=True) as w:
+        tiles = [(tx, ty) for ty in range(w.tiles[1]) for tx in range(w.tiles[0])]
+        for tx, ty in reversed(tiles):
+            x, y, tw, th = w.tile_window(tx, ty)
+            w.write_tile(tx, ty, image[:, y:y + th, x:x + tw], mask=m[y:y + th, x:x + tw])
+    data = s3_get(moto, "dir/masked.tif") if store == "s3" else az_get(azurite, "masked.tif")
+    assert data is not None, "no object " + url
+    check_cog(data, ref.read_bytes(), image, tmp_path)
+    with rasterio.open(tmp_path / "downloaded.tif") as r:
+        np.testing.assert_array_equal(r.read_masks(1), np.where(m, 255, 0))
+        assert len(r.overviews(1)) >= 2
+
+
 def write_tiles(w, image, order):
     tiles = [(tx, ty) for ty in range(w.tiles[1]) for tx in range(w.tiles[0])]
     for tx, ty in (reversed(tiles) if order == "reverse" else tiles):

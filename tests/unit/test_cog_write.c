@@ -1,8 +1,9 @@
 /*
  * test_cog_write.c - cf_writer written and read back by cogfeed's own
  * reader, in C (so that the sanitizer builds run the writer): pixels,
- * overview levels, nodata and the EPSG code; sparse tiles; the writer's
- * refusals; abort leaving nothing behind.
+ * overview levels, nodata and the EPSG code; sparse tiles; the internal
+ * mask band and its overviews; the writer's refusals; abort leaving
+ * nothing behind.
  * (GDAL's reading of the same files: tests/python/test_writer.py.)
  */
 #include "cf_test.h"
@@ -195,8 +196,106 @@ static void test_stitcher(void) {
     free(b);
 }
 
+/* Whether pixel (x, y) of the masked test image is valid. */
+static int valid_at(uint32_t x, uint32_t y) { return (x / 3 + y / 5) % 2 == 0; }
+
+/* An internal mask: each tile's given mask read back at full resolution,
+ * a tile written without one all valid, one never written not valid; the
+ * first overview's mask valid where any of its 2 x 2 pixels is, its
+ * average of the valid pixels only (odd and even sizes; NEAREST's masks
+ * come straight from the full resolution: the Python tests against GDAL
+ * check those). */
+static void test_mask(uint32_t W, uint32_t H) {
+    cf_error err;
+    char path[256];
+    snprintf(path, sizeof path, "%s/mask_%u.tif", dir, W);
+    const uint32_t T = 32;
+    cf_writer_options o;
+    cf_writer_options_init(&o);
+    o.width = W;
+    o.height = H;
+    o.bands = 2;
+    o.dtype = CF_DT_U16;
+    o.tile_size = T;
+    o.mask = 1;
+    cf_writer *w = NULL;
+    CHECK(cf_writer_open(path, &o, &w, &err) == CF_OK);
+    if (!w) return;
+    uint32_t tx_n = 0, ty_n = 0;
+    cf_writer_tiles(w, &tx_n, &ty_n);
+    uint16_t buf[2 * 32 * 32];
+    uint8_t m[32 * 32];
+    for (uint32_t ty = 0; ty < ty_n; ty++)
+        for (uint32_t tx = 0; tx < tx_n; tx++) {
+            uint32_t tw, th;
+            tile_data(tx, ty, T, W, H, buf, &tw, &th);
+            for (uint32_t y = 0; y < th; y++)
+                for (uint32_t x = 0; x < tw; x++) m[y * tw + x] = valid_at(tx * T + x, ty * T + y) ? 7 : 0;
+            size_t n = (size_t)2 * tw * th * 2;
+            if (tx == 1 && ty == 0) CHECK(cf_writer_write_tile(w, tx, ty, buf, n, &err) == CF_OK);
+            else if (!(tx == 0 && ty == 1))
+                CHECK(cf_writer_write_tile_masked(w, tx, ty, buf, n, m, &err) == CF_OK);
+        }
+    CHECK(cf_writer_close(w, &err) == CF_OK);
+    cf_cog *cog = NULL;
+    CHECK(cf_cog_open(NULL, path, &cog, &err) == CF_OK);
+    if (!cog) return;
+    uint8_t *mk = malloc((size_t)W * H);
+    CHECK(cf_cog_read_mask(cog, 0, 0, 0, W, H, mk, (size_t)W * H, &err) == CF_OK);
+    int bad = 0;
+    for (uint32_t y = 0; y < H; y++)
+        for (uint32_t x = 0; x < W; x++) {
+            uint32_t tx = x / T, ty = y / T;
+            int want = tx == 1 && ty == 0 ? 255 : tx == 0 && ty == 1 ? 0
+                       : valid_at(x, y) ? 255 : 0;
+            bad += mk[(size_t)y * W + x] != want;
+        }
+    CHECK(bad == 0);
+    /* level 1, away from the special tiles: rows and columns 2T.. */
+    const uint32_t w1 = (W + 1) / 2, h1 = (H + 1) / 2;
+    uint8_t *m1 = malloc((size_t)w1 * h1);
+    uint16_t *v1 = malloc((size_t)2 * w1 * h1 * 2);
+    CHECK(cf_cog_read_mask(cog, 1, 0, 0, w1, h1, m1, (size_t)w1 * h1, &err) == CF_OK);
+    CHECK(cf_cog_read(cog, 1, 0, 0, w1, h1, NULL, 0, v1, (size_t)2 * w1 * h1 * 2, &err) == CF_OK);
+    bad = 0;
+    int checked = 0;
+    for (uint32_t y = T; W % 2 == 0 && H % 2 == 0 && y < h1; y++)
+        for (uint32_t x = T; x < w1; x++) {
+            double sum = 0;
+            int n = 0;
+            for (uint32_t dy = 0; dy < 2; dy++)
+                for (uint32_t dx = 0; dx < 2; dx++)
+                    if (valid_at(2 * x + dx, 2 * y + dy)) {
+                        sum += px(0, (int)(2 * x + dx), (int)(2 * y + dy));
+                        n++;
+                    }
+            bad += m1[(size_t)y * w1 + x] != (n ? 255 : 0);
+            uint16_t want = n ? (uint16_t)(sum / n + 0.5) : 0;
+            bad += v1[(size_t)y * w1 + x] != want;
+            checked++;
+        }
+    CHECK(bad == 0);
+    CHECK(W % 2 || H % 2 || checked > 0);
+    /* a mask for a writer opened without one */
+    o.mask = 0;
+    char plain[300];
+    snprintf(plain, sizeof plain, "%s/plain.tif", dir);
+    CHECK(cf_writer_open(plain, &o, &w, &err) == CF_OK);
+    CHECK(cf_writer_write_tile_masked(w, 0, 0, buf, (size_t)2 * T * T * 2, m, &err) == CF_E_ARG);
+    cf_writer_abort(w);
+    o.mask = 2;
+    CHECK(cf_writer_open(plain, &o, &w, &err) == CF_E_ARG && !w);
+    cf_cog_close(cog);
+    free(mk);
+    free(m1);
+    free(v1);
+    unlink(path);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
+    test_mask(200, 136);
+    test_mask(201, 137);
     test_round_trip(1);
     test_round_trip(8);
     test_round_trip(50000);
