@@ -686,6 +686,23 @@ static cf_status have_tile(cf_writer *w, uint32_t ty, size_t i, cf_error *err) {
     return st;
 }
 
+/* n samples of es bytes from s into d, px bytes apart: copies of a
+ * constant size, which the compiler turns into moves (a memcpy call per
+ * sample took a fifth of a JPEG tile's time). */
+static void interleave(uint8_t *d, size_t px, const uint8_t *s, uint32_t n, size_t es) {
+#define IL(E)                                                                                  \
+    for (uint32_t x = 0; x < n; x++) memcpy(d + x * px, s + (size_t)x * (E), (E));             \
+    return;
+    switch (es) {
+    case 1: IL(1)
+    case 2: IL(2)
+    case 4: IL(4)
+    case 8: IL(8)
+    default: IL(es)
+    }
+#undef IL
+}
+
 /* cf_writer_write_tile(_masked): mask NULL is all valid. */
 static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
                             size_t size, const uint8_t *mask, cf_error *err) {
@@ -718,8 +735,7 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
             const uint8_t *s = src + ((size_t)b * th + y) * tw * es;
             uint8_t *d = w->tile + ((size_t)y * T) * w->px + b * es;
             if (nb == 1) memcpy(d, s, (size_t)tw * es);
-            else
-                for (uint32_t x = 0; x < tw; x++) memcpy(d + x * w->px, s + x * es, es);
+            else interleave(d, w->px, s, tw, es);
         }
     if (w->o.mask) cf__mask_pack(mask, tw, tw, th, T, w->mtile);
     st = put_tile(w, 0, tx, ty, err);
