@@ -174,11 +174,17 @@ static PyObject *Writer_write_tile(WriterObject *self, PyObject *args) {
     Py_buffer buf, mbuf = {0};
     PyObject *mask_o = Py_None;
     if (!PyArg_ParseTuple(args, "IIy*|O", &tx, &ty, &buf, &mask_o)) return NULL;
-    if (mask_o != Py_None && PyObject_GetBuffer(mask_o, &mbuf, PyBUF_SIMPLE) < 0) {
+    if (mask_o != Py_None &&
+        PyObject_GetBuffer(mask_o, &mbuf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyBuffer_Release(&buf);
         return NULL;
     }
     int ok = need_open(self);
+    if (ok && mbuf.buf && mbuf.itemsize != 1) {
+        PyErr_Format(PyExc_ValueError, "write_tile: a mask of %zd-byte items (a byte a "
+                     "pixel: uint8 or bool)", mbuf.itemsize);
+        ok = 0;
+    }
     if (ok && mbuf.buf && (size_t)mbuf.len * self->px != (size_t)buf.len) {
         PyErr_Format(PyExc_ValueError, "write_tile: a mask of %zd bytes for a tile of %zd "
                      "pixels (a byte a pixel)", mbuf.len, buf.len / (Py_ssize_t)self->px);

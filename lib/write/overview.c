@@ -24,10 +24,10 @@
  * any type but 8-bit unsigned, leave masked pixels out as they leave
  * nodata out (0, or nodata, where none is left; never the fast path);
  * nearest, and mode of 8-bit data (GDAL's byte histogram path), take no
- * notice of it.  The mask's own overview is the mask (0 / 255) resampled
- * by the same kernel, any non-zero result valid (average: valid where any
- * pixel under it is); nearest takes it straight from the full resolution
- * (writer.c).
+ * notice of it.  The mask's own overview (writer.c): average, valid
+ * where any pixel of the window is, however little of it the window
+ * covers; mode, the mask (0 / 255) by the same kernel; nearest, straight
+ * from the full resolution.
  */
 #include "write_internal.h"
 

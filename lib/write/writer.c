@@ -826,7 +826,18 @@ static cf_status feed(cf_writer *w, int l, const uint8_t *row, const uint8_t *mr
         uint8_t *mo = mrow ? L->macc + (size_t)L->acc_rows * L->w : NULL;
         if (mo && L->mnear) { /* made from level 0 (near0) */
             memcpy(mo, L->mnear + (size_t)(j % CF__RING) * L->w, L->w);
-        } else if (mo) { /* the mask by the same kernel; any non-zero is valid */
+        } else if (mo && kind == CF__OV_AVERAGE) {
+            /* valid where any pixel of the window is, however little of
+             * it the window covers (GDAL's: a weighted mean of 0 / 255
+             * rounded would lose a lone valid edge pixel) */
+            for (uint32_t x = 0; x < L->w; x++) {
+                uint8_t any = 0;
+                for (uint32_t r = 0; r < n && !any; r++)
+                    for (uint32_t k = L->ax.x0[x]; k < L->ax.x1[x] && !any; k++)
+                        any = mrows[r][k];
+                mo[x] = any ? 255 : 0;
+            }
+        } else if (mo) { /* mode: the mask's own, the same tie rule */
             cf__ov_row(kind, CF_DT_U8, 1, mrows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, mo, 0, 0,
                        L->mring + (size_t)near * up->w, NULL);
             for (uint32_t x = 0; x < L->w; x++) mo[x] = mo[x] ? 255 : 0;
@@ -1186,8 +1197,9 @@ static cf_status make_header(cf_writer *w, uint8_t **hdr_out, uint64_t *head_out
     }
     /* Tile data: the smallest overview first, full resolution last; each
      * mask tile right after its image tile (GDAL's
-     * MASK_INTERLEAVED_WITH_IMAGERY).  Directory l is level l's image,
-     * and with `mask`, l + 1 (level 0) or nlev - 1 + l its mask's. */
+     * MASK_INTERLEAVED_WITH_IMAGERY).  Level l's image is directory l
+     * (with `mask`: 0, or l + 1 for an overview), its mask's directory 1
+     * (level 0) or nlev + l (dir_of's order). */
     uint64_t at = head;
     for (int l = w->nlev - 1; !st && l >= 0; l--) {
         w_level *L = &w->lev[l];

@@ -257,11 +257,31 @@ class Writer(_Finishing):
                 m.shape, shape))
         return np.ascontiguousarray(m != 0, dtype=np.uint8)
 
+    def _split(self, array: Any, mask: Any) -> Tuple[Any, Any]:
+        """(data, mask) of array: a numpy masked array's data, and its mask
+        when none is given (a pixel valid where no band of it is masked);
+        masked pixels for a writer without a mask are refused, not written
+        as data."""
+        if not isinstance(array, np.ma.MaskedArray):
+            return array, mask
+        if mask is None:
+            mm = np.ma.getmaskarray(array)
+            bad = mm.any(axis=0) if mm.ndim == 3 else mm
+            if bad.any() and not self.mask:
+                raise ValueError(
+                    "Writer: a masked array with %d masked pixels for %s, "
+                    "opened without a mask (Writer(..., mask=True), or "
+                    "array.filled(nodata))" % (int(bad.sum()), self.path))
+            mask = ~bad if self.mask else None
+        return array.data, mask
+
     def write_tile(self, tx: int, ty: int, array: Any,
                    mask: Any = None) -> None:
         """Tile (tx, ty): an array (bands, h, w) (or (h, w) for one band)
         of the writer's dtype, h and w the tile's clipped size; mask (h, w)
-        (true or non-zero: valid), for a writer opened with mask=True."""
+        (true or non-zero: valid), for a writer opened with mask=True; a
+        numpy masked array brings its own (see write)."""
+        array, mask = self._split(array, mask)
         a = self._array(array)
         m = self._mask(mask, a.shape[1:])
         if m is None:
@@ -276,12 +296,9 @@ class Writer(_Finishing):
         edge (a whole image is write(array)).  mask: (h, w), true or
         non-zero where valid (a writer opened with mask=True); a numpy
         masked array gives its own (a pixel valid where no band of it is
-        masked) when mask is None."""
-        if mask is None and isinstance(array, np.ma.MaskedArray) and self.mask:
-            mm = np.ma.getmaskarray(array)
-            mask = ~(mm.any(axis=0) if mm.ndim == 3 else mm)
-        if isinstance(array, np.ma.MaskedArray):
-            array = array.data
+        masked) when mask is None; on a writer without a mask, a masked
+        array with masked pixels is refused (ValueError)."""
+        array, mask = self._split(array, mask)
         a = self._array(array)
         m = self._mask(mask, a.shape[1:])
         t = self.tile_size
@@ -313,12 +330,15 @@ def write(path: StrPath, array: Any, mask: Any = None, **kwargs: Any) -> None:
     keyword arguments (grid=, like=, compression=, nodata=, ...); the size,
     band count and dtype come from the array.  mask (h, w), true or
     non-zero where valid, is written as an internal mask band; so is a
-    numpy masked array's mask (a pixel valid where no band is masked)."""
+    numpy masked array's mask (a pixel valid where no band is masked)
+    when mask is None; mask=False writes a masked array's data with no
+    mask band."""
     masked = isinstance(array, np.ma.MaskedArray)
+    if mask is False:
+        array, mask, masked = np.ma.getdata(array), None, False
     a = np.asarray(array.data if masked else array)
     if a.ndim == 2:
         a = a[None]
-    kwargs.setdefault("mask", mask is not None or masked)
     with Writer(path, a.shape[2], a.shape[1], a.shape[0], a.dtype,
-                **kwargs) as w:
+                mask=mask is not None or masked, **kwargs) as w:
         w.write(array if masked and mask is None else a, mask=mask)

@@ -86,6 +86,27 @@ def test_mask_and_overviews_equal_gdal(tmp_path, size, resampling, dtype):
                 np.testing.assert_array_equal(c.read_mask(level=k), x.read_masks(1))
 
 
+@pytest.mark.parametrize("w,h,valid", [(1999, 1, (0, 1)), (1999, 2, (0, 1)), (63, 1, (0, 1)),
+                                        (1999, 1, (0, 998)), (1999, 1999, (100, 100))])
+def test_lone_valid_pixel_at_a_window_edge(tmp_path, w, h, valid):
+    """An odd size spreads an overview pixel over source pixels it covers
+    only in part: where the only valid one is such an edge pixel, GDAL
+    still calls the overview pixel valid (a weighted mean of 0 / 255
+    rounded would lose it: the writer's first version did)."""
+    a = np.full((1, h, w), 100, np.uint8)
+    m = np.zeros((h, w), bool)
+    if valid[0] == 0:
+        m[:, valid[1]] = True       # one column
+    else:
+        m[:valid[0], :valid[1]] = True  # a block: its corner at a window edge
+    ours, ref = tmp_path / "ours.tif", tmp_path / "ref.tif"
+    cogfeed.write(ours, a, mask=m, grid=grid(w, h), tile_size=16 if h < 16 else 256)
+    with rasterio.open(ours) as x:
+        n = len(x.overviews(1))
+    gdal_reference(ref, a, m, 16 if h < 16 else 256, "average", n)
+    levels_equal(ours, ref, n)
+
+
 def test_even_size_equals_gdal_cog_driver(tmp_path):
     """On an even size the COG driver's overviews (its sizes round down,
     gdaladdo's up) are the writer's: the same levels, masks and pixels as
@@ -210,3 +231,32 @@ def test_tiles_with_and_without_masks_and_never_written(tmp_path):
         want[10, 10] = 0
         np.testing.assert_array_equal(r.read_masks(1), want)
         np.testing.assert_array_equal(r.read(), a)
+
+
+def test_masked_arrays_everywhere_and_never_dropped(tmp_path):
+    """A masked array's mask is taken by write_tile as by write; a writer
+    without a mask refuses masked pixels rather than writing the data
+    under them as valid; cogfeed.write(..., mask=False) writes the data
+    with no mask band; the binding takes only byte masks."""
+    a = np.arange(64 * 64, dtype=np.uint8).reshape(64, 64)
+    ma = np.ma.masked_array(a, mask=a < 100)
+    with cogfeed.Writer(tmp_path / "t.tif", 64, 64, 1, "uint8", tile_size=64, mask=True) as w:
+        w.write_tile(0, 0, ma)
+    with rasterio.open(tmp_path / "t.tif") as r:
+        np.testing.assert_array_equal(r.read_masks(1), np.where(a < 100, 0, 255))
+    with cogfeed.Writer(tmp_path / "n.tif", 64, 64, 1, "uint8", tile_size=32) as w:
+        with pytest.raises(ValueError, match="1600 masked pixels"):
+            w.write(ma)
+        with pytest.raises(ValueError, match="masked pixels"):
+            w.write_tile(0, 0, ma[:32, :32])
+        w.write(np.ma.masked_array(a))  # nothing masked: its data
+    with rasterio.open(tmp_path / "n.tif") as r:
+        np.testing.assert_array_equal(r.read(1), a)
+    cogfeed.write(tmp_path / "f.tif", ma, mask=False, tile_size=32)
+    with rasterio.open(tmp_path / "f.tif") as r:
+        assert all([f.name for f in b] == ["all_valid"] for b in r.mask_flag_enums)
+        np.testing.assert_array_equal(r.read(1), a)
+    w = cogfeed.Writer(tmp_path / "b.tif", 64, 64, 1, "uint8", tile_size=64, mask=True)
+    with pytest.raises(ValueError, match="2-byte items"):
+        w._c.write_tile(0, 0, a, np.ones((64, 32), np.uint16))
+    w.abort()
