@@ -1530,6 +1530,15 @@ CF_API cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
  * the image, not listed, or that came already. */
 CF_API cf_status cf_stitcher_add(cf_stitcher *st, int64_t x, int64_t y, uint32_t w, uint32_t h,
                                  const float *pred, cf_error *err);
+/* cf_stitcher_add with the validity of the patch's input: `valid` holds
+ * h x w bytes, 0 where the input had no data (the prediction there is
+ * left out of the blend; NULL: all valid).  A pixel no patch reached with
+ * valid input is written as no patch came (255 or NaN), and with the
+ * writer option `mask` (wo->mask) as not valid in the output's internal
+ * mask, which holds where some patch came with valid input. */
+CF_API cf_status cf_stitcher_add_masked(cf_stitcher *st, int64_t x, int64_t y, uint32_t w,
+                                        uint32_t h, const float *pred, const uint8_t *valid,
+                                        cf_error *err);
 /* Finish: rows of tiles some listed patch never reached are finished
  * with what came; then the writer's close.  Frees the stitcher.  Not
  * while another thread is in cf_stitcher_add (nor cf_stitcher_abort). */

@@ -296,18 +296,20 @@ static void Stitcher_dealloc(StitcherObject *self) {
 static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", "width", "height", "tile_size", "compression", "level",
                              "overviews", "grid", "channels", "blend", "overlap", "argmax",
-                             "patches", "lerc_layer", "max_error", "io", "part_size", NULL};
+                             "patches", "lerc_layer", "max_error", "io", "part_size", "mask",
+                             NULL};
     PyObject *path_o, *grid = Py_None;
     unsigned int width, height, tile, comp, channels, blend, overlap, lerc_layer = 1;
-    int level, ovr, argmax;
+    int level, ovr, argmax, mask = 0;
     double max_error = 0;
     PyObject *io_o = Py_None;
     unsigned long long part_size = 0;
     Py_buffer pb;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|IdOK", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|IdOKp", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &tile,
                                      &comp, &level, &ovr, &grid, &channels, &blend, &overlap,
-                                     &argmax, &pb, &lerc_layer, &max_error, &io_o, &part_size))
+                                     &argmax, &pb, &lerc_layer, &max_error, &io_o, &part_size,
+                                     &mask))
         return -1;
     int ok = 1;
     if (self->st) {
@@ -329,6 +331,7 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     o.lerc_layer = (uint16_t)lerc_layer;
     o.max_error = max_error;
     o.part_size = part_size;
+    o.mask = mask;
     if (ok && io_o != Py_None && !(o.io = cf__py_io_get(io_o))) ok = 0;
     cf_stitcher_options so;
     cf_stitcher_options_init(&so);
@@ -365,27 +368,41 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
 static PyObject *Stitcher_add(StitcherObject *self, PyObject *args) {
     long long x, y;
     unsigned int w, h;
-    Py_buffer buf;
-    if (!PyArg_ParseTuple(args, "LLIIy*", &x, &y, &w, &h, &buf)) return NULL;
-    if (!self->st) {
+    Py_buffer buf, vbuf = {0};
+    PyObject *valid_o = Py_None;
+    if (!PyArg_ParseTuple(args, "LLIIy*|O", &x, &y, &w, &h, &buf, &valid_o)) return NULL;
+    if (valid_o != Py_None &&
+        PyObject_GetBuffer(valid_o, &vbuf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyBuffer_Release(&buf);
-        PyErr_SetString(PyExc_ValueError, "the stitcher is closed");
         return NULL;
     }
-    if ((size_t)buf.len != (size_t)self->channels * w * h * sizeof(float)) {
+    int ok = 1;
+    if (!self->st) {
+        PyErr_SetString(PyExc_ValueError, "the stitcher is closed");
+        ok = 0;
+    } else if ((size_t)buf.len != (size_t)self->channels * w * h * sizeof(float)) {
         PyErr_Format(PyExc_ValueError, "add: %u x %u x %u float32 values needed, %zd bytes given",
                      self->channels, h, w, buf.len);
-        PyBuffer_Release(&buf);
-        return NULL;
+        ok = 0;
+    } else if (vbuf.buf && (vbuf.itemsize != 1 || (size_t)vbuf.len != (size_t)w * h)) {
+        PyErr_Format(PyExc_ValueError, "add: validity of %u x %u bytes needed (uint8 or bool), "
+                     "%zd items of %zd bytes given", h, w, vbuf.len / vbuf.itemsize,
+                     vbuf.itemsize);
+        ok = 0;
     }
-    cf_status st;
+    cf_status st = CF_OK;
     cf_error err;
     cf_stitcher *s = self->st;
-    self->busy++;
-    Py_BEGIN_ALLOW_THREADS st = cf_stitcher_add(s, x, y, w, h, buf.buf, &err);
-    Py_END_ALLOW_THREADS
-    self->busy--;
+    const uint8_t *v = vbuf.buf;
+    if (ok) {
+        self->busy++;
+        Py_BEGIN_ALLOW_THREADS st = cf_stitcher_add_masked(s, x, y, w, h, buf.buf, v, &err);
+        Py_END_ALLOW_THREADS
+        self->busy--;
+    }
     PyBuffer_Release(&buf);
+    if (vbuf.buf) PyBuffer_Release(&vbuf);
+    if (!ok) return NULL;
     if (st) return cf__py_raise(st, &err);
     Py_RETURN_NONE;
 }
@@ -415,7 +432,8 @@ static PyObject *Stitcher_abort(StitcherObject *self, PyObject *unused) {
 
 static PyMethodDef Stitcher_methods[] = {
     {"add", (PyCFunction)Stitcher_add, METH_VARARGS,
-     "add(x, y, w, h, pred): float32 channels x h x w, C order"},
+     "add(x, y, w, h, pred, valid=None): float32 channels x h x w, C order; valid: h x w "
+     "bytes, 0 where the input had no data"},
     {"close", (PyCFunction)Stitcher_close, METH_NOARGS, "close(): finish the file"},
     {"abort", (PyCFunction)Stitcher_abort, METH_NOARGS, "abort(): give up, write nothing"},
     {NULL, NULL, 0, NULL}};

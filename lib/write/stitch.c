@@ -41,6 +41,8 @@ struct cf_stitcher {
     uint32_t width, height, T, tiles_x, tiles_y;
     st_row *rows;
     float *tile;      /* one output tile, band-sequential */
+    uint8_t *mtile;   /* its mask (the writer's `mask`): some patch came
+                         with valid input there */
     double *wx;       /* scratch: a patch's weights along x, then y */
     size_t wcap;
     /* Rows' blocks of sums kept for the next rows: a fresh block of
@@ -87,6 +89,7 @@ static void free_st(cf_stitcher *st) {
     free(st->rows);
     free(st->list);
     free(st->tile);
+    free(st->mtile);
     free(st->wx);
     pthread_mutex_destroy(&st->mu);
     free(st);
@@ -139,7 +142,8 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
     cf_writer_tiles(st->w, &st->tiles_x, &st->tiles_y);
     st->rows = cf__calloc(st->tiles_y, sizeof *st->rows);
     st->tile = cf__malloc((size_t)o.bands * st->T * st->T * sizeof(float));
-    if (!st->rows || !st->tile) {
+    st->mtile = o.mask ? cf__malloc((size_t)st->T * st->T) : NULL;
+    if (!st->rows || !st->tile || (o.mask && !st->mtile)) {
         cf_writer_abort(st->w);
         free_st(st);
         return cf__err(err, CF_E_NOMEM, "stitcher: out of memory");
@@ -195,6 +199,7 @@ static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
             for (uint32_t x = 0; x < tw; x++) {
                 size_t i = (size_t)y * W + tx * T + x, o = (size_t)y * tw + x;
                 double ws = R->wsum[i];
+                if (st->mtile) st->mtile[o] = ws > 0;
                 if (st->o.argmax) {
                     uint32_t best = 0;
                     for (uint32_t c = 1; c < C; c++)
@@ -208,7 +213,8 @@ static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
                 }
             }
         size_t bytes = (size_t)(st->o.argmax ? 1 : C * sizeof(float)) * th * tw;
-        s = cf_writer_write_tile(st->w, tx, r, st->tile, bytes, err);
+        s = st->mtile ? cf_writer_write_tile_masked(st->w, tx, r, st->tile, bytes, st->mtile, err)
+                      : cf_writer_write_tile(st->w, tx, r, st->tile, bytes, err);
     }
     if (st->nspare < CF__STITCH_SPARES) st->spare[st->nspare++] = R->sum;
     else free(R->sum);
@@ -218,6 +224,11 @@ static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
 
 cf_status cf_stitcher_add(cf_stitcher *st, int64_t x, int64_t y, uint32_t w, uint32_t h,
                           const float *pred, cf_error *err) {
+    return cf_stitcher_add_masked(st, x, y, w, h, pred, NULL, err);
+}
+
+cf_status cf_stitcher_add_masked(cf_stitcher *st, int64_t x, int64_t y, uint32_t w, uint32_t h,
+                                 const float *pred, const uint8_t *valid, cf_error *err) {
     if (!st || !pred) return cf__err(err, CF_E_ARG, "stitcher: NULL argument");
     if (!w || !h || x < 0 || y < 0 || x > (int64_t)st->width || y > (int64_t)st->height ||
         w > st->width - (uint64_t)x || h > st->height - (uint64_t)y)
@@ -271,6 +282,7 @@ cf_status cf_stitcher_add(cf_stitcher *st, int64_t x, int64_t y, uint32_t w, uin
         for (int64_t yy = ya; yy < yb; yy++) {
             size_t py = (size_t)(yy - y), ry = (size_t)(yy - (int64_t)r * T);
             for (uint32_t xx = 0; xx < w; xx++) {
+                if (valid && !valid[py * w + xx]) continue; /* its input had no data */
                 double wt = wx[xx] * wy[py];
                 size_t i = ry * W + (size_t)x + xx;
                 R->wsum[i] += wt;

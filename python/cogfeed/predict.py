@@ -65,7 +65,8 @@ class Stitcher(_Finishing):
     """Stitcher(path, patches, channels, *, grid=None, like=None,
     width=None, height=None, blend="hann", overlap=0,
     output="probabilities", tile_size=512, compression="deflate",
-    level=0, overviews="auto", max_error=0.0, io=None, part_size=0)
+    level=0, overviews="auto", max_error=0.0, io=None, part_size=0,
+    mask=False)
 
     compression: as cogfeed.Writer's, "lerc_zstd" with max_error (the
     largest error per probability) included; JPEG and WEBP are refused
@@ -77,7 +78,11 @@ class Stitcher(_Finishing):
     band per channel, NaN where no patch came) or "classes" (uint8, the
     channel with the largest blended value, 255 where no patch came; its
     overviews by mode).  grid / like / width / height, and path, io and
-    part_size for an object in S3 or Azure: as cogfeed.Writer.
+    part_size for an object in S3 or Azure: as cogfeed.Writer.  add(...,
+    valid=) leaves out of the blend the pixels whose input had no data;
+    a pixel no patch reached with valid input is written as no patch
+    came, and with mask=True the output carries an internal mask band
+    (cogfeed.Writer's) that is valid where some patch did.
     """
 
     def __init__(self, path: StrPath, patches: Iterable[Sequence[int]],
@@ -88,7 +93,7 @@ class Stitcher(_Finishing):
                  tile_size: int = 512, compression: str = "deflate",
                  level: int = 0, overviews: Union[str, int] = "auto",
                  max_error: float = 0.0, io: Any = None,
-                 part_size: int = 0) -> None:
+                 part_size: int = 0, mask: bool = False) -> None:
         if like is not None and grid is None:
             grid = Grid.like(like)
         if grid is not None:
@@ -114,13 +119,15 @@ class Stitcher(_Finishing):
             int(level), -1 if overviews == "auto" else int(overviews), grid,
             self.channels, _BLEND[blend], int(overlap), output == "classes",
             np.ascontiguousarray(rects.reshape(-1)), layer, float(max_error),
-            io, int(part_size))
+            io, int(part_size), bool(mask))
 
-    def add(self, pred: Any, window: Sequence[int]) -> None:
+    def add(self, pred: Any, window: Sequence[int], valid: Any = None) -> None:
         """The prediction (channels, h, w) of window (x, y, w, h) (or a
         Loader's (file, x, y, w, h)); a torch tensor is taken too.  A
         window reaching past the image (an image smaller than a patch) is
-        cropped to it."""
+        cropped to it.  valid (h, w) (or a Loader's batch["valid"][i], (1,
+        h, w)): true or non-zero where the input had data; the rest is
+        left out of the blend."""
         if self._c is None:
             raise ValueError("Stitcher: %s is closed" % self.path)
         if hasattr(pred, "detach"):  # (bfloat16 has no numpy type)
@@ -136,14 +143,34 @@ class Stitcher(_Finishing):
             raise ValueError("Stitcher.add: a prediction (%d, >=%d, >=%d) "
                              "expected, got %s" % (self.channels, h, w,
                                                    a.shape))
-        self._c.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]))
+        if valid is None:
+            self._c.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]))
+            return
+        if hasattr(valid, "detach"):
+            valid = valid.detach().cpu().numpy()
+        v = np.asarray(valid)
+        if v.ndim == 3 and v.shape[0] == 1:  # a Loader's (1, h, w)
+            v = v[0]
+        if v.ndim != 2 or v.shape[0] < h or v.shape[1] < w:
+            raise ValueError("Stitcher.add: validity (>=%d, >=%d) expected, got %s"
+                             % (h, w, v.shape))
+        self._c.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]),
+                    np.ascontiguousarray(v[:h, :w] != 0, dtype=np.uint8))
 
-    def add_batch(self, preds: Any, windows: Sequence[Sequence[int]]) -> None:
-        """add() for each of a batch (B, channels, h, w) and its windows."""
+    def add_batch(self, preds: Any, windows: Sequence[Sequence[int]],
+                  valid: Any = None) -> None:
+        """add() for each of a batch (B, channels, h, w) and its windows
+        (and validity (B, h, w), a Loader's batch["valid"])."""
         if hasattr(preds, "detach"):
             preds = preds.detach().float().cpu().numpy()
-        for p, win in zip(preds, windows):
-            self.add(p, win)
+        if valid is None:
+            for p, win in zip(preds, windows):
+                self.add(p, win)
+            return
+        if hasattr(valid, "detach"):
+            valid = valid.detach().cpu().numpy()
+        for p, win, v in zip(preds, windows, valid):
+            self.add(p, win, v)
 
 
 
@@ -168,8 +195,8 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
             *, patch_size: int = 512, overlap: int = 64, blend: str = "hann",
             batch_size: int = 8, device: Any = None, output: str = "classes",
             progress: bool = True, compression: str = "deflate",
-            distributed: bool = False, group_timeout_s: float = 6 * 3600,
-            **loader_kwargs: Any) -> None:
+            mask: bool = False, distributed: bool = False,
+            group_timeout_s: float = 6 * 3600, **loader_kwargs: Any) -> None:
     """Run `model` over a whole image in overlapping patches and write the
     blended predictions to `out` as a COG on the image's grid: a local
     file, or an object (s3://, gs://, az://) streamed to the store as rows of
@@ -190,6 +217,12 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     model runs, and each batch's predictions are blended and finished rows
     encoded and written on a thread of their own (at most 2 batches
     behind).
+
+    mask=True: the Loader says where the input has data (valid_mask: its
+    nodata, internal masks, layers), predictions where it has none are
+    left out of the blend, those pixels are written as no patch came (255
+    or NaN), and `out` carries an internal mask band that is valid where
+    the input had data (cogfeed.Writer(mask=True)).
 
     distributed=True, under torchrun (torch.distributed initialised, world
     size N), every rank calls predict with the same arguments: the rows of output
@@ -221,6 +254,11 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     if output not in ("probabilities", "classes"):
         raise ValueError("predict: output %r: 'probabilities' or 'classes'"
                          % (output,))
+    if mask:
+        if loader_kwargs.get("valid_mask") is False:
+            raise ValueError("predict: mask=True reads the input's validity "
+                             "(valid_mask=False given)")
+        loader_kwargs = dict(loader_kwargs, valid_mask=True)
 
     src = os.fspath(inputs)
     with _open(src) as cog:
@@ -243,13 +281,13 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
                        dist.get_world_size(),
                        patch_size=patch_size, overlap=overlap, blend=blend,
                        batch_size=batch_size, device=device, output=output,
-                       progress=progress, compression=compression,
+                       progress=progress, compression=compression, mask=mask,
                        loader_kwargs=loader_kwargs, timeout_s=group_timeout_s)
         return
     _run(model, src, out, grid, windows, patch_size=patch_size,
          overlap=overlap, blend=blend, batch_size=batch_size, device=device,
          output=output, progress=progress, compression=compression,
-         loader_kwargs=loader_kwargs)
+         mask=mask, loader_kwargs=loader_kwargs)
 
 
 def _clip(r: Rect, grid: Grid) -> Rect:
@@ -263,10 +301,12 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
          *, patch_size: int, overlap: int, blend: str, batch_size: int,
          device: Any, output: str, progress: bool, compression: str,
          loader_kwargs: Any, roi: Any = None, desc: Optional[str] = None,
-         overviews: Union[str, int] = "auto", level: int = 0) -> None:
+         overviews: Union[str, int] = "auto", level: int = 0,
+         mask: bool = False) -> None:
     """The model over `windows` (grid windows of src, in the Loader's
     order; roi: a bbox every one of them meets, for a share of them),
-    blended into a Stitcher writing `out`."""
+    blended into a Stitcher writing `out` (mask: with the input's
+    validity, the Loader's batch["valid"])."""
     import torch
     from .loader import Loader
 
@@ -298,6 +338,7 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
             for batch in ld:
                 wins = list(batch["windows"])
                 image = batch["image"]
+                valid = batch["valid"] if mask else None
                 if wanted is not None:  # the roi's windows past the share
                     keep = [i for i, w in enumerate(wins)
                             if _clip(_rect(w), grid) in wanted]
@@ -305,6 +346,7 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
                         continue
                     if len(keep) < len(wins):
                         image = image[keep]
+                        valid = valid[keep] if valid is not None else None
                         wins = [wins[i] for i in keep]
                 x = torch.from_numpy(image)
                 if device is not None:
@@ -314,10 +356,12 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
                     st = Stitcher(out, windows, int(y.shape[1]), grid=grid,
                                   blend=blend, overlap=overlap, output=output,
                                   compression=compression, overviews=overviews,
-                                  level=level)
+                                  level=level, mask=mask)
                 # on the host now: the GPU's next batch may overwrite y
                 preds = y.detach().float().cpu().numpy()
-                pending.append(pool.submit(st.add_batch, preds, wins))
+                if valid is not None:  # the ring's slot is reused: a copy
+                    valid = np.array(valid, dtype=np.uint8)
+                pending.append(pool.submit(st.add_batch, preds, wins, valid))
                 while len(pending) > 2 or (pending and pending[0].done()):
                     pending.pop(0).result()
                 if bar is not None:
@@ -346,7 +390,7 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                    patch_size: int, overlap: int, blend: str,
                    batch_size: int, device: Any, output: str, progress: bool,
                    compression: str, loader_kwargs: Any,
-                   timeout_s: float) -> None:
+                   timeout_s: float, mask: bool = False) -> None:
     """predict's share of rank `rank` (see predict).  Its windows are those
     over its rows of output tiles; their blend goes to a spool COG of its
     own (ZSTD level 1, no overviews) whose share rows are complete, as in
@@ -409,7 +453,7 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                      level=1, loader_kwargs=loader_kwargs,
                      roi=_band_roi(grid, y0, y1),
                      desc="%s (rank %d of %d)" % (os.fspath(out), rank, world),
-                     overviews=0)
+                     overviews=0, mask=mask)
                 with _open(spool) as c:
                     bands = c.count
         except BaseException as e:
@@ -420,8 +464,9 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
         bands = int(nb[0])
 
         def share_rows(q0: int, q1: int) -> Any:
-            """This rank's rows of tiles from its spool; after a failure,
-            zeros of the same shapes (the receiver still waits for them)."""
+            """This rank's rows of tiles from its spool, and with mask their
+            validity (else None); after a failure, zeros of the same
+            shapes (the receiver still waits for them)."""
             c = None
             try:
                 c = _open(spool)
@@ -430,22 +475,28 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
             try:
                 for ty in range(q0, q1):
                     th = min(T, grid.height - ty * T)
-                    a = None
+                    a = m = None
                     if c is not None and not errors:
                         try:
-                            a = c.read(window=(0, ty * T, grid.width, th))
+                            win = (0, ty * T, grid.width, th)
+                            a = c.read(window=win)
+                            m = c.read_mask(window=win) if mask else None
                         except BaseException as e:
                             errors.append(e)
                     yield ty, (torch.from_numpy(np.ascontiguousarray(a)) if a is not None
-                               else torch.zeros((bands, th, grid.width), dtype=dtype))
+                               else torch.zeros((bands, th, grid.width), dtype=dtype)), \
+                        (None if not mask else torch.from_numpy(m) if m is not None
+                         else torch.zeros((th, grid.width), dtype=torch.uint8))
             finally:
                 if c is not None:
                     c.close()
 
         # -- phase 2: the rows to rank 0, which writes them
         if rank != 0:
-            for _, t in share_rows(r0, r1):
+            for _, t, m in share_rows(r0, r1):
                 dist.send(t, dst=0, group=group)
+                if m is not None:
+                    dist.send(m, dst=0, group=group)
             agree(bool(errors))   # the transfer
             agree(False)          # rank 0's close
             return
@@ -455,7 +506,7 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                        dtype="uint8" if classes else "float32",
                        nodata=255 if classes else float("nan"),
                        overview_resampling="mode" if classes else "average",
-                       compression=compression)
+                       compression=compression, mask=mask)
         except BaseException as e:
             errors.append(e)
         try:
@@ -469,13 +520,18 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                             th = min(T, grid.height - ty * T)
                             t = torch.empty((bands, th, grid.width), dtype=dtype)
                             dist.recv(t, src=r, group=group)
-                            yield ty, t
+                            m = None
+                            if mask:
+                                m = torch.empty((th, grid.width), dtype=torch.uint8)
+                                dist.recv(m, src=r, group=group)
+                            yield ty, t, m
                     it = received()
-                for ty, t in it:
+                for ty, t, m in it:
                     if errors or w is None:
                         continue  # keep receiving: the senders wait for it
                     try:
-                        w.write(t.numpy(), 0, ty * T)
+                        w.write(t.numpy(), 0, ty * T,
+                                mask=None if m is None else m.numpy())
                     except BaseException as e:
                         errors.append(e)
             agree(bool(errors))

@@ -73,6 +73,32 @@ def test_two_ranks_equal_one_process(scene, tmp_path, output):
     assert not [p for p in os.listdir(tmp_path) if "cogfeed" in p]
 
 
+@pytest.mark.parametrize("output", ["classes", "probabilities"])
+def test_two_ranks_with_a_mask_equal_one_process(tmp_path, output):
+    """predict(mask=True) under torchrun: the ranks' masks travel with
+    their rows; the COG (pixels and internal mask) equals the one-process
+    result byte for byte, and its mask is the input's nodata."""
+    rng = np.random.default_rng(4)
+    yy, xx = np.mgrid[0:H, 0:W]
+    a = np.stack([(xx * (b + 1) + yy * 2 + rng.integers(1, 40, (H, W))) % 250 + 1
+                  for b in range(3)]).astype(np.uint8)
+    hole = ((xx - 350) ** 2 + (yy - 600) ** 2 < 180 ** 2) | (yy > 1150)
+    a[:, hole] = 0
+    src = str(tmp_path / "holes.tif")
+    cogfeed.write(src, a, tile_size=256, nodata=0, grid=cogfeed.Grid(
+        32633, width=W, height=H, geotransform=(500000.0, 10.0, 0.0, 5000000.0, 0.0, -10.0)))
+    one = str(tmp_path / "one.tif")
+    cogfeed.predict(model_for(0, -1), src, one, patch_size=256, overlap=48,
+                    batch_size=4, output=output, progress=False, mask=True)
+    two = str(tmp_path / "two.tif")
+    r = torchrun(src, two, output, -1, 256, 1)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    with open(one, "rb") as f1, open(two, "rb") as f2:
+        assert f1.read() == f2.read(), "the 2-rank COG differs from the 1-process one"
+    with cogfeed.open(two) as c:
+        np.testing.assert_array_equal(c.read_mask(), np.where(hole, 0, 255))
+
+
 def test_three_ranks_more_ranks_than_some_shares(scene, tmp_path):
     """3 ranks over 3 rows of tiles: one row each."""
     one = str(tmp_path / "one.tif")

@@ -175,3 +175,58 @@ def test_predict_failure_in_the_writer_thread_stops_and_leaves_nothing(tmp_path)
         cogfeed.predict(model, src, out, patch_size=64, overlap=0,
                         batch_size=2, progress=False)
     assert sorted(os.listdir(tmp_path)) == ["scene.tif"]
+
+
+@pytest.mark.parametrize("output", ["probabilities", "classes"])
+def test_input_validity_leaves_pixels_out_and_masks_them(tmp_path, output):
+    """add(..., valid=): predictions where a patch's input had no data are
+    left out of the blend; those pixels are written as no patch came, and
+    with mask=True the output's internal mask is valid exactly where the
+    input was.  Elsewhere the blend is the reference's."""
+    windows = cogfeed.grid_windows(W, H, P, OV)
+    rng = np.random.default_rng(9)
+    preds = [rng.random((C, P, P)).astype(np.float32) for _ in windows]
+    yy, xx = np.mgrid[0:H, 0:W]
+    valid = ((xx - 300) ** 2 + (yy - 250) ** 2 < 200 ** 2) | (xx > 600)
+    ref = reference(windows, preds, "hann", OV)
+    p = tmp_path / "v.tif"
+    with cogfeed.Stitcher(p, windows, C, grid=grid(), overlap=OV, tile_size=128,
+                          output=output, mask=True) as st:
+        for i in rng.permutation(len(windows)):
+            x, y, w, h = windows[i]
+            st.add(preds[i], windows[i], valid=valid[y:y + h, x:x + w])
+    with rasterio.open(p) as r:
+        got, m = r.read(), r.read_masks(1)
+    np.testing.assert_array_equal(m, np.where(valid, 255, 0))
+    if output == "classes":
+        np.testing.assert_array_equal(got[0][valid], np.argmax(ref, axis=0)[valid])
+        assert (got[0][~valid] == 255).all()
+    else:
+        np.testing.assert_allclose(got[:, valid], ref[:, valid].astype(np.float32),
+                                   rtol=1e-6, atol=1e-7)
+        assert np.isnan(got[:, ~valid]).all()
+
+
+def test_predict_with_mask_follows_the_inputs_nodata(tmp_path):
+    """predict(mask=True): the Loader's validity (here the input's nodata)
+    becomes the output's mask, pixels without data are NaN, the rest the
+    model's output as without mask."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(12)
+    img = rng.integers(1, 1000, size=(2, 300, 410)).astype(np.uint16)
+    yy, xx = np.mgrid[0:300, 0:410]
+    hole = (xx + yy < 150) | ((xx - 300) ** 2 + (yy - 200) ** 2 < 40 ** 2)
+    img[:, hole] = 0
+    src = tmp_path / "scene.tif"
+    cogfeed.write(src, img, grid=grid(410, 300), tile_size=128, nodata=0)
+    model = torch.nn.Conv2d(2, 3, 1)
+    plain, masked = tmp_path / "plain.tif", tmp_path / "masked.tif"
+    for out, mask in ((plain, False), (masked, True)):
+        cogfeed.predict(model, src, out, patch_size=128, overlap=32, batch_size=4,
+                        output="probabilities", progress=False, mask=mask)
+    with rasterio.open(plain) as a, rasterio.open(masked) as b:
+        pa, pb, mb = a.read(), b.read(), b.read_masks(1)
+        assert all([f.name for f in x] == ["per_dataset"] for x in b.mask_flag_enums)
+    np.testing.assert_array_equal(mb, np.where(hole, 0, 255))
+    assert np.isnan(pb[:, hole]).all()
+    np.testing.assert_array_equal(pb[:, ~hole], pa[:, ~hole])

@@ -191,7 +191,36 @@ static void test_stitcher(void) {
         }
         cf_cog_close(cog);
     }
+    /* Input validity: b's input had no data in its columns 0..9 (x 40..49,
+     * where a alone then counts) and in its top-right corner (x 70..79,
+     * y < 4: no other patch, so NaN and not valid in the mask); the mask
+     * says where some patch came with valid input. */
+    o.mask = 1;
+    so.argmax = 0;
+    uint8_t *vb = malloc(40 * 32);
+    for (int y = 0; y < 32; y++)
+        for (int x = 0; x < 40; x++) vb[y * 40 + x] = x >= 10 && !(x >= 30 && y < 4);
+    cf_stitcher *st = NULL;
+    CHECK(cf_stitcher_open(path, &o, &so, &st, &err) == CF_OK);
+    CHECK(cf_stitcher_add_masked(st, 40, 0, 40, 32, b, vb, &err) == CF_OK);
+    CHECK(cf_stitcher_add_masked(st, 0, 0, 60, 40, a, NULL, &err) == CF_OK);
+    CHECK(cf_stitcher_close(st, &err) == CF_OK);
+    cf_cog *cog = NULL;
+    CHECK(cf_cog_open(NULL, path, &cog, &err) == CF_OK);
+    if (cog) {
+        float px[2 * 40 * 100];
+        uint8_t m[40 * 100];
+        CHECK(cf_cog_read(cog, 0, 0, 0, 100, 40, NULL, 0, px, sizeof px, &err) == CF_OK);
+        CHECK(cf_cog_read_mask(cog, 0, 0, 0, 100, 40, m, sizeof m, &err) == CF_OK);
+        CHECK(px[45] == 1 && m[45] == 255);          /* b not valid there: a alone */
+        CHECK(px[55] == 2 && m[55] == 255);          /* both */
+        CHECK(px[72] != px[72] && m[72] == 0);       /* b's hole, past a: NaN, masked */
+        CHECK(px[10 * 100 + 72] == 3 && m[10 * 100 + 72] == 255);
+        CHECK(m[35 * 100 + 70] == 0);                /* nothing came */
+        cf_cog_close(cog);
+    }
     unlink(path);
+    free(vb);
     free(a);
     free(b);
 }
