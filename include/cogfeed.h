@@ -1541,7 +1541,8 @@ CF_API cf_status cf_stitcher_add_masked(cf_stitcher *st, int64_t x, int64_t y, u
                                         cf_error *err);
 /* Finish: rows of tiles some listed patch never reached are finished
  * with what came; then the writer's close.  Frees the stitcher.  Not
- * while another thread is in cf_stitcher_add (nor cf_stitcher_abort). */
+ * while another thread is in cf_stitcher_add or cf_stitcher_add_masked
+ * (nor cf_stitcher_abort). */
 CF_API cf_status cf_stitcher_close(cf_stitcher *st, cf_error *err);
 /* Give up: nothing written. */
 CF_API void cf_stitcher_abort(cf_stitcher *st);

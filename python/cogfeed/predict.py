@@ -163,6 +163,10 @@ class Stitcher(_Finishing):
         (and validity (B, h, w), a Loader's batch["valid"])."""
         if hasattr(preds, "detach"):
             preds = preds.detach().float().cpu().numpy()
+        if len(preds) != len(windows) or (valid is not None and len(valid) != len(preds)):
+            raise ValueError("Stitcher.add_batch: %d predictions, %d windows%s: one of "
+                             "each per patch" % (len(preds), len(windows), "" if valid is None
+                                                 else ", %d validity planes" % len(valid)))
         if valid is None:
             for p, win in zip(preds, windows):
                 self.add(p, win)
@@ -469,7 +473,8 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
             shapes (the receiver still waits for them)."""
             c = None
             try:
-                c = _open(spool)
+                if q1 > q0:  # a rank with no share has no spool
+                    c = _open(spool)
             except BaseException as e:
                 errors.append(e)
             try:

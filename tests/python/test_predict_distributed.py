@@ -110,6 +110,25 @@ def test_three_ranks_more_ranks_than_some_shares(scene, tmp_path):
     assert open(one, "rb").read() == open(three, "rb").read()
 
 
+def test_more_ranks_than_rows_of_tiles(tmp_path):
+    """2 ranks over one row of 512 px tiles: rank 0's share is empty (no
+    spool: it opened one that was never made, and every rank failed);
+    the COG equals the one-process result, with a mask too."""
+    rng = np.random.default_rng(6)
+    a = rng.integers(1, 250, (3, 400, 700)).astype(np.uint8)
+    a[:, :50, :80] = 0
+    src = str(tmp_path / "short.tif")
+    cogfeed.write(src, a, tile_size=256, nodata=0, grid=cogfeed.Grid(
+        32633, width=700, height=400, geotransform=(500000.0, 10.0, 0.0, 5000000.0, 0.0, -10.0)))
+    for mask in (0, 1):
+        one, two = str(tmp_path / ("one%d.tif" % mask)), str(tmp_path / ("two%d.tif" % mask))
+        cogfeed.predict(model_for(0, -1), src, one, patch_size=256, overlap=48,
+                        batch_size=4, progress=False, mask=bool(mask))
+        r = torchrun(src, two, "classes", -1, 256, mask)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert open(one, "rb").read() == open(two, "rb").read()
+
+
 @pytest.mark.parametrize("fail_rank", [0, 1])
 def test_a_failing_rank_ends_every_rank_and_writes_nothing(scene, tmp_path, fail_rank):
     out = str(tmp_path / "fail.tif")

@@ -207,6 +207,20 @@ def test_input_validity_leaves_pixels_out_and_masks_them(tmp_path, output):
         assert np.isnan(got[:, ~valid]).all()
 
 
+def test_add_batch_refuses_lists_that_do_not_match(tmp_path):
+    """A validity list (or windows) shorter or longer than the batch would
+    pair predictions with the wrong windows or drop patches: refused."""
+    windows = cogfeed.grid_windows(256, 128, 128, 0)
+    preds = np.zeros((2, C, 128, 128), np.float32)
+    with cogfeed.Stitcher(tmp_path / "b.tif", windows, C, width=256, height=128,
+                          tile_size=128, mask=True) as st:
+        with pytest.raises(ValueError, match="2 predictions, 2 windows, 1 validity"):
+            st.add_batch(preds, windows, np.ones((1, 128, 128), np.uint8))
+        with pytest.raises(ValueError, match="2 predictions, 1 windows"):
+            st.add_batch(preds, windows[:1])
+        st.add_batch(preds, windows, np.ones((2, 128, 128), np.uint8))
+
+
 def test_predict_with_mask_follows_the_inputs_nodata(tmp_path):
     """predict(mask=True): the Loader's validity (here the input's nodata)
     becomes the output's mask, pixels without data are NaN, the rest the
