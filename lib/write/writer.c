@@ -623,9 +623,8 @@ static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_erro
                                     &n, err);
     if (!st) st = keep(w, l, i, 0, enc, n, err);
     if (!st && w->o.mask) {
-        static const cf__encode_opts deflate = {0, 0.0, 0, 0}; /* GDAL's level 6 */
-        st = cf__codec_encode(w->enc, &w->mp, &deflate, w->mtile, w->mtile_bytes, &enc, &n,
-                              err);
+        /* (NULL: every default, DEFLATE at GDAL's level 6) */
+        st = cf__codec_encode(w->enc, &w->mp, NULL, w->mtile, w->mtile_bytes, &enc, &n, err);
         if (!st) st = keep(w, l, i, 1, enc, n, err);
     }
     if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path, tx,
@@ -975,18 +974,11 @@ static char *gdal_metadata(const cf_writer *w) {
 
 static int ndirs(const cf_writer *w) { return w->o.mask ? 2 * w->nlev : w->nlev; }
 
-/* Directory k: level *l, the image's or (*mask) its mask's. */
-static void dir_of(const cf_writer *w, int k, int *l, int *mask) {
-    if (!w->o.mask) {
-        *l = k;
-        *mask = 0;
-    } else if (k < 2) {
-        *l = 0;
-        *mask = k;
-    } else {
-        *mask = k - 2 >= w->nlev - 1;
-        *l = 1 + (k - 2) % (w->nlev - 1);
-    }
+/* The directory number of level l's image (mask 0) or its mask's. */
+static int dir_index(const cf_writer *w, int l, int mask) {
+    if (!w->o.mask) return l;
+    if (!l) return mask;
+    return mask ? w->nlev + l : l + 1;
 }
 
 typedef struct w_layout {
@@ -1045,9 +1037,8 @@ static cf_status make_mask_ifd(cf_writer *w, w_layout *y, int k, int l, int big,
 
 /* Directory k, of level l (its image, or with `mask` its mask's); the
  * tile arrays come later (the same size). */
-static cf_status make_ifd(cf_writer *w, w_layout *y, int k, int big, cf_error *err) {
-    int l, mask;
-    dir_of(w, k, &l, &mask);
+static cf_status make_ifd(cf_writer *w, w_layout *y, int k, int l, int mask, int big,
+                          cf_error *err) {
     cf__ifd_out *d = &y->ifd[k];
     w_level *L = &w->lev[l];
     const uint32_t nb = w->o.bands;
@@ -1178,6 +1169,12 @@ static cf_status make_header(cf_writer *w, uint8_t **hdr_out, uint64_t *head_out
     if (!y) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
     cf_status st = fill_common(w, y, err);
     const int nd = ndirs(w);
+    int lev_of[CF__WRITER_MAX_DIRS], mask_of[CF__WRITER_MAX_DIRS]; /* dir_index inverted */
+    for (int l = 0; l < w->nlev; l++)
+        for (int m = 0; m <= w->o.mask; m++) {
+            lev_of[dir_index(w, l, m)] = l;
+            mask_of[dir_index(w, l, m)] = m;
+        }
     uint64_t data = 0;
     for (int l = 0; l < w->nlev; l++)
         for (size_t i = 0; i < (size_t)w->lev[l].tx * w->lev[l].ty; i++)
@@ -1187,7 +1184,7 @@ static cf_status make_header(cf_writer *w, uint8_t **hdr_out, uint64_t *head_out
     for (int pass = 0; !st && pass < 2; pass++) {
         head = big ? 16 : 8;
         for (int k = 0; !st && k < nd; k++) {
-            st = make_ifd(w, y, k, big, err);
+            st = make_ifd(w, y, k, lev_of[k], mask_of[k], big, err);
             y->ifd_at[k] = head;
             y->ifd_size[k] = cf__ifd_size(&y->ifd[k], big);
             head += y->ifd_size[k];
@@ -1197,13 +1194,11 @@ static cf_status make_header(cf_writer *w, uint8_t **hdr_out, uint64_t *head_out
     }
     /* Tile data: the smallest overview first, full resolution last; each
      * mask tile right after its image tile (GDAL's
-     * MASK_INTERLEAVED_WITH_IMAGERY).  Level l's image is directory l
-     * (with `mask`: 0, or l + 1 for an overview), its mask's directory 1
-     * (level 0) or nlev + l (dir_of's order). */
+     * MASK_INTERLEAVED_WITH_IMAGERY). */
     uint64_t at = head;
     for (int l = w->nlev - 1; !st && l >= 0; l--) {
         w_level *L = &w->lev[l];
-        int ki = l ? (w->o.mask ? l + 1 : l) : 0, km = l ? w->nlev + l : 1;
+        const int ki = dir_index(w, l, 0), km = dir_index(w, l, 1);
         for (size_t i = 0; i < (size_t)L->tx * L->ty; i++) {
             put_arr(y->offs[ki], big, i, L->len[i] ? at : 0);
             put_arr(y->lens[ki], big, i, L->len[i]);
@@ -1255,25 +1250,24 @@ static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err
     uint64_t at = head;
     for (int l = w->nlev - 1; !st && l >= 0; l--) {
         w_level *L = &w->lev[l];
-        /* each tile, then its mask: 2i its image, 2i + 1 its mask */
-        const size_t per = w->o.mask ? 2 : 1;
-        for (size_t j = 0; !st && j < (size_t)L->tx * L->ty * per; j++) {
-            size_t i = j / per;
-            const int m = (int)(j % per);
-            size_t n = (size_t)(m ? L->mlen : L->len)[i];
-            if (!n) continue;
-            if (n > cap) {
-                free(buf);
-                cap = n;
-                buf = cf__malloc(cap);
-                if (!buf) {
-                    st = cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
-                    break;
+        for (size_t i = 0; !st && i < (size_t)L->tx * L->ty; i++) {
+            for (int m = 0; !st && m <= w->o.mask; m++) { /* each tile, then its mask */
+                size_t n = (size_t)(m ? L->mlen : L->len)[i];
+                if (!n) continue;
+                if (n > cap) {
+                    free(buf);
+                    cap = n;
+                    buf = cf__malloc(cap);
+                    if (!buf) {
+                        st = cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+                        break;
+                    }
                 }
+                st = pread_all(w->spool_fd, buf, n, (m ? L->moff : L->off)[i], w->spool_path,
+                               err);
+                if (!st) st = pwrite_all(fd, buf, n, at, tmp, err);
+                at += n;
             }
-            st = pread_all(w->spool_fd, buf, n, (m ? L->moff : L->off)[i], w->spool_path, err);
-            if (!st) st = pwrite_all(fd, buf, n, at, tmp, err);
-            at += n;
         }
     }
     free(buf);
