@@ -169,30 +169,34 @@ static int need_open(WriterObject *self) {
     return 0;
 }
 
+/* An optional plane of a byte a pixel (a mask, a validity): None leaves
+ * b->buf NULL; else C-contiguous, 1-byte items, `pixels` of them.  0 with
+ * the error set (and nothing held) when it is not. */
+static int byte_plane(PyObject *o, Py_buffer *b, size_t pixels, const char *what) {
+    memset(b, 0, sizeof *b);
+    if (o == Py_None) return 1;
+    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return 0;
+    if (b->itemsize == 1 && (size_t)b->len == pixels) return 1;
+    if (b->itemsize != 1)
+        PyErr_Format(PyExc_ValueError, "%s of %zd-byte items (a byte a pixel: uint8 or bool)",
+                     what, b->itemsize);
+    else
+        PyErr_Format(PyExc_ValueError, "%s of %zd bytes for %zu pixels (a byte a pixel)", what,
+                     b->len, pixels);
+    PyBuffer_Release(b);
+    b->buf = NULL;
+    return 0;
+}
+
 static PyObject *Writer_write_tile(WriterObject *self, PyObject *args) {
     unsigned int tx, ty;
-    Py_buffer buf, mbuf = {0};
+    Py_buffer buf, mbuf;
     PyObject *mask_o = Py_None;
     if (!PyArg_ParseTuple(args, "IIy*|O", &tx, &ty, &buf, &mask_o)) return NULL;
-    if (mask_o != Py_None &&
-        PyObject_GetBuffer(mask_o, &mbuf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    /* (a data size that is no whole number of pixels fails in C) */
+    if (!need_open(self) ||
+        !byte_plane(mask_o, &mbuf, (size_t)buf.len / self->px, "write_tile: a mask")) {
         PyBuffer_Release(&buf);
-        return NULL;
-    }
-    int ok = need_open(self);
-    if (ok && mbuf.buf && mbuf.itemsize != 1) {
-        PyErr_Format(PyExc_ValueError, "write_tile: a mask of %zd-byte items (a byte a "
-                     "pixel: uint8 or bool)", mbuf.itemsize);
-        ok = 0;
-    }
-    if (ok && mbuf.buf && (size_t)mbuf.len * self->px != (size_t)buf.len) {
-        PyErr_Format(PyExc_ValueError, "write_tile: a mask of %zd bytes for a tile of %zd "
-                     "pixels (a byte a pixel)", mbuf.len, buf.len / (Py_ssize_t)self->px);
-        ok = 0;
-    }
-    if (!ok) {
-        PyBuffer_Release(&buf);
-        if (mbuf.buf) PyBuffer_Release(&mbuf);
         return NULL;
     }
     cf_status st;
@@ -368,11 +372,10 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
 static PyObject *Stitcher_add(StitcherObject *self, PyObject *args) {
     long long x, y;
     unsigned int w, h;
-    Py_buffer buf, vbuf = {0};
+    Py_buffer buf, vbuf;
     PyObject *valid_o = Py_None;
     if (!PyArg_ParseTuple(args, "LLIIy*|O", &x, &y, &w, &h, &buf, &valid_o)) return NULL;
-    if (valid_o != Py_None &&
-        PyObject_GetBuffer(valid_o, &vbuf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    if (!byte_plane(valid_o, &vbuf, (size_t)w * h, "add: a validity")) {
         PyBuffer_Release(&buf);
         return NULL;
     }
@@ -383,11 +386,6 @@ static PyObject *Stitcher_add(StitcherObject *self, PyObject *args) {
     } else if ((size_t)buf.len != (size_t)self->channels * w * h * sizeof(float)) {
         PyErr_Format(PyExc_ValueError, "add: %u x %u x %u float32 values needed, %zd bytes given",
                      self->channels, h, w, buf.len);
-        ok = 0;
-    } else if (vbuf.buf && (vbuf.itemsize != 1 || (size_t)vbuf.len != (size_t)w * h)) {
-        PyErr_Format(PyExc_ValueError, "add: validity of %u x %u bytes needed (uint8 or bool), "
-                     "%zd items of %zd bytes given", h, w, vbuf.len / vbuf.itemsize,
-                     vbuf.itemsize);
         ok = 0;
     }
     cf_status st = CF_OK;
