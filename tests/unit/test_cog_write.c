@@ -31,6 +31,18 @@ static void tile_data(uint32_t tx, uint32_t ty, uint32_t t, uint32_t w, uint32_t
                     px(b, (int)(tx * t + x), (int)(ty * t + y));
 }
 
+/* Options for a W x H image of px()'s 2 uint16 bands in T px tiles. */
+static cf_writer_options two_u16(uint32_t W, uint32_t H, uint32_t T) {
+    cf_writer_options o;
+    cf_writer_options_init(&o);
+    o.width = W;
+    o.height = H;
+    o.bands = 2;
+    o.dtype = CF_DT_U16;
+    o.tile_size = T;
+    return o;
+}
+
 static void test_round_trip(uint16_t comp) {
     cf_error err;
     char path[256];
@@ -39,13 +51,7 @@ static void test_round_trip(uint16_t comp) {
     cf_crs *crs = NULL;
     CHECK(cf_crs_from_epsg(32633, &crs, &err) == CF_OK);
     cf_grid g = {crs, {500000, 10, 0, 4100000, 0, -10}, W, H};
-    cf_writer_options o;
-    cf_writer_options_init(&o);
-    o.width = W;
-    o.height = H;
-    o.bands = 2;
-    o.dtype = CF_DT_U16;
-    o.tile_size = T;
+    cf_writer_options o = two_u16(W, H, T);
     o.compression = comp;
     o.has_nodata = 1;
     o.nodata = 65535;
@@ -239,13 +245,7 @@ static void test_mask(uint32_t W, uint32_t H) {
     char path[256];
     snprintf(path, sizeof path, "%s/mask_%u.tif", dir, W);
     const uint32_t T = 32;
-    cf_writer_options o;
-    cf_writer_options_init(&o);
-    o.width = W;
-    o.height = H;
-    o.bands = 2;
-    o.dtype = CF_DT_U16;
-    o.tile_size = T;
+    cf_writer_options o = two_u16(W, H, T);
     o.mask = 1;
     cf_writer *w = NULL;
     CHECK(cf_writer_open(path, &o, &w, &err) == CF_OK);
