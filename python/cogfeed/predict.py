@@ -143,19 +143,18 @@ class Stitcher(_Finishing):
             raise ValueError("Stitcher.add: a prediction (%d, >=%d, >=%d) "
                              "expected, got %s" % (self.channels, h, w,
                                                    a.shape))
-        if valid is None:
-            self._c.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]))
-            return
-        if hasattr(valid, "detach"):
-            valid = valid.detach().cpu().numpy()
-        v = np.asarray(valid)
-        if v.ndim == 3 and v.shape[0] == 1:  # a Loader's (1, h, w)
-            v = v[0]
-        if v.ndim != 2 or v.shape[0] < h or v.shape[1] < w:
-            raise ValueError("Stitcher.add: validity (>=%d, >=%d) expected, got %s"
-                             % (h, w, v.shape))
-        self._c.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]),
-                    np.ascontiguousarray(v[:h, :w] != 0, dtype=np.uint8))
+        plane = None
+        if valid is not None:
+            if hasattr(valid, "detach"):
+                valid = valid.detach().cpu().numpy()
+            v = np.asarray(valid)
+            if v.ndim == 3 and v.shape[0] == 1:  # a Loader's (1, h, w)
+                v = v[0]
+            if v.ndim != 2 or v.shape[0] < h or v.shape[1] < w:
+                raise ValueError("Stitcher.add: validity (>=%d, >=%d) expected, got %s"
+                                 % (h, w, v.shape))
+            plane = np.ascontiguousarray(v[:h, :w] != 0, dtype=np.uint8)
+        self._c.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]), plane)
 
     def add_batch(self, preds: Any, windows: Sequence[Sequence[int]],
                   valid: Any = None) -> None:
@@ -167,13 +166,9 @@ class Stitcher(_Finishing):
             raise ValueError("Stitcher.add_batch: %d predictions, %d windows%s: one of "
                              "each per patch" % (len(preds), len(windows), "" if valid is None
                                                  else ", %d validity planes" % len(valid)))
-        if valid is None:
-            for p, win in zip(preds, windows):
-                self.add(p, win)
-            return
         if hasattr(valid, "detach"):
             valid = valid.detach().cpu().numpy()
-        for p, win, v in zip(preds, windows, valid):
+        for p, win, v in zip(preds, windows, [None] * len(preds) if valid is None else valid):
             self.add(p, win, v)
 
 

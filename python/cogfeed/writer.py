@@ -283,11 +283,7 @@ class Writer(_Finishing):
         numpy masked array brings its own (see write)."""
         array, mask = self._split(array, mask)
         a = self._array(array)
-        m = self._mask(mask, a.shape[1:])
-        if m is None:
-            self._open().write_tile(int(tx), int(ty), a)
-        else:
-            self._open().write_tile(int(tx), int(ty), a, m)
+        self._open().write_tile(int(tx), int(ty), a, self._mask(mask, a.shape[1:]))
 
     def write(self, array: Any, x: int = 0, y: int = 0,
               mask: Any = None) -> None:
@@ -316,12 +312,9 @@ class Writer(_Finishing):
         for ty in range(y // t, (y + h + t - 1) // t):
             for tx in range(x // t, (x + w + t - 1) // t):
                 x0, y0, tw, th = self.tile_window(tx, ty)
-                px = np.ascontiguousarray(a[:, y0 - y:y0 - y + th, x0 - x:x0 - x + tw])
-                if m is None:
-                    wr.write_tile(tx, ty, px)
-                else:
-                    wr.write_tile(tx, ty, px, np.ascontiguousarray(
-                        m[y0 - y:y0 - y + th, x0 - x:x0 - x + tw]))
+                win = np.s_[y0 - y:y0 - y + th, x0 - x:x0 - x + tw]
+                wr.write_tile(tx, ty, np.ascontiguousarray(a[(slice(None),) + win]),
+                              None if m is None else np.ascontiguousarray(m[win]))
 
 
 
