@@ -11,8 +11,11 @@
  *    the swabbed bytes (bug-compatible: a little-endian file's 24-bit
  *    value 1, stored 01 00 00, reads as 0x010000).  No sign extension:
  *    GDAL reads odd depths as unsigned whatever the SampleFormat.
+ *  - One-bit samples (bilevel images, masks) to bytes: cf__bits_expand.
  */
 #include "codec_internal.h"
+
+#include <pthread.h>
 
 static const uint8_t *rev_table(void) {
     /* Built at compile time: bit i of b goes to bit 7-i. */
@@ -84,4 +87,32 @@ void cf__bits_unpack(const cf__codec_params *p, const uint8_t *src,
         if (bits == 12) unpack_row12(s, n, d);
         else unpack_row(s, n, bits, d, ob);
     }
+}
+
+/* byte b -> its 8 bits as 0/1 bytes, a whole source byte at a time */
+static uint64_t bits_to_01[256];
+static pthread_once_t bits_once = PTHREAD_ONCE_INIT;
+
+static void bits_init(void) {
+    for (unsigned b = 0; b < 256; b++) {
+        uint8_t e[8];
+        for (unsigned k = 0; k < 8; k++) e[k] = (uint8_t)((b >> (7 - k)) & 1);
+        memcpy(&bits_to_01[b], e, 8);
+    }
+}
+
+void cf__bits_expand(const uint8_t *src, size_t first, size_t n, uint8_t *d, uint8_t on) {
+    size_t i = 0;
+    for (; i < n && ((first + i) & 7); i++)
+        d[i] = (src[(first + i) >> 3] >> (7 - ((first + i) & 7))) & 1 ? on : 0;
+    if (n - i >= 8) {
+        pthread_once(&bits_once, bits_init);
+        const uint8_t *s = src + ((first + i) >> 3);
+        for (; i + 8 <= n; i += 8) {
+            uint64_t v = bits_to_01[*s++] * on; /* each byte 0 or on */
+            memcpy(d + i, &v, 8);
+        }
+    }
+    for (; i < n; i++)
+        d[i] = (src[(first + i) >> 3] >> (7 - ((first + i) & 7))) & 1 ? on : 0;
 }

@@ -186,6 +186,11 @@ cf_status cf__codec_decode_rows(cf__codec_ctx *ctx, const cf__codec_params *p, u
                                const uint8_t *src, size_t src_len, uint8_t *dst,
                                size_t dst_len, cf_error *err);
 
+/* n one-bit samples from bit `first` of src (most significant bit first,
+ * as TIFF stores bilevel images and masks) to bytes of 0 or `on`
+ * (bits.c). */
+void cf__bits_expand(const uint8_t *src, size_t first, size_t n, uint8_t *d, uint8_t on);
+
 /* Encoding (encode.c and one file per lossy or LERC codec), for the
  * writer.  An encoder keeps the codecs' state and its buffers from chunk
  * to chunk; one per thread. */

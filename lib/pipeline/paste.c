@@ -196,37 +196,6 @@ static void split4(const uint8_t *s, uint8_t *const d[4], size_t n, size_t bps) 
         for (int k = 0; k < 4; k++) memcpy(d[k] + bps * i, s + bps * k, bps);
 }
 
-/* n one-bit samples from bit `first` of src (most significant bit first)
- * to bytes of 0 or `on`: a whole source byte at a time through a table
- * of eight output bytes (bilevel CCITT images and masks are all bits). */
-static uint64_t bits_to_01[256]; /* byte b -> its 8 bits as 0/1 bytes */
-static pthread_once_t bits_once = PTHREAD_ONCE_INIT;
-
-static void bits_init(void) {
-    for (unsigned b = 0; b < 256; b++) {
-        uint8_t e[8];
-        for (unsigned k = 0; k < 8; k++) e[k] = (uint8_t)((b >> (7 - k)) & 1);
-        memcpy(&bits_to_01[b], e, 8);
-    }
-}
-
-static void expand_bits_row(const uint8_t *src, size_t first, size_t n,
-                            uint8_t *d, uint8_t on) {
-    size_t i = 0;
-    for (; i < n && ((first + i) & 7); i++)
-        d[i] = (src[(first + i) >> 3] >> (7 - ((first + i) & 7))) & 1 ? on : 0;
-    if (n - i >= 8) {
-        pthread_once(&bits_once, bits_init);
-        const uint8_t *s = src + ((first + i) >> 3);
-        for (; i + 8 <= n; i += 8) {
-            uint64_t v = bits_to_01[*s++] * on; /* each byte 0 or on */
-            memcpy(d + i, &v, 8);
-        }
-    }
-    for (; i < n; i++)
-        d[i] = (src[(first + i) >> 3] >> (7 - ((first + i) & 7))) & 1 ? on : 0;
-}
-
 void cf__cog_paste(const cf_cog *cog, const cf__chunk *c, const uint8_t *chunk,
                    int64_t x, int64_t y, uint32_t w, uint32_t h,
                    const int *bands, int nbands, uint8_t *dst,
@@ -281,7 +250,7 @@ void cf__cog_paste(const cf_cog *cog, const cf__chunk *c, const uint8_t *chunk,
             uint8_t *drow = dst + (((size_t)k * h + (size_t)(r - y)) * w +
                                    (size_t)(ix0 - x)) * bps;
             if (obits == 1 && spp == 1) {
-                expand_bits_row(srow, (size_t)(ix0 - px0), n, drow,
+                cf__bits_expand(srow, (size_t)(ix0 - px0), n, drow,
                                 (uint8_t)expand_bits);
             } else if (obits == 1) {
                 for (size_t i = 0; i < n; i++) {

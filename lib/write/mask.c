@@ -4,6 +4,7 @@
  * store it (rows padded to whole bytes, the first pixel in the most
  * significant bit, 1: valid).
  */
+#include "../codec/codec.h"
 #include "write_internal.h"
 
 void cf__mask_pack(const uint8_t *m, size_t stride, uint32_t w, uint32_t h, uint32_t T,
@@ -21,9 +22,6 @@ void cf__mask_pack(const uint8_t *m, size_t stride, uint32_t w, uint32_t h, uint
 void cf__mask_unpack(const uint8_t *bits, uint32_t T, uint32_t w, uint32_t h, uint8_t *out,
                      size_t stride) {
     const size_t rowb = ((size_t)T + 7) / 8;
-    for (uint32_t y = 0; y < h; y++) {
-        const uint8_t *s = bits + (size_t)y * rowb;
-        uint8_t *d = out + (size_t)y * stride;
-        for (uint32_t x = 0; x < w; x++) d[x] = (s[x >> 3] & (0x80u >> (x & 7))) ? 255 : 0;
-    }
+    for (uint32_t y = 0; y < h; y++)
+        cf__bits_expand(bits + (size_t)y * rowb, 0, w, out + (size_t)y * stride, 255);
 }
