@@ -556,7 +556,8 @@ static cf_status make_sampler(cf_loader *ld, int *tiles_shared, cf_error *err) {
  * flight, not the cores, set the rate: random geo-sampling of a mosaic
  * over 164 ms (bench/geo_sampling_bench.py, 2 cores) read 170 patches/s
  * with 256 MiB, 249-254 with 512 MiB and 269 with 1 GiB, the first
- * batch 0.43, 0.46-0.50 and 0.51 s after opening (30 s runs). */
+ * batch 0.43, 0.46-0.50 and 0.51 s after opening (warm rates over 30 s,
+ * streaming past a 128 MiB chunk cache; first batches cold). */
 static uint64_t inflight_of(const cf_loader *ld) {
     const uint64_t b = (uint64_t)64 << 20;
     if (ld->o.inflight_bytes) return ld->o.inflight_bytes;
