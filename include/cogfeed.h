@@ -539,6 +539,18 @@ CF_API cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index,
                                      const void *src, size_t n, void *dst,
                                      size_t dst_size, cf_error *err);
 
+/* cf_cog_chunk_info and cf_cog_decode_chunk for chunk `index` of a
+ * level's internal mask (1 bit a pixel: bits 1, dtype CF_DT_U8, decoded
+ * packed, MSB first, 1 where valid; a sparse chunk decodes as not
+ * valid).  CF_E_ARG when the level has no internal mask.  With
+ * cf_writer_write_encoded_tile they copy a file's tiles into another
+ * without decoding them (docs/writer.md, "Tiles encoded elsewhere"). */
+CF_API cf_status cf_cog_mask_chunk_info(const cf_cog *cog, int level, uint64_t index,
+                                        cf_chunk_info *out, cf_error *err);
+CF_API cf_status cf_cog_decode_mask_chunk(cf_cog *cog, int level, uint64_t index,
+                                          const void *src, size_t n, void *dst,
+                                          size_t dst_size, cf_error *err);
+
 /* Requests this cog has sent so far (open + reads).  Thread-safe. */
 CF_API uint64_t cf_cog_requests(const cf_cog *cog);
 
@@ -1469,6 +1481,23 @@ CF_API cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, co
 CF_API cf_status cf_writer_write_tile_masked(cf_writer *w, uint32_t tx, uint32_t ty,
                                              const void *data, size_t size,
                                              const uint8_t *mask, cf_error *err);
+/* Full-resolution tile (tx, ty) given already encoded: `n` bytes as a
+ * writer with the same options would have written them (the same dtype,
+ * bands, tile size, codec, level, predictor, quality, max_error,
+ * photometric), kept as they are.  The way to assemble one COG from
+ * shares written by several processes without encoding their pixels
+ * again: each writes its share with the output's options (overviews 0),
+ * and the assembler copies each tile's stored bytes
+ * (cf_cog_chunk_info's range; with `mask`, cf_cog_mask_chunk_info's for
+ * the mask bytes, mn of them, which must then be given) into this call.
+ * n == 0 (and mn == 0): the tile stays sparse.  The bytes are checked:
+ * at most twice a raw tile (CF_E_LIMIT), and decoded once with this
+ * writer's parameters, for the overviews (a bad tile fails the overview
+ * pass, naming it) or, with no overviews, here (CF_E_CODEC /
+ * CF_E_FORMAT, the writer goes on).  Otherwise as cf_writer_write_tile. */
+CF_API cf_status cf_writer_write_encoded_tile(cf_writer *w, uint32_t tx, uint32_t ty,
+                                              const void *data, size_t n, const void *mask,
+                                              size_t mn, cf_error *err);
 /* Tiles across and down at full resolution. */
 CF_API void cf_writer_tiles(const cf_writer *w, uint32_t *tiles_x, uint32_t *tiles_y);
 /* Finish the file (overviews, layout, rename) and free the writer, which

@@ -696,17 +696,18 @@ static int index_arg(PyObject *o, unsigned long long *index) {
 }
 
 static PyObject *Cog_tile_info(CogObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"index", "level", NULL};
+    static char *kwlist[] = {"index", "level", "mask", NULL};
     unsigned long long index;
     PyObject *index_obj, *level_obj = Py_None;
-    int level;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwlist, &index_obj, &level_obj))
+    int level, mask = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$p", kwlist, &index_obj, &level_obj, &mask))
         return NULL;
     if (!index_arg(index_obj, &index) || !level_arg(level_obj, &level) || !check_open(self))
         return NULL;
     cf_chunk_info ci;
     cf_error err = {0};
-    cf_status st = cf_cog_chunk_info(self->cog, level, index, &ci, &err);
+    cf_status st = (mask ? cf_cog_mask_chunk_info : cf_cog_chunk_info)(self->cog, level, index,
+                                                                       &ci, &err);
     if (st) return cf__py_raise(st, &err);
     return Py_BuildValue("{s:K,s:K,s:K,s:I,s:I,s:I,s:(III),s:I}", "count",
                          (unsigned long long)ci.count, "offset",
@@ -728,13 +729,13 @@ static void unpack_bits(uint8_t *buf, size_t rows, size_t per_row) {
 }
 
 static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"data", "index", "level", "out", NULL};
+    static char *kwlist[] = {"data", "index", "level", "out", "mask", NULL};
     Py_buffer data;
     unsigned long long index;
     PyObject *index_obj, *level_obj = Py_None, *out = Py_None;
-    int level;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*O|O$O", kwlist, &data, &index_obj,
-                                     &level_obj, &out))
+    int level, mask = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*O|O$Op", kwlist, &data, &index_obj,
+                                     &level_obj, &out, &mask))
         return NULL;
     PyArrayObject *arr = NULL;
     cf_chunk_info ci;
@@ -742,7 +743,8 @@ static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) 
     cf_status st;
     if (!index_arg(index_obj, &index) || !level_arg(level_obj, &level) || !check_open(self))
         goto fail;
-    st = cf_cog_chunk_info(self->cog, level, index, &ci, &err);
+    st = (mask ? cf_cog_mask_chunk_info : cf_cog_chunk_info)(self->cog, level, index, &ci,
+                                                             &err);
     /* CF_E_FORMAT: the file's range of the tile lies outside the file, but
      * bytes from elsewhere decode all the same (ci is filled) */
     if (st && st != CF_E_FORMAT) {
@@ -761,9 +763,11 @@ static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) 
     void *dst = PyArray_DATA(arr);
     size_t size = (size_t)PyArray_NBYTES(arr);
     cf_dtype dt = ci.dtype;
-    Py_BEGIN_ALLOW_THREADS st = cf_cog_decode_chunk(self->cog, level, index, data.buf,
-                                                    (size_t)data.len, dst, size, &err);
+    Py_BEGIN_ALLOW_THREADS st = (mask ? cf_cog_decode_mask_chunk : cf_cog_decode_chunk)(
+        self->cog, level, index, data.buf, (size_t)data.len, dst, size, &err);
     if (!st && ci.bits == 1) unpack_bits(dst, ci.height, (size_t)ci.width * ci.samples);
+    /* a mask as read_mask gives it: 255 where valid */
+    for (size_t i = 0; !st && mask && i < size; i++) ((uint8_t *)dst)[i] *= 255;
     /* complex integers were decoded into the first part of the array */
     if (!st && ci.bits != 1) cf_complex_widen(dt, dst, dst, (size_t)PyArray_SIZE(arr));
     Py_END_ALLOW_THREADS reading_end(self);
@@ -916,19 +920,23 @@ static PyMethodDef Cog_methods[] = {
     {"read_mask", (PyCFunction)(void (*)(void))Cog_read_mask, METH_VARARGS | METH_KEYWORDS,
      "read_mask(window=None, level=0) -> uint8 ndarray (h, w): 255 valid, 0 invalid"},
     {"tile_info", (PyCFunction)(void (*)(void))Cog_tile_info, METH_VARARGS | METH_KEYWORDS,
-     "tile_info(index, level=0) -> dict(count, offset, byte_count, col, row, plane, shape, bits)\n\n"
+     "tile_info(index, level=0, *, mask=False) -> dict(count, offset, byte_count, col, row,\n"
+     "plane, shape, bits)\n\n"
      "Where tile (or strip) `index` of a level lies in the file (offset, byte_count; 0: sparse)\n"
      "and what decode_tile gives for it: shape (h, w, samples), the whole tile as stored;\n"
-     "count is the number of tiles of the level (all band planes)."},
+     "count is the number of tiles of the level (all band planes). mask=True: the tile of\n"
+     "the level's internal mask (bits 1; ValueError when it has none)."},
     {"decode_tile", (PyCFunction)(void (*)(void))Cog_decode_tile, METH_VARARGS | METH_KEYWORDS,
-     "decode_tile(data, index, level=0, *, out=None) -> ndarray (h, w, samples)\n\n"
+     "decode_tile(data, index, level=0, *, out=None, mask=False) -> ndarray (h, w, samples)\n\n"
      "Decode the compressed bytes of tile (or strip) `index` that the caller fetched\n"
      "itself (bytes, bytearray, memoryview, ...): the whole tile as stored, pixel-\n"
      "interleaved, the file's dtype, exactly the samples read() cuts its windows from\n"
      "(1-bit samples as 0/1 bytes). Empty data for a sparse tile gives nodata. No I/O;\n"
      "the GIL is released. The bytes are untrusted: bad ones raise cogfeed.Error\n"
      "naming the file, level and tile. out: a C-contiguous array of that shape and dtype\n"
-     "to decode into (reused from tile to tile: no allocation, no fresh pages)."},
+     "to decode into (reused from tile to tile: no allocation, no fresh pages).\n"
+     "mask=True: a tile of the level's internal mask, uint8 (h, w, 1), 255 where valid\n"
+     "(as read_mask; a sparse one not valid)."},
     {"level_info", (PyCFunction)Cog_level_shape, METH_O,
      "level_info(level) -> dict(width, height, tile_width, tile_height, tiled)"},
     {"get_metadata", (PyCFunction)(void (*)(void))Cog_get_metadata, METH_VARARGS | METH_KEYWORDS,

@@ -223,6 +223,34 @@ static int refuse_busy(int busy) {
     return 1;
 }
 
+static PyObject *Writer_write_encoded_tile(WriterObject *self, PyObject *args) {
+    unsigned int tx, ty;
+    Py_buffer buf, mbuf = {0};
+    PyObject *mask_o = Py_None;
+    if (!PyArg_ParseTuple(args, "IIy*|O", &tx, &ty, &buf, &mask_o)) return NULL;
+    if (mask_o != Py_None && PyObject_GetBuffer(mask_o, &mbuf, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    if (!need_open(self)) {
+        PyBuffer_Release(&buf);
+        if (mbuf.obj) PyBuffer_Release(&mbuf);
+        return NULL;
+    }
+    cf_status st;
+    cf_error err;
+    cf_writer *w = self->w;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS st = cf_writer_write_encoded_tile(w, tx, ty, buf.buf, (size_t)buf.len,
+                                                             mbuf.buf, (size_t)mbuf.len, &err);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    PyBuffer_Release(&buf);
+    if (mbuf.obj) PyBuffer_Release(&mbuf);
+    if (st) return cf__py_raise(st, &err);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Writer_close(WriterObject *self, PyObject *unused) {
     (void)unused;
     if (!self->w) Py_RETURN_NONE;
@@ -255,6 +283,9 @@ static PyObject *Writer_tiles(WriterObject *self, void *closure) {
 }
 
 static PyMethodDef Writer_methods[] = {
+    {"write_encoded_tile", (PyCFunction)Writer_write_encoded_tile, METH_VARARGS,
+     "write_encoded_tile(tx, ty, data, mask=None): tile (tx, ty) as stored bytes of a "
+     "writer with the same options (mask: its mask tile's; b'' data: sparse)"},
     {"write_tile", (PyCFunction)Writer_write_tile, METH_VARARGS,
      "write_tile(tx, ty, data, mask=None): tile (tx, ty), bands x h x w bytes in C "
      "order; mask: h x w bytes (0: not valid), for a writer opened with mask"},

@@ -2,19 +2,22 @@
  * cog_chunk.c - one chunk (tile or strip) at a time, for callers that fetch
  * the compressed bytes themselves: cf_cog_chunk_info says where a chunk's
  * bytes lie and what it decodes to, cf_cog_decode_chunk decodes bytes the
- * caller hands over, with the same codec path as cf_cog_read.
+ * caller hands over, with the same codec path as cf_cog_read; the mask_
+ * variants do the same for a level's internal mask.
  */
 #include "cog_internal.h"
 
 #include <stdio.h>
 
-/* Chunk `index` of level `level` as a cf__chunk (no file-range check: the
- * bytes may come from anywhere).  CF_E_ARG for a level or index that does
- * not exist. */
-static cf_status locate(const cf_cog *cog, int level, uint64_t index,
+/* Chunk `index` of level `level` (of its internal mask when `mask`) as a
+ * cf__chunk (no file-range check: the bytes may come from anywhere).
+ * CF_E_ARG for a level, mask or index that does not exist. */
+static cf_status locate(const cf_cog *cog, int level, int mask, uint64_t index,
                         cf__chunk *c, uint64_t *count, cf_error *err) {
     CF__TRY(cf__cog_check_level(cog, level, err));
-    int ifdi = cog->tiff->levels[level];
+    int ifdi = mask ? cog->tiff->mask_of_level[level] : cog->tiff->levels[level];
+    if (ifdi < 0)
+        return cf__err(err, CF_E_ARG, "%s: level %d has no internal mask", cog->name, level);
     const cf__tiff_ifd *ifd = &cog->tiff->ifds[ifdi];
     uint64_t per_plane = (uint64_t)ifd->chunks_across * ifd->chunks_down;
     *count = ifd->nchunks;
@@ -56,13 +59,13 @@ static void layout(const cf_cog *cog, const cf__chunk *c, cf__codec_params *p,
     o->size = (size_t)cf__codec_chunk_bytes(p);
 }
 
-cf_status cf_cog_chunk_info(const cf_cog *cog, int level, uint64_t index,
+static cf_status chunk_info(const cf_cog *cog, int level, int mask, uint64_t index,
                             cf_chunk_info *out, cf_error *err) {
     if (!cog || !out) return cf__err(err, CF_E_ARG, "cf_cog_chunk_info: NULL argument");
     memset(out, 0, sizeof *out);
     cf__chunk c;
     uint64_t count;
-    CF__TRY(locate(cog, level, index, &c, &count, err));
+    CF__TRY(locate(cog, level, mask, index, &c, &count, err));
     cf__codec_params p;
     layout(cog, &c, &p, out);
     out->count = count;
@@ -88,13 +91,24 @@ cf_status cf_cog_chunk_info(const cf_cog *cog, int level, uint64_t index,
     return CF_OK;
 }
 
-cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index, const void *src,
-                              size_t n, void *dst, size_t dst_size, cf_error *err) {
+cf_status cf_cog_chunk_info(const cf_cog *cog, int level, uint64_t index,
+                            cf_chunk_info *out, cf_error *err) {
+    return chunk_info(cog, level, 0, index, out, err);
+}
+
+cf_status cf_cog_mask_chunk_info(const cf_cog *cog, int level, uint64_t index,
+                                 cf_chunk_info *out, cf_error *err) {
+    return chunk_info(cog, level, 1, index, out, err);
+}
+
+static cf_status decode_chunk(cf_cog *cog, int level, int mask, uint64_t index,
+                              const void *src, size_t n, void *dst, size_t dst_size,
+                              cf_error *err) {
     if (!cog || (!src && n) || !dst)
         return cf__err(err, CF_E_ARG, "cf_cog_decode_chunk: NULL argument");
     cf__chunk c;
     uint64_t count;
-    cf_status st = locate(cog, level, index, &c, &count, err);
+    cf_status st = locate(cog, level, mask, index, &c, &count, err);
     CF__TRY(st);
     cf__codec_params p;
     cf_chunk_info o;
@@ -108,8 +122,11 @@ cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index, const void
         return cf__err(err, CF_E_ARG, "%s: %s: dst holds %zu bytes, the chunk decodes to %zu",
                        cog->name, where, dst_size, o.size);
     if (n == 0 && c.len == 0) {
-        /* Sparse: what a read gives for it.  1-bit chunks stay packed. */
-        if (o.bits == 1) {
+        /* Sparse: what a read gives for it (a mask's: not valid).  1-bit
+         * chunks stay packed. */
+        if (mask) {
+            memset(dst, 0, o.size);
+        } else if (o.bits == 1) {
             uint8_t v[CF__FILL_MAX];
             cf__cog_fill_value(cog, v);
             memset(dst, v[0] ? 0xff : 0, o.size);
@@ -127,4 +144,14 @@ cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index, const void
     cf__cog_ctx_put(cog, ctx);
     if (st) cf__err_prefix(err, st, "%s: %s", cog->name, where);
     return st;
+}
+
+cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index, const void *src,
+                              size_t n, void *dst, size_t dst_size, cf_error *err) {
+    return decode_chunk(cog, level, 0, index, src, n, dst, dst_size, err);
+}
+
+cf_status cf_cog_decode_mask_chunk(cf_cog *cog, int level, uint64_t index, const void *src,
+                                   size_t n, void *dst, size_t dst_size, cf_error *err) {
+    return decode_chunk(cog, level, 1, index, src, n, dst, dst_size, err);
 }

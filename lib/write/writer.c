@@ -758,6 +758,73 @@ cf_status cf_writer_write_tile_masked(cf_writer *w, uint32_t tx, uint32_t ty, co
     return write_tile(w, tx, ty, data, size, mask, err);
 }
 
+/* The encoded bytes of a tile from elsewhere (cf_writer_write_encoded_tile)
+ * checked before they are kept: within the bound the stream's part
+ * numbers assume, and decoded once with this writer's parameters when no
+ * overview pass will decode them (that pass fails naming a bad tile). */
+static cf_status check_encoded(cf_writer *w, uint32_t tx, uint32_t ty, const uint8_t *data,
+                               size_t n, const uint8_t *mask, size_t mn, cf_error *err) {
+    const size_t cap = 2 * w->tile_bytes + 1024, mcap = 2 * w->mtile_bytes + 1024;
+    if (n > cap || (w->o.mask && mn > mcap))
+        return cf__err(err, CF_E_LIMIT, "writer: %s: tile %u,%u: %zu encoded bytes (mask %zu), "
+                       "above the %zu (%zu) a tile of this writer's can take", w->path, tx, ty,
+                       n, mn, cap, w->o.mask ? mcap : 0);
+    if (!w->o.mask && (mask || mn))
+        return cf__err(err, CF_E_ARG, "writer: %s: a mask for tile %u,%u, but the writer was "
+                       "opened without one (the `mask` option)", w->path, tx, ty);
+    if (w->o.mask && !mn)
+        return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u: no mask tile (the writer has a "
+                       "mask: each tile comes with its mask's encoded bytes)", w->path, tx, ty);
+    if (w->nlev > 1) return CF_OK;
+    if (!w->ctx && !(w->ctx = cf__codec_ctx_new()))
+        return cf__err(err, CF_E_NOMEM, "writer: %s: a codec context", w->path);
+    cf_status st = cf__codec_decode(w->ctx, &w->p, data, n, w->tile, w->tile_bytes, err);
+    if (!st && w->o.mask)
+        st = cf__codec_decode(w->ctx, &w->mp, mask, mn, w->mtile, w->mtile_bytes, err);
+    if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u, given encoded", w->path,
+                                  tx, ty);
+    return CF_OK;
+}
+
+cf_status cf_writer_write_encoded_tile(cf_writer *w, uint32_t tx, uint32_t ty,
+                                       const void *data, size_t n, const void *mask, size_t mn,
+                                       cf_error *err) {
+    if (!w || (!data && n) || (!mask && mn))
+        return cf__err(err, CF_E_ARG, "writer: NULL argument");
+    pthread_mutex_lock(&w->mu);
+    const w_level *L = &w->lev[0];
+    const size_t i = (size_t)ty * L->tx + tx;
+    cf_status st = check_tile(w, tx, ty, err);
+    if (!st && w->ws && ty < w->next_row)
+        st = cf__err(err, CF_E_STATE, "writer: %s: tile %u,%u: its row of tiles is uploaded "
+                     "already", w->path, tx, ty);
+    if (st) goto done;
+    if (!n) { /* sparse, as a tile never written */
+        if (mn) {
+            st = cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u: a mask for a sparse tile",
+                         w->path, tx, ty);
+            goto done;
+        }
+        if (w->ws) {
+            free(w->pend[i]);
+            w->pend[i] = NULL;
+        }
+        w->lev[0].len[i] = 0;
+        if (w->o.mask) w->lev[0].mlen[i] = 0;
+        if (w->ws && !w->have[i]) st = have_tile(w, ty, i, err);
+    } else {
+        st = check_encoded(w, tx, ty, data, n, mask, mn, err);
+        if (st) goto done; /* refused: the writer goes on */
+        st = keep(w, 0, i, 0, data, n, err);
+        if (!st && w->o.mask) st = keep(w, 0, i, 1, mask, mn, err);
+        if (!st && w->ws) st = have_tile(w, ty, i, err);
+    }
+    if (st) w_fail(w, st);
+done:
+    pthread_mutex_unlock(&w->mu);
+    return st;
+}
+
 cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err) {
     pthread_mutex_lock(&w->mu);
     const w_level *L = &w->lev[0];
@@ -894,19 +961,24 @@ static cf_status feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
         const uint8_t *src = w->ws ? w->pend[i] : NULL;
         const int written = w->ws ? src != NULL : n != 0;
         if (w->nlev > 1) {
+            cf_status st = CF_OK;
             if (!written) fill_px(w, w->tile, (size_t)T * T);
-            else CF__TRY(decode0(w, &w->p, src, L0->off[i], n, w->tile, w->tile_bytes, err));
+            else st = decode0(w, &w->p, src, L0->off[i], n, w->tile, w->tile_bytes, err);
             for (uint32_t y = 0; y < th; y++)
                 memcpy(w->band + ((size_t)y * L0->w + (size_t)tx * T) * w->px,
                        w->tile + (size_t)y * T * w->px, (size_t)tw * w->px);
             if (w->o.mask && !written) { /* a tile never written is not valid */
                 for (uint32_t y = 0; y < th; y++)
                     memset(w->mband + (size_t)y * L0->w + (size_t)tx * T, 0, tw);
-            } else if (w->o.mask) {
-                CF__TRY(decode0(w, &w->mp, src ? src + n : NULL, L0->moff[i], mn, w->mtile,
-                                w->mtile_bytes, err));
+            } else if (w->o.mask && !st) {
+                st = decode0(w, &w->mp, src ? src + n : NULL, L0->moff[i], mn, w->mtile,
+                             w->mtile_bytes, err);
                 cf__mask_unpack(w->mtile, T, tw, th, w->mband + (size_t)tx * T, L0->w);
             }
+            /* (a tile given encoded, cf_writer_write_encoded_tile, is first
+             * decoded here) */
+            if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level 0, read "
+                                          "back for the overviews", w->path, tx, ty);
         }
         if (w->ws && w->pend[i]) {
             CF__TRY(cf__wstream_put(w->ws, 0, w->pend[i], n + mn, err));

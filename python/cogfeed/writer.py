@@ -135,7 +135,8 @@ class Writer(_Finishing):
     pixel under it is), and an average leaves masked pixels out.
 
     Tiles come in any order through write_tile, or whole tile-aligned
-    windows through write; tiles never written are sparse (read as
+    windows through write, or already encoded through write_encoded_tile;
+    tiles never written are sparse (read as
     nodata, or 0).  close() (or leaving a with block) finishes the file; an
     exception inside the block, or abort(), leaves nothing behind.
     """
@@ -284,6 +285,18 @@ class Writer(_Finishing):
         array, mask = self._split(array, mask)
         a = self._array(array)
         self._open().write_tile(int(tx), int(ty), a, self._mask(mask, a.shape[1:]))
+
+    def write_encoded_tile(self, tx: int, ty: int, data: Any,
+                           mask: Any = None) -> None:
+        """Tile (tx, ty) given as the bytes a writer with the same options
+        stored for it (Cog.tile_info's offset and byte_count in a file it
+        wrote; mask: its mask tile's, Cog.tile_info(..., mask=True), which
+        a writer with mask=True requires), kept as they are: tiles copied
+        from one COG into another without encoding them again, as predict
+        assembles the shares of a distributed run.  b"" leaves the tile
+        sparse.  The bytes are checked (size; decoded once, for the
+        overviews or, without them, here)."""
+        self._open().write_encoded_tile(int(tx), int(ty), data, mask)
 
     def write(self, array: Any, x: int = 0, y: int = 0,
               mask: Any = None) -> None:

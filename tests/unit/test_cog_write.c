@@ -2,8 +2,8 @@
  * test_cog_write.c - cf_writer written and read back by cogfeed's own
  * reader, in C (so that the sanitizer builds run the writer): pixels,
  * overview levels, nodata and the EPSG code; sparse tiles; the internal
- * mask band and its overviews; the writer's refusals; abort leaving
- * nothing behind.
+ * mask band and its overviews; tiles given encoded (copied from another
+ * file); the writer's refusals; abort leaving nothing behind.
  * (GDAL's reading of the same files: tests/python/test_writer.py.)
  */
 #include "cf_test.h"
@@ -321,6 +321,159 @@ static void test_mask(uint32_t W, uint32_t H) {
     unlink(path);
 }
 
+/* The whole file at path (NULL when it cannot be read); *n its size. */
+static uint8_t *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(sz > 0 ? (size_t)sz : 1);
+    *n = b && fread(b, 1, (size_t)sz, f) == (size_t)sz ? (size_t)sz : 0;
+    fclose(f);
+    return b;
+}
+
+/* px()'s image of W x H in T px tiles (with `mask`: valid_at's mask), tile
+ * (1, 1) never written, into `path` with o's options. */
+static void write_px(const char *path, cf_writer_options o) {
+    cf_error err;
+    cf_writer *w = NULL;
+    CHECK(cf_writer_open(path, &o, &w, &err) == CF_OK);
+    if (!w) return;
+    uint32_t tx_n, ty_n, T = o.tile_size;
+    cf_writer_tiles(w, &tx_n, &ty_n);
+    uint16_t *buf = malloc((size_t)2 * T * T * 2);
+    uint8_t *m = malloc((size_t)T * T);
+    for (uint32_t ty = 0; ty < ty_n; ty++)
+        for (uint32_t tx = 0; tx < tx_n; tx++) {
+            if (tx == 1 && ty == 1) continue;
+            uint32_t tw, th;
+            tile_data(tx, ty, T, o.width, o.height, buf, &tw, &th);
+            for (uint32_t y = 0; y < th; y++)
+                for (uint32_t x = 0; x < tw; x++)
+                    m[y * tw + x] = valid_at(tx * T + x, ty * T + y) ? 255 : 0;
+            CHECK(cf_writer_write_tile_masked(w, tx, ty, buf, (size_t)2 * tw * th * 2,
+                                              o.mask ? m : NULL, &err) == CF_OK ||
+                  (!o.mask && cf_writer_write_tile(w, tx, ty, buf, (size_t)2 * tw * th * 2,
+                                                   &err) == CF_OK));
+        }
+    CHECK(cf_writer_close(w, &err) == CF_OK);
+    free(buf);
+    free(m);
+}
+
+/* cf_writer_write_encoded_tile: a share written without overviews, its
+ * tiles' stored bytes (cf_cog_chunk_info, cf_cog_mask_chunk_info) copied
+ * into another writer in another order give the file written from the
+ * pixels, byte for byte, overviews and masks included; and the copy's
+ * refusals. */
+static void test_encoded(uint16_t comp, int mask) {
+    cf_error err;
+    char share[256], direct[256], copy[256];
+    snprintf(share, sizeof share, "%s/share_%u_%d.tif", dir, comp, mask);
+    snprintf(direct, sizeof direct, "%s/direct_%u_%d.tif", dir, comp, mask);
+    snprintf(copy, sizeof copy, "%s/copy_%u_%d.tif", dir, comp, mask);
+    const uint32_t W = 201, H = 137, T = 32;
+    cf_writer_options o = two_u16(W, H, T);
+    o.compression = comp;
+    o.mask = mask;
+    write_px(direct, o);
+    o.overviews = 0;
+    write_px(share, o);
+    o.overviews = -1;
+    size_t fn = 0;
+    uint8_t *file = slurp(share, &fn);
+    cf_cog *cog = NULL;
+    CHECK(file && cf_cog_open(NULL, share, &cog, &err) == CF_OK);
+    if (!cog || !file) return;
+    cf_chunk_info ci, mi;
+    cf_writer *w = NULL;
+    CHECK(cf_writer_open(copy, &o, &w, &err) == CF_OK);
+    CHECK(cf_cog_chunk_info(cog, 0, 0, &ci, &err) == CF_OK);
+    const uint64_t count = ci.count; /* 7 x 5 */
+    CHECK(count == 35);
+    for (uint64_t k = count; k-- > 0;) { /* last tile first */
+        CHECK(cf_cog_chunk_info(cog, 0, k, &ci, &err) == CF_OK);
+        memset(&mi, 0, sizeof mi);
+        if (mask) CHECK(cf_cog_mask_chunk_info(cog, 0, k, &mi, &err) == CF_OK);
+        CHECK((ci.byte_count == 0) == (k == 7 + 1));
+        CHECK(cf_writer_write_encoded_tile(w, ci.col, ci.row, file + ci.offset, ci.byte_count,
+                                           mi.byte_count ? file + mi.offset : NULL,
+                                           mi.byte_count, &err) == CF_OK);
+    }
+    CHECK(cf_writer_close(w, &err) == CF_OK);
+    size_t dn = 0, cn = 0;
+    uint8_t *d = slurp(direct, &dn), *c = slurp(copy, &cn);
+    CHECK(d && c && dn == cn && dn > 0 && memcmp(d, c, dn) == 0);
+    free(d);
+    free(c);
+
+    CHECK(cf_cog_chunk_info(cog, 0, 0, &ci, &err) == CF_OK);
+    const uint8_t *t0 = file + ci.offset;
+    const size_t n0 = ci.byte_count;
+    if (mask) {
+        /* the mask's stored bits decode to valid_at's */
+        CHECK(cf_cog_mask_chunk_info(cog, 0, 0, &mi, &err) == CF_OK);
+        CHECK(mi.bits == 1 && mi.width == T && mi.size == (size_t)T * T / 8);
+        uint8_t bits[32 * 32 / 8];
+        CHECK(cf_cog_decode_mask_chunk(cog, 0, 0, file + mi.offset, mi.byte_count, bits,
+                                       sizeof bits, &err) == CF_OK);
+        int bad = 0;
+        for (uint32_t y = 0; y < T; y++)
+            for (uint32_t x = 0; x < T; x++)
+                bad += ((bits[(y * T + x) / 8] >> (7 - (x % 8))) & 1) != valid_at(x, y);
+        CHECK(bad == 0);
+        CHECK(cf_cog_decode_mask_chunk(cog, 0, 8, NULL, 0, bits, sizeof bits, &err) == CF_OK);
+        CHECK(bits[0] == 0); /* sparse: not valid */
+        /* a mask is required, and only where the writer has one */
+        CHECK(cf_writer_open(copy, &o, &w, &err) == CF_OK);
+        CHECK(cf_writer_write_encoded_tile(w, 0, 0, t0, n0, NULL, 0, &err) == CF_E_ARG);
+        CHECK(cf_writer_write_encoded_tile(w, 0, 0, NULL, 0, file + mi.offset, mi.byte_count,
+                                           &err) == CF_E_ARG);
+        cf_writer_abort(w);
+        o.mask = 0;
+        CHECK(cf_writer_open(copy, &o, &w, &err) == CF_OK);
+        CHECK(cf_writer_write_encoded_tile(w, 0, 0, t0, n0, file + mi.offset, mi.byte_count,
+                                           &err) == CF_E_ARG);
+        CHECK(strstr(err.msg, "without one") != NULL);
+        cf_writer_abort(w);
+    } else {
+        CHECK(cf_cog_mask_chunk_info(cog, 0, 0, &mi, &err) == CF_E_ARG);
+        CHECK(strstr(err.msg, "no internal mask") != NULL);
+        /* foreign bytes, no overviews: refused at once, the writer goes on */
+        uint8_t junk[64];
+        memset(junk, 0x5a, sizeof junk);
+        o.overviews = 0;
+        CHECK(cf_writer_open(copy, &o, &w, &err) == CF_OK);
+        cf_status st = cf_writer_write_encoded_tile(w, 0, 0, junk, sizeof junk, NULL, 0, &err);
+        CHECK(st == CF_E_CODEC || st == CF_E_FORMAT);
+        CHECK(strstr(err.msg, "tile 0,0, given encoded") != NULL);
+        CHECK(cf_writer_write_encoded_tile(w, 0, 0, t0, n0, NULL, 0, &err) == CF_OK);
+        /* above twice a raw tile */
+        uint8_t *big = calloc(1, (size_t)2 * T * T * 4 + 2048);
+        CHECK(cf_writer_write_encoded_tile(w, 1, 0, big, (size_t)2 * T * T * 4 + 2048, NULL, 0,
+                                           &err) == CF_E_LIMIT);
+        free(big);
+        CHECK(cf_writer_write_encoded_tile(w, 7, 0, t0, n0, NULL, 0, &err) == CF_E_ARG);
+        CHECK(cf_writer_close(w, &err) == CF_OK);
+        /* with overviews: decoded on the overview pass, which names it */
+        unlink(copy);
+        o.overviews = -1;
+        CHECK(cf_writer_open(copy, &o, &w, &err) == CF_OK);
+        CHECK(cf_writer_write_encoded_tile(w, 2, 1, junk, sizeof junk, NULL, 0, &err) == CF_OK);
+        st = cf_writer_close(w, &err);
+        CHECK(st == CF_E_CODEC || st == CF_E_FORMAT);
+        CHECK(strstr(err.msg, "tile 2,1 of level 0, read back") != NULL);
+        CHECK(!exists(copy));
+    }
+    cf_cog_close(cog);
+    free(file);
+    unlink(share);
+    unlink(direct);
+    unlink(copy);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     test_mask(200, 136);
@@ -330,6 +483,10 @@ int main(void) {
     test_round_trip(50000);
     test_failures();
     test_stitcher();
+    test_encoded(8, 0);
+    test_encoded(8, 1);
+    test_encoded(50000, 1);
+    test_encoded(1, 0);
     rmdir(dir);
     return CF_TEST_END();
 }

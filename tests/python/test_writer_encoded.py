@@ -1,0 +1,125 @@
+"""Tiles copied from one COG into another without encoding them again:
+Cog.tile_info / decode_tile with mask=True (cf_cog_mask_chunk_info,
+cf_cog_decode_mask_chunk) and Writer.write_encoded_tile
+(cf_writer_write_encoded_tile), as predict assembles a distributed run's
+shares.  The copy is byte for byte the file written from the pixels (every
+codec the writer has); GDAL reads it; bad bytes are refused naming the
+tile.  (An object store: tests/python/test_writer_remote.py.)"""
+
+import numpy as np
+import pytest
+
+import cogfeed
+
+rasterio = pytest.importorskip("rasterio")
+
+W, H, T = 300, 200, 64
+GRID = cogfeed.Grid(32633, width=W, height=H,
+                    geotransform=(500000.0, 10.0, 0.0, 4100000.0, 0.0, -10.0))
+
+
+def image(dtype, bands):
+    y, x = np.mgrid[0:H, 0:W]
+    a = np.stack([(x * (b + 1) + y * 3 + (x * y) % 17) % 251 for b in range(bands)])
+    return a.astype(dtype)
+
+
+def mask_of():
+    y, x = np.mgrid[0:H, 0:W]
+    return ((x // 9 + y // 7) % 3 != 0) & (x < 250)
+
+
+def stored(path, mask):
+    data = open(path, "rb").read()
+    out = {}
+    with cogfeed.open(path) as c:
+        for k in range(c.tile_info(0)["count"]):
+            ti = c.tile_info(k)
+            b = data[ti["offset"]:ti["offset"] + ti["byte_count"]]
+            mb = None
+            if mask and b:
+                mi = c.tile_info(k, mask=True)
+                assert mi["bits"] == 1 and mi["shape"] == (T, T, 1)
+                mb = data[mi["offset"]:mi["offset"] + mi["byte_count"]]
+            out[ti["col"], ti["row"]] = (b, mb)
+    return out
+
+
+CODECS = [("deflate", "uint16", 2, {}), ("zstd", "float32", 1, {}),
+          ("lerc_zstd", "float32", 1, {"max_error": 0.5}), ("jpeg", "uint8", 3, {}),
+          ("webp", "uint8", 3, {"quality": 80}), ("none", "int16", 2, {})]
+
+
+@pytest.mark.parametrize("compression,dtype,bands,extra", CODECS)
+@pytest.mark.parametrize("mask", [False, True])
+def test_copy_equals_the_write_from_pixels(tmp_path, compression, dtype, bands, extra,
+                                           mask):
+    a = image(dtype, bands)
+    m = mask_of() if mask else None
+    ref, share, copy = (str(tmp_path / n) for n in ("ref.tif", "share.tif", "copy.tif"))
+    kw = dict(grid=GRID, compression=compression, tile_size=T, **extra)
+    cogfeed.write(ref, a, mask=m, **kw)
+    cogfeed.write(share, a, mask=m, overviews=0, **kw)
+    tiles = stored(share, mask)
+    with cogfeed.Writer(copy, W, H, bands, dtype, mask=mask, **kw) as w:
+        for (tx, ty), (b, mb) in sorted(tiles.items(), reverse=True):
+            w.write_encoded_tile(tx, ty, b, mb)
+    assert open(copy, "rb").read() == open(ref, "rb").read()
+    with rasterio.open(copy) as r:
+        assert r.overviews(1)
+        if not mask:
+            with rasterio.open(ref) as q:
+                np.testing.assert_array_equal(r.read(), q.read())
+
+
+def test_decode_mask_tile_gives_the_mask(tmp_path):
+    a, m = image("uint8", 1), mask_of()
+    p = str(tmp_path / "m.tif")
+    cogfeed.write(p, a, mask=m, grid=GRID, tile_size=T)
+    data = open(p, "rb").read()
+    with cogfeed.open(p) as c:
+        k = 1 * c.tile_info(0)["count"] // 4 + 1  # some inner tile
+        mi = c.tile_info(k, mask=True)
+        t = c.decode_tile(data[mi["offset"]:mi["offset"] + mi["byte_count"]], k, mask=True)
+        x0, y0 = mi["col"] * T, mi["row"] * T
+        want = c.read_mask(window=(x0, y0, T, T))
+        assert t.shape == (T, T, 1) and t.dtype == np.uint8
+        np.testing.assert_array_equal(t[:, :, 0], want)
+    plain = str(tmp_path / "plain.tif")
+    cogfeed.write(plain, a, grid=GRID, tile_size=T)
+    with cogfeed.open(plain) as c:
+        with pytest.raises(cogfeed.Error, match="no internal mask"):
+            c.tile_info(0, mask=True)
+
+
+def test_bad_encoded_tiles_are_refused(tmp_path):
+    a = image("uint16", 2)
+    share = str(tmp_path / "share.tif")
+    cogfeed.write(share, a, grid=GRID, tile_size=T, overviews=0)
+    tiles = stored(share, False)
+    junk = b"\x5a" * 100
+    # no overviews: checked at once, the writer goes on
+    p = str(tmp_path / "flat.tif")
+    with cogfeed.Writer(p, W, H, 2, "uint16", grid=GRID, tile_size=T, overviews=0) as w:
+        with pytest.raises(cogfeed.Error, match=r"tile 1,2, given encoded"):
+            w.write_encoded_tile(1, 2, junk)
+        with pytest.raises(cogfeed.Error, match="without one"):
+            w.write_encoded_tile(0, 0, tiles[0, 0][0], b"\x01")
+        with pytest.raises(cogfeed.Error, match="above"):
+            w.write_encoded_tile(0, 0, bytes(2 * T * T * 4 + 2000))
+        for (tx, ty), (b, _) in tiles.items():
+            w.write_encoded_tile(tx, ty, b)
+    with cogfeed.open(p) as c:
+        np.testing.assert_array_equal(c.read(), a)
+    # with overviews: the overview pass decodes it and names it; nothing left
+    p2 = tmp_path / "ov.tif"
+    w = cogfeed.Writer(str(p2), W, H, 2, "uint16", grid=GRID, tile_size=T)
+    w.write_encoded_tile(2, 1, junk)
+    with pytest.raises(cogfeed.Error, match=r"tile 2,1 of level 0, read back"):
+        w.close()
+    assert not p2.exists() and not list(tmp_path.glob("ov.tif*"))
+    # a writer with a mask wants the mask's bytes with each tile
+    with pytest.raises(cogfeed.Error, match="no mask tile"):
+        with cogfeed.Writer(str(tmp_path / "m.tif"), W, H, 2, "uint16", grid=GRID,
+                            tile_size=T, mask=True) as w:
+            w.write_encoded_tile(0, 0, tiles[0, 0][0])
