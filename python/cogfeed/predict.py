@@ -227,12 +227,13 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     size N), every rank calls predict with the same arguments: the rows of output
     tiles are split into N contiguous shares, each rank runs the model
     over the windows that reach its share (windows across a boundary run
-    on both ranks), blends them into a spool of its own, and sends its
-    share's finished pixels to rank 0 over a gloo group; rank 0 alone
-    writes `out`, one COG equal byte for byte to the one-process result
+    on both ranks), blends and encodes them into a spool of its own, and
+    sends its share's encoded tiles to rank 0 over a gloo group; rank 0
+    alone writes `out` from them (the tiles copied, the overviews made),
+    one COG equal byte for byte to the one-process result
     (docs/inference.md, "Several processes or machines").  Every wait
-    of that exchange is bounded by group_timeout_s (rank 0 encodes and
-    writes the whole output while the others wait).  A failure on any
+    of that exchange is bounded by group_timeout_s (rank 0 makes the
+    overviews and writes the whole output while the others wait).  A failure on any
     rank makes every rank raise, and nothing is written."""
     import torch.distributed as dist
     from . import open as _open
@@ -392,11 +393,13 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                    timeout_s: float, mask: bool = False) -> None:
     """predict's share of rank `rank` (see predict).  Its windows are those
     over its rows of output tiles; their blend goes to a spool COG of its
-    own (ZSTD level 1, no overviews) whose share rows are complete, as in
-    one process, since every window over them came.  Then rank 0 writes
-    `out` through a Writer with the Stitcher's options, its own rows
+    own (the output's codec and options, no overviews) whose share rows
+    are complete, as in one process, since every window over them came.
+    Then rank 0 writes `out` through a Writer with the Stitcher's options,
+    copying the tiles' encoded bytes (write_encoded_tile): its own rows
     first, then each rank's received over gloo a row of tiles at a time,
-    so that no process holds more than a row of tiles of the output.
+    so that no process holds more than a row of tiles of the output and
+    no tile is encoded twice.
 
     Every rank makes the same collective calls in the same order whatever
     fails: a failure is carried to the end of its phase (a sender whose
@@ -414,7 +417,7 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
     from .writer import Writer
 
     T = 512  # the Stitcher's tile size: a share is whole rows of its tiles
-    rows = -(-grid.height // T)
+    rows, ntx = -(-grid.height // T), -(-grid.width // T)
     r0, r1 = _share(rows, rank, world)
     y0, y1 = r0 * T, min(r1 * T, grid.height)
     mine = [w for w in windows if w[1] < y1 and w[1] + w[3] > y0] if r1 > r0 else []
@@ -448,8 +451,8 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                 _run(model, src, spool, grid, mine, patch_size=patch_size,
                      overlap=overlap, blend=blend, batch_size=batch_size,
                      device=device, output=output,
-                     progress=progress and rank == 0, compression="zstd",
-                     level=1, loader_kwargs=loader_kwargs,
+                     progress=progress and rank == 0, compression=compression,
+                     loader_kwargs=loader_kwargs,
                      roi=_band_roi(grid, y0, y1),
                      desc="%s (rank %d of %d)" % (os.fspath(out), rank, world),
                      overviews=0, mask=mask)
@@ -463,40 +466,70 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
         bands = int(nb[0])
 
         def share_rows(q0: int, q1: int) -> Any:
-            """This rank's rows of tiles from its spool, and with mask their
-            validity (else None); after a failure, zeros of the same
-            shapes (the receiver still waits for them)."""
-            c = None
+            """This rank's rows of tiles as its spool stores them: per row,
+            each tile's encoded bytes and its mask tile's (b"" for a sparse
+            tile, and for every tile after a failure: the receiver still
+            waits for them)."""
+            c = fd = None
             try:
                 if q1 > q0:  # a rank with no share has no spool
                     c = _open(spool)
+                    fd = os.open(spool, os.O_RDONLY)
             except BaseException as e:
                 errors.append(e)
+
+            def stored(k: int, m: bool) -> bytes:
+                assert c is not None and fd is not None
+                ti = c.tile_info(k, 0, mask=m)
+                n = int(ti["byte_count"])
+                b = os.pread(fd, n, int(ti["offset"])) if n else b""
+                if len(b) != n:
+                    raise OSError("predict: %s: tile %d: %d of its %d bytes read"
+                                  % (spool, k, len(b), n))
+                return b
+
             try:
                 for ty in range(q0, q1):
-                    th = min(T, grid.height - ty * T)
-                    a = m = None
+                    tiles = [(b"", b"")] * ntx
                     if c is not None and not errors:
                         try:
-                            win = (0, ty * T, grid.width, th)
-                            a = c.read(window=win)
-                            m = c.read_mask(window=win) if mask else None
+                            tiles = [(stored(ty * ntx + tx, False),
+                                      stored(ty * ntx + tx, True) if mask else b"")
+                                     for tx in range(ntx)]
                         except BaseException as e:
                             errors.append(e)
-                    yield ty, (torch.from_numpy(np.ascontiguousarray(a)) if a is not None
-                               else torch.zeros((bands, th, grid.width), dtype=dtype)), \
-                        (None if not mask else torch.from_numpy(m) if m is not None
-                         else torch.zeros((th, grid.width), dtype=torch.uint8))
+                            tiles = [(b"", b"")] * ntx
+                    yield ty, tiles
             finally:
+                if fd is not None:
+                    os.close(fd)
                 if c is not None:
                     c.close()
 
-        # -- phase 2: the rows to rank 0, which writes them
+        def pack(tiles: List[Tuple[bytes, bytes]]) -> Tuple[Any, Any]:
+            """A row of tiles as two tensors: the lengths (image, mask per
+            tile) and the bytes, one after another."""
+            lens = torch.tensor([len(b) for t in tiles for b in t], dtype=torch.int64)
+            data = b"".join(b for t in tiles for b in t)
+            return lens, torch.frombuffer(bytearray(data), dtype=torch.uint8) \
+                if data else None
+
+        def unpack(lens: Any, data: Any) -> List[Tuple[bytes, bytes]]:
+            raw = data.numpy().tobytes() if data is not None else b""
+            out, at = [], 0
+            for i in range(0, len(lens), 2):
+                n, mn = int(lens[i]), int(lens[i + 1])
+                out.append((raw[at:at + n], raw[at + n:at + n + mn]))
+                at += n + mn
+            return out
+
+        # -- phase 2: the encoded tiles to rank 0, which writes them
         if rank != 0:
-            for _, t, m in share_rows(r0, r1):
-                dist.send(t, dst=0, group=group)
-                if m is not None:
-                    dist.send(m, dst=0, group=group)
+            for _, tiles in share_rows(r0, r1):
+                lens, data = pack(tiles)
+                dist.send(lens, dst=0, group=group)
+                if data is not None:
+                    dist.send(data, dst=0, group=group)
             agree(bool(errors))   # the transfer
             agree(False)          # rank 0's close
             return
@@ -517,21 +550,21 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                 else:
                     def received(q0: int = q0, q1: int = q1, r: int = r) -> Any:
                         for ty in range(q0, q1):
-                            th = min(T, grid.height - ty * T)
-                            t = torch.empty((bands, th, grid.width), dtype=dtype)
-                            dist.recv(t, src=r, group=group)
-                            m = None
-                            if mask:
-                                m = torch.empty((th, grid.width), dtype=torch.uint8)
-                                dist.recv(m, src=r, group=group)
-                            yield ty, t, m
+                            lens = torch.empty(2 * ntx, dtype=torch.int64)
+                            dist.recv(lens, src=r, group=group)
+                            data = None
+                            total = int(lens.sum())
+                            if total:
+                                data = torch.empty(total, dtype=torch.uint8)
+                                dist.recv(data, src=r, group=group)
+                            yield ty, unpack(lens, data)
                     it = received()
-                for ty, t, m in it:
+                for ty, tiles in it:
                     if errors or w is None:
                         continue  # keep receiving: the senders wait for it
                     try:
-                        w.write(t.numpy(), 0, ty * T,
-                                mask=None if m is None else m.numpy())
+                        for tx, (b, mb) in enumerate(tiles):
+                            w.write_encoded_tile(tx, ty, b, mb if mask and b else None)
                     except BaseException as e:
                         errors.append(e)
             agree(bool(errors))

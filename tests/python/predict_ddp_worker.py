@@ -1,8 +1,9 @@
 """One rank of tests/python/test_predict_distributed.py, started by
 torchrun: predict over SRC into OUT with a fixed model, under a gloo
 process group.  Usage: predict_ddp_worker.py SRC OUT OUTPUT [FAIL_RANK [PATCH
-[MASK]]] (FAIL_RANK: that rank's model raises, to check that every rank
-ends, -1 for none; PATCH: the patch size, 256; MASK: 1 for mask=True)."""
+[MASK [COMPRESSION]]]] (FAIL_RANK: that rank's model raises, to check
+that every rank ends, -1 for none; PATCH: the patch size, 256; MASK: 1
+for mask=True; COMPRESSION: the output's, deflate)."""
 import sys
 
 import torch
@@ -35,10 +36,11 @@ def main():
     try:
         patch = int(sys.argv[5]) if len(sys.argv) > 5 else 256
         mask = len(sys.argv) > 6 and sys.argv[6] == "1"
+        compression = sys.argv[7] if len(sys.argv) > 7 else "deflate"
         cogfeed.predict(model_for(dist.get_rank(), fail_rank), src, out,
                         patch_size=patch, overlap=48, batch_size=4,
                         output=output, progress=False, distributed=True,
-                        mask=mask)
+                        mask=mask, compression=compression)
         print("rank %d ran %d patches" % (dist.get_rank(), SEEN[0]), flush=True)
     finally:
         dist.destroy_process_group()

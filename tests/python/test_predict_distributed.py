@@ -73,6 +73,25 @@ def test_two_ranks_equal_one_process(scene, tmp_path, output):
     assert not [p for p in os.listdir(tmp_path) if "cogfeed" in p]
 
 
+@pytest.mark.parametrize("output,compression", [("probabilities", "lerc_zstd"),
+                                                ("probabilities", "zstd"),
+                                                ("classes", "jpeg")])
+def test_two_ranks_copy_each_codecs_tiles(scene, tmp_path, output, compression):
+    """Rank 0 copies the ranks' encoded tiles (Writer.write_encoded_tile)
+    instead of encoding their pixels: with each codec, lossy ones too, the
+    COG equals the one-process result byte for byte."""
+    one, two = str(tmp_path / "one.tif"), str(tmp_path / "two.tif")
+    cogfeed.predict(model_for(0, -1), scene, one, patch_size=256, overlap=48,
+                    batch_size=4, output=output, progress=False,
+                    compression=compression)
+    r = torchrun(scene, two, output, -1, 256, 0, compression)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    with open(one, "rb") as f1, open(two, "rb") as f2:
+        assert f1.read() == f2.read()
+    with cogfeed.open(two) as c:
+        assert c.compression == compression.upper()
+
+
 @pytest.mark.parametrize("output", ["classes", "probabilities"])
 def test_two_ranks_with_a_mask_equal_one_process(tmp_path, output):
     """predict(mask=True) under torchrun: the ranks' masks travel with
