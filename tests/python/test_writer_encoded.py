@@ -123,3 +123,29 @@ def test_bad_encoded_tiles_are_refused(tmp_path):
         with cogfeed.Writer(str(tmp_path / "m.tif"), W, H, 2, "uint16", grid=GRID,
                             tile_size=T, mask=True) as w:
             w.write_encoded_tile(0, 0, tiles[0, 0][0])
+
+
+def test_tiles_of_a_gdal_cog_copied(tmp_path):
+    """Tiles GDAL wrote (its COG driver: DEFLATE, predictor 2, an internal
+    mask) copied into a Writer with the same parameters: GDAL reads the
+    copy pixel for pixel and mask for mask (its bytes are GDAL's, so the
+    file is not cogfeed's own write; its overviews are cogfeed's)."""
+    a, m = image("uint16", 2), mask_of()
+    src = str(tmp_path / "gdal.tif")
+    with rasterio.Env(GDAL_TIFF_INTERNAL_MASK=True):
+        with rasterio.open(src, "w", driver="COG", width=W, height=H, count=2,
+                           dtype="uint16", crs="EPSG:32633",
+                           transform=rasterio.Affine(10, 0, 500000, 0, -10, 4100000),
+                           blocksize=T, compress="DEFLATE", predictor=2) as r:
+            r.write(a)
+            r.write_mask(m.astype(np.uint8) * 255)
+    tiles = stored(src, True)
+    out = str(tmp_path / "copy.tif")
+    with cogfeed.Writer(out, W, H, 2, "uint16", grid=GRID, tile_size=T,
+                        compression="deflate", mask=True) as w:
+        for (tx, ty), (b, mb) in tiles.items():
+            w.write_encoded_tile(tx, ty, b, mb)
+    with rasterio.open(out) as r, rasterio.open(src) as q:
+        np.testing.assert_array_equal(r.read(), q.read())
+        np.testing.assert_array_equal(r.read_masks(1), q.read_masks(1))
+        assert r.overviews(1)
