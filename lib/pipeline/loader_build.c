@@ -629,7 +629,15 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
      * (docs/loader.md, "Decoded tiles kept"). */
     ld->cc_direct = o->cache_bytes && o->sampler != CF_SAMPLER_TILE_SHUFFLE &&
                     (tiles_shared || o->sampler == CF_SAMPLER_RANDOM);
-    if ((ld->warp_bytes || ld->cc_direct) && o->sampler != CF_SAMPLER_TILE_SHUFFLE &&
+    /* On a target grid (grid=) a patch's straight reads may cut their
+     * source tiles whatever the sampler's stride: sample_read.c keeps
+     * those tiles (cuts_tiles) for the neighbours. */
+    int target = 0;
+    for (size_t f = 0; f < o->nfiles && !target; f++) {
+        uint32_t w, h, tw, th;
+        target = cf__sg_sampler_dims(ld->sg, f, (uint32_t)P, &w, &h, &tw, &th);
+    }
+    if ((ld->warp_bytes || ld->cc_direct || target) && o->sampler != CF_SAMPLER_TILE_SHUFFLE &&
         o->cache_bytes) {
         ld->cc = cf__cc_new(o->cache_bytes);
         if (!ld->cc) return cf__err(err, CF_E_NOMEM, "loader: chunk cache");

@@ -406,6 +406,18 @@ static void input_part(const cf_loader *ld, size_t f, const cf_window *w, int m,
     p->bytes = cf__ld_member_bytes(ld, mb, ld->o.patch_size, ld->o.patch_size);
 }
 
+/* Whether window p leaves part of a source tile it touches to other
+ * windows (it starts off the tiles' corners or ends inside one, short of
+ * the image's edge): on a target grid, patches smaller than the tiles or
+ * off their corners, whose neighbours need the rest of those tiles. */
+static int cuts_tiles(const ld_part *p) {
+    cf_level_info li;
+    if (cf_cog_level_info(p->cog, p->level, &li, NULL) != CF_OK || !li.tiled) return 0;
+    const int64_t tw = li.tile_width, th = li.tile_height;
+    const int64_t x1 = p->x + p->w, y1 = p->y + p->h;
+    return p->x % tw || p->y % th || (x1 % tw && x1 < li.width) || (y1 % th && y1 < li.height);
+}
+
 /* One input of a sample (a member, or the mask) as it is read onto the
  * sample's target grid (sample_grid.h): one part read straight into its
  * block (shifted by whole pixels), or, warped, the parts of its source
@@ -534,7 +546,7 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             if (fits) {
                 p.x += how->dx;
                 p.y += how->dy;
-                p.cache = ld->cc_direct;
+                p.cache = ld->cc_direct || (ld->cc && cuts_tiles(&p));
                 in->part0 = *np;
                 parts[(*np)++] = p;
             }

@@ -1112,11 +1112,11 @@ def test_decoded_bytes_per_byte_read(tmp_path):
         pytest.skip("the DEFLATE tiles are written by GDAL")
     cog = cogfeed.open(p)
 
-    def run(**kw):
+    def run(dx=0, **kw):
         ld = cogfeed.Loader([p], batch_size=2, dtype="raw", **kw)
         for b in ld:
             for img, (f, x, y, w, h) in zip(b["image"], b["windows"]):
-                assert np.array_equal(img, cog.read((x, y, w, h)))
+                assert np.array_equal(img, cog.read((x + dx, y + dx, w, h)))
         st = ld.stats()
         ld.close()
         assert st["chunk_bytes_decoded"] > 0 and st["bytes_decoded"] > 0
@@ -1126,6 +1126,21 @@ def test_decoded_bytes_per_byte_read(tmp_path):
     assert run(patch_size=512, sampler="grid", cache_bytes=0)["decoded_per_read"] == 1.0
     assert run(patch_size=256, sampler="grid", cache_bytes=0)["decoded_per_read"] == 4.0
     assert run(patch_size=256, sampler="grid")["decoded_per_read"] < 4.0
+    # With the cache each 512 px tile is decoded once for its four 256 px
+    # patches; on a target grid (grid=: here a window of the file's
+    # own, 128 px in, so that every read is straight and cuts tiles) too (a read that cuts its tiles keeps them
+    # for the neighbours; it used to decode them afresh, as without a
+    # cache).
+    assert a.nbytes == 4 * 512 * 512 * 2 * 2  # the 4 tiles, decoded once each
+    assert run(patch_size=256, sampler="grid")["chunk_bytes_decoded"] == a.nbytes
+    g = cog.grid()
+    gt = g.geotransform
+    g = cogfeed.Grid(g.crs, width=768, height=768,
+                     geotransform=(gt[0] + 128 * gt[1], gt[1], 0.0, gt[3] + 128 * gt[5], 0.0,
+                                   gt[5]))
+    assert run(128, patch_size=256, sampler="grid", grid=g)["chunk_bytes_decoded"] == a.nbytes
+    assert run(128, patch_size=256, sampler="grid", grid=g,
+               cache_bytes=0)["chunk_bytes_decoded"] > 3 * a.nbytes
     rnd = run(patch_size=256, sampler="random", cache_bytes=0, epoch_length=64, seed=3)
     assert 5.0 < rnd["decoded_per_read"] < 13.0, rnd
 
