@@ -540,9 +540,9 @@ CF_API cf_status cf_cog_decode_chunk(cf_cog *cog, int level, uint64_t index,
                                      size_t dst_size, cf_error *err);
 
 /* cf_cog_chunk_info and cf_cog_decode_chunk for chunk `index` of a
- * level's internal mask (1 bit a pixel: bits 1, dtype CF_DT_U8, decoded
- * packed, MSB first, 1 where valid; a sparse chunk decodes as not
- * valid).  CF_E_ARG when the level has no internal mask.  With
+ * level's internal mask (dtype CF_DT_U8; GDAL's 1 bit a pixel: bits 1,
+ * decoded packed, MSB first, 1 where valid; an 8-bit mask: bits 8, non-zero
+ * where valid; a sparse chunk decodes as not valid).  CF_E_ARG when the level has no internal mask.  With
  * cf_writer_write_encoded_tile they copy a file's tiles into another
  * without decoding them (docs/writer.md, "Tiles encoded elsewhere"). */
 CF_API cf_status cf_cog_mask_chunk_info(const cf_cog *cog, int level, uint64_t index,
@@ -1489,12 +1489,15 @@ CF_API cf_status cf_writer_write_tile_masked(cf_writer *w, uint32_t tx, uint32_t
  * again: each writes its share with the output's options (overviews 0),
  * and the assembler copies each tile's stored bytes
  * (cf_cog_chunk_info's range; with `mask`, cf_cog_mask_chunk_info's for
- * the mask bytes, mn of them, which must then be given) into this call.
- * n == 0 (and mn == 0): the tile stays sparse.  The bytes are checked:
+ * the mask bytes, mn of them, which must then be given; mn == 0 is no
+ * mask) into this call.  n == 0 (and mn == 0): the tile stays sparse.  The bytes are checked:
  * at most twice a raw tile (CF_E_LIMIT), and decoded once with this
  * writer's parameters, for the overviews (a bad tile fails the overview
- * pass, naming it) or, with no overviews, here (CF_E_CODEC /
- * CF_E_FORMAT, the writer goes on).  Otherwise as cf_writer_write_tile. */
+ * pass, naming it: cf_writer_close for a file; for an object the call
+ * that completes the tile's row, and the writer is failed) or, with no
+ * overviews, here (CF_E_CODEC / CF_E_FORMAT, the writer goes on).  The
+ * same options include the nodata value (edge tiles' padding).
+ * Otherwise as cf_writer_write_tile. */
 CF_API cf_status cf_writer_write_encoded_tile(cf_writer *w, uint32_t tx, uint32_t ty,
                                               const void *data, size_t n, const void *mask,
                                               size_t mn, cf_error *err);

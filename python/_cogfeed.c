@@ -766,8 +766,10 @@ static PyObject *Cog_decode_tile(CogObject *self, PyObject *args, PyObject *kw) 
     Py_BEGIN_ALLOW_THREADS st = (mask ? cf_cog_decode_mask_chunk : cf_cog_decode_chunk)(
         self->cog, level, index, data.buf, (size_t)data.len, dst, size, &err);
     if (!st && ci.bits == 1) unpack_bits(dst, ci.height, (size_t)ci.width * ci.samples);
-    /* a mask as read_mask gives it: 255 where valid */
-    for (size_t i = 0; !st && mask && i < size; i++) ((uint8_t *)dst)[i] *= 255;
+    /* a mask as read_mask gives it: a 1-bit mask's 0/1 as 0/255 (an
+     * 8-bit mask's bytes as they are) */
+    for (size_t i = 0; !st && mask && ci.bits == 1 && i < size; i++)
+        ((uint8_t *)dst)[i] = ((uint8_t *)dst)[i] ? 255 : 0;
     /* complex integers were decoded into the first part of the array */
     if (!st && ci.bits != 1) cf_complex_widen(dt, dst, dst, (size_t)PyArray_SIZE(arr));
     Py_END_ALLOW_THREADS reading_end(self);
@@ -925,7 +927,8 @@ static PyMethodDef Cog_methods[] = {
      "Where tile (or strip) `index` of a level lies in the file (offset, byte_count; 0: sparse)\n"
      "and what decode_tile gives for it: shape (h, w, samples), the whole tile as stored;\n"
      "count is the number of tiles of the level (all band planes). mask=True: the tile of\n"
-     "the level's internal mask (bits 1; ValueError when it has none)."},
+     "the level's internal mask (bits 1, or 8 for an 8-bit mask; cogfeed.Error when it has\n"
+     "none)."},
     {"decode_tile", (PyCFunction)(void (*)(void))Cog_decode_tile, METH_VARARGS | METH_KEYWORDS,
      "decode_tile(data, index, level=0, *, out=None, mask=False) -> ndarray (h, w, samples)\n\n"
      "Decode the compressed bytes of tile (or strip) `index` that the caller fetched\n"
@@ -935,8 +938,8 @@ static PyMethodDef Cog_methods[] = {
      "the GIL is released. The bytes are untrusted: bad ones raise cogfeed.Error\n"
      "naming the file, level and tile. out: a C-contiguous array of that shape and dtype\n"
      "to decode into (reused from tile to tile: no allocation, no fresh pages).\n"
-     "mask=True: a tile of the level's internal mask, uint8 (h, w, 1), 255 where valid\n"
-     "(as read_mask; a sparse one not valid)."},
+     "mask=True: a tile of the level's internal mask, uint8 (h, w, 1), as read_mask gives\n"
+     "it (a 1-bit mask 255 where valid; a sparse tile not valid)."},
     {"level_info", (PyCFunction)Cog_level_shape, METH_O,
      "level_info(level) -> dict(width, height, tile_width, tile_height, tiled)"},
     {"get_metadata", (PyCFunction)(void (*)(void))Cog_get_metadata, METH_VARARGS | METH_KEYWORDS,

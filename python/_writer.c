@@ -188,11 +188,25 @@ static int byte_plane(PyObject *o, Py_buffer *b, size_t pixels, const char *what
     return 0;
 }
 
+/* A tile index for "O&": an int in [0, 2**32) ("I" would wrap a larger
+ * one onto another tile). */
+static int tile_index(PyObject *o, void *out) {
+    unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return 0;
+    if (v > UINT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "tile index %llu out of range", v);
+        return 0;
+    }
+    *(unsigned int *)out = (unsigned int)v;
+    return 1;
+}
+
 static PyObject *Writer_write_tile(WriterObject *self, PyObject *args) {
     unsigned int tx, ty;
     Py_buffer buf, mbuf;
     PyObject *mask_o = Py_None;
-    if (!PyArg_ParseTuple(args, "IIy*|O", &tx, &ty, &buf, &mask_o)) return NULL;
+    if (!PyArg_ParseTuple(args, "O&O&y*|O", tile_index, &tx, tile_index, &ty, &buf, &mask_o))
+        return NULL;
     /* (a data size that is no whole number of pixels fails in C) */
     if (!need_open(self) ||
         !byte_plane(mask_o, &mbuf, (size_t)buf.len / self->px, "write_tile: a mask")) {
@@ -227,7 +241,9 @@ static PyObject *Writer_write_encoded_tile(WriterObject *self, PyObject *args) {
     unsigned int tx, ty;
     Py_buffer buf, mbuf = {0};
     PyObject *mask_o = Py_None;
-    if (!PyArg_ParseTuple(args, "IIy*|O", &tx, &ty, &buf, &mask_o)) return NULL;
+    if (!PyArg_ParseTuple(args, "O&O&y*|O", tile_index, &tx, tile_index, &ty, &buf, &mask_o))
+        return NULL;
+    /* (b"" for the mask is none, as None) */
     if (mask_o != Py_None && PyObject_GetBuffer(mask_o, &mbuf, PyBUF_SIMPLE) < 0) {
         PyBuffer_Release(&buf);
         return NULL;
@@ -242,7 +258,8 @@ static PyObject *Writer_write_encoded_tile(WriterObject *self, PyObject *args) {
     cf_writer *w = self->w;
     self->busy++;
     Py_BEGIN_ALLOW_THREADS st = cf_writer_write_encoded_tile(w, tx, ty, buf.buf, (size_t)buf.len,
-                                                             mbuf.buf, (size_t)mbuf.len, &err);
+                                                             mbuf.len ? mbuf.buf : NULL,
+                                                             (size_t)mbuf.len, &err);
     Py_END_ALLOW_THREADS
     self->busy--;
     PyBuffer_Release(&buf);

@@ -709,7 +709,7 @@ static cf_status check_encoded(cf_writer *w, uint32_t tx, uint32_t ty, const uin
         return cf__err(err, CF_E_LIMIT, "writer: %s: tile %u,%u: %zu encoded bytes (mask %zu), "
                        "above the %zu (%zu) a tile of this writer's can take", w->path, tx, ty,
                        n, mn, cap, w->o.mask ? mcap : 0);
-    if (!w->o.mask && (mask || mn))
+    if (!w->o.mask && mn)
         return cf__err(err, CF_E_ARG, "writer: %s: a mask for tile %u,%u, but the writer was "
                        "opened without one (the `mask` option)", w->path, tx, ty);
     if (w->o.mask && !mn)

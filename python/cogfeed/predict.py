@@ -403,7 +403,7 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
 
     Every rank makes the same collective calls in the same order whatever
     fails: a failure is carried to the end of its phase (a sender whose
-    read fails sends zeros for its remaining rows, rank 0 keeps receiving
+    read fails sends empty rows for the rest of its share, rank 0 keeps receiving
     after a failure of its own), then an all-reduce of the failures makes
     every rank raise."""
     import datetime

@@ -149,3 +149,56 @@ def test_tiles_of_a_gdal_cog_copied(tmp_path):
         np.testing.assert_array_equal(r.read(), q.read())
         np.testing.assert_array_equal(r.read_masks(1), q.read_masks(1))
         assert r.overviews(1)
+
+
+def test_decode_an_8_bit_mask_tile(tmp_path):
+    """An 8-bit internal mask (a TIFF's, as GDAL and the reader accept):
+    decode_tile(mask=True) gives its bytes as read_mask does (255 gave
+    255 * 255 mod 256 = 1 before)."""
+    import struct
+    t = 16
+    img = (np.arange(t * t) % 251).astype(np.uint8).reshape(t, t)
+    msk = np.zeros((t, t), np.uint8)
+    msk[:, :8] = 255
+    msk[3, 10] = 7  # any non-zero is valid
+
+    def ifd(sub, phot, data_off, nxt):
+        e = [(256, 3, 1, t), (257, 3, 1, t), (258, 3, 1, 8), (259, 3, 1, 1),
+             (262, 3, 1, phot), (277, 3, 1, 1), (284, 3, 1, 1), (322, 3, 1, t),
+             (323, 3, 1, t), (324, 4, 1, data_off), (325, 4, 1, t * t), (339, 3, 1, 1)]
+        if sub:
+            e.append((254, 4, 1, sub))
+        b = struct.pack("<H", len(e))
+        for tag, typ, cnt, val in sorted(e):
+            b += struct.pack("<HHII", tag, typ, cnt, val)
+        return b + struct.pack("<I", nxt)
+    i1 = 8 + 2 + 12 * 12 + 4
+    d0 = i1 + 2 + 13 * 12 + 4
+    buf = (b"II*\0" + struct.pack("<I", 8) + ifd(0, 1, d0, i1) + ifd(4, 4, d0 + t * t, 0)
+           + img.tobytes() + msk.tobytes())
+    p = tmp_path / "m8.tif"
+    p.write_bytes(buf)
+    with cogfeed.open(str(p)) as c:
+        mi = c.tile_info(0, mask=True)
+        assert mi["bits"] == 8
+        got = c.decode_tile(buf[mi["offset"]:mi["offset"] + mi["byte_count"]], 0, mask=True)
+        np.testing.assert_array_equal(got[:, :, 0], c.read_mask())
+        np.testing.assert_array_equal(got[:, :, 0], msk)
+
+
+def test_empty_mask_bytes_are_none_and_tile_indices_are_checked(tmp_path):
+    a = image("uint16", 2)
+    share = str(tmp_path / "share.tif")
+    cogfeed.write(share, a, grid=GRID, tile_size=T, overviews=0)
+    tiles = stored(share, False)
+    with cogfeed.Writer(str(tmp_path / "o.tif"), W, H, 2, "uint16", grid=GRID,
+                        tile_size=T, overviews=0) as w:
+        w.write_encoded_tile(0, 0, tiles[0, 0][0], b"")  # b"": no mask, as None
+        with pytest.raises(OverflowError):
+            w.write_encoded_tile(2 ** 32 + 1, 0, tiles[1, 0][0])
+        with pytest.raises(OverflowError):
+            w.write_tile(2 ** 32, 0, a[:, :T, :T])
+        with pytest.raises(OverflowError):
+            w.write_encoded_tile(-1, 0, tiles[1, 0][0])
+        for (tx, ty), (b, _) in tiles.items():
+            w.write_encoded_tile(tx, ty, b)
