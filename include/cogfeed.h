@@ -1469,7 +1469,9 @@ CF_API cf_status cf_writer_open(const char *path, const cf_writer_options *opt,
  * band, bands x h x w in C order, w and h the tile's size clipped at the
  * image's right and bottom edges (tile_size inside).  Any order; a tile
  * written twice replaces the first.  Tiles never written are sparse (read
- * as nodata, or 0).  Thread-safe: calls are serialised.  CF_E_ARG for a
+ * as nodata, or 0).  Thread-safe: calls from several threads encode their
+ * tiles at once (an encoder each, at most one per CPU; the rest wait for
+ * one), and keep them one at a time.  CF_E_ARG for a
  * tile outside the grid or a wrong size, CF_E_STATE after a failure or
  * close (the writer's first error stays its state). */
 CF_API cf_status cf_writer_write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,

@@ -17,6 +17,9 @@
 #include <stdlib.h>
 
 #define CF__STITCH_SPARES 2
+/* Threads a finished row's tiles are divided and encoded on (at most one
+ * per CPU): the writer encodes tiles written at once in parallel. */
+#define CF__STITCH_THREADS 16
 
 typedef struct st_row {
     double *sum;      /* channels x T x width, then wsum: one block */
@@ -40,9 +43,11 @@ struct cf_stitcher {
     cf_stitcher_options o;
     uint32_t width, height, T, tiles_x, tiles_y;
     st_row *rows;
-    float *tile;      /* one output tile, band-sequential */
-    uint8_t *mtile;   /* its mask (the writer's `mask`): some patch came
-                         with valid input there */
+    /* per thread of finish_row: one output tile, band-sequential, and its
+     * mask (the writer's `mask`): some patch came with valid input there */
+    int nthreads;
+    float *tile[CF__STITCH_THREADS];
+    uint8_t *mtile[CF__STITCH_THREADS];
     double *wx;       /* scratch: a patch's weights along x, then y */
     size_t wcap;
     /* Rows' blocks of sums kept for the next rows: a fresh block of
@@ -88,8 +93,10 @@ static void free_st(cf_stitcher *st) {
     for (int i = 0; i < st->nspare; i++) free(st->spare[i]);
     free(st->rows);
     free(st->list);
-    free(st->tile);
-    free(st->mtile);
+    for (int k = 0; k < st->nthreads; k++) {
+        free(st->tile[k]);
+        free(st->mtile[k]);
+    }
     free(st->wx);
     pthread_mutex_destroy(&st->mu);
     free(st);
@@ -141,9 +148,16 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
     }
     cf_writer_tiles(st->w, &st->tiles_x, &st->tiles_y);
     st->rows = cf__calloc(st->tiles_y, sizeof *st->rows);
-    st->tile = cf__malloc((size_t)o.bands * st->T * st->T * sizeof(float));
-    st->mtile = o.mask ? cf__malloc((size_t)st->T * st->T) : NULL;
-    if (!st->rows || !st->tile || (o.mask && !st->mtile)) {
+    size_t nt = cf__ncpu();
+    nt = nt > st->tiles_x ? st->tiles_x : nt;
+    st->nthreads = nt < 1 ? 1 : nt > CF__STITCH_THREADS ? CF__STITCH_THREADS : (int)nt;
+    int bufs = 1;
+    for (int k = 0; k < st->nthreads; k++) {
+        st->tile[k] = cf__malloc((size_t)o.bands * st->T * st->T * sizeof(float));
+        st->mtile[k] = o.mask ? cf__malloc((size_t)st->T * st->T) : NULL;
+        bufs &= st->tile[k] && (!o.mask || st->mtile[k]);
+    }
+    if (!st->rows || !bufs) {
         cf_writer_abort(st->w);
         free_st(st);
         return cf__err(err, CF_E_NOMEM, "stitcher: out of memory");
@@ -183,23 +197,33 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
     return CF_OK;
 }
 
-/* Divide row r's sums and write its tiles. */
-static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
-    st_row *R = &st->rows[r];
-    R->done = 1;
-    if (!R->sum) return CF_OK; /* nothing came: its tiles stay sparse (nodata) */
-    const uint32_t T = st->T, W = st->width, C = st->o.channels;
-    uint32_t th = (r + 1) * T <= st->height ? T : st->height - r * T;
-    size_t plane = (size_t)T * W;
-    cf_status s = CF_OK;
-    for (uint32_t tx = 0; tx < st->tiles_x && !s; tx++) {
+/* One thread's share of a finished row: tiles tx0, tx0 + step, ...
+ * divided into its own buffers and written; the first failure stops it. */
+typedef struct st_part {
+    cf_stitcher *st;
+    uint32_t r, tx0, step, failed_tx;
+    int k;
+    cf_status s;
+    cf_error err;
+} st_part;
+
+static void *row_part(void *arg) {
+    st_part *P = arg;
+    cf_stitcher *st = P->st;
+    const st_row *R = &st->rows[P->r];
+    const uint32_t T = st->T, W = st->width, C = st->o.channels, r = P->r;
+    const uint32_t th = (r + 1) * T <= st->height ? T : st->height - r * T;
+    const size_t plane = (size_t)T * W;
+    float *tile = st->tile[P->k];
+    uint8_t *mtile = st->mtile[P->k];
+    for (uint32_t tx = P->tx0; tx < st->tiles_x && !P->s; tx += P->step) {
         uint32_t tw = (tx + 1) * T <= W ? T : W - tx * T;
-        uint8_t *cls = (uint8_t *)st->tile;
+        uint8_t *cls = (uint8_t *)tile;
         for (uint32_t y = 0; y < th; y++)
             for (uint32_t x = 0; x < tw; x++) {
                 size_t i = (size_t)y * W + tx * T + x, o = (size_t)y * tw + x;
                 double ws = R->wsum[i];
-                if (st->mtile) st->mtile[o] = ws > 0;
+                if (mtile) mtile[o] = ws > 0;
                 if (st->o.argmax) {
                     uint32_t best = 0;
                     for (uint32_t c = 1; c < C; c++)
@@ -208,13 +232,51 @@ static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
                     cls[o] = ws > 0 ? (uint8_t)best : 255;
                 } else {
                     for (uint32_t c = 0; c < C; c++)
-                        st->tile[(size_t)c * th * tw + o] =
+                        tile[(size_t)c * th * tw + o] =
                             ws > 0 ? (float)(R->sum[c * plane + i] / ws) : NAN;
                 }
             }
         size_t bytes = (size_t)(st->o.argmax ? 1 : C * sizeof(float)) * th * tw;
-        s = st->mtile ? cf_writer_write_tile_masked(st->w, tx, r, st->tile, bytes, st->mtile, err)
-                      : cf_writer_write_tile(st->w, tx, r, st->tile, bytes, err);
+        P->s = mtile ? cf_writer_write_tile_masked(st->w, tx, r, tile, bytes, mtile, &P->err)
+                     : cf_writer_write_tile(st->w, tx, r, tile, bytes, &P->err);
+        P->failed_tx = tx;
+    }
+    return NULL;
+}
+
+/* Divide row r's sums and write its tiles, on up to nthreads threads
+ * (each a share of the tiles: the writer encodes them at once).  The
+ * error is the failing tile's of the smallest column. */
+static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
+    st_row *R = &st->rows[r];
+    R->done = 1;
+    if (!R->sum) return CF_OK; /* nothing came: its tiles stay sparse (nodata) */
+    st_part parts[CF__STITCH_THREADS];
+    pthread_t tid[CF__STITCH_THREADS];
+    int started[CF__STITCH_THREADS] = {0};
+    const int n = st->nthreads;
+    for (int k = 0; k < n; k++) {
+        memset(&parts[k], 0, sizeof parts[k]);
+        parts[k].st = st;
+        parts[k].r = r;
+        parts[k].tx0 = (uint32_t)k;
+        parts[k].step = (uint32_t)n;
+        parts[k].k = k;
+    }
+    for (int k = 1; k < n; k++) /* (one that cannot start runs here) */
+        started[k] = pthread_create(&tid[k], NULL, row_part, &parts[k]) == 0;
+    row_part(&parts[0]);
+    for (int k = 1; k < n; k++) {
+        if (started[k]) pthread_join(tid[k], NULL);
+        else row_part(&parts[k]);
+    }
+    cf_status s = CF_OK;
+    int first = -1;
+    for (int k = 0; k < n; k++)
+        if (parts[k].s && (first < 0 || parts[k].failed_tx < parts[first].failed_tx)) first = k;
+    if (first >= 0) {
+        s = parts[first].s;
+        if (err) *err = parts[first].err;
     }
     if (st->nspare < CF__STITCH_SPARES) st->spare[st->nspare++] = R->sum;
     else free(R->sum);

@@ -296,6 +296,13 @@ static void free_writer(cf_writer *w, int remove_spool) {
     free(w->spool_path);
     free(w->tile);
     cf__encoder_free(w->enc);
+    for (int k = 0; k < w->nslots; k++) {
+        cf__encoder_free(w->slots[k].enc);
+        cf__encoder_free(w->slots[k].menc);
+        free(w->slots[k].tile);
+        free(w->slots[k].mtile);
+    }
+    pthread_cond_destroy(&w->slot_cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }
@@ -403,6 +410,11 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
     cf_writer *w = cf__calloc(1, sizeof *w);
     if (!w) return cf__err(err, CF_E_NOMEM, "writer: out of memory");
     pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->slot_cv, NULL);
+    {
+        size_t n = cf__ncpu();
+        w->maxslots = n < 1 ? 1 : n > CF__WRITER_SLOTS ? CF__WRITER_SLOTS : (int)n;
+    }
     w->spool_fd = -1;
     w->o = oo;
     opt = &w->o; /* what follows reads the copy: the caller's may be older */
@@ -642,21 +654,69 @@ static void interleave(uint8_t *d, size_t px, const uint8_t *s, uint32_t n, size
 #undef IL
 }
 
-/* cf_writer_write_tile(_masked): mask NULL is all valid. */
+/* A free slot (w->mu held): one made when all are busy and fewer than
+ * maxslots exist, else the wait for one.  NULL: out of memory. */
+static w_slot *take_slot(cf_writer *w) {
+    for (;;) {
+        for (int k = 0; k < w->nslots; k++)
+            if (!w->slots[k].busy) {
+                w->slots[k].busy = 1;
+                return &w->slots[k];
+            }
+        if (w->nslots < w->maxslots) {
+            w_slot *s = &w->slots[w->nslots];
+            memset(s, 0, sizeof *s);
+            s->enc = cf__encoder_new();
+            s->tile = cf__malloc(w->tile_bytes);
+            if (w->o.mask) {
+                s->menc = cf__encoder_new();
+                s->mtile = cf__malloc(w->mtile_bytes);
+            }
+            if (!s->enc || !s->tile || (w->o.mask && (!s->menc || !s->mtile))) {
+                cf__encoder_free(s->enc);
+                cf__encoder_free(s->menc);
+                free(s->tile);
+                free(s->mtile);
+                return NULL;
+            }
+            w->nslots++;
+            s->busy = 1;
+            return s;
+        }
+        pthread_cond_wait(&w->slot_cv, &w->mu);
+    }
+}
+
+static void give_slot(cf_writer *w, w_slot *s) {
+    s->busy = 0;
+    pthread_cond_signal(&w->slot_cv);
+}
+
+/* The checks of a tile about to be written (w->mu held): the writer open,
+ * the tile inside it, and for an object its row not sent yet. */
+static cf_status check_write(cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err) {
+    CF__TRY(check_tile(w, tx, ty, err));
+    if (w->ws && ty < w->next_row)
+        return cf__err(err, CF_E_STATE, "writer: %s: tile %u,%u: its row of tiles is uploaded "
+                       "already (writing to object storage, a tile is final once the rows "
+                       "above it and its own are complete)", w->path, tx, ty);
+    return CF_OK;
+}
+
+/* cf_writer_write_tile(_masked): mask NULL is all valid.  The tile is
+ * interleaved and encoded in a slot of its own without the writer's lock
+ * (the work that costs: tiles written from several threads are encoded
+ * at once), then kept under it, checked again (an object's row may have
+ * gone up meanwhile, if this tile was written before). */
 static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *data,
                             size_t size, const uint8_t *mask, cf_error *err) {
     if (!w || !data) return cf__err(err, CF_E_ARG, "writer: NULL argument");
     pthread_mutex_lock(&w->mu);
     const w_level *L = &w->lev[0];
     const uint32_t T = w->o.tile_size;
-    cf_status st = check_tile(w, tx, ty, err);
+    w_slot *sl = NULL;
+    cf_status st = check_write(w, tx, ty, err);
     if (st) goto done;
-    if (w->ws && ty < w->next_row) {
-        st = cf__err(err, CF_E_STATE, "writer: %s: tile %u,%u: its row of tiles is uploaded "
-                     "already (writing to object storage, a tile is final once the rows "
-                     "above it and its own are complete)", w->path, tx, ty);
-        goto done;
-    }
     uint32_t tw = tx + 1 < L->tx ? T : L->w - tx * T;
     uint32_t th = ty + 1 < L->ty ? T : L->h - ty * T;
     size_t want = (size_t)w->o.bands * tw * th * w->es;
@@ -665,22 +725,47 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
                      "not %zu", w->path, tx, ty, w->o.bands, th, tw, want, size);
         goto done;
     }
-    if (tw < T || th < T) fill_px(w, w->tile, (size_t)T * T);
+    if (!(sl = take_slot(w))) {
+        st = w_fail(w, cf__err(err, CF_E_NOMEM, "writer: %s: a tile's encoder", w->path));
+        goto done;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (tw < T || th < T) fill_px(w, sl->tile, (size_t)T * T);
     /* band-sequential in, pixel-interleaved out */
     const uint8_t *src = data;
     const size_t es = w->es, nb = w->o.bands;
     for (uint32_t b = 0; b < nb; b++)
         for (uint32_t y = 0; y < th; y++) {
             const uint8_t *s = src + ((size_t)b * th + y) * tw * es;
-            uint8_t *d = w->tile + ((size_t)y * T) * w->px + b * es;
+            uint8_t *d = sl->tile + ((size_t)y * T) * w->px + b * es;
             if (nb == 1) memcpy(d, s, (size_t)tw * es);
             else interleave(d, w->px, s, tw, es);
         }
-    if (w->o.mask) cf__mask_pack(mask, tw, tw, th, T, w->mtile);
-    st = put_tile(w, 0, tx, ty, err);
-    if (!st && w->ws) st = have_tile(w, ty, (size_t)ty * L->tx + tx, err);
+    const uint8_t *enc = NULL, *menc = NULL;
+    size_t n = 0, mn = 0;
+    st = cf__codec_encode(sl->enc, &w->p, &w->eo, sl->tile, w->tile_bytes, &enc, &n, err);
+    if (!st && w->o.mask) {
+        cf__mask_pack(mask, tw, tw, th, T, sl->mtile);
+        /* (NULL: every default, DEFLATE at GDAL's level 6) */
+        st = cf__codec_encode(sl->menc, &w->mp, NULL, sl->mtile, w->mtile_bytes, &menc, &mn,
+                              err);
+    }
+    if (st) cf__err_prefix(err, st, "writer: %s: tile %u,%u of level 0", w->path, tx, ty);
+    pthread_mutex_lock(&w->mu);
+    if (st) { /* the encoder's failure is the writer's */
+        w_fail(w, st);
+        goto done;
+    }
+    st = check_write(w, tx, ty, err);
+    if (st) goto done;
+    const size_t i = (size_t)ty * L->tx + tx;
+    st = keep(w, 0, i, 0, enc, n, err);
+    if (!st && w->o.mask) st = keep(w, 0, i, 1, menc, mn, err);
+    if (st) cf__err_prefix(err, st, "writer: %s: tile %u,%u of level 0", w->path, tx, ty);
+    if (!st && w->ws) st = have_tile(w, ty, i, err);
     if (st) w_fail(w, st);
 done:
+    if (sl) give_slot(w, sl);
     pthread_mutex_unlock(&w->mu);
     return st;
 }

@@ -40,8 +40,23 @@ typedef struct w_level {
 
 #define CF__RING 4
 
+/* A full-resolution tile being encoded outside the writer's lock by one
+ * cf_writer_write_tile call: its own encoders (the image's and the
+ * mask's: each returns bytes in its own buffer) and pixel buffers.
+ * Made on demand, at most CF__WRITER_SLOTS (one per CPU), so that tiles
+ * written from several threads are encoded at once. */
+#define CF__WRITER_SLOTS 64
+typedef struct w_slot {
+    cf__encoder *enc, *menc;
+    uint8_t *tile, *mtile;
+    int busy;
+} w_slot;
+
 struct cf_writer {
     pthread_mutex_t mu;
+    pthread_cond_t slot_cv;            /* a slot came free */
+    w_slot slots[CF__WRITER_SLOTS];
+    int nslots, maxslots;
     w_state state;
     cf_status fail;
     cf_writer_options o;

@@ -24,6 +24,7 @@ file.  Peak disk: the output plus the spool (its full resolution).
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -322,12 +323,27 @@ class Writer(_Finishing):
                              "whole tiles inside %dx%d" % (
                                  x, y, w, h, self.width, self.height))
         wr = self._open()
-        for ty in range(y // t, (y + h + t - 1) // t):
-            for tx in range(x // t, (x + w + t - 1) // t):
-                x0, y0, tw, th = self.tile_window(tx, ty)
-                win = np.s_[y0 - y:y0 - y + th, x0 - x:x0 - x + tw]
-                wr.write_tile(tx, ty, np.ascontiguousarray(a[(slice(None),) + win]),
-                              None if m is None else np.ascontiguousarray(m[win]))
+
+        def one(tx: int, ty: int) -> None:
+            x0, y0, tw, th = self.tile_window(tx, ty)
+            win = np.s_[y0 - y:y0 - y + th, x0 - x:x0 - x + tw]
+            wr.write_tile(tx, ty, np.ascontiguousarray(a[(slice(None),) + win]),
+                          None if m is None else np.ascontiguousarray(m[win]))
+
+        tiles = [(tx, ty) for ty in range(y // t, (y + h + t - 1) // t)
+                 for tx in range(x // t, (x + w + t - 1) // t)]
+        # The tiles are encoded on a thread each (the writer encodes tiles
+        # written at once in parallel, a slot per CPU; the GIL is released
+        # meanwhile); the file is the same bytes in any order.
+        threads = min(len(tiles), os.cpu_count() or 1)
+        if threads < 2:
+            for tx, ty in tiles:
+                one(tx, ty)
+            return
+        with ThreadPoolExecutor(max_workers=threads,
+                                thread_name_prefix="cogfeed-encode") as pool:
+            for f in [pool.submit(one, tx, ty) for tx, ty in tiles]:
+                f.result()
 
 
 

@@ -3,12 +3,13 @@
  * reader, in C (so that the sanitizer builds run the writer): pixels,
  * overview levels, nodata and the EPSG code; sparse tiles; the internal
  * mask band and its overviews; tiles given encoded (copied from another
- * file); the writer's refusals; abort leaving nothing behind.
+ * file); tiles written from several threads; the writer's refusals; abort leaving nothing behind.
  * (GDAL's reading of the same files: tests/python/test_writer.py.)
  */
 #include "cf_test.h"
 #include "cogfeed.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -474,6 +475,72 @@ static void test_encoded(uint16_t comp, int mask) {
     unlink(copy);
 }
 
+/* Tiles written from several threads at once (each encoded in a slot of
+ * its own, more threads than slots): the file is byte for byte the one
+ * written from one thread. */
+typedef struct thr_arg {
+    cf_writer *w;
+    cf_writer_options o;
+    int k, n, fails;
+} thr_arg;
+
+static void *write_share(void *p) {
+    thr_arg *a = p;
+    cf_error err;
+    uint32_t tx_n, ty_n, T = a->o.tile_size;
+    cf_writer_tiles(a->w, &tx_n, &ty_n);
+    uint16_t *buf = malloc((size_t)2 * T * T * 2);
+    uint8_t *m = malloc((size_t)T * T);
+    for (uint32_t i = (uint32_t)a->k; i < tx_n * ty_n; i += (uint32_t)a->n) {
+        uint32_t tx = i % tx_n, ty = i / tx_n, tw, th;
+        if (tx == 1 && ty == 1) continue;
+        tile_data(tx, ty, T, a->o.width, a->o.height, buf, &tw, &th);
+        for (uint32_t y = 0; y < th; y++)
+            for (uint32_t x = 0; x < tw; x++)
+                m[y * tw + x] = valid_at(tx * T + x, ty * T + y) ? 255 : 0;
+        a->fails += cf_writer_write_tile_masked(a->w, tx, ty, buf, (size_t)2 * tw * th * 2, m,
+                                                &err) != CF_OK;
+    }
+    free(buf);
+    free(m);
+    return NULL;
+}
+
+static void test_threads(void) {
+    cf_error err;
+    char one[256], many[256];
+    snprintf(one, sizeof one, "%s/one.tif", dir);
+    snprintf(many, sizeof many, "%s/many.tif", dir);
+    cf_writer_options o = two_u16(301, 170, 32);
+    o.compression = 8;
+    o.mask = 1;
+    write_px(one, o);
+    cf_writer *w = NULL;
+    CHECK(cf_writer_open(many, &o, &w, &err) == CF_OK);
+    if (!w) return;
+    enum { N = 5 };
+    pthread_t t[N];
+    thr_arg a[N];
+    for (int k = 0; k < N; k++) {
+        a[k] = (thr_arg){w, o, k, N, 0};
+        CHECK(pthread_create(&t[k], NULL, write_share, &a[k]) == 0);
+    }
+    int fails = 0;
+    for (int k = 0; k < N; k++) {
+        pthread_join(t[k], NULL);
+        fails += a[k].fails;
+    }
+    CHECK(fails == 0);
+    CHECK(cf_writer_close(w, &err) == CF_OK);
+    size_t n1 = 0, n2 = 0;
+    uint8_t *b1 = slurp(one, &n1), *b2 = slurp(many, &n2);
+    CHECK(b1 && b2 && n1 == n2 && n1 > 0 && memcmp(b1, b2, n1) == 0);
+    free(b1);
+    free(b2);
+    unlink(one);
+    unlink(many);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     test_mask(200, 136);
@@ -487,6 +554,7 @@ int main(void) {
     test_encoded(8, 1);
     test_encoded(50000, 1);
     test_encoded(1, 0);
+    test_threads();
     rmdir(dir);
     return CF_TEST_END();
 }
