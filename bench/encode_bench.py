@@ -109,7 +109,7 @@ def main():
         tc, tg, td, t0 = [], [], [], []
         for _ in range(o.repeat):
             t = time.perf_counter()
-            cogfeed.write(mine, a, tile_size=o.tile, overviews=0, **ckw)
+            cogfeed.write(mine, a, tile_size=o.tile, overviews=0, threads=1, **ckw)
             tc.append(time.perf_counter() - t)
             t = time.perf_counter()
             write_gdal(theirs, a, o.tile, co)

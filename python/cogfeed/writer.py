@@ -135,8 +135,11 @@ class Writer(_Finishing):
     are GDAL's: the mask resampled as the image (average: valid where any
     pixel under it is), and an average leaves masked pixels out.
 
-    Tiles come in any order through write_tile, or whole tile-aligned
-    windows through write, or already encoded through write_encoded_tile;
+    Tiles come in any order through write_tile (from any number of
+    threads: each call encodes its tile in an encoder of its own, at most
+    one per CPU), or whole tile-aligned windows through write (their
+    tiles encoded on `threads` threads, None: one per CPU), or already
+    encoded through write_encoded_tile;
     tiles never written are sparse (read as
     nodata, or 0).  close() (or leaving a with block) finishes the file; an
     exception inside the block, or abort(), leaves nothing behind.
@@ -157,7 +160,12 @@ class Writer(_Finishing):
                  max_error: float = 0.0, quality: Optional[int] = None,
                  lossless: bool = False,
                  photometric: Optional[str] = None, io: Any = None,
-                 part_size: int = 0, mask: bool = False) -> None:
+                 part_size: int = 0, mask: bool = False,
+                 threads: Optional[int] = None) -> None:
+        if threads is not None and int(threads) < 1:
+            raise ValueError("Writer: threads %r: None (one per CPU) or at least 1"
+                             % (threads,))
+        self.threads = int(threads) if threads is not None else None
         if isinstance(like, Grid):
             grid = like if grid is None else grid
         elif like is not None:
@@ -335,7 +343,7 @@ class Writer(_Finishing):
         # The tiles are encoded on a thread each (the writer encodes tiles
         # written at once in parallel, a slot per CPU; the GIL is released
         # meanwhile); the file is the same bytes in any order.
-        threads = min(len(tiles), os.cpu_count() or 1)
+        threads = min(len(tiles), self.threads or os.cpu_count() or 1)
         if threads < 2:
             for tx, ty in tiles:
                 one(tx, ty)

@@ -610,3 +610,20 @@ def test_compound_crs_writes_its_horizontal_code(tmp_path):
     cogfeed.write(p, np.zeros((1, 16, 16), "uint8"), grid=g)
     with rasterio.open(p) as ds:
         assert ds.crs.to_epsg() == 32633
+
+
+def test_tiles_encoded_on_threads_give_the_same_bytes(tmp_path):
+    """Writer.write encodes a window's tiles on `threads` threads (None:
+    one per CPU; the writer encodes calls from several threads at once):
+    the file is the same bytes with 1, 3 or the default; 0 is refused."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 4000, (2, 700, 900)).astype("uint16")
+    m = rng.random((700, 900)) > 0.1
+    out = []
+    for t in (1, 3, None):
+        p = tmp_path / ("t%s.tif" % t)
+        cogfeed.write(p, a, mask=m, grid=grid(900, 700), tile_size=128, threads=t)
+        out.append(p.read_bytes())
+    assert out[0] == out[1] == out[2]
+    with pytest.raises(ValueError, match="threads"):
+        cogfeed.Writer(tmp_path / "x.tif", 10, 10, threads=0)
