@@ -1507,8 +1507,9 @@ CF_API cf_status cf_writer_write_encoded_tile(cf_writer *w, uint32_t tx, uint32_
 CF_API void cf_writer_tiles(const cf_writer *w, uint32_t *tiles_x, uint32_t *tiles_y);
 /* Finish the file (overviews, layout, rename) and free the writer, which
  * is gone whatever the status; on failure neither `path` nor the spool is
- * left behind.  Not while another thread is in cf_writer_write_tile (nor
- * cf_writer_abort): the caller sees to that. */
+ * left behind.  A tile another thread is still encoding is waited for and
+ * written; a call that starts after close (or cf_writer_abort) is the
+ * caller's to prevent. */
 CF_API cf_status cf_writer_close(cf_writer *w, cf_error *err);
 /* Give up: free the writer and remove its spool; `path` is not touched. */
 CF_API void cf_writer_abort(cf_writer *w);

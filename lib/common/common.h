@@ -119,6 +119,9 @@ double cf__now(void);
 
 /* CPUs online (at least 1). */
 size_t cf__ncpu(void);
+/* The CPUs this process may run on (its affinity mask: a container's or
+ * taskset's share of the machine), at least 1. */
+size_t cf__ncpu_usable(void);
 
 /* The whole machine's CPU time so far, in clock ticks: *busy (all but
  * idle and iowait) and *total.  0 where it cannot be read (no /proc/stat):

@@ -3,7 +3,12 @@
  * concurrency controller measures itself by, and what top, perf and
  * py-spy show for cogfeed's threads.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 #include "common.h"
+
+#include <sched.h>
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -20,6 +25,17 @@ double cf__now(void) {
 size_t cf__ncpu(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : (size_t)n;
+}
+
+size_t cf__ncpu_usable(void) {
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n >= 1) return (size_t)n;
+    }
+#endif
+    return cf__ncpu();
 }
 
 int cf__cpu_ticks(uint64_t *busy, uint64_t *total) {

@@ -148,8 +148,11 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
     }
     cf_writer_tiles(st->w, &st->tiles_x, &st->tiles_y);
     st->rows = cf__calloc(st->tiles_y, sizeof *st->rows);
-    size_t nt = cf__ncpu();
+    /* threads: one per CPU this process may use, at most a tile each of
+     * the row, within the writer's slot budget for their tiles */
+    size_t nt = cf__ncpu_usable(), tb = (size_t)o.bands * st->T * st->T * sizeof(float) + 1;
     nt = nt > st->tiles_x ? st->tiles_x : nt;
+    if (nt > ((size_t)256 << 20) / tb) nt = ((size_t)256 << 20) / tb;
     st->nthreads = nt < 1 ? 1 : nt > CF__STITCH_THREADS ? CF__STITCH_THREADS : (int)nt;
     int bufs = 1;
     for (int k = 0; k < st->nthreads; k++) {
@@ -272,8 +275,15 @@ static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
     }
     cf_status s = CF_OK;
     int first = -1;
-    for (int k = 0; k < n; k++)
-        if (parts[k].s && (first < 0 || parts[k].failed_tx < parts[first].failed_tx)) first = k;
+    /* the failure of the smallest column, a tile's own before one that
+     * only found the writer failed by another (CF_E_STATE) */
+    for (int k = 0; k < n; k++) {
+        if (!parts[k].s) continue;
+        int own = parts[k].s != CF_E_STATE, fown = first >= 0 && parts[first].s != CF_E_STATE;
+        if (first < 0 || own > fown ||
+            (own == fown && parts[k].failed_tx < parts[first].failed_tx))
+            first = k;
+    }
     if (first >= 0) {
         s = parts[first].s;
         if (err) *err = parts[first].err;

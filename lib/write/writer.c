@@ -303,6 +303,7 @@ static void free_writer(cf_writer *w, int remove_spool) {
         free(w->slots[k].mtile);
     }
     pthread_cond_destroy(&w->slot_cv);
+    pthread_cond_destroy(&w->idle_cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }
@@ -411,10 +412,7 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
     if (!w) return cf__err(err, CF_E_NOMEM, "writer: out of memory");
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->slot_cv, NULL);
-    {
-        size_t n = cf__ncpu();
-        w->maxslots = n < 1 ? 1 : n > CF__WRITER_SLOTS ? CF__WRITER_SLOTS : (int)n;
-    }
+    pthread_cond_init(&w->idle_cv, NULL);
     w->spool_fd = -1;
     w->o = oo;
     opt = &w->o; /* what follows reads the copy: the caller's may be older */
@@ -510,6 +508,10 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
             w->mtile_bytes = (size_t)cf__codec_chunk_bytes(m);
             if (!(w->mtile = cf__malloc(w->mtile_bytes))) st = CF_E_NOMEM;
         }
+        /* Slots: one per CPU this process may use, within the budget. */
+        size_t ns = cf__ncpu_usable(), per = 3 * (w->tile_bytes + w->mtile_bytes) + 1;
+        if (ns > CF__WRITER_SLOT_BUDGET / per) ns = CF__WRITER_SLOT_BUDGET / per;
+        w->maxslots = ns < 1 ? 1 : ns > CF__WRITER_SLOTS ? CF__WRITER_SLOTS : (int)ns;
         w->enc = cf__encoder_new();
         w->path = remote ? redacted_dup(path) : dup_str(path);
         size_t n = strlen(path) + 32;
@@ -690,6 +692,14 @@ static w_slot *take_slot(cf_writer *w) {
 static void give_slot(cf_writer *w, w_slot *s) {
     s->busy = 0;
     pthread_cond_signal(&w->slot_cv);
+    if (--w->inflight == 0) pthread_cond_broadcast(&w->idle_cv);
+}
+
+/* Wait (w->mu held) until no write_tile call is encoding: close and abort
+ * free the slots, and a tile being encoded when they are called is
+ * written first, as when calls held the lock throughout. */
+static void wait_idle(cf_writer *w) {
+    while (w->inflight) pthread_cond_wait(&w->idle_cv, &w->mu);
 }
 
 /* The checks of a tile about to be written (w->mu held): the writer open,
@@ -729,6 +739,9 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
         st = w_fail(w, cf__err(err, CF_E_NOMEM, "writer: %s: a tile's encoder", w->path));
         goto done;
     }
+    w->inflight++;
+    /* (take_slot may have waited: the writer may have failed meanwhile) */
+    if ((st = check_write(w, tx, ty, err))) goto done;
     pthread_mutex_unlock(&w->mu);
     if (tw < T || th < T) fill_px(w, sl->tile, (size_t)T * T);
     /* band-sequential in, pixel-interleaved out */
@@ -1081,6 +1094,7 @@ static cf_status finish_remote(cf_writer *w, cf_error *err) {
 cf_status cf_writer_close(cf_writer *w, cf_error *err) {
     if (!w) return cf__err(err, CF_E_ARG, "writer: NULL");
     pthread_mutex_lock(&w->mu);
+    wait_idle(w);
     cf_status st = CF_OK;
     if (w->state != W_OPEN)
         st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s); nothing written",
@@ -1120,5 +1134,9 @@ cf_status cf_writer_close(cf_writer *w, cf_error *err) {
 }
 
 void cf_writer_abort(cf_writer *w) {
-    if (w) free_writer(w, 1);
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    wait_idle(w);
+    pthread_mutex_unlock(&w->mu);
+    free_writer(w, 1);
 }

@@ -52,11 +52,19 @@ typedef struct w_slot {
     int busy;
 } w_slot;
 
+/* The slots' memory at most (each about three tiles: the pixels and two
+ * encoders' output), so that a writer of large tiles on many CPUs does
+ * not hold a tile per CPU it cannot use. */
+#define CF__WRITER_SLOT_BUDGET ((size_t)256 << 20)
+
 struct cf_writer {
     pthread_mutex_t mu;
     pthread_cond_t slot_cv;            /* a slot came free */
+    pthread_cond_t idle_cv;            /* inflight fell to 0 */
     w_slot slots[CF__WRITER_SLOTS];
     int nslots, maxslots;
+    int inflight;                      /* write_tile calls holding a slot:
+                                          close and abort wait for them */
     w_state state;
     cf_status fail;
     cf_writer_options o;

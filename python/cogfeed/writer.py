@@ -29,7 +29,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._cogfeed import _Writer
+from ._cogfeed import StateError, _Writer
 from .grid import Grid
 
 __all__ = ["Writer", "write"]
@@ -343,16 +343,36 @@ class Writer(_Finishing):
         # The tiles are encoded on a thread each (the writer encodes tiles
         # written at once in parallel, a slot per CPU; the GIL is released
         # meanwhile); the file is the same bytes in any order.
-        threads = min(len(tiles), self.threads or os.cpu_count() or 1)
+        threads = min(len(tiles), self.threads or _usable_cpus())
         if threads < 2:
             for tx, ty in tiles:
                 one(tx, ty)
             return
-        with ThreadPoolExecutor(max_workers=threads,
-                                thread_name_prefix="cogfeed-encode") as pool:
-            for f in [pool.submit(one, tx, ty) for tx, ty in tiles]:
-                f.result()
+        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="cogfeed-encode")
+        futures = [pool.submit(one, tx, ty) for tx, ty in tiles]
+        try:
+            for f in futures:  # (until the first failure)
+                if f.exception() is not None:
+                    break
+        finally:
+            # on a failure (or Ctrl-C) the tiles not started are not written
+            pool.shutdown(wait=True, cancel_futures=True)
+        errors = [e for e in (f.exception() for f in futures if not f.cancelled())
+                  if e is not None]
+        if errors:
+            # a tile's own failure before those of tiles that only found
+            # the writer failed by it (StateError)
+            raise next((e for e in errors if not isinstance(e, StateError)), errors[0])
 
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's or
+    taskset's share), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def write(path: StrPath, array: Any, mask: Any = None, **kwargs: Any) -> None:

@@ -627,3 +627,31 @@ def test_tiles_encoded_on_threads_give_the_same_bytes(tmp_path):
     assert out[0] == out[1] == out[2]
     with pytest.raises(ValueError, match="threads"):
         cogfeed.Writer(tmp_path / "x.tif", 10, 10, threads=0)
+
+
+def test_threaded_write_raises_the_tiles_own_error(tmp_path):
+    """A write that fails on one tile's thread (the spool cannot grow:
+    RLIMIT_FSIZE) raises that tile's error (InputOutputError, errno's
+    words), not the StateError the other threads' tiles then meet ("an
+    earlier call failed"): five runs on 4 threads, in a child process
+    (the limit is its own)."""
+    import subprocess
+    import sys
+    code = r'''
+import resource, signal, sys, numpy as np, cogfeed
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (400000, 400000))
+a = np.random.default_rng(0).integers(0, 60000, (1, 2048, 2048)).astype("uint16")
+for rep in range(5):
+    try:
+        cogfeed.write(sys.argv[1] + "/x%d.tif" % rep, a, tile_size=128, threads=4)
+        print("written")
+    except cogfeed.Error as e:
+        print(type(e).__name__, str(e)[:300].replace("\n", " "))
+'''
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                       text=True, timeout=300)
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 5, r.stdout + r.stderr
+    for ln in lines:
+        assert ln.startswith("InputOutputError") and "File too large" in ln, ln

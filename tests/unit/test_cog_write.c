@@ -541,6 +541,62 @@ static void test_threads(void) {
     unlink(many);
 }
 
+/* close while another thread is still encoding a tile: close waits for
+ * it, and the tile is in the file (it freed the encoder under the tile
+ * before: a use after free). */
+typedef struct big_arg {
+    cf_writer *w;
+    double *px;
+    size_t n;
+    cf_status st;
+} big_arg;
+
+static void *write_big(void *p) {
+    big_arg *a = p;
+    cf_error err;
+    a->st = cf_writer_write_tile(a->w, 0, 0, a->px, a->n, &err);
+    return NULL;
+}
+
+static void test_close_waits(void) {
+    cf_error err;
+    char path[256];
+    snprintf(path, sizeof path, "%s/big.tif", dir);
+    const uint32_t T = 1024;
+    cf_writer_options o;
+    cf_writer_options_init(&o);
+    o.width = o.height = o.tile_size = T;
+    o.dtype = CF_DT_F64;
+    o.compression = 8;
+    o.level = 9; /* slow: the tile is still encoding when close comes */
+    o.overviews = 0;
+    cf_writer *w = NULL;
+    CHECK(cf_writer_open(path, &o, &w, &err) == CF_OK);
+    if (!w) return;
+    big_arg a = {w, malloc((size_t)T * T * 8), (size_t)T * T * 8, CF_E_STATE};
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < (size_t)T * T; i++) { /* noise: slow to compress */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        a.px[i] = (double)(x % 100000) / 7.0;
+    }
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, write_big, &a) == 0);
+    usleep(20000);
+    CHECK(cf_writer_close(w, &err) == CF_OK);
+    pthread_join(t, NULL);
+    CHECK(a.st == CF_OK);
+    cf_cog *cog = NULL;
+    CHECK(cf_cog_open(NULL, path, &cog, &err) == CF_OK);
+    if (cog) {
+        double v[4];
+        CHECK(cf_cog_read(cog, 0, 100, 200, 4, 1, NULL, 0, v, sizeof v, &err) == CF_OK);
+        CHECK(v[0] == a.px[200 * T + 100] && v[3] == a.px[200 * T + 103]);
+        cf_cog_close(cog);
+    }
+    free(a.px);
+    unlink(path);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     test_mask(200, 136);
@@ -555,6 +611,7 @@ int main(void) {
     test_encoded(50000, 1);
     test_encoded(1, 0);
     test_threads();
+    test_close_waits();
     rmdir(dir);
     return CF_TEST_END();
 }
