@@ -149,10 +149,10 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
     cf_writer_tiles(st->w, &st->tiles_x, &st->tiles_y);
     st->rows = cf__calloc(st->tiles_y, sizeof *st->rows);
     /* threads: one per CPU this process may use, at most a tile each of
-     * the row, within the writer's slot budget for their tiles */
+     * the row, their tiles within the budget */
     size_t nt = cf__ncpu_usable(), tb = (size_t)o.bands * st->T * st->T * sizeof(float) + 1;
     nt = nt > st->tiles_x ? st->tiles_x : nt;
-    if (nt > ((size_t)256 << 20) / tb) nt = ((size_t)256 << 20) / tb;
+    if (nt > CF__WRITE_THREADS_BUDGET / tb) nt = CF__WRITE_THREADS_BUDGET / tb;
     st->nthreads = nt < 1 ? 1 : nt > CF__STITCH_THREADS ? CF__STITCH_THREADS : (int)nt;
     int bufs = 1;
     for (int k = 0; k < st->nthreads; k++) {

@@ -21,6 +21,12 @@ cf_status cf__writer_options_copy(const cf_writer_options *in, cf_writer_options
  * written already. */
 cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err);
 
+/* The memory of the tiles the writer's slots (about three tiles each: the
+ * pixels and two encoders' output) and the stitcher's row threads (one
+ * output tile each) hold at most, so that large tiles on many CPUs do not
+ * take a tile per CPU they cannot use. */
+#define CF__WRITE_THREADS_BUDGET ((size_t)256 << 20)
+
 /* ---- mask.c: the internal mask's tiles ---- */
 
 /* Rows [0, h) x [0, w) of m (a byte a pixel, rows `stride` apart; NULL:

@@ -257,6 +257,29 @@ static cf_status pread_all(int fd, void *buf, size_t n, uint64_t at, const char 
     return io_all(fd, buf, n, at, 0, what, err);
 }
 
+static void slot_free(w_slot *s) {
+    cf__encoder_free(s->enc);
+    cf__encoder_free(s->menc);
+    free(s->tile);
+    free(s->mtile);
+    memset(s, 0, sizeof *s);
+}
+
+/* A slot's encoders and buffers (with `mask`, the mask's too); CF_E_NOMEM
+ * leaves it empty. */
+static cf_status slot_make(const cf_writer *w, w_slot *s) {
+    memset(s, 0, sizeof *s);
+    s->enc = cf__encoder_new();
+    s->tile = w->tile_bytes ? cf__malloc(w->tile_bytes) : NULL;
+    if (w->o.mask) {
+        s->menc = cf__encoder_new();
+        s->mtile = cf__malloc(w->mtile_bytes);
+    }
+    if (s->enc && s->tile && (!w->o.mask || (s->menc && s->mtile))) return CF_OK;
+    slot_free(s);
+    return CF_E_NOMEM;
+}
+
 static void free_writer(cf_writer *w, int remove_spool) {
     if (w->ws) cf__wstream_abort(w->ws);
     if (w->pend)
@@ -266,7 +289,6 @@ static void free_writer(cf_writer *w, int remove_spool) {
     free(w->row_have);
     free(w->band);
     free(w->mband);
-    free(w->mtile);
     free(w->comp);
     cf__codec_ctx_free(w->ctx);
     if (w->spool_fd >= 0) close(w->spool_fd);
@@ -294,14 +316,8 @@ static void free_writer(cf_writer *w, int remove_spool) {
     free(w->offsets);
     free(w->path);
     free(w->spool_path);
-    free(w->tile);
-    cf__encoder_free(w->enc);
-    for (int k = 0; k < w->nslots; k++) {
-        cf__encoder_free(w->slots[k].enc);
-        cf__encoder_free(w->slots[k].menc);
-        free(w->slots[k].tile);
-        free(w->slots[k].mtile);
-    }
+    slot_free(&w->ov);
+    for (int k = 0; k < w->nslots; k++) slot_free(&w->slots[k]);
     pthread_cond_destroy(&w->slot_cv);
     pthread_cond_destroy(&w->idle_cv);
     pthread_mutex_destroy(&w->mu);
@@ -494,7 +510,6 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
         w->eo.lossless = opt->lossless || (c == 50001 && opt->quality == 100);
         w->eo.quality = opt->quality;
         w->tile_bytes = (size_t)cf__codec_chunk_bytes(p);
-        w->tile = w->tile_bytes ? cf__malloc(w->tile_bytes) : NULL;
         if (opt->mask) { /* GDAL's: 1 bit, DEFLATE, transparency mask */
             cf__codec_params *m = &w->mp;
             memset(m, 0, sizeof *m);
@@ -506,17 +521,16 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
             m->samples = 1;
             m->predictor = 1;
             w->mtile_bytes = (size_t)cf__codec_chunk_bytes(m);
-            if (!(w->mtile = cf__malloc(w->mtile_bytes))) st = CF_E_NOMEM;
         }
+        st = slot_make(w, &w->ov);
         /* Slots: one per CPU this process may use, within the budget. */
         size_t ns = cf__ncpu_usable(), per = 3 * (w->tile_bytes + w->mtile_bytes) + 1;
-        if (ns > CF__WRITER_SLOT_BUDGET / per) ns = CF__WRITER_SLOT_BUDGET / per;
+        if (ns > CF__WRITE_THREADS_BUDGET / per) ns = CF__WRITE_THREADS_BUDGET / per;
         w->maxslots = ns < 1 ? 1 : ns > CF__WRITER_SLOTS ? CF__WRITER_SLOTS : (int)ns;
-        w->enc = cf__encoder_new();
         w->path = remote ? redacted_dup(path) : dup_str(path);
         size_t n = strlen(path) + 32;
         w->spool_path = remote ? NULL : cf__malloc(n);
-        if (st || !w->tile || !w->enc || !w->path || (!remote && !w->spool_path))
+        if (st || !w->path || (!remote && !w->spool_path))
             st = cf__err(err, CF_E_NOMEM, "writer: out of memory (a tile of %zu bytes)",
                          w->tile_bytes);
         else if (!remote) snprintf(w->spool_path, n, "%s.cogfeed-spool", path);
@@ -568,19 +582,25 @@ static cf_status keep(cf_writer *w, int l, size_t i, int mask, const uint8_t *en
     return CF_OK;
 }
 
-/* Encode w->tile (pixel-interleaved, full tile) as tile (tx, ty) of level
- * l, and with `mask` w->mtile after it, and keep them. */
+/* Encode slot s's tile (pixel-interleaved, full tile) and, with `mask`,
+ * its mask tile (s->mtile's bits): *enc, *n and *menc, *mn, in the
+ * slot's encoders' buffers until their next use. */
+static cf_status encode_slot(const cf_writer *w, w_slot *s, const uint8_t **enc, size_t *n,
+                             const uint8_t **menc, size_t *mn, cf_error *err) {
+    CF__TRY(cf__codec_encode(s->enc, &w->p, &w->eo, s->tile, w->tile_bytes, enc, n, err));
+    if (!w->o.mask) return CF_OK;
+    /* (NULL: every default, DEFLATE at GDAL's level 6) */
+    return cf__codec_encode(s->menc, &w->mp, NULL, s->mtile, w->mtile_bytes, menc, mn, err);
+}
+
+/* Encode w->ov's tile (and mask) as tile (tx, ty) of level l and keep
+ * them. */
 static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_error *err) {
-    const uint8_t *enc;
-    size_t n, i = (size_t)ty * w->lev[l].tx + tx;
-    cf_status st = cf__codec_encode(w->enc, &w->p, &w->eo, w->tile, w->tile_bytes, &enc,
-                                    &n, err);
+    const uint8_t *enc, *menc = NULL;
+    size_t n, mn = 0, i = (size_t)ty * w->lev[l].tx + tx;
+    cf_status st = encode_slot(w, &w->ov, &enc, &n, &menc, &mn, err);
     if (!st) st = keep(w, l, i, 0, enc, n, err);
-    if (!st && w->o.mask) {
-        /* (NULL: every default, DEFLATE at GDAL's level 6) */
-        st = cf__codec_encode(w->enc, &w->mp, NULL, w->mtile, w->mtile_bytes, &enc, &n, err);
-        if (!st) st = keep(w, l, i, 1, enc, n, err);
-    }
+    if (!st && w->o.mask) st = keep(w, l, i, 1, menc, mn, err);
     if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path, tx,
                                   ty, l);
     return CF_OK;
@@ -667,20 +687,7 @@ static w_slot *take_slot(cf_writer *w) {
             }
         if (w->nslots < w->maxslots) {
             w_slot *s = &w->slots[w->nslots];
-            memset(s, 0, sizeof *s);
-            s->enc = cf__encoder_new();
-            s->tile = cf__malloc(w->tile_bytes);
-            if (w->o.mask) {
-                s->menc = cf__encoder_new();
-                s->mtile = cf__malloc(w->mtile_bytes);
-            }
-            if (!s->enc || !s->tile || (w->o.mask && (!s->menc || !s->mtile))) {
-                cf__encoder_free(s->enc);
-                cf__encoder_free(s->menc);
-                free(s->tile);
-                free(s->mtile);
-                return NULL;
-            }
+            if (slot_make(w, s)) return NULL;
             w->nslots++;
             s->busy = 1;
             return s;
@@ -756,13 +763,8 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
         }
     const uint8_t *enc = NULL, *menc = NULL;
     size_t n = 0, mn = 0;
-    st = cf__codec_encode(sl->enc, &w->p, &w->eo, sl->tile, w->tile_bytes, &enc, &n, err);
-    if (!st && w->o.mask) {
-        cf__mask_pack(mask, tw, tw, th, T, sl->mtile);
-        /* (NULL: every default, DEFLATE at GDAL's level 6) */
-        st = cf__codec_encode(sl->menc, &w->mp, NULL, sl->mtile, w->mtile_bytes, &menc, &mn,
-                              err);
-    }
+    if (w->o.mask) cf__mask_pack(mask, tw, tw, th, T, sl->mtile);
+    st = encode_slot(w, sl, &enc, &n, &menc, &mn, err);
     if (st) cf__err_prefix(err, st, "writer: %s: tile %u,%u of level 0", w->path, tx, ty);
     pthread_mutex_lock(&w->mu);
     if (st) { /* the encoder's failure is the writer's */
@@ -816,9 +818,9 @@ static cf_status check_encoded(cf_writer *w, uint32_t tx, uint32_t ty, const uin
     if (w->nlev > 1) return CF_OK;
     if (!w->ctx && !(w->ctx = cf__codec_ctx_new()))
         return cf__err(err, CF_E_NOMEM, "writer: %s: a codec context", w->path);
-    cf_status st = cf__codec_decode(w->ctx, &w->p, data, n, w->tile, w->tile_bytes, err);
+    cf_status st = cf__codec_decode(w->ctx, &w->p, data, n, w->ov.tile, w->tile_bytes, err);
     if (!st && w->o.mask)
-        st = cf__codec_decode(w->ctx, &w->mp, mask, mn, w->mtile, w->mtile_bytes, err);
+        st = cf__codec_decode(w->ctx, &w->mp, mask, mn, w->ov.mtile, w->mtile_bytes, err);
     if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u, given encoded", w->path,
                                   tx, ty);
     return CF_OK;
@@ -832,10 +834,7 @@ cf_status cf_writer_write_encoded_tile(cf_writer *w, uint32_t tx, uint32_t ty,
     pthread_mutex_lock(&w->mu);
     const w_level *L = &w->lev[0];
     const size_t i = (size_t)ty * L->tx + tx;
-    cf_status st = check_tile(w, tx, ty, err);
-    if (!st && w->ws && ty < w->next_row)
-        st = cf__err(err, CF_E_STATE, "writer: %s: tile %u,%u: its row of tiles is uploaded "
-                     "already", w->path, tx, ty);
+    cf_status st = check_write(w, tx, ty, err);
     if (st) goto done;
     if (!n) { /* sparse, as a tile never written */
         if (mn) {
@@ -888,12 +887,12 @@ static cf_status flush_acc(cf_writer *w, int l, cf_error *err) {
     const uint32_t T = w->o.tile_size;
     for (uint32_t tx = 0; tx < L->tx; tx++) {
         uint32_t tw = tx + 1 < L->tx ? T : L->w - tx * T;
-        if (tw < T || L->acc_rows < T) fill_px(w, w->tile, (size_t)T * T);
+        if (tw < T || L->acc_rows < T) fill_px(w, w->ov.tile, (size_t)T * T);
         for (uint32_t y = 0; y < L->acc_rows; y++)
-            memcpy(w->tile + (size_t)y * T * w->px,
+            memcpy(w->ov.tile + (size_t)y * T * w->px,
                    L->acc + ((size_t)y * L->w + (size_t)tx * T) * w->px, (size_t)tw * w->px);
         if (w->o.mask)
-            cf__mask_pack(L->macc + (size_t)tx * T, L->w, tw, L->acc_rows, T, w->mtile);
+            cf__mask_pack(L->macc + (size_t)tx * T, L->w, tw, L->acc_rows, T, w->ov.mtile);
         CF__TRY(put_tile(w, l, tx, L->acc_ty, err));
     }
     L->acc_rows = 0;
@@ -1000,18 +999,18 @@ static cf_status feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
         const int written = w->ws ? src != NULL : n != 0;
         if (w->nlev > 1) {
             cf_status st = CF_OK;
-            if (!written) fill_px(w, w->tile, (size_t)T * T);
-            else st = decode0(w, &w->p, src, L0->off[i], n, w->tile, w->tile_bytes, err);
+            if (!written) fill_px(w, w->ov.tile, (size_t)T * T);
+            else st = decode0(w, &w->p, src, L0->off[i], n, w->ov.tile, w->tile_bytes, err);
             for (uint32_t y = 0; y < th; y++)
                 memcpy(w->band + ((size_t)y * L0->w + (size_t)tx * T) * w->px,
-                       w->tile + (size_t)y * T * w->px, (size_t)tw * w->px);
+                       w->ov.tile + (size_t)y * T * w->px, (size_t)tw * w->px);
             if (w->o.mask && !written) { /* a tile never written is not valid */
                 for (uint32_t y = 0; y < th; y++)
                     memset(w->mband + (size_t)y * L0->w + (size_t)tx * T, 0, tw);
             } else if (w->o.mask && !st) {
-                st = decode0(w, &w->mp, src ? src + n : NULL, L0->moff[i], mn, w->mtile,
+                st = decode0(w, &w->mp, src ? src + n : NULL, L0->moff[i], mn, w->ov.mtile,
                              w->mtile_bytes, err);
-                cf__mask_unpack(w->mtile, T, tw, th, w->mband + (size_t)tx * T, L0->w);
+                cf__mask_unpack(w->ov.mtile, T, tw, th, w->mband + (size_t)tx * T, L0->w);
             }
             /* (a tile given encoded, cf_writer_write_encoded_tile, is first
              * decoded here) */

@@ -52,11 +52,6 @@ typedef struct w_slot {
     int busy;
 } w_slot;
 
-/* The slots' memory at most (each about three tiles: the pixels and two
- * encoders' output), so that a writer of large tiles on many CPUs does
- * not hold a tile per CPU it cannot use. */
-#define CF__WRITER_SLOT_BUDGET ((size_t)256 << 20)
-
 struct cf_writer {
     pthread_mutex_t mu;
     pthread_cond_t slot_cv;            /* a slot came free */
@@ -78,14 +73,13 @@ struct cf_writer {
     uint64_t spool_end;
     int nlev;                          /* levels, full resolution first */
     w_level lev[CF__WRITER_MAX_LEVELS];
-    cf__encoder *enc;
     cf__codec_params p;                /* one full tile */
     cf__encode_opts eo;
     size_t es, px, tile_bytes;
-    uint8_t *tile;                     /* pixel-interleaved, one tile */
     cf__codec_params mp;               /* one mask tile (`mask`) */
     size_t mtile_bytes;
-    uint8_t *mtile;                    /* its bits */
+    w_slot ov;                         /* the writer's own (under its lock):
+                                          overview tiles, level 0 read back */
     /* reading level 0 back for the overviews: one row of tiles */
     uint8_t *band, *mband, *comp;
     size_t compcap;
