@@ -153,7 +153,10 @@ class Stitcher(_Finishing):
             if v.ndim != 2 or v.shape[0] < h or v.shape[1] < w:
                 raise ValueError("Stitcher.add: validity (>=%d, >=%d) expected, got %s"
                                  % (h, w, v.shape))
-            plane = np.ascontiguousarray(v[:h, :w] != 0, dtype=np.uint8)
+            plane = v[:h, :w]
+            if plane.dtype not in (np.uint8, np.bool_):  # (C: non-zero is valid)
+                plane = plane != 0
+            plane = np.ascontiguousarray(plane).view(np.uint8)
         self._c.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]), plane)
 
     def add_batch(self, preds: Any, windows: Sequence[Sequence[int]],
