@@ -406,6 +406,44 @@ def test_encoded_tiles_go_up_as_written(moto, s3proxy, clean_env, image, tmp_pat
     assert data is not None and data == ref.read_bytes()
 
 
+@pytest.mark.parametrize("store", ["s3", "az"])
+def test_encoded_tiles_upload_that_fails_leaves_nothing(moto, s3proxy, azurite, azproxy,
+                                                        clean_env, image, tmp_path, store):
+    """Tiles given encoded (write_encoded_tile) go up through the same
+    stream: when every part fails, the upload is aborted (S3: no object,
+    no open upload; Azure: no block list committed) and the error names
+    the URL without a secret."""
+    share = tmp_path / "share.tif"
+    cogfeed.write(share, image, mask=ring_mask(), grid=grid(), compression="none",
+                  overviews=0)
+    tiles = stored_tiles(share)
+    if store == "s3":
+        s3_env(clean_env, moto, s3proxy)
+        s3proxy.set_faults([("PUT", 1, "503-always")])
+        url = "s3://out/fail/copied.tif"
+    else:
+        az_env(clean_env, azproxy)
+        azproxy.set_faults([("PUT", 1, "503-always")])
+        url = "az://out/fail/copied.tif"
+    with pytest.raises(cogfeed.Error) as ei:
+        with cogfeed.Writer(url, W, H, 1, "float32", grid=grid(), compression="none",
+                            io=fast_io(), part_size=PART, mask=True) as w:
+            for (tx, ty), (b, mb) in sorted(tiles.items()):
+                w.write_encoded_tile(tx, ty, b, mb)
+    msg = str(ei.value)
+    assert url in msg, msg
+    if store == "s3":
+        assert_clean(msg, moto.secret)
+        assert s3_get(moto, "fail/copied.tif") is None
+        assert s3_open_uploads(moto) == []
+        assert s3proxy.requests("DELETE", "uploadId"), "no abort sent"
+    else:
+        from azurite import KEY
+        assert_clean(msg, KEY)
+        assert az_get(azurite, "fail/copied.tif") is None
+        assert not [r for r in azproxy.requests("PUT", "comp=blocklist") if r["status"] == 201]
+
+
 def write_tiles(w, image, order):
     tiles = [(tx, ty) for ty in range(w.tiles[1]) for tx in range(w.tiles[0])]
     for tx, ty in (reversed(tiles) if order == "reverse" else tiles):
