@@ -947,6 +947,15 @@ CF_API int64_t cf_stac_pick(const cf_stac *ix, size_t i, const char *name);
 
 typedef struct cf_loader cf_loader;
 
+/* An input as its catalog describes it (cf_loader_options.described):
+ * its full-resolution grid (the CRS may be NULL: none), the dtype and the
+ * number of bands a read gives. */
+typedef struct cf_input_desc {
+    cf_grid grid;              /* grid.width 0: not described */
+    cf_dtype dtype;
+    uint32_t count;
+} cf_input_desc;
+
 typedef enum cf_sampler_kind {
     CF_SAMPLER_RANDOM = 0,       /* uniform windows anywhere in the image */
     CF_SAMPLER_BLOCKED = 1,      /* each patch inside one tile (or, when
@@ -1177,6 +1186,22 @@ typedef struct cf_loader_options {
      * matched to the date: SAR beside optical).  Their validity counts in
      * their step's (0) */
     int layers_per_step;
+    /* What is known of the inputs before their headers are read (a STAC
+     * item's projection and raster extensions): ndescribed entries, one
+     * per path in the order images, masks, layers, scene masks (0 / NULL:
+     * none).  An entry whose grid.width is 0 is not described.  With a
+     * target grid (grid or grid_crs), level 0 and the random or grid
+     * sampler, a described input is not opened by cf_loader_new: it is
+     * placed from its description, and its header is read when a sample
+     * first reads it (a mosaic's later scene: when its footprint, from
+     * the description, meets a patch its earlier scenes left without
+     * data).  That header must agree (size, geotransform, CRS, dtype,
+     * bands): a sample reading a file that does not fails naming the file
+     * and the difference, and so does every later one (skip_errors drops
+     * them).  Otherwise the descriptions are not used.  Read during
+     * cf_loader_new only; each grid.crs is borrowed (NULL / 0) */
+    const cf_input_desc *described;
+    size_t ndescribed;
 } cf_loader_options;
 
 /* One sampled window.  aug: bits 0-1 rotation (x90 degrees counter-

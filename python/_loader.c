@@ -98,14 +98,14 @@ static char *loader_kwlist[] = {
     "images", "masks", "layers", "weights", "bands", "sampler", "flip", "rot90",
     "float32", "mean", "std", "io_options", "grid", "grid_crs", "grid_res",
     "layer_resampling", "scene_masks", "invalid_classes", "roi_xy", "roi_rings", "roi_crs",
-    "roi_polys", "labels", NULL};
+    "roi_polys", "labels", "described", NULL};
 
 /* The hand-converted keywords, and what they are converted into: owned
  * here until cf_loader_new has copied it (loader_args_free). */
 typedef struct loader_args {
     PyObject *images, *masks, *layers, *weights, *bands, *mean, *std, *io_kw;
     PyObject *grid, *grid_crs, *layer_rs, *scene_masks, *classes, *roi_xy, *roi_rings,
-        *roi_crs, *roi_polys, *labels;
+        *roi_crs, *roi_polys, *labels, *described;
     const char *sampler;
     int flip, rot90, f32;
     double grid_res[2];
@@ -123,6 +123,9 @@ typedef struct loader_args {
     cf_grid tgrid;
     cf_crs *grid_hold, *gcrs;
     cf_resampling *lrs;
+    cf_input_desc *desc;
+    cf_crs **desc_crs;  /* each description's, held until cf_loader_new */
+    Py_ssize_t ndesc;
 } loader_args;
 
 static void loader_args_free(loader_args *a) {
@@ -144,6 +147,9 @@ static void loader_args_free(loader_args *a) {
     PyMem_Free(a->lrs);
     cf_crs_free(a->grid_hold);
     cf_crs_free(a->gcrs);
+    for (Py_ssize_t i = 0; a->desc_crs && i < a->ndesc; i++) cf_crs_free(a->desc_crs[i]);
+    PyMem_Free(a->desc_crs);
+    PyMem_Free(a->desc);
     Py_XDECREF(a->keep);
     Py_XDECREF(a->io_keep);
 }
@@ -158,14 +164,14 @@ static int parse_keywords(PyObject *args, PyObject *kw, loader_args *a, cf_loade
     if (kw && !rest) return 0;
     /* Borrowed from rest, whose values kw holds too. */
     int ok = cf__py_take_options(rest, tab, n, o) &&
-             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)OOOOOOOO",
+             PyArg_ParseTupleAndKeywords(args, rest, "O|$OOOOspppOOOOO(dd)OOOOOOOOO",
                                          loader_kwlist, &a->images, &a->masks, &a->layers,
                                          &a->weights, &a->bands, &a->sampler, &a->flip,
                                          &a->rot90, &a->f32, &a->mean, &a->std, &a->io_kw,
                                          &a->grid, &a->grid_crs, &a->grid_res[0],
                                          &a->grid_res[1], &a->layer_rs, &a->scene_masks,
                                          &a->classes, &a->roi_xy, &a->roi_rings, &a->roi_crs,
-                                         &a->roi_polys, &a->labels);
+                                         &a->roi_polys, &a->labels, &a->described);
     Py_XDECREF(rest);
     if (!ok) return 0;
     if (a->io_kw != Py_None && !PyDict_Check(a->io_kw)) {
@@ -261,6 +267,50 @@ static int convert_inputs(loader_args *a, cf_loader_options *o) {
     o->bands = a->bi;
     o->nbands = a->nb;
     return 1;
+}
+
+/* A dtype by its NumPy name (cf_dtype_name's); CF_DT_UNKNOWN if none. */
+static cf_dtype dtype_named(const char *s) {
+    for (int t = CF_DT_U8; t <= CF_DT_CF64; t++)
+        if (!strcmp(cf_dtype_name((cf_dtype)t), s)) return (cf_dtype)t;
+    return CF_DT_UNKNOWN;
+}
+
+/* described: None, or one entry per path (images, masks, layers, scene
+ * masks, in that order): None (not described) or (Grid, dtype name,
+ * bands).  The C loader checks the count against its paths. */
+static int convert_described(loader_args *a, cf_loader_options *o) {
+    if (a->described == Py_None) return 1;
+    PyObject *fast = cf__py_seq(a->described, "described must be a sequence");
+    if (!fast) return 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    a->desc = PyMem_Calloc((size_t)(n ? n : 1), sizeof *a->desc);
+    a->desc_crs = PyMem_Calloc((size_t)(n ? n : 1), sizeof *a->desc_crs);
+    int ok = a->desc && a->desc_crs;
+    if (!ok) PyErr_NoMemory();
+    else a->ndesc = n;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        PyObject *e = PySequence_Fast_GET_ITEM(fast, i), *grid;
+        const char *dt;
+        unsigned long count;
+        if (e == Py_None) continue;
+        ok = PyTuple_Check(e) && PyArg_ParseTuple(e, "Osk", &grid, &dt, &count);
+        if (!ok && !PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "described[%zd]: None or (Grid, dtype, bands)", i);
+        if (ok && !(ok = cf__py_grid_parse(grid, &a->desc[i].grid, &a->desc_crs[i])))
+            break;
+        a->desc[i].dtype = ok ? dtype_named(dt) : CF_DT_UNKNOWN;
+        if (ok && (a->desc[i].dtype == CF_DT_UNKNOWN || count < 1 || count > CF_MAX_BANDS)) {
+            PyErr_Format(PyExc_ValueError, "described[%zd]: %lu bands of %s: not a dtype "
+                         "and band count a file can have", i, count, dt);
+            ok = 0;
+        }
+        if (ok) a->desc[i].count = (uint32_t)count;
+    }
+    Py_DECREF(fast);
+    o->described = a->desc;
+    o->ndescribed = (size_t)a->ndesc;
+    return ok;
 }
 
 /* mean and std, as floats; an empty list is a length (0 channels never
@@ -421,7 +471,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
                      .grid = Py_None, .grid_crs = Py_None, .layer_rs = Py_None,
                      .scene_masks = Py_None, .classes = Py_None, .roi_xy = Py_None,
                      .roi_rings = Py_None, .roi_crs = Py_None, .roi_polys = Py_None,
-                     .labels = Py_None, .sampler = "random"};
+                     .labels = Py_None, .described = Py_None, .sampler = "random"};
     cf_loader_options o;
     cf_loader_options_init(&o);
     if (self->ld) {
@@ -430,6 +480,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     }
     int ok = parse_keywords(args, kw, &a, &o) && (a.keep = PyList_New(0)) != NULL &&
              convert_inputs(&a, &o) && convert_norm(&a, &o) && convert_grid(&a, &o) &&
+             convert_described(&a, &o) &&
              create(self, &o);
     if (ok) self->sign = cf__py_io_sign(a.io_keep);
     loader_args_free(&a);

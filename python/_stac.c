@@ -422,10 +422,11 @@ static PyObject *Stac_grid_fields(StacObject *self, PyObject *args) {
     PyArrayObject *rows, *ks;
     if (!rows_ks(self, args, &rows, &ks)) return NULL;
     npy_intp n = PyArray_DIM(rows, 0), d6[2] = {n, 6}, d2[2] = {n, 2};
-    PyObject *ids = PyList_New(n), *keys = PyList_New(n), *crs = PyList_New(n);
+    PyObject *ids = PyList_New(n), *keys = PyList_New(n), *crs = PyList_New(n),
+             *dts = PyList_New(n);
     PyArrayObject *tr = (PyArrayObject *)PyArray_SimpleNew(2, d6, NPY_FLOAT64);
     PyArrayObject *sh = (PyArrayObject *)PyArray_SimpleNew(2, d2, NPY_INT64);
-    int ok = ids && keys && crs && tr && sh;
+    int ok = ids && keys && crs && dts && tr && sh;
     const int64_t *r = PyArray_DATA(rows), *k = PyArray_DATA(ks);
     for (npy_intp i = 0; ok && i < n; i++) {
         cf_stac_item_info it;
@@ -443,6 +444,20 @@ static PyObject *Stac_grid_fields(StacObject *self, PyObject *args) {
         PyList_SET_ITEM(ids, i, v[0]);
         PyList_SET_ITEM(keys, i, v[1]);
         PyList_SET_ITEM(crs, i, v[2]);
+        /* each band's raster data_type (None where it has none) */
+        PyObject *d = PyList_New((Py_ssize_t)a.nbands);
+        if (!d) {
+            ok = 0;
+            break;
+        }
+        PyList_SET_ITEM(dts, i, d);
+        for (size_t b = 0; ok && b < a.nbands; b++) {
+            cf_stac_band_info bi;
+            cf_stac_band(self->ix, (size_t)r[i], (size_t)k[i], b, &bi);
+            PyObject *x = text(bi.data_type);
+            if (!x) ok = 0;
+            else PyList_SET_ITEM(d, (Py_ssize_t)b, x);
+        }
         double *t = (double *)PyArray_GETPTR2(tr, i, 0);
         int64_t *s = (int64_t *)PyArray_GETPTR2(sh, i, 0);
         for (int j = 0; j < 6; j++) t[j] = a.has_transform ? a.transform[j] : NAN;
@@ -455,12 +470,13 @@ static PyObject *Stac_grid_fields(StacObject *self, PyObject *args) {
         Py_XDECREF(ids);
         Py_XDECREF(keys);
         Py_XDECREF(crs);
+        Py_XDECREF(dts);
         Py_XDECREF(tr);
         Py_XDECREF(sh);
         if (!PyErr_Occurred()) PyErr_NoMemory();
         return NULL;
     }
-    return Py_BuildValue("(NNNNN)", ids, keys, crs, tr, sh);
+    return Py_BuildValue("(NNNNNN)", ids, keys, crs, tr, sh, dts);
 }
 
 static PyMethodDef Stac_methods[] = {
@@ -476,7 +492,7 @@ static PyMethodDef Stac_methods[] = {
     {"match", (PyCFunction)Stac_match, METH_VARARGS, "match(boxes, t_lo, t_hi, max_cloud) -> uint8 array"},
     {"pick", (PyCFunction)Stac_pick, METH_VARARGS, "pick(rows, names) -> asset indices"},
     {"grid_fields", (PyCFunction)Stac_grid_fields, METH_VARARGS,
-     "grid_fields(rows, ks) -> (ids, keys, crs, transform, shape)"},
+     "grid_fields(rows, ks) -> (ids, keys, crs, transform, shape, band dtypes)"},
     {"hrefs", (PyCFunction)Stac_hrefs, METH_VARARGS, "hrefs(rows, ks) -> (hrefs, relative)"},
     {NULL, NULL, 0, NULL}};
 

@@ -18,7 +18,7 @@
 
 /* ---------------------------------------------------------------- open */
 
-static cf_status cog_alloc(const char *name, cf_cog **out, cf_error *err) {
+cf_status cf__cog_alloc(const char *name, cf_cog **out, cf_error *err) {
     char red[CF__NAME_MAX];
     cf__redact_url(name, red, sizeof red);
     cf_cog *cog = cf__calloc(1, sizeof *cog);
@@ -175,7 +175,7 @@ cf_status cf__cog_open_begin(cf_io *io, const char *url,
     *out = NULL;
     *fetch = 0;
     cf_cog *cog;
-    cf_status st = cog_alloc(url, &cog, err);
+    cf_status st = cf__cog_alloc(url, &cog, err);
     CF__TRY(st);
     apply_options(cog, opt);
     if (!io) {
@@ -220,7 +220,7 @@ cf_status cf_cog_open_memory_ex(const void *data, size_t size,
     *out = NULL;
     if (!name) name = "<memory>";
     cf_cog *cog;
-    cf_status st = cog_alloc(name, &cog, err);
+    cf_status st = cf__cog_alloc(name, &cog, err);
     CF__TRY(st);
     apply_options(cog, opt);
     cog->mem = data;
@@ -238,6 +238,7 @@ cf_status cf_cog_open_memory_ex(const void *data, size_t size,
 
 void cf_cog_close(cf_cog *cog) {
     if (!cog) return;
+    cf__cog_decl_free(cog);
     cf__pool_destroy(&cog->own_pool);
     free(cog->color);
     cf__tiff_free(cog->tiff);
@@ -253,6 +254,18 @@ void cf_cog_close(cf_cog *cog) {
 void cf_cog_get_info(const cf_cog *cog, cf_cog_info *o) {
     memset(o, 0, sizeof *o);
     if (!cog) return;
+    if (cf__cog_declared(cog)) { /* what the description says */
+        const cf_grid *g = cf__cog_decl_grid(cog);
+        o->width = g->width;
+        o->height = g->height;
+        o->count = cf__cog_decl_count(cog);
+        o->dtype = cog->dtype;
+        o->nlevels = 1;
+        o->has_geotransform = 1;
+        memcpy(o->geotransform, g->transform, sizeof o->geotransform);
+        o->epsg = cf_crs_epsg(cog->crs);
+        return;
+    }
     const cf__tiff *t = cog->tiff;
     const cf__tiff_ifd *ifd = &t->ifds[t->levels[0]];
     o->width = ifd->width;
@@ -284,7 +297,10 @@ void cf_cog_get_info(const cf_cog *cog, cf_cog_info *o) {
 }
 
 cf_status cf__cog_check_level(const cf_cog *cog, int level, cf_error *err) {
-    int n = cog->tiff->nlevels;
+    if (cf__cog_declared(cog) && level != 0)
+        return cf__err(err, CF_E_STATE, "%s: level %d: the file's header is not read yet",
+                       cog->name, level);
+    int n = cf__cog_declared(cog) ? 1 : cog->tiff->nlevels;
     if (level >= 0 && level < n) return CF_OK;
     if (n == 1)
         return cf__err(err, CF_E_ARG,
@@ -301,6 +317,12 @@ cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
                             cf_error *err) {
     if (!cog || !out) return cf__err(err, CF_E_ARG, "cf_cog_level_info: NULL argument");
     CF__TRY(cf__cog_check_level(cog, level, err));
+    if (cf__cog_declared(cog)) { /* level 0, tiles not known */
+        memset(out, 0, sizeof *out);
+        out->width = cf__cog_decl_grid(cog)->width;
+        out->height = cf__cog_decl_grid(cog)->height;
+        return CF_OK;
+    }
     const cf__tiff_ifd *ifd = &cog->tiff->ifds[cog->tiff->levels[level]];
     out->width = ifd->width;
     out->height = ifd->height;
@@ -311,6 +333,7 @@ cf_status cf_cog_level_info(const cf_cog *cog, int level, cf_level_info *out,
 }
 
 uint32_t cf__cog_bands(const cf_cog *cog) {
+    if (cf__cog_declared(cog)) return cf__cog_decl_count(cog);
     const cf__tiff *t = cog->tiff;
     int l0 = t->levels[0];
     const cf__tiff_ifd *d = &t->ifds[l0];

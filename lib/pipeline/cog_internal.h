@@ -39,10 +39,48 @@ struct cf_cog {
     char crs_note[160];        /* why there is none, when keys exist */
     uint64_t uid;              /* never reused in the process: the chunk
                                   cache's key (chunk_cache.h) */
+    /* CF__COG_OPEN for every cog but a declared one (cog_declare.c),
+     * which holds its description in decl until its header is read. */
+    _Atomic int state;
+    struct cf__cog_decl *decl;
     /* cf_cog_get_stats's counters */
     _Atomic uint64_t n_decoded, decoded_bytes, delivered_bytes, cache_hits,
         cache_misses;
 };
+
+/* A cog's state (cf_cog.state). */
+enum { CF__COG_OPEN = 0, CF__COG_DECLARED = 1, CF__COG_FAILED = 2 };
+
+/* Declared cogs (cog_declare.c): a cog made from a description of the
+ * file (cf_input_desc: its grid, dtype and bands, e.g. a STAC item's)
+ * without a request.  Until cf__cog_load reads its header it answers
+ * cf_cog_get_info (the described fields; no tiles, one level),
+ * cf_cog_level_info and cf_cog_grid at level 0, its name, dtype and CRS;
+ * nothing else may be asked of it.  cf__cog_load opens it on first call
+ * (thread-safe: one request, others wait) and checks the header agrees
+ * with the description; a failure is kept and returned again, except a
+ * transient one (I/O, HTTP, timeout, memory), which the next call tries
+ * again. */
+typedef struct cf__cog_decl {
+    char *url;                 /* as given: cf_cog_open's */
+    cf_grid grid;              /* level 0; grid.crs is the cog's crs */
+    uint32_t count;
+    pthread_mutex_t mu;        /* one header read at a time */
+    cf_status st;              /* CF__COG_FAILED: why */
+    cf_error err;
+} cf__cog_decl;
+cf_status cf__cog_declare(cf_io *io, const char *url, const cf_input_desc *d, cf_cog **out,
+                          cf_error *err);
+cf_status cf__cog_load(cf_cog *cog, cf_error *err);
+/* The description (cog_desc.c): 1 while cog's header is not read
+ * (declared, or failed to load). */
+int cf__cog_declared(const cf_cog *cog);
+/* Its level-0 grid as described (cf_cog_grid's, for a declared cog). */
+const cf_grid *cf__cog_decl_grid(const cf_cog *cog);
+uint32_t cf__cog_decl_count(const cf_cog *cog);
+void cf__cog_decl_free(cf_cog *cog);
+/* The file has a geotransform (a declared one always has). */
+int cf__cog_has_geotransform(const cf_cog *cog);
 
 /* Room for one fill sample of any dtype (a complex float64 is 16 bytes). */
 #define CF__FILL_MAX 16
@@ -55,6 +93,9 @@ typedef struct cf__chunk {
     uint64_t index;            /* index into offsets/counts */
     uint64_t off, len;         /* compressed bytes; len 0 = sparse */
 } cf__chunk;
+
+/* A cog of no file yet, named for messages by the redacted name. */
+cf_status cf__cog_alloc(const char *name, cf_cog **out, cf_error *err);
 
 /* Opening (cog.c; open_many.c drives it): a cog for url with its source
  * made, from the header cache when it has the file (*fetch 0: parsed,

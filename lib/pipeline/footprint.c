@@ -101,11 +101,15 @@ void cf__fp_free(cf__fp *fp) {
     free(fp);
 }
 
-int cf__fp_covers(const cf__fp *fp, size_t f, int64_t x, int64_t y, uint32_t w, uint32_t h) {
+int cf__fp_meets(const cf__fp *fp, size_t f, size_t t, int64_t x, int64_t y, uint32_t w,
+                 uint32_t h) {
     const double x0 = (double)x, y0 = (double)y, x1 = x0 + w, y1 = y0 + h;
-    for (size_t t = 0; t < fp->T; t++) {
-        const double *r = fp->rect + 4 * (f * fp->T + t);
-        if (x0 < r[2] && r[0] < x1 && y0 < r[3] && r[1] < y1) return 1;
-    }
+    const double *r = fp->rect + 4 * (f * fp->T + t);
+    return x0 < r[2] && r[0] < x1 && y0 < r[3] && r[1] < y1;
+}
+
+int cf__fp_covers(const cf__fp *fp, size_t f, int64_t x, int64_t y, uint32_t w, uint32_t h) {
+    for (size_t t = 0; t < fp->T; t++)
+        if (cf__fp_meets(fp, f, t, x, y, w, h)) return 1;
     return 0;
 }

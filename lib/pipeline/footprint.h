@@ -22,6 +22,9 @@ void cf__fp_free(cf__fp *fp);
 
 /* 1 when some scene of file f may have pixels in window (x, y, w, h) of
  * its target grid. */
+/* Whether scene t of file f may have pixels in the window. */
+int cf__fp_meets(const cf__fp *fp, size_t f, size_t t, int64_t x, int64_t y, uint32_t w,
+                 uint32_t h);
 int cf__fp_covers(const cf__fp *fp, size_t f, int64_t x, int64_t y, uint32_t w, uint32_t h);
 
 #endif

@@ -305,6 +305,9 @@ static cf_status plan_channels(cf_loader *ld, cf_error *err) {
 /* The most decoding one of cog's chunks at the loader's level can take
  * from the kits' budget (a full tile, a new codec context). */
 static uint64_t decode_need(const cf_loader *ld, const cf_cog *cog) {
+    /* Tiles not known before the header is read: the share's cap
+     * (split_budget). */
+    if (cf__cog_declared(cog)) return UINT64_MAX / 2;
     /* An input without the loader's level is resampled from the levels it
      * has (sample_grid.c): the largest need of any of them then. */
     const int nl = cog->tiff->nlevels;
@@ -852,6 +855,8 @@ cf_status cf_loader_new(const cf_loader_options *opt, cf_loader **out,
     if (st == CF_OK) st = cf__ld_open_inputs(ld, err);
     if (st == CF_OK) st = build(ld, err);
     ld->o.masks = NULL; /* caller memory: not kept */
+    ld->o.described = NULL;
+    ld->o.ndescribed = 0;
     ld->o.weights = NULL;
     ld->o.grid = NULL;
     ld->o.grid_crs = NULL;
@@ -925,6 +930,7 @@ void cf_loader_free(cf_loader *ld) {
     free(ld->repeats);
     free(ld->classes);
     cf__fp_free(ld->fp);
+    cf__fp_free(ld->scene_fp);
     for (size_t f = 0; ld->roi && f < ld->o.nfiles; f++) cf__roi_free(ld->roi[f]);
     free(ld->roi);
     for (int i = 0; ld->own_io && i < ld->nios; i++) cf_io_free(ld->ios[i]);

@@ -184,6 +184,11 @@ struct cf_loader {
     size_t scm_bytes;         /* one of them (aligned) */
     uint32_t scm_per_group;
     cf__fp *fp;               /* skip_empty: the scenes' footprints */
+    cf__fp *scene_fp;         /* a mosaic with described scenes (not
+                                 opened yet): each scene's footprint, so
+                                 that a later scene is opened only for a
+                                 patch it meets */
+    size_t ndeclared;         /* inputs opened at first read */
     cf__roi **roi;            /* the region of interest in each file's
                                  target pixels (roi_nrings), or NULL */
     ld_member *members;

@@ -1,8 +1,10 @@
 /*
  * loader_open.c - the Loader's inputs: every image, mask and layer opened
- * from many threads at once (remote opens are a round trip each), then
- * each placed on its sample's target grid by sample_grid.c (read as it
- * lies, shifted, resampled or reprojected; or refused, naming the file).
+ * from many threads at once (remote opens are a round trip each), or,
+ * described (cf_loader_options.described), declared now and opened when
+ * a sample first reads it; then each placed on its sample's target grid
+ * by sample_grid.c (read as it lies, shifted, resampled or reprojected;
+ * or refused, naming the file).
  */
 #include "loader_internal.h"
 
@@ -14,6 +16,7 @@
  * the error names the first bad file of the list whatever the timing. */
 typedef struct open_job {
     cf_loader *ld;
+    const cf_input_desc *desc; /* per url, or NULL: every header read now */
     _Atomic size_t next;
     _Atomic int stop;
     pthread_mutex_t mu;
@@ -61,8 +64,10 @@ static void *open_some(void *arg) {
     while (!atomic_load(&j->stop)) {
         size_t i = atomic_fetch_add(&j->next, 1);
         if (i >= j->ld->nurls) break;
-        cf_status st = cf_cog_open(j->ld->ios[i % (size_t)j->ld->nios],
-                                   j->ld->urls[i], cf__ld_url_slot(j->ld, i), &e);
+        cf_io *io = j->ld->ios[i % (size_t)j->ld->nios];
+        const cf_input_desc *d = j->desc && j->desc[i].grid.width ? &j->desc[i] : NULL;
+        cf_status st = d ? cf__cog_declare(io, j->ld->urls[i], d, cf__ld_url_slot(j->ld, i), &e)
+                         : cf_cog_open(io, j->ld->urls[i], cf__ld_url_slot(j->ld, i), &e);
         if (st == CF_OK) st = real_samples(*cf__ld_url_slot(j->ld, i), &e);
         if (st != CF_OK) {
             pthread_mutex_lock(&j->mu);
@@ -80,11 +85,12 @@ static void *open_some(void *arg) {
 
 /* Opening is latency-bound on remote storage (one header request each):
  * open files from many threads at once. */
-static cf_status open_all(cf_loader *ld, cf_error *err) {
+static cf_status open_all(cf_loader *ld, const cf_input_desc *desc, cf_error *err) {
     size_t k = ld->remote ? LD_OPEN_THREADS : 1;
     if (k > ld->nurls) k = ld->nurls;
     open_job j;
     j.ld = ld;
+    j.desc = desc;
     atomic_init(&j.next, 0);
     atomic_init(&j.stop, 0);
     pthread_mutex_init(&j.mu, NULL);
@@ -113,10 +119,34 @@ cf_status cf__ld_level(const cf_loader *ld, const cf_cog *c, cf_level_info *li,
     return CF_OK;
 }
 
+/* The descriptions the loader uses: with a target grid, at level 0, for
+ * the random and grid samplers (cogfeed.h, cf_loader_options.described:
+ * what placement and sampling need of a file is then in its description;
+ * the blocked and tile-shuffle samplers need its tiles). */
+static cf_status descriptions(const cf_loader *ld, const cf_input_desc **out, cf_error *err) {
+    const cf_loader_options *o = &ld->o;
+    *out = NULL;
+    if (!o->described || !o->ndescribed) return CF_OK;
+    if (o->ndescribed != ld->nurls)
+        return cf__err(err, CF_E_ARG, "loader: %zu descriptions for %zu inputs (one per path: "
+                       "images, masks, layers, scene masks)", o->ndescribed, ld->nurls);
+    if ((o->grid || o->grid_crs) && o->level == 0 &&
+        (o->sampler == CF_SAMPLER_RANDOM || o->sampler == CF_SAMPLER_GRID))
+        *out = o->described;
+    return CF_OK;
+}
+
 cf_status cf__ld_open_inputs(cf_loader *ld, cf_error *err) {
-    cf_status st = open_all(ld, err);
+    const cf_input_desc *desc;
+    cf_status st = descriptions(ld, &desc, err);
+    if (st == CF_OK) st = open_all(ld, desc, err);
+    for (size_t i = 0; st == CF_OK && desc && i < ld->nurls; i++)
+        ld->ndeclared += cf__cog_declared(*cf__ld_url_slot(ld, i));
     /* Every input placed on its sample's target grid, or refused
      * (sample_grid.c). */
     if (st == CF_OK) st = cf__sg_new(&ld->o, ld->img, ld->msk, ld->lay, ld->scm, &ld->sg, err);
+    if (st == CF_OK && ld->o.mosaic && ld->ndeclared)
+        st = cf__fp_new(ld->sg, ld->img, ld->o.nfiles, (size_t)ld->o.time_steps, ld->o.level,
+                        &ld->scene_fp, err);
     return st;
 }

@@ -23,6 +23,11 @@ static void level_size(const cf_cog *cog, int level, uint32_t *w, uint32_t *h) {
 
 cf_status cf_cog_grid(const cf_cog *cog, int level, cf_grid *out, cf_error *err) {
     if (!cog || !out) return cf__err(err, CF_E_ARG, "cf_cog_grid: NULL argument");
+    if (cf__cog_declared(cog)) {
+        CF__TRY(cf__cog_check_level(cog, level, err));
+        *out = *cf__cog_decl_grid(cog);
+        return CF_OK;
+    }
     const cf__tiff *t = cog->tiff;
     if (level < 0 || level >= t->nlevels)
         return cf__err(err, CF_E_ARG, "%s: level %d does not exist (levels 0..%d)", cog->name,

@@ -137,7 +137,7 @@ static cf_status target_of(const cf_loader_options *o, const cf_cog *img, cf_gri
     cf_level_info li;
     cf_status st = cf_cog_level_info(img, o->level, &li, err);
     if (st) return cf__err_prefix(err, st, "loader");
-    if (!img->tiff->has_geotransform) {
+    if (!cf__cog_has_geotransform(img)) {
         /* Pixel space only: inputs can be matched by size, nothing else. */
         memset(g, 0, sizeof *g);
         g->transform[1] = 1;
@@ -216,7 +216,7 @@ static cf_status place(const cf_loader_options *o, const cf_cog *c, const cf_gri
         }
         return pixel_aligned(o, c, t, what, ref, in, err);
     }
-    const char *missing = !c->tiff->has_geotransform ? "no geotransform"
+    const char *missing = !cf__cog_has_geotransform(c) ? "no geotransform"
                           : (t->crs && !c->crs)      ? "no CRS"
                           : (!t->crs && c->crs)      ? "a CRS the target grid lacks"
                                                      : NULL;
@@ -342,7 +342,10 @@ cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *con
         const cf__sg_input *i0 = &sg->in[f * T];
         cf_level_info li;
         cf_error e2;
+        /* A file known from its description (tiles not known yet) is
+         * sampled as any target grid: in patch-sized cells. */
         sg->own[f] = own || (i0->how == CF__SG_DIRECT && !i0->dx && !i0->dy &&
+                             !cf__cog_declared(ref) &&
                              cf_cog_level_info(ref, o->level, &li, &e2) == CF_OK &&
                              li.width == g->width && li.height == g->height);
     }
@@ -396,6 +399,24 @@ uint64_t cf__sg_typical_bytes(const cf__sg *sg, size_t slot, cf_cog *cog, size_t
     int64_t x = g->width > patch ? (int64_t)(g->width - patch) / 2 : 0;
     int64_t y = g->height > patch ? (int64_t)(g->height - patch) / 2 : 0;
     uint64_t bps = cf_dtype_size(cog->dtype), sum = 0;
+    if (cf__cog_declared(cog)) {
+        /* Its overviews are not known yet: the patch's window at the
+         * level GDAL's choice would take, which is at most twice as fine
+         * as the target (in the same CRS: the pixel areas' ratio; across
+         * CRSs, taken as 1), with half again for a rotation between the
+         * grids and the kernel.  A sample needing more borrows
+         * (loader_build.c). */
+        const cf_grid *s = cf__cog_decl_grid(cog);
+        double r = 1;
+        if (cf_crs_equivalent(s->crs, g->crs)) {
+            double at = fabs(g->transform[1] * g->transform[5] - g->transform[2] * g->transform[4]);
+            double as = fabs(s->transform[1] * s->transform[5] - s->transform[2] * s->transform[4]);
+            r = sqrt(at / as);
+            if (!(r < 2)) r = 2;
+        }
+        double side = 1.5 * patch * r + 8;
+        return (uint64_t)(side * side) * (uint64_t)nb * bps;
+    }
     cf__grid_plan pl;
     cf_error e;
     if (cf__sg_plan(sg, slot, cog, f, x, y, patch, patch, nb, o, &pl, &e) != CF_OK)

@@ -458,6 +458,15 @@ static int step_full(const cf_loader *ld, const ld_worker *wk, const ld_member *
     return !memchr(filled, 0, ld->plane);
 }
 
+/* A mosaic's later scene not opened yet whose footprint (from its
+ * description) misses the window: it would fill nothing, and is not
+ * opened for it (read as any scene, it would cost its header's request). */
+static int unmet(const cf_loader *ld, size_t f, const ld_member *mb, const cf_window *w) {
+    const cf_cog *c = ld->img[f * (size_t)ld->o.time_steps + (size_t)mb->t];
+    return ld->scene_fp && cf__cog_declared(c) &&
+           !cf__fp_meets(ld->scene_fp, f, (size_t)mb->t, w->x, w->y, w->w, w->h);
+}
+
 /* The parts of inputs g, g+1, ... of a sample of file f (window w), as
  * many as fit LD_PART_CHUNKS parts: *used inputs taken, of which *ni are
  * read (whose warp plans the caller frees; the others, skipped, are later
@@ -496,7 +505,8 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             /* Later scenes are read in groups of their own, once the
              * first scenes, which they fill, are in; one per step. */
             if (*ni && !ins[0].fill) break;
-            if (step_full(ld, wk, mb) || ld->repeats[f * (size_t)ld->o.time_steps + (size_t)mb->t]) {
+            if (step_full(ld, wk, mb) || ld->repeats[f * (size_t)ld->o.time_steps + (size_t)mb->t] ||
+                unmet(ld, f, mb, w)) {
                 *used += 1 + ld->has_scm;
                 continue;
             }
@@ -539,6 +549,13 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         }
         ld_part p;
         input_part(ld, f, w, m, dst, &p);
+        /* A described input's header is read by the first sample that
+         * reads it (cf_loader_options.described). */
+        st = cf__cog_load(p.cog, err);
+        if (st != CF_OK) {
+            *bad = p.cog;
+            break;
+        }
         const cf__sg_input *how = cf__sg_input_at(ld->sg, slot);
         int fits = 1;
         if (how->how == CF__SG_DIRECT) {

@@ -309,7 +309,9 @@ def _is_float32(dtype: object) -> bool:
 
 
 def _paths(x: object, what: str) -> List[str]:
-    if isinstance(x, (str, os.PathLike)):
+    if isinstance(x, str):
+        return [x]   # as it is: a stac.Href keeps its description
+    if isinstance(x, os.PathLike):
         return [str(os.fspath(x))]
     if isinstance(x, bytes):
         return [os.fsdecode(x)]
@@ -317,6 +319,17 @@ def _paths(x: object, what: str) -> List[str]:
         return [os.fsdecode(os.fspath(p)) for p in cast(Sequence[Any], x)]
     except TypeError:
         raise TypeError("%s: expected a path or a sequence of paths" % what)
+
+
+def _described(groups: Sequence[Optional[Sequence[str]]]) -> Optional[List[Any]]:
+    """Each path's description, aligned with the C loader's paths (images,
+    masks, layers, scene masks): a stac.Href's (grid, dtype, bands) from
+    its asset's STAC fields, else None (its header is read when the
+    Loader starts); None when no path has one."""
+    from .stac import Href
+    out = [p.description() if isinstance(p, Href) else None
+           for g in groups for p in (g or ())]
+    return out if any(d is not None for d in out) else None
 
 
 def _int0(v: Optional[int]) -> int:
@@ -599,6 +612,10 @@ class Loader:
             "solar_day")`` builds them); or a cogfeed.stac.Selection (STAC items'
             chosen assets: one sample source per item, the first asset as
             the image and one layer per other asset; docs/datasets.md).
+            The hrefs a selection gives (stac.Href) carry the STAC grid,
+            dtype and bands: with a target grid (``grid=``), level 0 and
+            the random or grid sampler, such a file's header is read when
+            a sample first reads it, not when the Loader starts.
         masks: one mask per image file (read onto the sample's grid like
             every input), or None.
         patch_size: side of the square patches in pixels (``units="crs"``:
@@ -1102,7 +1119,13 @@ class Loader:
             **_roi(roi, roi_crs),
             invalid_classes=(None if invalid_classes is None
                              else [float(c) for c in invalid_classes]),
-            labels=None if labels is None else _vlabels_of(labels))
+            labels=None if labels is None else _vlabels_of(labels),
+            described=_described([flat, masks_l, lay, scm]))
+        # Described files are opened by the first sample reading them: an
+        # error then names the item and asset as one at the start would.
+        self._hrefs: List[Any] = ([] if self._kw["described"] is None else
+                                  [p for g in (flat, masks_l, lay, scm) for p in (g or ())
+                                   if hasattr(p, "item_id")])
         self._labels = labels  # the C loader holds its own reference too
         if cache_bytes is not None:  # None: the C default (5% of RAM)
             self._kw["cache_bytes"] = int(cache_bytes)
@@ -1159,7 +1182,16 @@ class Loader:
         return self
 
     def __next__(self) -> Batch:
-        r = self._ld.next()
+        try:
+            r = self._ld.next()
+        except _cogfeed.Error as e:
+            if not self._hrefs:
+                raise
+            from .stac import _named, _shown
+            named = [h for h in self._hrefs if _shown(h) in str(e)]
+            if not named:
+                raise
+            raise _named(e, max(named, key=len)) from None
         if r is None:
             epoch, _ = self._ld.position()
             self._ld.set_epoch(epoch + 1, 0)

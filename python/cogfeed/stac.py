@@ -41,7 +41,7 @@ from .grid import Grid
 if TYPE_CHECKING:
     from ._cogfeed import IO, CRS
 
-__all__ = ["Asset", "Item", "Items", "Selection", "Limits", "Signer",
+__all__ = ["Asset", "Href", "Item", "Items", "Selection", "Limits", "Signer",
            "SignFunction", "StacError", "items", "item_from_dict"]
 
 log = logging.getLogger("cogfeed.stac")
@@ -313,6 +313,13 @@ class Asset:
         return self.bands[0].data_type if self.bands else None
 
     @property
+    def described(self) -> Optional[Described]:
+        """Its grid, dtype and bands from the catalog (Href.description's
+        fields), or None."""
+        return _described(self.crs, self.transform, self.shape,
+                          [b.data_type for b in self.bands])
+
+    @property
     def has_grid(self) -> bool:
         """True when the projection extension gives the whole grid (a CRS,
         proj:transform and proj:shape), so no header read is needed."""
@@ -331,6 +338,68 @@ class Asset:
             raise StacError("%s: item %r, asset %r: projection fields are "
                             "not a grid: %s" % (self.where, self.item_id,
                                                 self.key, e)) from None
+
+
+#: STAC raster data_type -> the dtype a read gives (cogfeed's names);
+#: float16 and "other" are not described (read the header).
+_DTYPES = {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+           "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+           "float32": "float32", "float64": "float64", "cint16": "complex_int16",
+           "cint32": "complex_int32", "cfloat32": "complex64", "cfloat64": "complex128"}
+
+
+#: What a Loader needs of a file to place it before reading its header:
+#: (CRS text, geotransform, width, height, dtype, bands).
+Described = Tuple[str, Tuple[float, ...], int, int, str, int]
+
+
+def _described(crs: Optional[str], transform: Optional[Sequence[float]],
+               shape: Optional[Sequence[int]], dtypes: Sequence[Optional[str]]
+               ) -> Optional[Described]:
+    """An asset's description from its projection fields and its bands'
+    raster data_type (all alike), or None when any part is missing."""
+    if crs is None or transform is None or shape is None or not dtypes:
+        return None
+    if len(set(dtypes)) != 1 or dtypes[0] is None:
+        return None
+    dt = _DTYPES.get(dtypes[0])
+    if dt is None or not (shape[0] > 0 and shape[1] > 0):
+        return None
+    return (crs, tuple(float(v) for v in transform), int(shape[1]), int(shape[0]), dt,
+            len(dtypes))
+
+
+class Href(str):
+    """A selected asset's href (what Selection.images(), layers() and
+    hrefs() return): a str that also says which item and asset it is and,
+    where the asset's projection and raster fields give them, its grid,
+    dtype and bands, so that a Loader given it can place the file without
+    reading its header, and read that only when a sample first reads the
+    file (docs/datasets.md, "Grids without reading headers")."""
+    __slots__ = ("item_id", "key", "_desc")
+    item_id: str
+    key: str
+    _desc: Optional[Described]
+
+    def __new__(cls, text: str, item_id: str, key: str,
+                desc: Optional[Described] = None) -> Href:
+        h = super().__new__(cls, text)
+        h.item_id, h.key, h._desc = item_id, key, desc
+        return h
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (Href, (str(self), self.item_id, self.key, self._desc))
+
+    def description(self) -> Optional[Tuple[Grid, str, int]]:
+        """(grid, dtype, bands), or None where the catalog does not give
+        all three (the Loader then reads the header when it starts)."""
+        if self._desc is None:
+            return None
+        crs, tr, w, h, dt, n = self._desc
+        try:
+            return (Grid(_crs(crs), tr, w, h), dt, n)
+        except (ValueError, _cogfeed.Error):
+            return None   # not a grid: the header says what the file is
 
 
 _crs_cache: Dict[str, CRS] = {}
@@ -1376,7 +1445,7 @@ def _no_asset(it: Item, name: str) -> StacError:
                      % (_where(it.id, _shown(it.href) if it.href else "<dict>"), name, have))
 
 
-def _named(e: _cogfeed.Error, a: Asset) -> _cogfeed.Error:
+def _named(e: _cogfeed.Error, a: Union[Asset, Href]) -> _cogfeed.Error:
     """A copy of e whose message starts with the item id and asset key
     (its status, name and HTTP status kept)."""
     n = type(e)("item %r, asset %r: %s" % (a.item_id, a.key, e))
@@ -1453,7 +1522,7 @@ class Selection:
         """a's href, signed (lazily, again when expired) with sign=;
         signed=False: as the catalog gives it (for a reader that signs
         it itself, as the Loader does)."""
-        return self._signed(a.href) if signed else a.href
+        return Href(self._signed(a.href) if signed else a.href, a.item_id, a.key, a.described)
 
     def _signed(self, h: str) -> str:
         return self.signer(h) if self.signer is not None else h
@@ -1655,12 +1724,18 @@ class _IndexedSelection(Selection):
 
     def _column(self, ks: npt.NDArray[np.int64], signed: bool = True) -> List[str]:
         """The hrefs (joined with their base where relative, signed
-        unless signed=False) of asset ks[j] of each selected item j."""
+        unless signed=False) of asset ks[j] of each selected item j, as
+        Href objects with their description straight from the index."""
         hs, rel = self._idx.ix.hrefs(self._rows, ks)
         out = [self._idx.href(int(self._rows[j]), h, True) if r else h
                for j, (h, r) in enumerate(zip(hs, rel))] if any(rel) else hs
-        return ([self._signed(h) for h in out] if self.signer is not None and signed
-                else out)
+        if self.signer is not None and signed:
+            out = [self._signed(h) for h in out]
+        ids, keys, crs, tr, sh, dts = self._idx.ix.grid_fields(self._rows, ks)
+        return [Href(h, ids[j], keys[j],
+                     _described(crs[j], None if np.isnan(tr[j, 0]) else tr[j],
+                                None if sh[j, 0] <= 0 else sh[j], dts[j]))
+                for j, h in enumerate(out)]
 
     def images(self, signed: bool = True) -> List[str]:
         return self._column(self._picks[:, 0], signed)
@@ -1683,7 +1758,7 @@ class _IndexedSelection(Selection):
     def grids(self, io: Optional[IO] = None) -> List[Grid]:
         # The projection fields straight from the index; an Asset is made
         # only for an item whose grid comes from its header.
-        ids, keys, crs, tr, sh = self._idx.ix.grid_fields(self._rows, self._picks[:, 0])
+        ids, keys, crs, tr, sh, _ = self._idx.ix.grid_fields(self._rows, self._picks[:, 0])
         out: List[Grid] = []
         self.header_grids, self.stac_grids = [], []
         for j in range(len(ids)):

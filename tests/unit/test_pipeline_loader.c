@@ -986,6 +986,104 @@ static void test_series_of_mosaics(void) {
     }
 }
 
+
+/* Described inputs (cf_loader_options.described): a mosaic of A, B and a
+ * third scene C far outside the grid, each described (no header read as
+ * the loader starts), gives the batches of the same mosaic with every
+ * header read; C's path names no file at all, so the loader never opening
+ * it is what lets the epoch succeed (its footprint misses every patch).
+ * A description that disagrees with its file fails the sample reading it,
+ * naming the file and the difference; a wrong count of descriptions is
+ * refused.  Many readers open A and B at once (the sanitizer builds run
+ * this).  Uses the files of test_valid_and_mosaic. */
+static void test_described(void) {
+    char va[600], vb[600], gone[600];
+    snprintf(va, sizeof va, "%s/v_a.tif", dir);
+    snprintf(vb, sizeof vb, "%s/v_b.tif", dir);
+    snprintf(gone, sizeof gone, "%s/no_such_scene.tif", dir);
+    cf_grid g = {.crs = NULL, .transform = {-100, 10, 0, 1100, 0, -10}, .width = 180,
+                 .height = 100};
+    cf_input_desc d[3];
+    memset(d, 0, sizeof d);
+    const double x0[3] = {0, 500, 90000};
+    for (int k = 0; k < 3; k++) {
+        d[k].grid = (cf_grid){.crs = NULL, .transform = {x0[k], 10, 0, 1000, 0, -10},
+                              .width = 100, .height = 80};
+        d[k].dtype = CF_DT_U16;
+        d[k].count = 2;
+    }
+    const char *eager_imgs[] = {va, vb, vb}, *lazy_imgs[] = {va, vb, gone};
+    cf_loader *ld[2] = {NULL, NULL};
+    for (int lazy = 0; lazy < 2; lazy++) {
+        cf_loader_options o;
+        cf_loader_options_init(&o);
+        o.images = lazy ? lazy_imgs : eager_imgs;
+        o.nfiles = 1;
+        o.time_steps = 3;
+        o.mosaic = 1;
+        o.valid_mask = 1;
+        random_augmented(&o, &g, 80);
+        o.threads = 8;
+        o.described = lazy ? d : NULL;
+        o.ndescribed = lazy ? 3 : 0;
+        cf_error e;
+        cf_status st = cf_loader_new(&o, &ld[lazy], &e);
+        if (st != CF_OK) fprintf(stderr, "described: %s\n", e.msg);
+        CHECK(st == CF_OK);
+    }
+    if (!ld[0] || !ld[1]) goto done;
+    cf_batch b[2];
+    cf_error e;
+    int n = 0, differ = 0;
+    for (;;) {
+        cf_status s0 = cf_loader_next(ld[0], &b[0], &e);
+        cf_status s1 = cf_loader_next(ld[1], &b[1], &e);
+        if (s1 != CF_OK && s1 != CF_E_END) fprintf(stderr, "described: %s\n", e.msg);
+        CHECK(s0 == s1);
+        if (s0 != CF_OK || s1 != CF_OK) break;
+        CHECK(b[0].n == b[1].n);
+        const size_t px = (size_t)b[0].n * 24 * 24;
+        differ += memcmp(b[0].image, b[1].image, px * 2 * 2) != 0;
+        differ += memcmp(cf_loader_batch_valid(ld[0], &b[0]), cf_loader_batch_valid(ld[1], &b[1]),
+                         px) != 0;
+        differ += memcmp(b[0].windows, b[1].windows, b[0].n * sizeof *b[0].windows) != 0;
+        n += (int)b[0].n;
+        cf_loader_release(ld[0], &b[0]);
+        cf_loader_release(ld[1], &b[1]);
+    }
+    CHECK(n == 80 && differ == 0);
+    /* A described size the file does not have: the first sample fails,
+     * naming the file and both sizes. */
+    {
+        cf_loader_free(ld[1]);
+        ld[1] = NULL;
+        d[0].grid.width = 99;
+        cf_loader_options o;
+        cf_loader_options_init(&o);
+        o.images = lazy_imgs;
+        o.nfiles = 1;
+        o.time_steps = 3;
+        o.mosaic = 1;
+        random_augmented(&o, &g, 10);
+        o.described = d;
+        o.ndescribed = 3;
+        CHECK(cf_loader_new(&o, &ld[1], &e) == CF_OK);
+        cf_batch bb;
+        cf_status st = ld[1] ? cf_loader_next(ld[1], &bb, &e) : CF_E_STATE;
+        CHECK(st == CF_E_FORMAT && strstr(e.msg, "v_a.tif") &&
+              strstr(e.msg, "100x80 pixels, described as 99x80"));
+        d[0].grid.width = 100;
+        /* One description per path, or none. */
+        cf_loader *l2 = NULL;
+        o.ndescribed = 2;
+        CHECK(cf_loader_new(&o, &l2, &e) == CF_E_ARG && strstr(e.msg, "2 descriptions for 3"));
+        cf_loader_free(l2);
+    }
+done:
+    cf_loader_free(ld[0]);
+    cf_loader_free(ld[1]);
+}
+
 int main(void) {
     fixtures();
     test_values_all_samplers();
@@ -1001,6 +1099,7 @@ int main(void) {
     test_float_normalise();
     test_valid_and_mosaic();
     test_series_of_mosaics();
+    test_described();
     test_budget();
     test_skip_limit();
     char cmd[600];
