@@ -365,8 +365,32 @@ def _described(crs: Optional[str], transform: Optional[Sequence[float]],
     dt = _DTYPES.get(dtypes[0])
     if dt is None or not (shape[0] > 0 and shape[1] > 0):
         return None
-    return (crs, tuple(float(v) for v in transform), int(shape[1]), int(shape[0]), dt,
+    return (crs, tuple(map(float, transform)), int(shape[1]), int(shape[0]), dt,
             len(dtypes))
+
+
+class _Column:
+    """One selected asset of each selected item of the C index: its
+    item ids, keys, grid fields and band dtypes, fetched from the index
+    once, when a Href of it is first asked for them (so that a selection
+    of 100,000 items gives its hrefs without making 100,000
+    descriptions)."""
+    __slots__ = ("_ix", "_rows", "_ks", "_fields")
+
+    def __init__(self, ix: Any, rows: npt.NDArray[np.int64], ks: npt.NDArray[np.int64]
+                 ) -> None:
+        self._ix, self._rows, self._ks = ix, rows, ks
+        self._fields: Optional[Tuple[Any, ...]] = None
+
+    def at(self, j: int) -> Tuple[str, str, Optional[Described]]:
+        if self._fields is None:
+            ids, keys, crs, tr, sh, dts = self._ix.grid_fields(self._rows, self._ks)
+            self._fields = (ids, keys, crs, tr.tolist(), sh.tolist(), dts)
+        ids, keys, crs, tr, sh, dts = self._fields
+        t, s = tr[j], sh[j]
+        return (ids[j], keys[j],
+                _described(crs[j], None if t[0] != t[0] else t, None if s[0] <= 0 else s,
+                           dts[j]))
 
 
 class Href(str):
@@ -375,27 +399,45 @@ class Href(str):
     where the asset's projection and raster fields give them, its grid,
     dtype and bands, so that a Loader given it can place the file without
     reading its header, and read that only when a sample first reads the
-    file (docs/datasets.md, "Grids without reading headers")."""
-    __slots__ = ("item_id", "key", "_desc")
-    item_id: str
-    key: str
-    _desc: Optional[Described]
+    file (docs/datasets.md, "The Loader reads a header only when a sample
+    reads the file")."""
+    __slots__ = ("_src", "_j")
+    _src: Union[Tuple[str, str, Optional[Described]], _Column]
+    _j: int
 
     def __new__(cls, text: str, item_id: str, key: str,
                 desc: Optional[Described] = None) -> Href:
         h = super().__new__(cls, text)
-        h.item_id, h.key, h._desc = item_id, key, desc
+        h._src, h._j = (item_id, key, desc), 0
         return h
 
+    @classmethod
+    def _of(cls, text: str, col: _Column, j: int) -> Href:
+        h = str.__new__(cls, text)
+        h._src, h._j = col, j
+        return h
+
+    def _fields(self) -> Tuple[str, str, Optional[Described]]:
+        return self._src.at(self._j) if isinstance(self._src, _Column) else self._src
+
+    @property
+    def item_id(self) -> str:
+        return self._fields()[0]
+
+    @property
+    def key(self) -> str:
+        return self._fields()[1]
+
     def __reduce__(self) -> Tuple[Any, ...]:
-        return (Href, (str(self), self.item_id, self.key, self._desc))
+        return (Href, (str(self),) + self._fields())
 
     def description(self) -> Optional[Tuple[Grid, str, int]]:
         """(grid, dtype, bands), or None where the catalog does not give
         all three (the Loader then reads the header when it starts)."""
-        if self._desc is None:
+        d = self._fields()[2]
+        if d is None:
             return None
-        crs, tr, w, h, dt, n = self._desc
+        crs, tr, w, h, dt, n = d
         try:
             return (Grid(_crs(crs), tr, w, h), dt, n)
         except (ValueError, _cogfeed.Error):
@@ -1731,11 +1773,9 @@ class _IndexedSelection(Selection):
                for j, (h, r) in enumerate(zip(hs, rel))] if any(rel) else hs
         if self.signer is not None and signed:
             out = [self._signed(h) for h in out]
-        ids, keys, crs, tr, sh, dts = self._idx.ix.grid_fields(self._rows, ks)
-        return [Href(h, ids[j], keys[j],
-                     _described(crs[j], None if np.isnan(tr[j, 0]) else tr[j],
-                                None if sh[j, 0] <= 0 else sh[j], dts[j]))
-                for j, h in enumerate(out)]
+        col = _Column(self._idx.ix, self._rows, ks)
+        of = Href._of
+        return [of(h, col, j) for j, h in enumerate(out)]
 
     def images(self, signed: bool = True) -> List[str]:
         return self._column(self._picks[:, 0], signed)
