@@ -136,6 +136,21 @@ static int transient(cf_status st) {
     return st == CF_E_IO || st == CF_E_HTTP || st == CF_E_TIMEOUT || st == CF_E_NOMEM;
 }
 
+/* The outcome of cog's header read (st, and h, the file opened, or
+ * NULL), with cog's lock held: h's header taken when it agrees; a failure
+ * kept unless transient. */
+static void settle(cf_cog *cog, cf_status st, cf_cog *h) {
+    cf__cog_decl *d = cog->decl;
+    if (st == CF_OK) st = agree(cog, h, &d->err);
+    if (st == CF_OK) adopt(cog, h);
+    cf_cog_close(h);
+    d->st = st;
+    if (st == CF_OK)
+        atomic_store_explicit(&cog->state, CF__COG_OPEN, memory_order_release);
+    else if (!transient(st))
+        atomic_store_explicit(&cog->state, CF__COG_FAILED, memory_order_relaxed);
+}
+
 cf_status cf__cog_load(cf_cog *cog, cf_error *err) {
     if (!cf__cog_declared(cog)) return CF_OK;
     cf__cog_decl *d = cog->decl;
@@ -145,15 +160,8 @@ cf_status cf__cog_load(cf_cog *cog, cf_error *err) {
     case CF__COG_DECLARED: {
         cf_cog *h = NULL;
         cf__err_clear(&d->err);
-        st = cf_cog_open(cog->io, d->url, &h, &d->err);
-        if (st == CF_OK) st = agree(cog, h, &d->err);
-        if (st == CF_OK) adopt(cog, h);
-        cf_cog_close(h);
-        d->st = st;
-        if (st == CF_OK)
-            atomic_store_explicit(&cog->state, CF__COG_OPEN, memory_order_release);
-        else if (!transient(st))
-            atomic_store_explicit(&cog->state, CF__COG_FAILED, memory_order_relaxed);
+        settle(cog, cf_cog_open(cog->io, d->url, &h, &d->err), h);
+        st = d->st;
         break;
     }
     case CF__COG_FAILED: st = d->st; break;
@@ -162,4 +170,41 @@ cf_status cf__cog_load(cf_cog *cog, cf_error *err) {
     if (st != CF_OK && err) *err = d->err;
     pthread_mutex_unlock(&d->mu);
     return st;
+}
+
+/* Headers read together per call: a sample's scenes. */
+#define LOAD_MANY_MAX 64
+
+void cf__cog_load_many(cf_cog *const *cogs, size_t n) {
+    cf_cog *mine[LOAD_MANY_MAX];
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < LOAD_MANY_MAX; i++) {
+        cf_cog *c = cogs[i];
+        if (!c || atomic_load_explicit(&c->state, memory_order_acquire) != CF__COG_DECLARED)
+            continue;
+        /* Being read by another thread (or listed twice): left to
+         * cf__cog_load, which waits for it. */
+        if (pthread_mutex_trylock(&c->decl->mu)) continue;
+        if (atomic_load_explicit(&c->state, memory_order_relaxed) == CF__COG_DECLARED)
+            mine[k++] = c;
+        else
+            pthread_mutex_unlock(&c->decl->mu);
+    }
+    /* One cf_cog_open_many per io loop: their requests go out at once. */
+    uint8_t done[LOAD_MANY_MAX] = {0};
+    for (size_t a = 0; a < k; a++) {
+        if (done[a]) continue;
+        cf_open_req req[LOAD_MANY_MAX];
+        size_t at[LOAD_MANY_MAX], m = 0;
+        for (size_t b = a; b < k; b++) {
+            if (done[b] || mine[b]->io != mine[a]->io) continue;
+            cf__err_clear(&mine[b]->decl->err);
+            req[m] = (cf_open_req){.url = mine[b]->decl->url, .err = &mine[b]->decl->err};
+            at[m++] = b;
+            done[b] = 1;
+        }
+        cf_cog_open_many(mine[a]->io, req, m, NULL, NULL);
+        for (size_t j = 0; j < m; j++) settle(mine[at[j]], req[j].status, req[j].cog);
+    }
+    for (size_t a = 0; a < k; a++) pthread_mutex_unlock(&mine[a]->decl->mu);
 }

@@ -72,6 +72,10 @@ typedef struct cf__cog_decl {
 cf_status cf__cog_declare(cf_io *io, const char *url, const cf_input_desc *d, cf_cog **out,
                           cf_error *err);
 cf_status cf__cog_load(cf_cog *cog, cf_error *err);
+/* The declared cogs among cogs[0..n) that no other thread is reading
+ * (at most 64 of them) opened together, their requests in flight at once;
+ * each outcome is kept for cf__cog_load to report. */
+void cf__cog_load_many(cf_cog *const *cogs, size_t n);
 /* The description (cog_desc.c): 1 while cog's header is not read
  * (declared, or failed to load). */
 int cf__cog_declared(const cf_cog *cog);

@@ -467,6 +467,29 @@ static int unmet(const cf_loader *ld, size_t f, const ld_member *mb, const cf_wi
            !cf__fp_meets(ld->scene_fp, f, (size_t)mb->t, w->x, w->y, w->w, w->h);
 }
 
+/* A sample's described files not opened yet, their headers read together
+ * before its parts are placed (else each would cost a round trip of its
+ * own, one after another): every input it may read, a mosaic's later
+ * scenes (with their scene masks) only where their footprints meet the
+ * window. */
+static void open_ahead(const cf_loader *ld, size_t f, const cf_window *w) {
+    cf_cog *list[64];
+    size_t n = 0;
+    const int nall = ld->nmembers + (ld->msk != NULL);
+    for (int m = 0; m < nall; m++) {
+        const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
+        if (mb && mb->later && unmet(ld, f, mb, w)) continue;
+        cf_cog *c = mb ? member_cog(ld, f, mb) : ld->msk[f];
+        if (!cf__cog_declared(c)) continue;
+        list[n++] = c;
+        if (n == sizeof list / sizeof *list) {
+            cf__cog_load_many(list, n);
+            n = 0;
+        }
+    }
+    if (n) cf__cog_load_many(list, n);
+}
+
 /* The parts of inputs g, g+1, ... of a sample of file f (window w), as
  * many as fit LD_PART_CHUNKS parts: *used inputs taken, of which *ni are
  * read (whose warp plans the caller frees; the others, skipped, are later
@@ -815,6 +838,7 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
      * grid.  They go out together, up to LD_PART_CHUNKS parts at a time (a
      * long time series takes several groups). */
     const int nall = ld->nmembers + (ld->msk != NULL);
+    if (ld->ndeclared) open_ahead(ld, f, &w);
     ld_part parts[LD_PART_CHUNKS];
     ld_input ins[LD_PART_CHUNKS];
     cf_status st = CF_OK;
