@@ -9,7 +9,9 @@
  *  1. reads the full resolution back row of tiles by row of tiles and
  *     builds every overview level from it in one pass, each level halving
  *     the one above as its rows complete (memory: one row of tiles per
- *     level), appending the overview tiles to the spool;
+ *     level), appending the overview tiles to the spool (ov_pass.c: the
+ *     decoding and encoding on a thread per CPU; the spool is sink.c's,
+ *     a tile's encoders slot.c's);
  *  2. lays the file out (layout.c): header, the directories (full resolution, then
  *     each overview), then tile data from the smallest overview to the
  *     full resolution, row by row: classic TIFF, or BigTIFF when the file
@@ -230,56 +232,6 @@ static int create_fresh(const char *path) {
     return open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 }
 
-/* All n bytes at `at`, written (wr) or read back; errors name `what`. */
-static cf_status io_all(int fd, void *buf, size_t n, uint64_t at, int wr, const char *what,
-                        cf_error *err) {
-    uint8_t *p = buf;
-    while (n) {
-        ssize_t k = wr ? pwrite(fd, p, n, (off_t)at) : pread(fd, p, n, (off_t)at);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0)
-            return cf__err(err, CF_E_IO, "writer: %s %s: %s", wr ? "writing" : "reading back",
-                           what, k < 0 ? strerror(errno) : wr ? "short write" : "file ended");
-        p += k;
-        n -= (size_t)k;
-        at += (uint64_t)k;
-    }
-    return CF_OK;
-}
-
-static cf_status pwrite_all(int fd, const void *buf, size_t n, uint64_t at, const char *what,
-                            cf_error *err) {
-    return io_all(fd, (void *)(uintptr_t)buf, n, at, 1, what, err);
-}
-
-static cf_status pread_all(int fd, void *buf, size_t n, uint64_t at, const char *what,
-                           cf_error *err) {
-    return io_all(fd, buf, n, at, 0, what, err);
-}
-
-static void slot_free(w_slot *s) {
-    cf__encoder_free(s->enc);
-    cf__encoder_free(s->menc);
-    free(s->tile);
-    free(s->mtile);
-    memset(s, 0, sizeof *s);
-}
-
-/* A slot's encoders and buffers (with `mask`, the mask's too); CF_E_NOMEM
- * leaves it empty. */
-static cf_status slot_make(const cf_writer *w, w_slot *s) {
-    memset(s, 0, sizeof *s);
-    s->enc = cf__encoder_new();
-    s->tile = w->tile_bytes ? cf__malloc(w->tile_bytes) : NULL;
-    if (w->o.mask) {
-        s->menc = cf__encoder_new();
-        s->mtile = cf__malloc(w->mtile_bytes);
-    }
-    if (s->enc && s->tile && (!w->o.mask || (s->menc && s->mtile))) return CF_OK;
-    slot_free(s);
-    return CF_E_NOMEM;
-}
-
 static void free_writer(cf_writer *w, int remove_spool) {
     if (w->ws) cf__wstream_abort(w->ws);
     if (w->pend)
@@ -289,7 +241,7 @@ static void free_writer(cf_writer *w, int remove_spool) {
     free(w->row_have);
     free(w->band);
     free(w->mband);
-    free(w->comp);
+    cf__w_overviews_free(w);
     cf__codec_ctx_free(w->ctx);
     if (w->spool_fd >= 0) close(w->spool_fd);
     if (remove_spool && w->spool_path) unlink(w->spool_path);
@@ -316,8 +268,8 @@ static void free_writer(cf_writer *w, int remove_spool) {
     free(w->offsets);
     free(w->path);
     free(w->spool_path);
-    slot_free(&w->ov);
-    for (int k = 0; k < w->nslots; k++) slot_free(&w->slots[k]);
+    cf__w_slot_free(&w->ov);
+    for (int k = 0; k < w->nslots; k++) cf__w_slot_free(&w->slots[k]);
     pthread_cond_destroy(&w->slot_cv);
     pthread_cond_destroy(&w->idle_cv);
     pthread_mutex_destroy(&w->mu);
@@ -367,37 +319,6 @@ static cf_status take_grid(cf_writer *w, const cf_grid *g, cf_error *err) {
     return CF_OK;
 }
 
-/* The overviews' row machinery, and one row of level 0 tiles to read
- * back into. */
-static cf_status init_overviews(cf_writer *w, cf_error *err) {
-    const uint32_t T = w->o.tile_size;
-    for (int l = 1; l < w->nlev; l++) {
-        w_level *L = &w->lev[l], *up = &w->lev[l - 1];
-        CF__TRY(cf__ov_axis_init(&L->ax, up->w, L->w, err));
-        CF__TRY(cf__ov_axis_init(&L->ay, up->h, L->h, err));
-        L->acc = cf__malloc((size_t)T * L->w * w->px);
-        L->ring = cf__malloc((size_t)CF__RING * up->w * w->px);
-        if (!L->acc || !L->ring)
-            return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
-        if (w->o.mask && (!(L->macc = cf__malloc((size_t)T * L->w)) ||
-                          !(L->mring = cf__malloc((size_t)CF__RING * up->w))))
-            return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
-        if (w->o.mask && w->o.overview_resampling == CF_RS_NEAREST) {
-            CF__TRY(cf__ov_axis_init(&L->n0x, w->lev[0].w, L->w, err));
-            CF__TRY(cf__ov_axis_init(&L->n0y, w->lev[0].h, L->h, err));
-            if (!(L->mnear = cf__malloc((size_t)CF__RING * L->w)))
-                return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
-        }
-    }
-    w->band = cf__malloc((size_t)T * w->lev[0].w * w->px);
-    w->ctx = cf__codec_ctx_new();
-    if (!w->band || !w->ctx) return cf__err(err, CF_E_NOMEM, "writer: %s: a row of tiles",
-                                            w->path);
-    if (w->o.mask && !(w->mband = cf__malloc((size_t)T * w->lev[0].w)))
-        return cf__err(err, CF_E_NOMEM, "writer: %s: a row of tiles", w->path);
-    return CF_OK;
-}
-
 /* An object: the stream, with each level's worst case (twice its raw
  * size: no codec here expands more) for its part numbers. */
 static cf_status open_remote(cf_writer *w, const char *url, cf_error *err) {
@@ -411,7 +332,7 @@ static cf_status open_remote(cf_writer *w, const char *url, cf_error *err) {
     w->row_have = cf__calloc(w->lev[0].ty, sizeof *w->row_have);
     if (!w->pend || !w->have || !w->row_have)
         return cf__err(err, CF_E_NOMEM, "writer: %s: out of memory (%zu tiles)", w->path, n);
-    CF__TRY(init_overviews(w, err));
+    CF__TRY(cf__w_init_overviews(w, err));
     return cf__wstream_new(w->o.io, url, w->path, w->o.part_size, w->nlev, bound, &w->ws,
                            err);
 }
@@ -522,7 +443,7 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
             m->predictor = 1;
             w->mtile_bytes = (size_t)cf__codec_chunk_bytes(m);
         }
-        st = slot_make(w, &w->ov);
+        st = cf__w_slot_make(w, &w->ov);
         /* Slots: one per CPU this process may use, within the budget. */
         size_t ns = cf__ncpu_usable(), per = 3 * (w->tile_bytes + w->mtile_bytes) + 1;
         if (ns > CF__WRITE_THREADS_BUDGET / per) ns = CF__WRITE_THREADS_BUDGET / per;
@@ -556,84 +477,6 @@ void cf_writer_tiles(const cf_writer *w, uint32_t *tx, uint32_t *ty) {
     if (ty) *ty = w ? w->lev[0].ty : 0;
 }
 
-/* Keep n encoded bytes of tile i of level l (its mask's when `mask`),
- * right after what came before them: appended to the spool (a local
- * file); for an object, level 0's held until its row is sent (*pend, the
- * image's bytes then the mask's), an overview's sent (their tiles come in
- * row order). */
-static cf_status keep(cf_writer *w, int l, size_t i, int mask, const uint8_t *enc, size_t n,
-                      cf_error *err) {
-    w_level *L = &w->lev[l];
-    if (w->ws && l == 0) {
-        size_t have = mask ? (size_t)L->len[i] : 0;
-        uint8_t *b = cf__realloc(mask ? w->pend[i] : NULL, have + n ? have + n : 1);
-        if (!b) return cf__err(err, CF_E_NOMEM, "writer: %s: out of memory", w->path);
-        memcpy(b + have, enc, n);
-        if (!mask) free(w->pend[i]);
-        w->pend[i] = b;
-    } else if (w->ws) {
-        CF__TRY(cf__wstream_put(w->ws, l, enc, n, err));
-    } else {
-        CF__TRY(pwrite_all(w->spool_fd, enc, n, w->spool_end, w->spool_path, err));
-        (mask ? L->moff : L->off)[i] = w->spool_end;
-        w->spool_end += n;
-    }
-    (mask ? L->mlen : L->len)[i] = n;
-    return CF_OK;
-}
-
-/* Encode slot s's tile (pixel-interleaved, full tile) and, with `mask`,
- * its mask tile (s->mtile's bits): *enc, *n and *menc, *mn, in the
- * slot's encoders' buffers until their next use. */
-static cf_status encode_slot(const cf_writer *w, w_slot *s, const uint8_t **enc, size_t *n,
-                             const uint8_t **menc, size_t *mn, cf_error *err) {
-    CF__TRY(cf__codec_encode(s->enc, &w->p, &w->eo, s->tile, w->tile_bytes, enc, n, err));
-    if (!w->o.mask) return CF_OK;
-    /* (NULL: every default, DEFLATE at GDAL's level 6) */
-    return cf__codec_encode(s->menc, &w->mp, NULL, s->mtile, w->mtile_bytes, menc, mn, err);
-}
-
-/* Encode w->ov's tile (and mask) as tile (tx, ty) of level l and keep
- * them. */
-static cf_status put_tile(cf_writer *w, int l, uint32_t tx, uint32_t ty, cf_error *err) {
-    const uint8_t *enc, *menc = NULL;
-    size_t n, mn = 0, i = (size_t)ty * w->lev[l].tx + tx;
-    cf_status st = encode_slot(w, &w->ov, &enc, &n, &menc, &mn, err);
-    if (!st) st = keep(w, l, i, 0, enc, n, err);
-    if (!st && w->o.mask) st = keep(w, l, i, 1, menc, mn, err);
-    if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path, tx,
-                                  ty, l);
-    return CF_OK;
-}
-
-/* The fill of padding and of tiles never written. */
-static void fill_px(const cf_writer *w, uint8_t *dst, size_t npx) {
-    if (!w->o.has_nodata) {
-        memset(dst, 0, npx * w->px);
-        return;
-    }
-    uint8_t one[8];
-    long double v = w->o.nodata;
-    switch (w->o.dtype) {
-#define F(E, T)                                                                                \
-    case E: {                                                                                  \
-        T x = (T)v;                                                                            \
-        memcpy(one, &x, sizeof x);                                                             \
-        break;                                                                                 \
-    }
-        F(CF_DT_U8, uint8_t) F(CF_DT_I8, int8_t) F(CF_DT_U16, uint16_t) F(CF_DT_I16, int16_t)
-        F(CF_DT_U32, uint32_t) F(CF_DT_I32, int32_t) F(CF_DT_U64, uint64_t)
-        F(CF_DT_I64, int64_t) F(CF_DT_F32, float)
-    default: {
-        double x = w->o.nodata;
-        memcpy(one, &x, 8);
-    }
-#undef F
-    }
-    for (size_t i = 0; i < npx * w->o.bands; i++) memcpy(dst + i * w->es, one, w->es);
-}
-
-static cf_status feed_row0(cf_writer *w, uint32_t ty, cf_error *err);
 
 /* The writer open and (tx, ty) a full-resolution tile of it. */
 static cf_status check_tile(const cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err) {
@@ -655,7 +498,7 @@ static cf_status have_tile(cf_writer *w, uint32_t ty, size_t i, cf_error *err) {
     w->have[i] = 1;
     cf_status st = CF_OK;
     while (!st && w->next_row < L->ty && w->row_have[w->next_row] == L->tx)
-        st = feed_row0(w, w->next_row++, err);
+        st = cf__w_feed_row0(w, w->next_row++, err);
     return st;
 }
 
@@ -687,7 +530,7 @@ static w_slot *take_slot(cf_writer *w) {
             }
         if (w->nslots < w->maxslots) {
             w_slot *s = &w->slots[w->nslots];
-            if (slot_make(w, s)) return NULL;
+            if (cf__w_slot_make(w, s)) return NULL;
             w->nslots++;
             s->busy = 1;
             return s;
@@ -750,7 +593,7 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
     /* (take_slot may have waited: the writer may have failed meanwhile) */
     if ((st = check_write(w, tx, ty, err))) goto done;
     pthread_mutex_unlock(&w->mu);
-    if (tw < T || th < T) fill_px(w, sl->tile, (size_t)T * T);
+    if (tw < T || th < T) cf__w_fill_px(w, sl->tile, (size_t)T * T);
     /* band-sequential in, pixel-interleaved out */
     const uint8_t *src = data;
     const size_t es = w->es, nb = w->o.bands;
@@ -764,7 +607,7 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
     const uint8_t *enc = NULL, *menc = NULL;
     size_t n = 0, mn = 0;
     if (w->o.mask) cf__mask_pack(mask, tw, tw, th, T, sl->mtile);
-    st = encode_slot(w, sl, &enc, &n, &menc, &mn, err);
+    st = cf__w_encode_slot(w, sl, &enc, &n, &menc, &mn, err);
     if (st) cf__err_prefix(err, st, "writer: %s: tile %u,%u of level 0", w->path, tx, ty);
     pthread_mutex_lock(&w->mu);
     if (st) { /* the encoder's failure is the writer's */
@@ -774,8 +617,8 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
     st = check_write(w, tx, ty, err);
     if (st) goto done;
     const size_t i = (size_t)ty * L->tx + tx;
-    st = keep(w, 0, i, 0, enc, n, err);
-    if (!st && w->o.mask) st = keep(w, 0, i, 1, menc, mn, err);
+    st = cf__w_keep(w, 0, i, 0, enc, n, err);
+    if (!st && w->o.mask) st = cf__w_keep(w, 0, i, 1, menc, mn, err);
     if (st) cf__err_prefix(err, st, "writer: %s: tile %u,%u of level 0", w->path, tx, ty);
     if (!st && w->ws) st = have_tile(w, ty, i, err);
     if (st) w_fail(w, st);
@@ -852,8 +695,8 @@ cf_status cf_writer_write_encoded_tile(cf_writer *w, uint32_t tx, uint32_t ty,
     } else {
         st = check_encoded(w, tx, ty, data, n, mask, mn, err);
         if (st) goto done; /* refused: the writer goes on */
-        st = keep(w, 0, i, 0, data, n, err);
-        if (!st && w->o.mask) st = keep(w, 0, i, 1, mask, mn, err);
+        st = cf__w_keep(w, 0, i, 0, data, n, err);
+        if (!st && w->o.mask) st = cf__w_keep(w, 0, i, 1, mask, mn, err);
         if (!st && w->ws) st = have_tile(w, ty, i, err);
     }
     if (st) w_fail(w, st);
@@ -876,177 +719,13 @@ cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error 
 
 /* ---- close: overviews ---- */
 
-static cf__ov_kind ov_kind(cf_resampling r) {
-    return r == CF_RS_NEAREST ? CF__OV_NEAREST : r == CF_RS_MODE ? CF__OV_MODE : CF__OV_AVERAGE;
-}
-
-/* Encode level l's assembled row of tiles (acc_rows rows; the rest
- * padding). */
-static cf_status flush_acc(cf_writer *w, int l, cf_error *err) {
-    w_level *L = &w->lev[l];
-    const uint32_t T = w->o.tile_size;
-    for (uint32_t tx = 0; tx < L->tx; tx++) {
-        uint32_t tw = tx + 1 < L->tx ? T : L->w - tx * T;
-        if (tw < T || L->acc_rows < T) fill_px(w, w->ov.tile, (size_t)T * T);
-        for (uint32_t y = 0; y < L->acc_rows; y++)
-            memcpy(w->ov.tile + (size_t)y * T * w->px,
-                   L->acc + ((size_t)y * L->w + (size_t)tx * T) * w->px, (size_t)tw * w->px);
-        if (w->o.mask)
-            cf__mask_pack(L->macc + (size_t)tx * T, L->w, tw, L->acc_rows, T, w->ov.mtile);
-        CF__TRY(put_tile(w, l, tx, L->acc_ty, err));
-    }
-    L->acc_rows = 0;
-    L->acc_ty++;
-    return CF_OK;
-}
-
-/* Row y of level l-1 (and its mask row, with `mask`) arrives at level l:
- * kept in the ring, and every row of level l whose window ends there is
- * made (and passed down). */
-static cf_status feed(cf_writer *w, int l, const uint8_t *row, const uint8_t *mrow,
-                      uint32_t y, cf_error *err) {
-    if (l >= w->nlev) return CF_OK;
-    w_level *up = &w->lev[l - 1], *L = &w->lev[l];
-    size_t rowb = (size_t)up->w * w->px;
-    memcpy(L->ring + (size_t)(y % CF__RING) * rowb, row, rowb);
-    if (mrow) memcpy(L->mring + (size_t)(y % CF__RING) * up->w, mrow, up->w);
-    const cf__ov_kind kind = ov_kind(w->o.overview_resampling);
-    while (L->next_out < L->h && L->ay.x1[L->next_out] - 1 <= y) {
-        uint32_t j = L->next_out, y0 = L->ay.x0[j], n = L->ay.x1[j] - y0;
-        const uint8_t *rows[CF__RING], *mrows[CF__RING];
-        for (uint32_t r = 0; r < n; r++) {
-            rows[r] = L->ring + (size_t)((y0 + r) % CF__RING) * rowb;
-            mrows[r] = mrow ? L->mring + (size_t)((y0 + r) % CF__RING) * up->w : NULL;
-        }
-        const uint32_t near = L->ay.near[j] % CF__RING;
-        uint8_t *o = L->acc + (size_t)L->acc_rows * L->w * w->px;
-        cf__ov_row(kind, w->o.dtype, w->o.bands, rows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, o,
-                   w->o.has_nodata, w->o.nodata, L->ring + (size_t)near * rowb,
-                   mrow && (kind == CF__OV_AVERAGE ||
-                            (kind == CF__OV_MODE && w->o.dtype != CF_DT_U8))
-                       ? mrows
-                       : NULL);
-        uint8_t *mo = mrow ? L->macc + (size_t)L->acc_rows * L->w : NULL;
-        if (mo && L->mnear) { /* made from level 0 (near0) */
-            memcpy(mo, L->mnear + (size_t)(j % CF__RING) * L->w, L->w);
-        } else if (mo && kind == CF__OV_AVERAGE) {
-            /* valid where any pixel of the window is, however little of
-             * it the window covers (GDAL's: a weighted mean of 0 / 255
-             * rounded would lose a lone valid edge pixel) */
-            for (uint32_t x = 0; x < L->w; x++) {
-                uint8_t any = 0;
-                for (uint32_t r = 0; r < n && !any; r++)
-                    for (uint32_t k = L->ax.x0[x]; k < L->ax.x1[x] && !any; k++)
-                        any = mrows[r][k];
-                mo[x] = any ? 255 : 0;
-            }
-        } else if (mo) { /* mode: the mask's own, the same tie rule */
-            cf__ov_row(kind, CF_DT_U8, 1, mrows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, mo, 0, 0,
-                       L->mring + (size_t)near * up->w, NULL);
-            for (uint32_t x = 0; x < L->w; x++) mo[x] = mo[x] ? 255 : 0;
-        }
-        L->acc_rows++;
-        L->next_out++;
-        CF__TRY(feed(w, l + 1, o, mo, j, err));
-        if (L->acc_rows == w->o.tile_size || j + 1 == L->h) CF__TRY(flush_acc(w, l, err));
-    }
-    return CF_OK;
-}
-
-/* Level 0's mask row y: every overview's nearest mask rows taken from it
- * (with `mask` and nearest overviews; they wait in mnear until their
- * image rows are made, a few rows of that level later at most). */
-static void near0(cf_writer *w, const uint8_t *mrow, uint32_t y) {
-    for (int l = 1; l < w->nlev; l++) {
-        w_level *L = &w->lev[l];
-        if (!L->mnear) return;
-        while (L->mnext < L->h && L->n0y.near[L->mnext] == y) {
-            uint8_t *o = L->mnear + (size_t)(L->mnext++ % CF__RING) * L->w;
-            for (uint32_t x = 0; x < L->w; x++) o[x] = mrow[L->n0x.near[x]];
-        }
-    }
-}
-
-/* The n encoded bytes of a level-0 tile at spool offset `off` (a local
- * file) or at src (an object's, held in memory) decoded with p into out. */
-static cf_status decode0(cf_writer *w, const cf__codec_params *p, const uint8_t *src,
-                         uint64_t off, size_t n, uint8_t *out, size_t out_len, cf_error *err) {
-    if (!w->ws) {
-        if (n > w->compcap) {
-            free(w->comp);
-            w->compcap = 0;
-            if (!(w->comp = cf__malloc(n))) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
-            w->compcap = n;
-        }
-        CF__TRY(pread_all(w->spool_fd, w->comp, n, off, w->spool_path, err));
-        src = w->comp;
-    }
-    return cf__codec_decode(w->ctx, p, src, n, out, out_len, err);
-}
-
-/* Row ty of level 0's tiles: read back (the spool, or the tiles held
- * for an object, which then go to the stream), decoded and fed to the
- * overviews, with their masks. */
-static cf_status feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
-    const uint32_t T = w->o.tile_size;
-    w_level *L0 = &w->lev[0];
-    uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
-    for (uint32_t tx = 0; tx < L0->tx; tx++) {
-        uint32_t tw = tx + 1 < L0->tx ? T : L0->w - tx * T;
-        size_t i = (size_t)ty * L0->tx + tx, n = (size_t)L0->len[i];
-        size_t mn = w->o.mask ? (size_t)L0->mlen[i] : 0;
-        const uint8_t *src = w->ws ? w->pend[i] : NULL;
-        const int written = w->ws ? src != NULL : n != 0;
-        if (w->nlev > 1) {
-            cf_status st = CF_OK;
-            if (!written) fill_px(w, w->ov.tile, (size_t)T * T);
-            else st = decode0(w, &w->p, src, L0->off[i], n, w->ov.tile, w->tile_bytes, err);
-            for (uint32_t y = 0; y < th; y++)
-                memcpy(w->band + ((size_t)y * L0->w + (size_t)tx * T) * w->px,
-                       w->ov.tile + (size_t)y * T * w->px, (size_t)tw * w->px);
-            if (w->o.mask && !written) { /* a tile never written is not valid */
-                for (uint32_t y = 0; y < th; y++)
-                    memset(w->mband + (size_t)y * L0->w + (size_t)tx * T, 0, tw);
-            } else if (w->o.mask && !st) {
-                st = decode0(w, &w->mp, src ? src + n : NULL, L0->moff[i], mn, w->ov.mtile,
-                             w->mtile_bytes, err);
-                cf__mask_unpack(w->ov.mtile, T, tw, th, w->mband + (size_t)tx * T, L0->w);
-            }
-            /* (a tile given encoded, cf_writer_write_encoded_tile, is first
-             * decoded here) */
-            if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level 0, read "
-                                          "back for the overviews", w->path, tx, ty);
-        }
-        if (w->ws && w->pend[i]) {
-            CF__TRY(cf__wstream_put(w->ws, 0, w->pend[i], n + mn, err));
-            free(w->pend[i]);
-            w->pend[i] = NULL;
-        }
-    }
-    for (uint32_t y = 0; w->nlev > 1 && y < th; y++) {
-        if (w->o.mask) near0(w, w->mband + (size_t)y * L0->w, ty * T + y);
-        CF__TRY(feed(w, 1, w->band + (size_t)y * L0->w * w->px,
-                     w->o.mask ? w->mband + (size_t)y * L0->w : NULL, ty * T + y, err));
-    }
-    return CF_OK;
-}
-
-/* A local file: read the full resolution back a row of tiles at a time
- * and build every overview from it. */
-static cf_status build_overviews(cf_writer *w, cf_error *err) {
-    if (w->nlev < 2) return CF_OK;
-    CF__TRY(init_overviews(w, err));
-    for (uint32_t ty = 0; ty < w->lev[0].ty; ty++) CF__TRY(feed_row0(w, ty, err));
-    return CF_OK;
-}
-
 /* Write the file to `tmp`: the header, then the tiles from the spool in
  * the header's order. */
 static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err) {
     uint8_t *hdr;
     uint64_t head;
     CF__TRY(cf__writer_header(w, &hdr, &head, err));
-    cf_status st = pwrite_all(fd, hdr, (size_t)head, 0, tmp, err);
+    cf_status st = cf__w_pwrite(fd, hdr, (size_t)head, 0, tmp, err);
     free(hdr);
     uint8_t *buf = NULL;
     size_t cap = 0;
@@ -1066,9 +745,9 @@ static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err
                         break;
                     }
                 }
-                st = pread_all(w->spool_fd, buf, n, (m ? L->moff : L->off)[i], w->spool_path,
+                st = cf__w_pread(w->spool_fd, buf, n, (m ? L->moff : L->off)[i], w->spool_path,
                                err);
-                if (!st) st = pwrite_all(fd, buf, n, at, tmp, err);
+                if (!st) st = cf__w_pwrite(fd, buf, n, at, tmp, err);
                 at += n;
             }
         }
@@ -1080,7 +759,7 @@ static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err
 /* An object: what is left of level 0 (rows after one never completed:
  * their missing tiles are sparse), then the header, sent last. */
 static cf_status finish_remote(cf_writer *w, cf_error *err) {
-    while (w->next_row < w->lev[0].ty) CF__TRY(feed_row0(w, w->next_row++, err));
+    while (w->next_row < w->lev[0].ty) CF__TRY(cf__w_feed_row0(w, w->next_row++, err));
     uint8_t *hdr;
     uint64_t head;
     CF__TRY(cf__writer_header(w, &hdr, &head, err));
@@ -1104,7 +783,7 @@ cf_status cf_writer_close(cf_writer *w, cf_error *err) {
         free_writer(w, 0);
         return st;
     }
-    if (!st) st = build_overviews(w, err);
+    if (!st) st = cf__w_build_overviews(w, err);
     char *tmp = NULL;
     int fd = -1;
     if (!st) {

@@ -52,6 +52,21 @@ typedef struct w_slot {
     int busy;
 } w_slot;
 
+/* A thread of the overview pass (ov_pass.c): its slot (encoders and a
+ * tile's buffers), decoder, a spooled tile read back, and its share of a
+ * row's encoded tiles. */
+typedef struct w_ovw {
+    w_slot s;
+    cf__codec_ctx *ctx;
+    uint8_t *comp, *out;
+    size_t compcap, outlen, outcap;
+} w_ovw;
+/* Where a row's encoded tile is: worker k's buffer at off, n bytes and
+ * then its mask's mn. */
+typedef struct w_ovt {
+    int k;
+    size_t off, n, mn;
+} w_ovt;
 struct cf_writer {
     pthread_mutex_t mu;
     pthread_cond_t slot_cv;            /* a slot came free */
@@ -79,11 +94,14 @@ struct cf_writer {
     cf__codec_params mp;               /* one mask tile (`mask`) */
     size_t mtile_bytes;
     w_slot ov;                         /* the writer's own (under its lock):
-                                          overview tiles, level 0 read back */
-    /* reading level 0 back for the overviews: one row of tiles */
-    uint8_t *band, *mband, *comp;
-    size_t compcap;
+                                          a tile given encoded, decoded */
     cf__codec_ctx *ctx;
+    /* the overview pass (ov_pass.c): level 0's row of tiles read back,
+     * its threads, and where a row's encoded tiles are */
+    uint8_t *band, *mband;
+    w_ovw *ovw;
+    int novw;
+    w_ovt *ovt;
     /* object storage */
     cf__wstream *ws;                   /* NULL: a local file */
     uint8_t **pend;                    /* level 0's encoded tiles not yet sent
@@ -92,6 +110,47 @@ struct cf_writer {
     uint32_t *row_have;                /* tiles of each level-0 row written */
     uint32_t next_row;                 /* level 0's next row to send */
 };
+
+/* ---- slot.c ---- */
+/* A slot's encoders and buffers (with `mask`, the mask's too); CF_E_NOMEM
+ * leaves it empty. */
+cf_status cf__w_slot_make(const cf_writer *w, w_slot *s);
+void cf__w_slot_free(w_slot *s);
+/* Encode slot s's tile (pixel-interleaved, full tile) and, with `mask`,
+ * its mask tile (s->mtile's bits): *enc, *n and *menc, *mn, in the
+ * slot's encoders' buffers until their next use. */
+cf_status cf__w_encode_slot(const cf_writer *w, w_slot *s, const uint8_t **enc, size_t *n,
+                            const uint8_t **menc, size_t *mn, cf_error *err);
+/* npx pixels of dst set to the fill of padding and of tiles never
+ * written (the nodata, or 0). */
+void cf__w_fill_px(const cf_writer *w, uint8_t *dst, size_t npx);
+
+/* ---- sink.c ---- */
+/* All n bytes at `at` of fd written / read; errors name `what`. */
+cf_status cf__w_pwrite(int fd, const void *buf, size_t n, uint64_t at, const char *what,
+                       cf_error *err);
+cf_status cf__w_pread(int fd, void *buf, size_t n, uint64_t at, const char *what,
+                      cf_error *err);
+/* Keep n encoded bytes of tile i of level l (its mask's when `mask`),
+ * right after what came before them: appended to the spool (a local
+ * file); for an object, level 0's held until its row is sent (w->pend,
+ * the image's bytes then the mask's), an overview's sent (their tiles
+ * come in row order). */
+cf_status cf__w_keep(cf_writer *w, int l, size_t i, int mask, const uint8_t *enc, size_t n,
+                     cf_error *err);
+
+/* ---- ov_pass.c ---- */
+/* The overviews' row machinery, one row of level 0 tiles to read back
+ * into, and the pass's threads. */
+cf_status cf__w_init_overviews(cf_writer *w, cf_error *err);
+/* Row ty of level 0's tiles: read back (the spool, or the tiles held for
+ * an object, which then go to the stream), decoded and fed to the
+ * overviews, with their masks. */
+cf_status cf__w_feed_row0(cf_writer *w, uint32_t ty, cf_error *err);
+/* A local file: read the full resolution back a row of tiles at a time
+ * and build every overview from it. */
+cf_status cf__w_build_overviews(cf_writer *w, cf_error *err);
+void cf__w_overviews_free(cf_writer *w);
 
 /* ---- layout.c ---- */
 

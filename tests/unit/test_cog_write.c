@@ -3,13 +3,16 @@
  * reader, in C (so that the sanitizer builds run the writer): pixels,
  * overview levels, nodata and the EPSG code; sparse tiles; the internal
  * mask band and its overviews; tiles given encoded (copied from another
- * file); tiles written from several threads; the writer's refusals; abort leaving nothing behind.
+ * file); tiles written from several threads, and the overview pass on
+ * several, the same bytes as on one; the writer's refusals; abort leaving
+ * nothing behind.
  * (GDAL's reading of the same files: tests/python/test_writer.py.)
  */
 #include "cf_test.h"
 #include "cogfeed.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -514,7 +517,20 @@ static void test_threads(void) {
     cf_writer_options o = two_u16(301, 170, 32);
     o.compression = 8;
     o.mask = 1;
+    /* The reference written on one CPU: one encoding slot, and the
+     * overview pass on one thread (ov_pass.c); the other with every CPU
+     * this process may use, from 5 threads. */
+    cpu_set_t all, cpu0;
+    CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+    CPU_ZERO(&cpu0);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all)) {
+            CPU_SET(c, &cpu0);
+            break;
+        }
+    CHECK(sched_setaffinity(0, sizeof cpu0, &cpu0) == 0);
     write_px(one, o);
+    CHECK(sched_setaffinity(0, sizeof all, &all) == 0);
     cf_writer *w = NULL;
     CHECK(cf_writer_open(many, &o, &w, &err) == CF_OK);
     if (!w) return;

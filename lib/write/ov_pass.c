@@ -1,0 +1,354 @@
+/*
+ * ov_pass.c - a writer's overview pass: the full resolution read back a
+ * row of tiles at a time (a local file's spool at close; an object's
+ * tiles held in memory, as each row completes), decoded, and every
+ * overview level made from it in one pass, each level halving the one
+ * above as its rows complete (memory: one row of tiles per level), the
+ * overview tiles encoded and kept (sink.c).
+ *
+ * The work that costs, decoding level 0's tiles and encoding the
+ * overviews', is spread over threads, each a worker of its own (a slot's
+ * encoders and buffers, a decoder, a buffer for its share of a row's
+ * encoded tiles): a row's tiles are divided among them, and their bytes
+ * kept afterwards in the row's order, so the file is the same bytes
+ * whatever the number of threads.  Making the overview rows from the rows
+ * above is cheap and stays on the calling thread.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "writer_state.h"
+
+/* ------------------------------------------------------------ workers */
+
+static void worker_free(w_ovw *k) {
+    cf__w_slot_free(&k->s);
+    cf__codec_ctx_free(k->ctx);
+    free(k->comp);
+    free(k->out);
+    memset(k, 0, sizeof *k);
+}
+
+void cf__w_overviews_free(cf_writer *w) {
+    for (int k = 0; k < w->novw; k++) worker_free(&w->ovw[k]);
+    free(w->ovw);
+    free(w->ovt);
+    w->ovw = NULL;
+    w->ovt = NULL;
+    w->novw = 0;
+}
+
+/* One worker per CPU this process may use (at most a row's tiles, and
+ * within the writers' thread budget: each holds about four tiles). */
+static cf_status make_workers(cf_writer *w, cf_error *err) {
+    size_t n = cf__ncpu_usable(), per = 4 * (w->tile_bytes + w->mtile_bytes) + 1;
+    if (n > CF__WRITE_THREADS_BUDGET / per) n = CF__WRITE_THREADS_BUDGET / per;
+    if (n > w->lev[0].tx) n = w->lev[0].tx;
+    if (n > CF__WRITER_SLOTS) n = CF__WRITER_SLOTS;
+    if (n < 1) n = 1;
+    if (!(w->ovw = cf__calloc(n, sizeof *w->ovw)))
+        return cf__err(err, CF_E_NOMEM, "writer: %s: overview threads", w->path);
+    for (size_t k = 0; k < n; k++) {
+        w_ovw *o = &w->ovw[k];
+        if (cf__w_slot_make(w, &o->s) || !(o->ctx = cf__codec_ctx_new())) {
+            worker_free(o);
+            if (k > 0) break; /* fewer threads still work */
+            return cf__err(err, CF_E_NOMEM, "writer: %s: overview threads", w->path);
+        }
+        w->novw = (int)k + 1;
+    }
+    return CF_OK;
+}
+
+/* A share of a row's tiles: the columns k, k + n, k + 2n, ... of it, on
+ * worker k; the first failure's column and error. */
+typedef struct ov_part {
+    cf_writer *w;
+    int k, n, l;
+    uint32_t ty;
+    cf_status st;
+    uint32_t bad_tx;
+    cf_error err;
+} ov_part;
+
+/* fn on every share of a row of `ntiles` tiles, the calling thread taking
+ * the first (and any share whose thread could not start); the failure of
+ * the smallest column is returned. */
+static cf_status run_row(cf_writer *w, void *(*fn)(void *), int l, uint32_t ty, uint32_t ntiles,
+                         cf_error *err) {
+    ov_part parts[CF__WRITER_SLOTS];
+    pthread_t tid[CF__WRITER_SLOTS];
+    int started[CF__WRITER_SLOTS] = {0};
+    const int n = (uint32_t)w->novw < ntiles ? w->novw : (int)ntiles;
+    for (int k = 0; k < n; k++)
+        parts[k] = (ov_part){.w = w, .k = k, .n = n, .l = l, .ty = ty, .st = CF_OK};
+    for (int k = 1; k < n; k++) started[k] = pthread_create(&tid[k], NULL, fn, &parts[k]) == 0;
+    fn(&parts[0]);
+    for (int k = 1; k < n; k++) {
+        if (started[k]) pthread_join(tid[k], NULL);
+        else fn(&parts[k]);
+    }
+    int first = -1;
+    for (int k = 0; k < n; k++)
+        if (parts[k].st && (first < 0 || parts[k].bad_tx < parts[first].bad_tx)) first = k;
+    if (first < 0) return CF_OK;
+    if (err) *err = parts[first].err;
+    return parts[first].st;
+}
+
+/* ------------------------------------------------------------- levels */
+
+/* The overviews' row machinery, and one row of level 0 tiles to read
+ * back into. */
+cf_status cf__w_init_overviews(cf_writer *w, cf_error *err) {
+    const uint32_t T = w->o.tile_size;
+    for (int l = 1; l < w->nlev; l++) {
+        w_level *L = &w->lev[l], *up = &w->lev[l - 1];
+        CF__TRY(cf__ov_axis_init(&L->ax, up->w, L->w, err));
+        CF__TRY(cf__ov_axis_init(&L->ay, up->h, L->h, err));
+        L->acc = cf__malloc((size_t)T * L->w * w->px);
+        L->ring = cf__malloc((size_t)CF__RING * up->w * w->px);
+        if (!L->acc || !L->ring)
+            return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
+        if (w->o.mask && (!(L->macc = cf__malloc((size_t)T * L->w)) ||
+                          !(L->mring = cf__malloc((size_t)CF__RING * up->w))))
+            return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
+        if (w->o.mask && w->o.overview_resampling == CF_RS_NEAREST) {
+            CF__TRY(cf__ov_axis_init(&L->n0x, w->lev[0].w, L->w, err));
+            CF__TRY(cf__ov_axis_init(&L->n0y, w->lev[0].h, L->h, err));
+            if (!(L->mnear = cf__malloc((size_t)CF__RING * L->w)))
+                return cf__err(err, CF_E_NOMEM, "writer: %s: overview rows", w->path);
+        }
+    }
+    w->band = cf__malloc((size_t)T * w->lev[0].w * w->px);
+    w->ovt = cf__calloc(w->lev[0].tx, sizeof *w->ovt);
+    if (!w->band || !w->ovt)
+        return cf__err(err, CF_E_NOMEM, "writer: %s: a row of tiles", w->path);
+    if (w->o.mask && !(w->mband = cf__malloc((size_t)T * w->lev[0].w)))
+        return cf__err(err, CF_E_NOMEM, "writer: %s: a row of tiles", w->path);
+    return make_workers(w, err);
+}
+
+static cf__ov_kind ov_kind(cf_resampling r) {
+    return r == CF_RS_NEAREST ? CF__OV_NEAREST : r == CF_RS_MODE ? CF__OV_MODE : CF__OV_AVERAGE;
+}
+
+/* Worker k's share of level l's assembled row of tiles (acc_rows rows;
+ * the rest padding): each tile encoded, its bytes (then its mask's)
+ * appended to the worker's buffer. */
+static void *encode_part(void *arg) {
+    ov_part *P = arg;
+    cf_writer *w = P->w;
+    w_level *L = &w->lev[P->l];
+    w_ovw *o = &w->ovw[P->k];
+    const uint32_t T = w->o.tile_size;
+    o->outlen = 0;
+    for (uint32_t tx = (uint32_t)P->k; tx < L->tx && !P->st; tx += (uint32_t)P->n) {
+        uint32_t tw = tx + 1 < L->tx ? T : L->w - tx * T;
+        if (tw < T || L->acc_rows < T) cf__w_fill_px(w, o->s.tile, (size_t)T * T);
+        for (uint32_t y = 0; y < L->acc_rows; y++)
+            memcpy(o->s.tile + (size_t)y * T * w->px,
+                   L->acc + ((size_t)y * L->w + (size_t)tx * T) * w->px, (size_t)tw * w->px);
+        if (w->o.mask)
+            cf__mask_pack(L->macc + (size_t)tx * T, L->w, tw, L->acc_rows, T, o->s.mtile);
+        const uint8_t *enc, *menc = NULL;
+        size_t n, mn = 0;
+        P->st = cf__w_encode_slot(w, &o->s, &enc, &n, &menc, &mn, &P->err);
+        if (!P->st && o->outlen + n + mn > o->outcap) {
+            size_t cap = 2 * (o->outlen + n + mn);
+            uint8_t *b = cf__realloc(o->out, cap);
+            if (!b) P->st = cf__err(&P->err, CF_E_NOMEM, "writer: %s: out of memory", w->path);
+            else o->out = b, o->outcap = cap;
+        }
+        if (P->st) {
+            cf__err_prefix(&P->err, P->st, "writer: %s: tile %u,%u of level %d", w->path, tx,
+                           L->acc_ty, P->l);
+            P->bad_tx = tx;
+            break;
+        }
+        w_ovt *t = &w->ovt[tx];
+        t->k = P->k;
+        t->off = o->outlen;
+        t->n = n;
+        t->mn = mn;
+        memcpy(o->out + o->outlen, enc, n);
+        if (mn) memcpy(o->out + o->outlen + n, menc, mn);
+        o->outlen += n + mn;
+    }
+    return NULL;
+}
+
+/* Encode level l's assembled row of tiles (on the workers) and keep the
+ * tiles in the row's order. */
+static cf_status flush_acc(cf_writer *w, int l, cf_error *err) {
+    w_level *L = &w->lev[l];
+    CF__TRY(run_row(w, encode_part, l, L->acc_ty, L->tx, err));
+    for (uint32_t tx = 0; tx < L->tx; tx++) {
+        const w_ovt *t = &w->ovt[tx];
+        const uint8_t *b = w->ovw[t->k].out + t->off;
+        size_t i = (size_t)L->acc_ty * L->tx + tx;
+        cf_status st = cf__w_keep(w, l, i, 0, b, t->n, err);
+        if (!st && w->o.mask) st = cf__w_keep(w, l, i, 1, b + t->n, t->mn, err);
+        if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path,
+                                      tx, L->acc_ty, l);
+    }
+    L->acc_rows = 0;
+    L->acc_ty++;
+    return CF_OK;
+}
+
+/* Row y of level l-1 (and its mask row, with `mask`) arrives at level l:
+ * kept in the ring, and every row of level l whose window ends there is
+ * made (and passed down). */
+static cf_status feed(cf_writer *w, int l, const uint8_t *row, const uint8_t *mrow,
+                      uint32_t y, cf_error *err) {
+    if (l >= w->nlev) return CF_OK;
+    w_level *up = &w->lev[l - 1], *L = &w->lev[l];
+    size_t rowb = (size_t)up->w * w->px;
+    memcpy(L->ring + (size_t)(y % CF__RING) * rowb, row, rowb);
+    if (mrow) memcpy(L->mring + (size_t)(y % CF__RING) * up->w, mrow, up->w);
+    const cf__ov_kind kind = ov_kind(w->o.overview_resampling);
+    while (L->next_out < L->h && L->ay.x1[L->next_out] - 1 <= y) {
+        uint32_t j = L->next_out, y0 = L->ay.x0[j], n = L->ay.x1[j] - y0;
+        const uint8_t *rows[CF__RING], *mrows[CF__RING];
+        for (uint32_t r = 0; r < n; r++) {
+            rows[r] = L->ring + (size_t)((y0 + r) % CF__RING) * rowb;
+            mrows[r] = mrow ? L->mring + (size_t)((y0 + r) % CF__RING) * up->w : NULL;
+        }
+        const uint32_t near = L->ay.near[j] % CF__RING;
+        uint8_t *o = L->acc + (size_t)L->acc_rows * L->w * w->px;
+        cf__ov_row(kind, w->o.dtype, w->o.bands, rows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, o,
+                   w->o.has_nodata, w->o.nodata, L->ring + (size_t)near * rowb,
+                   mrow && (kind == CF__OV_AVERAGE ||
+                            (kind == CF__OV_MODE && w->o.dtype != CF_DT_U8))
+                       ? mrows
+                       : NULL);
+        uint8_t *mo = mrow ? L->macc + (size_t)L->acc_rows * L->w : NULL;
+        if (mo && L->mnear) { /* made from level 0 (near0) */
+            memcpy(mo, L->mnear + (size_t)(j % CF__RING) * L->w, L->w);
+        } else if (mo && kind == CF__OV_AVERAGE) {
+            /* valid where any pixel of the window is, however little of
+             * it the window covers (GDAL's: a weighted mean of 0 / 255
+             * rounded would lose a lone valid edge pixel) */
+            for (uint32_t x = 0; x < L->w; x++) {
+                uint8_t any = 0;
+                for (uint32_t r = 0; r < n && !any; r++)
+                    for (uint32_t k = L->ax.x0[x]; k < L->ax.x1[x] && !any; k++)
+                        any = mrows[r][k];
+                mo[x] = any ? 255 : 0;
+            }
+        } else if (mo) { /* mode: the mask's own, the same tie rule */
+            cf__ov_row(kind, CF_DT_U8, 1, mrows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, mo, 0, 0,
+                       L->mring + (size_t)near * up->w, NULL);
+            for (uint32_t x = 0; x < L->w; x++) mo[x] = mo[x] ? 255 : 0;
+        }
+        L->acc_rows++;
+        L->next_out++;
+        CF__TRY(feed(w, l + 1, o, mo, j, err));
+        if (L->acc_rows == w->o.tile_size || j + 1 == L->h) CF__TRY(flush_acc(w, l, err));
+    }
+    return CF_OK;
+}
+
+/* Level 0's mask row y: every overview's nearest mask rows taken from it
+ * (with `mask` and nearest overviews; they wait in mnear until their
+ * image rows are made, a few rows of that level later at most). */
+static void near0(cf_writer *w, const uint8_t *mrow, uint32_t y) {
+    for (int l = 1; l < w->nlev; l++) {
+        w_level *L = &w->lev[l];
+        if (!L->mnear) return;
+        while (L->mnext < L->h && L->n0y.near[L->mnext] == y) {
+            uint8_t *o = L->mnear + (size_t)(L->mnext++ % CF__RING) * L->w;
+            for (uint32_t x = 0; x < L->w; x++) o[x] = mrow[L->n0x.near[x]];
+        }
+    }
+}
+
+/* The n encoded bytes of a level-0 tile at spool offset `off` (a local
+ * file) or at src (an object's, held in memory) decoded with p into out,
+ * by worker o. */
+static cf_status decode0(const cf_writer *w, w_ovw *o, const cf__codec_params *p,
+                         const uint8_t *src, uint64_t off, size_t n, uint8_t *out,
+                         size_t out_len, cf_error *err) {
+    if (!w->ws) {
+        if (n > o->compcap) {
+            free(o->comp);
+            o->compcap = 0;
+            if (!(o->comp = cf__malloc(n))) return cf__err(err, CF_E_NOMEM, "writer: %s", w->path);
+            o->compcap = n;
+        }
+        CF__TRY(cf__w_pread(w->spool_fd, o->comp, n, off, w->spool_path, err));
+        src = o->comp;
+    }
+    return cf__codec_decode(o->ctx, p, src, n, out, out_len, err);
+}
+
+/* Worker k's share of level 0's row ty: each tile read back (the
+ * spool's, or the one held in memory), decoded, and put in the row's
+ * band (and its mask in the row's mask band). */
+static void *decode_part(void *arg) {
+    ov_part *P = arg;
+    cf_writer *w = P->w;
+    w_ovw *o = &w->ovw[P->k];
+    const uint32_t T = w->o.tile_size, ty = P->ty;
+    const w_level *L0 = &w->lev[0];
+    const uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
+    for (uint32_t tx = (uint32_t)P->k; tx < L0->tx && !P->st; tx += (uint32_t)P->n) {
+        uint32_t tw = tx + 1 < L0->tx ? T : L0->w - tx * T;
+        size_t i = (size_t)ty * L0->tx + tx, n = (size_t)L0->len[i];
+        size_t mn = w->o.mask ? (size_t)L0->mlen[i] : 0;
+        const uint8_t *src = w->ws ? w->pend[i] : NULL;
+        const int written = w->ws ? src != NULL : n != 0;
+        cf_status st = CF_OK;
+        if (!written) cf__w_fill_px(w, o->s.tile, (size_t)T * T);
+        else st = decode0(w, o, &w->p, src, L0->off[i], n, o->s.tile, w->tile_bytes, &P->err);
+        for (uint32_t y = 0; y < th; y++)
+            memcpy(w->band + ((size_t)y * L0->w + (size_t)tx * T) * w->px,
+                   o->s.tile + (size_t)y * T * w->px, (size_t)tw * w->px);
+        if (w->o.mask && !written) { /* a tile never written is not valid */
+            for (uint32_t y = 0; y < th; y++)
+                memset(w->mband + (size_t)y * L0->w + (size_t)tx * T, 0, tw);
+        } else if (w->o.mask && !st) {
+            st = decode0(w, o, &w->mp, src ? src + n : NULL, L0->moff[i], mn, o->s.mtile,
+                         w->mtile_bytes, &P->err);
+            cf__mask_unpack(o->s.mtile, T, tw, th, w->mband + (size_t)tx * T, L0->w);
+        }
+        /* (a tile given encoded, cf_writer_write_encoded_tile, is first
+         * decoded here) */
+        if (st) {
+            P->st = cf__err_prefix(&P->err, st, "writer: %s: tile %u,%u of level 0, read back "
+                                   "for the overviews", w->path, tx, ty);
+            P->bad_tx = tx;
+        }
+    }
+    return NULL;
+}
+
+cf_status cf__w_feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
+    const uint32_t T = w->o.tile_size;
+    w_level *L0 = &w->lev[0];
+    uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
+    if (w->nlev > 1) CF__TRY(run_row(w, decode_part, 0, ty, L0->tx, err));
+    for (uint32_t tx = 0; w->ws && tx < L0->tx; tx++) {
+        size_t i = (size_t)ty * L0->tx + tx;
+        if (!w->pend[i]) continue;
+        size_t n = (size_t)L0->len[i] + (w->o.mask ? (size_t)L0->mlen[i] : 0);
+        CF__TRY(cf__wstream_put(w->ws, 0, w->pend[i], n, err));
+        free(w->pend[i]);
+        w->pend[i] = NULL;
+    }
+    for (uint32_t y = 0; w->nlev > 1 && y < th; y++) {
+        if (w->o.mask) near0(w, w->mband + (size_t)y * L0->w, ty * T + y);
+        CF__TRY(feed(w, 1, w->band + (size_t)y * L0->w * w->px,
+                     w->o.mask ? w->mband + (size_t)y * L0->w : NULL, ty * T + y, err));
+    }
+    return CF_OK;
+}
+
+cf_status cf__w_build_overviews(cf_writer *w, cf_error *err) {
+    if (w->nlev < 2) return CF_OK;
+    CF__TRY(cf__w_init_overviews(w, err));
+    for (uint32_t ty = 0; ty < w->lev[0].ty; ty++) CF__TRY(cf__w_feed_row0(w, ty, err));
+    return CF_OK;
+}
