@@ -1192,14 +1192,18 @@ typedef struct cf_loader_options {
      * none).  An entry whose grid.width is 0 is not described.  With a
      * target grid (grid or grid_crs), level 0 and the random or grid
      * sampler, a described input is not opened by cf_loader_new: it is
-     * placed from its description, and its header is read when a sample
-     * first reads it (a mosaic's later scene: when its footprint, from
-     * the description, meets a patch its earlier scenes left without
-     * data).  That header must agree (size, geotransform, CRS, dtype,
-     * bands): a sample reading a file that does not fails naming the file
-     * and the difference, and so does every later one (skip_errors drops
-     * them).  Otherwise the descriptions are not used.  Read during
-     * cf_loader_new only; each grid.crs is borrowed (NULL / 0) */
+     * placed from its description, and its header is read by the first
+     * sample that may read it, with that sample's other unopened files
+     * in one round trip (a mosaic's later scene: the first whose window
+     * its footprint, from the description, meets).  That header must
+     * agree (size, geotransform, CRS, dtype, bands): a sample reading a
+     * file that does not fails with CF_E_FORMAT naming the file and the
+     * difference, and so does every later one without a request
+     * (skip_errors drops them).  Any other failure to open it fails the
+     * samples of its backoff (0.5 s, doubling to 60 s) without a request,
+     * then one sample tries again.  Otherwise the descriptions are not
+     * used.  Read during cf_loader_new only; each grid.crs is borrowed
+     * (NULL / 0) */
     const cf_input_desc *described;
     size_t ndescribed;
 } cf_loader_options;

@@ -65,14 +65,19 @@ cf_status cf__cog_declare(cf_io *io, const char *url, const cf_input_desc *d, cf
     return CF_OK;
 }
 
-/* Within a thousandth of a pixel: a description copied from the header
- * (as STAC's projection fields are) agrees to the last digit. */
+/* The same grid as placement tells grids apart (sample_grid.c's
+ * translation(): pixel sizes to 1e-9 of themselves, rotation terms to
+ * 1e-12 of the pixel, the origin to a millionth of a pixel), so that a
+ * file is placed from its description exactly as from its header.  A
+ * description copied from the header (as STAC's projection fields are)
+ * agrees to the last digit. */
 static int same_transform(const double *a, const double *b) {
-    const double px = fmax(fmax(fabs(b[1]), fabs(b[2])), fmax(fabs(b[4]), fabs(b[5])));
-    for (int k = 0; k < 6; k++) {
-        const double tol = (k == 0 || k == 3) ? 1e-3 * px : 1e-9 * fmax(fabs(a[k]), fabs(b[k]));
-        if (!(fabs(a[k] - b[k]) <= tol)) return 0;
-    }
+    const double px = fmax(fabs(b[1]), fabs(b[5]));
+    const double tol[6] = {1e-6 * fabs(b[1]), 1e-9 * fmax(fabs(a[1]), fabs(b[1])),
+                           1e-12 * fabs(b[1]), 1e-6 * fabs(b[5]),
+                           1e-12 * fabs(b[5]), 1e-9 * fmax(fabs(a[5]), fabs(b[5]))};
+    for (int k = 0; k < 6; k++)
+        if (!(fabs(a[k] - b[k]) <= (tol[k] > 0 ? tol[k] : 1e-12 * px))) return 0;
     return 1;
 }
 
@@ -112,8 +117,10 @@ static cf_status agree(const cf_cog *cog, const cf_cog *h, cf_error *err) {
 }
 
 /* cog takes h's header and source; h is left a shell for cf_cog_close.
- * cog keeps its own CRS (equivalent: the loader's placement was built
- * from it) and name (other readers may be naming it in a message). */
+ * What a declared cog answers without its lock (its dtype, checked equal;
+ * its CRS, equivalent, from which the loader's placement was built; its
+ * name, which other readers may be putting in a message; its pool, the
+ * same io's) is left as it is. */
 static void adopt(cf_cog *cog, cf_cog *h) {
     cog->src = h->src;
     h->src = NULL;
@@ -123,18 +130,28 @@ static void adopt(cf_cog *cog, cf_cog *h) {
     h->color = NULL;
     cog->etag = h->etag;
     h->etag = NULL;
-    cog->dtype = h->dtype;
     cog->header_bytes = h->header_bytes;
     cog->header_requests = h->header_requests;
     cog->from_cache = h->from_cache;
     cog->raw_color = h->raw_color;
-    if (h->pool != &h->own_pool) cog->pool = h->pool;
 }
 
-/* Failures the next read may not meet: tried again then. */
-static int transient(cf_status st) {
-    return st == CF_E_IO || st == CF_E_HTTP || st == CF_E_TIMEOUT || st == CF_E_NOMEM;
+/* A failure the file itself makes (its bytes, or its description, are
+ * wrong): kept.  Any other (I/O, HTTP, a timeout, memory; a 404 or 403,
+ * which a re-signed or re-uploaded file may not meet again) is tried again
+ * once the backoff has passed, by one reader (the others, and the same
+ * sample again, get the failure meanwhile): half a second, doubling with
+ * each failure in a row, at most a minute. */
+static int kept(cf_status st) {
+    return st == CF_E_FORMAT || st == CF_E_UNSUPPORTED || st == CF_E_CODEC ||
+           st == CF_E_LIMIT || st == CF_E_ARG;
 }
+#define RETRY_FIRST_S 0.5
+#define RETRY_MAX_S 60.0
+
+/* Whether a declared cog (lock held) is to be read now: not while a
+ * failure's backoff runs. */
+static int due(const cf__cog_decl *d) { return !d->fails || cf__now() >= d->retry_at; }
 
 /* The outcome of cog's header read (st, and h, the file opened, or
  * NULL), with cog's lock held: h's header taken when it agrees; a failure
@@ -145,10 +162,15 @@ static void settle(cf_cog *cog, cf_status st, cf_cog *h) {
     if (st == CF_OK) adopt(cog, h);
     cf_cog_close(h);
     d->st = st;
-    if (st == CF_OK)
+    if (st == CF_OK) {
         atomic_store_explicit(&cog->state, CF__COG_OPEN, memory_order_release);
-    else if (!transient(st))
+    } else if (kept(st)) {
         atomic_store_explicit(&cog->state, CF__COG_FAILED, memory_order_relaxed);
+    } else {
+        double wait = RETRY_FIRST_S * ldexp(1.0, d->fails < 8 ? (int)d->fails : 8);
+        d->fails++;
+        d->retry_at = cf__now() + (wait < RETRY_MAX_S ? wait : RETRY_MAX_S);
+    }
 }
 
 cf_status cf__cog_load(cf_cog *cog, cf_error *err) {
@@ -158,6 +180,10 @@ cf_status cf__cog_load(cf_cog *cog, cf_error *err) {
     cf_status st = CF_OK;
     switch (atomic_load_explicit(&cog->state, memory_order_relaxed)) {
     case CF__COG_DECLARED: {
+        if (!due(d)) { /* the last failure's backoff runs */
+            st = d->st;
+            break;
+        }
         cf_cog *h = NULL;
         cf__err_clear(&d->err);
         settle(cog, cf_cog_open(cog->io, d->url, &h, &d->err), h);
@@ -175,6 +201,22 @@ cf_status cf__cog_load(cf_cog *cog, cf_error *err) {
 /* Headers read together per call: a sample's scenes. */
 #define LOAD_MANY_MAX 64
 
+/* The cogs of one io loop read together, and their outcomes settled
+ * (their locks held by the caller). */
+typedef struct open_group {
+    cf_io *io;
+    size_t n;
+    cf_open_req *req;
+    cf_cog **cog;
+} open_group;
+
+static void *open_group_run(void *arg) {
+    open_group *g = arg;
+    cf_cog_open_many(g->io, g->req, g->n, NULL, NULL);
+    for (size_t j = 0; j < g->n; j++) settle(g->cog[j], g->req[j].status, g->req[j].cog);
+    return NULL;
+}
+
 void cf__cog_load_many(cf_cog *const *cogs, size_t n) {
     cf_cog *mine[LOAD_MANY_MAX];
     size_t k = 0;
@@ -185,26 +227,41 @@ void cf__cog_load_many(cf_cog *const *cogs, size_t n) {
         /* Being read by another thread (or listed twice): left to
          * cf__cog_load, which waits for it. */
         if (pthread_mutex_trylock(&c->decl->mu)) continue;
-        if (atomic_load_explicit(&c->state, memory_order_relaxed) == CF__COG_DECLARED)
+        if (atomic_load_explicit(&c->state, memory_order_relaxed) == CF__COG_DECLARED &&
+            due(c->decl))
             mine[k++] = c;
         else
             pthread_mutex_unlock(&c->decl->mu);
     }
-    /* One cf_cog_open_many per io loop: their requests go out at once. */
-    uint8_t done[LOAD_MANY_MAX] = {0};
-    for (size_t a = 0; a < k; a++) {
-        if (done[a]) continue;
-        cf_open_req req[LOAD_MANY_MAX];
-        size_t at[LOAD_MANY_MAX], m = 0;
+    /* One cf_cog_open_many per io loop, each on a thread of its own (the
+     * calling thread takes the first), so that every request goes out
+     * at once. */
+    cf_open_req req[LOAD_MANY_MAX];
+    cf_cog *by_io[LOAD_MANY_MAX];
+    open_group g[LOAD_MANY_MAX];
+    size_t ng = 0, m = 0;
+    uint8_t taken[LOAD_MANY_MAX] = {0};
+    for (size_t a = 0; a < k; a++) { /* mine, grouped by io */
+        if (taken[a]) continue;
+        g[ng] = (open_group){.io = mine[a]->io, .req = req + m, .cog = by_io + m};
         for (size_t b = a; b < k; b++) {
-            if (done[b] || mine[b]->io != mine[a]->io) continue;
+            if (taken[b] || mine[b]->io != mine[a]->io) continue;
+            taken[b] = 1;
             cf__err_clear(&mine[b]->decl->err);
             req[m] = (cf_open_req){.url = mine[b]->decl->url, .err = &mine[b]->decl->err};
-            at[m++] = b;
-            done[b] = 1;
+            by_io[m++] = mine[b];
+            g[ng].n++;
         }
-        cf_cog_open_many(mine[a]->io, req, m, NULL, NULL);
-        for (size_t j = 0; j < m; j++) settle(mine[at[j]], req[j].status, req[j].cog);
+        ng++;
+    }
+    pthread_t tid[LOAD_MANY_MAX];
+    int started[LOAD_MANY_MAX] = {0};
+    for (size_t j = 1; j < ng; j++)
+        started[j] = pthread_create(&tid[j], NULL, open_group_run, &g[j]) == 0;
+    if (ng) open_group_run(&g[0]);
+    for (size_t j = 1; j < ng; j++) {
+        if (started[j]) pthread_join(tid[j], NULL);
+        else open_group_run(&g[j]);
     }
     for (size_t a = 0; a < k; a++) pthread_mutex_unlock(&mine[a]->decl->mu);
 }

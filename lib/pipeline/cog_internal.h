@@ -58,16 +58,19 @@ enum { CF__COG_OPEN = 0, CF__COG_DECLARED = 1, CF__COG_FAILED = 2 };
  * cf_cog_level_info and cf_cog_grid at level 0, its name, dtype and CRS;
  * nothing else may be asked of it.  cf__cog_load opens it on first call
  * (thread-safe: one request, others wait) and checks the header agrees
- * with the description; a failure is kept and returned again, except a
- * transient one (I/O, HTTP, timeout, memory), which the next call tries
- * again. */
+ * with the description; a failure of the file's own (its bytes or its
+ * description wrong) is kept and returned again, any other is returned
+ * again until its backoff (0.5 s, doubling, at most 60 s) has passed and
+ * then tried again by one caller (cog_declare.c, kept()). */
 typedef struct cf__cog_decl {
     char *url;                 /* as given: cf_cog_open's */
     cf_grid grid;              /* level 0; grid.crs is the cog's crs */
     uint32_t count;
     pthread_mutex_t mu;        /* one header read at a time */
-    cf_status st;              /* CF__COG_FAILED: why */
+    cf_status st;              /* the last failure (CF__COG_FAILED: why) */
     cf_error err;
+    unsigned fails;            /* failures in a row tried again later */
+    double retry_at;           /* cf__now() before which none is tried */
 } cf__cog_decl;
 cf_status cf__cog_declare(cf_io *io, const char *url, const cf_input_desc *d, cf_cog **out,
                           cf_error *err);

@@ -86,7 +86,9 @@ static void *open_some(void *arg) {
 /* Opening is latency-bound on remote storage (one header request each):
  * open files from many threads at once. */
 static cf_status open_all(cf_loader *ld, const cf_input_desc *desc, cf_error *err) {
-    size_t k = ld->remote ? LD_OPEN_THREADS : 1;
+    size_t opened = 0; /* not described: their headers are read now */
+    for (size_t i = 0; i < ld->nurls; i++) opened += !desc || !desc[i].grid.width;
+    size_t k = ld->remote && opened > 1 ? LD_OPEN_THREADS : 1;
     if (k > ld->nurls) k = ld->nurls;
     open_job j;
     j.ld = ld;

@@ -470,15 +470,19 @@ static int unmet(const cf_loader *ld, size_t f, const ld_member *mb, const cf_wi
 /* A sample's described files not opened yet, their headers read together
  * before its parts are placed (else each would cost a round trip of its
  * own, one after another): every input it may read, a mosaic's later
- * scenes (with their scene masks) only where their footprints meet the
- * window. */
+ * scenes (with their scene masks) where their footprints meet the window
+ * (also those whose pixels the earlier scenes then leave unread: a
+ * header each, which saves a round trip per group of later scenes),
+ * except repeats of an earlier scene of their step. */
 static void open_ahead(const cf_loader *ld, size_t f, const cf_window *w) {
     cf_cog *list[64];
     size_t n = 0;
     const int nall = ld->nmembers + (ld->msk != NULL);
     for (int m = 0; m < nall; m++) {
         const ld_member *mb = m < ld->nmembers ? &ld->members[m] : NULL;
-        if (mb && mb->later && unmet(ld, f, mb, w)) continue;
+        if (mb && mb->later &&
+            (unmet(ld, f, mb, w) || ld->repeats[f * (size_t)ld->o.time_steps + (size_t)mb->t]))
+            continue;
         cf_cog *c = mb ? member_cog(ld, f, mb) : ld->msk[f];
         if (!cf__cog_declared(c)) continue;
         list[n++] = c;

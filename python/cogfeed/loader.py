@@ -1120,7 +1120,11 @@ class Loader:
             invalid_classes=(None if invalid_classes is None
                              else [float(c) for c in invalid_classes]),
             labels=None if labels is None else _vlabels_of(labels),
-            described=_described([flat, masks_l, lay, scm]))
+            # (used with a target grid, at level 0, by the random and grid
+            # samplers: not made where the C loader would ignore them)
+            described=(_described([flat, masks_l, lay, scm])
+                       if (tgrid is not None or tcrs is not None) and int(level) == 0
+                       and str(sampler) in ("random", "grid") else None))
         # Described files are opened by the first sample reading them: an
         # error then names the item and asset as one at the start would.
         self._hrefs: List[Any] = ([] if self._kw["described"] is None else

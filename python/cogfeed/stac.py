@@ -104,19 +104,45 @@ def _is_local(href: str) -> bool:
     return s in ("", "file")
 
 
+#: The C side's names: at most this many bytes with their NUL (CF__NAME_MAX).
+_NAME_MAX = 200
+
+
+def _fit(s: str, outlen: int) -> str:
+    """s as lib/common/error.c's cf__name_fit fits it into outlen bytes
+    (with the NUL): whole if it fits, else its head, "..." and its tail,
+    cut on UTF-8 character boundaries."""
+    b = s.encode("utf-8", "surrogatepass")
+    n = len(b)
+    if n < outlen or outlen < 1:
+        return s
+    room = outlen - 1 if outlen < 8 else outlen - 4
+    head = room if outlen < 8 else room // 2
+    tail = room - head
+    while head and (b[head] & 0xC0) == 0x80:
+        head -= 1
+    while tail and (b[n - tail] & 0xC0) == 0x80:
+        tail -= 1
+    if outlen < 8:
+        return b[:head].decode("utf-8", "replace")
+    return (b[:head] + b"..." + b[n - tail:]).decode("utf-8", "replace")
+
+
 def _shown(href: str) -> str:
-    """href as errors show it: no user info, query or fragment, control
-    characters escaped (as the C side's names)."""
+    """href as errors show it, as the C side names a file
+    (cf__redact_url): no user info, query or fragment, fitted into its
+    200 bytes; control characters escaped."""
     h = href.split("#", 1)[0].split("?", 1)[0]
     m = _SCHEME.match(h)
+    scheme = ""
     if m:
         rest = h[m.end():]
         auth, sep, path = rest.partition("/")
         if "@" in auth:
             auth = auth.rsplit("@", 1)[1]
-        h = m.group(0) + auth + sep + path
-    out = "".join(c if 0x20 <= ord(c) != 0x7F else "\\x%02x" % ord(c) for c in h)
-    return out if len(out) <= 300 else out[:140] + "..." + out[-140:]
+        scheme, h = m.group(0), auth + sep + path
+    out = scheme + _fit(h, _NAME_MAX - len(scheme.encode()))
+    return "".join(c if 0x20 <= ord(c) != 0x7F else "\\x%02x" % ord(c) for c in out)
 
 
 def _resolve(base: Optional[str], href: str) -> str:

@@ -191,9 +191,12 @@ def test_a_wrong_dtype_fails_and_skip_errors_drops_its_samples(cat, tmp_path):
     assert ld.stats()["skipped"] == 16   # every sample of the epoch
 
 
-def test_a_gone_href_fails_the_first_batch_naming_item_and_asset(cat, srv, tmp_path):
+@pytest.mark.parametrize("name", ["gone.tif", "d" * 240 + "/gone.tif"])
+def test_a_gone_href_fails_the_first_batch_naming_item_and_asset(cat, srv, tmp_path, name):
+    """Also a href longer than the C side's names (200 bytes: its middle
+    cut out), as Planetary Computer's and Earth Search's often are."""
     def edit(d):
-        d["assets"]["B04"]["href"] = srv.url("data/gone.tif") + "?token=SECRET"
+        d["assets"]["B04"]["href"] = srv.url("data/" + name) + "?token=SECRET"
     sel = stac.items(edited_catalog(cat, tmp_path, edit)).select(["red"])
     ld = cogfeed.Loader(sel, grid=REGION, sampler="grid", patch_size=96, batch_size=2,
                         io_options=io_options())
@@ -202,6 +205,38 @@ def test_a_gone_href_fails_the_first_batch_naming_item_and_asset(cat, srv, tmp_p
     msg = str(ei.value)
     assert msg.startswith("item 's33-a', asset 'B04': ") and "gone.tif" in msg, msg
     assert "SECRET" not in msg
+
+
+def test_a_failure_that_may_pass_is_tried_again_after_a_backoff(cat, srv, tmp_path):
+    """A file answering 503: the first sample's try fails, and the other
+    samples of that moment (and the same sample's own reads) get the
+    failure without a request of their own; after each backoff (half a
+    second, doubling) one sample tries again: over 2.5 s of samples, 3
+    tries (at 0, 0.5 and 1.5 s), where each sample tried before.  A file
+    answering 503 once is read after the first backoff."""
+    import time
+
+    def loader(fault):
+        def edit(d):
+            d["assets"]["B04"]["href"] = srv.url("data/s33-a_B04.tif", fault=fault)
+        sel = stac.items(edited_catalog(cat, tmp_path, edit)).select(["red"])
+        return cogfeed.Loader(sel, grid=REGION, sampler="grid", patch_size=96, batch_size=4,
+                              skip_errors=True, skip_limit=1.0, copy=True,
+                              io_options={"max_retries": 0})
+    srv.reset()
+    ld = loader("status-503-1000")
+    path = "/fault/status-503-1000/data/s33-a_B04.tif"
+    t0, samples = time.monotonic(), 0
+    while time.monotonic() - t0 < 2.5:
+        samples += sum(len(w) for _, _, w in batches(ld))
+    assert samples == 0 and ld.stats()["skipped"] > 100
+    assert 2 <= srv.requests(path) <= 3
+    ld.close()
+    ld = loader("status-503-1")
+    t0, samples = time.monotonic(), 0
+    while samples == 0 and time.monotonic() - t0 < 10:
+        samples += sum(len(w) for _, _, w in batches(ld))
+    assert samples > 0 and time.monotonic() - t0 >= 0.5
 
 
 def test_without_a_target_grid_headers_are_read_at_the_start(srv):
