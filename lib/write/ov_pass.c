@@ -39,10 +39,17 @@ void cf__w_overviews_free(cf_writer *w) {
     w->novw = 0;
 }
 
+/* A worker's encoded tiles between keeps: its share of a wave of a row's
+ * tiles (encode_row) is at most this many bytes of raw tiles (and one
+ * tile, whatever its size), so that its buffer stays within twice that,
+ * whatever the image's width. */
+#define OV_WAVE_BYTES ((size_t)4 << 20)
+
 /* One worker per CPU this process may use (at most a row's tiles, and
- * within the writers' thread budget: each holds about four tiles). */
+ * within the writers' thread budget: each holds about four tiles and its
+ * share of a wave, OV_WAVE_BYTES). */
 static cf_status make_workers(cf_writer *w, cf_error *err) {
-    size_t n = cf__ncpu_usable(), per = 4 * (w->tile_bytes + w->mtile_bytes) + 1;
+    size_t n = cf__ncpu_usable(), per = 4 * (w->tile_bytes + w->mtile_bytes) + 2 * OV_WAVE_BYTES;
     if (n > CF__WRITE_THREADS_BUDGET / per) n = CF__WRITE_THREADS_BUDGET / per;
     if (n > w->lev[0].tx) n = w->lev[0].tx;
     if (n > CF__WRITER_SLOTS) n = CF__WRITER_SLOTS;
@@ -61,28 +68,33 @@ static cf_status make_workers(cf_writer *w, cf_error *err) {
     return CF_OK;
 }
 
-/* A share of a row's tiles: the columns k, k + n, k + 2n, ... of it, on
- * worker k; the first failure's column and error. */
+/* A share of the tiles tx0 .. tx1 - 1 of a row: the columns tx0 + k,
+ * tx0 + k + n, ... of them, on worker k; the first failure's column and
+ * error. */
 typedef struct ov_part {
     cf_writer *w;
     int k, n, l;
-    uint32_t ty;
+    uint32_t ty, tx0, tx1;
     cf_status st;
     uint32_t bad_tx;
     cf_error err;
 } ov_part;
 
-/* fn on every share of a row of `ntiles` tiles, the calling thread taking
- * the first (and any share whose thread could not start); the failure of
- * the smallest column is returned. */
-static cf_status run_row(cf_writer *w, void *(*fn)(void *), int l, uint32_t ty, uint32_t ntiles,
-                         cf_error *err) {
-    ov_part parts[CF__WRITER_SLOTS];
+/* fn on every share of the tiles tx0 .. tx1 - 1 of a row, the calling
+ * thread taking the first (and any share whose thread could not start);
+ * the failure of the smallest column is returned. */
+static cf_status run_row(cf_writer *w, void *(*fn)(void *), int l, uint32_t ty, uint32_t tx0,
+                         uint32_t tx1, cf_error *err) {
+    int n = (uint32_t)w->novw < tx1 - tx0 ? w->novw : (int)(tx1 - tx0);
+    ov_part one, *parts = n > 1 ? cf__calloc((size_t)n, sizeof *parts) : NULL;
     pthread_t tid[CF__WRITER_SLOTS];
     int started[CF__WRITER_SLOTS] = {0};
-    const int n = (uint32_t)w->novw < ntiles ? w->novw : (int)ntiles;
+    if (!parts) { /* (out of memory: one share, on this thread) */
+        parts = &one;
+        n = 1;
+    }
     for (int k = 0; k < n; k++)
-        parts[k] = (ov_part){.w = w, .k = k, .n = n, .l = l, .ty = ty, .st = CF_OK};
+        parts[k] = (ov_part){.w = w, .k = k, .n = n, .l = l, .ty = ty, .tx0 = tx0, .tx1 = tx1};
     for (int k = 1; k < n; k++) started[k] = pthread_create(&tid[k], NULL, fn, &parts[k]) == 0;
     fn(&parts[0]);
     for (int k = 1; k < n; k++) {
@@ -92,9 +104,10 @@ static cf_status run_row(cf_writer *w, void *(*fn)(void *), int l, uint32_t ty, 
     int first = -1;
     for (int k = 0; k < n; k++)
         if (parts[k].st && (first < 0 || parts[k].bad_tx < parts[first].bad_tx)) first = k;
-    if (first < 0) return CF_OK;
-    if (err) *err = parts[first].err;
-    return parts[first].st;
+    cf_status st = first < 0 ? CF_OK : parts[first].st;
+    if (st && err) *err = parts[first].err;
+    if (parts != &one) free(parts);
+    return st;
 }
 
 /* ------------------------------------------------------------- levels */
@@ -102,6 +115,7 @@ static cf_status run_row(cf_writer *w, void *(*fn)(void *), int l, uint32_t ty, 
 /* The overviews' row machinery, and one row of level 0 tiles to read
  * back into. */
 cf_status cf__w_init_overviews(cf_writer *w, cf_error *err) {
+    if (w->nlev < 2) return CF_OK; /* (an object without overviews) */
     const uint32_t T = w->o.tile_size;
     for (int l = 1; l < w->nlev; l++) {
         w_level *L = &w->lev[l], *up = &w->lev[l - 1];
@@ -144,7 +158,7 @@ static void *encode_part(void *arg) {
     w_ovw *o = &w->ovw[P->k];
     const uint32_t T = w->o.tile_size;
     o->outlen = 0;
-    for (uint32_t tx = (uint32_t)P->k; tx < L->tx && !P->st; tx += (uint32_t)P->n) {
+    for (uint32_t tx = P->tx0 + (uint32_t)P->k; tx < P->tx1 && !P->st; tx += (uint32_t)P->n) {
         uint32_t tw = tx + 1 < L->tx ? T : L->w - tx * T;
         if (tw < T || L->acc_rows < T) cf__w_fill_px(w, o->s.tile, (size_t)T * T);
         for (uint32_t y = 0; y < L->acc_rows; y++)
@@ -158,7 +172,7 @@ static void *encode_part(void *arg) {
         if (!P->st && o->outlen + n + mn > o->outcap) {
             size_t cap = 2 * (o->outlen + n + mn);
             uint8_t *b = cf__realloc(o->out, cap);
-            if (!b) P->st = cf__err(&P->err, CF_E_NOMEM, "writer: %s: out of memory", w->path);
+            if (!b) P->st = cf__err(&P->err, CF_E_NOMEM, "out of memory");
             else o->out = b, o->outcap = cap;
         }
         if (P->st) {
@@ -179,19 +193,25 @@ static void *encode_part(void *arg) {
     return NULL;
 }
 
-/* Encode level l's assembled row of tiles (on the workers) and keep the
- * tiles in the row's order. */
+/* Encode level l's assembled row of tiles (on the workers, in waves of
+ * at most OV_WAVE_BYTES of tiles each) and keep the tiles in the row's
+ * order. */
 static cf_status flush_acc(cf_writer *w, int l, cf_error *err) {
     w_level *L = &w->lev[l];
-    CF__TRY(run_row(w, encode_part, l, L->acc_ty, L->tx, err));
-    for (uint32_t tx = 0; tx < L->tx; tx++) {
-        const w_ovt *t = &w->ovt[tx];
-        const uint8_t *b = w->ovw[t->k].out + t->off;
-        size_t i = (size_t)L->acc_ty * L->tx + tx;
-        cf_status st = cf__w_keep(w, l, i, 0, b, t->n, err);
-        if (!st && w->o.mask) st = cf__w_keep(w, l, i, 1, b + t->n, t->mn, err);
-        if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path,
-                                      tx, L->acc_ty, l);
+    size_t per = OV_WAVE_BYTES / (w->tile_bytes + w->mtile_bytes + 1);
+    const uint32_t wave = (uint32_t)w->novw * (uint32_t)(per < 1 ? 1 : per > 4096 ? 4096 : per);
+    for (uint32_t tx0 = 0; tx0 < L->tx; tx0 += wave) {
+        const uint32_t tx1 = L->tx - tx0 > wave ? tx0 + wave : L->tx;
+        CF__TRY(run_row(w, encode_part, l, L->acc_ty, tx0, tx1, err));
+        for (uint32_t tx = tx0; tx < tx1; tx++) {
+            const w_ovt *t = &w->ovt[tx];
+            const uint8_t *b = w->ovw[t->k].out + t->off;
+            size_t i = (size_t)L->acc_ty * L->tx + tx;
+            cf_status st = cf__w_keep(w, l, i, 0, b, t->n, err);
+            if (!st && w->o.mask) st = cf__w_keep(w, l, i, 1, b + t->n, t->mn, err);
+            if (st) return cf__err_prefix(err, st, "writer: %s: tile %u,%u of level %d", w->path,
+                                          tx, L->acc_ty, l);
+        }
     }
     L->acc_rows = 0;
     L->acc_ty++;
@@ -294,7 +314,7 @@ static void *decode_part(void *arg) {
     const uint32_t T = w->o.tile_size, ty = P->ty;
     const w_level *L0 = &w->lev[0];
     const uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
-    for (uint32_t tx = (uint32_t)P->k; tx < L0->tx && !P->st; tx += (uint32_t)P->n) {
+    for (uint32_t tx = P->tx0 + (uint32_t)P->k; tx < P->tx1 && !P->st; tx += (uint32_t)P->n) {
         uint32_t tw = tx + 1 < L0->tx ? T : L0->w - tx * T;
         size_t i = (size_t)ty * L0->tx + tx, n = (size_t)L0->len[i];
         size_t mn = w->o.mask ? (size_t)L0->mlen[i] : 0;
@@ -329,7 +349,7 @@ cf_status cf__w_feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
     const uint32_t T = w->o.tile_size;
     w_level *L0 = &w->lev[0];
     uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
-    if (w->nlev > 1) CF__TRY(run_row(w, decode_part, 0, ty, L0->tx, err));
+    if (w->nlev > 1) CF__TRY(run_row(w, decode_part, 0, ty, 0, L0->tx, err));
     for (uint32_t tx = 0; w->ws && tx < L0->tx; tx++) {
         size_t i = (size_t)ty * L0->tx + tx;
         if (!w->pend[i]) continue;

@@ -28,12 +28,12 @@ static cf_status io_all(int fd, void *buf, size_t n, uint64_t at, int wr, const 
 }
 
 cf_status cf__w_pwrite(int fd, const void *buf, size_t n, uint64_t at, const char *what,
-                            cf_error *err) {
+                       cf_error *err) {
     return io_all(fd, (void *)(uintptr_t)buf, n, at, 1, what, err);
 }
 
 cf_status cf__w_pread(int fd, void *buf, size_t n, uint64_t at, const char *what,
-                           cf_error *err) {
+                      cf_error *err) {
     return io_all(fd, buf, n, at, 0, what, err);
 }
 
@@ -43,7 +43,7 @@ cf_status cf__w_pread(int fd, void *buf, size_t n, uint64_t at, const char *what
  * image's bytes then the mask's), an overview's sent (their tiles come in
  * row order). */
 cf_status cf__w_keep(cf_writer *w, int l, size_t i, int mask, const uint8_t *enc, size_t n,
-                      cf_error *err) {
+                     cf_error *err) {
     w_level *L = &w->lev[l];
     if (w->ws && l == 0) {
         size_t have = mask ? (size_t)L->len[i] : 0;

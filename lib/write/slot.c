@@ -34,7 +34,7 @@ cf_status cf__w_slot_make(const cf_writer *w, w_slot *s) {
  * its mask tile (s->mtile's bits): *enc, *n and *menc, *mn, in the
  * slot's encoders' buffers until their next use. */
 cf_status cf__w_encode_slot(const cf_writer *w, w_slot *s, const uint8_t **enc, size_t *n,
-                             const uint8_t **menc, size_t *mn, cf_error *err) {
+                            const uint8_t **menc, size_t *mn, cf_error *err) {
     CF__TRY(cf__codec_encode(s->enc, &w->p, &w->eo, s->tile, w->tile_bytes, enc, n, err));
     if (!w->o.mask) return CF_OK;
     /* (NULL: every default, DEFLATE at GDAL's level 6) */

@@ -746,7 +746,7 @@ static cf_status write_file(cf_writer *w, int fd, const char *tmp, cf_error *err
                     }
                 }
                 st = cf__w_pread(w->spool_fd, buf, n, (m ? L->moff : L->off)[i], w->spool_path,
-                               err);
+                                 err);
                 if (!st) st = cf__w_pwrite(fd, buf, n, at, tmp, err);
                 at += n;
             }
@@ -783,6 +783,10 @@ cf_status cf_writer_close(cf_writer *w, cf_error *err) {
         free_writer(w, 0);
         return st;
     }
+    /* No tile comes any more: the write slots' memory goes before the
+     * overview pass's workers take theirs (one budget, not two). */
+    for (int k = 0; k < w->nslots; k++) cf__w_slot_free(&w->slots[k]);
+    w->nslots = 0;
     if (!st) st = cf__w_build_overviews(w, err);
     char *tmp = NULL;
     int fd = -1;

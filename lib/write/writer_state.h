@@ -1,8 +1,9 @@
 /*
- * writer_state.h - the state of a cf_writer, shared by the two files that
- * make one: writer.c (tiles in, the spool or the stream, the overviews)
- * and layout.c (the header and directories laid out at close).  Nothing
- * else includes it.
+ * writer_state.h - the state of a cf_writer, shared by the files that
+ * make one: writer.c (tiles in, close, abort), slot.c (a tile's encoders
+ * and buffers), sink.c (the spool or the stream), ov_pass.c (the
+ * overviews) and layout.c (the header and directories laid out at
+ * close).  Nothing else includes it.
  */
 #ifndef CF_WRITER_STATE_H
 #define CF_WRITER_STATE_H
