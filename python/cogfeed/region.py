@@ -129,8 +129,13 @@ def _scenes(items: Any, bands: Optional[Sequence[str]], scene_masks: Any
             raise ValueError("load: bands= names the assets to read (keys or common names)")
         names = list(bands)
         sel = Items(seq).select(names + ([scene_masks] if scene_masks else []))
-        per = [sel.hrefs(n) for n in names]
-        scm = sel.hrefs(scene_masks) if scene_masks else [None] * len(seq)
+        # Plain strings: a region read needs every item's header, so the
+        # Loaders open them all at once as they start (one round trip for
+        # 128), rather than each sample its own as it first reads a file
+        # (stac.Href: the better way to sample a few patches of many).
+        per = [[str(h) for h in sel.hrefs(n)] for n in names]
+        scm = ([str(h) for h in sel.hrefs(scene_masks)] if scene_masks
+               else [None] * len(seq))
         out = [_Scene([p[k] for p in per], scm[k], it.time, _centre_lon(it), it)
                for k, it in enumerate(seq)]
         return out, names, True
