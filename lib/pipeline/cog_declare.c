@@ -43,11 +43,12 @@ cf_status cf__cog_declare(cf_io *io, const char *url, const cf_input_desc *d, cf
     }
     cf__cog_decl *dc = cf__calloc(1, sizeof *dc);
     char *u = cf__strdup(url);
-    if (!dc || !u) {
+    if (!dc || !u) { /* (named as the cog is: its query string may sign it) */
+        cf_status st = cf__err(err, CF_E_NOMEM, "%s: out of memory", cog->name);
         free(dc);
         free(u);
         cf_cog_close(cog);
-        return cf__err(err, CF_E_NOMEM, "%s: out of memory", url);
+        return st;
     }
     pthread_mutex_init(&dc->mu, NULL);
     dc->url = u;
@@ -155,7 +156,7 @@ static int due(const cf__cog_decl *d) { return !d->fails || cf__now() >= d->retr
 
 /* The outcome of cog's header read (st, and h, the file opened, or
  * NULL), with cog's lock held: h's header taken when it agrees; a failure
- * kept unless transient. */
+ * kept for good (kept()), or until its backoff has passed. */
 static void settle(cf_cog *cog, cf_status st, cf_cog *h) {
     cf__cog_decl *d = cog->decl;
     if (st == CF_OK) st = agree(cog, h, &d->err);

@@ -1139,6 +1139,8 @@ class Loader:
             if stac_sel is None:
                 raise
             raise stac_sel.explain(e) from None
+        finally:
+            self._kw["described"] = None   # read by the C loader's start only
         self._layout = cast(LoaderLayout, self._ld.layout())
         if self._stacked_steps:   # the image's and the layers' channels
             self._layout = cast(LoaderLayout, dict(
