@@ -122,6 +122,10 @@ size_t cf__ncpu(void);
 /* The CPUs this process may run on (its affinity mask: a container's or
  * taskset's share of the machine), at least 1. */
 size_t cf__ncpu_usable(void);
+/* fn(parts + k * size) for k = 0 .. n - 1, each on a thread of its own
+ * but the first, which runs on the calling thread (as does any part
+ * whose thread cannot start); returns when every part has run. */
+void cf__run_parts(void *(*fn)(void *), void *parts, size_t size, size_t n);
 
 /* The whole machine's CPU time so far, in clock ticks: *busy (all but
  * idle and iowait) and *total.  0 where it cannot be read (no /proc/stat):

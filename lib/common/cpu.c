@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,4 +65,19 @@ void cf__thread_name(const char *name) {
 #else
     (void)name;
 #endif
+}
+
+void cf__run_parts(void *(*fn)(void *), void *parts, size_t size, size_t n) {
+    uint8_t *p = parts;
+    pthread_t *tid = n > 1 ? calloc(n, sizeof *tid) : NULL;
+    uint8_t *started = n > 1 ? calloc(n, 1) : NULL;
+    for (size_t k = 1; tid && started && k < n; k++)
+        started[k] = pthread_create(&tid[k], NULL, fn, p + k * size) == 0;
+    if (n) fn(p);
+    for (size_t k = 1; k < n; k++) {
+        if (started && started[k]) pthread_join(tid[k], NULL);
+        else fn(p + k * size);
+    }
+    free(tid);
+    free(started);
 }

@@ -255,14 +255,6 @@ void cf__cog_load_many(cf_cog *const *cogs, size_t n) {
         }
         ng++;
     }
-    pthread_t tid[LOAD_MANY_MAX];
-    int started[LOAD_MANY_MAX] = {0};
-    for (size_t j = 1; j < ng; j++)
-        started[j] = pthread_create(&tid[j], NULL, open_group_run, &g[j]) == 0;
-    if (ng) open_group_run(&g[0]);
-    for (size_t j = 1; j < ng; j++) {
-        if (started[j]) pthread_join(tid[j], NULL);
-        else open_group_run(&g[j]);
-    }
+    cf__run_parts(open_group_run, g, sizeof *g, ng);
     for (size_t a = 0; a < k; a++) pthread_mutex_unlock(&mine[a]->decl->mu);
 }

@@ -49,11 +49,9 @@ void cf__w_overviews_free(cf_writer *w) {
  * within the writers' thread budget: each holds about four tiles and its
  * share of a wave, OV_WAVE_BYTES). */
 static cf_status make_workers(cf_writer *w, cf_error *err) {
-    size_t n = cf__ncpu_usable(), per = 4 * (w->tile_bytes + w->mtile_bytes) + 2 * OV_WAVE_BYTES;
-    if (n > CF__WRITE_THREADS_BUDGET / per) n = CF__WRITE_THREADS_BUDGET / per;
-    if (n > w->lev[0].tx) n = w->lev[0].tx;
-    if (n > CF__WRITER_SLOTS) n = CF__WRITER_SLOTS;
-    if (n < 1) n = 1;
+    size_t n = (size_t)cf__write_threads(4 * (w->tile_bytes + w->mtile_bytes) + 2 * OV_WAVE_BYTES,
+                                         w->lev[0].tx < CF__WRITER_SLOTS ? w->lev[0].tx
+                                                                         : CF__WRITER_SLOTS);
     if (!(w->ovw = cf__calloc(n, sizeof *w->ovw)))
         return cf__err(err, CF_E_NOMEM, "writer: %s: overview threads", w->path);
     for (size_t k = 0; k < n; k++) {
@@ -87,20 +85,13 @@ static cf_status run_row(cf_writer *w, void *(*fn)(void *), int l, uint32_t ty, 
                          uint32_t tx1, cf_error *err) {
     int n = (uint32_t)w->novw < tx1 - tx0 ? w->novw : (int)(tx1 - tx0);
     ov_part one, *parts = n > 1 ? cf__calloc((size_t)n, sizeof *parts) : NULL;
-    pthread_t tid[CF__WRITER_SLOTS];
-    int started[CF__WRITER_SLOTS] = {0};
     if (!parts) { /* (out of memory: one share, on this thread) */
         parts = &one;
         n = 1;
     }
     for (int k = 0; k < n; k++)
         parts[k] = (ov_part){.w = w, .k = k, .n = n, .l = l, .ty = ty, .tx0 = tx0, .tx1 = tx1};
-    for (int k = 1; k < n; k++) started[k] = pthread_create(&tid[k], NULL, fn, &parts[k]) == 0;
-    fn(&parts[0]);
-    for (int k = 1; k < n; k++) {
-        if (started[k]) pthread_join(tid[k], NULL);
-        else fn(&parts[k]);
-    }
+    cf__run_parts(fn, parts, sizeof *parts, (size_t)n);
     int first = -1;
     for (int k = 0; k < n; k++)
         if (parts[k].st && (first < 0 || parts[k].bad_tx < parts[first].bad_tx)) first = k;

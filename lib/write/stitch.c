@@ -150,10 +150,9 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
     st->rows = cf__calloc(st->tiles_y, sizeof *st->rows);
     /* threads: one per CPU this process may use, at most a tile each of
      * the row, their tiles within the budget */
-    size_t nt = cf__ncpu_usable(), tb = (size_t)o.bands * st->T * st->T * sizeof(float) + 1;
-    nt = nt > st->tiles_x ? st->tiles_x : nt;
-    if (nt > CF__WRITE_THREADS_BUDGET / tb) nt = CF__WRITE_THREADS_BUDGET / tb;
-    st->nthreads = nt < 1 ? 1 : nt > CF__STITCH_THREADS ? CF__STITCH_THREADS : (int)nt;
+    st->nthreads = cf__write_threads((size_t)o.bands * st->T * st->T * sizeof(float) + 1,
+                                     st->tiles_x < CF__STITCH_THREADS ? st->tiles_x
+                                                                      : CF__STITCH_THREADS);
     int bufs = 1;
     for (int k = 0; k < st->nthreads; k++) {
         st->tile[k] = cf__malloc((size_t)o.bands * st->T * st->T * sizeof(float));
@@ -255,8 +254,6 @@ static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
     R->done = 1;
     if (!R->sum) return CF_OK; /* nothing came: its tiles stay sparse (nodata) */
     st_part parts[CF__STITCH_THREADS];
-    pthread_t tid[CF__STITCH_THREADS];
-    int started[CF__STITCH_THREADS] = {0};
     const int n = st->nthreads;
     for (int k = 0; k < n; k++) {
         memset(&parts[k], 0, sizeof parts[k]);
@@ -266,13 +263,7 @@ static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
         parts[k].step = (uint32_t)n;
         parts[k].k = k;
     }
-    for (int k = 1; k < n; k++) /* (one that cannot start runs here) */
-        started[k] = pthread_create(&tid[k], NULL, row_part, &parts[k]) == 0;
-    row_part(&parts[0]);
-    for (int k = 1; k < n; k++) {
-        if (started[k]) pthread_join(tid[k], NULL);
-        else row_part(&parts[k]);
-    }
+    cf__run_parts(row_part, parts, sizeof *parts, (size_t)n);
     cf_status s = CF_OK;
     int first = -1;
     /* the failure of the smallest column, a tile's own before one that
