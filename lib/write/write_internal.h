@@ -27,6 +27,16 @@ cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error 
  * take a tile per CPU they cannot use. */
 #define CF__WRITE_THREADS_BUDGET ((size_t)256 << 20)
 
+/* Threads (or encoding slots) that hold `per` bytes each: one per CPU
+ * this process may use, within CF__WRITE_THREADS_BUDGET, at most `most`,
+ * at least 1. */
+static inline int cf__write_threads(size_t per, size_t most) {
+    size_t n = cf__ncpu_usable();
+    if (per && n > CF__WRITE_THREADS_BUDGET / per) n = CF__WRITE_THREADS_BUDGET / per;
+    if (n > most) n = most;
+    return n < 1 ? 1 : (int)n;
+}
+
 /* ---- mask.c: the internal mask's tiles ---- */
 
 /* Rows [0, h) x [0, w) of m (a byte a pixel, rows `stride` apart; NULL:

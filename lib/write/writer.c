@@ -445,9 +445,8 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
         }
         st = cf__w_slot_make(w, &w->ov);
         /* Slots: one per CPU this process may use, within the budget. */
-        size_t ns = cf__ncpu_usable(), per = 3 * (w->tile_bytes + w->mtile_bytes) + 1;
-        if (ns > CF__WRITE_THREADS_BUDGET / per) ns = CF__WRITE_THREADS_BUDGET / per;
-        w->maxslots = ns < 1 ? 1 : ns > CF__WRITER_SLOTS ? CF__WRITER_SLOTS : (int)ns;
+        w->maxslots = cf__write_threads(3 * (w->tile_bytes + w->mtile_bytes) + 1,
+                                        CF__WRITER_SLOTS);
         w->path = remote ? redacted_dup(path) : dup_str(path);
         size_t n = strlen(path) + 32;
         w->spool_path = remote ? NULL : cf__malloc(n);
