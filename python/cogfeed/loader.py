@@ -1191,13 +1191,11 @@ class Loader:
         try:
             r = self._ld.next()
         except _cogfeed.Error as e:
-            if not self._hrefs:
+            from .stac import _explained
+            n = _explained(e, ((h, h) for h in self._hrefs))
+            if n is e:
                 raise
-            from .stac import _named, _shown
-            named = [h for h in self._hrefs if _shown(h) in str(e)]
-            if not named:
-                raise
-            raise _named(e, max(named, key=len)) from None
+            raise n from None
         if r is None:
             epoch, _ = self._ld.position()
             self._ld.set_epoch(epoch + 1, 0)

@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List,
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List,
                     Mapping, Optional, Sequence, Set, Tuple, Union, cast,
                     overload)
 from urllib.parse import parse_qs
@@ -1521,6 +1521,20 @@ def _named(e: _cogfeed.Error, a: Union[Asset, Href]) -> _cogfeed.Error:
     return n
 
 
+def _explained(e: _cogfeed.Error, hrefs: Iterable[Tuple[str, Union[Asset, Href]]]
+               ) -> _cogfeed.Error:
+    """e with the item id and asset key of the href its message names
+    (of the (href, its asset) pairs; the longest such name), or e itself
+    when it names none of them."""
+    msg = str(e)
+    best: Optional[Tuple[int, Union[Asset, Href]]] = None
+    for h, a in hrefs:
+        sh = _shown(h)
+        if sh in msg and (best is None or len(sh) > best[0]):
+            best = (len(sh), a)
+    return e if best is None else _named(e, best[1])
+
+
 def _pick(it: Item, name: str) -> Optional[Asset]:
     if name in it.assets:
         return it.assets[name]
@@ -1695,14 +1709,7 @@ class Selection:
     def explain(self, e: _cogfeed.Error) -> _cogfeed.Error:
         """e (a Loader's or a reader's error) with the item id and asset
         key of the href its message names, when it names one of ours."""
-        msg = str(e)
-        best: Optional[Asset] = None
-        for row in self.assets:
-            for a in row:
-                sh = _shown(a.href)
-                if sh in msg and (best is None or len(sh) > len(_shown(best.href))):
-                    best = a
-        return _named(e, best) if best is not None else e
+        return _explained(e, ((a.href, a) for row in self.assets for a in row))
 
     def check(self, io: Optional[IO] = None) -> None:
         """Open every selected asset once (through io and its header
@@ -1843,13 +1850,6 @@ class _IndexedSelection(Selection):
         return out
 
     def explain(self, e: _cogfeed.Error) -> _cogfeed.Error:
-        msg = str(e)
-        best: Optional[Tuple[int, int, int]] = None   # (length, row, column)
-        for k in range(len(self.names)):
-            for j, h in enumerate(self._column(self._picks[:, k])):
-                sh = _shown(h)
-                if sh in msg and (best is None or len(sh) > best[0]):
-                    best = (len(sh), j, k)
-        if best is None:
-            return e
-        return _named(e, self.assets[best[1]][best[2]])
+        # (the columns' Href objects name their items and assets)
+        return _explained(e, ((h, cast(Href, h)) for k in range(len(self.names))
+                              for h in self._column(self._picks[:, k])))
