@@ -102,6 +102,9 @@ void cf__xform_run(cf__xform *t, size_t n, double *x, double *y, uint8_t *ok);
 
 /* Inverse of a geotransform; 0 when it is singular. */
 int cf__gt_invert(const double gt[6], double inv[6]);
+/* 1 when g can be read onto: 1 .. CF_MAX_DIMENSION pixels each way, its
+ * transform finite with a non-zero determinant. */
+int cf__grid_valid(const cf_grid *g);
 
 /* ------------------------------------------------------------------ */
 /* Warping: a target grid read from a source grid                      */

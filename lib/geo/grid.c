@@ -12,6 +12,14 @@
 /* As GDALInvGeoTransform computes it (the north-up case without a
  * determinant), so that source positions come out with the same rounding
  * as in GDAL's warper. */
+int cf__grid_valid(const cf_grid *g) {
+    int finite = 1;
+    for (int k = 0; k < 6; k++) finite &= isfinite(g->transform[k]) != 0;
+    double det = g->transform[1] * g->transform[5] - g->transform[2] * g->transform[4];
+    return g->width && g->height && g->width <= CF_MAX_DIMENSION &&
+           g->height <= CF_MAX_DIMENSION && finite && det != 0;
+}
+
 int cf__gt_invert(const double g[6], double inv[6]) {
     if (g[2] == 0.0 && g[4] == 0.0 && g[1] != 0.0 && g[5] != 0.0) {
         inv[0] = -g[0] / g[1];

@@ -23,21 +23,17 @@ cf_status cf__cog_declare(cf_io *io, const char *url, const cf_input_desc *d, cf
     if (!io || !url || !d)
         return cf__err(err, CF_E_ARG, "cf__cog_declare: NULL argument");
     const cf_grid *g = &d->grid;
-    double det = g->transform[1] * g->transform[5] - g->transform[2] * g->transform[4];
-    int finite = 1;
-    for (int k = 0; k < 6; k++) finite &= isfinite(g->transform[k]) != 0;
     cf_cog *cog;
     CF__TRY(cf__cog_alloc(url, &cog, err));
     /* A description the loader could not place a file by is refused
      * here, as the file's own header would be when opened. */
-    if (!g->width || !g->height || g->width > CF_MAX_DIMENSION ||
-        g->height > CF_MAX_DIMENSION || !finite || !(det != 0) || !d->count ||
-        d->count > CF_MAX_BANDS || cf_dtype_size(d->dtype) == 0) {
+    if (!cf__grid_valid(g) || !d->count || d->count > CF_MAX_BANDS ||
+        cf_dtype_size(d->dtype) == 0) {
         cf_status st = cf__err(err, CF_E_ARG,
                                "%s: its description is not a grid of pixels: %ux%u, %u "
-                               "bands of %s, geotransform %s",
+                               "bands of %s (a grid needs a finite, invertible geotransform)",
                                cog->name, g->width, g->height, d->count,
-                               cf_dtype_name(d->dtype), finite && det != 0 ? "ok" : "invalid");
+                               cf_dtype_name(d->dtype));
         cf_cog_close(cog);
         return st;
     }

@@ -276,11 +276,7 @@ cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *con
         return cf__err(err, CF_E_ARG, "loader: give grid or grid_crs, not both");
     if (o->grid) {
         const cf_grid *g = o->grid;
-        double det = g->transform[1] * g->transform[5] - g->transform[2] * g->transform[4];
-        int finite = 1;
-        for (int k = 0; k < 6; k++) finite &= isfinite(g->transform[k]) != 0;
-        if (!g->width || !g->height || g->width > CF_MAX_DIMENSION ||
-            g->height > CF_MAX_DIMENSION || !finite || !(det != 0))
+        if (!cf__grid_valid(g))
             return cf__err(err, CF_E_ARG, "loader: target grid of %ux%u pixels invalid (its "
                            "transform must be finite and invertible)", g->width, g->height);
     }
