@@ -184,3 +184,15 @@ def write_json(path, doc):
     with open(path, "w") as f:
         json.dump(doc, f)
     return path
+
+
+def item_copy(cat, sid, path, edit):
+    """Item sid of the catalog cat (make()'s) written alone at path, its
+    hrefs made absolute (the fixture's files), after edit(item dict)."""
+    with open(cat["items"][sid]) as f:
+        d = json.load(f)
+    for a in d["assets"].values():
+        if a["href"].startswith("../"):
+            a["href"] = os.path.join(cat["root"], "data", os.path.basename(a["href"]))
+    edit(d)
+    return write_json(path, d)

@@ -228,15 +228,10 @@ def test_loader_over_an_http_catalog(cat, srv):
 # -- broken hrefs ----------------------------------------------------------
 
 def broken_item(cat, tmp_path, href, name="broken.json"):
-    with open(cat["items"]["s33-b"]) as f:
-        d = json.load(f)
-    d["id"] = "bad-item"
-    for k in d["assets"]:
-        if d["assets"][k]["href"].startswith("../"):
-            d["assets"][k]["href"] = os.path.join(cat["root"], "data",
-                                                  os.path.basename(d["assets"][k]["href"]))
-    d["assets"]["B08"]["href"] = href
-    return fx.write_json(str(tmp_path / name), d)
+    def edit(d):
+        d["id"] = "bad-item"
+        d["assets"]["B08"]["href"] = href
+    return fx.item_copy(cat, "s33-b", str(tmp_path / name), edit)
 
 
 def test_broken_href_names_item_and_asset(cat, tmp_path):

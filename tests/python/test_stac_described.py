@@ -8,7 +8,6 @@ footprint misses every patch; the batches equal those of the same Loader
 given plain paths (every header read when it starts); a catalog that
 disagrees with its file, or a href that is gone, fails the first batch
 reading it, naming the item and asset."""
-import json
 import os
 import sys
 
@@ -145,13 +144,7 @@ def test_each_item_its_own_sample_and_the_index_of_hrefs(srv, cat):
 def edited_catalog(cat, tmp_path, edit):
     """s33-a as an item document whose hrefs point at the fixture's files,
     changed by edit(item dict)."""
-    with open(cat["items"]["s33-a"]) as f:
-        d = json.load(f)
-    for a in d["assets"].values():
-        if a["href"].startswith("../"):
-            a["href"] = os.path.join(cat["root"], "data", os.path.basename(a["href"]))
-    edit(d)
-    return fx.write_json(str(tmp_path / "edited.json"), d)
+    return fx.item_copy(cat, "s33-a", str(tmp_path / "edited.json"), edit)
 
 
 @pytest.mark.parametrize("field,value,says", [
