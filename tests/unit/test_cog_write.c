@@ -338,6 +338,16 @@ static uint8_t *slurp(const char *path, size_t *n) {
     return b;
 }
 
+/* Whether files a and b hold the same bytes (and any). */
+static int same_bytes(const char *a, const char *b) {
+    size_t n1 = 0, n2 = 0;
+    uint8_t *b1 = slurp(a, &n1), *b2 = slurp(b, &n2);
+    int same = b1 && b2 && n1 == n2 && n1 > 0 && memcmp(b1, b2, n1) == 0;
+    free(b1);
+    free(b2);
+    return same;
+}
+
 /* px()'s image of W x H in T px tiles (with `mask`: valid_at's mask), tile
  * (1, 1) never written, into `path` with o's options. */
 static void write_px(const char *path, cf_writer_options o) {
@@ -407,11 +417,7 @@ static void test_encoded(uint16_t comp, int mask) {
                                            mi.byte_count, &err) == CF_OK);
     }
     CHECK(cf_writer_close(w, &err) == CF_OK);
-    size_t dn = 0, cn = 0;
-    uint8_t *d = slurp(direct, &dn), *c = slurp(copy, &cn);
-    CHECK(d && c && dn == cn && dn > 0 && memcmp(d, c, dn) == 0);
-    free(d);
-    free(c);
+    CHECK(same_bytes(direct, copy));
 
     CHECK(cf_cog_chunk_info(cog, 0, 0, &ci, &err) == CF_OK);
     const uint8_t *t0 = file + ci.offset;
@@ -539,11 +545,7 @@ static void test_waves(void) {
     o.mask = 1;
     write_pinned(one, o);
     write_px(many, o);
-    size_t n1 = 0, n2 = 0;
-    uint8_t *b1 = slurp(one, &n1), *b2 = slurp(many, &n2);
-    CHECK(b1 && b2 && n1 == n2 && n1 > 0 && memcmp(b1, b2, n1) == 0);
-    free(b1);
-    free(b2);
+    CHECK(same_bytes(one, many));
     cf_error err;
     cf_cog *cog = NULL;
     CHECK(cf_cog_open(NULL, many, &cog, &err) == CF_OK);
@@ -588,11 +590,7 @@ static void test_threads(void) {
     }
     CHECK(fails == 0);
     CHECK(cf_writer_close(w, &err) == CF_OK);
-    size_t n1 = 0, n2 = 0;
-    uint8_t *b1 = slurp(one, &n1), *b2 = slurp(many, &n2);
-    CHECK(b1 && b2 && n1 == n2 && n1 > 0 && memcmp(b1, b2, n1) == 0);
-    free(b1);
-    free(b2);
+    CHECK(same_bytes(one, many));
     unlink(one);
     unlink(many);
 }
