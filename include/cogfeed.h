@@ -1458,6 +1458,20 @@ typedef struct cf_writer_options {
                                   as the image (average: valid where any
                                   pixel under it is), and an average of
                                   the image leaves masked pixels out */
+    /* Read only when struct_size covers it. */
+    int threads;               /* 0 (default): one thread per CPU this
+                                  process may use (its affinity mask),
+                                  within 256 MiB of their buffers; n >= 1:
+                                  at most n, for each of the writer's
+                                  parallel stages (tiles encoded at once by
+                                  cf_writer_write_tile: more callers wait;
+                                  the overview pass's workers; a
+                                  cf_stitcher's row threads).  Several
+                                  writers in one process, or several
+                                  processes on one machine (torchrun's
+                                  ranks), each take their own: give each
+                                  its share of the CPUs.  The bytes
+                                  written do not depend on it */
 } cf_writer_options;
 
 CF_API void cf_writer_options_init(cf_writer_options *opt);

@@ -63,7 +63,7 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
                              "compression", "level", "predictor", "overviews", "resampling",
                              "nodata", "grid", "descriptions", "scales", "offsets",
                              "lerc_layer", "max_error", "quality", "lossless", "photometric",
-                             "io", "part_size", "mask", NULL};
+                             "io", "part_size", "mask", "threads", NULL};
     PyObject *path_o, *nodata = Py_None, *grid = Py_None, *desc = Py_None;
     PyObject *scales_o = Py_None, *offsets_o = Py_None;
     unsigned int width, height, bands, tile, comp, lerc_layer = 1, photometric = 0;
@@ -71,13 +71,13 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     double max_error = 0;
     PyObject *io_o = Py_None;
     unsigned long long part_size = 0;
-    int mask = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOKp", kwlist,
+    int mask = 0, threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOKpi", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &bands,
                                      &dtype, &tile, &comp, &level, &pred, &ovr, &rs, &nodata,
                                      &grid, &desc, &scales_o, &offsets_o, &lerc_layer,
                                      &max_error, &quality, &lossless, &photometric, &io_o,
-                                     &part_size, &mask))
+                                     &part_size, &mask, &threads))
         return -1;
     if (self->w) {
         PyErr_SetString(PyExc_RuntimeError, "_Writer already open");
@@ -103,6 +103,7 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     o.photometric = (uint16_t)photometric;
     o.part_size = part_size;
     o.mask = mask;
+    o.threads = threads;
     self->px = (size_t)bands * cf_dtype_size((cf_dtype)dtype);
     if (io_o != Py_None && !(o.io = cf__py_io_get(io_o))) {
         Py_DECREF(path_o);
@@ -349,19 +350,19 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", "width", "height", "tile_size", "compression", "level",
                              "overviews", "grid", "channels", "blend", "overlap", "argmax",
                              "patches", "lerc_layer", "max_error", "io", "part_size", "mask",
-                             NULL};
+                             "threads", NULL};
     PyObject *path_o, *grid = Py_None;
     unsigned int width, height, tile, comp, channels, blend, overlap, lerc_layer = 1;
-    int level, ovr, argmax, mask = 0;
+    int level, ovr, argmax, mask = 0, threads = 0;
     double max_error = 0;
     PyObject *io_o = Py_None;
     unsigned long long part_size = 0;
     Py_buffer pb;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|IdOKp", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|IdOKpi", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &tile,
                                      &comp, &level, &ovr, &grid, &channels, &blend, &overlap,
                                      &argmax, &pb, &lerc_layer, &max_error, &io_o, &part_size,
-                                     &mask))
+                                     &mask, &threads))
         return -1;
     int ok = 1;
     if (self->st) {
@@ -384,6 +385,7 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     o.max_error = max_error;
     o.part_size = part_size;
     o.mask = mask;
+    o.threads = threads;
     if (ok && io_o != Py_None && !(o.io = cf__py_io_get(io_o))) ok = 0;
     cf_stitcher_options so;
     cf_stitcher_options_init(&so);

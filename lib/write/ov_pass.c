@@ -49,7 +49,8 @@ void cf__w_overviews_free(cf_writer *w) {
  * within the writers' thread budget: each holds about four tiles and its
  * share of a wave, OV_WAVE_BYTES). */
 static cf_status make_workers(cf_writer *w, cf_error *err) {
-    size_t n = (size_t)cf__write_threads(4 * (w->tile_bytes + w->mtile_bytes) + 2 * OV_WAVE_BYTES,
+    size_t n = (size_t)cf__write_threads(w->o.threads,
+                                         4 * (w->tile_bytes + w->mtile_bytes) + 2 * OV_WAVE_BYTES,
                                          w->lev[0].tx < CF__WRITER_SLOTS ? w->lev[0].tx
                                                                          : CF__WRITER_SLOTS);
     if (!(w->ovw = cf__calloc(n, sizeof *w->ovw)))

@@ -150,7 +150,8 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
     st->rows = cf__calloc(st->tiles_y, sizeof *st->rows);
     /* threads: one per CPU this process may use, at most a tile each of
      * the row, their tiles within the budget */
-    st->nthreads = cf__write_threads((size_t)o.bands * st->T * st->T * sizeof(float) + 1,
+    st->nthreads = cf__write_threads(o.threads,
+                                     (size_t)o.bands * st->T * st->T * sizeof(float) + 1,
                                      st->tiles_x < CF__STITCH_THREADS ? st->tiles_x
                                                                       : CF__STITCH_THREADS);
     int bufs = 1;

@@ -28,10 +28,12 @@ cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error 
 #define CF__WRITE_THREADS_BUDGET ((size_t)256 << 20)
 
 /* Threads (or encoding slots) that hold `per` bytes each: one per CPU
- * this process may use, within CF__WRITE_THREADS_BUDGET, at most `most`,
- * at least 1. */
-static inline int cf__write_threads(size_t per, size_t most) {
+ * this process may use (at most `cap` when it is not 0: the writer's
+ * `threads` option), within CF__WRITE_THREADS_BUDGET, at most `most`, at
+ * least 1. */
+static inline int cf__write_threads(int cap, size_t per, size_t most) {
     size_t n = cf__ncpu_usable();
+    if (cap > 0 && n > (size_t)cap) n = (size_t)cap;
     if (per && n > CF__WRITE_THREADS_BUDGET / per) n = CF__WRITE_THREADS_BUDGET / per;
     if (n > most) n = most;
     return n < 1 ? 1 : (int)n;

@@ -191,6 +191,9 @@ static cf_status check_options(const cf_writer_options *o, cf_error *err) {
         return cf__err(err, CF_E_ARG, "writer: predictor 3 is for floating-point samples");
     if (o->predictor > 1 && o->compression == 1)
         return cf__err(err, CF_E_ARG, "writer: a predictor needs a compression");
+    if (o->threads < 0)
+        return cf__err(err, CF_E_ARG, "writer: threads %d (0: one per CPU, or at least 1)",
+                       o->threads);
     if (o->overviews < -1 || o->overviews > CF__WRITER_MAX_LEVELS - 1)
         return cf__err(err, CF_E_ARG, "writer: overviews %d not in -1..%d", o->overviews,
                        CF__WRITER_MAX_LEVELS - 1);
@@ -444,8 +447,10 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
             w->mtile_bytes = (size_t)cf__codec_chunk_bytes(m);
         }
         st = cf__w_slot_make(w, &w->ov);
-        /* Slots: one per CPU this process may use, within the budget. */
-        w->maxslots = cf__write_threads(3 * (w->tile_bytes + w->mtile_bytes) + 1,
+        /* Slots: one per CPU this process may use (at most `threads`),
+         * within the budget. */
+        w->maxslots = cf__write_threads(w->o.threads,
+                                        3 * (w->tile_bytes + w->mtile_bytes) + 1,
                                         CF__WRITER_SLOTS);
         w->path = remote ? redacted_dup(path) : dup_str(path);
         size_t n = strlen(path) + 32;

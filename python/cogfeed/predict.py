@@ -26,7 +26,7 @@ import numpy as np
 
 from ._cogfeed import _Stitcher
 from .grid import Grid
-from .writer import StrPath, _codec, _Finishing
+from .writer import StrPath, _codec, _Finishing, _usable_cpus
 
 __all__ = ["Stitcher", "grid_windows", "predict"]
 
@@ -66,7 +66,7 @@ class Stitcher(_Finishing):
     width=None, height=None, blend="hann", overlap=0,
     output="probabilities", tile_size=512, compression="deflate",
     level=0, overviews="auto", max_error=0.0, io=None, part_size=0,
-    mask=False)
+    mask=False, threads=None)
 
     compression: as cogfeed.Writer's, "lerc_zstd" with max_error (the
     largest error per probability) included; JPEG and WEBP are refused
@@ -82,7 +82,10 @@ class Stitcher(_Finishing):
     valid=) leaves out of the blend the pixels whose input had no data;
     a pixel no patch reached with valid input is written as no patch
     came, and with mask=True the output carries an internal mask band
-    (cogfeed.Writer's) that is valid where some patch did.
+    (cogfeed.Writer's) that is valid where some patch did.  threads: None
+    (one per CPU this process may use) or at most that many, to blend and
+    encode a finished row's tiles and to make the overviews
+    (cogfeed.Writer's `threads`).
     """
 
     def __init__(self, path: StrPath, patches: Iterable[Sequence[int]],
@@ -93,7 +96,11 @@ class Stitcher(_Finishing):
                  tile_size: int = 512, compression: str = "deflate",
                  level: int = 0, overviews: Union[str, int] = "auto",
                  max_error: float = 0.0, io: Any = None,
-                 part_size: int = 0, mask: bool = False) -> None:
+                 part_size: int = 0, mask: bool = False,
+                 threads: Optional[int] = None) -> None:
+        if threads is not None and int(threads) < 1:
+            raise ValueError("Stitcher: threads %r: None (one per CPU) or at least 1"
+                             % (threads,))
         if like is not None and grid is None:
             grid = Grid.like(like)
         if grid is not None:
@@ -119,7 +126,7 @@ class Stitcher(_Finishing):
             int(level), -1 if overviews == "auto" else int(overviews), grid,
             self.channels, _BLEND[blend], int(overlap), output == "classes",
             np.ascontiguousarray(rects.reshape(-1)), layer, float(max_error),
-            io, int(part_size), bool(mask))
+            io, int(part_size), bool(mask), 0 if threads is None else int(threads))
 
     def add(self, pred: Any, window: Sequence[int], valid: Any = None) -> None:
         """The prediction (channels, h, w) of window (x, y, w, h) (or a
@@ -198,7 +205,8 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
             batch_size: int = 8, device: Any = None, output: str = "classes",
             progress: bool = True, compression: str = "deflate",
             mask: bool = False, distributed: bool = False,
-            group_timeout_s: float = 6 * 3600, **loader_kwargs: Any) -> None:
+            group_timeout_s: float = 6 * 3600, threads: Optional[int] = None,
+            **loader_kwargs: Any) -> None:
     """Run `model` over a whole image in overlapping patches and write the
     blended predictions to `out` as a COG on the image's grid: a local
     file, or an object (s3://, gs://, az://) streamed to the store as rows of
@@ -225,6 +233,13 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     left out of the blend, those pixels are written as no patch came (255
     or NaN), and `out` carries an internal mask band that is valid where
     the input had data (cogfeed.Writer(mask=True)).
+
+    threads: the threads that blend and encode finished rows and make the
+    overviews (cogfeed.Stitcher's and cogfeed.Writer's): None is one per
+    CPU the process may use, or with distributed=True that divided among
+    the machine's ranks (torchrun's LOCAL_WORLD_SIZE) while they all run
+    the model, and all of them for rank 0's assembly, when the others
+    only send.
 
     distributed=True, under torchrun (torch.distributed initialised, world
     size N), every rank calls predict with the same arguments: the rows of output
@@ -279,18 +294,25 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
                 per *= 2
             loader_kwargs = dict(loader_kwargs, cache_bytes=max(per, 64 << 20))
     windows = grid_windows(grid.width, grid.height, patch_size, overlap)
+    if threads is not None and int(threads) < 1:
+        raise ValueError("predict: threads %r: None (one per CPU) or at least 1"
+                         % (threads,))
     if distributed:
+        if threads is None:  # the machine's ranks share its CPUs
+            local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+            threads = max(1, _usable_cpus() // local) if local > 1 else None
         _predict_shard(model, src, out, grid, windows, dist.get_rank(),
                        dist.get_world_size(),
                        patch_size=patch_size, overlap=overlap, blend=blend,
                        batch_size=batch_size, device=device, output=output,
                        progress=progress, compression=compression, mask=mask,
-                       loader_kwargs=loader_kwargs, timeout_s=group_timeout_s)
+                       loader_kwargs=loader_kwargs, timeout_s=group_timeout_s,
+                       threads=threads)
         return
     _run(model, src, out, grid, windows, patch_size=patch_size,
          overlap=overlap, blend=blend, batch_size=batch_size, device=device,
          output=output, progress=progress, compression=compression,
-         mask=mask, loader_kwargs=loader_kwargs)
+         mask=mask, loader_kwargs=loader_kwargs, threads=threads)
 
 
 def _clip(r: Rect, grid: Grid) -> Rect:
@@ -305,7 +327,7 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
          device: Any, output: str, progress: bool, compression: str,
          loader_kwargs: Any, roi: Any = None, desc: Optional[str] = None,
          overviews: Union[str, int] = "auto", level: int = 0,
-         mask: bool = False) -> None:
+         mask: bool = False, threads: Optional[int] = None) -> None:
     """The model over `windows` (grid windows of src, in the Loader's
     order; roi: a bbox every one of them meets, for a share of them),
     blended into a Stitcher writing `out` (mask: with the input's
@@ -359,7 +381,7 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
                     st = Stitcher(out, windows, int(y.shape[1]), grid=grid,
                                   blend=blend, overlap=overlap, output=output,
                                   compression=compression, overviews=overviews,
-                                  level=level, mask=mask)
+                                  level=level, mask=mask, threads=threads)
                 # on the host now: the GPU's next batch may overwrite y
                 preds = y.detach().float().cpu().numpy()
                 if valid is not None:  # the ring's slot is reused: a copy
@@ -393,7 +415,8 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                    patch_size: int, overlap: int, blend: str,
                    batch_size: int, device: Any, output: str, progress: bool,
                    compression: str, loader_kwargs: Any,
-                   timeout_s: float, mask: bool = False) -> None:
+                   timeout_s: float, mask: bool = False,
+                   threads: Optional[int] = None) -> None:
     """predict's share of rank `rank` (see predict).  Its windows are those
     over its rows of output tiles; their blend goes to a spool COG of its
     own (the output's codec and options, no overviews) whose share rows
@@ -458,7 +481,7 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                      loader_kwargs=loader_kwargs,
                      roi=_band_roi(grid, y0, y1),
                      desc="%s (rank %d of %d)" % (os.fspath(out), rank, world),
-                     overviews=0, mask=mask)
+                     overviews=0, mask=mask, threads=threads)
                 with _open(spool) as c:
                     bands = c.count
         except BaseException as e:

@@ -137,12 +137,19 @@ class Writer(_Finishing):
 
     Tiles come in any order through write_tile (from any number of
     threads: each call encodes its tile in an encoder of its own, at most
-    one per CPU), or whole tile-aligned windows through write (their
-    tiles encoded on `threads` threads, None: one per CPU), or already
+    one per CPU, or `threads`), or whole tile-aligned windows through
+    write (their tiles encoded on `threads` threads), or already
     encoded through write_encoded_tile;
     tiles never written are sparse (read as
     nodata, or 0).  close() (or leaving a with block) finishes the file; an
     exception inside the block, or abort(), leaves nothing behind.
+
+    threads: None (one per CPU this process may use, within 256 MiB of
+    their buffers) or at most that many for each of the writer's parallel
+    stages: tiles encoded at once, write()'s pool, the overview pass at
+    close (or, for an object, as rows complete).  Several writers or
+    processes on one machine (torchrun's ranks) each take their own: give
+    each its share.  The bytes written do not depend on it.
     """
 
     def __init__(self, path: StrPath, width: Optional[int] = None,
@@ -223,7 +230,8 @@ class Writer(_Finishing):
             None if scales is None else [float(v) for v in scales],
             None if offsets is None else [float(v) for v in offsets],
             layer, float(max_error), 0 if quality is None else int(quality),
-            bool(lossless), _PHOTOMETRIC[ph], io, int(part_size), self.mask)
+            bool(lossless), _PHOTOMETRIC[ph], io, int(part_size), self.mask,
+            self.threads or 0)
 
     @property
     def tiles(self) -> Tuple[int, int]:

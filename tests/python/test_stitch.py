@@ -122,6 +122,32 @@ def test_uncovered_pixels_and_errors(tmp_path):
     assert not os.path.exists(q)
 
 
+def test_threads_give_the_same_bytes(tmp_path):
+    """Stitcher(threads=) bounds the threads that blend and encode a row's
+    tiles and make the overviews (cogfeed.Writer's): one thread or the
+    default, the same file; below 1 refused, and the extension passes the
+    count to C, which checks it too."""
+    rng = np.random.default_rng(3)
+    windows = cogfeed.grid_windows(W, H, P, OV)
+    preds = [rng.random((C, h, w), dtype=np.float32) for (_, _, w, h) in windows]
+    out = []
+    for t in (1, None):
+        p = tmp_path / ("s%s.tif" % t)
+        with cogfeed.Stitcher(p, windows, C, grid=grid(), tile_size=128, overlap=OV,
+                              threads=t) as st:
+            for win, pr in zip(windows, preds):
+                st.add(pr, win)
+        out.append(p.read_bytes())
+    assert out[0] == out[1]
+    with pytest.raises(ValueError, match="threads"):
+        cogfeed.Stitcher(tmp_path / "x.tif", windows, C, grid=grid(), threads=0)
+    from cogfeed._cogfeed import _Stitcher
+    with pytest.raises(cogfeed.ArgumentError, match="threads -1"):
+        _Stitcher(str(tmp_path / "x.tif"), W, H, 512, 8, 0, -1, None, C, 0, 0, False,
+                  np.array(windows, np.int64).reshape(-1), threads=-1)
+    assert not os.path.exists(tmp_path / "x.tif")
+
+
 def test_predict_pointwise_model_gives_the_model_on_the_whole_image(tmp_path):
     """A 1 x 1 convolution sees no neighbours, so every overlapping patch
     predicts the same value at a pixel and any blend of them is that value:
@@ -155,6 +181,13 @@ def test_predict_pointwise_model_gives_the_model_on_the_whole_image(tmp_path):
     with pytest.raises(ValueError, match="skip_empty, stride"):
         cogfeed.predict(model, src, probs, stride=10, skip_empty=True,
                         progress=False)
+    # the writer's threads: the same file on one
+    one = tmp_path / "one.tif"
+    cogfeed.predict(model, src, one, patch_size=128, overlap=32,
+                    batch_size=4, output="probabilities", progress=False, threads=1)
+    assert one.read_bytes() == probs.read_bytes()
+    with pytest.raises(ValueError, match="threads"):
+        cogfeed.predict(model, src, one, threads=0, progress=False)
 
 
 def test_predict_failure_in_the_writer_thread_stops_and_leaves_nothing(tmp_path):

@@ -627,6 +627,14 @@ def test_tiles_encoded_on_threads_give_the_same_bytes(tmp_path):
     assert out[0] == out[1] == out[2]
     with pytest.raises(ValueError, match="threads"):
         cogfeed.Writer(tmp_path / "x.tif", 10, 10, threads=0)
+    # `threads` reaches the C writer (its encoding slots and overview
+    # pass, cf_writer_options.threads; test_cog_write.c counts the threads
+    # it starts): the extension passes what it is given, and C checks it
+    from cogfeed._cogfeed import _Writer
+    with pytest.raises(cogfeed.ArgumentError, match="threads -1"):
+        _Writer(str(tmp_path / "x.tif"), 10, 10, 1, 1, 512, 8, 0, 0, -1, 0, None,
+                None, None, None, None, threads=-1)
+    assert not (tmp_path / "x.tif").exists()
 
 
 def test_threaded_write_raises_the_tiles_own_error(tmp_path):

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -595,6 +596,97 @@ static void test_threads(void) {
     unlink(many);
 }
 
+/* Threads the library starts: this test is linked with
+ * -Wl,--wrap=pthread_create (tests/CMakeLists.txt), so every thread the
+ * writer or the stitcher starts passes here. */
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *),
+                          void *arg);
+static atomic_int started;
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *),
+                          void *arg) {
+    atomic_fetch_add(&started, 1);
+    return __real_pthread_create(t, a, fn, arg);
+}
+
+/* A stitcher over 4 x 2 patches of 256 px (1024 px tiles of 256: four
+ * across a row), patch i's channel c all i + c. */
+static void stitch_ramp(const char *path, int threads) {
+    cf_error err;
+    cf_writer_options o;
+    cf_writer_options_init(&o);
+    o.width = 1024;
+    o.height = 512;
+    o.tile_size = 256;
+    o.threads = threads;
+    int64_t p[8 * 4];
+    for (int i = 0; i < 8; i++) {
+        p[4 * i] = (i % 4) * 256;
+        p[4 * i + 1] = (i / 4) * 256;
+        p[4 * i + 2] = p[4 * i + 3] = 256;
+    }
+    cf_stitcher_options so;
+    cf_stitcher_options_init(&so);
+    so.channels = 2;
+    so.blend = CF_BLEND_MEAN;
+    so.patches = p;
+    so.npatches = 8;
+    cf_stitcher *st = NULL;
+    CHECK(cf_stitcher_open(path, &o, &so, &st, &err) == CF_OK);
+    if (!st) return;
+    float *pred = malloc((size_t)2 * 256 * 256 * sizeof *pred);
+    for (int i = 0; pred && i < 8; i++) {
+        for (size_t k = 0; k < (size_t)2 * 256 * 256; k++)
+            pred[k] = (float)(i + (int)(k / (256 * 256)));
+        CHECK(cf_stitcher_add(st, p[4 * i], p[4 * i + 1], 256, 256, pred, &err) == CF_OK);
+    }
+    free(pred);
+    CHECK(cf_stitcher_close(st, &err) == CF_OK);
+}
+
+/* The `threads` option: at most that many threads in each of the
+ * writer's parallel stages.  With 1, neither the overview pass (several
+ * tiles across, several waves) nor the stitcher's rows start a thread;
+ * without it, on two CPUs or more, both do (so the count can fail); the
+ * same bytes either way.  A negative count is refused. */
+static void test_threads_option(void) {
+    cf_error err;
+    char one[256], all[256];
+    snprintf(one, sizeof one, "%s/thr1.tif", dir);
+    snprintf(all, sizeof all, "%s/thr0.tif", dir);
+    cf_writer_options o = two_u16(5100, 2058, 1024);
+    o.compression = 8;
+    o.threads = 1;
+    atomic_store(&started, 0);
+    write_px(one, o);
+    CHECK(atomic_load(&started) == 0);
+    o.threads = 0;
+    atomic_store(&started, 0);
+    write_px(all, o);
+    const int many = sysconf(_SC_NPROCESSORS_ONLN) > 1;
+    cpu_set_t cpus;
+    const int usable = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    if (many && usable > 1) CHECK(atomic_load(&started) > 0);
+    CHECK(same_bytes(one, all));
+    unlink(one);
+    unlink(all);
+
+    atomic_store(&started, 0);
+    stitch_ramp(one, 1);
+    CHECK(atomic_load(&started) == 0);
+    atomic_store(&started, 0);
+    stitch_ramp(all, 0);
+    if (many && usable > 1) CHECK(atomic_load(&started) > 0);
+    CHECK(same_bytes(one, all));
+    unlink(one);
+    unlink(all);
+
+    o.threads = -1;
+    cf_writer *w = NULL;
+    CHECK(cf_writer_open(one, &o, &w, &err) == CF_E_ARG && !w);
+    CHECK(strstr(err.msg, "threads -1") != NULL);
+}
+
 /* close while another thread is still encoding a tile: close waits for
  * it, and the tile is in the file (it freed the encoder under the tile
  * before: a use after free). */
@@ -665,6 +757,7 @@ int main(void) {
     test_encoded(50000, 1);
     test_encoded(1, 0);
     test_threads();
+    test_threads_option();
     test_waves();
     test_close_waits();
     rmdir(dir);
