@@ -73,6 +73,11 @@ ENVIRONMENT = [
     ("RANK, WORLD_SIZE",
      "the shard of cogfeed.torch's loaders when torch.distributed is not "
      "initialised (Python API)."),
+    ("LOCAL_WORLD_SIZE",
+     "the ranks on this machine (torchrun sets it): "
+     "cogfeed.predict(distributed=True) divides the CPUs the process may use "
+     "among them for its writer's threads unless threads= is given (Python "
+     "API)."),
 ]
 
 EXIT_STATUS = [
