@@ -1472,6 +1472,22 @@ typedef struct cf_writer_options {
                                   ranks), each take their own: give each
                                   its share of the CPUs.  The bytes
                                   written do not depend on it */
+    /* One COG made by several processes (cogfeed.predict's ranks,
+     * docs/inference.md, "Several processes or machines"); read only
+     * when struct_size covers them.
+     * share_rows > 0: a *share writer*.  It takes the full-resolution rows
+     * of tiles [share_row0, share_row0 + share_rows) of the image the
+     * options describe (others: CF_E_ARG), and makes the overview rows its
+     * share owns (an overview row belongs to the share holding the last
+     * row of its window in the level above) into a local file whose other
+     * tiles are sparse: cf_writer_share_build, cf_writer_share_carry, then
+     * cf_writer_close.  A local path only; with `mask` the overviews are
+     * average or mode.  0 (default): the whole image. */
+    uint32_t share_row0, share_rows;
+    int overviews_given;       /* 1: the overviews' tiles are given
+                                  encoded (cf_writer_write_encoded_tile_at,
+                                  by a share writer's files): none is made,
+                                  and no tile is decoded */
 } cf_writer_options;
 
 CF_API void cf_writer_options_init(cf_writer_options *opt);
@@ -1546,8 +1562,53 @@ CF_API cf_status cf_writer_write_tile_masked(cf_writer *w, uint32_t tx, uint32_t
 CF_API cf_status cf_writer_write_encoded_tile(cf_writer *w, uint32_t tx, uint32_t ty,
                                               const void *data, size_t n, const void *mask,
                                               size_t mn, cf_error *err);
+/* cf_writer_write_encoded_tile of a tile of any level (0 is the full
+ * resolution) of a writer with overviews_given, e.g. a share writer's
+ * stored bytes (cf_cog_chunk_info's range at that level).  Kept as they
+ * are: at most twice a raw tile (CF_E_LIMIT), not decoded.  For an object
+ * each overview level's tiles must come in row order (CF_E_STATE
+ * otherwise; a level's tiles go up as they come).  CF_E_ARG for a level
+ * above 0 on a writer that makes its overviews. */
+CF_API cf_status cf_writer_write_encoded_tile_at(cf_writer *w, int level, uint32_t tx,
+                                                 uint32_t ty, const void *data, size_t n,
+                                                 const void *mask, size_t mn, cf_error *err);
 /* Tiles across and down at full resolution. */
 CF_API void cf_writer_tiles(const cf_writer *w, uint32_t *tiles_x, uint32_t *tiles_y);
+/* Levels (the full resolution and its overviews). */
+CF_API int cf_writer_levels(const cf_writer *w);
+
+/* A share writer (share_rows > 0) finishes in three steps, so that the
+ * work that costs runs in every process at once and only a few rows pass
+ * from one to the next:
+ *  1. cf_writer_share_build: the share's tiles read back and decoded, and
+ *     every overview row the share owns whose window lies in its own rows
+ *     made; a row of tiles made whole is encoded.  No tile may be written
+ *     after it (CF_E_STATE).
+ *  2. cf_writer_share_carry, in share order: `in` is the carry of the
+ *     share before (NULL, 0 for the first share); the rows whose windows
+ *     reach into earlier shares are made from it, the rows of tiles it
+ *     completes kept for close, and *out (*out_n bytes, owned by the
+ *     writer until close or abort) is the carry for the next share: the
+ *     last rows of each level, and the rows of unfinished rows of
+ *     overview tiles (at most a row of tiles a level).  A carry that does
+ *     not fit this writer's options, or says a share before failed
+ *     (cf_writer_share_failed), is refused (CF_E_FORMAT, CF_E_STATE).
+ *  3. cf_writer_close: the tiles of rows completed by the carry encoded;
+ *     the file laid out (the share's tiles, others sparse).
+ * The output writer (overviews_given) then takes each share's tiles of
+ * every level, cf_writer_share_tiles telling which rows of tiles: the
+ * file is the one a single writer makes, byte for byte. */
+CF_API cf_status cf_writer_share_build(cf_writer *w, cf_error *err);
+CF_API cf_status cf_writer_share_carry(cf_writer *w, const void *in, size_t n,
+                                       const void **out, size_t *out_n, cf_error *err);
+/* The carry a share sends when it (or a share before it) failed: the
+ * next share's cf_writer_share_carry fails with CF_E_STATE, and its own
+ * carry says so in turn.  *out_n bytes, static. */
+CF_API void cf_writer_share_failed(const void **out, size_t *out_n);
+/* The rows of tiles [*ty0, *ty1) of `level` that share writer w makes
+ * (its own full-resolution rows at level 0); [0, 0) when none. */
+CF_API cf_status cf_writer_share_tiles(const cf_writer *w, int level, uint32_t *ty0,
+                                       uint32_t *ty1, cf_error *err);
 /* Finish the file (overviews, layout, rename) and free the writer, which
  * is gone whatever the status; on failure neither `path` nor the spool is
  * left behind.  A tile another thread is still encoding is waited for and
@@ -1624,6 +1685,12 @@ CF_API cf_status cf_stitcher_add_masked(cf_stitcher *st, int64_t x, int64_t y, u
 CF_API cf_status cf_stitcher_close(cf_stitcher *st, cf_error *err);
 /* Give up: nothing written. */
 CF_API void cf_stitcher_abort(cf_stitcher *st);
+/* The stitcher's writer, for a share writer's steps (wo->share_rows):
+ * cf_writer_share_build and cf_writer_share_carry once every patch came,
+ * before cf_stitcher_close (which then closes it).  A stitcher with a
+ * share writes the rows of tiles of its share only: the others, which
+ * its patches reach in part, are dropped. */
+CF_API cf_writer *cf_stitcher_writer(cf_stitcher *st);
 
 /* ------------------------------------------------------------------ */
 /* Option tables: the scalar options, enumerable                       */

@@ -63,7 +63,8 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
                              "compression", "level", "predictor", "overviews", "resampling",
                              "nodata", "grid", "descriptions", "scales", "offsets",
                              "lerc_layer", "max_error", "quality", "lossless", "photometric",
-                             "io", "part_size", "mask", "threads", NULL};
+                             "io", "part_size", "mask", "threads", "share_row0", "share_rows",
+                             "overviews_given", NULL};
     PyObject *path_o, *nodata = Py_None, *grid = Py_None, *desc = Py_None;
     PyObject *scales_o = Py_None, *offsets_o = Py_None;
     unsigned int width, height, bands, tile, comp, lerc_layer = 1, photometric = 0;
@@ -71,13 +72,15 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     double max_error = 0;
     PyObject *io_o = Py_None;
     unsigned long long part_size = 0;
-    int mask = 0, threads = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOKpi", kwlist,
+    int mask = 0, threads = 0, given = 0;
+    unsigned int share_row0 = 0, share_rows = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOKpiIIp", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &bands,
                                      &dtype, &tile, &comp, &level, &pred, &ovr, &rs, &nodata,
                                      &grid, &desc, &scales_o, &offsets_o, &lerc_layer,
                                      &max_error, &quality, &lossless, &photometric, &io_o,
-                                     &part_size, &mask, &threads))
+                                     &part_size, &mask, &threads, &share_row0, &share_rows,
+                                     &given))
         return -1;
     if (self->w) {
         PyErr_SetString(PyExc_RuntimeError, "_Writer already open");
@@ -104,6 +107,9 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     o.part_size = part_size;
     o.mask = mask;
     o.threads = threads;
+    o.share_row0 = share_row0;
+    o.share_rows = share_rows;
+    o.overviews_given = given;
     self->px = (size_t)bands * cf_dtype_size((cf_dtype)dtype);
     if (io_o != Py_None && !(o.io = cf__py_io_get(io_o))) {
         Py_DECREF(path_o);
@@ -240,9 +246,11 @@ static int refuse_busy(int busy) {
 
 static PyObject *Writer_write_encoded_tile(WriterObject *self, PyObject *args) {
     unsigned int tx, ty;
+    int level = 0;
     Py_buffer buf, mbuf = {0};
     PyObject *mask_o = Py_None;
-    if (!PyArg_ParseTuple(args, "O&O&y*|O", tile_index, &tx, tile_index, &ty, &buf, &mask_o))
+    if (!PyArg_ParseTuple(args, "O&O&y*|Oi", tile_index, &tx, tile_index, &ty, &buf, &mask_o,
+                          &level))
         return NULL;
     /* (b"" for the mask is none, as None) */
     if (mask_o != Py_None && PyObject_GetBuffer(mask_o, &mbuf, PyBUF_SIMPLE) < 0) {
@@ -258,9 +266,10 @@ static PyObject *Writer_write_encoded_tile(WriterObject *self, PyObject *args) {
     cf_error err;
     cf_writer *w = self->w;
     self->busy++;
-    Py_BEGIN_ALLOW_THREADS st = cf_writer_write_encoded_tile(w, tx, ty, buf.buf, (size_t)buf.len,
-                                                             mbuf.len ? mbuf.buf : NULL,
-                                                             (size_t)mbuf.len, &err);
+    Py_BEGIN_ALLOW_THREADS st = cf_writer_write_encoded_tile_at(w, level, tx, ty, buf.buf,
+                                                                (size_t)buf.len,
+                                                                mbuf.len ? mbuf.buf : NULL,
+                                                                (size_t)mbuf.len, &err);
     Py_END_ALLOW_THREADS
     self->busy--;
     PyBuffer_Release(&buf);
@@ -300,10 +309,81 @@ static PyObject *Writer_tiles(WriterObject *self, void *closure) {
     return Py_BuildValue("(II)", tx, ty);
 }
 
+/* ---- a share writer's steps (cf_writer_share_build), for _Writer and
+ * _Stitcher alike ---- */
+
+static PyObject *share_build(cf_writer *w) {
+    cf_status st;
+    cf_error err;
+    Py_BEGIN_ALLOW_THREADS st = cf_writer_share_build(w, &err);
+    Py_END_ALLOW_THREADS
+    if (st) return cf__py_raise(st, &err);
+    Py_RETURN_NONE;
+}
+
+/* share_carry(carry): the carry of the share before (None for the first)
+ * in, this share's out as bytes. */
+static PyObject *share_carry(cf_writer *w, PyObject *args) {
+    PyObject *in_o;
+    if (!PyArg_ParseTuple(args, "O", &in_o)) return NULL;
+    Py_buffer in = {0};
+    if (in_o != Py_None && PyObject_GetBuffer(in_o, &in, PyBUF_SIMPLE) < 0) return NULL;
+    const void *out = NULL;
+    size_t n = 0;
+    cf_status st;
+    cf_error err;
+    Py_BEGIN_ALLOW_THREADS st = cf_writer_share_carry(w, in.obj ? in.buf : NULL,
+                                                      in.obj ? (size_t)in.len : 0, &out, &n,
+                                                      &err);
+    Py_END_ALLOW_THREADS
+    if (in.obj) PyBuffer_Release(&in);
+    if (st) return cf__py_raise(st, &err);
+    return PyBytes_FromStringAndSize(out, (Py_ssize_t)n);
+}
+
+static PyObject *share_tiles(cf_writer *w, PyObject *args) {
+    int level;
+    if (!PyArg_ParseTuple(args, "i", &level)) return NULL;
+    uint32_t a, b;
+    cf_error err;
+    cf_status st = cf_writer_share_tiles(w, level, &a, &b, &err);
+    if (st) return cf__py_raise(st, &err);
+    return Py_BuildValue("(II)", a, b);
+}
+
+static PyObject *Writer_share_build(WriterObject *self, PyObject *unused) {
+    (void)unused;
+    return need_open(self) ? share_build(self->w) : NULL;
+}
+
+static PyObject *Writer_share_carry(WriterObject *self, PyObject *args) {
+    return need_open(self) ? share_carry(self->w, args) : NULL;
+}
+
+static PyObject *Writer_share_tiles(WriterObject *self, PyObject *args) {
+    return need_open(self) ? share_tiles(self->w, args) : NULL;
+}
+
+static PyObject *Writer_levels(WriterObject *self, void *closure) {
+    (void)closure;
+    return need_open(self) ? PyLong_FromLong(cf_writer_levels(self->w)) : NULL;
+}
+
+#define SHARE_METHODS(T)                                                                       \
+    {"share_build", (PyCFunction)T##_share_build, METH_NOARGS,                                 \
+     "share_build(): a share writer's overview rows from its own rows"},                        \
+        {"share_carry", (PyCFunction)T##_share_carry, METH_VARARGS,                            \
+         "share_carry(carry): the rows reaching into the share before, from its carry (None "  \
+         "for the first); returns this share's carry"},                                        \
+        {"share_tiles", (PyCFunction)T##_share_tiles, METH_VARARGS,                            \
+         "share_tiles(level): (first, end) rows of tiles of the level this share makes"},
+
 static PyMethodDef Writer_methods[] = {
+    SHARE_METHODS(Writer)
     {"write_encoded_tile", (PyCFunction)Writer_write_encoded_tile, METH_VARARGS,
-     "write_encoded_tile(tx, ty, data, mask=None): tile (tx, ty) as stored bytes of a "
-     "writer with the same options (mask: its mask tile's; b'' data: sparse)"},
+     "write_encoded_tile(tx, ty, data, mask=None, level=0): tile (tx, ty) of a level as stored "
+     "bytes of a writer with the same options (mask: its mask tile's; b'' data: sparse); "
+     "levels above 0 with overviews_given"},
     {"write_tile", (PyCFunction)Writer_write_tile, METH_VARARGS,
      "write_tile(tx, ty, data, mask=None): tile (tx, ty), bands x h x w bytes in C "
      "order; mask: h x w bytes (0: not valid), for a writer opened with mask"},
@@ -313,6 +393,8 @@ static PyMethodDef Writer_methods[] = {
 
 static PyGetSetDef Writer_getset[] = {
     {"tiles", (getter)Writer_tiles, NULL, "(tiles across, tiles down)", NULL},
+    {"levels", (getter)Writer_levels, NULL, "levels, the full resolution and its overviews",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyTypeObject WriterType = {
@@ -350,19 +432,20 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", "width", "height", "tile_size", "compression", "level",
                              "overviews", "grid", "channels", "blend", "overlap", "argmax",
                              "patches", "lerc_layer", "max_error", "io", "part_size", "mask",
-                             "threads", NULL};
+                             "threads", "share_row0", "share_rows", NULL};
     PyObject *path_o, *grid = Py_None;
     unsigned int width, height, tile, comp, channels, blend, overlap, lerc_layer = 1;
     int level, ovr, argmax, mask = 0, threads = 0;
+    unsigned int share_row0 = 0, share_rows = 0;
     double max_error = 0;
     PyObject *io_o = Py_None;
     unsigned long long part_size = 0;
     Py_buffer pb;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|IdOKpi", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|IdOKpiII", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &tile,
                                      &comp, &level, &ovr, &grid, &channels, &blend, &overlap,
                                      &argmax, &pb, &lerc_layer, &max_error, &io_o, &part_size,
-                                     &mask, &threads))
+                                     &mask, &threads, &share_row0, &share_rows))
         return -1;
     int ok = 1;
     if (self->st) {
@@ -386,6 +469,8 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     o.part_size = part_size;
     o.mask = mask;
     o.threads = threads;
+    o.share_row0 = share_row0;
+    o.share_rows = share_rows;
     if (ok && io_o != Py_None && !(o.io = cf__py_io_get(io_o))) ok = 0;
     cf_stitcher_options so;
     cf_stitcher_options_init(&so);
@@ -478,7 +563,41 @@ static PyObject *Stitcher_abort(StitcherObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+static cf_writer *stitcher_writer(StitcherObject *self) {
+    if (self->st) return cf_stitcher_writer(self->st);
+    PyErr_SetString(PyExc_ValueError, "the stitcher is closed");
+    return NULL;
+}
+
+static PyObject *Stitcher_share_build(StitcherObject *self, PyObject *unused) {
+    (void)unused;
+    cf_writer *w = stitcher_writer(self);
+    return w ? share_build(w) : NULL;
+}
+
+static PyObject *Stitcher_share_carry(StitcherObject *self, PyObject *args) {
+    cf_writer *w = stitcher_writer(self);
+    return w ? share_carry(w, args) : NULL;
+}
+
+static PyObject *Stitcher_share_tiles(StitcherObject *self, PyObject *args) {
+    cf_writer *w = stitcher_writer(self);
+    return w ? share_tiles(w, args) : NULL;
+}
+
+static PyObject *Stitcher_levels(StitcherObject *self, void *closure) {
+    (void)closure;
+    cf_writer *w = stitcher_writer(self);
+    return w ? PyLong_FromLong(cf_writer_levels(w)) : NULL;
+}
+
+static PyGetSetDef Stitcher_getset[] = {
+    {"levels", (getter)Stitcher_levels, NULL, "levels, the full resolution and its overviews",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
 static PyMethodDef Stitcher_methods[] = {
+    SHARE_METHODS(Stitcher)
     {"add", (PyCFunction)Stitcher_add, METH_VARARGS,
      "add(x, y, w, h, pred, valid=None): float32 channels x h x w, C order; valid: h x w "
      "bytes, 0 where the input had no data"},
@@ -493,6 +612,7 @@ static PyTypeObject StitcherType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "cf_stitcher; use cogfeed.Stitcher",
     .tp_methods = Stitcher_methods,
+    .tp_getset = Stitcher_getset,
     .tp_init = (initproc)Stitcher_init,
     .tp_new = PyType_GenericNew,
 };
@@ -507,6 +627,15 @@ int cf__py_writer_init(PyObject *module) {
     Py_INCREF(&StitcherType);
     if (PyModule_AddObject(module, "_Stitcher", (PyObject *)&StitcherType) < 0) {
         Py_DECREF(&StitcherType);
+        return -1;
+    }
+    /* the carry a failed share sends on (cf_writer_share_failed) */
+    const void *f;
+    size_t fn;
+    cf_writer_share_failed(&f, &fn);
+    PyObject *fb = PyBytes_FromStringAndSize(f, (Py_ssize_t)fn);
+    if (!fb || PyModule_AddObject(module, "SHARE_FAILED_CARRY", fb) < 0) {
+        Py_XDECREF(fb);
         return -1;
     }
     return 0;

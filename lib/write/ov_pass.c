@@ -188,7 +188,7 @@ static void *encode_part(void *arg) {
 /* Encode level l's assembled row of tiles (on the workers, in waves of
  * at most OV_WAVE_BYTES of tiles each) and keep the tiles in the row's
  * order. */
-static cf_status flush_acc(cf_writer *w, int l, cf_error *err) {
+cf_status cf__w_flush_acc(cf_writer *w, int l, cf_error *err) {
     w_level *L = &w->lev[l];
     size_t per = OV_WAVE_BYTES / (w->tile_bytes + w->mtile_bytes + 1);
     const uint32_t wave = (uint32_t)w->novw * (uint32_t)(per < 1 ? 1 : per > 4096 ? 4096 : per);
@@ -210,6 +210,51 @@ static cf_status flush_acc(cf_writer *w, int l, cf_error *err) {
     return CF_OK;
 }
 
+void cf__w_make_row(cf_writer *w, int l, uint32_t j, const uint8_t *const *rows,
+                    const uint8_t *const *mrows, uint8_t *o, uint8_t *mo) {
+    w_level *L = &w->lev[l];
+    const uint32_t n = L->ay.x1[j] - L->ay.x0[j], near = L->ay.near[j] - L->ay.x0[j];
+    const cf__ov_kind kind = ov_kind(w->o.overview_resampling);
+    cf__ov_row(kind, w->o.dtype, w->o.bands, rows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, o,
+               w->o.has_nodata, w->o.nodata, rows[near],
+               mrows && (kind == CF__OV_AVERAGE || (kind == CF__OV_MODE && w->o.dtype != CF_DT_U8))
+                   ? mrows
+                   : NULL);
+    if (mo && L->mnear) { /* made from level 0 (near0) */
+        memcpy(mo, L->mnear + (size_t)(j % CF__RING) * L->w, L->w);
+    } else if (mo && kind == CF__OV_AVERAGE) {
+        /* valid where any pixel of the window is, however little of
+         * it the window covers (GDAL's: a weighted mean of 0 / 255
+         * rounded would lose a lone valid edge pixel) */
+        for (uint32_t x = 0; x < L->w; x++) {
+            uint8_t any = 0;
+            for (uint32_t r = 0; r < n && !any; r++)
+                for (uint32_t k = L->ax.x0[x]; k < L->ax.x1[x] && !any; k++) any = mrows[r][k];
+            mo[x] = any ? 255 : 0;
+        }
+    } else if (mo) { /* mode: the mask's own, the same tie rule */
+        cf__ov_row(kind, CF_DT_U8, 1, mrows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, mo, 0, 0,
+                   mrows[near], NULL);
+        for (uint32_t x = 0; x < L->w; x++) mo[x] = mo[x] ? 255 : 0;
+    }
+}
+
+cf_status cf__w_row_made(cf_writer *w, int l, uint32_t j, cf_error *err) {
+    w_level *L = &w->lev[l];
+    const uint32_t T = w->o.tile_size;
+    L->acc_rows = j - L->acc_ty * T + 1;
+    if ((j + 1) % T && j + 1 != L->h) return CF_OK; /* its row of tiles goes on */
+    /* A share's row of tiles whose first rows come from elsewhere waits
+     * for them (share.c); one made here whole is encoded now. */
+    if (w->share && L->acc_ty * T < L->fed0) {
+        CF__TRY(cf__w_share_hold_acc(w, l, j, err));
+        L->acc_rows = 0;
+        L->acc_ty++;
+        return CF_OK;
+    }
+    return cf__w_flush_acc(w, l, err);
+}
+
 /* Row y of level l-1 (and its mask row, with `mask`) arrives at level l:
  * kept in the ring, and every row of level l whose window ends there is
  * made (and passed down). */
@@ -220,7 +265,8 @@ static cf_status feed(cf_writer *w, int l, const uint8_t *row, const uint8_t *mr
     size_t rowb = (size_t)up->w * w->px;
     memcpy(L->ring + (size_t)(y % CF__RING) * rowb, row, rowb);
     if (mrow) memcpy(L->mring + (size_t)(y % CF__RING) * up->w, mrow, up->w);
-    const cf__ov_kind kind = ov_kind(w->o.overview_resampling);
+    if (w->share) cf__w_share_head(w, l - 1, y, row, mrow);
+    const uint32_t T = w->o.tile_size;
     while (L->next_out < L->h && L->ay.x1[L->next_out] - 1 <= y) {
         uint32_t j = L->next_out, y0 = L->ay.x0[j], n = L->ay.x1[j] - y0;
         const uint8_t *rows[CF__RING], *mrows[CF__RING];
@@ -228,37 +274,13 @@ static cf_status feed(cf_writer *w, int l, const uint8_t *row, const uint8_t *mr
             rows[r] = L->ring + (size_t)((y0 + r) % CF__RING) * rowb;
             mrows[r] = mrow ? L->mring + (size_t)((y0 + r) % CF__RING) * up->w : NULL;
         }
-        const uint32_t near = L->ay.near[j] % CF__RING;
-        uint8_t *o = L->acc + (size_t)L->acc_rows * L->w * w->px;
-        cf__ov_row(kind, w->o.dtype, w->o.bands, rows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, o,
-                   w->o.has_nodata, w->o.nodata, L->ring + (size_t)near * rowb,
-                   mrow && (kind == CF__OV_AVERAGE ||
-                            (kind == CF__OV_MODE && w->o.dtype != CF_DT_U8))
-                       ? mrows
-                       : NULL);
-        uint8_t *mo = mrow ? L->macc + (size_t)L->acc_rows * L->w : NULL;
-        if (mo && L->mnear) { /* made from level 0 (near0) */
-            memcpy(mo, L->mnear + (size_t)(j % CF__RING) * L->w, L->w);
-        } else if (mo && kind == CF__OV_AVERAGE) {
-            /* valid where any pixel of the window is, however little of
-             * it the window covers (GDAL's: a weighted mean of 0 / 255
-             * rounded would lose a lone valid edge pixel) */
-            for (uint32_t x = 0; x < L->w; x++) {
-                uint8_t any = 0;
-                for (uint32_t r = 0; r < n && !any; r++)
-                    for (uint32_t k = L->ax.x0[x]; k < L->ax.x1[x] && !any; k++)
-                        any = mrows[r][k];
-                mo[x] = any ? 255 : 0;
-            }
-        } else if (mo) { /* mode: the mask's own, the same tie rule */
-            cf__ov_row(kind, CF_DT_U8, 1, mrows, n, L->ay.w0[j], L->ay.w1[j], &L->ax, mo, 0, 0,
-                       L->mring + (size_t)near * up->w, NULL);
-            for (uint32_t x = 0; x < L->w; x++) mo[x] = mo[x] ? 255 : 0;
-        }
-        L->acc_rows++;
+        const size_t at = (size_t)(j - L->acc_ty * T);
+        uint8_t *o = L->acc + at * L->w * w->px;
+        uint8_t *mo = mrow ? L->macc + at * L->w : NULL;
+        cf__w_make_row(w, l, j, rows, mrow ? mrows : NULL, o, mo);
         L->next_out++;
         CF__TRY(feed(w, l + 1, o, mo, j, err));
-        if (L->acc_rows == w->o.tile_size || j + 1 == L->h) CF__TRY(flush_acc(w, l, err));
+        CF__TRY(cf__w_row_made(w, l, j, err));
     }
     return CF_OK;
 }
@@ -341,7 +363,9 @@ cf_status cf__w_feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
     const uint32_t T = w->o.tile_size;
     w_level *L0 = &w->lev[0];
     uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
-    if (w->nlev > 1) CF__TRY(run_row(w, decode_part, 0, ty, 0, L0->tx, err));
+    /* (given overviews: nothing to make, nothing decoded) */
+    const int make = w->nlev > 1 && !w->o.overviews_given;
+    if (make) CF__TRY(run_row(w, decode_part, 0, ty, 0, L0->tx, err));
     for (uint32_t tx = 0; w->ws && tx < L0->tx; tx++) {
         size_t i = (size_t)ty * L0->tx + tx;
         if (!w->pend[i]) continue;
@@ -350,7 +374,7 @@ cf_status cf__w_feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
         free(w->pend[i]);
         w->pend[i] = NULL;
     }
-    for (uint32_t y = 0; w->nlev > 1 && y < th; y++) {
+    for (uint32_t y = 0; make && y < th; y++) {
         if (w->o.mask) near0(w, w->mband + (size_t)y * L0->w, ty * T + y);
         CF__TRY(feed(w, 1, w->band + (size_t)y * L0->w * w->px,
                      w->o.mask ? w->mband + (size_t)y * L0->w : NULL, ty * T + y, err));
@@ -359,7 +383,7 @@ cf_status cf__w_feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
 }
 
 cf_status cf__w_build_overviews(cf_writer *w, cf_error *err) {
-    if (w->nlev < 2) return CF_OK;
+    if (w->nlev < 2 || w->o.overviews_given) return CF_OK;
     CF__TRY(cf__w_init_overviews(w, err));
     for (uint32_t ty = 0; ty < w->lev[0].ty; ty++) CF__TRY(cf__w_feed_row0(w, ty, err));
     return CF_OK;

@@ -42,6 +42,8 @@ struct cf_stitcher {
     cf_writer *w;
     cf_stitcher_options o;
     uint32_t width, height, T, tiles_x, tiles_y;
+    uint32_t share0, share1;  /* the rows of tiles written: a share
+                                 writer's, or all */
     st_row *rows;
     /* per thread of finish_row: one output tile, band-sequential, and its
      * mask (the writer's `mask`): some patch came with valid input there */
@@ -147,6 +149,8 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
         return s;
     }
     cf_writer_tiles(st->w, &st->tiles_x, &st->tiles_y);
+    st->share0 = o.share_rows ? o.share_row0 : 0;
+    st->share1 = o.share_rows ? o.share_row0 + o.share_rows : st->tiles_y;
     st->rows = cf__calloc(st->tiles_y, sizeof *st->rows);
     /* threads: one per CPU this process may use, at most a tile each of
      * the row, their tiles within the budget */
@@ -185,7 +189,7 @@ cf_status cf_stitcher_open(const char *path, const cf_writer_options *wo,
     }
     /* Rows no patch reaches stay sparse: said now, so that an object's
      * rows after them go up without waiting for close. */
-    for (uint32_t r = 0; r < st->tiles_y && !s; r++) {
+    for (uint32_t r = st->share0; r < st->share1 && !s; r++) {
         if (st->rows[r].left) continue;
         st->rows[r].done = 1;
         for (uint32_t tx = 0; tx < st->tiles_x && !s; tx++)
@@ -247,6 +251,13 @@ static void *row_part(void *arg) {
     return NULL;
 }
 
+/* Row R's block of sums kept for the next rows (or freed). */
+static void release_sums(cf_stitcher *st, st_row *R) {
+    if (st->nspare < CF__STITCH_SPARES) st->spare[st->nspare++] = R->sum;
+    else free(R->sum);
+    R->sum = R->wsum = NULL;
+}
+
 /* Divide row r's sums and write its tiles, on up to nthreads threads
  * (each a share of the tiles: the writer encodes them at once).  The
  * error is the failing tile's of the smallest column. */
@@ -254,6 +265,10 @@ static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
     st_row *R = &st->rows[r];
     R->done = 1;
     if (!R->sum) return CF_OK; /* nothing came: its tiles stay sparse (nodata) */
+    if (r < st->share0 || r >= st->share1) { /* another share's: dropped */
+        release_sums(st, R);
+        return CF_OK;
+    }
     st_part parts[CF__STITCH_THREADS];
     const int n = st->nthreads;
     for (int k = 0; k < n; k++) {
@@ -280,9 +295,7 @@ static cf_status finish_row(cf_stitcher *st, uint32_t r, cf_error *err) {
         s = parts[first].s;
         if (err) *err = parts[first].err;
     }
-    if (st->nspare < CF__STITCH_SPARES) st->spare[st->nspare++] = R->sum;
-    else free(R->sum);
-    R->sum = R->wsum = NULL;
+    release_sums(st, R);
     return s;
 }
 
@@ -375,6 +388,8 @@ cf_status cf_stitcher_close(cf_stitcher *st, cf_error *err) {
     free_st(st);
     return s;
 }
+
+cf_writer *cf_stitcher_writer(cf_stitcher *st) { return st ? st->w : NULL; }
 
 void cf_stitcher_abort(cf_stitcher *st) {
     if (!st) return;

@@ -194,6 +194,15 @@ static cf_status check_options(const cf_writer_options *o, cf_error *err) {
     if (o->threads < 0)
         return cf__err(err, CF_E_ARG, "writer: threads %d (0: one per CPU, or at least 1)",
                        o->threads);
+    if (o->overviews_given != 0 && o->overviews_given != 1)
+        return cf__err(err, CF_E_ARG, "writer: overviews_given %d (0 or 1)", o->overviews_given);
+    if (o->share_rows && o->overviews_given)
+        return cf__err(err, CF_E_ARG, "writer: a share writer makes its overviews "
+                       "(overviews_given is for the writer that assembles the shares)");
+    if (o->share_rows && o->mask && o->overview_resampling == CF_RS_NEAREST)
+        return cf__err(err, CF_E_UNSUPPORTED, "writer: a share writer with a mask makes "
+                       "average or mode overviews (nearest takes the mask's from the full "
+                       "resolution, which the shares do not pass on)");
     if (o->overviews < -1 || o->overviews > CF__WRITER_MAX_LEVELS - 1)
         return cf__err(err, CF_E_ARG, "writer: overviews %d not in -1..%d", o->overviews,
                        CF__WRITER_MAX_LEVELS - 1);
@@ -245,6 +254,7 @@ static void free_writer(cf_writer *w, int remove_spool) {
     free(w->band);
     free(w->mband);
     cf__w_overviews_free(w);
+    cf__w_share_free(w);
     cf__codec_ctx_free(w->ctx);
     if (w->spool_fd >= 0) close(w->spool_fd);
     if (remove_spool && w->spool_path) unlink(w->spool_path);
@@ -335,7 +345,7 @@ static cf_status open_remote(cf_writer *w, const char *url, cf_error *err) {
     w->row_have = cf__calloc(w->lev[0].ty, sizeof *w->row_have);
     if (!w->pend || !w->have || !w->row_have)
         return cf__err(err, CF_E_NOMEM, "writer: %s: out of memory (%zu tiles)", w->path, n);
-    CF__TRY(cf__w_init_overviews(w, err));
+    if (!w->o.overviews_given) CF__TRY(cf__w_init_overviews(w, err));
     return cf__wstream_new(w->o.io, url, w->path, w->o.part_size, w->nlev, bound, &w->ws,
                            err);
 }
@@ -460,6 +470,17 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
                          w->tile_bytes);
         else if (!remote) snprintf(w->spool_path, n, "%s.cogfeed-spool", path);
     }
+    if (!st && opt->share_rows) {
+        const uint32_t rows = w->lev[0].ty;
+        if (remote)
+            st = cf__err(err, CF_E_ARG, "writer: %s: a share writer writes a local file (its "
+                         "process's part, whose tiles the assembling writer takes)", w->path);
+        else if (opt->share_row0 >= rows || opt->share_rows > rows - opt->share_row0)
+            st = cf__err(err, CF_E_ARG, "writer: share of rows of tiles %u to %u outside the "
+                         "image's %u", opt->share_row0, opt->share_row0 + opt->share_rows - 1,
+                         rows);
+        else w->share = SH_TILES;
+    }
     if (!st && remote) {
         st = open_remote(w, path, err);
     } else if (!st) {
@@ -491,6 +512,13 @@ static cf_status check_tile(const cf_writer *w, uint32_t tx, uint32_t ty, cf_err
     if (tx >= L->tx || ty >= L->ty)
         return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside %ux%u tiles", w->path,
                        tx, ty, L->tx, L->ty);
+    if (w->share && (ty < w->o.share_row0 || ty - w->o.share_row0 >= w->o.share_rows))
+        return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside the share (rows of "
+                       "tiles %u to %u)", w->path, tx, ty, w->o.share_row0,
+                       w->o.share_row0 + w->o.share_rows - 1);
+    if (w->share > SH_TILES)
+        return cf__err(err, CF_E_STATE, "writer: %s: tile %u,%u after cf_writer_share_build",
+                       w->path, tx, ty);
     return CF_OK;
 }
 
@@ -662,7 +690,7 @@ static cf_status check_encoded(cf_writer *w, uint32_t tx, uint32_t ty, const uin
     if (w->o.mask && !mn)
         return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u: no mask tile (the writer has a "
                        "mask: each tile comes with its mask's encoded bytes)", w->path, tx, ty);
-    if (w->nlev > 1) return CF_OK;
+    if (w->nlev > 1 || w->o.overviews_given) return CF_OK; /* (decoded there, or never) */
     if (!w->ctx && !(w->ctx = cf__codec_ctx_new()))
         return cf__err(err, CF_E_NOMEM, "writer: %s: a codec context", w->path);
     cf_status st = cf__codec_decode(w->ctx, &w->p, data, n, w->ov.tile, w->tile_bytes, err);
@@ -708,6 +736,60 @@ done:
     pthread_mutex_unlock(&w->mu);
     return st;
 }
+
+/* An overview tile given encoded (overviews_given): kept as it is; an
+ * object's in row order, as its level's bytes go up. */
+static cf_status encoded_overview(cf_writer *w, int l, uint32_t tx, uint32_t ty,
+                                  const void *data, size_t n, const void *mask, size_t mn,
+                                  cf_error *err) {
+    w_level *L = &w->lev[l];
+    if (w->state != W_OPEN)
+        return cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
+                       cf_status_name(w->fail));
+    if (tx >= L->tx || ty >= L->ty)
+        return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside level %d's %ux%u tiles",
+                       w->path, tx, ty, l, L->tx, L->ty);
+    const size_t i = (size_t)ty * L->tx + tx;
+    if (w->ws && i != L->next_out)
+        return cf__err(err, CF_E_STATE, "writer: %s: tile %u,%u of level %d out of row order "
+                       "(writing to object storage, a level's tiles go up as they come: tile "
+                       "%u,%u is next)", w->path, tx, ty, l, (uint32_t)(L->next_out % L->tx),
+                       (uint32_t)(L->next_out / L->tx));
+    if (!n && mn)
+        return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u of level %d: a mask for a sparse "
+                       "tile", w->path, tx, ty, l);
+    cf_status st = n ? check_encoded(w, tx, ty, data, n, mask, mn, err) : CF_OK;
+    if (st) return cf__err_prefix(err, st, "writer: %s: level %d", w->path, l);
+    st = n ? cf__w_keep(w, l, i, 0, data, n, err) : CF_OK;
+    if (!st && n && w->o.mask) st = cf__w_keep(w, l, i, 1, mask, mn, err);
+    if (!n) {
+        L->len[i] = 0;
+        if (w->o.mask) L->mlen[i] = 0;
+    }
+    if (st) return w_fail(w, st);
+    if (w->ws) L->next_out++;
+    return CF_OK;
+}
+
+cf_status cf_writer_write_encoded_tile_at(cf_writer *w, int level, uint32_t tx, uint32_t ty,
+                                          const void *data, size_t n, const void *mask,
+                                          size_t mn, cf_error *err) {
+    if (!w || (!data && n) || (!mask && mn))
+        return cf__err(err, CF_E_ARG, "writer: NULL argument");
+    if (level == 0) return cf_writer_write_encoded_tile(w, tx, ty, data, n, mask, mn, err);
+    if (level < 0 || level >= w->nlev)
+        return cf__err(err, CF_E_ARG, "writer: %s: level %d of %d", w->path, level, w->nlev);
+    if (!w->o.overviews_given)
+        return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u of level %d: this writer makes "
+                       "its overviews (open it with overviews_given to give them)", w->path,
+                       tx, ty, level);
+    pthread_mutex_lock(&w->mu);
+    cf_status st = encoded_overview(w, level, tx, ty, data, n, mask, mn, err);
+    pthread_mutex_unlock(&w->mu);
+    return st;
+}
+
+int cf_writer_levels(const cf_writer *w) { return w ? w->nlev : 0; }
 
 cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err) {
     pthread_mutex_lock(&w->mu);
@@ -791,7 +873,8 @@ cf_status cf_writer_close(cf_writer *w, cf_error *err) {
      * overview pass's workers take theirs (one budget, not two). */
     for (int k = 0; k < w->nslots; k++) cf__w_slot_free(&w->slots[k]);
     w->nslots = 0;
-    if (!st) st = cf__w_build_overviews(w, err);
+    if (!st && w->share) st = cf__w_share_close(w, err);
+    else if (!st) st = cf__w_build_overviews(w, err);
     char *tmp = NULL;
     int fd = -1;
     if (!st) {

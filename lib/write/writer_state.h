@@ -19,6 +19,26 @@
 
 typedef enum { W_OPEN, W_FAILED } w_state;
 
+/* A share writer's steps (cogfeed.h, cf_writer_share_build): tiles come,
+ * then the share's own overview rows are built, then the carry of the
+ * share before makes the rest, then close. */
+typedef enum { SH_NONE, SH_TILES, SH_BUILT, SH_CARRIED } w_share_step;
+
+/* A share writer's first rows of a level kept for the carry (the rows of
+ * the next level whose windows begin in an earlier share end at most a
+ * few rows into this one), and its rows of tiles held unfinished (the
+ * first, whose rows begin in an earlier share or come from the carry,
+ * the last, which ends in a later share, and one more where the carry's
+ * rows reach back into the row of tiles before the first). */
+#define CF__SHARE_HEAD 8
+#define CF__SHARE_HELD 3
+typedef struct w_held {
+    int used;
+    uint32_t ty;               /* the row of tiles */
+    uint8_t *px, *m;           /* T rows of the level's width (and mask) */
+    uint8_t *have;             /* T flags: the row is there */
+} w_held;
+
 typedef struct w_level {
     uint32_t w, h, tx, ty;  /* pixels, tiles across and down */
     uint64_t *off, *len;     /* each tile in the spool (len 0: sparse) */
@@ -36,7 +56,17 @@ typedef struct w_level {
     cf__ov_axis n0x, n0y;
     uint8_t *mnear;
     uint32_t mnext;
-    uint32_t next_out;        /* the next row of this level to make */
+    uint32_t next_out;        /* the next row of this level to make
+                                 (given overviews of an object: the next
+                                 tile to come) */
+    /* a share writer (share.c): the rows of this level the share owns
+     * [own0, own1); those cf_writer_share_build makes [fed0, own1) (the
+     * windows of [own0, fed0) reach into earlier shares: the carry makes
+     * them); its first rows (for the next level's rows the carry makes);
+     * rows of tiles not made whole by share_build */
+    uint32_t own0, own1, fed0;
+    uint8_t *head, *mhead;
+    w_held held[CF__SHARE_HELD];
 } w_level;
 
 #define CF__RING 4
@@ -110,6 +140,9 @@ struct cf_writer {
     uint8_t *have;                     /* level 0's tiles written (or skipped) */
     uint32_t *row_have;                /* tiles of each level-0 row written */
     uint32_t next_row;                 /* level 0's next row to send */
+    /* a share writer (share.c) */
+    w_share_step share;
+    uint8_t *carry;                    /* the carry out, until close */
 };
 
 /* ---- slot.c ---- */
@@ -152,6 +185,30 @@ cf_status cf__w_feed_row0(cf_writer *w, uint32_t ty, cf_error *err);
  * and build every overview from it. */
 cf_status cf__w_build_overviews(cf_writer *w, cf_error *err);
 void cf__w_overviews_free(cf_writer *w);
+
+/* Level l's row j is made in its acc (at j's place in its row of tiles):
+ * encoded and kept once its row of tiles is whole, or (a share writer)
+ * held when rows of it come from elsewhere. */
+cf_status cf__w_row_made(cf_writer *w, int l, uint32_t j, cf_error *err);
+/* Encode level l's assembled row of tiles (acc_ty, acc_rows rows). */
+cf_status cf__w_flush_acc(cf_writer *w, int l, cf_error *err);
+/* The overview row j of level l made from rows[0 .. n) of the level above
+ * (rows[0] is row ay.x0[j]) and their mask rows into out / mout. */
+void cf__w_make_row(cf_writer *w, int l, uint32_t j, const uint8_t *const *rows,
+                    const uint8_t *const *mrows, uint8_t *out, uint8_t *mout);
+
+/* ---- share.c ---- */
+/* The share's rows of each level (own0, own1, fed0) from the options. */
+cf_status cf__w_share_init(cf_writer *w, cf_error *err);
+/* Row y of level l (and its mask row) made or read back by share_build:
+ * kept when it is one of the share's first rows of that level. */
+void cf__w_share_head(cf_writer *w, int l, uint32_t y, const uint8_t *row, const uint8_t *mrow);
+/* Level l's row of tiles in acc (acc_ty; its rows from fed0 to the last
+ * made) moved to the held rows of tiles. */
+cf_status cf__w_share_hold_acc(cf_writer *w, int l, uint32_t last, cf_error *err);
+/* close: the rows of tiles the carry made whole, encoded and kept. */
+cf_status cf__w_share_close(cf_writer *w, cf_error *err);
+void cf__w_share_free(cf_writer *w);
 
 /* ---- layout.c ---- */
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from ._cogfeed import _Stitcher
 from .grid import Grid
-from .writer import StrPath, _codec, _Finishing, _usable_cpus
+from .writer import StrPath, _codec, _share_arg, _Sharing, _usable_cpus
 
 __all__ = ["Stitcher", "grid_windows", "predict"]
 
@@ -61,12 +61,12 @@ def _rect(window: Sequence[int]) -> Rect:
     return t[-4:]  # type: ignore[return-value]
 
 
-class Stitcher(_Finishing):
+class Stitcher(_Sharing):
     """Stitcher(path, patches, channels, *, grid=None, like=None,
     width=None, height=None, blend="hann", overlap=0,
     output="probabilities", tile_size=512, compression="deflate",
     level=0, overviews="auto", max_error=0.0, io=None, part_size=0,
-    mask=False, threads=None)
+    mask=False, threads=None, share=None)
 
     compression: as cogfeed.Writer's, "lerc_zstd" with max_error (the
     largest error per probability) included; JPEG and WEBP are refused
@@ -85,7 +85,11 @@ class Stitcher(_Finishing):
     (cogfeed.Writer's) that is valid where some patch did.  threads: None
     (one per CPU this process may use) or at most that many, to blend and
     encode a finished row's tiles and to make the overviews
-    (cogfeed.Writer's `threads`).
+    (cogfeed.Writer's `threads`).  share=(first row of tiles, rows of
+    tiles): a share writer (cogfeed.Writer's share=), for one of several
+    processes: only its rows of tiles are written (the rows beside them
+    that its patches reach in part are dropped), and it finishes with
+    share_build, share_carry and close.
     """
 
     def __init__(self, path: StrPath, patches: Iterable[Sequence[int]],
@@ -97,10 +101,12 @@ class Stitcher(_Finishing):
                  level: int = 0, overviews: Union[str, int] = "auto",
                  max_error: float = 0.0, io: Any = None,
                  part_size: int = 0, mask: bool = False,
-                 threads: Optional[int] = None) -> None:
+                 threads: Optional[int] = None,
+                 share: Optional[Tuple[int, int]] = None) -> None:
         if threads is not None and int(threads) < 1:
             raise ValueError("Stitcher: threads %r: None (one per CPU) or at least 1"
                              % (threads,))
+        share_row0, share_rows = _share_arg("Stitcher", share)
         if like is not None and grid is None:
             grid = Grid.like(like)
         if grid is not None:
@@ -126,7 +132,8 @@ class Stitcher(_Finishing):
             int(level), -1 if overviews == "auto" else int(overviews), grid,
             self.channels, _BLEND[blend], int(overlap), output == "classes",
             np.ascontiguousarray(rects.reshape(-1)), layer, float(max_error),
-            io, int(part_size), bool(mask), 0 if threads is None else int(threads))
+            io, int(part_size), bool(mask), 0 if threads is None else int(threads),
+            share_row0, share_rows)
 
     def add(self, pred: Any, window: Sequence[int], valid: Any = None) -> None:
         """The prediction (channels, h, w) of window (x, y, w, h) (or a
@@ -327,11 +334,15 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
          device: Any, output: str, progress: bool, compression: str,
          loader_kwargs: Any, roi: Any = None, desc: Optional[str] = None,
          overviews: Union[str, int] = "auto", level: int = 0,
-         mask: bool = False, threads: Optional[int] = None) -> None:
+         mask: bool = False, threads: Optional[int] = None,
+         share: Optional[Tuple[int, int]] = None,
+         keep_open: bool = False) -> Optional[Stitcher]:
     """The model over `windows` (grid windows of src, in the Loader's
     order; roi: a bbox every one of them meets, for a share of them),
     blended into a Stitcher writing `out` (mask: with the input's
-    validity, the Loader's batch["valid"])."""
+    validity, the Loader's batch["valid"]; share: a share writer's rows,
+    Stitcher's share=).  keep_open: the Stitcher is returned with every
+    patch added, not closed (a share's steps come first)."""
     import torch
     from .loader import Loader
 
@@ -381,7 +392,8 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
                     st = Stitcher(out, windows, int(y.shape[1]), grid=grid,
                                   blend=blend, overlap=overlap, output=output,
                                   compression=compression, overviews=overviews,
-                                  level=level, mask=mask, threads=threads)
+                                  level=level, mask=mask, threads=threads,
+                                  share=share)
                 # on the host now: the GPU's next batch may overwrite y
                 preds = y.detach().float().cpu().numpy()
                 if valid is not None:  # the ring's slot is reused: a copy
@@ -397,6 +409,9 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
         if st is None:
             raise RuntimeError("predict: the Loader gave none of the %d windows "
                                "of %s" % (len(windows), src))
+        if keep_open:
+            kept, st = st, None
+            return kept
         st.close()
         st = None
     finally:
@@ -408,6 +423,7 @@ def _run(model: Any, src: str, out: StrPath, grid: Grid, windows: List[Rect],
         ld.close()
         if bar is not None:
             bar.close()
+    return None
 
 
 def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
@@ -418,20 +434,26 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                    timeout_s: float, mask: bool = False,
                    threads: Optional[int] = None) -> None:
     """predict's share of rank `rank` (see predict).  Its windows are those
-    over its rows of output tiles; their blend goes to a spool COG of its
-    own (the output's codec and options, no overviews) whose share rows
-    are complete, as in one process, since every window over them came.
-    Then rank 0 writes `out` through a Writer with the Stitcher's options,
-    copying the tiles' encoded bytes (write_encoded_tile): its own rows
-    first, then each rank's received over gloo a row of tiles at a time,
-    so that no process holds more than a row of tiles of the output and
-    no tile is encoded twice.
+    over its rows of output tiles; their blend goes to a share writer of
+    its own (the output's codec and options, Stitcher(share=)) whose
+    share rows are complete, as in one process, since every window over
+    them came.  The share writer makes the overview rows its share owns
+    from its own rows (share_build, every rank at once), then the carries
+    pass from rank to rank in order over gloo (a few rows a level, and a
+    row of overview tiles a level at most: share_carry), and each rank's
+    file then holds every tile of every level its share makes, encoded by
+    it.  Rank 0 writes `out` through a Writer with overviews_given,
+    copying the tiles' encoded bytes (write_encoded_tile(level=)): its
+    own, then each rank's received over gloo a row of tiles at a time, so
+    that no process holds more than a row of tiles of the output, no tile
+    is encoded twice and none is decoded by rank 0.
 
     Every rank makes the same collective calls in the same order whatever
-    fails: a failure is carried to the end of its phase (a sender whose
-    read fails sends empty rows for the rest of its share, rank 0 keeps receiving
-    after a failure of its own), then an all-reduce of the failures makes
-    every rank raise."""
+    fails: a failure is carried to the end of its phase (a rank that
+    failed passes on a failed carry, a sender whose read fails sends empty
+    rows for the rest of its share, rank 0 keeps receiving after a failure
+    of its own), then an all-reduce of the failures makes every rank
+    raise."""
     import datetime
     import shutil
     import tempfile
@@ -440,15 +462,15 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
     import torch.distributed as dist
 
     from . import open as _open
+    from ._cogfeed import SHARE_FAILED_CARRY
     from .writer import Writer
 
     T = 512  # the Stitcher's tile size: a share is whole rows of its tiles
-    rows, ntx = -(-grid.height // T), -(-grid.width // T)
+    rows = -(-grid.height // T)
     r0, r1 = _share(rows, rank, world)
     y0, y1 = r0 * T, min(r1 * T, grid.height)
     mine = [w for w in windows if w[1] < y1 and w[1] + w[3] > y0] if r1 > r0 else []
     classes = output == "classes"
-    dtype = torch.uint8 if classes else torch.float32
     # CPU tensors travel over gloo whatever backend the run chose (NCCL
     # moves only GPU tensors); creating it is collective: every rank here.
     group = dist.new_group(backend="gloo",
@@ -466,66 +488,117 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                                "in its own output); %s not written"
                                % os.fspath(out))
 
+    def send_bytes(b: bytes, dst: int) -> None:
+        """Its length, then (when not empty) the bytes."""
+        dist.send(torch.tensor([len(b)], dtype=torch.int64), dst=dst, group=group)
+        if b:
+            dist.send(torch.frombuffer(bytearray(b), dtype=torch.uint8), dst=dst, group=group)
+
+    def recv_bytes(src_rank: int) -> bytes:
+        n = torch.empty(1, dtype=torch.int64)
+        dist.recv(n, src=src_rank, group=group)
+        if not int(n[0]):
+            return b""
+        data = torch.empty(int(n[0]), dtype=torch.uint8)
+        dist.recv(data, src=src_rank, group=group)
+        return bytes(data.numpy().tobytes())
+
     tmp = None
+    st: Optional[Stitcher] = None
     try:
-        # -- phase 1: the model over this rank's windows, into its spool
-        bands = 1
+        # -- phase 1: the model over this rank's windows into its share
+        # writer, which makes the overview rows of its own rows
+        spool = ""
         try:
             tmp = tempfile.mkdtemp(prefix="cogfeed-predict-")
             spool = os.path.join(tmp, "share.tif")
             if mine:
-                _run(model, src, spool, grid, mine, patch_size=patch_size,
-                     overlap=overlap, blend=blend, batch_size=batch_size,
-                     device=device, output=output,
-                     progress=progress and rank == 0, compression=compression,
-                     loader_kwargs=loader_kwargs,
-                     roi=_band_roi(grid, y0, y1),
-                     desc="%s (rank %d of %d)" % (os.fspath(out), rank, world),
-                     overviews=0, mask=mask, threads=threads)
-                with _open(spool) as c:
-                    bands = c.count
+                st = _run(model, src, spool, grid, mine, patch_size=patch_size,
+                          overlap=overlap, blend=blend, batch_size=batch_size,
+                          device=device, output=output,
+                          progress=progress and rank == 0, compression=compression,
+                          loader_kwargs=loader_kwargs,
+                          roi=_band_roi(grid, y0, y1),
+                          desc="%s (rank %d of %d)" % (os.fspath(out), rank, world),
+                          mask=mask, threads=threads, share=(r0, r1 - r0),
+                          keep_open=True)
+                assert st is not None
+                st.share_build()
         except BaseException as e:
             errors.append(e)
-        nb = torch.tensor([bands], dtype=torch.int64)
+
+        # -- the carries, rank to rank in order: each share's rows whose
+        # windows reach into the share before are made from its carry
+        # (b"": no share before this one had rows)
+        carry = (recv_bytes(rank - 1) if rank > 0 else b"") or None
+        ranges: List[Tuple[int, int, int]] = []
+        bands = levels = 1
+        passed = SHARE_FAILED_CARRY
+        try:
+            if errors:
+                pass
+            elif st is None:  # no share (more ranks than rows): pass it on
+                passed = carry or b""
+            else:
+                passed = st.share_carry(carry)
+                levels = st.levels
+                ranges = [st.share_tiles(level) + (0,) for level in range(levels)]
+                st.close()
+                st = None
+                with _open(spool) as c:
+                    bands = c.count
+                    widths = [c.width] + [w for w, _ in c.overviews]
+                    ranges = [(a, b, -(-wl // T)) for (a, b, _), wl in zip(ranges, widths)]
+        except BaseException as e:
+            errors.append(e)
+            passed = SHARE_FAILED_CARRY
+        if rank + 1 < world:
+            send_bytes(passed, rank + 1)
+        if st is not None:
+            st.abort()
+            st = None
+        nb = torch.tensor([bands, levels], dtype=torch.int64)
         dist.all_reduce(nb, op=dist.ReduceOp.MAX, group=group)
         agree(bool(errors))
-        bands = int(nb[0])
+        bands, levels = int(nb[0]), int(nb[1])
+        ranges += [(0, 0, 0)] * (levels - len(ranges))
 
-        def share_rows(q0: int, q1: int) -> Any:
-            """This rank's rows of tiles as its spool stores them: per row,
-            each tile's encoded bytes and its mask tile's (b"" for a sparse
-            tile, and for every tile after a failure: the receiver still
-            waits for them)."""
+        def share_rows() -> Any:
+            """This rank's rows of tiles of every level as its file stores
+            them: per row, each tile's encoded bytes and its mask tile's
+            (b"" for a sparse tile, and for every tile after a failure: the
+            receiver still waits for them)."""
             c = fd = None
             try:
-                if q1 > q0:  # a rank with no share has no spool
+                if r1 > r0:  # a rank with no share has no file
                     c = _open(spool)
                     fd = os.open(spool, os.O_RDONLY)
             except BaseException as e:
                 errors.append(e)
 
-            def stored(k: int, m: bool) -> bytes:
+            def stored(k: int, level: int, m: bool) -> bytes:
                 assert c is not None and fd is not None
-                ti = c.tile_info(k, 0, mask=m)
+                ti = c.tile_info(k, level, mask=m)
                 n = int(ti["byte_count"])
                 b = os.pread(fd, n, int(ti["offset"])) if n else b""
                 if len(b) != n:
-                    raise OSError("predict: %s: tile %d: %d of its %d bytes read"
-                                  % (spool, k, len(b), n))
+                    raise OSError("predict: %s: tile %d of level %d: %d of its %d bytes "
+                                  "read" % (spool, k, level, len(b), n))
                 return b
 
             try:
-                for ty in range(q0, q1):
-                    tiles = [(b"", b"")] * ntx
-                    if c is not None and not errors:
-                        try:
-                            tiles = [(stored(ty * ntx + tx, False),
-                                      stored(ty * ntx + tx, True) if mask else b"")
-                                     for tx in range(ntx)]
-                        except BaseException as e:
-                            errors.append(e)
-                            tiles = [(b"", b"")] * ntx
-                    yield ty, tiles
+                for level, (a, b, ntx) in enumerate(ranges):
+                    for ty in range(a, b):
+                        tiles = [(b"", b"")] * ntx
+                        if c is not None and not errors:
+                            try:
+                                tiles = [(stored(ty * ntx + tx, level, False),
+                                          stored(ty * ntx + tx, level, True) if mask
+                                          else b"") for tx in range(ntx)]
+                            except BaseException as e:
+                                errors.append(e)
+                                tiles = [(b"", b"")] * ntx
+                        yield level, ty, tiles
             finally:
                 if fd is not None:
                     os.close(fd)
@@ -549,9 +622,11 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                 at += n + mn
             return out
 
-        # -- phase 2: the encoded tiles to rank 0, which writes them
+        # -- phase 2: every level's encoded tiles to rank 0, which writes
+        # them: first each rank's rows of tiles per level, then the rows
         if rank != 0:
-            for _, tiles in share_rows(r0, r1):
+            dist.send(torch.tensor(ranges, dtype=torch.int64), dst=0, group=group)
+            for _, _, tiles in share_rows():
                 lens, data = pack(tiles)
                 dist.send(lens, dst=0, group=group)
                 if data is not None:
@@ -565,32 +640,37 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                        dtype="uint8" if classes else "float32",
                        nodata=255 if classes else float("nan"),
                        overview_resampling="mode" if classes else "average",
-                       compression=compression, mask=mask)
+                       compression=compression, mask=mask, overviews_given=True)
         except BaseException as e:
             errors.append(e)
         try:
             for r in range(world):
-                q0, q1 = _share(rows, r, world)
                 if r == 0:
-                    it: Any = share_rows(q0, q1)
+                    it: Any = share_rows()
                 else:
-                    def received(q0: int = q0, q1: int = q1, r: int = r) -> Any:
-                        for ty in range(q0, q1):
-                            lens = torch.empty(2 * ntx, dtype=torch.int64)
-                            dist.recv(lens, src=r, group=group)
-                            data = None
-                            total = int(lens.sum())
-                            if total:
-                                data = torch.empty(total, dtype=torch.uint8)
-                                dist.recv(data, src=r, group=group)
-                            yield ty, unpack(lens, data)
+                    rr = torch.empty((levels, 3), dtype=torch.int64)
+                    dist.recv(rr, src=r, group=group)
+
+                    def received(rr: Any = rr, r: int = r) -> Any:
+                        for level in range(levels):
+                            a, b, ntx = (int(v) for v in rr[level])
+                            for ty in range(a, b):
+                                lens = torch.empty(2 * ntx, dtype=torch.int64)
+                                dist.recv(lens, src=r, group=group)
+                                data = None
+                                total = int(lens.sum())
+                                if total:
+                                    data = torch.empty(total, dtype=torch.uint8)
+                                    dist.recv(data, src=r, group=group)
+                                yield level, ty, unpack(lens, data)
                     it = received()
-                for ty, tiles in it:
+                for level, ty, tiles in it:
                     if errors or w is None:
                         continue  # keep receiving: the senders wait for it
                     try:
                         for tx, (b, mb) in enumerate(tiles):
-                            w.write_encoded_tile(tx, ty, b, mb if mask and b else None)
+                            w.write_encoded_tile(tx, ty, b, mb if mask and b else None,
+                                                 level=level)
                     except BaseException as e:
                         errors.append(e)
             agree(bool(errors))
@@ -605,6 +685,8 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
             if w is not None:
                 w.abort()
     finally:
+        if st is not None:
+            st.abort()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
         dist.destroy_process_group(group)

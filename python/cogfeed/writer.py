@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
@@ -89,7 +89,56 @@ class _Finishing:
             self.abort()
 
 
-class Writer(_Finishing):
+def _share_arg(who: str, share: Any) -> Tuple[int, int]:
+    """share=(first row of tiles, rows of tiles) as the C options take it;
+    None: (0, 0), the whole image."""
+    if share is None:
+        return 0, 0
+    try:
+        r0, n = (int(v) for v in share)
+    except (TypeError, ValueError):
+        raise ValueError("%s: share %r: (first row of tiles, rows of tiles)"
+                         % (who, share)) from None
+    if r0 < 0 or n < 1:
+        raise ValueError("%s: share %r: a first row >= 0 and at least one row"
+                         % (who, share))
+    return r0, n
+
+
+class _Sharing(_Finishing):
+    """A share writer's steps, for a Writer or Stitcher opened with
+    share=(first row of tiles, rows of tiles): one of several processes
+    that make one COG together (docs/writer.md, "One COG from several
+    processes").  After its last tile: share_build() makes the overview
+    rows of its share from its own rows (every process at once);
+    share_carry(carry) takes the carry of the share before (None for the
+    first share), makes the few rows whose windows reach into it and
+    returns this share's carry for the next (in share order); close()
+    then writes its file.  share_tiles(level) says which rows of tiles of
+    each level it made, for the assembling Writer(overviews_given=True)."""
+
+    def _share_c(self) -> Any:
+        if self._c is None:
+            raise ValueError("%s: %s is closed" % (type(self).__name__,
+                                                    getattr(self, "path", "")))
+        return self._c
+
+    @property
+    def levels(self) -> int:
+        """Levels written: the full resolution and its overviews."""
+        return cast(int, self._share_c().levels)
+
+    def share_build(self) -> None:
+        self._share_c().share_build()
+
+    def share_carry(self, carry: Optional[bytes]) -> bytes:
+        return cast(bytes, self._share_c().share_carry(carry))
+
+    def share_tiles(self, level: int) -> Tuple[int, int]:
+        return cast(Tuple[int, int], self._share_c().share_tiles(int(level)))
+
+
+class Writer(_Sharing):
     """Writer(path, width=, height=, bands=, dtype=, *, grid=, like=,
     tile_size=512, compression="deflate", level=0, predictor=None,
     overviews="auto", overview_resampling="average", nodata=None,
@@ -150,6 +199,13 @@ class Writer(_Finishing):
     close (or, for an object, as rows complete).  Several writers or
     processes on one machine (torchrun's ranks) each take their own: give
     each its share.  The bytes written do not depend on it.
+
+    One COG from several processes (docs/writer.md): share=(first row of
+    tiles, rows of tiles) makes a share writer, a local file holding those
+    full-resolution rows and the overview rows its share owns (see
+    share_build, share_carry, share_tiles); overviews_given=True makes the
+    writer that assembles the shares' files: every level's tiles given
+    through write_encoded_tile(..., level=), none made, none decoded.
     """
 
     def __init__(self, path: StrPath, width: Optional[int] = None,
@@ -168,10 +224,13 @@ class Writer(_Finishing):
                  lossless: bool = False,
                  photometric: Optional[str] = None, io: Any = None,
                  part_size: int = 0, mask: bool = False,
-                 threads: Optional[int] = None) -> None:
+                 threads: Optional[int] = None,
+                 share: Optional[Tuple[int, int]] = None,
+                 overviews_given: bool = False) -> None:
         if threads is not None and int(threads) < 1:
             raise ValueError("Writer: threads %r: None (one per CPU) or at least 1"
                              % (threads,))
+        share_row0, share_rows = _share_arg("Writer", share)
         self.threads = int(threads) if threads is not None else None
         if isinstance(like, Grid):
             grid = like if grid is None else grid
@@ -231,7 +290,7 @@ class Writer(_Finishing):
             None if offsets is None else [float(v) for v in offsets],
             layer, float(max_error), 0 if quality is None else int(quality),
             bool(lossless), _PHOTOMETRIC[ph], io, int(part_size), self.mask,
-            self.threads or 0)
+            self.threads or 0, share_row0, share_rows, bool(overviews_given))
 
     @property
     def tiles(self) -> Tuple[int, int]:
@@ -304,7 +363,7 @@ class Writer(_Finishing):
         self._open().write_tile(int(tx), int(ty), a, self._mask(mask, a.shape[1:]))
 
     def write_encoded_tile(self, tx: int, ty: int, data: Any,
-                           mask: Any = None) -> None:
+                           mask: Any = None, level: int = 0) -> None:
         """Tile (tx, ty) given as the bytes a writer with the same options
         stored for it (Cog.tile_info's offset and byte_count in a file it
         wrote; mask: its mask tile's, Cog.tile_info(..., mask=True), which
@@ -312,8 +371,11 @@ class Writer(_Finishing):
         from one COG into another without encoding them again, as predict
         assembles the shares of a distributed run.  b"" leaves the tile
         sparse.  The bytes are checked (size; decoded once, for the
-        overviews or, without them, here)."""
-        self._open().write_encoded_tile(int(tx), int(ty), data, mask)
+        overviews or, without them, here).  level > 0: a tile of an
+        overview, for a writer with overviews_given=True (share writers'
+        tiles: not decoded; to object storage, each level's tiles in row
+        order)."""
+        self._open().write_encoded_tile(int(tx), int(ty), data, mask, int(level))
 
     def write(self, array: Any, x: int = 0, y: int = 0,
               mask: Any = None) -> None:

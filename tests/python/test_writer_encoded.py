@@ -202,3 +202,118 @@ def test_empty_mask_bytes_are_none_and_tile_indices_are_checked(tmp_path):
             w.write_encoded_tile(-1, 0, tiles[1, 0][0])
         for (tx, ty), (b, _) in tiles.items():
             w.write_encoded_tile(tx, ty, b)
+
+
+def level_tiles(path, level, mask):
+    """{(tx, ty): (bytes, mask bytes)} of a level's stored tiles."""
+    data = open(path, "rb").read()
+    out = {}
+    with cogfeed.open(path) as c:
+        w = c.width if level == 0 else c.overviews[level - 1][0]
+        ntx = -(-w // c.tile_width)
+        for k in range(c.tile_info(0, level)["count"]):
+            ti = c.tile_info(k, level)
+            b = data[ti["offset"]:ti["offset"] + ti["byte_count"]]
+            mb = None
+            if mask and b:
+                mi = c.tile_info(k, level, mask=True)
+                mb = data[mi["offset"]:mi["offset"] + mi["byte_count"]]
+            out[(k % ntx, k // ntx)] = (b, mb)
+    return out
+
+
+@pytest.mark.parametrize("mask", [False, True])
+def test_share_writers_assemble_the_one_writers_file(tmp_path, mask):
+    """Writer(share=) for 3 shares of an image's rows of tiles (16 px
+    tiles: 13 rows, 6 levels), their carries passed in share order, and
+    each share's tiles of every level copied into a
+    Writer(overviews_given=True): the file a single Writer writes, byte
+    for byte (the C test, tests/unit/test_cog_share.c, runs many sizes,
+    dtypes and kernels).  The assembling writer decodes nothing: tiles of
+    garbage are kept as they are."""
+    a = image("uint16", 2)
+    m = mask_of() if mask else None
+    opts = dict(grid=GRID, tile_size=16, compression="zstd", nodata=7, mask=mask)
+    one = tmp_path / "one.tif"
+    with cogfeed.Writer(one, bands=2, dtype="uint16", **opts) as w:
+        w.write(a, mask=m)
+        levels = w.levels
+    assert levels == 6
+    rows = -(-H // 16)
+    shares = [(0, 4), (4, 5), (9, rows - 9)]
+    writers, carry, made = [], None, []
+    for k, (r0, n) in enumerate(shares):
+        w = cogfeed.Writer(tmp_path / ("s%d.tif" % k), bands=2, dtype="uint16",
+                           share=(r0, n), **opts)
+        y0, y1 = r0 * 16, min((r0 + n) * 16, H)
+        w.write(a[:, y0:y1], 0, y0, mask=None if m is None else m[y0:y1])
+        w.share_build()
+        writers.append(w)
+    for w in writers:  # in share order
+        carry = w.share_carry(carry)
+        made.append([w.share_tiles(level) for level in range(levels)])
+        w.close()
+    two = tmp_path / "two.tif"
+    with cogfeed.Writer(two, bands=2, dtype="uint16", overviews_given=True, **opts) as w:
+        for k in range(len(shares)):
+            for level in range(levels):
+                t0, t1 = made[k][level]
+                for (tx, ty), (b, mb) in level_tiles(tmp_path / ("s%d.tif" % k), level,
+                                                     mask).items():
+                    if t0 <= ty < t1:
+                        w.write_encoded_tile(tx, ty, b, mb, level=level)
+    assert two.read_bytes() == one.read_bytes()
+    # every row of tiles of a level from exactly one share, in order
+    for level in range(levels):
+        ends = [made[k][level] for k in range(len(shares)) if made[k][level][1] >
+                made[k][level][0]]
+        assert all(a1 == b0 for (_, a1), (b0, _) in zip(ends, ends[1:]))
+    bad = tmp_path / "bad.tif"
+    with cogfeed.Writer(bad, 64, 64, tile_size=16, overviews_given=True) as w:
+        w.write_encoded_tile(0, 0, b"not deflate at all", level=1)
+    assert bad.exists()
+
+
+def test_share_writer_refusals(tmp_path):
+    """A tile outside the share, a tile after share_build, a later share
+    without the carry before it, a carry of another image, a failed
+    share's carry, close before the carry, and an overview tile for a
+    writer that makes its overviews: refused, naming what."""
+    p = tmp_path / "s.tif"
+    w = cogfeed.Writer(p, 100, 100, tile_size=16, share=(2, 3))
+    z = np.zeros((16, 16), np.uint8)
+    with pytest.raises(cogfeed.ArgumentError, match="outside the share"):
+        w.write_tile(0, 0, z)
+    w.write_tile(0, 2, z)
+    with pytest.raises(cogfeed.StateError, match="share_build first"):
+        w.share_carry(None)
+    w.share_build()
+    with pytest.raises(cogfeed.StateError, match="after cf_writer_share_build"):
+        w.write_tile(1, 2, z)
+    with pytest.raises(cogfeed.ArgumentError, match="needs the carry"):
+        w.share_carry(None)
+    other = cogfeed.Writer(tmp_path / "o.tif", 101, 100, tile_size=16, share=(0, 2))
+    other.share_build()
+    with pytest.raises(cogfeed.FormatError, match="does not fit"):
+        w.share_carry(other.share_carry(None))
+    other.abort()
+    w.abort()
+    w = cogfeed.Writer(p, 100, 100, tile_size=16, share=(2, 3))
+    w.share_build()
+    from cogfeed._cogfeed import SHARE_FAILED_CARRY
+    with pytest.raises(cogfeed.StateError, match="share before this one failed"):
+        w.share_carry(SHARE_FAILED_CARRY)
+    w.abort()
+    w = cogfeed.Writer(p, 100, 100, tile_size=16, share=(0, 3))
+    w.share_build()
+    with pytest.raises(cogfeed.StateError, match="closes after"):
+        w.close()
+    assert not p.exists()
+    with pytest.raises(ValueError, match="share"):
+        cogfeed.Writer(p, 100, 100, tile_size=16, share=(0, 0))
+    with pytest.raises(cogfeed.ArgumentError, match="overviews_given"):
+        cogfeed.Writer(p, 100, 100, tile_size=16, share=(0, 1), overviews_given=True)
+    with cogfeed.Writer(p, 100, 100, tile_size=16) as w:
+        with pytest.raises(cogfeed.ArgumentError, match="makes its overviews"):
+            w.write_encoded_tile(0, 0, b"x", level=1)
+        w.write(np.zeros((100, 100), np.uint8))
