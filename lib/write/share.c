@@ -196,17 +196,24 @@ static int whole(const cf_writer *w, const w_level *L, const w_held *h) {
 
 /* ------------------------------------------------------------- build */
 
+/* w a share writer, open, at step `want` (w->mu held). */
+static cf_status at_step(const cf_writer *w, w_share_step want, cf_error *err) {
+    if (!w->share) return cf__err(err, CF_E_ARG, "writer: %s: not a share writer", w->path);
+    if (w->state != W_OPEN)
+        return cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
+                       cf_status_name(w->fail));
+    if (w->share == want) return CF_OK;
+    return cf__err(err, CF_E_STATE, "writer: %s: %s", w->path,
+                   w->share < want       ? "cf_writer_share_build first"
+                   : want == SH_TILES    ? "cf_writer_share_build ran already"
+                                         : "the carry came already");
+}
+
 cf_status cf_writer_share_build(cf_writer *w, cf_error *err) {
     if (!w) return cf__err(err, CF_E_ARG, "writer: NULL");
     pthread_mutex_lock(&w->mu);
-    while (w->inflight) pthread_cond_wait(&w->idle_cv, &w->mu);
-    cf_status st = CF_OK;
-    if (!w->share) st = cf__err(err, CF_E_ARG, "writer: %s: not a share writer", w->path);
-    else if (w->state != W_OPEN)
-        st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
-                     cf_status_name(w->fail));
-    else if (w->share != SH_TILES)
-        st = cf__err(err, CF_E_STATE, "writer: %s: cf_writer_share_build ran already", w->path);
+    cf__w_wait_idle(w);
+    cf_status st = at_step(w, SH_TILES, err);
     if (st) {
         pthread_mutex_unlock(&w->mu);
         return st;
@@ -479,16 +486,8 @@ cf_status cf_writer_share_carry(cf_writer *w, const void *in, size_t n, const vo
     if (out_n) *out_n = 0;
     if (!w || !out || !out_n || (!in && n)) return cf__err(err, CF_E_ARG, "writer: NULL argument");
     pthread_mutex_lock(&w->mu);
-    cf_status st = CF_OK;
-    if (!w->share) st = cf__err(err, CF_E_ARG, "writer: %s: not a share writer", w->path);
-    else if (w->state != W_OPEN)
-        st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
-                     cf_status_name(w->fail));
-    else if (w->share != SH_BUILT)
-        st = cf__err(err, CF_E_STATE, "writer: %s: %s", w->path,
-                     w->share == SH_TILES ? "cf_writer_share_build first"
-                                          : "the carry came already");
-    else if (!in && w->o.share_row0 > 0)
+    cf_status st = at_step(w, SH_BUILT, err);
+    if (!st && !in && w->o.share_row0 > 0)
         st = cf__err(err, CF_E_ARG, "writer: %s: the share from row of tiles %u needs the "
                      "carry of the share before", w->path, w->o.share_row0);
     if (st) {

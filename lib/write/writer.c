@@ -580,7 +580,7 @@ static void give_slot(cf_writer *w, w_slot *s) {
 /* Wait (w->mu held) until no write_tile call is encoding: close and abort
  * free the slots, and a tile being encoded when they are called is
  * written first, as when calls held the lock throughout. */
-static void wait_idle(cf_writer *w) {
+void cf__w_wait_idle(cf_writer *w) {
     while (w->inflight) pthread_cond_wait(&w->idle_cv, &w->mu);
 }
 
@@ -858,7 +858,7 @@ static cf_status finish_remote(cf_writer *w, cf_error *err) {
 cf_status cf_writer_close(cf_writer *w, cf_error *err) {
     if (!w) return cf__err(err, CF_E_ARG, "writer: NULL");
     pthread_mutex_lock(&w->mu);
-    wait_idle(w);
+    cf__w_wait_idle(w);
     cf_status st = CF_OK;
     if (w->state != W_OPEN)
         st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s); nothing written",
@@ -905,7 +905,7 @@ cf_status cf_writer_close(cf_writer *w, cf_error *err) {
 void cf_writer_abort(cf_writer *w) {
     if (!w) return;
     pthread_mutex_lock(&w->mu);
-    wait_idle(w);
+    cf__w_wait_idle(w);
     pthread_mutex_unlock(&w->mu);
     free_writer(w, 1);
 }

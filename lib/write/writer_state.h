@@ -145,6 +145,10 @@ struct cf_writer {
     uint8_t *carry;                    /* the carry out, until close */
 };
 
+/* ---- writer.c ---- */
+/* Wait (w->mu held) until no write_tile call is encoding. */
+void cf__w_wait_idle(cf_writer *w);
+
 /* ---- slot.c ---- */
 /* A slot's encoders and buffers (with `mask`, the mask's too); CF_E_NOMEM
  * leaves it empty. */
