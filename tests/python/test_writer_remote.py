@@ -407,6 +407,60 @@ def test_encoded_tiles_go_up_as_written(moto, s3proxy, clean_env, image, tmp_pat
 
 
 @pytest.mark.parametrize("store", ["s3", "az"])
+def test_share_writers_assembled_into_an_object(moto, s3proxy, azurite, azproxy, clean_env,
+                                                image, tmp_path, store):
+    """Two share writers (Writer(share=)) of the image's rows of tiles,
+    their tiles of every level copied into an object by a
+    Writer(overviews_given=True), as predict(distributed=True) assembles
+    its ranks' shares: the object is byte for byte the local file one
+    writer makes; each overview level goes up as its tiles come in row
+    order, and a level's tile out of row order is refused (StateError)
+    without failing the upload."""
+    m = ring_mask()
+    ref = tmp_path / "ref.tif"
+    cogfeed.write(ref, image, mask=m, grid=grid(), compression="zstd")
+    opts = dict(grid=grid(), compression="zstd", mask=True)
+    T = 512
+    rows = -(-H // T)
+    shares, carry, made = [(0, 2), (2, rows - 2)], None, []
+    for k, (r0, n) in enumerate(shares):
+        w = cogfeed.Writer(tmp_path / ("s%d.tif" % k), W, H, 1, "float32", share=(r0, n),
+                           **opts)
+        y0, y1 = r0 * T, min((r0 + n) * T, H)
+        w.write(image[:, y0:y1], 0, y0, mask=m[y0:y1])
+        w.share_build()
+        carry = w.share_carry(carry)
+        made.append([w.share_tiles(level) for level in range(w.levels)])
+        w.close()
+    if store == "s3":
+        s3_env(clean_env, moto, s3proxy)
+        url = "s3://out/assembled.tif"
+    else:
+        az_env(clean_env, azproxy)
+        url = "az://out/assembled.tif"
+    with cogfeed.Writer(url, W, H, 1, "float32", io=fast_io(), part_size=PART,
+                        overviews_given=True, **opts) as w:
+        for k in range(len(shares)):
+            p = tmp_path / ("s%d.tif" % k)
+            data = p.read_bytes()
+            with cogfeed.open(p) as c:
+                for level, (t0, t1) in enumerate(made[k]):
+                    ntx = -(-(c.width if level == 0 else c.overviews[level - 1][0]) // T)
+                    for ty in range(t0, t1):
+                        for tx in range(ntx):
+                            ti = c.tile_info(ty * ntx + tx, level)
+                            mi = c.tile_info(ty * ntx + tx, level, mask=True)
+                            b = data[ti["offset"]:ti["offset"] + ti["byte_count"]]
+                            mb = data[mi["offset"]:mi["offset"] + mi["byte_count"]]
+                            if level == 1 and k == 1 and ty == t0 and tx == 0 and ntx > 1:
+                                with pytest.raises(cogfeed.StateError, match="row order"):
+                                    w.write_encoded_tile(1, ty, b, mb, level=1)
+                            w.write_encoded_tile(tx, ty, b, mb, level=level)
+    got = s3_get(moto, "assembled.tif") if store == "s3" else az_get(azurite, "assembled.tif")
+    assert got is not None and got == ref.read_bytes()
+
+
+@pytest.mark.parametrize("store", ["s3", "az"])
 def test_encoded_tiles_upload_that_fails_leaves_nothing(moto, s3proxy, azurite, azproxy,
                                                         clean_env, image, tmp_path, store):
     """Tiles given encoded (write_encoded_tile) go up through the same
