@@ -1545,14 +1545,15 @@ CF_API cf_status cf_writer_write_tile_masked(cf_writer *w, uint32_t tx, uint32_t
 /* Full-resolution tile (tx, ty) given already encoded: `n` bytes as a
  * writer with the same options would have written them (the same dtype,
  * bands, tile size, codec, level, predictor, quality, max_error,
- * photometric), kept as they are.  The way to assemble one COG from
- * shares written by several processes without encoding their pixels
- * again: each writes its share with the output's options (overviews 0),
- * and the assembler copies each tile's stored bytes
+ * photometric), kept as they are.  The way to copy tiles from one COG
+ * into another without encoding their pixels again (one COG from several
+ * processes: share writers and cf_writer_write_encoded_tile_at below):
+ * the copier takes each tile's stored bytes
  * (cf_cog_chunk_info's range; with `mask`, cf_cog_mask_chunk_info's for
  * the mask bytes, mn of them, which must then be given; mn == 0 is no
  * mask) into this call.  n == 0 (and mn == 0): the tile stays sparse.  The bytes are checked:
- * at most twice a raw tile (CF_E_LIMIT), and decoded once with this
+ * at most twice a raw tile (CF_E_LIMIT), and (unless the writer has
+ * overviews_given, which decodes nothing) decoded once with this
  * writer's parameters, for the overviews (a bad tile fails the overview
  * pass, naming it: cf_writer_close for a file; for an object the call
  * that completes the tile's row, and the writer is failed) or, with no
@@ -1585,14 +1586,16 @@ CF_API int cf_writer_levels(const cf_writer *w);
  *     made; a row of tiles made whole is encoded.  No tile may be written
  *     after it (CF_E_STATE).
  *  2. cf_writer_share_carry, in share order: `in` is the carry of the
- *     share before (NULL, 0 for the first share); the rows whose windows
+ *     share before (NULL or n == 0 for the first share); the rows whose windows
  *     reach into earlier shares are made from it, the rows of tiles it
  *     completes kept for close, and *out (*out_n bytes, owned by the
  *     writer until close or abort) is the carry for the next share: the
  *     last rows of each level, and the rows of unfinished rows of
  *     overview tiles (at most a row of tiles a level).  A carry that does
- *     not fit this writer's options, or says a share before failed
- *     (cf_writer_share_failed), is refused (CF_E_FORMAT, CF_E_STATE).
+ *     not fit this writer's options (size, tile size, data type, bands,
+ *     mask, nodata, overview resampling) or does not end where this share
+ *     begins is refused (CF_E_FORMAT), as is one that says a share before
+ *     failed (CF_E_STATE); the writer is then failed.
  *  3. cf_writer_close: the tiles of rows completed by the carry encoded;
  *     the file laid out (the share's tiles, others sparse).
  * The output writer (overviews_given) then takes each share's tiles of
@@ -1601,9 +1604,11 @@ CF_API int cf_writer_levels(const cf_writer *w);
 CF_API cf_status cf_writer_share_build(cf_writer *w, cf_error *err);
 CF_API cf_status cf_writer_share_carry(cf_writer *w, const void *in, size_t n,
                                        const void **out, size_t *out_n, cf_error *err);
-/* The carry a share sends when it (or a share before it) failed: the
- * next share's cf_writer_share_carry fails with CF_E_STATE, and its own
- * carry says so in turn.  *out_n bytes, static. */
+/* The carry to send on when this share failed (any of its steps, or its
+ * cf_writer_share_carry refused the carry it got), so that the later
+ * shares fail too instead of waiting: their cf_writer_share_carry fails
+ * with CF_E_STATE, and their callers send this on in turn.  *out_n
+ * bytes, static. */
 CF_API void cf_writer_share_failed(const void **out, size_t *out_n);
 /* The rows of tiles [*ty0, *ty1) of `level` that share writer w makes
  * (its own full-resolution rows at level 0); [0, 0) when none. */

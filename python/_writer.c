@@ -58,6 +58,19 @@ static int floats(PyObject *o, uint32_t n, double **out, const char *what) {
     return 1;
 }
 
+/* A tile index for "O&": an int in [0, 2**32) ("I" would wrap a larger
+ * one onto another tile). */
+static int tile_index(PyObject *o, void *out) {
+    unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return 0;
+    if (v > UINT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "tile index %llu out of range", v);
+        return 0;
+    }
+    *(unsigned int *)out = (unsigned int)v;
+    return 1;
+}
+
 static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", "width", "height", "bands", "dtype", "tile_size",
                              "compression", "level", "predictor", "overviews", "resampling",
@@ -74,13 +87,13 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     unsigned long long part_size = 0;
     int mask = 0, threads = 0, given = 0;
     unsigned int share_row0 = 0, share_rows = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOKpiIIp", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOKpiO&O&p", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &bands,
                                      &dtype, &tile, &comp, &level, &pred, &ovr, &rs, &nodata,
                                      &grid, &desc, &scales_o, &offsets_o, &lerc_layer,
                                      &max_error, &quality, &lossless, &photometric, &io_o,
-                                     &part_size, &mask, &threads, &share_row0, &share_rows,
-                                     &given))
+                                     &part_size, &mask, &threads, tile_index, &share_row0,
+                                     tile_index, &share_rows, &given))
         return -1;
     if (self->w) {
         PyErr_SetString(PyExc_RuntimeError, "_Writer already open");
@@ -195,18 +208,6 @@ static int byte_plane(PyObject *o, Py_buffer *b, size_t pixels, const char *what
     return 0;
 }
 
-/* A tile index for "O&": an int in [0, 2**32) ("I" would wrap a larger
- * one onto another tile). */
-static int tile_index(PyObject *o, void *out) {
-    unsigned long long v = PyLong_AsUnsignedLongLong(o);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) return 0;
-    if (v > UINT32_MAX) {
-        PyErr_Format(PyExc_OverflowError, "tile index %llu out of range", v);
-        return 0;
-    }
-    *(unsigned int *)out = (unsigned int)v;
-    return 1;
-}
 
 static PyObject *Writer_write_tile(WriterObject *self, PyObject *args) {
     unsigned int tx, ty;
@@ -312,18 +313,22 @@ static PyObject *Writer_tiles(WriterObject *self, void *closure) {
 /* ---- a share writer's steps (cf_writer_share_build), for _Writer and
  * _Stitcher alike ---- */
 
-static PyObject *share_build(cf_writer *w) {
+/* (busy: the object's count of calls inside C without the GIL, which
+ * close() and abort() refuse to run under) */
+static PyObject *share_build(cf_writer *w, int *busy) {
     cf_status st;
     cf_error err;
+    (*busy)++;
     Py_BEGIN_ALLOW_THREADS st = cf_writer_share_build(w, &err);
     Py_END_ALLOW_THREADS
+    (*busy)--;
     if (st) return cf__py_raise(st, &err);
     Py_RETURN_NONE;
 }
 
 /* share_carry(carry): the carry of the share before (None for the first)
  * in, this share's out as bytes. */
-static PyObject *share_carry(cf_writer *w, PyObject *args) {
+static PyObject *share_carry(cf_writer *w, int *busy, PyObject *args) {
     PyObject *in_o;
     if (!PyArg_ParseTuple(args, "O", &in_o)) return NULL;
     Py_buffer in = {0};
@@ -332,13 +337,17 @@ static PyObject *share_carry(cf_writer *w, PyObject *args) {
     size_t n = 0;
     cf_status st;
     cf_error err;
+    (*busy)++;
     Py_BEGIN_ALLOW_THREADS st = cf_writer_share_carry(w, in.obj ? in.buf : NULL,
                                                       in.obj ? (size_t)in.len : 0, &out, &n,
                                                       &err);
     Py_END_ALLOW_THREADS
+    /* (the carry is the writer's until close: copied while close waits) */
+    PyObject *r = st ? NULL : PyBytes_FromStringAndSize(out, (Py_ssize_t)n);
+    (*busy)--;
     if (in.obj) PyBuffer_Release(&in);
     if (st) return cf__py_raise(st, &err);
-    return PyBytes_FromStringAndSize(out, (Py_ssize_t)n);
+    return r;
 }
 
 static PyObject *share_tiles(cf_writer *w, PyObject *args) {
@@ -353,11 +362,11 @@ static PyObject *share_tiles(cf_writer *w, PyObject *args) {
 
 static PyObject *Writer_share_build(WriterObject *self, PyObject *unused) {
     (void)unused;
-    return need_open(self) ? share_build(self->w) : NULL;
+    return need_open(self) ? share_build(self->w, &self->busy) : NULL;
 }
 
 static PyObject *Writer_share_carry(WriterObject *self, PyObject *args) {
-    return need_open(self) ? share_carry(self->w, args) : NULL;
+    return need_open(self) ? share_carry(self->w, &self->busy, args) : NULL;
 }
 
 static PyObject *Writer_share_tiles(WriterObject *self, PyObject *args) {
@@ -441,11 +450,12 @@ static int Stitcher_init(StitcherObject *self, PyObject *args, PyObject *kw) {
     PyObject *io_o = Py_None;
     unsigned long long part_size = 0;
     Py_buffer pb;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|IdOKpiII", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIIiiOIIIpy*|IdOKpiO&O&", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &tile,
                                      &comp, &level, &ovr, &grid, &channels, &blend, &overlap,
                                      &argmax, &pb, &lerc_layer, &max_error, &io_o, &part_size,
-                                     &mask, &threads, &share_row0, &share_rows))
+                                     &mask, &threads, tile_index, &share_row0, tile_index,
+                                     &share_rows))
         return -1;
     int ok = 1;
     if (self->st) {
@@ -572,12 +582,12 @@ static cf_writer *stitcher_writer(StitcherObject *self) {
 static PyObject *Stitcher_share_build(StitcherObject *self, PyObject *unused) {
     (void)unused;
     cf_writer *w = stitcher_writer(self);
-    return w ? share_build(w) : NULL;
+    return w ? share_build(w, &self->busy) : NULL;
 }
 
 static PyObject *Stitcher_share_carry(StitcherObject *self, PyObject *args) {
     cf_writer *w = stitcher_writer(self);
-    return w ? share_carry(w, args) : NULL;
+    return w ? share_carry(w, &self->busy, args) : NULL;
 }
 
 static PyObject *Stitcher_share_tiles(StitcherObject *self, PyObject *args) {

@@ -24,7 +24,9 @@
  * The carry, in the byte order of the machine (the shares of one job run
  * one build):
  *   u32 magic "CFCY", u32 version, u32 failed
- *   u32 levels, width, height, tile size, bytes a pixel, mask
+ *   u32 levels, width, height, tile size, bytes a pixel, mask, data type,
+ *     bands, overview resampling, nodata or not, the row of tiles where
+ *     the shares so far end (the next share's first)
  *   per overview level l (1 ..): u32 n, then n rows of level l-1 (the
  *     last made by the shares so far): u32 index, the row, its mask row;
  *     u32 m, then m rows of level l of an unfinished row of tiles.
@@ -39,6 +41,28 @@
 #define CARRY_TAIL 3            /* rows of a level passed on: a window's */
 
 static const uint32_t failed_carry[3] = {CARRY_MAGIC, CARRY_VERSION, 1};
+
+#define CARRY_HEAD 14 /* u32s before the levels */
+
+/* The carry's first words as this share writes them (and, but for the
+ * last, as it expects them of the share before). */
+static void head_words(const cf_writer *w, uint32_t h[CARRY_HEAD]) {
+    const uint32_t v[CARRY_HEAD] = {CARRY_MAGIC,
+                                    CARRY_VERSION,
+                                    0,
+                                    (uint32_t)w->nlev,
+                                    w->lev[0].w,
+                                    w->lev[0].h,
+                                    w->o.tile_size,
+                                    (uint32_t)w->px,
+                                    (uint32_t)w->o.mask,
+                                    (uint32_t)w->o.dtype,
+                                    w->o.bands,
+                                    (uint32_t)w->o.overview_resampling,
+                                    (uint32_t)w->o.has_nodata,
+                                    w->o.share_row0 + w->o.share_rows};
+    memcpy(h, v, sizeof v);
+}
 
 void cf_writer_share_failed(const void **out, size_t *out_n) {
     if (out) *out = failed_carry;
@@ -119,8 +143,8 @@ cf_status cf_writer_share_tiles(const cf_writer *w, int level, uint32_t *ty0, ui
     const uint32_t T = w->o.tile_size;
     if (L->own0 == L->own1) return CF_OK;
     /* a row of tiles is the share's that holds its last row */
-    *ty0 = L->own0 / T;
-    *ty1 = L->own1 == L->h ? L->ty : L->own1 / T;
+    uint32_t a = L->own0 / T, b = L->own1 == L->h ? L->ty : L->own1 / T;
+    if (b > a) *ty0 = a, *ty1 = b;
     return CF_OK;
 }
 
@@ -295,7 +319,7 @@ static cf_status parse(const cf_writer *w, const uint8_t *in, size_t n, c_in *c,
                        cf_error *err) {
     memset(c, 0, sizeof *c);
     c_buf b = {in, n};
-    uint32_t h[9];
+    uint32_t h[CARRY_HEAD];
     for (int k = 0; k < 3; k++)
         if (!take_u32(&b, &h[k])) return bad_carry(w, "short", err);
     if (h[0] != CARRY_MAGIC || h[1] != CARRY_VERSION)
@@ -303,11 +327,18 @@ static cf_status parse(const cf_writer *w, const uint8_t *in, size_t n, c_in *c,
     if (h[2])
         return cf__err(err, CF_E_STATE, "writer: %s: a share before this one failed (its "
                        "error is its process's)", w->path);
-    for (int k = 3; k < 9; k++)
+    for (int k = 3; k < CARRY_HEAD; k++)
         if (!take_u32(&b, &h[k])) return bad_carry(w, "short", err);
-    if (h[3] != (uint32_t)w->nlev || h[4] != w->lev[0].w || h[5] != w->lev[0].h ||
-        h[6] != w->o.tile_size || h[7] != w->px || h[8] != (uint32_t)w->o.mask)
-        return bad_carry(w, "another image, tile size, pixel or mask", err);
+    uint32_t mine[CARRY_HEAD];
+    head_words(w, mine);
+    if (memcmp(h + 3, mine + 3, 10 * sizeof *h))
+        return bad_carry(w, "another image, tile size, data type, bands, mask, nodata or "
+                         "overview resampling", err);
+    if (h[13] != w->o.share_row0) {
+        return cf__err(err, CF_E_FORMAT, "writer: %s: the carry is of shares ending at row of "
+                       "tiles %u; this share begins at %u (shares must follow each other)",
+                       w->path, h[13], w->o.share_row0);
+    }
     const size_t T = w->o.tile_size;
     for (int l = 1; l < w->nlev; l++) {
         const w_level *up = &w->lev[l - 1], *L = &w->lev[l];
@@ -327,7 +358,10 @@ static cf_status parse(const cf_writer *w, const uint8_t *in, size_t n, c_in *c,
             return cf__err(err, CF_E_NOMEM, "writer: %s: the carry", w->path);
         for (uint32_t k = 0; k < nr; k++) {
             c_row *r = &c->rows[l][k];
-            if (!take_u32(&b, &r->j) || r->j >= L->own0 || r->j / T != (L->own0 - 1) / T ||
+            /* (an unfinished row of tiles is the one this share's first
+             * row is in; none when that row begins a row of tiles) */
+            if (!take_u32(&b, &r->j) || r->j >= L->own0 || L->own0 % T == 0 ||
+                r->j / T != L->own0 / T ||
                 !take(&b, (size_t)L->w * w->px, &r->px) ||
                 (w->o.mask && !take(&b, L->w, &r->m)))
                 return bad_carry(w, "a row of an unfinished row of tiles", err);
@@ -402,8 +436,8 @@ static void put_row(c_out *o, const cf_writer *w, uint32_t j, const uint8_t *px,
  * unfinished row of tiles that ends in a later share. */
 static cf_status write_carry(cf_writer *w, const c_in *c, c_out *o, cf_error *err) {
     const uint32_t T = w->o.tile_size;
-    const uint32_t h[9] = {CARRY_MAGIC, CARRY_VERSION, 0, (uint32_t)w->nlev, w->lev[0].w,
-                           w->lev[0].h, T, (uint32_t)w->px, (uint32_t)w->o.mask};
+    uint32_t h[CARRY_HEAD];
+    head_words(w, h);
     put(o, h, sizeof h);
     for (int l = 1; l < w->nlev; l++) {
         w_level *up = &w->lev[l - 1], *L = &w->lev[l];
@@ -487,7 +521,7 @@ cf_status cf_writer_share_carry(cf_writer *w, const void *in, size_t n, const vo
     if (!w || !out || !out_n || (!in && n)) return cf__err(err, CF_E_ARG, "writer: NULL argument");
     pthread_mutex_lock(&w->mu);
     cf_status st = at_step(w, SH_BUILT, err);
-    if (!st && !in && w->o.share_row0 > 0)
+    if (!st && (!in || !n) && w->o.share_row0 > 0)
         st = cf__err(err, CF_E_ARG, "writer: %s: the share from row of tiles %u needs the "
                      "carry of the share before", w->path, w->o.share_row0);
     if (st) {
@@ -496,7 +530,7 @@ cf_status cf_writer_share_carry(cf_writer *w, const void *in, size_t n, const vo
     }
     c_in c;
     memset(&c, 0, sizeof c);
-    if (in) st = parse(w, in, n, &c, err);
+    if (in && n) st = parse(w, in, n, &c, err);
     if (!st) st = make_carried(w, &c, err);
     c_out o = {NULL, 0, 0, 1};
     if (!st) st = write_carry(w, &c, &o, err);

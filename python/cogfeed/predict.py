@@ -244,22 +244,22 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     threads: the threads that blend and encode finished rows and make the
     overviews (cogfeed.Stitcher's and cogfeed.Writer's): None is one per
     CPU the process may use, or with distributed=True that divided among
-    the machine's ranks (torchrun's LOCAL_WORLD_SIZE) while they all run
-    the model, and all of them for rank 0's assembly, when the others
-    only send.
+    the machine's ranks (torchrun's LOCAL_WORLD_SIZE).
 
     distributed=True, under torchrun (torch.distributed initialised, world
     size N), every rank calls predict with the same arguments: the rows of output
     tiles are split into N contiguous shares, each rank runs the model
     over the windows that reach its share (windows across a boundary run
-    on both ranks), blends and encodes them into a spool of its own, and
-    sends its share's encoded tiles to rank 0 over a gloo group; rank 0
-    alone writes `out` from them (the tiles copied, the overviews made),
-    one COG equal byte for byte to the one-process result
-    (docs/inference.md, "Several processes or machines").  Every wait
-    of that exchange is bounded by group_timeout_s (rank 0 makes the
-    overviews and writes the whole output while the others wait).  A failure on any
-    rank makes every rank raise, and nothing is written."""
+    on both ranks), blends and encodes them into a share writer of its
+    own and makes its share's overview tiles there (the carries of the
+    rows near the boundaries pass from rank to rank over a gloo group),
+    then sends its tiles of every level to rank 0, which copies them
+    into `out` without decoding or encoding any: one COG equal byte for
+    byte to the one-process result (docs/inference.md, "Several
+    processes or machines").  Every wait of that exchange is bounded by
+    group_timeout_s (rank 0 writes the whole output while the others
+    wait).  A failure on any rank makes every rank raise, and nothing is
+    written."""
     import torch.distributed as dist
     from . import open as _open
 

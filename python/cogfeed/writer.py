@@ -371,7 +371,8 @@ class Writer(_Sharing):
         from one COG into another without encoding them again, as predict
         assembles the shares of a distributed run.  b"" leaves the tile
         sparse.  The bytes are checked (size; decoded once, for the
-        overviews or, without them, here).  level > 0: a tile of an
+        overviews or, without them, here; with overviews_given=True
+        the size only).  level > 0: a tile of an
         overview, for a writer with overviews_given=True (share writers'
         tiles: not decoded; to object storage, each level's tiles in row
         order)."""

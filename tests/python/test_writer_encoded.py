@@ -6,6 +6,8 @@ shares.  The copy is byte for byte the file written from the pixels (every
 codec the writer has); GDAL reads it; bad bytes are refused naming the
 tile.  (An object store: tests/python/test_writer_remote.py.)"""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -274,6 +276,40 @@ def test_share_writers_assemble_the_one_writers_file(tmp_path, mask):
     assert bad.exists()
 
 
+def test_share_steps_hold_off_close_from_another_thread(tmp_path):
+    """close() (or abort()) while another thread is inside share_build is
+    refused (RuntimeError), as while it is inside write_tile: it would
+    free the writer under the build (and, under share_carry, the carry
+    being copied out)."""
+    import threading
+    rng = np.random.default_rng(1)
+    a = rng.random((1, 4096, 4096), dtype=np.float32)
+    w = cogfeed.Writer(tmp_path / "big.tif", 4096, 4096, 1, "float32", share=(0, 8),
+                       compression="deflate", level=9)
+    w.write(a)
+    started, errs = threading.Event(), []
+
+    def build():
+        started.set()
+        try:
+            w.share_build()
+        except BaseException as e:  # (reported below)
+            errs.append(e)
+    t = threading.Thread(target=build)
+    t.start()
+    started.wait()
+    time.sleep(0.05)
+    with pytest.raises(RuntimeError, match="another thread is inside"):
+        w.close()
+    with pytest.raises(RuntimeError, match="another thread is inside"):
+        w.abort()
+    t.join()
+    assert not errs
+    w.share_carry(None)
+    w.close()
+    assert (tmp_path / "big.tif").exists()
+
+
 def test_share_writer_refusals(tmp_path):
     """A tile outside the share, a tile after share_build, a later share
     without the carry before it, a carry of another image, a failed
@@ -311,6 +347,13 @@ def test_share_writer_refusals(tmp_path):
     assert not p.exists()
     with pytest.raises(ValueError, match="share"):
         cogfeed.Writer(p, 100, 100, tile_size=16, share=(0, 0))
+    # past 2**32: refused, not wrapped onto another share
+    for bad in ((2 ** 32 + 1, 2), (1, 2 ** 32 + 2)):
+        with pytest.raises(OverflowError):
+            cogfeed.Writer(p, 64, 64, tile_size=16, share=bad)
+        with pytest.raises(OverflowError):
+            cogfeed.Stitcher(p, [(0, 0, 16, 16)], 1, width=64, height=64, tile_size=16,
+                             share=bad)
     with pytest.raises(cogfeed.ArgumentError, match="overviews_given"):
         cogfeed.Writer(p, 100, 100, tile_size=16, share=(0, 1), overviews_given=True)
     with cogfeed.Writer(p, 100, 100, tile_size=16) as w:

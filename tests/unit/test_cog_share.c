@@ -296,6 +296,51 @@ static void test_refusals(void) {
     CHECK(cf_writer_open(p, &o, &w, &err) == CF_OK);
     if (!w) return;
     CHECK(cf_writer_share_build(w, &err) == CF_OK);
+    /* a carry of shares that end elsewhere (a gap), and of an image of
+     * another data type with the same bytes a pixel */
+    {
+        cf_writer_options o3 = opts(&c);
+        o3.share_rows = 1; /* row 0; w takes rows 1, 2 */
+        char r3[256];
+        snprintf(r3, sizeof r3, "%s/r3.tif", dir);
+        cf_writer *w3 = NULL;
+        const void *c3;
+        size_t n3;
+        CHECK(cf_writer_open(r3, &o3, &w3, &err) == CF_OK);
+        if (w3 && cf_writer_share_build(w3, &err) == CF_OK &&
+            cf_writer_share_carry(w3, NULL, 0, &c3, &n3, &err) == CF_OK) {
+            cf_writer_options o4 = opts(&c);
+            o4.share_row0 = 2;
+            o4.share_rows = 1;
+            cf_writer *w4 = NULL;
+            CHECK(cf_writer_open(q, &o4, &w4, &err) == CF_OK);
+            if (w4) {
+                CHECK(cf_writer_share_build(w4, &err) == CF_OK);
+                CHECK(cf_writer_share_carry(w4, c3, n3, &out, &n, &err) == CF_E_FORMAT);
+                CHECK(strstr(err.msg, "ending at row of tiles 1; this share begins at 2"));
+                cf_writer_abort(w4);
+            }
+            o4 = opts(&c);
+            o4.dtype = CF_DT_I16;
+            o4.share_row0 = 1;
+            o4.share_rows = 1;
+            CHECK(cf_writer_open(q, &o4, &w4, &err) == CF_OK);
+            if (w4) {
+                CHECK(cf_writer_share_build(w4, &err) == CF_OK);
+                CHECK(cf_writer_share_carry(w4, c3, n3, &out, &n, &err) == CF_E_FORMAT);
+                CHECK(strstr(err.msg, "data type") != NULL);
+                cf_writer_abort(w4);
+            }
+        }
+        cf_writer_abort(w3);
+        /* an empty carry is none: the first share takes it */
+        CHECK(cf_writer_open(r3, &o3, &w3, &err) == CF_OK);
+        if (w3) {
+            CHECK(cf_writer_share_build(w3, &err) == CF_OK);
+            CHECK(cf_writer_share_carry(w3, "", 0, &c3, &n3, &err) == CF_OK);
+            cf_writer_abort(w3);
+        }
+    }
     uint8_t junk[20] = {'C', 'F', 'C', 'Y'};
     CHECK(cf_writer_share_carry(w, junk, sizeof junk, &out, &n, &err) == CF_E_FORMAT);
     cf_writer_abort(w);
