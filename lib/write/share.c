@@ -148,76 +148,6 @@ cf_status cf_writer_share_tiles(const cf_writer *w, int level, uint32_t *ty0, ui
     return CF_OK;
 }
 
-/* -------------------------------------------------------- kept rows */
-
-void cf__w_share_head(cf_writer *w, int l, uint32_t y, const uint8_t *row, const uint8_t *mrow) {
-    w_level *L = &w->lev[l];
-    if (!L->head || y < L->own0 || y - L->own0 >= CF__SHARE_HEAD) return;
-    size_t k = y - L->own0;
-    memcpy(L->head + k * L->w * w->px, row, (size_t)L->w * w->px);
-    if (mrow) memcpy(L->mhead + k * L->w, mrow, L->w);
-}
-
-/* The held row of tiles ty of level l, made (empty) when new; NULL: out
- * of memory, or more rows of tiles than a share holds. */
-static w_held *held(cf_writer *w, int l, uint32_t ty) {
-    w_level *L = &w->lev[l];
-    const size_t T = w->o.tile_size;
-    w_held *free_one = NULL;
-    for (int k = 0; k < CF__SHARE_HELD; k++) {
-        w_held *h = &L->held[k];
-        if (h->used && h->ty == ty) return h;
-        if (!h->used && !free_one) free_one = h;
-    }
-    if (!free_one) return NULL;
-    w_held *h = free_one;
-    if (!h->px) {
-        h->px = cf__malloc(T * L->w * w->px);
-        h->m = w->o.mask ? cf__malloc(T * L->w) : NULL;
-        h->have = cf__malloc(T);
-        if (!h->px || !h->have || (w->o.mask && !h->m)) return NULL;
-    }
-    memset(h->have, 0, T);
-    h->used = 1;
-    h->ty = ty;
-    return h;
-}
-
-/* Row j of level l (and its mask row) into its held row of tiles. */
-static cf_status hold_row(cf_writer *w, int l, uint32_t j, const uint8_t *row,
-                          const uint8_t *mrow, cf_error *err) {
-    w_level *L = &w->lev[l];
-    const uint32_t T = w->o.tile_size;
-    w_held *h = held(w, l, j / T);
-    if (!h)
-        return cf__err(err, CF_E_NOMEM, "writer: %s: level %d: a share's row of tiles",
-                       w->path, l);
-    memcpy(h->px + (size_t)(j % T) * L->w * w->px, row, (size_t)L->w * w->px);
-    if (mrow) memcpy(h->m + (size_t)(j % T) * L->w, mrow, L->w);
-    h->have[j % T] = 1;
-    return CF_OK;
-}
-
-cf_status cf__w_share_hold_acc(cf_writer *w, int l, uint32_t last, cf_error *err) {
-    w_level *L = &w->lev[l];
-    const uint32_t T = w->o.tile_size, first = L->acc_ty * T;
-    for (uint32_t j = first > L->fed0 ? first : L->fed0; j <= last; j++) {
-        size_t at = (size_t)(j - first);
-        CF__TRY(hold_row(w, l, j, L->acc + at * L->w * w->px,
-                         w->o.mask ? L->macc + at * L->w : NULL, err));
-    }
-    return CF_OK;
-}
-
-/* Held row of tiles h of level l: every one of its rows there. */
-static int whole(const cf_writer *w, const w_level *L, const w_held *h) {
-    const uint32_t T = w->o.tile_size;
-    uint32_t n = L->h - h->ty * T < T ? L->h - h->ty * T : T;
-    for (uint32_t r = 0; r < n; r++)
-        if (!h->have[r]) return 0;
-    return 1;
-}
-
 /* ------------------------------------------------------------- build */
 
 /* w a share writer, open, at step `want` (w->mu held). */
@@ -459,7 +389,7 @@ static cf_status write_carry(cf_writer *w, const c_in *c, c_out *o, cf_error *er
         w_held *open = NULL;
         for (int k = 0; k < CF__SHARE_HELD; k++) {
             w_held *hd = &L->held[k];
-            if (!hd->used || whole(w, L, hd)) continue;
+            if (!hd->used || cf__w_held_whole(w, L, hd)) continue;
             uint32_t last = (hd->ty + 1) * T < L->h ? (hd->ty + 1) * T - 1 : L->h - 1;
             if (last < L->own1 || open)
                 return cf__err(err, CF_E_STATE, "writer: %s: level %d: row of tiles %u "
@@ -504,10 +434,10 @@ static cf_status make_carried(cf_writer *w, const c_in *c, cf_error *err) {
             if (st) break;
             cf__w_make_row(w, l, j, rows, w->o.mask ? mrows : NULL, row, mrow);
             cf__w_share_head(w, l, j, row, mrow);
-            st = hold_row(w, l, j, row, mrow, err);
+            st = cf__w_hold_row(w, l, j, row, mrow, err);
         }
         for (uint32_t k = 0; !st && k < c->nrows[l]; k++)
-            st = hold_row(w, l, c->rows[l][k].j, c->rows[l][k].px, c->rows[l][k].m, err);
+            st = cf__w_hold_row(w, l, c->rows[l][k].j, c->rows[l][k].px, c->rows[l][k].m, err);
     }
     free(row);
     free(mrow);
@@ -561,7 +491,7 @@ cf_status cf__w_share_close(cf_writer *w, cf_error *err) {
         w_level *L = &w->lev[l];
         for (int k = 0; k < CF__SHARE_HELD; k++) {
             w_held *h = &L->held[k];
-            if (!h->used || !whole(w, L, h)) continue; /* (the next share's) */
+            if (!h->used || !cf__w_held_whole(w, L, h)) continue; /* (the next share's) */
             uint32_t rows = L->h - h->ty * T < T ? L->h - h->ty * T : T;
             memcpy(L->acc, h->px, (size_t)rows * L->w * w->px);
             if (w->o.mask) memcpy(L->macc, h->m, (size_t)rows * L->w);
@@ -571,18 +501,4 @@ cf_status cf__w_share_close(cf_writer *w, cf_error *err) {
         }
     }
     return CF_OK;
-}
-
-void cf__w_share_free(cf_writer *w) {
-    for (int l = 0; l < w->nlev; l++) {
-        w_level *L = &w->lev[l];
-        free(L->head);
-        free(L->mhead);
-        for (int k = 0; k < CF__SHARE_HELD; k++) {
-            free(L->held[k].px);
-            free(L->held[k].m);
-            free(L->held[k].have);
-        }
-    }
-    free(w->carry);
 }

@@ -1,6 +1,7 @@
 /*
  * slot.c - a tile's buffers and encoders (w_slot: one per thread encoding
- * tiles at once), and the fill of pixels no tile gave.
+ * tiles at once), the wait for the slots in use, and the fill of pixels
+ * no tile gave.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,4 +67,8 @@ void cf__w_fill_px(const cf_writer *w, uint8_t *dst, size_t npx) {
 #undef F
     }
     for (size_t i = 0; i < npx * w->o.bands; i++) memcpy(dst + i * w->es, one, w->es);
+}
+
+void cf__w_wait_idle(cf_writer *w) {
+    while (w->inflight) pthread_cond_wait(&w->idle_cv, &w->mu);
 }

@@ -577,13 +577,6 @@ static void give_slot(cf_writer *w, w_slot *s) {
     if (--w->inflight == 0) pthread_cond_broadcast(&w->idle_cv);
 }
 
-/* Wait (w->mu held) until no write_tile call is encoding: close and abort
- * free the slots, and a tile being encoded when they are called is
- * written first, as when calls held the lock throughout. */
-void cf__w_wait_idle(cf_writer *w) {
-    while (w->inflight) pthread_cond_wait(&w->idle_cv, &w->mu);
-}
-
 /* The checks of a tile about to be written (w->mu held): the writer open,
  * the tile inside it, and for an object its row not sent yet. */
 static cf_status check_write(cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err) {

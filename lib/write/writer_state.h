@@ -145,11 +145,12 @@ struct cf_writer {
     uint8_t *carry;                    /* the carry out, until close */
 };
 
-/* ---- writer.c ---- */
-/* Wait (w->mu held) until no write_tile call is encoding. */
-void cf__w_wait_idle(cf_writer *w);
-
 /* ---- slot.c ---- */
+/* Wait (w->mu held) until no write_tile call is encoding in a slot:
+ * close, abort and a share's build free the slots, and a tile being
+ * encoded when they are called is written first, as when calls held the
+ * lock throughout. */
+void cf__w_wait_idle(cf_writer *w);
 /* A slot's encoders and buffers (with `mask`, the mask's too); CF_E_NOMEM
  * leaves it empty. */
 cf_status cf__w_slot_make(const cf_writer *w, w_slot *s);
@@ -201,18 +202,25 @@ cf_status cf__w_flush_acc(cf_writer *w, int l, cf_error *err);
 void cf__w_make_row(cf_writer *w, int l, uint32_t j, const uint8_t *const *rows,
                     const uint8_t *const *mrows, uint8_t *out, uint8_t *mout);
 
-/* ---- share.c ---- */
-/* The share's rows of each level (own0, own1, fed0) from the options. */
-cf_status cf__w_share_init(cf_writer *w, cf_error *err);
+/* ---- share_rows.c: a share writer's kept rows ---- */
 /* Row y of level l (and its mask row) made or read back by share_build:
  * kept when it is one of the share's first rows of that level. */
 void cf__w_share_head(cf_writer *w, int l, uint32_t y, const uint8_t *row, const uint8_t *mrow);
+/* Row j of level l (and its mask row) into its held row of tiles. */
+cf_status cf__w_hold_row(cf_writer *w, int l, uint32_t j, const uint8_t *row,
+                         const uint8_t *mrow, cf_error *err);
 /* Level l's row of tiles in acc (acc_ty; its rows from fed0 to the last
  * made) moved to the held rows of tiles. */
 cf_status cf__w_share_hold_acc(cf_writer *w, int l, uint32_t last, cf_error *err);
+/* Held row of tiles h of level L: every one of its rows there. */
+int cf__w_held_whole(const cf_writer *w, const w_level *L, const w_held *h);
+void cf__w_share_free(cf_writer *w);
+
+/* ---- share.c: a share writer's steps and carries ---- */
+/* The share's rows of each level (own0, own1, fed0) from the options. */
+cf_status cf__w_share_init(cf_writer *w, cf_error *err);
 /* close: the rows of tiles the carry made whole, encoded and kept. */
 cf_status cf__w_share_close(cf_writer *w, cf_error *err);
-void cf__w_share_free(cf_writer *w);
 
 /* ---- layout.c ---- */
 
