@@ -327,7 +327,7 @@ static void *decode_part(void *arg) {
     w_ovw *o = &w->ovw[P->k];
     const uint32_t T = w->o.tile_size, ty = P->ty;
     const w_level *L0 = &w->lev[0];
-    const uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
+    const uint32_t th = cf__w_tile_rows(L0, ty, T);
     for (uint32_t tx = P->tx0 + (uint32_t)P->k; tx < P->tx1 && !P->st; tx += (uint32_t)P->n) {
         uint32_t tw = tx + 1 < L0->tx ? T : L0->w - tx * T;
         size_t i = (size_t)ty * L0->tx + tx, n = (size_t)L0->len[i];
@@ -362,7 +362,7 @@ static void *decode_part(void *arg) {
 cf_status cf__w_feed_row0(cf_writer *w, uint32_t ty, cf_error *err) {
     const uint32_t T = w->o.tile_size;
     w_level *L0 = &w->lev[0];
-    uint32_t th = ty + 1 < L0->ty ? T : L0->h - ty * T;
+    const uint32_t th = cf__w_tile_rows(L0, ty, T);
     /* (given overviews: nothing to make, nothing decoded) */
     const int make = w->nlev > 1 && !w->o.overviews_given;
     if (make) CF__TRY(run_row(w, decode_part, 0, ty, 0, L0->tx, err));

@@ -71,27 +71,21 @@ void cf_writer_share_failed(const void **out, size_t *out_n) {
 
 /* ------------------------------------------------------------- ranges */
 
-/* The first j of axis a whose window's last row is at least y (a->dst
- * when none). */
-static uint32_t first_ending_at(const cf__ov_axis *a, uint32_t y) {
-    uint32_t lo = 0, hi = a->dst;
+/* The first of v[0 .. n) (non-decreasing: an axis's window starts x0 or
+ * ends x1) at least `key`; n when none. */
+static uint32_t first_at_least(const uint32_t *v, uint32_t n, uint32_t key) {
+    uint32_t lo = 0, hi = n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (a->x1[mid] - 1 >= y) hi = mid;
+        if (v[mid] >= key) hi = mid;
         else lo = mid + 1;
     }
     return lo;
 }
 
-/* The first j of axis a whose window begins at y or after. */
-static uint32_t first_starting_at(const cf__ov_axis *a, uint32_t y) {
-    uint32_t lo = 0, hi = a->dst;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (a->x0[mid] >= y) hi = mid;
-        else lo = mid + 1;
-    }
-    return lo;
+/* The first row of axis a whose window's last row is at least y. */
+static uint32_t first_ending_at(const cf__ov_axis *a, uint32_t y) {
+    return first_at_least(a->x1, a->dst, y + 1);
 }
 
 cf_status cf__w_share_init(cf_writer *w, cf_error *err) {
@@ -104,7 +98,7 @@ cf_status cf__w_share_init(cf_writer *w, cf_error *err) {
         w_level *L = &w->lev[l], *up = &w->lev[l - 1];
         L->own0 = first_ending_at(&L->ay, up->own0);
         L->own1 = up->own1 == up->h ? L->h : first_ending_at(&L->ay, up->own1);
-        uint32_t f = first_starting_at(&L->ay, up->fed0);
+        uint32_t f = first_at_least(L->ay.x0, L->h, up->fed0); /* windows from fed0 on */
         L->fed0 = f < L->own0 ? L->own0 : f > L->own1 ? L->own1 : f;
         L->next_out = L->fed0;
         L->acc_ty = L->fed0 / T;
@@ -153,9 +147,7 @@ cf_status cf_writer_share_tiles(const cf_writer *w, int level, uint32_t *ty0, ui
 /* w a share writer, open, at step `want` (w->mu held). */
 static cf_status at_step(const cf_writer *w, w_share_step want, cf_error *err) {
     if (!w->share) return cf__err(err, CF_E_ARG, "writer: %s: not a share writer", w->path);
-    if (w->state != W_OPEN)
-        return cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
-                       cf_status_name(w->fail));
+    CF__TRY(cf__w_check_open(w, err));
     if (w->share == want) return CF_OK;
     return cf__err(err, CF_E_STATE, "writer: %s: %s", w->path,
                    w->share < want       ? "cf_writer_share_build first"
@@ -174,8 +166,7 @@ cf_status cf_writer_share_build(cf_writer *w, cf_error *err) {
     }
     /* No tile comes any more: the write slots go before the pass's
      * workers take theirs (one budget). */
-    for (int k = 0; k < w->nslots; k++) cf__w_slot_free(&w->slots[k]);
-    w->nslots = 0;
+    cf__w_slots_free(w);
     w->share = SH_BUILT;
     if (w->nlev > 1) {
         st = cf__w_init_overviews(w, err);
@@ -191,7 +182,7 @@ cf_status cf_writer_share_build(cf_writer *w, cf_error *err) {
                 st = cf__w_share_hold_acc(w, l, L->next_out - 1, err);
         }
     }
-    if (st) w->state = W_FAILED, w->fail = st;
+    if (st) cf__w_fail(w, st);
     pthread_mutex_unlock(&w->mu);
     return st;
 }
@@ -390,7 +381,7 @@ static cf_status write_carry(cf_writer *w, const c_in *c, c_out *o, cf_error *er
         for (int k = 0; k < CF__SHARE_HELD; k++) {
             w_held *hd = &L->held[k];
             if (!hd->used || cf__w_held_whole(w, L, hd)) continue;
-            uint32_t last = (hd->ty + 1) * T < L->h ? (hd->ty + 1) * T - 1 : L->h - 1;
+            uint32_t last = hd->ty * T + cf__w_tile_rows(L, hd->ty, T) - 1;
             if (last < L->own1 || open)
                 return cf__err(err, CF_E_STATE, "writer: %s: level %d: row of tiles %u "
                                "unfinished", w->path, l, hd->ty);
@@ -412,18 +403,14 @@ static cf_status write_carry(cf_writer *w, const c_in *c, c_out *o, cf_error *er
  * first rows); and the carry's rows of unfinished rows of tiles added to
  * this share's. */
 static cf_status make_carried(cf_writer *w, const c_in *c, cf_error *err) {
-    uint8_t *row = NULL, *mrow = NULL;
+    if (w->nlev < 2) return CF_OK;
+    /* a row of the widest overview, level 1, serves every level */
+    uint8_t *row = cf__malloc((size_t)w->lev[1].w * w->px);
+    uint8_t *mrow = w->o.mask ? cf__malloc(w->lev[1].w) : NULL;
     cf_status st = CF_OK;
+    if (!row || (w->o.mask && !mrow)) st = cf__err(err, CF_E_NOMEM, "writer: %s: a row", w->path);
     for (int l = 1; !st && l < w->nlev; l++) {
         w_level *L = &w->lev[l];
-        free(row);
-        free(mrow);
-        row = cf__malloc((size_t)L->w * w->px);
-        mrow = w->o.mask ? cf__malloc(L->w) : NULL;
-        if (!row || (w->o.mask && !mrow)) {
-            st = cf__err(err, CF_E_NOMEM, "writer: %s: a row", w->path);
-            break;
-        }
         for (uint32_t j = L->own0; !st && j < L->fed0; j++) {
             const uint8_t *rows[CF__RING], *mrows[CF__RING];
             for (uint32_t i = L->ay.x0[j]; i < L->ay.x1[j]; i++)
@@ -468,8 +455,7 @@ cf_status cf_writer_share_carry(cf_writer *w, const void *in, size_t n, const vo
     if (st || !o.ok) {
         free(o.p);
         if (!st) st = cf__err(err, CF_E_NOMEM, "writer: %s: the carry", w->path);
-        w->state = W_FAILED;
-        w->fail = st;
+        cf__w_fail(w, st);
     } else {
         w->carry = o.p;
         *out = o.p;
@@ -492,7 +478,7 @@ cf_status cf__w_share_close(cf_writer *w, cf_error *err) {
         for (int k = 0; k < CF__SHARE_HELD; k++) {
             w_held *h = &L->held[k];
             if (!h->used || !cf__w_held_whole(w, L, h)) continue; /* (the next share's) */
-            uint32_t rows = L->h - h->ty * T < T ? L->h - h->ty * T : T;
+            uint32_t rows = cf__w_tile_rows(L, h->ty, T);
             memcpy(L->acc, h->px, (size_t)rows * L->w * w->px);
             if (w->o.mask) memcpy(L->macc, h->m, (size_t)rows * L->w);
             L->acc_ty = h->ty;

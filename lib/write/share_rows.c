@@ -72,8 +72,7 @@ cf_status cf__w_share_hold_acc(cf_writer *w, int l, uint32_t last, cf_error *err
 
 /* Held row of tiles h of level l: every one of its rows there. */
 int cf__w_held_whole(const cf_writer *w, const w_level *L, const w_held *h) {
-    const uint32_t T = w->o.tile_size;
-    uint32_t n = L->h - h->ty * T < T ? L->h - h->ty * T : T;
+    const uint32_t n = cf__w_tile_rows(L, h->ty, w->o.tile_size);
     for (uint32_t r = 0; r < n; r++)
         if (!h->have[r]) return 0;
     return 1;

@@ -72,3 +72,8 @@ void cf__w_fill_px(const cf_writer *w, uint8_t *dst, size_t npx) {
 void cf__w_wait_idle(cf_writer *w) {
     while (w->inflight) pthread_cond_wait(&w->idle_cv, &w->mu);
 }
+
+void cf__w_slots_free(cf_writer *w) {
+    for (int k = 0; k < w->nslots; k++) cf__w_slot_free(&w->slots[k]);
+    w->nslots = 0;
+}

@@ -79,14 +79,6 @@ static uint16_t sample_format(cf_dtype d) {
     return (d == CF_DT_I8 || d == CF_DT_I16 || d == CF_DT_I32 || d == CF_DT_I64) ? 2 : 1;
 }
 
-/* Fail the writer (its first failure stays) and return st. */
-static cf_status w_fail(cf_writer *w, cf_status st) {
-    if (w->state == W_OPEN) {
-        w->state = W_FAILED;
-        w->fail = st;
-    }
-    return st;
-}
 
 /* TIFF compression codes as GDAL's COMPRESS names them, for messages. */
 static const char *comp_name(const cf_writer_options *o) {
@@ -282,7 +274,7 @@ static void free_writer(cf_writer *w, int remove_spool) {
     free(w->path);
     free(w->spool_path);
     cf__w_slot_free(&w->ov);
-    for (int k = 0; k < w->nslots; k++) cf__w_slot_free(&w->slots[k]);
+    cf__w_slots_free(w);
     pthread_cond_destroy(&w->slot_cv);
     pthread_cond_destroy(&w->idle_cv);
     pthread_mutex_destroy(&w->mu);
@@ -506,9 +498,7 @@ void cf_writer_tiles(const cf_writer *w, uint32_t *tx, uint32_t *ty) {
 /* The writer open and (tx, ty) a full-resolution tile of it. */
 static cf_status check_tile(const cf_writer *w, uint32_t tx, uint32_t ty, cf_error *err) {
     const w_level *L = &w->lev[0];
-    if (w->state != W_OPEN)
-        return cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
-                       cf_status_name(w->fail));
+    CF__TRY(cf__w_check_open(w, err));
     if (tx >= L->tx || ty >= L->ty)
         return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside %ux%u tiles", w->path,
                        tx, ty, L->tx, L->ty);
@@ -603,7 +593,7 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
     cf_status st = check_write(w, tx, ty, err);
     if (st) goto done;
     uint32_t tw = tx + 1 < L->tx ? T : L->w - tx * T;
-    uint32_t th = ty + 1 < L->ty ? T : L->h - ty * T;
+    const uint32_t th = cf__w_tile_rows(L, ty, T);
     size_t want = (size_t)w->o.bands * tw * th * w->es;
     if (size != want) {
         st = cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u takes %u bands x %u x %u = %zu bytes, "
@@ -611,7 +601,7 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
         goto done;
     }
     if (!(sl = take_slot(w))) {
-        st = w_fail(w, cf__err(err, CF_E_NOMEM, "writer: %s: a tile's encoder", w->path));
+        st = cf__w_fail(w, cf__err(err, CF_E_NOMEM, "writer: %s: a tile's encoder", w->path));
         goto done;
     }
     w->inflight++;
@@ -636,7 +626,7 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
     if (st) cf__err_prefix(err, st, "writer: %s: tile %u,%u of level 0", w->path, tx, ty);
     pthread_mutex_lock(&w->mu);
     if (st) { /* the encoder's failure is the writer's */
-        w_fail(w, st);
+        cf__w_fail(w, st);
         goto done;
     }
     st = check_write(w, tx, ty, err);
@@ -646,7 +636,7 @@ static cf_status write_tile(cf_writer *w, uint32_t tx, uint32_t ty, const void *
     if (!st && w->o.mask) st = cf__w_keep(w, 0, i, 1, menc, mn, err);
     if (st) cf__err_prefix(err, st, "writer: %s: tile %u,%u of level 0", w->path, tx, ty);
     if (!st && w->ws) st = have_tile(w, ty, i, err);
-    if (st) w_fail(w, st);
+    if (st) cf__w_fail(w, st);
 done:
     if (sl) give_slot(w, sl);
     pthread_mutex_unlock(&w->mu);
@@ -724,7 +714,7 @@ cf_status cf_writer_write_encoded_tile(cf_writer *w, uint32_t tx, uint32_t ty,
         if (!st && w->o.mask) st = cf__w_keep(w, 0, i, 1, mask, mn, err);
         if (!st && w->ws) st = have_tile(w, ty, i, err);
     }
-    if (st) w_fail(w, st);
+    if (st) cf__w_fail(w, st);
 done:
     pthread_mutex_unlock(&w->mu);
     return st;
@@ -736,9 +726,7 @@ static cf_status encoded_overview(cf_writer *w, int l, uint32_t tx, uint32_t ty,
                                   const void *data, size_t n, const void *mask, size_t mn,
                                   cf_error *err) {
     w_level *L = &w->lev[l];
-    if (w->state != W_OPEN)
-        return cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
-                       cf_status_name(w->fail));
+    CF__TRY(cf__w_check_open(w, err));
     if (tx >= L->tx || ty >= L->ty)
         return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u outside level %d's %ux%u tiles",
                        w->path, tx, ty, l, L->tx, L->ty);
@@ -759,7 +747,7 @@ static cf_status encoded_overview(cf_writer *w, int l, uint32_t tx, uint32_t ty,
         L->len[i] = 0;
         if (w->o.mask) L->mlen[i] = 0;
     }
-    if (st) return w_fail(w, st);
+    if (st) return cf__w_fail(w, st);
     if (w->ws) L->next_out++;
     return CF_OK;
 }
@@ -790,7 +778,7 @@ cf_status cf__writer_skip_tile(cf_writer *w, uint32_t tx, uint32_t ty, cf_error 
     cf_status st = check_tile(w, tx, ty, err);
     if (!st && w->ws && ty >= w->next_row && !w->have[(size_t)ty * L->tx + tx]) {
         st = have_tile(w, ty, (size_t)ty * L->tx + tx, err);
-        if (st) w_fail(w, st);
+        if (st) cf__w_fail(w, st);
     }
     pthread_mutex_unlock(&w->mu);
     return st;
@@ -864,8 +852,7 @@ cf_status cf_writer_close(cf_writer *w, cf_error *err) {
     }
     /* No tile comes any more: the write slots' memory goes before the
      * overview pass's workers take theirs (one budget, not two). */
-    for (int k = 0; k < w->nslots; k++) cf__w_slot_free(&w->slots[k]);
-    w->nslots = 0;
+    cf__w_slots_free(w);
     if (!st && w->share) st = cf__w_share_close(w, err);
     else if (!st) st = cf__w_build_overviews(w, err);
     char *tmp = NULL;

@@ -145,12 +145,36 @@ struct cf_writer {
     uint8_t *carry;                    /* the carry out, until close */
 };
 
+/* Fail the writer (its first failure stays) and return st. */
+static inline cf_status cf__w_fail(cf_writer *w, cf_status st) {
+    if (w->state == W_OPEN) {
+        w->state = W_FAILED;
+        w->fail = st;
+    }
+    return st;
+}
+
+/* CF_E_STATE when an earlier call failed the writer. */
+static inline cf_status cf__w_check_open(const cf_writer *w, cf_error *err) {
+    if (w->state == W_OPEN) return CF_OK;
+    return cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
+                   cf_status_name(w->fail));
+}
+
+/* Pixel rows of level L's row of tiles ty (tiles of T rows; the last
+ * row of tiles ends with the level). */
+static inline uint32_t cf__w_tile_rows(const w_level *L, uint32_t ty, uint32_t T) {
+    return L->h - ty * T < T ? L->h - ty * T : T;
+}
+
 /* ---- slot.c ---- */
 /* Wait (w->mu held) until no write_tile call is encoding in a slot:
  * close, abort and a share's build free the slots, and a tile being
  * encoded when they are called is written first, as when calls held the
  * lock throughout. */
 void cf__w_wait_idle(cf_writer *w);
+/* The write slots freed (no tile comes any more, or the writer goes). */
+void cf__w_slots_free(cf_writer *w);
 /* A slot's encoders and buffers (with `mask`, the mask's too); CF_E_NOMEM
  * leaves it empty. */
 cf_status cf__w_slot_make(const cf_writer *w, w_slot *s);
