@@ -142,8 +142,7 @@ class Stitcher(_Sharing):
         cropped to it.  valid (h, w) (or a Loader's batch["valid"][i], (1,
         h, w)): true or non-zero where the input had data; the rest is
         left out of the blend."""
-        if self._c is None:
-            raise ValueError("Stitcher: %s is closed" % self.path)
+        c = self._open()
         if hasattr(pred, "detach"):  # (bfloat16 has no numpy type)
             pred = pred.detach().float().cpu().numpy()
         a = np.asarray(pred, dtype=np.float32)
@@ -171,7 +170,7 @@ class Stitcher(_Sharing):
             if plane.dtype not in (np.uint8, np.bool_):  # (C: non-zero is valid)
                 plane = plane != 0
             plane = np.ascontiguousarray(plane).view(np.uint8)
-        self._c.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]), plane)
+        c.add(x, y, w, h, np.ascontiguousarray(a[:, :h, :w]), plane)
 
     def add_batch(self, preds: Any, windows: Sequence[Sequence[int]],
                   valid: Any = None) -> None:

@@ -117,25 +117,27 @@ class _Sharing(_Finishing):
     then writes its file.  share_tiles(level) says which rows of tiles of
     each level it made, for the assembling Writer(overviews_given=True)."""
 
-    def _share_c(self) -> Any:
+    path: str
+
+    def _open(self) -> Any:
+        """The C object; ValueError once closed."""
         if self._c is None:
-            raise ValueError("%s: %s is closed" % (type(self).__name__,
-                                                    getattr(self, "path", "")))
+            raise ValueError("%s: %s is closed" % (type(self).__name__, self.path))
         return self._c
 
     @property
     def levels(self) -> int:
         """Levels written: the full resolution and its overviews."""
-        return cast(int, self._share_c().levels)
+        return cast(int, self._open().levels)
 
     def share_build(self) -> None:
-        self._share_c().share_build()
+        self._open().share_build()
 
     def share_carry(self, carry: Optional[bytes]) -> bytes:
-        return cast(bytes, self._share_c().share_carry(carry))
+        return cast(bytes, self._open().share_carry(carry))
 
     def share_tiles(self, level: int) -> Tuple[int, int]:
-        return cast(Tuple[int, int], self._share_c().share_tiles(int(level)))
+        return cast(Tuple[int, int], self._open().share_tiles(int(level)))
 
 
 class Writer(_Sharing):
@@ -295,12 +297,7 @@ class Writer(_Sharing):
     @property
     def tiles(self) -> Tuple[int, int]:
         """(tiles across, tiles down) at full resolution."""
-        return self._open().tiles
-
-    def _open(self) -> _Writer:
-        if self._c is None:
-            raise ValueError("Writer: %s is closed" % self.path)
-        return self._c
+        return cast(Tuple[int, int], self._open().tiles)
 
     def tile_window(self, tx: int, ty: int) -> Tuple[int, int, int, int]:
         """(x, y, w, h) of tile (tx, ty), clipped at the image's edges."""
