@@ -406,11 +406,77 @@ def test_encoded_tiles_go_up_as_written(moto, s3proxy, clean_env, image, tmp_pat
     assert data is not None and data == ref.read_bytes()
 
 
+def to_store(store, env, moto, s3proxy, azproxy, key):
+    """The store's credentials in env; the object's URL and its proxy."""
+    if store == "s3":
+        s3_env(env, moto, s3proxy)
+        return "s3://out/" + key, s3proxy
+    az_env(env, azproxy)
+    return "az://out/" + key, azproxy
+
+
+def fetched(store, moto, azurite, key):
+    return s3_get(moto, key) if store == "s3" else az_get(azurite, key)
+
+
+def assert_nothing_left(store, msg, url, moto, s3proxy, azurite, azproxy, key):
+    """A failed upload: the error names the URL without a secret, and
+    nothing stays (S3: no object, no open upload, an abort sent; Azure: no
+    block list committed, no blob)."""
+    assert url in msg, msg
+    if store == "s3":
+        assert_clean(msg, moto.secret)
+        assert s3_get(moto, key) is None
+        assert s3_open_uploads(moto) == []
+        assert s3proxy.requests("DELETE", "uploadId"), "no abort sent"
+    else:
+        from azurite import KEY
+        assert_clean(msg, KEY)
+        assert az_get(azurite, key) is None
+        assert not [r for r in azproxy.requests("PUT", "comp=blocklist") if r["status"] == 201]
+
+
+SHARE_OPTS = dict(compression="zstd", mask=True)
+
+
+def share_files(image, m, tmp_path):
+    """Two share writers (Writer(share=)) of the image's rows of tiles,
+    their carries passed on: their files and the rows of tiles of each
+    level each made."""
+    T, rows = 512, -(-H // 512)
+    carry, out = None, []
+    for k, (r0, n) in enumerate([(0, 2), (2, rows - 2)]):
+        p = tmp_path / ("s%d.tif" % k)
+        w = cogfeed.Writer(p, W, H, 1, "float32", grid=grid(), share=(r0, n), **SHARE_OPTS)
+        y0, y1 = r0 * T, min((r0 + n) * T, H)
+        w.write(image[:, y0:y1], 0, y0, mask=m[y0:y1])
+        w.share_build()
+        carry = w.share_carry(carry)
+        out.append((p, [w.share_tiles(level) for level in range(w.levels)]))
+        w.close()
+    return out
+
+
+def share_tiles(shares):
+    """(k, level, tx, ty, bytes, mask bytes) of every tile each share made,
+    shares in order, each level's rows in order."""
+    for k, (p, made) in enumerate(shares):
+        data = p.read_bytes()
+        with cogfeed.open(p) as c:
+            for level, (t0, t1) in enumerate(made):
+                ntx = -(-(c.width if level == 0 else c.overviews[level - 1][0]) // 512)
+                for ty in range(t0, t1):
+                    for tx in range(ntx):
+                        ti = c.tile_info(ty * ntx + tx, level)
+                        mi = c.tile_info(ty * ntx + tx, level, mask=True)
+                        yield (k, level, tx, ty, data[ti["offset"]:ti["offset"] + ti["byte_count"]],
+                               data[mi["offset"]:mi["offset"] + mi["byte_count"]])
+
+
 @pytest.mark.parametrize("store", ["s3", "az"])
 def test_share_writers_assembled_into_an_object(moto, s3proxy, azurite, azproxy, clean_env,
                                                 image, tmp_path, store):
-    """Two share writers (Writer(share=)) of the image's rows of tiles,
-    their tiles of every level copied into an object by a
+    """Two share writers' tiles of every level copied into an object by a
     Writer(overviews_given=True), as predict(distributed=True) assembles
     its ranks' shares: the object is byte for byte the local file one
     writer makes; each overview level goes up as its tiles come in row
@@ -418,46 +484,39 @@ def test_share_writers_assembled_into_an_object(moto, s3proxy, azurite, azproxy,
     without failing the upload."""
     m = ring_mask()
     ref = tmp_path / "ref.tif"
-    cogfeed.write(ref, image, mask=m, grid=grid(), compression="zstd")
-    opts = dict(grid=grid(), compression="zstd", mask=True)
-    T = 512
-    rows = -(-H // T)
-    shares, carry, made = [(0, 2), (2, rows - 2)], None, []
-    for k, (r0, n) in enumerate(shares):
-        w = cogfeed.Writer(tmp_path / ("s%d.tif" % k), W, H, 1, "float32", share=(r0, n),
-                           **opts)
-        y0, y1 = r0 * T, min((r0 + n) * T, H)
-        w.write(image[:, y0:y1], 0, y0, mask=m[y0:y1])
-        w.share_build()
-        carry = w.share_carry(carry)
-        made.append([w.share_tiles(level) for level in range(w.levels)])
-        w.close()
-    if store == "s3":
-        s3_env(clean_env, moto, s3proxy)
-        url = "s3://out/assembled.tif"
-    else:
-        az_env(clean_env, azproxy)
-        url = "az://out/assembled.tif"
-    with cogfeed.Writer(url, W, H, 1, "float32", io=fast_io(), part_size=PART,
-                        overviews_given=True, **opts) as w:
-        for k in range(len(shares)):
-            p = tmp_path / ("s%d.tif" % k)
-            data = p.read_bytes()
-            with cogfeed.open(p) as c:
-                for level, (t0, t1) in enumerate(made[k]):
-                    ntx = -(-(c.width if level == 0 else c.overviews[level - 1][0]) // T)
-                    for ty in range(t0, t1):
-                        for tx in range(ntx):
-                            ti = c.tile_info(ty * ntx + tx, level)
-                            mi = c.tile_info(ty * ntx + tx, level, mask=True)
-                            b = data[ti["offset"]:ti["offset"] + ti["byte_count"]]
-                            mb = data[mi["offset"]:mi["offset"] + mi["byte_count"]]
-                            if level == 1 and k == 1 and ty == t0 and tx == 0 and ntx > 1:
-                                with pytest.raises(cogfeed.StateError, match="row order"):
-                                    w.write_encoded_tile(1, ty, b, mb, level=1)
-                            w.write_encoded_tile(tx, ty, b, mb, level=level)
-    got = s3_get(moto, "assembled.tif") if store == "s3" else az_get(azurite, "assembled.tif")
+    cogfeed.write(ref, image, mask=m, grid=grid(), compression=SHARE_OPTS["compression"])
+    shares = share_files(image, m, tmp_path)
+    url, _ = to_store(store, clean_env, moto, s3proxy, azproxy, "assembled.tif")
+    refused = 0
+    with cogfeed.Writer(url, W, H, 1, "float32", grid=grid(), io=fast_io(), part_size=PART,
+                        overviews_given=True, **SHARE_OPTS) as w:
+        for k, level, tx, ty, b, mb in share_tiles(shares):
+            if level == 1 and k == 1 and tx == 0 and not refused:
+                with pytest.raises(cogfeed.StateError, match="row order"):
+                    w.write_encoded_tile(1, ty, b, mb, level=1)
+                refused += 1
+            w.write_encoded_tile(tx, ty, b, mb, level=level)
+    assert refused == 1
+    got = fetched(store, moto, azurite, "assembled.tif")
     assert got is not None and got == ref.read_bytes()
+
+
+@pytest.mark.parametrize("store", ["s3", "az"])
+def test_share_assembly_whose_upload_fails_leaves_nothing(moto, s3proxy, azurite, azproxy,
+                                                          clean_env, image, tmp_path, store):
+    """The assembling writer (overviews_given) to an object whose every
+    part fails: the upload is aborted, nothing is left, and the error
+    names the URL without a secret."""
+    shares = share_files(image, ring_mask(), tmp_path)
+    url, proxy = to_store(store, clean_env, moto, s3proxy, azproxy, "fail/assembled.tif")
+    proxy.set_faults([("PUT", 1, "503-always")])
+    with pytest.raises(cogfeed.Error) as ei:
+        with cogfeed.Writer(url, W, H, 1, "float32", grid=grid(), io=fast_io(),
+                            part_size=PART, overviews_given=True, **SHARE_OPTS) as w:
+            for _, level, tx, ty, b, mb in share_tiles(shares):
+                w.write_encoded_tile(tx, ty, b, mb, level=level)
+    assert_nothing_left(store, str(ei.value), url, moto, s3proxy, azurite, azproxy,
+                        "fail/assembled.tif")
 
 
 @pytest.mark.parametrize("store", ["s3", "az"])
@@ -471,31 +530,15 @@ def test_encoded_tiles_upload_that_fails_leaves_nothing(moto, s3proxy, azurite, 
     cogfeed.write(share, image, mask=ring_mask(), grid=grid(), compression="none",
                   overviews=0)
     tiles = stored_tiles(share)
-    if store == "s3":
-        s3_env(clean_env, moto, s3proxy)
-        s3proxy.set_faults([("PUT", 1, "503-always")])
-        url = "s3://out/fail/copied.tif"
-    else:
-        az_env(clean_env, azproxy)
-        azproxy.set_faults([("PUT", 1, "503-always")])
-        url = "az://out/fail/copied.tif"
+    url, proxy = to_store(store, clean_env, moto, s3proxy, azproxy, "fail/copied.tif")
+    proxy.set_faults([("PUT", 1, "503-always")])
     with pytest.raises(cogfeed.Error) as ei:
         with cogfeed.Writer(url, W, H, 1, "float32", grid=grid(), compression="none",
                             io=fast_io(), part_size=PART, mask=True) as w:
             for (tx, ty), (b, mb) in sorted(tiles.items()):
                 w.write_encoded_tile(tx, ty, b, mb)
-    msg = str(ei.value)
-    assert url in msg, msg
-    if store == "s3":
-        assert_clean(msg, moto.secret)
-        assert s3_get(moto, "fail/copied.tif") is None
-        assert s3_open_uploads(moto) == []
-        assert s3proxy.requests("DELETE", "uploadId"), "no abort sent"
-    else:
-        from azurite import KEY
-        assert_clean(msg, KEY)
-        assert az_get(azurite, "fail/copied.tif") is None
-        assert not [r for r in azproxy.requests("PUT", "comp=blocklist") if r["status"] == 201]
+    assert_nothing_left(store, str(ei.value), url, moto, s3proxy, azurite, azproxy,
+                        "fail/copied.tif")
 
 
 def write_tiles(w, image, order):
