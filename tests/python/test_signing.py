@@ -252,7 +252,12 @@ def test_a_failed_renewal_keeps_the_signature_still_valid(site):
     url = "%s/scenes/scene/red.tif" % az.endpoint
     with cogfeed.open(url, io=io) as c, cogfeed.open(files["red"]) as l:
         want = l.read(window=(0, 0, 64, 64))
-        for wait in (2.5, 0.8, 1.5):        # past the renewal, its retry, the first expiry
+        # Past the renewal, its retry, the first expiry.  The SAS states its
+        # expiry in whole seconds (se=), so a token lives 3 to 4 s and is
+        # renewed 1.5 to 2 s after it was signed: the last read comes 1 s
+        # after the retry, before the new token is due (1.5 s let a read
+        # that came late sign a fourth time, one CI run in ten).
+        for wait in (2.5, 0.8, 1.0):
             time.sleep(wait)
             assert np.array_equal(c.read(window=(0, 0, 64, 64)), want)
     assert len(calls) == 3                  # the failure, then a renewal that worked
