@@ -974,7 +974,9 @@ typedef struct cf_loader_options {
     /* Inputs.  images[f * time_steps + t] is scene t of sample file f. */
     const char *const *images;
     size_t nfiles;             /* sample files (images has nfiles*time_steps) */
-    int time_steps;            /* scenes per sample (1): output [T,C,H,W] */
+    int time_steps;            /* scenes per sample (1): output [T,C,H,W];
+                                  at most 2^20 (a mosaic's many scenes),
+                                  at most 1024 steps out */
     const char *const *masks;  /* nfiles entries, aligned; NULL: none */
     const char *const *layers; /* layers[f * nlayers + l], aligned, stacked
                                   as channels after the image bands */
@@ -1122,7 +1124,8 @@ typedef struct cf_loader_options {
      * read onto the sample's target grid (its own CRS reprojected).
      * layout.time_steps is 1; layers and the mask are read once.  A scene
      * is read only while pixels of the patch are left without data, and
-     * costs no request where its footprint misses the patch.  Pixels no
+     * neither read nor opened for a patch its footprint misses (a patch
+     * costs a footprint test per scene, not a read).  Pixels no
      * scene covers keep the first scene's fill (its nodata, or 0) (0) */
     int mosaic;
     /* Per-scene classification masks (Sentinel-2's SCL, Landsat's QA

@@ -34,6 +34,45 @@ cf_status cf__loader_check(int id, double v, cf_error *err) {
     return cf__opt_check(scalars, CF__LDO_COUNT, id, v, "loader", err);
 }
 
+/* A step's scene, sorted by file and scene mask (then place) to find
+ * repeats. */
+typedef struct scene_key {
+    const char *url, *scm;
+    size_t at;
+} scene_key;
+
+static int scene_key_cmp(const void *a, const void *b) {
+    const scene_key *p = a, *q = b;
+    int c = strcmp(p->url, q->url);
+    if (!c && p->scm) c = strcmp(p->scm, q->scm);
+    return c ? c : (p->at > q->at) - (p->at < q->at);
+}
+
+/* A mosaic's scene that repeats an earlier scene of its step (the same
+ * file, with the same scene mask) would fill nothing: a date of fewer
+ * scenes than the others is padded so (cogfeed.Loader).  Not read.  Found
+ * by sorting each step's scenes (a step may hold a region's thousands of
+ * scenes: comparing each with every earlier one was quadratic). */
+static cf_status mark_repeats(cf_loader *ld, size_t nimg, size_t scm0, cf_error *err) {
+    ld->repeats = cf__calloc(nimg, 1);
+    if (!ld->repeats) return cf__err(err, CF_E_NOMEM, "loader: scene table");
+    const size_t K = ld->step_scenes;
+    if (K < 2) return CF_OK;
+    scene_key *keys = cf__calloc(K, sizeof *keys);
+    if (!keys) return cf__err(err, CF_E_NOMEM, "loader: scene table");
+    for (size_t t0 = 0; t0 < nimg; t0 += K) {
+        for (size_t k = 0; k < K; k++)
+            keys[k] = (scene_key){ld->urls[t0 + k], ld->has_scm ? ld->urls[scm0 + t0 + k] : NULL,
+                                  t0 + k};
+        qsort(keys, K, sizeof *keys, scene_key_cmp);
+        for (size_t k = 1; k < K; k++)
+            ld->repeats[keys[k].at] = !strcmp(keys[k].url, keys[k - 1].url) &&
+                                      (!keys[k].scm || !strcmp(keys[k].scm, keys[k - 1].scm));
+    }
+    free(keys);
+    return CF_OK;
+}
+
 static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
                               cf_error *err) {
     size_t n = opt->struct_size < sizeof ld->o ? opt->struct_size
@@ -94,6 +133,10 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     if (o->valid_per_step && !o->valid_mask)
         return cf__err(err, CF_E_ARG, "loader: valid_per_step needs valid_mask");
     ld->step_scenes = !o->mosaic ? 1 : o->step_scenes ? o->step_scenes : (uint32_t)o->time_steps;
+    if ((uint32_t)o->time_steps / ld->step_scenes > CF__LD_MAX_STEPS)
+        return cf__err(err, CF_E_ARG, "loader: %u time steps (at most %d; a mosaic's step may "
+                                      "hold more scenes)",
+                       (uint32_t)o->time_steps / ld->step_scenes, CF__LD_MAX_STEPS);
     ld->valid_steps = o->valid_per_step ? (uint32_t)o->time_steps / ld->step_scenes : 1;
     if (o->layers_per_step && !o->nlayers)
         return cf__err(err, CF_E_ARG, "loader: layers_per_step without layers");
@@ -118,16 +161,8 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     o->images = NULL;
     o->layers = NULL;
     ld->has_scm = o->scene_masks != NULL;
-    /* A mosaic's scene that repeats an earlier scene of its step (the same
-     * file, with the same scene mask) would fill nothing: a date of fewer
-     * scenes than the others is padded so (cogfeed.Loader).  Not read. */
-    ld->repeats = cf__calloc(nimg, 1);
-    if (!ld->repeats) return cf__err(err, CF_E_NOMEM, "loader: scene table");
-    const size_t K = ld->step_scenes, scm0 = nimg + nrest; /* scene masks' urls */
-    for (size_t t = 0; K > 1 && t < nimg; t++)
-        for (size_t e = t - t % K; e < t && !ld->repeats[t]; e++)
-            ld->repeats[t] = !strcmp(ld->urls[e], ld->urls[t]) &&
-                             (!ld->has_scm || !strcmp(ld->urls[scm0 + e], ld->urls[scm0 + t]));
+    cf_status rst = mark_repeats(ld, nimg, nimg + nrest, err);
+    if (rst != CF_OK) return rst;
     o->scene_masks = NULL;
     if (o->ninvalid_classes) {
         ld->classes = cf__calloc(o->ninvalid_classes, sizeof *ld->classes);

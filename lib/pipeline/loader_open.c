@@ -147,7 +147,9 @@ cf_status cf__ld_open_inputs(cf_loader *ld, cf_error *err) {
     /* Every input placed on its sample's target grid, or refused
      * (sample_grid.c). */
     if (st == CF_OK) st = cf__sg_new(&ld->o, ld->img, ld->msk, ld->lay, ld->scm, &ld->sg, err);
-    if (st == CF_OK && ld->o.mosaic && ld->ndeclared)
+    /* A mosaic's footprints: a later scene is read (or its header, when
+     * declared) only for the patches it meets. */
+    if (st == CF_OK && ld->o.mosaic && ld->step_scenes > 1)
         st = cf__fp_new(ld->sg, ld->img, ld->o.nfiles, (size_t)ld->o.time_steps, ld->o.level,
                         &ld->scene_fp, err);
     return st;

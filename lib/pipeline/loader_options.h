@@ -53,8 +53,16 @@ size_t cf__ld_default_cache_bytes(void);
 #define CF__LD_DEFAULT_CACHE_BYTES_DOC                                                    \
     "5% of the physical memory (or of the cgroup's limit), at least 256 MiB"
 
+/* Scenes a sample file may have (a mosaic's, over all its steps), and the
+ * time steps a sample may hold.  A mosaic's scenes cost a footprint test
+ * each per sample (only those meeting the patch are read), so a step may
+ * be the many scenes of a large region (cogfeed.load). */
+#define CF__LD_MAX_SCENES (1 << 20)
+#define CF__LD_MAX_STEPS 1024
+
 #define CF__LOADER_SCALARS(X)                                                             \
-    X(time_steps, int, long long, "L", 1, 1, 1024, "")                                    \
+    X(time_steps, int, long long, "L", 1, 1, CF__LD_MAX_SCENES,                           \
+      "a mosaic's scenes; at most 1024 time steps out")                                    \
     X(nlayers, int, long long, "L", 0, 0, 64, "")                                         \
     X(level, int, long long, "L", 0, 0, INT32_MAX,                                        \
       "0 is full resolution, 1 the first overview")                                       \
@@ -83,7 +91,8 @@ size_t cf__ld_default_cache_bytes(void);
     X(valid_mask, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                             \
     X(mosaic, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                                 \
     X(skip_empty, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                             \
-    X(step_scenes, uint32_t, long long, "L", 0, 0, 1024, "0: all of a file's scenes")     \
+    X(step_scenes, uint32_t, long long, "L", 0, 0, CF__LD_MAX_SCENES,                     \
+      "0: all of a file's scenes")                                                        \
     X(valid_per_step, int, int, "p", 0, INT32_MIN, INT32_MAX, "")                         \
     X(layers_per_step, int, int, "p", 0, INT32_MIN, INT32_MAX, "")
 

@@ -458,13 +458,13 @@ static int step_full(const cf_loader *ld, const ld_worker *wk, const ld_member *
     return !memchr(filled, 0, ld->plane);
 }
 
-/* A mosaic's later scene not opened yet whose footprint (from its
- * description) misses the window: it would fill nothing, and is not
- * opened for it (read as any scene, it would cost its header's request). */
+/* A mosaic's later scene whose footprint (from its header, or from its
+ * description when not opened yet) misses the window: it would fill
+ * nothing, and is neither read nor opened for it (a region's step may
+ * hold thousands of scenes, each a plane's work and a header's request
+ * when read). */
 static int unmet(const cf_loader *ld, size_t f, const ld_member *mb, const cf_window *w) {
-    const cf_cog *c = ld->img[f * (size_t)ld->o.time_steps + (size_t)mb->t];
-    return ld->scene_fp && cf__cog_declared(c) &&
-           !cf__fp_meets(ld->scene_fp, f, (size_t)mb->t, w->x, w->y, w->w, w->h);
+    return ld->scene_fp && !cf__fp_meets(ld->scene_fp, f, (size_t)mb->t, w->x, w->y, w->w, w->h);
 }
 
 /* A sample's described files not opened yet, their headers read together
@@ -532,8 +532,10 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
             /* Later scenes are read in groups of their own, once the
              * first scenes, which they fill, are in; one per step. */
             if (*ni && !ins[0].fill) break;
-            if (step_full(ld, wk, mb) || ld->repeats[f * (size_t)ld->o.time_steps + (size_t)mb->t] ||
-                unmet(ld, f, mb, w)) {
+            /* The footprint and repeat tests first: a scan of the
+             * step's plane costs more. */
+            if (ld->repeats[f * (size_t)ld->o.time_steps + (size_t)mb->t] ||
+                unmet(ld, f, mb, w) || step_full(ld, wk, mb)) {
                 *used += 1 + ld->has_scm;
                 continue;
             }

@@ -38,7 +38,7 @@ __all__ = ["load", "Region", "item_steps"]
 # Loaders reading at once, and the decoded tiles each keeps for its next
 # patches (a region's patch grid meets each tile about once more).
 _AT_ONCE = 4
-_MAX_SCENES = 1024       # the Loader's time_steps
+_MAX_SCENES = 1 << 20    # the Loader's time_steps (CF__LD_MAX_SCENES)
 _CACHE_BYTES = 128 << 20
 _REMOTE = ("http://", "https://", "s3://", "az://", "gs://")
 

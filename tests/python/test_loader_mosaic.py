@@ -561,8 +561,46 @@ def test_load_narrow_region_and_big_steps(scenes):
     assert r.data.shape == (1, 2, 1, 300)
     with cogfeed.open(scenes["A"]) as c:
         np.testing.assert_array_equal(r.data[0], c.read(grid=g, resampling="nearest"))
-    with pytest.raises(ValueError, match="1024"):
-        cogfeed.load([scenes["A"]] * 1025, grid=g)
+    with pytest.raises(ValueError, match="1048576"):
+        cogfeed.load([scenes["A"]] * (2 ** 20 + 1), grid=g)
+
+
+def test_load_a_step_of_thousands_of_scenes(tmp_path):
+    """One mosaic of 1,250 overlapping scenes (a step took at most 1,024,
+    and each patch read every scene: the time grew with scenes x patches):
+    gdalwarp's mosaic of them pixel for pixel, and where it wrote; scenes
+    at another resolution (resampled: footprints from their outlines), a
+    scene outside the region and repeats of earlier scenes among them."""
+    rng = np.random.default_rng(5)
+    paths = []
+    for j in range(34):
+        for i in range(34):
+            res = 15.0 if (i + j) % 7 == 0 else RES
+            a = rng.integers(1, 4000, (1, 32, 32), np.uint16)
+            y, x = rng.integers(0, 24, 2)
+            a[:, y:y + 8, x:x + 12] = 0                  # a hole the next scenes fill
+            g = cogfeed.Grid(32633, (res, 0, X0 + i * 20 * RES, 0, -res, Y1 - j * 20 * RES),
+                             32, 32)
+            p = str(tmp_path / ("s%d_%d.tif" % (j, i)))
+            with cogfeed.Writer(p, 32, 32, 1, "uint16", grid=g, tile_size=16, nodata=0,
+                                overviews=0) as w:
+                w.write(a)
+            paths.append(p)
+    far = str(tmp_path / "far.tif")
+    with cogfeed.Writer(far, 32, 32, 1, "uint16", tile_size=16, nodata=0, overviews=0,
+                        grid=cogfeed.Grid(32633, (RES, 0, X0 + 9000 * RES, 0, -RES, Y1),
+                                          32, 32)) as w:
+        w.write(np.full((1, 32, 32), 7, np.uint16))
+    order = paths[:600] + [far] + paths[600:] + paths[:93]
+    assert len(order) == 1250
+    g = cogfeed.Grid.from_bounds(32633, (X0 + 5 * RES, Y1 - 690 * RES, X0 + 690 * RES,
+                                         Y1 - 3 * RES), RES)
+    r = cogfeed.load(order, grid=g, groupby="all", valid=True, error_threshold=0)
+    exp = gdal_mosaic(paths, str(tmp_path / "m.tif"), g, "near", ("-et", "0"))
+    assert r.data.shape == (1, 1, g.height, g.width)
+    np.testing.assert_array_equal(r.data[0], exp)
+    np.testing.assert_array_equal(r.valid[0], exp[0] != 0)
+    assert 0.9 < (exp != 0).mean() < 1
 
 
 def test_solar_day_across_the_antimeridian_and_time_zones():

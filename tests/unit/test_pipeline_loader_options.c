@@ -52,7 +52,7 @@ typedef struct edge {
 
 static void test_ranges(void) {
     const edge e[] = {
-        {CF__LDO_time_steps, 1, 1024, "time_steps"},
+        {CF__LDO_time_steps, 1, 1 << 20, "time_steps"},
         {CF__LDO_nlayers, 0, 64, "nlayers"},
         {CF__LDO_patch_size, 1, 65536, "patch_size"},
         {CF__LDO_batch_size, 1, 65536, "batch_size"},
@@ -118,6 +118,17 @@ static void test_new_checks(void) {
     BAD(resampling, (cf_resampling)CF_RS_COUNT, "resampling");
     BAD(mask_resampling, (cf_resampling)-1, "mask_resampling");
 #undef BAD
+    /* A mosaic's step may hold up to 2^20 scenes; a sample at most 1024
+     * time steps. */
+    cf_loader_options_init(&o);
+    o.images = imgs;
+    o.nfiles = 1;
+    o.time_steps = 1025;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG && ld == NULL &&
+          strstr(e.msg, "1025 time steps (at most 1024") && !strstr(e.msg, "never-opened"));
+    o.mosaic = 1;
+    o.step_scenes = 1;
+    CHECK(cf_loader_new(&o, &ld, &e) == CF_E_ARG && strstr(e.msg, "1025 time steps"));
     /* In range, the file is what fails (opened, and named). */
     cf_loader_options_init(&o);
     o.images = imgs;
