@@ -54,7 +54,8 @@ def make(root, n, size):
 
 RUN_COGFEED = r"""
 import sys, time, json, numpy as np, cogfeed
-paths, bounds, out = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+paths, bounds = json.load(open(sys.argv[1])), json.loads(sys.argv[2])
+out = sys.argv[3]
 g = cogfeed.Grid.from_bounds(32633, bounds, 10.0)
 for k in range(2):
     t = time.perf_counter()
@@ -94,7 +95,9 @@ def main():
             os.makedirs(d)
             paths, bounds = make(d, n, a.size)
             cf_out, gd_out = os.path.join(d, "cf.npy"), os.path.join(d, "gdal.tif")
-            r = subprocess.run([sys.executable, "-c", RUN_COGFEED, json.dumps(paths),
+            with open(os.path.join(d, "paths.json"), "w") as f:
+                json.dump(paths, f)
+            r = subprocess.run([sys.executable, "-c", RUN_COGFEED, f.name,
                                 json.dumps(bounds), cf_out], check=True,
                                capture_output=True, text=True)
             t_cf = float(r.stdout.split()[-1])
