@@ -135,6 +135,14 @@ void cf__warp_free(cf__warp *w);
 /* 1 when the map is one affine transform (same CRS). */
 int cf__warp_is_affine(const cf__warp *w);
 
+/* The source positions of a resampling across CRSs, kept for the next
+ * request of the same map and window (warp_pos.c): a loader's dates of
+ * one place share their grid, so a sample's scenes of one tile need the
+ * positions once, not once per date.  One thread's. */
+typedef struct cf__warp_pos cf__warp_pos;
+cf__warp_pos *cf__warp_pos_new(void);
+void cf__warp_pos_free(cf__warp_pos *p);
+
 /* A window of the target grid and the source level it is resampled
  * from. */
 typedef struct cf__warp_req {
@@ -145,6 +153,8 @@ typedef struct cf__warp_req {
     uint32_t lw, lh;           /* that level's size (pixels) */
     uint32_t w0, h0;           /* level 0's size */
     int general;               /* tests: skip the separable fast path */
+    cf__warp_pos *pos;         /* positions kept from and for the caller's
+                                  other requests (NULL: none) */
 } cf__warp_req;
 
 /* GDAL's overview choice for a target window (gdalwarp -ovr AUTO):

@@ -521,7 +521,11 @@ static cf_status general(rs_call *c, cf_error *err) {
      * pixel centres, or (average, mode) each pixel's top-left corner and,
      * from tn on, its bottom-right one, a row at a time as GDAL does. */
     double tx = (double)c->rq->tx, ty = (double)c->rq->ty;
-    for (uint32_t j = 0; j < th; j++) {
+    /* Across CRSs, kept for the caller's next request of the same map and
+     * window (an affine map's rows cost less than the copy). */
+    cf__warp_pos *keep = c->w->affine ? NULL : c->rq->pos;
+    int kept = cf__warp_pos_get(keep, c->w, c->inv, c->rq, corners, npos, px, py, pok);
+    for (uint32_t j = 0; j < th && !kept; j++) {
         size_t o = (size_t)j * tw;
         if (corners) {
             cf__warp_row(c->w, c->inv, tx, ty + j, tw, px + o, py + o, pok + o);
@@ -531,6 +535,7 @@ static cf_status general(rs_call *c, cf_error *err) {
             cf__warp_row(c->w, c->inv, tx + 0.5, ty + j + 0.5, tw, px + o, py + o, pok + o);
         }
     }
+    if (keep && !kept) cf__warp_pos_put(keep, c->w, c->inv, c->rq, corners, npos, px, py, pok);
     for (size_t k = 0; k < npos; k++) {
         px[k] -= (double)c->win->x;
         py[k] -= (double)c->win->y;

@@ -431,6 +431,7 @@ cf_status cf__warp_new(const cf_grid *src, const cf_grid *dst, cf__xform *xf, do
     }
     w->affine = xf == NULL;
     w->rows_approx = max_err > 0;
+    w->max_err = max_err;
     w->xf = xf;
     if (cf_crs_kind_of(src->crs) == CF_CRS_GEOGRAPHIC && src->transform[2] == 0 &&
         src->transform[4] == 0) {

@@ -27,6 +27,7 @@ struct cf__warp {
     double wrap_c;             /* centre of the source's longitudes */
     int npoles;                /* poles inside the target's CRS domain: */
     double pole_px[2], pole_py[2], pole_lat[2]; /* target pixel, latitude */
+    double max_err;            /* the lattice's error bound */
     double src_gt[6], src_inv[6], dst_gt[6];
     uint32_t sw, sh;           /* source level 0 */
     uint32_t dw, dh;           /* target grid */
@@ -50,6 +51,16 @@ void cf__warp_points(const cf__warp *w, const double inv[6], size_t n, const dou
  * as GDAL's warper computes a row (one call of its transformer). */
 void cf__warp_row(const cf__warp *w, const double inv[6], double px0, double py, uint32_t n,
                   double *sx, double *sy, uint8_t *ok);
+/* The n source positions (and their ok flags) of request rq through w
+ * (corners: average and mode's two per pixel) from p, when p holds those
+ * of the same map and window: 1, copied; else 0. */
+int cf__warp_pos_get(const cf__warp_pos *p, const cf__warp *w, const double inv[6],
+                     const cf__warp_req *rq, int corners, size_t n, double *px, double *py,
+                     uint8_t *ok);
+/* Keep them in p for the next request (p as it was when memory runs out). */
+void cf__warp_pos_put(cf__warp_pos *p, const cf__warp *w, const double inv[6],
+                      const cf__warp_req *rq, int corners, size_t n, const double *px,
+                      const double *py, const uint8_t *ok);
 /* 1 when the target grid is the source level's shifted by whole pixels:
  * GDAL then copies pixels (nearest) whatever the kernel. */
 int cf__warp_is_translation(const cf__warp *w, uint32_t lw, uint32_t lh);

@@ -238,6 +238,8 @@ typedef struct cf__grid_plan {
     cf__warp_src proto;         /* dtype, bands, source nodata */
     cf__warp_dst out;           /* target nodata, band stride */
     double fill;               /* what pixels without a value hold */
+    cf__warp_pos *pos;          /* borrowed: positions kept across plans
+                                  (a loader reader's; NULL: none) */
 } cf__grid_plan;
 /* xf_known: xf is the grid CRS -> cog CRS transformation (NULL: the same
  * CRS), else it is worked out here.  nb bands are resampled. */

@@ -645,6 +645,8 @@ static void release_inputs(cf_loader *ld) {
     for (int t = 0; ld->workers && t < ld->nthreads; t++) {
         free(ld->workers[t].scratch);
         ld->workers[t].scratch = NULL;
+        cf__warp_pos_free(ld->workers[t].pos);
+        ld->workers[t].pos = NULL;
     }
     if (ld->budgets) {
         cf__budget_trim(&ld->fetch.b);

@@ -931,8 +931,10 @@ void cf_loader_free(cf_loader *ld) {
      * have been copied while held: free the memory only. */
     int child = ld->pid && getpid() != ld->pid;
     if (!child) cf_loader_close(ld);
-    for (int t = 0; ld->workers && t < ld->nthreads; t++)
+    for (int t = 0; ld->workers && t < ld->nthreads; t++) {
         free(ld->workers[t].scratch);
+        cf__warp_pos_free(ld->workers[t].pos);
+    }
     free(ld->workers);
     if (ld->budgets) {
         cf__bufpool_destroy(&ld->fetch, !child);

@@ -94,6 +94,9 @@ typedef struct ld_worker {
     pthread_t th;
     uint8_t *scratch;         /* raw member blocks, then one output plane */
     size_t scratch_bytes;
+    cf__warp_pos *pos;        /* positions across CRSs kept for the
+                                 sample's next scene of the same grid
+                                 (made when first needed) */
     /* One batch of chunks (read_parts): fetched together into buf. */
     cf__chunk chunks[LD_PART_CHUNKS];
     int cpart[LD_PART_CHUNKS]; /* the part each chunk belongs to */

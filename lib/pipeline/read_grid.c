@@ -249,7 +249,9 @@ static cf_status resample_chunk(const cf_cog *cog, const cf__grid_plan *pl, size
         win.w += 2 * (uint32_t)r;
         win.wrap = 0;
     }
-    cf_status st = cf__warp_resample(pl->w, c, &win, &src, &part, err);
+    cf__warp_req rq = *c;
+    rq.pos = pl->pos;
+    cf_status st = cf__warp_resample(pl->w, &rq, &win, &src, &part, err);
     free(ext);
     free(extv);
     if (st) cf__err_prefix(err, st, "%s", cog->name);

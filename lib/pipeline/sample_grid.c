@@ -21,11 +21,21 @@ struct cf__sg {
                                   grid at the loader's level */
     cf__sg_input *in;          /* per input */
     int any_warp;
+    /* The transformations, one per pair of CRS objects (files of one
+     * archive share theirs: geokeys.c): inputs of one pair share one, so
+     * that their positions, kept by a reader, are known to be the same
+     * (cf__warp_pos). */
+    struct sg_xf {
+        const cf_crs *from, *to;
+        cf__xform *xf;
+    } *xfs;
+    size_t nxfs, capxfs;
 };
 
 void cf__sg_free(cf__sg *sg) {
     if (!sg) return;
-    for (size_t i = 0; sg->in && i < sg->ninputs; i++) cf__xform_free(sg->in[i].xf);
+    for (size_t i = 0; i < sg->nxfs; i++) cf__xform_free(sg->xfs[i].xf);
+    free(sg->xfs);
     for (size_t f = 0; sg->crs && f < sg->nfiles; f++) cf_crs_free(sg->crs[f]);
     free(sg->in);
     free(sg->crs);
@@ -201,9 +211,25 @@ static cf_status pixel_aligned(const cf_loader_options *o, const cf_cog *c, cons
     return CF_OK;
 }
 
-static cf_status place(const cf_loader_options *o, const cf_cog *c, const cf_grid *t,
-                       int georef, const char *what, const cf_cog *ref, cf__sg_input *in,
-                       cf_error *err) {
+/* The transformation from CRS `from` (a target grid's) to `to` (an
+ * input's): the one made for this pair of objects, or a new one. */
+static cf_status pair_xform(cf__sg *sg, const cf_crs *from, const cf_crs *to, cf__xform **out,
+                            cf_error *err) {
+    for (size_t i = 0; i < sg->nxfs; i++)
+        if (sg->xfs[i].from == from && sg->xfs[i].to == to) {
+            *out = sg->xfs[i].xf;
+            return CF_OK;
+        }
+    if (!cf__grow((void **)&sg->xfs, &sg->capxfs, sg->nxfs + 1, sizeof *sg->xfs, 8))
+        return cf__err(err, CF_E_NOMEM, "loader: transformations");
+    CF__TRY(cf__xform_new(from, to, out, err));
+    sg->xfs[sg->nxfs++] = (struct sg_xf){from, to, *out};
+    return CF_OK;
+}
+
+static cf_status place(cf__sg *sg, const cf_loader_options *o, const cf_cog *c,
+                       const cf_grid *t, int georef, const char *what, const cf_cog *ref,
+                       cf__sg_input *in, cf_error *err) {
     const char *hint = "ungeoreferenced=1 (Python: ungeoreferenced=True) reads an input of "
                        "the target's size pixel for pixel";
     if (!georef) {
@@ -256,7 +282,7 @@ static cf_status place(const cf_loader_options *o, const cf_cog *c, const cf_gri
         return cf__err_hint(err, CF_E_ARG, "reproject=1 (Python: reproject=True) reads it "
                                            "reprojected onto the grid");
     }
-    cf_status st = cf__xform_new(t->crs, c->crs, &in->xf, err);
+    cf_status st = pair_xform(sg, t->crs, c->crs, &in->xf, err);
     if (st) return cf__err_prefix(err, st, "loader: %s %s", what, c->name);
     in->how = CF__SG_WARP;
     return CF_OK;
@@ -316,24 +342,24 @@ cf_status cf__sg_new(const cf_loader_options *o, cf_cog *const *img, cf_cog *con
             cf__sg_input *in = &sg->in[slot];
             in->rs = o->resampling;
             if (t == 0 && own) continue; /* the reference itself: DIRECT 0, 0 */
-            st = place(o, img[slot], g, sg->georef[f], t ? "scene" : "image", ref, in, err);
+            st = place(sg, o, img[slot], g, sg->georef[f], t ? "scene" : "image", ref, in, err);
         }
         if (st == CF_OK && msk) {
             cf__sg_input *in = &sg->in[F * T + f];
             in->rs = o->mask_resampling;
-            st = place(o, msk[f], g, sg->georef[f], "mask", ref, in, err);
+            st = place(sg, o, msk[f], g, sg->georef[f], "mask", ref, in, err);
         }
         for (size_t l = 0; st == CF_OK && l < L; l++) {
             cf__sg_input *in = &sg->in[F * T + (msk ? F : 0) + f * L + l];
             const size_t kind = l % (size_t)o->nlayers; /* of the steps' own */
             in->rs = o->layer_resampling ? o->layer_resampling[kind] : o->resampling;
-            st = place(o, lay[f * L + l], g, sg->georef[f], "layer", ref, in, err);
+            st = place(sg, o, lay[f * L + l], g, sg->georef[f], "layer", ref, in, err);
         }
         /* Classes: nearest, as gdalwarp reads them. */
         for (size_t t = 0; st == CF_OK && scm && t < T; t++) {
             cf__sg_input *in = &sg->in[F * T + (msk ? F : 0) + F * L + f * T + t];
             in->rs = CF_RS_NEAREST;
-            st = place(o, scm[f * T + t], g, sg->georef[f], "scene mask", ref, in, err);
+            st = place(sg, o, scm[f * T + t], g, sg->georef[f], "scene mask", ref, in, err);
         }
         const cf__sg_input *i0 = &sg->in[f * T];
         cf_level_info li;

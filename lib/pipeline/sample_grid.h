@@ -23,7 +23,8 @@ typedef enum cf__sg_how {
 typedef struct cf__sg_input {
     cf__sg_how how;
     int64_t dx, dy;
-    cf__xform *xf;              /* WARP across CRSs: target CRS -> input's */
+    cf__xform *xf;              /* WARP across CRSs: target CRS -> input's (the
+                                  sg's: inputs of one pair of CRSs share it) */
     cf_resampling rs;
 } cf__sg_input;
 

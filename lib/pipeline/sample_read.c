@@ -603,6 +603,10 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
                 *bad = p.cog;
                 break;
             }
+            /* The sample's scenes of one grid (a place's dates) share
+             * their positions (none kept when there is no memory). */
+            if (!wk->pos) wk->pos = cf__warp_pos_new();
+            in->plan.pos = wk->pos;
             fits = *np + in->plan.n <= LD_PART_CHUNKS;
             if (fits) {
                 in->warped = 1;

@@ -258,3 +258,36 @@ def test_tile_shuffle_and_time_steps(tile):
                     with cogfeed.open(tile[n]) as c:
                         exp = c.read(grid=g, resampling="bilinear").astype(np.float32)[0]
                     np.testing.assert_array_equal(b["image"][i, tt, 0], exp)
+
+
+@pytest.mark.parametrize("rs", ["nearest", "bilinear", "average"])
+def test_dates_of_one_place_across_crss(tmp_path, rs):
+    """A time series whose dates share a grid in another CRS (WGS 84 read
+    onto UTM 33N): a reader computes the reprojected positions of a patch
+    once for those dates (warp_pos.c); every date is still its own
+    cog.read(grid=), also a date half a pixel off among them (another map:
+    not shared)."""
+    rng = np.random.default_rng(3)
+    paths = []
+    for k, x0 in enumerate((14.0, 14.0, 14.0, 14.00025, 14.0)):
+        p = str(tmp_path / ("d%d.tif" % k))
+        g = cogfeed.Grid(4326, (0.0005, 0, x0, 0, -0.0005, 46.2), 900, 600)
+        with cogfeed.Writer(p, 900, 600, 1, "uint16", grid=g, tile_size=128,
+                            overviews=0) as w:
+            w.write(rng.integers(1, 4000, (1, 600, 900), np.uint16))
+        paths.append(p)
+    order = [paths[0], paths[1], paths[2], paths[3], paths[4], paths[1]]
+    grid = {"crs": 32633, "res": 30.0, "bounds": (423000.0, 5090000.0, 441000.0, 5110000.0)}
+    n = 0
+    with cogfeed.Loader([order], grid=grid, patch_size=128, batch_size=4, sampler="grid",
+                        resampling=rs) as ld:
+        for b in ld:
+            assert b["image"].shape[1:] == (len(order), 1, 128, 128)
+            for i, g in enumerate(b["grid"]):
+                for t, p in enumerate(order):
+                    with cogfeed.open(p) as c:
+                        exp = c.read(grid=g, resampling=rs)[0]
+                    np.testing.assert_array_equal(b["image"][i, t, 0], exp,
+                                                  err_msg="date %d at %s" % (t, g))
+                n += 1
+    assert n == ld.layout["samples"] > 20

@@ -43,7 +43,7 @@ static void run(const cf_grid *src, const void *data, cf_dtype t, int nb, const 
     size_t bps = cf_dtype_size(t), n = (size_t)nb * dst->width * dst->height;
     for (size_t i = 0; i < n; i++) cf__rs_store(t, out, i, fill, 0, 0);
     cf__warp_req rq = {0, 0, dst->width, dst->height, rs, 0, src->width, src->height,
-                      src->width, src->height, general};
+                      src->width, src->height, general, NULL};
     cf__warp_cost cost = {8.0 * bps * nb, 8.0 * bps * nb, 64.0 * 1024 * 1024};
     cf__warp_chunk *ch = NULL;
     size_t nch = 0;
@@ -316,7 +316,7 @@ static void test_lattice_bound(void) {
     }
     /* Sample pixels of both maps through the window planner: the source
      * windows agree within a pixel. */
-    cf__warp_req rq = {100, 100, 500, 500, CF_RS_NEAREST, 0, 6000, 2000, 6000, 2000, 0};
+    cf__warp_req rq = {100, 100, 500, 500, CF_RS_NEAREST, 0, 6000, 2000, 6000, 2000, 0, NULL};
     cf__warp_win wa, we;
     CHECK(cf__warp_window(approx, &rq, &wa, &err) == CF_OK);
     CHECK(cf__warp_window(exact, &rq, &we, &err) == CF_OK);
@@ -352,6 +352,104 @@ static void test_lattice_bound(void) {
     cf_crs_free(wgs);
 }
 
+/* One resampling of w (request rq, kernel rs) of src_data (a whole source
+ * level w0 x h0) into out, with positions kept in pos (or none). */
+static void resample_kept(const cf__warp *w, cf__warp_req rq, const uint8_t *src_data,
+                          uint32_t w0, cf__warp_pos *pos, uint8_t *out) {
+    cf__warp_win win;
+    cf_error err = {0};
+    CHECK(cf__warp_window(w, &rq, &win, &err) == CF_OK && !win.empty);
+    uint8_t *buf = malloc((size_t)win.w * win.h);
+    for (uint32_t y = 0; y < win.h; y++)
+        memcpy(buf + (size_t)y * win.w, src_data + (size_t)(win.y + y) * w0 + win.x, win.w);
+    cf__warp_src s = {buf, CF_DT_U8, 1, NULL, 0, 0};
+    cf__warp_dst d = {out, 0, 0, 0, 0};
+    memset(out, 0, (size_t)rq.tw * rq.th); /* rows of rq.tw */
+    rq.pos = pos;
+    CHECK(cf__warp_resample(w, &rq, &win, &s, &d, &err) == CF_OK);
+    free(buf);
+}
+
+/* Positions kept across requests (cf__warp_pos): a request of another map
+ * built the same (same transformation object, grids and bound) and the
+ * same window gets them, and its pixels are those computed afresh; a map
+ * of another target grid, another transformation object, another bound,
+ * another window or the corners of average instead of centres does not. */
+static void test_kept_positions(void) {
+    cf_crs *wgs = NULL;
+    CHECK(cf_crs_from_epsg(4326, &wgs, NULL) == CF_OK);
+    const uint32_t SW = 900, SH = 600;
+    cf_grid src = {wgs, {14.0, 0.0005, 0, 46.2, 0, -0.0005}, SW, SH};
+    cf_grid dst = grid(420000, 5115000, 30, 200, 200);
+    cf_grid moved = grid(420030, 5115000, 30, 200, 200);
+    cf__xform *xf = NULL, *xf2 = NULL;
+    CHECK(cf__xform_new(utm33, wgs, &xf, NULL) == CF_OK);
+    CHECK(cf__xform_new(utm33, wgs, &xf2, NULL) == CF_OK);
+    cf__warp *a = NULL, *b = NULL, *m = NULL, *other = NULL, *bound = NULL;
+    cf_error err = {0};
+    CHECK(cf__warp_new(&src, &dst, xf, 0.125, &a, &err) == CF_OK);
+    CHECK(cf__warp_new(&src, &dst, xf, 0.125, &b, &err) == CF_OK);
+    CHECK(cf__warp_new(&src, &moved, xf, 0.125, &m, &err) == CF_OK);
+    CHECK(cf__warp_new(&src, &dst, xf2, 0.125, &other, &err) == CF_OK);
+    CHECK(cf__warp_new(&src, &dst, xf, 0.5, &bound, &err) == CF_OK);
+    uint8_t *d1 = malloc((size_t)SW * SH), *d2 = malloc((size_t)SW * SH);
+    for (size_t i = 0; i < (size_t)SW * SH; i++) {
+        d1[i] = (uint8_t)(i % 251);
+        d2[i] = (uint8_t)((i * 7 + i / SW) % 253);
+    }
+    const cf_resampling kinds[] = {CF_RS_NEAREST, CF_RS_BILINEAR, CF_RS_AVERAGE};
+    uint8_t *got = malloc(200 * 200), *want = malloc(200 * 200);
+    size_t npx = 150 * 150;
+    double *px = malloc(2 * npx * sizeof *px), *py = malloc(2 * npx * sizeof *py);
+    uint8_t *ok = malloc(2 * npx);
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        cf__warp_pos *pos = cf__warp_pos_new();
+        CHECK(pos != NULL);
+        cf__warp_req rq = {20, 30, 150, 150, kinds[k], 0, SW, SH, SW, SH, 1, NULL};
+        const int corners = kinds[k] == CF_RS_AVERAGE;
+        const size_t n = corners ? 2 * npx : npx;
+        double inv[6];
+        cf__warp_level_inverse(a, SW, SH, inv);
+        /* Nothing kept yet. */
+        CHECK(!cf__warp_pos_get(pos, a, inv, &rq, corners, n, px, py, ok));
+        /* a keeps them; b (built the same) gets them, m and other not. */
+        const cf__warp *maps[] = {a, b, m, other, bound, a};
+        const uint8_t *datas[] = {d1, d2, d2, d1, d2, d1};
+        for (size_t j = 0; j < sizeof maps / sizeof *maps; j++) {
+            cf__warp_req r = rq;
+            if (j == 5) r.tx += 1; /* another window of a */
+            resample_kept(maps[j], r, datas[j], SW, pos, got);
+            resample_kept(maps[j], r, datas[j], SW, NULL, want);
+            CHECK(!memcmp(got, want, npx));
+            /* what is kept now: maps[j]'s, for b as well when j is a or b */
+            CHECK(cf__warp_pos_get(pos, maps[j], inv, &r, corners, n, px, py, ok));
+            CHECK(cf__warp_pos_get(pos, b, inv, &r, corners, n, px, py, ok) == (j <= 1 || j == 5));
+            CHECK(!cf__warp_pos_get(pos, m, inv, &r, corners, n, px, py, ok) || j == 2);
+            CHECK(!cf__warp_pos_get(pos, other, inv, &r, corners, n, px, py, ok) || j == 3);
+            CHECK(!cf__warp_pos_get(pos, bound, inv, &r, corners, n, px, py, ok) || j == 4);
+            CHECK(!cf__warp_pos_get(pos, maps[j], inv, &r, !corners, corners ? npx : 2 * npx,
+                                    px, py, ok));
+        }
+        cf__warp_pos_free(pos);
+    }
+    cf__warp_pos_free(NULL);
+    free(px);
+    free(py);
+    free(ok);
+    free(got);
+    free(want);
+    free(d1);
+    free(d2);
+    cf__warp_free(a);
+    cf__warp_free(b);
+    cf__warp_free(m);
+    cf__warp_free(other);
+    cf__warp_free(bound);
+    cf__xform_free(xf);
+    cf__xform_free(xf2);
+    cf_crs_free(wgs);
+}
+
 static void test_level_and_chunks(void) {
     cf_grid src = grid(0, 100000, 10, 10000, 10000);
     const uint32_t sizes[][2] = {{10000, 10000}, {5000, 5000}, {2500, 2500}, {1250, 1250}};
@@ -376,7 +474,7 @@ static void test_level_and_chunks(void) {
     cf_grid dst = grid(500, 1500, 10, 200, 200);
     cf__warp *w = NULL;
     CHECK(cf__warp_new(&small, &dst, NULL, 0.125, &w, NULL) == CF_OK);
-    cf__warp_req rq = {0, 0, 200, 200, CF_RS_BILINEAR, 0, 100, 100, 100, 100, 0};
+    cf__warp_req rq = {0, 0, 200, 200, CF_RS_BILINEAR, 0, 100, 100, 100, 100, 0, NULL};
     cf__warp_cost cost = {16, 16, 64.0 * 1024 * 1024};
     cf__warp_chunk *ch = NULL;
     size_t nch = 0;
@@ -389,7 +487,7 @@ static void test_level_and_chunks(void) {
     /* A small memory limit splits by size alone. */
     cf_grid same = grid(0, 1000, 10, 100, 100);
     CHECK(cf__warp_new(&small, &same, NULL, 0.125, &w, NULL) == CF_OK);
-    cf__warp_req inside = {0, 0, 100, 100, CF_RS_BILINEAR, 0, 100, 100, 100, 100, 0};
+    cf__warp_req inside = {0, 0, 100, 100, CF_RS_BILINEAR, 0, 100, 100, 100, 100, 0, NULL};
     cost.memory = 20000;
     CHECK(cf__warp_chunks(w, &inside, &cost, &ch, &nch, NULL) == CF_OK);
     CHECK(nch > 1);
@@ -410,7 +508,7 @@ typedef struct job {
 
 static void *worker(void *arg) {
     job *j = arg;
-    cf__warp_req rq = {0, 0, 64, 64, CF_RS_CUBIC, 0, 100, 100, 100, 100, 0};
+    cf__warp_req rq = {0, 0, 64, 64, CF_RS_CUBIC, 0, 100, 100, 100, 100, 0, NULL};
     cf__warp_win win;
     if (cf__warp_window(j->w, &rq, &win, NULL) != CF_OK || win.empty) {
         j->failures++;
@@ -458,6 +556,7 @@ int main(void) {
     test_nodata();
     test_row_polar_and_antimeridian();
     test_lattice_bound();
+    test_kept_positions();
     test_level_and_chunks();
     test_threads();
     cf_crs_free(utm33);
