@@ -108,6 +108,22 @@ int cf__fp_meets(const cf__fp *fp, size_t f, size_t t, int64_t x, int64_t y, uin
     return x0 < r[2] && r[0] < x1 && y0 < r[3] && r[1] < y1;
 }
 
+uint64_t cf__fp_points(const cf__fp *fp, size_t f, size_t t, int64_t x, int64_t y, uint32_t w,
+                       uint32_t h) {
+    const double *r = fp->rect + 4 * (f * fp->T + t);
+    uint64_t bits = 0;
+    for (uint32_t j = 0; j < 8; j++) {
+        /* the pixel under the point (its left / top edge) */
+        const double py = (double)y + floor((j + 0.5) * h / 8.0);
+        if (!(py + 1 > r[1] && py < r[3])) continue;
+        for (uint32_t i = 0; i < 8; i++) {
+            const double px = (double)x + floor((i + 0.5) * w / 8.0);
+            if (px + 1 > r[0] && px < r[2]) bits |= (uint64_t)1 << (j * 8 + i);
+        }
+    }
+    return bits;
+}
+
 int cf__fp_covers(const cf__fp *fp, size_t f, int64_t x, int64_t y, uint32_t w, uint32_t h) {
     for (size_t t = 0; t < fp->T; t++)
         if (cf__fp_meets(fp, f, t, x, y, w, h)) return 1;

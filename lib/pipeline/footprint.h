@@ -20,11 +20,17 @@ cf_status cf__fp_new(const cf__sg *sg, cf_cog *const *img, size_t nfiles, size_t
                      cf__fp **out, cf_error *err);
 void cf__fp_free(cf__fp *fp);
 
-/* 1 when some scene of file f may have pixels in window (x, y, w, h) of
- * its target grid. */
-/* Whether scene t of file f may have pixels in the window. */
+/* Whether scene t of file f may have pixels in window (x, y, w, h) of its
+ * target grid. */
 int cf__fp_meets(const cf__fp *fp, size_t f, size_t t, int64_t x, int64_t y, uint32_t w,
                  uint32_t h);
+/* 1 when some scene of file f may have pixels in the window. */
 int cf__fp_covers(const cf__fp *fp, size_t f, int64_t x, int64_t y, uint32_t w, uint32_t h);
+/* Which of 8 x 8 pixels spread over the window (bit j * 8 + i: the pixel
+ * at ((i + 0.5) w / 8, (j + 0.5) h / 8)) scene t's footprint may reach:
+ * a pixel outside the footprints of a mosaic's scenes before another is
+ * left without data by them, so that scene is read whatever they hold. */
+uint64_t cf__fp_points(const cf__fp *fp, size_t f, size_t t, int64_t x, int64_t y, uint32_t w,
+                       uint32_t h);
 
 #endif

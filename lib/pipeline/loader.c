@@ -647,6 +647,8 @@ static void release_inputs(cf_loader *ld) {
         ld->workers[t].scratch = NULL;
         cf__warp_pos_free(ld->workers[t].pos);
         ld->workers[t].pos = NULL;
+        free(ld->workers[t].cov);
+        ld->workers[t].cov = NULL;
     }
     if (ld->budgets) {
         cf__budget_trim(&ld->fetch.b);

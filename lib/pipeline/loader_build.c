@@ -620,18 +620,21 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
             sum += CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[m], P, P));
         }
     ld->scratch_bytes = CF__ALIGN16(sum > sb ? sum : sb);
-    /* Mosaic: the later scenes' blocks (of different steps, read at
-     * once: as many as 1/128 of inflight_bytes holds, at least one, at
-     * most one per step), what each step has filled, each later scene's
+    /* Mosaic: the later scenes' blocks (read at once: as many as 1/128
+     * of inflight_bytes holds, at least one, at most one per later
+     * scene), what each step has filled, each later scene's
      * valid.  More slots mean fewer rounds of requests but a larger
      * scratch, so fewer readers within the budget: a 12-date series of
      * two tiles (4 bands uint16, 256 px) over 164 ms read 12.9, 14.7,
      * 14.4 and 12.8 samples/s with 1, 2, 4 and 8 MiB of slots at the
      * default 256 MiB (2 MiB: 4 slots, 2.4 rounds a sample). */
     const uint32_t TO = ld->lay_out.time_steps;
+    /* At most the later scenes there are: several of one step go in one
+     * group when they are sure to be read (sample_read.c, sure_read). */
+    const uint32_t NL = (uint32_t)o->time_steps - TO;
     ld->mosaic_bytes = CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[0], P, P));
     uint64_t slots = inflight_of(ld) / 128 / ld->mosaic_bytes;
-    ld->mosaic_slots = slots < 1 ? 1 : slots > TO ? TO : (uint32_t)slots;
+    ld->mosaic_slots = slots < 1 ? 1 : slots > NL ? (NL ? NL : 1) : (uint32_t)slots;
     ld->mosaic_off = ld->scratch_bytes;
     ld->filled_off = ld->mosaic_off + ld->mosaic_slots * ld->mosaic_bytes;
     ld->scene_valid_off = ld->filled_off + TO * CF__ALIGN16(ld->plane);
@@ -934,6 +937,7 @@ void cf_loader_free(cf_loader *ld) {
     for (int t = 0; ld->workers && t < ld->nthreads; t++) {
         free(ld->workers[t].scratch);
         cf__warp_pos_free(ld->workers[t].pos);
+        free(ld->workers[t].cov);
     }
     free(ld->workers);
     if (ld->budgets) {

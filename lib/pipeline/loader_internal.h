@@ -94,6 +94,10 @@ typedef struct ld_worker {
     pthread_t th;
     uint8_t *scratch;         /* raw member blocks, then one output plane */
     size_t scratch_bytes;
+    uint64_t *cov;            /* mosaic, per output step: which of 8 x 8
+                                 pixels of the sample the footprints of
+                                 the scenes looked at so far reach
+                                 (cf__fp_points; made when first needed) */
     cf__warp_pos *pos;        /* positions across CRSs kept for the
                                  sample's next scene of the same grid
                                  (made when first needed) */

@@ -467,6 +467,21 @@ static int unmet(const cf_loader *ld, size_t f, const ld_member *mb, const cf_wi
     return ld->scene_fp && !cf__fp_meets(ld->scene_fp, f, (size_t)mb->t, w->x, w->y, w->w, w->h);
 }
 
+/* A mosaic's later scene that will be read whatever the scenes before it
+ * hold: some pixel of the window lies outside all their footprints, so
+ * the step cannot be full before it (8 x 8 pixels tried).  Read in the
+ * round of the first scenes, not a round trip after them.  Notes its own
+ * footprint for the scenes after it (looked at in order: a scene looked
+ * at again, by the next group, sees its own and is not sure then). */
+static int sure_read(const cf_loader *ld, ld_worker *wk, size_t f, const ld_member *mb,
+                     const cf_window *w) {
+    if (!wk->cov) return 0;
+    uint64_t *c = &wk->cov[mb->step];
+    const int sure = *c != UINT64_MAX;
+    *c |= cf__fp_points(ld->scene_fp, f, (size_t)mb->t, w->x, w->y, w->w, w->h);
+    return sure;
+}
+
 /* A sample's described files not opened yet, their headers read together
  * before its parts are placed (else each would cost a round trip of its
  * own, one after another): every input it may read, a mosaic's later
@@ -530,17 +545,21 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
         const int classes = mb && mb->layer == LD_SCENE_MASK;
         if (fills) {
             /* Later scenes are read in groups of their own, once the
-             * first scenes, which they fill, are in; one per step. */
-            if (*ni && !ins[0].fill) break;
+             * first scenes, which they fill, are in, one per step; but
+             * those sure to be read go with the first ones (the fills
+             * follow the scenes' order within a group). */
+            const int repeat = ld->repeats[f * (size_t)ld->o.time_steps + (size_t)mb->t];
+            const int sure = !repeat && !unmet(ld, f, mb, w) && sure_read(ld, wk, f, mb, w);
+            if (*ni && !ins[0].fill && !sure) break;
             /* The footprint and repeat tests first: a scan of the
              * step's plane costs more. */
-            if (ld->repeats[f * (size_t)ld->o.time_steps + (size_t)mb->t] ||
-                unmet(ld, f, mb, w) || step_full(ld, wk, mb)) {
+            if (!sure && (repeat || unmet(ld, f, mb, w) || step_full(ld, wk, mb))) {
                 *used += 1 + ld->has_scm;
                 continue;
             }
             int taken = 0;
-            for (int k = 0; k < *ni && !taken; k++) taken = ins[k].fill && ins[k].step == mb->step;
+            for (int k = 0; k < *ni && !taken && !sure; k++)
+                taken = ins[k].fill && ins[k].step == mb->step;
             if (taken || nlater == ld->mosaic_slots ||
                 (ld->has_scm && nscm == ld->scm_per_group))
                 break;
@@ -842,6 +861,11 @@ cf_status cf__ld_read_sample(cf_loader *ld, ld_worker *wk, ld_slot *s, uint32_t 
     if (o->mosaic) {
         filled = wk->scratch + ld->filled_off;
         memset(filled, 1, TO * fstride);
+        /* What each step's first scene may reach (sure_read). */
+        if (ld->scene_fp && !wk->cov) wk->cov = cf__calloc(TO, sizeof *wk->cov);
+        for (size_t t = 0; wk->cov && t < TO; t++)
+            wk->cov[t] = cf__fp_points(ld->scene_fp, f, t * ld->step_scenes, w.x, w.y, w.w,
+                                       w.h);
     }
     /* The parts: image members (raw into the slot, or into scratch when
      * converted to float32), then the mask, each on the sample's target

@@ -702,3 +702,42 @@ def test_patch_size_and_stride_in_crs_units(scenes):
         cogfeed.Loader([scenes["A"]], units="metres")
     with pytest.raises(ValueError, match="whole pixels"):
         cogfeed.Loader([scenes["A"]], patch_size=12.5)
+
+
+def test_later_scenes_sure_to_be_read_go_with_the_first(tmp_path):
+    """A later scene that a patch will read whatever the scenes before it
+    hold (some pixel of the patch lies outside their footprints) goes out
+    in the first scenes' round, not a round trip after them: one round a
+    sample where it was two.  Under a first scene that reaches the whole
+    patch it still waits: a second round where the first has a hole, none
+    where the first has data everywhere."""
+    hole = np.zeros((256, 512), bool)
+    hole[100:140, 300:400] = True
+
+    def scene(name, x0, w, value):
+        a = np.full((1, 256, w), value, np.uint16)
+        if value == 3:
+            a[0][hole] = 0
+        p = str(tmp_path / name)
+        g = cogfeed.Grid(32633, (RES, 0, X0 + x0 * RES, 0, -RES, Y1), w, 256)
+        with cogfeed.Writer(p, w, 256, 1, "uint16", grid=g, tile_size=128, nodata=0,
+                            overviews=0) as wr:
+            wr.write(a)
+        return p
+    L, R = scene("L.tif", 0, 256, 1), scene("R.tif", 256, 256, 2)
+    H, F = scene("H.tif", 0, 512, 3), scene("F.tif", 0, 512, 4)
+    # The region: columns 64 to 448 of the scenes; patches cross L and R.
+    g = cogfeed.Grid.from_bounds(32633, (X0 + 64 * RES, Y1 - 256 * RES, X0 + 448 * RES, Y1), RES)
+    cols = np.arange(512)
+    whole = {"LR": np.tile(np.where(cols < 256, 1, 2), (256, 1)),
+             "HR": np.where(hole, 2, 3), "FR": np.full((256, 512), 4)}
+    for name, order, rounds in (("LR", [L, R], 1), ("HR", [H, R], 2), ("FR", [F, R], 1)):
+        with cogfeed.Loader([order], grid=g, mosaic=True, sampler="grid", patch_size=256,
+                            batch_size=2) as ld:
+            b = next(iter(ld))
+            s = ld.stats()
+        assert len(b["windows"]) == 2
+        for i, (_, x, y, w, h) in enumerate(b["windows"]):
+            np.testing.assert_array_equal(b["image"][i, 0],
+                                          whole[name][y:y + h, x + 64:x + 64 + w], err_msg=name)
+        assert s["read_rounds"] == rounds * s["samples_read"], (name, s)
