@@ -1123,9 +1123,11 @@ typedef struct cf_loader_options {
      * all bands at once: a pixel's bands come from one scene), each scene
      * read onto the sample's target grid (its own CRS reprojected).
      * layout.time_steps is 1; layers and the mask are read once.  A scene
-     * is read only while pixels of the patch are left without data, and
-     * neither read nor opened for a patch its footprint misses (a patch
-     * costs a footprint test per scene, not a read).  Pixels no
+     * is read only while pixels of the patch are left without data (with
+     * the first scenes when some pixel lies outside the footprints of the
+     * scenes before it: it is read then whatever they hold), and neither
+     * read nor opened for a patch its footprint misses (a patch costs a
+     * footprint test per scene, not a read).  Pixels no
      * scene covers keep the first scene's fill (its nodata, or 0) (0) */
     int mosaic;
     /* Per-scene classification masks (Sentinel-2's SCL, Landsat's QA
