@@ -3,8 +3,11 @@
  * file's target grid (footprint.h): a rectangle of target pixels per
  * scene, from its placement (read as it lies: exact) or its outline
  * transformed into the target's CRS (resampled: the outline's bounds,
- * padded by the kernels' reach), so that a patch no scene reaches is known
- * before anything is read (cf_loader_options.skip_empty).
+ * padded by the kernels' reach and by how much the outline bends between
+ * its samples), so that a patch no scene reaches is known before anything
+ * is read (cf_loader_options.skip_empty; a mosaic's later scenes).  Where
+ * that cannot be sure, the footprint is everything: a footprint too small
+ * would drop pixels.
  */
 #include "footprint.h"
 
@@ -13,8 +16,40 @@
 
 /* Target pixels around a resampled scene's outline that may still get a
  * value: the widest kernel's reach (cubic, 2 source pixels) at up to 4x
- * downsampling, and the outline sampled at 21 points per edge. */
+ * downsampling. */
 #define FP_PAD 8.0
+/* Points along each edge of a scene's outline (the even ones are the
+ * coarse outline whose bend the odd ones measure). */
+#define FP_EDGE 41
+
+/* The transformations of one cf__fp_new: one per pair of CRS objects
+ * (the scenes of an archive share theirs), made once. */
+typedef struct fp_xforms {
+    struct {
+        const cf_crs *from, *to;
+        cf__xform *xf;
+    } *pairs;
+    size_t n, cap;
+} fp_xforms;
+
+static cf__xform *pair_xform(fp_xforms *t, const cf_crs *from, const cf_crs *to) {
+    for (size_t i = 0; i < t->n; i++)
+        if (t->pairs[i].from == from && t->pairs[i].to == to) return t->pairs[i].xf;
+    cf__xform *xf = NULL;
+    cf_error e;
+    if (!cf__grow((void **)&t->pairs, &t->cap, t->n + 1, sizeof *t->pairs, 8) ||
+        cf__xform_new(from, to, &xf, &e) != CF_OK)
+        return NULL;
+    t->pairs[t->n].from = from;
+    t->pairs[t->n].to = to;
+    t->pairs[t->n++].xf = xf;
+    return xf;
+}
+
+static void free_xforms(fp_xforms *t) {
+    for (size_t i = 0; i < t->n; i++) cf__xform_free(t->pairs[i].xf);
+    free(t->pairs);
+}
 
 struct cf__fp {
     size_t nfiles, T;
@@ -27,10 +62,64 @@ static void whole(double *r) {
     r[2] = r[3] = INFINITY;
 }
 
+/* Scene img's outline in target pixels of grid g: the bounds of FP_EDGE
+ * points an edge, padded by FP_PAD and by the most any odd point strays
+ * from the chord of its even neighbours (the bend the coarse outline
+ * misses; the bounds of the fine one miss about a quarter of it).  0 when
+ * it is not known: a point that does not transform. */
+static int outline_rect(const cf_cog *img, const cf_grid *g, cf__xform *xf, double *r) {
+    cf_grid sg;
+    cf_error e;
+    if (cf_cog_grid(img, 0, &sg, &e) != CF_OK) return 0;
+    enum { S = FP_EDGE };
+    double x[4 * S], y[4 * S];
+    uint8_t ok[4 * S];
+    const double *t = sg.transform;
+    for (int i = 0; i < S; i++) {
+        double f = (double)i / (S - 1);
+        double px[4] = {f * sg.width, f * sg.width, 0, (double)sg.width};
+        double py[4] = {0, (double)sg.height, f * sg.height, f * sg.height};
+        for (int k = 0; k < 4; k++) {
+            x[4 * i + k] = t[0] + px[k] * t[1] + py[k] * t[2];
+            y[4 * i + k] = t[3] + px[k] * t[4] + py[k] * t[5];
+        }
+    }
+    cf__xform_run(xf, 4 * S, x, y, ok);
+    /* Into target pixels (the inverse geotransform). */
+    const double *d = g->transform;
+    double det = d[1] * d[5] - d[2] * d[4];
+    for (int i = 0; i < 4 * S; i++) {
+        if (!ok[i] || !isfinite(x[i]) || !isfinite(y[i])) return 0;
+        double X = x[i] - d[0], Y = y[i] - d[3];
+        x[i] = (d[5] * X - d[2] * Y) / det;
+        y[i] = (d[1] * Y - d[4] * X) / det;
+    }
+    double bend = 0;
+    r[0] = r[1] = INFINITY;
+    r[2] = r[3] = -INFINITY;
+    for (int i = 0; i < 4 * S; i++) {
+        r[0] = fmin(r[0], x[i]);
+        r[1] = fmin(r[1], y[i]);
+        r[2] = fmax(r[2], x[i]);
+        r[3] = fmax(r[3], y[i]);
+        int at = i / 4;
+        if (at % 2 == 1) { /* odd: against the chord of its neighbours */
+            int a = i - 4, b = i + 4;
+            bend = fmax(bend, fmax(fabs(x[i] - (x[a] + x[b]) / 2), fabs(y[i] - (y[a] + y[b]) / 2)));
+        }
+    }
+    if (!isfinite(bend)) return 0;
+    r[0] -= FP_PAD + bend;
+    r[1] -= FP_PAD + bend;
+    r[2] += FP_PAD + bend;
+    r[3] += FP_PAD + bend;
+    return 1;
+}
+
 /* Scene img (placed as `in` on target grid g, pixels of `level`) as a
  * rectangle of target pixels. */
 static cf_status scene_rect(const cf_cog *img, const cf__sg_input *in, const cf_grid *g,
-                            int level, double *r, cf_error *err) {
+                            int level, fp_xforms *xfs, double *r, cf_error *err) {
     if (in->how == CF__SG_DIRECT) {
         /* Its pixel x + dx is the target's x. */
         cf_level_info li;
@@ -41,32 +130,41 @@ static cf_status scene_rect(const cf_cog *img, const cf__sg_input *in, const cf_
         r[3] = r[1] + li.height;
         return CF_OK;
     }
-    double b[4];
-    int all;
-    cf_error e2;
-    /* Outline points that fail to transform (a scene past the target
-     * CRS's area): not known, never skipped. */
-    if (!g || !g->crs || cf__sg_footprint(img, g->crs, b, &all, &e2) != CF_OK || !all) {
-        whole(r);
+    /* Not known, never skipped: no CRS; a geographic target (the warp
+     * reads a source's longitudes 360 degrees on, across the
+     * antimeridian, where its outline does not lie); an outline that
+     * does not transform (a scene past the target CRS's area). */
+    whole(r);
+    if (!g || !g->crs || !img->crs || cf_crs_kind_of(g->crs) == CF_CRS_GEOGRAPHIC)
         return CF_OK;
+    cf__xform *xf = cf_crs_equivalent(img->crs, g->crs) ? NULL : pair_xform(xfs, img->crs, g->crs);
+    if (xf) {
+        double o[4];
+        if (outline_rect(img, g, xf, o)) memcpy(r, o, sizeof o);
+    } else if (cf_crs_equivalent(img->crs, g->crs)) {
+        /* Same CRS, another grid: its bounds, exactly. */
+        cf_grid sg;
+        cf_error e2;
+        double b[4];
+        if (cf_cog_grid(img, 0, &sg, &e2) != CF_OK) return CF_OK;
+        cf_grid_bounds(&sg, b);
+        const double *t = g->transform;
+        double det = t[1] * t[5] - t[2] * t[4];
+        r[0] = r[1] = INFINITY;
+        r[2] = r[3] = -INFINITY;
+        for (int k = 0; k < 4; k++) {
+            double X = b[k & 1 ? 2 : 0] - t[0], Y = b[k & 2 ? 3 : 1] - t[3];
+            double px = (t[5] * X - t[2] * Y) / det, py = (t[1] * Y - t[4] * X) / det;
+            r[0] = fmin(r[0], px);
+            r[1] = fmin(r[1], py);
+            r[2] = fmax(r[2], px);
+            r[3] = fmax(r[3], py);
+        }
+        r[0] -= FP_PAD;
+        r[1] -= FP_PAD;
+        r[2] += FP_PAD;
+        r[3] += FP_PAD;
     }
-    /* The bounds' corners in target pixels (the inverse geotransform). */
-    const double *t = g->transform;
-    double det = t[1] * t[5] - t[2] * t[4];
-    r[0] = r[1] = INFINITY;
-    r[2] = r[3] = -INFINITY;
-    for (int k = 0; k < 4; k++) {
-        double X = b[k & 1 ? 2 : 0] - t[0], Y = b[k & 2 ? 3 : 1] - t[3];
-        double px = (t[5] * X - t[2] * Y) / det, py = (t[1] * Y - t[4] * X) / det;
-        r[0] = fmin(r[0], px);
-        r[1] = fmin(r[1], py);
-        r[2] = fmax(r[2], px);
-        r[3] = fmax(r[3], py);
-    }
-    r[0] -= FP_PAD;
-    r[1] -= FP_PAD;
-    r[2] += FP_PAD;
-    r[3] += FP_PAD;
     return CF_OK;
 }
 
@@ -81,16 +179,19 @@ cf_status cf__fp_new(const cf__sg *sg, cf_cog *const *img, size_t nfiles, size_t
     }
     fp->nfiles = nfiles;
     fp->T = T;
+    fp_xforms xfs = {0};
     for (size_t f = 0; f < nfiles; f++)
         for (size_t t = 0; t < T; t++) {
             size_t i = f * T + t;
             cf_status st = scene_rect(img[i], cf__sg_input_at(sg, i), cf__sg_grid(sg, f),
-                                      level, fp->rect + 4 * i, err);
+                                      level, &xfs, fp->rect + 4 * i, err);
             if (st != CF_OK) {
+                free_xforms(&xfs);
                 cf__fp_free(fp);
                 return cf__err_prefix(err, st, "loader: footprint of %s", cf_cog_name(img[i]));
             }
         }
+    free_xforms(&xfs);
     *out = fp;
     return CF_OK;
 }

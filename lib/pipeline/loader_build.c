@@ -631,7 +631,8 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
     const uint32_t TO = ld->lay_out.time_steps;
     /* At most the later scenes there are: several of one step go in one
      * group when they are sure to be read (sample_read.c, sure_read). */
-    const uint32_t NL = (uint32_t)o->time_steps - TO;
+    uint32_t NL = (uint32_t)o->time_steps - TO;
+    if (NL > LD_PART_CHUNKS) NL = LD_PART_CHUNKS; /* a group's inputs at most */
     ld->mosaic_bytes = CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[0], P, P));
     uint64_t slots = inflight_of(ld) / 128 / ld->mosaic_bytes;
     ld->mosaic_slots = slots < 1 ? 1 : slots > NL ? (NL ? NL : 1) : (uint32_t)slots;
@@ -651,7 +652,10 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
     ld->scm_bytes = ld->has_scm ? CF__ALIGN16(ld->plane * cf_dtype_size(ld->scm_dt)) : 0;
     size_t per = ld->scm_bytes ? ((size_t)2 << 20) / ld->scm_bytes : 8;
     if (per < 8) per = 8;
-    ld->scm_per_group = per > TO ? TO : (uint32_t)per;
+    /* (the first scenes' and, with them, the later scenes that are sure
+     * to be read: sample_read.c) */
+    const size_t scm_cap = TO + (o->mosaic ? ld->mosaic_slots : 0);
+    ld->scm_per_group = per > scm_cap ? (uint32_t)scm_cap : (uint32_t)per;
     ld->scratch_bytes += ld->scm_per_group * ld->scm_bytes;
     ld->warp_off = ld->scratch_bytes;
     CF__TRY(warp_scratch(ld, &ld->warp_bytes, err));

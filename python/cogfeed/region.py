@@ -182,19 +182,23 @@ def item_steps(items: Sequence["Item"], groupby: GroupBy) -> List[List[int]]:
 _STEPS_AT_ONCE = 16
 
 
-def _groups_of_reads(nsteps: int, nassets: int, masked: Sequence[bool]
+def _groups_of_reads(sizes: Sequence[int], nassets: int, masked: Sequence[bool]
                      ) -> List[List[Tuple[int, int]]]:
     """The (step, asset) reads of load(), grouped for one Loader each: the
     steps of one asset (one layout), up to _STEPS_AT_ONCE, all with scene
-    masks or all without."""
+    masks or all without, and within the Loader's scenes (each step padded
+    to the group's largest: sizes[t] scenes in step t)."""
     out: List[List[Tuple[int, int]]] = []
     for a in range(nassets):
         cur: List[Tuple[int, int]] = []
-        for t in range(nsteps):
-            if cur and (len(cur) == _STEPS_AT_ONCE or masked[cur[0][0]] != masked[t]):
+        most = 0
+        for t, n in enumerate(sizes):
+            if cur and (len(cur) == _STEPS_AT_ONCE or masked[cur[0][0]] != masked[t] or
+                        (len(cur) + 1) * max(most, n) > _MAX_SCENES):
                 out.append(cur)
-                cur = []
+                cur, most = [], 0
             cur.append((t, a))
+            most = max(most, n)
         if cur:
             out.append(cur)
     return out
@@ -394,7 +398,7 @@ def load(items: Union[Sequence[Any], StrPath, "Item"], bands: Optional[Sequence[
                 out["first"], out["types"] = first, types
             return out["data"], out["first"], out["types"]
 
-    groups = _groups_of_reads(len(steps), nassets, [bool(m) for m in scms])
+    groups = _groups_of_reads([len(s) for s in steps], nassets, [bool(m) for m in scms])
     pool = ThreadPoolExecutor(max_workers=min(len(groups), _AT_ONCE))
     side = ThreadPoolExecutor(max_workers=1)
     try:

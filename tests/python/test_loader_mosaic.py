@@ -8,6 +8,7 @@ gdalwarp wrote; a later scene is read only where the patch still lacks
 data (requests counted)."""
 
 import os
+import subprocess
 import sys
 import time
 
@@ -563,6 +564,15 @@ def test_load_narrow_region_and_big_steps(scenes):
         np.testing.assert_array_equal(r.data[0], c.read(grid=g, resampling="nearest"))
     with pytest.raises(ValueError, match="1048576"):
         cogfeed.load([scenes["A"]] * (2 ** 20 + 1), grid=g)
+    # The steps one Loader reads are padded to the largest: a group stays
+    # within a Loader's 2^20 scenes (two steps of 2^19 + 1 were refused
+    # by the Loader: found by review).
+    from cogfeed.region import _groups_of_reads
+    big = 2 ** 19 + 1
+    assert _groups_of_reads([big, big, 3], 1, [False] * 3) == [[(0, 0)], [(1, 0)], [(2, 0)]]
+    assert _groups_of_reads([2 ** 16] * 20, 2, [False] * 20) == [
+        [(t, a) for t in range(k, min(k + 16, 20))] for a in range(2) for k in (0, 16)]
+    assert _groups_of_reads([3, 4, 5], 1, [False, True, True]) == [[(0, 0)], [(1, 0), (2, 0)]]
 
 
 def test_load_a_step_of_thousands_of_scenes(tmp_path):
@@ -731,9 +741,20 @@ def test_later_scenes_sure_to_be_read_go_with_the_first(tmp_path):
     cols = np.arange(512)
     whole = {"LR": np.tile(np.where(cols < 256, 1, 2), (256, 1)),
              "HR": np.where(hole, 2, 3), "FR": np.full((256, 512), 4)}
-    for name, order, rounds in (("LR", [L, R], 1), ("HR", [H, R], 2), ("FR", [F, R], 1)):
+    # Scene masks (all of class 4, none invalid) go with their scenes.
+    def classes(name, x0, w):
+        p = str(tmp_path / name)
+        mg = cogfeed.Grid(32633, (RES, 0, X0 + x0 * RES, 0, -RES, Y1), w, 256)
+        with cogfeed.Writer(p, w, 256, 1, "uint8", grid=mg, tile_size=128,
+                            overviews=0) as wr:
+            wr.write(np.full((1, 256, w), 4, np.uint8))
+        return p
+    masked = dict(scene_masks=[[classes("mL.tif", 0, 256), classes("mR.tif", 256, 256)]],
+                  invalid_classes=[9])
+    for name, order, rounds, kw in (("LR", [L, R], 1, {}), ("HR", [H, R], 2, {}),
+                                    ("FR", [F, R], 1, {}), ("LR", [L, R], 1, masked)):
         with cogfeed.Loader([order], grid=g, mosaic=True, sampler="grid", patch_size=256,
-                            batch_size=2) as ld:
+                            batch_size=2, **kw) as ld:
             b = next(iter(ld))
             s = ld.stats()
         assert len(b["windows"]) == 2
@@ -741,3 +762,65 @@ def test_later_scenes_sure_to_be_read_go_with_the_first(tmp_path):
             np.testing.assert_array_equal(b["image"][i, 0],
                                           whole[name][y:y + h, x + 64:x + 64 + w], err_msg=name)
         assert s["read_rounds"] == rounds * s["samples_read"], (name, s)
+
+
+def _flat(tmp_path, name, grid, value):
+    p = str(tmp_path / name)
+    with cogfeed.Writer(p, grid.width, grid.height, 1, "uint16", grid=grid, tile_size=16,
+                        nodata=0, overviews=0) as w:
+        w.write(np.full((1, grid.height, grid.width), value, np.uint16))
+    return p
+
+
+def test_footprints_across_the_antimeridian(tmp_path):
+    """A grid over 170..190 E reads a -180..-170 scene east of 180 (the
+    warp brings its longitudes round): its footprint is not where its
+    outline lies, and the mosaic took it for missing the patch (found by
+    review).  Both orders give the scene's pixels there."""
+    A = _flat(tmp_path, "A.tif", cogfeed.Grid(4326, (0.1, 0, 170.0, 0, -0.1, 0.0), 100, 100), 1)
+    B = _flat(tmp_path, "B.tif", cogfeed.Grid(4326, (0.07, 0, -180.0, 0, -0.07, 0.0), 143, 143),
+              2)
+    g = cogfeed.Grid.from_bounds(4326, (170.0, -10.0, 190.0, 0.0), 0.1)
+    with cogfeed.open(B) as c:
+        b = c.read(grid=g, resampling="nearest")[0]
+    assert (b[:, 100:] == 2).all() and not b[:, :100].any()
+    for order in ([A, B], [B, A]):
+        with cogfeed.Loader([order], grid=g, mosaic=True, sampler="grid", patch_size=100,
+                            batch_size=2, resampling="nearest") as ld:
+            got = next(iter(ld))
+        for i, (_, x, y, w, h) in enumerate(got["windows"]):
+            want = np.full((h, w), 1 if x < 100 else 2, np.uint16)
+            np.testing.assert_array_equal(got["image"][i, 0], want, err_msg=str(order))
+
+
+def test_footprint_of_a_curved_outline(tmp_path):
+    """A geographic scene's edge along 70 N bends in polar stereographic
+    (EPSG:3413) between the outline's sampled points: 333 m past the
+    bounds of 21 points an edge, more than the pad (found by review), so
+    a mosaic dropped the scene's pixels there.  The footprint now pads by
+    the bend it measures."""
+    B = _flat(tmp_path, "B.tif", cogfeed.Grid(4326, (0.05, 0, 10.0, 0, -0.05, 80.0), 1800, 200),
+              2)
+    # The parallel's easternmost point (45 E) and its 21 samples, by GDAL.
+    lons = [10 + 4.5 * i for i in range(21)] + [45.0]
+    out = subprocess.run(["gdaltransform", "-s_srs", "EPSG:4326", "-t_srs", "EPSG:3413"],
+                         input="".join("%r 70\n" % lo for lo in lons), capture_output=True,
+                         text=True, check=True).stdout.split("\n")
+    pts = [tuple(map(float, ln.split()[:2])) for ln in out if ln.strip()]
+    xs_max = max(p[0] for p in pts[:21])
+    xm, ym = pts[21]
+    assert xm - xs_max > 300                        # the bend the samples miss
+    x0 = np.floor((xs_max + 12 * 10.0) / 10.0) * 10.0   # past them and the old pad
+    g = cogfeed.Grid.from_bounds(3413, (x0, ym - 320, x0 + 320, ym + 320), 10.0)
+    A = _flat(tmp_path, "A.tif", g, 0)              # the first scene: no data anywhere
+    with cogfeed.open(B) as c:
+        alone = c.read(grid=g, resampling="nearest")[0]
+    assert 0 < (alone != 0).sum() < alone.size
+    for order in ([A, B], [B, A]):
+        got = np.zeros_like(alone)
+        with cogfeed.Loader([order], grid=g, mosaic=True, sampler="grid", patch_size=32,
+                            batch_size=4, resampling="nearest") as ld:
+            for b in ld:
+                for i, (_, x, y, w, h) in enumerate(b["windows"]):
+                    got[y:y + h, x:x + w] = b["image"][i, 0][:h, :w]
+        np.testing.assert_array_equal(got, alone, err_msg=str(order))
