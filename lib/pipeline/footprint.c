@@ -62,11 +62,61 @@ static void whole(double *r) {
     r[2] = r[3] = INFINITY;
 }
 
-/* Scene img's outline in target pixels of grid g: the bounds of FP_EDGE
- * points an edge, padded by FP_PAD and by the most any odd point strays
- * from the chord of its even neighbours (the bend the coarse outline
- * misses; the bounds of the fine one miss about a quarter of it).  0 when
- * it is not known: a point that does not transform. */
+/* The bounds of n target CRS points in pixels of grid g, padded by
+ * FP_PAD and by `bend`; for a geographic target the longitudes first
+ * brought within 180 degrees of the first point's (an outline across the
+ * antimeridian is not the whole world), then the copy of the rectangle,
+ * 360 degrees apart, that the grid meets (the warp reads longitudes past
+ * 180 round the world).  0 when not known: a point that is not finite, an
+ * outline wider than 180 degrees, a rotated geographic grid, or several
+ * copies in the grid. */
+static int bounds_rect(const cf_grid *g, double *x, double *y, int n, double bend, double *r) {
+    const int geo = cf_crs_kind_of(g->crs) == CF_CRS_GEOGRAPHIC;
+    const double *d = g->transform;
+    if (geo && (d[2] != 0 || d[4] != 0)) return 0;
+    double det = d[1] * d[5] - d[2] * d[4];
+    r[0] = r[1] = INFINITY;
+    r[2] = r[3] = -INFINITY;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(x[i]) || !isfinite(y[i])) return 0;
+        if (geo) {
+            x[i] = x[0] + remainder(x[i] - x[0], 360.0);
+            lo = fmin(lo, x[i]);
+            hi = fmax(hi, x[i]);
+        }
+        double X = x[i] - d[0], Y = y[i] - d[3];
+        double px = (d[5] * X - d[2] * Y) / det, py = (d[1] * Y - d[4] * X) / det;
+        r[0] = fmin(r[0], px);
+        r[1] = fmin(r[1], py);
+        r[2] = fmax(r[2], px);
+        r[3] = fmax(r[3], py);
+    }
+    if (!isfinite(bend) || (geo && hi - lo > 180)) return 0;
+    r[0] -= FP_PAD + bend;
+    r[1] -= FP_PAD + bend;
+    r[2] += FP_PAD + bend;
+    r[3] += FP_PAD + bend;
+    if (geo) {
+        const double turn = 360.0 / fabs(d[1]);
+        int met = 0;
+        double at = 0;
+        for (int k = -2; k <= 2; k++) {
+            double s = k * turn;
+            if (r[0] + s < g->width && r[2] + s > 0) met++, at = s;
+        }
+        if (met > 1) return 0;
+        r[0] += at;
+        r[2] += at;
+    }
+    return 1;
+}
+
+/* Scene img's outline in target pixels of grid g (xf: its CRS -> the
+ * grid's; NULL: the same CRS): FP_EDGE points an edge, padded by the most
+ * any odd point strays from the chord of its even neighbours (the bend
+ * the coarse outline misses; the bounds of the fine one miss about a
+ * quarter of it).  0 when not known: a point that does not transform. */
 static int outline_rect(const cf_cog *img, const cf_grid *g, cf__xform *xf, double *r) {
     cf_grid sg;
     cf_error e;
@@ -84,35 +134,25 @@ static int outline_rect(const cf_cog *img, const cf_grid *g, cf__xform *xf, doub
             y[4 * i + k] = t[3] + px[k] * t[4] + py[k] * t[5];
         }
     }
-    cf__xform_run(xf, 4 * S, x, y, ok);
-    /* Into target pixels (the inverse geotransform). */
-    const double *d = g->transform;
-    double det = d[1] * d[5] - d[2] * d[4];
-    for (int i = 0; i < 4 * S; i++) {
-        if (!ok[i] || !isfinite(x[i]) || !isfinite(y[i])) return 0;
-        double X = x[i] - d[0], Y = y[i] - d[3];
-        x[i] = (d[5] * X - d[2] * Y) / det;
-        y[i] = (d[1] * Y - d[4] * X) / det;
+    if (xf) {
+        cf__xform_run(xf, 4 * S, x, y, ok);
+        for (int i = 0; i < 4 * S; i++)
+            if (!ok[i]) return 0;
     }
     double bend = 0;
-    r[0] = r[1] = INFINITY;
-    r[2] = r[3] = -INFINITY;
-    for (int i = 0; i < 4 * S; i++) {
-        r[0] = fmin(r[0], x[i]);
-        r[1] = fmin(r[1], y[i]);
-        r[2] = fmax(r[2], x[i]);
-        r[3] = fmax(r[3], y[i]);
-        int at = i / 4;
-        if (at % 2 == 1) { /* odd: against the chord of its neighbours */
-            int a = i - 4, b = i + 4;
-            bend = fmax(bend, fmax(fabs(x[i] - (x[a] + x[b]) / 2), fabs(y[i] - (y[a] + y[b]) / 2)));
-        }
-    }
+    if (!bounds_rect(g, x, y, 4 * S, 0, r)) return 0;
+    /* (x, y are in the target's CRS now, longitudes unwrapped) */
+    const double *d = g->transform;
+    const double res = fmin(hypot(d[1], d[4]), hypot(d[2], d[5]));
+    for (int i = 4; i < 4 * S - 4; i++)
+        if ((i / 4) % 2 == 1) /* odd: against the chord of its neighbours */
+            bend = fmax(bend, fmax(fabs(x[i] - (x[i - 4] + x[i + 4]) / 2),
+                                   fabs(y[i] - (y[i - 4] + y[i + 4]) / 2)) / res);
     if (!isfinite(bend)) return 0;
-    r[0] -= FP_PAD + bend;
-    r[1] -= FP_PAD + bend;
-    r[2] += FP_PAD + bend;
-    r[3] += FP_PAD + bend;
+    r[0] -= bend;
+    r[1] -= bend;
+    r[2] += bend;
+    r[3] += bend;
     return 1;
 }
 
@@ -130,41 +170,13 @@ static cf_status scene_rect(const cf_cog *img, const cf__sg_input *in, const cf_
         r[3] = r[1] + li.height;
         return CF_OK;
     }
-    /* Not known, never skipped: no CRS; a geographic target (the warp
-     * reads a source's longitudes 360 degrees on, across the
-     * antimeridian, where its outline does not lie); an outline that
-     * does not transform (a scene past the target CRS's area). */
-    whole(r);
-    if (!g || !g->crs || !img->crs || cf_crs_kind_of(g->crs) == CF_CRS_GEOGRAPHIC)
-        return CF_OK;
-    cf__xform *xf = cf_crs_equivalent(img->crs, g->crs) ? NULL : pair_xform(xfs, img->crs, g->crs);
-    if (xf) {
-        double o[4];
-        if (outline_rect(img, g, xf, o)) memcpy(r, o, sizeof o);
-    } else if (cf_crs_equivalent(img->crs, g->crs)) {
-        /* Same CRS, another grid: its bounds, exactly. */
-        cf_grid sg;
-        cf_error e2;
-        double b[4];
-        if (cf_cog_grid(img, 0, &sg, &e2) != CF_OK) return CF_OK;
-        cf_grid_bounds(&sg, b);
-        const double *t = g->transform;
-        double det = t[1] * t[5] - t[2] * t[4];
-        r[0] = r[1] = INFINITY;
-        r[2] = r[3] = -INFINITY;
-        for (int k = 0; k < 4; k++) {
-            double X = b[k & 1 ? 2 : 0] - t[0], Y = b[k & 2 ? 3 : 1] - t[3];
-            double px = (t[5] * X - t[2] * Y) / det, py = (t[1] * Y - t[4] * X) / det;
-            r[0] = fmin(r[0], px);
-            r[1] = fmin(r[1], py);
-            r[2] = fmax(r[2], px);
-            r[3] = fmax(r[3], py);
-        }
-        r[0] -= FP_PAD;
-        r[1] -= FP_PAD;
-        r[2] += FP_PAD;
-        r[3] += FP_PAD;
-    }
+    /* Where not known, everything (never skipped): no CRS, an outline
+     * that does not transform (a scene past the target CRS's area). */
+    double o[4];
+    const int same = g && g->crs && img->crs && cf_crs_equivalent(img->crs, g->crs);
+    cf__xform *xf = g && g->crs && img->crs && !same ? pair_xform(xfs, img->crs, g->crs) : NULL;
+    if ((same || xf) && outline_rect(img, g, xf, o)) memcpy(r, o, sizeof o);
+    else whole(r);
     return CF_OK;
 }
 

@@ -824,3 +824,33 @@ def test_footprint_of_a_curved_outline(tmp_path):
                 for i, (_, x, y, w, h) in enumerate(b["windows"]):
                     got[y:y + h, x:x + w] = b["image"][i, 0][:h, :w]
         np.testing.assert_array_equal(got, alone, err_msg=str(order))
+
+
+def test_footprint_of_a_scene_across_the_antimeridian(tmp_path):
+    """A UTM 60N scene that crosses 180 degrees, read onto a geographic grid
+    over 178..182 E: its outline's longitudes run 178.8 .. 180 and -180 ..
+    -179.4, whose bounds would be most of the world but miss past 180; they
+    are taken round the first point's (and the copy of the rectangle the
+    grid meets): a footprint in the wrong copy would drop its pixels."""
+    S = _flat(tmp_path, "S.tif", cogfeed.Grid(32660, (1000.0, 0, 700000.0, 0, -1000.0, 100000.0),
+                                              200, 100), 2)
+    for west in (170.0, -190.0):       # the scene's outline as it lies, and 360 degrees on
+        g = cogfeed.Grid.from_bounds(4326, (west, 0.0, west + 12, 1.0), 0.01)
+        _mosaic_equals_alone(tmp_path, g, S)
+
+
+def _mosaic_equals_alone(tmp_path, g, S):
+    """Mosaics of S after and before a scene with no data on grid g are S
+    read alone onto g."""
+    A = _flat(tmp_path, "A.tif", g, 0)
+    with cogfeed.open(S) as c:
+        alone = c.read(grid=g, resampling="nearest")[0]
+    assert (alone != 0).any() and not alone.all()
+    for order in ([A, S], [S, A]):
+        got = np.zeros_like(alone)
+        with cogfeed.Loader([order], grid=g, mosaic=True, sampler="grid", patch_size=50,
+                            batch_size=4, resampling="nearest") as ld:
+            for b in ld:
+                for i, (_, x, y, w, h) in enumerate(b["windows"]):
+                    got[y:y + h, x:x + w] = b["image"][i, 0][:h, :w]
+        np.testing.assert_array_equal(got, alone, err_msg=str(order))
