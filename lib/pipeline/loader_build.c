@@ -161,8 +161,7 @@ static cf_status copy_options(cf_loader *ld, const cf_loader_options *opt,
     o->images = NULL;
     o->layers = NULL;
     ld->has_scm = o->scene_masks != NULL;
-    cf_status rst = mark_repeats(ld, nimg, nimg + nrest, err);
-    if (rst != CF_OK) return rst;
+    CF__TRY(mark_repeats(ld, nimg, nimg + nrest, err));
     o->scene_masks = NULL;
     if (o->ninvalid_classes) {
         ld->classes = cf__calloc(o->ninvalid_classes, sizeof *ld->classes);
