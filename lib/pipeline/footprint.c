@@ -22,35 +22,6 @@
  * coarse outline whose bend the odd ones measure). */
 #define FP_EDGE 41
 
-/* The transformations of one cf__fp_new: one per pair of CRS objects
- * (the scenes of an archive share theirs), made once. */
-typedef struct fp_xforms {
-    struct {
-        const cf_crs *from, *to;
-        cf__xform *xf;
-    } *pairs;
-    size_t n, cap;
-} fp_xforms;
-
-static cf__xform *pair_xform(fp_xforms *t, const cf_crs *from, const cf_crs *to) {
-    for (size_t i = 0; i < t->n; i++)
-        if (t->pairs[i].from == from && t->pairs[i].to == to) return t->pairs[i].xf;
-    cf__xform *xf = NULL;
-    cf_error e;
-    if (!cf__grow((void **)&t->pairs, &t->cap, t->n + 1, sizeof *t->pairs, 8) ||
-        cf__xform_new(from, to, &xf, &e) != CF_OK)
-        return NULL;
-    t->pairs[t->n].from = from;
-    t->pairs[t->n].to = to;
-    t->pairs[t->n++].xf = xf;
-    return xf;
-}
-
-static void free_xforms(fp_xforms *t) {
-    for (size_t i = 0; i < t->n; i++) cf__xform_free(t->pairs[i].xf);
-    free(t->pairs);
-}
-
 struct cf__fp {
     size_t nfiles, T;
     double *rect;              /* [f][t][4]: x0, y0, x1, y1, target pixels */
@@ -62,29 +33,33 @@ static void whole(double *r) {
     r[2] = r[3] = INFINITY;
 }
 
+/* Longitudes x[0..n) brought within 180 degrees of the first (an outline
+ * across the antimeridian is not the whole world); 0 when they then span
+ * more than 180 degrees (not known). */
+static int unwrap_lons(double *x, int n) {
+    double lo = x[0], hi = x[0];
+    for (int i = 1; i < n; i++) {
+        x[i] = x[0] + remainder(x[i] - x[0], 360.0);
+        lo = fmin(lo, x[i]);
+        hi = fmax(hi, x[i]);
+    }
+    return hi - lo <= 180;
+}
+
 /* The bounds of n target CRS points in pixels of grid g, padded by
- * FP_PAD and by `bend`; for a geographic target the longitudes first
- * brought within 180 degrees of the first point's (an outline across the
- * antimeridian is not the whole world), then the copy of the rectangle,
- * 360 degrees apart, that the grid meets (the warp reads longitudes past
- * 180 round the world).  0 when not known: a point that is not finite, an
- * outline wider than 180 degrees, a rotated geographic grid, or several
- * copies in the grid. */
-static int bounds_rect(const cf_grid *g, double *x, double *y, int n, double bend, double *r) {
+ * FP_PAD and by `bend` pixels; on a geographic grid, the copy of the
+ * rectangle, 360 degrees apart, that the grid meets (the warp reads
+ * longitudes past 180 round the world).  0 when not known: a rotated
+ * geographic grid, or several copies in the grid. */
+static int bounds_rect(const cf_grid *g, const double *x, const double *y, int n, double bend,
+                       double *r) {
     const int geo = cf_crs_kind_of(g->crs) == CF_CRS_GEOGRAPHIC;
     const double *d = g->transform;
     if (geo && (d[2] != 0 || d[4] != 0)) return 0;
     double det = d[1] * d[5] - d[2] * d[4];
     r[0] = r[1] = INFINITY;
     r[2] = r[3] = -INFINITY;
-    double lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < n; i++) {
-        if (!isfinite(x[i]) || !isfinite(y[i])) return 0;
-        if (geo) {
-            x[i] = x[0] + remainder(x[i] - x[0], 360.0);
-            lo = fmin(lo, x[i]);
-            hi = fmax(hi, x[i]);
-        }
         double X = x[i] - d[0], Y = y[i] - d[3];
         double px = (d[5] * X - d[2] * Y) / det, py = (d[1] * Y - d[4] * X) / det;
         r[0] = fmin(r[0], px);
@@ -92,7 +67,6 @@ static int bounds_rect(const cf_grid *g, double *x, double *y, int n, double ben
         r[2] = fmax(r[2], px);
         r[3] = fmax(r[3], py);
     }
-    if (!isfinite(bend) || (geo && hi - lo > 180)) return 0;
     r[0] -= FP_PAD + bend;
     r[1] -= FP_PAD + bend;
     r[2] += FP_PAD + bend;
@@ -116,7 +90,8 @@ static int bounds_rect(const cf_grid *g, double *x, double *y, int n, double ben
  * grid's; NULL: the same CRS): FP_EDGE points an edge, padded by the most
  * any odd point strays from the chord of its even neighbours (the bend
  * the coarse outline misses; the bounds of the fine one miss about a
- * quarter of it).  0 when not known: a point that does not transform. */
+ * quarter of it).  0 when not known: a point that does not transform or
+ * is not finite, an outline wider than 180 degrees on a geographic grid. */
 static int outline_rect(const cf_cog *img, const cf_grid *g, cf__xform *xf, double *r) {
     cf_grid sg;
     cf_error e;
@@ -124,42 +99,25 @@ static int outline_rect(const cf_cog *img, const cf_grid *g, cf__xform *xf, doub
     enum { S = FP_EDGE };
     double x[4 * S], y[4 * S];
     uint8_t ok[4 * S];
-    const double *t = sg.transform;
-    for (int i = 0; i < S; i++) {
-        double f = (double)i / (S - 1);
-        double px[4] = {f * sg.width, f * sg.width, 0, (double)sg.width};
-        double py[4] = {0, (double)sg.height, f * sg.height, f * sg.height};
-        for (int k = 0; k < 4; k++) {
-            x[4 * i + k] = t[0] + px[k] * t[1] + py[k] * t[2];
-            y[4 * i + k] = t[3] + px[k] * t[4] + py[k] * t[5];
-        }
-    }
-    if (xf) {
-        cf__xform_run(xf, 4 * S, x, y, ok);
-        for (int i = 0; i < 4 * S; i++)
-            if (!ok[i]) return 0;
-    }
-    double bend = 0;
-    if (!bounds_rect(g, x, y, 4 * S, 0, r)) return 0;
-    /* (x, y are in the target's CRS now, longitudes unwrapped) */
+    cf__sg_outline(&sg, S, x, y);
+    if (xf) cf__xform_run(xf, 4 * S, x, y, ok);
+    for (int i = 0; i < 4 * S; i++)
+        if ((xf && !ok[i]) || !isfinite(x[i]) || !isfinite(y[i])) return 0;
+    if (cf_crs_kind_of(g->crs) == CF_CRS_GEOGRAPHIC && !unwrap_lons(x, 4 * S)) return 0;
     const double *d = g->transform;
     const double res = fmin(hypot(d[1], d[4]), hypot(d[2], d[5]));
+    double bend = 0;
     for (int i = 4; i < 4 * S - 4; i++)
         if ((i / 4) % 2 == 1) /* odd: against the chord of its neighbours */
             bend = fmax(bend, fmax(fabs(x[i] - (x[i - 4] + x[i + 4]) / 2),
                                    fabs(y[i] - (y[i - 4] + y[i + 4]) / 2)) / res);
-    if (!isfinite(bend)) return 0;
-    r[0] -= bend;
-    r[1] -= bend;
-    r[2] += bend;
-    r[3] += bend;
-    return 1;
+    return isfinite(bend) && bounds_rect(g, x, y, 4 * S, bend, r);
 }
 
 /* Scene img (placed as `in` on target grid g, pixels of `level`) as a
  * rectangle of target pixels. */
-static cf_status scene_rect(const cf_cog *img, const cf__sg_input *in, const cf_grid *g,
-                            int level, fp_xforms *xfs, double *r, cf_error *err) {
+static cf_status scene_rect(cf__sg *sg, const cf_cog *img, const cf__sg_input *in,
+                            const cf_grid *g, int level, double *r, cf_error *err) {
     if (in->how == CF__SG_DIRECT) {
         /* Its pixel x + dx is the target's x. */
         cf_level_info li;
@@ -172,15 +130,19 @@ static cf_status scene_rect(const cf_cog *img, const cf__sg_input *in, const cf_
     }
     /* Where not known, everything (never skipped): no CRS, an outline
      * that does not transform (a scene past the target CRS's area). */
+    whole(r);
+    if (!g || !g->crs || !img->crs) return CF_OK;
+    cf__xform *xf = NULL;
+    cf_error e2;
+    if (!cf_crs_equivalent(img->crs, g->crs) &&
+        cf__sg_xform(sg, img->crs, g->crs, &xf, &e2) != CF_OK)
+        return CF_OK;
     double o[4];
-    const int same = g && g->crs && img->crs && cf_crs_equivalent(img->crs, g->crs);
-    cf__xform *xf = g && g->crs && img->crs && !same ? pair_xform(xfs, img->crs, g->crs) : NULL;
-    if ((same || xf) && outline_rect(img, g, xf, o)) memcpy(r, o, sizeof o);
-    else whole(r);
+    if (outline_rect(img, g, xf, o)) memcpy(r, o, sizeof o);
     return CF_OK;
 }
 
-cf_status cf__fp_new(const cf__sg *sg, cf_cog *const *img, size_t nfiles, size_t T, int level,
+cf_status cf__fp_new(cf__sg *sg, cf_cog *const *img, size_t nfiles, size_t T, int level,
                      cf__fp **out, cf_error *err) {
     *out = NULL;
     cf__fp *fp = cf__calloc(1, sizeof *fp);
@@ -191,19 +153,16 @@ cf_status cf__fp_new(const cf__sg *sg, cf_cog *const *img, size_t nfiles, size_t
     }
     fp->nfiles = nfiles;
     fp->T = T;
-    fp_xforms xfs = {0};
     for (size_t f = 0; f < nfiles; f++)
         for (size_t t = 0; t < T; t++) {
             size_t i = f * T + t;
-            cf_status st = scene_rect(img[i], cf__sg_input_at(sg, i), cf__sg_grid(sg, f),
-                                      level, &xfs, fp->rect + 4 * i, err);
+            cf_status st = scene_rect(sg, img[i], cf__sg_input_at(sg, i), cf__sg_grid(sg, f),
+                                      level, fp->rect + 4 * i, err);
             if (st != CF_OK) {
-                free_xforms(&xfs);
                 cf__fp_free(fp);
                 return cf__err_prefix(err, st, "loader: footprint of %s", cf_cog_name(img[i]));
             }
         }
-    free_xforms(&xfs);
     *out = fp;
     return CF_OK;
 }

@@ -15,8 +15,9 @@ typedef struct cf__fp cf__fp;
  * each file's target grid at `level`: exact for a scene read as it lies,
  * the bounds of its transformed outline (padded by the kernels' reach)
  * for a resampled one, everything where the outline does not transform.
- * Conservative: a patch outside every footprint has no scene pixel. */
-cf_status cf__fp_new(const cf__sg *sg, cf_cog *const *img, size_t nfiles, size_t T, int level,
+ * Conservative: a patch outside every footprint has no scene pixel.
+ * The transformations are sg's (cf__sg_xform). */
+cf_status cf__fp_new(cf__sg *sg, cf_cog *const *img, size_t nfiles, size_t T, int level,
                      cf__fp **out, cf_error *err);
 void cf__fp_free(cf__fp *fp);
 

@@ -632,9 +632,10 @@ static cf_status plan_scratch(cf_loader *ld, int tiles_shared, cf_error *err) {
      * group when they are sure to be read (sample_read.c, sure_read). */
     uint32_t NL = (uint32_t)o->time_steps - TO;
     if (NL > LD_PART_CHUNKS) NL = LD_PART_CHUNKS; /* a group's inputs at most */
+    if (NL < 1) NL = 1;
     ld->mosaic_bytes = CF__ALIGN16(cf__ld_member_bytes(ld, &ld->members[0], P, P));
     uint64_t slots = inflight_of(ld) / 128 / ld->mosaic_bytes;
-    ld->mosaic_slots = slots < 1 ? 1 : slots > NL ? (NL ? NL : 1) : (uint32_t)slots;
+    ld->mosaic_slots = slots < 1 ? 1 : slots > NL ? NL : (uint32_t)slots;
     ld->mosaic_off = ld->scratch_bytes;
     ld->filled_off = ld->mosaic_off + ld->mosaic_slots * ld->mosaic_bytes;
     ld->scene_valid_off = ld->filled_off + TO * CF__ALIGN16(ld->plane);

@@ -60,6 +60,19 @@ static void crs_text(const cf_crs *c, char *out, size_t n) {
 
 /* ------------------------------------------------------------ targets */
 
+void cf__sg_outline(const cf_grid *g, int S, double *x, double *y) {
+    const double *t = g->transform;
+    for (int i = 0; i < S; i++) {
+        double r = (double)i / (S - 1);
+        double px[4] = {r * g->width, r * g->width, 0, (double)g->width};
+        double py[4] = {0, (double)g->height, r * g->height, r * g->height};
+        for (int k = 0; k < 4; k++) {
+            x[4 * i + k] = t[0] + px[k] * t[1] + py[k] * t[2];
+            y[4 * i + k] = t[3] + px[k] * t[4] + py[k] * t[5];
+        }
+    }
+}
+
 /* (sample_grid.h) 21 points along each edge of the image, as GDAL
  * samples a footprint. */
 cf_status cf__sg_footprint(const cf_cog *img, const cf_crs *crs, double b[4], int *all,
@@ -83,16 +96,7 @@ cf_status cf__sg_footprint(const cf_cog *img, const cf_crs *crs, double b[4], in
     enum { S = 21 };
     double x[4 * S], y[4 * S];
     uint8_t ok[4 * S];
-    const double *t = g.transform;
-    for (int i = 0; i < S; i++) {
-        double r = (double)i / (S - 1);
-        double px[4] = {r * g.width, r * g.width, 0, (double)g.width};
-        double py[4] = {0, (double)g.height, r * g.height, r * g.height};
-        for (int k = 0; k < 4; k++) {
-            x[4 * i + k] = t[0] + px[k] * t[1] + py[k] * t[2];
-            y[4 * i + k] = t[3] + px[k] * t[4] + py[k] * t[5];
-        }
-    }
+    cf__sg_outline(&g, S, x, y);
     cf__xform_run(xf, 4 * S, x, y, ok);
     cf__xform_free(xf);
     b[0] = b[1] = INFINITY;
@@ -211,10 +215,8 @@ static cf_status pixel_aligned(const cf_loader_options *o, const cf_cog *c, cons
     return CF_OK;
 }
 
-/* The transformation from CRS `from` (a target grid's) to `to` (an
- * input's): the one made for this pair of objects, or a new one. */
-static cf_status pair_xform(cf__sg *sg, const cf_crs *from, const cf_crs *to, cf__xform **out,
-                            cf_error *err) {
+cf_status cf__sg_xform(cf__sg *sg, const cf_crs *from, const cf_crs *to, cf__xform **out,
+                       cf_error *err) {
     for (size_t i = 0; i < sg->nxfs; i++)
         if (sg->xfs[i].from == from && sg->xfs[i].to == to) {
             *out = sg->xfs[i].xf;
@@ -282,7 +284,7 @@ static cf_status place(cf__sg *sg, const cf_loader_options *o, const cf_cog *c,
         return cf__err_hint(err, CF_E_ARG, "reproject=1 (Python: reproject=True) reads it "
                                            "reprojected onto the grid");
     }
-    cf_status st = pair_xform(sg, t->crs, c->crs, &in->xf, err);
+    cf_status st = cf__sg_xform(sg, t->crs, c->crs, &in->xf, err);
     if (st) return cf__err_prefix(err, st, "loader: %s %s", what, c->name);
     in->how = CF__SG_WARP;
     return CF_OK;

@@ -54,6 +54,16 @@ const cf_grid *cf__sg_grid(const cf__sg *sg, size_t f);
  * rest).  CF_E_STATE without a CRS, CF_E_UNSUPPORTED without any point. */
 cf_status cf__sg_footprint(const cf_cog *img, const cf_crs *crs, double b[4], int *all,
                            cf_error *err);
+/* S points along each edge of grid g's outline (S >= 2), in its CRS:
+ * point i of the top, bottom, left and right edges at x[4 i .. 4 i + 3]. */
+void cf__sg_outline(const cf_grid *g, int S, double *x, double *y);
+/* The transformation from CRS `from` to `to`: the one made for this pair
+ * of objects (files of one archive share theirs: geokeys.c), or a new one
+ * that the sg keeps; inputs of one pair share it, so that their positions,
+ * kept by a reader, are known to be the same (cf__warp_pos).  Not
+ * thread-safe: while the loader is built. */
+cf_status cf__sg_xform(cf__sg *sg, const cf_crs *from, const cf_crs *to, cf__xform **out,
+                       cf_error *err);
 /* 1 when some input of the loader is warped (it needs source scratch). */
 int cf__sg_any_warp(const cf__sg *sg);
 

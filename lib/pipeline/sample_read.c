@@ -549,11 +549,12 @@ static cf_status place_inputs(cf_loader *ld, ld_worker *wk, size_t f, const cf_w
              * those sure to be read go with the first ones (the fills
              * follow the scenes' order within a group). */
             const int repeat = ld->repeats[f * (size_t)ld->o.time_steps + (size_t)mb->t];
-            const int sure = !repeat && !unmet(ld, f, mb, w) && sure_read(ld, wk, f, mb, w);
+            const int misses = !repeat && unmet(ld, f, mb, w);
+            const int sure = !repeat && !misses && sure_read(ld, wk, f, mb, w);
             if (*ni && !ins[0].fill && !sure) break;
             /* The footprint and repeat tests first: a scan of the
              * step's plane costs more. */
-            if (!sure && (repeat || unmet(ld, f, mb, w) || step_full(ld, wk, mb))) {
+            if (!sure && (repeat || misses || step_full(ld, wk, mb))) {
                 *used += 1 + ld->has_scm;
                 continue;
             }
