@@ -1493,6 +1493,15 @@ typedef struct cf_writer_options {
                                   encoded (cf_writer_write_encoded_tile_at,
                                   by a share writer's files): none is made,
                                   and no tile is decoded */
+    /* Read only when struct_size covers it. */
+    int layout_only;           /* 1 (with overviews_given): a *layout
+                                  writer*: it opens and writes nothing
+                                  (`path` only names it in messages) and
+                                  takes no tile; cf_writer_layout gives the
+                                  header and every tile's offset of the COG
+                                  from its tiles' sizes, for processes that
+                                  upload their own tiles' bytes as parts of
+                                  one object (cf_upload) */
 } cf_writer_options;
 
 CF_API void cf_writer_options_init(cf_writer_options *opt);
@@ -1619,6 +1628,22 @@ CF_API void cf_writer_share_failed(const void **out, size_t *out_n);
  * (its own full-resolution rows at level 0); [0, 0) when none. */
 CF_API cf_status cf_writer_share_tiles(const cf_writer *w, int level, uint32_t *ty0,
                                        uint32_t *ty1, cf_error *err);
+/* A layout writer's COG (layout_only) from its tiles' encoded sizes:
+ * sizes[n] lists, for each level from 0 (the full resolution) to
+ * cf_writer_levels - 1, each tile in row order, its bytes and then, with
+ * `mask`, its mask tile's (0 and 0: sparse).  *header (*header_len bytes,
+ * owned by the writer until close or abort) is the file's start: every
+ * directory, with each tile's offset and size; offsets[k] is where
+ * sizes[k]'s bytes go (0 for none).  The file is the header followed by
+ * the tiles' bytes in the order of their offsets, header_len + the sum of
+ * sizes bytes, the same bytes as a writer given the tiles makes.
+ * CF_E_ARG for n other than the writer's count or a mask missing or
+ * without its tile, CF_E_LIMIT for a size above twice a raw tile,
+ * CF_E_STATE on a writer that is not a layout writer.  May be called
+ * again (the last header stays). */
+CF_API cf_status cf_writer_layout(cf_writer *w, const uint64_t *sizes, size_t n,
+                                  uint64_t *offsets, const void **header, size_t *header_len,
+                                  cf_error *err);
 /* Finish the file (overviews, layout, rename) and free the writer, which
  * is gone whatever the status; on failure neither `path` nor the spool is
  * left behind.  A tile another thread is still encoding is waited for and
@@ -1627,6 +1652,57 @@ CF_API cf_status cf_writer_share_tiles(const cf_writer *w, int level, uint32_t *
 CF_API cf_status cf_writer_close(cf_writer *w, cf_error *err);
 /* Give up: free the writer and remove its spool; `path` is not touched. */
 CF_API void cf_writer_abort(cf_writer *w);
+
+/* One object uploaded by several processes: the ranks of a job that each
+ * hold some of its bytes (cogfeed.predict's, docs/inference.md, "Several
+ * processes or machines", or a loop of one's own).  One process begins the
+ * upload and passes its token (no secret) to the others, which join it;
+ * each puts the parts whose bytes it holds (by number: the object is the
+ * parts in number order; S3 wants every part but the last at least
+ * cf_upload_min_part bytes, Azure any size); the joined processes give
+ * their receipts to the first, which completes the object with them, or,
+ * when any process failed, frees its upload without completing: the
+ * upload is aborted and nothing is left (S3: AbortMultipartUpload; Azure:
+ * no block list, the blocks are dropped).  s3://, gs:// and Azure Blob
+ * URLs; credentials, retries (a failed part is sent again whole) and
+ * errors as the writer's, each process with its own credentials.  A
+ * cf_upload is used by one thread at a time. */
+typedef struct cf_upload cf_upload;
+/* Begin uploading `url` (io: its options; NULL: the defaults).  S3
+ * creates the multipart upload here: a wrong key or a missing bucket
+ * fails now (CF_E_AUTH, CF_E_NOTFOUND, ...). */
+CF_API cf_status cf_upload_begin(const char *url, cf_io *io, cf_upload **out, cf_error *err);
+/* Join the upload of `url` that another process began: `token` is its
+ * cf_upload_token.  CF_E_ARG for a token this store could not have given;
+ * a token of no open upload fails the first part (CF_E_NOTFOUND). */
+CF_API cf_status cf_upload_join(const char *url, cf_io *io, const char *token,
+                                cf_upload **out, cf_error *err);
+/* The token the other processes join with: S3's upload id, or Azure's
+ * block-id nonce (8 hex digits).  Valid while u is. */
+CF_API const char *cf_upload_token(const cf_upload *u);
+/* The smallest part but the last the store takes (5 MiB for S3, 1 for
+ * Azure). */
+CF_API uint64_t cf_upload_min_part(const cf_upload *u);
+/* Put part `number` (1..10000, once in the whole job): the `len` bytes
+ * are copied and sent by the upload's threads (at most 4 at once, the
+ * call waits for one when all are busy).  The status is the first
+ * failure of this process's parts so far. */
+CF_API cf_status cf_upload_part(cf_upload *u, uint32_t number, const void *data, size_t len,
+                                cf_error *err);
+/* A joined process: wait for its parts and give their receipts (*out, a
+ * line "NUMBER ETAG" a part for S3, "NUMBER" for Azure; owned by u), or
+ * the first failure of its parts.  No part may be put after. */
+CF_API cf_status cf_upload_receipts(cf_upload *u, const char **out, cf_error *err);
+/* The beginning process: wait for its own parts, take the others'
+ * receipts (n strings; checked first: CF_E_ARG for a malformed line or a
+ * part put twice), and make the object; any failure aborts the upload
+ * (nothing is left).  Frees u whatever the status. */
+CF_API cf_status cf_upload_complete(cf_upload *u, const char *const *receipts, size_t n,
+                                    cf_error *err);
+/* Free u: the beginning process's upload, not completed, is aborted
+ * (nothing is left); a joined process's parts in flight are waited for,
+ * those still queued dropped. */
+CF_API void cf_upload_free(cf_upload *u);
 
 /* Stitcher: predictions of overlapping patches blended into a COG.
  * Each patch's channels are weighted per pixel by a window w(x) w(y)

@@ -1564,6 +1564,7 @@ PyMODINIT_FUNC PyInit__cogfeed(void) {
     if (cf__py_options_init(m) < 0) return NULL;
     if (cf__py_geo_init(m) < 0) return NULL;
     if (cf__py_writer_init(m) < 0) return NULL;
+    if (cf__py_upload_init(m) < 0) return NULL;
     if (cf__py_vlabels_init(m) < 0) return NULL;
     if (cf__py_stac_init(m) < 0) return NULL;
     return m;

@@ -77,7 +77,7 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
                              "nodata", "grid", "descriptions", "scales", "offsets",
                              "lerc_layer", "max_error", "quality", "lossless", "photometric",
                              "io", "part_size", "mask", "threads", "share_row0", "share_rows",
-                             "overviews_given", NULL};
+                             "overviews_given", "layout_only", NULL};
     PyObject *path_o, *nodata = Py_None, *grid = Py_None, *desc = Py_None;
     PyObject *scales_o = Py_None, *offsets_o = Py_None;
     unsigned int width, height, bands, tile, comp, lerc_layer = 1, photometric = 0;
@@ -85,15 +85,15 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     double max_error = 0;
     PyObject *io_o = Py_None;
     unsigned long long part_size = 0;
-    int mask = 0, threads = 0, given = 0;
+    int mask = 0, threads = 0, given = 0, layout_only = 0;
     unsigned int share_row0 = 0, share_rows = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOKpiO&O&p", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&IIIiIIiiiiOOOOO|IdipIOKpiO&O&pp", kwlist,
                                      PyUnicode_FSConverter, &path_o, &width, &height, &bands,
                                      &dtype, &tile, &comp, &level, &pred, &ovr, &rs, &nodata,
                                      &grid, &desc, &scales_o, &offsets_o, &lerc_layer,
                                      &max_error, &quality, &lossless, &photometric, &io_o,
                                      &part_size, &mask, &threads, tile_index, &share_row0,
-                                     tile_index, &share_rows, &given))
+                                     tile_index, &share_rows, &given, &layout_only))
         return -1;
     if (self->w) {
         PyErr_SetString(PyExc_RuntimeError, "_Writer already open");
@@ -123,6 +123,7 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw) {
     o.share_row0 = share_row0;
     o.share_rows = share_rows;
     o.overviews_given = given;
+    o.layout_only = layout_only;
     self->px = (size_t)bands * cf_dtype_size((cf_dtype)dtype);
     if (io_o != Py_None && !(o.io = cf__py_io_get(io_o))) {
         Py_DECREF(path_o);
@@ -378,6 +379,41 @@ static PyObject *Writer_levels(WriterObject *self, void *closure) {
     return need_open(self) ? PyLong_FromLong(cf_writer_levels(self->w)) : NULL;
 }
 
+/* layout(sizes): a layout writer's header (bytes) and each size's
+ * offset (a list), from the tiles' encoded sizes (cf_writer_layout). */
+static PyObject *Writer_layout(WriterObject *self, PyObject *args) {
+    PyObject *sizes_o;
+    if (!need_open(self) || !PyArg_ParseTuple(args, "O", &sizes_o)) return NULL;
+    PyObject *t = cf__py_seq(sizes_o, "layout: sizes must be a sequence of ints");
+    if (!t) return NULL;
+    const Py_ssize_t n = PyTuple_GET_SIZE(t);
+    uint64_t *sz = PyMem_Malloc(2 * (size_t)n * sizeof *sz + 1);
+    if (!sz) {
+        Py_DECREF(t);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++)
+        sz[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, i));
+    Py_DECREF(t);
+    PyObject *r = NULL;
+    if (!PyErr_Occurred()) {
+        const void *hdr;
+        size_t hn;
+        cf_error err;
+        cf_status st = cf_writer_layout(self->w, sz, (size_t)n, sz + n, &hdr, &hn, &err);
+        PyObject *offs = st ? NULL : PyList_New(n);
+        for (Py_ssize_t i = 0; offs && i < n; i++) {
+            PyObject *v = PyLong_FromUnsignedLongLong(sz[n + i]);
+            if (!v) Py_CLEAR(offs);
+            else PyList_SET_ITEM(offs, i, v);
+        }
+        if (st) cf__py_raise(st, &err);
+        else if (offs) r = Py_BuildValue("(y#N)", (const char *)hdr, (Py_ssize_t)hn, offs);
+    }
+    PyMem_Free(sz);
+    return r;
+}
+
 #define SHARE_METHODS(T)                                                                       \
     {"share_build", (PyCFunction)T##_share_build, METH_NOARGS,                                 \
      "share_build(): a share writer's overview rows from its own rows"},                        \
@@ -396,6 +432,8 @@ static PyMethodDef Writer_methods[] = {
     {"write_tile", (PyCFunction)Writer_write_tile, METH_VARARGS,
      "write_tile(tx, ty, data, mask=None): tile (tx, ty), bands x h x w bytes in C "
      "order; mask: h x w bytes (0: not valid), for a writer opened with mask"},
+    {"layout", (PyCFunction)Writer_layout, METH_VARARGS,
+     "layout(sizes): a layout writer's (header, offsets) from every tile's encoded sizes"},
     {"close", (PyCFunction)Writer_close, METH_NOARGS, "close(): finish the file"},
     {"abort", (PyCFunction)Writer_abort, METH_NOARGS, "abort(): give up, write nothing"},
     {NULL, NULL, 0, NULL}};

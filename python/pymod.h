@@ -92,6 +92,8 @@ int cf__py_crs_convert(PyObject *o, cf_crs **out);
 int cf__py_grid_parse(PyObject *o, cf_grid *g, cf_crs **hold);
 /* Writer binding (python/_writer.c): add the _Writer type. */
 int cf__py_writer_init(PyObject *module);
+/* Upload binding (python/_upload.c): add the _Upload type. */
+int cf__py_upload_init(PyObject *module);
 /* STAC index binding (python/_stac.c): add the _StacIndex type. */
 int cf__py_stac_init(PyObject *module);
 /* Vector labels binding (python/_vlabels.c): add the _VLabels type. */

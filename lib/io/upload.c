@@ -43,6 +43,8 @@ struct cf__upload {
     char upload_id[1024]; /* S3 */
     uint32_t nonce;       /* Azure: in the block ids, so that two uploads
                              to one blob never commit each other's blocks */
+    int joined;           /* another process began it: this one puts parts
+                             and leaves; it never completes nor aborts */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     u_state state;
@@ -427,8 +429,20 @@ static cf_status create_s3(cf__upload *up, cf_error *err) {
     return st;
 }
 
-cf_status cf__upload_new(cf_io *io, const char *url, int inflight, cf__upload **out,
-                         cf_error *err) {
+/* The token another process joins with: S3's upload id (the service's
+ * text, ASCII without spaces), or Azure's nonce in 8 hex digits. */
+static int token_ok(const char *t, int azure) {
+    size_t n = strlen(t);
+    if (azure) return n == 8 && strspn(t, "0123456789abcdef") == 8;
+    if (n < 1 || n >= sizeof ((cf__upload *)0)->upload_id) return 0;
+    for (; *t; t++)
+        if (*t < 0x21 || *t > 0x7e) return 0;
+    return 1;
+}
+
+/* new (token NULL: begin the upload) or join (token: another process's). */
+static cf_status start(cf_io *io, const char *url, int inflight, const char *token,
+                       cf__upload **out, cf_error *err) {
     *out = NULL;
     if (inflight < 1 || inflight > U_MAX_SENDERS)
         return cf__err(err, CF_E_ARG, "upload: %d parts in flight not in 1..%d", inflight,
@@ -472,7 +486,16 @@ cf_status cf__upload_new(cf_io *io, const char *url, int inflight, cf__upload **
         up->etag = cf__calloc(CF__UPLOAD_MAX_PARTS, sizeof *up->etag);
         if (!up->q || !up->etag) st = cf__err(err, CF_E_NOMEM, "upload: out of memory");
     }
-    if (!st && !up->azure) st = create_s3(up, err);
+    if (!st && token) {
+        up->joined = 1;
+        if (!token_ok(token, up->azure))
+            st = cf__err(err, CF_E_ARG, "%s: not an upload token of this store (S3: the "
+                         "upload id; Azure: 8 hex digits)", cf__upload_name(up));
+        else if (up->azure) up->nonce = (uint32_t)strtoul(token, NULL, 16);
+        else snprintf(up->upload_id, sizeof up->upload_id, "%s", token);
+    } else if (!st && !up->azure) {
+        st = create_s3(up, err);
+    }
     for (int i = 0; !st && i < inflight; i++) {
         if (pthread_create(&up->th[i], NULL, sender, up) != 0) {
             st = cf__err(err, CF_E_NOMEM, "%s: cannot start an upload thread",
@@ -487,6 +510,23 @@ cf_status cf__upload_new(cf_io *io, const char *url, int inflight, cf__upload **
     }
     *out = up;
     return CF_OK;
+}
+
+cf_status cf__upload_new(cf_io *io, const char *url, int inflight, cf__upload **out,
+                         cf_error *err) {
+    return start(io, url, inflight, NULL, out, err);
+}
+
+cf_status cf__upload_join(cf_io *io, const char *url, int inflight, const char *token,
+                          cf__upload **out, cf_error *err) {
+    *out = NULL;
+    if (!token) return cf__err(err, CF_E_ARG, "upload: no token to join");
+    return start(io, url, inflight, token, out, err);
+}
+
+void cf__upload_token(const cf__upload *up, char *out, size_t cap) {
+    if (up->azure) snprintf(out, cap, "%08x", up->nonce);
+    else snprintf(out, cap, "%s", up->upload_id);
 }
 
 uint64_t cf__upload_min_part(const cf__upload *up) {
@@ -596,7 +636,7 @@ static void abort_upload(cf__upload *up, cf_error *note) {
     }
     pthread_mutex_unlock(&up->mu);
     stop_senders(up);
-    if (!up->azure && up->upload_id[0]) {
+    if (!up->azure && up->upload_id[0] && !up->joined) {
         /* Parts in flight have ended (the senders are joined), so the
          * abort is final: S3 keeps nothing of the upload. */
         cf__auth_req r = {.method = "DELETE", .nparams = 1};
@@ -615,11 +655,92 @@ static void abort_upload(cf__upload *up, cf_error *note) {
     free_upload(up);
 }
 
-cf_status cf__upload_finish(cf__upload *up, cf_error *err) {
+/* Every part queued has been sent (or the upload failed: its status). */
+static cf_status wait_sent(cf__upload *up, cf_error *err) {
     pthread_mutex_lock(&up->mu);
     while ((up->qlen || up->busy) && up->state == U_OPEN) pthread_cond_wait(&up->cv, &up->mu);
     cf_status st = up->state != U_OPEN ? failed(up, err) : CF_OK;
     pthread_mutex_unlock(&up->mu);
+    return st;
+}
+
+/* A receipt line: "NUMBER ETAG\n" (S3) or "NUMBER\n" (Azure, whose
+ * blocks are named by number). */
+#define U_RECEIPT_MAX 300
+
+cf_status cf__upload_receipts(cf__upload *up, char **out, cf_error *err) {
+    *out = NULL;
+    CF__TRY(wait_sent(up, err));
+    size_t cap = 1, n = 0;
+    for (uint32_t i = 0; i < CF__UPLOAD_MAX_PARTS; i++) cap += up->etag[i] ? U_RECEIPT_MAX : 0;
+    char *t = cf__malloc(cap);
+    if (!t) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cf__upload_name(up));
+    t[0] = 0;
+    for (uint32_t i = 0; i < CF__UPLOAD_MAX_PARTS; i++)
+        if (up->etag[i])
+            n += (size_t)snprintf(t + n, cap - n, up->azure ? "%u\n" : "%u %s\n", i + 1,
+                                  up->etag[i]);
+    *out = t;
+    return CF_OK;
+}
+
+/* Receipts come from other processes of the job: checked as input (each
+ * number in range and put once, an ETag of printable ASCII within the
+ * length this layer keeps) before any is taken (pass 0), then taken. */
+static cf_status receipts_pass(cf__upload *up, const char *text, uint8_t *seen, int pass,
+                               cf_error *err) {
+    const char *name = cf__upload_name(up);
+    for (const char *p = text; *p;) {
+        const char *eol = strchr(p, '\n');
+        if (!eol) return cf__err(err, CF_E_ARG, "%s: a receipt without its line end", name);
+        char *end;
+        unsigned long num = strtoul(p, &end, 10);
+        const char *tag = end < eol && *end == ' ' ? end + 1 : eol;
+        size_t tn = (size_t)(eol - tag);
+        int bad = end == p || *p < '0' || *p > '9' || (end != eol && *end != ' ') || num < 1 ||
+                  num > CF__UPLOAD_MAX_PARTS || tn >= 256 || (!up->azure && !tn) ||
+                  (up->azure && tn);
+        for (size_t k = 0; !bad && k < tn; k++) bad = tag[k] < 0x20 || tag[k] > 0x7e;
+        if (bad)
+            return cf__err(err, CF_E_ARG, "%s: a receipt that is not \"NUMBER%s\" with a "
+                           "part number in 1..%u", name, up->azure ? "" : " ETAG",
+                           CF__UPLOAD_MAX_PARTS);
+        char **e = &up->etag[num - 1];
+        if (pass == 0 && (*e || seen[num - 1]))
+            return cf__err(err, CF_E_ARG, "%s: part %lu put twice (by two processes, or "
+                           "receipts given twice)", name, num);
+        seen[num - 1] = 1;
+        if (pass == 1) {
+            *e = cf__malloc(tn + 1);
+            if (!*e) return cf__err(err, CF_E_NOMEM, "%s: out of memory", name);
+            memcpy(*e, tag, tn);
+            (*e)[tn] = 0;
+        }
+        p = eol + 1;
+    }
+    return CF_OK;
+}
+
+cf_status cf__upload_add_receipts(cf__upload *up, const char *text, cf_error *err) {
+    if (up->joined)
+        return cf__err(err, CF_E_STATE, "%s: receipts go to the process that began the upload",
+                       cf__upload_name(up));
+    /* this process's own parts first: a receipt for one of them is then
+     * seen as a part put twice, not overwritten when its answer comes */
+    CF__TRY(wait_sent(up, err));
+    uint8_t *seen = cf__calloc(CF__UPLOAD_MAX_PARTS, 1);
+    if (!seen) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cf__upload_name(up));
+    cf_status st = CF_OK;
+    for (int pass = 0; !st && pass < 2; pass++) /* check all, then take all */
+        st = receipts_pass(up, text, seen, pass, err);
+    free(seen);
+    return st;
+}
+
+cf_status cf__upload_finish(cf__upload *up, cf_error *err) {
+    cf_status st = up->joined ? cf__err(err, CF_E_STATE, "%s: only the process that began "
+                                        "the upload completes it", cf__upload_name(up))
+                              : wait_sent(up, err);
     stop_senders(up);
     size_t len = 0;
     uint32_t nparts = 0;

@@ -41,6 +41,25 @@ typedef struct cf__upload cf__upload;
  * for reads. */
 cf_status cf__upload_new(cf_io *io, const char *url, int inflight, cf__upload **out,
                          cf_error *err);
+/* Join an upload another process began (cogfeed's ranks: one object,
+ * each process putting its own parts): `token` is the beginner's
+ * cf__upload_token.  A joined upload puts parts and gives its receipts
+ * (cf__upload_receipts); it never completes the object nor aborts the
+ * upload: cf__upload_abort only stops its own senders. */
+cf_status cf__upload_join(cf_io *io, const char *url, int inflight, const char *token,
+                          cf__upload **out, cf_error *err);
+/* The upload's token (S3: its upload id; Azure: the block ids' nonce, 8
+ * hex digits); no secret.  cap: at least 1024. */
+void cf__upload_token(const cf__upload *up, char *out, size_t cap);
+/* Wait for this process's parts, then give their receipts (*out, to
+ * free(): a line "NUMBER ETAG" a part for S3, "NUMBER" for Azure), or the
+ * first failure. */
+cf_status cf__upload_receipts(cf__upload *up, char **out, cf_error *err);
+/* The beginning process: wait for its own parts (their failure is the
+ * status), then take other processes' receipts, so that
+ * cf__upload_finish lists their parts too.  Checked before any is taken:
+ * CF_E_ARG for a malformed line or a part number already taken. */
+cf_status cf__upload_add_receipts(cf__upload *up, const char *text, cf_error *err);
 /* The smallest part (but the last) the store takes. */
 uint64_t cf__upload_min_part(const cf__upload *up);
 /* The URL for messages (no secrets). */
@@ -52,9 +71,10 @@ const char *cf__upload_name(const cf__upload *up);
  * any part so far (the upload has then failed: finish reports it too). */
 cf_status cf__upload_part(cf__upload *up, uint32_t number, uint8_t *data, size_t len,
                           cf_error *err);
-/* Wait for every part, then make the object from the parts sent, in
- * number order.  Any failure (of a part or of this) aborts the upload.
- * Frees `up`. */
+/* Wait for every part, then make the object from the parts sent and
+ * those of the receipts taken, in number order.  Any failure (of a part or
+ * of this) aborts the upload.  Frees `up`.  CF_E_STATE for a joined
+ * upload. */
 cf_status cf__upload_finish(cf__upload *up, cf_error *err);
 /* Give up: wait for the parts in flight, abort the upload (nothing is
  * left), free `up`. */

@@ -316,3 +316,64 @@ cf_status cf__writer_header(cf_writer *w, uint8_t **hdr_out, uint64_t *head_out,
     return CF_OK;
 }
 
+
+/* (cogfeed.h) Sizes come from other processes: each checked against what
+ * a tile may take (check_encoded's bound) before the header is made. */
+cf_status cf_writer_layout(cf_writer *w, const uint64_t *sizes, size_t n, uint64_t *offsets,
+                           const void **header, size_t *header_len, cf_error *err) {
+    if (!w || !sizes || !offsets || !header || !header_len)
+        return cf__err(err, CF_E_ARG, "writer: NULL argument");
+    *header = NULL;
+    *header_len = 0;
+    if (!w->o.layout_only)
+        return cf__err(err, CF_E_STATE, "writer: %s: cf_writer_layout is a layout writer's "
+                       "(layout_only)", w->path);
+    const int m = w->o.mask ? 2 : 1;
+    size_t want = 0;
+    for (int l = 0; l < w->nlev; l++) want += (size_t)m * w->lev[l].tx * w->lev[l].ty;
+    if (n != want)
+        return cf__err(err, CF_E_ARG, "writer: %s: %zu sizes for %zu (every tile of %d levels%s)",
+                       w->path, n, want, w->nlev, m == 2 ? ", each with its mask" : "");
+    const uint64_t cap = 2 * (uint64_t)w->tile_bytes + 1024,
+                   mcap = 2 * (uint64_t)w->mtile_bytes + 1024;
+    size_t k = 0;
+    for (int l = 0; l < w->nlev; l++) {
+        w_level *L = &w->lev[l];
+        for (size_t i = 0; i < (size_t)L->tx * L->ty; i++, k += (size_t)m) {
+            const uint64_t s = sizes[k], ms = m == 2 ? sizes[k + 1] : 0;
+            const uint32_t tx = (uint32_t)(i % L->tx), ty = (uint32_t)(i / L->tx);
+            if (s > cap || ms > mcap)
+                return cf__err(err, CF_E_LIMIT, "writer: %s: tile %u,%u of level %d: %llu "
+                               "bytes (mask %llu), above the %llu (%llu) a tile may take",
+                               w->path, tx, ty, l, (unsigned long long)s,
+                               (unsigned long long)ms, (unsigned long long)cap,
+                               (unsigned long long)(m == 2 ? mcap : 0));
+            if (m == 2 && !s != !ms)
+                return cf__err(err, CF_E_ARG, "writer: %s: tile %u,%u of level %d: %s",
+                               w->path, tx, ty, l, s ? "no mask tile (the writer has a mask)"
+                                                     : "a mask for a sparse tile");
+            L->len[i] = s;
+            if (m == 2) L->mlen[i] = ms;
+        }
+    }
+    uint8_t *hdr;
+    uint64_t head;
+    CF__TRY(cf__writer_header(w, &hdr, &head, err));
+    free(w->layout_hdr);
+    w->layout_hdr = hdr;
+    /* the tiles follow the header as cf__writer_header laid them out:
+     * the smallest overview first, each tile then its mask */
+    uint64_t at = head;
+    size_t base = n;
+    for (int l = w->nlev - 1; l >= 0; l--) {
+        const w_level *L = &w->lev[l];
+        base -= (size_t)m * L->tx * L->ty;
+        for (size_t j = base; j < base + (size_t)m * L->tx * L->ty; j++) {
+            offsets[j] = sizes[j] ? at : 0;
+            at += sizes[j];
+        }
+    }
+    *header = hdr;
+    *header_len = (size_t)head;
+    return CF_OK;
+}

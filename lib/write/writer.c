@@ -273,6 +273,7 @@ static void free_writer(cf_writer *w, int remove_spool) {
     free(w->offsets);
     free(w->path);
     free(w->spool_path);
+    free(w->layout_hdr);
     cf__w_slot_free(&w->ov);
     cf__w_slots_free(w);
     pthread_cond_destroy(&w->slot_cv);
@@ -473,9 +474,14 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
                          rows);
         else w->share = SH_TILES;
     }
-    if (!st && remote) {
+    if (!st && opt->layout_only && (!opt->overviews_given || opt->share_rows))
+        st = cf__err(err, CF_E_ARG, "writer: %s: a layout writer (layout_only) is one with "
+                     "overviews_given, not a share writer", w->path);
+    if (st || opt->layout_only) {
+        /* nothing to open: a layout writer writes nothing */
+    } else if (remote) {
         st = open_remote(w, path, err);
-    } else if (!st) {
+    } else {
         w->spool_fd = create_fresh(w->spool_path);
         if (w->spool_fd < 0)
             st = cf__err(err, CF_E_IO, "writer: cannot create %s: %s", w->spool_path,
@@ -844,8 +850,8 @@ cf_status cf_writer_close(cf_writer *w, cf_error *err) {
     if (w->state != W_OPEN)
         st = cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s); nothing written",
                      w->path, cf_status_name(w->fail));
-    if (w->ws) {
-        if (!st) st = finish_remote(w, err);
+    if (w->ws || w->o.layout_only) {
+        if (!st && w->ws) st = finish_remote(w, err);
         pthread_mutex_unlock(&w->mu);
         free_writer(w, 0);
         return st;

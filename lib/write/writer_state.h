@@ -143,6 +143,7 @@ struct cf_writer {
     /* a share writer (share.c) */
     w_share_step share;
     uint8_t *carry;                    /* the carry out, until close */
+    uint8_t *layout_hdr;               /* a layout writer's last header */
 };
 
 /* Fail the writer (its first failure stays) and return st. */
@@ -156,6 +157,9 @@ static inline cf_status cf__w_fail(cf_writer *w, cf_status st) {
 
 /* CF_E_STATE when an earlier call failed the writer. */
 static inline cf_status cf__w_check_open(const cf_writer *w, cf_error *err) {
+    if (w->o.layout_only)
+        return cf__err(err, CF_E_STATE, "writer: %s: a layout writer (layout_only) takes no "
+                       "tile: cf_writer_layout", w->path);
     if (w->state == W_OPEN) return CF_OK;
     return cf__err(err, CF_E_STATE, "writer: %s: an earlier call failed (%s)", w->path,
                    cf_status_name(w->fail));

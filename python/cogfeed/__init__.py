@@ -21,6 +21,7 @@ from . import stac
 from . import series
 from .region import Region, load
 from .writer import Writer, write
+from .upload import Upload, plan_parts
 from .predict import Stitcher, grid_windows, predict
 from .vector import VectorLabels
 # The types of the Loader's arguments and results (for type checkers).
@@ -29,7 +30,8 @@ from .loader import (Batch, DType, GridSpec, IOOptions, LoaderLayout,
                      ResamplingSpec, Sampler, StrPath, Window)
 
 __all__ = ["open", "open_many", "read_many", "IO", "Cog", "CRS", "Grid", "Error", "default_io",
-           "Loader", "stac", "series", "load", "Region", "Writer", "write", "Stitcher", "grid_windows", "predict",
+           "Loader", "stac", "series", "load", "Region", "Writer", "write", "Upload", "plan_parts",
+           "Stitcher", "grid_windows", "predict",
            "VectorLabels",
            "__version__",
            "Status", "ArgumentError", "OutOfMemoryError", "InputOutputError", "FormatError",

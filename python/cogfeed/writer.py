@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional, Sequence, Tuple, Union, cast
+from typing import Any, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
@@ -208,6 +208,10 @@ class Writer(_Sharing):
     share_build, share_carry, share_tiles); overviews_given=True makes the
     writer that assembles the shares' files: every level's tiles given
     through write_encoded_tile(..., level=), none made, none decoded.
+    With layout_only=True as well, the writer writes and opens nothing:
+    layout(sizes) gives the COG's header and every tile's offset from the
+    tiles' encoded sizes, for processes that each upload their own tiles
+    as parts of one object (cogfeed.Upload).
     """
 
     def __init__(self, path: StrPath, width: Optional[int] = None,
@@ -228,7 +232,8 @@ class Writer(_Sharing):
                  part_size: int = 0, mask: bool = False,
                  threads: Optional[int] = None,
                  share: Optional[Tuple[int, int]] = None,
-                 overviews_given: bool = False) -> None:
+                 overviews_given: bool = False,
+                 layout_only: bool = False) -> None:
         if threads is not None and int(threads) < 1:
             raise ValueError("Writer: threads %r: None (one per CPU) or at least 1"
                              % (threads,))
@@ -292,7 +297,20 @@ class Writer(_Sharing):
             None if offsets is None else [float(v) for v in offsets],
             layer, float(max_error), 0 if quality is None else int(quality),
             bool(lossless), _PHOTOMETRIC[ph], io, int(part_size), self.mask,
-            self.threads or 0, share_row0, share_rows, bool(overviews_given))
+            self.threads or 0, share_row0, share_rows, bool(overviews_given),
+            bool(layout_only))
+
+    def layout(self, sizes: Sequence[int]) -> Tuple[bytes, List[int]]:
+        """A layout writer's (layout_only=True) COG from its tiles' encoded
+        sizes: for each level from 0 (full resolution) to levels - 1, each
+        tile in row order, its bytes then (with mask) its mask tile's (0:
+        sparse).  Returns (header, offsets): the file's first bytes, every
+        directory with each tile's place, and where each size's bytes go
+        (0 for none); the file is the header followed by the tiles' bytes
+        in the order of their offsets, the bytes a writer given the tiles
+        would write.  May be called again."""
+        header, offsets = self._open().layout([int(n) for n in sizes])
+        return header, offsets
 
     @property
     def tiles(self) -> Tuple[int, int]:

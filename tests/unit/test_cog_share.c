@@ -158,6 +158,93 @@ static int same_file(const char *a, const char *b) {
 
 #define MAX_SHARES 64
 
+static uint8_t *file_bytes(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    uint8_t *b = NULL;
+    *n = 0;
+    if (f && fseek(f, 0, SEEK_END) == 0) {
+        long len = ftell(f);
+        b = len > 0 ? malloc((size_t)len) : NULL;
+        if (b && fseek(f, 0, SEEK_SET) == 0 && fread(b, 1, (size_t)len, f) == (size_t)len)
+            *n = (size_t)len;
+    }
+    if (f) fclose(f);
+    return b;
+}
+
+/* The shares' tiles put where a layout writer (layout_only) says, after
+ * its header, as processes uploading their own parts of one object do:
+ * the file the single writer made (ref), byte for byte. */
+static void layout_case(const tcase *c, const cf_writer_options *o, int nshares,
+                        char sp[][256], cf_writer *const *sw, uint32_t tr[][24][2], int nlev,
+                        const char *ref) {
+    cf_error err;
+    cf_writer_options lo = *o;
+    lo.overviews_given = 1;
+    lo.layout_only = 1;
+    cf_writer *lw = NULL;
+    CHECK(cf_writer_open("s3://never/written.tif", &lo, &lw, &err) == CF_OK);
+    cf_cog *rc = NULL;
+    CHECK(cf_cog_open(NULL, ref, &rc, &err) == CF_OK);
+    if (!lw || !rc) return;
+    const size_t m = c->mask ? 2 : 1;
+    size_t base[24], ntx[24], n = 0;
+    for (int l = 0; l < nlev; l++) {
+        cf_level_info li;
+        CHECK(cf_cog_level_info(rc, l, &li, &err) == CF_OK);
+        ntx[l] = (li.width + li.tile_width - 1) / li.tile_width;
+        base[l] = n;
+        n += m * ntx[l] * ((li.height + li.tile_height - 1) / li.tile_height);
+    }
+    cf_cog_close(rc);
+    uint64_t *sizes = calloc(n, 8), *offs = calloc(n, 8), *from = calloc(n, 8);
+    int *share = calloc(n, sizeof *share);
+    for (int k = 0; k < nshares; k++) {
+        cf_cog *cog = NULL;
+        if (!sw[k] || cf_cog_open(NULL, sp[k], &cog, &err) != CF_OK) continue;
+        for (int l = 0; l < nlev; l++)
+            for (size_t i = tr[k][l][0] * ntx[l]; i < tr[k][l][1] * ntx[l]; i++)
+                for (size_t j = 0; j < m; j++) {
+                    cf_chunk_info ci;
+                    CHECK((j ? cf_cog_mask_chunk_info(cog, l, i, &ci, &err)
+                             : cf_cog_chunk_info(cog, l, i, &ci, &err)) == CF_OK);
+                    size_t x = base[l] + m * i + j;
+                    sizes[x] = ci.byte_count;
+                    from[x] = ci.offset;
+                    share[x] = k;
+                }
+        cf_cog_close(cog);
+    }
+    const void *hdr = NULL;
+    size_t hn = 0, total = 0;
+    CHECK(cf_writer_layout(lw, sizes, n, offs, &hdr, &hn, &err) == CF_OK);
+    for (size_t x = 0; x < n; x++) total += sizes[x];
+    uint8_t *img = calloc(hn + total + 1, 1);
+    if (hdr) memcpy(img, hdr, hn);
+    for (size_t x = 0; x < n; x++) {
+        if (!sizes[x]) {
+            CHECK(offs[x] == 0);
+            continue;
+        }
+        CHECK(offs[x] >= hn && offs[x] + sizes[x] <= hn + total);
+        int fd = open(sp[share[x]], O_RDONLY);
+        uint8_t *b = read_at(fd, from[x], sizes[x]);
+        if (b && offs[x] + sizes[x] <= hn + total) memcpy(img + offs[x], b, sizes[x]);
+        free(b);
+        close(fd);
+    }
+    CHECK(cf_writer_close(lw, &err) == CF_OK);
+    size_t rn = 0;
+    uint8_t *want = file_bytes(ref, &rn);
+    CHECK(rn == hn + total && want && !memcmp(want, img, rn));
+    free(want);
+    free(img);
+    free(sizes);
+    free(offs);
+    free(from);
+    free(share);
+}
+
 /* The image of case c in `nshares` shares, assembled, against one writer. */
 static void run_case(const tcase *c, int nshares) {
     cf_error err;
@@ -222,6 +309,7 @@ static void run_case(const tcase *c, int nshares) {
     }
     for (int k = 0; k < nshares; k++)
         if (sw[k]) CHECK(cf_writer_close(sw[k], &err) == CF_OK);
+    layout_case(c, &o, nshares, sp, sw, tr, nlev, ref);
 
     cf_writer_options ao = o;
     ao.overviews_given = 1;
@@ -359,7 +447,24 @@ static void test_refusals(void) {
     CHECK(cf_writer_open(p, &o, &w, &err) == CF_OK);
     if (!w) return;
     CHECK(cf_writer_write_encoded_tile_at(w, 1, 0, 0, buf, 10, NULL, 0, &err) == CF_E_ARG);
+    uint64_t sz[4] = {1, 2, 3, 4}, of[4];
+    const void *h;
+    size_t hn;
+    CHECK(cf_writer_layout(w, sz, 4, of, &h, &hn, &err) == CF_E_STATE); /* not a layout one */
     cf_writer_abort(w);
+    /* a layout writer: only with overviews_given, takes no tile, opens nothing */
+    o.layout_only = 1;
+    CHECK(cf_writer_open(p, &o, &w, &err) == CF_E_ARG);
+    o.overviews_given = 1;
+    CHECK(cf_writer_open(p, &o, &w, &err) == CF_OK);
+    if (!w) return;
+    CHECK(cf_writer_write_encoded_tile(w, 0, 0, buf, 10, NULL, 0, &err) == CF_E_STATE);
+    CHECK(cf_writer_layout(w, sz, 4, of, &h, &hn, &err) == CF_E_ARG); /* not its count */
+    CHECK(cf_writer_close(w, &err) == CF_OK);
+    CHECK(access(p, F_OK) != 0);
+    char spool[300];
+    snprintf(spool, sizeof spool, "%s.cogfeed-spool", p);
+    CHECK(access(spool, F_OK) != 0);
 }
 
 int main(void) {
