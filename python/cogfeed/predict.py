@@ -253,9 +253,11 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
     own and makes its share's overview tiles there (the carries of the
     rows near the boundaries pass from rank to rank over a gloo group),
     then sends its tiles of every level to rank 0, which copies them
-    into `out` without decoding or encoding any: one COG equal byte for
-    byte to the one-process result (docs/inference.md, "Several
-    processes or machines").  Every wait of that exchange is bounded by
+    into `out` without decoding or encoding any, or, for an object URL,
+    uploads them itself as parts of one multipart upload (rank 0 lays out
+    the header and completes the object): one COG equal byte for byte to
+    the one-process result (docs/inference.md, "Several processes or
+    machines").  Every wait of that exchange is bounded by
     group_timeout_s (rank 0 writes the whole output while the others
     wait).  A failure on any rank makes every rank raise, and nothing is
     written."""
@@ -319,6 +321,13 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
          overlap=overlap, blend=blend, batch_size=batch_size, device=device,
          output=output, progress=progress, compression=compression,
          mask=mask, loader_kwargs=loader_kwargs, threads=threads)
+
+
+def _is_object(out: StrPath) -> bool:
+    """An object-storage URL (the writer's: s3://, gs://, az://, an Azure
+    Blob https:// URL; plain http(s) is refused by the upload)."""
+    return isinstance(out, str) and out.split("://", 1)[0].lower() in (
+        "s3", "gs", "az", "http", "https")
 
 
 def _clip(r: Rect, grid: Grid) -> Rect:
@@ -445,7 +454,9 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
     copying the tiles' encoded bytes (write_encoded_tile(level=)): its
     own, then each rank's received over gloo a row of tiles at a time, so
     that no process holds more than a row of tiles of the output, no tile
-    is encoded twice and none is decoded by rank 0.
+    is encoded twice and none is decoded by rank 0.  An object `out`:
+    every rank puts its own tiles' bytes up as parts of one upload
+    (_share_upload.upload_shares).
 
     Every rank makes the same collective calls in the same order whatever
     fails: a failure is carried to the end of its phase (a rank that
@@ -462,6 +473,7 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
 
     from . import open as _open
     from ._cogfeed import SHARE_FAILED_CARRY
+    from ._share_upload import upload_shares
     from .writer import Writer
 
     T = 512  # the Stitcher's tile size: a share is whole rows of its tiles
@@ -477,15 +489,21 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
     errors: List[BaseException] = []
 
     def agree(failed: bool) -> None:
-        """All ranks learn whether any failed; then all raise."""
+        """All ranks learn whether any failed, and then each failed rank's
+        first error (torchrun may stop the others before theirs is
+        printed); then all raise."""
         f = torch.tensor([1 if failed else 0], dtype=torch.int32)
         dist.all_reduce(f, op=dist.ReduceOp.MAX, group=group)
+        if not f[0]:
+            return
+        said: List[Optional[str]] = [None] * world
+        mine = "%s: %s" % (type(errors[0]).__name__, errors[0]) if errors else None
+        dist.all_gather_object(said, mine, group=group)
         if errors:
             raise errors[0]
-        if f[0]:
-            raise RuntimeError("predict: another rank failed (its error is "
-                               "in its own output); %s not written"
-                               % os.fspath(out))
+        raise RuntimeError("predict: %s; %s not written" % ("; ".join(
+            "rank %d failed: %s" % (r, m) for r, m in enumerate(said) if m)
+            or "another rank failed", os.fspath(out)))
 
     def send_bytes(b: bytes, dst: int) -> None:
         """Its length, then (when not empty) the bytes."""
@@ -621,6 +639,20 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
                 at += n + mn
             return out
 
+        def output_writer(**extra: Any) -> Writer:
+            return Writer(out, grid=grid, bands=bands,
+                          dtype="uint8" if classes else "float32",
+                          nodata=255 if classes else float("nan"),
+                          overview_resampling="mode" if classes else "average",
+                          compression=compression, mask=mask, overviews_given=True,
+                          **extra)
+
+        if _is_object(out):  # each rank uploads its own tiles' parts
+            upload_shares(os.fspath(out), spool if r1 > r0 else None,
+                          lambda: output_writer(layout_only=True), ranges, mask, rank,
+                          world, group, errors, agree, send_bytes, recv_bytes)
+            return
+
         # -- phase 2: every level's encoded tiles to rank 0, which writes
         # them: first each rank's rows of tiles per level, then the rows
         if rank != 0:
@@ -635,11 +667,7 @@ def _predict_shard(model: Any, src: str, out: StrPath, grid: Grid,
             return
         w: Optional[Writer] = None
         try:
-            w = Writer(out, grid=grid, bands=bands,
-                       dtype="uint8" if classes else "float32",
-                       nodata=255 if classes else float("nan"),
-                       overview_resampling="mode" if classes else "average",
-                       compression=compression, mask=mask, overviews_given=True)
+            w = output_writer()
         except BaseException as e:
             errors.append(e)
         try:

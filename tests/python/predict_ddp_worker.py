@@ -4,6 +4,7 @@ process group.  Usage: predict_ddp_worker.py SRC OUT OUTPUT [FAIL_RANK [PATCH
 [MASK [COMPRESSION]]]] (FAIL_RANK: that rank's model raises, to check
 that every rank ends, -1 for none; PATCH: the patch size, 256; MASK: 1
 for mask=True; COMPRESSION: the output's, deflate)."""
+import logging
 import sys
 
 import torch
@@ -32,6 +33,7 @@ def model_for(rank, fail_rank):
 def main():
     src, out, output = sys.argv[1:4]
     fail_rank = int(sys.argv[4]) if len(sys.argv) > 4 else -1
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
     dist.init_process_group("gloo")
     try:
         patch = int(sys.argv[5]) if len(sys.argv) > 5 else 256
