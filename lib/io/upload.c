@@ -672,14 +672,19 @@ cf_status cf__upload_receipts(cf__upload *up, char **out, cf_error *err) {
     *out = NULL;
     CF__TRY(wait_sent(up, err));
     size_t cap = 1, n = 0;
+    pthread_mutex_lock(&up->mu); /* (the senders write the table under it) */
     for (uint32_t i = 0; i < CF__UPLOAD_MAX_PARTS; i++) cap += up->etag[i] ? U_RECEIPT_MAX : 0;
     char *t = cf__malloc(cap);
-    if (!t) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cf__upload_name(up));
+    if (!t) {
+        pthread_mutex_unlock(&up->mu);
+        return cf__err(err, CF_E_NOMEM, "%s: out of memory", cf__upload_name(up));
+    }
     t[0] = 0;
     for (uint32_t i = 0; i < CF__UPLOAD_MAX_PARTS; i++)
         if (up->etag[i])
             n += (size_t)snprintf(t + n, cap - n, up->azure ? "%u\n" : "%u %s\n", i + 1,
                                   up->etag[i]);
+    pthread_mutex_unlock(&up->mu);
     *out = t;
     return CF_OK;
 }
@@ -731,8 +736,10 @@ cf_status cf__upload_add_receipts(cf__upload *up, const char *text, cf_error *er
     uint8_t *seen = cf__calloc(CF__UPLOAD_MAX_PARTS, 1);
     if (!seen) return cf__err(err, CF_E_NOMEM, "%s: out of memory", cf__upload_name(up));
     cf_status st = CF_OK;
+    pthread_mutex_lock(&up->mu); /* (the senders write the table under it) */
     for (int pass = 0; !st && pass < 2; pass++) /* check all, then take all */
         st = receipts_pass(up, text, seen, pass, err);
+    pthread_mutex_unlock(&up->mu);
     free(seen);
     return st;
 }
