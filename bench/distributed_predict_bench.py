@@ -4,7 +4,15 @@ time of the whole call and whether the COG is the same bytes (issue 29,
 
     PYTHONPATH=build/python .venv/bin/python bench/distributed_predict_bench.py \
         [--size 4096] [--ranks 2] [--outputs probabilities,classes] \
-        [--compression deflate] [--repeat 2] [--json OUT]
+        [--compression deflate] [--repeat 2] [--store local|s3] [--json OUT]
+
+--store s3 writes to moto's S3 server on 127.0.0.1 (SigV4 enforced,
+tests/servers/moto_server.py) instead of a local file: one process
+streams the object; the ranks each upload their own tiles as parts of one
+multipart upload, and each rank's bytes put (and those that came to it
+from other ranks) are read from its log line.  Loopback, no link limit:
+the times show the CPU cost of the way, the bytes what each rank's link
+carries.
 
 Input: a size x size 3-band uint8 COG (512 px tiles, DEFLATE), made in a
 temporary folder and read once before the timings, so every run is warm
@@ -26,9 +34,11 @@ compete for the cores: the figure is the assembly's cost there, not a
 scaling curve.
 """
 import argparse
+import contextlib
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,7 +46,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = r'''
-import sys, time
+import logging, sys, time
 import torch, torch.distributed as dist
 import cogfeed
 def model(x):
@@ -44,6 +54,7 @@ def model(x):
     return torch.stack([r + g, g - 0.5 * b, 0.25 * b + 3, r - 2 * b], 1)
 src, out, output, compression, ranks = sys.argv[1:6]
 dist_on = ranks != "1"
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
 if dist_on:
     dist.init_process_group("gloo")
 t = time.perf_counter()
@@ -87,7 +98,35 @@ def run(worker, src, out, output, compression, ranks):
     if r.returncode != 0:
         raise SystemExit("run failed (%d ranks):\n%s%s" % (ranks, r.stdout[-3000:],
                                                            r.stderr[-3000:]))
-    return float([ln for ln in r.stdout.splitlines() if ln.startswith("SECONDS")][0].split()[1])
+    put = {int(m[0]): {"parts": int(m[1]), "bytes_put": int(m[2]), "bytes_from_others":
+                       int(m[3])} for m in re.findall(
+        r"rank (\d+) put (\d+) of the \d+ parts of \S+ \((\d+) bytes, (\d+) of them",
+        r.stdout)}
+    secs = float([ln for ln in r.stdout.splitlines() if ln.startswith("SECONDS")][0].split()[1])
+    return secs, put
+
+
+class S3:
+    """moto on 127.0.0.1 with a bucket; its credentials in os.environ."""
+
+    def __enter__(self):
+        sys.path.insert(0, os.path.join(HERE, "..", "tests", "servers"))
+        from moto_server import Moto
+        self.m = Moto().start()
+        key_id, secret = self.m.setup("bench", {})
+        os.environ.update(AWS_ENDPOINT_URL=self.m.endpoint, AWS_REGION=self.m.region,
+                          AWS_ACCESS_KEY_ID=key_id, AWS_SECRET_ACCESS_KEY=secret)
+        import boto3
+        self.s3 = boto3.client("s3", endpoint_url=self.m.endpoint,
+                               region_name=self.m.region, aws_access_key_id=key_id,
+                               aws_secret_access_key=secret)
+        return self
+
+    def get(self, key):
+        return self.s3.get_object(Bucket="bench", Key=key)["Body"].read()
+
+    def __exit__(self, *exc):
+        self.m.stop()
 
 
 def main():
@@ -97,10 +136,12 @@ def main():
     ap.add_argument("--outputs", default="probabilities,classes")
     ap.add_argument("--compression", default="deflate")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--store", choices=("local", "s3"), default="local")
     ap.add_argument("--json")
     a = ap.parse_args()
     rows = []
-    with tempfile.TemporaryDirectory(prefix="cogfeed-dbench-") as d:
+    with tempfile.TemporaryDirectory(prefix="cogfeed-dbench-") as d, \
+            (S3() if a.store == "s3" else contextlib.nullcontext()) as store:
         src = os.path.join(d, "scene.tif")
         make_scene(src, a.size)
         with open(src, "rb") as f:  # warm: in the page cache
@@ -112,21 +153,28 @@ def main():
         for output in a.outputs.split(","):
             outs = {}
             for ranks in (1, a.ranks):
-                out = os.path.join(d, "out_%d.tif" % ranks)
-                best = min(run(worker, src, out, output, a.compression, ranks)
-                           for _ in range(a.repeat))
-                with open(out, "rb") as f:
-                    outs[ranks] = f.read()
+                key = "out_%d.tif" % ranks
+                out = "s3://bench/" + key if store else os.path.join(d, key)
+                best, put = min(run(worker, src, out, output, a.compression, ranks)
+                                for _ in range(a.repeat))
+                if store:
+                    outs[ranks] = store.get(key)
+                else:
+                    with open(out, "rb") as f:
+                        outs[ranks] = f.read()
                 rows.append({"output": output, "ranks": ranks, "seconds": best,
-                             "state": "warm (input in the page cache)",
-                             "out_bytes": len(outs[ranks])})
-                print("%-13s %d rank(s): %.2f s" % (output, ranks, best), flush=True)
+                             "state": "warm (input in the page cache)", "store": a.store,
+                             "out_bytes": len(outs[ranks]), "ranks_put": put})
+                print("%-13s %d rank(s): %.2f s%s" % (output, ranks, best, "".join(
+                    "; rank %d put %d parts, %.1f MB (%.1f MB from others)"
+                    % (r, v["parts"], v["bytes_put"] / 1e6, v["bytes_from_others"] / 1e6)
+                    for r, v in sorted(put.items()))), flush=True)
             same = outs[1] == outs[a.ranks]
             rows.append({"output": output, "identical": same,
                          "ratio_one_over_ranks": rows[-2]["seconds"] / rows[-1]["seconds"]})
             print("%-13s identical: %s, one process / %d ranks: %.2fx"
                   % (output, same, a.ranks, rows[-1]["ratio_one_over_ranks"]), flush=True)
-    res = {"size": a.size, "ranks": a.ranks, "compression": a.compression,
+    res = {"size": a.size, "ranks": a.ranks, "compression": a.compression, "store": a.store,
            "cpus": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
            "when": time.strftime("%Y-%m-%d %H:%M:%S"), "results": rows}
     if a.json:
