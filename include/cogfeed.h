@@ -1694,8 +1694,10 @@ CF_API cf_status cf_upload_part(cf_upload *u, uint32_t number, const void *data,
  * the first failure of its parts.  No part may be put after. */
 CF_API cf_status cf_upload_receipts(cf_upload *u, const char **out, cf_error *err);
 /* The beginning process: wait for its own parts, take the others'
- * receipts (n strings; checked first: CF_E_ARG for a malformed line or a
- * part put twice), and make the object; any failure aborts the upload
+ * receipts (n strings, each checked whole before it is taken: CF_E_ARG
+ * for a malformed line or a part put twice), check that the parts are
+ * 1..N without a gap (CF_E_ARG otherwise: bytes would be missing from
+ * the object), and make the object; any failure aborts the upload
  * (nothing is left).  Frees u whatever the status. */
 CF_API cf_status cf_upload_complete(cf_upload *u, const char *const *receipts, size_t n,
                                     cf_error *err);

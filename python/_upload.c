@@ -56,14 +56,34 @@ static int need_open(UploadObject *self) {
     return 0;
 }
 
+static int not_busy(UploadObject *self) {
+    if (!self->busy) return 1;
+    PyErr_SetString(PyExc_RuntimeError, "upload in use by another thread (a cf_upload is "
+                    "used by one thread at a time)");
+    return 0;
+}
+
 static PyObject *Upload_put(UploadObject *self, PyObject *args) {
-    unsigned int number;
+    PyObject *num_o;
     Py_buffer b;
-    if (!need_open(self) || !PyArg_ParseTuple(args, "Iy*", &number, &b)) return NULL;
+    if (!need_open(self) || !not_busy(self) || !PyArg_ParseTuple(args, "Oy*", &num_o, &b))
+        return NULL;
+    /* ("I" and "K" would wrap a larger number onto another part) */
+    unsigned long long number = PyLong_AsUnsignedLongLong(num_o);
+    if (number == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    if (number > UINT32_MAX) {
+        PyBuffer_Release(&b);
+        PyErr_Format(PyExc_OverflowError, "part number %llu out of range", number);
+        return NULL;
+    }
     cf_status st;
     cf_error err;
     self->busy++;
-    Py_BEGIN_ALLOW_THREADS st = cf_upload_part(self->u, number, b.buf, (size_t)b.len, &err);
+    Py_BEGIN_ALLOW_THREADS st = cf_upload_part(self->u, (uint32_t)number, b.buf, (size_t)b.len,
+                                               &err);
     Py_END_ALLOW_THREADS
     self->busy--;
     PyBuffer_Release(&b);
@@ -73,7 +93,7 @@ static PyObject *Upload_put(UploadObject *self, PyObject *args) {
 
 static PyObject *Upload_receipts(UploadObject *self, PyObject *unused) {
     (void)unused;
-    if (!need_open(self)) return NULL;
+    if (!need_open(self) || !not_busy(self)) return NULL;
     const char *r = NULL;
     cf_status st;
     cf_error err;
@@ -83,12 +103,6 @@ static PyObject *Upload_receipts(UploadObject *self, PyObject *unused) {
     self->busy--;
     if (st) return cf__py_raise(st, &err);
     return PyUnicode_FromString(r);
-}
-
-static int not_busy(UploadObject *self) {
-    if (!self->busy) return 1;
-    PyErr_SetString(PyExc_RuntimeError, "upload in use by another thread");
-    return 0;
 }
 
 static PyObject *Upload_complete(UploadObject *self, PyObject *args) {

@@ -91,6 +91,7 @@ cf_status cf_upload_complete(cf_upload *u, const char *const *receipts, size_t n
         st = cf__err(err, CF_E_ARG, "upload: NULL receipts");
     for (size_t i = 0; !st && i < n; i++)
         if (receipts[i]) st = cf__upload_add_receipts(u->up, receipts[i], err);
+    if (!st) st = cf__upload_check_whole(u->up, err);
     if (!st) {
         st = cf__upload_finish(u->up, err);
         u->up = NULL; /* gone, made or aborted */

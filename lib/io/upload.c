@@ -744,6 +744,26 @@ cf_status cf__upload_add_receipts(cf__upload *up, const char *text, cf_error *er
     return st;
 }
 
+cf_status cf__upload_check_whole(cf__upload *up, cf_error *err) {
+    CF__TRY(wait_sent(up, err));
+    pthread_mutex_lock(&up->mu);
+    uint32_t n = 0, gap = 0;
+    for (uint32_t i = 0; i < CF__UPLOAD_MAX_PARTS; i++) {
+        if (!up->etag[i]) continue;
+        if (n < i && !gap) gap = n + 1; /* the first number missing */
+        n = i + 1;
+    }
+    pthread_mutex_unlock(&up->mu);
+    if (!n)
+        return cf__err(err, CF_E_ARG, "%s: no part was put (an empty object would be made)",
+                       cf__upload_name(up));
+    if (gap)
+        return cf__err(err, CF_E_ARG, "%s: part %u of parts 1..%u missing (no process put it, "
+                       "or its receipt was not given): the object would lack its bytes",
+                       cf__upload_name(up), gap, n);
+    return CF_OK;
+}
+
 cf_status cf__upload_finish(cf__upload *up, cf_error *err) {
     cf_status st = up->joined ? cf__err(err, CF_E_STATE, "%s: only the process that began "
                                         "the upload completes it", cf__upload_name(up))

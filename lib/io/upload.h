@@ -60,6 +60,10 @@ cf_status cf__upload_receipts(cf__upload *up, char **out, cf_error *err);
  * cf__upload_finish lists their parts too.  Checked before any is taken:
  * CF_E_ARG for a malformed line or a part number already taken. */
 cf_status cf__upload_add_receipts(cf__upload *up, const char *text, cf_error *err);
+/* Every part 1..N put or received, none after (an object of several
+ * processes' parts: a gap is bytes lost); CF_E_ARG naming the first
+ * missing one, or when there is none. */
+cf_status cf__upload_check_whole(cf__upload *up, cf_error *err);
 /* The smallest part (but the last) the store takes. */
 uint64_t cf__upload_min_part(const cf__upload *up);
 /* The URL for messages (no secrets). */

@@ -457,11 +457,12 @@ cf_status cf_writer_open(const char *path, const cf_writer_options *opt, cf_writ
                                         CF__WRITER_SLOTS);
         w->path = remote ? redacted_dup(path) : dup_str(path);
         size_t n = strlen(path) + 32;
-        w->spool_path = remote ? NULL : cf__malloc(n);
-        if (st || !w->path || (!remote && !w->spool_path))
+        const int spool = !remote && !opt->layout_only; /* a layout writer has none */
+        w->spool_path = spool ? cf__malloc(n) : NULL;
+        if (st || !w->path || (spool && !w->spool_path))
             st = cf__err(err, CF_E_NOMEM, "writer: out of memory (a tile of %zu bytes)",
                          w->tile_bytes);
-        else if (!remote) snprintf(w->spool_path, n, "%s.cogfeed-spool", path);
+        else if (spool) snprintf(w->spool_path, n, "%s.cogfeed-spool", path);
     }
     if (!st && opt->share_rows) {
         const uint32_t rows = w->lev[0].ty;

@@ -205,11 +205,29 @@ def upload_shares(out: str, spool: Optional[str], layout_writer: Callable[[], An
                     receipts = up.receipts().encode()
                 except BaseException as e:
                     errors.append(e)
+            if errors and up is not None:
+                # its parts in flight end before rank 0 learns of the
+                # failure: the abort then follows this rank's last PUT
+                # (a part still being sent during an abort may be kept)
+                u, up = up, None
+                u.free()
             send_bytes(receipts, 0)
             agree(bool(errors))   # the parts
             agree(False)          # rank 0's completion
             return
-        got = [recv_bytes(r).decode() for r in range(1, world)]
+        got: List[str] = []
+        for r in range(1, world):
+            raw = recv_bytes(r)
+            try:
+                got.append(raw.decode("ascii"))
+            except BaseException as e:
+                errors.append(e)
+        # every part of the plan put once: rank 0's own and the receipts'
+        # (cf_upload_complete also refuses a gap in the numbers)
+        lines = sent + sum(len(g.splitlines()) for g in got)
+        if not errors and lines != len(plan):
+            errors.append(RuntimeError("predict: %s: %d of the %d parts put" % (
+                out, lines, len(plan))))
         agree(bool(errors))
         try:
             assert up is not None

@@ -73,6 +73,8 @@ class Upload:
 
     def put(self, number: int, data: Any) -> None:
         """Part `number` (1..10000, once in the whole job)."""
+        if not 1 <= int(number) <= MAX_PARTS:
+            raise ValueError("Upload.put: part number %r not in 1..%d" % (number, MAX_PARTS))
         self._open().put(int(number), bytes(data) if not isinstance(data, bytes) else data)
 
     def receipts(self) -> str:
@@ -119,12 +121,14 @@ def plan_parts(runs: Sequence[Tuple[int, int]], min_part: int,
 
     runs: (owner, length) in object order (adjacent runs of one owner are
     joined; empty ones dropped).  Every part but the last is at least
-    min_part bytes and at most max(part_size, min_part) (part_size raised
+    min_part bytes and at most max(part_size, 2 * min_part) (both raised
     when the object would pass 10,000 parts); a part ends where an owner's
-    run ends whenever it can, so that a run of min_part bytes or more is
-    put by its owner alone and only the bytes of shorter runs (and the
-    first min_part of a run that follows them) travel.  Each part is put
-    by the owner of most of its bytes (the lowest rank on a tie)."""
+    run ends whenever it can, and a long run is cut so that its last part
+    is not shorter than min_part: a run is put by its owner alone but for
+    the bytes that fill a part of shorter runs before it, and only the
+    bytes of runs shorter than min_part (and that filling) travel.  Each
+    part is put by the owner of most of its bytes (the lowest rank on a
+    tie)."""
     joined: List[List[int]] = []
     for owner, n in runs:
         if n < 0:
@@ -142,12 +146,14 @@ def plan_parts(runs: Sequence[Tuple[int, int]], min_part: int,
     for _, n in joined:
         at += n
         ends.append(at)
-    size = max(int(part_size), int(min_part))
+    size, least = max(int(part_size), int(min_part)), int(min_part)
     while True:
-        cuts = _cuts(ends, total, int(min_part), size)
+        cuts = _cuts(ends, total, least, size)
         if len(cuts) <= MAX_PARTS or size >= MAX_PART:
             break
+        # bigger parts, and (for many short runs) parts that span them
         size = min(MAX_PART, size * 2)
+        least = max(least, size // 4)
     if len(cuts) > MAX_PARTS:
         raise ValueError("plan_parts: %d bytes need more than %d parts" % (total, MAX_PARTS))
     parts, start = [], 0
@@ -171,11 +177,16 @@ def plan_parts(runs: Sequence[Tuple[int, int]], min_part: int,
 def _cuts(ends: List[int], total: int, min_part: int, size: int) -> List[int]:
     """Where each part ends: the first run end at least min_part on, unless
     that is more than `size` on (then `size` on: a long run is cut into
-    parts of `size`, its owner's alone)."""
+    parts of `size`, its owner's alone), moved back so that the rest of
+    the run is not shorter than min_part (or on to the run's end when the
+    part could not then be min_part long: under 2 * min_part in all)."""
     cuts, pos = [], 0
     while pos < total:
         k = bisect.bisect_left(ends, min(pos + min_part, total))
-        end = min(ends[k], pos + size)
+        e = ends[k]
+        end = min(e, pos + size)
+        if end < e and e - end < min_part:  # the run's rest would travel
+            end = e - min_part if e - min_part >= pos + min_part else e
         cuts.append(end)
         pos = end
     return cuts

@@ -4,8 +4,8 @@ each rank uploads its own tiles as parts of one S3 multipart upload
 fault proxy; rank 0 lays out the header and completes the object
 (docs/inference.md, "Several processes or machines").
 
-Checked: the object is byte for byte the one-process local file; rank 1
-put parts of its own and most of its bytes went up from it (its log
+Checked: the object is byte for byte the one-process local file (2
+ranks; 3 ranks with a mask); rank 1 put parts of its own and most of its bytes went up from it (its log
 line); a failed part of a rank's that no retry saves, and a rank whose
 model fails, end every rank with an error and leave nothing (no object, no
 open upload, no committed block list)."""
@@ -77,6 +77,23 @@ def test_each_rank_uploads_its_own_parts(scene, store, moto, s3proxy, azurite, a
     sel = ("PUT", "partNumber") if store == "s3" else ("PUT", "comp=block")
     assert len([q for q in proxy.requests(*sel) if q["status"] in (200, 201)]) \
         == put[0][0] + put[1][0]
+
+
+def test_three_ranks_with_a_mask(scene, moto, s3proxy, azurite, azproxy, monkeypatch,
+                                 tmp_path):
+    """3 ranks (one row of tiles each), mask tiles after their image tiles
+    at every level: the object is still the one-process file."""
+    src, _ = scene
+    one = str(tmp_path / "one.tif")
+    cogfeed.predict(model_for(0, -1), src, one, patch_size=256, overlap=48,
+                    batch_size=4, output="probabilities", progress=False,
+                    compression="zstd", mask=True)
+    url, _ = to_store("s3", monkeypatch, moto, s3proxy, azproxy, "ddp3.tif")
+    r = torchrun(src, url, "probabilities", -1, 256, 1, "zstd", nproc=3)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    with open(one, "rb") as f:
+        assert fetched("s3", moto, azurite, "ddp3.tif") == f.read()
+    assert set(put_lines(r.stdout)) == {0, 1, 2}
 
 
 @pytest.mark.parametrize("store", ["s3", "azure"])

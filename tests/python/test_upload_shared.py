@@ -39,7 +39,7 @@ def check_plan(runs, min_part, part_size):
         assert p.number == k + 1 and p.start == at and p.end > p.start
         if k + 1 < len(parts):
             assert p.end - p.start >= min_part, p
-        assert p.end - p.start <= max(part_size, min_part), p
+        assert p.end - p.start <= max(part_size, 2 * min_part), p
         # pieces: contiguous runs of one owner, covering the part
         assert p.pieces[0][1] == p.start and p.pieces[-1][2] == p.end
         for (o1, a1, b1), (o2, a2, b2) in zip(p.pieces, p.pieces[1:]):
@@ -101,9 +101,23 @@ def test_plan_parts_random():
             check_plan(runs, 1, rng.choice([1, 7, 64]))
 
 
+def test_plan_parts_moves_nothing_between_long_runs():
+    """Runs of min_part or more go up from their owners alone: a long run
+    is cut so that its rest is not left shorter than a part (the rest
+    travelled with the next run's bytes)."""
+    for runs in ([(0, 12 * MiB), (1, 25 * MiB), (2, 25 * MiB)],
+                 [(0, 9 * MiB), (1, 9 * MiB)],
+                 [(0, 5 * MiB), (1, 8 * MiB + 1), (0, 16 * MiB + 3)]):
+        parts = check_plan(runs, 5 * MiB, 8 * MiB)
+        assert moved(parts) == 0, parts
+
+
 def test_plan_parts_stays_within_10000_parts():
     parts = plan_parts([(0, 60000 * MiB)], 5 * MiB, 5 * MiB)
     assert len(parts) <= 10000 and parts[-1].end == 60000 * MiB
+    # many short runs of any size (Azure): parts span them
+    parts = plan_parts([(i % 2, 1) for i in range(20001)], 1, 1)
+    assert len(parts) <= 10000 and parts[-1].end == 20001
 
 
 def test_plan_parts_refuses_bad_input():
@@ -183,6 +197,12 @@ def test_layout_writer_refusals(tmp_path):
     with pytest.raises(cogfeed.StateError, match="layout writer"):
         w.layout([0] * 5)
     w.abort()
+    # a layout writer has no spool: its abort leaves another writer's be
+    spool = tmp_path / "z.tif.cogfeed-spool"
+    spool.write_bytes(b"another writer's")
+    lw = cogfeed.Writer(tmp_path / "z.tif", grid=g, overviews_given=True, layout_only=True)
+    lw.abort()
+    assert spool.read_bytes() == b"another writer's"
 
 
 # ---------------------------------------------------------------- the upload
@@ -295,3 +315,40 @@ def test_roles_are_kept(moto, s3proxy, azurite, azproxy, monkeypatch):
         other.complete([])
     first.free()
     assert moto.s3.list_multipart_uploads(Bucket="out").get("Uploads", []) == []
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_a_missing_part_is_refused(store, moto, s3proxy, azurite, azproxy, monkeypatch):
+    """Parts 1..N without a gap, or the object would lack bytes: a receipt
+    not given (here part 2's) is refused and the upload aborted."""
+    key = "joint-gap.tif"
+    url, proxy = to_store(store, monkeypatch, moto, s3proxy, azproxy, key)
+    first = cogfeed.Upload(url, io=fast_io())
+    other = cogfeed.Upload(url, io=fast_io(), token=first.token)
+    first.put(1, body(5 * MiB, 8))
+    other.put(2, body(5 * MiB, 9))
+    first.put(3, body(10, 10))
+    other.receipts()
+    other.free()
+    with pytest.raises(cogfeed.ArgumentError, match="part 2 of parts 1..3 missing") as e:
+        first.complete([])
+    assert_nothing_left(store, str(e.value), url, moto, s3proxy, azurite, azproxy, key)
+    # no part at all: no empty object either
+    first = cogfeed.Upload(url, io=fast_io())
+    with pytest.raises(cogfeed.ArgumentError, match="no part"):
+        first.complete([""])
+    assert fetched(store, moto, azurite, key) is None
+
+
+def test_part_numbers_are_checked(moto, s3proxy, azurite, azproxy, monkeypatch):
+    url, _ = to_store("s3", monkeypatch, moto, s3proxy, azproxy, "n.tif")
+    u = cogfeed.Upload(url, io=fast_io())
+    for n in (0, 10001, -1, 2 ** 32 + 1):
+        with pytest.raises(ValueError):
+            u.put(n, b"x")
+    # the binding itself never wraps a number onto another part
+    with pytest.raises(OverflowError):
+        u._c.put(2 ** 32 + 1, b"x")
+    with pytest.raises(OverflowError):
+        u._c.put(-1, b"x")
+    u.free()
