@@ -334,8 +334,7 @@ cf_status cf_writer_layout(cf_writer *w, const uint64_t *sizes, size_t n, uint64
     if (n != want)
         return cf__err(err, CF_E_ARG, "writer: %s: %zu sizes for %zu (every tile of %d levels%s)",
                        w->path, n, want, w->nlev, m == 2 ? ", each with its mask" : "");
-    const uint64_t cap = 2 * (uint64_t)w->tile_bytes + 1024,
-                   mcap = 2 * (uint64_t)w->mtile_bytes + 1024;
+    const uint64_t cap = cf__w_tile_cap(w, 0), mcap = cf__w_tile_cap(w, 1);
     size_t k = 0;
     for (int l = 0; l < w->nlev; l++) {
         w_level *L = &w->lev[l];

@@ -331,7 +331,7 @@ static cf_status open_remote(cf_writer *w, const char *url, cf_error *err) {
     uint64_t bound[CF__WRITER_MAX_LEVELS];
     for (int l = 0; l < w->nlev; l++)
         bound[l] = (uint64_t)w->lev[l].tx * w->lev[l].ty *
-                   (2 * ((uint64_t)w->tile_bytes + w->mtile_bytes) + 2048);
+                   (cf__w_tile_cap(w, 0) + cf__w_tile_cap(w, 1));
     size_t n = (size_t)w->lev[0].tx * w->lev[0].ty;
     w->pend = cf__calloc(n, sizeof *w->pend);
     w->have = cf__calloc(n, 1);
@@ -669,7 +669,7 @@ cf_status cf_writer_write_tile_masked(cf_writer *w, uint32_t tx, uint32_t ty, co
  * overview pass will decode them (that pass fails naming a bad tile). */
 static cf_status check_encoded(cf_writer *w, uint32_t tx, uint32_t ty, const uint8_t *data,
                                size_t n, const uint8_t *mask, size_t mn, cf_error *err) {
-    const size_t cap = 2 * w->tile_bytes + 1024, mcap = 2 * w->mtile_bytes + 1024;
+    const size_t cap = (size_t)cf__w_tile_cap(w, 0), mcap = (size_t)cf__w_tile_cap(w, 1);
     if (n > cap || (w->o.mask && mn > mcap))
         return cf__err(err, CF_E_LIMIT, "writer: %s: tile %u,%u: %zu encoded bytes (mask %zu), "
                        "above the %zu (%zu) a tile of this writer's can take", w->path, tx, ty,

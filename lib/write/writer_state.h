@@ -146,6 +146,14 @@ struct cf_writer {
     uint8_t *layout_hdr;               /* a layout writer's last header */
 };
 
+/* The most encoded bytes a tile (mask: its mask tile) may take, twice a
+ * raw one and a little: what a tile given encoded or a size given to a
+ * layout is checked against, and what an object's part numbers assume
+ * for a level. */
+static inline uint64_t cf__w_tile_cap(const cf_writer *w, int mask) {
+    return 2 * (uint64_t)(mask ? w->mtile_bytes : w->tile_bytes) + 1024;
+}
+
 /* Fail the writer (its first failure stays) and return st. */
 static inline cf_status cf__w_fail(cf_writer *w, cf_status st) {
     if (w->state == W_OPEN) {
