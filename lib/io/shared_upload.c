@@ -17,7 +17,6 @@
 
 struct cf_upload {
     cf__upload *up;
-    int owner;
     char token[1024];
     char *receipts; /* a joined process's, once given */
 };
@@ -35,7 +34,6 @@ static cf_status open_upload(const char *url, cf_io *io, const char *token, cf_u
         free(u);
         return st;
     }
-    u->owner = !token;
     cf__upload_token(u->up, u->token, sizeof u->token);
     *out = u;
     return CF_OK;
@@ -71,7 +69,7 @@ cf_status cf_upload_part(cf_upload *u, uint32_t number, const void *data, size_t
 cf_status cf_upload_receipts(cf_upload *u, const char **out, cf_error *err) {
     if (!u || !out) return cf__err(err, CF_E_ARG, "upload: NULL argument");
     *out = NULL;
-    if (u->owner)
+    if (!cf__upload_joined(u->up))
         return cf__err(err, CF_E_STATE, "%s: the process that began the upload completes it "
                        "(cf_upload_complete): its parts need no receipts",
                        cf__upload_name(u->up));
@@ -84,7 +82,7 @@ cf_status cf_upload_complete(cf_upload *u, const char *const *receipts, size_t n
                              cf_error *err) {
     if (!u) return cf__err(err, CF_E_ARG, "upload: NULL argument");
     cf_status st = CF_OK;
-    if (!u->owner)
+    if (cf__upload_joined(u->up))
         st = cf__err(err, CF_E_STATE, "%s: only the process that began the upload completes "
                      "it (a joined one gives its receipts)", cf__upload_name(u->up));
     else if (n && !receipts)

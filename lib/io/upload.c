@@ -524,6 +524,8 @@ cf_status cf__upload_join(cf_io *io, const char *url, int inflight, const char *
     return start(io, url, inflight, token, out, err);
 }
 
+int cf__upload_joined(const cf__upload *up) { return up->joined; }
+
 void cf__upload_token(const cf__upload *up, char *out, size_t cap) {
     if (up->azure) snprintf(out, cap, "%08x", up->nonce);
     else snprintf(out, cap, "%s", up->upload_id);
@@ -727,9 +729,6 @@ static cf_status receipts_pass(cf__upload *up, const char *text, uint8_t *seen, 
 }
 
 cf_status cf__upload_add_receipts(cf__upload *up, const char *text, cf_error *err) {
-    if (up->joined)
-        return cf__err(err, CF_E_STATE, "%s: receipts go to the process that began the upload",
-                       cf__upload_name(up));
     /* this process's own parts first: a receipt for one of them is then
      * seen as a part put twice, not overwritten when its answer comes */
     CF__TRY(wait_sent(up, err));
@@ -765,9 +764,7 @@ cf_status cf__upload_check_whole(cf__upload *up, cf_error *err) {
 }
 
 cf_status cf__upload_finish(cf__upload *up, cf_error *err) {
-    cf_status st = up->joined ? cf__err(err, CF_E_STATE, "%s: only the process that began "
-                                        "the upload completes it", cf__upload_name(up))
-                              : wait_sent(up, err);
+    cf_status st = wait_sent(up, err);
     stop_senders(up);
     size_t len = 0;
     uint32_t nparts = 0;

@@ -48,6 +48,10 @@ cf_status cf__upload_new(cf_io *io, const char *url, int inflight, cf__upload **
  * upload: cf__upload_abort only stops its own senders. */
 cf_status cf__upload_join(cf_io *io, const char *url, int inflight, const char *token,
                           cf__upload **out, cf_error *err);
+/* Whether `up` joined another process's upload.  Roles are its owner's
+ * to keep (cf_upload, shared_upload.c): only a beginning process takes
+ * receipts and finishes. */
+int cf__upload_joined(const cf__upload *up);
 /* The upload's token (S3: its upload id; Azure: the block ids' nonce, 8
  * hex digits); no secret.  cap: at least 1024. */
 void cf__upload_token(const cf__upload *up, char *out, size_t cap);
@@ -77,8 +81,7 @@ cf_status cf__upload_part(cf__upload *up, uint32_t number, uint8_t *data, size_t
                           cf_error *err);
 /* Wait for every part, then make the object from the parts sent and
  * those of the receipts taken, in number order.  Any failure (of a part or
- * of this) aborts the upload.  Frees `up`.  CF_E_STATE for a joined
- * upload. */
+ * of this) aborts the upload.  Frees `up`.  Not for a joined upload. */
 cf_status cf__upload_finish(cf__upload *up, cf_error *err);
 /* Give up: wait for the parts in flight, abort the upload (nothing is
  * left), free `up`. */
