@@ -19,6 +19,7 @@ the rows of tiles in flight, not the scene (docs/writer.md).
 from __future__ import annotations
 
 import os
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -324,10 +325,11 @@ def predict(model: Any, inputs: StrPath, out: StrPath,
 
 
 def _is_object(out: StrPath) -> bool:
-    """An object-storage URL (the writer's: s3://, gs://, az://, an Azure
-    Blob https:// URL; plain http(s) is refused by the upload)."""
-    return isinstance(out, str) and out.split("://", 1)[0].lower() in (
-        "s3", "gs", "az", "http", "https")
+    """Whether the writer takes `out` as an object (its rule,
+    cf__url_is_remote: a URL of any scheme but file://; the upload then
+    takes s3://, gs:// and Azure Blob URLs and refuses the rest)."""
+    m = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", out) if isinstance(out, str) else None
+    return m is not None and m.group(1).lower() != "file"
 
 
 def _clip(r: Rect, grid: Grid) -> Rect:
